@@ -1,0 +1,1 @@
+# bench: rules added by its owner

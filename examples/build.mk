@@ -1,0 +1,1 @@
+# examples: rules added by its owner

@@ -1,0 +1,1 @@
+# format: rules added by its owner

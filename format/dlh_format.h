@@ -1,0 +1,106 @@
+/* dlh_format.h — the trace file library shared by libdlhook.so (writer) and dlhook (reader).
+ *
+ * A trace file is an 16-byte header (magic "DLHTRACE", u32 LE version, u32 LE flags) followed by
+ * independent zstd frames. Each frame decompresses to a sequence of dlh.Packet messages
+ * (format/dlhook.proto), each preceded by its length as a varint. A damaged or truncated tail
+ * loses at most the frame it is in: every complete frame before it is still read.
+ *
+ * Writer side: packets are appended to an in-memory frame buffer; dlh_writer_flush() compresses
+ * the buffer into one zstd frame and write()s it. The writer never allocates on behalf of the
+ * profiled program's threads: it is used only by the writer thread (and the exit path).
+ *
+ * Reader side: dlh_reader_next() returns one decoded packet at a time.
+ */
+#ifndef DLH_FORMAT_H
+#define DLH_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "dlhook.pb-c.h"
+
+#define DLH_MAGIC "DLHTRACE"
+#define DLH_FORMAT_VERSION 1u
+#define DLH_HEADER_SIZE 16
+
+/* ---------------------------------------------------------------- writer */
+
+typedef struct dlh_writer dlh_writer;
+
+/* Creates a writer on an open file descriptor and writes the file header.
+ * zstd_level: compression level (1..19; 0 = default 3). The fd stays owned by the caller.
+ * Returns NULL on allocation failure or if the header could not be written. */
+dlh_writer *dlh_writer_create(int fd, int zstd_level);
+
+/* Appends one packet (any oneof case) to the current frame buffer. Returns 0, or -1 on
+ * allocation failure (the packet is lost; the writer stays usable). */
+int dlh_writer_packet(dlh_writer *w, const Dlh__Packet *p);
+
+/* One API call event, as the writer thread hands it over. */
+typedef struct dlh_api_event {
+  uint64_t start_ns;
+  uint64_t dur_ns;
+  uint32_t fn;        /* FunctionDesc id */
+  int64_t ret;
+  uint64_t corr;      /* 0 = none */
+  uint32_t stack;     /* 0 = none */
+  uint32_t depth;     /* nesting depth, 0 = outermost */
+  uint32_t nargs;
+  const uint64_t *args;
+} dlh_api_event;
+
+/* Appends an API event of thread `tid` to that thread's open column batch (delta-encoded).
+ * Batches are turned into ApiBatch packets by dlh_writer_flush() (or when a batch grows
+ * past an internal limit). Returns 0, or -1 on allocation failure (event lost, counted). */
+int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev);
+
+/* Encodes pending batches, compresses everything appended since the last flush into one
+ * zstd frame and writes it (retrying short writes and EINTR). Returns 0 on success (also when
+ * there was nothing to write), -1 on a write error (errno set; the frame is discarded). */
+int dlh_writer_flush(dlh_writer *w);
+
+/* Bytes written to the fd so far (header included). */
+uint64_t dlh_writer_bytes(const dlh_writer *w);
+
+/* Flushes (best effort) and frees the writer. Accepts NULL. Does not close the fd. */
+void dlh_writer_free(dlh_writer *w);
+
+/* ---------------------------------------------------------------- reader */
+
+typedef struct dlh_reader dlh_reader;
+
+/* Opens a trace file. On failure returns NULL and, if err is not NULL, sets *err to a
+ * malloc'd message ("not a dlhook trace (bad magic)", "empty file", "unsupported format
+ * version 7", ...) that the caller frees. */
+dlh_reader *dlh_reader_open(const char *path, char **err);
+
+/* Reads the next packet. Returns 1 and sets *out to a packet owned by the reader (valid until
+ * the next call or dlh_reader_close), 0 at the clean end of the file, -1 when the rest of the
+ * file is damaged or truncated: then dlh_reader_error() says what and where, and every packet of
+ * every complete frame before the damage has already been returned. */
+int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out);
+
+/* The error message after dlh_reader_next returned -1 (or NULL). Owned by the reader. */
+const char *dlh_reader_error(const dlh_reader *r);
+
+/* Frames read successfully so far, and the file offset where reading stopped. */
+uint64_t dlh_reader_frames(const dlh_reader *r);
+uint64_t dlh_reader_offset(const dlh_reader *r);
+
+/* Closes the reader and frees everything it owns. Accepts NULL. */
+void dlh_reader_close(dlh_reader *r);
+
+/* Helper for consumers of ApiBatch packets: iterates its events in order.
+ * Usage: dlh_api_iter it; dlh_api_iter_init(&it, batch);
+ *        while (dlh_api_iter_next(&it, &ev)) { ... }
+ * Returns 0 at the end, or when the batch is internally inconsistent (columns of different
+ * lengths, args overrun): then it->bad is set. ev.args points into the packet. */
+typedef struct dlh_api_iter {
+  const Dlh__ApiBatch *b;
+  size_t i, argpos;
+  uint64_t t, corr;
+  int bad;
+} dlh_api_iter;
+void dlh_api_iter_init(dlh_api_iter *it, const Dlh__ApiBatch *b);
+int dlh_api_iter_next(dlh_api_iter *it, dlh_api_event *ev);
+
+#endif

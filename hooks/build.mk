@@ -1,0 +1,1 @@
+# hooks: rules added by its owner

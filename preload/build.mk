@@ -1,0 +1,1 @@
+# preload: rules added by its owner

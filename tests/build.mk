@@ -1,0 +1,1 @@
+# tests: rules added by its owner

@@ -1,0 +1,1 @@
+# tests/simcuda: rules added by its owner

@@ -1,0 +1,64 @@
+/* simcore.h — private interface of the simulated driver (tests/simcuda/, the libcuda.so.1
+ * stand-in). The stand-in runtime (libcudart.so.13) and libraries (libcublas.so.13,
+ * libcublasLt.so.13, libcudnn.so.9, libnccl.so.2) and the CUPTI stand-in (libcupti.so.13)
+ * are built on it. Nothing here is part of a real CUDA API; profilers never see these symbols
+ * (they are exported from libcuda.so.1 under the version node SIMCUDA_PRIVATE).
+ *
+ * Model: one simulated GPU timeline per device, tied to the host clock (CLOCK_MONOTONIC ns).
+ * An operation enqueued on a stream starts at max(enqueue time + launch latency, end of the
+ * previous op on that stream, events it waits for) and lasts a deterministic time from the cost
+ * model: max(floor_ns, flops / peak_flops(dtype), bytes / bandwidth(kind)). A collective op ends
+ * only when every rank of its rendezvous has started it: end = max(start of all ranks) + cost.
+ * Synchronising calls really wait (sleep) until the simulated end time has passed on the host
+ * clock. Tools see every op as CUPTI does: API callbacks and activity records with correlation
+ * ids, through the libcupti.so.13 stand-in.
+ */
+#ifndef SIMCORE_H
+#define SIMCORE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define SIMCU_API __attribute__((visibility("default")))
+
+/* Host clock used by the whole simulation: CLOCK_MONOTONIC in ns. */
+SIMCU_API uint64_t simcu_now_ns(void);
+
+/* Data type classes for the cost model's peak FLOP/s. */
+enum { SIMCU_DT_FP32 = 0, SIMCU_DT_FP64, SIMCU_DT_FP16, SIMCU_DT_BF16, SIMCU_DT_TF32,
+       SIMCU_DT_FP8, SIMCU_DT_INT8 };
+
+/* Optional cross-process rendezvous of a collective (NCCL stand-in). All ranks with the same
+ * key and seq meet; key identifies the communicator (same on every rank), seq counts its
+ * operations. For point-to-point, nranks = 2 and key mixes the pair. */
+typedef struct simcu_rendezvous {
+  uint64_t key;
+  uint64_t seq;
+  int rank;
+  int nranks;
+} simcu_rendezvous;
+
+typedef struct simcu_kernel {
+  const char *name;            /* mangled kernel name, as CUPTI reports it */
+  unsigned grid[3], block[3];
+  size_t dyn_smem, static_smem;
+  unsigned regs;               /* registers per thread (0 = model chooses) */
+  double flops, bytes;         /* work for the cost model */
+  int dtype;                   /* SIMCU_DT_* */
+  uint64_t floor_ns;           /* minimum duration (0 = default floor) */
+  const simcu_rendezvous *rv;  /* NULL unless a collective */
+  void (*host_fn)(void *arg);  /* optional: computes the real result on the CPU, at launch */
+  void *host_arg;
+} simcu_kernel;
+
+/* Enqueues a kernel on `stream` (a cudaStream_t / CUstream, NULL = legacy default stream) as a
+ * library does it: tools see a driver API call cuLaunchKernel (CUPTI driver-domain callbacks with
+ * a fresh correlation id, made in the calling thread, inside whatever external correlation is
+ * pushed) and a CONCURRENT_KERNEL activity record carrying that correlation id.
+ * Returns 0 (CUDA_SUCCESS) or a CUresult error. */
+SIMCU_API int simcu_launch_kernel(void *stream, const simcu_kernel *k);
+
+/* Device properties of the simulated device `dev` (H100-like by default). */
+SIMCU_API int simcu_device_count(void);
+SIMCU_API const char *simcu_device_name(int dev);
+
+#endif

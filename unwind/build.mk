@@ -1,0 +1,1 @@
+# unwind: rules added by its owner

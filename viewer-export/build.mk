@@ -1,0 +1,1 @@
+# viewer-export: rules added by its owner
