@@ -1,1 +1,18 @@
-# preload: rules added by its owner
+# preload/: the runtime inside the profiled process, linked with hooks/, unwind/ and format/
+# into $(BUILD)/libdlhook.so.
+PRELOAD_SRCS := $(wildcard preload/*.c)
+PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.o)
+PRELOAD_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Ipreload $(FORMAT_CFLAGS)
+
+$(BUILD)/preload/%.o: preload/%.c $(BUILD)/format/dlhook.pb-c.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(PRELOAD_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libdlhook.so: $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) preload/libdlhook.map
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -o $@ $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) \
+	  -Wl,--version-script=preload/libdlhook.map -Wl,--exclude-libs,ALL -Wl,-z,nodelete \
+	  $(LDFLAGS) $(UNWIND_LIBS) $(FORMAT_LIBS) -ldl -lpthread
+
+ALL_TARGETS += $(BUILD)/libdlhook.so

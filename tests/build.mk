@@ -1,1 +1,16 @@
-# tests: rules added by its owner
+# tests/: programs used by the end-to-end tests (built against the REAL CUDA libraries; they run
+# against the real ones with no GPU, or on the simulator through tests/simcuda/run).
+TEST_PROGS := $(BUILD)/tests/progs/cudart_calls $(BUILD)/tests/progs/threads \
+              $(BUILD)/tests/progs/signals $(BUILD)/tests/progs/nvcc_shared
+
+$(BUILD)/tests/progs/%: tests/progs/%.c | $(CUDA_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) -O1 -g -Wall -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIB) -lcudart -lpthread
+
+$(BUILD)/tests/progs/%: tests/progs/%.cu | $(CUDA_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "  NVCC    $<"
+	$(Q)$(NVCC) -cudart shared -O1 -g -o $@ $<
+
+TEST_DEPS += $(TEST_PROGS)

@@ -1,0 +1,75 @@
+/* dlh_internal.h — state shared by the files of the preload runtime (not by hooks). */
+#ifndef DLH_INTERNAL_H
+#define DLH_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "dlh_hook.h"
+
+/* ---- settings (config.c) ---- */
+typedef struct dlh_config {
+  char output[4096];     /* DLHOOK_OUTPUT, after substitution: the trace file path */
+  int enabled;           /* DLHOOK_DISABLE=1 turns everything into pass-through */
+  uint64_t ring_bytes;   /* DLHOOK_RING_KB * 1024: ring size per thread */
+  uint64_t mem_limit;    /* DLHOOK_MEM_MB: total ring memory before rings shrink */
+  unsigned flush_ms;     /* DLHOOK_FLUSH_MS: a frame is written at least this often */
+  int zstd_level;        /* DLHOOK_ZSTD_LEVEL */
+  int quiet;             /* DLHOOK_QUIET=1: no informational messages (warnings still print) */
+  int signals;           /* DLHOOK_SIGNALS=0: do not install SIGINT/SIGTERM flush handlers */
+  int rank, local_rank, world_size;
+} dlh_config;
+
+extern dlh_config dlh_cfg;
+void dlh_config_load(void);
+void dlh_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void dlh_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- ring records (words of 8 bytes) ----
+ * word 0: fn (bits 0-31) | nargs (32-39) | depth (40-47) | kind (48-51) | flags (52-55) |
+ *         nwords (56-63)
+ * word 1: start ticks   word 2: duration in ticks   word 3: ret (low 32, sign-extended) |
+ *         stack id (high 32)   [word 4: correlation id, when flags has DLH_REC_F_CORR]
+ * then nargs argument words. */
+#define DLH_REC_HDR_WORDS 4
+enum { DLH_REC_PAD = 0, DLH_REC_API = 1 };
+#define DLH_REC_F_CORR 1u
+
+struct dlh_thread {
+  struct dlh_thread_hot hot;           /* depth, blocked: must stay first */
+  uint64_t *buf;                       /* ring of `cap` words, cap a power of two */
+  uint64_t cap;
+  uint64_t head_local;                 /* producer's view of head */
+  uint64_t tail_cache;                 /* producer's last view of tail */
+  uint64_t pending_corr;
+  uint32_t tid;
+  char name[16];
+  _Atomic uint64_t head __attribute__((aligned(64)));  /* written by the producer */
+  _Atomic uint64_t tail __attribute__((aligned(64)));  /* written by the writer */
+  _Atomic uint64_t dropped;
+  _Atomic int wake_sent;               /* producer asked the writer to drain this ring */
+  _Atomic int state;                   /* DLH_T_* */
+  int announced;                       /* writer: ThreadInfo written */
+  struct dlh_thread *next;             /* global list (push-only) */
+};
+enum { DLH_T_ACTIVE = 1, DLH_T_EXITED = 2, DLH_T_RETIRED = 3 };
+
+extern _Atomic(struct dlh_thread *) dlh_threads;
+
+/* ---- clock (runtime.c) ---- */
+uint64_t dlh_mono_ns(void);
+uint64_t dlh_real_ns(void);
+
+/* ---- writer thread (writer.c) ---- */
+int dlh_writer_start(int fd);
+void dlh_writer_stop(int exit_reason, int sig); /* final drain + trailer; idempotent */
+void dlh_writer_wake(void);                      /* async-signal-safe: wake the writer to drain */
+int dlh_writer_flush_wait(unsigned timeout_ms);    /* async-signal-safe: flush and wait */
+void dlh_writer_after_fork_child(void);
+const dlh_fn_desc *dlh_fn_lookup(uint32_t id, int *domain);
+void dlh_ring_release(struct dlh_thread *t);       /* writer: give an exited thread's ring back */
+
+/* ---- signals (signals.c) ---- */
+void dlh_signals_install(void);
+
+#endif

@@ -1,0 +1,220 @@
+/* runtime.c — the life of libdlhook.so inside the profiled process: constructor, per-thread
+ * rings, the record store of the hot path, symbol resolution, exit and fork.
+ *
+ * Hot path (dlh_call_end_slow): a few word stores into the calling thread's own ring and one
+ * release store of its head. No locks, no malloc, no system call. A full ring drops the record
+ * and counts it. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dlh_internal.h"
+
+__thread dlh_thread *dlh_self __attribute__((tls_model("initial-exec")));
+volatile int dlh_recording;
+_Atomic(struct dlh_thread *) dlh_threads;
+
+static pthread_key_t thread_key;
+static int initialised;
+static _Atomic uint64_t ring_mem;                 /* bytes of ring memory mapped */
+static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
+struct free_ring { uint64_t *buf; uint64_t cap; struct free_ring *next; };
+static struct free_ring *free_rings;              /* recycled rings (ring_lock) */
+
+uint64_t dlh_mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+uint64_t dlh_real_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+uint64_t dlh_ticks_slow(void) { return dlh_mono_ns(); }
+
+/* ---------------------------------------------------------------- rings */
+
+static uint64_t *ring_alloc(uint64_t *cap_words) {
+  pthread_mutex_lock(&ring_lock);
+  struct free_ring *f = free_rings;
+  if (f) free_rings = f->next;
+  pthread_mutex_unlock(&ring_lock);
+  if (f) {
+    uint64_t *b = f->buf;
+    *cap_words = f->cap;
+    free(f);
+    return b;
+  }
+  uint64_t bytes = dlh_cfg.ring_bytes;
+  /* Past the memory budget, new threads get small rings: memory stays bounded. */
+  if (atomic_load(&ring_mem) + bytes > dlh_cfg.mem_limit) bytes = 64 * 1024;
+  uint64_t words = 1;
+  while (words * 8 < bytes) words <<= 1;
+  void *p = mmap(NULL, words * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  atomic_fetch_add(&ring_mem, words * 8);
+  *cap_words = words;
+  return p;
+}
+
+/* Called by the writer once an exited thread's ring is drained. */
+void dlh_ring_release(struct dlh_thread *t) {
+  struct free_ring *f = malloc(sizeof *f);
+  if (f) {
+    f->buf = t->buf;
+    f->cap = t->cap;
+    pthread_mutex_lock(&ring_lock);
+    f->next = free_rings;
+    free_rings = f;
+    pthread_mutex_unlock(&ring_lock);
+  }
+  t->buf = NULL;
+  atomic_store(&t->state, DLH_T_RETIRED);
+}
+
+static void thread_exit(void *arg) {
+  struct dlh_thread *t = arg;
+  t->hot.blocked = 1;              /* later calls of this dying thread pass through */
+  atomic_store(&t->state, DLH_T_EXITED);
+}
+
+dlh_thread *dlh_thread_attach(void) {
+  if (!initialised || !dlh_recording) return NULL;
+  struct dlh_thread *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  t->hot.blocked = 1;              /* no recording of what we call while attaching */
+  dlh_self = t;
+  t->buf = ring_alloc(&t->cap);
+  if (!t->buf) {                   /* stays blocked: this thread passes through */
+    return NULL;
+  }
+  t->tid = (uint32_t)syscall(SYS_gettid);
+  prctl(PR_GET_NAME, t->name, 0, 0, 0);
+  atomic_store(&t->state, DLH_T_ACTIVE);
+  pthread_setspecific(thread_key, t);
+  struct dlh_thread *old = atomic_load(&dlh_threads);
+  do t->next = old; while (!atomic_compare_exchange_weak(&dlh_threads, &old, t));
+  t->hot.blocked = 0;
+  return t;
+}
+
+void dlh_call_end_slow(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, const uint64_t *args,
+                       uint64_t t1) {
+  struct dlh_thread *t = c->t;
+  t->hot.depth = c->depth;
+  if (DLH_UNLIKELY(nargs > DLH_MAX_ARGS)) nargs = DLH_MAX_ARGS;
+  uint64_t corr = t->pending_corr;
+  uint64_t n = DLH_REC_HDR_WORDS + (corr != 0) + nargs, cap = t->cap, h = t->head_local;
+  uint64_t pos = h & (cap - 1);
+  uint64_t need = n + (pos + n > cap ? cap - pos : 0);
+  if (DLH_UNLIKELY(h + need - t->tail_cache > cap / 2)) {
+    /* Half full as far as we know: look at the real tail, wake the writer once if needed. */
+    t->tail_cache = atomic_load_explicit(&t->tail, memory_order_acquire);
+    if (h + need - t->tail_cache > cap / 2 && !atomic_load_explicit(&t->wake_sent, memory_order_relaxed)) {
+      atomic_store_explicit(&t->wake_sent, 1, memory_order_relaxed);
+      dlh_writer_wake();
+    }
+    if (h + need - t->tail_cache > cap) {
+      atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+      return;
+    }
+  }
+  if (DLH_UNLIKELY(pos + n > cap)) { /* wrap: pad to the end of the ring */
+    t->buf[pos] = (uint64_t)DLH_REC_PAD << 48;
+    h += cap - pos;
+    pos = 0;
+  }
+  uint64_t *w = t->buf + pos;
+  w[0] = (uint64_t)fn | (uint64_t)nargs << 32 | (uint64_t)(c->depth & 0xff) << 40 |
+         (uint64_t)DLH_REC_API << 48 | (uint64_t)(corr ? DLH_REC_F_CORR : 0) << 52 | n << 56;
+  w[1] = c->t0;
+  w[2] = t1 - c->t0;
+  w[3] = (uint32_t)ret; /* stack id (high half): 0 = none */
+  w += DLH_REC_HDR_WORDS;
+  if (corr) {
+    *w++ = corr;
+    t->pending_corr = 0;
+  }
+  for (uint32_t i = 0; i < nargs; i++) w[i] = args[i];
+  h += n;
+  t->head_local = h;
+  atomic_store_explicit(&t->head, h, memory_order_release);
+}
+
+void dlh_set_pending_corr(uint64_t corr) {
+  if (dlh_self) dlh_self->pending_corr = corr;
+}
+
+/* ---------------------------------------------------------------- resolution */
+
+static const char *const lib_sonames[DLH_LIB_COUNT] = {
+    "libcudart.so.13", "libcuda.so.1", "libcublas.so.13", "libcublasLt.so.13",
+    "libcudnn.so.9", "libnccl.so.2"};
+
+void *dlh_resolve(const char *name, int lib) {
+  struct dlh_thread *t = dlh_self;
+  if (t) t->hot.blocked++;
+  void *p = dlsym(RTLD_NEXT, name);
+  if (!p && lib >= 0 && lib < DLH_LIB_COUNT) {
+    void *h = dlopen(lib_sonames[lib], RTLD_LAZY | RTLD_NOLOAD);
+    if (h) {
+      p = dlsym(h, name);
+      dlclose(h);
+    }
+  }
+  if (t) t->hot.blocked--;
+  return p;
+}
+
+/* ---------------------------------------------------------------- life cycle */
+
+static void at_exit(void) {
+  if (!initialised) return;
+  dlh_writer_stop(0, 0);
+}
+
+static void fork_prepare(void) { pthread_mutex_lock(&ring_lock); }
+static void fork_parent(void) { pthread_mutex_unlock(&ring_lock); }
+static void fork_child(void) {
+  pthread_mutex_init(&ring_lock, NULL);
+  if (!initialised) return;
+  /* The child starts a trace of its own: the parent's rings and writer are left alone. */
+  dlh_recording = 0;
+  atomic_store(&dlh_threads, NULL);
+  free_rings = NULL;
+  atomic_store(&ring_mem, 0);
+  dlh_self = NULL;
+  dlh_writer_after_fork_child();
+}
+
+static int setuid_program(void) {
+  return getuid() != geteuid() || getgid() != getegid();
+}
+
+__attribute__((constructor)) static void dlh_init(void) {
+  dlh_config_load();
+  if (!dlh_cfg.enabled) return;
+  if (setuid_program()) return; /* never trace setuid/setgid programs */
+  if (pthread_key_create(&thread_key, thread_exit) != 0) {
+    dlh_warn("cannot create a thread key; tracing disabled");
+    return;
+  }
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  initialised = 1;
+  if (dlh_writer_start(-1) != 0) { /* it warned */
+    initialised = 0;
+    return;
+  }
+  atexit(at_exit);
+  if (dlh_cfg.signals) dlh_signals_install();
+  dlh_recording = 1;
+}

@@ -1,0 +1,461 @@
+/* writer.c — the writer thread: drains every thread's ring, converts ticks to the trace clock,
+ * hands events to the format library (format/) and writes a zstd frame at least every
+ * DLHOOK_FLUSH_MS. Also the final drain at exit or on a fatal signal. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dlh_format.h"
+#include "dlh_internal.h"
+
+/* ---------------------------------------------------------------- function tables */
+
+/* Generated per-library tables (hooks/gen/); weak so that a library without wrappers yet
+ * simply has no descriptors. */
+#define DLH_TABLE(lib)                                                     \
+  extern const dlh_fn_desc dlh_fns_##lib[] __attribute__((weak));          \
+  extern const unsigned dlh_fns_##lib##_count __attribute__((weak));
+DLH_TABLE(cudart)
+DLH_TABLE(driver)
+DLH_TABLE(cublas)
+DLH_TABLE(cublasLt)
+DLH_TABLE(cudnn)
+DLH_TABLE(nccl)
+DLH_TABLE(nvtx)
+DLH_TABLE(dlhook)
+
+const dlh_fn_desc *dlh_fn_lookup(uint32_t id, int *domain) {
+  const dlh_fn_desc *t = NULL;
+  const unsigned *n = NULL;
+  unsigned d = id >> 16, i = id & 0xffff;
+  switch (d) {
+#define CASE(dom, lib) case dom: t = dlh_fns_##lib; n = &dlh_fns_##lib##_count; break;
+    CASE(DLH_DOMAIN_CUDART, cudart)
+    CASE(DLH_DOMAIN_DRIVER, driver)
+    CASE(DLH_DOMAIN_CUBLAS, cublas)
+    CASE(DLH_DOMAIN_CUBLASLT, cublasLt)
+    CASE(DLH_DOMAIN_CUDNN, cudnn)
+    CASE(DLH_DOMAIN_NCCL, nccl)
+    CASE(DLH_DOMAIN_NVTX, nvtx)
+    CASE(DLH_DOMAIN_DLHOOK, dlhook)
+#undef CASE
+    default: return NULL;
+  }
+  if (domain) *domain = (int)d;
+  if (!t || !n || i >= *n) return NULL;
+  return &t[i];
+}
+
+/* ---------------------------------------------------------------- clock anchors */
+
+/* ticks -> trace ns: piecewise linear between (ticks, mono) anchors taken by the writer. */
+#define NANCH 4096
+typedef struct { uint64_t tk, ns; } anchor;
+static anchor anchors[NANCH];
+static uint64_t nanch;               /* anchors taken so far (ring of NANCH) */
+static anchor first;
+
+static anchor take_anchor(void) {
+  anchor a;
+  uint64_t best = ~0ull;
+  for (int i = 0; i < 3; i++) { /* keep the tightest bracket */
+    uint64_t t0 = dlh_ticks(), ns = dlh_mono_ns(), t1 = dlh_ticks();
+    if (t1 - t0 < best) { best = t1 - t0; a.tk = t0 + (t1 - t0) / 2; a.ns = ns; }
+  }
+  return a;
+}
+
+static void add_anchor(anchor a) { anchors[nanch++ % NANCH] = a; }
+
+static uint64_t tick_ns(uint64_t tk) {
+#if !defined(__x86_64__)
+  return tk;
+#else
+  uint64_t lo = nanch > NANCH ? nanch - NANCH : 0, hi = nanch; /* valid: [lo, hi) */
+  const anchor *last = &anchors[(hi - 1) % NANCH];
+  const anchor *old = &anchors[lo % NANCH];
+  double rate = last->tk > first.tk ? (double)(last->ns - first.ns) / (double)(last->tk - first.tk)
+                                    : 1.0;
+  if (tk >= last->tk) return last->ns + (uint64_t)((double)(tk - last->tk) * rate);
+  if (tk <= old->tk) {
+    double back = (double)(old->tk - tk) * rate;
+    return back >= (double)old->ns ? 0 : old->ns - (uint64_t)back;
+  }
+  while (hi - lo > 1) { /* anchors are increasing: find the segment */
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (anchors[mid % NANCH].tk <= tk) lo = mid; else hi = mid;
+  }
+  const anchor *a = &anchors[lo % NANCH], *b = &anchors[(lo + 1) % NANCH];
+  if (b->tk == a->tk) return a->ns;
+  return a->ns + (uint64_t)((double)(tk - a->tk) * (double)(b->ns - a->ns) / (double)(b->tk - a->tk));
+#endif
+}
+
+/* ---------------------------------------------------------------- writer state */
+
+static dlh_writer *W;
+static int out_fd = -1;
+static pthread_t writer_tid;
+static int wake_pipe[2] = {-1, -1};
+static _Atomic int stop_req;         /* 1: final drain requested */
+static _Atomic int finished;         /* the writer has written its trailer */
+static _Atomic uint64_t flush_req, flush_done;
+static int stop_reason, stop_signal;
+static uint64_t records, dropped_total;
+static uint8_t *fn_seen;             /* bitmap over fn ids: FunctionDesc written */
+static int write_failed;
+
+static void put(Dlh__Packet *p) {
+  if (dlh_writer_packet(W, p) != 0) { /* allocation failure: packet lost */ }
+}
+
+static void write_anchor(anchor a, uint32_t kind) {
+  Dlh__Packet p = DLH__PACKET__INIT;
+  Dlh__ClockAnchor c = DLH__CLOCK_ANCHOR__INIT;
+  c.has_trace_ns = c.has_realtime_ns = c.has_ticks = c.has_kind = 1;
+  c.trace_ns = a.ns;
+  c.realtime_ns = dlh_real_ns();
+  c.ticks = a.tk;
+  c.kind = kind;
+  p.data_case = DLH__PACKET__DATA_ANCHOR;
+  p.anchor = &c;
+  put(&p);
+}
+
+static void write_process_info(uint64_t start_ns) {
+  char host[256] = "", exe[4096] = "", cmd[8192];
+  gethostname(host, sizeof host - 1);
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = 0;
+  char *argv[256];
+  size_t argc = 0;
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t len = read(fd, cmd, sizeof cmd - 1);
+    close(fd);
+    if (len > 0) {
+      cmd[len] = 0;
+      for (char *s = cmd; s < cmd + len && argc < 256; s += strlen(s) + 1) argv[argc++] = s;
+    }
+  }
+  Dlh__Packet p = DLH__PACKET__INIT;
+  Dlh__ProcessInfo pi = DLH__PROCESS_INFO__INIT;
+  pi.has_pid = pi.has_ppid = pi.has_rank = pi.has_local_rank = pi.has_world_size = 1;
+  pi.has_format_version = pi.has_start_ns = 1;
+  pi.pid = (uint32_t)getpid();
+  pi.ppid = (uint32_t)getppid();
+  pi.host = host;
+  pi.exe = exe;
+  pi.n_cmdline = argc;
+  pi.cmdline = argv;
+  pi.rank = dlh_cfg.rank;
+  pi.local_rank = dlh_cfg.local_rank;
+  pi.world_size = dlh_cfg.world_size;
+  pi.dlhook_version = (char *)DLHOOK_VERSION;
+  pi.format_version = DLH_FORMAT_VERSION;
+  pi.stacks_mode = (char *)"none";
+  pi.start_ns = start_ns;
+  p.data_case = DLH__PACKET__DATA_PROCESS;
+  p.process = &pi;
+  put(&p);
+}
+
+static void write_function(uint32_t id) {
+  int domain = 0;
+  const dlh_fn_desc *d = dlh_fn_lookup(id, &domain);
+  Dlh__Packet p = DLH__PACKET__INIT;
+  Dlh__FunctionDesc f = DLH__FUNCTION_DESC__INIT;
+  Dlh__ArgDesc ad[DLH_MAX_ARGS], *adp[DLH_MAX_ARGS];
+  char unknown[32];
+  f.has_id = f.has_domain = 1;
+  f.id = id;
+  f.domain = (Dlh__Domain)domain;
+  if (d) {
+    f.name = (char *)d->name;
+    f.n_args = d->nargs > DLH_MAX_ARGS ? DLH_MAX_ARGS : d->nargs;
+    for (size_t i = 0; i < f.n_args; i++) {
+      dlh__arg_desc__init(&ad[i]);
+      ad[i].name = (char *)d->argnames[i];
+      ad[i].has_type = 1;
+      ad[i].type = d->argtypes[i];
+      adp[i] = &ad[i];
+    }
+    f.args = adp;
+  } else {
+    snprintf(unknown, sizeof unknown, "fn#%u", id);
+    f.name = unknown;
+  }
+  p.data_case = DLH__PACKET__DATA_FUNCTION;
+  p.function = &f;
+  put(&p);
+}
+
+static void write_thread(struct dlh_thread *t) {
+  Dlh__Packet p = DLH__PACKET__INIT;
+  Dlh__ThreadInfo ti = DLH__THREAD_INFO__INIT;
+  char name[17];
+  memcpy(name, t->name, 16);
+  name[16] = 0;
+  ti.has_tid = 1;
+  ti.tid = t->tid;
+  ti.name = name;
+  p.data_case = DLH__PACKET__DATA_THREAD;
+  p.thread = &ti;
+  put(&p);
+  t->announced = 1;
+}
+
+static void write_counters(int final) {
+  uint64_t drop = 0;
+  uint32_t nthreads = 0;
+  for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
+    drop += atomic_load_explicit(&t->dropped, memory_order_relaxed);
+    nthreads++;
+  }
+  dropped_total = drop;
+  Dlh__Packet p = DLH__PACKET__INIT;
+  if (!final) {
+    Dlh__Counters c = DLH__COUNTERS__INIT;
+    c.has_records = c.has_dropped = c.has_threads = 1;
+    c.records = records;
+    c.dropped = drop;
+    c.threads = nthreads;
+    p.data_case = DLH__PACKET__DATA_COUNTERS;
+    p.counters = &c;
+    put(&p);
+  } else {
+    Dlh__Trailer tr = DLH__TRAILER__INIT;
+    tr.has_records = tr.has_dropped = tr.has_end_ns = tr.has_exit_reason = tr.has_signal = 1;
+    tr.records = records;
+    tr.dropped = drop;
+    tr.end_ns = dlh_mono_ns();
+    tr.exit_reason = (uint32_t)stop_reason;
+    tr.signal = (uint32_t)stop_signal;
+    p.data_case = DLH__PACKET__DATA_TRAILER;
+    p.trailer = &tr;
+    put(&p);
+  }
+}
+
+/* Drains one ring. Returns the number of records taken. */
+static uint64_t drain(struct dlh_thread *t) {
+  if (!t->buf) return 0;
+  uint64_t head = atomic_load_explicit(&t->head, memory_order_acquire);
+  uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed), cap = t->cap, n = 0;
+  if (tail != head && !t->announced) write_thread(t);
+  while (tail < head) {
+    uint64_t pos = tail & (cap - 1), *w = t->buf + pos;
+    uint64_t kind = (w[0] >> 48) & 0xff, nw = w[0] >> 56;
+    if (kind == DLH_REC_PAD || nw < DLH_REC_HDR_WORDS) { tail += cap - pos; continue; }
+    uint32_t fn = (uint32_t)w[0];
+    uint32_t bit = ((fn >> 16) & 0xf) << 16 | (fn & 0xffff);
+    if (!(fn_seen[bit >> 3] & (1u << (bit & 7)))) {
+      fn_seen[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+      write_function(fn);
+    }
+    dlh_api_event ev;
+    unsigned flags = (unsigned)(w[0] >> 52) & 0xf;
+    ev.start_ns = tick_ns(w[1]);
+    uint64_t end = tick_ns(w[1] + w[2]);
+    ev.dur_ns = end > ev.start_ns ? end - ev.start_ns : 0;
+    ev.fn = fn;
+    ev.ret = (int64_t)(int32_t)(uint32_t)w[3];
+    ev.stack = (uint32_t)(w[3] >> 32);
+    ev.corr = (flags & DLH_REC_F_CORR) ? w[DLH_REC_HDR_WORDS] : 0;
+    ev.depth = (uint32_t)(w[0] >> 40) & 0xff;
+    ev.nargs = (uint32_t)(w[0] >> 32) & 0xff;
+    ev.args = w + DLH_REC_HDR_WORDS + ((flags & DLH_REC_F_CORR) ? 1 : 0);
+    dlh_writer_api(W, t->tid, &ev);
+    tail += nw;
+    n++;
+  }
+  atomic_store_explicit(&t->tail, tail, memory_order_release);
+  atomic_store_explicit(&t->wake_sent, 0, memory_order_relaxed);
+  return n;
+}
+
+static uint64_t drain_all(void) {
+  add_anchor(take_anchor());
+  uint64_t n = 0;
+  for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
+    int st = atomic_load(&t->state);
+    if (st == DLH_T_RETIRED) continue;
+    n += drain(t);
+    if (st == DLH_T_EXITED && atomic_load(&t->head) == atomic_load(&t->tail)) dlh_ring_release(t);
+  }
+  records += n;
+  return n;
+}
+
+static void flush_frame(void) {
+  if (write_failed) return;
+  if (dlh_writer_flush(W) != 0) {
+    write_failed = 1;
+    dlh_warn("cannot write the trace %s (%s); recording stopped, the program goes on",
+             dlh_cfg.output, strerror(errno));
+    dlh_recording = 0;
+  }
+}
+
+static void finish(void) {
+  dlh_recording = 0;
+  drain_all();
+  anchor a = take_anchor();
+  add_anchor(a);
+  drain_all();
+  write_anchor(a, 2);
+  write_counters(1);
+  flush_frame();
+  if (!write_failed && !dlh_cfg.quiet)
+    dlh_info("wrote %s (%llu calls, %llu dropped)", dlh_cfg.output, (unsigned long long)records,
+             (unsigned long long)dropped_total);
+  close(out_fd);
+  out_fd = -1;
+  atomic_store(&finished, 1);
+}
+
+static void *writer_main(void *arg) {
+  (void)arg;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals go to the program's threads */
+  static struct dlh_thread self_blocked;     /* nothing this thread calls is recorded */
+  self_blocked.hot.blocked = 1;
+  dlh_self = &self_blocked;
+  uint64_t last_flush = dlh_mono_ns(), since_flush = 0;
+  int interval = 1;
+  for (;;) {
+    struct pollfd pfd = {.fd = wake_pipe[0], .events = POLLIN};
+    if (poll(&pfd, 1, interval) > 0) {
+      char buf[64];
+      while (read(wake_pipe[0], buf, sizeof buf) > 0) {}
+    }
+    if (atomic_load(&stop_req)) break;
+    uint64_t req = atomic_load(&flush_req);
+    uint64_t n = drain_all();
+    since_flush += n;
+    uint64_t now = dlh_mono_ns();
+    if (req != atomic_load(&flush_done) || since_flush > (1u << 20) ||
+        now - last_flush >= (uint64_t)dlh_cfg.flush_ms * 1000000ull) {
+      write_anchor(anchors[(nanch - 1) % NANCH], 1);
+      write_counters(0);
+      flush_frame();
+      last_flush = now;
+      since_flush = 0;
+      atomic_store(&flush_done, req);
+    }
+    interval = n ? 1 : 10;
+  }
+  finish();
+  return NULL;
+}
+
+static int open_output(void) {
+  for (int i = 0; i < 100; i++) {
+    char path[sizeof dlh_cfg.output];
+    if (i == 0) snprintf(path, sizeof path, "%s", dlh_cfg.output);
+    else if ((size_t)snprintf(path, sizeof path, "%s.%d", dlh_cfg.output, i) >= sizeof path) break;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      if (i) snprintf(dlh_cfg.output, sizeof dlh_cfg.output, "%s", path);
+      return fd;
+    }
+    if (errno != EEXIST) break;
+  }
+  return -1;
+}
+
+int dlh_writer_start(int fd) {
+  first = take_anchor();
+  nanch = 0;
+  add_anchor(first);
+  out_fd = fd >= 0 ? fd : open_output();
+  if (out_fd < 0) {
+    dlh_warn("cannot create the trace file %s (%s); the program runs untraced", dlh_cfg.output,
+             strerror(errno));
+    return -1;
+  }
+  if (!fn_seen) fn_seen = calloc(1, (16u << 16) / 8);
+  if (wake_pipe[0] < 0 && pipe2(wake_pipe, O_NONBLOCK | O_CLOEXEC) != 0) wake_pipe[0] = -1;
+  W = dlh_writer_create(out_fd, dlh_cfg.zstd_level);
+  if (!W || !fn_seen || wake_pipe[0] < 0) {
+    dlh_warn("cannot set up the trace writer (%s); the program runs untraced", strerror(errno));
+    close(out_fd);
+    unlink(dlh_cfg.output);
+    out_fd = -1;
+    return -1;
+  }
+  write_process_info(first.ns);
+  write_anchor(first, 0);
+  flush_frame();
+  atomic_store(&stop_req, 0);
+  atomic_store(&finished, 0);
+  if (pthread_create(&writer_tid, NULL, writer_main, NULL) != 0) {
+    dlh_warn("cannot start the writer thread; the program runs untraced");
+    close(out_fd);
+    out_fd = -1;
+    return -1;
+  }
+  return 0;
+}
+
+void dlh_writer_wake(void) {
+  if (wake_pipe[1] >= 0) {
+    ssize_t w = write(wake_pipe[1], "f", 1);
+    (void)w;
+  }
+}
+
+static void sleep_ms(unsigned ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+int dlh_writer_flush_wait(unsigned timeout_ms) {
+  if (out_fd < 0 || atomic_load(&finished)) return -1;
+  uint64_t req = atomic_fetch_add(&flush_req, 1) + 1;
+  dlh_writer_wake();
+  for (unsigned i = 0; i < timeout_ms; i++) {
+    if (atomic_load(&flush_done) >= req || atomic_load(&finished)) return 0;
+    sleep_ms(1);
+  }
+  return -1;
+}
+
+/* Final drain: from atexit, or from a fatal signal's handler (async-signal-safe: it only sets a
+ * flag, writes a byte and sleeps until the writer thread is done, for at most 5 s). */
+void dlh_writer_stop(int exit_reason, int sig) {
+  static _Atomic int once;
+  if (out_fd < 0 && !atomic_load(&finished)) return;
+  if (atomic_exchange(&once, 1)) {
+    for (int i = 0; i < 5000 && !atomic_load(&finished); i++) sleep_ms(1);
+    return;
+  }
+  stop_reason = exit_reason;
+  stop_signal = sig;
+  atomic_store(&stop_req, 1);
+  dlh_writer_wake();
+  for (int i = 0; i < 5000 && !atomic_load(&finished); i++) sleep_ms(1);
+  if (!atomic_load(&finished)) dlh_warn("the trace writer did not finish in 5 s; the trace may be incomplete");
+}
+
+void dlh_writer_after_fork_child(void) {
+  /* The parent's writer thread does not exist here; its state must not be touched. */
+  W = NULL; /* the parent's writer memory is leaked in the child, never freed twice */
+  out_fd = -1;
+  wake_pipe[0] = wake_pipe[1] = -1;
+  records = dropped_total = 0;
+  write_failed = 0;
+  if (fn_seen) memset(fn_seen, 0, (16u << 16) / 8);
+  atomic_store(&flush_req, 0);
+  atomic_store(&flush_done, 0);
+  dlh_config_load();
+  if (dlh_writer_start(-1) == 0) dlh_recording = 1;
+}
