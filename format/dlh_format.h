@@ -49,6 +49,9 @@ typedef struct dlh_api_event {
 } dlh_api_event;
 
 /* Appends an API event of thread `tid` to that thread's open column batch (delta-encoded).
+ * ev->args is copied (nargs values; args may be NULL when nargs is 0).
+ * Encoding of ApiBatch.corr_delta: delta from the previous non-zero correlation id of the
+ * batch (starting at 0); 0 = this event has none; INT64_MIN = same id as the previous one.
  * Batches are turned into ApiBatch packets by dlh_writer_flush() (or when a batch grows
  * past an internal limit). Returns 0, or -1 on allocation failure (event lost, counted). */
 int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev);
@@ -60,6 +63,9 @@ int dlh_writer_flush(dlh_writer *w);
 
 /* Bytes written to the fd so far (header included). */
 uint64_t dlh_writer_bytes(const dlh_writer *w);
+
+/* Events lost to allocation failures in dlh_writer_api / batch encoding so far. */
+uint64_t dlh_writer_lost(const dlh_writer *w);
 
 /* Flushes (best effort) and frees the writer. Accepts NULL. Does not close the fd. */
 void dlh_writer_free(dlh_writer *w);

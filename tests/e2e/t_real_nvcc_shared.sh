@@ -10,7 +10,7 @@ cmp -s bare.out pre.out || { diff bare.out pre.out; fail "program output changed
 tr=$(one_trace "$T/tr")
 "$DLHOOK_BIN" stats --json "$tr" >stats.json || fail "dlhook stats failed"
 # What the program references (nm -D --undefined-only) is what must be seen.
-nm -D --undefined-only "$prog" | grep -o '__cuda[A-Za-z_]*\|cuda[A-Za-z_]*' | sort -u >called.txt
+nm -D --undefined-only "$prog" | awk '{print $2}' | sed 's/@.*//' | grep '^_*cuda' | sort -u >called.txt
 cat called.txt
 expect_calls stats.json cudaMalloc=1 cudaGetLastError=1 cudaDeviceSynchronize=1 cudaFree=1 \
   __cudaPushCallConfiguration=4 __cudaPopCallConfiguration=4 __cudaRegisterFatBinary=1 \

@@ -1,0 +1,352 @@
+/* writer.c — framed zstd trace writer (see dlh_format.h for the file layout).
+ *
+ * Packets are packed into `raw` (varint length + protobuf bytes). API events are kept per
+ * thread in growable columns and become ApiBatch packets at flush time (or when a thread's
+ * batch reaches DLH_BATCH_MAX events). dlh_writer_flush() compresses `raw` into one zstd frame
+ * (content size and checksum in the frame header) and writes it. Every buffer is reused across
+ * flushes, so a steady-state writer does not allocate.
+ *
+ * Correlation ids are stored as deltas from the previous non-zero id of the same batch;
+ * a delta of 0 means "no correlation id" and INT64_MIN stands for "same id as the previous one".
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "dlh_format.h"
+#include "dlh_format_int.h"
+
+#define DLH_BATCH_MAX 65536u           /* events per ApiBatch packet */
+#define DLH_FRAME_AUTOFLUSH (64u << 20) /* raw bytes that force a frame out */
+
+typedef struct dlh_buf {
+  uint8_t *p;
+  size_t len, cap;
+} dlh_buf;
+
+/* One thread's open batch: the columns of ApiBatch, reused after each emit. */
+typedef struct dlh_tbatch {
+  uint32_t tid;
+  size_t n;        /* events in the batch */
+  size_t cap;      /* capacity of the per-event columns */
+  size_t nargs_total, args_cap;
+  uint64_t base_start, last_start, last_corr;
+  int any_stack, any_depth;
+  int64_t *start_delta;
+  uint64_t *dur;
+  uint32_t *fn;
+  int64_t *ret;
+  int64_t *corr_delta;
+  uint32_t *stack;
+  uint32_t *nargs;
+  uint32_t *depth;
+  uint64_t *args;
+} dlh_tbatch;
+
+struct dlh_writer {
+  int fd;
+  ZSTD_CCtx *cctx;
+  dlh_buf raw;     /* uncompressed packets of the current frame */
+  dlh_buf out;     /* compressed frame */
+  uint64_t bytes;  /* written to fd, header included */
+  uint64_t lost;   /* events lost to allocation failures */
+  dlh_tbatch *tb;  /* thread batches */
+  size_t ntb, captb;
+  uint32_t *hash;  /* open addressing: index+1 into tb, 0 = empty */
+  size_t hcap;     /* power of two */
+  size_t pending;  /* number of batches with n > 0 */
+};
+
+/* ---------------------------------------------------------------- helpers */
+
+static int buf_reserve(dlh_buf *b, size_t extra) {
+  if (extra > SIZE_MAX - b->len) return -1;
+  size_t need = b->len + extra;
+  if (need <= b->cap) return 0;
+  size_t cap = b->cap ? b->cap : 4096;
+  while (cap < need) {
+    if (cap > SIZE_MAX / 2) { cap = need; break; }
+    cap *= 2;
+  }
+  uint8_t *p = realloc(b->p, cap);
+  if (!p) return -1;
+  b->p = p;
+  b->cap = cap;
+  return 0;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  size_t c = *cap ? *cap : 256;
+  while (c < need) c *= 2;
+  void *q = realloc(*p, c * elem);
+  if (!q) return -1;
+  *p = q;
+  *cap = c;
+  return 0;
+}
+
+int dlh_write_all(int fd, const void *data, size_t len) {
+  const uint8_t *p = data;
+  while (len > 0) {
+    ssize_t k = write(fd, p, len);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (k == 0) { errno = EIO; return -1; }
+    p += k;
+    len -= (size_t)k;
+  }
+  return 0;
+}
+
+static size_t put_varint(uint8_t *p, uint64_t v) {
+  size_t i = 0;
+  while (v >= 0x80) {
+    p[i++] = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  p[i++] = (uint8_t)v;
+  return i;
+}
+
+/* Appends varint(len) + packed message to the raw frame buffer. */
+static int append_msg(dlh_writer *w, const ProtobufCMessage *m) {
+  size_t sz = protobuf_c_message_get_packed_size(m);
+  if (buf_reserve(&w->raw, sz + 10) < 0) return -1;
+  size_t n = put_varint(w->raw.p + w->raw.len, sz);
+  size_t k = protobuf_c_message_pack(m, w->raw.p + w->raw.len + n);
+  if (k != sz) return -1;
+  w->raw.len += n + k;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- thread batches */
+
+static dlh_tbatch *tbatch_get(dlh_writer *w, uint32_t tid) {
+  size_t mask = w->hcap - 1;
+  size_t h = (tid * 2654435761u) & mask;
+  while (w->hash[h]) {
+    dlh_tbatch *t = &w->tb[w->hash[h] - 1];
+    if (t->tid == tid) return t;
+    h = (h + 1) & mask;
+  }
+  /* new thread */
+  if (w->ntb + 1 > w->hcap / 2) {
+    size_t nc = w->hcap * 2;
+    uint32_t *nh = calloc(nc, sizeof *nh);
+    if (!nh) return NULL;
+    for (size_t i = 0; i < w->ntb; i++) {
+      size_t j = (w->tb[i].tid * 2654435761u) & (nc - 1);
+      while (nh[j]) j = (j + 1) & (nc - 1);
+      nh[j] = (uint32_t)(i + 1);
+    }
+    free(w->hash);
+    w->hash = nh;
+    w->hcap = nc;
+    mask = nc - 1;
+    h = (tid * 2654435761u) & mask;
+    while (w->hash[h]) h = (h + 1) & mask;
+  }
+  if (grow((void **)&w->tb, &w->captb, w->ntb + 1, sizeof *w->tb) < 0) return NULL;
+  dlh_tbatch *t = &w->tb[w->ntb];
+  memset(t, 0, sizeof *t);
+  t->tid = tid;
+  w->hash[h] = (uint32_t)(++w->ntb);
+  return t;
+}
+
+/* Turns a thread's batch into an ApiBatch packet in the raw buffer and resets it. */
+static int tbatch_emit(dlh_writer *w, dlh_tbatch *t) {
+  if (t->n == 0) return 0;
+  Dlh__ApiBatch b = DLH__API_BATCH__INIT;
+  b.has_tid = 1;
+  b.tid = t->tid;
+  b.has_base_start_ns = 1;
+  b.base_start_ns = t->base_start;
+  b.n_start_delta = t->n;
+  b.start_delta = t->start_delta;
+  b.n_dur = t->n;
+  b.dur = t->dur;
+  b.n_fn = t->n;
+  b.fn = t->fn;
+  b.n_ret = t->n;
+  b.ret = t->ret;
+  b.n_corr_delta = t->n;
+  b.corr_delta = t->corr_delta;
+  b.n_stack = t->any_stack ? t->n : 0;
+  b.stack = t->stack;
+  b.n_nargs = t->n;
+  b.nargs = t->nargs;
+  b.n_args = t->nargs_total;
+  b.args = t->args;
+  b.n_depth = t->any_depth ? t->n : 0;
+  b.depth = t->depth;
+  Dlh__Packet p = DLH__PACKET__INIT;
+  p.data_case = DLH__PACKET__DATA_API;
+  p.api = &b;
+  int rc = append_msg(w, &p.base);
+  if (rc < 0) w->lost += t->n;
+  t->n = 0;
+  t->nargs_total = 0;
+  t->any_stack = t->any_depth = 0;
+  w->pending--;
+  return rc;
+}
+
+static int emit_all(dlh_writer *w) {
+  int rc = 0;
+  for (size_t i = 0; i < w->ntb && w->pending > 0; i++)
+    if (w->tb[i].n && tbatch_emit(w, &w->tb[i]) < 0) rc = -1;
+  return rc;
+}
+
+/* ---------------------------------------------------------------- public API */
+
+dlh_writer *dlh_writer_create(int fd, int zstd_level) {
+  dlh_writer *w = calloc(1, sizeof *w);
+  if (!w) return NULL;
+  w->fd = fd;
+  w->cctx = ZSTD_createCCtx();
+  w->hcap = 64;
+  w->hash = calloc(w->hcap, sizeof *w->hash);
+  if (!w->cctx || !w->hash) goto fail;
+  if (zstd_level <= 0) zstd_level = 3;
+  if (zstd_level > ZSTD_maxCLevel()) zstd_level = ZSTD_maxCLevel();
+  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, zstd_level);
+  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
+  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
+  uint8_t hdr[DLH_HEADER_SIZE];
+  memcpy(hdr, DLH_MAGIC, 8);
+  dlh_put_le32(hdr + 8, DLH_FORMAT_VERSION);
+  dlh_put_le32(hdr + 12, 0);
+  if (dlh_write_all(fd, hdr, sizeof hdr) < 0) goto fail;
+  w->bytes = sizeof hdr;
+  return w;
+fail:
+  ZSTD_freeCCtx(w->cctx);
+  free(w->hash);
+  free(w);
+  return NULL;
+}
+
+int dlh_writer_packet(dlh_writer *w, const Dlh__Packet *p) {
+  if (!w || !p) return -1;
+  /* The trailer closes the file: pending events go before it. */
+  if (p->data_case == DLH__PACKET__DATA_TRAILER) emit_all(w);
+  if (append_msg(w, &p->base) < 0) return -1;
+  if (w->raw.len >= DLH_FRAME_AUTOFLUSH) return dlh_writer_flush(w);
+  return 0;
+}
+
+int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev) {
+  if (!w || !ev) return -1;
+  dlh_tbatch *t = tbatch_get(w, tid);
+  if (!t) { w->lost++; return -1; }
+  size_t n = t->n;
+  if (n + 1 > t->cap) {
+    size_t c = t->cap, need = n + 1;
+    /* all per-event columns share one capacity */
+    size_t nc = c ? c : 256;
+    while (nc < need) nc *= 2;
+#define GROW_COL(col)                                        \
+    do {                                                     \
+      void *q = realloc(t->col, nc * sizeof *t->col);        \
+      if (!q) { w->lost++; return -1; }                      \
+      t->col = q;                                            \
+    } while (0)
+    GROW_COL(start_delta); GROW_COL(dur); GROW_COL(fn); GROW_COL(ret);
+    GROW_COL(corr_delta); GROW_COL(stack); GROW_COL(nargs); GROW_COL(depth);
+#undef GROW_COL
+    t->cap = nc;
+  }
+  uint32_t na = ev->args ? ev->nargs : 0;
+  if (na && grow((void **)&t->args, &t->args_cap, t->nargs_total + na, sizeof *t->args) < 0) {
+    w->lost++;
+    return -1;
+  }
+  if (n == 0) {
+    t->base_start = t->last_start = ev->start_ns;
+    t->last_corr = 0;
+    w->pending++;
+  }
+  t->start_delta[n] = (int64_t)(ev->start_ns - t->last_start);
+  t->last_start = ev->start_ns;
+  t->dur[n] = ev->dur_ns;
+  t->fn[n] = ev->fn;
+  t->ret[n] = ev->ret;
+  if (ev->corr == 0) {
+    t->corr_delta[n] = 0;
+  } else {
+    int64_t d = (int64_t)(ev->corr - t->last_corr);
+    t->corr_delta[n] = d == 0 ? INT64_MIN : d;
+    t->last_corr = ev->corr;
+  }
+  t->stack[n] = ev->stack;
+  t->depth[n] = ev->depth;
+  t->any_stack |= ev->stack != 0;
+  t->any_depth |= ev->depth != 0;
+  t->nargs[n] = na;
+  if (na) memcpy(t->args + t->nargs_total, ev->args, na * sizeof *ev->args);
+  t->nargs_total += na;
+  t->n = n + 1;
+  if (t->n >= DLH_BATCH_MAX) {
+    if (tbatch_emit(w, t) < 0) return -1;
+    if (w->raw.len >= DLH_FRAME_AUTOFLUSH) return dlh_writer_flush(w);
+  }
+  return 0;
+}
+
+int dlh_writer_flush(dlh_writer *w) {
+  if (!w) return -1;
+  emit_all(w);
+  if (w->raw.len == 0) return 0;
+  size_t bound = ZSTD_compressBound(w->raw.len);
+  w->out.len = 0;
+  if (buf_reserve(&w->out, bound) < 0) {
+    w->raw.len = 0;
+    errno = ENOMEM;
+    return -1;
+  }
+  size_t z = ZSTD_compress2(w->cctx, w->out.p, w->out.cap, w->raw.p, w->raw.len);
+  w->raw.len = 0;
+  if (ZSTD_isError(z)) {
+    ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_only);
+    errno = EIO;
+    return -1;
+  }
+  /* A frame that could not be written completely (disk full, file size limit) is cut off
+   * again where possible, so the file stays readable and later frames can follow it. */
+  off_t at = lseek(w->fd, 0, SEEK_CUR);
+  if (dlh_write_all(w->fd, w->out.p, z) < 0) {
+    int e = errno;
+    if (at >= 0 && ftruncate(w->fd, at) == 0) lseek(w->fd, at, SEEK_SET);
+    errno = e;
+    return -1;
+  }
+  w->bytes += z;
+  return 0;
+}
+
+uint64_t dlh_writer_bytes(const dlh_writer *w) { return w ? w->bytes : 0; }
+
+uint64_t dlh_writer_lost(const dlh_writer *w) { return w ? w->lost : 0; }
+
+void dlh_writer_free(dlh_writer *w) {
+  if (!w) return;
+  dlh_writer_flush(w);
+  for (size_t i = 0; i < w->ntb; i++) {
+    dlh_tbatch *t = &w->tb[i];
+    free(t->start_delta); free(t->dur); free(t->fn); free(t->ret); free(t->corr_delta);
+    free(t->stack); free(t->nargs); free(t->depth); free(t->args);
+  }
+  free(w->tb);
+  free(w->hash);
+  free(w->raw.p);
+  free(w->out.p);
+  ZSTD_freeCCtx(w->cctx);
+  free(w);
+}

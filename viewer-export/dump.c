@@ -1,0 +1,350 @@
+/* dump.c — `dlhook dump`: every event of traces as one JSON object per line, in file order. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vx.h"
+
+static const char *const known_types[] = {
+  "process", "thread", "api", "kernel", "memcpy", "memset", "sync", "event", "overhead", "gpu",
+  "device", "summary", "function", "string", "stack", "module", "symbol", "anchor", "counters",
+  "trailer", NULL};
+/* shown without --all or --type */
+static const char *const default_types[] = {
+  "process", "thread", "api", "kernel", "memcpy", "memset", "sync", "event", "overhead", "gpu",
+  "device", "summary", NULL};
+
+typedef struct dump_opts {
+  char **types; /* NULL-terminated; NULL = default set */
+  size_t ntypes;
+  int all;
+} dump_opts;
+
+static int in_list(const char *const *l, const char *s) {
+  for (; *l; l++)
+    if (!strcmp(*l, s)) return 1;
+  return 0;
+}
+
+static int want(const dump_opts *o, const char *type) {
+  if (o->ntypes) {
+    for (size_t i = 0; i < o->ntypes; i++)
+      if (!strcmp(o->types[i], type)) return 1;
+    return 0;
+  }
+  return o->all || in_list(default_types, type);
+}
+
+static void help(void) {
+  printf("usage: dlhook dump [--type T[,T...]] [--all] TRACE...\n"
+         "\n"
+         "Prints the events of each trace as JSON, one object per line, in file order:\n"
+         "a \"process\" line, \"thread\" lines, \"api\" calls (name, domain, pid, tid, start_ns,\n"
+         "dur_ns, ret, corr, depth, args), GPU activity (\"kernel\", \"memcpy\", \"memset\",\n"
+         "\"sync\", ...) and a closing \"summary\" line (records, dropped).\n"
+         "\n"
+         "options:\n"
+         "  --type T   only objects of these types (repeatable or comma-separated); types:\n"
+         "             process thread api kernel memcpy memset sync event overhead gpu device\n"
+         "             summary function string stack module symbol anchor counters trailer\n"
+         "  --all      also print definitions (function, string, stack, module, symbol),\n"
+         "             clock anchors, counters and the trailer\n"
+         "\n"
+         "A damaged trace prints everything readable, then an error on stderr (exit 1).\n");
+}
+
+static void print_arg(FILE *f, const vx_trace *t, uint32_t type, uint64_t v) {
+  switch (type) {
+    case 0: fprintf(f, "%" PRId64, (int64_t)v); break;
+    case 2: fprintf(f, "\"0x%" PRIx64 "\"", v); break;
+    case 3: {
+      double d;
+      memcpy(&d, &v, sizeof d);
+      vx_json_double(f, d);
+      break;
+    }
+    case 4: {
+      const char *s = vx_trace_string(t, (uint32_t)v);
+      if (s) vx_json_str(f, s);
+      else fprintf(f, "\"#%" PRIu64 "\"", v);
+      break;
+    }
+    case 5: fputs(v ? "true" : "false", f); break;
+    default: fprintf(f, "%" PRIu64, v); break;
+  }
+}
+
+static void dump_api(FILE *f, const vx_trace *t, const Dlh__ApiBatch *b, int *bad) {
+  dlh_api_iter it;
+  dlh_api_event ev;
+  dlh_api_iter_init(&it, b);
+  while (dlh_api_iter_next(&it, &ev)) {
+    const vx_func *fn = vx_trace_func(t, ev.fn);
+    fputs("{\"type\":\"api\",\"name\":", f);
+    vx_json_str(f, vx_func_name(t, ev.fn));
+    fprintf(f, ",\"domain\":\"%s\",\"pid\":%u,\"tid\":%u,\"start_ns\":%" PRIu64
+               ",\"dur_ns\":%" PRIu64 ",\"ret\":%" PRId64,
+            vx_domain_name(fn ? fn->domain : 0), t->pid, b->tid, ev.start_ns, ev.dur_ns, ev.ret);
+    if (ev.corr) fprintf(f, ",\"corr\":%" PRIu64, ev.corr);
+    fprintf(f, ",\"depth\":%u", ev.depth);
+    if (ev.stack) fprintf(f, ",\"stack\":%u", ev.stack);
+    fputs(",\"args\":{", f);
+    for (uint32_t i = 0; i < ev.nargs; i++) {
+      if (i) putc(',', f);
+      if (fn && i < fn->nargs) {
+        vx_json_str(f, fn->argname[i]);
+        putc(':', f);
+        print_arg(f, t, fn->argtype[i], ev.args[i]);
+      } else {
+        fprintf(f, "\"arg%u\":%" PRIu64, i, ev.args[i]);
+      }
+    }
+    fputs("}}\n", f);
+  }
+  if (it.bad) *bad = 1;
+}
+
+static void dump_gpu(FILE *f, const dump_opts *o, const vx_trace *t, const Dlh__GpuBatch *b,
+                     int *bad) {
+  size_t n = b->n_kind;
+  if ((b->n_start_delta && b->n_start_delta != n) || (b->n_dur && b->n_dur != n) ||
+      (b->n_corr && b->n_corr != n) || (b->n_stream && b->n_stream != n) ||
+      (b->n_name && b->n_name != n) || (b->n_nvals && b->n_nvals != n) ||
+      (b->n_context && b->n_context != n)) {
+    *bad = 1;
+    return;
+  }
+  uint64_t ts = b->base_start_ns;
+  size_t vpos = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (b->n_start_delta) ts += (uint64_t)b->start_delta[i];
+    uint32_t nv = b->n_nvals ? b->nvals[i] : 0;
+    if (nv > b->n_vals - vpos) { *bad = 1; return; }
+    const char *type = vx_gpu_kind_name(b->kind[i]);
+    if (want(o, type)) {
+      fprintf(f, "{\"type\":\"%s\",", type);
+      if (!strcmp(type, "gpu")) fprintf(f, "\"kind\":%u,", b->kind[i]);
+      uint32_t name = b->n_name ? b->name[i] : 0;
+      if (name) {
+        const char *s = vx_trace_string(t, name);
+        fputs("\"name\":", f);
+        if (s) vx_json_str(f, s);
+        else fprintf(f, "\"#%u\"", name);
+        putc(',', f);
+      }
+      fprintf(f, "\"pid\":%u,\"device\":%u,\"stream\":%u,", t->pid, b->device,
+              b->n_stream ? b->stream[i] : 0);
+      if (b->n_context) fprintf(f, "\"context\":%u,", b->context[i]);
+      if (b->n_corr && b->corr[i]) fprintf(f, "\"corr\":%" PRIu64 ",", b->corr[i]);
+      fprintf(f, "\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64, ts, b->n_dur ? b->dur[i] : 0);
+      if (nv) {
+        fputs(",\"vals\":[", f);
+        for (uint32_t k = 0; k < nv; k++)
+          fprintf(f, "%s%" PRIu64, k ? "," : "", b->vals[vpos + k]);
+        putc(']', f);
+      }
+      fputs("}\n", f);
+    }
+    vpos += nv;
+  }
+}
+
+static void str_array(FILE *f, size_t n, char **v) {
+  putc('[', f);
+  for (size_t i = 0; i < n; i++) {
+    if (i) putc(',', f);
+    vx_json_str(f, v[i]);
+  }
+  putc(']', f);
+}
+
+static void dump_packet(FILE *f, const dump_opts *o, const vx_trace *t, const Dlh__Packet *p,
+                        int *bad) {
+  switch (p->data_case) {
+    case DLH__PACKET__DATA_PROCESS: {
+      const Dlh__ProcessInfo *pi = p->process;
+      if (!want(o, "process")) break;
+      fputs("{\"type\":\"process\",\"file\":", f);
+      vx_json_str(f, t->path);
+      fprintf(f, ",\"pid\":%u,\"ppid\":%u,\"host\":", pi->pid, pi->ppid);
+      vx_json_str(f, pi->host);
+      fprintf(f, ",\"rank\":%d,\"local_rank\":%d,\"world_size\":%d,\"exe\":", pi->rank,
+              pi->local_rank, pi->world_size);
+      vx_json_str(f, pi->exe);
+      fputs(",\"cmdline\":", f);
+      str_array(f, pi->n_cmdline, pi->cmdline);
+      fputs(",\"dlhook_version\":", f);
+      vx_json_str(f, pi->dlhook_version);
+      fprintf(f, ",\"format_version\":%u,\"stacks_mode\":", pi->format_version);
+      vx_json_str(f, pi->stacks_mode);
+      fprintf(f, ",\"start_ns\":%" PRIu64 "}\n", pi->start_ns);
+      break;
+    }
+    case DLH__PACKET__DATA_THREAD:
+      if (!want(o, "thread")) break;
+      fprintf(f, "{\"type\":\"thread\",\"pid\":%u,\"tid\":%u,\"name\":", t->pid, p->thread->tid);
+      vx_json_str(f, p->thread->name);
+      fputs("}\n", f);
+      break;
+    case DLH__PACKET__DATA_API:
+      if (want(o, "api")) dump_api(f, t, p->api, bad);
+      break;
+    case DLH__PACKET__DATA_GPU:
+      dump_gpu(f, o, t, p->gpu, bad);
+      break;
+    case DLH__PACKET__DATA_DEVICE: {
+      const Dlh__DeviceInfo *d = p->device;
+      if (!want(o, "device")) break;
+      fprintf(f, "{\"type\":\"device\",\"pid\":%u,\"id\":%u,\"name\":", t->pid, d->id);
+      vx_json_str(f, d->name);
+      fprintf(f, ",\"total_mem\":%" PRIu64 ",\"sm_count\":%u,\"cc\":\"%u.%u\"}\n", d->total_mem,
+              d->sm_count, d->cc_major, d->cc_minor);
+      break;
+    }
+    case DLH__PACKET__DATA_FUNCTION: {
+      const vx_func *fn = vx_trace_func(t, p->function->id);
+      if (!want(o, "function") || !fn) break;
+      fprintf(f, "{\"type\":\"function\",\"id\":%u,\"name\":", fn->id);
+      vx_json_str(f, fn->name);
+      fprintf(f, ",\"domain\":\"%s\",\"args\":[", vx_domain_name(fn->domain));
+      for (size_t i = 0; i < fn->nargs; i++) {
+        fputs(i ? ",{\"name\":" : "{\"name\":", f);
+        vx_json_str(f, fn->argname[i]);
+        fprintf(f, ",\"type\":%u}", fn->argtype[i]);
+      }
+      fputs("]}\n", f);
+      break;
+    }
+    case DLH__PACKET__DATA_STRING:
+      if (!want(o, "string")) break;
+      fprintf(f, "{\"type\":\"string\",\"id\":%u,\"value\":", p->string->id);
+      vx_json_str(f, p->string->value);
+      fputs("}\n", f);
+      break;
+    case DLH__PACKET__DATA_STACK:
+      if (!want(o, "stack")) break;
+      fprintf(f, "{\"type\":\"stack\",\"id\":%u,\"pc\":[", p->stack->id);
+      for (size_t i = 0; i < p->stack->n_pc; i++)
+        fprintf(f, "%s\"0x%" PRIx64 "\"", i ? "," : "", p->stack->pc[i]);
+      fputs("]}\n", f);
+      break;
+    case DLH__PACKET__DATA_MODULE: {
+      const Dlh__ModuleDef *m = p->module;
+      if (!want(o, "module")) break;
+      fputs("{\"type\":\"module\",\"path\":", f);
+      vx_json_str(f, m->path);
+      fprintf(f, ",\"start\":\"0x%" PRIx64 "\",\"end\":\"0x%" PRIx64 "\",\"offset\":%" PRIu64
+                 ",\"build_id\":\"",
+              m->start, m->end, m->offset);
+      for (size_t i = 0; i < m->build_id.len; i++) fprintf(f, "%02x", m->build_id.data[i]);
+      fputs("\"}\n", f);
+      break;
+    }
+    case DLH__PACKET__DATA_SYMBOL: {
+      const Dlh__SymbolDef *s = p->symbol;
+      if (!want(o, "symbol")) break;
+      fprintf(f, "{\"type\":\"symbol\",\"pc\":\"0x%" PRIx64 "\",\"function\":", s->pc);
+      vx_json_str(f, s->function);
+      fputs(",\"file\":", f);
+      vx_json_str(f, s->file);
+      fprintf(f, ",\"line\":%u,\"module\":%u}\n", s->line, s->module);
+      break;
+    }
+    case DLH__PACKET__DATA_ANCHOR: {
+      const Dlh__ClockAnchor *a = p->anchor;
+      if (!want(o, "anchor")) break;
+      fprintf(f, "{\"type\":\"anchor\",\"kind\":%u,\"trace_ns\":%" PRIu64 ",\"realtime_ns\":%"
+                 PRIu64 ",\"ticks\":%" PRIu64 "}\n", a->kind, a->trace_ns, a->realtime_ns,
+              a->ticks);
+      break;
+    }
+    case DLH__PACKET__DATA_COUNTERS:
+      if (!want(o, "counters")) break;
+      fprintf(f, "{\"type\":\"counters\",\"records\":%" PRIu64 ",\"dropped\":%" PRIu64
+                 ",\"threads\":%u}\n", p->counters->records, p->counters->dropped,
+              p->counters->threads);
+      break;
+    case DLH__PACKET__DATA_TRAILER: {
+      const Dlh__Trailer *tr = p->trailer;
+      if (!want(o, "trailer")) break;
+      fprintf(f, "{\"type\":\"trailer\",\"records\":%" PRIu64 ",\"dropped\":%" PRIu64
+                 ",\"end_ns\":%" PRIu64 ",\"exit_reason\":%u,\"signal\":%u}\n",
+              tr->records, tr->dropped, tr->end_ns, tr->exit_reason, tr->signal);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+static int dump_one(const dump_opts *o, const char *path) {
+  vx_trace t;
+  if (vx_trace_open(&t, path) < 0) return VX_BAD_INPUT;
+  FILE *f = stdout;
+  const Dlh__Packet *p;
+  int rc, bad = 0;
+  while ((rc = vx_trace_next(&t, &p)) == 1) dump_packet(f, o, &t, p, &bad);
+  if (want(o, "summary")) {
+    fputs("{\"type\":\"summary\",\"file\":", f);
+    vx_json_str(f, path);
+    fprintf(f, ",\"pid\":%u,\"records\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"api_events\":%"
+               PRIu64 ",\"gpu_events\":%" PRIu64 ",\"frames\":%" PRIu64
+               ",\"complete\":%s}\n",
+            t.pid, vx_trace_records(&t), vx_trace_dropped(&t), t.api_events, t.gpu_events,
+            dlh_reader_frames(t.r), rc == 0 && t.have_trailer ? "true" : "false");
+  }
+  if (bad) vx_error("%s: inconsistent event batch (skipped its remaining events)", path);
+  vx_trace_close(&t);
+  return rc < 0 || bad ? VX_BAD_INPUT : VX_OK;
+}
+
+int cmd_dump(int argc, char **argv) {
+  dump_opts o = {0};
+  char **files = vx_xmalloc((size_t)argc * sizeof *files);
+  size_t nfiles = 0;
+  o.types = vx_xmalloc((size_t)argc * 20 * sizeof *o.types);
+  int opts_done = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (opts_done || a[0] != '-' || !strcmp(a, "-")) {
+      files[nfiles++] = argv[i];
+    } else if (!strcmp(a, "--")) {
+      opts_done = 1;
+    } else if (vx_is_help(a)) {
+      help();
+      free(files); free(o.types);
+      return VX_OK;
+    } else if (!strcmp(a, "--all")) {
+      o.all = 1;
+    } else if (!strcmp(a, "--type") || !strncmp(a, "--type=", 7)) {
+      char *v = a[6] == '=' ? argv[i] + 7 : (i + 1 < argc ? argv[++i] : NULL);
+      if (!v) { free(files); free(o.types); return vx_usage_error("dump", "--type needs a value"); }
+      for (char *save = NULL, *tok = strtok_r(v, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (!in_list(known_types, tok)) {
+          free(files); free(o.types);
+          return vx_usage_error("dump", "unknown event type '%s'", tok);
+        }
+        if (o.ntypes < (size_t)argc * 20) o.types[o.ntypes++] = tok;
+      }
+    } else {
+      free(files); free(o.types);
+      return vx_usage_error("dump", "unknown option '%s'", a);
+    }
+  }
+  if (nfiles == 0) {
+    free(files); free(o.types);
+    return vx_usage_error("dump", "no trace file given");
+  }
+  static char obuf[1 << 16];
+  setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
+  int rc = VX_OK;
+  for (size_t i = 0; i < nfiles; i++)
+    if (dump_one(&o, files[i]) != VX_OK) rc = VX_BAD_INPUT;
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    vx_error("dump: write error on standard output");
+    rc = VX_BAD_INPUT;
+  }
+  free(files);
+  free(o.types);
+  return rc;
+}

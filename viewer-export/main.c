@@ -1,0 +1,66 @@
+/* main.c — the dlhook command: dispatches to one file per subcommand. */
+#include <stdio.h>
+#include <string.h>
+
+#include "vx.h"
+
+int cmd_dump(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_record(int argc, char **argv);
+
+static const struct {
+  const char *name;
+  int (*run)(int, char **);
+  const char *summary;
+} commands[] = {
+  {"record", cmd_record, "run a program under the profiler and write its trace"},
+  {"dump", cmd_dump, "print the events of traces as JSON lines"},
+  {"stats", cmd_stats, "summarise API calls and kernels of traces"},
+};
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: dlhook COMMAND [ARGS...]\n"
+          "\n"
+          "dlhook records the CUDA, cuBLAS, cuDNN and NCCL calls of a program and the GPU work\n"
+          "they cause, and reads the traces it writes.\n"
+          "\n"
+          "commands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f,
+          "\n"
+          "options:\n"
+          "  -h, --help     show this help (dlhook COMMAND --help: help on a command)\n"
+          "  --version      show the version\n"
+          "\n"
+          "exit status: 0 success, 1 bad or damaged input, 2 usage error\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return VX_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (vx_is_help(cmd) || !strcmp(cmd, "help")) {
+    if (argc > 2 && strcmp(cmd, "help") == 0) {
+      for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(argv[2], commands[i].name)) {
+          char *av[] = {argv[2], "--help", NULL};
+          return commands[i].run(2, av);
+        }
+      return vx_usage_error(NULL, "unknown command '%s'", argv[2]);
+    }
+    usage(stdout);
+    return VX_OK;
+  }
+  if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V") || !strcmp(cmd, "version")) {
+    printf("dlhook %s (trace format %u)\n", DLHOOK_VERSION, DLH_FORMAT_VERSION);
+    return VX_OK;
+  }
+  if (cmd[0] == '-') return vx_usage_error(NULL, "unknown option '%s'", cmd);
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    if (!strcmp(cmd, commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+  return vx_usage_error(NULL, "unknown command '%s'", cmd);
+}

@@ -1,0 +1,281 @@
+/* trace.c — opening traces for the dlhook subcommands: definition tables (functions, strings),
+ * process info, trailer and counters, and the error reporting that goes with damaged files. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vx.h"
+
+/* ---------------------------------------------------------------- messages and memory */
+
+void vx_error(const char *fmt, ...) {
+  va_list ap;
+  fflush(stdout);
+  fputs("dlhook: ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+int vx_usage_error(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  fflush(stdout);
+  fprintf(stderr, "dlhook%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, " (see 'dlhook%s%s --help')\n", cmd ? " " : "", cmd ? cmd : "");
+  return VX_USAGE;
+}
+
+int vx_is_help(const char *arg) { return !strcmp(arg, "--help") || !strcmp(arg, "-h"); }
+
+void *vx_xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+  return p;
+}
+
+void *vx_xrealloc(void *p, size_t n) {
+  p = realloc(p, n ? n : 1);
+  if (!p) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+  return p;
+}
+
+char *vx_xstrdup(const char *s) {
+  size_t n = strlen(s ? s : "") + 1;
+  char *d = vx_xmalloc(n);
+  memcpy(d, s ? s : "", n);
+  return d;
+}
+
+/* ---------------------------------------------------------------- id map */
+
+static size_t slot(uint32_t key, size_t cap) { return (key * 2654435761u) & (cap - 1); }
+
+void *vx_map_get(const vx_map *m, uint32_t key) {
+  if (!m->cap) return NULL;
+  for (size_t i = slot(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
+    if (!m->vals[i]) return NULL;
+    if (m->keys[i] == key) return m->vals[i];
+  }
+}
+
+void *vx_map_put(vx_map *m, uint32_t key, void *val) {
+  if ((m->n + 1) * 2 > m->cap) {
+    size_t nc = m->cap ? m->cap * 2 : 64;
+    vx_map n = {vx_xmalloc(nc * sizeof(uint32_t)), calloc(nc, sizeof(void *)), nc, 0};
+    if (!n.vals) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+    for (size_t i = 0; i < m->cap; i++)
+      if (m->vals[i]) vx_map_put(&n, m->keys[i], m->vals[i]);
+    free(m->keys);
+    free(m->vals);
+    *m = n;
+  }
+  size_t i = slot(key, m->cap);
+  for (; m->vals[i]; i = (i + 1) & (m->cap - 1)) {
+    if (m->keys[i] == key) {
+      void *old = m->vals[i];
+      m->vals[i] = val;
+      return old;
+    }
+  }
+  m->keys[i] = key;
+  m->vals[i] = val;
+  m->n++;
+  return NULL;
+}
+
+void vx_map_free(vx_map *m, void (*free_val)(void *)) {
+  if (free_val)
+    for (size_t i = 0; i < m->cap; i++)
+      if (m->vals[i]) free_val(m->vals[i]);
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
+
+/* ---------------------------------------------------------------- traces */
+
+static void func_free(void *p) {
+  vx_func *f = p;
+  if (!f) return;
+  for (size_t i = 0; i < f->nargs; i++) free(f->argname[i]);
+  free(f->argname);
+  free(f->argtype);
+  free(f->name);
+  free(f);
+}
+
+int vx_trace_open(vx_trace *t, const char *path) {
+  memset(t, 0, sizeof *t);
+  t->path = path;
+  char *err = NULL;
+  t->r = dlh_reader_open(path, &err);
+  if (!t->r) {
+    vx_error("%s: %s", path, err ? err : "cannot open");
+    free(err);
+    return -1;
+  }
+  return 0;
+}
+
+static void define(vx_trace *t, const Dlh__Packet *p) {
+  switch (p->data_case) {
+    case DLH__PACKET__DATA_FUNCTION: {
+      const Dlh__FunctionDesc *d = p->function;
+      vx_func *f = vx_xmalloc(sizeof *f);
+      f->id = d->id;
+      f->name = vx_xstrdup(d->name ? d->name : "");
+      f->domain = d->has_domain ? (int)d->domain : 0;
+      f->nargs = d->n_args;
+      f->argname = vx_xmalloc(d->n_args * sizeof *f->argname);
+      f->argtype = vx_xmalloc(d->n_args * sizeof *f->argtype);
+      for (size_t i = 0; i < d->n_args; i++) {
+        const Dlh__ArgDesc *a = d->args[i];
+        char tmp[32];
+        snprintf(tmp, sizeof tmp, "arg%zu", i);
+        f->argname[i] = vx_xstrdup(a && a->name && *a->name ? a->name : tmp);
+        f->argtype[i] = a && a->has_type ? a->type : 1;
+      }
+      func_free(vx_map_put(&t->funcs, d->id, f));
+      break;
+    }
+    case DLH__PACKET__DATA_STRING:
+      free(vx_map_put(&t->strings, p->string->id,
+                      vx_xstrdup(p->string->value ? p->string->value : "")));
+      break;
+    case DLH__PACKET__DATA_PROCESS:
+      t->have_process = 1;
+      t->pid = p->process->pid;
+      break;
+    case DLH__PACKET__DATA_TRAILER:
+      t->have_trailer = 1;
+      t->trailer_records = p->trailer->records;
+      t->trailer_dropped = p->trailer->dropped;
+      break;
+    case DLH__PACKET__DATA_COUNTERS:
+      t->have_counters = 1;
+      t->counters_records = p->counters->records;
+      t->counters_dropped = p->counters->dropped;
+      break;
+    case DLH__PACKET__DATA_API:
+      t->api_events += p->api->n_start_delta;
+      break;
+    case DLH__PACKET__DATA_GPU:
+      t->gpu_events += p->gpu->n_kind;
+      break;
+    default:
+      break;
+  }
+}
+
+int vx_trace_next(vx_trace *t, const Dlh__Packet **p) {
+  int rc = dlh_reader_next(t->r, p);
+  if (rc == 1) {
+    t->packets++;
+    define(t, *p);
+  } else if (rc < 0) {
+    const char *m = dlh_reader_error(t->r);
+    vx_error("%s: damaged trace: %s (%llu complete frames read before it)", t->path,
+             m ? m : "read error", (unsigned long long)dlh_reader_frames(t->r));
+  }
+  return rc;
+}
+
+void vx_trace_close(vx_trace *t) {
+  dlh_reader_close(t->r);
+  vx_map_free(&t->funcs, func_free);
+  vx_map_free(&t->strings, free);
+  t->r = NULL;
+}
+
+const vx_func *vx_trace_func(const vx_trace *t, uint32_t id) { return vx_map_get(&t->funcs, id); }
+
+const char *vx_trace_string(const vx_trace *t, uint32_t id) { return vx_map_get(&t->strings, id); }
+
+const char *vx_domain_name(int d) {
+  static const char *const names[] = {"unknown", "cudart", "driver", "cublas", "cublasLt",
+                                      "cudnn",   "nccl",   "nvtx",   "dlhook"};
+  return d >= 0 && d < (int)(sizeof names / sizeof *names) ? names[d] : "unknown";
+}
+
+const char *vx_func_name(const vx_trace *t, uint32_t id) {
+  static char buf[32];
+  const vx_func *f = vx_trace_func(t, id);
+  if (f && f->name[0]) return f->name;
+  snprintf(buf, sizeof buf, "fn#%u", id);
+  return buf;
+}
+
+uint64_t vx_trace_records(const vx_trace *t) {
+  if (t->have_trailer) return t->trailer_records;
+  if (t->have_counters) return t->counters_records;
+  return t->api_events + t->gpu_events;
+}
+
+uint64_t vx_trace_dropped(const vx_trace *t) {
+  if (t->have_trailer) return t->trailer_dropped;
+  if (t->have_counters) return t->counters_dropped;
+  return 0;
+}
+
+const char *vx_gpu_kind_name(uint32_t kind) {
+  static const char *const names[] = {"gpu", "kernel", "memcpy", "memset",
+                                      "sync", "event", "overhead"};
+  return kind < sizeof names / sizeof *names ? names[kind] : "gpu";
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+void vx_json_str(FILE *f, const char *s) {
+  if (!s) { fputs("null", f); return; }
+  const unsigned char *p = (const unsigned char *)s;
+  putc('"', f);
+  while (*p) {
+    unsigned c = *p;
+    if (c == '"' || c == '\\') { putc('\\', f); putc((int)c, f); p++; continue; }
+    if (c < 0x20) {
+      switch (c) {
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        case '\b': fputs("\\b", f); break;
+        case '\f': fputs("\\f", f); break;
+        default: fprintf(f, "\\u%04x", c);
+      }
+      p++;
+      continue;
+    }
+    if (c < 0x80) { putc((int)c, f); p++; continue; }
+    /* validate one UTF-8 sequence */
+    int n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
+    if (c >= 0xf5) n = 0;
+    int ok = n > 0;
+    for (int i = 1; ok && i < n; i++) ok = (p[i] & 0xc0) == 0x80;
+    if (ok && n == 3) {
+      unsigned cp = (c & 0x0f) << 12 | (p[1] & 0x3fu) << 6 | (p[2] & 0x3fu);
+      ok = cp >= 0x800 && (cp < 0xd800 || cp > 0xdfff);
+    } else if (ok && n == 4) {
+      unsigned cp = (c & 0x07) << 18 | (p[1] & 0x3fu) << 12 | (p[2] & 0x3fu) << 6 | (p[3] & 0x3fu);
+      ok = cp >= 0x10000 && cp <= 0x10ffff;
+    }
+    if (ok) {
+      fwrite(p, 1, (size_t)n, f);
+      p += n;
+    } else {
+      fputs("\\ufffd", f);
+      p++;
+    }
+  }
+  putc('"', f);
+}
+
+void vx_json_double(FILE *f, double d) {
+  if (d != d || d > 1.7976931348623157e308 || d < -1.7976931348623157e308) {
+    fputs("null", f);
+    return;
+  }
+  fprintf(f, "%.17g", d);
+}

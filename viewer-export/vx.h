@@ -1,0 +1,93 @@
+/* vx.h — shared pieces of the dlhook command: trace loading with definition tables, JSON
+ * output, messages. One file per subcommand (dump.c, stats.c, record.c) uses these. */
+#ifndef VX_H
+#define VX_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dlh_format.h"
+
+/* exit codes */
+#define VX_OK 0
+#define VX_BAD_INPUT 1
+#define VX_USAGE 2
+
+/* ---------------------------------------------------------------- messages */
+
+/* Prints "dlhook: <message>\n" to stderr. */
+void vx_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints a usage error ("dlhook CMD: message" plus a hint to --help). Returns VX_USAGE. */
+int vx_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* True when arg is "--help" or "-h". */
+int vx_is_help(const char *arg);
+
+/* ---------------------------------------------------------------- id maps */
+
+/* uint32 id -> pointer, open addressing; grows as needed. */
+typedef struct vx_map {
+  uint32_t *keys;
+  void **vals;
+  size_t cap, n;
+} vx_map;
+void *vx_map_get(const vx_map *m, uint32_t key);
+/* Inserts or replaces; returns the old value (for the caller to free) or NULL. Aborts on OOM. */
+void *vx_map_put(vx_map *m, uint32_t key, void *val);
+void vx_map_free(vx_map *m, void (*free_val)(void *));
+
+void *vx_xmalloc(size_t n);
+void *vx_xrealloc(void *p, size_t n);
+char *vx_xstrdup(const char *s);
+
+/* ---------------------------------------------------------------- traces */
+
+typedef struct vx_func {
+  uint32_t id;
+  char *name;
+  int domain;       /* Dlh__Domain */
+  size_t nargs;
+  char **argname;
+  uint32_t *argtype; /* ArgDesc.type */
+} vx_func;
+
+typedef struct vx_trace {
+  const char *path;
+  dlh_reader *r;
+  vx_map funcs;     /* FunctionDesc.id -> vx_func* */
+  vx_map strings;   /* StringDef.id -> char* */
+  int have_process;
+  uint32_t pid;
+  int have_trailer, have_counters;
+  uint64_t trailer_records, trailer_dropped;
+  uint64_t counters_records, counters_dropped;
+  uint64_t api_events, gpu_events, packets;
+} vx_trace;
+
+/* Opens a trace; on failure prints "dlhook: PATH: why" and returns -1. */
+int vx_trace_open(vx_trace *t, const char *path);
+/* Next packet, after recording definitions (functions, strings, process, trailer, counters).
+ * Returns 1, 0 at the clean end, -1 when the rest is damaged (message already printed). */
+int vx_trace_next(vx_trace *t, const Dlh__Packet **p);
+void vx_trace_close(vx_trace *t);
+
+const vx_func *vx_trace_func(const vx_trace *t, uint32_t id);
+const char *vx_trace_string(const vx_trace *t, uint32_t id);
+/* "cudart", "driver", ... ("unknown" for anything else). */
+const char *vx_domain_name(int domain);
+/* Display name of a function id: its name, or "fn#ID" when undefined (static buffer). */
+const char *vx_func_name(const vx_trace *t, uint32_t id);
+/* Records and dropped of a trace: from the trailer, else the last counters; records falls
+ * back to the events read. */
+uint64_t vx_trace_records(const vx_trace *t);
+uint64_t vx_trace_dropped(const vx_trace *t);
+
+/* GpuBatch kinds */
+const char *vx_gpu_kind_name(uint32_t kind);
+
+/* ---------------------------------------------------------------- JSON output */
+
+/* Writes s as a JSON string (quotes included); NULL writes null. Invalid UTF-8 becomes U+FFFD. */
+void vx_json_str(FILE *f, const char *s);
+void vx_json_double(FILE *f, double d);
+
+#endif
