@@ -21,8 +21,8 @@ cudaExtent, cudaPitchedPtr) as one arg per field named <param>_<field>; other by
 are not recorded. A config's `extract` table replaces this for functions whose meaning is in a
 struct or an out-parameter (see CUDART_EXTRACT for the format; hooks/README.md).
 
-Recorded return value (`ret` of the record): the value for integral, enum and error-code
-returns, the address for pointer returns, 0 for void, floating-point and struct returns.
+Recorded return value (`ret` of the record): the status for functions returning the library's
+status type (cudaError_t, cublasStatus_t, ...), 0 for everything else.
 
 When the real function cannot be found (dlh_resolve returns NULL) a wrapper returns the
 config's `fail` value for the library's error type, 0/NULL for integers and pointers, an empty
@@ -685,13 +685,10 @@ def fail_value(types, cfg, proto):
 
 def ret_record(types, cfg, proto):
     ret = proto.ret
+    # Only a status return is a result that `dlhook stats` can count as an error; anything
+    # else (versions, sizes, strings, handles) is recorded as 0.
     if re.sub(r'\bconst\b', '', ret).strip() == cfg['err_type']:
         return '(int64_t)dlh_r'
-    k, _ = types.classify(ret)
-    if k in ('int', 'uint', 'enum', 'bool'):
-        return '(int64_t)dlh_r'
-    if k == 'ptr':
-        return '(int64_t)(intptr_t)dlh_r'
     return None  # recorded as 0
 
 

@@ -291,7 +291,7 @@ DLH_EXPORT size_t cublasLtGetCudartVersion(void) {
   int dlh_rec = dlh_call_begin(&dlh_c);
   size_t dlh_r = dlh_fn();
   if (dlh_rec) {
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLASLT, 7), (int64_t)dlh_r, 0, NULL);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLASLT, 7), 0, 0, NULL);
   }
   return dlh_r;
 }
@@ -324,7 +324,7 @@ DLH_EXPORT const char * cublasLtGetStatusName(cublasStatus_t status) {
     uint64_t dlh_a[1] = {
       DLH_A_INT(status),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLASLT, 9), (int64_t)(intptr_t)dlh_r, 1, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLASLT, 9), 0, 1, dlh_a);
   }
   return dlh_r;
 }
@@ -340,7 +340,7 @@ DLH_EXPORT const char * cublasLtGetStatusString(cublasStatus_t status) {
     uint64_t dlh_a[1] = {
       DLH_A_INT(status),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLASLT, 10), (int64_t)(intptr_t)dlh_r, 1, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLASLT, 10), 0, 1, dlh_a);
   }
   return dlh_r;
 }
@@ -353,7 +353,7 @@ DLH_EXPORT size_t cublasLtGetVersion(void) {
   int dlh_rec = dlh_call_begin(&dlh_c);
   size_t dlh_r = dlh_fn();
   if (dlh_rec) {
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLASLT, 11), (int64_t)dlh_r, 0, NULL);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLASLT, 11), 0, 0, NULL);
   }
   return dlh_r;
 }

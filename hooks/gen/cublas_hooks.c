@@ -7684,7 +7684,7 @@ DLH_EXPORT size_t cublasGetCudartVersion(void) {
   int dlh_rec = dlh_call_begin(&dlh_c);
   size_t dlh_r = dlh_fn();
   if (dlh_rec) {
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 309), (int64_t)dlh_r, 0, NULL);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 309), 0, 0, NULL);
   }
   return dlh_r;
 }
@@ -7989,7 +7989,7 @@ DLH_EXPORT const char * cublasGetStatusName(cublasStatus_t status) {
     uint64_t dlh_a[1] = {
       DLH_A_INT(status),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 326), (int64_t)(intptr_t)dlh_r, 1, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 326), 0, 1, dlh_a);
   }
   return dlh_r;
 }
@@ -8005,7 +8005,7 @@ DLH_EXPORT const char * cublasGetStatusString(cublasStatus_t status) {
     uint64_t dlh_a[1] = {
       DLH_A_INT(status),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 327), (int64_t)(intptr_t)dlh_r, 1, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 327), 0, 1, dlh_a);
   }
   return dlh_r;
 }
@@ -8659,7 +8659,7 @@ DLH_EXPORT int cublasIcamax(int n, const cuComplex *x, int incx) {
       DLH_A_PTR(x),
       DLH_A_INT(incx),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 353), (int64_t)dlh_r, 3, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 353), 0, 3, dlh_a);
   }
   return dlh_r;
 }
@@ -8717,7 +8717,7 @@ DLH_EXPORT int cublasIcamin(int n, const cuComplex *x, int incx) {
       DLH_A_PTR(x),
       DLH_A_INT(incx),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 356), (int64_t)dlh_r, 3, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 356), 0, 3, dlh_a);
   }
   return dlh_r;
 }
@@ -8775,7 +8775,7 @@ DLH_EXPORT int cublasIdamax(int n, const double *x, int incx) {
       DLH_A_PTR(x),
       DLH_A_INT(incx),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 359), (int64_t)dlh_r, 3, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 359), 0, 3, dlh_a);
   }
   return dlh_r;
 }
@@ -8833,7 +8833,7 @@ DLH_EXPORT int cublasIdamin(int n, const double *x, int incx) {
       DLH_A_PTR(x),
       DLH_A_INT(incx),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 362), (int64_t)dlh_r, 3, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 362), 0, 3, dlh_a);
   }
   return dlh_r;
 }
@@ -8904,7 +8904,7 @@ DLH_EXPORT int cublasIsamax(int n, const float *x, int incx) {
       DLH_A_PTR(x),
       DLH_A_INT(incx),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 366), (int64_t)dlh_r, 3, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 366), 0, 3, dlh_a);
   }
   return dlh_r;
 }
@@ -8962,7 +8962,7 @@ DLH_EXPORT int cublasIsamin(int n, const float *x, int incx) {
       DLH_A_PTR(x),
       DLH_A_INT(incx),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 369), (int64_t)dlh_r, 3, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 369), 0, 3, dlh_a);
   }
   return dlh_r;
 }
@@ -9020,7 +9020,7 @@ DLH_EXPORT int cublasIzamax(int n, const cuDoubleComplex *x, int incx) {
       DLH_A_PTR(x),
       DLH_A_INT(incx),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 372), (int64_t)dlh_r, 3, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 372), 0, 3, dlh_a);
   }
   return dlh_r;
 }
@@ -9078,7 +9078,7 @@ DLH_EXPORT int cublasIzamin(int n, const cuDoubleComplex *x, int incx) {
       DLH_A_PTR(x),
       DLH_A_INT(incx),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 375), (int64_t)dlh_r, 3, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 375), 0, 3, dlh_a);
   }
   return dlh_r;
 }

@@ -137,7 +137,7 @@ DLH_EXPORT char __cudaInitModule(void **fatCubinHandle) {
     uint64_t dlh_a[1] = {
       DLH_A_PTR(fatCubinHandle),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDART, 1), (int64_t)dlh_r, 1, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDART, 1), 0, 1, dlh_a);
   }
   return dlh_r;
 }
@@ -233,7 +233,7 @@ DLH_EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, siz
       DLH_A_UINT(sharedMem),
       DLH_A_PTR(stream),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDART, 5), (int64_t)dlh_r, 8, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDART, 5), 0, 8, dlh_a);
   }
   return dlh_r;
 }
@@ -249,7 +249,7 @@ DLH_EXPORT void ** __cudaRegisterFatBinary(void *fatCubin) {
     uint64_t dlh_a[1] = {
       DLH_A_PTR(fatCubin),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDART, 6), (int64_t)(intptr_t)dlh_r, 1, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDART, 6), 0, 1, dlh_a);
   }
   return dlh_r;
 }
@@ -1992,7 +1992,7 @@ DLH_EXPORT const char * cudaGetErrorName(cudaError_t error) {
     uint64_t dlh_a[1] = {
       DLH_A_INT(error),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDART, 107), (int64_t)(intptr_t)dlh_r, 1, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDART, 107), 0, 1, dlh_a);
   }
   return dlh_r;
 }
@@ -2008,7 +2008,7 @@ DLH_EXPORT const char * cudaGetErrorString(cudaError_t error) {
     uint64_t dlh_a[1] = {
       DLH_A_INT(error),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDART, 108), (int64_t)(intptr_t)dlh_r, 1, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDART, 108), 0, 1, dlh_a);
   }
   return dlh_r;
 }

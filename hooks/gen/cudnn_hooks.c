@@ -2260,7 +2260,7 @@ DLH_EXPORT size_t cudnnGetCudartVersion(void) {
   int dlh_rec = dlh_call_begin(&dlh_c);
   size_t dlh_r = dlh_fn();
   if (dlh_rec) {
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 111), (int64_t)dlh_r, 0, NULL);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 111), 0, 0, NULL);
   }
   return dlh_r;
 }
@@ -2296,7 +2296,7 @@ DLH_EXPORT const char * cudnnGetErrorString(cudnnStatus_t status) {
     uint64_t dlh_a[1] = {
       DLH_A_INT(status),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 113), (int64_t)(intptr_t)dlh_r, 1, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 113), 0, 1, dlh_a);
   }
   return dlh_r;
 }
@@ -2471,7 +2471,7 @@ DLH_EXPORT size_t cudnnGetMaxDeviceVersion(void) {
   int dlh_rec = dlh_call_begin(&dlh_c);
   size_t dlh_r = dlh_fn();
   if (dlh_rec) {
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 122), (int64_t)dlh_r, 0, NULL);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 122), 0, 0, NULL);
   }
   return dlh_r;
 }
@@ -3034,7 +3034,7 @@ DLH_EXPORT size_t cudnnGetVersion(void) {
   int dlh_rec = dlh_call_begin(&dlh_c);
   size_t dlh_r = dlh_fn();
   if (dlh_rec) {
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 148), (int64_t)dlh_r, 0, NULL);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 148), 0, 0, NULL);
   }
   return dlh_r;
 }

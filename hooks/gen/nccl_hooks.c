@@ -555,7 +555,7 @@ DLH_EXPORT const char * ncclGetErrorString(ncclResult_t result) {
     uint64_t dlh_a[1] = {
       DLH_A_INT(result),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 24), (int64_t)(intptr_t)dlh_r, 1, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 24), 0, 1, dlh_a);
   }
   return dlh_r;
 }
@@ -571,7 +571,7 @@ DLH_EXPORT const char * ncclGetLastError(ncclComm_t comm) {
     uint64_t dlh_a[1] = {
       DLH_A_PTR(comm),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 25), (int64_t)(intptr_t)dlh_r, 1, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 25), 0, 1, dlh_a);
   }
   return dlh_r;
 }
