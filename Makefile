@@ -104,4 +104,4 @@ help:
 	@echo "switches: O=dir (build dir), V=1 (verbose), ASAN=1, UBSAN=1, TSAN=1, CUDA_HOME=path, PREFIX=, DESTDIR="
 
 # header dependencies
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -name '*.d' -type f -not -path '*/venv/*' 2>/dev/null)

@@ -56,6 +56,21 @@ typedef struct dlh_api_event {
  * past an internal limit). Returns 0, or -1 on allocation failure (event lost, counted). */
 int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev);
 
+/* One GPU activity record (GpuBatch in format/dlhook.proto says what vals hold per kind). */
+typedef struct dlh_gpu_event {
+  uint32_t kind;      /* 1 kernel, 2 memcpy, 3 memset, 4 sync, 5 event, 6 overhead, 7 ext corr */
+  uint64_t start_ns, dur_ns;
+  uint64_t corr;
+  uint32_t device, context, stream;
+  uint32_t name;      /* StringDef id, 0 = none */
+  uint32_t nvals;
+  const uint64_t *vals;
+} dlh_gpu_event;
+
+/* Appends a GPU record to the open GpuBatch (emitted at flush or when it grows large).
+ * Returns 0, or -1 on allocation failure (record lost, counted in dlh_writer_lost). */
+int dlh_writer_gpu(dlh_writer *w, const dlh_gpu_event *ev);
+
 /* Encodes pending batches, compresses everything appended since the last flush into one
  * zstd frame and writes it (retrying short writes and EINTR). Returns 0 on success (also when
  * there was nothing to write), -1 on a write error (errno set; the frame is discarded). */
@@ -108,5 +123,15 @@ typedef struct dlh_api_iter {
 } dlh_api_iter;
 void dlh_api_iter_init(dlh_api_iter *it, const Dlh__ApiBatch *b);
 int dlh_api_iter_next(dlh_api_iter *it, dlh_api_event *ev);
+
+/* The same for GpuBatch packets: records in order, ev.vals points into the packet. */
+typedef struct dlh_gpu_iter {
+  const Dlh__GpuBatch *b;
+  size_t i, valpos;
+  uint64_t t;
+  int bad;
+} dlh_gpu_iter;
+void dlh_gpu_iter_init(dlh_gpu_iter *it, const Dlh__GpuBatch *b);
+int dlh_gpu_iter_next(dlh_gpu_iter *it, dlh_gpu_event *ev);
 
 #endif

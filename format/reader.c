@@ -302,3 +302,42 @@ int dlh_api_iter_next(dlh_api_iter *it, dlh_api_event *ev) {
   it->i = i + 1;
   return 1;
 }
+
+void dlh_gpu_iter_init(dlh_gpu_iter *it, const Dlh__GpuBatch *b) {
+  memset(it, 0, sizeof *it);
+  it->b = b;
+  if (!b) return;
+  it->t = b->base_start_ns;
+  size_t n = b->n_kind;
+  if ((b->n_start_delta && b->n_start_delta != n) || (b->n_dur && b->n_dur != n) ||
+      (b->n_corr && b->n_corr != n) || (b->n_stream && b->n_stream != n) ||
+      (b->n_name && b->n_name != n) || (b->n_nvals && b->n_nvals != n) ||
+      (b->n_context && b->n_context != n) || (b->n_devices && b->n_devices != n))
+    it->bad = 1;
+}
+
+int dlh_gpu_iter_next(dlh_gpu_iter *it, dlh_gpu_event *ev) {
+  const Dlh__GpuBatch *b = it->b;
+  if (!b || it->bad || it->i >= b->n_kind) return 0;
+  size_t i = it->i;
+  uint32_t nv = b->n_nvals ? b->nvals[i] : 0;
+  if (nv > b->n_vals - it->valpos) {
+    it->bad = 1;
+    return 0;
+  }
+  if (b->n_start_delta) it->t += (uint64_t)b->start_delta[i];
+  memset(ev, 0, sizeof *ev);
+  ev->kind = b->kind[i];
+  ev->start_ns = it->t;
+  ev->dur_ns = b->n_dur ? b->dur[i] : 0;
+  ev->corr = b->n_corr ? b->corr[i] : 0;
+  ev->stream = b->n_stream ? b->stream[i] : 0;
+  ev->name = b->n_name ? b->name[i] : 0;
+  ev->context = b->n_context ? b->context[i] : 0;
+  ev->device = b->n_devices ? b->devices[i] : b->device;
+  ev->nvals = nv;
+  ev->vals = nv ? b->vals + it->valpos : NULL;
+  it->valpos += nv;
+  it->i = i + 1;
+  return 1;
+}

@@ -45,8 +45,18 @@ typedef struct dlh_tbatch {
   uint64_t *args;
 } dlh_tbatch;
 
+/* The open GpuBatch: columns reused after each emit. */
+typedef struct dlh_gbatch {
+  size_t n, cap, nvals_total, vals_cap;
+  uint64_t base_start, last_start;
+  uint32_t *kind, *stream, *name, *nvals, *context, *devices;
+  int64_t *start_delta;
+  uint64_t *dur, *corr, *vals;
+} dlh_gbatch;
+
 struct dlh_writer {
   int fd;
+  dlh_gbatch gb;
   ZSTD_CCtx *cctx;
   dlh_buf raw;     /* uncompressed packets of the current frame */
   dlh_buf out;     /* compressed frame */
@@ -197,8 +207,80 @@ static int tbatch_emit(dlh_writer *w, dlh_tbatch *t) {
   return rc;
 }
 
+static int gbatch_emit(dlh_writer *w) {
+  dlh_gbatch *g = &w->gb;
+  if (g->n == 0) return 0;
+  Dlh__GpuBatch b = DLH__GPU_BATCH__INIT;
+  b.has_base_start_ns = 1;
+  b.base_start_ns = g->base_start;
+  b.n_kind = b.n_start_delta = b.n_dur = b.n_corr = b.n_stream = b.n_name = b.n_nvals =
+      b.n_context = b.n_devices = g->n;
+  b.kind = g->kind;
+  b.start_delta = g->start_delta;
+  b.dur = g->dur;
+  b.corr = g->corr;
+  b.stream = g->stream;
+  b.name = g->name;
+  b.nvals = g->nvals;
+  b.context = g->context;
+  b.devices = g->devices;
+  b.n_vals = g->nvals_total;
+  b.vals = g->vals;
+  Dlh__Packet p = DLH__PACKET__INIT;
+  p.data_case = DLH__PACKET__DATA_GPU;
+  p.gpu = &b;
+  int rc = append_msg(w, &p.base);
+  if (rc < 0) w->lost += g->n;
+  g->n = 0;
+  g->nvals_total = 0;
+  return rc;
+}
+
+int dlh_writer_gpu(dlh_writer *w, const dlh_gpu_event *ev) {
+  if (!w || !ev) return -1;
+  dlh_gbatch *g = &w->gb;
+  size_t n = g->n;
+  if (n + 1 > g->cap) {
+    size_t nc = g->cap ? g->cap * 2 : 1024;
+#define GROW_COL(col)                                        \
+    do {                                                     \
+      void *q = realloc(g->col, nc * sizeof *g->col);        \
+      if (!q) { w->lost++; return -1; }                      \
+      g->col = q;                                            \
+    } while (0)
+    GROW_COL(kind); GROW_COL(stream); GROW_COL(name); GROW_COL(nvals); GROW_COL(context);
+    GROW_COL(devices); GROW_COL(start_delta); GROW_COL(dur); GROW_COL(corr);
+#undef GROW_COL
+    g->cap = nc;
+  }
+  uint32_t nv = ev->vals ? ev->nvals : 0;
+  if (nv && grow((void **)&g->vals, &g->vals_cap, g->nvals_total + nv, sizeof *g->vals) < 0) {
+    w->lost++;
+    return -1;
+  }
+  if (n == 0) g->base_start = g->last_start = ev->start_ns;
+  g->kind[n] = ev->kind;
+  g->start_delta[n] = (int64_t)(ev->start_ns - g->last_start);
+  g->last_start = ev->start_ns;
+  g->dur[n] = ev->dur_ns;
+  g->corr[n] = ev->corr;
+  g->stream[n] = ev->stream;
+  g->name[n] = ev->name;
+  g->context[n] = ev->context;
+  g->devices[n] = ev->device;
+  g->nvals[n] = nv;
+  if (nv) memcpy(g->vals + g->nvals_total, ev->vals, nv * sizeof *ev->vals);
+  g->nvals_total += nv;
+  g->n = n + 1;
+  if (g->n >= DLH_BATCH_MAX) {
+    if (gbatch_emit(w) < 0) return -1;
+    if (w->raw.len >= DLH_FRAME_AUTOFLUSH) return dlh_writer_flush(w);
+  }
+  return 0;
+}
+
 static int emit_all(dlh_writer *w) {
-  int rc = 0;
+  int rc = gbatch_emit(w);
   for (size_t i = 0; i < w->ntb && w->pending > 0; i++)
     if (w->tb[i].n && tbatch_emit(w, &w->tb[i]) < 0) rc = -1;
   return rc;
@@ -343,6 +425,9 @@ void dlh_writer_free(dlh_writer *w) {
     free(t->start_delta); free(t->dur); free(t->fn); free(t->ret); free(t->corr_delta);
     free(t->stack); free(t->nargs); free(t->depth); free(t->args);
   }
+  dlh_gbatch *g = &w->gb;
+  free(g->kind); free(g->stream); free(g->name); free(g->nvals); free(g->context);
+  free(g->devices); free(g->start_delta); free(g->dur); free(g->corr); free(g->vals);
   free(w->tb);
   free(w->hash);
   free(w->raw.p);

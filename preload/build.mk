@@ -2,7 +2,7 @@
 # into $(BUILD)/libdlhook.so.
 PRELOAD_SRCS := $(wildcard preload/*.c)
 PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.o)
-PRELOAD_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Ipreload $(FORMAT_CFLAGS)
+PRELOAD_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Ipreload $(FORMAT_CFLAGS) -I$(CUDA_INC)
 
 $(BUILD)/preload/%.o: preload/%.c $(BUILD)/format/dlhook.pb-c.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

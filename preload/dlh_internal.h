@@ -50,6 +50,10 @@ struct dlh_thread {
   _Atomic int wake_sent;               /* producer asked the writer to drain this ring */
   _Atomic int state;                   /* DLH_T_* */
   int announced;                       /* writer: ThreadInfo written */
+  /* CUPTI callbacks of this thread (cupti.c) */
+  uint32_t cupti_depth;                /* nesting of runtime/driver API callbacks */
+  int cupti_rec;                       /* 1: the outermost callback records the call itself */
+  dlh_call cupti_call;
   struct dlh_thread *next;             /* global list (push-only) */
 };
 enum { DLH_T_ACTIVE = 1, DLH_T_EXITED = 2, DLH_T_RETIRED = 3 };
@@ -62,12 +66,22 @@ uint64_t dlh_real_ns(void);
 
 /* ---- writer thread (writer.c) ---- */
 int dlh_writer_start(int fd);
+int dlh_writer_ensure(void);                      /* start at the first event; 0 = running */
 void dlh_writer_stop(int exit_reason, int sig); /* final drain + trailer; idempotent */
 void dlh_writer_wake(void);                      /* async-signal-safe: wake the writer to drain */
 int dlh_writer_flush_wait(unsigned timeout_ms);    /* async-signal-safe: flush and wait */
 void dlh_writer_after_fork_child(void);
 const dlh_fn_desc *dlh_fn_lookup(uint32_t id, int *domain);
 void dlh_ring_release(struct dlh_thread *t);       /* writer: give an exited thread's ring back */
+
+/* ---- CUPTI (cupti.c) ---- */
+void dlh_cupti_setup_injection(void);   /* constructor: point CUDA_INJECTION64_PATH at us */
+void dlh_cupti_lazy_init(void);         /* first intercepted call when another tool injects */
+void dlh_cupti_flush(int forced);       /* ask CUPTI to deliver its activity buffers */
+int dlh_cupti_drain(void *writer);      /* writer thread: convert delivered buffers; returns records */
+const char *dlh_cupti_fn_name(uint32_t id); /* name of a function id only CUPTI saw */
+uint64_t dlh_cupti_dropped(void);       /* activity records CUPTI dropped */
+void dlh_cupti_after_fork_child(void);
 
 /* ---- signals (signals.c) ---- */
 void dlh_signals_install(void);

@@ -103,7 +103,9 @@ dlh_thread *dlh_thread_attach(void) {
   pthread_setspecific(thread_key, t);
   struct dlh_thread *old = atomic_load(&dlh_threads);
   do t->next = old; while (!atomic_compare_exchange_weak(&dlh_threads, &old, t));
+  if (dlh_writer_ensure() != 0) return NULL; /* stays blocked: recording is off */
   t->hot.blocked = 0;
+  dlh_cupti_lazy_init();
   return t;
 }
 
@@ -179,6 +181,7 @@ void *dlh_resolve(const char *name, int lib) {
 
 static void at_exit(void) {
   if (!initialised) return;
+  dlh_cupti_flush(1);
   dlh_writer_stop(0, 0);
 }
 
@@ -193,6 +196,7 @@ static void fork_child(void) {
   free_rings = NULL;
   atomic_store(&ring_mem, 0);
   dlh_self = NULL;
+  dlh_cupti_after_fork_child();
   dlh_writer_after_fork_child();
 }
 
@@ -210,11 +214,10 @@ __attribute__((constructor)) static void dlh_init(void) {
   }
   pthread_atfork(fork_prepare, fork_parent, fork_child);
   initialised = 1;
-  if (dlh_writer_start(-1) != 0) { /* it warned */
-    initialised = 0;
-    return;
-  }
+  /* The trace file and the writer thread come with the first recorded call (dlh_writer_ensure):
+   * processes that never call CUDA (shells, launchers) leave no trace behind. */
   atexit(at_exit);
   if (dlh_cfg.signals) dlh_signals_install();
+  dlh_cupti_setup_injection();
   dlh_recording = 1;
 }

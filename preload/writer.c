@@ -188,6 +188,8 @@ static void write_function(uint32_t id) {
       adp[i] = &ad[i];
     }
     f.args = adp;
+  } else if (dlh_cupti_fn_name(id)) {
+    f.name = (char *)dlh_cupti_fn_name(id);
   } else {
     snprintf(unknown, sizeof unknown, "fn#%u", id);
     f.name = unknown;
@@ -219,6 +221,7 @@ static void write_counters(int final) {
     drop += atomic_load_explicit(&t->dropped, memory_order_relaxed);
     nthreads++;
   }
+  drop += dlh_cupti_dropped();
   dropped_total = drop;
   Dlh__Packet p = DLH__PACKET__INIT;
   if (!final) {
@@ -291,7 +294,7 @@ static uint64_t drain_all(void) {
     if (st == DLH_T_EXITED && atomic_load(&t->head) == atomic_load(&t->tail)) dlh_ring_release(t);
   }
   records += n;
-  return n;
+  return n + (uint64_t)dlh_cupti_drain(W);
 }
 
 static void flush_frame(void) {
@@ -344,6 +347,8 @@ static void *writer_main(void *arg) {
     uint64_t now = dlh_mono_ns();
     if (req != atomic_load(&flush_done) || since_flush > (1u << 20) ||
         now - last_flush >= (uint64_t)dlh_cfg.flush_ms * 1000000ull) {
+      dlh_cupti_flush(0);
+      drain_all();
       write_anchor(anchors[(nanch - 1) % NANCH], 1);
       write_counters(0);
       flush_frame();
@@ -406,16 +411,35 @@ int dlh_writer_start(int fd) {
   return 0;
 }
 
+static void sleep_ms(unsigned ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+/* Starts the writer (trace file, thread) once, at the first event. Returns 0 when it runs,
+ * -1 when it could not start (it warned once; recording is then off). */
+static _Atomic int wstate; /* 0 not started, 1 starting, 2 running, 3 failed */
+int dlh_writer_ensure(void) {
+  int s = atomic_load(&wstate);
+  if (s == 2) return 0;
+  if (s == 0 && atomic_compare_exchange_strong(&wstate, &s, 1)) {
+    if (dlh_writer_start(-1) == 0) {
+      atomic_store(&wstate, 2);
+      return 0;
+    }
+    dlh_recording = 0;
+    atomic_store(&wstate, 3);
+    return -1;
+  }
+  while ((s = atomic_load(&wstate)) == 1) sleep_ms(1); /* another thread is starting it */
+  return s == 2 ? 0 : -1;
+}
+
 void dlh_writer_wake(void) {
   if (wake_pipe[1] >= 0) {
     ssize_t w = write(wake_pipe[1], "f", 1);
     (void)w;
   }
-}
-
-static void sleep_ms(unsigned ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
 int dlh_writer_flush_wait(unsigned timeout_ms) {
@@ -457,5 +481,6 @@ void dlh_writer_after_fork_child(void) {
   atomic_store(&flush_req, 0);
   atomic_store(&flush_done, 0);
   dlh_config_load();
-  if (dlh_writer_start(-1) == 0) dlh_recording = 1;
+  atomic_store(&wstate, 0); /* the child's trace starts with its first recorded call */
+  dlh_recording = 1;
 }

@@ -1,0 +1,578 @@
+/* cupti.c — the CUPTI subscriber: runtime/driver API callbacks (the only way to see programs
+ * that link cudart statically) and GPU activity records (kernels, copies, memsets, syncs),
+ * linked to the calls that caused them by correlation id.
+ *
+ * libdlhook.so is also a CUDA injection library: the constructor points CUDA_INJECTION64_PATH
+ * at itself when it is unset, and the driver calls InitializeInjection() during cuInit, before
+ * the first context exists, whether cudart is linked dynamically or statically. When another
+ * tool owns CUDA_INJECTION64_PATH, CUPTI is set up at the first intercepted call instead.
+ * CUPTI is loaded with dlopen: absent, failing or owned by another subscriber (Nsight Systems,
+ * the PyTorch profiler), it costs one warning and API tracing goes on through the wrappers.
+ *
+ * A call seen by both a wrapper and a callback is recorded once, by the wrapper; the callback
+ * only hands it the correlation id. Activity buffers completed by CUPTI are queued (lock-free)
+ * for the writer thread, which converts them; nothing is converted on CUPTI's threads. */
+#include <cupti.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlh_format.h"
+#include "dlh_internal.h"
+
+#define BUF_SIZE (4u << 20)
+
+static struct {
+  CUptiResult (*Subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+  CUptiResult (*Unsubscribe)(CUpti_SubscriberHandle);
+  CUptiResult (*EnableDomain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
+  CUptiResult (*EnableCallback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
+                                CUpti_CallbackId);
+  CUptiResult (*ActivityEnable)(CUpti_ActivityKind);
+  CUptiResult (*ActivityRegisterCallbacks)(CUpti_BuffersCallbackRequestFunc,
+                                           CUpti_BuffersCallbackCompleteFunc);
+  CUptiResult (*ActivityGetNextRecord)(uint8_t *, size_t, CUpti_Activity **);
+  CUptiResult (*ActivityFlushAll)(uint32_t);
+  CUptiResult (*ActivityFlushPeriod)(uint32_t);
+  CUptiResult (*ActivityRegisterTimestampCallback)(CUpti_TimestampCallbackFunc);
+  CUptiResult (*ActivityGetNumDroppedRecords)(CUcontext, uint32_t, size_t *);
+  CUptiResult (*GetResultString)(CUptiResult, const char **);
+} cu;
+
+static CUpti_SubscriberHandle subscriber;
+static _Atomic int state;            /* 0 not tried, 1 initialising, 2 active, 3 unavailable */
+static int lazy;                     /* another tool owns CUDA_INJECTION64_PATH */
+static _Atomic uint64_t dropped;
+static int noise;                    /* DLHOOK_CUPTI_NOISE=1: record cudaGetDevice & co. too */
+
+/* ---------------------------------------------------------------- names of CUPTI-only calls */
+
+/* Function ids for calls only CUPTI saw: the cudart wrapper's id when the name matches (same
+ * descriptor, same arg names), else (domain, 0x8000 | cbid) with the name CUPTI gives. */
+static _Atomic(const char *) rt_names[CUPTI_RUNTIME_TRACE_CBID_SIZE];
+static _Atomic(const char *) drv_names[CUPTI_DRIVER_TRACE_CBID_SIZE];
+static _Atomic int32_t rt_to_wrapper[CUPTI_RUNTIME_TRACE_CBID_SIZE]; /* index+1, -1 = none */
+
+const char *dlh_cupti_fn_name(uint32_t id) {
+  unsigned d = id >> 16, i = id & 0x7fff;
+  if (!(id & 0x8000)) return NULL;
+  if (d == DLH_DOMAIN_CUDART && i < CUPTI_RUNTIME_TRACE_CBID_SIZE) return atomic_load(&rt_names[i]);
+  if (d == DLH_DOMAIN_DRIVER && i < CUPTI_DRIVER_TRACE_CBID_SIZE) return atomic_load(&drv_names[i]);
+  return NULL;
+}
+
+/* Strips CUPTI's "_vNNNN" version suffix into buf. */
+static const char *base_name(const char *name, char *buf, size_t cap) {
+  size_t n = strlen(name);
+  size_t i = n;
+  while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9') i--;
+  if (i >= 2 && n - i >= 4 && name[i - 1] == 'v' && name[i - 2] == '_' && i - 2 < cap) {
+    memcpy(buf, name, i - 2);
+    buf[i - 2] = 0;
+    return buf;
+  }
+  return name;
+}
+
+static int wrapper_index(const char *name) {
+  int dom;
+  char buf[128];
+  const char *names[2] = {name, base_name(name, buf, sizeof buf)};
+  for (int k = 0; k < 2; k++)
+    for (uint32_t i = 0; i < 0x8000; i++) {
+      const dlh_fn_desc *d = dlh_fn_lookup(DLH_FN_ID(DLH_DOMAIN_CUDART, i), &dom);
+      if (!d) break;
+      if (!strcmp(d->name, names[k])) return (int)i;
+    }
+  return -1;
+}
+
+static uint32_t fn_id(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const char *name) {
+  if (dom == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE) {
+    int32_t w = atomic_load(&rt_to_wrapper[cbid]);
+    if (w == 0) { /* first sight of this cbid: match by name (slow, once) */
+      int i = name ? wrapper_index(name) : -1;
+      w = i >= 0 ? i + 1 : -1;
+      atomic_store(&rt_to_wrapper[cbid], w);
+    }
+    if (w > 0) return DLH_FN_ID(DLH_DOMAIN_CUDART, w - 1);
+    atomic_store(&rt_names[cbid], name);
+    return DLH_FN_ID(DLH_DOMAIN_CUDART, 0x8000 | cbid);
+  }
+  if (cbid < CUPTI_DRIVER_TRACE_CBID_SIZE) atomic_store(&drv_names[cbid], name);
+  return DLH_FN_ID(DLH_DOMAIN_DRIVER, 0x8000 | (cbid & 0x7fff));
+}
+
+/* Arguments of the calls that matter, in the order of the wrapper's descriptor. */
+static uint32_t call_args(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *params,
+                          uint64_t *a) {
+  if (dom != CUPTI_CB_DOMAIN_RUNTIME_API || !params) return 0;
+  switch (cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000:
+    case CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000: {
+      const cudaLaunchKernel_v7000_params *p = params;
+      a[0] = (uint64_t)(uintptr_t)p->func;
+      a[1] = p->gridDim.x; a[2] = p->gridDim.y; a[3] = p->gridDim.z;
+      a[4] = p->blockDim.x; a[5] = p->blockDim.y; a[6] = p->blockDim.z;
+      a[7] = (uint64_t)(uintptr_t)p->args;
+      a[8] = p->sharedMem;
+      a[9] = (uint64_t)(uintptr_t)p->stream;
+      return 10;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020: {
+      const cudaMemcpy_v3020_params *p = params;
+      a[0] = (uint64_t)(uintptr_t)p->dst; a[1] = (uint64_t)(uintptr_t)p->src;
+      a[2] = p->count; a[3] = (uint64_t)p->kind;
+      return 4;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020: {
+      const cudaMemcpyAsync_v3020_params *p = params;
+      a[0] = (uint64_t)(uintptr_t)p->dst; a[1] = (uint64_t)(uintptr_t)p->src;
+      a[2] = p->count; a[3] = (uint64_t)p->kind; a[4] = (uint64_t)(uintptr_t)p->stream;
+      return 5;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020: {
+      const cudaMalloc_v3020_params *p = params;
+      a[0] = p->devPtr ? (uint64_t)(uintptr_t)*p->devPtr : 0;
+      a[1] = p->size;
+      return 2;
+    }
+    default:
+      return 0;
+  }
+}
+
+/* ---------------------------------------------------------------- callbacks */
+
+static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
+                                 const void *data) {
+  (void)ud;
+  if (dom == CUPTI_CB_DOMAIN_RESOURCE) {
+    /* Deliver what the context's buffers hold before it goes away. */
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && cu.ActivityFlushAll)
+      cu.ActivityFlushAll(0);
+    return;
+  }
+  if (dom != CUPTI_CB_DOMAIN_RUNTIME_API && dom != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  if (!dlh_recording) return;
+  const CUpti_CallbackData *cb = data;
+  struct dlh_thread *t = dlh_self;
+  if (!t) t = dlh_thread_attach();
+  if (!t || t->hot.blocked) return;
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    if (t->cupti_depth++ > 0) return;   /* a driver call inside a runtime call: the outer one counts */
+    if (t->hot.depth > 0) {             /* a wrapper records this call: give it the correlation id */
+      t->cupti_rec = 0;
+      t->pending_corr = cb->correlationId;
+      return;
+    }
+    t->cupti_rec = dlh_call_begin(&t->cupti_call);
+    return;
+  }
+  if (t->cupti_depth == 0 || --t->cupti_depth > 0) return;
+  if (!t->cupti_rec) return;
+  t->cupti_rec = 0;
+  uint64_t a[DLH_MAX_ARGS];
+  uint32_t na = call_args(dom, cbid, cb->functionParams, a);
+  int64_t ret = cb->functionReturnValue ? (int64_t) * (const int *)cb->functionReturnValue : 0;
+  t->pending_corr = cb->correlationId;
+  dlh_call_end(&t->cupti_call, fn_id(dom, cbid, cb->functionName), ret, na, a);
+}
+
+/* ---------------------------------------------------------------- activity buffers */
+
+typedef struct done_buf {
+  struct done_buf *next;
+  uint8_t *buf;
+  size_t valid;
+} done_buf;
+static _Atomic(done_buf *) done_list;
+
+static void CUPTIAPI buf_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+  *buffer = aligned_alloc(8, BUF_SIZE);
+  *size = *buffer ? BUF_SIZE : 0;
+  *max_records = 0;
+}
+
+static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+                                   size_t valid) {
+  (void)size;
+  size_t n = 0;
+  if (cu.ActivityGetNumDroppedRecords && cu.ActivityGetNumDroppedRecords(ctx, stream, &n) == CUPTI_SUCCESS && n)
+    atomic_fetch_add(&dropped, n);
+  if (!buffer) return;
+  if (valid == 0) { free(buffer); return; }
+  done_buf *d = malloc(sizeof *d);
+  if (!d) { free(buffer); return; }
+  d->buf = buffer;
+  d->valid = valid;
+  d->next = atomic_load(&done_list);
+  while (!atomic_compare_exchange_weak(&done_list, &d->next, d)) {}
+  dlh_writer_wake();
+}
+
+uint64_t dlh_cupti_dropped(void) { return atomic_load(&dropped); }
+
+/* ---------------------------------------------------------------- conversion (writer thread) */
+
+/* Kernel names are interned: a StringDef packet the first time a name is seen. */
+typedef struct { char *s; uint32_t id; } name_slot;
+static name_slot *names;
+static size_t names_cap, names_n;
+static uint32_t next_string_id = 1;
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+  return h;
+}
+
+static uint32_t intern(dlh_writer *w, const char *s) {
+  if (!s) return 0;
+  if (names_n + 1 > names_cap / 2) {
+    size_t nc = names_cap ? names_cap * 2 : 1024;
+    name_slot *nn = calloc(nc, sizeof *nn);
+    if (!nn) return 0;
+    for (size_t i = 0; i < names_cap; i++)
+      if (names[i].s) {
+        size_t j = hash_str(names[i].s) & (nc - 1);
+        while (nn[j].s) j = (j + 1) & (nc - 1);
+        nn[j] = names[i];
+      }
+    free(names);
+    names = nn;
+    names_cap = nc;
+  }
+  size_t j = hash_str(s) & (names_cap - 1);
+  while (names[j].s) {
+    if (!strcmp(names[j].s, s)) return names[j].id;
+    j = (j + 1) & (names_cap - 1);
+  }
+  char *copy = strdup(s);
+  if (!copy) return 0;
+  names[j].s = copy;
+  names[j].id = next_string_id++;
+  names_n++;
+  Dlh__Packet p = DLH__PACKET__INIT;
+  Dlh__StringDef sd = DLH__STRING_DEF__INIT;
+  sd.has_id = 1;
+  sd.id = names[j].id;
+  sd.value = copy;
+  p.data_case = DLH__PACKET__DATA_STRING;
+  p.string = &sd;
+  dlh_writer_packet(w, &p);
+  return names[j].id;
+}
+
+static void device_info(dlh_writer *w, const CUpti_ActivityDevice5 *d) {
+  Dlh__Packet p = DLH__PACKET__INIT;
+  Dlh__DeviceInfo di = DLH__DEVICE_INFO__INIT;
+  di.has_id = di.has_total_mem = di.has_sm_count = di.has_cc_major = di.has_cc_minor = 1;
+  di.id = d->id;
+  di.name = (char *)(d->name ? d->name : "");
+  di.total_mem = d->globalMemorySize;
+  di.sm_count = d->numMultiprocessors;
+  di.cc_major = d->computeCapabilityMajor;
+  di.cc_minor = d->computeCapabilityMinor;
+  p.data_case = DLH__PACKET__DATA_DEVICE;
+  p.device = &di;
+  dlh_writer_packet(w, &p);
+}
+
+static int convert(dlh_writer *w, const CUpti_Activity *r) {
+  dlh_gpu_event e;
+  uint64_t v[10];
+  memset(&e, 0, sizeof e);
+  e.vals = v;
+  switch (r->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const CUpti_ActivityKernel10 *k = (const void *)r;
+      e.kind = 1;
+      e.start_ns = k->start;
+      e.dur_ns = k->end > k->start ? k->end - k->start : 0;
+      e.corr = k->correlationId;
+      e.device = k->deviceId;
+      e.context = k->contextId;
+      e.stream = k->streamId;
+      e.name = intern(w, k->name);
+      v[0] = (uint32_t)k->gridX; v[1] = (uint32_t)k->gridY; v[2] = (uint32_t)k->gridZ;
+      v[3] = (uint32_t)k->blockX; v[4] = (uint32_t)k->blockY; v[5] = (uint32_t)k->blockZ;
+      v[6] = k->registersPerThread;
+      v[7] = (uint32_t)k->staticSharedMemory;
+      v[8] = (uint32_t)k->dynamicSharedMemory;
+      v[9] = k->graphId;
+      e.nvals = 10;
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const CUpti_ActivityMemcpy6 *m = (const void *)r;
+      e.kind = 2;
+      e.start_ns = m->start;
+      e.dur_ns = m->end > m->start ? m->end - m->start : 0;
+      e.corr = m->correlationId;
+      e.device = m->deviceId;
+      e.context = m->contextId;
+      e.stream = m->streamId;
+      v[0] = m->bytes; v[1] = m->copyKind; v[2] = m->srcKind; v[3] = m->dstKind;
+      v[4] = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0;
+      v[5] = m->graphId;
+      e.nvals = 6;
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const CUpti_ActivityMemset4 *m = (const void *)r;
+      e.kind = 3;
+      e.start_ns = m->start;
+      e.dur_ns = m->end > m->start ? m->end - m->start : 0;
+      e.corr = m->correlationId;
+      e.device = m->deviceId;
+      e.context = m->contextId;
+      e.stream = m->streamId;
+      v[0] = m->bytes; v[1] = m->value; v[2] = m->memoryKind;
+      v[3] = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) ? 1 : 0;
+      v[4] = m->graphId;
+      e.nvals = 5;
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      const CUpti_ActivitySynchronization2 *s = (const void *)r;
+      e.kind = 4;
+      e.start_ns = s->start;
+      e.dur_ns = s->end > s->start ? s->end - s->start : 0;
+      e.corr = s->correlationId;
+      e.context = s->contextId;
+      e.stream = s->streamId == (uint32_t)-1 ? 0 : s->streamId;
+      v[0] = s->type; v[1] = s->cudaEventId;
+      e.nvals = 2;
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_CUDA_EVENT: {
+      const CUpti_ActivityCudaEvent2 *c = (const void *)r;
+      e.kind = 5;
+      e.start_ns = c->deviceTimestamp;
+      e.corr = c->correlationId;
+      e.device = c->deviceId;
+      e.context = c->contextId;
+      e.stream = c->streamId;
+      v[0] = c->eventId;
+      e.nvals = 1;
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+      const CUpti_ActivityOverhead3 *o = (const void *)r;
+      e.kind = 6;
+      e.start_ns = o->start;
+      e.dur_ns = o->end > o->start ? o->end - o->start : 0;
+      v[0] = o->overheadKind; v[1] = o->objectKind;
+      e.nvals = 2;
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const CUpti_ActivityExternalCorrelation *x = (const void *)r;
+      e.kind = 7;
+      e.corr = x->correlationId;
+      v[0] = x->externalKind; v[1] = x->externalId;
+      e.nvals = 2;
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_DEVICE:
+      device_info(w, (const void *)r);
+      return 0;
+    default:
+      return 0;
+  }
+  dlh_writer_gpu(w, &e);
+  return 1;
+}
+
+int dlh_cupti_drain(void *writer) {
+  done_buf *d = atomic_exchange(&done_list, NULL);
+  if (!d) return 0;
+  done_buf *rev = NULL; /* oldest first */
+  while (d) {
+    done_buf *next = d->next;
+    d->next = rev;
+    rev = d;
+    d = next;
+  }
+  int n = 0;
+  for (d = rev; d;) {
+    CUpti_Activity *r = NULL;
+    while (cu.ActivityGetNextRecord(d->buf, d->valid, &r) == CUPTI_SUCCESS) n += convert(writer, r);
+    done_buf *next = d->next;
+    free(d->buf);
+    free(d);
+    d = next;
+  }
+  return n;
+}
+
+/* ---------------------------------------------------------------- set-up */
+
+static uint64_t CUPTIAPI timestamp(void) { return dlh_mono_ns(); }
+
+static const char *result_string(CUptiResult r) {
+  const char *s = NULL;
+  if (cu.GetResultString) cu.GetResultString(r, &s);
+  return s ? s : "unknown error";
+}
+
+static void *load_cupti(char *why, size_t cap) {
+  static const char *const sonames[] = {"libcupti.so.13", "libcupti.so", NULL};
+  for (int i = 0; sonames[i]; i++) {
+    void *h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
+    if (h) return h;
+  }
+  const char *home = getenv("CUDA_HOME");
+  char path[4096];
+  const char *dirs[] = {home, "/usr/local/cuda", NULL};
+  for (int i = 0; i < 2; i++) {
+    if (!dirs[i]) continue;
+    const char *sub[] = {"lib64", "extras/CUPTI/lib64"};
+    for (int k = 0; k < 2; k++) {
+      snprintf(path, sizeof path, "%s/%s/libcupti.so.13", dirs[i], sub[k]);
+      void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+      if (h) return h;
+    }
+  }
+  const char *e = dlerror();
+  snprintf(why, cap, "%s", e ? e : "libcupti.so.13 not found");
+  return NULL;
+}
+
+static void cupti_init(void) {
+  int expected = 0;
+  if (!atomic_compare_exchange_strong(&state, &expected, 1)) return;
+  const char *env = getenv("DLHOOK_CUPTI");
+  if (env && !strcmp(env, "0")) { atomic_store(&state, 3); return; }
+  const char *nz = getenv("DLHOOK_CUPTI_NOISE");
+  noise = nz && !strcmp(nz, "1");
+  struct dlh_thread *t = dlh_self;
+  if (t) t->hot.blocked++;
+  char why[512] = "";
+  void *h = load_cupti(why, sizeof why);
+  if (!h) {
+    dlh_warn("CUPTI is not available (%s): API calls are recorded through the wrappers, GPU "
+             "activity is not", why);
+    goto unavailable;
+  }
+#define SYM(field, name) cu.field = (__typeof__(cu.field))dlsym(h, name)
+  SYM(Subscribe, "cuptiSubscribe");
+  SYM(Unsubscribe, "cuptiUnsubscribe");
+  SYM(EnableDomain, "cuptiEnableDomain");
+  SYM(EnableCallback, "cuptiEnableCallback");
+  SYM(ActivityEnable, "cuptiActivityEnable");
+  SYM(ActivityRegisterCallbacks, "cuptiActivityRegisterCallbacks");
+  SYM(ActivityGetNextRecord, "cuptiActivityGetNextRecord");
+  SYM(ActivityFlushAll, "cuptiActivityFlushAll");
+  SYM(ActivityFlushPeriod, "cuptiActivityFlushPeriod");
+  SYM(ActivityRegisterTimestampCallback, "cuptiActivityRegisterTimestampCallback");
+  SYM(ActivityGetNumDroppedRecords, "cuptiActivityGetNumDroppedRecords");
+  SYM(GetResultString, "cuptiGetResultString");
+#undef SYM
+  if (!cu.Subscribe || !cu.EnableDomain || !cu.ActivityEnable || !cu.ActivityRegisterCallbacks ||
+      !cu.ActivityGetNextRecord || !cu.ActivityFlushAll) {
+    dlh_warn("CUPTI library lacks required functions: API calls are recorded through the "
+             "wrappers, GPU activity is not");
+    goto unavailable;
+  }
+  CUptiResult r = cu.Subscribe(&subscriber, on_callback, NULL);
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    dlh_warn("CUPTI is already in use by another tool (Nsight Systems, the PyTorch profiler, "
+             "...): API calls are recorded through the wrappers, GPU activity is not");
+    goto unavailable;
+  }
+  if (r != CUPTI_SUCCESS) {
+    dlh_warn("CUPTI could not be set up (%s): API calls are recorded through the wrappers, GPU "
+             "activity is not", result_string(r));
+    goto unavailable;
+  }
+  cu.EnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+  cu.EnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+  cu.EnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE);
+  if (!noise && cu.EnableCallback) {
+    static const CUpti_CallbackId rt_noise[] = {
+        CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+        CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020,
+        CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020,
+        CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_v10000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000};
+    static const CUpti_CallbackId drv_noise[] = {
+        CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent, CUPTI_DRIVER_TRACE_CBID_cuCtxSetCurrent,
+        CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice, CUPTI_DRIVER_TRACE_CBID_cuDeviceGetAttribute,
+        CUPTI_DRIVER_TRACE_CBID_cuGetProcAddress_v2, CUPTI_DRIVER_TRACE_CBID_cuStreamIsCapturing};
+    for (size_t i = 0; i < sizeof rt_noise / sizeof *rt_noise; i++)
+      cu.EnableCallback(0, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, rt_noise[i]);
+    for (size_t i = 0; i < sizeof drv_noise / sizeof *drv_noise; i++)
+      cu.EnableCallback(0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, drv_noise[i]);
+  }
+  if (cu.ActivityRegisterTimestampCallback) cu.ActivityRegisterTimestampCallback(timestamp);
+  cu.ActivityRegisterCallbacks(buf_requested, buf_completed);
+  static const CUpti_ActivityKind kinds[] = {
+      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+      CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_CUDA_EVENT,
+      CUPTI_ACTIVITY_KIND_OVERHEAD,          CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+      CUPTI_ACTIVITY_KIND_DEVICE};
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) cu.ActivityEnable(kinds[i]);
+  if (cu.ActivityFlushPeriod) cu.ActivityFlushPeriod(dlh_cfg.flush_ms);
+  atomic_store(&state, 2);
+  if (t) t->hot.blocked--;
+  return;
+unavailable:
+  memset(&cu, 0, sizeof cu);
+  atomic_store(&state, 3);
+  if (t) t->hot.blocked--;
+}
+
+/* Called by the CUDA driver (real or simulated) during cuInit when CUDA_INJECTION64_PATH names
+ * this library. Returns 1 (success) in every case: a failure only costs GPU activity. */
+DLH_EXPORT int InitializeInjection(void) {
+  if (dlh_recording && dlh_writer_ensure() == 0) cupti_init();
+  return 1;
+}
+
+void dlh_cupti_lazy_init(void) {
+  if (lazy && atomic_load(&state) == 0) cupti_init();
+}
+
+void dlh_cupti_setup_injection(void) {
+  Dl_info info;
+  const char *cur = getenv("CUDA_INJECTION64_PATH");
+  const char *env = getenv("DLHOOK_CUPTI");
+  if (env && !strcmp(env, "0")) return;
+  if (!dladdr((void *)dlh_cupti_setup_injection, &info) || !info.dli_fname) return;
+  if (!cur || !*cur) {
+    setenv("CUDA_INJECTION64_PATH", info.dli_fname, 1);
+    return;
+  }
+  /* Ours already (e.g. inherited from a parent under dlhook)? */
+  void *self = dlopen(info.dli_fname, RTLD_NOLOAD | RTLD_LAZY);
+  void *other = dlopen(cur, RTLD_NOLOAD | RTLD_LAZY);
+  if (self && other && self == other) { dlclose(self); dlclose(other); return; }
+  if (self) dlclose(self);
+  if (other) dlclose(other);
+  lazy = 1; /* another tool injects: set CUPTI up at our first intercepted call */
+}
+
+void dlh_cupti_flush(int forced) {
+  if (atomic_load(&state) != 2 || !cu.ActivityFlushAll) return;
+  struct dlh_thread *t = dlh_self;
+  if (t) t->hot.blocked++;
+  cu.ActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  if (t) t->hot.blocked--;
+}
+
+void dlh_cupti_after_fork_child(void) {
+  /* CUPTI state does not survive fork; the child traces API calls through the wrappers. */
+  atomic_store(&done_list, NULL);
+  if (atomic_load(&state) == 2) atomic_store(&state, 3);
+  names = NULL;
+  names_cap = names_n = 0;
+  next_string_id = 1;
+}
