@@ -166,9 +166,9 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
   if (!t || t->hot.blocked) return;
   if (cb->callbackSite == CUPTI_API_ENTER) {
     if (t->cupti_depth++ > 0) return;   /* a driver call inside a runtime call: the outer one counts */
-    if (t->hot.depth > 0) {             /* a wrapper records this call: give it the correlation id */
+    if (t->hot.depth > 0) {   /* a wrapper records this call: its GPU work links to the outermost */
       t->cupti_rec = 0;
-      t->pending_corr = cb->correlationId;
+      dlh_record_link(t, cb->correlationId);
       return;
     }
     t->cupti_rec = dlh_call_begin(&t->cupti_call);
@@ -219,6 +219,24 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buff
 uint64_t dlh_cupti_dropped(void) { return atomic_load(&dropped); }
 
 /* ---------------------------------------------------------------- conversion (writer thread) */
+
+/* corr -> correlation id of the outermost call that caused it, for the last 2^20 ids
+ * (direct-mapped: CUPTI hands out increasing ids). */
+#define CORR_MAP_SIZE (1u << 20)
+static struct { uint64_t corr, outer; } *corr_map;
+
+void dlh_corr_map(uint64_t corr, uint64_t outer) {
+  if (corr == outer) return;
+  if (!corr_map && !(corr_map = calloc(CORR_MAP_SIZE, sizeof *corr_map))) return;
+  corr_map[corr & (CORR_MAP_SIZE - 1)].corr = corr;
+  corr_map[corr & (CORR_MAP_SIZE - 1)].outer = outer;
+}
+
+static uint64_t outer_corr(uint64_t corr) {
+  if (corr_map && corr_map[corr & (CORR_MAP_SIZE - 1)].corr == corr)
+    return corr_map[corr & (CORR_MAP_SIZE - 1)].outer;
+  return corr;
+}
 
 /* Kernel names are interned: a StringDef packet the first time a name is seen. */
 typedef struct { char *s; uint32_t id; } name_slot;
@@ -387,6 +405,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     default:
       return 0;
   }
+  if (e.kind != 7) e.corr = outer_corr(e.corr);
   dlh_writer_gpu(w, &e);
   return 1;
 }

@@ -32,7 +32,11 @@ void dlh_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  *         stack id (high 32)   [word 4: correlation id, when flags has DLH_REC_F_CORR]
  * then nargs argument words. */
 #define DLH_REC_HDR_WORDS 4
-enum { DLH_REC_PAD = 0, DLH_REC_API = 1 };
+/* A LINK record (2 words: header, correlation id) says that the GPU work of that CUPTI
+ * correlation id belongs to the next outermost (depth 0) call this thread records: a kernel
+ * launched by cublasLtMatmul inside cublasSgemm links to the cublasSgemm call. */
+enum { DLH_REC_PAD = 0, DLH_REC_API = 1, DLH_REC_LINK = 2 };
+#define DLH_MAX_LINKS 64
 #define DLH_REC_F_CORR 1u
 
 struct dlh_thread {
@@ -50,6 +54,8 @@ struct dlh_thread {
   _Atomic int wake_sent;               /* producer asked the writer to drain this ring */
   _Atomic int state;                   /* DLH_T_* */
   int announced;                       /* writer: ThreadInfo written */
+  uint32_t nlinks;                     /* writer: LINK records waiting for their outer call */
+  uint64_t links[DLH_MAX_LINKS];
   /* CUPTI callbacks of this thread (cupti.c) */
   uint32_t cupti_depth;                /* nesting of runtime/driver API callbacks */
   int cupti_rec;                       /* 1: the outermost callback records the call itself */
@@ -74,7 +80,10 @@ void dlh_writer_after_fork_child(void);
 const dlh_fn_desc *dlh_fn_lookup(uint32_t id, int *domain);
 void dlh_ring_release(struct dlh_thread *t);       /* writer: give an exited thread's ring back */
 
+void dlh_record_link(struct dlh_thread *t, uint64_t corr);
+
 /* ---- CUPTI (cupti.c) ---- */
+void dlh_corr_map(uint64_t corr, uint64_t outer);  /* writer: GPU work of corr -> outer call */
 void dlh_cupti_setup_injection(void);   /* constructor: point CUDA_INJECTION64_PATH at us */
 void dlh_cupti_lazy_init(void);         /* first intercepted call when another tool injects */
 void dlh_cupti_flush(int forced);       /* ask CUPTI to deliver its activity buffers */

@@ -109,13 +109,10 @@ dlh_thread *dlh_thread_attach(void) {
   return t;
 }
 
-void dlh_call_end_slow(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, const uint64_t *args,
-                       uint64_t t1) {
-  struct dlh_thread *t = c->t;
-  t->hot.depth = c->depth;
-  if (DLH_UNLIKELY(nargs > DLH_MAX_ARGS)) nargs = DLH_MAX_ARGS;
-  uint64_t corr = t->pending_corr;
-  uint64_t n = DLH_REC_HDR_WORDS + (corr != 0) + nargs, cap = t->cap, h = t->head_local;
+/* Reserves n contiguous words in the thread's ring (padding at the wrap). Returns NULL and
+ * counts a drop when the ring is full. The caller fills the words, then publishes. */
+static inline uint64_t *ring_reserve(struct dlh_thread *t, uint64_t n) {
+  uint64_t cap = t->cap, h = t->head_local;
   uint64_t pos = h & (cap - 1);
   uint64_t need = n + (pos + n > cap ? cap - pos : 0);
   if (DLH_UNLIKELY(h + need - t->tail_cache > cap / 2)) {
@@ -127,15 +124,31 @@ void dlh_call_end_slow(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, co
     }
     if (h + need - t->tail_cache > cap) {
       atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
-      return;
+      return NULL;
     }
   }
   if (DLH_UNLIKELY(pos + n > cap)) { /* wrap: pad to the end of the ring */
     t->buf[pos] = (uint64_t)DLH_REC_PAD << 48;
-    h += cap - pos;
+    t->head_local = h + cap - pos;
     pos = 0;
   }
-  uint64_t *w = t->buf + pos;
+  return t->buf + pos;
+}
+
+static inline void ring_publish(struct dlh_thread *t, uint64_t n) {
+  t->head_local += n;
+  atomic_store_explicit(&t->head, t->head_local, memory_order_release);
+}
+
+void dlh_call_end_slow(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, const uint64_t *args,
+                       uint64_t t1) {
+  struct dlh_thread *t = c->t;
+  t->hot.depth = c->depth;
+  if (DLH_UNLIKELY(nargs > DLH_MAX_ARGS)) nargs = DLH_MAX_ARGS;
+  uint64_t corr = t->pending_corr;
+  uint64_t n = DLH_REC_HDR_WORDS + (corr != 0) + nargs;
+  uint64_t *w = ring_reserve(t, n);
+  if (!w) return;
   w[0] = (uint64_t)fn | (uint64_t)nargs << 32 | (uint64_t)(c->depth & 0xff) << 40 |
          (uint64_t)DLH_REC_API << 48 | (uint64_t)(corr ? DLH_REC_F_CORR : 0) << 52 | n << 56;
   w[1] = c->t0;
@@ -147,9 +160,15 @@ void dlh_call_end_slow(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, co
     t->pending_corr = 0;
   }
   for (uint32_t i = 0; i < nargs; i++) w[i] = args[i];
-  h += n;
-  t->head_local = h;
-  atomic_store_explicit(&t->head, h, memory_order_release);
+  ring_publish(t, n);
+}
+
+void dlh_record_link(struct dlh_thread *t, uint64_t corr) {
+  uint64_t *w = ring_reserve(t, 2);
+  if (!w) return;
+  w[0] = (uint64_t)DLH_REC_LINK << 48 | 2ull << 56;
+  w[1] = corr;
+  ring_publish(t, 2);
 }
 
 void dlh_set_pending_corr(uint64_t corr) {

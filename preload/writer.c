@@ -255,8 +255,13 @@ static uint64_t drain(struct dlh_thread *t) {
   if (tail != head && !t->announced) write_thread(t);
   while (tail < head) {
     uint64_t pos = tail & (cap - 1), *w = t->buf + pos;
-    uint64_t kind = (w[0] >> 48) & 0xff, nw = w[0] >> 56;
-    if (kind == DLH_REC_PAD || nw < DLH_REC_HDR_WORDS) { tail += cap - pos; continue; }
+    uint64_t kind = (w[0] >> 48) & 0xf, nw = w[0] >> 56;
+    if (kind == DLH_REC_LINK && nw == 2) {
+      if (t->nlinks < DLH_MAX_LINKS) t->links[t->nlinks++] = w[1];
+      tail += nw;
+      continue;
+    }
+    if (kind != DLH_REC_API || nw < DLH_REC_HDR_WORDS) { tail += cap - pos; continue; }
     uint32_t fn = (uint32_t)w[0];
     uint32_t bit = ((fn >> 16) & 0xf) << 16 | (fn & 0xffff);
     if (!(fn_seen[bit >> 3] & (1u << (bit & 7)))) {
@@ -275,6 +280,11 @@ static uint64_t drain(struct dlh_thread *t) {
     ev.depth = (uint32_t)(w[0] >> 40) & 0xff;
     ev.nargs = (uint32_t)(w[0] >> 32) & 0xff;
     ev.args = w + DLH_REC_HDR_WORDS + ((flags & DLH_REC_F_CORR) ? 1 : 0);
+    if (ev.depth == 0 && t->nlinks) { /* the outermost call owns the GPU work launched inside */
+      if (!ev.corr) ev.corr = t->links[0];
+      for (uint32_t i = 0; i < t->nlinks; i++) dlh_corr_map(t->links[i], ev.corr);
+      t->nlinks = 0;
+    }
     dlh_writer_api(W, t->tid, &ev);
     tail += nw;
     n++;
