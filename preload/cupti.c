@@ -250,7 +250,8 @@ static uint64_t hash_str(const char *s) {
   return h;
 }
 
-static uint32_t intern(dlh_writer *w, const char *s) {
+uint32_t dlh_intern(void *writer, const char *s) {
+  dlh_writer *w = writer;
   if (!s) return 0;
   if (names_n + 1 > names_cap / 2) {
     size_t nc = names_cap ? names_cap * 2 : 1024;
@@ -318,7 +319,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
       e.device = k->deviceId;
       e.context = k->contextId;
       e.stream = k->streamId;
-      e.name = intern(w, k->name);
+      e.name = dlh_intern(w, k->name);
       v[0] = (uint32_t)k->gridX; v[1] = (uint32_t)k->gridY; v[2] = (uint32_t)k->gridZ;
       v[3] = (uint32_t)k->blockX; v[4] = (uint32_t)k->blockY; v[5] = (uint32_t)k->blockZ;
       v[6] = k->registersPerThread;

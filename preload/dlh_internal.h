@@ -35,7 +35,7 @@ void dlh_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A LINK record (2 words: header, correlation id) says that the GPU work of that CUPTI
  * correlation id belongs to the next outermost (depth 0) call this thread records: a kernel
  * launched by cublasLtMatmul inside cublasSgemm links to the cublasSgemm call. */
-enum { DLH_REC_PAD = 0, DLH_REC_API = 1, DLH_REC_LINK = 2 };
+enum { DLH_REC_PAD = 0, DLH_REC_API = 1, DLH_REC_LINK = 2, DLH_REC_NVTX = 3 };
 #define DLH_MAX_LINKS 64
 #define DLH_REC_F_CORR 1u
 
@@ -56,6 +56,8 @@ struct dlh_thread {
   int announced;                       /* writer: ThreadInfo written */
   uint32_t nlinks;                     /* writer: LINK records waiting for their outer call */
   uint64_t links[DLH_MAX_LINKS];
+  uint32_t nvtx_depth;                 /* writer: open NVTX push ranges of this thread */
+  struct { uint64_t t0; uint32_t msg, dom, color, cat; } nvtx[64];
   /* CUPTI callbacks of this thread (cupti.c) */
   uint32_t cupti_depth;                /* nesting of runtime/driver API callbacks */
   int cupti_rec;                       /* 1: the outermost callback records the call itself */
@@ -69,6 +71,7 @@ extern _Atomic(struct dlh_thread *) dlh_threads;
 /* ---- clock (runtime.c) ---- */
 uint64_t dlh_mono_ns(void);
 uint64_t dlh_real_ns(void);
+uint64_t dlh_tick_ns(uint64_t ticks);             /* writer: ticks -> trace clock */
 
 /* ---- writer thread (writer.c) ---- */
 int dlh_writer_start(int fd);
@@ -80,7 +83,20 @@ void dlh_writer_after_fork_child(void);
 const dlh_fn_desc *dlh_fn_lookup(uint32_t id, int *domain);
 void dlh_ring_release(struct dlh_thread *t);       /* writer: give an exited thread's ring back */
 
+uint64_t *dlh_ring_reserve(struct dlh_thread *t, uint64_t n); /* NULL = full (counted) */
+void dlh_ring_publish(struct dlh_thread *t, uint64_t n);
 void dlh_record_link(struct dlh_thread *t, uint64_t corr);
+uint32_t dlh_intern(void *writer, const char *s);  /* writer: StringDef id of s (0 = none) */
+void dlh_writer_note_fn(uint32_t fn);              /* writer: FunctionDesc before first use */
+
+/* ---- NVTX (nvtx.c) ----
+ * NVTX record: word 0: op (bits 0-7) | kind DLH_REC_NVTX | nwords; word 1: ticks;
+ * word 2: domain handle or range id; word 3: color (low 32) | category (high 32);
+ * words 4..: the message, NUL-terminated. */
+enum { DLH_NVTX_PUSH = 1, DLH_NVTX_POP, DLH_NVTX_MARK, DLH_NVTX_START, DLH_NVTX_END };
+#define DLH_NVTX_MAX_DEPTH 64
+void dlh_nvtx_setup_injection(void);
+void dlh_nvtx_convert(void *writer, struct dlh_thread *t, const uint64_t *w, uint64_t nwords);
 
 /* ---- CUPTI (cupti.c) ---- */
 void dlh_corr_map(uint64_t corr, uint64_t outer);  /* writer: GPU work of corr -> outer call */

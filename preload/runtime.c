@@ -111,7 +111,7 @@ dlh_thread *dlh_thread_attach(void) {
 
 /* Reserves n contiguous words in the thread's ring (padding at the wrap). Returns NULL and
  * counts a drop when the ring is full. The caller fills the words, then publishes. */
-static inline uint64_t *ring_reserve(struct dlh_thread *t, uint64_t n) {
+uint64_t *dlh_ring_reserve(struct dlh_thread *t, uint64_t n) {
   uint64_t cap = t->cap, h = t->head_local;
   uint64_t pos = h & (cap - 1);
   uint64_t need = n + (pos + n > cap ? cap - pos : 0);
@@ -135,7 +135,7 @@ static inline uint64_t *ring_reserve(struct dlh_thread *t, uint64_t n) {
   return t->buf + pos;
 }
 
-static inline void ring_publish(struct dlh_thread *t, uint64_t n) {
+void dlh_ring_publish(struct dlh_thread *t, uint64_t n) {
   t->head_local += n;
   atomic_store_explicit(&t->head, t->head_local, memory_order_release);
 }
@@ -147,7 +147,7 @@ void dlh_call_end_slow(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, co
   if (DLH_UNLIKELY(nargs > DLH_MAX_ARGS)) nargs = DLH_MAX_ARGS;
   uint64_t corr = t->pending_corr;
   uint64_t n = DLH_REC_HDR_WORDS + (corr != 0) + nargs;
-  uint64_t *w = ring_reserve(t, n);
+  uint64_t *w = dlh_ring_reserve(t, n);
   if (!w) return;
   w[0] = (uint64_t)fn | (uint64_t)nargs << 32 | (uint64_t)(c->depth & 0xff) << 40 |
          (uint64_t)DLH_REC_API << 48 | (uint64_t)(corr ? DLH_REC_F_CORR : 0) << 52 | n << 56;
@@ -160,15 +160,15 @@ void dlh_call_end_slow(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, co
     t->pending_corr = 0;
   }
   for (uint32_t i = 0; i < nargs; i++) w[i] = args[i];
-  ring_publish(t, n);
+  dlh_ring_publish(t, n);
 }
 
 void dlh_record_link(struct dlh_thread *t, uint64_t corr) {
-  uint64_t *w = ring_reserve(t, 2);
+  uint64_t *w = dlh_ring_reserve(t, 2);
   if (!w) return;
   w[0] = (uint64_t)DLH_REC_LINK << 48 | 2ull << 56;
   w[1] = corr;
-  ring_publish(t, 2);
+  dlh_ring_publish(t, 2);
 }
 
 void dlh_set_pending_corr(uint64_t corr) {
@@ -238,5 +238,6 @@ __attribute__((constructor)) static void dlh_init(void) {
   atexit(at_exit);
   if (dlh_cfg.signals) dlh_signals_install();
   dlh_cupti_setup_injection();
+  dlh_nvtx_setup_injection();
   dlh_recording = 1;
 }

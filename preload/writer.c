@@ -74,7 +74,7 @@ static anchor take_anchor(void) {
 
 static void add_anchor(anchor a) { anchors[nanch++ % NANCH] = a; }
 
-static uint64_t tick_ns(uint64_t tk) {
+uint64_t dlh_tick_ns(uint64_t tk) {
 #if !defined(__x86_64__)
   return tk;
 #else
@@ -247,6 +247,15 @@ static void write_counters(int final) {
   }
 }
 
+/* Writes the FunctionDesc of fn the first time it is used. */
+void dlh_writer_note_fn(uint32_t fn) {
+  uint32_t bit = ((fn >> 16) & 0xf) << 16 | (fn & 0xffff);
+  if (!(fn_seen[bit >> 3] & (1u << (bit & 7)))) {
+    fn_seen[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+    write_function(fn);
+  }
+}
+
 /* Drains one ring. Returns the number of records taken. */
 static uint64_t drain(struct dlh_thread *t) {
   if (!t->buf) return 0;
@@ -261,17 +270,18 @@ static uint64_t drain(struct dlh_thread *t) {
       tail += nw;
       continue;
     }
+    if (kind == DLH_REC_NVTX && nw >= 4) {
+      dlh_nvtx_convert(W, t, w, nw);
+      tail += nw;
+      continue;
+    }
     if (kind != DLH_REC_API || nw < DLH_REC_HDR_WORDS) { tail += cap - pos; continue; }
     uint32_t fn = (uint32_t)w[0];
-    uint32_t bit = ((fn >> 16) & 0xf) << 16 | (fn & 0xffff);
-    if (!(fn_seen[bit >> 3] & (1u << (bit & 7)))) {
-      fn_seen[bit >> 3] |= (uint8_t)(1u << (bit & 7));
-      write_function(fn);
-    }
+    dlh_writer_note_fn(fn);
     dlh_api_event ev;
     unsigned flags = (unsigned)(w[0] >> 52) & 0xf;
-    ev.start_ns = tick_ns(w[1]);
-    uint64_t end = tick_ns(w[1] + w[2]);
+    ev.start_ns = dlh_tick_ns(w[1]);
+    uint64_t end = dlh_tick_ns(w[1] + w[2]);
     ev.dur_ns = end > ev.start_ns ? end - ev.start_ns : 0;
     ev.fn = fn;
     ev.ret = (int64_t)(int32_t)(uint32_t)w[3];

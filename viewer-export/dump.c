@@ -6,12 +6,12 @@
 #include "vx.h"
 
 static const char *const known_types[] = {
-  "process", "thread", "api", "kernel", "memcpy", "memset", "sync", "event", "overhead", "gpu",
+  "process", "thread", "api", "nvtx", "kernel", "memcpy", "memset", "sync", "event", "overhead", "gpu",
   "device", "summary", "function", "string", "stack", "module", "symbol", "anchor", "counters",
   "trailer", NULL};
 /* shown without --all or --type */
 static const char *const default_types[] = {
-  "process", "thread", "api", "kernel", "memcpy", "memset", "sync", "event", "overhead", "gpu",
+  "process", "thread", "api", "nvtx", "kernel", "memcpy", "memset", "sync", "event", "overhead", "gpu",
   "device", "summary", NULL};
 
 typedef struct dump_opts {
@@ -39,13 +39,13 @@ static void help(void) {
   printf("usage: dlhook dump [--type T[,T...]] [--all] TRACE...\n"
          "\n"
          "Prints the events of each trace as JSON, one object per line, in file order:\n"
-         "a \"process\" line, \"thread\" lines, \"api\" calls (name, domain, pid, tid, start_ns,\n"
+         "a \"process\" line, \"thread\" lines, \"api\" calls and \"nvtx\" ranges (name, domain, pid, tid, start_ns,\n"
          "dur_ns, ret, corr, depth, args), GPU activity (\"kernel\", \"memcpy\", \"memset\",\n"
          "\"sync\", ...) and a closing \"summary\" line (records, dropped).\n"
          "\n"
          "options:\n"
          "  --type T   only objects of these types (repeatable or comma-separated); types:\n"
-         "             process thread api kernel memcpy memset sync event overhead gpu device\n"
+         "             process thread api nvtx kernel memcpy memset sync event overhead gpu device\n"
          "             summary function string stack module symbol anchor counters trailer\n"
          "  --all      also print definitions (function, string, stack, module, symbol),\n"
          "             clock anchors, counters and the trailer\n"
@@ -65,7 +65,8 @@ static void print_arg(FILE *f, const vx_trace *t, uint32_t type, uint64_t v) {
     }
     case 4: {
       const char *s = vx_trace_string(t, (uint32_t)v);
-      if (s) vx_json_str(f, s);
+      if (v == 0) fputs("null", f); /* no string */
+      else if (s) vx_json_str(f, s);
       else fprintf(f, "\"#%" PRIu64 "\"", v);
       break;
     }
@@ -74,13 +75,17 @@ static void print_arg(FILE *f, const vx_trace *t, uint32_t type, uint64_t v) {
   }
 }
 
-static void dump_api(FILE *f, const vx_trace *t, const Dlh__ApiBatch *b, int *bad) {
+static void dump_api(FILE *f, const dump_opts *o, const vx_trace *t, const Dlh__ApiBatch *b,
+                     int *bad) {
   dlh_api_iter it;
   dlh_api_event ev;
   dlh_api_iter_init(&it, b);
   while (dlh_api_iter_next(&it, &ev)) {
     const vx_func *fn = vx_trace_func(t, ev.fn);
-    fputs("{\"type\":\"api\",\"name\":", f);
+    /* NVTX ranges and marks travel as calls of the NVTX domain; they print as "nvtx" */
+    const char *type = fn && fn->domain == DLH__DOMAIN__DOMAIN_NVTX ? "nvtx" : "api";
+    if (!want(o, type)) continue;
+    fprintf(f, "{\"type\":\"%s\",\"name\":", type);
     vx_json_str(f, vx_func_name(t, ev.fn));
     fprintf(f, ",\"domain\":\"%s\",\"pid\":%u,\"tid\":%u,\"start_ns\":%" PRIu64
                ",\"dur_ns\":%" PRIu64 ",\"ret\":%" PRId64,
@@ -187,7 +192,7 @@ static void dump_packet(FILE *f, const dump_opts *o, const vx_trace *t, const Dl
       fputs("}\n", f);
       break;
     case DLH__PACKET__DATA_API:
-      if (want(o, "api")) dump_api(f, t, p->api, bad);
+      if (want(o, "api") || want(o, "nvtx")) dump_api(f, o, t, p->api, bad);
       break;
     case DLH__PACKET__DATA_GPU:
       dump_gpu(f, o, t, p->gpu, bad);
