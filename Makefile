@@ -45,7 +45,7 @@ TEST_DEPS   :=
 BENCH_DEPS  :=
 CLEAN_EXTRA :=
 
-.PHONY: all test bench install uninstall clean help deps regen check-cuda
+.PHONY: all test bench install uninstall clean help deps regen check-cuda demo
 all:
 
 # ---- dependencies: installed by scripts/bootstrap-deps when missing (Debian packages) ----
@@ -81,6 +81,15 @@ test: all $(TEST_DEPS)
 bench: all $(BENCH_DEPS)
 	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) sh bench/run-bench
 
+# The main job on the bundled example: record it on the simulated CUDA stack, summarise, dump.
+DEMO := $(BUILD)/demo
+demo: all
+	$(Q)rm -rf $(DEMO)
+	$(BUILD)/dlhook record --sim -o $(DEMO) -- $(BUILD)/examples/train --steps 20
+	$(BUILD)/dlhook stats $(DEMO)/*.dlh
+	$(BUILD)/dlhook dump $(DEMO)/*.dlh > $(DEMO)/trace.jsonl
+	@echo "demo: trace in $(DEMO)/, every event as JSON in $(DEMO)/trace.jsonl"
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/libdlhook.so $(DESTDIR)$(PREFIX)/lib/libdlhook.so
@@ -95,6 +104,7 @@ clean:
 help:
 	@echo "dlhook $(VERSION) — targets:"
 	@echo "  make             build $(BUILD)/libdlhook.so, $(BUILD)/dlhook, the simulated CUDA stack and examples"
+	@echo "  make demo        record the bundled example on the simulator and summarise the trace"
 	@echo "  make test        build and run the whole test suite (prints 'N passed, N failed')"
 	@echo "  make bench       run the overhead benchmarks"
 	@echo "  make install     install lib/libdlhook.so and bin/dlhook under DESTDIR/PREFIX ($(PREFIX))"
