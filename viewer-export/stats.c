@@ -43,8 +43,23 @@ typedef struct pid_tid {
   uint32_t pid, tid;
 } pid_tid;
 
+/* GPU totals: busy time per (process, device) as the union of its records' intervals. */
+typedef struct ival { uint64_t a, b; } ival;
+typedef struct devbusy {
+  uint32_t pid, device;
+  uint64_t busy, first, last, kernel_ns, kernels;
+} devbusy;
+#define NCOPYKIND 11
+static const char *const copy_kind_name[NCOPYKIND] = {
+    "unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
+typedef struct copystat { uint64_t count, bytes, ns; } copystat;
+
 typedef struct stats {
   aggs api, kernels;
+  devbusy *dev;
+  size_t ndev, capdev;
+  copystat copies[NCOPYKIND], memsets;
+  uint64_t kernel_ns;
   uint64_t traces, processes, dropped, records, api_calls, api_errors, api_ns;
   pid_tid *threads;
   size_t nthreads, capthreads;
@@ -91,11 +106,59 @@ static void account(agg *g, uint64_t dur, int err) {
   if (dur > g->max) g->max = dur;
 }
 
+static int by_start(const void *x, const void *y) {
+  const ival *a = x, *b = y;
+  return a->a < b->a ? -1 : a->a > b->a;
+}
+
+/* Adds one trace's intervals of one device (sorted here) to the totals. */
+static void add_busy(stats *s, uint32_t pid, uint32_t device, ival *v, size_t n, uint64_t kns,
+                     uint64_t nk) {
+  if (!n) return;
+  qsort(v, n, sizeof *v, by_start);
+  uint64_t busy = 0, cur_a = v[0].a, cur_b = v[0].b, last = v[0].b;
+  for (size_t i = 1; i < n; i++) {
+    if (v[i].b > last) last = v[i].b;
+    if (v[i].a <= cur_b) {
+      if (v[i].b > cur_b) cur_b = v[i].b;
+    } else {
+      busy += cur_b - cur_a;
+      cur_a = v[i].a;
+      cur_b = v[i].b;
+    }
+  }
+  busy += cur_b - cur_a;
+  if (s->ndev == s->capdev) {
+    s->capdev = s->capdev ? s->capdev * 2 : 8;
+    s->dev = vx_xrealloc(s->dev, s->capdev * sizeof *s->dev);
+  }
+  s->dev[s->ndev++] = (devbusy){pid, device, busy, v[0].a, last, kns, nk};
+}
+
+typedef struct devivals {
+  uint32_t device;
+  ival *v;
+  size_t n, cap;
+  uint64_t kernel_ns, kernels;
+} devivals;
+
+static devivals *dev_of(devivals **d, size_t *nd, uint32_t device) {
+  for (size_t i = 0; i < *nd; i++)
+    if ((*d)[i].device == device) return &(*d)[i];
+  *d = vx_xrealloc(*d, (*nd + 1) * sizeof **d);
+  devivals *x = &(*d)[(*nd)++];
+  memset(x, 0, sizeof *x);
+  x->device = device;
+  return x;
+}
+
 static int stats_one(stats *s, const char *path) {
   vx_trace t;
   if (vx_trace_open(&t, path) < 0) return VX_BAD_INPUT;
   s->traces++;
   vx_map fnmap = {0}, kmap = {0};
+  devivals *dv = NULL;
+  size_t ndv = 0;
   const Dlh__Packet *p;
   int rc, bad = 0;
   while ((rc = vx_trace_next(&t, &p)) == 1) {
@@ -131,22 +194,43 @@ static int stats_one(stats *s, const char *path) {
         break;
       }
       case DLH__PACKET__DATA_GPU: {
-        const Dlh__GpuBatch *b = p->gpu;
-        if ((b->n_dur && b->n_dur != b->n_kind) || (b->n_name && b->n_name != b->n_kind)) {
-          bad = 1;
-          break;
+        dlh_gpu_iter it;
+        dlh_gpu_event ev;
+        dlh_gpu_iter_init(&it, p->gpu);
+        while (dlh_gpu_iter_next(&it, &ev)) {
+          if (ev.kind < 1 || ev.kind > 3) continue; /* kernels, copies, memsets occupy the GPU */
+          devivals *d = dev_of(&dv, &ndv, ev.device);
+          if (d->n == d->cap) {
+            d->cap = d->cap ? d->cap * 2 : 1024;
+            d->v = vx_xrealloc(d->v, d->cap * sizeof *d->v);
+          }
+          d->v[d->n++] = (ival){ev.start_ns, ev.start_ns + ev.dur_ns};
+          if (ev.kind == 1) {
+            size_t gi = kernel_index(s, &kmap, &t, ev.name);
+            account(&s->kernels.v[gi], ev.dur_ns, 0);
+            s->kernel_ns += ev.dur_ns;
+            d->kernel_ns += ev.dur_ns;
+            d->kernels++;
+          } else {
+            copystat *c = ev.kind == 3 ? &s->memsets
+                          : &s->copies[ev.nvals > 1 && ev.vals[1] < NCOPYKIND ? ev.vals[1] : 0];
+            c->count++;
+            c->bytes += ev.nvals ? ev.vals[0] : 0;
+            c->ns += ev.dur_ns;
+          }
         }
-        for (size_t i = 0; i < b->n_kind; i++) {
-          if (b->kind[i] != 1) continue;
-          size_t gi = kernel_index(s, &kmap, &t, b->n_name ? b->name[i] : 0);
-          account(&s->kernels.v[gi], b->n_dur ? b->dur[i] : 0, 0);
-        }
+        if (it.bad) bad = 1;
         break;
       }
       default:
         break;
     }
   }
+  for (size_t i = 0; i < ndv; i++) {
+    add_busy(s, t.pid, dv[i].device, dv[i].v, dv[i].n, dv[i].kernel_ns, dv[i].kernels);
+    free(dv[i].v);
+  }
+  free(dv);
   s->dropped += vx_trace_dropped(&t);
   s->records += vx_trace_records(&t);
   if (bad) vx_error("%s: inconsistent event batch (skipped its remaining events)", path);
@@ -171,11 +255,37 @@ static void json_aggs(FILE *f, const aggs *a, int with_domain) {
   fputs(a->n ? "\n]" : "]", f);
 }
 
+static double pct(uint64_t part, uint64_t whole) { return whole ? 100.0 * (double)part / (double)whole : 0; }
+static double gbps(uint64_t bytes, uint64_t ns) { return ns ? (double)bytes / (double)ns : 0; }
+
 static void print_json(FILE *f, const stats *s) {
   fputs("{\"api\":", f);
   json_aggs(f, &s->api, 1);
   fputs(",\n\"kernels\":", f);
   json_aggs(f, &s->kernels, 0);
+  fprintf(f, ",\n\"gpu\":{\"kernel_ns\":%" PRIu64 ",\"devices\":[", s->kernel_ns);
+  for (size_t i = 0; i < s->ndev; i++) {
+    const devbusy *d = &s->dev[i];
+    fprintf(f, "%s{\"pid\":%u,\"device\":%u,\"kernels\":%" PRIu64 ",\"kernel_ns\":%" PRIu64
+               ",\"busy_ns\":%" PRIu64 ",\"span_ns\":%" PRIu64 ",\"busy_pct\":",
+            i ? "," : "", d->pid, d->device, d->kernels, d->kernel_ns, d->busy, d->last - d->first);
+    vx_json_double(f, pct(d->busy, d->last - d->first));
+    putc('}', f);
+  }
+  fputs("],\"memcpy\":[", f);
+  int first = 1;
+  for (int k = 0; k < NCOPYKIND; k++) {
+    const copystat *c = &s->copies[k];
+    if (!c->count) continue;
+    fprintf(f, "%s{\"kind\":\"%s\",\"count\":%" PRIu64 ",\"bytes\":%" PRIu64
+               ",\"total_ns\":%" PRIu64 ",\"gb_per_s\":",
+            first ? "" : ",", copy_kind_name[k], c->count, c->bytes, c->ns);
+    vx_json_double(f, gbps(c->bytes, c->ns));
+    putc('}', f);
+    first = 0;
+  }
+  fprintf(f, "],\"memset\":{\"count\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"total_ns\":%" PRIu64
+             "}}", s->memsets.count, s->memsets.bytes, s->memsets.ns);
   fprintf(f, ",\n\"calls\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"total_ns\":%" PRIu64
              ",\"dropped\":%" PRIu64 ",\"records\":%" PRIu64 ",\"traces\":%" PRIu64
              ",\"processes\":%" PRIu64 ",\"threads\":%zu}\n",
@@ -222,11 +332,37 @@ static void print_table(FILE *f, const stats *s) {
     fprintf(f, "\n%-57s %9s %10s %10s %10s\n", "Kernel", "Count", "Total", "Mean", "Max");
     for (size_t i = 0; i < s->kernels.n; i++) {
       const agg *g = &s->kernels.v[i];
-      fit(name, 57, g->name);
+      char *dm = vx_demangle(g->name);
+      fit(name, 57, dm ? dm : g->name);
+      free(dm);
       fprintf(f, "%-57s %9" PRIu64 " %10s %10s %10s\n", name, g->calls,
               fmt_ns(b1, sizeof b1, (double)g->total),
               fmt_ns(b2, sizeof b2, g->calls ? (double)g->total / (double)g->calls : 0),
               fmt_ns(b3, sizeof b3, (double)g->max));
+    }
+  }
+  if (s->ndev) {
+    fprintf(f, "\n%-10s %7s %9s %12s %12s %12s %8s\n", "GPU", "pid", "kernels", "kernel time",
+            "busy", "span", "busy %");
+    for (size_t i = 0; i < s->ndev; i++) {
+      const devbusy *d = &s->dev[i];
+      char nm[16];
+      snprintf(nm, sizeof nm, "device %u", d->device);
+      fprintf(f, "%-10s %7u %9" PRIu64 " %12s %12s %12s %7.1f%%\n", nm, d->pid, d->kernels,
+              fmt_ns(b1, sizeof b1, (double)d->kernel_ns), fmt_ns(b2, sizeof b2, (double)d->busy),
+              fmt_ns(b3, sizeof b3, (double)(d->last - d->first)), pct(d->busy, d->last - d->first));
+    }
+    int any = s->memsets.count > 0;
+    for (int k = 0; k < NCOPYKIND; k++) any |= s->copies[k].count > 0;
+    if (any) {
+      fprintf(f, "\n%-10s %9s %14s %12s %10s\n", "Copy", "Count", "Bytes", "Time", "GB/s");
+      for (int k = 0; k <= NCOPYKIND; k++) {
+        const copystat *c = k < NCOPYKIND ? &s->copies[k] : &s->memsets;
+        if (!c->count) continue;
+        fprintf(f, "%-10s %9" PRIu64 " %14" PRIu64 " %12s %10.2f\n",
+                k < NCOPYKIND ? copy_kind_name[k] : "memset", c->count, c->bytes,
+                fmt_ns(b1, sizeof b1, (double)c->ns), gbps(c->bytes, c->ns));
+      }
     }
   }
   fprintf(f, "\n%" PRIu64 " trace%s, %" PRIu64 " process%s, %zu thread%s, %" PRIu64
@@ -245,7 +381,9 @@ static void help(void) {
          "options:\n"
          "  --json     print one JSON object: {\"api\":[{name,domain,calls,errors,total_ns,\n"
          "             mean_ns,max_ns}...],\"kernels\":[{name,count,total_ns,mean_ns,max_ns}...],\n"
-         "             \"dropped\",\"records\",\"traces\",\"processes\",\"threads\",...}\n"
+         "             \"gpu\":{kernel_ns,devices:[{pid,device,kernels,kernel_ns,busy_ns,\n"
+         "             span_ns,busy_pct}],memcpy:[{kind,count,bytes,total_ns,gb_per_s}],\n"
+         "             memset:{count,bytes,total_ns}},\"dropped\",\"records\",\"traces\",...}\n"
          "\n"
          "A damaged trace counts everything readable, then reports an error (exit 1).\n");
 }
@@ -294,6 +432,7 @@ int cmd_stats(int argc, char **argv) {
   free(s.api.v);
   free(s.kernels.v);
   free(s.threads);
+  free(s.dev);
   free(files);
   return rc;
 }

@@ -279,3 +279,17 @@ void vx_json_double(FILE *f, double d) {
   }
   fprintf(f, "%.17g", d);
 }
+
+/* __cxa_demangle from the C++ runtime (linked with -lstdc++). */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+char *vx_demangle(const char *name) {
+  if (!name || name[0] != '_' || name[1] != 'Z') return NULL;
+  int status = 0;
+  char *d = __cxa_demangle(name, NULL, NULL, &status);
+  if (status != 0) {
+    free(d);
+    return NULL;
+  }
+  return d;
+}
