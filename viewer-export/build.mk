@@ -9,7 +9,7 @@ $(BUILD)/viewer-export/%.o: viewer-export/%.c $(BUILD)/format/dlhook.pb-c.h | $(
 
 $(BUILD)/dlhook: $(VX_OBJS) $(FORMAT_OBJS)
 	@echo "  LD      $@"
-	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(FORMAT_LIBS)
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(FORMAT_LIBS) -lstdc++
 
 # Test helper (not a test itself): writes traces with known contents for tests/cli/.
 $(BUILD)/tests/bin/mktrace: viewer-export/tests/mktrace.c format/tests/fuzzgen.h $(FORMAT_OBJS)

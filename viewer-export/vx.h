@@ -81,6 +81,30 @@ const char *vx_func_name(const vx_trace *t, uint32_t id);
 uint64_t vx_trace_records(const vx_trace *t);
 uint64_t vx_trace_dropped(const vx_trace *t);
 
+/* ---------------------------------------------------------------- stacks (symbols.c) */
+
+/* One frame of a recorded call stack. Strings are owned by the trace (valid until
+ * vx_trace_close); function/file/module are NULL when unknown, line is 0 when unknown.
+ * Python frames (python = 1) have pc 0, function = the code object's qualified name,
+ * file = the .py path, module = NULL. */
+typedef struct vx_frame {
+  uint64_t pc;
+  const char *function;
+  const char *file;
+  uint32_t line;
+  const char *module;
+  int python;
+} vx_frame;
+
+/* The frames of stack `stack_id` (ApiBatch.stack) as read so far, innermost first: sets *out
+ * to an array owned by the trace and returns its length; 0 (and *out = NULL) when the id is 0
+ * or undefined. Native and Python frames are interleaved as the trace records them (mixed
+ * mode: Python frames in place of the interpreter's frames). */
+size_t vx_stack_frames(const vx_trace *t, uint32_t stack_id, const vx_frame **out);
+
+/* Demangled C++ name (malloc'd, caller frees), or NULL when name is not a mangled name. */
+char *vx_demangle(const char *name);
+
 /* GpuBatch kinds */
 const char *vx_gpu_kind_name(uint32_t kind);
 
