@@ -1,7 +1,8 @@
 # tests/: programs used by the end-to-end tests (built against the REAL CUDA libraries; they run
 # against the real ones with no GPU, or on the simulator through tests/simcuda/run).
 TEST_PROGS := $(BUILD)/tests/progs/cudart_calls $(BUILD)/tests/progs/threads \
-              $(BUILD)/tests/progs/signals $(BUILD)/tests/progs/nvcc_shared
+              $(BUILD)/tests/progs/signals $(BUILD)/tests/progs/nvcc_shared \
+              $(BUILD)/tests/progs/forker
 
 $(BUILD)/tests/progs/%: tests/progs/%.c | $(CUDA_STAMP)
 	@mkdir -p $(dir $@)
