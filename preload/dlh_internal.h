@@ -18,6 +18,8 @@ typedef struct dlh_config {
   int quiet;             /* DLHOOK_QUIET=1: no informational messages (warnings still print) */
   int signals;           /* DLHOOK_SIGNALS=0: do not install SIGINT/SIGTERM flush handlers */
   int rank, local_rank, world_size;
+  int stacks;            /* DLHOOK_STACKS: DLH_STACKS_* (unwind/dlh_unwind.h); -1 = by default */
+  unsigned stack_depth;  /* DLHOOK_STACK_DEPTH: native frames kept per stack */
 } dlh_config;
 
 extern dlh_config dlh_cfg;
@@ -80,6 +82,7 @@ void dlh_writer_stop(int exit_reason, int sig); /* final drain + trailer; idempo
 void dlh_writer_wake(void);                      /* async-signal-safe: wake the writer to drain */
 int dlh_writer_flush_wait(unsigned timeout_ms);    /* async-signal-safe: flush and wait */
 void dlh_writer_after_fork_child(void);
+int dlh_writer_is_self(void);                      /* async-signal-safe: caller is the writer */
 const dlh_fn_desc *dlh_fn_lookup(uint32_t id, int *domain);
 void dlh_ring_release(struct dlh_thread *t);       /* writer: give an exited thread's ring back */
 
@@ -107,6 +110,12 @@ int dlh_cupti_drain(void *writer);      /* writer thread: convert delivered buff
 const char *dlh_cupti_fn_name(uint32_t id); /* name of a function id only CUPTI saw */
 uint64_t dlh_cupti_dropped(void);       /* activity records CUPTI dropped */
 void dlh_cupti_after_fork_child(void);
+
+/* ---- call stacks (unwind/dlh_unwind.h) ---- */
+#include "../unwind/dlh_unwind.h"
+
+/* ---- exec (exec.c) ---- */
+void dlh_exec_init(void);               /* constructor: what exec must carry over */
 
 /* ---- signals (signals.c) ---- */
 void dlh_signals_install(void);

@@ -149,11 +149,13 @@ void dlh_call_end_slow(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, co
   uint64_t n = DLH_REC_HDR_WORDS + (corr != 0) + nargs;
   uint64_t *w = dlh_ring_reserve(t, n);
   if (!w) return;
+  /* The call stack, interned (unwind/capture.c): lock-free, no malloc. */
+  uint32_t stack = dlh_stack_mode ? dlh_stack_capture() : 0;
   w[0] = (uint64_t)fn | (uint64_t)nargs << 32 | (uint64_t)(c->depth & 0xff) << 40 |
          (uint64_t)DLH_REC_API << 48 | (uint64_t)(corr ? DLH_REC_F_CORR : 0) << 52 | n << 56;
   w[1] = c->t0;
   w[2] = t1 - c->t0;
-  w[3] = (uint32_t)ret; /* stack id (high half): 0 = none */
+  w[3] = (uint32_t)ret | (uint64_t)stack << 32; /* stack id (high half): 0 = none */
   w += DLH_REC_HDR_WORDS;
   if (corr) {
     *w++ = corr;
@@ -232,6 +234,7 @@ __attribute__((constructor)) static void dlh_init(void) {
     return;
   }
   pthread_atfork(fork_prepare, fork_parent, fork_child);
+  dlh_stacks_init();
   initialised = 1;
   /* The trace file and the writer thread come with the first recorded call (dlh_writer_ensure):
    * processes that never call CUDA (shells, launchers) leave no trace behind. */
@@ -239,5 +242,6 @@ __attribute__((constructor)) static void dlh_init(void) {
   if (dlh_cfg.signals) dlh_signals_install();
   dlh_cupti_setup_injection();
   dlh_nvtx_setup_injection();
+  dlh_exec_init();
   dlh_recording = 1;
 }

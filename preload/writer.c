@@ -108,6 +108,7 @@ static _Atomic int stop_req;         /* 1: final drain requested */
 static _Atomic int finished;         /* the writer has written its trailer */
 static _Atomic uint64_t flush_req, flush_done;
 static int stop_reason, stop_signal;
+static pid_t writer_pid;             /* the process this writer belongs to */
 static uint64_t records, dropped_total;
 static uint8_t *fn_seen;             /* bitmap over fn ids: FunctionDesc written */
 static int write_failed;
@@ -160,7 +161,7 @@ static void write_process_info(uint64_t start_ns) {
   pi.world_size = dlh_cfg.world_size;
   pi.dlhook_version = (char *)DLHOOK_VERSION;
   pi.format_version = DLH_FORMAT_VERSION;
-  pi.stacks_mode = (char *)"none";
+  pi.stacks_mode = (char *)dlh_stacks_mode_name();
   pi.start_ns = start_ns;
   p.data_case = DLH__PACKET__DATA_PROCESS;
   p.process = &pi;
@@ -286,6 +287,7 @@ static uint64_t drain(struct dlh_thread *t) {
     ev.fn = fn;
     ev.ret = (int64_t)(int32_t)(uint32_t)w[3];
     ev.stack = (uint32_t)(w[3] >> 32);
+    if (ev.stack) dlh_stacks_define(W, ev.stack); /* StackDef & co. before the batch using it */
     ev.corr = (flags & DLH_REC_F_CORR) ? w[DLH_REC_HDR_WORDS] : 0;
     ev.depth = (uint32_t)(w[0] >> 40) & 0xff;
     ev.nargs = (uint32_t)(w[0] >> 32) & 0xff;
@@ -385,8 +387,13 @@ static void *writer_main(void *arg) {
 static int open_output(void) {
   for (int i = 0; i < 100; i++) {
     char path[sizeof dlh_cfg.output];
+    /* The name is taken (an exec'd image of the same pid, a planted file): name.N.dlh */
+    size_t len = strlen(dlh_cfg.output);
+    int ext = len > 4 && !strcmp(dlh_cfg.output + len - 4, ".dlh");
     if (i == 0) snprintf(path, sizeof path, "%s", dlh_cfg.output);
-    else if ((size_t)snprintf(path, sizeof path, "%s.%d", dlh_cfg.output, i) >= sizeof path) break;
+    else if ((size_t)snprintf(path, sizeof path, "%.*s.%d%s", (int)(ext ? len - 4 : len),
+                              dlh_cfg.output, i, ext ? ".dlh" : "") >= sizeof path)
+      break;
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
       if (i) snprintf(dlh_cfg.output, sizeof dlh_cfg.output, "%s", path);
@@ -417,6 +424,7 @@ int dlh_writer_start(int fd) {
     out_fd = -1;
     return -1;
   }
+  writer_pid = getpid();
   write_process_info(first.ns);
   write_anchor(first, 0);
   flush_frame();
@@ -464,6 +472,7 @@ void dlh_writer_wake(void) {
 
 int dlh_writer_flush_wait(unsigned timeout_ms) {
   if (out_fd < 0 || atomic_load(&finished)) return -1;
+  if (getpid() != writer_pid) return -1; /* a vfork child shares our memory: not its writer */
   uint64_t req = atomic_fetch_add(&flush_req, 1) + 1;
   dlh_writer_wake();
   for (unsigned i = 0; i < timeout_ms; i++) {
@@ -488,6 +497,10 @@ void dlh_writer_stop(int exit_reason, int sig) {
   dlh_writer_wake();
   for (int i = 0; i < 5000 && !atomic_load(&finished); i++) sleep_ms(1);
   if (!atomic_load(&finished)) dlh_warn("the trace writer did not finish in 5 s; the trace may be incomplete");
+}
+
+int dlh_writer_is_self(void) {
+  return atomic_load(&wstate) == 2 && pthread_equal(pthread_self(), writer_tid);
 }
 
 void dlh_writer_after_fork_child(void) {

@@ -1,0 +1,153 @@
+/* exec.c — the preload and the DLHOOK_* settings reach programs started with exec* or
+ * posix_spawn*, even when they are given a cleaned environment (DLHOOK_FOLLOW_EXEC=0 turns this
+ * off). The entries to add are prepared once at start-up; an exec wrapper only builds an
+ * array on the stack (it may run in a child of a multithreaded fork: no malloc, no locks).
+ *
+ * glibc's execv/execvp/execl* call execve internally, not through the PLT, so each entry point
+ * is wrapped and forwarded to execve/execvpe with the completed environment. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dlh_internal.h"
+
+extern char **environ;
+
+#define MAX_KEEP 64
+static char *keep[MAX_KEEP]; /* "NAME=value" entries to carry over (DLHOOK_*, injection paths) */
+static size_t nkeep;
+static char *preload_entry;  /* "LD_PRELOAD=<ours>" */
+static const char *self_path;
+static int follow = 1;
+
+static int (*real_execve)(const char *, char *const[], char *const[]);
+static int (*real_execvpe)(const char *, char *const[], char *const[]);
+static int (*real_posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                               const posix_spawnattr_t *, char *const[], char *const[]);
+static int (*real_posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                                const posix_spawnattr_t *, char *const[], char *const[]);
+
+void dlh_exec_init(void) {
+  const char *f = getenv("DLHOOK_FOLLOW_EXEC");
+  follow = !(f && !strcmp(f, "0"));
+  Dl_info info;
+  if (dladdr((void *)dlh_exec_init, &info) && info.dli_fname) self_path = strdup(info.dli_fname);
+  if (self_path) {
+    size_t n = strlen("LD_PRELOAD=") + strlen(self_path) + 1;
+    preload_entry = malloc(n);
+    if (preload_entry) snprintf(preload_entry, n, "LD_PRELOAD=%s", self_path);
+  }
+  for (char **e = environ; e && *e && nkeep < MAX_KEEP; e++)
+    if (!strncmp(*e, "DLHOOK_", 7) || !strncmp(*e, "CUDA_INJECTION64_PATH=", 22) ||
+        !strncmp(*e, "NVTX_INJECTION64_PATH=", 22))
+      keep[nkeep++] = strdup(*e);
+  real_execve = (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execve");
+  real_execvpe = (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execvpe");
+  real_posix_spawn = (__typeof__(real_posix_spawn))dlsym(RTLD_NEXT, "posix_spawn");
+  real_posix_spawnp = (__typeof__(real_posix_spawnp))dlsym(RTLD_NEXT, "posix_spawnp");
+}
+
+static int has_name(char *const *env, const char *entry) {
+  size_t n = strcspn(entry, "=") + 1;
+  for (; env && *env; env++)
+    if (!strncmp(*env, entry, n)) return 1;
+  return 0;
+}
+
+static int preload_has_us(char *const *env) {
+  for (; env && *env; env++)
+    if (!strncmp(*env, "LD_PRELOAD=", 11)) return self_path && strstr(*env, self_path) != NULL;
+  return 0;
+}
+
+/* Number of entries `out` needs: env + kept entries + LD_PRELOAD + NULL. */
+static size_t env_size(char *const *env) {
+  size_t n = 0;
+  for (; env && *env; env++) n++;
+  return n + nkeep + 2;
+}
+
+/* Fills out (sized by env_size) with env plus what is missing. A LD_PRELOAD that lacks us is
+ * replaced by ours (its other entries are dropped: the program's libraries are already there
+ * for most launchers; dlhook comes first). */
+static char *const *complete(char *const *env, char **out) {
+  if (!follow || !dlh_cfg.enabled) return env;
+  size_t k = 0;
+  int ours = preload_has_us(env);
+  for (char *const *e = env; e && *e; e++) {
+    if (!ours && !strncmp(*e, "LD_PRELOAD=", 11)) continue;
+    out[k++] = *e;
+  }
+  if (!ours && preload_entry) out[k++] = preload_entry;
+  for (size_t i = 0; i < nkeep; i++)
+    if (!has_name(env, keep[i])) out[k++] = keep[i];
+  out[k] = NULL;
+  return out;
+}
+
+/* What this process recorded is written out before its image is replaced. */
+static void before_exec(void) { dlh_writer_flush_wait(1000); }
+
+DLH_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+  if (!real_execve) { errno = ENOSYS; return -1; }
+  before_exec();
+  char *buf[env_size(envp)];
+  return real_execve(path, argv, complete(envp, buf));
+}
+
+DLH_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+  if (!real_execvpe) { errno = ENOSYS; return -1; }
+  before_exec();
+  char *buf[env_size(envp)];
+  return real_execvpe(file, argv, complete(envp, buf));
+}
+
+DLH_EXPORT int execv(const char *path, char *const argv[]) { return execve(path, argv, environ); }
+DLH_EXPORT int execvp(const char *file, char *const argv[]) { return execvpe(file, argv, environ); }
+
+/* execl* collect their variadic arguments into an argv on the stack. */
+#define COLLECT_ARGS(first, last_named, want_env)                 \
+  va_list ap;                                                     \
+  size_t argc = 1;                                                \
+  va_start(ap, last_named);                                       \
+  while (va_arg(ap, char *)) argc++;                              \
+  va_end(ap);                                                     \
+  char *argv[argc + 1];                                           \
+  char *const *envp = environ;                                    \
+  argv[0] = (char *)(first);                                      \
+  va_start(ap, last_named);                                       \
+  for (size_t i = 1; i <= argc; i++) argv[i] = va_arg(ap, char *); \
+  if (want_env) envp = va_arg(ap, char *const *);                 \
+  va_end(ap);
+
+DLH_EXPORT int execl(const char *path, const char *arg, ...) {
+  COLLECT_ARGS(arg, arg, 0)
+  return execve(path, argv, envp);
+}
+DLH_EXPORT int execlp(const char *file, const char *arg, ...) {
+  COLLECT_ARGS(arg, arg, 0)
+  return execvpe(file, argv, envp);
+}
+DLH_EXPORT int execle(const char *path, const char *arg, ...) {
+  COLLECT_ARGS(arg, arg, 1)
+  return execve(path, argv, envp);
+}
+
+DLH_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                           const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+  if (!real_posix_spawn) return ENOSYS;
+  char *buf[env_size(envp)];
+  return real_posix_spawn(pid, path, fa, attr, argv, complete(envp, buf));
+}
+
+DLH_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                            const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+  if (!real_posix_spawnp) return ENOSYS;
+  char *buf[env_size(envp)];
+  return real_posix_spawnp(pid, file, fa, attr, argv, complete(envp, buf));
+}
