@@ -288,9 +288,11 @@ static void print_json(FILE *f, const stats *s) {
              "}}", s->memsets.count, s->memsets.bytes, s->memsets.ns);
   fprintf(f, ",\n\"calls\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"total_ns\":%" PRIu64
              ",\"dropped\":%" PRIu64 ",\"records\":%" PRIu64 ",\"traces\":%" PRIu64
-             ",\"processes\":%" PRIu64 ",\"threads\":%zu}\n",
+             ",\"processes\":%" PRIu64 ",\"threads\":%zu",
           s->api_calls, s->api_errors, s->api_ns, s->dropped, s->records, s->traces,
           s->processes, s->nthreads);
+  vx_ranks_json(f); /* several ranks: arrival skew and the straggler */
+  fputs("}\n", f);
 }
 
 /* Durations for the table: ns, us, ms or s with 3 significant-ish digits. */
@@ -365,6 +367,7 @@ static void print_table(FILE *f, const stats *s) {
       }
     }
   }
+  vx_ranks_table(f);
   fprintf(f, "\n%" PRIu64 " trace%s, %" PRIu64 " process%s, %zu thread%s, %" PRIu64
              " records, %" PRIu64 " dropped\n",
           s->traces, s->traces == 1 ? "" : "s", s->processes, s->processes == 1 ? "" : "es",
@@ -417,6 +420,7 @@ int cmd_stats(int argc, char **argv) {
     else free(s.api.v[i].name);
   }
   s.api.n = keep;
+  vx_ranks_analyze(files, nfiles);
   if (s.traces == 0) { /* nothing could be opened: the errors said why */
   } else if (json) {
     print_json(stdout, &s);

@@ -61,6 +61,7 @@ typedef struct vx_trace {
   uint64_t trailer_records, trailer_dropped;
   uint64_t counters_records, counters_dropped;
   uint64_t api_events, gpu_events, packets;
+  struct vx_stacks *stacks; /* symbols.c: stacks, modules, symbols, Python frames read so far */
 } vx_trace;
 
 /* Opens a trace; on failure prints "dlhook: PATH: why" and returns -1. */
@@ -101,9 +102,24 @@ typedef struct vx_frame {
  * or undefined. Native and Python frames are interleaved as the trace records them (mixed
  * mode: Python frames in place of the interpreter's frames). */
 size_t vx_stack_frames(const vx_trace *t, uint32_t stack_id, const vx_frame **out);
+/* Whether stack `stack_id` was cut at DLHOOK_STACK_DEPTH (its outermost frames are missing). */
+int vx_stack_truncated(const vx_trace *t, uint32_t stack_id);
+/* trace.c -> symbols.c: records a StackDef, ModuleDef, SymbolDef or PyFrameDef packet;
+ * frees them all. */
+void vx_stacks_define(vx_trace *t, const Dlh__Packet *p);
+void vx_stacks_free(vx_trace *t);
 
 /* Demangled C++ name (malloc'd, caller frees), or NULL when name is not a mangled name. */
 char *vx_demangle(const char *name);
+
+/* ---------------------------------------------------------------- ranks (ranks.c) */
+
+/* Aligns several traces of one job and matches their collectives; returns 1 when there are
+ * at least 2 ranked traces with collectives. Then vx_ranks_json / vx_ranks_table print the
+ * per-rank arrival delays, waits and the straggler. */
+int vx_ranks_analyze(char **files, size_t n);
+void vx_ranks_json(FILE *f);
+void vx_ranks_table(FILE *f);
 
 /* GpuBatch kinds */
 const char *vx_gpu_kind_name(uint32_t kind);
