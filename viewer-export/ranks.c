@@ -10,7 +10,10 @@
  *
  * Collectives are matched by order: the n-th NCCL kernel of each rank is the same collective
  * (NCCL requires every rank to issue its collectives in the same order). A rank's arrival is the
- * start of its collective kernel; it waited for the last arrival. */
+ * start of its collective kernel; it waited for the last arrival. A rank's delay at a collective
+ * is its arrival minus the latest arrival of the other ranks: how long it held the others up
+ * (negative: it was itself waiting). The mean delay is a 10%-trimmed mean over the collectives,
+ * which keeps start-up (ranks starting seconds apart) from dominating it. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +73,10 @@ static int cmp_i64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return x < y ? -1 : x > y;
 }
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
 static int by_rank(const void *a, const void *b) {
   const rtrace *x = a, *y = b;
   return x->rank - y->rank;
@@ -124,12 +131,12 @@ int vx_ranks_analyze(char **files, size_t n) {
   memset(R.last_count, 0, R.n * sizeof *R.last_count);
   double skew_sum = 0;
   R.max_skew = 0;
+  double *dl = vx_xmalloc(R.n * (m ? m : 1) * sizeof *dl); /* delay[rank][collective] */
   for (size_t c = 0; c < m; c++) {
-    int64_t first = INT64_MAX, last = INT64_MIN, sum = 0;
+    int64_t first = INT64_MAX, last = INT64_MIN;
     size_t last_i = 0;
     for (size_t i = 0; i < R.n; i++) {
       int64_t a = R.r[i].c[c].start + R.r[i].offset;
-      sum += a;
       if (a < first) first = a;
       if (a > last) { last = a; last_i = i; }
     }
@@ -137,15 +144,25 @@ int vx_ranks_analyze(char **files, size_t n) {
     skew_sum += (double)(last - first);
     if ((double)(last - first) > R.max_skew) R.max_skew = (double)(last - first);
     for (size_t i = 0; i < R.n; i++) {
-      int64_t a = R.r[i].c[c].start + R.r[i].offset;
-      R.mean_delay[i] += (double)a - (double)(sum - a) / (double)(R.n - 1);
+      int64_t a = R.r[i].c[c].start + R.r[i].offset, latest_other = INT64_MIN;
+      for (size_t j = 0; j < R.n; j++) {
+        int64_t b = R.r[j].c[c].start + R.r[j].offset;
+        if (j != i && b > latest_other) latest_other = b;
+      }
+      dl[i * m + c] = (double)(a - latest_other);
       R.mean_wait[i] += (double)(last - a);
     }
   }
   for (size_t i = 0; i < R.n && m; i++) {
-    R.mean_delay[i] /= (double)m;
+    double *v = dl + i * m;
+    qsort(v, m, sizeof *v, cmp_double);
+    size_t cut = m / 10, kept = 0;
+    double sum = 0;
+    for (size_t c = cut; c < m - cut; c++, kept++) sum += v[c];
+    R.mean_delay[i] = kept ? sum / (double)kept : 0;
     R.mean_wait[i] /= (double)m;
   }
+  free(dl);
   R.mean_skew = m ? skew_sum / (double)m : 0;
   return m > 0;
 }
@@ -183,6 +200,7 @@ void vx_ranks_table(FILE *f) {
   size_t s = straggler();
   fprintf(f, "%zu collectives matched across %zu ranks; arrival skew mean %.3f ms, max %.3f ms\n",
           R.ncoll, R.n, R.mean_skew / 1e6, R.max_skew / 1e6);
-  fprintf(f, "straggler: rank %d reaches collectives %.3f ms later than the others on average\n",
+  fprintf(f, "straggler: rank %d reaches collectives %.3f ms after the last of the others "
+             "(trimmed mean)\n",
           R.r[s].rank, R.mean_delay[s] / 1e6);
 }

@@ -48,6 +48,9 @@ typedef struct simcu_kernel {
   const simcu_rendezvous *rv;  /* NULL unless a collective */
   void (*host_fn)(void *arg);  /* optional: computes the real result on the CPU, at launch */
   void *host_arg;
+  uint64_t issued_ns;          /* 0 = now; else the host time the work was issued when the
+                                * library was held up on the host before launching it (a
+                                * collective's data exchange): the kernel is ready from then */
 } simcu_kernel;
 
 /* Enqueues a kernel on `stream` (a cudaStream_t / CUstream, NULL = legacy default stream) as a

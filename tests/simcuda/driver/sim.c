@@ -89,6 +89,7 @@ struct gnode {
   uint64_t dur;
   int has_rv;
   simcu_rendezvous rv;
+  uint64_t issued;             /* host time the work was issued (0 = at enqueue) */
   void (*host_fn)(void *);
   void *host_arg;
   int host_pending;            /* a host function's marker: ends when the function returned */
@@ -424,7 +425,8 @@ static struct op *enqueue(struct simi_stream *s, const struct gnode *g) {
   o->refs = 0; /* references: the stream's last op, the report queue, callers that grab() */
   o->dur = g->dur;
   int marker = g->i.kind == SIMI_OP_MARKER || g->i.kind == SIMI_OP_EVENT;
-  o->ready = now + (marker ? 0 : LAUNCH_LAT_NS);
+  uint64_t issued = g->issued && g->issued < now ? g->issued : now;
+  o->ready = issued + (marker ? 0 : LAUNCH_LAT_NS);
   o->i.queued = now;
   o->i.submitted = now + LAUNCH_LAT_NS / 2;
   o->i.dev = s->ctx->dev;
@@ -1040,6 +1042,7 @@ static void kernel_node(struct gnode *g, const simcu_kernel *k) {
   uint64_t fl = k->floor_ns ? k->floor_ns : FLOOR_NS;
   g->dur = t < (double)fl ? fl : (uint64_t)t;
   if (k->rv) { g->has_rv = 1; g->rv = *k->rv; }
+  g->issued = k->issued_ns;
   g->host_fn = k->host_fn; g->host_arg = k->host_arg;
 }
 

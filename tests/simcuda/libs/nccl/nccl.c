@@ -44,7 +44,7 @@
 #define NCCL_ALIAS(name) extern __typeof(p##name) name __attribute__((weak, alias("p" #name)));
 
 #define MAXR 256
-#define NSLOT 2
+#define NSLOT 16 /* collectives in flight per communicator (a group of 9 all-reduces must not wait) */
 #define SLOT_DATA (4u << 20)
 #define P2P_NSLOT 2
 #define COMM_MAGIC 0x4e43434cu
@@ -473,12 +473,15 @@ static double latency_ns(const char *proto, int nranks) {
   return base + 300.0 * (nranks - 1);
 }
 
+static uint64_t group_issued; /* host time ncclGroupEnd (or the ungrouped call) was entered */
+
 static ncclResult_t launch(struct ncclComm *c, cudaStream_t stream, const char *name,
                            double wire, double mem_bytes, double flops, int dtype,
                            const char *proto, const simcu_rendezvous *rv) {
   simcu_kernel k;
   memset(&k, 0, sizeof k);
   k.name = name;
+  k.issued_ns = group_issued; /* the data exchange before the launch is not GPU time */
   unsigned ch = wire > (1 << 24) ? 32 : wire > (1 << 20) ? 16 : 2;
   k.grid[0] = ch;
   k.grid[1] = k.grid[2] = 1;
@@ -561,6 +564,23 @@ static ncclResult_t finish_inits(void);
 
 static ncclResult_t run_ops(struct op *ops, int nops) {
   ncclResult_t res = ncclSuccess, r;
+  group_issued = simcu_now_ns();
+  /* When the data exchange has to wait inside the call (the blocking fallback, where
+   * process_vm_writev is not permitted), the kernels are launched first: each rank's kernel then
+   * starts on its stream when this rank arrives, as a real NCCL kernel starts and waits for its
+   * peers. Otherwise the data goes first: the last rank writes every output before its kernel
+   * (whose start completes the rendezvous) can let the others' synchronisations return. */
+  int kernels_first = 0;
+  for (int i = 0; i < nops; i++)
+    if (ops[i].comm->hdr->pvw_fail) kernels_first = 1;
+  if (kernels_first) {
+    for (int i = 0; i < nops; i++) {
+      int seen = 0;
+      for (int j = 0; j < i; j++)
+        if (ops[j].comm == ops[i].comm) seen = 1;
+      if (!seen && (r = launch_comm_ops(ops[i].comm, ops, nops)) != ncclSuccess) res = r;
+    }
+  }
   /* data: sends, then collectives, then receives (so the blocking fallback cannot deadlock) */
   for (int pass = 0; pass < 3; pass++)
     for (int i = 0; i < nops; i++) {
@@ -585,11 +605,13 @@ static ncclResult_t run_ops(struct op *ops, int nops) {
         }
   for (int i = 0; i < nops; i++)
     if (ops[i].root <= -2) ops[i].root = -2 - ops[i].root;
-  for (int i = 0; i < nops; i++) {
-    int seen = 0;
-    for (int j = 0; j < i; j++)
-      if (ops[j].comm == ops[i].comm) seen = 1;
-    if (!seen && (r = launch_comm_ops(ops[i].comm, ops, nops)) != ncclSuccess) res = r;
+  if (!kernels_first) {
+    for (int i = 0; i < nops; i++) {
+      int seen = 0;
+      for (int j = 0; j < i; j++)
+        if (ops[j].comm == ops[i].comm) seen = 1;
+      if (!seen && (r = launch_comm_ops(ops[i].comm, ops, nops)) != ncclSuccess) res = r;
+    }
   }
   return res;
 }
