@@ -2,6 +2,7 @@
 # `dlhook stats` names rank 2 as the straggler with a mean delay within 5% of 40 ms.
 # (SIMCUDA_HOST_COMPUTE=0: the stand-ins compute no results on the CPU, so that the host time
 # of a step is the program's own and 4 ranks fit on 2 cores.)
+# run-tests: serial
 . "$ROOT/tests/lib.sh"
 need "$BUILD/simcuda/libnccl.so.2"; need "$BUILD/examples/train"; need "$DLHOOK_LIB"
 SIMCUDA_HOST_COMPUTE=0 DLHOOK_QUIET=1 traced "$T/tr" "$SIMRUN" "$BUILD/examples/train" \
