@@ -130,9 +130,13 @@ static void emit_resource(int cbid, void *ctx, void *stream);
 /* At exit the driver tears the contexts down, as the real one does: tools see
  * CONTEXT_DESTROY_STARTING (and typically flush there). Runs before the tool's own atexit
  * handlers, which were registered earlier (in InitializeInjection or before). */
+static void write_report(void);
+void simi_poll(int force);
 static void teardown(void) {
   for (int d = 0; d < MAXDEV; d++)
     if (prim[d]) emit_resource(CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, prim[d], NULL);
+  simi_poll(1);
+  write_report();
 }
 static int inj_state;   /* 0 none, 1 running/done */
 SIMCU_API void simi_init(void) {
@@ -479,6 +483,50 @@ static void atfork_child(void) {
 }
 __attribute__((constructor)) static void sim_ctor(void) { pthread_atfork(NULL, NULL, atfork_child); }
 
+/* The simulator's own accounting of the GPU work it reported (SIMCUDA_REPORT=FILE writes it
+ * as JSON at exit), so tests can compare a profiler's totals with what really ran. */
+static struct {
+  uint64_t kernels, kernel_ns, memsets, memset_bytes, memset_ns;
+  uint64_t copies[16], copy_bytes[16], copy_ns[16];
+} sim_acct;
+static void account(const simi_op_info *o) {
+  uint64_t d = o->end > o->start ? o->end - o->start : 0;
+  if (o->kind == SIMI_OP_KERNEL) {
+    sim_acct.kernels++;
+    sim_acct.kernel_ns += d;
+  } else if (o->kind == SIMI_OP_MEMSET) {
+    sim_acct.memsets++;
+    sim_acct.memset_bytes += o->bytes;
+    sim_acct.memset_ns += d;
+  } else if (o->kind == SIMI_OP_MEMCPY) {
+    int k = o->copy_kind >= 0 && o->copy_kind < 16 ? o->copy_kind : 0;
+    sim_acct.copies[k]++;
+    sim_acct.copy_bytes[k] += o->bytes;
+    sim_acct.copy_ns[k] += d;
+  }
+}
+static void write_report(void) {
+  const char *path = getenv("SIMCUDA_REPORT");
+  if (!path || !*path) return;
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fprintf(f, "{\"kernels\":%llu,\"kernel_ns\":%llu,\"memset\":{\"count\":%llu,\"bytes\":%llu,"
+             "\"total_ns\":%llu},\"memcpy\":{",
+          (unsigned long long)sim_acct.kernels, (unsigned long long)sim_acct.kernel_ns,
+          (unsigned long long)sim_acct.memsets, (unsigned long long)sim_acct.memset_bytes,
+          (unsigned long long)sim_acct.memset_ns);
+  int first = 1;
+  for (int k = 0; k < 16; k++)
+    if (sim_acct.copies[k]) {
+      fprintf(f, "%s\"%d\":{\"count\":%llu,\"bytes\":%llu,\"total_ns\":%llu}", first ? "" : ",", k,
+              (unsigned long long)sim_acct.copies[k], (unsigned long long)sim_acct.copy_bytes[k],
+              (unsigned long long)sim_acct.copy_ns[k]);
+      first = 0;
+    }
+  fputs("}}\n", f);
+  fclose(f);
+}
+
 SIMCU_API void simi_poll(int force) {
   simi_op_info batch[64];
   pthread_mutex_lock(&report_mu);
@@ -498,6 +546,7 @@ SIMCU_API void simi_poll(int force) {
     }
     const simi_tool *t = tool;
     UNLOCK();
+    for (int i = 0; i < n; i++) account(&batch[i]);
     for (int i = 0; i < n; i++) if (t && t->op_done) t->op_done(&batch[i]);
     if (n < 64) break;
   }
