@@ -5,11 +5,11 @@ VX_OBJS := $(patsubst viewer-export/%.c,$(BUILD)/viewer-export/%.o,$(VX_SRCS))
 $(BUILD)/viewer-export/%.o: viewer-export/%.c $(BUILD)/format/dlhook.pb-c.h | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
-	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -Iviewer-export -MMD -MP -c -o $@ $<
+	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -Iviewer-export -I$(BUILD)/viewer-export -MMD -MP -c -o $@ $<
 
 $(BUILD)/dlhook: $(VX_OBJS) $(FORMAT_OBJS)
 	@echo "  LD      $@"
-	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(FORMAT_LIBS) -lstdc++
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(FORMAT_LIBS) -lz -lstdc++
 
 # Test helper (not a test itself): writes traces with known contents for tests/cli/.
 $(BUILD)/tests/bin/mktrace: viewer-export/tests/mktrace.c format/tests/fuzzgen.h $(FORMAT_OBJS)
@@ -21,3 +21,26 @@ dlhook: $(BUILD)/dlhook
 .PHONY: dlhook
 ALL_TARGETS += $(BUILD)/dlhook
 TEST_DEPS += $(BUILD)/dlhook $(BUILD)/tests/bin/mktrace
+
+# ---- dlhook export: own subsets of the viewers' .proto files (pprof, Perfetto, xplane) ----
+VX_PROTOS   := $(wildcard viewer-export/proto/*.proto)
+VX_PROTO_C  := $(patsubst viewer-export/proto/%.proto,$(BUILD)/viewer-export/%.pb-c.c,$(VX_PROTOS))
+VX_PROTO_H  := $(VX_PROTO_C:.c=.h)
+VX_PROTO_O  := $(VX_PROTO_C:.c=.o)
+$(BUILD)/viewer-export/%.pb-c.c $(BUILD)/viewer-export/%.pb-c.h &: viewer-export/proto/%.proto | $(DEPS_STAMP)
+	$(Q)mkdir -p $(BUILD)/viewer-export
+	@echo "  PROTOC  $<"
+	$(Q)$(PROTOC_C) --proto_path=viewer-export/proto --c_out=$(BUILD)/viewer-export $<
+$(BUILD)/viewer-export/%.pb-c.o: $(BUILD)/viewer-export/%.pb-c.c $(BUILD)/viewer-export/%.pb-c.h
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) -I$(BUILD)/viewer-export -MMD -MP -c -o $@ $<
+$(VX_OBJS): $(VX_PROTO_H)
+$(BUILD)/dlhook: $(VX_PROTO_O)
+
+# Test and bench helper: synthetic training-like traces (stacks, GPU records, NVTX steps, ranks).
+$(BUILD)/tests/bin/gentrace: viewer-export/tests/gentrace.c $(FORMAT_OBJS)
+	$(Q)mkdir -p $(@D)
+	@echo "  CCLD    $@"
+	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -MMD -MP -o $@ $< $(FORMAT_OBJS) $(LDFLAGS) $(FORMAT_LIBS)
+TEST_DEPS += $(BUILD)/tests/bin/gentrace
+BENCH_DEPS += $(BUILD)/dlhook $(BUILD)/tests/bin/gentrace

@@ -7,6 +7,10 @@
 int cmd_dump(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_record(int argc, char **argv);
+int cmd_ctl(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 static const struct {
   const char *name;
@@ -14,8 +18,12 @@ static const struct {
   const char *summary;
 } commands[] = {
   {"record", cmd_record, "run a program under the profiler and write its trace"},
+  {"ctl", cmd_ctl, "start or stop recording of a running process (capture ranges)"},
+  {"report", cmd_report, "one self-contained HTML page: flame graph, timeline, tables"},
   {"dump", cmd_dump, "print the events of traces as JSON lines"},
   {"stats", cmd_stats, "summarise API calls and kernels of traces"},
+  {"export", cmd_export, "convert traces for TensorBoard, Perfetto, HTA, flame graphs"},
+  {"diff", cmd_diff, "differential flame graph of two traces"},
 };
 
 static void usage(FILE *f) {

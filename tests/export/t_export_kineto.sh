@@ -1,0 +1,51 @@
+# kineto: PyTorch-profiler Chrome trace JSON (gzipped, one file per rank) with categories,
+# flows, device properties, distributedInfo and ProfilerStep#N; read by Holistic Trace
+# Analysis, which must find the kernels, their correlated launches and the ranks.
+. "$ROOT/tests/lib.sh"
+. "$ROOT/tests/export/common.sh"
+$GEN r0.dlh --rank 0 --world 2 --steps 6 || fail gentrace
+$GEN r1.dlh --rank 1 --world 2 --pid 5000 --steps 6 --slow 2 || fail gentrace
+"$DLHOOK_BIN" export -q -f kineto -o out r0.dlh r1.dlh || fail "export kineto"
+n=$(ls out/*.pt.trace.json.gz | wc -l)
+[ "$n" = 2 ] || fail "expected 2 files, got: $(ls out)"
+f0=$(ls out/genhost_4242.*.pt.trace.json.gz)
+zcat "$f0" >r0.json || fail "not gzip"
+pyassert r0.json "j['distributedInfo']['rank'] == 0 and j['distributedInfo']['world_size'] == 2"
+pyassert r0.json "j['deviceProperties'][0]['name'] == 'Simulated GPU' and j['deviceProperties'][0]['numSms'] == 132"
+pyassert r0.json "sum(1 for e in j['traceEvents'] if e.get('cat') == 'kernel') == 24"
+pyassert r0.json "sum(1 for e in j['traceEvents'] if e.get('cat') == 'gpu_memcpy') == 6"
+pyassert r0.json "sum(1 for e in j['traceEvents'] if e.get('cat') == 'gpu_memset') == 6"
+pyassert r0.json "sum(1 for e in j['traceEvents'] if e.get('cat') == 'cuda_runtime') == 6*7"
+pyassert r0.json "[e['name'] for e in j['traceEvents'] if e['name'].startswith('ProfilerStep#')] == ['ProfilerStep#%d' % i for i in range(6)]"
+pyassert r0.json "(lambda T: (lambda f, s, g: len(f) == 36 and f - g <= s)({e['id'] for e in T if e['ph'] == 'f'}, {e['id'] for e in T if e['ph'] == 's'}, {e['args']['correlation'] for e in T if e.get('name') == 'gemm(float const*, float const*, float*)'}))(j['traceEvents'])"
+pyassert r0.json "all(e['args']['grid'] == [128,1,1] and e['args']['block'] == [256,1,1] for e in j['traceEvents'] if e.get('cat') == 'kernel')"
+# --step-range names the step ranges explicitly
+"$DLHOOK_BIN" export -q -f kineto --step-range 'step 3' -o out2 r0.dlh || fail "export --step-range"
+zcat out2/*.gz >s.json
+pyassert s.json "[e['name'] for e in j['traceEvents'] if e['name'].startswith('ProfilerStep#')] == ['ProfilerStep#0']"
+need_venv_module hta
+"$VPY" - out <<'PY' || fail "Holistic Trace Analysis could not read the export"
+import logging, sys
+logging.disable(logging.WARNING)
+from hta.trace_analysis import TraceAnalysis
+ta = TraceAnalysis(trace_dir=sys.argv[1])
+ranks = sorted(ta.t.traces.keys())
+print("HTA ranks:", ranks)
+assert ranks == [0, 1], ranks
+for r in ranks:
+    df = ta.t.get_trace(r)
+    sym = ta.t.symbol_table.get_sym_table()
+    cats = df["cat"].map(lambda i: sym[i])
+    names = df["name"].map(lambda i: sym[i])
+    k = df[cats == "kernel"]
+    launches = set(df[(cats == "cuda_runtime") & (df["correlation"] > 0)]["correlation"])
+    matched = sum(1 for c in k["correlation"] if c in launches)
+    print("rank", r, "kernels", len(k), "with their launch", matched)
+    assert len(k) > 0 and matched > 0
+    assert set(names[cats == "kernel"]) >= {"forward(float*)", "backward(float*)"}
+    assert (k["stream"] == 7).all()
+kb = ta.get_gpu_kernel_breakdown(visualize=False)[0]
+print(kb.to_string())
+assert "COMPUTATION" in set(kb["kernel_type"])
+PY
+echo ok

@@ -1,0 +1,494 @@
+/* export.c — `dlhook export` and `dlhook diff`: option parsing, the streaming trace scan that
+ * every format uses (time window, progress on stderr), and small output helpers. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "export.h"
+
+uint64_t ex_events_scanned;
+
+/* ---------------------------------------------------------------- scan */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+typedef struct progress {
+  double t0, last, after;
+  uint64_t size;
+  int shown, quiet;
+  const char *what, *path;
+} progress;
+
+static void progress_tick(progress *pg, dlh_reader *r) {
+  double t = now_s();
+  if (pg->quiet || t - pg->t0 < pg->after || t - pg->last < 0.5) return;
+  pg->last = t;
+  pg->shown = 1;
+  double pct = pg->size ? 100.0 * (double)dlh_reader_offset(r) / (double)pg->size : 0;
+  fprintf(stderr, "\rdlhook: %s %s: %5.1f%%, %" PRIu64 " events, %.0f events/s ", pg->what,
+          pg->path, pct > 100 ? 100 : pct, ex_events_scanned,
+          (double)ex_events_scanned / (t - pg->t0));
+}
+
+int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s) {
+  vx_trace t;
+  if (vx_trace_open(&t, path) < 0) return VX_BAD_INPUT;
+  struct stat st;
+  /* DLHOOK_PROGRESS_AFTER: seconds before progress shows (default 1; for tests) */
+  const char *pa = getenv("DLHOOK_PROGRESS_AFTER");
+  progress pg = {now_s(), 0, pa ? atof(pa) : 1.0, stat(path, &st) == 0 ? (uint64_t)st.st_size : 0,
+                 0, o->quiet, what, path};
+  uint64_t base = 0, lo = 0, hi = UINT64_MAX;
+  int have_base = 0;
+  const Dlh__Packet *p;
+  int rc, bad = 0;
+  uint64_t tick = 0;
+  vx_map knames = {0}; /* StringDef id -> demangled name (or a copy), for kernel names */
+  while ((rc = vx_trace_next(&t, &p)) == 1) {
+    if (p->data_case == DLH__PACKET__DATA_STRING && vx_map_get(&knames, p->string->id)) {
+      const char *raw = p->string->value ? p->string->value : ""; /* redefined */
+      char *k = vx_demangle(raw);
+      free(vx_map_put(&knames, p->string->id, k ? k : vx_xstrdup(raw)));
+    }
+    if (p->data_case == DLH__PACKET__DATA_PROCESS && !have_base && p->process->has_start_ns) {
+      base = p->process->start_ns;
+      have_base = 1;
+    }
+    if (o->have_window) {
+      lo = base + o->win_start;
+      hi = o->win_end == UINT64_MAX ? UINT64_MAX : base + o->win_end;
+    }
+    if (p->data_case == DLH__PACKET__DATA_API) {
+      dlh_api_iter it;
+      dlh_api_event ev;
+      uint32_t tid = p->api->tid;
+      dlh_api_iter_init(&it, p->api);
+      while (dlh_api_iter_next(&it, &ev)) {
+        ex_events_scanned++;
+        if (ev.start_ns >= hi || ev.start_ns + ev.dur_ns < lo) continue;
+        if (s->api) s->api(s->ctx, &t, tid, &ev);
+      }
+      if (it.bad) bad = 1;
+    } else if (p->data_case == DLH__PACKET__DATA_GPU) {
+      const Dlh__GpuBatch *b = p->gpu;
+      size_t n = b->n_kind;
+      if ((b->n_start_delta && b->n_start_delta != n) || (b->n_dur && b->n_dur != n) ||
+          (b->n_corr && b->n_corr != n) || (b->n_stream && b->n_stream != n) ||
+          (b->n_name && b->n_name != n) || (b->n_nvals && b->n_nvals != n) ||
+          (b->n_context && b->n_context != n) || (b->n_devices && b->n_devices != n)) {
+        bad = 1;
+        continue;
+      }
+      uint64_t ts = b->base_start_ns;
+      size_t vpos = 0;
+      for (size_t i = 0; i < n; i++) {
+        ex_gpu g;
+        ts += b->n_start_delta ? (uint64_t)b->start_delta[i] : 0;
+        g.kind = b->kind[i];
+        g.start = ts;
+        g.dur = b->n_dur ? b->dur[i] : 0;
+        g.corr = b->n_corr ? b->corr[i] : 0;
+        g.stream = b->n_stream ? b->stream[i] : 0;
+        g.name = b->n_name ? b->name[i] : 0;
+        g.kname = NULL;
+        if (g.name) {
+          char *k = vx_map_get(&knames, g.name);
+          if (!k) {
+            const char *raw = vx_trace_string(&t, g.name);
+            if (raw) {
+              k = vx_demangle(raw);
+              if (!k) k = vx_xstrdup(raw);
+              vx_map_put(&knames, g.name, k);
+            }
+          }
+          g.kname = k;
+        }
+        g.context = b->n_context ? b->context[i] : 0;
+        g.device = b->n_devices ? b->devices[i] : b->device;
+        g.nvals = b->n_nvals ? b->nvals[i] : 0;
+        if (vpos + g.nvals > b->n_vals) { bad = 1; break; }
+        g.vals = b->vals + vpos;
+        vpos += g.nvals;
+        ex_events_scanned++;
+        if (g.kind != 7 && (g.start >= hi || g.start + g.dur < lo)) continue;
+        if (s->gpu) s->gpu(s->ctx, &t, &g);
+      }
+    } else if (s->packet) {
+      s->packet(s->ctx, &t, p);
+    }
+    if (++tick % 64 == 0) progress_tick(&pg, t.r);
+  }
+  if (pg.shown) {
+    double el = now_s() - pg.t0;
+    fprintf(stderr, "\rdlhook: %s %s: done, %" PRIu64 " events in %.1f s%20s\n", what, path,
+            ex_events_scanned, el, "");
+  }
+  if (bad) vx_error("%s: inconsistent event batch (skipped its remaining events)", path);
+  vx_map_free(&knames, free);
+  vx_trace_close(&t);
+  return rc < 0 || bad ? VX_BAD_INPUT : VX_OK;
+}
+
+/* ---------------------------------------------------------------- u64 -> u32 hash map */
+
+
+static size_t h64(uint64_t k, size_t cap) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  return (size_t)k & (cap - 1);
+}
+
+
+static void ex_m_grow(ex_u64map *m) {
+  ex_u64map n = {0};
+  n.cap = m->cap ? m->cap * 2 : 1024;
+  n.keys = vx_xmalloc(n.cap * sizeof *n.keys);
+  n.vals = calloc(n.cap, sizeof *n.vals);
+  if (!n.vals) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->vals[i]) ex_m_put(&n, m->keys[i], m->vals[i] - 1);
+  free(m->keys);
+  free(m->vals);
+  *m = n;
+}
+
+void ex_m_put(ex_u64map *m, uint64_t k, uint32_t v) {
+  if ((m->n + 1) * 4 > m->cap * 3) ex_m_grow(m);
+  size_t i = h64(k, m->cap);
+  for (; m->vals[i]; i = (i + 1) & (m->cap - 1))
+    if (m->keys[i] == k) { m->vals[i] = v + 1; return; }
+  m->keys[i] = k;
+  m->vals[i] = v + 1;
+  m->n++;
+}
+
+/* Returns 1 and sets *v when found. */
+int ex_m_get(const ex_u64map *m, uint64_t k, uint32_t *v) {
+  if (!m->cap) return 0;
+  for (size_t i = h64(k, m->cap); m->vals[i]; i = (i + 1) & (m->cap - 1))
+    if (m->keys[i] == k) { *v = m->vals[i] - 1; return 1; }
+  return 0;
+}
+
+/* Removes k (backward-shift deletion keeps probe chains intact). */
+void ex_m_del(ex_u64map *m, uint64_t k) {
+  if (!m->cap) return;
+  size_t i = h64(k, m->cap);
+  for (; m->vals[i]; i = (i + 1) & (m->cap - 1))
+    if (m->keys[i] == k) break;
+  if (!m->vals[i]) return;
+  m->vals[i] = 0;
+  m->n--;
+  for (size_t j = (i + 1) & (m->cap - 1); m->vals[j]; j = (j + 1) & (m->cap - 1)) {
+    size_t home = h64(m->keys[j], m->cap);
+    /* move j back to i when i lies cyclically in [home, j) */
+    if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+      m->keys[i] = m->keys[j];
+      m->vals[i] = m->vals[j];
+      m->vals[j] = 0;
+      i = j;
+    }
+  }
+}
+
+void ex_m_free(ex_u64map *m) {
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+int ex_arg(const vx_trace *t, const dlh_api_event *ev, const char *names, uint64_t *v) {
+  const vx_func *f = vx_trace_func(t, ev->fn);
+  if (!f) return 0;
+  for (size_t i = 0; i < f->nargs && i < ev->nargs; i++) {
+    const char *a = f->argname[i];
+    size_t al = strlen(a);
+    for (const char *n = names; *n;) {
+      const char *e = strchr(n, '|');
+      size_t nl = e ? (size_t)(e - n) : strlen(n);
+      if (nl == al && !strncmp(n, a, nl)) {
+        *v = ev->args[i];
+        return 1;
+      }
+      n += nl + (e != NULL);
+    }
+  }
+  return 0;
+}
+
+static ssize_t gz_write(void *c, const char *buf, size_t n) {
+  if (n == 0) return 0;
+  int w = gzwrite((gzFile)c, buf, (unsigned)n);
+  return w <= 0 ? -1 : w;
+}
+
+static int gz_close(void *c) { return gzclose((gzFile)c) == Z_OK ? 0 : -1; }
+
+FILE *ex_create(const char *path, int gz) {
+  if (!gz && !strcmp(path, "-")) return stdout;
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    vx_error("%s: %s", path, strerror(errno));
+    return NULL;
+  }
+  if (!gz) return f;
+  gzFile z = gzdopen(dup(fileno(f)), "wb1");
+  fclose(f);
+  if (!z) {
+    vx_error("%s: cannot start gzip", path);
+    return NULL;
+  }
+  gzbuffer(z, 1 << 17);
+  cookie_io_functions_t io = {NULL, gz_write, NULL, gz_close};
+  f = fopencookie(z, "w", io);
+  if (!f) gzclose(z);
+  else setvbuf(f, NULL, _IOFBF, 1 << 16);
+  return f;
+}
+
+int ex_close(FILE *f, const char *path) {
+  int bad = ferror(f);
+  if (fclose(f) != 0) bad = 1;
+  if (bad) vx_error("%s: write error", path);
+  return bad ? -1 : 0;
+}
+
+int ex_mkdirs(const char *path) {
+  char *d = vx_xstrdup(path);
+  for (char *p = d + 1;; p++) {
+    if (*p == '/' || !*p) {
+      char c = *p;
+      *p = 0;
+      if (mkdir(d, 0777) < 0 && errno != EEXIST) {
+        vx_error("%s: %s", d, strerror(errno));
+        free(d);
+        return -1;
+      }
+      *p = c;
+      if (!c) break;
+    }
+  }
+  free(d);
+  return 0;
+}
+
+const char *ex_memcpy_kind(uint64_t k) {
+  static const char *const n[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                  "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
+  return k < sizeof n / sizeof *n ? n[k] : "Unknown";
+}
+
+const char *ex_gpu_name(const vx_trace *t, const ex_gpu *g, char *buf, size_t n) {
+  if (g->kname && *g->kname) return g->kname;
+  switch (g->kind) {
+    case 1: snprintf(buf, n, g->name ? "kernel#%u" : "kernel", g->name); break;
+    case 2: snprintf(buf, n, "Memcpy %s", ex_memcpy_kind(g->nvals > 1 ? g->vals[1] : 0)); break;
+    case 3: snprintf(buf, n, "Memset"); break;
+    case 4: snprintf(buf, n, "Sync"); break;
+    default: snprintf(buf, n, "%s", vx_gpu_kind_name(g->kind)); break;
+  }
+  return buf;
+}
+
+const char *ex_frame_name(const vx_frame *fr, char *buf, size_t n) {
+  const char *name = fr->function;
+  if ((!name || !*name) && fr->python && fr->file) name = fr->file;
+  if (name && *name) return name;
+  const char *m = fr->module ? strrchr(fr->module, '/') : NULL;
+  m = m ? m + 1 : fr->module;
+  if (m) snprintf(buf, n, "[%.60s]", m); /* stable across runs (no ASLR address) */
+  else snprintf(buf, n, "0x%" PRIx64, fr->pc);
+  return buf;
+}
+
+void ex_put_varint(FILE *f, uint64_t v) {
+  while (v >= 0x80) {
+    putc((int)(v & 0x7f) | 0x80, f);
+    v >>= 7;
+  }
+  putc((int)v, f);
+}
+
+/* ---------------------------------------------------------------- command line */
+
+/* "1.5", "20ms", "300us", "1000ns", "2s"; empty = `dflt`. Returns 0 or -1. */
+static int parse_time(const char *s, size_t len, uint64_t dflt, uint64_t *out) {
+  if (len == 0) { *out = dflt; return 0; }
+  char buf[64];
+  if (len >= sizeof buf) return -1;
+  memcpy(buf, s, len);
+  buf[len] = 0;
+  char *end;
+  errno = 0;
+  double v = strtod(buf, &end);
+  if (end == buf || errno || v < 0) return -1;
+  double mul = 1e9;
+  if (!strcmp(end, "ns")) mul = 1;
+  else if (!strcmp(end, "us")) mul = 1e3;
+  else if (!strcmp(end, "ms")) mul = 1e6;
+  else if (!strcmp(end, "s") || !*end) mul = 1e9;
+  else return -1;
+  *out = (uint64_t)(v * mul + 0.5);
+  return 0;
+}
+
+static void help(void) {
+  printf("usage: dlhook export --format FORMAT -o OUT [options] TRACE...\n"
+         "\n"
+         "Converts traces for the viewers people already use.\n"
+         "\n"
+         "formats:\n"
+         "  kineto      PyTorch profiler Chrome-trace JSON, gzipped, one file per trace:\n"
+         "              OUT/<host>_<pid>.<ms>.pt.trace.json.gz (Holistic Trace Analysis,\n"
+         "              Perfetto UI, chrome://tracing, TensorBoard's PyTorch plugin)\n"
+         "  perfetto    Perfetto's native protobuf trace (OUT is a file; streamed, interned\n"
+         "              names; for traces too large for JSON): ui.perfetto.dev\n"
+         "  tensorboard an xprof run: OUT/plugins/profile/<run>/<host>.xplane.pb\n"
+         "              (tensorboard --logdir OUT, or xprof)\n"
+         "  folded      flame graph stacks, one 'frame;frame;frame WEIGHT' line per stack\n"
+         "  svg         interactive flame graph (zoom, search, tooltips)\n"
+         "  speedscope  speedscope's JSON file format (speedscope.app)\n"
+         "  pprof       gzipped profile.proto (go tool pprof, pprof -http)\n"
+         "\n"
+         "options:\n"
+         "  -f, --format FORMAT    one of the formats above\n"
+         "  -o, --output OUT       output file (directory for kineto and tensorboard)\n"
+         "  --weight gpu|cpu|bytes flame graph weight: GPU time of the work a call launched,\n"
+         "                         with the kernel as leaf (default); time inside the calls;\n"
+         "                         bytes allocated or copied\n"
+         "  --window START:END     only events that overlap this window, times from the\n"
+         "                         trace's start in s (or with a unit: ns, us, ms, s); either\n"
+         "                         side may be empty (\"2:\" = from 2 s to the end)\n"
+         "  --step-range NAME      kineto: NVTX ranges named NAME mark profiler steps\n"
+         "                         (default: ranges named like 'step N' or 'ProfilerStep#N')\n"
+         "  --title TEXT           svg title\n"
+         "  -q, --quiet            no progress on stderr\n"
+         "\n"
+         "Several traces (ranks, processes) go into one flame graph, one Perfetto file or one\n"
+         "xprof run; kineto writes one file per trace. Exports stream: memory stays bounded by\n"
+         "the number of distinct stacks (flame graphs) or of threads and streams.\n");
+}
+
+static void diff_help(void) {
+  printf("usage: dlhook diff [--weight gpu|cpu|bytes] [--window START:END] -o OUT BEFORE AFTER\n"
+         "\n"
+         "A differential flame graph of two traces: frames are sized by AFTER and coloured by\n"
+         "the change from BEFORE (red: grew, blue: shrank; stacks only in BEFORE are shown\n"
+         "with zero width in AFTER's graph and listed in the folded output).\n"
+         "OUT ending in .svg writes the SVG; anything else writes folded lines\n"
+         "'frame;frame;frame BEFORE AFTER'.\n");
+}
+
+static int parse_common(const char *cmd, int argc, char **argv, ex_opts *o, char **files,
+                        size_t *nfiles, int *help_shown) {
+  int opts_done = 0;
+  *help_shown = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+#define NEED_ARG()                                                         \
+  if (i + 1 >= argc) return vx_usage_error(cmd, "%s needs a value", a); \
+  const char *v = argv[++i]
+    if (opts_done || a[0] != '-' || !a[1]) {
+      files[(*nfiles)++] = argv[i];
+    } else if (!strcmp(a, "--")) {
+      opts_done = 1;
+    } else if (vx_is_help(a)) {
+      *help_shown = 1;
+      return VX_OK;
+    } else if (!strcmp(a, "-f") || !strcmp(a, "--format")) {
+      NEED_ARG();
+      o->format = v;
+    } else if (!strncmp(a, "--format=", 9)) {
+      o->format = a + 9;
+    } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+      NEED_ARG();
+      o->out = v;
+    } else if (!strcmp(a, "--weight")) {
+      NEED_ARG();
+      if (!strcmp(v, "gpu")) o->weight = EX_W_GPU;
+      else if (!strcmp(v, "cpu")) o->weight = EX_W_CPU;
+      else if (!strcmp(v, "bytes")) o->weight = EX_W_BYTES;
+      else return vx_usage_error(cmd, "--weight must be gpu, cpu or bytes, not '%s'", v);
+    } else if (!strcmp(a, "--window")) {
+      NEED_ARG();
+      const char *c = strchr(v, ':');
+      if (!c || parse_time(v, (size_t)(c - v), 0, &o->win_start) < 0 ||
+          parse_time(c + 1, strlen(c + 1), UINT64_MAX, &o->win_end) < 0 ||
+          o->win_end <= o->win_start)
+        return vx_usage_error(cmd, "bad --window '%s' (START:END, e.g. 1.5:3 or 200ms:)", v);
+      o->have_window = 1;
+    } else if (!strcmp(a, "--step-range")) {
+      NEED_ARG();
+      o->step_range = v;
+    } else if (!strcmp(a, "--title")) {
+      NEED_ARG();
+      o->title = v;
+    } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+      o->quiet = 1;
+    } else {
+      return vx_usage_error(cmd, "unknown option '%s'", a);
+    }
+#undef NEED_ARG
+  }
+  return VX_OK;
+}
+
+int cmd_export(int argc, char **argv) {
+  ex_opts o = {0};
+  char **files = vx_xmalloc((size_t)argc * sizeof *files);
+  size_t n = 0;
+  int shown, rc = parse_common("export", argc, argv, &o, files, &n, &shown);
+  if (rc != VX_OK || shown) {
+    if (shown) help();
+    free(files);
+    return rc;
+  }
+  static const struct {
+    const char *name;
+    int (*run)(const ex_opts *, char **, size_t);
+  } fmts[] = {{"kineto", ex_kineto},     {"perfetto", ex_perfetto},     {"tensorboard", ex_xplane},
+              {"xplane", ex_xplane},     {"folded", ex_flame},          {"svg", ex_flame},
+              {"speedscope", ex_flame},  {"pprof", ex_flame}};
+  if (!o.format) rc = vx_usage_error("export", "no --format given");
+  else if (!o.out) rc = vx_usage_error("export", "no output given (-o OUT)");
+  else if (n == 0) rc = vx_usage_error("export", "no trace file given");
+  else {
+    rc = -1;
+    for (size_t i = 0; i < sizeof fmts / sizeof *fmts; i++)
+      if (!strcmp(o.format, fmts[i].name)) rc = fmts[i].run(&o, files, n);
+    if (rc == -1)
+      rc = vx_usage_error("export", "unknown format '%s' (kineto, perfetto, tensorboard, "
+                          "folded, svg, speedscope, pprof)", o.format);
+  }
+  free(files);
+  return rc;
+}
+
+int cmd_diff(int argc, char **argv) {
+  ex_opts o = {0};
+  char **files = vx_xmalloc((size_t)argc * sizeof *files);
+  size_t n = 0;
+  int shown, rc = parse_common("diff", argc, argv, &o, files, &n, &shown);
+  if (rc != VX_OK || shown) {
+    if (shown) diff_help();
+    free(files);
+    return rc;
+  }
+  if (n != 2) rc = vx_usage_error("diff", "need two traces (BEFORE AFTER), got %zu", n);
+  else if (!o.out) rc = vx_usage_error("diff", "no output given (-o OUT.svg or OUT.folded)");
+  else rc = ex_flame_diff(&o, files[0], files[1]);
+  free(files);
+  return rc;
+}

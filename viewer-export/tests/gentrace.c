@@ -1,0 +1,300 @@
+/* gentrace — writes a synthetic training-like trace for the exporter tests and `make bench`.
+ * usage: gentrace OUT [--rank R] [--world W] [--pid N] [--threads T] [--steps S]
+ *                     [--events N] [--slow K] [--gpu-first]
+ *
+ * Each thread runs steps; a step is an NVTX range "step N" containing these calls (depth 0;
+ * NVTX ranges do not count as API nesting):
+ *   cudaMalloc(size 1 MiB)                        stack main;train;alloc_buffers
+ *   cudaMemcpyAsync(HtoD 4096 B)      corr        stack main;train;load_batch
+ *   2 x cudaLaunchKernel              corr        stack main;train;forward  -> _Z7forwardPf
+ *   cublasSgemm_v2 (external corr), inner cuLaunchKernel at depth 1 -> _Z4gemmPKfS0_Pf
+ *   cudaLaunchKernel                  corr        stack main;train;backward -> _Z8backwardPf
+ *   cudaMemsetAsync(256 B)            corr        stack main;train;zero_grad
+ *   cudaStreamSynchronize                          stack main;train;sync   (+ a sync record)
+ * Kernel durations are 1000 + 100*k ns (k = kernel number in the step) on device 0; streams
+ * 7 (compute) and 13 (copies). --slow K multiplies backward kernels by K (for diff tests).
+ * --events N: as many steps as needed for about N events (API + GPU) in total.
+ * --gpu-first: GPU records of a step are written before its API calls (tests the 2-pass join).
+ * Threads are pid, pid+1, ... Stacks and symbols are defined before use. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dlh_format.h"
+
+static dlh_writer *w;
+
+static void pkt(Dlh__Packet *p) {
+  if (dlh_writer_packet(w, p) < 0) { fprintf(stderr, "gentrace: packet failed\n"); exit(1); }
+}
+
+static void func(uint32_t id, const char *name, Dlh__Domain dom, int n, const char **names,
+                 const uint32_t *types) {
+  Dlh__ArgDesc a[8], *ap[8];
+  for (int i = 0; i < n; i++) {
+    dlh__arg_desc__init(&a[i]);
+    a[i].name = (char *)names[i];
+    a[i].has_type = 1;
+    a[i].type = types[i];
+    ap[i] = &a[i];
+  }
+  Dlh__FunctionDesc f = DLH__FUNCTION_DESC__INIT;
+  f.has_id = 1; f.id = id; f.name = (char *)name; f.has_domain = 1; f.domain = dom;
+  f.n_args = (size_t)n; f.args = ap;
+  Dlh__Packet p = DLH__PACKET__INIT;
+  p.data_case = DLH__PACKET__DATA_FUNCTION; p.function = &f;
+  pkt(&p);
+}
+
+static void str(uint32_t id, const char *s) {
+  Dlh__StringDef d = DLH__STRING_DEF__INIT;
+  d.has_id = 1; d.id = id; d.value = (char *)s;
+  Dlh__Packet p = DLH__PACKET__INIT;
+  p.data_case = DLH__PACKET__DATA_STRING; p.string = &d;
+  pkt(&p);
+}
+
+static void sym(uint64_t pc, const char *fn) {
+  Dlh__SymbolDef s = DLH__SYMBOL_DEF__INIT;
+  s.has_pc = 1; s.pc = pc; s.function = (char *)fn; s.file = "train.c"; s.has_line = 1;
+  s.line = (uint32_t)(pc & 0xff);
+  Dlh__Packet p = DLH__PACKET__INIT;
+  p.data_case = DLH__PACKET__DATA_SYMBOL; p.symbol = &s;
+  pkt(&p);
+}
+
+/* stack id -> innermost pc; outer frames train (0x2000), main (0x1000) */
+static void stack(uint32_t id, uint64_t leaf) {
+  uint64_t pcs[3] = {leaf, 0x2000, 0x1000};
+  Dlh__StackDef s = DLH__STACK_DEF__INIT;
+  s.has_id = 1; s.id = id; s.n_pc = 3; s.pc = pcs;
+  Dlh__Packet p = DLH__PACKET__INIT;
+  p.data_case = DLH__PACKET__DATA_STACK; p.stack = &s;
+  pkt(&p);
+}
+
+/* GPU records buffered per flush */
+enum { GMAX = 4096 };
+static uint32_t gkind[GMAX], gstream[GMAX], gname[GMAX], gnvals[GMAX], gdev[GMAX], gctx[GMAX];
+static int64_t gdelta[GMAX];
+static uint64_t gdur[GMAX], gcorr[GMAX], gvals[GMAX * 10];
+static size_t ng, ngv;
+static uint64_t gbase, glast;
+
+static void gpu_flush(void) {
+  if (!ng) return;
+  Dlh__GpuBatch g = DLH__GPU_BATCH__INIT;
+  g.has_base_start_ns = 1; g.base_start_ns = gbase;
+  g.n_kind = ng; g.kind = gkind; g.n_start_delta = ng; g.start_delta = gdelta;
+  g.n_dur = ng; g.dur = gdur; g.n_corr = ng; g.corr = gcorr; g.n_stream = ng; g.stream = gstream;
+  g.n_name = ng; g.name = gname; g.n_nvals = ng; g.nvals = gnvals; g.n_vals = ngv; g.vals = gvals;
+  g.n_devices = ng; g.devices = gdev; g.n_context = ng; g.context = gctx;
+  Dlh__Packet p = DLH__PACKET__INIT;
+  p.data_case = DLH__PACKET__DATA_GPU; p.gpu = &g;
+  pkt(&p);
+  ng = ngv = 0;
+}
+
+static void gpu(uint32_t kind, uint64_t start, uint64_t dur, uint64_t corr, uint32_t stream,
+                uint32_t name, int nv, const uint64_t *v) {
+  if (ng == GMAX || ngv + (size_t)nv > GMAX * 10) gpu_flush();
+  if (!ng) { gbase = start; glast = start; }
+  gkind[ng] = kind; gdelta[ng] = (int64_t)(start - glast); glast = start;
+  gdur[ng] = dur; gcorr[ng] = corr; gstream[ng] = stream; gname[ng] = name;
+  gnvals[ng] = (uint32_t)nv; gdev[ng] = 0; gctx[ng] = 1;
+  memcpy(gvals + ngv, v, (size_t)nv * sizeof *v);
+  ngv += (size_t)nv;
+  ng++;
+}
+
+static uint64_t nevents;
+
+static void call(uint32_t tid, uint64_t start, uint32_t fn, uint64_t dur, uint64_t corr,
+                 uint32_t stk, uint32_t depth, uint32_t n, const uint64_t *args) {
+  dlh_api_event ev = {.start_ns = start, .dur_ns = dur, .fn = fn, .ret = 0, .corr = corr,
+                      .stack = stk, .depth = depth, .nargs = n, .args = args};
+  if (dlh_writer_api(w, tid, &ev) < 0) { fprintf(stderr, "gentrace: event failed\n"); exit(1); }
+  nevents++;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: gentrace OUT [--rank R] [--world W] [--pid N] [--threads T] "
+                    "[--steps S] [--events N] [--slow K] [--gpu-first]\n");
+    return 2;
+  }
+  int rank = 0, world = 1, threads = 1, gpu_first = 0;
+  uint32_t pid = 4242;
+  unsigned long steps = 4, events = 0, slow = 1;
+  for (int i = 2; i < argc; i++) {
+    if (!strcmp(argv[i], "--rank") && i + 1 < argc) rank = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--world") && i + 1 < argc) world = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--pid") && i + 1 < argc) pid = (uint32_t)atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = strtoul(argv[++i], NULL, 0);
+    else if (!strcmp(argv[i], "--events") && i + 1 < argc) events = strtoul(argv[++i], NULL, 0);
+    else if (!strcmp(argv[i], "--slow") && i + 1 < argc) slow = strtoul(argv[++i], NULL, 0);
+    else if (!strcmp(argv[i], "--gpu-first")) gpu_first = 1;
+    else { fprintf(stderr, "gentrace: bad argument %s\n", argv[i]); return 2; }
+  }
+  if (threads < 1) threads = 1;
+  /* 10 API calls + 7 GPU records per step and thread */
+  if (events) steps = (events + 17ul * (unsigned long)threads - 1) / (17ul * (unsigned long)threads);
+  int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) { perror(argv[1]); return 1; }
+  w = dlh_writer_create(fd, 1);
+  if (!w) { perror("gentrace: writer"); return 1; }
+
+  uint64_t t0 = 1000000000ull;
+  char *cmdline[] = {"./train", "--epochs=1"};
+  Dlh__ProcessInfo pi = DLH__PROCESS_INFO__INIT;
+  pi.has_pid = 1; pi.pid = pid; pi.host = "genhost"; pi.n_cmdline = 2; pi.cmdline = cmdline;
+  pi.exe = "/opt/train"; pi.has_rank = 1; pi.rank = rank; pi.has_world_size = 1;
+  pi.world_size = world; pi.dlhook_version = DLHOOK_VERSION; pi.has_format_version = 1;
+  pi.format_version = DLH_FORMAT_VERSION; pi.has_start_ns = 1; pi.start_ns = t0;
+  Dlh__Packet p = DLH__PACKET__INIT;
+  p.data_case = DLH__PACKET__DATA_PROCESS; p.process = &pi;
+  pkt(&p);
+  Dlh__ClockAnchor an = DLH__CLOCK_ANCHOR__INIT;
+  an.has_trace_ns = 1; an.trace_ns = t0; an.has_realtime_ns = 1;
+  an.realtime_ns = 1764400000000000000ull; an.has_kind = 1; an.kind = 0;
+  p.data_case = DLH__PACKET__DATA_ANCHOR; p.anchor = &an;
+  pkt(&p);
+  for (int t = 0; t < threads; t++) {
+    char name[32];
+    snprintf(name, sizeof name, t ? "worker-%d" : "main", t);
+    Dlh__ThreadInfo ti = DLH__THREAD_INFO__INIT;
+    ti.has_tid = 1; ti.tid = pid + (uint32_t)t; ti.name = name;
+    p.data_case = DLH__PACKET__DATA_THREAD; p.thread = &ti;
+    pkt(&p);
+  }
+  Dlh__DeviceInfo di = DLH__DEVICE_INFO__INIT;
+  di.has_id = 1; di.id = 0; di.name = "Simulated GPU"; di.has_total_mem = 1;
+  di.total_mem = 80ull << 30; di.has_sm_count = 1; di.sm_count = 132; di.has_cc_major = 1;
+  di.cc_major = 9; di.has_cc_minor = 1; di.cc_minor = 0;
+  p.data_case = DLH__PACKET__DATA_DEVICE; p.device = &di;
+  pkt(&p);
+
+  const char *n_sz[] = {"devPtr", "size"};          const uint32_t ty_sz[] = {2, 1};
+  const char *n_cp[] = {"dst", "src", "count", "kind", "stream"};
+  const uint32_t ty_cp[] = {2, 2, 1, 0, 2};
+  const char *n_la[] = {"func", "gridDim", "blockDim", "stream"};
+  const uint32_t ty_la[] = {2, 1, 1, 2};
+  const char *n_ms[] = {"devPtr", "value", "count", "stream"};
+  const uint32_t ty_ms[] = {2, 0, 1, 2};
+  const char *n_sy[] = {"stream"};                    const uint32_t ty_sy[] = {2};
+  const char *n_nv[] = {"message"};                   const uint32_t ty_nv[] = {4};
+  const char *n_ge[] = {"handle", "m", "n", "k"};     const uint32_t ty_ge[] = {2, 0, 0, 0};
+  func(1, "cudaMalloc", DLH__DOMAIN__DOMAIN_CUDART, 2, n_sz, ty_sz);
+  func(2, "cudaMemcpyAsync", DLH__DOMAIN__DOMAIN_CUDART, 5, n_cp, ty_cp);
+  func(3, "cudaLaunchKernel", DLH__DOMAIN__DOMAIN_CUDART, 4, n_la, ty_la);
+  func(4, "cudaMemsetAsync", DLH__DOMAIN__DOMAIN_CUDART, 4, n_ms, ty_ms);
+  func(5, "cudaStreamSynchronize", DLH__DOMAIN__DOMAIN_CUDART, 1, n_sy, ty_sy);
+  func(6, "nvtxRangePushA", DLH__DOMAIN__DOMAIN_NVTX, 1, n_nv, ty_nv);
+  func(7, "cublasSgemm_v2", DLH__DOMAIN__DOMAIN_CUBLAS, 4, n_ge, ty_ge);
+  func(8, "cuLaunchKernel", DLH__DOMAIN__DOMAIN_DRIVER, 4, n_la, ty_la);
+  str(1, "_Z7forwardPf");
+  str(2, "_Z4gemmPKfS0_Pf");
+  str(3, "_Z8backwardPf");
+  sym(0x1000, "main");
+  sym(0x2000, "train");
+  static const char *const leaves[] = {"alloc_buffers", "load_batch", "forward", "gemm_layer",
+                                       "backward", "zero_grad", "sync"};
+  for (int i = 0; i < 7; i++) {
+    sym(0x3000 + 0x100 * (uint64_t)i, leaves[i]);
+    stack((uint32_t)i + 1, 0x3000 + 0x100 * (uint64_t)i);
+  }
+  uint32_t next_str = 100;
+  uint64_t corr = 0, ext = 1u << 30;
+  uint64_t now = t0 + 1000;
+  for (unsigned long s = 0; s < steps; s++) {
+    for (int t = 0; t < threads; t++) {
+      uint32_t tid = pid + (uint32_t)t;
+      char msg[32];
+      snprintf(msg, sizeof msg, "step %lu", s);
+      uint32_t sid = 0;
+      if (s < 64) { sid = next_str++; str(sid, msg); } /* later steps reuse one name */
+      else sid = 99;
+      if (s == 64) str(99, "iteration");
+      uint64_t st = now, c = now + 100;
+      uint64_t a_sz[] = {0x7f0000000000ull, 1 << 20};
+      uint64_t a_cp[] = {0x7f0000000000ull, 0x5500000000ull, 4096, 1, 0x13};
+      uint64_t a_la[] = {0x401000, 128, 256, 0x7};
+      uint64_t a_ms[] = {0x7f0000000000ull, 0, 256, 0x7};
+      uint64_t a_sy[] = {0x7};
+      uint64_t a_ge[] = {0x9000, 512, 512, 512};
+      uint64_t kv[10] = {128, 1, 1, 256, 1, 1, 32, 0, 1024, 0};
+      uint64_t cv[6] = {4096, 1, 1, 3, 1, 0};
+      uint64_t mv[5] = {256, 0, 3, 1, 0};
+      uint64_t sv[2] = {3, 0};
+      uint64_t gt = now + 2000; /* GPU timeline of the step */
+      uint64_t k = 0;
+      /* the API calls (written after the GPU records with --gpu-first) */
+      struct { uint32_t fn; uint64_t dur, corr; uint32_t stk, depth, n; const uint64_t *a; } cl[9];
+      int ncl = 0;
+#define CALL(F, D, C, S, DEP, N, A) cl[ncl++] = (typeof(cl[0])){F, D, C, S, DEP, N, A}
+      CALL(1, 300, 0, 1, 0, 2, a_sz);
+      uint64_t c_cp = ++corr;
+      CALL(2, 200, c_cp, 2, 0, 5, a_cp);
+      uint64_t c_f1 = ++corr, c_f2 = ++corr;
+      CALL(3, 150, c_f1, 3, 0, 4, a_la);
+      CALL(3, 150, c_f2, 3, 0, 4, a_la);
+      uint64_t c_ge = ++ext, c_gi = ++corr;
+      CALL(7, 600, c_ge, 4, 0, 4, a_ge);
+      CALL(8, 100, 0, 4, 1, 4, a_la); /* inner launch: its CUPTI id arrives via kind 7 */
+      uint64_t c_b = ++corr;
+      CALL(3, 150, c_b, 5, 0, 4, a_la);
+      uint64_t c_m = ++corr;
+      CALL(4, 120, c_m, 6, 0, 4, a_ms);
+      CALL(5, 5000, 0, 7, 0, 1, a_sy);
+      uint64_t gpu_end;
+      {
+        uint64_t x = gt;
+        if (gpu_first) gpu_flush();
+        gpu(2, x, 400, c_cp, 13, 0, 6, cv); x += 500;
+        gpu(1, x, 1000 + 100 * k, c_f1, 7, 1, 10, kv); x += 1000 + 100 * k + 50; k++;
+        gpu(1, x, 1000 + 100 * k, c_f2, 7, 1, 10, kv); x += 1000 + 100 * k + 50; k++;
+        uint64_t ev7[2] = {2, c_ge};
+        gpu(7, 0, 0, c_gi, 0, 0, 2, ev7);
+        gpu(1, x, 1000 + 100 * k, c_gi, 7, 2, 10, kv); x += 1000 + 100 * k + 50; k++;
+        uint64_t bd = (1000 + 100 * k) * slow;
+        gpu(1, x, bd, c_b, 7, 3, 10, kv); x += bd + 50; k++;
+        gpu(3, x, 100, c_m, 7, 0, 5, mv); x += 150;
+        gpu(4, x, 10, 0, 7, 0, 2, sv); x += 10;
+        gpu_end = x;
+        if (gpu_first) gpu_flush();
+      }
+      /* NVTX range covering the step; then its calls */
+      uint64_t total = 0;
+      for (int i = 0; i < ncl; i++) total += cl[i].dur + 10;
+      uint64_t step_end = gpu_end > c + total ? gpu_end + 100 : c + total + 100;
+      uint64_t a_nv[] = {sid};
+      call(tid, st, 6, step_end - st, 0, 0, 0, 1, a_nv);
+      uint64_t prev = c;
+      for (int i = 0; i < ncl; i++) {
+        uint64_t cs = c;
+        if (cl[i].fn == 8) cs = prev + 100; /* inside the cublas call */
+        prev = cs;
+        call(tid, cs, cl[i].fn, cl[i].dur, cl[i].corr, cl[i].stk, cl[i].depth, cl[i].n, cl[i].a);
+        if (cl[i].fn != 8) c += cl[i].dur + 10;
+      }
+      nevents += 7;
+      now = step_end + 1000;
+    }
+    if (s % 256 == 255) {
+      gpu_flush();
+      if (dlh_writer_flush(w) < 0) { perror("gentrace: flush"); return 1; }
+    }
+  }
+  gpu_flush();
+  Dlh__Trailer tr = DLH__TRAILER__INIT;
+  tr.has_records = 1; tr.records = nevents; tr.has_dropped = 1; tr.dropped = 0;
+  tr.has_end_ns = 1; tr.end_ns = now;
+  p.data_case = DLH__PACKET__DATA_TRAILER; p.trailer = &tr;
+  pkt(&p);
+  dlh_writer_free(w);
+  if (close(fd) < 0) { perror("gentrace: close"); return 1; }
+  return 0;
+}
