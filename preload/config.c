@@ -2,6 +2,7 @@
  * and the default; nothing read from the environment reaches a shell. */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,38 @@ static int env_int_any(const char *const *names, int def) {
     }
   }
   return def;
+}
+
+/* Parses a duration in seconds ("2", "0.5"); warns and returns 0 when malformed. */
+static uint64_t env_seconds_ns(const char *name) {
+  const char *s = getenv(name);
+  if (!s || !*s) return 0;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || *end || !(v >= 0) || v > 1e7) {
+    dlh_warn("ignoring %s='%.64s' (expected seconds, e.g. 2 or 0.5)", name, s);
+    return 0;
+  }
+  return (uint64_t)(v * 1e9);
+}
+
+/* A signal by number or name (USR1, SIGUSR2, RTMIN+3); -1 when unknown. */
+static int parse_signal(const char *s) {
+  static const struct { const char *n; int sig; } names[] = {
+      {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"URG", SIGURG},
+      {"WINCH", SIGWINCH}, {"PWR", SIGPWR}, {"PROF", SIGPROF}, {"VTALRM", SIGVTALRM}};
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (*s && !*end) return v > 0 && v < NSIG ? (int)v : -1;
+  if (!strncasecmp(s, "SIG", 3)) s += 3;
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (!strcasecmp(s, names[i].n)) return names[i].sig;
+  if (!strncasecmp(s, "RTMIN+", 6)) {
+    v = strtol(s + 6, &end, 10);
+    if (!*end && v >= 0 && SIGRTMIN + v <= SIGRTMAX) return SIGRTMIN + (int)v;
+  }
+  return -1;
 }
 
 /* Appends src to dst (bounded); returns 0 when it did not fit. */
@@ -160,6 +193,33 @@ void dlh_config_load(void) {
                                            "MPI_LOCALRANKID", "SLURM_LOCALID", NULL};
   static const char *const size_vars[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
                                           "SLURM_NTASKS", NULL};
+  dlh_cfg.stacks = -1;
+  const char *st = getenv("DLHOOK_STACKS");
+  if (st && *st) {
+    static const char *const modes[] = {"none", "native", "python", "mixed"};
+    for (int i = 0; i < 4; i++)
+      if (!strcasecmp(st, modes[i])) dlh_cfg.stacks = i;
+    if (!strcmp(st, "0")) dlh_cfg.stacks = 0;
+    if (dlh_cfg.stacks < 0)
+      dlh_warn("ignoring DLHOOK_STACKS='%.64s' (expected none, native, python or mixed)", st);
+  }
+  dlh_cfg.stack_depth = (unsigned)env_uint("DLHOOK_STACK_DEPTH", 64, 1, 256);
+  const char *cr = getenv("DLHOOK_CAPTURE_RANGE");
+  snprintf(dlh_cfg.capture_range, sizeof dlh_cfg.capture_range, "%s", cr ? cr : "");
+  dlh_cfg.delay_ns = env_seconds_ns("DLHOOK_DELAY");
+  dlh_cfg.duration_ns = env_seconds_ns("DLHOOK_DURATION");
+  dlh_cfg.ctl_signal = SIGUSR2;
+  const char *sg = getenv("DLHOOK_SIGNAL");
+  if (sg && *sg) {
+    int sig = parse_signal(sg);
+    if (sig < 0 || sig == SIGKILL || sig == SIGSTOP || sig == SIGINT || sig == SIGTERM)
+      dlh_warn("ignoring DLHOOK_SIGNAL='%.64s' (expected a signal such as USR2 or RTMIN+3); "
+               "using SIGUSR2", sg);
+    else dlh_cfg.ctl_signal = sig;
+    dlh_cfg.ctl_signal_set = 1;
+  }
+  const char *skew = getenv("DLHOOK_REALTIME_SKEW_NS");
+  if (skew && *skew) dlh_cfg.realtime_skew_ns = strtoll(skew, NULL, 10);
   dlh_cfg.rank = env_int_any(rank_vars, -1);
   dlh_cfg.local_rank = env_int_any(local_vars, -1);
   dlh_cfg.world_size = env_int_any(size_vars, -1);

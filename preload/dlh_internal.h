@@ -18,8 +18,15 @@ typedef struct dlh_config {
   int quiet;             /* DLHOOK_QUIET=1: no informational messages (warnings still print) */
   int signals;           /* DLHOOK_SIGNALS=0: do not install SIGINT/SIGTERM flush handlers */
   int rank, local_rank, world_size;
+  int64_t realtime_skew_ns; /* DLHOOK_REALTIME_SKEW_NS: added to realtime anchors (tests: the
+                             * clock of another host) */
   int stacks;            /* DLHOOK_STACKS: DLH_STACKS_* (unwind/dlh_unwind.h); -1 = by default */
   unsigned stack_depth;  /* DLHOOK_STACK_DEPTH: native frames kept per stack */
+  char capture_range[256]; /* DLHOOK_CAPTURE_RANGE (capture.c interprets it) */
+  uint64_t delay_ns;     /* DLHOOK_DELAY seconds: nothing recorded before */
+  uint64_t duration_ns;  /* DLHOOK_DURATION seconds: nothing recorded after delay + duration */
+  int ctl_signal;        /* DLHOOK_SIGNAL: the signal of `dlhook ctl` (default SIGUSR2) */
+  int ctl_signal_set;    /* DLHOOK_SIGNAL was given */
 } dlh_config;
 
 extern dlh_config dlh_cfg;
@@ -48,6 +55,7 @@ struct dlh_thread {
   uint64_t head_local;                 /* producer's view of head */
   uint64_t tail_cache;                 /* producer's last view of tail */
   uint64_t pending_corr;
+  volatile uint32_t storing;           /* inside reserve..publish (a signal handler may interrupt) */
   uint32_t tid;
   char name[16];
   _Atomic uint64_t head __attribute__((aligned(64)));  /* written by the producer */
@@ -64,9 +72,11 @@ struct dlh_thread {
   uint32_t cupti_depth;                /* nesting of runtime/driver API callbacks */
   int cupti_rec;                       /* 1: the outermost callback records the call itself */
   dlh_call cupti_call;
-  struct dlh_thread *next;             /* global list (push-only) */
+  struct dlh_thread *next;             /* global list (push-only); stays last: thread_reuse() in
+                                          runtime.c clears the fields from `announced` up to it */
 };
-enum { DLH_T_ACTIVE = 1, DLH_T_EXITED = 2, DLH_T_RETIRED = 3 };
+enum { DLH_T_ACTIVE = 1, DLH_T_EXITED = 2, DLH_T_RETIRED = 3,
+       DLH_T_CLAIMED = 4 /* a retired struct being reused for a new thread (runtime.c) */ };
 
 extern _Atomic(struct dlh_thread *) dlh_threads;
 
@@ -116,6 +126,24 @@ void dlh_cupti_after_fork_child(void);
 
 /* ---- exec (exec.c) ---- */
 void dlh_exec_init(void);               /* constructor: what exec must carry over */
+
+/* ---- capture ranges (capture.c) ---- */
+enum { DLH_CAPTURE_NONE = 0, DLH_CAPTURE_PROFILER, DLH_CAPTURE_NVTX, DLH_CAPTURE_SIGNAL };
+extern int dlh_capture_mode;            /* DLH_CAPTURE_* from DLHOOK_CAPTURE_RANGE */
+extern int dlh_capture_filtering;       /* a window is in use: GPU records need a recorded call */
+void dlh_capture_init(void);            /* constructor, after dlh_config_load */
+/* NVTX hot path (nvtx.c), in nvtx:NAME mode: a push/start of NAME opens the window; returns 1
+ * when this pop/end closes a matching range: call dlh_capture_nvtx_close() after storing it. */
+int dlh_capture_nvtx(int op, uint64_t aux, const char *msg);
+void dlh_capture_nvtx_close(void);
+void dlh_capture_emit(void *writer);    /* writer: window marks as ClockAnchor kinds 3 and 4 */
+void dlh_capture_keep_corr(uint64_t corr); /* writer: a recorded call's correlation id */
+int dlh_capture_corr_kept(uint64_t corr);  /* writer: whether GPU work of corr is kept */
+
+/* ---- symbol resolution (runtime.c) ---- */
+/* Keeps the library that defines sym mapped for good (RTLD_NODELETE): wrappers cache real
+ * functions, and a dlclose must not leave them pointing into unmapped memory. */
+void dlh_pin_library(void *sym);
 
 /* ---- signals (signals.c) ---- */
 void dlh_signals_install(void);

@@ -57,7 +57,7 @@ const dlh_fn_desc *dlh_fn_lookup(uint32_t id, int *domain) {
 
 /* ticks -> trace ns: piecewise linear between (ticks, mono) anchors taken by the writer. */
 #define NANCH 4096
-typedef struct { uint64_t tk, ns; } anchor;
+typedef struct { uint64_t tk, ns, rt; } anchor; /* ticks, trace clock, realtime */
 static anchor anchors[NANCH];
 static uint64_t nanch;               /* anchors taken so far (ring of NANCH) */
 static anchor first;
@@ -66,8 +66,8 @@ static anchor take_anchor(void) {
   anchor a;
   uint64_t best = ~0ull;
   for (int i = 0; i < 3; i++) { /* keep the tightest bracket */
-    uint64_t t0 = dlh_ticks(), ns = dlh_mono_ns(), t1 = dlh_ticks();
-    if (t1 - t0 < best) { best = t1 - t0; a.tk = t0 + (t1 - t0) / 2; a.ns = ns; }
+    uint64_t t0 = dlh_ticks(), ns = dlh_mono_ns(), rt = dlh_real_ns(), t1 = dlh_ticks();
+    if (t1 - t0 < best) { best = t1 - t0; a.tk = t0 + (t1 - t0) / 2; a.ns = ns; a.rt = rt; }
   }
   return a;
 }
@@ -122,7 +122,7 @@ static void write_anchor(anchor a, uint32_t kind) {
   Dlh__ClockAnchor c = DLH__CLOCK_ANCHOR__INIT;
   c.has_trace_ns = c.has_realtime_ns = c.has_ticks = c.has_kind = 1;
   c.trace_ns = a.ns;
-  c.realtime_ns = dlh_real_ns();
+  c.realtime_ns = a.rt + (uint64_t)dlh_cfg.realtime_skew_ns;
   c.ticks = a.tk;
   c.kind = kind;
   p.data_case = DLH__PACKET__DATA_ANCHOR;
@@ -297,10 +297,12 @@ static uint64_t drain(struct dlh_thread *t) {
       for (uint32_t i = 0; i < t->nlinks; i++) dlh_corr_map(t->links[i], ev.corr);
       t->nlinks = 0;
     }
+    if (dlh_capture_filtering && ev.corr) dlh_capture_keep_corr(ev.corr);
     dlh_writer_api(W, t->tid, &ev);
     tail += nw;
     n++;
   }
+  if (tail > head) tail = head; /* a damaged record never moves the tail past the head */
   atomic_store_explicit(&t->tail, tail, memory_order_release);
   atomic_store_explicit(&t->wake_sent, 0, memory_order_relaxed);
   return n;
@@ -311,11 +313,15 @@ static uint64_t drain_all(void) {
   uint64_t n = 0;
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
     int st = atomic_load(&t->state);
-    if (st == DLH_T_RETIRED) continue;
+    if (st != DLH_T_ACTIVE && st != DLH_T_EXITED) continue; /* retired, or being reused */
     n += drain(t);
-    if (st == DLH_T_EXITED && atomic_load(&t->head) == atomic_load(&t->tail)) dlh_ring_release(t);
+    if (st == DLH_T_EXITED && atomic_load(&t->head) == atomic_load(&t->tail)) {
+      dlh_writer_thread_end(W, t->tid); /* its batch out, its columns freed */
+      dlh_ring_release(t);
+    }
   }
   records += n;
+  dlh_capture_emit(W); /* capture window marks */
   return n + (uint64_t)dlh_cupti_drain(W);
 }
 

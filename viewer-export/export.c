@@ -13,6 +13,21 @@
 
 uint64_t ex_events_scanned;
 
+/* Per-trace clock offsets set by `dlhook merge` (ns added to every time of that trace). */
+static char **off_paths;
+static const int64_t *off_vals;
+static size_t off_n;
+void ex_set_offsets(char **paths, const int64_t *offsets, size_t n) {
+  off_paths = paths;
+  off_vals = offsets;
+  off_n = n;
+}
+static int64_t offset_of(const char *path) {
+  for (size_t i = 0; i < off_n; i++)
+    if (!strcmp(off_paths[i], path)) return off_vals[i];
+  return 0;
+}
+
 /* ---------------------------------------------------------------- scan */
 
 static double now_s(void) {
@@ -52,6 +67,7 @@ int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s) {
   const Dlh__Packet *p;
   int rc, bad = 0;
   uint64_t tick = 0;
+  const int64_t off = offset_of(path); /* dlhook merge: this trace on the common timeline */
   vx_map knames = {0}; /* StringDef id -> demangled name (or a copy), for kernel names */
   while ((rc = vx_trace_next(&t, &p)) == 1) {
     if (p->data_case == DLH__PACKET__DATA_STRING && vx_map_get(&knames, p->string->id)) {
@@ -60,7 +76,7 @@ int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s) {
       free(vx_map_put(&knames, p->string->id, k ? k : vx_xstrdup(raw)));
     }
     if (p->data_case == DLH__PACKET__DATA_PROCESS && !have_base && p->process->has_start_ns) {
-      base = p->process->start_ns;
+      base = p->process->start_ns + (uint64_t)off;
       have_base = 1;
     }
     if (o->have_window) {
@@ -74,6 +90,7 @@ int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s) {
       dlh_api_iter_init(&it, p->api);
       while (dlh_api_iter_next(&it, &ev)) {
         ex_events_scanned++;
+        ev.start_ns += (uint64_t)off;
         if (ev.start_ns >= hi || ev.start_ns + ev.dur_ns < lo) continue;
         if (s->api) s->api(s->ctx, &t, tid, &ev);
       }
@@ -94,7 +111,7 @@ int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s) {
         ex_gpu g;
         ts += b->n_start_delta ? (uint64_t)b->start_delta[i] : 0;
         g.kind = b->kind[i];
-        g.start = ts;
+        g.start = g.kind == 7 ? ts : ts + (uint64_t)off;
         g.dur = b->n_dur ? b->dur[i] : 0;
         g.corr = b->n_corr ? b->corr[i] : 0;
         g.stream = b->n_stream ? b->stream[i] : 0;

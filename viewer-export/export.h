@@ -50,6 +50,10 @@ typedef struct ex_sink {
  * readable was delivered; the message is printed). */
 int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s);
 
+/* dlhook merge: from now on ex_scan adds offsets[i] ns to every time of paths[i] (the arrays
+ * stay owned by the caller and must outlive the scans). */
+void ex_set_offsets(char **paths, const int64_t *offsets, size_t n);
+
 /* Events per scan so far (API + GPU), for the bench and progress. */
 extern uint64_t ex_events_scanned;
 

@@ -11,6 +11,7 @@ int cmd_ctl(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 static const struct {
   const char *name;
@@ -24,6 +25,7 @@ static const struct {
   {"stats", cmd_stats, "summarise API calls and kernels of traces"},
   {"export", cmd_export, "convert traces for TensorBoard, Perfetto, HTA, flame graphs"},
   {"diff", cmd_diff, "differential flame graph of two traces"},
+  {"merge", cmd_merge, "put traces of many ranks and hosts on one timeline, then export"},
 };
 
 static void usage(FILE *f) {

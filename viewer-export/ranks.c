@@ -22,6 +22,7 @@
 
 typedef struct coll { int64_t start, end; } coll;
 typedef struct rtrace {
+  const char *path;
   int rank;
   uint32_t pid;
   int64_t offset;          /* add to trace-clock times for the common timeline */
@@ -103,6 +104,7 @@ int vx_ranks_analyze(char **files, size_t n) {
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     rtrace t = {0};
+    t.path = files[i];
     load(&t, files[i]);
     if (t.rank < 0 || t.n == 0) { free(t.c); continue; }
     qsort(t.c, t.n, sizeof *t.c, by_start);
@@ -165,6 +167,30 @@ int vx_ranks_analyze(char **files, size_t n) {
   free(dl);
   R.mean_skew = m ? skew_sum / (double)m : 0;
   return m > 0;
+}
+
+int vx_ranks_offset(const char *path, int64_t *offset) {
+  for (size_t i = 0; i < R.n; i++)
+    if (R.r[i].path && !strcmp(R.r[i].path, path)) {
+      *offset = R.r[i].offset;
+      return 1;
+    }
+  return 0;
+}
+
+/* The (realtime - trace clock) offset of a trace's first anchor; 0 when it has none. */
+int vx_anchor_offset(const char *path, int64_t *offset) {
+  vx_trace t;
+  if (vx_trace_open(&t, path) < 0) return 0;
+  const Dlh__Packet *p;
+  int found = 0;
+  while (!found && vx_trace_next(&t, &p) == 1)
+    if (p->data_case == DLH__PACKET__DATA_ANCHOR && p->anchor->has_realtime_ns) {
+      *offset = (int64_t)p->anchor->realtime_ns - (int64_t)p->anchor->trace_ns;
+      found = 1;
+    }
+  vx_trace_close(&t);
+  return found;
 }
 
 static size_t straggler(void) {

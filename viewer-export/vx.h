@@ -120,9 +120,47 @@ char *vx_demangle(const char *name);
 int vx_ranks_analyze(char **files, size_t n);
 void vx_ranks_json(FILE *f);
 void vx_ranks_table(FILE *f);
+/* After vx_ranks_analyze: the refined (realtime - trace clock) offset of a ranked trace. */
+int vx_ranks_offset(const char *path, int64_t *offset);
+/* The (realtime - trace clock) offset of a trace's first clock anchor. Returns 0 if none. */
+int vx_anchor_offset(const char *path, int64_t *offset);
 
 /* GpuBatch kinds */
 const char *vx_gpu_kind_name(uint32_t kind);
+
+/* ---------------------------------------------------------------- library tables (libcalls.c) */
+
+/* GEMM, convolution and collective tables of `dlhook stats`, from the recorded library args.
+ * Feed each trace's API and GPU events, then vx_libstats_trace_end() once per trace. */
+typedef struct vx_libstats vx_libstats;
+vx_libstats *vx_libstats_new(void);
+void vx_libstats_api(vx_libstats *s, const vx_trace *t, uint32_t tid, const dlh_api_event *ev);
+void vx_libstats_gpu(vx_libstats *s, const dlh_gpu_event *ev);
+void vx_libstats_trace_end(vx_libstats *s);
+/* `,"gemms":[...],"convs":[...],"collectives":[...]` (leading comma included). */
+void vx_libstats_json(vx_libstats *s, FILE *f);
+/* The three tables (each only when it has rows), 100 columns at most. */
+void vx_libstats_table(vx_libstats *s, FILE *f);
+void vx_libstats_free(vx_libstats *s);
+
+/* ---------------------------------------------------------------- GPU memory (memory.c) */
+
+/* One point of the live device memory counter: after an allocation or free at ts_ns. */
+typedef struct vx_mem_sample {
+  uint64_t ts_ns;
+  uint32_t device;
+  uint64_t device_live_bytes;  /* live bytes of that device */
+  uint64_t live_bytes;         /* live bytes of the process, all devices */
+} vx_mem_sample;
+
+/* The live-bytes counter track of trace `path` for exporters: replays its allocations and frees
+ * (memory.c says which calls count) and sets *out to the samples in time order (malloc'd, the
+ * caller frees) and *pid to the process id. Returns the number of samples, -1 when the trace
+ * cannot be opened (message printed). */
+long vx_memory_counter(const char *path, vx_mem_sample **out, uint32_t *pid);
+/* `dlhook stats --memory [--json]`: peak, leaks (with stacks), out-of-memory snapshots of the
+ * traces, as a table or one JSON object. Returns VX_OK or VX_BAD_INPUT. */
+int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f);
 
 /* ---------------------------------------------------------------- JSON output */
 
