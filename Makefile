@@ -71,7 +71,9 @@ include viewer-export/build.mk
 include tests/simcuda/build.mk
 include examples/build.mk
 include tests/build.mk
+include tests/reliability/build.mk
 include bench/build.mk
+include scripts/bundle.mk
 
 all: $(ALL_TARGETS)
 
@@ -81,14 +83,18 @@ test: all $(TEST_DEPS)
 bench: all $(BENCH_DEPS)
 	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) sh bench/run-bench
 
-# The main job on the bundled example: record it on the simulated CUDA stack, summarise, dump.
+# The main job on the bundled example: record it on the simulated CUDA stack, summarise, export.
 DEMO := $(BUILD)/demo
 demo: all
 	$(Q)rm -rf $(DEMO)
 	$(BUILD)/dlhook record --sim -o $(DEMO) -- $(BUILD)/examples/train --steps 20
 	$(BUILD)/dlhook stats $(DEMO)/*.dlh
 	$(BUILD)/dlhook dump $(DEMO)/*.dlh > $(DEMO)/trace.jsonl
-	@echo "demo: trace in $(DEMO)/, every event as JSON in $(DEMO)/trace.jsonl"
+	$(BUILD)/dlhook export --format kineto -o $(DEMO)/kineto $(DEMO)/*.dlh
+	$(BUILD)/dlhook export --format perfetto -o $(DEMO)/train.pftrace $(DEMO)/*.dlh
+	$(BUILD)/dlhook export --format svg -o $(DEMO)/gpu-flame.svg $(DEMO)/*.dlh
+	@echo "demo: trace in $(DEMO)/; JSON events: trace.jsonl; Kineto/HTA: kineto/;"
+	@echo "      Perfetto: train.pftrace (ui.perfetto.dev); GPU-time flame graph: gpu-flame.svg"
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
@@ -109,6 +115,7 @@ help:
 	@echo "  make bench       run the overhead benchmarks"
 	@echo "  make install     install lib/libdlhook.so and bin/dlhook under DESTDIR/PREFIX ($(PREFIX))"
 	@echo "  make regen       regenerate the API wrappers in hooks/ from the CUDA headers"
+	@echo "  make gpu-bundle  $(BUILD)/gpu-bundle(.tar.gz): dlhook with static deps, examples, tests, gpu-acceptance"
 	@echo "  make deps        install missing system dependencies (Debian packages)"
 	@echo "  make clean       remove $(BUILD)/"
 	@echo "switches: O=dir (build dir), V=1 (verbose), ASAN=1, UBSAN=1, TSAN=1, CUDA_HOME=path, PREFIX=, DESTDIR="

@@ -1,22 +1,164 @@
-/* Tight loop of a cheap runtime call: prints ns per call. Run bare and under dlhook
- * (bench/run-bench alternates them) to state the cost of a hook as a ratio. */
+/* Tight loop of a cheap runtime call (cudaGetDevice): prints ns per call. Run bare and under
+ * dlhook (bench/run-bench alternates them) to state the cost of a hook.
+ *
+ *   tight_loop N [--depth D] [--rate CALLS_PER_S] [--pause-us US] [--stats]
+ *
+ * N calls are timed in 1024 chunks; the printed figure is the median chunk's ns per call, so
+ * that a chunk in which the process was descheduled (2-core machines, other work) does not count.
+ * --depth D: make the calls with D frames on the stack (run, the recursion, main and 3 start
+ *           frames of libc and crt1; stack capture cost grows with depth).
+ * --rate R: space the calls to R per second (busy-waiting on the clock; a late call is not
+ *           caught up by a burst); each call is timed on its own, and --stats reports the
+ *           slowest ones: a writer that stalled the program would show there.
+ * --pause-us US: sleep US microseconds after every 16th chunk (untimed): a tracer's writer thread
+ *           catches up, so that every call is recorded (a loop this tight outruns any single
+ *           writer thread; a full ring drops records, and a dropped call costs less).
+ * --stats: a second line of key=value figures: calls, wall_ns, min_chunk_ns, rate (calls/s
+ *          achieved), paced_rate (calls/s while not descheduled), max_call_ns, calls_over_10us, calls_over_100us, calls_over_1ms, and the
+ *          calling thread's context switches during the timed loop: nvcsw (voluntary: it
+ *          blocked, e.g. on a lock or a full pipe) and nivcsw (involuntary: preempted), and
+ *          other_cpu_ns: CPU time of the process's other threads so far (a tracer's writer). */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <cuda_runtime_api.h>
+#include <dirent.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
-static double now(void) {
+#define CHUNKS 1024 /* small: a chunk in which the thread was preempted is an outlier */
+#define PAUSE_EVERY 16 /* --pause-us: after every 16th chunk */
+
+static inline uint64_t now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e9 + ts.tv_nsec;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
-int main(int argc, char **argv) {
-  long n = argc > 1 ? atol(argv[1]) : 2000000;
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* CPU time (ns, from /proc/self/task/TID/schedstat) of the process's threads other than the
+ * calling one: under a tracer, its writer thread's work. */
+static uint64_t other_threads_cpu_ns(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return 0;
+  uint64_t sum = 0;
+  long self = (long)gettid();
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    long tid = atol(e->d_name);
+    if (tid <= 0 || tid == self) continue;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/schedstat", tid);
+    FILE *f = fopen(path, "r");
+    unsigned long long ns = 0;
+    if (f) {
+      if (fscanf(f, "%llu", &ns) == 1) sum += ns;
+      fclose(f);
+    }
+  }
+  closedir(d);
+  return sum;
+}
+
+static long n_calls;
+static double rate;
+static long pause_us;
+static int want_stats;
+static volatile int sink;
+
+static void run(void) {
   int dev;
-  for (long i = 0; i < n / 10; i++) cudaGetDevice(&dev); /* warm up */
-  double t0 = now();
-  for (long i = 0; i < n; i++) cudaGetDevice(&dev);
-  double t1 = now();
-  printf("%.2f\n", (t1 - t0) / n);
-  return 0;
+  double chunk_ns[CHUNKS];
+  long per = n_calls / CHUNKS;
+  if (per < 1) per = 1;
+  uint64_t max_call = 0, over10us = 0, over100us = 0, over1ms = 0, skipped = 0;
+  long warm = rate > 0 ? 1000 : n_calls / 10; /* paced runs: no unpaced burst */
+  for (long i = 0; i < warm; i++) cudaGetDevice(&dev); /* warm up */
+  if (pause_us > 0) { /* let a writer take the warm-up's records */
+    struct timespec ts = {0, 20 * 1000000};
+    nanosleep(&ts, NULL);
+  }
+  struct rusage ru0, ru1;
+  getrusage(RUSAGE_THREAD, &ru0);
+  uint64_t start = now();
+  if (rate <= 0) {
+    for (int c = 0; c < CHUNKS; c++) {
+      uint64_t t0 = now();
+      for (long i = 0; i < per; i++) cudaGetDevice(&dev);
+      chunk_ns[c] = (double)(now() - t0) / per;
+      if (pause_us > 0 && c % PAUSE_EVERY == PAUSE_EVERY - 1) {
+        struct timespec ts = {pause_us / 1000000, (pause_us % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+      }
+    }
+  } else {
+    uint64_t gap = (uint64_t)(1e9 / rate), next = now();
+    for (int c = 0; c < CHUNKS; c++) {
+      uint64_t t0 = now(), busy = 0;
+      for (long i = 0; i < per; i++) {
+        uint64_t t;
+        while ((t = now()) < next) {}
+        if (t > next + 10000) { /* late (descheduled): no catch-up burst */
+          skipped += t - next;
+          next = t;
+        }
+        cudaGetDevice(&dev);
+        uint64_t d = now() - t;
+        busy += d;
+        if (d > max_call) max_call = d;
+        over10us += d > 10000;
+        over100us += d > 100000;
+        over1ms += d > 1000000;
+        next += gap;
+      }
+      (void)t0;
+      chunk_ns[c] = (double)busy / per;
+    }
+  }
+  uint64_t wall = now() - start;
+  getrusage(RUSAGE_THREAD, &ru1);
+  uint64_t other_cpu = want_stats ? other_threads_cpu_ns() : 0;
+  sink = dev;
+  qsort(chunk_ns, CHUNKS, sizeof chunk_ns[0], cmp_d);
+  printf("%.2f\n", (chunk_ns[CHUNKS / 2 - 1] + chunk_ns[CHUNKS / 2]) / 2);
+  if (want_stats)
+    printf("calls=%ld wall_ns=%llu min_chunk_ns=%.2f rate=%.0f paced_rate=%.0f max_call_ns=%llu "
+           "calls_over_10us=%llu calls_over_100us=%llu calls_over_1ms=%llu nvcsw=%ld nivcsw=%ld "
+           "other_cpu_ns=%llu\n",
+           per * CHUNKS + warm, (unsigned long long)wall, chunk_ns[0],
+           per * CHUNKS * 1e9 / wall, per * CHUNKS * 1e9 / (double)(wall - skipped),
+           (unsigned long long)max_call,
+           (unsigned long long)over10us, (unsigned long long)over100us,
+           (unsigned long long)over1ms, ru1.ru_nvcsw - ru0.ru_nvcsw, ru1.ru_nivcsw - ru0.ru_nivcsw,
+           (unsigned long long)other_cpu);
+}
+
+/* D frames that the compiler can neither inline nor turn into a loop or a tail call. */
+__attribute__((noinline)) static int nest(int d) {
+  volatile int keep = d;
+  if (d > 0) {
+    int r = nest(d - 1);
+    return r + keep;
+  }
+  run();
+  return keep;
+}
+
+int main(int argc, char **argv) {
+  int depth = 0;
+  n_calls = 2000000;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--depth") && i + 1 < argc) depth = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--rate") && i + 1 < argc) rate = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--pause-us") && i + 1 < argc) pause_us = atol(argv[++i]);
+    else if (!strcmp(argv[i], "--stats")) want_stats = 1;
+    else n_calls = atol(argv[i]);
+  }
+  return nest(depth > 6 ? depth - 6 : 0) < 0; /* + run, nest(0), main, 3 start frames */
 }

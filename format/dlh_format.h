@@ -56,6 +56,13 @@ typedef struct dlh_api_event {
  * past an internal limit). Returns 0, or -1 on allocation failure (event lost, counted). */
 int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev);
 
+/* Thread `tid` has ended and all its events were given to dlh_writer_api: its open batch is
+ * emitted into the current frame now and the batch's columns are freed, so that a program that
+ * creates threads without end keeps the writer's memory bounded. A later event of the same tid
+ * starts a new batch. Returns 0, or -1 when the batch could not be encoded (events counted
+ * as lost). */
+int dlh_writer_thread_end(dlh_writer *w, uint32_t tid);
+
 /* One GPU activity record (GpuBatch in format/dlhook.proto says what vals hold per kind). */
 typedef struct dlh_gpu_event {
   uint32_t kind;      /* 1 kernel, 2 memcpy, 3 memset, 4 sync, 5 event, 6 overhead, 7 ext corr */

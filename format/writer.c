@@ -324,6 +324,22 @@ int dlh_writer_packet(dlh_writer *w, const Dlh__Packet *p) {
   return 0;
 }
 
+int dlh_writer_thread_end(dlh_writer *w, uint32_t tid) {
+  if (!w || !w->hcap) return 0;
+  size_t mask = w->hcap - 1, h = (tid * 2654435761u) & mask;
+  dlh_tbatch *t = NULL;
+  for (; w->hash[h]; h = (h + 1) & mask)
+    if (w->tb[w->hash[h] - 1].tid == tid) { t = &w->tb[w->hash[h] - 1]; break; }
+  if (!t) return 0;
+  int rc = t->n ? tbatch_emit(w, t) : 0;
+  free(t->start_delta); free(t->dur); free(t->fn); free(t->ret);
+  free(t->corr_delta); free(t->stack); free(t->nargs); free(t->depth); free(t->args);
+  t->start_delta = NULL; t->dur = NULL; t->fn = NULL; t->ret = NULL;
+  t->corr_delta = NULL; t->stack = NULL; t->nargs = NULL; t->depth = NULL; t->args = NULL;
+  t->cap = t->args_cap = 0;
+  return rc;
+}
+
 int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev) {
   if (!w || !ev) return -1;
   dlh_tbatch *t = tbatch_get(w, tid);

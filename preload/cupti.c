@@ -107,8 +107,79 @@ static uint32_t fn_id(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const cha
 }
 
 /* Arguments of the calls that matter, in the order of the wrapper's descriptor. */
+/* Driver memory calls for the GPU memory ledger (viewer-export/memory.c): allocations as
+ * (ptr, size, stream), frees as (ptr, stream); cuMemCreate/cuMemRelease with the handle as ptr;
+ * cuMemMap/cuMemUnmap as (ptr, size). */
+static uint32_t driver_args(CUpti_CallbackId cbid, const void *params, uint64_t *a) {
+  switch (cbid) {
+#define OUT(p) ((p) ? (uint64_t)*(p) : 0)
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
+      const cuMemAlloc_v2_params *p = params;
+      a[0] = OUT(p->dptr); a[1] = p->bytesize; a[2] = 0;
+      return 3;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged: {
+      const cuMemAllocManaged_params *p = params;
+      a[0] = OUT(p->dptr); a[1] = p->bytesize; a[2] = 0;
+      return 3;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
+      const cuMemAllocPitch_v2_params *p = params;
+      a[0] = OUT(p->dptr); a[1] = OUT(p->pPitch) * p->Height; a[2] = 0;
+      return 3;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz: {
+      const cuMemAllocAsync_params *p = params;
+      a[0] = OUT(p->dptr); a[1] = p->bytesize; a[2] = (uint64_t)(uintptr_t)p->hStream;
+      return 3;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz: {
+      const cuMemAllocFromPoolAsync_params *p = params;
+      a[0] = OUT(p->dptr); a[1] = p->bytesize; a[2] = (uint64_t)(uintptr_t)p->hStream;
+      return 3;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemCreate: {
+      const cuMemCreate_params *p = params;
+      a[0] = OUT(p->handle); a[1] = p->size; a[2] = 0;
+      return 3;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2: {
+      const cuMemFree_v2_params *p = params;
+      a[0] = p->dptr; a[1] = 0;
+      return 2;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz: {
+      const cuMemFreeAsync_params *p = params;
+      a[0] = p->dptr; a[1] = (uint64_t)(uintptr_t)p->hStream;
+      return 2;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemRelease: {
+      const cuMemRelease_params *p = params;
+      a[0] = (uint64_t)p->handle; a[1] = 0;
+      return 2;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
+      const cuMemMap_params *p = params;
+      a[0] = p->ptr; a[1] = p->size;
+      return 2;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: {
+      const cuMemUnmap_params *p = params;
+      a[0] = p->ptr; a[1] = p->size;
+      return 2;
+    }
+#undef OUT
+    default:
+      return 0;
+  }
+}
+
 static uint32_t call_args(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *params,
                           uint64_t *a) {
+  if (dom == CUPTI_CB_DOMAIN_DRIVER_API && params) return driver_args(cbid, params, a);
   if (dom != CUPTI_CB_DOMAIN_RUNTIME_API || !params) return 0;
   switch (cbid) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
@@ -149,6 +220,15 @@ static uint32_t call_args(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const
 
 /* ---------------------------------------------------------------- callbacks */
 
+/* 1: cudaProfilerStart/cuProfilerStart, -1: ...Stop, 0: anything else. */
+static int profiler_call(CUpti_CallbackDomain dom, CUpti_CallbackId cbid) {
+  if (dom == CUPTI_CB_DOMAIN_RUNTIME_API)
+    return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 ? 1
+           : cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000 ? -1 : 0;
+  return cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart ? 1
+         : cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop ? -1 : 0;
+}
+
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
                                  const void *data) {
   (void)ud;
@@ -164,24 +244,32 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
   struct dlh_thread *t = dlh_self;
   if (!t) t = dlh_thread_attach();
   if (!t || t->hot.blocked) return;
+  /* cudaProfilerApi capture range, for callers the wrappers do not see (static cudart, the
+   * driver API): Start opens the window before the call is recorded, Stop closes it after. */
+  int profiler = DLH_UNLIKELY(dlh_capture_mode == DLH_CAPTURE_PROFILER) ? profiler_call(dom, cbid) : 0;
   if (cb->callbackSite == CUPTI_API_ENTER) {
+    if (profiler > 0 && t->cupti_depth == 0) dlh_capture_profiler(1);
     if (t->cupti_depth++ > 0) return;   /* a driver call inside a runtime call: the outer one counts */
     if (t->hot.depth > 0) {   /* a wrapper records this call: its GPU work links to the outermost */
       t->cupti_rec = 0;
+      if (DLH_UNLIKELY(dlh_capture_filtering)) dlh_capture_keep_corr(cb->correlationId);
       dlh_record_link(t, cb->correlationId);
       return;
     }
     t->cupti_rec = dlh_call_begin(&t->cupti_call);
+    if (DLH_UNLIKELY(dlh_capture_filtering) && t->cupti_rec) dlh_capture_keep_corr(cb->correlationId);
     return;
   }
   if (t->cupti_depth == 0 || --t->cupti_depth > 0) return;
-  if (!t->cupti_rec) return;
-  t->cupti_rec = 0;
-  uint64_t a[DLH_MAX_ARGS];
-  uint32_t na = call_args(dom, cbid, cb->functionParams, a);
-  int64_t ret = cb->functionReturnValue ? (int64_t) * (const int *)cb->functionReturnValue : 0;
-  t->pending_corr = cb->correlationId;
-  dlh_call_end(&t->cupti_call, fn_id(dom, cbid, cb->functionName), ret, na, a);
+  if (t->cupti_rec) {
+    t->cupti_rec = 0;
+    uint64_t a[DLH_MAX_ARGS];
+    uint32_t na = call_args(dom, cbid, cb->functionParams, a);
+    int64_t ret = cb->functionReturnValue ? (int64_t) * (const int *)cb->functionReturnValue : 0;
+    t->pending_corr = cb->correlationId;
+    dlh_call_end(&t->cupti_call, fn_id(dom, cbid, cb->functionName), ret, na, a);
+  }
+  if (profiler < 0) dlh_capture_profiler(0);
 }
 
 /* ---------------------------------------------------------------- activity buffers */
@@ -407,6 +495,10 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
       return 0;
   }
   if (e.kind != 7) e.corr = outer_corr(e.corr);
+  /* capture ranges: only the GPU work of recorded calls */
+  if (dlh_capture_filtering && !dlh_capture_corr_kept(e.corr) &&
+      !dlh_capture_corr_kept(outer_corr(e.corr)))
+    return 0;
   dlh_writer_gpu(w, &e);
   return 1;
 }

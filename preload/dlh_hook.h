@@ -66,8 +66,15 @@ struct dlh_thread_hot {           /* the first members of struct dlh_thread */
  * recording is off (not initialised, disabled, out of memory, thread exiting). */
 dlh_thread *dlh_thread_attach(void);
 
-/* Global switch (capture ranges, init failures): 0 = hooks pass through. */
+/* Global switch (init failures, end of trace): 0 = hooks pass through. */
 extern volatile int dlh_recording;
+/* Capture ranges (preload/capture.c): nonzero outside the capture window. Tested together with
+ * dlh_recording: outside a window a hook costs one predictable branch. */
+extern volatile unsigned dlh_capture_closed;
+/* cudaProfilerStart (start = 1) / cudaProfilerStop (0): opens/closes the window when
+ * DLHOOK_CAPTURE_RANGE=cudaProfilerApi. Called by the wrappers around the real call (Start
+ * before it, Stop after it, so both are recorded as the window's edges). */
+void dlh_capture_profiler(int start);
 
 static inline uint64_t dlh_ticks(void) {
 #if defined(__x86_64__)
@@ -89,7 +96,7 @@ typedef struct dlh_call {
 /* Starts a call. Returns 1 when the call must be recorded with dlh_call_end(), 0 when it must
  * not (then dlh_call_end must not be called). */
 static inline int dlh_call_begin(dlh_call *c) {
-  if (DLH_UNLIKELY(!dlh_recording)) return 0;
+  if (DLH_UNLIKELY((!dlh_recording) | dlh_capture_closed)) return 0;
   dlh_thread *t = dlh_self;
   if (DLH_UNLIKELY(!t)) {
     t = dlh_thread_attach();

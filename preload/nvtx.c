@@ -36,8 +36,21 @@ static _Atomic uint64_t next_range_id = 1;
 
 #define TEXT_WORDS 12 /* message bytes kept: 95 + NUL */
 
+static void store(int op, uint64_t aux, uint32_t color, uint32_t cat, const char *msg);
+
 static void put(int op, uint64_t aux, uint32_t color, uint32_t cat, const char *msg) {
   if (!dlh_recording) return;
+  if (DLH_UNLIKELY(dlh_capture_mode == DLH_CAPTURE_NVTX)) { /* nvtx:NAME capture range */
+    int closes = dlh_capture_nvtx(op, aux, msg);
+    if (!dlh_capture_closed) store(op, aux, color, cat, msg);
+    if (closes) dlh_capture_nvtx_close();
+    return;
+  }
+  if (dlh_capture_closed) return;
+  store(op, aux, color, cat, msg);
+}
+
+static void store(int op, uint64_t aux, uint32_t color, uint32_t cat, const char *msg) {
   struct dlh_thread *t = dlh_self;
   if (!t) t = dlh_thread_attach();
   if (!t || t->hot.blocked) return;

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -81,16 +82,41 @@ void dlh_ring_release(struct dlh_thread *t) {
   atomic_store(&t->state, DLH_T_RETIRED);
 }
 
+/* What a dying thread points at once its own struct may be reused: always blocked (the large
+ * count survives racy ++/-- of dlh_resolve from several dying threads). */
+static struct dlh_thread dead_thread = {.hot = {.blocked = 1u << 30}};
+
 static void thread_exit(void *arg) {
   struct dlh_thread *t = arg;
   t->hot.blocked = 1;              /* later calls of this dying thread pass through */
+  dlh_self = &dead_thread;         /* t is reused once the writer retires it */
   atomic_store(&t->state, DLH_T_EXITED);
+}
+
+/* Takes the struct of a thread that ended (RETIRED: ring drained and given back) for a new
+ * thread, so that a program creating threads without end keeps a list as long as its most
+ * threads alive at once. The writer skips a claimed struct; `dropped` keeps counting (the
+ * totals include the dead threads' drops) and `next` keeps the list. */
+static struct dlh_thread *thread_reuse(void) {
+  for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
+    int st = DLH_T_RETIRED;
+    if (atomic_load_explicit(&t->state, memory_order_relaxed) != DLH_T_RETIRED ||
+        !atomic_compare_exchange_strong(&t->state, &st, DLH_T_CLAIMED))
+      continue;
+    memset(t, 0, offsetof(struct dlh_thread, dropped)); /* hot .. tail */
+    atomic_store(&t->wake_sent, 0);
+    size_t w0 = offsetof(struct dlh_thread, announced);   /* writer and CUPTI state */
+    memset((char *)t + w0, 0, offsetof(struct dlh_thread, next) - w0);
+    return t;
+  }
+  return NULL;
 }
 
 dlh_thread *dlh_thread_attach(void) {
   if (!initialised || !dlh_recording) return NULL;
-  struct dlh_thread *t = calloc(1, sizeof *t);
-  if (!t) return NULL;
+  struct dlh_thread *t = thread_reuse();
+  int fresh = !t;
+  if (fresh && !(t = calloc(1, sizeof *t))) return NULL;
   t->hot.blocked = 1;              /* no recording of what we call while attaching */
   dlh_self = t;
   t->buf = ring_alloc(&t->cap);
@@ -101,8 +127,10 @@ dlh_thread *dlh_thread_attach(void) {
   prctl(PR_GET_NAME, t->name, 0, 0, 0);
   atomic_store(&t->state, DLH_T_ACTIVE);
   pthread_setspecific(thread_key, t);
-  struct dlh_thread *old = atomic_load(&dlh_threads);
-  do t->next = old; while (!atomic_compare_exchange_weak(&dlh_threads, &old, t));
+  if (fresh) {
+    struct dlh_thread *old = atomic_load(&dlh_threads);
+    do t->next = old; while (!atomic_compare_exchange_weak(&dlh_threads, &old, t));
+  }
   if (dlh_writer_ensure() != 0) return NULL; /* stays blocked: recording is off */
   t->hot.blocked = 0;
   dlh_cupti_lazy_init();
@@ -112,6 +140,14 @@ dlh_thread *dlh_thread_attach(void) {
 /* Reserves n contiguous words in the thread's ring (padding at the wrap). Returns NULL and
  * counts a drop when the ring is full. The caller fills the words, then publishes. */
 uint64_t *dlh_ring_reserve(struct dlh_thread *t, uint64_t n) {
+  if (DLH_UNLIKELY(t->storing)) {
+    /* A signal handler's call interrupted this thread's own store: the words between reserve
+     * and publish are not ours to take. Dropped and counted. */
+    atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+    return NULL;
+  }
+  t->storing = 1;
+  atomic_signal_fence(memory_order_seq_cst);
   uint64_t cap = t->cap, h = t->head_local;
   uint64_t pos = h & (cap - 1);
   uint64_t need = n + (pos + n > cap ? cap - pos : 0);
@@ -124,6 +160,8 @@ uint64_t *dlh_ring_reserve(struct dlh_thread *t, uint64_t n) {
     }
     if (h + need - t->tail_cache > cap) {
       atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+      atomic_signal_fence(memory_order_seq_cst);
+      t->storing = 0;
       return NULL;
     }
   }
@@ -138,6 +176,8 @@ uint64_t *dlh_ring_reserve(struct dlh_thread *t, uint64_t n) {
 void dlh_ring_publish(struct dlh_thread *t, uint64_t n) {
   t->head_local += n;
   atomic_store_explicit(&t->head, t->head_local, memory_order_release);
+  atomic_signal_fence(memory_order_seq_cst);
+  t->storing = 0;
 }
 
 void dlh_call_end_slow(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, const uint64_t *args,
@@ -183,6 +223,17 @@ static const char *const lib_sonames[DLH_LIB_COUNT] = {
     "libcudart.so.13", "libcuda.so.1", "libcublas.so.13", "libcublasLt.so.13",
     "libcudnn.so.9", "libnccl.so.2"};
 
+/* Wrappers cache the real function for good, so the library that defines it must stay mapped:
+ * a program that dlcloses the CUDA runtime and opens it again (a dlopen/dlclose storm) would
+ * otherwise call through a pointer into unmapped memory. RTLD_NODELETE on the loaded object
+ * pins it; its dlclose then only drops the reference. */
+void dlh_pin_library(void *sym) {
+  Dl_info info;
+  if (!dladdr(sym, &info) || !info.dli_fname || !info.dli_fname[0]) return;
+  void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+  if (h) dlclose(h);
+}
+
 void *dlh_resolve(const char *name, int lib) {
   struct dlh_thread *t = dlh_self;
   if (t) t->hot.blocked++;
@@ -194,6 +245,7 @@ void *dlh_resolve(const char *name, int lib) {
       dlclose(h);
     }
   }
+  if (p) dlh_pin_library(p);
   if (t) t->hot.blocked--;
   return p;
 }
@@ -235,6 +287,7 @@ __attribute__((constructor)) static void dlh_init(void) {
   }
   pthread_atfork(fork_prepare, fork_parent, fork_child);
   dlh_stacks_init();
+  dlh_capture_init();
   initialised = 1;
   /* The trace file and the writer thread come with the first recorded call (dlh_writer_ensure):
    * processes that never call CUDA (shells, launchers) leave no trace behind. */

@@ -139,6 +139,173 @@ CUDART_EXTRACT = {
     'cudaMemset3DAsync': ['*', ('bytes', 'uint', '(uint64_t)extent.width * extent.height * extent.depth')],
 }
 
+# ---- cuBLAS GEMMs: every gemm flavour gets the same keys (hooks/cublas_args.h) -------------------
+# m, n, k, transa, transb, lda, ldb, ldc, batch, dtype (cudaDataType_t of A), flops = 2·m·n·k·batch
+# (×4 for complex types); the Ex flavours add ctype, compute_type and algo.
+_GEMM_DTYPE = {'S': 'CUDA_R_32F', 'D': 'CUDA_R_64F', 'C': 'CUDA_C_32F', 'Z': 'CUDA_C_64F',
+               'H': 'CUDA_R_16F'}
+
+
+def cublas_extract(name, proto):
+    """Extractor spec of a cuBLAS GEMM (None: automatic args)."""
+    g = re.fullmatch(r'cublas(S|D)?[gG]emmGroupedBatched(Ex)?(_64)?', name)
+    if g:  # arrays of m, n, k and group sizes: first group's shape, every GEMM's flops
+        pn = [p.name for p in proto.params]
+        if 'Atype' in pn:
+            dtype, cplx = 'Atype', 'dlh_cuda_type_complex(Atype)'
+        else:
+            dtype, cplx = _GEMM_DTYPE[g.group(1)], '0'
+        spec = ['handle', ('transa', 'int', 'dlh_first(transa_array, group_count)'),
+                ('transb', 'int', 'dlh_first(transb_array, group_count)'),
+                ('m', 'int', 'dlh_first(m_array, group_count)'),
+                ('n', 'int', 'dlh_first(n_array, group_count)'),
+                ('k', 'int', 'dlh_first(k_array, group_count)'), 'group_count',
+                ('batch', 'int', 'dlh_grouped_count(group_count, group_size)'),
+                ('dtype', 'int', '(int)(%s)' % dtype)]
+        if 'computeType' in pn:
+            spec.append(('compute_type', 'int', '(int)computeType'))
+        spec.append(('flops', 'double', 'dlh_grouped_flops(m_array, n_array, k_array, group_count, '
+                                        'group_size, %s)' % cplx))
+        return spec
+    m = re.fullmatch(r'cublas(S|D|C|Z|H)?[gG]emm(3m)?(Ex)?(Batched|StridedBatched)?(Ex)?(_v2)?(_64)?', name)
+    if not m:
+        return None
+    pn = [p.name for p in proto.params]
+    need = {'transa', 'transb', 'm', 'n', 'k', 'lda', 'ldb', 'ldc'}
+    if not need <= set(pn):
+        return None
+    legacy = 'handle' not in pn
+    batch = 'batchCount' if 'batchCount' in pn else '1'
+    if legacy:
+        ta, tb = ('transa', 'int', 'dlh_op_char(transa)'), ('transb', 'int', 'dlh_op_char(transb)')
+    else:
+        ta, tb = 'transa', 'transb'
+    if 'Atype' in pn:
+        dtype, cplx = 'Atype', 'dlh_cuda_type_complex(Atype)'
+    else:
+        dtype = _GEMM_DTYPE.get(m.group(1) or '', '-1')
+        cplx = '1' if m.group(1) in ('C', 'Z') else '0'
+    spec = [] if legacy else ['handle']
+    spec += [ta, tb, 'm', 'n', 'k']
+    if 'Atype' not in pn and 'A' in pn:
+        spec += ['A', 'lda', 'B', 'ldb', 'C', 'ldc']
+    else:
+        spec += ['lda', 'ldb', 'ldc']
+    spec += [('batch', 'int', batch), ('dtype', 'int', '(int)(%s)' % dtype)]
+    if 'Ctype' in pn:
+        spec.append(('ctype', 'int', '(int)Ctype'))
+    if 'computeType' in pn:
+        spec.append(('compute_type', 'int', '(int)computeType'))
+    if 'algo' in pn:
+        spec.append('algo')
+    spec.append(('flops', 'double', 'dlh_gemm_flops(m, n, k, %s, %s)' % (batch, cplx)))
+    return spec
+
+
+CUBLASLT_EXTRACT = {
+    # m, n, k, transposes, types, batch, ld* from the descriptor and layouts (hooks/cublasLt_args.h)
+    'cublasLtMatmul': [
+        '@struct dlh_lt_info dlh_li; dlh_lt_read(&dlh_li, computeDesc, Adesc, Bdesc, Cdesc);',
+        'lightHandle', ('m', 'int', 'dlh_li.m'), ('n', 'int', 'dlh_li.n'), ('k', 'int', 'dlh_li.k'),
+        ('transa', 'int', 'dlh_li.transa'), ('transb', 'int', 'dlh_li.transb'),
+        ('lda', 'int', 'dlh_li.lda'), ('ldb', 'int', 'dlh_li.ldb'), ('ldc', 'int', 'dlh_li.ldc'),
+        ('batch', 'int', 'dlh_li.batch'), ('dtype', 'int', 'dlh_li.atype'),
+        ('ctype', 'int', 'dlh_li.ctype'), ('compute_type', 'int', 'dlh_li.compute'),
+        ('flops', 'double', 'dlh_li.flops'), 'workspaceSizeInBytes', 'stream'],
+}
+
+# ---- cuDNN convolutions (hooks/cudnn_args.h): the same keys for every direction ------------
+def _conv(x, w, y):
+    return ['@struct dlh_conv_info dlh_ci; dlh_conv_read(&dlh_ci, %s, %s, convDesc, %s);' % (x, w, y),
+            ('N', 'int', 'dlh_ci.N'), ('C', 'int', 'dlh_ci.C'), ('H', 'int', 'dlh_ci.H'),
+            ('W', 'int', 'dlh_ci.W'), ('K', 'int', 'dlh_ci.K'), ('R', 'int', 'dlh_ci.R'),
+            ('S', 'int', 'dlh_ci.S'), ('pad', 'int', 'dlh_ci.pad'), ('stride', 'int', 'dlh_ci.stride'),
+            ('dilation', 'int', 'dlh_ci.dilation'), ('groups', 'int', 'dlh_ci.groups'),
+            ('dtype', 'int', 'dlh_ci.dtype'), 'algo', ('workspace', 'uint', 'workSpaceSizeInBytes'),
+            ('flops', 'double', 'dlh_ci.flops')]
+
+
+CUDNN_EXTRACT = {
+    'cudnnConvolutionForward': _conv('xDesc', 'wDesc', 'yDesc'),
+    'cudnnConvolutionBiasActivationForward': _conv('xDesc', 'wDesc', 'yDesc'),
+    'cudnnConvolutionBackwardData': _conv('dxDesc', 'wDesc', 'dyDesc'),
+    'cudnnConvolutionBackwardFilter': _conv('xDesc', 'dwDesc', 'dyDesc'),
+    # backend graph (hooks/cudnn_args.h): descriptors are noted as the program builds them; an
+    # execution records the plan's workspace and its first convolution or matmul
+    'cudnnBackendCreateDescriptor': ['!dlh_bk_create(dlh_r, (int)descriptorType, descriptor);', '*',
+                                     ('desc', 'ptr', '(dlh_r == CUDNN_STATUS_SUCCESS && descriptor) ? (void *)*descriptor : 0')],
+    'cudnnBackendSetAttribute': ['!dlh_bk_set(dlh_r, descriptor, (int)attributeName, (int)attributeType, elementCount, arrayOfElements);', '*'],
+    'cudnnBackendGetAttribute': ['!dlh_bk_get(dlh_r, descriptor, (int)attributeName, (int)attributeType, requestedElementCount, elementCount, arrayOfElements);', '*'],
+    'cudnnBackendDestroyDescriptor': ['!dlh_bk_destroy(descriptor);', '*'],
+    'cudnnBackendExecute': [
+        '@struct dlh_bk_info dlh_bi; dlh_bk_plan(&dlh_bi, executionPlan);',
+        'executionPlan', ('workspace', 'uint', 'dlh_cudnn_plan_workspace(executionPlan)'),
+        ('op', 'int', 'dlh_bi.op'),
+        ('N', 'int', 'dlh_bi.c.N'), ('C', 'int', 'dlh_bi.c.C'), ('H', 'int', 'dlh_bi.c.H'),
+        ('W', 'int', 'dlh_bi.c.W'), ('K', 'int', 'dlh_bi.c.K'), ('R', 'int', 'dlh_bi.c.R'),
+        ('S', 'int', 'dlh_bi.c.S'), ('pad', 'int', 'dlh_bi.c.pad'), ('stride', 'int', 'dlh_bi.c.stride'),
+        ('dilation', 'int', 'dlh_bi.c.dilation'), ('groups', 'int', 'dlh_bi.c.groups'),
+        ('dtype', 'int', 'dlh_bi.c.dtype'), ('flops', 'double', 'dlh_bi.c.flops')],
+}
+
+# ---- NCCL (hooks/nccl_args.h) ---------------------------------------------------------------
+_NCCL_COMM = ['!struct dlh_nccl_c dlh_nc; dlh_nccl_op(&dlh_nc, comm, dlh_nccl_accepted(dlh_r));',
+              ('comm_hash', 'uint', 'dlh_nc.hash'), ('rank', 'int', 'dlh_nc.rank'),
+              ('nranks', 'int', 'dlh_nc.nranks'), ('seq', 'uint', 'dlh_nc.seq'),
+              ('group', 'int', 'dlh_nccl_group')]
+
+
+def _nccl_op(count, per_rank=False):
+    b = '(uint64_t)%s * dlh_nccl_type_size(datatype)' % count
+    if per_rank:
+        b += ' * (uint64_t)(dlh_nc.nranks > 0 ? dlh_nc.nranks : 1)'
+    return ['*'] + _NCCL_COMM + [('bytes', 'uint', b)]
+
+
+NCCL_EXTRACT = {
+    'ncclAllReduce': _nccl_op('count'), 'ncclBroadcast': _nccl_op('count'),
+    'ncclBcast': _nccl_op('count'), 'ncclReduce': _nccl_op('count'),
+    'ncclAllGather': _nccl_op('sendcount', True), 'ncclReduceScatter': _nccl_op('recvcount', True),
+    'ncclAlltoAll': _nccl_op('count', True), 'ncclGather': _nccl_op('count', True),
+    'ncclScatter': _nccl_op('count', True), 'ncclSend': _nccl_op('count'),
+    'ncclRecv': _nccl_op('count'),
+    'ncclCommInitRank': [
+        '!if (dlh_r == ncclSuccess && comm) dlh_nccl_comm_add(*comm, dlh_nccl_id_hash(&commId), rank, nranks);',
+        ('newcomm', 'ptr', '(dlh_r == ncclSuccess && comm) ? (void *)*comm : 0'), 'nranks', 'rank',
+        ('comm_hash', 'uint', 'dlh_nccl_id_hash(&commId)')],
+    'ncclCommInitRankConfig': [
+        '!if (dlh_nccl_accepted(dlh_r) && comm) dlh_nccl_comm_add(*comm, dlh_nccl_id_hash(&commId), rank, nranks);',
+        ('newcomm', 'ptr', '(dlh_nccl_accepted(dlh_r) && comm) ? (void *)*comm : 0'), 'nranks', 'rank',
+        'config', ('comm_hash', 'uint', 'dlh_nccl_id_hash(&commId)')],
+    'ncclCommInitRankScalable': [
+        '!if (dlh_nccl_accepted(dlh_r) && newcomm) dlh_nccl_comm_add(*newcomm, dlh_nccl_id_hash(nId > 0 ? commIds : 0), myrank, nranks);',
+        ('newcomm', 'ptr', '(dlh_nccl_accepted(dlh_r) && newcomm) ? (void *)*newcomm : 0'), 'nranks',
+        ('rank', 'int', 'myrank'), 'nId', 'config',
+        ('comm_hash', 'uint', 'dlh_nccl_id_hash(nId > 0 ? commIds : 0)')],
+    'ncclCommInitAll': [
+        '!if (dlh_r == ncclSuccess) dlh_nccl_comm_all(comm, ndev);', 'comm', 'ndev', 'devlist'],
+    'ncclCommSplit': [
+        '!if (dlh_nccl_accepted(dlh_r) && newcomm) dlh_nccl_comm_child(comm, *newcomm, (uint64_t)(uint32_t)color);',
+        'comm', 'color', 'key', ('newcomm', 'ptr', '(dlh_nccl_accepted(dlh_r) && newcomm) ? (void *)*newcomm : 0'),
+        'config'],
+    'ncclCommShrink': [
+        '!if (dlh_nccl_accepted(dlh_r) && newcomm) dlh_nccl_comm_child(comm, *newcomm, dlh_fnv(0x5348524eull, excludeRanksList, excludeRanksList && excludeRanksCount > 0 ? (size_t)excludeRanksCount * sizeof(int) : 0));',
+        'comm', 'excludeRanksCount', ('newcomm', 'ptr', '(dlh_nccl_accepted(dlh_r) && newcomm) ? (void *)*newcomm : 0'),
+        'config', 'shrinkFlags'],
+    'ncclCommDestroy': ['!dlh_nccl_comm_del(comm);', '*'],
+    'ncclCommAbort': ['!dlh_nccl_comm_del(comm);', '*'],
+    'ncclGroupStart': ['!if (dlh_r == ncclSuccess) dlh_nccl_group++;', ('group', 'int', 'dlh_nccl_group')],
+    'ncclGroupEnd': ['!int dlh_g = dlh_nccl_group; if (dlh_nccl_group > 0) dlh_nccl_group--;',
+                     ('group', 'int', 'dlh_g')],
+}
+
+# Hand-written hook points around the real call: (before dlh_call_begin, after the record).
+# cudaProfilerStart/Stop open and close the cudaProfilerApi capture range (preload/capture.c).
+CUDART_AROUND = {
+    'cudaProfilerStart': ('dlh_capture_profiler(1);', None),
+    'cudaProfilerStop': (None, 'dlh_capture_profiler(0);'),
+}
+
 INTEROP_INCLUDES = ['GL/gl.h']  # from hooks/compat, before cuda_gl_interop.h
 
 LIBS = {
@@ -152,6 +319,7 @@ LIBS = {
         table='dlh_fns_cudart', err_type='cudaError_t', fail='cudaErrorInitializationError',
         version='CUDART_VERSION',
         variants=['_ptsz', '_ptds'], manual=CUDART_MANUAL, extract=CUDART_EXTRACT,
+        around=CUDART_AROUND,
         fail_override={'__cudaPushCallConfiguration': '1',  # nonzero: the <<<>>> launch is skipped
                        'cudaGetErrorName': '"cudaErrorInitializationError"',
                        'cudaGetErrorString': '"dlhook: libcudart not found"'},
@@ -162,7 +330,8 @@ LIBS = {
         headers=['cublas.h'], pre_includes=[], defines=[], undefs=[],
         soname='libcublas.so.13', lib_enum='DLH_LIB_CUBLAS', domain='DLH_DOMAIN_CUBLAS',
         table='dlh_fns_cublas', err_type='cublasStatus_t', fail='CUBLAS_STATUS_NOT_INITIALIZED',
-        version='CUBLAS_VERSION', variants=[], manual='', extract={},
+        version='CUBLAS_VERSION', variants=[], manual='', extract={}, extract_fn=cublas_extract,
+        post_includes=['cublas_args.h'],
         fail_override={}, no_prototype_reason='no prototype in the cuBLAS headers',
         # cublasHgemm & co. are declared only for C++ (they take __half / __nv_bfloat16, always by
         # pointer): read from the raw header with those types as void, which has the same ABI.
@@ -172,7 +341,8 @@ LIBS = {
         headers=['cublasLt.h'], pre_includes=[], defines=[], undefs=[],
         soname='libcublasLt.so.13', lib_enum='DLH_LIB_CUBLASLT', domain='DLH_DOMAIN_CUBLASLT',
         table='dlh_fns_cublasLt', err_type='cublasStatus_t', fail='CUBLAS_STATUS_NOT_INITIALIZED',
-        version='CUBLAS_VERSION', variants=[], manual='', extract={},
+        version='CUBLAS_VERSION', variants=[], manual='', extract=CUBLASLT_EXTRACT,
+        post_includes=['cublasLt_args.h'],
         fail_override={}, no_prototype_reason='no prototype in the cuBLAS headers (internal)'),
     'cudnn': dict(
         headers=['cudnn_version.h', 'cudnn_graph.h', 'cudnn_ops.h', 'cudnn_cnn.h', 'cudnn_adv.h',
@@ -180,14 +350,16 @@ LIBS = {
         pre_includes=[], defines=[], undefs=[],
         soname='libcudnn.so.9', lib_enum='DLH_LIB_CUDNN', domain='DLH_DOMAIN_CUDNN',
         table='dlh_fns_cudnn', err_type='cudnnStatus_t', fail='CUDNN_STATUS_NOT_INITIALIZED',
-        version='CUDNN_VERSION', variants=[], manual='', extract={},
+        version='CUDNN_VERSION', variants=[], manual='', extract=CUDNN_EXTRACT,
+        post_includes=['cudnn_args.h'],
         fail_override={'cudnnGetErrorString': '"dlhook: libcudnn not found"'},
         no_prototype_reason='no prototype in the cuDNN headers'),
     'nccl': dict(
         headers=['nccl.h'], pre_includes=[], defines=[], undefs=[],
         soname='libnccl.so.2', lib_enum='DLH_LIB_NCCL', domain='DLH_DOMAIN_NCCL',
         table='dlh_fns_nccl', err_type='ncclResult_t', fail='ncclSystemError',
-        version='NCCL_VERSION_CODE', variants=[], manual='', extract={},
+        version='NCCL_VERSION_CODE', variants=[], manual='', extract=NCCL_EXTRACT,
+        post_includes=['nccl_args.h'],
         fail_override={'ncclGetErrorString': '"dlhook: libnccl not found"',
                        'ncclGetLastError': '"dlhook: libnccl not found"'},
         # NCCL exports a strong pncclX and a weak ncclX: wrap ncclX, call pncclX.
@@ -641,12 +813,18 @@ def auto_args(types, p):
 
 
 def recorded_args(types, proto, spec):
+    """(recorded args, args cut at MAX_ARGS, statements always run after the call ('!'),
+    statements run before the args are evaluated when the call is recorded ('@'))."""
     byname = {p.name: p for p in proto.params}
     if spec is None:
         spec = ['*']
-    args = []
+    args, always, onrec = [], [], []
     for e in spec:
-        if e == '*':
+        if isinstance(e, str) and e[:1] == '!':
+            always.append(e[1:])
+        elif isinstance(e, str) and e[:1] == '@':
+            onrec.append(e[1:])
+        elif e == '*':
             for p in proto.params:
                 if not any(a.name == p.name or a.name.startswith(p.name + '_') for a in args):
                     args.extend(auto_args(types, p))
@@ -656,7 +834,7 @@ def recorded_args(types, proto, spec):
             args.extend(auto_args(types, byname[e]))
         else:
             args.append(Arg(e[0], e[1], e[2]))
-    return args[:MAX_ARGS], args[MAX_ARGS:]
+    return args[:MAX_ARGS], args[MAX_ARGS:], always, onrec
 
 
 def fail_value(types, cfg, proto):
@@ -693,6 +871,7 @@ def ret_record(types, cfg, proto):
 
 
 PREAMBLE = r'''#include "dlh_hook.h"
+#include "dlh_dlsym.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -800,6 +979,10 @@ def generate(lib, cfg, cuda_inc, cuda_lib, cc):
         o.append('#include <%s>' % h)
     o.append('')
     o.append(PREAMBLE)
+    for h in cfg.get('post_includes', []):
+        o.append('#include "%s"  /* hand-written argument extractors */' % h)
+    if cfg.get('post_includes'):
+        o.append('')
     renamed = sorted(n for n, _, _ in wrapped if n in macros)
     if renamed:
         o.append('/* The headers #define these names to others; the wrappers define the exported names. */')
@@ -811,7 +994,9 @@ def generate(lib, cfg, cuda_inc, cuda_lib, cc):
     fwd = cfg.get('forward_prefix')
     for idx, (name, base, proto) in enumerate(wrapped):
         spec = cfg['extract'].get(name, cfg['extract'].get(base))
-        args, dropped = recorded_args(types, proto, spec)
+        if spec is None and cfg.get('extract_fn'):
+            spec = cfg['extract_fn'](name, proto)
+        args, dropped, always, onrec = recorded_args(types, proto, spec)
         target = name
         if fwd and (fwd + name) in exported:
             target = fwd + name
@@ -830,13 +1015,20 @@ def generate(lib, cfg, cuda_inc, cuda_lib, cc):
         o.append('static %s (*real_%s)(%s);' % (ret, name, params))
         o.append('DLH_EXPORT %s %s(%s) {' % (ret, name, params))
         o.append('  DLH_REAL(dlh_fn, real_%s, "%s", %s, %s)' % (name, target, cfg['lib_enum'], fv))
+        pre, post = cfg.get('around', {}).get(name, (None, None))
+        if pre:
+            o.append('  %s' % pre)
         o.append('  dlh_call dlh_c;')
         o.append('  int dlh_rec = dlh_call_begin(&dlh_c);')
         if void:
             o.append('  dlh_fn(%s);' % callargs)
         else:
             o.append('  %s dlh_r = dlh_fn(%s);' % (ret, callargs))
+        for st in always:
+            o.append('  ' + st)
         o.append('  if (dlh_rec) {')
+        for st in onrec:
+            o.append('    ' + st)
         fnid = 'DLH_FN_ID(%s, %d)' % (cfg['domain'], idx)
         rv = rrec if (rrec and not void) else '0'
         if args:
@@ -848,6 +1040,8 @@ def generate(lib, cfg, cuda_inc, cuda_lib, cc):
         else:
             o.append('    dlh_call_end(&dlh_c, %s, %s, 0, NULL);' % (fnid, rv))
         o.append('  }')
+        if post:
+            o.append('  %s' % post)
         if not void:
             o.append('  return dlh_r;')
         o.append('}')
@@ -869,6 +1063,18 @@ def generate(lib, cfg, cuda_inc, cuda_lib, cc):
             o.append('  {"%s", 0, NULL, NULL},' % name)
     o.append('};')
     o.append('const unsigned %s_count = %d;' % (cfg['table'], len(descs)))
+    o.append('')
+    # name -> wrapper for dlsym() on a handle of this library (preload/dlsym.c), sorted by name
+    syms = 'dlh_syms_' + lib
+    o.append('/* ---- wrappers by name, sorted (strcmp), for dlsym on a handle of %s ---- */' % cfg['soname'])
+    o.append('#pragma GCC diagnostic push')
+    o.append('#pragma GCC diagnostic ignored "-Wdeprecated-declarations"')
+    o.append('const dlh_sym %s[] = {' % syms)
+    for name in sorted(n for n, _ in descs):
+        o.append('  {"%s", (void *)%s, (void **)&real_%s},' % (name, name, name))
+    o.append('};')
+    o.append('#pragma GCC diagnostic pop')
+    o.append('const unsigned %s_count = %d;' % (syms, len(descs)))
     o.append('')
     return '\n'.join(o), wrapped, skipped, exported
 

@@ -15,3 +15,6 @@ $(BUILD)/tests/progs/%: tests/progs/%.cu | $(CUDA_STAMP)
 	$(Q)$(NVCC) -cudart shared -O1 -g -o $@ $<
 
 TEST_DEPS += $(TEST_PROGS)
+
+# tests/record/: capture ranges and the GPU memory ledger (issue 11)
+TEST_DEPS += $(BUILD)/tests/progs/capture $(BUILD)/tests/progs/memory

@@ -4,8 +4,11 @@ set -u
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "skip: $*"; exit 77; }
 need() { [ -e "$1" ] || skip "missing $1 (not built)"; }
+# What to preload: libdlhook.so, after the ASan runtime when $ASAN_LIB names it (a library built
+# with ASAN=1 needs libasan first in LD_PRELOAD: ASAN_LIB=$(cc -print-file-name=libasan.so)).
+DLHOOK_PRELOAD="${ASAN_LIB:+$ASAN_LIB }$DLHOOK_LIB"
 # Runs a command under dlhook with output to directory $1; remaining args: the command.
-traced() { d=$1; shift; DLHOOK_OUTPUT="$d/" LD_PRELOAD="$DLHOOK_LIB" "$@"; }
+traced() { d=$1; shift; DLHOOK_OUTPUT="$d/" LD_PRELOAD="$DLHOOK_PRELOAD" "$@"; }
 # The single trace file in a directory.
 one_trace() {
   n=$(ls "$1"/*.dlh 2>/dev/null | wc -l)

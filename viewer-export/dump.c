@@ -7,8 +7,8 @@
 
 static const char *const known_types[] = {
   "process", "thread", "api", "nvtx", "kernel", "memcpy", "memset", "sync", "event", "overhead", "gpu",
-  "device", "summary", "function", "string", "stack", "module", "symbol", "anchor", "counters",
-  "trailer", NULL};
+  "device", "summary", "function", "string", "stack", "module", "symbol", "pyframe", "anchor",
+  "counters", "trailer", NULL};
 /* shown without --all or --type */
 static const char *const default_types[] = {
   "process", "thread", "api", "nvtx", "kernel", "memcpy", "memset", "sync", "event", "overhead", "gpu",
@@ -40,14 +40,17 @@ static void help(void) {
          "\n"
          "Prints the events of each trace as JSON, one object per line, in file order:\n"
          "a \"process\" line, \"thread\" lines, \"api\" calls and \"nvtx\" ranges (name, domain, pid, tid, start_ns,\n"
-         "dur_ns, ret, corr, depth, args), GPU activity (\"kernel\", \"memcpy\", \"memset\",\n"
+         "dur_ns, ret, corr, depth, args, and when recorded \"stack\": the call stack, innermost\n"
+         "frame first, each {function, file, line, module, pc} or, for Python frames,\n"
+         "{function, file, line, python: true}), GPU activity (\"kernel\", \"memcpy\", \"memset\",\n"
          "\"sync\", ...) and a closing \"summary\" line (records, dropped).\n"
          "\n"
          "options:\n"
          "  --type T   only objects of these types (repeatable or comma-separated); types:\n"
          "             process thread api nvtx kernel memcpy memset sync event overhead gpu device\n"
-         "             summary function string stack module symbol anchor counters trailer\n"
-         "  --all      also print definitions (function, string, stack, module, symbol),\n"
+         "             summary function string stack module symbol pyframe anchor counters\n"
+         "             trailer\n"
+         "  --all      also print definitions (function, string, stack, module, symbol, pyframe),\n"
          "             clock anchors, counters and the trailer\n"
          "\n"
          "A damaged trace prints everything readable, then an error on stderr (exit 1).\n");
@@ -75,6 +78,28 @@ static void print_arg(FILE *f, const vx_trace *t, uint32_t type, uint64_t v) {
   }
 }
 
+/* A stack as a JSON array of frames, innermost first. */
+static void print_stack(FILE *f, const vx_trace *t, uint32_t id) {
+  const vx_frame *fr;
+  size_t n = vx_stack_frames(t, id, &fr);
+  putc('[', f);
+  for (size_t i = 0; i < n; i++) {
+    fputs(i ? ",{\"function\":" : "{\"function\":", f);
+    vx_json_str(f, fr[i].function);
+    fputs(",\"file\":", f);
+    vx_json_str(f, fr[i].file);
+    fprintf(f, ",\"line\":%u", fr[i].line);
+    if (fr[i].python) {
+      fputs(",\"python\":true}", f);
+    } else {
+      fputs(",\"module\":", f);
+      vx_json_str(f, fr[i].module);
+      fprintf(f, ",\"pc\":\"0x%" PRIx64 "\"}", fr[i].pc);
+    }
+  }
+  putc(']', f);
+}
+
 static void dump_api(FILE *f, const dump_opts *o, const vx_trace *t, const Dlh__ApiBatch *b,
                      int *bad) {
   dlh_api_iter it;
@@ -92,7 +117,10 @@ static void dump_api(FILE *f, const dump_opts *o, const vx_trace *t, const Dlh__
             vx_domain_name(fn ? fn->domain : 0), t->pid, b->tid, ev.start_ns, ev.dur_ns, ev.ret);
     if (ev.corr) fprintf(f, ",\"corr\":%" PRIu64, ev.corr);
     fprintf(f, ",\"depth\":%u", ev.depth);
-    if (ev.stack) fprintf(f, ",\"stack\":%u", ev.stack);
+    if (ev.stack) {
+      fprintf(f, ",\"stack_id\":%u,\"stack\":", ev.stack);
+      print_stack(f, t, ev.stack);
+    }
     fputs(",\"args\":{", f);
     for (uint32_t i = 0; i < ev.nargs; i++) {
       if (i) putc(',', f);
@@ -231,7 +259,9 @@ static void dump_packet(FILE *f, const dump_opts *o, const vx_trace *t, const Dl
       fprintf(f, "{\"type\":\"stack\",\"id\":%u,\"pc\":[", p->stack->id);
       for (size_t i = 0; i < p->stack->n_pc; i++)
         fprintf(f, "%s\"0x%" PRIx64 "\"", i ? "," : "", p->stack->pc[i]);
-      fputs("]}\n", f);
+      fprintf(f, "],\"truncated\":%s,\"frames\":", p->stack->truncated ? "true" : "false");
+      print_stack(f, t, p->stack->id);
+      fputs("}\n", f);
       break;
     case DLH__PACKET__DATA_MODULE: {
       const Dlh__ModuleDef *m = p->module;
@@ -255,6 +285,14 @@ static void dump_packet(FILE *f, const dump_opts *o, const vx_trace *t, const Dl
       fprintf(f, ",\"line\":%u,\"module\":%u}\n", s->line, s->module);
       break;
     }
+    case DLH__PACKET__DATA_PY_FRAME:
+      if (!want(o, "pyframe")) break;
+      fprintf(f, "{\"type\":\"pyframe\",\"id\":%u,\"function\":", p->py_frame->id);
+      vx_json_str(f, p->py_frame->function);
+      fputs(",\"file\":", f);
+      vx_json_str(f, p->py_frame->file);
+      fprintf(f, ",\"line\":%u}\n", p->py_frame->line);
+      break;
     case DLH__PACKET__DATA_ANCHOR: {
       const Dlh__ClockAnchor *a = p->anchor;
       if (!want(o, "anchor")) break;

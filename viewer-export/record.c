@@ -26,18 +26,29 @@ static void forward(int sig, siginfo_t *si, void *uc) {
 static const int fwd_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
 static void help(void) {
-  printf("usage: dlhook record [-o DIR] [--sim] [--lib PATH] [--] CMD [ARGS...]\n"
+  printf("usage: dlhook record [-o DIR] [--stacks MODE] [--sim] [--capture-range=MODE]\n"
+         "                     [--delay S] [--duration S] [--lib PATH] [--] CMD [ARGS...]\n"
          "\n"
          "Runs CMD with libdlhook.so preloaded (LD_PRELOAD) and writes its trace(s) to DIR.\n"
          "Returns CMD's exit status (128+N if it was killed by signal N), then lists on stderr\n"
-         "the trace files written during the run with a one-line summary each.\n"
+         "the trace files written during the run, each with a short summary: calls, GPU\n"
+         "records, dropped records, kernels and their GPU time.\n"
          "\n"
          "options:\n"
          "  -o, --output DIR  directory for the traces (default: .; created if missing)\n"
          "  --sim             run against the simulated CUDA libraries built next to dlhook\n"
          "                    (<dir of dlhook>/simcuda, prepended to LD_LIBRARY_PATH)\n"
          "  --lib PATH        the libdlhook.so to preload (default: next to dlhook, or\n"
-         "                    ../lib/libdlhook.so relative to it)\n");
+         "                    ../lib/libdlhook.so relative to it)\n"
+         "  --stacks MODE     call stacks: none, native, python or mixed (DLHOOK_STACKS)\n"
+         "  --capture-range=MODE\n"
+         "                    record only part of the run (DLHOOK_CAPTURE_RANGE):\n"
+         "                    cudaProfilerApi  between cudaProfilerStart and cudaProfilerStop\n"
+         "                    nvtx:NAME[:N]    inside NVTX ranges named NAME (NAME* = prefix),\n"
+         "                                     the first N only when given\n"
+         "                    signal           from outside: dlhook ctl PID start|stop\n"
+         "  --delay S         record nothing during the first S seconds (DLHOOK_DELAY)\n"
+         "  --duration S      record nothing after DELAY + S seconds (DLHOOK_DURATION)\n");
 }
 
 static char *self_dir(void) {
@@ -139,12 +150,16 @@ static void summarize(const char *path) {
     free(err);
     return;
   }
-  uint64_t calls = 0, gpu = 0, dropped = 0, records = 0;
+  uint64_t calls = 0, gpu = 0, dropped = 0, records = 0, kernels = 0, kernel_ns = 0;
   int trailer = 0, counters = 0, rc;
   const Dlh__Packet *p;
   while ((rc = dlh_reader_next(r, &p)) == 1) {
     if (p->data_case == DLH__PACKET__DATA_API) calls += p->api->n_start_delta;
-    else if (p->data_case == DLH__PACKET__DATA_GPU) gpu += p->gpu->n_kind;
+    else if (p->data_case == DLH__PACKET__DATA_GPU) {
+      gpu += p->gpu->n_kind;
+      for (size_t k = 0; k < p->gpu->n_kind && k < p->gpu->n_dur; k++)
+        if (p->gpu->kind[k] == 1) { kernels++; kernel_ns += p->gpu->dur[k]; }
+    }
     else if (p->data_case == DLH__PACKET__DATA_TRAILER) {
       trailer = 1;
       dropped = p->trailer->dropped;
@@ -160,11 +175,14 @@ static void summarize(const char *path) {
   fprintf(stderr, "  %s: %" PRIu64 " calls, %" PRIu64 " GPU records, %" PRIu64 " dropped%s%s\n",
           path, calls, gpu, dropped, rc < 0 ? ", damaged: " : trailer ? "" : ", no trailer (incomplete)",
           rc < 0 ? dlh_reader_error(r) : "");
+  fprintf(stderr, "      %" PRIu64 " kernel%s, %.3f ms GPU kernel time\n", kernels,
+          kernels == 1 ? "" : "s", (double)kernel_ns / 1e6);
   dlh_reader_close(r);
 }
 
 int cmd_record(int argc, char **argv) {
-  const char *out = ".", *lib = NULL;
+  const char *out = ".", *lib = NULL, *stacks = NULL, *range = NULL, *delay = NULL,
+             *duration = NULL;
   int sim = 0, i = 1;
   for (; i < argc; i++) {
     const char *a = argv[i];
@@ -178,12 +196,36 @@ int cmd_record(int argc, char **argv) {
       else out = argv[++i];
       continue;
     }
+    if (!strcmp(a, "--stacks") || !strcmp(a, "--capture-range") || !strcmp(a, "--delay") ||
+        !strcmp(a, "--duration")) {
+      if (i + 1 >= argc) return vx_usage_error("record", "%s needs a value", a);
+      const char **dst = a[2] == 's' ? &stacks : a[2] == 'c' ? &range : a[3] == 'e' ? &delay : &duration;
+      *dst = argv[++i];
+      continue;
+    }
+    if (!strncmp(a, "--stacks=", 9)) { stacks = a + 9; continue; }
+    if (!strncmp(a, "--capture-range=", 16)) { range = a + 16; continue; }
+    if (!strncmp(a, "--delay=", 8)) { delay = a + 8; continue; }
+    if (!strncmp(a, "--duration=", 11)) { duration = a + 11; continue; }
     if (!strncmp(a, "--output=", 9)) { out = a + 9; continue; }
     if (!strncmp(a, "--lib=", 6)) { lib = a + 6; continue; }
     if (!strncmp(a, "-o", 2)) { out = a + 2; continue; }
     return vx_usage_error("record", "unknown option '%s'", a);
   }
   if (i >= argc) return vx_usage_error("record", "no command given");
+  if (stacks && strcmp(stacks, "none") && strcmp(stacks, "native") && strcmp(stacks, "python") &&
+      strcmp(stacks, "mixed"))
+    return vx_usage_error("record", "--stacks: expected none, native, python or mixed");
+  if (range && strcmp(range, "cudaProfilerApi") && strncmp(range, "nvtx:", 5) &&
+      strcmp(range, "signal") && strcmp(range, "none"))
+    return vx_usage_error("record", "--capture-range: expected cudaProfilerApi, nvtx:NAME[:N], "
+                          "signal or none");
+  const char *secs[2] = {delay, duration};
+  for (int k = 0; k < 2; k++) {
+    char *e;
+    if (secs[k] && (!*secs[k] || strtod(secs[k], &e) < 0 || *e))
+      return vx_usage_error("record", "--%s: expected seconds, e.g. 2 or 0.5", k ? "duration" : "delay");
+  }
   if (!*out) return vx_usage_error("record", "empty output directory");
   char **cmd = argv + i;
 
@@ -242,6 +284,14 @@ int cmd_record(int argc, char **argv) {
     free(simdir);
   }
 
+  const char *const envs[4][2] = {{"DLHOOK_STACKS", stacks}, {"DLHOOK_CAPTURE_RANGE", range},
+                                  {"DLHOOK_DELAY", delay}, {"DLHOOK_DURATION", duration}};
+  for (int k = 0; k < 4; k++)
+    if (envs[k][1] && setenv(envs[k][0], envs[k][1], 1) < 0) {
+      vx_error("record: cannot set the environment");
+      return VX_BAD_INPUT;
+    }
+
   snapshot before = take_snapshot(out);
 
   struct sigaction sa, saved[sizeof fwd_signals / sizeof *fwd_signals];
@@ -269,6 +319,9 @@ int cmd_record(int argc, char **argv) {
     _exit(e == ENOENT ? 127 : 126);
   }
   child_pid = pid;
+  if (range && !strcmp(range, "signal"))
+    fprintf(stderr, "dlhook: recording process %ld; start and stop it with: dlhook ctl %ld "
+            "start|stop\n", (long)pid, (long)pid);
   for (size_t k = 0; k < sizeof fwd_signals / sizeof *fwd_signals; k++)
     sigaction(fwd_signals[k], &sa, &saved[k]);
   sigprocmask(SIG_SETMASK, &oldmask, NULL);

@@ -63,6 +63,7 @@ typedef struct stats {
   uint64_t traces, processes, dropped, records, api_calls, api_errors, api_ns;
   pid_tid *threads;
   size_t nthreads, capthreads;
+  vx_libstats *lib;      /* GEMM, convolution, collective tables (libcalls.c) */
 } stats;
 
 static void add_thread(stats *s, uint32_t pid, uint32_t tid) {
@@ -186,6 +187,7 @@ static int stats_one(stats *s, const char *path) {
         while (dlh_api_iter_next(&it, &ev)) {
           size_t gi = api_index(s, &fnmap, &t, ev.fn); /* may move s->api.v */
           account(&s->api.v[gi], ev.dur_ns, ev.ret != 0);
+          vx_libstats_api(s->lib, &t, p->api->tid, &ev);
           s->api_calls++;
           s->api_errors += ev.ret != 0;
           s->api_ns += ev.dur_ns;
@@ -198,6 +200,7 @@ static int stats_one(stats *s, const char *path) {
         dlh_gpu_event ev;
         dlh_gpu_iter_init(&it, p->gpu);
         while (dlh_gpu_iter_next(&it, &ev)) {
+          vx_libstats_gpu(s->lib, &ev);
           if (ev.kind < 1 || ev.kind > 3) continue; /* kernels, copies, memsets occupy the GPU */
           devivals *d = dev_of(&dv, &ndv, ev.device);
           if (d->n == d->cap) {
@@ -231,6 +234,7 @@ static int stats_one(stats *s, const char *path) {
     free(dv[i].v);
   }
   free(dv);
+  vx_libstats_trace_end(s->lib);
   s->dropped += vx_trace_dropped(&t);
   s->records += vx_trace_records(&t);
   if (bad) vx_error("%s: inconsistent event batch (skipped its remaining events)", path);
@@ -291,6 +295,7 @@ static void print_json(FILE *f, const stats *s) {
              ",\"processes\":%" PRIu64 ",\"threads\":%zu",
           s->api_calls, s->api_errors, s->api_ns, s->dropped, s->records, s->traces,
           s->processes, s->nthreads);
+  vx_libstats_json(s->lib, f); /* gemms, convs, collectives */
   vx_ranks_json(f); /* several ranks: arrival skew and the straggler */
   fputs("}\n", f);
 }
@@ -367,6 +372,7 @@ static void print_table(FILE *f, const stats *s) {
       }
     }
   }
+  vx_libstats_table(s->lib, f);
   vx_ranks_table(f);
   fprintf(f, "\n%" PRIu64 " trace%s, %" PRIu64 " process%s, %zu thread%s, %" PRIu64
              " records, %" PRIu64 " dropped\n",
@@ -375,7 +381,7 @@ static void print_table(FILE *f, const stats *s) {
 }
 
 static void help(void) {
-  printf("usage: dlhook stats [--json] TRACE...\n"
+  printf("usage: dlhook stats [--json] [--memory] TRACE...\n"
          "\n"
          "Summarises the traces: per API function (name, domain) the calls, errors (result not\n"
          "0), total, mean and max duration, sorted by total time; kernels by name; records and\n"
@@ -386,13 +392,30 @@ static void help(void) {
          "             mean_ns,max_ns}...],\"kernels\":[{name,count,total_ns,mean_ns,max_ns}...],\n"
          "             \"gpu\":{kernel_ns,devices:[{pid,device,kernels,kernel_ns,busy_ns,\n"
          "             span_ns,busy_pct}],memcpy:[{kind,count,bytes,total_ns,gb_per_s}],\n"
-         "             memset:{count,bytes,total_ns}},\"dropped\",\"records\",\"traces\",...}\n"
+         "             memset:{count,bytes,total_ns}},\"dropped\",\"records\",\"traces\",...,\n"
+         "             \"gemms\":[{function,m,n,k,batch,transa,transb,dtype,calls,total_ns,\n"
+         "             mean_ns,time,flops,tflops_per_s}],\"convs\":[{function,direction,N,C,H,W,\n"
+         "             K,R,S,pad,stride,dilation,groups,dtype,calls,total_ns,...,tflops_per_s}],\n"
+         "             \"collectives\":[{function,op,bytes,nranks,dtype,calls,total_ns,mean_ns,\n"
+         "             time,algbw_gb_per_s,busbw_gb_per_s}]}\n"
+         "\n"
+         "GEMM, convolution and collective tables: outermost library calls grouped by shape;\n"
+         "time is the GPU time of the kernels linked to the call (\"time\":\"gpu\") or else\n"
+         "the call's duration (\"call\", marked * in the table). Grouped NCCL operations\n"
+         "share the GPU time of their ncclGroupEnd in proportion to their bytes.\n"
+         "\n"
+         "--memory: the GPU memory ledger instead: per process the allocations, frees, peak\n"
+         "live device bytes, what is still allocated at exit (leaks, with the stack that\n"
+         "allocated them) and the live allocations at each out-of-memory error. --json:\n"
+         "{\"traces\":[{path,pid,allocations,frees,peak_bytes,live_at_exit_bytes,devices,\n"
+         "leaks:[{ptr,bytes,device,stream,function,stack}],ooms:[{function,requested_bytes,\n"
+         "live_bytes,stack,live:[...]}]}],\"peak_bytes\",\"leaked_bytes\",\"leaks\":[...]}\n"
          "\n"
          "A damaged trace counts everything readable, then reports an error (exit 1).\n");
 }
 
 int cmd_stats(int argc, char **argv) {
-  int json = 0, opts_done = 0;
+  int json = 0, opts_done = 0, memory = 0;
   char **files = vx_xmalloc((size_t)argc * sizeof *files);
   size_t nfiles = 0;
   for (int i = 1; i < argc; i++) {
@@ -401,13 +424,21 @@ int cmd_stats(int argc, char **argv) {
     else if (!strcmp(a, "--")) opts_done = 1;
     else if (vx_is_help(a)) { help(); free(files); return VX_OK; }
     else if (!strcmp(a, "--json")) json = 1;
+    else if (!strcmp(a, "--memory")) memory = 1;
     else { free(files); return vx_usage_error("stats", "unknown option '%s'", a); }
   }
   if (nfiles == 0) {
     free(files);
     return vx_usage_error("stats", "no trace file given");
   }
+  if (memory) { /* the GPU memory ledger (memory.c) */
+    int mrc = vx_memory_stats(files, nfiles, json, stdout);
+    if (fflush(stdout) != 0) mrc = VX_BAD_INPUT;
+    free(files);
+    return mrc;
+  }
   stats s = {0};
+  s.lib = vx_libstats_new();
   int rc = VX_OK;
   for (size_t i = 0; i < nfiles; i++)
     if (stats_one(&s, files[i]) != VX_OK) rc = VX_BAD_INPUT;
@@ -437,6 +468,7 @@ int cmd_stats(int argc, char **argv) {
   free(s.kernels.v);
   free(s.threads);
   free(s.dev);
+  vx_libstats_free(s.lib);
   free(files);
   return rc;
 }

@@ -163,6 +163,12 @@ static void define(vx_trace *t, const Dlh__Packet *p) {
     case DLH__PACKET__DATA_API:
       t->api_events += p->api->n_start_delta;
       break;
+    case DLH__PACKET__DATA_STACK:
+    case DLH__PACKET__DATA_MODULE:
+    case DLH__PACKET__DATA_SYMBOL:
+    case DLH__PACKET__DATA_PY_FRAME:
+      vx_stacks_define(t, p);
+      break;
     case DLH__PACKET__DATA_GPU:
       t->gpu_events += p->gpu->n_kind;
       break;
@@ -188,6 +194,7 @@ void vx_trace_close(vx_trace *t) {
   dlh_reader_close(t->r);
   vx_map_free(&t->funcs, func_free);
   vx_map_free(&t->strings, free);
+  vx_stacks_free(t);
   t->r = NULL;
 }
 

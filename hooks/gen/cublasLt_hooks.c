@@ -141,6 +141,7 @@
 #include <cublasLt.h>
 
 #include "dlh_hook.h"
+#include "dlh_dlsym.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -162,6 +163,8 @@ static inline uint64_t dlh_dbl_bits(double d) { uint64_t u; memcpy(&u, &d, sizeo
     if (!fn) return fail;                                                     \
     __atomic_store_n(&cache, fn, __ATOMIC_RELEASE);                           \
   }
+
+#include "cublasLt_args.h"  /* hand-written argument extractors */
 
 /* 0: cublasLtCreate — cublasLt.h */
 static cublasStatus_t (*real_cublasLtCreate)(cublasLtHandle_t *lightHandle);
@@ -491,21 +494,22 @@ DLH_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtM
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace, workspaceSizeInBytes, stream);
   if (dlh_rec) {
+    struct dlh_lt_info dlh_li; dlh_lt_read(&dlh_li, computeDesc, Adesc, Bdesc, Cdesc);
     uint64_t dlh_a[16] = {
       DLH_A_PTR(lightHandle),
-      DLH_A_PTR(computeDesc),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(A),
-      DLH_A_PTR(Adesc),
-      DLH_A_PTR(B),
-      DLH_A_PTR(Bdesc),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(C),
-      DLH_A_PTR(Cdesc),
-      DLH_A_PTR(D),
-      DLH_A_PTR(Ddesc),
-      DLH_A_PTR(algo),
-      DLH_A_PTR(workspace),
+      DLH_A_INT(dlh_li.m),
+      DLH_A_INT(dlh_li.n),
+      DLH_A_INT(dlh_li.k),
+      DLH_A_INT(dlh_li.transa),
+      DLH_A_INT(dlh_li.transb),
+      DLH_A_INT(dlh_li.lda),
+      DLH_A_INT(dlh_li.ldb),
+      DLH_A_INT(dlh_li.ldc),
+      DLH_A_INT(dlh_li.batch),
+      DLH_A_INT(dlh_li.atype),
+      DLH_A_INT(dlh_li.ctype),
+      DLH_A_INT(dlh_li.compute),
+      DLH_A_DBL(dlh_li.flops),
       DLH_A_UINT(workspaceSizeInBytes),
       DLH_A_PTR(stream),
     };
@@ -1097,8 +1101,8 @@ static const char *const dlh_an_cublasLtLoggerSetLevel[] = {"level"};
 static const uint8_t dlh_at_cublasLtLoggerSetLevel[] = {DLH_ARG_INT};
 static const char *const dlh_an_cublasLtLoggerSetMask[] = {"mask"};
 static const uint8_t dlh_at_cublasLtLoggerSetMask[] = {DLH_ARG_INT};
-static const char *const dlh_an_cublasLtMatmul[] = {"lightHandle", "computeDesc", "alpha", "A", "Adesc", "B", "Bdesc", "beta", "C", "Cdesc", "D", "Ddesc", "algo", "workspace", "workspaceSizeInBytes", "stream"};
-static const uint8_t dlh_at_cublasLtMatmul[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_PTR};
+static const char *const dlh_an_cublasLtMatmul[] = {"lightHandle", "m", "n", "k", "transa", "transb", "lda", "ldb", "ldc", "batch", "dtype", "ctype", "compute_type", "flops", "workspaceSizeInBytes", "stream"};
+static const uint8_t dlh_at_cublasLtMatmul[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE, DLH_ARG_UINT, DLH_ARG_PTR};
 static const char *const dlh_an_cublasLtMatmulAlgoCapGetAttribute[] = {"algo", "attr", "buf", "sizeInBytes", "sizeWritten"};
 static const uint8_t dlh_at_cublasLtMatmulAlgoCapGetAttribute[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_PTR};
 static const char *const dlh_an_cublasLtMatmulAlgoCheck[] = {"lightHandle", "operationDesc", "Adesc", "Bdesc", "Cdesc", "Ddesc", "algo", "result"};
@@ -1208,3 +1212,60 @@ const dlh_fn_desc dlh_fns_cublasLt[] = {
   {"cublasLtMatrixTransformDescSetAttribute", 4, dlh_an_cublasLtMatrixTransformDescSetAttribute, dlh_at_cublasLtMatrixTransformDescSetAttribute},
 };
 const unsigned dlh_fns_cublasLt_count = 49;
+
+/* ---- wrappers by name, sorted (strcmp), for dlsym on a handle of libcublasLt.so.13 ---- */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+const dlh_sym dlh_syms_cublasLt[] = {
+  {"cublasLtCreate", (void *)cublasLtCreate, (void **)&real_cublasLtCreate},
+  {"cublasLtDestroy", (void *)cublasLtDestroy, (void **)&real_cublasLtDestroy},
+  {"cublasLtEmulationDescCreate", (void *)cublasLtEmulationDescCreate, (void **)&real_cublasLtEmulationDescCreate},
+  {"cublasLtEmulationDescDestroy", (void *)cublasLtEmulationDescDestroy, (void **)&real_cublasLtEmulationDescDestroy},
+  {"cublasLtEmulationDescGetAttribute", (void *)cublasLtEmulationDescGetAttribute, (void **)&real_cublasLtEmulationDescGetAttribute},
+  {"cublasLtEmulationDescInit_internal", (void *)cublasLtEmulationDescInit_internal, (void **)&real_cublasLtEmulationDescInit_internal},
+  {"cublasLtEmulationDescSetAttribute", (void *)cublasLtEmulationDescSetAttribute, (void **)&real_cublasLtEmulationDescSetAttribute},
+  {"cublasLtGetCudartVersion", (void *)cublasLtGetCudartVersion, (void **)&real_cublasLtGetCudartVersion},
+  {"cublasLtGetProperty", (void *)cublasLtGetProperty, (void **)&real_cublasLtGetProperty},
+  {"cublasLtGetStatusName", (void *)cublasLtGetStatusName, (void **)&real_cublasLtGetStatusName},
+  {"cublasLtGetStatusString", (void *)cublasLtGetStatusString, (void **)&real_cublasLtGetStatusString},
+  {"cublasLtGetVersion", (void *)cublasLtGetVersion, (void **)&real_cublasLtGetVersion},
+  {"cublasLtHeuristicsCacheGetCapacity", (void *)cublasLtHeuristicsCacheGetCapacity, (void **)&real_cublasLtHeuristicsCacheGetCapacity},
+  {"cublasLtHeuristicsCacheSetCapacity", (void *)cublasLtHeuristicsCacheSetCapacity, (void **)&real_cublasLtHeuristicsCacheSetCapacity},
+  {"cublasLtLoggerForceDisable", (void *)cublasLtLoggerForceDisable, (void **)&real_cublasLtLoggerForceDisable},
+  {"cublasLtLoggerOpenFile", (void *)cublasLtLoggerOpenFile, (void **)&real_cublasLtLoggerOpenFile},
+  {"cublasLtLoggerSetCallback", (void *)cublasLtLoggerSetCallback, (void **)&real_cublasLtLoggerSetCallback},
+  {"cublasLtLoggerSetFile", (void *)cublasLtLoggerSetFile, (void **)&real_cublasLtLoggerSetFile},
+  {"cublasLtLoggerSetLevel", (void *)cublasLtLoggerSetLevel, (void **)&real_cublasLtLoggerSetLevel},
+  {"cublasLtLoggerSetMask", (void *)cublasLtLoggerSetMask, (void **)&real_cublasLtLoggerSetMask},
+  {"cublasLtMatmul", (void *)cublasLtMatmul, (void **)&real_cublasLtMatmul},
+  {"cublasLtMatmulAlgoCapGetAttribute", (void *)cublasLtMatmulAlgoCapGetAttribute, (void **)&real_cublasLtMatmulAlgoCapGetAttribute},
+  {"cublasLtMatmulAlgoCheck", (void *)cublasLtMatmulAlgoCheck, (void **)&real_cublasLtMatmulAlgoCheck},
+  {"cublasLtMatmulAlgoConfigGetAttribute", (void *)cublasLtMatmulAlgoConfigGetAttribute, (void **)&real_cublasLtMatmulAlgoConfigGetAttribute},
+  {"cublasLtMatmulAlgoConfigSetAttribute", (void *)cublasLtMatmulAlgoConfigSetAttribute, (void **)&real_cublasLtMatmulAlgoConfigSetAttribute},
+  {"cublasLtMatmulAlgoGetHeuristic", (void *)cublasLtMatmulAlgoGetHeuristic, (void **)&real_cublasLtMatmulAlgoGetHeuristic},
+  {"cublasLtMatmulAlgoGetIds", (void *)cublasLtMatmulAlgoGetIds, (void **)&real_cublasLtMatmulAlgoGetIds},
+  {"cublasLtMatmulAlgoInit", (void *)cublasLtMatmulAlgoInit, (void **)&real_cublasLtMatmulAlgoInit},
+  {"cublasLtMatmulDescCreate", (void *)cublasLtMatmulDescCreate, (void **)&real_cublasLtMatmulDescCreate},
+  {"cublasLtMatmulDescDestroy", (void *)cublasLtMatmulDescDestroy, (void **)&real_cublasLtMatmulDescDestroy},
+  {"cublasLtMatmulDescGetAttribute", (void *)cublasLtMatmulDescGetAttribute, (void **)&real_cublasLtMatmulDescGetAttribute},
+  {"cublasLtMatmulDescInit_internal", (void *)cublasLtMatmulDescInit_internal, (void **)&real_cublasLtMatmulDescInit_internal},
+  {"cublasLtMatmulDescSetAttribute", (void *)cublasLtMatmulDescSetAttribute, (void **)&real_cublasLtMatmulDescSetAttribute},
+  {"cublasLtMatmulPreferenceCreate", (void *)cublasLtMatmulPreferenceCreate, (void **)&real_cublasLtMatmulPreferenceCreate},
+  {"cublasLtMatmulPreferenceDestroy", (void *)cublasLtMatmulPreferenceDestroy, (void **)&real_cublasLtMatmulPreferenceDestroy},
+  {"cublasLtMatmulPreferenceGetAttribute", (void *)cublasLtMatmulPreferenceGetAttribute, (void **)&real_cublasLtMatmulPreferenceGetAttribute},
+  {"cublasLtMatmulPreferenceInit_internal", (void *)cublasLtMatmulPreferenceInit_internal, (void **)&real_cublasLtMatmulPreferenceInit_internal},
+  {"cublasLtMatmulPreferenceSetAttribute", (void *)cublasLtMatmulPreferenceSetAttribute, (void **)&real_cublasLtMatmulPreferenceSetAttribute},
+  {"cublasLtMatrixLayoutCreate", (void *)cublasLtMatrixLayoutCreate, (void **)&real_cublasLtMatrixLayoutCreate},
+  {"cublasLtMatrixLayoutDestroy", (void *)cublasLtMatrixLayoutDestroy, (void **)&real_cublasLtMatrixLayoutDestroy},
+  {"cublasLtMatrixLayoutGetAttribute", (void *)cublasLtMatrixLayoutGetAttribute, (void **)&real_cublasLtMatrixLayoutGetAttribute},
+  {"cublasLtMatrixLayoutInit_internal", (void *)cublasLtMatrixLayoutInit_internal, (void **)&real_cublasLtMatrixLayoutInit_internal},
+  {"cublasLtMatrixLayoutSetAttribute", (void *)cublasLtMatrixLayoutSetAttribute, (void **)&real_cublasLtMatrixLayoutSetAttribute},
+  {"cublasLtMatrixTransform", (void *)cublasLtMatrixTransform, (void **)&real_cublasLtMatrixTransform},
+  {"cublasLtMatrixTransformDescCreate", (void *)cublasLtMatrixTransformDescCreate, (void **)&real_cublasLtMatrixTransformDescCreate},
+  {"cublasLtMatrixTransformDescDestroy", (void *)cublasLtMatrixTransformDescDestroy, (void **)&real_cublasLtMatrixTransformDescDestroy},
+  {"cublasLtMatrixTransformDescGetAttribute", (void *)cublasLtMatrixTransformDescGetAttribute, (void **)&real_cublasLtMatrixTransformDescGetAttribute},
+  {"cublasLtMatrixTransformDescInit_internal", (void *)cublasLtMatrixTransformDescInit_internal, (void **)&real_cublasLtMatrixTransformDescInit_internal},
+  {"cublasLtMatrixTransformDescSetAttribute", (void *)cublasLtMatrixTransformDescSetAttribute, (void **)&real_cublasLtMatrixTransformDescSetAttribute},
+};
+#pragma GCC diagnostic pop
+const unsigned dlh_syms_cublasLt_count = 49;

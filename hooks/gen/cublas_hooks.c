@@ -66,6 +66,7 @@
 #include <cublas.h>
 
 #include "dlh_hook.h"
+#include "dlh_dlsym.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -87,6 +88,8 @@ static inline uint64_t dlh_dbl_bits(double d) { uint64_t u; memcpy(&u, &d, sizeo
     if (!fn) return fail;                                                     \
     __atomic_store_n(&cache, fn, __ATOMIC_RELEASE);                           \
   }
+
+#include "cublas_args.h"  /* hand-written argument extractors */
 
 /* 0: cublasAlloc — cublas.h */
 static cublasStatus_t (*real_cublasAlloc)(int n, int elemSize, void **devicePtr);
@@ -680,9 +683,9 @@ DLH_EXPORT void cublasCgemm(char transa, char transb, int m, int n, int k, cuCom
   int dlh_rec = dlh_call_begin(&dlh_c);
   dlh_fn(transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[11] = {
-      DLH_A_INT(transa),
-      DLH_A_INT(transb),
+    uint64_t dlh_a[14] = {
+      DLH_A_INT(dlh_op_char(transa)),
+      DLH_A_INT(dlh_op_char(transb)),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
@@ -692,8 +695,11 @@ DLH_EXPORT void cublasCgemm(char transa, char transb, int m, int n, int k, cuCom
       DLH_A_INT(ldb),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_C_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 25), 0, 11, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 25), 0, 14, dlh_a);
   }
 }
 
@@ -705,23 +711,24 @@ DLH_EXPORT cublasStatus_t cublasCgemm3m(cublasHandle_t handle, cublasOperation_t
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[14] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_C_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 26), (int64_t)dlh_r, 14, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 26), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -734,24 +741,21 @@ DLH_EXPORT cublasStatus_t cublasCgemm3mBatched(cublasHandle_t handle, cublasOper
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[15] = {
+    uint64_t dlh_a[12] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(Aarray),
       DLH_A_INT(lda),
-      DLH_A_PTR(Barray),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(Carray),
       DLH_A_INT(ldc),
       DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_C_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 27), (int64_t)dlh_r, 15, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 27), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
 }
@@ -764,29 +768,26 @@ DLH_EXPORT cublasStatus_t cublasCgemm3mBatched_64(cublasHandle_t handle, cublasO
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[15] = {
+    uint64_t dlh_a[12] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(Aarray),
       DLH_A_INT(lda),
-      DLH_A_PTR(Barray),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(Carray),
       DLH_A_INT(ldc),
       DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_C_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 28), (int64_t)dlh_r, 15, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 28), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
 }
 
-/* 29: cublasCgemm3mEx — cublas_api.h; args beyond 16 not recorded: ldc */
+/* 29: cublasCgemm3mEx — cublas_api.h */
 static cublasStatus_t (*real_cublasCgemm3mEx)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const cuComplex *alpha, const void *A, cudaDataType Atype, int lda, const void *B, cudaDataType Btype, int ldb, const cuComplex *beta, void *C, cudaDataType Ctype, int ldc);
 DLH_EXPORT cublasStatus_t cublasCgemm3mEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const cuComplex *alpha, const void *A, cudaDataType Atype, int lda, const void *B, cudaDataType Btype, int ldb, const cuComplex *beta, void *C, cudaDataType Ctype, int ldc) {
   DLH_REAL(dlh_fn, real_cublasCgemm3mEx, "cublasCgemm3mEx", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -794,30 +795,27 @@ DLH_EXPORT cublasStatus_t cublasCgemm3mEx(cublasHandle_t handle, cublasOperation
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[13] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(A),
-      DLH_A_INT(Atype),
       DLH_A_INT(lda),
-      DLH_A_PTR(B),
-      DLH_A_INT(Btype),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(C),
-      DLH_A_INT(Ctype),
+      DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(Atype)),
+      DLH_A_INT((int)Ctype),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, dlh_cuda_type_complex(Atype))),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 29), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 29), (int64_t)dlh_r, 13, dlh_a);
   }
   return dlh_r;
 }
 
-/* 30: cublasCgemm3mEx_64 — cublas_api.h; args beyond 16 not recorded: ldc */
+/* 30: cublasCgemm3mEx_64 — cublas_api.h */
 static cublasStatus_t (*real_cublasCgemm3mEx_64)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const cuComplex *alpha, const void *A, cudaDataType Atype, int64_t lda, const void *B, cudaDataType Btype, int64_t ldb, const cuComplex *beta, void *C, cudaDataType Ctype, int64_t ldc);
 DLH_EXPORT cublasStatus_t cublasCgemm3mEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const cuComplex *alpha, const void *A, cudaDataType Atype, int64_t lda, const void *B, cudaDataType Btype, int64_t ldb, const cuComplex *beta, void *C, cudaDataType Ctype, int64_t ldc) {
   DLH_REAL(dlh_fn, real_cublasCgemm3mEx_64, "cublasCgemm3mEx_64", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -825,30 +823,27 @@ DLH_EXPORT cublasStatus_t cublasCgemm3mEx_64(cublasHandle_t handle, cublasOperat
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[13] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(A),
-      DLH_A_INT(Atype),
       DLH_A_INT(lda),
-      DLH_A_PTR(B),
-      DLH_A_INT(Btype),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(C),
-      DLH_A_INT(Ctype),
+      DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(Atype)),
+      DLH_A_INT((int)Ctype),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, dlh_cuda_type_complex(Atype))),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 30), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 30), (int64_t)dlh_r, 13, dlh_a);
   }
   return dlh_r;
 }
 
-/* 31: cublasCgemm3mStridedBatched — cublas_api.h; args beyond 16 not recorded: strideC, batchCount */
+/* 31: cublasCgemm3mStridedBatched — cublas_api.h */
 static cublasStatus_t (*real_cublasCgemm3mStridedBatched)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const cuComplex *alpha, const cuComplex *A, int lda, long long int strideA, const cuComplex *B, int ldb, long long int strideB, const cuComplex *beta, cuComplex *C, int ldc, long long int strideC, int batchCount);
 DLH_EXPORT cublasStatus_t cublasCgemm3mStridedBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const cuComplex *alpha, const cuComplex *A, int lda, long long int strideA, const cuComplex *B, int ldb, long long int strideB, const cuComplex *beta, cuComplex *C, int ldc, long long int strideC, int batchCount) {
   DLH_REAL(dlh_fn, real_cublasCgemm3mStridedBatched, "cublasCgemm3mStridedBatched", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -856,30 +851,29 @@ DLH_EXPORT cublasStatus_t cublasCgemm3mStridedBatched(cublasHandle_t handle, cub
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
-      DLH_A_INT(strideA),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_INT(strideB),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_C_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 31), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 31), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
 
-/* 32: cublasCgemm3mStridedBatched_64 — cublas_api.h; args beyond 16 not recorded: strideC, batchCount */
+/* 32: cublasCgemm3mStridedBatched_64 — cublas_api.h */
 static cublasStatus_t (*real_cublasCgemm3mStridedBatched_64)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const cuComplex *alpha, const cuComplex *A, int64_t lda, long long int strideA, const cuComplex *B, int64_t ldb, long long int strideB, const cuComplex *beta, cuComplex *C, int64_t ldc, long long int strideC, int64_t batchCount);
 DLH_EXPORT cublasStatus_t cublasCgemm3mStridedBatched_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const cuComplex *alpha, const cuComplex *A, int64_t lda, long long int strideA, const cuComplex *B, int64_t ldb, long long int strideB, const cuComplex *beta, cuComplex *C, int64_t ldc, long long int strideC, int64_t batchCount) {
   DLH_REAL(dlh_fn, real_cublasCgemm3mStridedBatched_64, "cublasCgemm3mStridedBatched_64", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -887,25 +881,24 @@ DLH_EXPORT cublasStatus_t cublasCgemm3mStridedBatched_64(cublasHandle_t handle, 
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
-      DLH_A_INT(strideA),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_INT(strideB),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_C_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 32), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 32), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -918,23 +911,24 @@ DLH_EXPORT cublasStatus_t cublasCgemm3m_64(cublasHandle_t handle, cublasOperatio
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[14] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_C_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 33), (int64_t)dlh_r, 14, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 33), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -947,24 +941,21 @@ DLH_EXPORT cublasStatus_t cublasCgemmBatched(cublasHandle_t handle, cublasOperat
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[15] = {
+    uint64_t dlh_a[12] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(Aarray),
       DLH_A_INT(lda),
-      DLH_A_PTR(Barray),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(Carray),
       DLH_A_INT(ldc),
       DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_C_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 34), (int64_t)dlh_r, 15, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 34), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
 }
@@ -977,29 +968,26 @@ DLH_EXPORT cublasStatus_t cublasCgemmBatched_64(cublasHandle_t handle, cublasOpe
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[15] = {
+    uint64_t dlh_a[12] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(Aarray),
       DLH_A_INT(lda),
-      DLH_A_PTR(Barray),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(Carray),
       DLH_A_INT(ldc),
       DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_C_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 35), (int64_t)dlh_r, 15, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 35), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
 }
 
-/* 36: cublasCgemmEx — cublas_api.h; args beyond 16 not recorded: ldc */
+/* 36: cublasCgemmEx — cublas_api.h */
 static cublasStatus_t (*real_cublasCgemmEx)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const cuComplex *alpha, const void *A, cudaDataType Atype, int lda, const void *B, cudaDataType Btype, int ldb, const cuComplex *beta, void *C, cudaDataType Ctype, int ldc);
 DLH_EXPORT cublasStatus_t cublasCgemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const cuComplex *alpha, const void *A, cudaDataType Atype, int lda, const void *B, cudaDataType Btype, int ldb, const cuComplex *beta, void *C, cudaDataType Ctype, int ldc) {
   DLH_REAL(dlh_fn, real_cublasCgemmEx, "cublasCgemmEx", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -1007,30 +995,27 @@ DLH_EXPORT cublasStatus_t cublasCgemmEx(cublasHandle_t handle, cublasOperation_t
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[13] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(A),
-      DLH_A_INT(Atype),
       DLH_A_INT(lda),
-      DLH_A_PTR(B),
-      DLH_A_INT(Btype),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(C),
-      DLH_A_INT(Ctype),
+      DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(Atype)),
+      DLH_A_INT((int)Ctype),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, dlh_cuda_type_complex(Atype))),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 36), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 36), (int64_t)dlh_r, 13, dlh_a);
   }
   return dlh_r;
 }
 
-/* 37: cublasCgemmEx_64 — cublas_api.h; args beyond 16 not recorded: ldc */
+/* 37: cublasCgemmEx_64 — cublas_api.h */
 static cublasStatus_t (*real_cublasCgemmEx_64)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const cuComplex *alpha, const void *A, cudaDataType Atype, int64_t lda, const void *B, cudaDataType Btype, int64_t ldb, const cuComplex *beta, void *C, cudaDataType Ctype, int64_t ldc);
 DLH_EXPORT cublasStatus_t cublasCgemmEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const cuComplex *alpha, const void *A, cudaDataType Atype, int64_t lda, const void *B, cudaDataType Btype, int64_t ldb, const cuComplex *beta, void *C, cudaDataType Ctype, int64_t ldc) {
   DLH_REAL(dlh_fn, real_cublasCgemmEx_64, "cublasCgemmEx_64", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -1038,30 +1023,27 @@ DLH_EXPORT cublasStatus_t cublasCgemmEx_64(cublasHandle_t handle, cublasOperatio
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[13] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(A),
-      DLH_A_INT(Atype),
       DLH_A_INT(lda),
-      DLH_A_PTR(B),
-      DLH_A_INT(Btype),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(C),
-      DLH_A_INT(Ctype),
+      DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(Atype)),
+      DLH_A_INT((int)Ctype),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, dlh_cuda_type_complex(Atype))),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 37), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 37), (int64_t)dlh_r, 13, dlh_a);
   }
   return dlh_r;
 }
 
-/* 38: cublasCgemmStridedBatched — cublas_api.h; args beyond 16 not recorded: strideC, batchCount */
+/* 38: cublasCgemmStridedBatched — cublas_api.h */
 static cublasStatus_t (*real_cublasCgemmStridedBatched)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const cuComplex *alpha, const cuComplex *A, int lda, long long int strideA, const cuComplex *B, int ldb, long long int strideB, const cuComplex *beta, cuComplex *C, int ldc, long long int strideC, int batchCount);
 DLH_EXPORT cublasStatus_t cublasCgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const cuComplex *alpha, const cuComplex *A, int lda, long long int strideA, const cuComplex *B, int ldb, long long int strideB, const cuComplex *beta, cuComplex *C, int ldc, long long int strideC, int batchCount) {
   DLH_REAL(dlh_fn, real_cublasCgemmStridedBatched, "cublasCgemmStridedBatched", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -1069,30 +1051,29 @@ DLH_EXPORT cublasStatus_t cublasCgemmStridedBatched(cublasHandle_t handle, cubla
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
-      DLH_A_INT(strideA),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_INT(strideB),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_C_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 38), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 38), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
 
-/* 39: cublasCgemmStridedBatched_64 — cublas_api.h; args beyond 16 not recorded: strideC, batchCount */
+/* 39: cublasCgemmStridedBatched_64 — cublas_api.h */
 static cublasStatus_t (*real_cublasCgemmStridedBatched_64)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const cuComplex *alpha, const cuComplex *A, int64_t lda, long long int strideA, const cuComplex *B, int64_t ldb, long long int strideB, const cuComplex *beta, cuComplex *C, int64_t ldc, long long int strideC, int64_t batchCount);
 DLH_EXPORT cublasStatus_t cublasCgemmStridedBatched_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const cuComplex *alpha, const cuComplex *A, int64_t lda, long long int strideA, const cuComplex *B, int64_t ldb, long long int strideB, const cuComplex *beta, cuComplex *C, int64_t ldc, long long int strideC, int64_t batchCount) {
   DLH_REAL(dlh_fn, real_cublasCgemmStridedBatched_64, "cublasCgemmStridedBatched_64", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -1100,25 +1081,24 @@ DLH_EXPORT cublasStatus_t cublasCgemmStridedBatched_64(cublasHandle_t handle, cu
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
-      DLH_A_INT(strideA),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_INT(strideB),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_C_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 39), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 39), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -1131,23 +1111,24 @@ DLH_EXPORT cublasStatus_t cublasCgemm_v2(cublasHandle_t handle, cublasOperation_
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[14] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_C_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 40), (int64_t)dlh_r, 14, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 40), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -1160,23 +1141,24 @@ DLH_EXPORT cublasStatus_t cublasCgemm_v2_64(cublasHandle_t handle, cublasOperati
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[14] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_C_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 41), (int64_t)dlh_r, 14, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 41), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -4662,22 +4644,23 @@ DLH_EXPORT void cublasDgemm(char transa, char transb, int m, int n, int k, doubl
   int dlh_rec = dlh_call_begin(&dlh_c);
   dlh_fn(transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[13] = {
-      DLH_A_INT(transa),
-      DLH_A_INT(transb),
+    uint64_t dlh_a[14] = {
+      DLH_A_INT(dlh_op_char(transa)),
+      DLH_A_INT(dlh_op_char(transb)),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_DBL(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_DBL(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_R_64F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 186), 0, 13, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 186), 0, 14, dlh_a);
   }
 }
 
@@ -4689,24 +4672,21 @@ DLH_EXPORT cublasStatus_t cublasDgemmBatched(cublasHandle_t handle, cublasOperat
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[15] = {
+    uint64_t dlh_a[12] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(Aarray),
       DLH_A_INT(lda),
-      DLH_A_PTR(Barray),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(Carray),
       DLH_A_INT(ldc),
       DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_R_64F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 187), (int64_t)dlh_r, 15, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 187), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
 }
@@ -4719,24 +4699,21 @@ DLH_EXPORT cublasStatus_t cublasDgemmBatched_64(cublasHandle_t handle, cublasOpe
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[15] = {
+    uint64_t dlh_a[12] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(Aarray),
       DLH_A_INT(lda),
-      DLH_A_PTR(Barray),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(Carray),
       DLH_A_INT(ldc),
       DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_R_64F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 188), (int64_t)dlh_r, 15, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 188), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
 }
@@ -4749,25 +4726,19 @@ DLH_EXPORT cublasStatus_t cublasDgemmGroupedBatched(cublasHandle_t handle, const
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa_array, transb_array, m_array, n_array, k_array, alpha_array, Aarray, lda_array, Barray, ldb_array, beta_array, Carray, ldc_array, group_count, group_size);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[10] = {
       DLH_A_PTR(handle),
-      DLH_A_PTR(transa_array),
-      DLH_A_PTR(transb_array),
-      DLH_A_PTR(m_array),
-      DLH_A_PTR(n_array),
-      DLH_A_PTR(k_array),
-      DLH_A_PTR(alpha_array),
-      DLH_A_PTR(Aarray),
-      DLH_A_PTR(lda_array),
-      DLH_A_PTR(Barray),
-      DLH_A_PTR(ldb_array),
-      DLH_A_PTR(beta_array),
-      DLH_A_PTR(Carray),
-      DLH_A_PTR(ldc_array),
+      DLH_A_INT(dlh_first(transa_array, group_count)),
+      DLH_A_INT(dlh_first(transb_array, group_count)),
+      DLH_A_INT(dlh_first(m_array, group_count)),
+      DLH_A_INT(dlh_first(n_array, group_count)),
+      DLH_A_INT(dlh_first(k_array, group_count)),
       DLH_A_INT(group_count),
-      DLH_A_PTR(group_size),
+      DLH_A_INT(dlh_grouped_count(group_count, group_size)),
+      DLH_A_INT((int)(CUDA_R_64F)),
+      DLH_A_DBL(dlh_grouped_flops(m_array, n_array, k_array, group_count, group_size, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 189), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 189), (int64_t)dlh_r, 10, dlh_a);
   }
   return dlh_r;
 }
@@ -4780,30 +4751,24 @@ DLH_EXPORT cublasStatus_t cublasDgemmGroupedBatched_64(cublasHandle_t handle, co
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa_array, transb_array, m_array, n_array, k_array, alpha_array, Aarray, lda_array, Barray, ldb_array, beta_array, Carray, ldc_array, group_count, group_size);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[10] = {
       DLH_A_PTR(handle),
-      DLH_A_PTR(transa_array),
-      DLH_A_PTR(transb_array),
-      DLH_A_PTR(m_array),
-      DLH_A_PTR(n_array),
-      DLH_A_PTR(k_array),
-      DLH_A_PTR(alpha_array),
-      DLH_A_PTR(Aarray),
-      DLH_A_PTR(lda_array),
-      DLH_A_PTR(Barray),
-      DLH_A_PTR(ldb_array),
-      DLH_A_PTR(beta_array),
-      DLH_A_PTR(Carray),
-      DLH_A_PTR(ldc_array),
+      DLH_A_INT(dlh_first(transa_array, group_count)),
+      DLH_A_INT(dlh_first(transb_array, group_count)),
+      DLH_A_INT(dlh_first(m_array, group_count)),
+      DLH_A_INT(dlh_first(n_array, group_count)),
+      DLH_A_INT(dlh_first(k_array, group_count)),
       DLH_A_INT(group_count),
-      DLH_A_PTR(group_size),
+      DLH_A_INT(dlh_grouped_count(group_count, group_size)),
+      DLH_A_INT((int)(CUDA_R_64F)),
+      DLH_A_DBL(dlh_grouped_flops(m_array, n_array, k_array, group_count, group_size, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 190), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 190), (int64_t)dlh_r, 10, dlh_a);
   }
   return dlh_r;
 }
 
-/* 191: cublasDgemmStridedBatched — cublas_api.h; args beyond 16 not recorded: strideC, batchCount */
+/* 191: cublasDgemmStridedBatched — cublas_api.h */
 static cublasStatus_t (*real_cublasDgemmStridedBatched)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const double *alpha, const double *A, int lda, long long int strideA, const double *B, int ldb, long long int strideB, const double *beta, double *C, int ldc, long long int strideC, int batchCount);
 DLH_EXPORT cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const double *alpha, const double *A, int lda, long long int strideA, const double *B, int ldb, long long int strideB, const double *beta, double *C, int ldc, long long int strideC, int batchCount) {
   DLH_REAL(dlh_fn, real_cublasDgemmStridedBatched, "cublasDgemmStridedBatched", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -4811,30 +4776,29 @@ DLH_EXPORT cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t handle, cubla
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
-      DLH_A_INT(strideA),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_INT(strideB),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_R_64F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 191), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 191), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
 
-/* 192: cublasDgemmStridedBatched_64 — cublas_api.h; args beyond 16 not recorded: strideC, batchCount */
+/* 192: cublasDgemmStridedBatched_64 — cublas_api.h */
 static cublasStatus_t (*real_cublasDgemmStridedBatched_64)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const double *alpha, const double *A, int64_t lda, long long int strideA, const double *B, int64_t ldb, long long int strideB, const double *beta, double *C, int64_t ldc, long long int strideC, int64_t batchCount);
 DLH_EXPORT cublasStatus_t cublasDgemmStridedBatched_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const double *alpha, const double *A, int64_t lda, long long int strideA, const double *B, int64_t ldb, long long int strideB, const double *beta, double *C, int64_t ldc, long long int strideC, int64_t batchCount) {
   DLH_REAL(dlh_fn, real_cublasDgemmStridedBatched_64, "cublasDgemmStridedBatched_64", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -4842,25 +4806,24 @@ DLH_EXPORT cublasStatus_t cublasDgemmStridedBatched_64(cublasHandle_t handle, cu
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
-      DLH_A_INT(strideA),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_INT(strideB),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_R_64F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 192), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 192), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -4873,23 +4836,24 @@ DLH_EXPORT cublasStatus_t cublasDgemm_v2(cublasHandle_t handle, cublasOperation_
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[14] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_R_64F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 193), (int64_t)dlh_r, 14, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 193), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -4902,23 +4866,24 @@ DLH_EXPORT cublasStatus_t cublasDgemm_v2_64(cublasHandle_t handle, cublasOperati
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[14] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_R_64F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 194), (int64_t)dlh_r, 14, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 194), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -7411,7 +7376,7 @@ DLH_EXPORT cublasStatus_t cublasFree(void *devicePtr) {
   return dlh_r;
 }
 
-/* 300: cublasGemmBatchedEx — cublas_api.h; args beyond 16 not recorded: ldc, batchCount, computeType, algo */
+/* 300: cublasGemmBatchedEx — cublas_api.h */
 static cublasStatus_t (*real_cublasGemmBatchedEx)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void *alpha, const void *const Aarray[], cudaDataType Atype, int lda, const void *const Barray[], cudaDataType Btype, int ldb, const void *beta, void *const Carray[], cudaDataType Ctype, int ldc, int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo);
 DLH_EXPORT cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void *alpha, const void *const Aarray[], cudaDataType Atype, int lda, const void *const Barray[], cudaDataType Btype, int ldb, const void *beta, void *const Carray[], cudaDataType Ctype, int ldc, int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
   DLH_REAL(dlh_fn, real_cublasGemmBatchedEx, "cublasGemmBatchedEx", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -7419,30 +7384,29 @@ DLH_EXPORT cublasStatus_t cublasGemmBatchedEx(cublasHandle_t handle, cublasOpera
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta, Carray, Ctype, ldc, batchCount, computeType, algo);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(Aarray),
-      DLH_A_INT(Atype),
       DLH_A_INT(lda),
-      DLH_A_PTR(Barray),
-      DLH_A_INT(Btype),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(Carray),
-      DLH_A_INT(Ctype),
+      DLH_A_INT(ldc),
+      DLH_A_INT(batchCount),
+      DLH_A_INT((int)(Atype)),
+      DLH_A_INT((int)Ctype),
+      DLH_A_INT((int)computeType),
+      DLH_A_INT(algo),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, dlh_cuda_type_complex(Atype))),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 300), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 300), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
 
-/* 301: cublasGemmBatchedEx_64 — cublas_api.h; args beyond 16 not recorded: ldc, batchCount, computeType, algo */
+/* 301: cublasGemmBatchedEx_64 — cublas_api.h */
 static cublasStatus_t (*real_cublasGemmBatchedEx_64)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void *alpha, const void *const Aarray[], cudaDataType Atype, int64_t lda, const void *const Barray[], cudaDataType Btype, int64_t ldb, const void *beta, void *const Carray[], cudaDataType Ctype, int64_t ldc, int64_t batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo);
 DLH_EXPORT cublasStatus_t cublasGemmBatchedEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void *alpha, const void *const Aarray[], cudaDataType Atype, int64_t lda, const void *const Barray[], cudaDataType Btype, int64_t ldb, const void *beta, void *const Carray[], cudaDataType Ctype, int64_t ldc, int64_t batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
   DLH_REAL(dlh_fn, real_cublasGemmBatchedEx_64, "cublasGemmBatchedEx_64", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -7450,30 +7414,29 @@ DLH_EXPORT cublasStatus_t cublasGemmBatchedEx_64(cublasHandle_t handle, cublasOp
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta, Carray, Ctype, ldc, batchCount, computeType, algo);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(Aarray),
-      DLH_A_INT(Atype),
       DLH_A_INT(lda),
-      DLH_A_PTR(Barray),
-      DLH_A_INT(Btype),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(Carray),
-      DLH_A_INT(Ctype),
+      DLH_A_INT(ldc),
+      DLH_A_INT(batchCount),
+      DLH_A_INT((int)(Atype)),
+      DLH_A_INT((int)Ctype),
+      DLH_A_INT((int)computeType),
+      DLH_A_INT(algo),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, dlh_cuda_type_complex(Atype))),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 301), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 301), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
 
-/* 302: cublasGemmEx — cublas_api.h; args beyond 16 not recorded: ldc, computeType, algo */
+/* 302: cublasGemmEx — cublas_api.h */
 static cublasStatus_t (*real_cublasGemmEx)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void *alpha, const void *A, cudaDataType Atype, int lda, const void *B, cudaDataType Btype, int ldb, const void *beta, void *C, cudaDataType Ctype, int ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo);
 DLH_EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void *alpha, const void *A, cudaDataType Atype, int lda, const void *B, cudaDataType Btype, int ldb, const void *beta, void *C, cudaDataType Ctype, int ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
   DLH_REAL(dlh_fn, real_cublasGemmEx, "cublasGemmEx", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -7481,30 +7444,29 @@ DLH_EXPORT cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t 
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType, algo);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(A),
-      DLH_A_INT(Atype),
       DLH_A_INT(lda),
-      DLH_A_PTR(B),
-      DLH_A_INT(Btype),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(C),
-      DLH_A_INT(Ctype),
+      DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(Atype)),
+      DLH_A_INT((int)Ctype),
+      DLH_A_INT((int)computeType),
+      DLH_A_INT(algo),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, dlh_cuda_type_complex(Atype))),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 302), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 302), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
 
-/* 303: cublasGemmEx_64 — cublas_api.h; args beyond 16 not recorded: ldc, computeType, algo */
+/* 303: cublasGemmEx_64 — cublas_api.h */
 static cublasStatus_t (*real_cublasGemmEx_64)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void *alpha, const void *A, cudaDataType Atype, int64_t lda, const void *B, cudaDataType Btype, int64_t ldb, const void *beta, void *C, cudaDataType Ctype, int64_t ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo);
 DLH_EXPORT cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void *alpha, const void *A, cudaDataType Atype, int64_t lda, const void *B, cudaDataType Btype, int64_t ldb, const void *beta, void *C, cudaDataType Ctype, int64_t ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
   DLH_REAL(dlh_fn, real_cublasGemmEx_64, "cublasGemmEx_64", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -7512,30 +7474,29 @@ DLH_EXPORT cublasStatus_t cublasGemmEx_64(cublasHandle_t handle, cublasOperation
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType, algo);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(A),
-      DLH_A_INT(Atype),
       DLH_A_INT(lda),
-      DLH_A_PTR(B),
-      DLH_A_INT(Btype),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(C),
-      DLH_A_INT(Ctype),
+      DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(Atype)),
+      DLH_A_INT((int)Ctype),
+      DLH_A_INT((int)computeType),
+      DLH_A_INT(algo),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, dlh_cuda_type_complex(Atype))),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 303), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 303), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
 
-/* 304: cublasGemmGroupedBatchedEx — cublas_api.h; args beyond 16 not recorded: ldc_array, group_count, group_size, computeType */
+/* 304: cublasGemmGroupedBatchedEx — cublas_api.h */
 static cublasStatus_t (*real_cublasGemmGroupedBatchedEx)(cublasHandle_t handle, const cublasOperation_t transa_array[], const cublasOperation_t transb_array[], const int m_array[], const int n_array[], const int k_array[], const void *alpha_array, const void *const Aarray[], cudaDataType_t Atype, const int lda_array[], const void *const Barray[], cudaDataType_t Btype, const int ldb_array[], const void *beta_array, void *const Carray[], cudaDataType_t Ctype, const int ldc_array[], int group_count, const int group_size[], cublasComputeType_t computeType);
 DLH_EXPORT cublasStatus_t cublasGemmGroupedBatchedEx(cublasHandle_t handle, const cublasOperation_t transa_array[], const cublasOperation_t transb_array[], const int m_array[], const int n_array[], const int k_array[], const void *alpha_array, const void *const Aarray[], cudaDataType_t Atype, const int lda_array[], const void *const Barray[], cudaDataType_t Btype, const int ldb_array[], const void *beta_array, void *const Carray[], cudaDataType_t Ctype, const int ldc_array[], int group_count, const int group_size[], cublasComputeType_t computeType) {
   DLH_REAL(dlh_fn, real_cublasGemmGroupedBatchedEx, "cublasGemmGroupedBatchedEx", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -7543,30 +7504,25 @@ DLH_EXPORT cublasStatus_t cublasGemmGroupedBatchedEx(cublasHandle_t handle, cons
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa_array, transb_array, m_array, n_array, k_array, alpha_array, Aarray, Atype, lda_array, Barray, Btype, ldb_array, beta_array, Carray, Ctype, ldc_array, group_count, group_size, computeType);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[11] = {
       DLH_A_PTR(handle),
-      DLH_A_PTR(transa_array),
-      DLH_A_PTR(transb_array),
-      DLH_A_PTR(m_array),
-      DLH_A_PTR(n_array),
-      DLH_A_PTR(k_array),
-      DLH_A_PTR(alpha_array),
-      DLH_A_PTR(Aarray),
-      DLH_A_INT(Atype),
-      DLH_A_PTR(lda_array),
-      DLH_A_PTR(Barray),
-      DLH_A_INT(Btype),
-      DLH_A_PTR(ldb_array),
-      DLH_A_PTR(beta_array),
-      DLH_A_PTR(Carray),
-      DLH_A_INT(Ctype),
+      DLH_A_INT(dlh_first(transa_array, group_count)),
+      DLH_A_INT(dlh_first(transb_array, group_count)),
+      DLH_A_INT(dlh_first(m_array, group_count)),
+      DLH_A_INT(dlh_first(n_array, group_count)),
+      DLH_A_INT(dlh_first(k_array, group_count)),
+      DLH_A_INT(group_count),
+      DLH_A_INT(dlh_grouped_count(group_count, group_size)),
+      DLH_A_INT((int)(Atype)),
+      DLH_A_INT((int)computeType),
+      DLH_A_DBL(dlh_grouped_flops(m_array, n_array, k_array, group_count, group_size, dlh_cuda_type_complex(Atype))),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 304), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 304), (int64_t)dlh_r, 11, dlh_a);
   }
   return dlh_r;
 }
 
-/* 305: cublasGemmGroupedBatchedEx_64 — cublas_api.h; args beyond 16 not recorded: ldc_array, group_count, group_size, computeType */
+/* 305: cublasGemmGroupedBatchedEx_64 — cublas_api.h */
 static cublasStatus_t (*real_cublasGemmGroupedBatchedEx_64)(cublasHandle_t handle, const cublasOperation_t transa_array[], const cublasOperation_t transb_array[], const int64_t m_array[], const int64_t n_array[], const int64_t k_array[], const void *alpha_array, const void *const Aarray[], cudaDataType_t Atype, const int64_t lda_array[], const void *const Barray[], cudaDataType_t Btype, const int64_t ldb_array[], const void *beta_array, void *const Carray[], cudaDataType_t Ctype, const int64_t ldc_array[], int64_t group_count, const int64_t group_size[], cublasComputeType_t computeType);
 DLH_EXPORT cublasStatus_t cublasGemmGroupedBatchedEx_64(cublasHandle_t handle, const cublasOperation_t transa_array[], const cublasOperation_t transb_array[], const int64_t m_array[], const int64_t n_array[], const int64_t k_array[], const void *alpha_array, const void *const Aarray[], cudaDataType_t Atype, const int64_t lda_array[], const void *const Barray[], cudaDataType_t Btype, const int64_t ldb_array[], const void *beta_array, void *const Carray[], cudaDataType_t Ctype, const int64_t ldc_array[], int64_t group_count, const int64_t group_size[], cublasComputeType_t computeType) {
   DLH_REAL(dlh_fn, real_cublasGemmGroupedBatchedEx_64, "cublasGemmGroupedBatchedEx_64", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -7574,30 +7530,25 @@ DLH_EXPORT cublasStatus_t cublasGemmGroupedBatchedEx_64(cublasHandle_t handle, c
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa_array, transb_array, m_array, n_array, k_array, alpha_array, Aarray, Atype, lda_array, Barray, Btype, ldb_array, beta_array, Carray, Ctype, ldc_array, group_count, group_size, computeType);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[11] = {
       DLH_A_PTR(handle),
-      DLH_A_PTR(transa_array),
-      DLH_A_PTR(transb_array),
-      DLH_A_PTR(m_array),
-      DLH_A_PTR(n_array),
-      DLH_A_PTR(k_array),
-      DLH_A_PTR(alpha_array),
-      DLH_A_PTR(Aarray),
-      DLH_A_INT(Atype),
-      DLH_A_PTR(lda_array),
-      DLH_A_PTR(Barray),
-      DLH_A_INT(Btype),
-      DLH_A_PTR(ldb_array),
-      DLH_A_PTR(beta_array),
-      DLH_A_PTR(Carray),
-      DLH_A_INT(Ctype),
+      DLH_A_INT(dlh_first(transa_array, group_count)),
+      DLH_A_INT(dlh_first(transb_array, group_count)),
+      DLH_A_INT(dlh_first(m_array, group_count)),
+      DLH_A_INT(dlh_first(n_array, group_count)),
+      DLH_A_INT(dlh_first(k_array, group_count)),
+      DLH_A_INT(group_count),
+      DLH_A_INT(dlh_grouped_count(group_count, group_size)),
+      DLH_A_INT((int)(Atype)),
+      DLH_A_INT((int)computeType),
+      DLH_A_DBL(dlh_grouped_flops(m_array, n_array, k_array, group_count, group_size, dlh_cuda_type_complex(Atype))),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 305), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 305), (int64_t)dlh_r, 11, dlh_a);
   }
   return dlh_r;
 }
 
-/* 306: cublasGemmStridedBatchedEx — cublas_api.h; args beyond 16 not recorded: C, Ctype, ldc, strideC, batchCount, computeType, algo */
+/* 306: cublasGemmStridedBatchedEx — cublas_api.h */
 static cublasStatus_t (*real_cublasGemmStridedBatchedEx)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void *alpha, const void *A, cudaDataType Atype, int lda, long long int strideA, const void *B, cudaDataType Btype, int ldb, long long int strideB, const void *beta, void *C, cudaDataType Ctype, int ldc, long long int strideC, int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo);
 DLH_EXPORT cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void *alpha, const void *A, cudaDataType Atype, int lda, long long int strideA, const void *B, cudaDataType Btype, int ldb, long long int strideB, const void *beta, void *C, cudaDataType Ctype, int ldc, long long int strideC, int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
   DLH_REAL(dlh_fn, real_cublasGemmStridedBatchedEx, "cublasGemmStridedBatchedEx", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -7605,30 +7556,29 @@ DLH_EXPORT cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t handle, cubl
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount, computeType, algo);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(A),
-      DLH_A_INT(Atype),
       DLH_A_INT(lda),
-      DLH_A_INT(strideA),
-      DLH_A_PTR(B),
-      DLH_A_INT(Btype),
       DLH_A_INT(ldb),
-      DLH_A_INT(strideB),
-      DLH_A_PTR(beta),
+      DLH_A_INT(ldc),
+      DLH_A_INT(batchCount),
+      DLH_A_INT((int)(Atype)),
+      DLH_A_INT((int)Ctype),
+      DLH_A_INT((int)computeType),
+      DLH_A_INT(algo),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, dlh_cuda_type_complex(Atype))),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 306), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 306), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
 
-/* 307: cublasGemmStridedBatchedEx_64 — cublas_api.h; args beyond 16 not recorded: C, Ctype, ldc, strideC, batchCount, computeType, algo */
+/* 307: cublasGemmStridedBatchedEx_64 — cublas_api.h */
 static cublasStatus_t (*real_cublasGemmStridedBatchedEx_64)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void *alpha, const void *A, cudaDataType Atype, int64_t lda, long long int strideA, const void *B, cudaDataType Btype, int64_t ldb, long long int strideB, const void *beta, void *C, cudaDataType Ctype, int64_t ldc, long long int strideC, int64_t batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo);
 DLH_EXPORT cublasStatus_t cublasGemmStridedBatchedEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void *alpha, const void *A, cudaDataType Atype, int64_t lda, long long int strideA, const void *B, cudaDataType Btype, int64_t ldb, long long int strideB, const void *beta, void *C, cudaDataType Ctype, int64_t ldc, long long int strideC, int64_t batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
   DLH_REAL(dlh_fn, real_cublasGemmStridedBatchedEx_64, "cublasGemmStridedBatchedEx_64", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -7636,25 +7586,24 @@ DLH_EXPORT cublasStatus_t cublasGemmStridedBatchedEx_64(cublasHandle_t handle, c
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount, computeType, algo);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(A),
-      DLH_A_INT(Atype),
       DLH_A_INT(lda),
-      DLH_A_INT(strideA),
-      DLH_A_PTR(B),
-      DLH_A_INT(Btype),
       DLH_A_INT(ldb),
-      DLH_A_INT(strideB),
-      DLH_A_PTR(beta),
+      DLH_A_INT(ldc),
+      DLH_A_INT(batchCount),
+      DLH_A_INT((int)(Atype)),
+      DLH_A_INT((int)Ctype),
+      DLH_A_INT((int)computeType),
+      DLH_A_INT(algo),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, dlh_cuda_type_complex(Atype))),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 307), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 307), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -8390,23 +8339,24 @@ DLH_EXPORT cublasStatus_t cublasHgemm(cublasHandle_t handle, cublasOperation_t t
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[14] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_R_16F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 343), (int64_t)dlh_r, 14, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 343), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -8419,24 +8369,21 @@ DLH_EXPORT cublasStatus_t cublasHgemmBatched(cublasHandle_t handle, cublasOperat
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[15] = {
+    uint64_t dlh_a[12] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(Aarray),
       DLH_A_INT(lda),
-      DLH_A_PTR(Barray),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(Carray),
       DLH_A_INT(ldc),
       DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_R_16F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 344), (int64_t)dlh_r, 15, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 344), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
 }
@@ -8449,29 +8396,26 @@ DLH_EXPORT cublasStatus_t cublasHgemmBatched_64(cublasHandle_t handle, cublasOpe
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[15] = {
+    uint64_t dlh_a[12] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(Aarray),
       DLH_A_INT(lda),
-      DLH_A_PTR(Barray),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(Carray),
       DLH_A_INT(ldc),
       DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_R_16F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 345), (int64_t)dlh_r, 15, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 345), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
 }
 
-/* 346: cublasHgemmStridedBatched — cublas_api.h (raw text; __half, __nv_bfloat16 as void); args beyond 16 not recorded: strideC, batchCount */
+/* 346: cublasHgemmStridedBatched — cublas_api.h (raw text; __half, __nv_bfloat16 as void) */
 static cublasStatus_t (*real_cublasHgemmStridedBatched)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void *alpha, const void *A, int lda, long long int strideA, const void *B, int ldb, long long int strideB, const void *beta, void *C, int ldc, long long int strideC, int batchCount);
 DLH_EXPORT cublasStatus_t cublasHgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void *alpha, const void *A, int lda, long long int strideA, const void *B, int ldb, long long int strideB, const void *beta, void *C, int ldc, long long int strideC, int batchCount) {
   DLH_REAL(dlh_fn, real_cublasHgemmStridedBatched, "cublasHgemmStridedBatched", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -8479,30 +8423,29 @@ DLH_EXPORT cublasStatus_t cublasHgemmStridedBatched(cublasHandle_t handle, cubla
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
-      DLH_A_INT(strideA),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_INT(strideB),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_R_16F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 346), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 346), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
 
-/* 347: cublasHgemmStridedBatched_64 — cublas_api.h (raw text; __half, __nv_bfloat16 as void); args beyond 16 not recorded: strideC, batchCount */
+/* 347: cublasHgemmStridedBatched_64 — cublas_api.h (raw text; __half, __nv_bfloat16 as void) */
 static cublasStatus_t (*real_cublasHgemmStridedBatched_64)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda, long long int strideA, const void *B, int64_t ldb, long long int strideB, const void *beta, void *C, int64_t ldc, long long int strideC, int64_t batchCount);
 DLH_EXPORT cublasStatus_t cublasHgemmStridedBatched_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void *alpha, const void *A, int64_t lda, long long int strideA, const void *B, int64_t ldb, long long int strideB, const void *beta, void *C, int64_t ldc, long long int strideC, int64_t batchCount) {
   DLH_REAL(dlh_fn, real_cublasHgemmStridedBatched_64, "cublasHgemmStridedBatched_64", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -8510,25 +8453,24 @@ DLH_EXPORT cublasStatus_t cublasHgemmStridedBatched_64(cublasHandle_t handle, cu
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
-      DLH_A_INT(strideA),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_INT(strideB),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_R_16F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 347), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 347), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -8541,23 +8483,24 @@ DLH_EXPORT cublasStatus_t cublasHgemm_64(cublasHandle_t handle, cublasOperation_
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[14] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_R_16F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 348), (int64_t)dlh_r, 14, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 348), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -10392,22 +10335,23 @@ DLH_EXPORT void cublasSgemm(char transa, char transb, int m, int n, int k, float
   int dlh_rec = dlh_call_begin(&dlh_c);
   dlh_fn(transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[13] = {
-      DLH_A_INT(transa),
-      DLH_A_INT(transb),
+    uint64_t dlh_a[14] = {
+      DLH_A_INT(dlh_op_char(transa)),
+      DLH_A_INT(dlh_op_char(transb)),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_DBL(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_DBL(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_R_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 437), 0, 13, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 437), 0, 14, dlh_a);
   }
 }
 
@@ -10419,24 +10363,21 @@ DLH_EXPORT cublasStatus_t cublasSgemmBatched(cublasHandle_t handle, cublasOperat
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[15] = {
+    uint64_t dlh_a[12] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(Aarray),
       DLH_A_INT(lda),
-      DLH_A_PTR(Barray),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(Carray),
       DLH_A_INT(ldc),
       DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_R_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 438), (int64_t)dlh_r, 15, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 438), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
 }
@@ -10449,29 +10390,26 @@ DLH_EXPORT cublasStatus_t cublasSgemmBatched_64(cublasHandle_t handle, cublasOpe
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[15] = {
+    uint64_t dlh_a[12] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(Aarray),
       DLH_A_INT(lda),
-      DLH_A_PTR(Barray),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(Carray),
       DLH_A_INT(ldc),
       DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_R_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 439), (int64_t)dlh_r, 15, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 439), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
 }
 
-/* 440: cublasSgemmEx — cublas_api.h; args beyond 16 not recorded: ldc */
+/* 440: cublasSgemmEx — cublas_api.h */
 static cublasStatus_t (*real_cublasSgemmEx)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const float *alpha, const void *A, cudaDataType Atype, int lda, const void *B, cudaDataType Btype, int ldb, const float *beta, void *C, cudaDataType Ctype, int ldc);
 DLH_EXPORT cublasStatus_t cublasSgemmEx(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const float *alpha, const void *A, cudaDataType Atype, int lda, const void *B, cudaDataType Btype, int ldb, const float *beta, void *C, cudaDataType Ctype, int ldc) {
   DLH_REAL(dlh_fn, real_cublasSgemmEx, "cublasSgemmEx", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -10479,30 +10417,27 @@ DLH_EXPORT cublasStatus_t cublasSgemmEx(cublasHandle_t handle, cublasOperation_t
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[13] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(A),
-      DLH_A_INT(Atype),
       DLH_A_INT(lda),
-      DLH_A_PTR(B),
-      DLH_A_INT(Btype),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(C),
-      DLH_A_INT(Ctype),
+      DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(Atype)),
+      DLH_A_INT((int)Ctype),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, dlh_cuda_type_complex(Atype))),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 440), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 440), (int64_t)dlh_r, 13, dlh_a);
   }
   return dlh_r;
 }
 
-/* 441: cublasSgemmEx_64 — cublas_api.h; args beyond 16 not recorded: ldc */
+/* 441: cublasSgemmEx_64 — cublas_api.h */
 static cublasStatus_t (*real_cublasSgemmEx_64)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const float *alpha, const void *A, cudaDataType Atype, int64_t lda, const void *B, cudaDataType Btype, int64_t ldb, const float *beta, void *C, cudaDataType Ctype, int64_t ldc);
 DLH_EXPORT cublasStatus_t cublasSgemmEx_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const float *alpha, const void *A, cudaDataType Atype, int64_t lda, const void *B, cudaDataType Btype, int64_t ldb, const float *beta, void *C, cudaDataType Ctype, int64_t ldc) {
   DLH_REAL(dlh_fn, real_cublasSgemmEx_64, "cublasSgemmEx_64", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -10510,25 +10445,22 @@ DLH_EXPORT cublasStatus_t cublasSgemmEx_64(cublasHandle_t handle, cublasOperatio
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[13] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(A),
-      DLH_A_INT(Atype),
       DLH_A_INT(lda),
-      DLH_A_PTR(B),
-      DLH_A_INT(Btype),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(C),
-      DLH_A_INT(Ctype),
+      DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(Atype)),
+      DLH_A_INT((int)Ctype),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, dlh_cuda_type_complex(Atype))),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 441), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 441), (int64_t)dlh_r, 13, dlh_a);
   }
   return dlh_r;
 }
@@ -10541,25 +10473,19 @@ DLH_EXPORT cublasStatus_t cublasSgemmGroupedBatched(cublasHandle_t handle, const
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa_array, transb_array, m_array, n_array, k_array, alpha_array, Aarray, lda_array, Barray, ldb_array, beta_array, Carray, ldc_array, group_count, group_size);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[10] = {
       DLH_A_PTR(handle),
-      DLH_A_PTR(transa_array),
-      DLH_A_PTR(transb_array),
-      DLH_A_PTR(m_array),
-      DLH_A_PTR(n_array),
-      DLH_A_PTR(k_array),
-      DLH_A_PTR(alpha_array),
-      DLH_A_PTR(Aarray),
-      DLH_A_PTR(lda_array),
-      DLH_A_PTR(Barray),
-      DLH_A_PTR(ldb_array),
-      DLH_A_PTR(beta_array),
-      DLH_A_PTR(Carray),
-      DLH_A_PTR(ldc_array),
+      DLH_A_INT(dlh_first(transa_array, group_count)),
+      DLH_A_INT(dlh_first(transb_array, group_count)),
+      DLH_A_INT(dlh_first(m_array, group_count)),
+      DLH_A_INT(dlh_first(n_array, group_count)),
+      DLH_A_INT(dlh_first(k_array, group_count)),
       DLH_A_INT(group_count),
-      DLH_A_PTR(group_size),
+      DLH_A_INT(dlh_grouped_count(group_count, group_size)),
+      DLH_A_INT((int)(CUDA_R_32F)),
+      DLH_A_DBL(dlh_grouped_flops(m_array, n_array, k_array, group_count, group_size, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 442), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 442), (int64_t)dlh_r, 10, dlh_a);
   }
   return dlh_r;
 }
@@ -10572,30 +10498,24 @@ DLH_EXPORT cublasStatus_t cublasSgemmGroupedBatched_64(cublasHandle_t handle, co
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa_array, transb_array, m_array, n_array, k_array, alpha_array, Aarray, lda_array, Barray, ldb_array, beta_array, Carray, ldc_array, group_count, group_size);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[10] = {
       DLH_A_PTR(handle),
-      DLH_A_PTR(transa_array),
-      DLH_A_PTR(transb_array),
-      DLH_A_PTR(m_array),
-      DLH_A_PTR(n_array),
-      DLH_A_PTR(k_array),
-      DLH_A_PTR(alpha_array),
-      DLH_A_PTR(Aarray),
-      DLH_A_PTR(lda_array),
-      DLH_A_PTR(Barray),
-      DLH_A_PTR(ldb_array),
-      DLH_A_PTR(beta_array),
-      DLH_A_PTR(Carray),
-      DLH_A_PTR(ldc_array),
+      DLH_A_INT(dlh_first(transa_array, group_count)),
+      DLH_A_INT(dlh_first(transb_array, group_count)),
+      DLH_A_INT(dlh_first(m_array, group_count)),
+      DLH_A_INT(dlh_first(n_array, group_count)),
+      DLH_A_INT(dlh_first(k_array, group_count)),
       DLH_A_INT(group_count),
-      DLH_A_PTR(group_size),
+      DLH_A_INT(dlh_grouped_count(group_count, group_size)),
+      DLH_A_INT((int)(CUDA_R_32F)),
+      DLH_A_DBL(dlh_grouped_flops(m_array, n_array, k_array, group_count, group_size, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 443), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 443), (int64_t)dlh_r, 10, dlh_a);
   }
   return dlh_r;
 }
 
-/* 444: cublasSgemmStridedBatched — cublas_api.h; args beyond 16 not recorded: strideC, batchCount */
+/* 444: cublasSgemmStridedBatched — cublas_api.h */
 static cublasStatus_t (*real_cublasSgemmStridedBatched)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const float *alpha, const float *A, int lda, long long int strideA, const float *B, int ldb, long long int strideB, const float *beta, float *C, int ldc, long long int strideC, int batchCount);
 DLH_EXPORT cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const float *alpha, const float *A, int lda, long long int strideA, const float *B, int ldb, long long int strideB, const float *beta, float *C, int ldc, long long int strideC, int batchCount) {
   DLH_REAL(dlh_fn, real_cublasSgemmStridedBatched, "cublasSgemmStridedBatched", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -10603,30 +10523,29 @@ DLH_EXPORT cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t handle, cubla
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
-      DLH_A_INT(strideA),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_INT(strideB),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_R_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 444), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 444), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
 
-/* 445: cublasSgemmStridedBatched_64 — cublas_api.h; args beyond 16 not recorded: strideC, batchCount */
+/* 445: cublasSgemmStridedBatched_64 — cublas_api.h */
 static cublasStatus_t (*real_cublasSgemmStridedBatched_64)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const float *alpha, const float *A, int64_t lda, long long int strideA, const float *B, int64_t ldb, long long int strideB, const float *beta, float *C, int64_t ldc, long long int strideC, int64_t batchCount);
 DLH_EXPORT cublasStatus_t cublasSgemmStridedBatched_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const float *alpha, const float *A, int64_t lda, long long int strideA, const float *B, int64_t ldb, long long int strideB, const float *beta, float *C, int64_t ldc, long long int strideC, int64_t batchCount) {
   DLH_REAL(dlh_fn, real_cublasSgemmStridedBatched_64, "cublasSgemmStridedBatched_64", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -10634,25 +10553,24 @@ DLH_EXPORT cublasStatus_t cublasSgemmStridedBatched_64(cublasHandle_t handle, cu
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
-      DLH_A_INT(strideA),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_INT(strideB),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_R_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 445), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 445), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -10665,23 +10583,24 @@ DLH_EXPORT cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[14] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_R_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 446), (int64_t)dlh_r, 14, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 446), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -10694,23 +10613,24 @@ DLH_EXPORT cublasStatus_t cublasSgemm_v2_64(cublasHandle_t handle, cublasOperati
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[14] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_R_32F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 0)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 447), (int64_t)dlh_r, 14, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 447), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -13910,9 +13830,9 @@ DLH_EXPORT void cublasZgemm(char transa, char transb, int m, int n, int k, cuDou
   int dlh_rec = dlh_call_begin(&dlh_c);
   dlh_fn(transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[11] = {
-      DLH_A_INT(transa),
-      DLH_A_INT(transb),
+    uint64_t dlh_a[14] = {
+      DLH_A_INT(dlh_op_char(transa)),
+      DLH_A_INT(dlh_op_char(transb)),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
@@ -13922,8 +13842,11 @@ DLH_EXPORT void cublasZgemm(char transa, char transb, int m, int n, int k, cuDou
       DLH_A_INT(ldb),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_C_64F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 581), 0, 11, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 581), 0, 14, dlh_a);
   }
 }
 
@@ -13935,23 +13858,24 @@ DLH_EXPORT cublasStatus_t cublasZgemm3m(cublasHandle_t handle, cublasOperation_t
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[14] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_C_64F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 582), (int64_t)dlh_r, 14, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 582), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -13964,23 +13888,24 @@ DLH_EXPORT cublasStatus_t cublasZgemm3m_64(cublasHandle_t handle, cublasOperatio
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[14] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_C_64F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 583), (int64_t)dlh_r, 14, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 583), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -13993,24 +13918,21 @@ DLH_EXPORT cublasStatus_t cublasZgemmBatched(cublasHandle_t handle, cublasOperat
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[15] = {
+    uint64_t dlh_a[12] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(Aarray),
       DLH_A_INT(lda),
-      DLH_A_PTR(Barray),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(Carray),
       DLH_A_INT(ldc),
       DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_C_64F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 584), (int64_t)dlh_r, 15, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 584), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
 }
@@ -14023,29 +13945,26 @@ DLH_EXPORT cublasStatus_t cublasZgemmBatched_64(cublasHandle_t handle, cublasOpe
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[15] = {
+    uint64_t dlh_a[12] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(Aarray),
       DLH_A_INT(lda),
-      DLH_A_PTR(Barray),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(Carray),
       DLH_A_INT(ldc),
       DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_C_64F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 585), (int64_t)dlh_r, 15, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 585), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
 }
 
-/* 586: cublasZgemmStridedBatched — cublas_api.h; args beyond 16 not recorded: strideC, batchCount */
+/* 586: cublasZgemmStridedBatched — cublas_api.h */
 static cublasStatus_t (*real_cublasZgemmStridedBatched)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const cuDoubleComplex *alpha, const cuDoubleComplex *A, int lda, long long int strideA, const cuDoubleComplex *B, int ldb, long long int strideB, const cuDoubleComplex *beta, cuDoubleComplex *C, int ldc, long long int strideC, int batchCount);
 DLH_EXPORT cublasStatus_t cublasZgemmStridedBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const cuDoubleComplex *alpha, const cuDoubleComplex *A, int lda, long long int strideA, const cuDoubleComplex *B, int ldb, long long int strideB, const cuDoubleComplex *beta, cuDoubleComplex *C, int ldc, long long int strideC, int batchCount) {
   DLH_REAL(dlh_fn, real_cublasZgemmStridedBatched, "cublasZgemmStridedBatched", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -14053,30 +13972,29 @@ DLH_EXPORT cublasStatus_t cublasZgemmStridedBatched(cublasHandle_t handle, cubla
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
-      DLH_A_INT(strideA),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_INT(strideB),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_C_64F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 586), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 586), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
 
-/* 587: cublasZgemmStridedBatched_64 — cublas_api.h; args beyond 16 not recorded: strideC, batchCount */
+/* 587: cublasZgemmStridedBatched_64 — cublas_api.h */
 static cublasStatus_t (*real_cublasZgemmStridedBatched_64)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const cuDoubleComplex *alpha, const cuDoubleComplex *A, int64_t lda, long long int strideA, const cuDoubleComplex *B, int64_t ldb, long long int strideB, const cuDoubleComplex *beta, cuDoubleComplex *C, int64_t ldc, long long int strideC, int64_t batchCount);
 DLH_EXPORT cublasStatus_t cublasZgemmStridedBatched_64(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const cuDoubleComplex *alpha, const cuDoubleComplex *A, int64_t lda, long long int strideA, const cuDoubleComplex *B, int64_t ldb, long long int strideB, const cuDoubleComplex *beta, cuDoubleComplex *C, int64_t ldc, long long int strideC, int64_t batchCount) {
   DLH_REAL(dlh_fn, real_cublasZgemmStridedBatched_64, "cublasZgemmStridedBatched_64", DLH_LIB_CUBLAS, CUBLAS_STATUS_NOT_INITIALIZED)
@@ -14084,25 +14002,24 @@ DLH_EXPORT cublasStatus_t cublasZgemmStridedBatched_64(cublasHandle_t handle, cu
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC, batchCount);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
-      DLH_A_INT(strideA),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_INT(strideB),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(batchCount),
+      DLH_A_INT((int)(CUDA_C_64F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, batchCount, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 587), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 587), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -14115,23 +14032,24 @@ DLH_EXPORT cublasStatus_t cublasZgemm_v2(cublasHandle_t handle, cublasOperation_
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[14] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_C_64F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 588), (int64_t)dlh_r, 14, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 588), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -14144,23 +14062,24 @@ DLH_EXPORT cublasStatus_t cublasZgemm_v2_64(cublasHandle_t handle, cublasOperati
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   if (dlh_rec) {
-    uint64_t dlh_a[14] = {
+    uint64_t dlh_a[15] = {
       DLH_A_PTR(handle),
       DLH_A_INT(transa),
       DLH_A_INT(transb),
       DLH_A_INT(m),
       DLH_A_INT(n),
       DLH_A_INT(k),
-      DLH_A_PTR(alpha),
       DLH_A_PTR(A),
       DLH_A_INT(lda),
       DLH_A_PTR(B),
       DLH_A_INT(ldb),
-      DLH_A_PTR(beta),
       DLH_A_PTR(C),
       DLH_A_INT(ldc),
+      DLH_A_INT(1),
+      DLH_A_INT((int)(CUDA_C_64F)),
+      DLH_A_DBL(dlh_gemm_flops(m, n, k, 1, 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 589), (int64_t)dlh_r, 14, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLAS, 589), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -16797,40 +16716,40 @@ static const char *const dlh_an_cublasCgeam_64[] = {"handle", "transa", "transb"
 static const uint8_t dlh_at_cublasCgeam_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT};
 static const char *const dlh_an_cublasCgelsBatched[] = {"handle", "trans", "m", "n", "nrhs", "Aarray", "lda", "Carray", "ldc", "info", "devInfoArray", "batchSize"};
 static const uint8_t dlh_at_cublasCgelsBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasCgemm[] = {"transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc"};
-static const uint8_t dlh_at_cublasCgemm[] = {DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasCgemm3m[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasCgemm3m[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasCgemm3mBatched[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "Aarray", "lda", "Barray", "ldb", "beta", "Carray", "ldc", "batchCount"};
-static const uint8_t dlh_at_cublasCgemm3mBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT};
-static const char *const dlh_an_cublasCgemm3mBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "Aarray", "lda", "Barray", "ldb", "beta", "Carray", "ldc", "batchCount"};
-static const uint8_t dlh_at_cublasCgemm3mBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT};
-static const char *const dlh_an_cublasCgemm3mEx[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "Atype", "lda", "B", "Btype", "ldb", "beta", "C", "Ctype"};
-static const uint8_t dlh_at_cublasCgemm3mEx[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasCgemm3mEx_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "Atype", "lda", "B", "Btype", "ldb", "beta", "C", "Ctype"};
-static const uint8_t dlh_at_cublasCgemm3mEx_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasCgemm3mStridedBatched[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "strideA", "B", "ldb", "strideB", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasCgemm3mStridedBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasCgemm3mStridedBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "strideA", "B", "ldb", "strideB", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasCgemm3mStridedBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasCgemm3m_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasCgemm3m_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasCgemmBatched[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "Aarray", "lda", "Barray", "ldb", "beta", "Carray", "ldc", "batchCount"};
-static const uint8_t dlh_at_cublasCgemmBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT};
-static const char *const dlh_an_cublasCgemmBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "Aarray", "lda", "Barray", "ldb", "beta", "Carray", "ldc", "batchCount"};
-static const uint8_t dlh_at_cublasCgemmBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT};
-static const char *const dlh_an_cublasCgemmEx[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "Atype", "lda", "B", "Btype", "ldb", "beta", "C", "Ctype"};
-static const uint8_t dlh_at_cublasCgemmEx[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasCgemmEx_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "Atype", "lda", "B", "Btype", "ldb", "beta", "C", "Ctype"};
-static const uint8_t dlh_at_cublasCgemmEx_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasCgemmStridedBatched[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "strideA", "B", "ldb", "strideB", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasCgemmStridedBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasCgemmStridedBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "strideA", "B", "ldb", "strideB", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasCgemmStridedBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasCgemm_v2[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasCgemm_v2[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasCgemm_v2_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasCgemm_v2_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
+static const char *const dlh_an_cublasCgemm[] = {"transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasCgemm[] = {DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasCgemm3m[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasCgemm3m[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasCgemm3mBatched[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasCgemm3mBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasCgemm3mBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasCgemm3mBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasCgemm3mEx[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "ctype", "flops"};
+static const uint8_t dlh_at_cublasCgemm3mEx[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasCgemm3mEx_64[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "ctype", "flops"};
+static const uint8_t dlh_at_cublasCgemm3mEx_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasCgemm3mStridedBatched[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasCgemm3mStridedBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasCgemm3mStridedBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasCgemm3mStridedBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasCgemm3m_64[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasCgemm3m_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasCgemmBatched[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasCgemmBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasCgemmBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasCgemmBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasCgemmEx[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "ctype", "flops"};
+static const uint8_t dlh_at_cublasCgemmEx[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasCgemmEx_64[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "ctype", "flops"};
+static const uint8_t dlh_at_cublasCgemmEx_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasCgemmStridedBatched[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasCgemmStridedBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasCgemmStridedBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasCgemmStridedBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasCgemm_v2[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasCgemm_v2[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasCgemm_v2_64[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasCgemm_v2_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
 static const char *const dlh_an_cublasCgemv[] = {"trans", "m", "n", "A", "lda", "x", "incx", "y", "incy"};
 static const uint8_t dlh_at_cublasCgemv[] = {DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT};
 static const char *const dlh_an_cublasCgemvBatched[] = {"handle", "trans", "m", "n", "alpha", "Aarray", "lda", "xarray", "incx", "beta", "yarray", "incy", "batchCount"};
@@ -17119,24 +17038,24 @@ static const char *const dlh_an_cublasDgeam_64[] = {"handle", "transa", "transb"
 static const uint8_t dlh_at_cublasDgeam_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT};
 static const char *const dlh_an_cublasDgelsBatched[] = {"handle", "trans", "m", "n", "nrhs", "Aarray", "lda", "Carray", "ldc", "info", "devInfoArray", "batchSize"};
 static const uint8_t dlh_at_cublasDgelsBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasDgemm[] = {"transa", "transb", "m", "n", "k", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasDgemm[] = {DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_DOUBLE, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasDgemmBatched[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "Aarray", "lda", "Barray", "ldb", "beta", "Carray", "ldc", "batchCount"};
-static const uint8_t dlh_at_cublasDgemmBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT};
-static const char *const dlh_an_cublasDgemmBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "Aarray", "lda", "Barray", "ldb", "beta", "Carray", "ldc", "batchCount"};
-static const uint8_t dlh_at_cublasDgemmBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT};
-static const char *const dlh_an_cublasDgemmGroupedBatched[] = {"handle", "transa_array", "transb_array", "m_array", "n_array", "k_array", "alpha_array", "Aarray", "lda_array", "Barray", "ldb_array", "beta_array", "Carray", "ldc_array", "group_count", "group_size"};
-static const uint8_t dlh_at_cublasDgemmGroupedBatched[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR};
-static const char *const dlh_an_cublasDgemmGroupedBatched_64[] = {"handle", "transa_array", "transb_array", "m_array", "n_array", "k_array", "alpha_array", "Aarray", "lda_array", "Barray", "ldb_array", "beta_array", "Carray", "ldc_array", "group_count", "group_size"};
-static const uint8_t dlh_at_cublasDgemmGroupedBatched_64[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR};
-static const char *const dlh_an_cublasDgemmStridedBatched[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "strideA", "B", "ldb", "strideB", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasDgemmStridedBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasDgemmStridedBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "strideA", "B", "ldb", "strideB", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasDgemmStridedBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasDgemm_v2[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasDgemm_v2[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasDgemm_v2_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasDgemm_v2_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
+static const char *const dlh_an_cublasDgemm[] = {"transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasDgemm[] = {DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasDgemmBatched[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasDgemmBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasDgemmBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasDgemmBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasDgemmGroupedBatched[] = {"handle", "transa", "transb", "m", "n", "k", "group_count", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasDgemmGroupedBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasDgemmGroupedBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "group_count", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasDgemmGroupedBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasDgemmStridedBatched[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasDgemmStridedBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasDgemmStridedBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasDgemmStridedBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasDgemm_v2[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasDgemm_v2[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasDgemm_v2_64[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasDgemm_v2_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
 static const char *const dlh_an_cublasDgemv[] = {"trans", "m", "n", "alpha", "A", "lda", "x", "incx", "beta", "y", "incy"};
 static const uint8_t dlh_at_cublasDgemv[] = {DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_DOUBLE, DLH_ARG_PTR, DLH_ARG_INT};
 static const char *const dlh_an_cublasDgemvBatched[] = {"handle", "trans", "m", "n", "alpha", "Aarray", "lda", "xarray", "incx", "beta", "yarray", "incy", "batchCount"};
@@ -17347,22 +17266,22 @@ static const char *const dlh_an_cublasDznrm2_v2_64[] = {"handle", "n", "x", "inc
 static const uint8_t dlh_at_cublasDznrm2_v2_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR};
 static const char *const dlh_an_cublasFree[] = {"devicePtr"};
 static const uint8_t dlh_at_cublasFree[] = {DLH_ARG_PTR};
-static const char *const dlh_an_cublasGemmBatchedEx[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "Aarray", "Atype", "lda", "Barray", "Btype", "ldb", "beta", "Carray", "Ctype"};
-static const uint8_t dlh_at_cublasGemmBatchedEx[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasGemmBatchedEx_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "Aarray", "Atype", "lda", "Barray", "Btype", "ldb", "beta", "Carray", "Ctype"};
-static const uint8_t dlh_at_cublasGemmBatchedEx_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasGemmEx[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "Atype", "lda", "B", "Btype", "ldb", "beta", "C", "Ctype"};
-static const uint8_t dlh_at_cublasGemmEx[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasGemmEx_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "Atype", "lda", "B", "Btype", "ldb", "beta", "C", "Ctype"};
-static const uint8_t dlh_at_cublasGemmEx_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasGemmGroupedBatchedEx[] = {"handle", "transa_array", "transb_array", "m_array", "n_array", "k_array", "alpha_array", "Aarray", "Atype", "lda_array", "Barray", "Btype", "ldb_array", "beta_array", "Carray", "Ctype"};
-static const uint8_t dlh_at_cublasGemmGroupedBatchedEx[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasGemmGroupedBatchedEx_64[] = {"handle", "transa_array", "transb_array", "m_array", "n_array", "k_array", "alpha_array", "Aarray", "Atype", "lda_array", "Barray", "Btype", "ldb_array", "beta_array", "Carray", "Ctype"};
-static const uint8_t dlh_at_cublasGemmGroupedBatchedEx_64[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasGemmStridedBatchedEx[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "Atype", "lda", "strideA", "B", "Btype", "ldb", "strideB", "beta"};
-static const uint8_t dlh_at_cublasGemmStridedBatchedEx[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR};
-static const char *const dlh_an_cublasGemmStridedBatchedEx_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "Atype", "lda", "strideA", "B", "Btype", "ldb", "strideB", "beta"};
-static const uint8_t dlh_at_cublasGemmStridedBatchedEx_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR};
+static const char *const dlh_an_cublasGemmBatchedEx[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "ctype", "compute_type", "algo", "flops"};
+static const uint8_t dlh_at_cublasGemmBatchedEx[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasGemmBatchedEx_64[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "ctype", "compute_type", "algo", "flops"};
+static const uint8_t dlh_at_cublasGemmBatchedEx_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasGemmEx[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "ctype", "compute_type", "algo", "flops"};
+static const uint8_t dlh_at_cublasGemmEx[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasGemmEx_64[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "ctype", "compute_type", "algo", "flops"};
+static const uint8_t dlh_at_cublasGemmEx_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasGemmGroupedBatchedEx[] = {"handle", "transa", "transb", "m", "n", "k", "group_count", "batch", "dtype", "compute_type", "flops"};
+static const uint8_t dlh_at_cublasGemmGroupedBatchedEx[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasGemmGroupedBatchedEx_64[] = {"handle", "transa", "transb", "m", "n", "k", "group_count", "batch", "dtype", "compute_type", "flops"};
+static const uint8_t dlh_at_cublasGemmGroupedBatchedEx_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasGemmStridedBatchedEx[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "ctype", "compute_type", "algo", "flops"};
+static const uint8_t dlh_at_cublasGemmStridedBatchedEx[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasGemmStridedBatchedEx_64[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "ctype", "compute_type", "algo", "flops"};
+static const uint8_t dlh_at_cublasGemmStridedBatchedEx_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
 static const char *const dlh_an_cublasGetAtomicsMode[] = {"handle", "mode"};
 static const uint8_t dlh_at_cublasGetAtomicsMode[] = {DLH_ARG_PTR, DLH_ARG_PTR};
 static const char *const dlh_an_cublasGetEmulationSpecialValuesSupport[] = {"handle", "mask"};
@@ -17429,18 +17348,18 @@ static const char *const dlh_an_cublasHSSgemvStridedBatched[] = {"handle", "tran
 static const uint8_t dlh_at_cublasHSSgemvStridedBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT};
 static const char *const dlh_an_cublasHSSgemvStridedBatched_64[] = {"handle", "trans", "m", "n", "alpha", "A", "lda", "strideA", "x", "incx", "stridex", "beta", "y", "incy", "stridey", "batchCount"};
 static const uint8_t dlh_at_cublasHSSgemvStridedBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT};
-static const char *const dlh_an_cublasHgemm[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasHgemm[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasHgemmBatched[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "Aarray", "lda", "Barray", "ldb", "beta", "Carray", "ldc", "batchCount"};
-static const uint8_t dlh_at_cublasHgemmBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT};
-static const char *const dlh_an_cublasHgemmBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "Aarray", "lda", "Barray", "ldb", "beta", "Carray", "ldc", "batchCount"};
-static const uint8_t dlh_at_cublasHgemmBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT};
-static const char *const dlh_an_cublasHgemmStridedBatched[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "strideA", "B", "ldb", "strideB", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasHgemmStridedBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasHgemmStridedBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "strideA", "B", "ldb", "strideB", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasHgemmStridedBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasHgemm_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasHgemm_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
+static const char *const dlh_an_cublasHgemm[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasHgemm[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasHgemmBatched[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasHgemmBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasHgemmBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasHgemmBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasHgemmStridedBatched[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasHgemmStridedBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasHgemmStridedBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasHgemmStridedBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasHgemm_64[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasHgemm_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
 static const char *const dlh_an_cublasIamaxEx[] = {"handle", "n", "x", "xType", "incx", "result"};
 static const uint8_t dlh_at_cublasIamaxEx[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR};
 static const char *const dlh_an_cublasIamaxEx_64[] = {"handle", "n", "x", "xType", "incx", "result"};
@@ -17615,28 +17534,28 @@ static const char *const dlh_an_cublasSgeam_64[] = {"handle", "transa", "transb"
 static const uint8_t dlh_at_cublasSgeam_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT};
 static const char *const dlh_an_cublasSgelsBatched[] = {"handle", "trans", "m", "n", "nrhs", "Aarray", "lda", "Carray", "ldc", "info", "devInfoArray", "batchSize"};
 static const uint8_t dlh_at_cublasSgelsBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasSgemm[] = {"transa", "transb", "m", "n", "k", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasSgemm[] = {DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_DOUBLE, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasSgemmBatched[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "Aarray", "lda", "Barray", "ldb", "beta", "Carray", "ldc", "batchCount"};
-static const uint8_t dlh_at_cublasSgemmBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT};
-static const char *const dlh_an_cublasSgemmBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "Aarray", "lda", "Barray", "ldb", "beta", "Carray", "ldc", "batchCount"};
-static const uint8_t dlh_at_cublasSgemmBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT};
-static const char *const dlh_an_cublasSgemmEx[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "Atype", "lda", "B", "Btype", "ldb", "beta", "C", "Ctype"};
-static const uint8_t dlh_at_cublasSgemmEx[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasSgemmEx_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "Atype", "lda", "B", "Btype", "ldb", "beta", "C", "Ctype"};
-static const uint8_t dlh_at_cublasSgemmEx_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasSgemmGroupedBatched[] = {"handle", "transa_array", "transb_array", "m_array", "n_array", "k_array", "alpha_array", "Aarray", "lda_array", "Barray", "ldb_array", "beta_array", "Carray", "ldc_array", "group_count", "group_size"};
-static const uint8_t dlh_at_cublasSgemmGroupedBatched[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR};
-static const char *const dlh_an_cublasSgemmGroupedBatched_64[] = {"handle", "transa_array", "transb_array", "m_array", "n_array", "k_array", "alpha_array", "Aarray", "lda_array", "Barray", "ldb_array", "beta_array", "Carray", "ldc_array", "group_count", "group_size"};
-static const uint8_t dlh_at_cublasSgemmGroupedBatched_64[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR};
-static const char *const dlh_an_cublasSgemmStridedBatched[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "strideA", "B", "ldb", "strideB", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasSgemmStridedBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasSgemmStridedBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "strideA", "B", "ldb", "strideB", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasSgemmStridedBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasSgemm_v2[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasSgemm_v2[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasSgemm_v2_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasSgemm_v2_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
+static const char *const dlh_an_cublasSgemm[] = {"transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasSgemm[] = {DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasSgemmBatched[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasSgemmBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasSgemmBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasSgemmBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasSgemmEx[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "ctype", "flops"};
+static const uint8_t dlh_at_cublasSgemmEx[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasSgemmEx_64[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "ctype", "flops"};
+static const uint8_t dlh_at_cublasSgemmEx_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasSgemmGroupedBatched[] = {"handle", "transa", "transb", "m", "n", "k", "group_count", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasSgemmGroupedBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasSgemmGroupedBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "group_count", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasSgemmGroupedBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasSgemmStridedBatched[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasSgemmStridedBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasSgemmStridedBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasSgemmStridedBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasSgemm_v2[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasSgemm_v2[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasSgemm_v2_64[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasSgemm_v2_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
 static const char *const dlh_an_cublasSgemv[] = {"trans", "m", "n", "alpha", "A", "lda", "x", "incx", "beta", "y", "incy"};
 static const uint8_t dlh_at_cublasSgemv[] = {DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_DOUBLE, DLH_ARG_PTR, DLH_ARG_INT};
 static const char *const dlh_an_cublasSgemvBatched[] = {"handle", "trans", "m", "n", "alpha", "Aarray", "lda", "xarray", "incx", "beta", "yarray", "incy", "batchCount"};
@@ -17901,24 +17820,24 @@ static const char *const dlh_an_cublasZgeam_64[] = {"handle", "transa", "transb"
 static const uint8_t dlh_at_cublasZgeam_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT};
 static const char *const dlh_an_cublasZgelsBatched[] = {"handle", "trans", "m", "n", "nrhs", "Aarray", "lda", "Carray", "ldc", "info", "devInfoArray", "batchSize"};
 static const uint8_t dlh_at_cublasZgelsBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasZgemm[] = {"transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc"};
-static const uint8_t dlh_at_cublasZgemm[] = {DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasZgemm3m[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasZgemm3m[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasZgemm3m_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasZgemm3m_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasZgemmBatched[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "Aarray", "lda", "Barray", "ldb", "beta", "Carray", "ldc", "batchCount"};
-static const uint8_t dlh_at_cublasZgemmBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT};
-static const char *const dlh_an_cublasZgemmBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "Aarray", "lda", "Barray", "ldb", "beta", "Carray", "ldc", "batchCount"};
-static const uint8_t dlh_at_cublasZgemmBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT};
-static const char *const dlh_an_cublasZgemmStridedBatched[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "strideA", "B", "ldb", "strideB", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasZgemmStridedBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasZgemmStridedBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "strideA", "B", "ldb", "strideB", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasZgemmStridedBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasZgemm_v2[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasZgemm_v2[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_cublasZgemm_v2_64[] = {"handle", "transa", "transb", "m", "n", "k", "alpha", "A", "lda", "B", "ldb", "beta", "C", "ldc"};
-static const uint8_t dlh_at_cublasZgemm_v2_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
+static const char *const dlh_an_cublasZgemm[] = {"transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasZgemm[] = {DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasZgemm3m[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasZgemm3m[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasZgemm3m_64[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasZgemm3m_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasZgemmBatched[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasZgemmBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasZgemmBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasZgemmBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasZgemmStridedBatched[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasZgemmStridedBatched[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasZgemmStridedBatched_64[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasZgemmStridedBatched_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasZgemm_v2[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasZgemm_v2[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cublasZgemm_v2_64[] = {"handle", "transa", "transb", "m", "n", "k", "A", "lda", "B", "ldb", "C", "ldc", "batch", "dtype", "flops"};
+static const uint8_t dlh_at_cublasZgemm_v2_64[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
 static const char *const dlh_an_cublasZgemv[] = {"trans", "m", "n", "A", "lda", "x", "incx", "y", "incy"};
 static const uint8_t dlh_at_cublasZgemv[] = {DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_INT};
 static const char *const dlh_an_cublasZgemvBatched[] = {"handle", "trans", "m", "n", "alpha", "Aarray", "lda", "xarray", "incx", "beta", "yarray", "incy", "batchCount"};
@@ -18158,23 +18077,23 @@ const dlh_fn_desc dlh_fns_cublas[] = {
   {"cublasCgeam", 13, dlh_an_cublasCgeam, dlh_at_cublasCgeam},
   {"cublasCgeam_64", 13, dlh_an_cublasCgeam_64, dlh_at_cublasCgeam_64},
   {"cublasCgelsBatched", 12, dlh_an_cublasCgelsBatched, dlh_at_cublasCgelsBatched},
-  {"cublasCgemm", 11, dlh_an_cublasCgemm, dlh_at_cublasCgemm},
-  {"cublasCgemm3m", 14, dlh_an_cublasCgemm3m, dlh_at_cublasCgemm3m},
-  {"cublasCgemm3mBatched", 15, dlh_an_cublasCgemm3mBatched, dlh_at_cublasCgemm3mBatched},
-  {"cublasCgemm3mBatched_64", 15, dlh_an_cublasCgemm3mBatched_64, dlh_at_cublasCgemm3mBatched_64},
-  {"cublasCgemm3mEx", 16, dlh_an_cublasCgemm3mEx, dlh_at_cublasCgemm3mEx},
-  {"cublasCgemm3mEx_64", 16, dlh_an_cublasCgemm3mEx_64, dlh_at_cublasCgemm3mEx_64},
-  {"cublasCgemm3mStridedBatched", 16, dlh_an_cublasCgemm3mStridedBatched, dlh_at_cublasCgemm3mStridedBatched},
-  {"cublasCgemm3mStridedBatched_64", 16, dlh_an_cublasCgemm3mStridedBatched_64, dlh_at_cublasCgemm3mStridedBatched_64},
-  {"cublasCgemm3m_64", 14, dlh_an_cublasCgemm3m_64, dlh_at_cublasCgemm3m_64},
-  {"cublasCgemmBatched", 15, dlh_an_cublasCgemmBatched, dlh_at_cublasCgemmBatched},
-  {"cublasCgemmBatched_64", 15, dlh_an_cublasCgemmBatched_64, dlh_at_cublasCgemmBatched_64},
-  {"cublasCgemmEx", 16, dlh_an_cublasCgemmEx, dlh_at_cublasCgemmEx},
-  {"cublasCgemmEx_64", 16, dlh_an_cublasCgemmEx_64, dlh_at_cublasCgemmEx_64},
-  {"cublasCgemmStridedBatched", 16, dlh_an_cublasCgemmStridedBatched, dlh_at_cublasCgemmStridedBatched},
-  {"cublasCgemmStridedBatched_64", 16, dlh_an_cublasCgemmStridedBatched_64, dlh_at_cublasCgemmStridedBatched_64},
-  {"cublasCgemm_v2", 14, dlh_an_cublasCgemm_v2, dlh_at_cublasCgemm_v2},
-  {"cublasCgemm_v2_64", 14, dlh_an_cublasCgemm_v2_64, dlh_at_cublasCgemm_v2_64},
+  {"cublasCgemm", 14, dlh_an_cublasCgemm, dlh_at_cublasCgemm},
+  {"cublasCgemm3m", 15, dlh_an_cublasCgemm3m, dlh_at_cublasCgemm3m},
+  {"cublasCgemm3mBatched", 12, dlh_an_cublasCgemm3mBatched, dlh_at_cublasCgemm3mBatched},
+  {"cublasCgemm3mBatched_64", 12, dlh_an_cublasCgemm3mBatched_64, dlh_at_cublasCgemm3mBatched_64},
+  {"cublasCgemm3mEx", 13, dlh_an_cublasCgemm3mEx, dlh_at_cublasCgemm3mEx},
+  {"cublasCgemm3mEx_64", 13, dlh_an_cublasCgemm3mEx_64, dlh_at_cublasCgemm3mEx_64},
+  {"cublasCgemm3mStridedBatched", 15, dlh_an_cublasCgemm3mStridedBatched, dlh_at_cublasCgemm3mStridedBatched},
+  {"cublasCgemm3mStridedBatched_64", 15, dlh_an_cublasCgemm3mStridedBatched_64, dlh_at_cublasCgemm3mStridedBatched_64},
+  {"cublasCgemm3m_64", 15, dlh_an_cublasCgemm3m_64, dlh_at_cublasCgemm3m_64},
+  {"cublasCgemmBatched", 12, dlh_an_cublasCgemmBatched, dlh_at_cublasCgemmBatched},
+  {"cublasCgemmBatched_64", 12, dlh_an_cublasCgemmBatched_64, dlh_at_cublasCgemmBatched_64},
+  {"cublasCgemmEx", 13, dlh_an_cublasCgemmEx, dlh_at_cublasCgemmEx},
+  {"cublasCgemmEx_64", 13, dlh_an_cublasCgemmEx_64, dlh_at_cublasCgemmEx_64},
+  {"cublasCgemmStridedBatched", 15, dlh_an_cublasCgemmStridedBatched, dlh_at_cublasCgemmStridedBatched},
+  {"cublasCgemmStridedBatched_64", 15, dlh_an_cublasCgemmStridedBatched_64, dlh_at_cublasCgemmStridedBatched_64},
+  {"cublasCgemm_v2", 15, dlh_an_cublasCgemm_v2, dlh_at_cublasCgemm_v2},
+  {"cublasCgemm_v2_64", 15, dlh_an_cublasCgemm_v2_64, dlh_at_cublasCgemm_v2_64},
   {"cublasCgemv", 9, dlh_an_cublasCgemv, dlh_at_cublasCgemv},
   {"cublasCgemvBatched", 13, dlh_an_cublasCgemvBatched, dlh_at_cublasCgemvBatched},
   {"cublasCgemvBatched_64", 13, dlh_an_cublasCgemvBatched_64, dlh_at_cublasCgemvBatched_64},
@@ -18319,15 +18238,15 @@ const dlh_fn_desc dlh_fns_cublas[] = {
   {"cublasDgeam", 13, dlh_an_cublasDgeam, dlh_at_cublasDgeam},
   {"cublasDgeam_64", 13, dlh_an_cublasDgeam_64, dlh_at_cublasDgeam_64},
   {"cublasDgelsBatched", 12, dlh_an_cublasDgelsBatched, dlh_at_cublasDgelsBatched},
-  {"cublasDgemm", 13, dlh_an_cublasDgemm, dlh_at_cublasDgemm},
-  {"cublasDgemmBatched", 15, dlh_an_cublasDgemmBatched, dlh_at_cublasDgemmBatched},
-  {"cublasDgemmBatched_64", 15, dlh_an_cublasDgemmBatched_64, dlh_at_cublasDgemmBatched_64},
-  {"cublasDgemmGroupedBatched", 16, dlh_an_cublasDgemmGroupedBatched, dlh_at_cublasDgemmGroupedBatched},
-  {"cublasDgemmGroupedBatched_64", 16, dlh_an_cublasDgemmGroupedBatched_64, dlh_at_cublasDgemmGroupedBatched_64},
-  {"cublasDgemmStridedBatched", 16, dlh_an_cublasDgemmStridedBatched, dlh_at_cublasDgemmStridedBatched},
-  {"cublasDgemmStridedBatched_64", 16, dlh_an_cublasDgemmStridedBatched_64, dlh_at_cublasDgemmStridedBatched_64},
-  {"cublasDgemm_v2", 14, dlh_an_cublasDgemm_v2, dlh_at_cublasDgemm_v2},
-  {"cublasDgemm_v2_64", 14, dlh_an_cublasDgemm_v2_64, dlh_at_cublasDgemm_v2_64},
+  {"cublasDgemm", 14, dlh_an_cublasDgemm, dlh_at_cublasDgemm},
+  {"cublasDgemmBatched", 12, dlh_an_cublasDgemmBatched, dlh_at_cublasDgemmBatched},
+  {"cublasDgemmBatched_64", 12, dlh_an_cublasDgemmBatched_64, dlh_at_cublasDgemmBatched_64},
+  {"cublasDgemmGroupedBatched", 10, dlh_an_cublasDgemmGroupedBatched, dlh_at_cublasDgemmGroupedBatched},
+  {"cublasDgemmGroupedBatched_64", 10, dlh_an_cublasDgemmGroupedBatched_64, dlh_at_cublasDgemmGroupedBatched_64},
+  {"cublasDgemmStridedBatched", 15, dlh_an_cublasDgemmStridedBatched, dlh_at_cublasDgemmStridedBatched},
+  {"cublasDgemmStridedBatched_64", 15, dlh_an_cublasDgemmStridedBatched_64, dlh_at_cublasDgemmStridedBatched_64},
+  {"cublasDgemm_v2", 15, dlh_an_cublasDgemm_v2, dlh_at_cublasDgemm_v2},
+  {"cublasDgemm_v2_64", 15, dlh_an_cublasDgemm_v2_64, dlh_at_cublasDgemm_v2_64},
   {"cublasDgemv", 11, dlh_an_cublasDgemv, dlh_at_cublasDgemv},
   {"cublasDgemvBatched", 13, dlh_an_cublasDgemvBatched, dlh_at_cublasDgemvBatched},
   {"cublasDgemvBatched_64", 13, dlh_an_cublasDgemvBatched_64, dlh_at_cublasDgemvBatched_64},
@@ -18433,14 +18352,14 @@ const dlh_fn_desc dlh_fns_cublas[] = {
   {"cublasDznrm2_v2", 5, dlh_an_cublasDznrm2_v2, dlh_at_cublasDznrm2_v2},
   {"cublasDznrm2_v2_64", 5, dlh_an_cublasDznrm2_v2_64, dlh_at_cublasDznrm2_v2_64},
   {"cublasFree", 1, dlh_an_cublasFree, dlh_at_cublasFree},
-  {"cublasGemmBatchedEx", 16, dlh_an_cublasGemmBatchedEx, dlh_at_cublasGemmBatchedEx},
-  {"cublasGemmBatchedEx_64", 16, dlh_an_cublasGemmBatchedEx_64, dlh_at_cublasGemmBatchedEx_64},
-  {"cublasGemmEx", 16, dlh_an_cublasGemmEx, dlh_at_cublasGemmEx},
-  {"cublasGemmEx_64", 16, dlh_an_cublasGemmEx_64, dlh_at_cublasGemmEx_64},
-  {"cublasGemmGroupedBatchedEx", 16, dlh_an_cublasGemmGroupedBatchedEx, dlh_at_cublasGemmGroupedBatchedEx},
-  {"cublasGemmGroupedBatchedEx_64", 16, dlh_an_cublasGemmGroupedBatchedEx_64, dlh_at_cublasGemmGroupedBatchedEx_64},
-  {"cublasGemmStridedBatchedEx", 16, dlh_an_cublasGemmStridedBatchedEx, dlh_at_cublasGemmStridedBatchedEx},
-  {"cublasGemmStridedBatchedEx_64", 16, dlh_an_cublasGemmStridedBatchedEx_64, dlh_at_cublasGemmStridedBatchedEx_64},
+  {"cublasGemmBatchedEx", 15, dlh_an_cublasGemmBatchedEx, dlh_at_cublasGemmBatchedEx},
+  {"cublasGemmBatchedEx_64", 15, dlh_an_cublasGemmBatchedEx_64, dlh_at_cublasGemmBatchedEx_64},
+  {"cublasGemmEx", 15, dlh_an_cublasGemmEx, dlh_at_cublasGemmEx},
+  {"cublasGemmEx_64", 15, dlh_an_cublasGemmEx_64, dlh_at_cublasGemmEx_64},
+  {"cublasGemmGroupedBatchedEx", 11, dlh_an_cublasGemmGroupedBatchedEx, dlh_at_cublasGemmGroupedBatchedEx},
+  {"cublasGemmGroupedBatchedEx_64", 11, dlh_an_cublasGemmGroupedBatchedEx_64, dlh_at_cublasGemmGroupedBatchedEx_64},
+  {"cublasGemmStridedBatchedEx", 15, dlh_an_cublasGemmStridedBatchedEx, dlh_at_cublasGemmStridedBatchedEx},
+  {"cublasGemmStridedBatchedEx_64", 15, dlh_an_cublasGemmStridedBatchedEx_64, dlh_at_cublasGemmStridedBatchedEx_64},
   {"cublasGetAtomicsMode", 2, dlh_an_cublasGetAtomicsMode, dlh_at_cublasGetAtomicsMode},
   {"cublasGetCudartVersion", 0, NULL, NULL},
   {"cublasGetEmulationSpecialValuesSupport", 2, dlh_an_cublasGetEmulationSpecialValuesSupport, dlh_at_cublasGetEmulationSpecialValuesSupport},
@@ -18476,12 +18395,12 @@ const dlh_fn_desc dlh_fns_cublas[] = {
   {"cublasHSSgemvBatched_64", 13, dlh_an_cublasHSSgemvBatched_64, dlh_at_cublasHSSgemvBatched_64},
   {"cublasHSSgemvStridedBatched", 16, dlh_an_cublasHSSgemvStridedBatched, dlh_at_cublasHSSgemvStridedBatched},
   {"cublasHSSgemvStridedBatched_64", 16, dlh_an_cublasHSSgemvStridedBatched_64, dlh_at_cublasHSSgemvStridedBatched_64},
-  {"cublasHgemm", 14, dlh_an_cublasHgemm, dlh_at_cublasHgemm},
-  {"cublasHgemmBatched", 15, dlh_an_cublasHgemmBatched, dlh_at_cublasHgemmBatched},
-  {"cublasHgemmBatched_64", 15, dlh_an_cublasHgemmBatched_64, dlh_at_cublasHgemmBatched_64},
-  {"cublasHgemmStridedBatched", 16, dlh_an_cublasHgemmStridedBatched, dlh_at_cublasHgemmStridedBatched},
-  {"cublasHgemmStridedBatched_64", 16, dlh_an_cublasHgemmStridedBatched_64, dlh_at_cublasHgemmStridedBatched_64},
-  {"cublasHgemm_64", 14, dlh_an_cublasHgemm_64, dlh_at_cublasHgemm_64},
+  {"cublasHgemm", 15, dlh_an_cublasHgemm, dlh_at_cublasHgemm},
+  {"cublasHgemmBatched", 12, dlh_an_cublasHgemmBatched, dlh_at_cublasHgemmBatched},
+  {"cublasHgemmBatched_64", 12, dlh_an_cublasHgemmBatched_64, dlh_at_cublasHgemmBatched_64},
+  {"cublasHgemmStridedBatched", 15, dlh_an_cublasHgemmStridedBatched, dlh_at_cublasHgemmStridedBatched},
+  {"cublasHgemmStridedBatched_64", 15, dlh_an_cublasHgemmStridedBatched_64, dlh_at_cublasHgemmStridedBatched_64},
+  {"cublasHgemm_64", 15, dlh_an_cublasHgemm_64, dlh_at_cublasHgemm_64},
   {"cublasIamaxEx", 6, dlh_an_cublasIamaxEx, dlh_at_cublasIamaxEx},
   {"cublasIamaxEx_64", 6, dlh_an_cublasIamaxEx_64, dlh_at_cublasIamaxEx_64},
   {"cublasIaminEx", 6, dlh_an_cublasIaminEx, dlh_at_cublasIaminEx},
@@ -18570,17 +18489,17 @@ const dlh_fn_desc dlh_fns_cublas[] = {
   {"cublasSgeam", 13, dlh_an_cublasSgeam, dlh_at_cublasSgeam},
   {"cublasSgeam_64", 13, dlh_an_cublasSgeam_64, dlh_at_cublasSgeam_64},
   {"cublasSgelsBatched", 12, dlh_an_cublasSgelsBatched, dlh_at_cublasSgelsBatched},
-  {"cublasSgemm", 13, dlh_an_cublasSgemm, dlh_at_cublasSgemm},
-  {"cublasSgemmBatched", 15, dlh_an_cublasSgemmBatched, dlh_at_cublasSgemmBatched},
-  {"cublasSgemmBatched_64", 15, dlh_an_cublasSgemmBatched_64, dlh_at_cublasSgemmBatched_64},
-  {"cublasSgemmEx", 16, dlh_an_cublasSgemmEx, dlh_at_cublasSgemmEx},
-  {"cublasSgemmEx_64", 16, dlh_an_cublasSgemmEx_64, dlh_at_cublasSgemmEx_64},
-  {"cublasSgemmGroupedBatched", 16, dlh_an_cublasSgemmGroupedBatched, dlh_at_cublasSgemmGroupedBatched},
-  {"cublasSgemmGroupedBatched_64", 16, dlh_an_cublasSgemmGroupedBatched_64, dlh_at_cublasSgemmGroupedBatched_64},
-  {"cublasSgemmStridedBatched", 16, dlh_an_cublasSgemmStridedBatched, dlh_at_cublasSgemmStridedBatched},
-  {"cublasSgemmStridedBatched_64", 16, dlh_an_cublasSgemmStridedBatched_64, dlh_at_cublasSgemmStridedBatched_64},
-  {"cublasSgemm_v2", 14, dlh_an_cublasSgemm_v2, dlh_at_cublasSgemm_v2},
-  {"cublasSgemm_v2_64", 14, dlh_an_cublasSgemm_v2_64, dlh_at_cublasSgemm_v2_64},
+  {"cublasSgemm", 14, dlh_an_cublasSgemm, dlh_at_cublasSgemm},
+  {"cublasSgemmBatched", 12, dlh_an_cublasSgemmBatched, dlh_at_cublasSgemmBatched},
+  {"cublasSgemmBatched_64", 12, dlh_an_cublasSgemmBatched_64, dlh_at_cublasSgemmBatched_64},
+  {"cublasSgemmEx", 13, dlh_an_cublasSgemmEx, dlh_at_cublasSgemmEx},
+  {"cublasSgemmEx_64", 13, dlh_an_cublasSgemmEx_64, dlh_at_cublasSgemmEx_64},
+  {"cublasSgemmGroupedBatched", 10, dlh_an_cublasSgemmGroupedBatched, dlh_at_cublasSgemmGroupedBatched},
+  {"cublasSgemmGroupedBatched_64", 10, dlh_an_cublasSgemmGroupedBatched_64, dlh_at_cublasSgemmGroupedBatched_64},
+  {"cublasSgemmStridedBatched", 15, dlh_an_cublasSgemmStridedBatched, dlh_at_cublasSgemmStridedBatched},
+  {"cublasSgemmStridedBatched_64", 15, dlh_an_cublasSgemmStridedBatched_64, dlh_at_cublasSgemmStridedBatched_64},
+  {"cublasSgemm_v2", 15, dlh_an_cublasSgemm_v2, dlh_at_cublasSgemm_v2},
+  {"cublasSgemm_v2_64", 15, dlh_an_cublasSgemm_v2_64, dlh_at_cublasSgemm_v2_64},
   {"cublasSgemv", 11, dlh_an_cublasSgemv, dlh_at_cublasSgemv},
   {"cublasSgemvBatched", 13, dlh_an_cublasSgemvBatched, dlh_at_cublasSgemvBatched},
   {"cublasSgemvBatched_64", 13, dlh_an_cublasSgemvBatched_64, dlh_at_cublasSgemvBatched_64},
@@ -18714,15 +18633,15 @@ const dlh_fn_desc dlh_fns_cublas[] = {
   {"cublasZgeam", 13, dlh_an_cublasZgeam, dlh_at_cublasZgeam},
   {"cublasZgeam_64", 13, dlh_an_cublasZgeam_64, dlh_at_cublasZgeam_64},
   {"cublasZgelsBatched", 12, dlh_an_cublasZgelsBatched, dlh_at_cublasZgelsBatched},
-  {"cublasZgemm", 11, dlh_an_cublasZgemm, dlh_at_cublasZgemm},
-  {"cublasZgemm3m", 14, dlh_an_cublasZgemm3m, dlh_at_cublasZgemm3m},
-  {"cublasZgemm3m_64", 14, dlh_an_cublasZgemm3m_64, dlh_at_cublasZgemm3m_64},
-  {"cublasZgemmBatched", 15, dlh_an_cublasZgemmBatched, dlh_at_cublasZgemmBatched},
-  {"cublasZgemmBatched_64", 15, dlh_an_cublasZgemmBatched_64, dlh_at_cublasZgemmBatched_64},
-  {"cublasZgemmStridedBatched", 16, dlh_an_cublasZgemmStridedBatched, dlh_at_cublasZgemmStridedBatched},
-  {"cublasZgemmStridedBatched_64", 16, dlh_an_cublasZgemmStridedBatched_64, dlh_at_cublasZgemmStridedBatched_64},
-  {"cublasZgemm_v2", 14, dlh_an_cublasZgemm_v2, dlh_at_cublasZgemm_v2},
-  {"cublasZgemm_v2_64", 14, dlh_an_cublasZgemm_v2_64, dlh_at_cublasZgemm_v2_64},
+  {"cublasZgemm", 14, dlh_an_cublasZgemm, dlh_at_cublasZgemm},
+  {"cublasZgemm3m", 15, dlh_an_cublasZgemm3m, dlh_at_cublasZgemm3m},
+  {"cublasZgemm3m_64", 15, dlh_an_cublasZgemm3m_64, dlh_at_cublasZgemm3m_64},
+  {"cublasZgemmBatched", 12, dlh_an_cublasZgemmBatched, dlh_at_cublasZgemmBatched},
+  {"cublasZgemmBatched_64", 12, dlh_an_cublasZgemmBatched_64, dlh_at_cublasZgemmBatched_64},
+  {"cublasZgemmStridedBatched", 15, dlh_an_cublasZgemmStridedBatched, dlh_at_cublasZgemmStridedBatched},
+  {"cublasZgemmStridedBatched_64", 15, dlh_an_cublasZgemmStridedBatched_64, dlh_at_cublasZgemmStridedBatched_64},
+  {"cublasZgemm_v2", 15, dlh_an_cublasZgemm_v2, dlh_at_cublasZgemm_v2},
+  {"cublasZgemm_v2_64", 15, dlh_an_cublasZgemm_v2_64, dlh_at_cublasZgemm_v2_64},
   {"cublasZgemv", 9, dlh_an_cublasZgemv, dlh_at_cublasZgemv},
   {"cublasZgemvBatched", 13, dlh_an_cublasZgemvBatched, dlh_at_cublasZgemvBatched},
   {"cublasZgemvBatched_64", 13, dlh_an_cublasZgemvBatched_64, dlh_at_cublasZgemvBatched_64},
@@ -18831,3 +18750,707 @@ const dlh_fn_desc dlh_fns_cublas[] = {
   {"cublasZtrttp", 6, dlh_an_cublasZtrttp, dlh_at_cublasZtrttp},
 };
 const unsigned dlh_fns_cublas_count = 696;
+
+/* ---- wrappers by name, sorted (strcmp), for dlsym on a handle of libcublas.so.13 ---- */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+const dlh_sym dlh_syms_cublas[] = {
+  {"cublasAlloc", (void *)cublasAlloc, (void **)&real_cublasAlloc},
+  {"cublasAsumEx", (void *)cublasAsumEx, (void **)&real_cublasAsumEx},
+  {"cublasAsumEx_64", (void *)cublasAsumEx_64, (void **)&real_cublasAsumEx_64},
+  {"cublasAxpyEx", (void *)cublasAxpyEx, (void **)&real_cublasAxpyEx},
+  {"cublasAxpyEx_64", (void *)cublasAxpyEx_64, (void **)&real_cublasAxpyEx_64},
+  {"cublasCaxpy", (void *)cublasCaxpy, (void **)&real_cublasCaxpy},
+  {"cublasCaxpy_v2", (void *)cublasCaxpy_v2, (void **)&real_cublasCaxpy_v2},
+  {"cublasCaxpy_v2_64", (void *)cublasCaxpy_v2_64, (void **)&real_cublasCaxpy_v2_64},
+  {"cublasCcopy", (void *)cublasCcopy, (void **)&real_cublasCcopy},
+  {"cublasCcopy_v2", (void *)cublasCcopy_v2, (void **)&real_cublasCcopy_v2},
+  {"cublasCcopy_v2_64", (void *)cublasCcopy_v2_64, (void **)&real_cublasCcopy_v2_64},
+  {"cublasCdgmm", (void *)cublasCdgmm, (void **)&real_cublasCdgmm},
+  {"cublasCdgmm_64", (void *)cublasCdgmm_64, (void **)&real_cublasCdgmm_64},
+  {"cublasCdotc", (void *)cublasCdotc, (void **)&real_cublasCdotc},
+  {"cublasCdotc_v2", (void *)cublasCdotc_v2, (void **)&real_cublasCdotc_v2},
+  {"cublasCdotc_v2_64", (void *)cublasCdotc_v2_64, (void **)&real_cublasCdotc_v2_64},
+  {"cublasCdotu", (void *)cublasCdotu, (void **)&real_cublasCdotu},
+  {"cublasCdotu_v2", (void *)cublasCdotu_v2, (void **)&real_cublasCdotu_v2},
+  {"cublasCdotu_v2_64", (void *)cublasCdotu_v2_64, (void **)&real_cublasCdotu_v2_64},
+  {"cublasCgbmv", (void *)cublasCgbmv, (void **)&real_cublasCgbmv},
+  {"cublasCgbmv_v2", (void *)cublasCgbmv_v2, (void **)&real_cublasCgbmv_v2},
+  {"cublasCgbmv_v2_64", (void *)cublasCgbmv_v2_64, (void **)&real_cublasCgbmv_v2_64},
+  {"cublasCgeam", (void *)cublasCgeam, (void **)&real_cublasCgeam},
+  {"cublasCgeam_64", (void *)cublasCgeam_64, (void **)&real_cublasCgeam_64},
+  {"cublasCgelsBatched", (void *)cublasCgelsBatched, (void **)&real_cublasCgelsBatched},
+  {"cublasCgemm", (void *)cublasCgemm, (void **)&real_cublasCgemm},
+  {"cublasCgemm3m", (void *)cublasCgemm3m, (void **)&real_cublasCgemm3m},
+  {"cublasCgemm3mBatched", (void *)cublasCgemm3mBatched, (void **)&real_cublasCgemm3mBatched},
+  {"cublasCgemm3mBatched_64", (void *)cublasCgemm3mBatched_64, (void **)&real_cublasCgemm3mBatched_64},
+  {"cublasCgemm3mEx", (void *)cublasCgemm3mEx, (void **)&real_cublasCgemm3mEx},
+  {"cublasCgemm3mEx_64", (void *)cublasCgemm3mEx_64, (void **)&real_cublasCgemm3mEx_64},
+  {"cublasCgemm3mStridedBatched", (void *)cublasCgemm3mStridedBatched, (void **)&real_cublasCgemm3mStridedBatched},
+  {"cublasCgemm3mStridedBatched_64", (void *)cublasCgemm3mStridedBatched_64, (void **)&real_cublasCgemm3mStridedBatched_64},
+  {"cublasCgemm3m_64", (void *)cublasCgemm3m_64, (void **)&real_cublasCgemm3m_64},
+  {"cublasCgemmBatched", (void *)cublasCgemmBatched, (void **)&real_cublasCgemmBatched},
+  {"cublasCgemmBatched_64", (void *)cublasCgemmBatched_64, (void **)&real_cublasCgemmBatched_64},
+  {"cublasCgemmEx", (void *)cublasCgemmEx, (void **)&real_cublasCgemmEx},
+  {"cublasCgemmEx_64", (void *)cublasCgemmEx_64, (void **)&real_cublasCgemmEx_64},
+  {"cublasCgemmStridedBatched", (void *)cublasCgemmStridedBatched, (void **)&real_cublasCgemmStridedBatched},
+  {"cublasCgemmStridedBatched_64", (void *)cublasCgemmStridedBatched_64, (void **)&real_cublasCgemmStridedBatched_64},
+  {"cublasCgemm_v2", (void *)cublasCgemm_v2, (void **)&real_cublasCgemm_v2},
+  {"cublasCgemm_v2_64", (void *)cublasCgemm_v2_64, (void **)&real_cublasCgemm_v2_64},
+  {"cublasCgemv", (void *)cublasCgemv, (void **)&real_cublasCgemv},
+  {"cublasCgemvBatched", (void *)cublasCgemvBatched, (void **)&real_cublasCgemvBatched},
+  {"cublasCgemvBatched_64", (void *)cublasCgemvBatched_64, (void **)&real_cublasCgemvBatched_64},
+  {"cublasCgemvStridedBatched", (void *)cublasCgemvStridedBatched, (void **)&real_cublasCgemvStridedBatched},
+  {"cublasCgemvStridedBatched_64", (void *)cublasCgemvStridedBatched_64, (void **)&real_cublasCgemvStridedBatched_64},
+  {"cublasCgemv_v2", (void *)cublasCgemv_v2, (void **)&real_cublasCgemv_v2},
+  {"cublasCgemv_v2_64", (void *)cublasCgemv_v2_64, (void **)&real_cublasCgemv_v2_64},
+  {"cublasCgeqrfBatched", (void *)cublasCgeqrfBatched, (void **)&real_cublasCgeqrfBatched},
+  {"cublasCgerc", (void *)cublasCgerc, (void **)&real_cublasCgerc},
+  {"cublasCgerc_v2", (void *)cublasCgerc_v2, (void **)&real_cublasCgerc_v2},
+  {"cublasCgerc_v2_64", (void *)cublasCgerc_v2_64, (void **)&real_cublasCgerc_v2_64},
+  {"cublasCgeru", (void *)cublasCgeru, (void **)&real_cublasCgeru},
+  {"cublasCgeru_v2", (void *)cublasCgeru_v2, (void **)&real_cublasCgeru_v2},
+  {"cublasCgeru_v2_64", (void *)cublasCgeru_v2_64, (void **)&real_cublasCgeru_v2_64},
+  {"cublasCgetrfBatched", (void *)cublasCgetrfBatched, (void **)&real_cublasCgetrfBatched},
+  {"cublasCgetriBatched", (void *)cublasCgetriBatched, (void **)&real_cublasCgetriBatched},
+  {"cublasCgetrsBatched", (void *)cublasCgetrsBatched, (void **)&real_cublasCgetrsBatched},
+  {"cublasChbmv", (void *)cublasChbmv, (void **)&real_cublasChbmv},
+  {"cublasChbmv_v2", (void *)cublasChbmv_v2, (void **)&real_cublasChbmv_v2},
+  {"cublasChbmv_v2_64", (void *)cublasChbmv_v2_64, (void **)&real_cublasChbmv_v2_64},
+  {"cublasChemm", (void *)cublasChemm, (void **)&real_cublasChemm},
+  {"cublasChemm_v2", (void *)cublasChemm_v2, (void **)&real_cublasChemm_v2},
+  {"cublasChemm_v2_64", (void *)cublasChemm_v2_64, (void **)&real_cublasChemm_v2_64},
+  {"cublasChemv", (void *)cublasChemv, (void **)&real_cublasChemv},
+  {"cublasChemv_v2", (void *)cublasChemv_v2, (void **)&real_cublasChemv_v2},
+  {"cublasChemv_v2_64", (void *)cublasChemv_v2_64, (void **)&real_cublasChemv_v2_64},
+  {"cublasCher", (void *)cublasCher, (void **)&real_cublasCher},
+  {"cublasCher2", (void *)cublasCher2, (void **)&real_cublasCher2},
+  {"cublasCher2_v2", (void *)cublasCher2_v2, (void **)&real_cublasCher2_v2},
+  {"cublasCher2_v2_64", (void *)cublasCher2_v2_64, (void **)&real_cublasCher2_v2_64},
+  {"cublasCher2k", (void *)cublasCher2k, (void **)&real_cublasCher2k},
+  {"cublasCher2k_v2", (void *)cublasCher2k_v2, (void **)&real_cublasCher2k_v2},
+  {"cublasCher2k_v2_64", (void *)cublasCher2k_v2_64, (void **)&real_cublasCher2k_v2_64},
+  {"cublasCher_v2", (void *)cublasCher_v2, (void **)&real_cublasCher_v2},
+  {"cublasCher_v2_64", (void *)cublasCher_v2_64, (void **)&real_cublasCher_v2_64},
+  {"cublasCherk", (void *)cublasCherk, (void **)&real_cublasCherk},
+  {"cublasCherk3mEx", (void *)cublasCherk3mEx, (void **)&real_cublasCherk3mEx},
+  {"cublasCherk3mEx_64", (void *)cublasCherk3mEx_64, (void **)&real_cublasCherk3mEx_64},
+  {"cublasCherkEx", (void *)cublasCherkEx, (void **)&real_cublasCherkEx},
+  {"cublasCherkEx_64", (void *)cublasCherkEx_64, (void **)&real_cublasCherkEx_64},
+  {"cublasCherk_v2", (void *)cublasCherk_v2, (void **)&real_cublasCherk_v2},
+  {"cublasCherk_v2_64", (void *)cublasCherk_v2_64, (void **)&real_cublasCherk_v2_64},
+  {"cublasCherkx", (void *)cublasCherkx, (void **)&real_cublasCherkx},
+  {"cublasCherkx_64", (void *)cublasCherkx_64, (void **)&real_cublasCherkx_64},
+  {"cublasChpmv", (void *)cublasChpmv, (void **)&real_cublasChpmv},
+  {"cublasChpmv_v2", (void *)cublasChpmv_v2, (void **)&real_cublasChpmv_v2},
+  {"cublasChpmv_v2_64", (void *)cublasChpmv_v2_64, (void **)&real_cublasChpmv_v2_64},
+  {"cublasChpr", (void *)cublasChpr, (void **)&real_cublasChpr},
+  {"cublasChpr2", (void *)cublasChpr2, (void **)&real_cublasChpr2},
+  {"cublasChpr2_v2", (void *)cublasChpr2_v2, (void **)&real_cublasChpr2_v2},
+  {"cublasChpr2_v2_64", (void *)cublasChpr2_v2_64, (void **)&real_cublasChpr2_v2_64},
+  {"cublasChpr_v2", (void *)cublasChpr_v2, (void **)&real_cublasChpr_v2},
+  {"cublasChpr_v2_64", (void *)cublasChpr_v2_64, (void **)&real_cublasChpr_v2_64},
+  {"cublasCmatinvBatched", (void *)cublasCmatinvBatched, (void **)&real_cublasCmatinvBatched},
+  {"cublasCopyEx", (void *)cublasCopyEx, (void **)&real_cublasCopyEx},
+  {"cublasCopyEx_64", (void *)cublasCopyEx_64, (void **)&real_cublasCopyEx_64},
+  {"cublasCreate_v2", (void *)cublasCreate_v2, (void **)&real_cublasCreate_v2},
+  {"cublasCrot", (void *)cublasCrot, (void **)&real_cublasCrot},
+  {"cublasCrot_v2", (void *)cublasCrot_v2, (void **)&real_cublasCrot_v2},
+  {"cublasCrot_v2_64", (void *)cublasCrot_v2_64, (void **)&real_cublasCrot_v2_64},
+  {"cublasCrotg", (void *)cublasCrotg, (void **)&real_cublasCrotg},
+  {"cublasCrotg_v2", (void *)cublasCrotg_v2, (void **)&real_cublasCrotg_v2},
+  {"cublasCscal", (void *)cublasCscal, (void **)&real_cublasCscal},
+  {"cublasCscal_v2", (void *)cublasCscal_v2, (void **)&real_cublasCscal_v2},
+  {"cublasCscal_v2_64", (void *)cublasCscal_v2_64, (void **)&real_cublasCscal_v2_64},
+  {"cublasCsrot", (void *)cublasCsrot, (void **)&real_cublasCsrot},
+  {"cublasCsrot_v2", (void *)cublasCsrot_v2, (void **)&real_cublasCsrot_v2},
+  {"cublasCsrot_v2_64", (void *)cublasCsrot_v2_64, (void **)&real_cublasCsrot_v2_64},
+  {"cublasCsscal", (void *)cublasCsscal, (void **)&real_cublasCsscal},
+  {"cublasCsscal_v2", (void *)cublasCsscal_v2, (void **)&real_cublasCsscal_v2},
+  {"cublasCsscal_v2_64", (void *)cublasCsscal_v2_64, (void **)&real_cublasCsscal_v2_64},
+  {"cublasCswap", (void *)cublasCswap, (void **)&real_cublasCswap},
+  {"cublasCswap_v2", (void *)cublasCswap_v2, (void **)&real_cublasCswap_v2},
+  {"cublasCswap_v2_64", (void *)cublasCswap_v2_64, (void **)&real_cublasCswap_v2_64},
+  {"cublasCsymm", (void *)cublasCsymm, (void **)&real_cublasCsymm},
+  {"cublasCsymm_v2", (void *)cublasCsymm_v2, (void **)&real_cublasCsymm_v2},
+  {"cublasCsymm_v2_64", (void *)cublasCsymm_v2_64, (void **)&real_cublasCsymm_v2_64},
+  {"cublasCsymv_v2", (void *)cublasCsymv_v2, (void **)&real_cublasCsymv_v2},
+  {"cublasCsymv_v2_64", (void *)cublasCsymv_v2_64, (void **)&real_cublasCsymv_v2_64},
+  {"cublasCsyr2_v2", (void *)cublasCsyr2_v2, (void **)&real_cublasCsyr2_v2},
+  {"cublasCsyr2_v2_64", (void *)cublasCsyr2_v2_64, (void **)&real_cublasCsyr2_v2_64},
+  {"cublasCsyr2k", (void *)cublasCsyr2k, (void **)&real_cublasCsyr2k},
+  {"cublasCsyr2k_v2", (void *)cublasCsyr2k_v2, (void **)&real_cublasCsyr2k_v2},
+  {"cublasCsyr2k_v2_64", (void *)cublasCsyr2k_v2_64, (void **)&real_cublasCsyr2k_v2_64},
+  {"cublasCsyr_v2", (void *)cublasCsyr_v2, (void **)&real_cublasCsyr_v2},
+  {"cublasCsyr_v2_64", (void *)cublasCsyr_v2_64, (void **)&real_cublasCsyr_v2_64},
+  {"cublasCsyrk", (void *)cublasCsyrk, (void **)&real_cublasCsyrk},
+  {"cublasCsyrk3mEx", (void *)cublasCsyrk3mEx, (void **)&real_cublasCsyrk3mEx},
+  {"cublasCsyrk3mEx_64", (void *)cublasCsyrk3mEx_64, (void **)&real_cublasCsyrk3mEx_64},
+  {"cublasCsyrkEx", (void *)cublasCsyrkEx, (void **)&real_cublasCsyrkEx},
+  {"cublasCsyrkEx_64", (void *)cublasCsyrkEx_64, (void **)&real_cublasCsyrkEx_64},
+  {"cublasCsyrk_v2", (void *)cublasCsyrk_v2, (void **)&real_cublasCsyrk_v2},
+  {"cublasCsyrk_v2_64", (void *)cublasCsyrk_v2_64, (void **)&real_cublasCsyrk_v2_64},
+  {"cublasCsyrkx", (void *)cublasCsyrkx, (void **)&real_cublasCsyrkx},
+  {"cublasCsyrkx_64", (void *)cublasCsyrkx_64, (void **)&real_cublasCsyrkx_64},
+  {"cublasCtbmv", (void *)cublasCtbmv, (void **)&real_cublasCtbmv},
+  {"cublasCtbmv_v2", (void *)cublasCtbmv_v2, (void **)&real_cublasCtbmv_v2},
+  {"cublasCtbmv_v2_64", (void *)cublasCtbmv_v2_64, (void **)&real_cublasCtbmv_v2_64},
+  {"cublasCtbsv", (void *)cublasCtbsv, (void **)&real_cublasCtbsv},
+  {"cublasCtbsv_v2", (void *)cublasCtbsv_v2, (void **)&real_cublasCtbsv_v2},
+  {"cublasCtbsv_v2_64", (void *)cublasCtbsv_v2_64, (void **)&real_cublasCtbsv_v2_64},
+  {"cublasCtpmv", (void *)cublasCtpmv, (void **)&real_cublasCtpmv},
+  {"cublasCtpmv_v2", (void *)cublasCtpmv_v2, (void **)&real_cublasCtpmv_v2},
+  {"cublasCtpmv_v2_64", (void *)cublasCtpmv_v2_64, (void **)&real_cublasCtpmv_v2_64},
+  {"cublasCtpsv", (void *)cublasCtpsv, (void **)&real_cublasCtpsv},
+  {"cublasCtpsv_v2", (void *)cublasCtpsv_v2, (void **)&real_cublasCtpsv_v2},
+  {"cublasCtpsv_v2_64", (void *)cublasCtpsv_v2_64, (void **)&real_cublasCtpsv_v2_64},
+  {"cublasCtpttr", (void *)cublasCtpttr, (void **)&real_cublasCtpttr},
+  {"cublasCtrmm", (void *)cublasCtrmm, (void **)&real_cublasCtrmm},
+  {"cublasCtrmm_v2", (void *)cublasCtrmm_v2, (void **)&real_cublasCtrmm_v2},
+  {"cublasCtrmm_v2_64", (void *)cublasCtrmm_v2_64, (void **)&real_cublasCtrmm_v2_64},
+  {"cublasCtrmv", (void *)cublasCtrmv, (void **)&real_cublasCtrmv},
+  {"cublasCtrmv_v2", (void *)cublasCtrmv_v2, (void **)&real_cublasCtrmv_v2},
+  {"cublasCtrmv_v2_64", (void *)cublasCtrmv_v2_64, (void **)&real_cublasCtrmv_v2_64},
+  {"cublasCtrsm", (void *)cublasCtrsm, (void **)&real_cublasCtrsm},
+  {"cublasCtrsmBatched", (void *)cublasCtrsmBatched, (void **)&real_cublasCtrsmBatched},
+  {"cublasCtrsmBatched_64", (void *)cublasCtrsmBatched_64, (void **)&real_cublasCtrsmBatched_64},
+  {"cublasCtrsm_v2", (void *)cublasCtrsm_v2, (void **)&real_cublasCtrsm_v2},
+  {"cublasCtrsm_v2_64", (void *)cublasCtrsm_v2_64, (void **)&real_cublasCtrsm_v2_64},
+  {"cublasCtrsv", (void *)cublasCtrsv, (void **)&real_cublasCtrsv},
+  {"cublasCtrsv_v2", (void *)cublasCtrsv_v2, (void **)&real_cublasCtrsv_v2},
+  {"cublasCtrsv_v2_64", (void *)cublasCtrsv_v2_64, (void **)&real_cublasCtrsv_v2_64},
+  {"cublasCtrttp", (void *)cublasCtrttp, (void **)&real_cublasCtrttp},
+  {"cublasDasum", (void *)cublasDasum, (void **)&real_cublasDasum},
+  {"cublasDasum_v2", (void *)cublasDasum_v2, (void **)&real_cublasDasum_v2},
+  {"cublasDasum_v2_64", (void *)cublasDasum_v2_64, (void **)&real_cublasDasum_v2_64},
+  {"cublasDaxpy", (void *)cublasDaxpy, (void **)&real_cublasDaxpy},
+  {"cublasDaxpy_v2", (void *)cublasDaxpy_v2, (void **)&real_cublasDaxpy_v2},
+  {"cublasDaxpy_v2_64", (void *)cublasDaxpy_v2_64, (void **)&real_cublasDaxpy_v2_64},
+  {"cublasDcopy", (void *)cublasDcopy, (void **)&real_cublasDcopy},
+  {"cublasDcopy_v2", (void *)cublasDcopy_v2, (void **)&real_cublasDcopy_v2},
+  {"cublasDcopy_v2_64", (void *)cublasDcopy_v2_64, (void **)&real_cublasDcopy_v2_64},
+  {"cublasDdgmm", (void *)cublasDdgmm, (void **)&real_cublasDdgmm},
+  {"cublasDdgmm_64", (void *)cublasDdgmm_64, (void **)&real_cublasDdgmm_64},
+  {"cublasDdot", (void *)cublasDdot, (void **)&real_cublasDdot},
+  {"cublasDdot_v2", (void *)cublasDdot_v2, (void **)&real_cublasDdot_v2},
+  {"cublasDdot_v2_64", (void *)cublasDdot_v2_64, (void **)&real_cublasDdot_v2_64},
+  {"cublasDestroy_v2", (void *)cublasDestroy_v2, (void **)&real_cublasDestroy_v2},
+  {"cublasDgbmv", (void *)cublasDgbmv, (void **)&real_cublasDgbmv},
+  {"cublasDgbmv_v2", (void *)cublasDgbmv_v2, (void **)&real_cublasDgbmv_v2},
+  {"cublasDgbmv_v2_64", (void *)cublasDgbmv_v2_64, (void **)&real_cublasDgbmv_v2_64},
+  {"cublasDgeam", (void *)cublasDgeam, (void **)&real_cublasDgeam},
+  {"cublasDgeam_64", (void *)cublasDgeam_64, (void **)&real_cublasDgeam_64},
+  {"cublasDgelsBatched", (void *)cublasDgelsBatched, (void **)&real_cublasDgelsBatched},
+  {"cublasDgemm", (void *)cublasDgemm, (void **)&real_cublasDgemm},
+  {"cublasDgemmBatched", (void *)cublasDgemmBatched, (void **)&real_cublasDgemmBatched},
+  {"cublasDgemmBatched_64", (void *)cublasDgemmBatched_64, (void **)&real_cublasDgemmBatched_64},
+  {"cublasDgemmGroupedBatched", (void *)cublasDgemmGroupedBatched, (void **)&real_cublasDgemmGroupedBatched},
+  {"cublasDgemmGroupedBatched_64", (void *)cublasDgemmGroupedBatched_64, (void **)&real_cublasDgemmGroupedBatched_64},
+  {"cublasDgemmStridedBatched", (void *)cublasDgemmStridedBatched, (void **)&real_cublasDgemmStridedBatched},
+  {"cublasDgemmStridedBatched_64", (void *)cublasDgemmStridedBatched_64, (void **)&real_cublasDgemmStridedBatched_64},
+  {"cublasDgemm_v2", (void *)cublasDgemm_v2, (void **)&real_cublasDgemm_v2},
+  {"cublasDgemm_v2_64", (void *)cublasDgemm_v2_64, (void **)&real_cublasDgemm_v2_64},
+  {"cublasDgemv", (void *)cublasDgemv, (void **)&real_cublasDgemv},
+  {"cublasDgemvBatched", (void *)cublasDgemvBatched, (void **)&real_cublasDgemvBatched},
+  {"cublasDgemvBatched_64", (void *)cublasDgemvBatched_64, (void **)&real_cublasDgemvBatched_64},
+  {"cublasDgemvStridedBatched", (void *)cublasDgemvStridedBatched, (void **)&real_cublasDgemvStridedBatched},
+  {"cublasDgemvStridedBatched_64", (void *)cublasDgemvStridedBatched_64, (void **)&real_cublasDgemvStridedBatched_64},
+  {"cublasDgemv_v2", (void *)cublasDgemv_v2, (void **)&real_cublasDgemv_v2},
+  {"cublasDgemv_v2_64", (void *)cublasDgemv_v2_64, (void **)&real_cublasDgemv_v2_64},
+  {"cublasDgeqrfBatched", (void *)cublasDgeqrfBatched, (void **)&real_cublasDgeqrfBatched},
+  {"cublasDger", (void *)cublasDger, (void **)&real_cublasDger},
+  {"cublasDger_v2", (void *)cublasDger_v2, (void **)&real_cublasDger_v2},
+  {"cublasDger_v2_64", (void *)cublasDger_v2_64, (void **)&real_cublasDger_v2_64},
+  {"cublasDgetrfBatched", (void *)cublasDgetrfBatched, (void **)&real_cublasDgetrfBatched},
+  {"cublasDgetriBatched", (void *)cublasDgetriBatched, (void **)&real_cublasDgetriBatched},
+  {"cublasDgetrsBatched", (void *)cublasDgetrsBatched, (void **)&real_cublasDgetrsBatched},
+  {"cublasDmatinvBatched", (void *)cublasDmatinvBatched, (void **)&real_cublasDmatinvBatched},
+  {"cublasDnrm2", (void *)cublasDnrm2, (void **)&real_cublasDnrm2},
+  {"cublasDnrm2_v2", (void *)cublasDnrm2_v2, (void **)&real_cublasDnrm2_v2},
+  {"cublasDnrm2_v2_64", (void *)cublasDnrm2_v2_64, (void **)&real_cublasDnrm2_v2_64},
+  {"cublasDotEx", (void *)cublasDotEx, (void **)&real_cublasDotEx},
+  {"cublasDotEx_64", (void *)cublasDotEx_64, (void **)&real_cublasDotEx_64},
+  {"cublasDotcEx", (void *)cublasDotcEx, (void **)&real_cublasDotcEx},
+  {"cublasDotcEx_64", (void *)cublasDotcEx_64, (void **)&real_cublasDotcEx_64},
+  {"cublasDrot", (void *)cublasDrot, (void **)&real_cublasDrot},
+  {"cublasDrot_v2", (void *)cublasDrot_v2, (void **)&real_cublasDrot_v2},
+  {"cublasDrot_v2_64", (void *)cublasDrot_v2_64, (void **)&real_cublasDrot_v2_64},
+  {"cublasDrotg", (void *)cublasDrotg, (void **)&real_cublasDrotg},
+  {"cublasDrotg_v2", (void *)cublasDrotg_v2, (void **)&real_cublasDrotg_v2},
+  {"cublasDrotm", (void *)cublasDrotm, (void **)&real_cublasDrotm},
+  {"cublasDrotm_v2", (void *)cublasDrotm_v2, (void **)&real_cublasDrotm_v2},
+  {"cublasDrotm_v2_64", (void *)cublasDrotm_v2_64, (void **)&real_cublasDrotm_v2_64},
+  {"cublasDrotmg", (void *)cublasDrotmg, (void **)&real_cublasDrotmg},
+  {"cublasDrotmg_v2", (void *)cublasDrotmg_v2, (void **)&real_cublasDrotmg_v2},
+  {"cublasDsbmv", (void *)cublasDsbmv, (void **)&real_cublasDsbmv},
+  {"cublasDsbmv_v2", (void *)cublasDsbmv_v2, (void **)&real_cublasDsbmv_v2},
+  {"cublasDsbmv_v2_64", (void *)cublasDsbmv_v2_64, (void **)&real_cublasDsbmv_v2_64},
+  {"cublasDscal", (void *)cublasDscal, (void **)&real_cublasDscal},
+  {"cublasDscal_v2", (void *)cublasDscal_v2, (void **)&real_cublasDscal_v2},
+  {"cublasDscal_v2_64", (void *)cublasDscal_v2_64, (void **)&real_cublasDscal_v2_64},
+  {"cublasDspmv", (void *)cublasDspmv, (void **)&real_cublasDspmv},
+  {"cublasDspmv_v2", (void *)cublasDspmv_v2, (void **)&real_cublasDspmv_v2},
+  {"cublasDspmv_v2_64", (void *)cublasDspmv_v2_64, (void **)&real_cublasDspmv_v2_64},
+  {"cublasDspr", (void *)cublasDspr, (void **)&real_cublasDspr},
+  {"cublasDspr2", (void *)cublasDspr2, (void **)&real_cublasDspr2},
+  {"cublasDspr2_v2", (void *)cublasDspr2_v2, (void **)&real_cublasDspr2_v2},
+  {"cublasDspr2_v2_64", (void *)cublasDspr2_v2_64, (void **)&real_cublasDspr2_v2_64},
+  {"cublasDspr_v2", (void *)cublasDspr_v2, (void **)&real_cublasDspr_v2},
+  {"cublasDspr_v2_64", (void *)cublasDspr_v2_64, (void **)&real_cublasDspr_v2_64},
+  {"cublasDswap", (void *)cublasDswap, (void **)&real_cublasDswap},
+  {"cublasDswap_v2", (void *)cublasDswap_v2, (void **)&real_cublasDswap_v2},
+  {"cublasDswap_v2_64", (void *)cublasDswap_v2_64, (void **)&real_cublasDswap_v2_64},
+  {"cublasDsymm", (void *)cublasDsymm, (void **)&real_cublasDsymm},
+  {"cublasDsymm_v2", (void *)cublasDsymm_v2, (void **)&real_cublasDsymm_v2},
+  {"cublasDsymm_v2_64", (void *)cublasDsymm_v2_64, (void **)&real_cublasDsymm_v2_64},
+  {"cublasDsymv", (void *)cublasDsymv, (void **)&real_cublasDsymv},
+  {"cublasDsymv_v2", (void *)cublasDsymv_v2, (void **)&real_cublasDsymv_v2},
+  {"cublasDsymv_v2_64", (void *)cublasDsymv_v2_64, (void **)&real_cublasDsymv_v2_64},
+  {"cublasDsyr", (void *)cublasDsyr, (void **)&real_cublasDsyr},
+  {"cublasDsyr2", (void *)cublasDsyr2, (void **)&real_cublasDsyr2},
+  {"cublasDsyr2_v2", (void *)cublasDsyr2_v2, (void **)&real_cublasDsyr2_v2},
+  {"cublasDsyr2_v2_64", (void *)cublasDsyr2_v2_64, (void **)&real_cublasDsyr2_v2_64},
+  {"cublasDsyr2k", (void *)cublasDsyr2k, (void **)&real_cublasDsyr2k},
+  {"cublasDsyr2k_v2", (void *)cublasDsyr2k_v2, (void **)&real_cublasDsyr2k_v2},
+  {"cublasDsyr2k_v2_64", (void *)cublasDsyr2k_v2_64, (void **)&real_cublasDsyr2k_v2_64},
+  {"cublasDsyr_v2", (void *)cublasDsyr_v2, (void **)&real_cublasDsyr_v2},
+  {"cublasDsyr_v2_64", (void *)cublasDsyr_v2_64, (void **)&real_cublasDsyr_v2_64},
+  {"cublasDsyrk", (void *)cublasDsyrk, (void **)&real_cublasDsyrk},
+  {"cublasDsyrk_v2", (void *)cublasDsyrk_v2, (void **)&real_cublasDsyrk_v2},
+  {"cublasDsyrk_v2_64", (void *)cublasDsyrk_v2_64, (void **)&real_cublasDsyrk_v2_64},
+  {"cublasDsyrkx", (void *)cublasDsyrkx, (void **)&real_cublasDsyrkx},
+  {"cublasDsyrkx_64", (void *)cublasDsyrkx_64, (void **)&real_cublasDsyrkx_64},
+  {"cublasDtbmv", (void *)cublasDtbmv, (void **)&real_cublasDtbmv},
+  {"cublasDtbmv_v2", (void *)cublasDtbmv_v2, (void **)&real_cublasDtbmv_v2},
+  {"cublasDtbmv_v2_64", (void *)cublasDtbmv_v2_64, (void **)&real_cublasDtbmv_v2_64},
+  {"cublasDtbsv", (void *)cublasDtbsv, (void **)&real_cublasDtbsv},
+  {"cublasDtbsv_v2", (void *)cublasDtbsv_v2, (void **)&real_cublasDtbsv_v2},
+  {"cublasDtbsv_v2_64", (void *)cublasDtbsv_v2_64, (void **)&real_cublasDtbsv_v2_64},
+  {"cublasDtpmv", (void *)cublasDtpmv, (void **)&real_cublasDtpmv},
+  {"cublasDtpmv_v2", (void *)cublasDtpmv_v2, (void **)&real_cublasDtpmv_v2},
+  {"cublasDtpmv_v2_64", (void *)cublasDtpmv_v2_64, (void **)&real_cublasDtpmv_v2_64},
+  {"cublasDtpsv", (void *)cublasDtpsv, (void **)&real_cublasDtpsv},
+  {"cublasDtpsv_v2", (void *)cublasDtpsv_v2, (void **)&real_cublasDtpsv_v2},
+  {"cublasDtpsv_v2_64", (void *)cublasDtpsv_v2_64, (void **)&real_cublasDtpsv_v2_64},
+  {"cublasDtpttr", (void *)cublasDtpttr, (void **)&real_cublasDtpttr},
+  {"cublasDtrmm", (void *)cublasDtrmm, (void **)&real_cublasDtrmm},
+  {"cublasDtrmm_v2", (void *)cublasDtrmm_v2, (void **)&real_cublasDtrmm_v2},
+  {"cublasDtrmm_v2_64", (void *)cublasDtrmm_v2_64, (void **)&real_cublasDtrmm_v2_64},
+  {"cublasDtrmv", (void *)cublasDtrmv, (void **)&real_cublasDtrmv},
+  {"cublasDtrmv_v2", (void *)cublasDtrmv_v2, (void **)&real_cublasDtrmv_v2},
+  {"cublasDtrmv_v2_64", (void *)cublasDtrmv_v2_64, (void **)&real_cublasDtrmv_v2_64},
+  {"cublasDtrsm", (void *)cublasDtrsm, (void **)&real_cublasDtrsm},
+  {"cublasDtrsmBatched", (void *)cublasDtrsmBatched, (void **)&real_cublasDtrsmBatched},
+  {"cublasDtrsmBatched_64", (void *)cublasDtrsmBatched_64, (void **)&real_cublasDtrsmBatched_64},
+  {"cublasDtrsm_v2", (void *)cublasDtrsm_v2, (void **)&real_cublasDtrsm_v2},
+  {"cublasDtrsm_v2_64", (void *)cublasDtrsm_v2_64, (void **)&real_cublasDtrsm_v2_64},
+  {"cublasDtrsv", (void *)cublasDtrsv, (void **)&real_cublasDtrsv},
+  {"cublasDtrsv_v2", (void *)cublasDtrsv_v2, (void **)&real_cublasDtrsv_v2},
+  {"cublasDtrsv_v2_64", (void *)cublasDtrsv_v2_64, (void **)&real_cublasDtrsv_v2_64},
+  {"cublasDtrttp", (void *)cublasDtrttp, (void **)&real_cublasDtrttp},
+  {"cublasDzasum", (void *)cublasDzasum, (void **)&real_cublasDzasum},
+  {"cublasDzasum_v2", (void *)cublasDzasum_v2, (void **)&real_cublasDzasum_v2},
+  {"cublasDzasum_v2_64", (void *)cublasDzasum_v2_64, (void **)&real_cublasDzasum_v2_64},
+  {"cublasDznrm2", (void *)cublasDznrm2, (void **)&real_cublasDznrm2},
+  {"cublasDznrm2_v2", (void *)cublasDznrm2_v2, (void **)&real_cublasDznrm2_v2},
+  {"cublasDznrm2_v2_64", (void *)cublasDznrm2_v2_64, (void **)&real_cublasDznrm2_v2_64},
+  {"cublasFree", (void *)cublasFree, (void **)&real_cublasFree},
+  {"cublasGemmBatchedEx", (void *)cublasGemmBatchedEx, (void **)&real_cublasGemmBatchedEx},
+  {"cublasGemmBatchedEx_64", (void *)cublasGemmBatchedEx_64, (void **)&real_cublasGemmBatchedEx_64},
+  {"cublasGemmEx", (void *)cublasGemmEx, (void **)&real_cublasGemmEx},
+  {"cublasGemmEx_64", (void *)cublasGemmEx_64, (void **)&real_cublasGemmEx_64},
+  {"cublasGemmGroupedBatchedEx", (void *)cublasGemmGroupedBatchedEx, (void **)&real_cublasGemmGroupedBatchedEx},
+  {"cublasGemmGroupedBatchedEx_64", (void *)cublasGemmGroupedBatchedEx_64, (void **)&real_cublasGemmGroupedBatchedEx_64},
+  {"cublasGemmStridedBatchedEx", (void *)cublasGemmStridedBatchedEx, (void **)&real_cublasGemmStridedBatchedEx},
+  {"cublasGemmStridedBatchedEx_64", (void *)cublasGemmStridedBatchedEx_64, (void **)&real_cublasGemmStridedBatchedEx_64},
+  {"cublasGetAtomicsMode", (void *)cublasGetAtomicsMode, (void **)&real_cublasGetAtomicsMode},
+  {"cublasGetCudartVersion", (void *)cublasGetCudartVersion, (void **)&real_cublasGetCudartVersion},
+  {"cublasGetEmulationSpecialValuesSupport", (void *)cublasGetEmulationSpecialValuesSupport, (void **)&real_cublasGetEmulationSpecialValuesSupport},
+  {"cublasGetEmulationStrategy", (void *)cublasGetEmulationStrategy, (void **)&real_cublasGetEmulationStrategy},
+  {"cublasGetError", (void *)cublasGetError, (void **)&real_cublasGetError},
+  {"cublasGetFixedPointEmulationMantissaBitCountPointer", (void *)cublasGetFixedPointEmulationMantissaBitCountPointer, (void **)&real_cublasGetFixedPointEmulationMantissaBitCountPointer},
+  {"cublasGetFixedPointEmulationMantissaBitOffset", (void *)cublasGetFixedPointEmulationMantissaBitOffset, (void **)&real_cublasGetFixedPointEmulationMantissaBitOffset},
+  {"cublasGetFixedPointEmulationMantissaControl", (void *)cublasGetFixedPointEmulationMantissaControl, (void **)&real_cublasGetFixedPointEmulationMantissaControl},
+  {"cublasGetFixedPointEmulationMaxMantissaBitCount", (void *)cublasGetFixedPointEmulationMaxMantissaBitCount, (void **)&real_cublasGetFixedPointEmulationMaxMantissaBitCount},
+  {"cublasGetLoggerCallback", (void *)cublasGetLoggerCallback, (void **)&real_cublasGetLoggerCallback},
+  {"cublasGetMathMode", (void *)cublasGetMathMode, (void **)&real_cublasGetMathMode},
+  {"cublasGetMatrix", (void *)cublasGetMatrix, (void **)&real_cublasGetMatrix},
+  {"cublasGetMatrixAsync", (void *)cublasGetMatrixAsync, (void **)&real_cublasGetMatrixAsync},
+  {"cublasGetMatrixAsync_64", (void *)cublasGetMatrixAsync_64, (void **)&real_cublasGetMatrixAsync_64},
+  {"cublasGetMatrix_64", (void *)cublasGetMatrix_64, (void **)&real_cublasGetMatrix_64},
+  {"cublasGetPointerMode_v2", (void *)cublasGetPointerMode_v2, (void **)&real_cublasGetPointerMode_v2},
+  {"cublasGetProperty", (void *)cublasGetProperty, (void **)&real_cublasGetProperty},
+  {"cublasGetSmCountTarget", (void *)cublasGetSmCountTarget, (void **)&real_cublasGetSmCountTarget},
+  {"cublasGetStatusName", (void *)cublasGetStatusName, (void **)&real_cublasGetStatusName},
+  {"cublasGetStatusString", (void *)cublasGetStatusString, (void **)&real_cublasGetStatusString},
+  {"cublasGetStream_v2", (void *)cublasGetStream_v2, (void **)&real_cublasGetStream_v2},
+  {"cublasGetVector", (void *)cublasGetVector, (void **)&real_cublasGetVector},
+  {"cublasGetVectorAsync", (void *)cublasGetVectorAsync, (void **)&real_cublasGetVectorAsync},
+  {"cublasGetVectorAsync_64", (void *)cublasGetVectorAsync_64, (void **)&real_cublasGetVectorAsync_64},
+  {"cublasGetVector_64", (void *)cublasGetVector_64, (void **)&real_cublasGetVector_64},
+  {"cublasGetVersion", (void *)cublasGetVersion, (void **)&real_cublasGetVersion},
+  {"cublasGetVersion_v2", (void *)cublasGetVersion_v2, (void **)&real_cublasGetVersion_v2},
+  {"cublasHSHgemvBatched", (void *)cublasHSHgemvBatched, (void **)&real_cublasHSHgemvBatched},
+  {"cublasHSHgemvBatched_64", (void *)cublasHSHgemvBatched_64, (void **)&real_cublasHSHgemvBatched_64},
+  {"cublasHSHgemvStridedBatched", (void *)cublasHSHgemvStridedBatched, (void **)&real_cublasHSHgemvStridedBatched},
+  {"cublasHSHgemvStridedBatched_64", (void *)cublasHSHgemvStridedBatched_64, (void **)&real_cublasHSHgemvStridedBatched_64},
+  {"cublasHSSgemvBatched", (void *)cublasHSSgemvBatched, (void **)&real_cublasHSSgemvBatched},
+  {"cublasHSSgemvBatched_64", (void *)cublasHSSgemvBatched_64, (void **)&real_cublasHSSgemvBatched_64},
+  {"cublasHSSgemvStridedBatched", (void *)cublasHSSgemvStridedBatched, (void **)&real_cublasHSSgemvStridedBatched},
+  {"cublasHSSgemvStridedBatched_64", (void *)cublasHSSgemvStridedBatched_64, (void **)&real_cublasHSSgemvStridedBatched_64},
+  {"cublasHgemm", (void *)cublasHgemm, (void **)&real_cublasHgemm},
+  {"cublasHgemmBatched", (void *)cublasHgemmBatched, (void **)&real_cublasHgemmBatched},
+  {"cublasHgemmBatched_64", (void *)cublasHgemmBatched_64, (void **)&real_cublasHgemmBatched_64},
+  {"cublasHgemmStridedBatched", (void *)cublasHgemmStridedBatched, (void **)&real_cublasHgemmStridedBatched},
+  {"cublasHgemmStridedBatched_64", (void *)cublasHgemmStridedBatched_64, (void **)&real_cublasHgemmStridedBatched_64},
+  {"cublasHgemm_64", (void *)cublasHgemm_64, (void **)&real_cublasHgemm_64},
+  {"cublasIamaxEx", (void *)cublasIamaxEx, (void **)&real_cublasIamaxEx},
+  {"cublasIamaxEx_64", (void *)cublasIamaxEx_64, (void **)&real_cublasIamaxEx_64},
+  {"cublasIaminEx", (void *)cublasIaminEx, (void **)&real_cublasIaminEx},
+  {"cublasIaminEx_64", (void *)cublasIaminEx_64, (void **)&real_cublasIaminEx_64},
+  {"cublasIcamax", (void *)cublasIcamax, (void **)&real_cublasIcamax},
+  {"cublasIcamax_v2", (void *)cublasIcamax_v2, (void **)&real_cublasIcamax_v2},
+  {"cublasIcamax_v2_64", (void *)cublasIcamax_v2_64, (void **)&real_cublasIcamax_v2_64},
+  {"cublasIcamin", (void *)cublasIcamin, (void **)&real_cublasIcamin},
+  {"cublasIcamin_v2", (void *)cublasIcamin_v2, (void **)&real_cublasIcamin_v2},
+  {"cublasIcamin_v2_64", (void *)cublasIcamin_v2_64, (void **)&real_cublasIcamin_v2_64},
+  {"cublasIdamax", (void *)cublasIdamax, (void **)&real_cublasIdamax},
+  {"cublasIdamax_v2", (void *)cublasIdamax_v2, (void **)&real_cublasIdamax_v2},
+  {"cublasIdamax_v2_64", (void *)cublasIdamax_v2_64, (void **)&real_cublasIdamax_v2_64},
+  {"cublasIdamin", (void *)cublasIdamin, (void **)&real_cublasIdamin},
+  {"cublasIdamin_v2", (void *)cublasIdamin_v2, (void **)&real_cublasIdamin_v2},
+  {"cublasIdamin_v2_64", (void *)cublasIdamin_v2_64, (void **)&real_cublasIdamin_v2_64},
+  {"cublasInit", (void *)cublasInit, (void **)&real_cublasInit},
+  {"cublasIsamax", (void *)cublasIsamax, (void **)&real_cublasIsamax},
+  {"cublasIsamax_v2", (void *)cublasIsamax_v2, (void **)&real_cublasIsamax_v2},
+  {"cublasIsamax_v2_64", (void *)cublasIsamax_v2_64, (void **)&real_cublasIsamax_v2_64},
+  {"cublasIsamin", (void *)cublasIsamin, (void **)&real_cublasIsamin},
+  {"cublasIsamin_v2", (void *)cublasIsamin_v2, (void **)&real_cublasIsamin_v2},
+  {"cublasIsamin_v2_64", (void *)cublasIsamin_v2_64, (void **)&real_cublasIsamin_v2_64},
+  {"cublasIzamax", (void *)cublasIzamax, (void **)&real_cublasIzamax},
+  {"cublasIzamax_v2", (void *)cublasIzamax_v2, (void **)&real_cublasIzamax_v2},
+  {"cublasIzamax_v2_64", (void *)cublasIzamax_v2_64, (void **)&real_cublasIzamax_v2_64},
+  {"cublasIzamin", (void *)cublasIzamin, (void **)&real_cublasIzamin},
+  {"cublasIzamin_v2", (void *)cublasIzamin_v2, (void **)&real_cublasIzamin_v2},
+  {"cublasIzamin_v2_64", (void *)cublasIzamin_v2_64, (void **)&real_cublasIzamin_v2_64},
+  {"cublasLoggerConfigure", (void *)cublasLoggerConfigure, (void **)&real_cublasLoggerConfigure},
+  {"cublasNrm2Ex", (void *)cublasNrm2Ex, (void **)&real_cublasNrm2Ex},
+  {"cublasNrm2Ex_64", (void *)cublasNrm2Ex_64, (void **)&real_cublasNrm2Ex_64},
+  {"cublasRotEx", (void *)cublasRotEx, (void **)&real_cublasRotEx},
+  {"cublasRotEx_64", (void *)cublasRotEx_64, (void **)&real_cublasRotEx_64},
+  {"cublasRotgEx", (void *)cublasRotgEx, (void **)&real_cublasRotgEx},
+  {"cublasRotmEx", (void *)cublasRotmEx, (void **)&real_cublasRotmEx},
+  {"cublasRotmEx_64", (void *)cublasRotmEx_64, (void **)&real_cublasRotmEx_64},
+  {"cublasRotmgEx", (void *)cublasRotmgEx, (void **)&real_cublasRotmgEx},
+  {"cublasSasum", (void *)cublasSasum, (void **)&real_cublasSasum},
+  {"cublasSasum_v2", (void *)cublasSasum_v2, (void **)&real_cublasSasum_v2},
+  {"cublasSasum_v2_64", (void *)cublasSasum_v2_64, (void **)&real_cublasSasum_v2_64},
+  {"cublasSaxpy", (void *)cublasSaxpy, (void **)&real_cublasSaxpy},
+  {"cublasSaxpy_v2", (void *)cublasSaxpy_v2, (void **)&real_cublasSaxpy_v2},
+  {"cublasSaxpy_v2_64", (void *)cublasSaxpy_v2_64, (void **)&real_cublasSaxpy_v2_64},
+  {"cublasScalEx", (void *)cublasScalEx, (void **)&real_cublasScalEx},
+  {"cublasScalEx_64", (void *)cublasScalEx_64, (void **)&real_cublasScalEx_64},
+  {"cublasScasum", (void *)cublasScasum, (void **)&real_cublasScasum},
+  {"cublasScasum_v2", (void *)cublasScasum_v2, (void **)&real_cublasScasum_v2},
+  {"cublasScasum_v2_64", (void *)cublasScasum_v2_64, (void **)&real_cublasScasum_v2_64},
+  {"cublasScnrm2", (void *)cublasScnrm2, (void **)&real_cublasScnrm2},
+  {"cublasScnrm2_v2", (void *)cublasScnrm2_v2, (void **)&real_cublasScnrm2_v2},
+  {"cublasScnrm2_v2_64", (void *)cublasScnrm2_v2_64, (void **)&real_cublasScnrm2_v2_64},
+  {"cublasScopy", (void *)cublasScopy, (void **)&real_cublasScopy},
+  {"cublasScopy_v2", (void *)cublasScopy_v2, (void **)&real_cublasScopy_v2},
+  {"cublasScopy_v2_64", (void *)cublasScopy_v2_64, (void **)&real_cublasScopy_v2_64},
+  {"cublasSdgmm", (void *)cublasSdgmm, (void **)&real_cublasSdgmm},
+  {"cublasSdgmm_64", (void *)cublasSdgmm_64, (void **)&real_cublasSdgmm_64},
+  {"cublasSdot", (void *)cublasSdot, (void **)&real_cublasSdot},
+  {"cublasSdot_v2", (void *)cublasSdot_v2, (void **)&real_cublasSdot_v2},
+  {"cublasSdot_v2_64", (void *)cublasSdot_v2_64, (void **)&real_cublasSdot_v2_64},
+  {"cublasSetAtomicsMode", (void *)cublasSetAtomicsMode, (void **)&real_cublasSetAtomicsMode},
+  {"cublasSetEmulationSpecialValuesSupport", (void *)cublasSetEmulationSpecialValuesSupport, (void **)&real_cublasSetEmulationSpecialValuesSupport},
+  {"cublasSetEmulationStrategy", (void *)cublasSetEmulationStrategy, (void **)&real_cublasSetEmulationStrategy},
+  {"cublasSetFixedPointEmulationMantissaBitCountPointer", (void *)cublasSetFixedPointEmulationMantissaBitCountPointer, (void **)&real_cublasSetFixedPointEmulationMantissaBitCountPointer},
+  {"cublasSetFixedPointEmulationMantissaBitOffset", (void *)cublasSetFixedPointEmulationMantissaBitOffset, (void **)&real_cublasSetFixedPointEmulationMantissaBitOffset},
+  {"cublasSetFixedPointEmulationMantissaControl", (void *)cublasSetFixedPointEmulationMantissaControl, (void **)&real_cublasSetFixedPointEmulationMantissaControl},
+  {"cublasSetFixedPointEmulationMaxMantissaBitCount", (void *)cublasSetFixedPointEmulationMaxMantissaBitCount, (void **)&real_cublasSetFixedPointEmulationMaxMantissaBitCount},
+  {"cublasSetKernelStream", (void *)cublasSetKernelStream, (void **)&real_cublasSetKernelStream},
+  {"cublasSetLoggerCallback", (void *)cublasSetLoggerCallback, (void **)&real_cublasSetLoggerCallback},
+  {"cublasSetMathMode", (void *)cublasSetMathMode, (void **)&real_cublasSetMathMode},
+  {"cublasSetMatrix", (void *)cublasSetMatrix, (void **)&real_cublasSetMatrix},
+  {"cublasSetMatrixAsync", (void *)cublasSetMatrixAsync, (void **)&real_cublasSetMatrixAsync},
+  {"cublasSetMatrixAsync_64", (void *)cublasSetMatrixAsync_64, (void **)&real_cublasSetMatrixAsync_64},
+  {"cublasSetMatrix_64", (void *)cublasSetMatrix_64, (void **)&real_cublasSetMatrix_64},
+  {"cublasSetPointerMode_v2", (void *)cublasSetPointerMode_v2, (void **)&real_cublasSetPointerMode_v2},
+  {"cublasSetSmCountTarget", (void *)cublasSetSmCountTarget, (void **)&real_cublasSetSmCountTarget},
+  {"cublasSetStream_v2", (void *)cublasSetStream_v2, (void **)&real_cublasSetStream_v2},
+  {"cublasSetVector", (void *)cublasSetVector, (void **)&real_cublasSetVector},
+  {"cublasSetVectorAsync", (void *)cublasSetVectorAsync, (void **)&real_cublasSetVectorAsync},
+  {"cublasSetVectorAsync_64", (void *)cublasSetVectorAsync_64, (void **)&real_cublasSetVectorAsync_64},
+  {"cublasSetVector_64", (void *)cublasSetVector_64, (void **)&real_cublasSetVector_64},
+  {"cublasSetWorkspace_v2", (void *)cublasSetWorkspace_v2, (void **)&real_cublasSetWorkspace_v2},
+  {"cublasSgbmv", (void *)cublasSgbmv, (void **)&real_cublasSgbmv},
+  {"cublasSgbmv_v2", (void *)cublasSgbmv_v2, (void **)&real_cublasSgbmv_v2},
+  {"cublasSgbmv_v2_64", (void *)cublasSgbmv_v2_64, (void **)&real_cublasSgbmv_v2_64},
+  {"cublasSgeam", (void *)cublasSgeam, (void **)&real_cublasSgeam},
+  {"cublasSgeam_64", (void *)cublasSgeam_64, (void **)&real_cublasSgeam_64},
+  {"cublasSgelsBatched", (void *)cublasSgelsBatched, (void **)&real_cublasSgelsBatched},
+  {"cublasSgemm", (void *)cublasSgemm, (void **)&real_cublasSgemm},
+  {"cublasSgemmBatched", (void *)cublasSgemmBatched, (void **)&real_cublasSgemmBatched},
+  {"cublasSgemmBatched_64", (void *)cublasSgemmBatched_64, (void **)&real_cublasSgemmBatched_64},
+  {"cublasSgemmEx", (void *)cublasSgemmEx, (void **)&real_cublasSgemmEx},
+  {"cublasSgemmEx_64", (void *)cublasSgemmEx_64, (void **)&real_cublasSgemmEx_64},
+  {"cublasSgemmGroupedBatched", (void *)cublasSgemmGroupedBatched, (void **)&real_cublasSgemmGroupedBatched},
+  {"cublasSgemmGroupedBatched_64", (void *)cublasSgemmGroupedBatched_64, (void **)&real_cublasSgemmGroupedBatched_64},
+  {"cublasSgemmStridedBatched", (void *)cublasSgemmStridedBatched, (void **)&real_cublasSgemmStridedBatched},
+  {"cublasSgemmStridedBatched_64", (void *)cublasSgemmStridedBatched_64, (void **)&real_cublasSgemmStridedBatched_64},
+  {"cublasSgemm_v2", (void *)cublasSgemm_v2, (void **)&real_cublasSgemm_v2},
+  {"cublasSgemm_v2_64", (void *)cublasSgemm_v2_64, (void **)&real_cublasSgemm_v2_64},
+  {"cublasSgemv", (void *)cublasSgemv, (void **)&real_cublasSgemv},
+  {"cublasSgemvBatched", (void *)cublasSgemvBatched, (void **)&real_cublasSgemvBatched},
+  {"cublasSgemvBatched_64", (void *)cublasSgemvBatched_64, (void **)&real_cublasSgemvBatched_64},
+  {"cublasSgemvStridedBatched", (void *)cublasSgemvStridedBatched, (void **)&real_cublasSgemvStridedBatched},
+  {"cublasSgemvStridedBatched_64", (void *)cublasSgemvStridedBatched_64, (void **)&real_cublasSgemvStridedBatched_64},
+  {"cublasSgemv_v2", (void *)cublasSgemv_v2, (void **)&real_cublasSgemv_v2},
+  {"cublasSgemv_v2_64", (void *)cublasSgemv_v2_64, (void **)&real_cublasSgemv_v2_64},
+  {"cublasSgeqrfBatched", (void *)cublasSgeqrfBatched, (void **)&real_cublasSgeqrfBatched},
+  {"cublasSger", (void *)cublasSger, (void **)&real_cublasSger},
+  {"cublasSger_v2", (void *)cublasSger_v2, (void **)&real_cublasSger_v2},
+  {"cublasSger_v2_64", (void *)cublasSger_v2_64, (void **)&real_cublasSger_v2_64},
+  {"cublasSgetrfBatched", (void *)cublasSgetrfBatched, (void **)&real_cublasSgetrfBatched},
+  {"cublasSgetriBatched", (void *)cublasSgetriBatched, (void **)&real_cublasSgetriBatched},
+  {"cublasSgetrsBatched", (void *)cublasSgetrsBatched, (void **)&real_cublasSgetrsBatched},
+  {"cublasShutdown", (void *)cublasShutdown, (void **)&real_cublasShutdown},
+  {"cublasSmatinvBatched", (void *)cublasSmatinvBatched, (void **)&real_cublasSmatinvBatched},
+  {"cublasSnrm2", (void *)cublasSnrm2, (void **)&real_cublasSnrm2},
+  {"cublasSnrm2_v2", (void *)cublasSnrm2_v2, (void **)&real_cublasSnrm2_v2},
+  {"cublasSnrm2_v2_64", (void *)cublasSnrm2_v2_64, (void **)&real_cublasSnrm2_v2_64},
+  {"cublasSrot", (void *)cublasSrot, (void **)&real_cublasSrot},
+  {"cublasSrot_v2", (void *)cublasSrot_v2, (void **)&real_cublasSrot_v2},
+  {"cublasSrot_v2_64", (void *)cublasSrot_v2_64, (void **)&real_cublasSrot_v2_64},
+  {"cublasSrotg", (void *)cublasSrotg, (void **)&real_cublasSrotg},
+  {"cublasSrotg_v2", (void *)cublasSrotg_v2, (void **)&real_cublasSrotg_v2},
+  {"cublasSrotm", (void *)cublasSrotm, (void **)&real_cublasSrotm},
+  {"cublasSrotm_v2", (void *)cublasSrotm_v2, (void **)&real_cublasSrotm_v2},
+  {"cublasSrotm_v2_64", (void *)cublasSrotm_v2_64, (void **)&real_cublasSrotm_v2_64},
+  {"cublasSrotmg", (void *)cublasSrotmg, (void **)&real_cublasSrotmg},
+  {"cublasSrotmg_v2", (void *)cublasSrotmg_v2, (void **)&real_cublasSrotmg_v2},
+  {"cublasSsbmv", (void *)cublasSsbmv, (void **)&real_cublasSsbmv},
+  {"cublasSsbmv_v2", (void *)cublasSsbmv_v2, (void **)&real_cublasSsbmv_v2},
+  {"cublasSsbmv_v2_64", (void *)cublasSsbmv_v2_64, (void **)&real_cublasSsbmv_v2_64},
+  {"cublasSscal", (void *)cublasSscal, (void **)&real_cublasSscal},
+  {"cublasSscal_v2", (void *)cublasSscal_v2, (void **)&real_cublasSscal_v2},
+  {"cublasSscal_v2_64", (void *)cublasSscal_v2_64, (void **)&real_cublasSscal_v2_64},
+  {"cublasSspmv", (void *)cublasSspmv, (void **)&real_cublasSspmv},
+  {"cublasSspmv_v2", (void *)cublasSspmv_v2, (void **)&real_cublasSspmv_v2},
+  {"cublasSspmv_v2_64", (void *)cublasSspmv_v2_64, (void **)&real_cublasSspmv_v2_64},
+  {"cublasSspr", (void *)cublasSspr, (void **)&real_cublasSspr},
+  {"cublasSspr2", (void *)cublasSspr2, (void **)&real_cublasSspr2},
+  {"cublasSspr2_v2", (void *)cublasSspr2_v2, (void **)&real_cublasSspr2_v2},
+  {"cublasSspr2_v2_64", (void *)cublasSspr2_v2_64, (void **)&real_cublasSspr2_v2_64},
+  {"cublasSspr_v2", (void *)cublasSspr_v2, (void **)&real_cublasSspr_v2},
+  {"cublasSspr_v2_64", (void *)cublasSspr_v2_64, (void **)&real_cublasSspr_v2_64},
+  {"cublasSswap", (void *)cublasSswap, (void **)&real_cublasSswap},
+  {"cublasSswap_v2", (void *)cublasSswap_v2, (void **)&real_cublasSswap_v2},
+  {"cublasSswap_v2_64", (void *)cublasSswap_v2_64, (void **)&real_cublasSswap_v2_64},
+  {"cublasSsymm", (void *)cublasSsymm, (void **)&real_cublasSsymm},
+  {"cublasSsymm_v2", (void *)cublasSsymm_v2, (void **)&real_cublasSsymm_v2},
+  {"cublasSsymm_v2_64", (void *)cublasSsymm_v2_64, (void **)&real_cublasSsymm_v2_64},
+  {"cublasSsymv", (void *)cublasSsymv, (void **)&real_cublasSsymv},
+  {"cublasSsymv_v2", (void *)cublasSsymv_v2, (void **)&real_cublasSsymv_v2},
+  {"cublasSsymv_v2_64", (void *)cublasSsymv_v2_64, (void **)&real_cublasSsymv_v2_64},
+  {"cublasSsyr", (void *)cublasSsyr, (void **)&real_cublasSsyr},
+  {"cublasSsyr2", (void *)cublasSsyr2, (void **)&real_cublasSsyr2},
+  {"cublasSsyr2_v2", (void *)cublasSsyr2_v2, (void **)&real_cublasSsyr2_v2},
+  {"cublasSsyr2_v2_64", (void *)cublasSsyr2_v2_64, (void **)&real_cublasSsyr2_v2_64},
+  {"cublasSsyr2k", (void *)cublasSsyr2k, (void **)&real_cublasSsyr2k},
+  {"cublasSsyr2k_v2", (void *)cublasSsyr2k_v2, (void **)&real_cublasSsyr2k_v2},
+  {"cublasSsyr2k_v2_64", (void *)cublasSsyr2k_v2_64, (void **)&real_cublasSsyr2k_v2_64},
+  {"cublasSsyr_v2", (void *)cublasSsyr_v2, (void **)&real_cublasSsyr_v2},
+  {"cublasSsyr_v2_64", (void *)cublasSsyr_v2_64, (void **)&real_cublasSsyr_v2_64},
+  {"cublasSsyrk", (void *)cublasSsyrk, (void **)&real_cublasSsyrk},
+  {"cublasSsyrk_v2", (void *)cublasSsyrk_v2, (void **)&real_cublasSsyrk_v2},
+  {"cublasSsyrk_v2_64", (void *)cublasSsyrk_v2_64, (void **)&real_cublasSsyrk_v2_64},
+  {"cublasSsyrkx", (void *)cublasSsyrkx, (void **)&real_cublasSsyrkx},
+  {"cublasSsyrkx_64", (void *)cublasSsyrkx_64, (void **)&real_cublasSsyrkx_64},
+  {"cublasStbmv", (void *)cublasStbmv, (void **)&real_cublasStbmv},
+  {"cublasStbmv_v2", (void *)cublasStbmv_v2, (void **)&real_cublasStbmv_v2},
+  {"cublasStbmv_v2_64", (void *)cublasStbmv_v2_64, (void **)&real_cublasStbmv_v2_64},
+  {"cublasStbsv", (void *)cublasStbsv, (void **)&real_cublasStbsv},
+  {"cublasStbsv_v2", (void *)cublasStbsv_v2, (void **)&real_cublasStbsv_v2},
+  {"cublasStbsv_v2_64", (void *)cublasStbsv_v2_64, (void **)&real_cublasStbsv_v2_64},
+  {"cublasStpmv", (void *)cublasStpmv, (void **)&real_cublasStpmv},
+  {"cublasStpmv_v2", (void *)cublasStpmv_v2, (void **)&real_cublasStpmv_v2},
+  {"cublasStpmv_v2_64", (void *)cublasStpmv_v2_64, (void **)&real_cublasStpmv_v2_64},
+  {"cublasStpsv", (void *)cublasStpsv, (void **)&real_cublasStpsv},
+  {"cublasStpsv_v2", (void *)cublasStpsv_v2, (void **)&real_cublasStpsv_v2},
+  {"cublasStpsv_v2_64", (void *)cublasStpsv_v2_64, (void **)&real_cublasStpsv_v2_64},
+  {"cublasStpttr", (void *)cublasStpttr, (void **)&real_cublasStpttr},
+  {"cublasStrmm", (void *)cublasStrmm, (void **)&real_cublasStrmm},
+  {"cublasStrmm_v2", (void *)cublasStrmm_v2, (void **)&real_cublasStrmm_v2},
+  {"cublasStrmm_v2_64", (void *)cublasStrmm_v2_64, (void **)&real_cublasStrmm_v2_64},
+  {"cublasStrmv", (void *)cublasStrmv, (void **)&real_cublasStrmv},
+  {"cublasStrmv_v2", (void *)cublasStrmv_v2, (void **)&real_cublasStrmv_v2},
+  {"cublasStrmv_v2_64", (void *)cublasStrmv_v2_64, (void **)&real_cublasStrmv_v2_64},
+  {"cublasStrsm", (void *)cublasStrsm, (void **)&real_cublasStrsm},
+  {"cublasStrsmBatched", (void *)cublasStrsmBatched, (void **)&real_cublasStrsmBatched},
+  {"cublasStrsmBatched_64", (void *)cublasStrsmBatched_64, (void **)&real_cublasStrsmBatched_64},
+  {"cublasStrsm_v2", (void *)cublasStrsm_v2, (void **)&real_cublasStrsm_v2},
+  {"cublasStrsm_v2_64", (void *)cublasStrsm_v2_64, (void **)&real_cublasStrsm_v2_64},
+  {"cublasStrsv", (void *)cublasStrsv, (void **)&real_cublasStrsv},
+  {"cublasStrsv_v2", (void *)cublasStrsv_v2, (void **)&real_cublasStrsv_v2},
+  {"cublasStrsv_v2_64", (void *)cublasStrsv_v2_64, (void **)&real_cublasStrsv_v2_64},
+  {"cublasStrttp", (void *)cublasStrttp, (void **)&real_cublasStrttp},
+  {"cublasSwapEx", (void *)cublasSwapEx, (void **)&real_cublasSwapEx},
+  {"cublasSwapEx_64", (void *)cublasSwapEx_64, (void **)&real_cublasSwapEx_64},
+  {"cublasTSSgemvBatched", (void *)cublasTSSgemvBatched, (void **)&real_cublasTSSgemvBatched},
+  {"cublasTSSgemvBatched_64", (void *)cublasTSSgemvBatched_64, (void **)&real_cublasTSSgemvBatched_64},
+  {"cublasTSSgemvStridedBatched", (void *)cublasTSSgemvStridedBatched, (void **)&real_cublasTSSgemvStridedBatched},
+  {"cublasTSSgemvStridedBatched_64", (void *)cublasTSSgemvStridedBatched_64, (void **)&real_cublasTSSgemvStridedBatched_64},
+  {"cublasTSTgemvBatched", (void *)cublasTSTgemvBatched, (void **)&real_cublasTSTgemvBatched},
+  {"cublasTSTgemvBatched_64", (void *)cublasTSTgemvBatched_64, (void **)&real_cublasTSTgemvBatched_64},
+  {"cublasTSTgemvStridedBatched", (void *)cublasTSTgemvStridedBatched, (void **)&real_cublasTSTgemvStridedBatched},
+  {"cublasTSTgemvStridedBatched_64", (void *)cublasTSTgemvStridedBatched_64, (void **)&real_cublasTSTgemvStridedBatched_64},
+  {"cublasUint8gemmBias", (void *)cublasUint8gemmBias, (void **)&real_cublasUint8gemmBias},
+  {"cublasXerbla", (void *)cublasXerbla, (void **)&real_cublasXerbla},
+  {"cublasZaxpy", (void *)cublasZaxpy, (void **)&real_cublasZaxpy},
+  {"cublasZaxpy_v2", (void *)cublasZaxpy_v2, (void **)&real_cublasZaxpy_v2},
+  {"cublasZaxpy_v2_64", (void *)cublasZaxpy_v2_64, (void **)&real_cublasZaxpy_v2_64},
+  {"cublasZcopy", (void *)cublasZcopy, (void **)&real_cublasZcopy},
+  {"cublasZcopy_v2", (void *)cublasZcopy_v2, (void **)&real_cublasZcopy_v2},
+  {"cublasZcopy_v2_64", (void *)cublasZcopy_v2_64, (void **)&real_cublasZcopy_v2_64},
+  {"cublasZdgmm", (void *)cublasZdgmm, (void **)&real_cublasZdgmm},
+  {"cublasZdgmm_64", (void *)cublasZdgmm_64, (void **)&real_cublasZdgmm_64},
+  {"cublasZdotc", (void *)cublasZdotc, (void **)&real_cublasZdotc},
+  {"cublasZdotc_v2", (void *)cublasZdotc_v2, (void **)&real_cublasZdotc_v2},
+  {"cublasZdotc_v2_64", (void *)cublasZdotc_v2_64, (void **)&real_cublasZdotc_v2_64},
+  {"cublasZdotu", (void *)cublasZdotu, (void **)&real_cublasZdotu},
+  {"cublasZdotu_v2", (void *)cublasZdotu_v2, (void **)&real_cublasZdotu_v2},
+  {"cublasZdotu_v2_64", (void *)cublasZdotu_v2_64, (void **)&real_cublasZdotu_v2_64},
+  {"cublasZdrot", (void *)cublasZdrot, (void **)&real_cublasZdrot},
+  {"cublasZdrot_v2", (void *)cublasZdrot_v2, (void **)&real_cublasZdrot_v2},
+  {"cublasZdrot_v2_64", (void *)cublasZdrot_v2_64, (void **)&real_cublasZdrot_v2_64},
+  {"cublasZdscal", (void *)cublasZdscal, (void **)&real_cublasZdscal},
+  {"cublasZdscal_v2", (void *)cublasZdscal_v2, (void **)&real_cublasZdscal_v2},
+  {"cublasZdscal_v2_64", (void *)cublasZdscal_v2_64, (void **)&real_cublasZdscal_v2_64},
+  {"cublasZgbmv", (void *)cublasZgbmv, (void **)&real_cublasZgbmv},
+  {"cublasZgbmv_v2", (void *)cublasZgbmv_v2, (void **)&real_cublasZgbmv_v2},
+  {"cublasZgbmv_v2_64", (void *)cublasZgbmv_v2_64, (void **)&real_cublasZgbmv_v2_64},
+  {"cublasZgeam", (void *)cublasZgeam, (void **)&real_cublasZgeam},
+  {"cublasZgeam_64", (void *)cublasZgeam_64, (void **)&real_cublasZgeam_64},
+  {"cublasZgelsBatched", (void *)cublasZgelsBatched, (void **)&real_cublasZgelsBatched},
+  {"cublasZgemm", (void *)cublasZgemm, (void **)&real_cublasZgemm},
+  {"cublasZgemm3m", (void *)cublasZgemm3m, (void **)&real_cublasZgemm3m},
+  {"cublasZgemm3m_64", (void *)cublasZgemm3m_64, (void **)&real_cublasZgemm3m_64},
+  {"cublasZgemmBatched", (void *)cublasZgemmBatched, (void **)&real_cublasZgemmBatched},
+  {"cublasZgemmBatched_64", (void *)cublasZgemmBatched_64, (void **)&real_cublasZgemmBatched_64},
+  {"cublasZgemmStridedBatched", (void *)cublasZgemmStridedBatched, (void **)&real_cublasZgemmStridedBatched},
+  {"cublasZgemmStridedBatched_64", (void *)cublasZgemmStridedBatched_64, (void **)&real_cublasZgemmStridedBatched_64},
+  {"cublasZgemm_v2", (void *)cublasZgemm_v2, (void **)&real_cublasZgemm_v2},
+  {"cublasZgemm_v2_64", (void *)cublasZgemm_v2_64, (void **)&real_cublasZgemm_v2_64},
+  {"cublasZgemv", (void *)cublasZgemv, (void **)&real_cublasZgemv},
+  {"cublasZgemvBatched", (void *)cublasZgemvBatched, (void **)&real_cublasZgemvBatched},
+  {"cublasZgemvBatched_64", (void *)cublasZgemvBatched_64, (void **)&real_cublasZgemvBatched_64},
+  {"cublasZgemvStridedBatched", (void *)cublasZgemvStridedBatched, (void **)&real_cublasZgemvStridedBatched},
+  {"cublasZgemvStridedBatched_64", (void *)cublasZgemvStridedBatched_64, (void **)&real_cublasZgemvStridedBatched_64},
+  {"cublasZgemv_v2", (void *)cublasZgemv_v2, (void **)&real_cublasZgemv_v2},
+  {"cublasZgemv_v2_64", (void *)cublasZgemv_v2_64, (void **)&real_cublasZgemv_v2_64},
+  {"cublasZgeqrfBatched", (void *)cublasZgeqrfBatched, (void **)&real_cublasZgeqrfBatched},
+  {"cublasZgerc", (void *)cublasZgerc, (void **)&real_cublasZgerc},
+  {"cublasZgerc_v2", (void *)cublasZgerc_v2, (void **)&real_cublasZgerc_v2},
+  {"cublasZgerc_v2_64", (void *)cublasZgerc_v2_64, (void **)&real_cublasZgerc_v2_64},
+  {"cublasZgeru", (void *)cublasZgeru, (void **)&real_cublasZgeru},
+  {"cublasZgeru_v2", (void *)cublasZgeru_v2, (void **)&real_cublasZgeru_v2},
+  {"cublasZgeru_v2_64", (void *)cublasZgeru_v2_64, (void **)&real_cublasZgeru_v2_64},
+  {"cublasZgetrfBatched", (void *)cublasZgetrfBatched, (void **)&real_cublasZgetrfBatched},
+  {"cublasZgetriBatched", (void *)cublasZgetriBatched, (void **)&real_cublasZgetriBatched},
+  {"cublasZgetrsBatched", (void *)cublasZgetrsBatched, (void **)&real_cublasZgetrsBatched},
+  {"cublasZhbmv", (void *)cublasZhbmv, (void **)&real_cublasZhbmv},
+  {"cublasZhbmv_v2", (void *)cublasZhbmv_v2, (void **)&real_cublasZhbmv_v2},
+  {"cublasZhbmv_v2_64", (void *)cublasZhbmv_v2_64, (void **)&real_cublasZhbmv_v2_64},
+  {"cublasZhemm", (void *)cublasZhemm, (void **)&real_cublasZhemm},
+  {"cublasZhemm_v2", (void *)cublasZhemm_v2, (void **)&real_cublasZhemm_v2},
+  {"cublasZhemm_v2_64", (void *)cublasZhemm_v2_64, (void **)&real_cublasZhemm_v2_64},
+  {"cublasZhemv", (void *)cublasZhemv, (void **)&real_cublasZhemv},
+  {"cublasZhemv_v2", (void *)cublasZhemv_v2, (void **)&real_cublasZhemv_v2},
+  {"cublasZhemv_v2_64", (void *)cublasZhemv_v2_64, (void **)&real_cublasZhemv_v2_64},
+  {"cublasZher", (void *)cublasZher, (void **)&real_cublasZher},
+  {"cublasZher2", (void *)cublasZher2, (void **)&real_cublasZher2},
+  {"cublasZher2_v2", (void *)cublasZher2_v2, (void **)&real_cublasZher2_v2},
+  {"cublasZher2_v2_64", (void *)cublasZher2_v2_64, (void **)&real_cublasZher2_v2_64},
+  {"cublasZher2k", (void *)cublasZher2k, (void **)&real_cublasZher2k},
+  {"cublasZher2k_v2", (void *)cublasZher2k_v2, (void **)&real_cublasZher2k_v2},
+  {"cublasZher2k_v2_64", (void *)cublasZher2k_v2_64, (void **)&real_cublasZher2k_v2_64},
+  {"cublasZher_v2", (void *)cublasZher_v2, (void **)&real_cublasZher_v2},
+  {"cublasZher_v2_64", (void *)cublasZher_v2_64, (void **)&real_cublasZher_v2_64},
+  {"cublasZherk", (void *)cublasZherk, (void **)&real_cublasZherk},
+  {"cublasZherk_v2", (void *)cublasZherk_v2, (void **)&real_cublasZherk_v2},
+  {"cublasZherk_v2_64", (void *)cublasZherk_v2_64, (void **)&real_cublasZherk_v2_64},
+  {"cublasZherkx", (void *)cublasZherkx, (void **)&real_cublasZherkx},
+  {"cublasZherkx_64", (void *)cublasZherkx_64, (void **)&real_cublasZherkx_64},
+  {"cublasZhpmv", (void *)cublasZhpmv, (void **)&real_cublasZhpmv},
+  {"cublasZhpmv_v2", (void *)cublasZhpmv_v2, (void **)&real_cublasZhpmv_v2},
+  {"cublasZhpmv_v2_64", (void *)cublasZhpmv_v2_64, (void **)&real_cublasZhpmv_v2_64},
+  {"cublasZhpr", (void *)cublasZhpr, (void **)&real_cublasZhpr},
+  {"cublasZhpr2", (void *)cublasZhpr2, (void **)&real_cublasZhpr2},
+  {"cublasZhpr2_v2", (void *)cublasZhpr2_v2, (void **)&real_cublasZhpr2_v2},
+  {"cublasZhpr2_v2_64", (void *)cublasZhpr2_v2_64, (void **)&real_cublasZhpr2_v2_64},
+  {"cublasZhpr_v2", (void *)cublasZhpr_v2, (void **)&real_cublasZhpr_v2},
+  {"cublasZhpr_v2_64", (void *)cublasZhpr_v2_64, (void **)&real_cublasZhpr_v2_64},
+  {"cublasZmatinvBatched", (void *)cublasZmatinvBatched, (void **)&real_cublasZmatinvBatched},
+  {"cublasZrot", (void *)cublasZrot, (void **)&real_cublasZrot},
+  {"cublasZrot_v2", (void *)cublasZrot_v2, (void **)&real_cublasZrot_v2},
+  {"cublasZrot_v2_64", (void *)cublasZrot_v2_64, (void **)&real_cublasZrot_v2_64},
+  {"cublasZrotg", (void *)cublasZrotg, (void **)&real_cublasZrotg},
+  {"cublasZrotg_v2", (void *)cublasZrotg_v2, (void **)&real_cublasZrotg_v2},
+  {"cublasZscal", (void *)cublasZscal, (void **)&real_cublasZscal},
+  {"cublasZscal_v2", (void *)cublasZscal_v2, (void **)&real_cublasZscal_v2},
+  {"cublasZscal_v2_64", (void *)cublasZscal_v2_64, (void **)&real_cublasZscal_v2_64},
+  {"cublasZswap", (void *)cublasZswap, (void **)&real_cublasZswap},
+  {"cublasZswap_v2", (void *)cublasZswap_v2, (void **)&real_cublasZswap_v2},
+  {"cublasZswap_v2_64", (void *)cublasZswap_v2_64, (void **)&real_cublasZswap_v2_64},
+  {"cublasZsymm", (void *)cublasZsymm, (void **)&real_cublasZsymm},
+  {"cublasZsymm_v2", (void *)cublasZsymm_v2, (void **)&real_cublasZsymm_v2},
+  {"cublasZsymm_v2_64", (void *)cublasZsymm_v2_64, (void **)&real_cublasZsymm_v2_64},
+  {"cublasZsymv_v2", (void *)cublasZsymv_v2, (void **)&real_cublasZsymv_v2},
+  {"cublasZsymv_v2_64", (void *)cublasZsymv_v2_64, (void **)&real_cublasZsymv_v2_64},
+  {"cublasZsyr2_v2", (void *)cublasZsyr2_v2, (void **)&real_cublasZsyr2_v2},
+  {"cublasZsyr2_v2_64", (void *)cublasZsyr2_v2_64, (void **)&real_cublasZsyr2_v2_64},
+  {"cublasZsyr2k", (void *)cublasZsyr2k, (void **)&real_cublasZsyr2k},
+  {"cublasZsyr2k_v2", (void *)cublasZsyr2k_v2, (void **)&real_cublasZsyr2k_v2},
+  {"cublasZsyr2k_v2_64", (void *)cublasZsyr2k_v2_64, (void **)&real_cublasZsyr2k_v2_64},
+  {"cublasZsyr_v2", (void *)cublasZsyr_v2, (void **)&real_cublasZsyr_v2},
+  {"cublasZsyr_v2_64", (void *)cublasZsyr_v2_64, (void **)&real_cublasZsyr_v2_64},
+  {"cublasZsyrk", (void *)cublasZsyrk, (void **)&real_cublasZsyrk},
+  {"cublasZsyrk_v2", (void *)cublasZsyrk_v2, (void **)&real_cublasZsyrk_v2},
+  {"cublasZsyrk_v2_64", (void *)cublasZsyrk_v2_64, (void **)&real_cublasZsyrk_v2_64},
+  {"cublasZsyrkx", (void *)cublasZsyrkx, (void **)&real_cublasZsyrkx},
+  {"cublasZsyrkx_64", (void *)cublasZsyrkx_64, (void **)&real_cublasZsyrkx_64},
+  {"cublasZtbmv", (void *)cublasZtbmv, (void **)&real_cublasZtbmv},
+  {"cublasZtbmv_v2", (void *)cublasZtbmv_v2, (void **)&real_cublasZtbmv_v2},
+  {"cublasZtbmv_v2_64", (void *)cublasZtbmv_v2_64, (void **)&real_cublasZtbmv_v2_64},
+  {"cublasZtbsv", (void *)cublasZtbsv, (void **)&real_cublasZtbsv},
+  {"cublasZtbsv_v2", (void *)cublasZtbsv_v2, (void **)&real_cublasZtbsv_v2},
+  {"cublasZtbsv_v2_64", (void *)cublasZtbsv_v2_64, (void **)&real_cublasZtbsv_v2_64},
+  {"cublasZtpmv", (void *)cublasZtpmv, (void **)&real_cublasZtpmv},
+  {"cublasZtpmv_v2", (void *)cublasZtpmv_v2, (void **)&real_cublasZtpmv_v2},
+  {"cublasZtpmv_v2_64", (void *)cublasZtpmv_v2_64, (void **)&real_cublasZtpmv_v2_64},
+  {"cublasZtpsv", (void *)cublasZtpsv, (void **)&real_cublasZtpsv},
+  {"cublasZtpsv_v2", (void *)cublasZtpsv_v2, (void **)&real_cublasZtpsv_v2},
+  {"cublasZtpsv_v2_64", (void *)cublasZtpsv_v2_64, (void **)&real_cublasZtpsv_v2_64},
+  {"cublasZtpttr", (void *)cublasZtpttr, (void **)&real_cublasZtpttr},
+  {"cublasZtrmm", (void *)cublasZtrmm, (void **)&real_cublasZtrmm},
+  {"cublasZtrmm_v2", (void *)cublasZtrmm_v2, (void **)&real_cublasZtrmm_v2},
+  {"cublasZtrmm_v2_64", (void *)cublasZtrmm_v2_64, (void **)&real_cublasZtrmm_v2_64},
+  {"cublasZtrmv", (void *)cublasZtrmv, (void **)&real_cublasZtrmv},
+  {"cublasZtrmv_v2", (void *)cublasZtrmv_v2, (void **)&real_cublasZtrmv_v2},
+  {"cublasZtrmv_v2_64", (void *)cublasZtrmv_v2_64, (void **)&real_cublasZtrmv_v2_64},
+  {"cublasZtrsm", (void *)cublasZtrsm, (void **)&real_cublasZtrsm},
+  {"cublasZtrsmBatched", (void *)cublasZtrsmBatched, (void **)&real_cublasZtrsmBatched},
+  {"cublasZtrsmBatched_64", (void *)cublasZtrsmBatched_64, (void **)&real_cublasZtrsmBatched_64},
+  {"cublasZtrsm_v2", (void *)cublasZtrsm_v2, (void **)&real_cublasZtrsm_v2},
+  {"cublasZtrsm_v2_64", (void *)cublasZtrsm_v2_64, (void **)&real_cublasZtrsm_v2_64},
+  {"cublasZtrsv", (void *)cublasZtrsv, (void **)&real_cublasZtrsv},
+  {"cublasZtrsv_v2", (void *)cublasZtrsv_v2, (void **)&real_cublasZtrsv_v2},
+  {"cublasZtrsv_v2_64", (void *)cublasZtrsv_v2_64, (void **)&real_cublasZtrsv_v2_64},
+  {"cublasZtrttp", (void *)cublasZtrttp, (void **)&real_cublasZtrttp},
+};
+#pragma GCC diagnostic pop
+const unsigned dlh_syms_cublas_count = 696;

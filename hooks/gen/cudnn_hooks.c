@@ -15,6 +15,7 @@
 #include <cudnn_backend.h>
 
 #include "dlh_hook.h"
+#include "dlh_dlsym.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -36,6 +37,8 @@ static inline uint64_t dlh_dbl_bits(double d) { uint64_t u; memcpy(&u, &d, sizeo
     if (!fn) return fail;                                                     \
     __atomic_store_n(&cache, fn, __ATOMIC_RELEASE);                           \
   }
+
+#include "cudnn_args.h"  /* hand-written argument extractors */
 
 /* 0: cudnnActivationBackward — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnActivationBackward)(cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx);
@@ -129,12 +132,14 @@ DLH_EXPORT cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(descriptorType, descriptor);
+  dlh_bk_create(dlh_r, (int)descriptorType, descriptor);
   if (dlh_rec) {
-    uint64_t dlh_a[2] = {
+    uint64_t dlh_a[3] = {
       DLH_A_INT(descriptorType),
       DLH_A_PTR(descriptor),
+      DLH_A_PTR((dlh_r == CUDNN_STATUS_SUCCESS && descriptor) ? (void *)*descriptor : 0),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 4), (int64_t)dlh_r, 2, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 4), (int64_t)dlh_r, 3, dlh_a);
   }
   return dlh_r;
 }
@@ -146,6 +151,7 @@ DLH_EXPORT cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t 
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(descriptor);
+  dlh_bk_destroy(descriptor);
   if (dlh_rec) {
     uint64_t dlh_a[1] = {
       DLH_A_PTR(descriptor),
@@ -163,12 +169,26 @@ DLH_EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendD
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, executionPlan, variantPack);
   if (dlh_rec) {
-    uint64_t dlh_a[3] = {
-      DLH_A_PTR(handle),
+    struct dlh_bk_info dlh_bi; dlh_bk_plan(&dlh_bi, executionPlan);
+    uint64_t dlh_a[16] = {
       DLH_A_PTR(executionPlan),
-      DLH_A_PTR(variantPack),
+      DLH_A_UINT(dlh_cudnn_plan_workspace(executionPlan)),
+      DLH_A_INT(dlh_bi.op),
+      DLH_A_INT(dlh_bi.c.N),
+      DLH_A_INT(dlh_bi.c.C),
+      DLH_A_INT(dlh_bi.c.H),
+      DLH_A_INT(dlh_bi.c.W),
+      DLH_A_INT(dlh_bi.c.K),
+      DLH_A_INT(dlh_bi.c.R),
+      DLH_A_INT(dlh_bi.c.S),
+      DLH_A_INT(dlh_bi.c.pad),
+      DLH_A_INT(dlh_bi.c.stride),
+      DLH_A_INT(dlh_bi.c.dilation),
+      DLH_A_INT(dlh_bi.c.groups),
+      DLH_A_INT(dlh_bi.c.dtype),
+      DLH_A_DBL(dlh_bi.c.flops),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 6), (int64_t)dlh_r, 3, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 6), (int64_t)dlh_r, 16, dlh_a);
   }
   return dlh_r;
 }
@@ -196,6 +216,7 @@ DLH_EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(descriptor, attributeName, attributeType, requestedElementCount, elementCount, arrayOfElements);
+  dlh_bk_get(dlh_r, descriptor, (int)attributeName, (int)attributeType, requestedElementCount, elementCount, arrayOfElements);
   if (dlh_rec) {
     uint64_t dlh_a[6] = {
       DLH_A_PTR(descriptor),
@@ -252,6 +273,7 @@ DLH_EXPORT cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t descr
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(descriptor, attributeName, attributeType, elementCount, arrayOfElements);
+  dlh_bk_set(dlh_r, descriptor, (int)attributeName, (int)attributeType, elementCount, arrayOfElements);
   if (dlh_rec) {
     uint64_t dlh_a[5] = {
       DLH_A_PTR(descriptor),
@@ -554,22 +576,25 @@ DLH_EXPORT cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, cons
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, dxDesc, dx);
   if (dlh_rec) {
-    uint64_t dlh_a[13] = {
-      DLH_A_PTR(handle),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(wDesc),
-      DLH_A_PTR(w),
-      DLH_A_PTR(dyDesc),
-      DLH_A_PTR(dy),
-      DLH_A_PTR(convDesc),
+    struct dlh_conv_info dlh_ci; dlh_conv_read(&dlh_ci, dxDesc, wDesc, convDesc, dyDesc);
+    uint64_t dlh_a[15] = {
+      DLH_A_INT(dlh_ci.N),
+      DLH_A_INT(dlh_ci.C),
+      DLH_A_INT(dlh_ci.H),
+      DLH_A_INT(dlh_ci.W),
+      DLH_A_INT(dlh_ci.K),
+      DLH_A_INT(dlh_ci.R),
+      DLH_A_INT(dlh_ci.S),
+      DLH_A_INT(dlh_ci.pad),
+      DLH_A_INT(dlh_ci.stride),
+      DLH_A_INT(dlh_ci.dilation),
+      DLH_A_INT(dlh_ci.groups),
+      DLH_A_INT(dlh_ci.dtype),
       DLH_A_INT(algo),
-      DLH_A_PTR(workSpace),
       DLH_A_UINT(workSpaceSizeInBytes),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(dxDesc),
-      DLH_A_PTR(dx),
+      DLH_A_DBL(dlh_ci.flops),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 23), (int64_t)dlh_r, 13, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 23), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -582,27 +607,30 @@ DLH_EXPORT cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, co
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, dwDesc, dw);
   if (dlh_rec) {
-    uint64_t dlh_a[13] = {
-      DLH_A_PTR(handle),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(xDesc),
-      DLH_A_PTR(x),
-      DLH_A_PTR(dyDesc),
-      DLH_A_PTR(dy),
-      DLH_A_PTR(convDesc),
+    struct dlh_conv_info dlh_ci; dlh_conv_read(&dlh_ci, xDesc, dwDesc, convDesc, dyDesc);
+    uint64_t dlh_a[15] = {
+      DLH_A_INT(dlh_ci.N),
+      DLH_A_INT(dlh_ci.C),
+      DLH_A_INT(dlh_ci.H),
+      DLH_A_INT(dlh_ci.W),
+      DLH_A_INT(dlh_ci.K),
+      DLH_A_INT(dlh_ci.R),
+      DLH_A_INT(dlh_ci.S),
+      DLH_A_INT(dlh_ci.pad),
+      DLH_A_INT(dlh_ci.stride),
+      DLH_A_INT(dlh_ci.dilation),
+      DLH_A_INT(dlh_ci.groups),
+      DLH_A_INT(dlh_ci.dtype),
       DLH_A_INT(algo),
-      DLH_A_PTR(workSpace),
       DLH_A_UINT(workSpaceSizeInBytes),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(dwDesc),
-      DLH_A_PTR(dw),
+      DLH_A_DBL(dlh_ci.flops),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 24), (int64_t)dlh_r, 13, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 24), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
 
-/* 25: cudnnConvolutionBiasActivationForward — cudnn_cnn.h; args beyond 16 not recorded: yDesc, y */
+/* 25: cudnnConvolutionBiasActivationForward — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnConvolutionBiasActivationForward)(cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *alpha2, const cudnnTensorDescriptor_t zDesc, const void *z, const cudnnTensorDescriptor_t biasDesc, const void *bias, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t yDesc, void *y);
 DLH_EXPORT cudnnStatus_t cudnnConvolutionBiasActivationForward(cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *alpha2, const cudnnTensorDescriptor_t zDesc, const void *z, const cudnnTensorDescriptor_t biasDesc, const void *bias, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t yDesc, void *y) {
   DLH_REAL(dlh_fn, real_cudnnConvolutionBiasActivationForward, "cudnnConvolutionBiasActivationForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
@@ -610,25 +638,25 @@ DLH_EXPORT cudnnStatus_t cudnnConvolutionBiasActivationForward(cudnnHandle_t han
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes, alpha2, zDesc, z, biasDesc, bias, activationDesc, yDesc, y);
   if (dlh_rec) {
-    uint64_t dlh_a[16] = {
-      DLH_A_PTR(handle),
-      DLH_A_PTR(alpha1),
-      DLH_A_PTR(xDesc),
-      DLH_A_PTR(x),
-      DLH_A_PTR(wDesc),
-      DLH_A_PTR(w),
-      DLH_A_PTR(convDesc),
+    struct dlh_conv_info dlh_ci; dlh_conv_read(&dlh_ci, xDesc, wDesc, convDesc, yDesc);
+    uint64_t dlh_a[15] = {
+      DLH_A_INT(dlh_ci.N),
+      DLH_A_INT(dlh_ci.C),
+      DLH_A_INT(dlh_ci.H),
+      DLH_A_INT(dlh_ci.W),
+      DLH_A_INT(dlh_ci.K),
+      DLH_A_INT(dlh_ci.R),
+      DLH_A_INT(dlh_ci.S),
+      DLH_A_INT(dlh_ci.pad),
+      DLH_A_INT(dlh_ci.stride),
+      DLH_A_INT(dlh_ci.dilation),
+      DLH_A_INT(dlh_ci.groups),
+      DLH_A_INT(dlh_ci.dtype),
       DLH_A_INT(algo),
-      DLH_A_PTR(workSpace),
       DLH_A_UINT(workSpaceSizeInBytes),
-      DLH_A_PTR(alpha2),
-      DLH_A_PTR(zDesc),
-      DLH_A_PTR(z),
-      DLH_A_PTR(biasDesc),
-      DLH_A_PTR(bias),
-      DLH_A_PTR(activationDesc),
+      DLH_A_DBL(dlh_ci.flops),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 25), (int64_t)dlh_r, 16, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 25), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -641,22 +669,25 @@ DLH_EXPORT cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const voi
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, yDesc, y);
   if (dlh_rec) {
-    uint64_t dlh_a[13] = {
-      DLH_A_PTR(handle),
-      DLH_A_PTR(alpha),
-      DLH_A_PTR(xDesc),
-      DLH_A_PTR(x),
-      DLH_A_PTR(wDesc),
-      DLH_A_PTR(w),
-      DLH_A_PTR(convDesc),
+    struct dlh_conv_info dlh_ci; dlh_conv_read(&dlh_ci, xDesc, wDesc, convDesc, yDesc);
+    uint64_t dlh_a[15] = {
+      DLH_A_INT(dlh_ci.N),
+      DLH_A_INT(dlh_ci.C),
+      DLH_A_INT(dlh_ci.H),
+      DLH_A_INT(dlh_ci.W),
+      DLH_A_INT(dlh_ci.K),
+      DLH_A_INT(dlh_ci.R),
+      DLH_A_INT(dlh_ci.S),
+      DLH_A_INT(dlh_ci.pad),
+      DLH_A_INT(dlh_ci.stride),
+      DLH_A_INT(dlh_ci.dilation),
+      DLH_A_INT(dlh_ci.groups),
+      DLH_A_INT(dlh_ci.dtype),
       DLH_A_INT(algo),
-      DLH_A_PTR(workSpace),
       DLH_A_UINT(workSpaceSizeInBytes),
-      DLH_A_PTR(beta),
-      DLH_A_PTR(yDesc),
-      DLH_A_PTR(y),
+      DLH_A_DBL(dlh_ci.flops),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 26), (int64_t)dlh_r, 13, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 26), (int64_t)dlh_r, 15, dlh_a);
   }
   return dlh_r;
 }
@@ -4638,12 +4669,12 @@ static const char *const dlh_an_cudnnActivationForward[] = {"handle", "activatio
 static const uint8_t dlh_at_cudnnActivationForward[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR};
 static const char *const dlh_an_cudnnAddTensor[] = {"handle", "alpha", "aDesc", "A", "beta", "cDesc", "C"};
 static const uint8_t dlh_at_cudnnAddTensor[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR};
-static const char *const dlh_an_cudnnBackendCreateDescriptor[] = {"descriptorType", "descriptor"};
-static const uint8_t dlh_at_cudnnBackendCreateDescriptor[] = {DLH_ARG_INT, DLH_ARG_PTR};
+static const char *const dlh_an_cudnnBackendCreateDescriptor[] = {"descriptorType", "descriptor", "desc"};
+static const uint8_t dlh_at_cudnnBackendCreateDescriptor[] = {DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR};
 static const char *const dlh_an_cudnnBackendDestroyDescriptor[] = {"descriptor"};
 static const uint8_t dlh_at_cudnnBackendDestroyDescriptor[] = {DLH_ARG_PTR};
-static const char *const dlh_an_cudnnBackendExecute[] = {"handle", "executionPlan", "variantPack"};
-static const uint8_t dlh_at_cudnnBackendExecute[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR};
+static const char *const dlh_an_cudnnBackendExecute[] = {"executionPlan", "workspace", "op", "N", "C", "H", "W", "K", "R", "S", "pad", "stride", "dilation", "groups", "dtype", "flops"};
+static const uint8_t dlh_at_cudnnBackendExecute[] = {DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_DOUBLE};
 static const char *const dlh_an_cudnnBackendFinalize[] = {"descriptor"};
 static const uint8_t dlh_at_cudnnBackendFinalize[] = {DLH_ARG_PTR};
 static const char *const dlh_an_cudnnBackendGetAttribute[] = {"descriptor", "attributeName", "attributeType", "requestedElementCount", "elementCount", "arrayOfElements"};
@@ -4674,14 +4705,14 @@ static const char *const dlh_an_cudnnCTCLoss_v8[] = {"handle", "algo", "ctcLossD
 static const uint8_t dlh_at_cudnnCTCLoss_v8[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_PTR};
 static const char *const dlh_an_cudnnConvolutionBackwardBias[] = {"handle", "alpha", "dyDesc", "dy", "beta", "dbDesc", "db"};
 static const uint8_t dlh_at_cudnnConvolutionBackwardBias[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR};
-static const char *const dlh_an_cudnnConvolutionBackwardData[] = {"handle", "alpha", "wDesc", "w", "dyDesc", "dy", "convDesc", "algo", "workSpace", "workSpaceSizeInBytes", "beta", "dxDesc", "dx"};
-static const uint8_t dlh_at_cudnnConvolutionBackwardData[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR};
-static const char *const dlh_an_cudnnConvolutionBackwardFilter[] = {"handle", "alpha", "xDesc", "x", "dyDesc", "dy", "convDesc", "algo", "workSpace", "workSpaceSizeInBytes", "beta", "dwDesc", "dw"};
-static const uint8_t dlh_at_cudnnConvolutionBackwardFilter[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR};
-static const char *const dlh_an_cudnnConvolutionBiasActivationForward[] = {"handle", "alpha1", "xDesc", "x", "wDesc", "w", "convDesc", "algo", "workSpace", "workSpaceSizeInBytes", "alpha2", "zDesc", "z", "biasDesc", "bias", "activationDesc"};
-static const uint8_t dlh_at_cudnnConvolutionBiasActivationForward[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR};
-static const char *const dlh_an_cudnnConvolutionForward[] = {"handle", "alpha", "xDesc", "x", "wDesc", "w", "convDesc", "algo", "workSpace", "workSpaceSizeInBytes", "beta", "yDesc", "y"};
-static const uint8_t dlh_at_cudnnConvolutionForward[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_PTR};
+static const char *const dlh_an_cudnnConvolutionBackwardData[] = {"N", "C", "H", "W", "K", "R", "S", "pad", "stride", "dilation", "groups", "dtype", "algo", "workspace", "flops"};
+static const uint8_t dlh_at_cudnnConvolutionBackwardData[] = {DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_UINT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cudnnConvolutionBackwardFilter[] = {"N", "C", "H", "W", "K", "R", "S", "pad", "stride", "dilation", "groups", "dtype", "algo", "workspace", "flops"};
+static const uint8_t dlh_at_cudnnConvolutionBackwardFilter[] = {DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_UINT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cudnnConvolutionBiasActivationForward[] = {"N", "C", "H", "W", "K", "R", "S", "pad", "stride", "dilation", "groups", "dtype", "algo", "workspace", "flops"};
+static const uint8_t dlh_at_cudnnConvolutionBiasActivationForward[] = {DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_UINT, DLH_ARG_DOUBLE};
+static const char *const dlh_an_cudnnConvolutionForward[] = {"N", "C", "H", "W", "K", "R", "S", "pad", "stride", "dilation", "groups", "dtype", "algo", "workspace", "flops"};
+static const uint8_t dlh_at_cudnnConvolutionForward[] = {DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_UINT, DLH_ARG_DOUBLE};
 static const char *const dlh_an_cudnnCreate[] = {"handle"};
 static const uint8_t dlh_at_cudnnCreate[] = {DLH_ARG_PTR};
 static const char *const dlh_an_cudnnCreateActivationDescriptor[] = {"activationDesc"};
@@ -5064,9 +5095,9 @@ const dlh_fn_desc dlh_fns_cudnn[] = {
   {"cudnnActivationForward", 8, dlh_an_cudnnActivationForward, dlh_at_cudnnActivationForward},
   {"cudnnAddTensor", 7, dlh_an_cudnnAddTensor, dlh_at_cudnnAddTensor},
   {"cudnnAdvVersionCheck", 0, NULL, NULL},
-  {"cudnnBackendCreateDescriptor", 2, dlh_an_cudnnBackendCreateDescriptor, dlh_at_cudnnBackendCreateDescriptor},
+  {"cudnnBackendCreateDescriptor", 3, dlh_an_cudnnBackendCreateDescriptor, dlh_at_cudnnBackendCreateDescriptor},
   {"cudnnBackendDestroyDescriptor", 1, dlh_an_cudnnBackendDestroyDescriptor, dlh_at_cudnnBackendDestroyDescriptor},
-  {"cudnnBackendExecute", 3, dlh_an_cudnnBackendExecute, dlh_at_cudnnBackendExecute},
+  {"cudnnBackendExecute", 16, dlh_an_cudnnBackendExecute, dlh_at_cudnnBackendExecute},
   {"cudnnBackendFinalize", 1, dlh_an_cudnnBackendFinalize, dlh_at_cudnnBackendFinalize},
   {"cudnnBackendGetAttribute", 6, dlh_an_cudnnBackendGetAttribute, dlh_at_cudnnBackendGetAttribute},
   {"cudnnBackendInitialize", 1, dlh_an_cudnnBackendInitialize, dlh_at_cudnnBackendInitialize},
@@ -5083,10 +5114,10 @@ const dlh_fn_desc dlh_fns_cudnn[] = {
   {"cudnnCTCLoss_v8", 13, dlh_an_cudnnCTCLoss_v8, dlh_at_cudnnCTCLoss_v8},
   {"cudnnCnnVersionCheck", 0, NULL, NULL},
   {"cudnnConvolutionBackwardBias", 7, dlh_an_cudnnConvolutionBackwardBias, dlh_at_cudnnConvolutionBackwardBias},
-  {"cudnnConvolutionBackwardData", 13, dlh_an_cudnnConvolutionBackwardData, dlh_at_cudnnConvolutionBackwardData},
-  {"cudnnConvolutionBackwardFilter", 13, dlh_an_cudnnConvolutionBackwardFilter, dlh_at_cudnnConvolutionBackwardFilter},
-  {"cudnnConvolutionBiasActivationForward", 16, dlh_an_cudnnConvolutionBiasActivationForward, dlh_at_cudnnConvolutionBiasActivationForward},
-  {"cudnnConvolutionForward", 13, dlh_an_cudnnConvolutionForward, dlh_at_cudnnConvolutionForward},
+  {"cudnnConvolutionBackwardData", 15, dlh_an_cudnnConvolutionBackwardData, dlh_at_cudnnConvolutionBackwardData},
+  {"cudnnConvolutionBackwardFilter", 15, dlh_an_cudnnConvolutionBackwardFilter, dlh_at_cudnnConvolutionBackwardFilter},
+  {"cudnnConvolutionBiasActivationForward", 15, dlh_an_cudnnConvolutionBiasActivationForward, dlh_at_cudnnConvolutionBiasActivationForward},
+  {"cudnnConvolutionForward", 15, dlh_an_cudnnConvolutionForward, dlh_at_cudnnConvolutionForward},
   {"cudnnCreate", 1, dlh_an_cudnnCreate, dlh_at_cudnnCreate},
   {"cudnnCreateActivationDescriptor", 1, dlh_an_cudnnCreateActivationDescriptor, dlh_at_cudnnCreateActivationDescriptor},
   {"cudnnCreateAttnDescriptor", 1, dlh_an_cudnnCreateAttnDescriptor, dlh_at_cudnnCreateAttnDescriptor},
@@ -5282,3 +5313,231 @@ const dlh_fn_desc dlh_fns_cudnn[] = {
   {"cudnnTransformTensorEx", 8, dlh_an_cudnnTransformTensorEx, dlh_at_cudnnTransformTensorEx},
 };
 const unsigned dlh_fns_cudnn_count = 220;
+
+/* ---- wrappers by name, sorted (strcmp), for dlsym on a handle of libcudnn.so.9 ---- */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+const dlh_sym dlh_syms_cudnn[] = {
+  {"cudnnActivationBackward", (void *)cudnnActivationBackward, (void **)&real_cudnnActivationBackward},
+  {"cudnnActivationForward", (void *)cudnnActivationForward, (void **)&real_cudnnActivationForward},
+  {"cudnnAddTensor", (void *)cudnnAddTensor, (void **)&real_cudnnAddTensor},
+  {"cudnnAdvVersionCheck", (void *)cudnnAdvVersionCheck, (void **)&real_cudnnAdvVersionCheck},
+  {"cudnnBackendCreateDescriptor", (void *)cudnnBackendCreateDescriptor, (void **)&real_cudnnBackendCreateDescriptor},
+  {"cudnnBackendDestroyDescriptor", (void *)cudnnBackendDestroyDescriptor, (void **)&real_cudnnBackendDestroyDescriptor},
+  {"cudnnBackendExecute", (void *)cudnnBackendExecute, (void **)&real_cudnnBackendExecute},
+  {"cudnnBackendFinalize", (void *)cudnnBackendFinalize, (void **)&real_cudnnBackendFinalize},
+  {"cudnnBackendGetAttribute", (void *)cudnnBackendGetAttribute, (void **)&real_cudnnBackendGetAttribute},
+  {"cudnnBackendInitialize", (void *)cudnnBackendInitialize, (void **)&real_cudnnBackendInitialize},
+  {"cudnnBackendPopulateCudaGraph", (void *)cudnnBackendPopulateCudaGraph, (void **)&real_cudnnBackendPopulateCudaGraph},
+  {"cudnnBackendSetAttribute", (void *)cudnnBackendSetAttribute, (void **)&real_cudnnBackendSetAttribute},
+  {"cudnnBackendUpdateCudaGraph", (void *)cudnnBackendUpdateCudaGraph, (void **)&real_cudnnBackendUpdateCudaGraph},
+  {"cudnnBatchNormalizationBackward", (void *)cudnnBatchNormalizationBackward, (void **)&real_cudnnBatchNormalizationBackward},
+  {"cudnnBatchNormalizationBackwardEx", (void *)cudnnBatchNormalizationBackwardEx, (void **)&real_cudnnBatchNormalizationBackwardEx},
+  {"cudnnBatchNormalizationForwardInference", (void *)cudnnBatchNormalizationForwardInference, (void **)&real_cudnnBatchNormalizationForwardInference},
+  {"cudnnBatchNormalizationForwardTraining", (void *)cudnnBatchNormalizationForwardTraining, (void **)&real_cudnnBatchNormalizationForwardTraining},
+  {"cudnnBatchNormalizationForwardTrainingEx", (void *)cudnnBatchNormalizationForwardTrainingEx, (void **)&real_cudnnBatchNormalizationForwardTrainingEx},
+  {"cudnnBuildRNNDynamic", (void *)cudnnBuildRNNDynamic, (void **)&real_cudnnBuildRNNDynamic},
+  {"cudnnCTCLoss", (void *)cudnnCTCLoss, (void **)&real_cudnnCTCLoss},
+  {"cudnnCTCLoss_v8", (void *)cudnnCTCLoss_v8, (void **)&real_cudnnCTCLoss_v8},
+  {"cudnnCnnVersionCheck", (void *)cudnnCnnVersionCheck, (void **)&real_cudnnCnnVersionCheck},
+  {"cudnnConvolutionBackwardBias", (void *)cudnnConvolutionBackwardBias, (void **)&real_cudnnConvolutionBackwardBias},
+  {"cudnnConvolutionBackwardData", (void *)cudnnConvolutionBackwardData, (void **)&real_cudnnConvolutionBackwardData},
+  {"cudnnConvolutionBackwardFilter", (void *)cudnnConvolutionBackwardFilter, (void **)&real_cudnnConvolutionBackwardFilter},
+  {"cudnnConvolutionBiasActivationForward", (void *)cudnnConvolutionBiasActivationForward, (void **)&real_cudnnConvolutionBiasActivationForward},
+  {"cudnnConvolutionForward", (void *)cudnnConvolutionForward, (void **)&real_cudnnConvolutionForward},
+  {"cudnnCreate", (void *)cudnnCreate, (void **)&real_cudnnCreate},
+  {"cudnnCreateActivationDescriptor", (void *)cudnnCreateActivationDescriptor, (void **)&real_cudnnCreateActivationDescriptor},
+  {"cudnnCreateAttnDescriptor", (void *)cudnnCreateAttnDescriptor, (void **)&real_cudnnCreateAttnDescriptor},
+  {"cudnnCreateCTCLossDescriptor", (void *)cudnnCreateCTCLossDescriptor, (void **)&real_cudnnCreateCTCLossDescriptor},
+  {"cudnnCreateConvolutionDescriptor", (void *)cudnnCreateConvolutionDescriptor, (void **)&real_cudnnCreateConvolutionDescriptor},
+  {"cudnnCreateDropoutDescriptor", (void *)cudnnCreateDropoutDescriptor, (void **)&real_cudnnCreateDropoutDescriptor},
+  {"cudnnCreateFilterDescriptor", (void *)cudnnCreateFilterDescriptor, (void **)&real_cudnnCreateFilterDescriptor},
+  {"cudnnCreateFusedOpsConstParamPack", (void *)cudnnCreateFusedOpsConstParamPack, (void **)&real_cudnnCreateFusedOpsConstParamPack},
+  {"cudnnCreateFusedOpsPlan", (void *)cudnnCreateFusedOpsPlan, (void **)&real_cudnnCreateFusedOpsPlan},
+  {"cudnnCreateFusedOpsVariantParamPack", (void *)cudnnCreateFusedOpsVariantParamPack, (void **)&real_cudnnCreateFusedOpsVariantParamPack},
+  {"cudnnCreateLRNDescriptor", (void *)cudnnCreateLRNDescriptor, (void **)&real_cudnnCreateLRNDescriptor},
+  {"cudnnCreateOpTensorDescriptor", (void *)cudnnCreateOpTensorDescriptor, (void **)&real_cudnnCreateOpTensorDescriptor},
+  {"cudnnCreatePoolingDescriptor", (void *)cudnnCreatePoolingDescriptor, (void **)&real_cudnnCreatePoolingDescriptor},
+  {"cudnnCreateRNNDataDescriptor", (void *)cudnnCreateRNNDataDescriptor, (void **)&real_cudnnCreateRNNDataDescriptor},
+  {"cudnnCreateRNNDescriptor", (void *)cudnnCreateRNNDescriptor, (void **)&real_cudnnCreateRNNDescriptor},
+  {"cudnnCreateReduceTensorDescriptor", (void *)cudnnCreateReduceTensorDescriptor, (void **)&real_cudnnCreateReduceTensorDescriptor},
+  {"cudnnCreateSeqDataDescriptor", (void *)cudnnCreateSeqDataDescriptor, (void **)&real_cudnnCreateSeqDataDescriptor},
+  {"cudnnCreateSpatialTransformerDescriptor", (void *)cudnnCreateSpatialTransformerDescriptor, (void **)&real_cudnnCreateSpatialTransformerDescriptor},
+  {"cudnnCreateTensorDescriptor", (void *)cudnnCreateTensorDescriptor, (void **)&real_cudnnCreateTensorDescriptor},
+  {"cudnnCreateTensorTransformDescriptor", (void *)cudnnCreateTensorTransformDescriptor, (void **)&real_cudnnCreateTensorTransformDescriptor},
+  {"cudnnDeriveBNTensorDescriptor", (void *)cudnnDeriveBNTensorDescriptor, (void **)&real_cudnnDeriveBNTensorDescriptor},
+  {"cudnnDeriveNormTensorDescriptor", (void *)cudnnDeriveNormTensorDescriptor, (void **)&real_cudnnDeriveNormTensorDescriptor},
+  {"cudnnDestroy", (void *)cudnnDestroy, (void **)&real_cudnnDestroy},
+  {"cudnnDestroyActivationDescriptor", (void *)cudnnDestroyActivationDescriptor, (void **)&real_cudnnDestroyActivationDescriptor},
+  {"cudnnDestroyAttnDescriptor", (void *)cudnnDestroyAttnDescriptor, (void **)&real_cudnnDestroyAttnDescriptor},
+  {"cudnnDestroyCTCLossDescriptor", (void *)cudnnDestroyCTCLossDescriptor, (void **)&real_cudnnDestroyCTCLossDescriptor},
+  {"cudnnDestroyConvolutionDescriptor", (void *)cudnnDestroyConvolutionDescriptor, (void **)&real_cudnnDestroyConvolutionDescriptor},
+  {"cudnnDestroyDropoutDescriptor", (void *)cudnnDestroyDropoutDescriptor, (void **)&real_cudnnDestroyDropoutDescriptor},
+  {"cudnnDestroyFilterDescriptor", (void *)cudnnDestroyFilterDescriptor, (void **)&real_cudnnDestroyFilterDescriptor},
+  {"cudnnDestroyFusedOpsConstParamPack", (void *)cudnnDestroyFusedOpsConstParamPack, (void **)&real_cudnnDestroyFusedOpsConstParamPack},
+  {"cudnnDestroyFusedOpsPlan", (void *)cudnnDestroyFusedOpsPlan, (void **)&real_cudnnDestroyFusedOpsPlan},
+  {"cudnnDestroyFusedOpsVariantParamPack", (void *)cudnnDestroyFusedOpsVariantParamPack, (void **)&real_cudnnDestroyFusedOpsVariantParamPack},
+  {"cudnnDestroyLRNDescriptor", (void *)cudnnDestroyLRNDescriptor, (void **)&real_cudnnDestroyLRNDescriptor},
+  {"cudnnDestroyOpTensorDescriptor", (void *)cudnnDestroyOpTensorDescriptor, (void **)&real_cudnnDestroyOpTensorDescriptor},
+  {"cudnnDestroyPoolingDescriptor", (void *)cudnnDestroyPoolingDescriptor, (void **)&real_cudnnDestroyPoolingDescriptor},
+  {"cudnnDestroyRNNDataDescriptor", (void *)cudnnDestroyRNNDataDescriptor, (void **)&real_cudnnDestroyRNNDataDescriptor},
+  {"cudnnDestroyRNNDescriptor", (void *)cudnnDestroyRNNDescriptor, (void **)&real_cudnnDestroyRNNDescriptor},
+  {"cudnnDestroyReduceTensorDescriptor", (void *)cudnnDestroyReduceTensorDescriptor, (void **)&real_cudnnDestroyReduceTensorDescriptor},
+  {"cudnnDestroySeqDataDescriptor", (void *)cudnnDestroySeqDataDescriptor, (void **)&real_cudnnDestroySeqDataDescriptor},
+  {"cudnnDestroySpatialTransformerDescriptor", (void *)cudnnDestroySpatialTransformerDescriptor, (void **)&real_cudnnDestroySpatialTransformerDescriptor},
+  {"cudnnDestroyTensorDescriptor", (void *)cudnnDestroyTensorDescriptor, (void **)&real_cudnnDestroyTensorDescriptor},
+  {"cudnnDestroyTensorTransformDescriptor", (void *)cudnnDestroyTensorTransformDescriptor, (void **)&real_cudnnDestroyTensorTransformDescriptor},
+  {"cudnnDivisiveNormalizationBackward", (void *)cudnnDivisiveNormalizationBackward, (void **)&real_cudnnDivisiveNormalizationBackward},
+  {"cudnnDivisiveNormalizationForward", (void *)cudnnDivisiveNormalizationForward, (void **)&real_cudnnDivisiveNormalizationForward},
+  {"cudnnDropoutBackward", (void *)cudnnDropoutBackward, (void **)&real_cudnnDropoutBackward},
+  {"cudnnDropoutForward", (void *)cudnnDropoutForward, (void **)&real_cudnnDropoutForward},
+  {"cudnnDropoutGetReserveSpaceSize", (void *)cudnnDropoutGetReserveSpaceSize, (void **)&real_cudnnDropoutGetReserveSpaceSize},
+  {"cudnnDropoutGetStatesSize", (void *)cudnnDropoutGetStatesSize, (void **)&real_cudnnDropoutGetStatesSize},
+  {"cudnnFindConvolutionBackwardDataAlgorithm", (void *)cudnnFindConvolutionBackwardDataAlgorithm, (void **)&real_cudnnFindConvolutionBackwardDataAlgorithm},
+  {"cudnnFindConvolutionBackwardDataAlgorithmEx", (void *)cudnnFindConvolutionBackwardDataAlgorithmEx, (void **)&real_cudnnFindConvolutionBackwardDataAlgorithmEx},
+  {"cudnnFindConvolutionBackwardFilterAlgorithm", (void *)cudnnFindConvolutionBackwardFilterAlgorithm, (void **)&real_cudnnFindConvolutionBackwardFilterAlgorithm},
+  {"cudnnFindConvolutionBackwardFilterAlgorithmEx", (void *)cudnnFindConvolutionBackwardFilterAlgorithmEx, (void **)&real_cudnnFindConvolutionBackwardFilterAlgorithmEx},
+  {"cudnnFindConvolutionForwardAlgorithm", (void *)cudnnFindConvolutionForwardAlgorithm, (void **)&real_cudnnFindConvolutionForwardAlgorithm},
+  {"cudnnFindConvolutionForwardAlgorithmEx", (void *)cudnnFindConvolutionForwardAlgorithmEx, (void **)&real_cudnnFindConvolutionForwardAlgorithmEx},
+  {"cudnnFusedOpsExecute", (void *)cudnnFusedOpsExecute, (void **)&real_cudnnFusedOpsExecute},
+  {"cudnnGetActivationDescriptor", (void *)cudnnGetActivationDescriptor, (void **)&real_cudnnGetActivationDescriptor},
+  {"cudnnGetActivationDescriptorSwishBeta", (void *)cudnnGetActivationDescriptorSwishBeta, (void **)&real_cudnnGetActivationDescriptorSwishBeta},
+  {"cudnnGetAttnDescriptor", (void *)cudnnGetAttnDescriptor, (void **)&real_cudnnGetAttnDescriptor},
+  {"cudnnGetBatchNormalizationBackwardExWorkspaceSize", (void *)cudnnGetBatchNormalizationBackwardExWorkspaceSize, (void **)&real_cudnnGetBatchNormalizationBackwardExWorkspaceSize},
+  {"cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize", (void *)cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize, (void **)&real_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize},
+  {"cudnnGetBatchNormalizationTrainingExReserveSpaceSize", (void *)cudnnGetBatchNormalizationTrainingExReserveSpaceSize, (void **)&real_cudnnGetBatchNormalizationTrainingExReserveSpaceSize},
+  {"cudnnGetCTCLossDescriptor", (void *)cudnnGetCTCLossDescriptor, (void **)&real_cudnnGetCTCLossDescriptor},
+  {"cudnnGetCTCLossDescriptorEx", (void *)cudnnGetCTCLossDescriptorEx, (void **)&real_cudnnGetCTCLossDescriptorEx},
+  {"cudnnGetCTCLossDescriptor_v8", (void *)cudnnGetCTCLossDescriptor_v8, (void **)&real_cudnnGetCTCLossDescriptor_v8},
+  {"cudnnGetCTCLossDescriptor_v9", (void *)cudnnGetCTCLossDescriptor_v9, (void **)&real_cudnnGetCTCLossDescriptor_v9},
+  {"cudnnGetCTCLossWorkspaceSize", (void *)cudnnGetCTCLossWorkspaceSize, (void **)&real_cudnnGetCTCLossWorkspaceSize},
+  {"cudnnGetCTCLossWorkspaceSize_v8", (void *)cudnnGetCTCLossWorkspaceSize_v8, (void **)&real_cudnnGetCTCLossWorkspaceSize_v8},
+  {"cudnnGetCallback", (void *)cudnnGetCallback, (void **)&real_cudnnGetCallback},
+  {"cudnnGetConvolution2dDescriptor", (void *)cudnnGetConvolution2dDescriptor, (void **)&real_cudnnGetConvolution2dDescriptor},
+  {"cudnnGetConvolution2dForwardOutputDim", (void *)cudnnGetConvolution2dForwardOutputDim, (void **)&real_cudnnGetConvolution2dForwardOutputDim},
+  {"cudnnGetConvolutionBackwardDataAlgorithmMaxCount", (void *)cudnnGetConvolutionBackwardDataAlgorithmMaxCount, (void **)&real_cudnnGetConvolutionBackwardDataAlgorithmMaxCount},
+  {"cudnnGetConvolutionBackwardDataAlgorithm_v7", (void *)cudnnGetConvolutionBackwardDataAlgorithm_v7, (void **)&real_cudnnGetConvolutionBackwardDataAlgorithm_v7},
+  {"cudnnGetConvolutionBackwardDataWorkspaceSize", (void *)cudnnGetConvolutionBackwardDataWorkspaceSize, (void **)&real_cudnnGetConvolutionBackwardDataWorkspaceSize},
+  {"cudnnGetConvolutionBackwardFilterAlgorithmMaxCount", (void *)cudnnGetConvolutionBackwardFilterAlgorithmMaxCount, (void **)&real_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount},
+  {"cudnnGetConvolutionBackwardFilterAlgorithm_v7", (void *)cudnnGetConvolutionBackwardFilterAlgorithm_v7, (void **)&real_cudnnGetConvolutionBackwardFilterAlgorithm_v7},
+  {"cudnnGetConvolutionBackwardFilterWorkspaceSize", (void *)cudnnGetConvolutionBackwardFilterWorkspaceSize, (void **)&real_cudnnGetConvolutionBackwardFilterWorkspaceSize},
+  {"cudnnGetConvolutionForwardAlgorithmMaxCount", (void *)cudnnGetConvolutionForwardAlgorithmMaxCount, (void **)&real_cudnnGetConvolutionForwardAlgorithmMaxCount},
+  {"cudnnGetConvolutionForwardAlgorithm_v7", (void *)cudnnGetConvolutionForwardAlgorithm_v7, (void **)&real_cudnnGetConvolutionForwardAlgorithm_v7},
+  {"cudnnGetConvolutionForwardWorkspaceSize", (void *)cudnnGetConvolutionForwardWorkspaceSize, (void **)&real_cudnnGetConvolutionForwardWorkspaceSize},
+  {"cudnnGetConvolutionGroupCount", (void *)cudnnGetConvolutionGroupCount, (void **)&real_cudnnGetConvolutionGroupCount},
+  {"cudnnGetConvolutionMathType", (void *)cudnnGetConvolutionMathType, (void **)&real_cudnnGetConvolutionMathType},
+  {"cudnnGetConvolutionNdDescriptor", (void *)cudnnGetConvolutionNdDescriptor, (void **)&real_cudnnGetConvolutionNdDescriptor},
+  {"cudnnGetConvolutionNdForwardOutputDim", (void *)cudnnGetConvolutionNdForwardOutputDim, (void **)&real_cudnnGetConvolutionNdForwardOutputDim},
+  {"cudnnGetConvolutionReorderType", (void *)cudnnGetConvolutionReorderType, (void **)&real_cudnnGetConvolutionReorderType},
+  {"cudnnGetCudartVersion", (void *)cudnnGetCudartVersion, (void **)&real_cudnnGetCudartVersion},
+  {"cudnnGetDropoutDescriptor", (void *)cudnnGetDropoutDescriptor, (void **)&real_cudnnGetDropoutDescriptor},
+  {"cudnnGetErrorString", (void *)cudnnGetErrorString, (void **)&real_cudnnGetErrorString},
+  {"cudnnGetFilter4dDescriptor", (void *)cudnnGetFilter4dDescriptor, (void **)&real_cudnnGetFilter4dDescriptor},
+  {"cudnnGetFilterNdDescriptor", (void *)cudnnGetFilterNdDescriptor, (void **)&real_cudnnGetFilterNdDescriptor},
+  {"cudnnGetFilterSizeInBytes", (void *)cudnnGetFilterSizeInBytes, (void **)&real_cudnnGetFilterSizeInBytes},
+  {"cudnnGetFoldedConvBackwardDataDescriptors", (void *)cudnnGetFoldedConvBackwardDataDescriptors, (void **)&real_cudnnGetFoldedConvBackwardDataDescriptors},
+  {"cudnnGetFusedOpsConstParamPackAttribute", (void *)cudnnGetFusedOpsConstParamPackAttribute, (void **)&real_cudnnGetFusedOpsConstParamPackAttribute},
+  {"cudnnGetFusedOpsVariantParamPackAttribute", (void *)cudnnGetFusedOpsVariantParamPackAttribute, (void **)&real_cudnnGetFusedOpsVariantParamPackAttribute},
+  {"cudnnGetLRNDescriptor", (void *)cudnnGetLRNDescriptor, (void **)&real_cudnnGetLRNDescriptor},
+  {"cudnnGetLastErrorString", (void *)cudnnGetLastErrorString, (void **)&real_cudnnGetLastErrorString},
+  {"cudnnGetMaxDeviceVersion", (void *)cudnnGetMaxDeviceVersion, (void **)&real_cudnnGetMaxDeviceVersion},
+  {"cudnnGetMultiHeadAttnBuffers", (void *)cudnnGetMultiHeadAttnBuffers, (void **)&real_cudnnGetMultiHeadAttnBuffers},
+  {"cudnnGetMultiHeadAttnWeights", (void *)cudnnGetMultiHeadAttnWeights, (void **)&real_cudnnGetMultiHeadAttnWeights},
+  {"cudnnGetNormalizationBackwardWorkspaceSize", (void *)cudnnGetNormalizationBackwardWorkspaceSize, (void **)&real_cudnnGetNormalizationBackwardWorkspaceSize},
+  {"cudnnGetNormalizationForwardTrainingWorkspaceSize", (void *)cudnnGetNormalizationForwardTrainingWorkspaceSize, (void **)&real_cudnnGetNormalizationForwardTrainingWorkspaceSize},
+  {"cudnnGetNormalizationTrainingReserveSpaceSize", (void *)cudnnGetNormalizationTrainingReserveSpaceSize, (void **)&real_cudnnGetNormalizationTrainingReserveSpaceSize},
+  {"cudnnGetOpTensorDescriptor", (void *)cudnnGetOpTensorDescriptor, (void **)&real_cudnnGetOpTensorDescriptor},
+  {"cudnnGetPooling2dDescriptor", (void *)cudnnGetPooling2dDescriptor, (void **)&real_cudnnGetPooling2dDescriptor},
+  {"cudnnGetPooling2dForwardOutputDim", (void *)cudnnGetPooling2dForwardOutputDim, (void **)&real_cudnnGetPooling2dForwardOutputDim},
+  {"cudnnGetPoolingNdDescriptor", (void *)cudnnGetPoolingNdDescriptor, (void **)&real_cudnnGetPoolingNdDescriptor},
+  {"cudnnGetPoolingNdForwardOutputDim", (void *)cudnnGetPoolingNdForwardOutputDim, (void **)&real_cudnnGetPoolingNdForwardOutputDim},
+  {"cudnnGetProperty", (void *)cudnnGetProperty, (void **)&real_cudnnGetProperty},
+  {"cudnnGetRNNDataDescriptor", (void *)cudnnGetRNNDataDescriptor, (void **)&real_cudnnGetRNNDataDescriptor},
+  {"cudnnGetRNNDescriptor_v8", (void *)cudnnGetRNNDescriptor_v8, (void **)&real_cudnnGetRNNDescriptor_v8},
+  {"cudnnGetRNNTempSpaceSizes", (void *)cudnnGetRNNTempSpaceSizes, (void **)&real_cudnnGetRNNTempSpaceSizes},
+  {"cudnnGetRNNWeightParams", (void *)cudnnGetRNNWeightParams, (void **)&real_cudnnGetRNNWeightParams},
+  {"cudnnGetRNNWeightSpaceSize", (void *)cudnnGetRNNWeightSpaceSize, (void **)&real_cudnnGetRNNWeightSpaceSize},
+  {"cudnnGetReduceTensorDescriptor", (void *)cudnnGetReduceTensorDescriptor, (void **)&real_cudnnGetReduceTensorDescriptor},
+  {"cudnnGetReductionIndicesSize", (void *)cudnnGetReductionIndicesSize, (void **)&real_cudnnGetReductionIndicesSize},
+  {"cudnnGetReductionWorkspaceSize", (void *)cudnnGetReductionWorkspaceSize, (void **)&real_cudnnGetReductionWorkspaceSize},
+  {"cudnnGetSeqDataDescriptor", (void *)cudnnGetSeqDataDescriptor, (void **)&real_cudnnGetSeqDataDescriptor},
+  {"cudnnGetStream", (void *)cudnnGetStream, (void **)&real_cudnnGetStream},
+  {"cudnnGetTensor4dDescriptor", (void *)cudnnGetTensor4dDescriptor, (void **)&real_cudnnGetTensor4dDescriptor},
+  {"cudnnGetTensorNdDescriptor", (void *)cudnnGetTensorNdDescriptor, (void **)&real_cudnnGetTensorNdDescriptor},
+  {"cudnnGetTensorSizeInBytes", (void *)cudnnGetTensorSizeInBytes, (void **)&real_cudnnGetTensorSizeInBytes},
+  {"cudnnGetTensorTransformDescriptor", (void *)cudnnGetTensorTransformDescriptor, (void **)&real_cudnnGetTensorTransformDescriptor},
+  {"cudnnGetVersion", (void *)cudnnGetVersion, (void **)&real_cudnnGetVersion},
+  {"cudnnGraphVersionCheck", (void *)cudnnGraphVersionCheck, (void **)&real_cudnnGraphVersionCheck},
+  {"cudnnIm2Col", (void *)cudnnIm2Col, (void **)&real_cudnnIm2Col},
+  {"cudnnInitTransformDest", (void *)cudnnInitTransformDest, (void **)&real_cudnnInitTransformDest},
+  {"cudnnLRNCrossChannelBackward", (void *)cudnnLRNCrossChannelBackward, (void **)&real_cudnnLRNCrossChannelBackward},
+  {"cudnnLRNCrossChannelForward", (void *)cudnnLRNCrossChannelForward, (void **)&real_cudnnLRNCrossChannelForward},
+  {"cudnnMakeFusedOpsPlan", (void *)cudnnMakeFusedOpsPlan, (void **)&real_cudnnMakeFusedOpsPlan},
+  {"cudnnMultiHeadAttnBackwardData", (void *)cudnnMultiHeadAttnBackwardData, (void **)&real_cudnnMultiHeadAttnBackwardData},
+  {"cudnnMultiHeadAttnBackwardWeights", (void *)cudnnMultiHeadAttnBackwardWeights, (void **)&real_cudnnMultiHeadAttnBackwardWeights},
+  {"cudnnMultiHeadAttnForward", (void *)cudnnMultiHeadAttnForward, (void **)&real_cudnnMultiHeadAttnForward},
+  {"cudnnNormalizationBackward", (void *)cudnnNormalizationBackward, (void **)&real_cudnnNormalizationBackward},
+  {"cudnnNormalizationForwardInference", (void *)cudnnNormalizationForwardInference, (void **)&real_cudnnNormalizationForwardInference},
+  {"cudnnNormalizationForwardTraining", (void *)cudnnNormalizationForwardTraining, (void **)&real_cudnnNormalizationForwardTraining},
+  {"cudnnOpTensor", (void *)cudnnOpTensor, (void **)&real_cudnnOpTensor},
+  {"cudnnOpsVersionCheck", (void *)cudnnOpsVersionCheck, (void **)&real_cudnnOpsVersionCheck},
+  {"cudnnPoolingBackward", (void *)cudnnPoolingBackward, (void **)&real_cudnnPoolingBackward},
+  {"cudnnPoolingForward", (void *)cudnnPoolingForward, (void **)&real_cudnnPoolingForward},
+  {"cudnnQueryRuntimeError", (void *)cudnnQueryRuntimeError, (void **)&real_cudnnQueryRuntimeError},
+  {"cudnnRNNBackwardData_v8", (void *)cudnnRNNBackwardData_v8, (void **)&real_cudnnRNNBackwardData_v8},
+  {"cudnnRNNBackwardWeights_v8", (void *)cudnnRNNBackwardWeights_v8, (void **)&real_cudnnRNNBackwardWeights_v8},
+  {"cudnnRNNForward", (void *)cudnnRNNForward, (void **)&real_cudnnRNNForward},
+  {"cudnnRNNGetClip_v8", (void *)cudnnRNNGetClip_v8, (void **)&real_cudnnRNNGetClip_v8},
+  {"cudnnRNNGetClip_v9", (void *)cudnnRNNGetClip_v9, (void **)&real_cudnnRNNGetClip_v9},
+  {"cudnnRNNSetClip_v8", (void *)cudnnRNNSetClip_v8, (void **)&real_cudnnRNNSetClip_v8},
+  {"cudnnRNNSetClip_v9", (void *)cudnnRNNSetClip_v9, (void **)&real_cudnnRNNSetClip_v9},
+  {"cudnnReduceTensor", (void *)cudnnReduceTensor, (void **)&real_cudnnReduceTensor},
+  {"cudnnReorderFilterAndBias", (void *)cudnnReorderFilterAndBias, (void **)&real_cudnnReorderFilterAndBias},
+  {"cudnnRestoreDropoutDescriptor", (void *)cudnnRestoreDropoutDescriptor, (void **)&real_cudnnRestoreDropoutDescriptor},
+  {"cudnnScaleTensor", (void *)cudnnScaleTensor, (void **)&real_cudnnScaleTensor},
+  {"cudnnSetActivationDescriptor", (void *)cudnnSetActivationDescriptor, (void **)&real_cudnnSetActivationDescriptor},
+  {"cudnnSetActivationDescriptorSwishBeta", (void *)cudnnSetActivationDescriptorSwishBeta, (void **)&real_cudnnSetActivationDescriptorSwishBeta},
+  {"cudnnSetAttnDescriptor", (void *)cudnnSetAttnDescriptor, (void **)&real_cudnnSetAttnDescriptor},
+  {"cudnnSetCTCLossDescriptor", (void *)cudnnSetCTCLossDescriptor, (void **)&real_cudnnSetCTCLossDescriptor},
+  {"cudnnSetCTCLossDescriptorEx", (void *)cudnnSetCTCLossDescriptorEx, (void **)&real_cudnnSetCTCLossDescriptorEx},
+  {"cudnnSetCTCLossDescriptor_v8", (void *)cudnnSetCTCLossDescriptor_v8, (void **)&real_cudnnSetCTCLossDescriptor_v8},
+  {"cudnnSetCTCLossDescriptor_v9", (void *)cudnnSetCTCLossDescriptor_v9, (void **)&real_cudnnSetCTCLossDescriptor_v9},
+  {"cudnnSetCallback", (void *)cudnnSetCallback, (void **)&real_cudnnSetCallback},
+  {"cudnnSetConvolution2dDescriptor", (void *)cudnnSetConvolution2dDescriptor, (void **)&real_cudnnSetConvolution2dDescriptor},
+  {"cudnnSetConvolutionGroupCount", (void *)cudnnSetConvolutionGroupCount, (void **)&real_cudnnSetConvolutionGroupCount},
+  {"cudnnSetConvolutionMathType", (void *)cudnnSetConvolutionMathType, (void **)&real_cudnnSetConvolutionMathType},
+  {"cudnnSetConvolutionNdDescriptor", (void *)cudnnSetConvolutionNdDescriptor, (void **)&real_cudnnSetConvolutionNdDescriptor},
+  {"cudnnSetConvolutionReorderType", (void *)cudnnSetConvolutionReorderType, (void **)&real_cudnnSetConvolutionReorderType},
+  {"cudnnSetDropoutDescriptor", (void *)cudnnSetDropoutDescriptor, (void **)&real_cudnnSetDropoutDescriptor},
+  {"cudnnSetFilter4dDescriptor", (void *)cudnnSetFilter4dDescriptor, (void **)&real_cudnnSetFilter4dDescriptor},
+  {"cudnnSetFilterNdDescriptor", (void *)cudnnSetFilterNdDescriptor, (void **)&real_cudnnSetFilterNdDescriptor},
+  {"cudnnSetFusedOpsConstParamPackAttribute", (void *)cudnnSetFusedOpsConstParamPackAttribute, (void **)&real_cudnnSetFusedOpsConstParamPackAttribute},
+  {"cudnnSetFusedOpsVariantParamPackAttribute", (void *)cudnnSetFusedOpsVariantParamPackAttribute, (void **)&real_cudnnSetFusedOpsVariantParamPackAttribute},
+  {"cudnnSetLRNDescriptor", (void *)cudnnSetLRNDescriptor, (void **)&real_cudnnSetLRNDescriptor},
+  {"cudnnSetOpTensorDescriptor", (void *)cudnnSetOpTensorDescriptor, (void **)&real_cudnnSetOpTensorDescriptor},
+  {"cudnnSetPooling2dDescriptor", (void *)cudnnSetPooling2dDescriptor, (void **)&real_cudnnSetPooling2dDescriptor},
+  {"cudnnSetPoolingNdDescriptor", (void *)cudnnSetPoolingNdDescriptor, (void **)&real_cudnnSetPoolingNdDescriptor},
+  {"cudnnSetRNNDataDescriptor", (void *)cudnnSetRNNDataDescriptor, (void **)&real_cudnnSetRNNDataDescriptor},
+  {"cudnnSetRNNDescriptor_v8", (void *)cudnnSetRNNDescriptor_v8, (void **)&real_cudnnSetRNNDescriptor_v8},
+  {"cudnnSetReduceTensorDescriptor", (void *)cudnnSetReduceTensorDescriptor, (void **)&real_cudnnSetReduceTensorDescriptor},
+  {"cudnnSetSeqDataDescriptor", (void *)cudnnSetSeqDataDescriptor, (void **)&real_cudnnSetSeqDataDescriptor},
+  {"cudnnSetSpatialTransformerNdDescriptor", (void *)cudnnSetSpatialTransformerNdDescriptor, (void **)&real_cudnnSetSpatialTransformerNdDescriptor},
+  {"cudnnSetStream", (void *)cudnnSetStream, (void **)&real_cudnnSetStream},
+  {"cudnnSetTensor", (void *)cudnnSetTensor, (void **)&real_cudnnSetTensor},
+  {"cudnnSetTensor4dDescriptor", (void *)cudnnSetTensor4dDescriptor, (void **)&real_cudnnSetTensor4dDescriptor},
+  {"cudnnSetTensor4dDescriptorEx", (void *)cudnnSetTensor4dDescriptorEx, (void **)&real_cudnnSetTensor4dDescriptorEx},
+  {"cudnnSetTensorNdDescriptor", (void *)cudnnSetTensorNdDescriptor, (void **)&real_cudnnSetTensorNdDescriptor},
+  {"cudnnSetTensorNdDescriptorEx", (void *)cudnnSetTensorNdDescriptorEx, (void **)&real_cudnnSetTensorNdDescriptorEx},
+  {"cudnnSetTensorTransformDescriptor", (void *)cudnnSetTensorTransformDescriptor, (void **)&real_cudnnSetTensorTransformDescriptor},
+  {"cudnnSoftmaxBackward", (void *)cudnnSoftmaxBackward, (void **)&real_cudnnSoftmaxBackward},
+  {"cudnnSoftmaxForward", (void *)cudnnSoftmaxForward, (void **)&real_cudnnSoftmaxForward},
+  {"cudnnSpatialTfGridGeneratorBackward", (void *)cudnnSpatialTfGridGeneratorBackward, (void **)&real_cudnnSpatialTfGridGeneratorBackward},
+  {"cudnnSpatialTfGridGeneratorForward", (void *)cudnnSpatialTfGridGeneratorForward, (void **)&real_cudnnSpatialTfGridGeneratorForward},
+  {"cudnnSpatialTfSamplerBackward", (void *)cudnnSpatialTfSamplerBackward, (void **)&real_cudnnSpatialTfSamplerBackward},
+  {"cudnnSpatialTfSamplerForward", (void *)cudnnSpatialTfSamplerForward, (void **)&real_cudnnSpatialTfSamplerForward},
+  {"cudnnTransformFilter", (void *)cudnnTransformFilter, (void **)&real_cudnnTransformFilter},
+  {"cudnnTransformTensor", (void *)cudnnTransformTensor, (void **)&real_cudnnTransformTensor},
+  {"cudnnTransformTensorEx", (void *)cudnnTransformTensorEx, (void **)&real_cudnnTransformTensorEx},
+};
+#pragma GCC diagnostic pop
+const unsigned dlh_syms_cudnn_count = 220;

@@ -70,6 +70,7 @@
 #include <nccl.h>
 
 #include "dlh_hook.h"
+#include "dlh_dlsym.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -92,6 +93,8 @@ static inline uint64_t dlh_dbl_bits(double d) { uint64_t u; memcpy(&u, &d, sizeo
     __atomic_store_n(&cache, fn, __ATOMIC_RELEASE);                           \
   }
 
+#include "nccl_args.h"  /* hand-written argument extractors */
+
 /* 0: ncclAllGather — nccl.h */
 static ncclResult_t (*real_ncclAllGather)(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
 DLH_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
@@ -99,16 +102,23 @@ DLH_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, recvbuff, sendcount, datatype, comm, stream);
+  struct dlh_nccl_c dlh_nc; dlh_nccl_op(&dlh_nc, comm, dlh_nccl_accepted(dlh_r));
   if (dlh_rec) {
-    uint64_t dlh_a[6] = {
+    uint64_t dlh_a[12] = {
       DLH_A_PTR(sendbuff),
       DLH_A_PTR(recvbuff),
       DLH_A_UINT(sendcount),
       DLH_A_INT(datatype),
       DLH_A_PTR(comm),
       DLH_A_PTR(stream),
+      DLH_A_UINT(dlh_nc.hash),
+      DLH_A_INT(dlh_nc.rank),
+      DLH_A_INT(dlh_nc.nranks),
+      DLH_A_UINT(dlh_nc.seq),
+      DLH_A_INT(dlh_nccl_group),
+      DLH_A_UINT((uint64_t)sendcount * dlh_nccl_type_size(datatype) * (uint64_t)(dlh_nc.nranks > 0 ? dlh_nc.nranks : 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 0), (int64_t)dlh_r, 6, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 0), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
 }
@@ -120,8 +130,9 @@ DLH_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  struct dlh_nccl_c dlh_nc; dlh_nccl_op(&dlh_nc, comm, dlh_nccl_accepted(dlh_r));
   if (dlh_rec) {
-    uint64_t dlh_a[7] = {
+    uint64_t dlh_a[13] = {
       DLH_A_PTR(sendbuff),
       DLH_A_PTR(recvbuff),
       DLH_A_UINT(count),
@@ -129,8 +140,14 @@ DLH_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size
       DLH_A_INT(op),
       DLH_A_PTR(comm),
       DLH_A_PTR(stream),
+      DLH_A_UINT(dlh_nc.hash),
+      DLH_A_INT(dlh_nc.rank),
+      DLH_A_INT(dlh_nc.nranks),
+      DLH_A_UINT(dlh_nc.seq),
+      DLH_A_INT(dlh_nccl_group),
+      DLH_A_UINT((uint64_t)count * dlh_nccl_type_size(datatype)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 1), (int64_t)dlh_r, 7, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 1), (int64_t)dlh_r, 13, dlh_a);
   }
   return dlh_r;
 }
@@ -142,16 +159,23 @@ DLH_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, recvbuff, count, datatype, comm, stream);
+  struct dlh_nccl_c dlh_nc; dlh_nccl_op(&dlh_nc, comm, dlh_nccl_accepted(dlh_r));
   if (dlh_rec) {
-    uint64_t dlh_a[6] = {
+    uint64_t dlh_a[12] = {
       DLH_A_PTR(sendbuff),
       DLH_A_PTR(recvbuff),
       DLH_A_UINT(count),
       DLH_A_INT(datatype),
       DLH_A_PTR(comm),
       DLH_A_PTR(stream),
+      DLH_A_UINT(dlh_nc.hash),
+      DLH_A_INT(dlh_nc.rank),
+      DLH_A_INT(dlh_nc.nranks),
+      DLH_A_UINT(dlh_nc.seq),
+      DLH_A_INT(dlh_nccl_group),
+      DLH_A_UINT((uint64_t)count * dlh_nccl_type_size(datatype) * (uint64_t)(dlh_nc.nranks > 0 ? dlh_nc.nranks : 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 2), (int64_t)dlh_r, 6, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 2), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
 }
@@ -163,16 +187,23 @@ DLH_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datat
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(buff, count, datatype, root, comm, stream);
+  struct dlh_nccl_c dlh_nc; dlh_nccl_op(&dlh_nc, comm, dlh_nccl_accepted(dlh_r));
   if (dlh_rec) {
-    uint64_t dlh_a[6] = {
+    uint64_t dlh_a[12] = {
       DLH_A_PTR(buff),
       DLH_A_UINT(count),
       DLH_A_INT(datatype),
       DLH_A_INT(root),
       DLH_A_PTR(comm),
       DLH_A_PTR(stream),
+      DLH_A_UINT(dlh_nc.hash),
+      DLH_A_INT(dlh_nc.rank),
+      DLH_A_INT(dlh_nc.nranks),
+      DLH_A_UINT(dlh_nc.seq),
+      DLH_A_INT(dlh_nccl_group),
+      DLH_A_UINT((uint64_t)count * dlh_nccl_type_size(datatype)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 3), (int64_t)dlh_r, 6, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 3), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
 }
@@ -184,8 +215,9 @@ DLH_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, recvbuff, count, datatype, root, comm, stream);
+  struct dlh_nccl_c dlh_nc; dlh_nccl_op(&dlh_nc, comm, dlh_nccl_accepted(dlh_r));
   if (dlh_rec) {
-    uint64_t dlh_a[7] = {
+    uint64_t dlh_a[13] = {
       DLH_A_PTR(sendbuff),
       DLH_A_PTR(recvbuff),
       DLH_A_UINT(count),
@@ -193,8 +225,14 @@ DLH_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size
       DLH_A_INT(root),
       DLH_A_PTR(comm),
       DLH_A_PTR(stream),
+      DLH_A_UINT(dlh_nc.hash),
+      DLH_A_INT(dlh_nc.rank),
+      DLH_A_INT(dlh_nc.nranks),
+      DLH_A_UINT(dlh_nc.seq),
+      DLH_A_INT(dlh_nccl_group),
+      DLH_A_UINT((uint64_t)count * dlh_nccl_type_size(datatype)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 4), (int64_t)dlh_r, 7, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 4), (int64_t)dlh_r, 13, dlh_a);
   }
   return dlh_r;
 }
@@ -206,6 +244,7 @@ DLH_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm);
+  dlh_nccl_comm_del(comm);
   if (dlh_rec) {
     uint64_t dlh_a[1] = {
       DLH_A_PTR(comm),
@@ -273,6 +312,7 @@ DLH_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm);
+  dlh_nccl_comm_del(comm);
   if (dlh_rec) {
     uint64_t dlh_a[1] = {
       DLH_A_PTR(comm),
@@ -322,6 +362,7 @@ DLH_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *d
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, ndev, devlist);
+  if (dlh_r == ncclSuccess) dlh_nccl_comm_all(comm, ndev);
   if (dlh_rec) {
     uint64_t dlh_a[3] = {
       DLH_A_PTR(comm),
@@ -340,13 +381,15 @@ DLH_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqu
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, nranks, commId, rank);
+  if (dlh_r == ncclSuccess && comm) dlh_nccl_comm_add(*comm, dlh_nccl_id_hash(&commId), rank, nranks);
   if (dlh_rec) {
-    uint64_t dlh_a[3] = {
-      DLH_A_PTR(comm),
+    uint64_t dlh_a[4] = {
+      DLH_A_PTR((dlh_r == ncclSuccess && comm) ? (void *)*comm : 0),
       DLH_A_INT(nranks),
       DLH_A_INT(rank),
+      DLH_A_UINT(dlh_nccl_id_hash(&commId)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 13), (int64_t)dlh_r, 3, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 13), (int64_t)dlh_r, 4, dlh_a);
   }
   return dlh_r;
 }
@@ -358,14 +401,16 @@ DLH_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncc
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, nranks, commId, rank, config);
+  if (dlh_nccl_accepted(dlh_r) && comm) dlh_nccl_comm_add(*comm, dlh_nccl_id_hash(&commId), rank, nranks);
   if (dlh_rec) {
-    uint64_t dlh_a[4] = {
-      DLH_A_PTR(comm),
+    uint64_t dlh_a[5] = {
+      DLH_A_PTR((dlh_nccl_accepted(dlh_r) && comm) ? (void *)*comm : 0),
       DLH_A_INT(nranks),
       DLH_A_INT(rank),
       DLH_A_PTR(config),
+      DLH_A_UINT(dlh_nccl_id_hash(&commId)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 14), (int64_t)dlh_r, 4, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 14), (int64_t)dlh_r, 5, dlh_a);
   }
   return dlh_r;
 }
@@ -377,14 +422,15 @@ DLH_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(newcomm, nranks, myrank, nId, commIds, config);
+  if (dlh_nccl_accepted(dlh_r) && newcomm) dlh_nccl_comm_add(*newcomm, dlh_nccl_id_hash(nId > 0 ? commIds : 0), myrank, nranks);
   if (dlh_rec) {
     uint64_t dlh_a[6] = {
-      DLH_A_PTR(newcomm),
+      DLH_A_PTR((dlh_nccl_accepted(dlh_r) && newcomm) ? (void *)*newcomm : 0),
       DLH_A_INT(nranks),
       DLH_A_INT(myrank),
       DLH_A_INT(nId),
-      DLH_A_PTR(commIds),
       DLH_A_PTR(config),
+      DLH_A_UINT(dlh_nccl_id_hash(nId > 0 ? commIds : 0)),
     };
     dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 15), (int64_t)dlh_r, 6, dlh_a);
   }
@@ -434,16 +480,16 @@ DLH_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, i
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  if (dlh_nccl_accepted(dlh_r) && newcomm) dlh_nccl_comm_child(comm, *newcomm, dlh_fnv(0x5348524eull, excludeRanksList, excludeRanksList && excludeRanksCount > 0 ? (size_t)excludeRanksCount * sizeof(int) : 0));
   if (dlh_rec) {
-    uint64_t dlh_a[6] = {
+    uint64_t dlh_a[5] = {
       DLH_A_PTR(comm),
-      DLH_A_PTR(excludeRanksList),
       DLH_A_INT(excludeRanksCount),
-      DLH_A_PTR(newcomm),
+      DLH_A_PTR((dlh_nccl_accepted(dlh_r) && newcomm) ? (void *)*newcomm : 0),
       DLH_A_PTR(config),
       DLH_A_INT(shrinkFlags),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 18), (int64_t)dlh_r, 6, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 18), (int64_t)dlh_r, 5, dlh_a);
   }
   return dlh_r;
 }
@@ -455,12 +501,13 @@ DLH_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclC
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, color, key, newcomm, config);
+  if (dlh_nccl_accepted(dlh_r) && newcomm) dlh_nccl_comm_child(comm, *newcomm, (uint64_t)(uint32_t)color);
   if (dlh_rec) {
     uint64_t dlh_a[5] = {
       DLH_A_PTR(comm),
       DLH_A_INT(color),
       DLH_A_INT(key),
-      DLH_A_PTR(newcomm),
+      DLH_A_PTR((dlh_nccl_accepted(dlh_r) && newcomm) ? (void *)*newcomm : 0),
       DLH_A_PTR(config),
     };
     dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 19), (int64_t)dlh_r, 5, dlh_a);
@@ -529,8 +576,9 @@ DLH_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t 
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, recvbuff, count, datatype, root, comm, stream);
+  struct dlh_nccl_c dlh_nc; dlh_nccl_op(&dlh_nc, comm, dlh_nccl_accepted(dlh_r));
   if (dlh_rec) {
-    uint64_t dlh_a[7] = {
+    uint64_t dlh_a[13] = {
       DLH_A_PTR(sendbuff),
       DLH_A_PTR(recvbuff),
       DLH_A_UINT(count),
@@ -538,8 +586,14 @@ DLH_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t 
       DLH_A_INT(root),
       DLH_A_PTR(comm),
       DLH_A_PTR(stream),
+      DLH_A_UINT(dlh_nc.hash),
+      DLH_A_INT(dlh_nc.rank),
+      DLH_A_INT(dlh_nc.nranks),
+      DLH_A_UINT(dlh_nc.seq),
+      DLH_A_INT(dlh_nccl_group),
+      DLH_A_UINT((uint64_t)count * dlh_nccl_type_size(datatype) * (uint64_t)(dlh_nc.nranks > 0 ? dlh_nc.nranks : 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 23), (int64_t)dlh_r, 7, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 23), (int64_t)dlh_r, 13, dlh_a);
   }
   return dlh_r;
 }
@@ -615,8 +669,12 @@ DLH_EXPORT ncclResult_t ncclGroupEnd(void) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn();
+  int dlh_g = dlh_nccl_group; if (dlh_nccl_group > 0) dlh_nccl_group--;
   if (dlh_rec) {
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 28), (int64_t)dlh_r, 0, NULL);
+    uint64_t dlh_a[1] = {
+      DLH_A_INT(dlh_g),
+    };
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 28), (int64_t)dlh_r, 1, dlh_a);
   }
   return dlh_r;
 }
@@ -644,8 +702,12 @@ DLH_EXPORT ncclResult_t ncclGroupStart(void) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn();
+  if (dlh_r == ncclSuccess) dlh_nccl_group++;
   if (dlh_rec) {
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 30), (int64_t)dlh_r, 0, NULL);
+    uint64_t dlh_a[1] = {
+      DLH_A_INT(dlh_nccl_group),
+    };
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 30), (int64_t)dlh_r, 1, dlh_a);
   }
   return dlh_r;
 }
@@ -690,16 +752,23 @@ DLH_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t da
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(recvbuff, count, datatype, peer, comm, stream);
+  struct dlh_nccl_c dlh_nc; dlh_nccl_op(&dlh_nc, comm, dlh_nccl_accepted(dlh_r));
   if (dlh_rec) {
-    uint64_t dlh_a[6] = {
+    uint64_t dlh_a[12] = {
       DLH_A_PTR(recvbuff),
       DLH_A_UINT(count),
       DLH_A_INT(datatype),
       DLH_A_INT(peer),
       DLH_A_PTR(comm),
       DLH_A_PTR(stream),
+      DLH_A_UINT(dlh_nc.hash),
+      DLH_A_INT(dlh_nc.rank),
+      DLH_A_INT(dlh_nc.nranks),
+      DLH_A_UINT(dlh_nc.seq),
+      DLH_A_INT(dlh_nccl_group),
+      DLH_A_UINT((uint64_t)count * dlh_nccl_type_size(datatype)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 33), (int64_t)dlh_r, 6, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 33), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
 }
@@ -748,8 +817,9 @@ DLH_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t 
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+  struct dlh_nccl_c dlh_nc; dlh_nccl_op(&dlh_nc, comm, dlh_nccl_accepted(dlh_r));
   if (dlh_rec) {
-    uint64_t dlh_a[8] = {
+    uint64_t dlh_a[14] = {
       DLH_A_PTR(sendbuff),
       DLH_A_PTR(recvbuff),
       DLH_A_UINT(count),
@@ -758,8 +828,14 @@ DLH_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t 
       DLH_A_INT(root),
       DLH_A_PTR(comm),
       DLH_A_PTR(stream),
+      DLH_A_UINT(dlh_nc.hash),
+      DLH_A_INT(dlh_nc.rank),
+      DLH_A_INT(dlh_nc.nranks),
+      DLH_A_UINT(dlh_nc.seq),
+      DLH_A_INT(dlh_nccl_group),
+      DLH_A_UINT((uint64_t)count * dlh_nccl_type_size(datatype)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 36), (int64_t)dlh_r, 8, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 36), (int64_t)dlh_r, 14, dlh_a);
   }
   return dlh_r;
 }
@@ -771,8 +847,9 @@ DLH_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, 
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+  struct dlh_nccl_c dlh_nc; dlh_nccl_op(&dlh_nc, comm, dlh_nccl_accepted(dlh_r));
   if (dlh_rec) {
-    uint64_t dlh_a[7] = {
+    uint64_t dlh_a[13] = {
       DLH_A_PTR(sendbuff),
       DLH_A_PTR(recvbuff),
       DLH_A_UINT(recvcount),
@@ -780,8 +857,14 @@ DLH_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, 
       DLH_A_INT(op),
       DLH_A_PTR(comm),
       DLH_A_PTR(stream),
+      DLH_A_UINT(dlh_nc.hash),
+      DLH_A_INT(dlh_nc.rank),
+      DLH_A_INT(dlh_nc.nranks),
+      DLH_A_UINT(dlh_nc.seq),
+      DLH_A_INT(dlh_nccl_group),
+      DLH_A_UINT((uint64_t)recvcount * dlh_nccl_type_size(datatype) * (uint64_t)(dlh_nc.nranks > 0 ? dlh_nc.nranks : 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 37), (int64_t)dlh_r, 7, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 37), (int64_t)dlh_r, 13, dlh_a);
   }
   return dlh_r;
 }
@@ -805,8 +888,9 @@ DLH_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, recvbuff, count, datatype, root, comm, stream);
+  struct dlh_nccl_c dlh_nc; dlh_nccl_op(&dlh_nc, comm, dlh_nccl_accepted(dlh_r));
   if (dlh_rec) {
-    uint64_t dlh_a[7] = {
+    uint64_t dlh_a[13] = {
       DLH_A_PTR(sendbuff),
       DLH_A_PTR(recvbuff),
       DLH_A_UINT(count),
@@ -814,8 +898,14 @@ DLH_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t
       DLH_A_INT(root),
       DLH_A_PTR(comm),
       DLH_A_PTR(stream),
+      DLH_A_UINT(dlh_nc.hash),
+      DLH_A_INT(dlh_nc.rank),
+      DLH_A_INT(dlh_nc.nranks),
+      DLH_A_UINT(dlh_nc.seq),
+      DLH_A_INT(dlh_nccl_group),
+      DLH_A_UINT((uint64_t)count * dlh_nccl_type_size(datatype) * (uint64_t)(dlh_nc.nranks > 0 ? dlh_nc.nranks : 1)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 39), (int64_t)dlh_r, 7, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 39), (int64_t)dlh_r, 13, dlh_a);
   }
   return dlh_r;
 }
@@ -827,31 +917,38 @@ DLH_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataTyp
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, count, datatype, peer, comm, stream);
+  struct dlh_nccl_c dlh_nc; dlh_nccl_op(&dlh_nc, comm, dlh_nccl_accepted(dlh_r));
   if (dlh_rec) {
-    uint64_t dlh_a[6] = {
+    uint64_t dlh_a[12] = {
       DLH_A_PTR(sendbuff),
       DLH_A_UINT(count),
       DLH_A_INT(datatype),
       DLH_A_INT(peer),
       DLH_A_PTR(comm),
       DLH_A_PTR(stream),
+      DLH_A_UINT(dlh_nc.hash),
+      DLH_A_INT(dlh_nc.rank),
+      DLH_A_INT(dlh_nc.nranks),
+      DLH_A_UINT(dlh_nc.seq),
+      DLH_A_INT(dlh_nccl_group),
+      DLH_A_UINT((uint64_t)count * dlh_nccl_type_size(datatype)),
     };
-    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 40), (int64_t)dlh_r, 6, dlh_a);
+    dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 40), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
 }
 
 /* ---- descriptor table ---- */
-static const char *const dlh_an_ncclAllGather[] = {"sendbuff", "recvbuff", "sendcount", "datatype", "comm", "stream"};
-static const uint8_t dlh_at_ncclAllGather[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR};
-static const char *const dlh_an_ncclAllReduce[] = {"sendbuff", "recvbuff", "count", "datatype", "op", "comm", "stream"};
-static const uint8_t dlh_at_ncclAllReduce[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR};
-static const char *const dlh_an_ncclAlltoAll[] = {"sendbuff", "recvbuff", "count", "datatype", "comm", "stream"};
-static const uint8_t dlh_at_ncclAlltoAll[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR};
-static const char *const dlh_an_ncclBcast[] = {"buff", "count", "datatype", "root", "comm", "stream"};
-static const uint8_t dlh_at_ncclBcast[] = {DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR};
-static const char *const dlh_an_ncclBroadcast[] = {"sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream"};
-static const uint8_t dlh_at_ncclBroadcast[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR};
+static const char *const dlh_an_ncclAllGather[] = {"sendbuff", "recvbuff", "sendcount", "datatype", "comm", "stream", "comm_hash", "rank", "nranks", "seq", "group", "bytes"};
+static const uint8_t dlh_at_ncclAllGather[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_UINT};
+static const char *const dlh_an_ncclAllReduce[] = {"sendbuff", "recvbuff", "count", "datatype", "op", "comm", "stream", "comm_hash", "rank", "nranks", "seq", "group", "bytes"};
+static const uint8_t dlh_at_ncclAllReduce[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_UINT};
+static const char *const dlh_an_ncclAlltoAll[] = {"sendbuff", "recvbuff", "count", "datatype", "comm", "stream", "comm_hash", "rank", "nranks", "seq", "group", "bytes"};
+static const uint8_t dlh_at_ncclAlltoAll[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_UINT};
+static const char *const dlh_an_ncclBcast[] = {"buff", "count", "datatype", "root", "comm", "stream", "comm_hash", "rank", "nranks", "seq", "group", "bytes"};
+static const uint8_t dlh_at_ncclBcast[] = {DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_UINT};
+static const char *const dlh_an_ncclBroadcast[] = {"sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream", "comm_hash", "rank", "nranks", "seq", "group", "bytes"};
+static const uint8_t dlh_at_ncclBroadcast[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_UINT};
 static const char *const dlh_an_ncclCommAbort[] = {"comm"};
 static const uint8_t dlh_at_ncclCommAbort[] = {DLH_ARG_PTR};
 static const char *const dlh_an_ncclCommCount[] = {"comm", "count"};
@@ -868,18 +965,18 @@ static const char *const dlh_an_ncclCommGetAsyncError[] = {"comm", "asyncError"}
 static const uint8_t dlh_at_ncclCommGetAsyncError[] = {DLH_ARG_PTR, DLH_ARG_PTR};
 static const char *const dlh_an_ncclCommInitAll[] = {"comm", "ndev", "devlist"};
 static const uint8_t dlh_at_ncclCommInitAll[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR};
-static const char *const dlh_an_ncclCommInitRank[] = {"comm", "nranks", "rank"};
-static const uint8_t dlh_at_ncclCommInitRank[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT};
-static const char *const dlh_an_ncclCommInitRankConfig[] = {"comm", "nranks", "rank", "config"};
-static const uint8_t dlh_at_ncclCommInitRankConfig[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR};
-static const char *const dlh_an_ncclCommInitRankScalable[] = {"newcomm", "nranks", "myrank", "nId", "commIds", "config"};
-static const uint8_t dlh_at_ncclCommInitRankScalable[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR};
+static const char *const dlh_an_ncclCommInitRank[] = {"newcomm", "nranks", "rank", "comm_hash"};
+static const uint8_t dlh_at_ncclCommInitRank[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_UINT};
+static const char *const dlh_an_ncclCommInitRankConfig[] = {"newcomm", "nranks", "rank", "config", "comm_hash"};
+static const uint8_t dlh_at_ncclCommInitRankConfig[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_UINT};
+static const char *const dlh_an_ncclCommInitRankScalable[] = {"newcomm", "nranks", "rank", "nId", "config", "comm_hash"};
+static const uint8_t dlh_at_ncclCommInitRankScalable[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_UINT};
 static const char *const dlh_an_ncclCommRegister[] = {"comm", "buff", "size", "handle"};
 static const uint8_t dlh_at_ncclCommRegister[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_PTR};
 static const char *const dlh_an_ncclCommRevoke[] = {"comm", "revokeFlags"};
 static const uint8_t dlh_at_ncclCommRevoke[] = {DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_ncclCommShrink[] = {"comm", "excludeRanksList", "excludeRanksCount", "newcomm", "config", "shrinkFlags"};
-static const uint8_t dlh_at_ncclCommShrink[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
+static const char *const dlh_an_ncclCommShrink[] = {"comm", "excludeRanksCount", "newcomm", "config", "shrinkFlags"};
+static const uint8_t dlh_at_ncclCommShrink[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT};
 static const char *const dlh_an_ncclCommSplit[] = {"comm", "color", "key", "newcomm", "config"};
 static const uint8_t dlh_at_ncclCommSplit[] = {DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR};
 static const char *const dlh_an_ncclCommUserRank[] = {"comm", "rank"};
@@ -888,8 +985,8 @@ static const char *const dlh_an_ncclCommWindowDeregister[] = {"comm", "win"};
 static const uint8_t dlh_at_ncclCommWindowDeregister[] = {DLH_ARG_PTR, DLH_ARG_PTR};
 static const char *const dlh_an_ncclCommWindowRegister[] = {"comm", "buff", "size", "win", "winFlags"};
 static const uint8_t dlh_at_ncclCommWindowRegister[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_PTR, DLH_ARG_INT};
-static const char *const dlh_an_ncclGather[] = {"sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream"};
-static const uint8_t dlh_at_ncclGather[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR};
+static const char *const dlh_an_ncclGather[] = {"sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream", "comm_hash", "rank", "nranks", "seq", "group", "bytes"};
+static const uint8_t dlh_at_ncclGather[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_UINT};
 static const char *const dlh_an_ncclGetErrorString[] = {"result"};
 static const uint8_t dlh_at_ncclGetErrorString[] = {DLH_ARG_INT};
 static const char *const dlh_an_ncclGetLastError[] = {"comm"};
@@ -898,33 +995,37 @@ static const char *const dlh_an_ncclGetUniqueId[] = {"uniqueId"};
 static const uint8_t dlh_at_ncclGetUniqueId[] = {DLH_ARG_PTR};
 static const char *const dlh_an_ncclGetVersion[] = {"version"};
 static const uint8_t dlh_at_ncclGetVersion[] = {DLH_ARG_PTR};
+static const char *const dlh_an_ncclGroupEnd[] = {"group"};
+static const uint8_t dlh_at_ncclGroupEnd[] = {DLH_ARG_INT};
 static const char *const dlh_an_ncclGroupSimulateEnd[] = {"simInfo"};
 static const uint8_t dlh_at_ncclGroupSimulateEnd[] = {DLH_ARG_PTR};
+static const char *const dlh_an_ncclGroupStart[] = {"group"};
+static const uint8_t dlh_at_ncclGroupStart[] = {DLH_ARG_INT};
 static const char *const dlh_an_ncclMemAlloc[] = {"ptr", "size"};
 static const uint8_t dlh_at_ncclMemAlloc[] = {DLH_ARG_PTR, DLH_ARG_UINT};
 static const char *const dlh_an_ncclMemFree[] = {"ptr"};
 static const uint8_t dlh_at_ncclMemFree[] = {DLH_ARG_PTR};
-static const char *const dlh_an_ncclRecv[] = {"recvbuff", "count", "datatype", "peer", "comm", "stream"};
-static const uint8_t dlh_at_ncclRecv[] = {DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR};
+static const char *const dlh_an_ncclRecv[] = {"recvbuff", "count", "datatype", "peer", "comm", "stream", "comm_hash", "rank", "nranks", "seq", "group", "bytes"};
+static const uint8_t dlh_at_ncclRecv[] = {DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_UINT};
 static const char *const dlh_an_ncclRedOpCreatePreMulSum[] = {"op", "scalar", "datatype", "residence", "comm"};
 static const uint8_t dlh_at_ncclRedOpCreatePreMulSum[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR};
 static const char *const dlh_an_ncclRedOpDestroy[] = {"op", "comm"};
 static const uint8_t dlh_at_ncclRedOpDestroy[] = {DLH_ARG_INT, DLH_ARG_PTR};
-static const char *const dlh_an_ncclReduce[] = {"sendbuff", "recvbuff", "count", "datatype", "op", "root", "comm", "stream"};
-static const uint8_t dlh_at_ncclReduce[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR};
-static const char *const dlh_an_ncclReduceScatter[] = {"sendbuff", "recvbuff", "recvcount", "datatype", "op", "comm", "stream"};
-static const uint8_t dlh_at_ncclReduceScatter[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR};
-static const char *const dlh_an_ncclScatter[] = {"sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream"};
-static const uint8_t dlh_at_ncclScatter[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR};
-static const char *const dlh_an_ncclSend[] = {"sendbuff", "count", "datatype", "peer", "comm", "stream"};
-static const uint8_t dlh_at_ncclSend[] = {DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR};
+static const char *const dlh_an_ncclReduce[] = {"sendbuff", "recvbuff", "count", "datatype", "op", "root", "comm", "stream", "comm_hash", "rank", "nranks", "seq", "group", "bytes"};
+static const uint8_t dlh_at_ncclReduce[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_UINT};
+static const char *const dlh_an_ncclReduceScatter[] = {"sendbuff", "recvbuff", "recvcount", "datatype", "op", "comm", "stream", "comm_hash", "rank", "nranks", "seq", "group", "bytes"};
+static const uint8_t dlh_at_ncclReduceScatter[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_UINT};
+static const char *const dlh_an_ncclScatter[] = {"sendbuff", "recvbuff", "count", "datatype", "root", "comm", "stream", "comm_hash", "rank", "nranks", "seq", "group", "bytes"};
+static const uint8_t dlh_at_ncclScatter[] = {DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_UINT};
+static const char *const dlh_an_ncclSend[] = {"sendbuff", "count", "datatype", "peer", "comm", "stream", "comm_hash", "rank", "nranks", "seq", "group", "bytes"};
+static const uint8_t dlh_at_ncclSend[] = {DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_PTR, DLH_ARG_PTR, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_INT, DLH_ARG_UINT, DLH_ARG_INT, DLH_ARG_UINT};
 
 const dlh_fn_desc dlh_fns_nccl[] = {
-  {"ncclAllGather", 6, dlh_an_ncclAllGather, dlh_at_ncclAllGather},
-  {"ncclAllReduce", 7, dlh_an_ncclAllReduce, dlh_at_ncclAllReduce},
-  {"ncclAlltoAll", 6, dlh_an_ncclAlltoAll, dlh_at_ncclAlltoAll},
-  {"ncclBcast", 6, dlh_an_ncclBcast, dlh_at_ncclBcast},
-  {"ncclBroadcast", 7, dlh_an_ncclBroadcast, dlh_at_ncclBroadcast},
+  {"ncclAllGather", 12, dlh_an_ncclAllGather, dlh_at_ncclAllGather},
+  {"ncclAllReduce", 13, dlh_an_ncclAllReduce, dlh_at_ncclAllReduce},
+  {"ncclAlltoAll", 12, dlh_an_ncclAlltoAll, dlh_at_ncclAlltoAll},
+  {"ncclBcast", 12, dlh_an_ncclBcast, dlh_at_ncclBcast},
+  {"ncclBroadcast", 13, dlh_an_ncclBroadcast, dlh_at_ncclBroadcast},
   {"ncclCommAbort", 1, dlh_an_ncclCommAbort, dlh_at_ncclCommAbort},
   {"ncclCommCount", 2, dlh_an_ncclCommCount, dlh_at_ncclCommCount},
   {"ncclCommCuDevice", 2, dlh_an_ncclCommCuDevice, dlh_at_ncclCommCuDevice},
@@ -933,33 +1034,82 @@ const dlh_fn_desc dlh_fns_nccl[] = {
   {"ncclCommFinalize", 1, dlh_an_ncclCommFinalize, dlh_at_ncclCommFinalize},
   {"ncclCommGetAsyncError", 2, dlh_an_ncclCommGetAsyncError, dlh_at_ncclCommGetAsyncError},
   {"ncclCommInitAll", 3, dlh_an_ncclCommInitAll, dlh_at_ncclCommInitAll},
-  {"ncclCommInitRank", 3, dlh_an_ncclCommInitRank, dlh_at_ncclCommInitRank},
-  {"ncclCommInitRankConfig", 4, dlh_an_ncclCommInitRankConfig, dlh_at_ncclCommInitRankConfig},
+  {"ncclCommInitRank", 4, dlh_an_ncclCommInitRank, dlh_at_ncclCommInitRank},
+  {"ncclCommInitRankConfig", 5, dlh_an_ncclCommInitRankConfig, dlh_at_ncclCommInitRankConfig},
   {"ncclCommInitRankScalable", 6, dlh_an_ncclCommInitRankScalable, dlh_at_ncclCommInitRankScalable},
   {"ncclCommRegister", 4, dlh_an_ncclCommRegister, dlh_at_ncclCommRegister},
   {"ncclCommRevoke", 2, dlh_an_ncclCommRevoke, dlh_at_ncclCommRevoke},
-  {"ncclCommShrink", 6, dlh_an_ncclCommShrink, dlh_at_ncclCommShrink},
+  {"ncclCommShrink", 5, dlh_an_ncclCommShrink, dlh_at_ncclCommShrink},
   {"ncclCommSplit", 5, dlh_an_ncclCommSplit, dlh_at_ncclCommSplit},
   {"ncclCommUserRank", 2, dlh_an_ncclCommUserRank, dlh_at_ncclCommUserRank},
   {"ncclCommWindowDeregister", 2, dlh_an_ncclCommWindowDeregister, dlh_at_ncclCommWindowDeregister},
   {"ncclCommWindowRegister", 5, dlh_an_ncclCommWindowRegister, dlh_at_ncclCommWindowRegister},
-  {"ncclGather", 7, dlh_an_ncclGather, dlh_at_ncclGather},
+  {"ncclGather", 13, dlh_an_ncclGather, dlh_at_ncclGather},
   {"ncclGetErrorString", 1, dlh_an_ncclGetErrorString, dlh_at_ncclGetErrorString},
   {"ncclGetLastError", 1, dlh_an_ncclGetLastError, dlh_at_ncclGetLastError},
   {"ncclGetUniqueId", 1, dlh_an_ncclGetUniqueId, dlh_at_ncclGetUniqueId},
   {"ncclGetVersion", 1, dlh_an_ncclGetVersion, dlh_at_ncclGetVersion},
-  {"ncclGroupEnd", 0, NULL, NULL},
+  {"ncclGroupEnd", 1, dlh_an_ncclGroupEnd, dlh_at_ncclGroupEnd},
   {"ncclGroupSimulateEnd", 1, dlh_an_ncclGroupSimulateEnd, dlh_at_ncclGroupSimulateEnd},
-  {"ncclGroupStart", 0, NULL, NULL},
+  {"ncclGroupStart", 1, dlh_an_ncclGroupStart, dlh_at_ncclGroupStart},
   {"ncclMemAlloc", 2, dlh_an_ncclMemAlloc, dlh_at_ncclMemAlloc},
   {"ncclMemFree", 1, dlh_an_ncclMemFree, dlh_at_ncclMemFree},
-  {"ncclRecv", 6, dlh_an_ncclRecv, dlh_at_ncclRecv},
+  {"ncclRecv", 12, dlh_an_ncclRecv, dlh_at_ncclRecv},
   {"ncclRedOpCreatePreMulSum", 5, dlh_an_ncclRedOpCreatePreMulSum, dlh_at_ncclRedOpCreatePreMulSum},
   {"ncclRedOpDestroy", 2, dlh_an_ncclRedOpDestroy, dlh_at_ncclRedOpDestroy},
-  {"ncclReduce", 8, dlh_an_ncclReduce, dlh_at_ncclReduce},
-  {"ncclReduceScatter", 7, dlh_an_ncclReduceScatter, dlh_at_ncclReduceScatter},
+  {"ncclReduce", 14, dlh_an_ncclReduce, dlh_at_ncclReduce},
+  {"ncclReduceScatter", 13, dlh_an_ncclReduceScatter, dlh_at_ncclReduceScatter},
   {"ncclResetDebugInit", 0, NULL, NULL},
-  {"ncclScatter", 7, dlh_an_ncclScatter, dlh_at_ncclScatter},
-  {"ncclSend", 6, dlh_an_ncclSend, dlh_at_ncclSend},
+  {"ncclScatter", 13, dlh_an_ncclScatter, dlh_at_ncclScatter},
+  {"ncclSend", 12, dlh_an_ncclSend, dlh_at_ncclSend},
 };
 const unsigned dlh_fns_nccl_count = 41;
+
+/* ---- wrappers by name, sorted (strcmp), for dlsym on a handle of libnccl.so.2 ---- */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+const dlh_sym dlh_syms_nccl[] = {
+  {"ncclAllGather", (void *)ncclAllGather, (void **)&real_ncclAllGather},
+  {"ncclAllReduce", (void *)ncclAllReduce, (void **)&real_ncclAllReduce},
+  {"ncclAlltoAll", (void *)ncclAlltoAll, (void **)&real_ncclAlltoAll},
+  {"ncclBcast", (void *)ncclBcast, (void **)&real_ncclBcast},
+  {"ncclBroadcast", (void *)ncclBroadcast, (void **)&real_ncclBroadcast},
+  {"ncclCommAbort", (void *)ncclCommAbort, (void **)&real_ncclCommAbort},
+  {"ncclCommCount", (void *)ncclCommCount, (void **)&real_ncclCommCount},
+  {"ncclCommCuDevice", (void *)ncclCommCuDevice, (void **)&real_ncclCommCuDevice},
+  {"ncclCommDeregister", (void *)ncclCommDeregister, (void **)&real_ncclCommDeregister},
+  {"ncclCommDestroy", (void *)ncclCommDestroy, (void **)&real_ncclCommDestroy},
+  {"ncclCommFinalize", (void *)ncclCommFinalize, (void **)&real_ncclCommFinalize},
+  {"ncclCommGetAsyncError", (void *)ncclCommGetAsyncError, (void **)&real_ncclCommGetAsyncError},
+  {"ncclCommInitAll", (void *)ncclCommInitAll, (void **)&real_ncclCommInitAll},
+  {"ncclCommInitRank", (void *)ncclCommInitRank, (void **)&real_ncclCommInitRank},
+  {"ncclCommInitRankConfig", (void *)ncclCommInitRankConfig, (void **)&real_ncclCommInitRankConfig},
+  {"ncclCommInitRankScalable", (void *)ncclCommInitRankScalable, (void **)&real_ncclCommInitRankScalable},
+  {"ncclCommRegister", (void *)ncclCommRegister, (void **)&real_ncclCommRegister},
+  {"ncclCommRevoke", (void *)ncclCommRevoke, (void **)&real_ncclCommRevoke},
+  {"ncclCommShrink", (void *)ncclCommShrink, (void **)&real_ncclCommShrink},
+  {"ncclCommSplit", (void *)ncclCommSplit, (void **)&real_ncclCommSplit},
+  {"ncclCommUserRank", (void *)ncclCommUserRank, (void **)&real_ncclCommUserRank},
+  {"ncclCommWindowDeregister", (void *)ncclCommWindowDeregister, (void **)&real_ncclCommWindowDeregister},
+  {"ncclCommWindowRegister", (void *)ncclCommWindowRegister, (void **)&real_ncclCommWindowRegister},
+  {"ncclGather", (void *)ncclGather, (void **)&real_ncclGather},
+  {"ncclGetErrorString", (void *)ncclGetErrorString, (void **)&real_ncclGetErrorString},
+  {"ncclGetLastError", (void *)ncclGetLastError, (void **)&real_ncclGetLastError},
+  {"ncclGetUniqueId", (void *)ncclGetUniqueId, (void **)&real_ncclGetUniqueId},
+  {"ncclGetVersion", (void *)ncclGetVersion, (void **)&real_ncclGetVersion},
+  {"ncclGroupEnd", (void *)ncclGroupEnd, (void **)&real_ncclGroupEnd},
+  {"ncclGroupSimulateEnd", (void *)ncclGroupSimulateEnd, (void **)&real_ncclGroupSimulateEnd},
+  {"ncclGroupStart", (void *)ncclGroupStart, (void **)&real_ncclGroupStart},
+  {"ncclMemAlloc", (void *)ncclMemAlloc, (void **)&real_ncclMemAlloc},
+  {"ncclMemFree", (void *)ncclMemFree, (void **)&real_ncclMemFree},
+  {"ncclRecv", (void *)ncclRecv, (void **)&real_ncclRecv},
+  {"ncclRedOpCreatePreMulSum", (void *)ncclRedOpCreatePreMulSum, (void **)&real_ncclRedOpCreatePreMulSum},
+  {"ncclRedOpDestroy", (void *)ncclRedOpDestroy, (void **)&real_ncclRedOpDestroy},
+  {"ncclReduce", (void *)ncclReduce, (void **)&real_ncclReduce},
+  {"ncclReduceScatter", (void *)ncclReduceScatter, (void **)&real_ncclReduceScatter},
+  {"ncclResetDebugInit", (void *)ncclResetDebugInit, (void **)&real_ncclResetDebugInit},
+  {"ncclScatter", (void *)ncclScatter, (void **)&real_ncclScatter},
+  {"ncclSend", (void *)ncclSend, (void **)&real_ncclSend},
+};
+#pragma GCC diagnostic pop
+const unsigned dlh_syms_nccl_count = 41;

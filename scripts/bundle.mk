@@ -1,0 +1,103 @@
+# scripts/bundle.mk — `make gpu-bundle`: a self-contained folder to copy onto a GPU machine
+# (CUDA 13, PyTorch, Python 3.12, no compilers, no network) and run scripts/gpu-acceptance there.
+#
+#   $(BUILD)/gpu-bundle/            the same layout as $(BUILD), so that dlhook finds its pieces:
+#     dlhook, libdlhook.so          linked with libunwind, elfutils (libdw, libelf), zstd,
+#                                   protobuf-c, zlib (and dlhook with libstdc++) from static
+#                                   archives, their symbols hidden; NEEDED: libc.so.6 and
+#                                   ld-linux only (scripts/bundle/check-bundle: BUNDLE.txt)
+#     simcuda/                      the simulated CUDA stack (for --sim)
+#     examples/train, train-static  the example program (shared and static cudart)
+#     tests/progs/*                 the end-to-end test programs
+#     scripts/gpu-acceptance, scripts/gpu/train_torch.py
+#     BUNDLE.txt                    what was built where, and the dependency check
+#   $(BUILD)/gpu-bundle.tar.gz      the same folder as one file
+#
+# The static archives come from scripts/build-static-deps ($(BUILD)/deps, built once, a few
+# minutes; cached). unwind/ loads libunwind and libdw with dlopen: in the bundle those calls are
+# answered from the linked-in archives by scripts/bundle/dlstatic.c (-Wl,--wrap=dlopen,...).
+# The objects are the ones `make` builds for $(BUILD)/libdlhook.so and $(BUILD)/dlhook; only
+# the final links differ.
+
+BUNDLE      := $(BUILD)/gpu-bundle
+BUNDLE_TGZ  := $(BUILD)/gpu-bundle.tar.gz
+BUNDLE_OBJ  := $(BUILD)/bundle-obj
+DEPS_DIR    := $(BUILD)/deps
+DEPS_LIB    := $(DEPS_DIR)/lib
+DEPS_DONE   := $(DEPS_DIR)/stamp
+
+# static PIC archives: libdlhook.so takes all; dlhook only what format/ and viewer-export/ use
+BUNDLE_SO_ARCHIVES  := $(DEPS_LIB)/libunwind.a $(DEPS_LIB)/libdw.a $(DEPS_LIB)/libelf.a \
+                       $(DEPS_LIB)/libprotobuf-c.a $(DEPS_LIB)/libzstd.a $(DEPS_LIB)/libz.a
+BUNDLE_BIN_ARCHIVES := $(DEPS_LIB)/libprotobuf-c.a $(DEPS_LIB)/libzstd.a $(DEPS_LIB)/libz.a
+# what unwind/ links besides the libraries above (e.g. -ldl), whatever it names them
+BUNDLE_UNWIND_OTHER := $(filter-out -lunwind -lunwind-x86_64 -lunwind-generic -ldw -lelf -lzstd \
+                       -lprotobuf-c -lz %.a,$(UNWIND_LIBS))
+
+.PHONY: gpu-bundle static-deps
+static-deps: $(DEPS_DONE)
+$(DEPS_DONE): scripts/build-static-deps | $(DEPS_STAMP)
+	$(Q)sh scripts/build-static-deps $(DEPS_DIR)
+	$(Q)touch $@
+# the archives are made by the script; make only needs to know they follow from the stamp
+$(BUNDLE_SO_ARCHIVES): $(DEPS_DONE)
+
+$(BUNDLE_OBJ)/dlstatic_table.h: scripts/bundle/gen-dlstatic $(UNWIND_SRCS) $(DEPS_DONE)
+	@mkdir -p $(dir $@)
+	$(Q)sh scripts/bundle/gen-dlstatic $@ $(DEPS_LIB) $(UNWIND_SRCS) /dev/null
+$(BUNDLE_OBJ)/dlstatic.o: scripts/bundle/dlstatic.c $(BUNDLE_OBJ)/dlstatic_table.h
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -I$(BUNDLE_OBJ) -c $< -o $@
+
+# The same objects as preload/build.mk's link of $(BUILD)/libdlhook.so (keep the two in step);
+# -z defs: a library the regular link names and this one lacks fails here, not on the GPU machine.
+BUNDLE_SO_OBJS := $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) $(BUNDLE_OBJ)/dlstatic.o
+$(BUNDLE)/libdlhook.so: $(BUNDLE_SO_OBJS) $(BUNDLE_SO_ARCHIVES) preload/libdlhook.map
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@ (static deps)"
+	$(Q)$(CC) -shared -o $@ $(BUNDLE_SO_OBJS) \
+	  -Wl,--version-script=preload/libdlhook.map -Wl,--exclude-libs,ALL -Wl,-z,nodelete \
+	  -Wl,--wrap=dlopen -Wl,--wrap=dlsym -Wl,--wrap=dlclose -Wl,--as-needed -Wl,-z,defs \
+	  $(LDFLAGS) -Wl,--start-group $(BUNDLE_SO_ARCHIVES) -Wl,--end-group \
+	  $(BUNDLE_UNWIND_OTHER) -static-libgcc -ldl -lpthread -lm
+
+# The same objects as viewer-export/build.mk's link of $(BUILD)/dlhook (keep the two in step).
+BUNDLE_BIN_OBJS := $(VX_OBJS) $(VX_PROTO_O) $(FORMAT_OBJS)
+$(BUNDLE)/dlhook: $(BUNDLE_BIN_OBJS) $(BUNDLE_BIN_ARCHIVES)
+	@mkdir -p $(dir $@)
+	@echo "  LD      $@ (static deps)"
+	$(Q)$(CC) -o $@ $(BUNDLE_BIN_OBJS) -Wl,--as-needed $(LDFLAGS) $(BUNDLE_BIN_ARCHIVES) \
+	  -static-libgcc -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic -lm -lpthread -ldl
+
+# Everything else is copied as built. The programs keep their RUNPATH to the CUDA toolkit's
+# usual place (/usr/local/cuda/lib64); gpu-acceptance also puts the CUDA libraries it finds
+# (toolkit, PyTorch's nvidia-* wheels) on LD_LIBRARY_PATH.
+BUNDLE_SCRIPTS := scripts/gpu-acceptance scripts/gpu/train_torch.py scripts/gpu/acceptance.py
+BUNDLE_INPUTS  := $(BUNDLE)/libdlhook.so $(BUNDLE)/dlhook $(SIM_CORE_LIBS) $(SIM_LIBS) \
+                  $(EX_DIR)/train $(EX_DIR)/train-static $(TEST_PROGS) $(BUNDLE_SCRIPTS)
+
+$(BUNDLE)/BUNDLE.txt: $(BUNDLE_INPUTS) $(BUILD)/libdlhook.so scripts/bundle/check-bundle scripts/bundle.mk
+	$(Q)rm -rf $(BUNDLE)/simcuda $(BUNDLE)/examples $(BUNDLE)/tests $(BUNDLE)/scripts
+	$(Q)mkdir -p $(BUNDLE)/simcuda $(BUNDLE)/examples $(BUNDLE)/tests/progs $(BUNDLE)/scripts/gpu
+	$(Q)cp -P $(SIM_DIR)/*.so* $(BUNDLE)/simcuda/
+	$(Q)cp $(EX_DIR)/train $(EX_DIR)/train-static $(BUNDLE)/examples/
+	$(Q)cp $(TEST_PROGS) $(BUNDLE)/tests/progs/
+	$(Q)cp scripts/gpu-acceptance $(BUNDLE)/scripts/
+	$(Q)cp scripts/gpu/train_torch.py scripts/gpu/acceptance.py $(BUNDLE)/scripts/gpu/
+	@echo "  CHECK   $(BUNDLE)"
+	$(Q)sh scripts/bundle/check-bundle $(BUNDLE) $(BUILD)/libdlhook.so > $@.tmp && mv -f $@.tmp $@
+
+$(BUNDLE_TGZ): $(BUNDLE)/BUNDLE.txt
+	@echo "  TAR     $@"
+	$(Q)tar -C $(BUILD) -czf $@.tmp gpu-bundle && mv -f $@.tmp $@
+
+gpu-bundle: $(BUNDLE_TGZ)
+	@echo "gpu-bundle: $(BUNDLE)/ and $(BUNDLE_TGZ) ($$(du -k $(BUNDLE_TGZ) | cut -f1) KiB);" \
+	  "on a GPU machine: tar xzf gpu-bundle.tar.gz && gpu-bundle/scripts/gpu-acceptance OUTDIR"
+
+# make test runs the bundle's acceptance script on the simulator (tests/bundle/); not in
+# sanitizer builds (their objects need the sanitizer runtimes: not a bundle for another machine;
+# the tests skip there)
+ifeq ($(ASAN)$(UBSAN)$(TSAN),)
+TEST_DEPS += $(BUNDLE_TGZ)
+endif

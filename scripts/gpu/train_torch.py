@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""train_torch.py — a small PyTorch training loop for scripts/gpu-acceptance.
+
+A two-layer transformer encoder on synthetic token data, trained with AdamW, fed by a
+DataLoader with one worker process (pinned memory). Every step is an NVTX range and a
+torch.profiler record_function range, both named ``ProfilerStep#N``, so that dlhook (NVTX) and
+torch.profiler (user annotations) cut the same steps. Each step ends with ``loss.item()`` (a
+synchronisation, as in a loop that logs its loss), so a step's wall time is its real cost.
+
+  --mode bare             no profiler in the script (also the mode used under ``dlhook record``)
+  --mode torchprof        torch.profiler with CPU and CUDA activities, around the whole loop
+  --mode torchprof-stack  the same with with_stack=True
+  --trace FILE            (torchprof*) write the profiler's Chrome trace there
+  --json FILE             per-step wall times (ms), and the setup, as JSON
+
+The step times cover every step after --warmup; the profiler's post-processing after the loop
+(and the trace export) is not in them.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, Dataset
+
+
+class Tokens(Dataset):
+    """Deterministic synthetic sequences (cheap to make, so that the one loader worker keeps
+    ahead of the GPU): the target is the next token of a ramp."""
+
+    def __init__(self, n, seq, vocab):
+        self.n, self.seq, self.vocab = n, seq, vocab
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        x = (torch.arange(self.seq + 1) * (i % 7 + 1) + i) % self.vocab
+        return x[:-1], x[1:]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--seq", type=int, default=64)
+    ap.add_argument("--dim", type=int, default=256)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--vocab", type=int, default=1000)
+    ap.add_argument("--mode", choices=["bare", "torchprof", "torchprof-stack"], default="bare")
+    ap.add_argument("--trace", default=None)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", default="cuda", help="cuda; cpu only to try the script out")
+    a = ap.parse_args()
+
+    cuda = a.device == "cuda"
+    if cuda and not torch.cuda.is_available():
+        print("train_torch: no CUDA device", file=sys.stderr)
+        return 3
+    torch.manual_seed(a.seed)
+    dev = torch.device(a.device)
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(a.vocab, a.dim)
+            self.pos = nn.Parameter(torch.zeros(1, a.seq, a.dim))
+            layer = nn.TransformerEncoderLayer(a.dim, nhead=4, dim_feedforward=4 * a.dim,
+                                               dropout=0.0, batch_first=True)
+            self.enc = nn.TransformerEncoder(layer, a.layers, enable_nested_tensor=False)
+            self.head = nn.Linear(a.dim, a.vocab)
+
+        def forward(self, x):
+            return self.head(self.enc(self.emb(x) + self.pos))
+
+    total = a.steps + 1
+    ds = Tokens(total * a.batch, a.seq, a.vocab)
+    dl = DataLoader(ds, batch_size=a.batch, shuffle=False, num_workers=1, pin_memory=cuda,
+                    drop_last=True, persistent_workers=False)
+    model = Model().to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=True)
+    lossf = nn.CrossEntropyLoss()
+
+    prof = None
+    if a.mode.startswith("torchprof"):
+        from torch.profiler import ProfilerActivity, profile
+        prof = profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else []),
+                       with_stack=(a.mode == "torchprof-stack"), record_shapes=False)
+    rf = torch.profiler.record_function
+    push = torch.cuda.nvtx.range_push if cuda else (lambda name: None)
+    pop = torch.cuda.nvtx.range_pop if cuda else (lambda: None)
+
+    times = []
+    losses = []
+    t_start = time.perf_counter()
+    if prof:
+        prof.__enter__()
+    it = iter(dl)
+    for step in range(a.steps):
+        t0 = time.perf_counter()
+        name = "ProfilerStep#%d" % step
+        push(name)
+        with rf(name):
+            x, y = next(it)
+            x = x.to(dev, non_blocking=True)
+            y = y.to(dev, non_blocking=True)
+            opt.zero_grad(set_to_none=True)
+            out = model(x)
+            loss = lossf(out.reshape(-1, a.vocab), y.reshape(-1))
+            loss.backward()
+            opt.step()
+            lv = loss.item()
+        pop()
+        t1 = time.perf_counter()
+        if step >= a.warmup:
+            times.append((t1 - t0) * 1e3)
+        losses.append(lv)
+    loop_s = time.perf_counter() - t_start
+    if prof:
+        prof.__exit__(None, None, None)
+        if a.trace:
+            prof.export_chrome_trace(a.trace)
+    del it
+
+    times_sorted = sorted(times)
+    med = times_sorted[len(times_sorted) // 2] if times_sorted else 0.0
+    res = {
+        "mode": a.mode, "steps": a.steps, "warmup": a.warmup, "batch": a.batch, "seq": a.seq,
+        "dim": a.dim, "layers": a.layers, "step_ms": times, "median_step_ms": med,
+        "loop_s": loop_s, "first_loss": losses[0], "last_loss": losses[-1],
+        "torch": torch.__version__, "cuda": torch.version.cuda,
+        "device": torch.cuda.get_device_name(0) if cuda else "cpu", "pid": os.getpid(),
+    }
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f)
+    print("train_torch: mode %s, %d steps, median step %.3f ms, loss %.3f -> %.3f"
+          % (a.mode, a.steps, med, losses[0], losses[-1]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+#!/bin/sh
+# gpu-acceptance's PyTorch parts (2-3) on the simulator, with a stand-in for python3 + PyTorch
+# (fake_torch_python.py runs examples/train and fakes step times and torch.profiler's trace from
+# it): the trace analysis, the kernel-per-step comparison, the overhead ratios and the summary
+# work before a GPU machine ever runs them.
+set -eu
+B="$BUILD/gpu-bundle"
+[ -x "$B/scripts/gpu-acceptance" ] || { echo "no $B (make gpu-bundle; not built in sanitizer builds)"; exit 77; }
+export FAKE_TORCH_ROOT="$B"
+rc=0
+"$B/scripts/gpu-acceptance" "$T/out" --sim --torch-on-sim --python "$ROOT/tests/bundle/fake_torch_python.py" \
+  --torch-steps 4 --overhead-steps 3 --warmup 1 --rounds 2 >"$T/log" 2>&1 || rc=$?
+cat "$T/log"
+python3 - "$T/out/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+st = {c["id"]: (c["status"], c["detail"]) for c in s["checks"]}
+bad = []
+for cid in ("torch.runs", "torch.kernels_per_step", "torch.linked", "torchprof.trace",
+            "compare.kernels_per_step", "overhead.ratios", "overhead.target"):
+    if st.get(cid, ("missing",))[0] != "pass":
+        bad.append("%s: %s" % (cid, st.get(cid)))
+for cid in ("torch.cublaslt_shapes", "torch.python_frames", "torch.memory_peak"):
+    if st.get(cid, ("missing",))[0] not in ("pass", "skip"):  # skip while the feature is missing
+        bad.append("%s: %s" % (cid, st.get(cid)))
+ov = s["figures"].get("overhead", {})
+r = ov.get("ratio_to_bare", {})
+if abs(r.get("dlhook", 0) - 1.05) > 1e-6 or abs(r.get("torchprof-stack", 0) - 1.5) > 1e-6:
+    bad.append("overhead ratios %s (want dlhook 1.05, torchprof-stack 1.5)" % r)
+kp = s["figures"].get("kernels_per_step", {})
+if not kp.get("steps_compared") or kp.get("steps_equal") != kp.get("steps_compared"):
+    bad.append("kernels per step %s" % kp)
+md = open(sys.argv[1].replace(".json", ".md")).read()
+if "ratio to bare" not in md or "torch.profiler, with_stack=True" not in md:
+    bad.append("summary.md has no overhead table")
+if bad:
+    print("FAIL: " + "; ".join(bad)); sys.exit(1)
+print("ok: %s" % st["compare.kernels_per_step"][1])
+PY
+[ "$rc" = 0 ] || { echo "FAIL: gpu-acceptance exit $rc"; exit 1; }

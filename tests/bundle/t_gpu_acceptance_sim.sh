@@ -1,0 +1,49 @@
+#!/bin/sh
+# The gpu-bundle (make gpu-bundle) unpacked somewhere else runs its acceptance script on the
+# simulated CUDA stack: part 1 passes (examples/train traced, GPU ops linked to calls with stacks,
+# NVTX steps, exports, test programs), PyTorch parts skip with a reason, summary.md/json written.
+# The bundle's libdlhook.so symbolizes through its linked-in elfutils (file:line of train.cu).
+set -eu
+TGZ="$BUILD/gpu-bundle.tar.gz"
+# make test builds the bundle (a failure stops make); sanitizer builds have none
+[ -f "$TGZ" ] || { echo "no $TGZ (make gpu-bundle; not built in sanitizer builds)"; exit 77; }
+mkdir -p "$T/unpacked"
+tar -C "$T/unpacked" -xzf "$TGZ"
+B="$T/unpacked/gpu-bundle"
+rc=0
+"$B/scripts/gpu-acceptance" "$T/out" --sim >"$T/acceptance.log" 2>&1 || rc=$?
+cat "$T/acceptance.log"
+[ "$rc" = 0 ] || { echo "FAIL: gpu-acceptance --sim exit $rc"; cat "$T/out/summary.md" 2>/dev/null; exit 1; }
+[ -s "$T/out/summary.md" ] && [ -s "$T/out/summary.json" ] || { echo "FAIL: no summary"; exit 1; }
+python3 - "$T/out/summary.json" "$B" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+st = {c["id"]: c["status"] for c in s["checks"]}
+bad = []
+assert s["mode"] == "sim", s["mode"]
+if s["environment"]["root"] != sys.argv[2]:
+    bad.append("ran dlhook from %s, not the unpacked bundle" % s["environment"]["root"])
+for cid in ("train-shared.runs", "train-shared.kernels", "train-shared.linked",
+            "train-shared.nvtx_steps", "progs.cudart_calls", "progs.nvcc_shared"):
+    if st.get(cid) != "pass":
+        bad.append("%s: %s" % (cid, st.get(cid)))
+for cid in ("train-shared.stacks", "train-shared.exports"):  # pass, or skip while the feature is missing
+    if st.get(cid) not in ("pass", "skip"):
+        bad.append("%s: %s" % (cid, st.get(cid)))
+for cid in ("torch.runs", "compare.kernels_per_step", "overhead.target", "train-static.runs"):
+    if st.get(cid) != "skip":
+        bad.append("%s should skip on --sim: %s" % (cid, st.get(cid)))
+if s["counts"]["fail"]:
+    bad.append("%d checks failed" % s["counts"]["fail"])
+if bad:
+    print("FAIL: " + "; ".join(bad))
+    sys.exit(1)
+print("summary: %(pass)d passed, %(fail)d failed, %(skip)d skipped" % s["counts"])
+PY
+# stacks symbolized inside the process by the bundle's static elfutils: file:line of train.cu
+if python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if any(c["id"]=="train-shared.stacks" and c["status"]=="pass" for c in s["checks"]) else 1)' "$T/out/summary.json"; then
+  "$B/dlhook" dump "$T/out/train-shared/"*.dlh >"$T/dump.jsonl"
+  grep -q '"file":"[^"]*train\.cu","line":[1-9]' "$T/dump.jsonl" \
+    || { echo "FAIL: no train.cu file:line in the bundle's stacks"; grep -m 3 '"stack"' "$T/dump.jsonl" | cut -c1-600; exit 1; }
+fi
+echo "ok"

@@ -1,0 +1,359 @@
+/* capture.c — the hot path of call stacks: unw_backtrace, the Python splice, and lock-free
+ * interning of stacks and Python frames.
+ *
+ * libunwind: Debian's static libunwind.a / libunwind-x86_64.a are not position independent
+ * (R_X86_64_32 and local-exec TLS relocations in .text), so they cannot be linked into
+ * libdlhook.so. The shared libunwind.so.8 exports _Unwind_* and backtrace; linked as a
+ * dependency it would join the global symbol scope and could take over the program's C++
+ * exception unwinding and backtrace(). It is therefore loaded with dlopen(RTLD_LOCAL): its
+ * symbols are reachable only through our dlsym handle and never bind the program's references.
+ *
+ * Interning: a fixed table of (hash, id) slots, open addressing with linear probing. The first
+ * thread to see a stack claims a slot with a CAS on its hash, copies the frames into the arena
+ * (bump allocation with an atomic add), stores the record pointer and then publishes the id
+ * (release). Others that meet the same hash wait (bounded) for the id, then compare frames.
+ * Table or arena full: id 0 and a counter. */
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "dlh_internal.h"
+#include "unwind_int.h"
+
+int dlh_stack_mode;
+dlh_stack_rec **dlh_stack_recs;
+dlh_pyf_rec **dlh_pyf_recs;
+uint32_t dlh_stack_max_id, dlh_pyf_max_id;
+
+static int (*unw_bt)(void **, int);
+static uintptr_t self_lo, self_hi;       /* libdlhook.so's mapped range: frames skipped */
+static unsigned depth_max;               /* DLHOOK_STACK_DEPTH */
+static int py_mode;                      /* splice Python frames (mixed) / only them (python) */
+
+typedef struct slot {
+  _Atomic uint64_t key;                  /* hash | 1; 0 = empty */
+  _Atomic uint32_t id;                   /* 0 = being filled, DEAD = could not be stored */
+  uint32_t pad;
+} slot;
+#define DEAD 0xffffffffu
+#define STACK_BITS 18                    /* 256 Ki slots; at most 3/4 used */
+#define PYF_BITS 17
+static slot *stack_tab, *pyf_tab;
+static _Atomic uint32_t stack_next, pyf_next;
+static _Atomic uint64_t lost;
+
+static char *arena;
+static size_t arena_size;
+static _Atomic size_t arena_used;
+#define ARENA_BYTES (128ull << 20)       /* address space reserved; pages are touched on use */
+
+/* ---------------------------------------------------------------- fork safety */
+
+/* glibc (2.36) re-initialises the loader's dl_load_lock in a fork child but not the lock that
+ * dl_iterate_phdr takes: a fork() while another thread is inside dl_iterate_phdr leaves the
+ * child's dl_iterate_phdr blocked for ever. unw_backtrace calls dl_iterate_phdr for pcs it has
+ * not cached yet, and the writer's module scan calls it too. So fork() waits (bounded) until no
+ * thread is inside unw_backtrace, new captures are skipped while it forks (stack id 0), and the
+ * writer's scans hold dlh_dl_mutex, which fork() takes too. The hot path pays two atomic
+ * increments on a per-thread-striped counter. */
+#define NSTRIPE 128
+static struct { _Atomic int n; char pad[60]; } in_unwind[NSTRIPE] __attribute__((aligned(64)));
+static _Atomic int fork_pending;
+pthread_mutex_t dlh_dl_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static void fork_prepare(void) {
+  pthread_mutex_lock(&dlh_dl_mutex);
+  atomic_store(&fork_pending, 1);
+  for (int i = 0; i < NSTRIPE; i++)
+    for (int k = 0; k < 20000 && atomic_load(&in_unwind[i].n) > 0; k++) usleep(5); /* <=100 ms */
+}
+static void fork_parent(void) {
+  atomic_store(&fork_pending, 0);
+  pthread_mutex_unlock(&dlh_dl_mutex);
+}
+static void fork_child(void) {
+  atomic_store(&fork_pending, 0);
+  for (int i = 0; i < NSTRIPE; i++) atomic_store(&in_unwind[i].n, 0); /* only this thread lives */
+  pthread_mutex_init(&dlh_dl_mutex, NULL);
+}
+
+/* ---------------------------------------------------------------- setup */
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  uintptr_t me = (uintptr_t)data, lo = UINTPTR_MAX, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+    if (a < lo) lo = a;
+    if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
+  }
+  if (me >= lo && me < hi) {
+    self_lo = lo;
+    self_hi = hi;
+    return 1;
+  }
+  return 0;
+}
+
+static void *map(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+const char *dlh_stacks_mode_name(void) {
+  static const char *const names[] = {"none", "native", "python", "mixed"};
+  return names[dlh_stack_mode & 3];
+}
+
+void dlh_stacks_init(void) {
+  dlh_stack_mode = 0;
+  int want = dlh_cfg.stacks;
+  if (want == DLH_STACKS_NONE) return;
+  depth_max = dlh_cfg.stack_depth ? dlh_cfg.stack_depth : 64;
+  if (depth_max > DLH_STACK_MAX_DEPTH) depth_max = DLH_STACK_MAX_DEPTH;
+  if (!stack_tab) {
+    stack_tab = map(sizeof(slot) << STACK_BITS);
+    pyf_tab = map(sizeof(slot) << PYF_BITS);
+    dlh_stack_recs = map(sizeof(void *) << STACK_BITS);
+    dlh_pyf_recs = map(sizeof(void *) << PYF_BITS);
+    arena = map(ARENA_BYTES);
+    arena_size = ARENA_BYTES;
+    dlh_stack_max_id = (1u << STACK_BITS) / 4 * 3;
+    dlh_pyf_max_id = (1u << PYF_BITS) / 4 * 3;
+    if (!stack_tab || !pyf_tab || !dlh_stack_recs || !dlh_pyf_recs || !arena) {
+      dlh_warn("cannot allocate the stack tables; calls are recorded without stacks");
+      return;
+    }
+  }
+  if (!unw_bt) {
+    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h) h = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
+    if (h) unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
+    if (!unw_bt) {
+      dlh_warn("libunwind (libunwind.so.8) not found: calls are recorded without native stacks "
+               "(install libunwind8)");
+    }
+  }
+  dl_iterate_phdr(find_self, (void *)(uintptr_t)&dlh_stacks_init);
+  dlh_symbolize_preload();
+  static int atfork_done;
+  if (!atfork_done) {
+    atfork_done = 1;
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+  }
+  int py = dlh_py_init();
+  if (want < 0) want = py ? DLH_STACKS_MIXED : DLH_STACKS_NATIVE;
+  if ((want == DLH_STACKS_MIXED || want == DLH_STACKS_PYTHON) && !py) want = DLH_STACKS_NATIVE;
+  if (want != DLH_STACKS_PYTHON && !unw_bt) want = py ? DLH_STACKS_PYTHON : DLH_STACKS_NONE;
+  py_mode = want == DLH_STACKS_MIXED || want == DLH_STACKS_PYTHON;
+  dlh_stack_mode = want;
+}
+
+uint64_t dlh_stacks_count(void) { return atomic_load(&stack_next); }
+uint64_t dlh_stacks_lost(void) { return atomic_load(&lost); }
+
+/* ---------------------------------------------------------------- interning */
+
+static inline uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+
+static void *arena_alloc(size_t bytes) {
+  bytes = (bytes + 7) & ~(size_t)7;
+  size_t off = atomic_fetch_add_explicit(&arena_used, bytes, memory_order_relaxed);
+  if (off + bytes > arena_size) return NULL;
+  return arena + off;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Waits (bounded) for the id of a slot claimed by another thread. */
+static uint32_t wait_id(slot *s) {
+  for (int i = 0; i < 20000; i++) {
+    uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
+    if (id) return id;
+    cpu_relax();
+  }
+  /* The claimer stalled, or was another thread of the parent at fork(): give this slot up
+   * for good, so that later lookups do not wait again. */
+  uint32_t id = 0;
+  if (atomic_compare_exchange_strong(&s->id, &id, DEAD)) return DEAD;
+  return id;
+}
+
+/* Interns frames[0..n): returns the stack id, or 0. */
+static uint32_t intern_stack(const uint64_t *frames, uint32_t n, uint32_t truncated) {
+  /* four independent multiply lanes: the hash costs about a cycle per frame */
+  uint64_t a = n, b = truncated, c = 0x243f6a8885a308d3ull, d = 0x13198a2e03707344ull;
+  uint32_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    a = (a ^ frames[i]) * 0x9e3779b97f4a7c15ull;
+    b = (b ^ frames[i + 1]) * 0xc2b2ae3d27d4eb4full;
+    c = (c ^ frames[i + 2]) * 0x165667b19e3779f9ull;
+    d = (d ^ frames[i + 3]) * 0xff51afd7ed558ccdull;
+  }
+  for (; i < n; i++) a = (a ^ frames[i]) * 0x9e3779b97f4a7c15ull;
+  uint64_t h = mix(mix(mix(a, b), c), d) | 1;
+  const uint64_t mask = (1u << STACK_BITS) - 1;
+  for (uint64_t i = h >> 20, probes = 0; probes < 64; i++, probes++) {
+    slot *s = &stack_tab[i & mask];
+    uint64_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+    if (k == 0) {
+      if (atomic_compare_exchange_strong(&s->key, &k, h)) {
+        uint32_t id = atomic_fetch_add_explicit(&stack_next, 1, memory_order_relaxed) + 1;
+        dlh_stack_rec *r = id <= dlh_stack_max_id
+                               ? arena_alloc(sizeof *r + (size_t)n * sizeof(uint64_t)) : NULL;
+        if (!r) {
+          atomic_store_explicit(&s->id, DEAD, memory_order_release);
+          break;
+        }
+        r->n = n;
+        r->truncated = truncated;
+        memcpy(r->frames, frames, (size_t)n * sizeof(uint64_t));
+        dlh_stack_recs[id] = r;
+        atomic_store_explicit(&s->id, id, memory_order_release);
+        return id;
+      }
+      /* lost the race: k now holds the winner's key */
+    }
+    if (k == h) {
+      uint32_t id = wait_id(s);
+      if (id == DEAD) break;
+      const dlh_stack_rec *r = dlh_stack_recs[id];
+      if (r->n == n && r->truncated == truncated &&
+          memcmp(r->frames, frames, (size_t)n * sizeof(uint64_t)) == 0)
+        return id;
+    }
+  }
+  atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
+  return 0;
+}
+
+/* Interns one Python frame (code, lasti); resolves names and line the first time. */
+static uint32_t intern_pyframe(uint64_t code, int64_t lasti) {
+  uint64_t h = mix(mix(0x84222325cbf29ce4ull, code), (uint64_t)lasti) | 1;
+  const uint64_t mask = (1u << PYF_BITS) - 1;
+  for (uint64_t i = h >> 20, probes = 0; probes < 64; i++, probes++) {
+    slot *s = &pyf_tab[i & mask];
+    uint64_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+    if (k == 0) {
+      if (atomic_compare_exchange_strong(&s->key, &k, h)) {
+        uint32_t id = atomic_fetch_add_explicit(&pyf_next, 1, memory_order_relaxed) + 1;
+        char fn[256], file[1024];
+        uint32_t line = 0;
+        dlh_py_resolve(code, lasti, &line, fn, sizeof fn, file, sizeof file);
+        size_t fl = strlen(fn), pl = strlen(file);
+        dlh_pyf_rec *r = id <= dlh_pyf_max_id ? arena_alloc(sizeof *r + fl + pl + 2) : NULL;
+        if (!r) {
+          atomic_store_explicit(&s->id, DEAD, memory_order_release);
+          break;
+        }
+        r->code = code;
+        r->lasti = lasti;
+        r->line = line;
+        r->fn_len = (uint32_t)fl;
+        memcpy(r->s, fn, fl + 1);
+        memcpy(r->s + fl + 1, file, pl + 1);
+        dlh_pyf_recs[id] = r;
+        atomic_store_explicit(&s->id, id, memory_order_release);
+        return id;
+      }
+    }
+    if (k == h) {
+      uint32_t id = wait_id(s);
+      if (id == DEAD) break;
+      const dlh_pyf_rec *r = dlh_pyf_recs[id];
+      if (r->code == code && r->lasti == lasti) return id;
+    }
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- capture */
+
+/* Calls recorded from a CUPTI callback have CUPTI's and the driver's frames between dlhook and
+ * the program: leading frames in libcupti / libcuda are skipped too, so that a stack starts at
+ * the caller of the API either way. Each leading pc is classified once (dladdr, the first time
+ * it is seen) and remembered in a small lock-free direct-mapped cache. */
+static _Atomic uint64_t lead_cache[4096]; /* pc << 1 | skip; 0 = empty */
+
+static int lead_skip(uintptr_t pc) {
+  _Atomic uint64_t *e = &lead_cache[(pc * 0x9e3779b97f4a7c15ull) >> 52];
+  uint64_t v = atomic_load_explicit(e, memory_order_relaxed);
+  if (v >> 1 == pc) return (int)(v & 1);
+  int skip = 0;
+  Dl_info di;
+  if (dladdr((void *)pc, &di) && di.dli_fname) {
+    const char *b = strrchr(di.dli_fname, '/');
+    b = b ? b + 1 : di.dli_fname;
+    skip = !strncmp(b, "libcupti.so", 11) || !strncmp(b, "libcuda.so", 10);
+  }
+  atomic_store_explicit(e, (uint64_t)pc << 1 | (uint64_t)skip, memory_order_relaxed);
+  return skip;
+}
+
+uint32_t dlh_stack_capture(void) {
+  uint32_t depth = depth_max, n = 0, truncated = 0;
+  void *pcs[depth + 4];
+  uint64_t out[depth + 1];
+  dlh_pyframe py[py_mode ? depth + 1 : 1];
+  int npy = 0, got = 0, skip = 0;
+  if (py_mode && dlh_py_active) npy = dlh_py_walk(py, (int)depth + 1);
+  if (dlh_stack_mode == DLH_STACKS_PYTHON && npy > 0) {
+    /* Python frames only */
+    for (int i = 0; i < npy && n < depth; i++) {
+      uint32_t id = intern_pyframe(py[i].code, py[i].lasti);
+      if (id) out[n++] = DLH_PYFRAME_TAG | id;
+    }
+    truncated = npy > (int)depth;
+    return n ? intern_stack(out, n, truncated) : 0;
+  }
+  if (!unw_bt) return 0;
+  _Atomic int *busy = &in_unwind[((uintptr_t)dlh_self >> 6) % NSTRIPE].n;
+  atomic_fetch_add(busy, 1);           /* full barrier, then look for a fork in progress */
+  if (DLH_UNLIKELY(atomic_load_explicit(&fork_pending, memory_order_relaxed))) {
+    atomic_fetch_sub(busy, 1);
+    return 0;
+  }
+  got = unw_bt(pcs, (int)depth + 4); /* + dlhook's own frames (2 or 3) */
+  atomic_fetch_sub_explicit(busy, 1, memory_order_release);
+  while (skip < got && (uintptr_t)pcs[skip] - self_lo < self_hi - self_lo) skip++;
+  while (skip < got - 1 && lead_skip((uintptr_t)pcs[skip])) skip++;
+  int g = 0; /* next Python frame to splice */
+  for (int i = skip; i < got; i++) {
+    uintptr_t pc = (uintptr_t)pcs[i];
+    if (g < npy && pc - dlh_py_eval_lo < dlh_py_eval_hi - dlh_py_eval_lo) {
+      /* an interpreter frame: its Python frames take its place */
+      for (; g < npy; g++) {
+        if (n >= depth) { truncated = 1; break; }
+        uint32_t id = intern_pyframe(py[g].code, py[g].lasti);
+        if (id) out[n++] = DLH_PYFRAME_TAG | id;
+        if (py[g].group_end) { g++; break; }
+      }
+      continue;
+    }
+    if (n >= depth) { truncated = 1; break; }
+    out[n++] = pc;
+  }
+  if (got == (int)depth + 4) truncated = 1;
+  /* Python frames whose interpreter frames were not seen (deeper than the native stack) */
+  for (; g < npy && !truncated; g++) {
+    if (n >= depth) { truncated = 1; break; }
+    uint32_t id = intern_pyframe(py[g].code, py[g].lasti);
+    if (id) out[n++] = DLH_PYFRAME_TAG | id;
+  }
+  if (!n) return 0;
+  return intern_stack(out, n, truncated);
+}

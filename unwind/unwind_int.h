@@ -1,0 +1,66 @@
+/* unwind_int.h — state shared by the files of unwind/ (not by the rest of dlhook). */
+#ifndef DLH_UNWIND_INT_H
+#define DLH_UNWIND_INT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlh_unwind.h"
+
+#define DLH_STACK_MAX_DEPTH 256
+#define DLH_PYFRAME_TAG (1ull << 63)   /* StackDef frame value with this bit: a PyFrameDef id */
+
+/* An interned stack in the arena: n frames, innermost first (pcs, or DLH_PYFRAME_TAG | id). */
+typedef struct dlh_stack_rec {
+  uint32_t n;
+  uint32_t truncated;
+  uint64_t frames[];
+} dlh_stack_rec;
+
+/* An interned Python frame: code object and instruction offset, resolved when first seen (in
+ * the calling thread, while its frames are alive). s holds "function\0file\0". */
+typedef struct dlh_pyf_rec {
+  uint64_t code;
+  int64_t lasti;
+  uint32_t line;
+  uint32_t fn_len;
+  char s[];
+} dlh_pyf_rec;
+
+/* id -> record (index 0 unused); a record is complete once its id was returned. */
+extern dlh_stack_rec **dlh_stack_recs;
+extern dlh_pyf_rec **dlh_pyf_recs;
+extern uint32_t dlh_stack_max_id, dlh_pyf_max_id;
+
+/* Held around dl_iterate_phdr on the writer thread; fork() takes it (capture.c). */
+#include <pthread.h>
+extern pthread_mutex_t dlh_dl_mutex;
+
+/* ---- symbolizer (symbolize.c) ---- */
+/* Loads elfutils' libdw privately (constructor time only: never dlopen on the writer thread). */
+void dlh_symbolize_preload(void);
+
+/* ---- CPython frame walker (python.c) ---- */
+typedef struct dlh_pyframe {
+  uint64_t code;    /* PyCodeObject * */
+  int64_t lasti;    /* byte offset of the current instruction in the code */
+  int group_end;    /* 1: the last Python frame run by one _PyEval_EvalFrameDefault call */
+} dlh_pyframe;
+
+extern int dlh_py_active;                    /* a supported CPython was found */
+extern uintptr_t dlh_py_eval_lo, dlh_py_eval_hi; /* [lo, hi) of _PyEval_EvalFrameDefault */
+
+/* Detects CPython in the process (exported symbols of the executable or libpython). Returns 1
+ * when the walker can be used; warns once for an unsupported version. */
+int dlh_py_init(void);
+/* Hot path: the calling thread's Python frames, innermost first (at most max). */
+int dlh_py_walk(dlh_pyframe *out, int max);
+/* Slow path (first sighting of a frame, in the calling thread): line number, qualified name and
+ * file name (UTF-8, truncated to the buffers). */
+void dlh_py_resolve(uint64_t code, int64_t lasti, uint32_t *line, char *fn, size_t fncap,
+                    char *file, size_t filecap);
+/* The version detected, e.g. "3.11" ("" when none). */
+const char *dlh_py_version(void);
+
+#endif

@@ -1,0 +1,110 @@
+/* ctl.c — `dlhook ctl PID start|stop|toggle`: opens or closes the capture window of a running
+ * process traced with DLHOOK_CAPTURE_RANGE=signal (or with DLHOOK_SIGNAL set). It sends the
+ * process's DLHOOK_SIGNAL (default SIGUSR2) with sigqueue: value 1 = start, 2 = stop; a signal
+ * without a value (kill) toggles. The process's environment (/proc/PID/environ) is checked
+ * first, so that a process without dlhook's handler is never sent a signal that would kill it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "vx.h"
+
+static void help(void) {
+  printf("usage: dlhook ctl PID start|stop|toggle\n"
+         "\n"
+         "Opens (start) or closes (stop) the capture window of process PID, which must run under\n"
+         "libdlhook.so with DLHOOK_CAPTURE_RANGE=signal (recording starts closed; dlhook record\n"
+         "--capture-range=signal) or with DLHOOK_SIGNAL set (recording starts open). The signal\n"
+         "is DLHOOK_SIGNAL of that process (default SIGUSR2), sent with sigqueue; a plain\n"
+         "`kill -USR2 PID` toggles. Each window is marked in the trace.\n");
+}
+
+/* The value of NAME in /proc/PID/environ (malloc'd), or NULL. Sets *readable. */
+static char *environ_of(long pid, const char *name, int *readable) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  *readable = fd >= 0;
+  if (fd < 0) return NULL;
+  size_t cap = 1 << 16, n = 0;
+  char *buf = vx_xmalloc(cap + 1);
+  ssize_t r;
+  while ((r = read(fd, buf + n, cap - n)) > 0) {
+    n += (size_t)r;
+    if (n == cap) { cap *= 2; buf = vx_xrealloc(buf, cap + 1); }
+  }
+  close(fd);
+  buf[n] = 0;
+  size_t nl = strlen(name);
+  char *val = NULL;
+  for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+    if (!strncmp(buf + i, name, nl) && buf[i + nl] == '=') { val = vx_xstrdup(buf + i + nl + 1); break; }
+  free(buf);
+  return val;
+}
+
+/* Same names as preload/config.c. */
+static int parse_signal(const char *s) {
+  static const struct { const char *n; int sig; } names[] = {
+      {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"URG", SIGURG},
+      {"WINCH", SIGWINCH}, {"PWR", SIGPWR}, {"PROF", SIGPROF}, {"VTALRM", SIGVTALRM}};
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (*s && !*end) return v > 0 && v < NSIG ? (int)v : -1;
+  if (!strncasecmp(s, "SIG", 3)) s += 3;
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (!strcasecmp(s, names[i].n)) return names[i].sig;
+  if (!strncasecmp(s, "RTMIN+", 6)) {
+    v = strtol(s + 6, &end, 10);
+    if (!*end && v >= 0 && SIGRTMIN + v <= SIGRTMAX) return SIGRTMIN + (int)v;
+  }
+  return -1;
+}
+
+int cmd_ctl(int argc, char **argv) {
+  if (argc > 1 && vx_is_help(argv[1])) { help(); return VX_OK; }
+  if (argc != 3) return vx_usage_error("ctl", "expected PID and start, stop or toggle");
+  char *end;
+  long pid = strtol(argv[1], &end, 10);
+  if (*end || pid <= 0) return vx_usage_error("ctl", "'%s' is not a process id", argv[1]);
+  int value;
+  if (!strcmp(argv[2], "start")) value = 1;
+  else if (!strcmp(argv[2], "stop")) value = 2;
+  else if (!strcmp(argv[2], "toggle")) value = 0;
+  else return vx_usage_error("ctl", "unknown action '%s' (start, stop or toggle)", argv[2]);
+  int readable;
+  char *range = environ_of(pid, "DLHOOK_CAPTURE_RANGE", &readable);
+  if (!readable) {
+    vx_error("ctl: cannot read the environment of process %ld: %s", pid, strerror(errno));
+    return VX_BAD_INPUT;
+  }
+  char *sigs = environ_of(pid, "DLHOOK_SIGNAL", &readable);
+  int on_demand = (range && (!strcasecmp(range, "signal") || !strcasecmp(range, "manual"))) ||
+                  (sigs && *sigs);
+  if (!on_demand) {
+    vx_error("ctl: process %ld was not started with DLHOOK_CAPTURE_RANGE=signal or DLHOOK_SIGNAL "
+             "(dlhook record --capture-range=signal); not sending it a signal", pid);
+    free(range); free(sigs);
+    return VX_BAD_INPUT;
+  }
+  int sig = sigs && *sigs ? parse_signal(sigs) : SIGUSR2;
+  free(range); free(sigs);
+  if (sig < 0) { vx_error("ctl: process %ld has an invalid DLHOOK_SIGNAL", pid); return VX_BAD_INPUT; }
+  int rc;
+  if (value) {
+    union sigval v;
+    v.sival_int = value;
+    rc = sigqueue((pid_t)pid, sig, v);
+  } else {
+    rc = kill((pid_t)pid, sig);
+  }
+  if (rc != 0) {
+    vx_error("ctl: cannot signal process %ld: %s", pid, strerror(errno));
+    return VX_BAD_INPUT;
+  }
+  return VX_OK;
+}
