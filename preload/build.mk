@@ -4,9 +4,10 @@ PRELOAD_SRCS := $(wildcard preload/*.c)
 PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.o)
 PRELOAD_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Ipreload $(FORMAT_CFLAGS) -I$(CUDA_INC)
 
-# dlsym.c runs inside the sanitizer runtimes' own start-up (ASan looks up the real functions
-# with dlsym before its shadow memory exists): never instrumented (ASAN=1, TSAN=1 builds).
-$(BUILD)/preload/dlsym.o: PRELOAD_CFLAGS := $(filter-out -fsanitize=%,$(PRELOAD_CFLAGS))
+# dlsym.c and signals.c run inside the sanitizer runtimes' own start-up (they look up the real
+# functions with dlsym and install their signal handlers with sigaction before they are
+# initialised): never instrumented (ASAN=1, TSAN=1 builds).
+$(BUILD)/preload/dlsym.o $(BUILD)/preload/signals.o: PRELOAD_CFLAGS := $(filter-out -fsanitize=%,$(PRELOAD_CFLAGS))
 
 $(BUILD)/preload/%.o: preload/%.c $(BUILD)/format/dlhook.pb-c.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

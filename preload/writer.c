@@ -436,7 +436,12 @@ int dlh_writer_start(int fd) {
   flush_frame();
   atomic_store(&stop_req, 0);
   atomic_store(&finished, 0);
-  if (pthread_create(&writer_tid, NULL, writer_main, NULL) != 0) {
+  pthread_attr_t attr; /* never joined: it ends by itself after the final drain */
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  int perr = pthread_create(&writer_tid, &attr, writer_main, NULL);
+  pthread_attr_destroy(&attr);
+  if (perr != 0) {
     dlh_warn("cannot start the writer thread; the program runs untraced");
     close(out_fd);
     out_fd = -1;

@@ -4,8 +4,9 @@
  * Hot path: dlh_stack_capture() takes the native stack with libunwind's unw_backtrace, splices
  * in the calling thread's Python frames (mixed mode), and interns the result in a lock-free
  * open-addressing table whose stack contents live in an mmap'd arena. No locks, no malloc of
- * dlhook's own (libunwind may allocate its per-thread cache once per thread). A full table or
- * arena gives stack id 0 ("none") and counts it.
+ * dlhook's own (libunwind may allocate its per-thread cache once per thread); an atomic counter
+ * around unw_backtrace lets fork() wait until no thread is inside dl_iterate_phdr (capture.c).
+ * A full table or arena gives stack id 0 ("none") and counts it.
  *
  * Writer thread: dlh_stacks_define() writes, once per trace file, the ModuleDef, SymbolDef and
  * PyFrameDef packets a stack needs and then its StackDef, before the first event using it.

@@ -133,7 +133,7 @@ int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s) {
         g.device = b->n_devices ? b->devices[i] : b->device;
         g.nvals = b->n_nvals ? b->nvals[i] : 0;
         if (vpos + g.nvals > b->n_vals) { bad = 1; break; }
-        g.vals = b->vals + vpos;
+        g.vals = b->vals ? b->vals + vpos : NULL; /* no values at all: NULL (+ 0 is UB) */
         vpos += g.nvals;
         ex_events_scanned++;
         if (g.kind != 7 && (g.start >= hi || g.start + g.dur < lo)) continue;

@@ -210,7 +210,7 @@ void vx_ranks_json(FILE *f) {
             i ? "," : "", R.r[i].rank, R.r[i].pid, R.r[i].n, R.mean_delay[i], R.mean_wait[i],
             R.last_count[i], R.r[i].offset);
   size_t s = straggler();
-  fprintf(f, "],\n\"collectives\":{\"matched\":%zu,\"mean_skew_ns\":%.0f,\"max_skew_ns\":%.0f}",
+  fprintf(f, "],\n\"collective_skew\":{\"matched\":%zu,\"mean_skew_ns\":%.0f,\"max_skew_ns\":%.0f}",
           R.ncoll, R.mean_skew, R.max_skew);
   fprintf(f, ",\n\"straggler\":{\"rank\":%d,\"mean_delay_ns\":%.0f,\"arrived_last\":%" PRIu64 "}",
           R.r[s].rank, R.mean_delay[s], R.last_count[s]);

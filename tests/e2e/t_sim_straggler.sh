@@ -13,5 +13,5 @@ n=$(ls "$T"/tr/*-r[0-9]-*.dlh | wc -l)
 "$DLHOOK_BIN" stats --json "$T"/tr/*.dlh >stats.json || fail "stats failed"
 pyassert stats.json 'j["straggler"]["rank"] == 2'
 pyassert stats.json 'abs(j["straggler"]["mean_delay_ns"] - 40e6) <= 0.05 * 40e6'
-pyassert stats.json 'len(j["ranks"]) == 4 and j["collectives"]["matched"] >= 20'
+pyassert stats.json 'len(j["ranks"]) == 4 and j["collective_skew"]["matched"] >= 20'
 echo ok

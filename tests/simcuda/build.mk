@@ -60,7 +60,7 @@ $$(SIM_DIR)/$(2): $$(SIM_LIB_$(1)_OBJS) $$(wildcard tests/simcuda/libs/$(1)/$(1)
 	@echo "  LD      $$@"
 	$$(Q)$$(CC) $$(SIM_LD) -Wl,-soname,$(2) \
 	  $$(if $$(wildcard tests/simcuda/libs/$(1)/$(1).map),-Wl$$(comma)--version-script=tests/simcuda/libs/$(1)/$(1).map) \
-	  -o $$@ $$(SIM_LIB_$(1)_OBJS) -L$$(SIM_DIR) $$(addprefix -l:,$(3)) -l:libcuda.so.1 -ldl -lpthread -lm
+	  -o $$@ $$(SIM_LIB_$(1)_OBJS) -L$$(SIM_DIR) -Wl,--no-as-needed $$(addprefix -l:,$(3)) -Wl,--as-needed -l:libcuda.so.1 -ldl -lpthread -lm
 	$$(Q)ln -sf $(2) $$(SIM_DIR)/$(basename $(2))
 SIM_LIBS += $$(SIM_DIR)/$(2)
 endif
