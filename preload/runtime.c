@@ -116,7 +116,10 @@ dlh_thread *dlh_thread_attach(void) {
   if (!initialised || !dlh_recording) return NULL;
   struct dlh_thread *t = thread_reuse();
   int fresh = !t;
-  if (fresh && !(t = calloc(1, sizeof *t))) return NULL;
+  if (fresh) { /* 64-byte aligned: head and tail sit on cache lines of their own */
+    if (!(t = aligned_alloc(64, (sizeof *t + 63) & ~(size_t)63))) return NULL;
+    memset(t, 0, sizeof *t);
+  }
   t->hot.blocked = 1;              /* no recording of what we call while attaching */
   dlh_self = t;
   t->buf = ring_alloc(&t->cap);
