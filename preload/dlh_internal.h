@@ -63,6 +63,8 @@ struct dlh_thread {
   _Atomic uint64_t dropped;
   _Atomic int wake_sent;               /* producer asked the writer to drain this ring */
   _Atomic int state;                   /* DLH_T_* */
+  void *stack_cache;                   /* unwind/capture.c: this thread's recent stacks; kept */
+  unsigned stack_cache_next;           /* when the struct is reused (emptied at attach) */
   int announced;                       /* writer: ThreadInfo written */
   uint32_t nlinks;                     /* writer: LINK records waiting for their outer call */
   uint64_t links[DLH_MAX_LINKS];

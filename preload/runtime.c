@@ -122,6 +122,7 @@ dlh_thread *dlh_thread_attach(void) {
   }
   t->hot.blocked = 1;              /* no recording of what we call while attaching */
   dlh_self = t;
+  dlh_stack_cache_reset(t->stack_cache); /* a reused dlh_thread: its stacks were another thread's */
   t->buf = ring_alloc(&t->cap);
   if (!t->buf) {                   /* stays blocked: this thread passes through */
     return NULL;

@@ -74,16 +74,27 @@ static anchor take_anchor(void) {
 
 static void add_anchor(anchor a) { anchors[nanch++ % NANCH] = a; }
 
+/* The segment of the last conversion. Records of a ring come in tick order and an anchor is
+ * added once per drain, so almost every conversion falls in the segment of the one before:
+ * one compare and one multiply instead of a binary search over up to NANCH anchors and a
+ * division. Valid while no anchor was added (gen == nanch). Writer thread only. */
+static struct { uint64_t gen, lo, hi, ns; double rate; } seg = {~0ull, 0, 0, 0, 0};
+
 uint64_t dlh_tick_ns(uint64_t tk) {
 #if !defined(__x86_64__)
   return tk;
 #else
+  if (seg.gen == nanch && tk - seg.lo < seg.hi - seg.lo)
+    return seg.ns + (uint64_t)((double)(tk - seg.lo) * seg.rate);
   uint64_t lo = nanch > NANCH ? nanch - NANCH : 0, hi = nanch; /* valid: [lo, hi) */
   const anchor *last = &anchors[(hi - 1) % NANCH];
   const anchor *old = &anchors[lo % NANCH];
   double rate = last->tk > first.tk ? (double)(last->ns - first.ns) / (double)(last->tk - first.tk)
                                     : 1.0;
-  if (tk >= last->tk) return last->ns + (uint64_t)((double)(tk - last->tk) * rate);
+  if (tk >= last->tk) {
+    seg.gen = nanch; seg.lo = last->tk; seg.hi = ~0ull; seg.ns = last->ns; seg.rate = rate;
+    return last->ns + (uint64_t)((double)(tk - last->tk) * rate);
+  }
   if (tk <= old->tk) {
     double back = (double)(old->tk - tk) * rate;
     return back >= (double)old->ns ? 0 : old->ns - (uint64_t)back;
@@ -94,7 +105,9 @@ uint64_t dlh_tick_ns(uint64_t tk) {
   }
   const anchor *a = &anchors[lo % NANCH], *b = &anchors[(lo + 1) % NANCH];
   if (b->tk == a->tk) return a->ns;
-  return a->ns + (uint64_t)((double)(tk - a->tk) * (double)(b->ns - a->ns) / (double)(b->tk - a->tk));
+  seg.gen = nanch; seg.lo = a->tk; seg.hi = b->tk; seg.ns = a->ns;
+  seg.rate = (double)(b->ns - a->ns) / (double)(b->tk - a->tk);
+  return a->ns + (uint64_t)((double)(tk - a->tk) * seg.rate);
 #endif
 }
 
@@ -413,6 +426,7 @@ static int open_output(void) {
 int dlh_writer_start(int fd) {
   first = take_anchor();
   nanch = 0;
+  seg.gen = ~0ull; /* a new writer (after fork): no segment yet */
   add_anchor(first);
   out_fd = fd >= 0 ? fd : open_output();
   if (out_fd < 0) {

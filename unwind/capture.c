@@ -23,6 +23,8 @@
 
 #include "dlh_internal.h"
 #include "unwind_int.h"
+#define UNW_LOCAL_ONLY
+#include <libunwind.h> /* types only: the functions come from the dlopen'ed library */
 
 int dlh_stack_mode;
 dlh_stack_rec **dlh_stack_recs;
@@ -30,6 +32,11 @@ dlh_pyf_rec **dlh_pyf_recs;
 uint32_t dlh_stack_max_id, dlh_pyf_max_id;
 
 static int (*unw_bt)(void **, int);
+/* validated stack cache (below): libunwind's cursor API for the misses */
+static int (*sc_getcontext)(unw_context_t *);
+static int (*sc_init)(unw_cursor_t *, unw_context_t *);
+static int (*sc_step)(unw_cursor_t *);
+static int (*sc_get_reg)(unw_cursor_t *, int, unw_word_t *);
 static uintptr_t self_lo, self_hi;       /* libdlhook.so's mapped range: frames skipped */
 static unsigned depth_max;               /* DLHOOK_STACK_DEPTH */
 static int py_mode;                      /* splice Python frames (mixed) / only them (python) */
@@ -136,6 +143,13 @@ void dlh_stacks_init(void) {
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (!h) h = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
     if (h) unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
+    if (h) {
+      sc_getcontext = (int (*)(unw_context_t *))dlsym(h, "_Ux86_64_getcontext");
+      sc_init = (int (*)(unw_cursor_t *, unw_context_t *))dlsym(h, "_ULx86_64_init_local");
+      sc_step = (int (*)(unw_cursor_t *))dlsym(h, "_ULx86_64_step");
+      sc_get_reg = (int (*)(unw_cursor_t *, int, unw_word_t *))dlsym(h, "_ULx86_64_get_reg");
+      if (!sc_getcontext || !sc_init || !sc_get_reg) sc_step = NULL;
+    }
     if (!unw_bt) {
       dlh_warn("libunwind (libunwind.so.8) not found: calls are recorded without native stacks "
                "(install libunwind8)");
@@ -304,7 +318,114 @@ static int lead_skip(uintptr_t pc) {
   return skip;
 }
 
+/* ---------------------------------------------------------------- validated stack cache
+ * A thread that calls from the same place again has the same return addresses in the same stack
+ * slots. Each thread keeps its last SC_WAYS stacks with, per frame, the stack slot its return
+ * address was read from (CFA - 8: the unwinder's SP of the next frame, minus 8). A capture whose
+ * stack pointer equals an entry's, and whose slots all still hold the recorded return addresses,
+ * has the same stack: the interned id is returned after n loads and compares, without
+ * unwinding. The frames' CFAs follow from their PCs and the SP they were entered with, so equal
+ * slots give an equal unwind. Entries whose slots were not all consistent (signal frames, a
+ * switch to another stack) are not kept. */
+#define SC_WAYS 8
+#define SC_MAX (DLH_STACK_MAX_DEPTH + 8)
+typedef struct sc_entry {
+  uint64_t sp;                 /* frame address of dlh_stack_capture; 0 = empty */
+  uint32_t n, id;              /* slots to check, interned id */
+  uint64_t ra[SC_MAX], slot[SC_MAX];
+} sc_entry;
+/* The entries live in the calling thread's dlh_thread (stack_cache: SC_WAYS entries, mapped at
+ * its first capture): no TLS of our own (a dlopen'ed libdlhook.so keeps one TLS pointer). A
+ * reused dlh_thread starts with an empty cache (dlh_stack_cache_reset). */
+void dlh_stack_cache_reset(void *cache) {
+  sc_entry *e = cache;
+  for (int w = 0; e && w < SC_WAYS; w++) e[w].sp = 0;
+}
+
+static uint32_t capture_slow(void);
+
+static __attribute__((noinline)) uint32_t capture_miss(uint64_t sp) {
+  uint32_t depth = depth_max, n = 0, truncated = 0;
+  unw_context_t uc;
+  unw_cursor_t cur;
+  uint64_t ra[SC_MAX], slot[SC_MAX], out[SC_MAX];
+  int got = 0, skip = 0, ok = 1;
+  /* the same fork guard as capture_slow: the unwinder may call dl_iterate_phdr */
+  _Atomic int *busy = &in_unwind[((uintptr_t)dlh_self >> 6) % NSTRIPE].n;
+  atomic_fetch_add(busy, 1);
+  if (DLH_UNLIKELY(atomic_load_explicit(&fork_pending, memory_order_relaxed))) {
+    atomic_fetch_sub(busy, 1);
+    return 0;
+  }
+  if (sc_getcontext(&uc) != 0 || sc_init(&cur, &uc) != 0) {
+    atomic_fetch_sub(busy, 1);
+    return 0;
+  }
+  unw_word_t ip, fsp;
+  sc_get_reg(&cur, UNW_REG_IP, &ip);
+  ra[got] = ip;
+  slot[got++] = 0; /* frame 0 (this function): its PC is not on the stack */
+  while (got < (int)depth + 8 && sc_step(&cur) > 0) {
+    sc_get_reg(&cur, UNW_REG_IP, &ip);
+    sc_get_reg(&cur, UNW_REG_SP, &fsp);
+    ra[got] = ip;
+    slot[got] = fsp - 8;
+    if (*(const uint64_t *)(uintptr_t)slot[got] != ip || slot[got] <= slot[got - 1]) ok = 0;
+    got++;
+  }
+  atomic_fetch_sub_explicit(busy, 1, memory_order_release);
+  while (skip < got && (uintptr_t)ra[skip] - self_lo < self_hi - self_lo) skip++;
+  while (skip < got - 1 && lead_skip((uintptr_t)ra[skip])) skip++;
+  for (int i = skip; i < got; i++) {
+    if (n >= depth) { truncated = 1; break; }
+    out[n++] = ra[i];
+  }
+  if (got == (int)depth + 8) truncated = 1;
+  if (!n) return 0;
+  uint32_t id = intern_stack(out, n, truncated);
+  if (!id || !ok) return id;
+  struct dlh_thread *th = dlh_self;
+  if (!th) return id;
+  if (!th->stack_cache) {
+    th->stack_cache = map(SC_WAYS * sizeof(sc_entry));
+    if (!th->stack_cache) return id;
+  }
+  sc_entry *e = &((sc_entry *)th->stack_cache)[th->stack_cache_next++ % SC_WAYS];
+  /* check frames 2 .. the last one kept: from the return address of dlh_stack_capture (frame 1;
+   * frame 0 is this function, whose slot lies below the caller's frame) up, dlhook's own frames
+   * too (they say which wrapper) */
+  uint32_t last = skip + n;
+  if (last < 3) return id;
+  e->sp = 0;
+  for (uint32_t i = 2; i < last; i++) {
+    e->ra[i - 2] = ra[i];
+    e->slot[i - 2] = slot[i];
+  }
+  e->n = last - 2;
+  e->id = id;
+  e->sp = sp;
+  return id;
+}
+
 uint32_t dlh_stack_capture(void) {
+  if (!py_mode && sc_step) {
+    uint64_t sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+    const sc_entry *t = dlh_self ? dlh_self->stack_cache : NULL;
+    if (t) {
+      for (int w = 0; w < SC_WAYS; w++) {
+        const sc_entry *e = &t[w];
+        if (e->sp != sp) continue;
+        uint32_t i = 0;
+        while (i < e->n && *(const uint64_t *)(uintptr_t)e->slot[i] == e->ra[i]) i++;
+        if (i == e->n) return e->id;
+      }
+    }
+    return capture_miss(sp);
+  }
+  return capture_slow();
+}
+
+static uint32_t capture_slow(void) {
   uint32_t depth = depth_max, n = 0, truncated = 0;
   void *pcs[depth + 4];
   uint64_t out[depth + 1];

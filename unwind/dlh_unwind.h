@@ -34,6 +34,8 @@ void dlh_stacks_init(void);
 /* Hot path: captures the calling thread's stack (dlhook's own frames skipped) and returns its
  * interned id, or 0 when stacks are off or the stack could not be interned. */
 uint32_t dlh_stack_capture(void);
+/* Empties a thread's stack cache (a dlh_thread reused by a new thread). */
+void dlh_stack_cache_reset(void *cache);
 
 /* "none", "native", "python" or "mixed": the effective mode, for ProcessInfo.stacks_mode. */
 const char *dlh_stacks_mode_name(void);
