@@ -333,6 +333,21 @@ static int kineto_one(const ex_opts *o, const char *path, size_t index, size_t n
           "\"args\":{\"sort_index\":0}}", k.pid);
   ex_sink s = {&k, k_packet, k_api, k_gpu};
   int rc = ex_scan(path, o, "exporting", &s);
+  /* the live device memory of the process as a counter track (memory.c replays the ledger) */
+  vx_mem_sample *mem = NULL;
+  uint32_t mpid = 0;
+  long nmem = vx_memory_counter(path, &mem, &mpid);
+  for (long i = 0; i < nmem; i++) {
+    if (o->have_window && k.have_start &&
+        (mem[i].ts_ns < k.start_ns + o->win_start ||
+         (o->win_end != UINT64_MAX && mem[i].ts_ns > k.start_ns + o->win_end)))
+      continue;
+    fprintf(k.f, ",\n{\"ph\":\"C\",\"cat\":\"gpu_memory\",\"name\":\"GPU memory\",\"pid\":%u,"
+                 "\"tid\":0,\"ts\":", k.pid);
+    put_us(k.f, mem[i].ts_ns);
+    fprintf(k.f, ",\"args\":{\"live_bytes\":%" PRIu64 "}}", mem[i].live_bytes);
+  }
+  free(mem);
   fputs("\n],\n\"deviceProperties\": [", k.f);
   for (size_t i = 0; i < k.ndev; i++) {
     const Dlh__DeviceInfo *d = k.dev[i];
