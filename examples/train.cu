@@ -131,7 +131,7 @@ static void usage(FILE *f) {
           "  --batch B        samples per rank and step (default 32)\n"
           "  --ranks N        start N rank processes, one per GPU, like torchrun (default 1)\n"
           "  --device D       CUDA device (default LOCAL_RANK %% device count)\n"
-          "  --slow-rank R    rank R does --slow-ms of extra host work before each all-reduce\n"
+          "  --slow-rank R    rank R waits --slow-ms on the host before each all-reduce\n"
           "  --slow-ms MS     milliseconds of that extra work (default 0)\n"
           "  --seed S         data and weight seed (default 1234)\n"
           "  --lr LR          learning rate (default 0.05)\n"
@@ -1037,12 +1037,13 @@ NOINLINE static void optimizer_step(Net &n, float lr, float momentum) {
   LAUNCH_CHECK("sgd_momentum_kernel");
 }
 
-// Extra host work of a straggler (e.g. slow data augmentation): a busy loop.
+// Extra host time of a straggler (e.g. a slow data source): it waits, leaving the CPU to the
+// other ranks (a busy loop on a machine with fewer cores than ranks would slow them too).
 NOINLINE static double slow_host_work(int ms) {
-  double t0 = now_s(), x = 0;
-  while (now_s() - t0 < ms * 1e-3)
-    for (int i = 1; i < 1000; i++) x += 1.0 / i;
-  return x;
+  double t0 = now_s();
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {}
+  return now_s() - t0;
 }
 
 NOINLINE static float train_step(Net &n, DataLoader &dl, const Options &o, int step) {
