@@ -116,9 +116,13 @@ dlh_thread *dlh_thread_attach(void) {
   if (!initialised || !dlh_recording) return NULL;
   struct dlh_thread *t = thread_reuse();
   int fresh = !t;
-  if (fresh) { /* 64-byte aligned: head and tail sit on cache lines of their own */
-    if (!(t = aligned_alloc(64, (sizeof *t + 63) & ~(size_t)63))) return NULL;
-    memset(t, 0, sizeof *t);
+  if (fresh) {
+    /* mmap, not malloc: the first call of a thread may come from a signal handler that
+     * interrupted malloc. Zeroed, and page-aligned (head and tail need 64 bytes). */
+    void *m = mmap(NULL, (sizeof *t + 4095) & ~(size_t)4095, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    t = m;
   }
   t->hot.blocked = 1;              /* no recording of what we call while attaching */
   dlh_self = t;
