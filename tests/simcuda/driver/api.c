@@ -67,13 +67,20 @@ SIMCU_API void *simi_func_get(const char *name, const void *host) {
   pthread_mutex_unlock(&fmu);
   return f;
 }
-SIMCU_API const char *simi_func_name(const void *h) {
+/* h may be a kernel handle of ours or any other pointer (a host function): only an aligned
+ * pointer is looked at for the magic. */
+static const struct func *as_func(const void *h) {
+  if (!h || ((uintptr_t)h & (_Alignof(struct func) - 1))) return NULL;
   const struct func *f = h;
-  return f && f->magic == FUNC_MAGIC ? f->name : NULL;
+  return f->magic == FUNC_MAGIC ? f : NULL;
+}
+SIMCU_API const char *simi_func_name(const void *h) {
+  const struct func *f = as_func(h);
+  return f ? f->name : NULL;
 }
 SIMCU_API const void *simi_func_host(const void *h) {
-  const struct func *f = h;
-  return f && f->magic == FUNC_MAGIC ? f->host : NULL;
+  const struct func *f = as_func(h);
+  return f ? f->host : NULL;
 }
 
 /* ---------------------------------------------------------------- errors */
