@@ -135,7 +135,7 @@ static void sample(ledger *l, uint64_t ts, int dev) {
 
 static void replay(ledger *l, mem_ev *ev, size_t n) {
   int tdev_tid[256] = {0}, tdev_dev[256] = {0}; /* cudaSetDevice per thread (last 256 threads) */
-  qsort(ev, n, sizeof *ev, by_ts);
+  if (n) qsort(ev, n, sizeof *ev, by_ts); /* ev may be NULL when there is nothing */
   for (size_t i = 0; i < n; i++) {
     mem_ev *e = &ev[i];
     int dev = 0;
