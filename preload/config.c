@@ -11,34 +11,35 @@
 #include <unistd.h>
 
 #include "dlh_internal.h"
+#include "dlh_signame.h"
 
 dlh_config dlh_cfg;
 
-void dlh_warn(const char *fmt, ...) {
+/* One line "dlhook: <prefix><message>\n" on stderr with a single write (async-signal-tolerant,
+ * no stdio). */
+static void vmsg(const char *prefix, const char *fmt, va_list ap) {
   char buf[512];
-  int n = snprintf(buf, sizeof buf, "dlhook: warning: ");
-  va_list ap;
-  va_start(ap, fmt);
+  int n = snprintf(buf, sizeof buf, "dlhook: %s", prefix);
   n += vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
-  va_end(ap);
   if (n > (int)sizeof buf - 2) n = (int)sizeof buf - 2;
   buf[n++] = '\n';
   ssize_t w = write(2, buf, (size_t)n);
   (void)w;
 }
 
-void dlh_info(const char *fmt, ...) {
-  if (dlh_cfg.quiet) return;
-  char buf[512];
-  int n = snprintf(buf, sizeof buf, "dlhook: ");
+void dlh_warn(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  n += vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+  vmsg("warning: ", fmt, ap);
   va_end(ap);
-  if (n > (int)sizeof buf - 2) n = (int)sizeof buf - 2;
-  buf[n++] = '\n';
-  ssize_t w = write(2, buf, (size_t)n);
-  (void)w;
+}
+
+void dlh_info(const char *fmt, ...) {
+  if (dlh_cfg.quiet) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vmsg("", fmt, ap);
+  va_end(ap);
 }
 
 /* Parses an unsigned integer setting in [lo, hi]; warns and returns def when malformed. */
@@ -93,23 +94,6 @@ static uint64_t env_seconds_ns(const char *name) {
   return (uint64_t)(v * 1e9);
 }
 
-/* A signal by number or name (USR1, SIGUSR2, RTMIN+3); -1 when unknown. */
-static int parse_signal(const char *s) {
-  static const struct { const char *n; int sig; } names[] = {
-      {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"URG", SIGURG},
-      {"WINCH", SIGWINCH}, {"PWR", SIGPWR}, {"PROF", SIGPROF}, {"VTALRM", SIGVTALRM}};
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (*s && !*end) return v > 0 && v < NSIG ? (int)v : -1;
-  if (!strncasecmp(s, "SIG", 3)) s += 3;
-  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-    if (!strcasecmp(s, names[i].n)) return names[i].sig;
-  if (!strncasecmp(s, "RTMIN+", 6)) {
-    v = strtol(s + 6, &end, 10);
-    if (!*end && v >= 0 && SIGRTMIN + v <= SIGRTMAX) return SIGRTMIN + (int)v;
-  }
-  return -1;
-}
 
 /* Appends src to dst (bounded); returns 0 when it did not fit. */
 static int append(char *dst, size_t cap, size_t *len, const char *src) {
@@ -211,7 +195,7 @@ void dlh_config_load(void) {
   dlh_cfg.ctl_signal = SIGUSR2;
   const char *sg = getenv("DLHOOK_SIGNAL");
   if (sg && *sg) {
-    int sig = parse_signal(sg);
+    int sig = dlh_parse_signal(sg);
     if (sig < 0 || sig == SIGKILL || sig == SIGSTOP || sig == SIGINT || sig == SIGTERM)
       dlh_warn("ignoring DLHOOK_SIGNAL='%.64s' (expected a signal such as USR2 or RTMIN+3); "
                "using SIGUSR2", sg);

@@ -391,6 +391,12 @@ static void device_info(dlh_writer *w, const CUpti_ActivityDevice5 *d) {
   dlh_writer_packet(w, &p);
 }
 
+/* start and duration of a record (a record whose end precedes its start lasts 0) */
+static void span(dlh_gpu_event *e, uint64_t start, uint64_t end) {
+  e->start_ns = start;
+  e->dur_ns = end > start ? end - start : 0;
+}
+
 static int convert(dlh_writer *w, const CUpti_Activity *r) {
   dlh_gpu_event e;
   uint64_t v[10];
@@ -401,8 +407,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const CUpti_ActivityKernel10 *k = (const void *)r;
       e.kind = 1;
-      e.start_ns = k->start;
-      e.dur_ns = k->end > k->start ? k->end - k->start : 0;
+      span(&e, k->start, k->end);
       e.corr = k->correlationId;
       e.device = k->deviceId;
       e.context = k->contextId;
@@ -420,8 +425,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const CUpti_ActivityMemcpy6 *m = (const void *)r;
       e.kind = 2;
-      e.start_ns = m->start;
-      e.dur_ns = m->end > m->start ? m->end - m->start : 0;
+      span(&e, m->start, m->end);
       e.corr = m->correlationId;
       e.device = m->deviceId;
       e.context = m->contextId;
@@ -435,8 +439,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const CUpti_ActivityMemset4 *m = (const void *)r;
       e.kind = 3;
-      e.start_ns = m->start;
-      e.dur_ns = m->end > m->start ? m->end - m->start : 0;
+      span(&e, m->start, m->end);
       e.corr = m->correlationId;
       e.device = m->deviceId;
       e.context = m->contextId;
@@ -450,8 +453,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
       const CUpti_ActivitySynchronization2 *s = (const void *)r;
       e.kind = 4;
-      e.start_ns = s->start;
-      e.dur_ns = s->end > s->start ? s->end - s->start : 0;
+      span(&e, s->start, s->end);
       e.corr = s->correlationId;
       e.context = s->contextId;
       e.stream = s->streamId == (uint32_t)-1 ? 0 : s->streamId;
@@ -474,8 +476,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     case CUPTI_ACTIVITY_KIND_OVERHEAD: {
       const CUpti_ActivityOverhead3 *o = (const void *)r;
       e.kind = 6;
-      e.start_ns = o->start;
-      e.dur_ns = o->end > o->start ? o->end - o->start : 0;
+      span(&e, o->start, o->end);
       v[0] = o->overheadKind; v[1] = o->objectKind;
       e.nvals = 2;
       break;

@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "dlh_signame.h"
 #include "vx.h"
 
 static void help(void) {
@@ -47,23 +48,6 @@ static char *environ_of(long pid, const char *name, int *readable) {
   return val;
 }
 
-/* Same names as preload/config.c. */
-static int parse_signal(const char *s) {
-  static const struct { const char *n; int sig; } names[] = {
-      {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"URG", SIGURG},
-      {"WINCH", SIGWINCH}, {"PWR", SIGPWR}, {"PROF", SIGPROF}, {"VTALRM", SIGVTALRM}};
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (*s && !*end) return v > 0 && v < NSIG ? (int)v : -1;
-  if (!strncasecmp(s, "SIG", 3)) s += 3;
-  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-    if (!strcasecmp(s, names[i].n)) return names[i].sig;
-  if (!strncasecmp(s, "RTMIN+", 6)) {
-    v = strtol(s + 6, &end, 10);
-    if (!*end && v >= 0 && SIGRTMIN + v <= SIGRTMAX) return SIGRTMIN + (int)v;
-  }
-  return -1;
-}
 
 int cmd_ctl(int argc, char **argv) {
   if (argc > 1 && vx_is_help(argv[1])) { help(); return VX_OK; }
@@ -91,7 +75,7 @@ int cmd_ctl(int argc, char **argv) {
     free(range); free(sigs);
     return VX_BAD_INPUT;
   }
-  int sig = sigs && *sigs ? parse_signal(sigs) : SIGUSR2;
+  int sig = sigs && *sigs ? dlh_parse_signal(sigs) : SIGUSR2;
   free(range); free(sigs);
   if (sig < 0) { vx_error("ctl: process %ld has an invalid DLHOOK_SIGNAL", pid); return VX_BAD_INPUT; }
   int rc;
