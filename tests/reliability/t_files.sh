@@ -35,13 +35,16 @@ done
 echo "symlinks: 3 planted, none followed; traces 0600 under the next free name"
 
 # ---- setuid/setgid process: dlhook loaded (dlopen) after the ids differ stays inert
+# (the library is copied where the changed ids can read it: the checkout may be private)
+L=$(mktemp -d /tmp/dlhook-setid-lib.XXXXXX); chmod 755 "$L"; cp "$DLHOOK_LIB" "$L/"; chmod 644 "$L/libdlhook.so"
 for mode in none gid uid; do
   mkdir "id-$mode"; chmod 777 "id-$mode"
-  DLHOOK_OUTPUT="$T/id-$mode/" LD_PRELOAD="${ASAN_LIB:-}" "$R/setid" "$mode" "$DLHOOK_LIB" >"id-$mode.out" 2>&1 || fail "setid $mode: $(cat id-$mode.out)"
+  DLHOOK_OUTPUT="$T/id-$mode/" LD_PRELOAD="${ASAN_LIB:-}" "$R/setid" "$mode" "$L/libdlhook.so" >"id-$mode.out" 2>&1 || { rm -rf "$L"; fail "setid $mode: $(cat id-$mode.out)"; }
   n=$(ls "id-$mode" | wc -l)
   if [ $mode = none ]; then [ "$n" = 1 ] || fail "control run (ids unchanged) wrote $n traces, expected 1"
-  else [ "$n" = 0 ] || fail "setid $mode: dlhook wrote a trace in a setuid/setgid process"; fi
+  else [ "$n" = 0 ] || { rm -rf "$L"; fail "setid $mode: dlhook wrote a trace in a setuid/setgid process"; }; fi
 done
+rm -rf "$L"
 # ---- setuid and setgid copies run by an unprivileged user
 if command -v setpriv >/dev/null 2>&1 && id nobody >/dev/null 2>&1; then
   S=$(mktemp -d /tmp/dlhook-setid.XXXXXX) # $T's parents are private: nobody needs a way in
