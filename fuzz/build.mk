@@ -13,7 +13,7 @@ FUZZ_VX_OBJS = $(filter-out $(BUILD)/viewer-export/main.o,$(VX_OBJS)) $(VX_PROTO
 $(FUZZ_DIR)/replay: fuzz/replay.c fuzz/mutate.h $(FUZZ_VX_OBJS) $(FORMAT_OBJS)
 	@mkdir -p $(@D)
 	@echo "  CCLD    $@"
-	$(Q)$(CC) $(CFLAGS) -o $@ fuzz/replay.c $(FUZZ_VX_OBJS) $(FORMAT_OBJS) $(LDFLAGS) $(FORMAT_LIBS) -lz -lstdc++
+	$(Q)$(CC) $(CFLAGS) -o $@ fuzz/replay.c $(FUZZ_VX_OBJS) $(FORMAT_OBJS) $(LDFLAGS) $(FORMAT_LIBS) $(VX_LIBS) -lz -lstdc++
 TEST_DEPS += $(FUZZ_DIR)/replay
 
 # ---- libFuzzer: every source of the dlhook command rebuilt with clang and the fuzzer runtime
@@ -21,13 +21,13 @@ FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_FLAGS   := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=gnu11 -D_GNU_SOURCE \
                 -DDLHOOK_VERSION=\"$(VERSION)\" -fno-strict-aliasing -w
-FUZZ_SRCS     = $(filter-out viewer-export/main.c,$(VX_SRCS)) $(FORMAT_SRCS) $(filter %.c,$(FORMAT_GEN)) $(VX_PROTO_C)
+FUZZ_SRCS     = $(filter-out viewer-export/main.c,$(VX_SRCS)) $(VX_SHARED_SRCS) $(FORMAT_SRCS) $(filter %.c,$(FORMAT_GEN)) $(VX_PROTO_C)
 $(FUZZ_DIR)/fuzz_trace: fuzz/fuzz_trace.c fuzz/mutate.h viewer-export/main.c $(FUZZ_SRCS) $(FORMAT_GEN) $(VX_PROTO_H)
 	@mkdir -p $(@D)
 	@echo "  FUZZ    $@"
-	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $(FORMAT_CFLAGS) -Iviewer-export -I$(BUILD)/viewer-export -o $@ \
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $(FORMAT_CFLAGS) -Iviewer-export -Iunwind -I$(BUILD)/viewer-export -o $@ \
 	  fuzz/fuzz_trace.c $(filter %.c,$(FUZZ_SRCS)) viewer-export/main.c -Dmain=dlh_vx_main \
-	  $(FORMAT_LIBS) -lz -lstdc++
+	  $(FORMAT_LIBS) $(VX_LIBS) -lz -lstdc++
 fuzz: $(FUZZ_DIR)/fuzz_trace all $(TEST_DEPS)
 	$(Q)BUILD=$(BUILD) sh fuzz/run-fuzz $(FUZZ_SECONDS)
 .PHONY: fuzz

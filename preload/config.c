@@ -169,6 +169,8 @@ void dlh_config_load(void) {
   dlh_cfg.ring_bytes = env_uint("DLHOOK_RING_KB", 8192, 4, 1 << 20) * 1024;
   dlh_cfg.mem_limit = env_uint("DLHOOK_MEM_MB", 64, 1, 1 << 20) << 20;
   dlh_cfg.flush_ms = (unsigned)env_uint("DLHOOK_FLUSH_MS", 1000, 10, 3600 * 1000);
+  dlh_cfg.exit_ms = (unsigned)env_uint("DLHOOK_EXIT_MS", 200, 0, 60 * 1000);
+  dlh_cfg.symbolize = env_bool("DLHOOK_SYMBOLIZE", 1);
   dlh_cfg.zstd_level = (int)env_uint("DLHOOK_ZSTD_LEVEL", 3, 1, 19);
   dlh_cfg.signals = env_bool("DLHOOK_SIGNALS", 1);
   static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",

@@ -14,6 +14,8 @@ typedef struct dlh_config {
   uint64_t ring_bytes;   /* DLHOOK_RING_KB * 1024: ring size per thread */
   uint64_t mem_limit;    /* DLHOOK_MEM_MB: total ring memory before rings shrink */
   unsigned flush_ms;     /* DLHOOK_FLUSH_MS: a frame is written at least this often */
+  unsigned exit_ms;      /* DLHOOK_EXIT_MS: symbolization allowed at exit, after the last drain */
+  int symbolize;         /* DLHOOK_SYMBOLIZE=0: no names while recording (`dlhook symbolize`) */
   int zstd_level;        /* DLHOOK_ZSTD_LEVEL */
   int quiet;             /* DLHOOK_QUIET=1: no informational messages (warnings still print) */
   int signals;           /* DLHOOK_SIGNALS=0: do not install SIGINT/SIGTERM flush handlers */

@@ -255,6 +255,14 @@ static void write_counters(int final) {
     tr.end_ns = dlh_mono_ns();
     tr.exit_reason = (uint32_t)stop_reason;
     tr.signal = (uint32_t)stop_signal;
+    uint64_t resolved = 0, nosym = 0, pend = 0;
+    dlh_stacks_symbol_counts(&resolved, &nosym, &pend);
+    tr.has_pcs_unsymbolized = tr.has_pcs_no_symbol = tr.has_stacks_lost = 1;
+    tr.has_symbol_index_bytes = 1;
+    tr.pcs_unsymbolized = pend;
+    tr.pcs_no_symbol = nosym;
+    tr.stacks_lost = dlh_stacks_lost();
+    tr.symbol_index_bytes = dlh_stacks_index_bytes();
     p.data_case = DLH__PACKET__DATA_TRAILER;
     p.trailer = &tr;
     put(&p);
@@ -349,21 +357,34 @@ static void flush_frame(void) {
 }
 
 static void finish(void) {
+  uint64_t deadline = dlh_mono_ns() + (uint64_t)dlh_cfg.exit_ms * 1000000ull;
   dlh_recording = 0;
   drain_all();
   anchor a = take_anchor();
   add_anchor(a);
   drain_all();
+  /* Every call is in; names of the pcs still queued only as long as DLHOOK_EXIT_MS allows
+   * (the rest stays module+offset, for `dlhook symbolize`). */
+  size_t left = dlh_stacks_symbolize(W, deadline);
   write_anchor(a, 2);
   write_counters(1);
   flush_frame();
-  if (!write_failed && !dlh_cfg.quiet)
-    dlh_info("wrote %s (%llu calls, %llu dropped)", dlh_cfg.output, (unsigned long long)records,
-             (unsigned long long)dropped_total);
+  if (!write_failed && !dlh_cfg.quiet) {
+    if (left)
+      dlh_info("wrote %s (%llu calls, %llu dropped; %zu stack addresses left unsymbolized: "
+               "`dlhook symbolize` resolves them)", dlh_cfg.output, (unsigned long long)records,
+               (unsigned long long)dropped_total, left);
+    else
+      dlh_info("wrote %s (%llu calls, %llu dropped)", dlh_cfg.output,
+               (unsigned long long)records, (unsigned long long)dropped_total);
+  }
   close(out_fd);
   out_fd = -1;
   atomic_store(&finished, 1);
 }
+
+/* Longest stretch of symbolization between two drains of the rings. */
+#define SYMBOLIZE_SLICE_NS (5ull * 1000000ull)
 
 static void *writer_main(void *arg) {
   (void)arg;
@@ -386,6 +407,10 @@ static void *writer_main(void *arg) {
     uint64_t n = drain_all();
     since_flush += n;
     uint64_t now = dlh_mono_ns();
+    /* Names for the stacks written so far, a slice at a time between drains: a frame is never
+     * held back for them (they follow in later frames). */
+    size_t unresolved = dlh_stacks_symbolize(W, now + SYMBOLIZE_SLICE_NS);
+    if (unresolved) now = dlh_mono_ns();
     if (req != atomic_load(&flush_done) || since_flush > (1u << 20) ||
         now - last_flush >= (uint64_t)dlh_cfg.flush_ms * 1000000ull) {
       dlh_cupti_flush(0);
@@ -397,7 +422,7 @@ static void *writer_main(void *arg) {
       since_flush = 0;
       atomic_store(&flush_done, req);
     }
-    interval = n ? 1 : 10;
+    interval = n || unresolved ? 1 : 10;
   }
   finish();
   return NULL;

@@ -29,7 +29,8 @@ DEPS_DONE   := $(DEPS_DIR)/stamp
 # static PIC archives: libdlhook.so takes all; dlhook only what format/ and viewer-export/ use
 BUNDLE_SO_ARCHIVES  := $(DEPS_LIB)/libunwind.a $(DEPS_LIB)/libdw.a $(DEPS_LIB)/libelf.a \
                        $(DEPS_LIB)/libprotobuf-c.a $(DEPS_LIB)/libzstd.a $(DEPS_LIB)/libz.a
-BUNDLE_BIN_ARCHIVES := $(DEPS_LIB)/libprotobuf-c.a $(DEPS_LIB)/libzstd.a $(DEPS_LIB)/libz.a
+BUNDLE_BIN_ARCHIVES := $(DEPS_LIB)/libdw.a $(DEPS_LIB)/libelf.a $(DEPS_LIB)/libprotobuf-c.a \
+                       $(DEPS_LIB)/libzstd.a $(DEPS_LIB)/libz.a
 # what unwind/ links besides the libraries above (e.g. -ldl), whatever it names them
 BUNDLE_UNWIND_OTHER := $(filter-out -lunwind -lunwind-x86_64 -lunwind-generic -ldw -lelf -lzstd \
                        -lprotobuf-c -lz %.a,$(UNWIND_LIBS))
@@ -66,7 +67,8 @@ BUNDLE_BIN_OBJS := $(VX_OBJS) $(VX_PROTO_O) $(FORMAT_OBJS)
 $(BUNDLE)/dlhook: $(BUNDLE_BIN_OBJS) $(BUNDLE_BIN_ARCHIVES)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@ (static deps)"
-	$(Q)$(CC) -o $@ $(BUNDLE_BIN_OBJS) -Wl,--as-needed $(LDFLAGS) $(BUNDLE_BIN_ARCHIVES) \
+	$(Q)$(CC) -o $@ $(BUNDLE_BIN_OBJS) -Wl,--as-needed $(LDFLAGS) \
+	  -Wl,--start-group $(BUNDLE_BIN_ARCHIVES) -Wl,--end-group \
 	  -static-libgcc -Wl,-Bstatic -lstdc++ -Wl,-Bdynamic -lm -lpthread -ldl
 
 # Everything else is copied as built. The programs keep their RUNPATH to the CUDA toolkit's

@@ -45,3 +45,10 @@ $(BUILD)/tests/stacks/threads_stacks: tests/stacks/threads_stacks.c | $(CUDA_STA
 	@echo "  CC      $<"
 	$(Q)$(CC) -O1 -g -Wall -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIB) -lcudart -lpthread -Wl,-rpath,$(CUDA_LIB)
 TEST_DEPS += $(BUILD)/tests/stacks/threads_stacks
+
+# unit test of the symbol index (unwind/elfsym.c) on synthetic modules (tests/stacks/t_symtab_scale.sh)
+$(BUILD)/tests/stacks/symtab_scale: tests/stacks/symtab_scale.c unwind/elfsym.c unwind/dlh_elfsym.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "  CCLD    $@"
+	$(Q)$(CC) -O2 -g -Wall -std=gnu11 -D_GNU_SOURCE -Iunwind -o $@ tests/stacks/symtab_scale.c unwind/elfsym.c -lelf
+TEST_DEPS += $(BUILD)/tests/stacks/symtab_scale

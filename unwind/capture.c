@@ -156,6 +156,7 @@ void dlh_stacks_init(void) {
     }
   }
   dl_iterate_phdr(find_self, (void *)(uintptr_t)&dlh_stacks_init);
+  dlh_modmap_init();
   dlh_symbolize_preload();
   static int atfork_done;
   if (!atfork_done) {
@@ -299,21 +300,16 @@ static uint32_t intern_pyframe(uint64_t code, int64_t lasti) {
 
 /* Calls recorded from a CUPTI callback have CUPTI's and the driver's frames between dlhook and
  * the program: leading frames in libcupti / libcuda are skipped too, so that a stack starts at
- * the caller of the API either way. Each leading pc is classified once (dladdr, the first time
- * it is seen) and remembered in a small lock-free direct-mapped cache. */
+ * the caller of the API either way. Each leading pc is classified once (the module map: a
+ * binary search, see modmap.c) and remembered in a small lock-free direct-mapped cache. */
 static _Atomic uint64_t lead_cache[4096]; /* pc << 1 | skip; 0 = empty */
 
 static int lead_skip(uintptr_t pc) {
   _Atomic uint64_t *e = &lead_cache[(pc * 0x9e3779b97f4a7c15ull) >> 52];
   uint64_t v = atomic_load_explicit(e, memory_order_relaxed);
   if (v >> 1 == pc) return (int)(v & 1);
-  int skip = 0;
-  Dl_info di;
-  if (dladdr((void *)pc, &di) && di.dli_fname) {
-    const char *b = strrchr(di.dli_fname, '/');
-    b = b ? b + 1 : di.dli_fname;
-    skip = !strncmp(b, "libcupti.so", 11) || !strncmp(b, "libcuda.so", 10);
-  }
+  dlh_modinfo mi;
+  int skip = dlh_modmap_find(pc, &mi) && (mi.flags & DLH_MOD_CUDA_INTERNAL);
   atomic_store_explicit(e, (uint64_t)pc << 1 | (uint64_t)skip, memory_order_relaxed);
   return skip;
 }
@@ -373,9 +369,9 @@ static __attribute__((noinline)) uint32_t capture_miss(uint64_t sp) {
     if (*(const uint64_t *)(uintptr_t)slot[got] != ip || slot[got] <= slot[got - 1]) ok = 0;
     got++;
   }
-  atomic_fetch_sub_explicit(busy, 1, memory_order_release);
   while (skip < got && (uintptr_t)ra[skip] - self_lo < self_hi - self_lo) skip++;
-  while (skip < got - 1 && lead_skip((uintptr_t)ra[skip])) skip++;
+  while (skip < got - 1 && lead_skip((uintptr_t)ra[skip])) skip++; /* may scan the loader's list */
+  atomic_fetch_sub_explicit(busy, 1, memory_order_release);
   for (int i = skip; i < got; i++) {
     if (n >= depth) { truncated = 1; break; }
     out[n++] = ra[i];
@@ -449,9 +445,9 @@ static uint32_t capture_slow(void) {
     return 0;
   }
   got = unw_bt(pcs, (int)depth + 4); /* + dlhook's own frames (2 or 3) */
-  atomic_fetch_sub_explicit(busy, 1, memory_order_release);
   while (skip < got && (uintptr_t)pcs[skip] - self_lo < self_hi - self_lo) skip++;
-  while (skip < got - 1 && lead_skip((uintptr_t)pcs[skip])) skip++;
+  while (skip < got - 1 && lead_skip((uintptr_t)pcs[skip])) skip++; /* may scan the loader's list */
+  atomic_fetch_sub_explicit(busy, 1, memory_order_release);
   int g = 0; /* next Python frame to splice */
   for (int i = skip; i < got; i++) {
     uintptr_t pc = (uintptr_t)pcs[i];

@@ -8,8 +8,9 @@
  * around unw_backtrace lets fork() wait until no thread is inside dl_iterate_phdr (capture.c).
  * A full table or arena gives stack id 0 ("none") and counts it.
  *
- * Writer thread: dlh_stacks_define() writes, once per trace file, the ModuleDef, SymbolDef and
- * PyFrameDef packets a stack needs and then its StackDef, before the first event using it.
+ * Writer thread: dlh_stacks_define() writes, once per trace file, the ModuleDef and PyFrameDef
+ * packets a stack needs and then its StackDef, before the first event using it; the SymbolDef
+ * packets of its pcs follow as dlh_stacks_symbolize() resolves them (within time budgets).
  */
 #ifndef DLH_UNWIND_H
 #define DLH_UNWIND_H
@@ -40,10 +41,23 @@ void dlh_stack_cache_reset(void *cache);
 /* "none", "native", "python" or "mixed": the effective mode, for ProcessInfo.stacks_mode. */
 const char *dlh_stacks_mode_name(void);
 
-/* Writer thread: makes sure stack `id` and everything it refers to (modules, symbols, Python
- * frames) is defined in the trace that `w` writes, appending the packets to w's current frame.
- * Idempotent per writer; a new writer (after fork) starts over. */
+/* Writer thread: makes sure stack `id` and what it refers to (modules, Python frames) is
+ * defined in the trace that `w` writes, appending the packets to w's current frame. Never waits
+ * for symbols: the stack's new pcs are queued for dlh_stacks_symbolize. Idempotent per writer;
+ * a new writer (after fork) starts over. */
 void dlh_stacks_define(struct dlh_writer *w, uint32_t id);
+
+/* Writer thread: resolves queued pcs (function names from each module's sorted symbol index,
+ * file:line from DWARF) and appends their SymbolDef packets to w's current frame, until the
+ * queue is empty or dlh_mono_ns() reaches deadline_ns (at least one pc is not guaranteed).
+ * Returns the number of pcs still queued. */
+size_t dlh_stacks_symbolize(struct dlh_writer *w, uint64_t deadline_ns);
+
+/* pcs given a SymbolDef, pcs with no symbol found, pcs still queued (of the current trace). */
+void dlh_stacks_symbol_counts(uint64_t *resolved, uint64_t *unresolved, uint64_t *pending);
+
+/* Bytes held by the modules' symbol indexes (not counting the mapped files). */
+size_t dlh_stacks_index_bytes(void);
 
 /* Counters for the trailer/diagnostics: stacks interned, stacks lost (table or arena full). */
 uint64_t dlh_stacks_count(void);

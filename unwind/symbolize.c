@@ -1,14 +1,20 @@
 /* symbolize.c — the writer-thread side of call stacks: the module map (path, range, build-id of
- * every loaded object, from dl_iterate_phdr, rescanned when a stack refers to an address outside
- * every known object, e.g. after dlopen), symbols of the pcs that occur (function, demangled when
- * libstdc++'s demangler is in the process; file:line from DWARF through elfutils' libdwfl), and
- * the StackDef / ModuleDef / SymbolDef / PyFrameDef packets, each written once per trace file
- * before the first event that uses it.
+ * every loaded object, from dl_iterate_phdr), the StackDef / ModuleDef / PyFrameDef packets a
+ * stack needs, written as soon as the stack is first used, and the SymbolDef packets of its
+ * return addresses, resolved afterwards within a time budget.
  *
- * elfutils (libdw.so.1) is loaded with dlopen(RTLD_LOCAL) on the writer thread when the first
- * stack is defined, so that its symbols never mix with the program's; without it, function
- * names come from dladdr (exported symbols only) and no file:line. Only DWARF inside the
- * objects themselves is read (see find_debuginfo). */
+ * Symbolization never holds a frame back: dlh_stacks_define() writes the stack as pcs (each pc
+ * falls in a ModuleDef, so a reader can show module+offset at once) and queues its new pcs;
+ * dlh_stacks_symbolize() resolves queued pcs until a deadline and appends their SymbolDefs.
+ * What is still queued when the process exits (DLHOOK_EXIT_MS) stays unresolved in the trace
+ * for `dlhook symbolize`.
+ *
+ * Names come from a sorted index of each module's .symtab/.dynsym (elfsym.c), built once per
+ * module the first time one of its pcs is resolved (libtorch_cuda.so: ~236,000 symbols, tens of
+ * ms), then a binary search per pc. file:line come from DWARF inside the object itself through
+ * elfutils' libdwfl. elfutils (libdw.so.1, and libelf through it) is loaded at constructor
+ * time with dlopen(RTLD_LOCAL), so that its symbols never mix with the program's. Separate debug
+ * files (/usr/lib/debug, debuginfod) are not searched while recording (see find_debuginfo). */
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>
 #include <link.h>
@@ -17,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dlh_elfsym.h"
 #include "dlh_format.h"
 #include "dlh_internal.h"
 #include "unwind_int.h"
@@ -30,10 +37,16 @@ typedef struct module {
   size_t build_id_len;
   uint32_t id;
   int emitted;                  /* ModuleDef written to the current writer */
+  int sym_state;                /* 0 = index not built, 1 = built, -1 = no symbols */
+  int no_lines;                 /* libdwfl found no DWARF in it */
+  dlh_symtab *syms;
 } module;
 
-static module *mods;
+static module **mods;           /* every module ever seen, by id - 1 (ids are never reused) */
 static size_t nmods, capmods;
+static module **live;           /* the objects mapped at the last scan, sorted by lo */
+static size_t nlive;
+static unsigned long long seen_adds = ~0ull, seen_subs = ~0ull; /* loader counters at the scan */
 
 static void read_build_id(const struct dl_phdr_info *info, module *m) {
   for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -57,9 +70,18 @@ static void read_build_id(const struct dl_phdr_info *info, module *m) {
   }
 }
 
+typedef struct scan_ctx {
+  module **found;
+  size_t n, cap;
+  int added, failed;
+} scan_ctx;
+
 static int scan_one(struct dl_phdr_info *info, size_t size, void *data) {
-  (void)size;
-  int *added = data;
+  scan_ctx *c = data;
+  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs && !c->n) {
+    seen_adds = info->dlpi_adds;
+    seen_subs = info->dlpi_subs;
+  }
   uintptr_t lo = UINTPTR_MAX, hi = 0;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -76,42 +98,88 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *data) {
     exe[n > 0 ? n : 0] = 0;
     name = exe;
   }
-  for (size_t i = 0; i < nmods; i++)
-    if (mods[i].lo == lo && mods[i].hi == hi && !strcmp(mods[i].path, name)) return 0;
-  if (nmods == capmods) {
-    size_t nc = capmods ? capmods * 2 : 64;
-    module *m = realloc(mods, nc * sizeof *m);
-    if (!m) return 1;
-    mods = m;
-    capmods = nc;
+  if (c->n == c->cap) {
+    size_t nc = c->cap ? c->cap * 2 : 64;
+    module **f = realloc(c->found, nc * sizeof *f);
+    if (!f) { c->failed = 1; return 1; }
+    c->found = f;
+    c->cap = nc;
   }
-  module *m = &mods[nmods];
-  memset(m, 0, sizeof *m);
-  m->path = strdup(name);
-  if (!m->path) return 1;
-  m->lo = lo;
-  m->hi = hi;
-  m->bias = info->dlpi_addr;
-  read_build_id(info, m);
-  m->id = (uint32_t)++nmods;
-  (*added)++;
+  module *m = NULL; /* the same object as before: same range, same path */
+  for (size_t i = 0; i < nlive && !m; i++)
+    if (live[i]->lo == lo && live[i]->hi == hi && !strcmp(live[i]->path, name)) m = live[i];
+  if (!m) {
+    if (nmods == capmods) {
+      size_t nc = capmods ? capmods * 2 : 64;
+      module **a = realloc(mods, nc * sizeof *a);
+      if (!a) { c->failed = 1; return 1; }
+      mods = a;
+      capmods = nc;
+    }
+    m = calloc(1, sizeof *m);
+    if (!m || !(m->path = strdup(name))) { free(m); c->failed = 1; return 1; }
+    m->lo = lo;
+    m->hi = hi;
+    m->bias = info->dlpi_addr;
+    read_build_id(info, m);
+    mods[nmods++] = m;
+    m->id = (uint32_t)nmods;
+    c->added++;
+  }
+  c->found[c->n++] = m;
   return 0;
 }
 
-/* Adds the objects loaded since the last scan. Returns how many were added. */
+static int cmp_lo(const void *a, const void *b) {
+  const module *x = *(module *const *)a, *y = *(module *const *)b;
+  return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Rebuilds the map of the objects mapped now. Returns how many objects are new. */
 static int scan_modules(void) {
-  int added = 0;
+  scan_ctx c = {0};
   pthread_mutex_lock(&dlh_dl_mutex);
-  dl_iterate_phdr(scan_one, &added);
+  dl_iterate_phdr(scan_one, &c);
   pthread_mutex_unlock(&dlh_dl_mutex);
-  return added;
+  if (c.failed) { /* keep the old map; what was added stays known by id */
+    free(c.found);
+    return c.added;
+  }
+  qsort(c.found, c.n, sizeof *c.found, cmp_lo);
+  free(live);
+  live = c.found;
+  nlive = c.n;
+  return c.added;
+}
+
+static int peek_counters(struct dl_phdr_info *info, size_t size, void *data) {
+  unsigned long long *v = data;
+  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+    v[0] = info->dlpi_adds;
+    v[1] = info->dlpi_subs;
+  }
+  return 1; /* the first object is enough */
+}
+
+/* Whether an object was loaded or unloaded since the last scan (the loader's own counters:
+ * one callback, no walk over the objects). */
+static int loader_changed(void) {
+  unsigned long long v[2] = {~0ull - 1, ~0ull - 1};
+  pthread_mutex_lock(&dlh_dl_mutex);
+  dl_iterate_phdr(peek_counters, v);
+  pthread_mutex_unlock(&dlh_dl_mutex);
+  return v[0] != seen_adds || v[1] != seen_subs;
 }
 
 static module *find_module(uintptr_t pc) {
-  module *best = NULL; /* the latest one loaded wins when ranges were reused after dlclose */
-  for (size_t i = 0; i < nmods; i++)
-    if (pc >= mods[i].lo && pc < mods[i].hi) best = &mods[i];
-  return best;
+  size_t lo = 0, hi = nlive;
+  while (lo < hi) { /* the last module with m->lo <= pc */
+    size_t mid = lo + (hi - lo) / 2;
+    if (live[mid]->lo <= pc) lo = mid + 1; else hi = mid;
+  }
+  if (!lo) return NULL;
+  module *m = live[lo - 1];
+  return pc < m->hi ? m : NULL;
 }
 
 /* ---------------------------------------------------------------- elfutils */
@@ -125,19 +193,20 @@ static struct {
                     void *);
   int (*proc_report)(Dwfl *, pid_t);
   Dwfl_Module *(*addrmodule)(Dwfl *, Dwarf_Addr);
-  const char *(*addrinfo)(Dwfl_Module *, GElf_Addr, GElf_Off *, GElf_Sym *, GElf_Word *, Elf **,
-                          Dwarf_Addr *);
+  Dwarf *(*getdwarf)(Dwfl_Module *, Dwarf_Addr *);
   Dwfl_Line *(*getsrc)(Dwfl_Module *, Dwarf_Addr);
   const char *(*lineinfo)(Dwfl_Line *, Dwarf_Addr *, int *, int *, Dwarf_Word *, Dwarf_Word *);
   const char *(*comp_dir)(Dwfl_Line *);
   Dwfl_Callbacks cb;
+  dlh_elf_api elf;
+  int elf_ok;
+  int reported;  /* dwfl knows the objects of the current scan */
 } D;
 
 /* Separate debug files (/usr/lib/debug, debuginfod) are not searched while recording: loading
  * and inflating, say, libc's full debug info costs the writer a tenth of a second per process
  * (during which rings fill), and debuginfod would wait on the network. Objects that carry their
- * own DWARF (the program, built with -g) get file:line; others get function names from their
- * symbol tables (.symtab, .gnu_debugdata, .dynsym). */
+ * own DWARF (the program, built with -g) get file:line; `dlhook symbolize` can add the rest. */
 static int find_debuginfo(Dwfl_Module *mod, void **ud, const char *modname, Dwarf_Addr base,
                           const char *file, const char *link, GElf_Word crc, char **out) {
   (void)mod; (void)ud; (void)modname; (void)base; (void)file; (void)link; (void)crc; (void)out;
@@ -148,6 +217,7 @@ static void dwfl_report_all(void) {
   D.report_begin(D.dwfl);
   D.proc_report(D.dwfl, getpid());
   D.report_end(D.dwfl, NULL, NULL);
+  D.reported = 1;
 }
 
 /* Constructor time (dlh_stacks_init): loads libdw. dlopen must not run on the writer thread:
@@ -163,24 +233,36 @@ static void dwfl_setup(void) {
   void *h = libdw;
   if (!h) return;
 #define SYM(f, n) *(void **)&D.f = dlsym(h, n)
+  /* libelf comes with libdw (its dependency): the symbol index reads the ELF through it */
+  SYM(elf.version, "elf_version");
+  SYM(elf.begin, "elf_begin");
+  SYM(elf.cntl, "elf_cntl");
+  SYM(elf.end, "elf_end");
+  SYM(elf.nextscn, "elf_nextscn");
+  SYM(elf.getshdr, "gelf_getshdr");
+  SYM(elf.getdata, "elf_getdata");
+  SYM(elf.getsym, "gelf_getsym");
+  SYM(elf.strptr, "elf_strptr");
+  SYM(elf.getnote, "gelf_getnote");
+  D.elf_ok = D.elf.version && D.elf.begin && D.elf.cntl && D.elf.end && D.elf.nextscn &&
+             D.elf.getshdr && D.elf.getdata && D.elf.getsym && D.elf.strptr && D.elf.getnote;
   SYM(begin, "dwfl_begin");
   SYM(report_begin, "dwfl_report_begin");
   SYM(report_end, "dwfl_report_end");
   SYM(proc_report, "dwfl_linux_proc_report");
   SYM(addrmodule, "dwfl_addrmodule");
-  SYM(addrinfo, "dwfl_module_addrinfo");
+  SYM(getdwarf, "dwfl_module_getdwarf");
   SYM(getsrc, "dwfl_module_getsrc");
   SYM(lineinfo, "dwfl_lineinfo");
   SYM(comp_dir, "dwfl_line_comp_dir");
   SYM(cb.find_elf, "dwfl_linux_proc_find_elf");
 #undef SYM
   if (!D.begin || !D.report_begin || !D.report_end || !D.proc_report || !D.addrmodule ||
-      !D.addrinfo || !D.getsrc || !D.lineinfo || !D.cb.find_elf)
+      !D.getdwarf || !D.getsrc || !D.lineinfo || !D.cb.find_elf)
     return;
   D.cb.find_debuginfo = find_debuginfo;
   D.dwfl = D.begin(&D.cb);
   if (!D.dwfl) return;
-  dwfl_report_all();
   D.state = 1;
 }
 
@@ -204,41 +286,61 @@ static void demangle(char *name, size_t cap) {
   free(d);
 }
 
-static void resolve(uintptr_t pc, sym *s) {
-  uintptr_t a = pc ? pc - 1 : 0; /* return address -> the call instruction */
-  memset(s, 0, sizeof *s);
-  if (D.state == 1) {
-    Dwfl_Module *m = D.addrmodule(D.dwfl, a);
-    if (m) {
-      GElf_Off off = 0;
-      GElf_Sym es;
-      const char *name = D.addrinfo(m, a, &off, &es, NULL, NULL, NULL);
-      if (name) {
-        snprintf(s->function, sizeof s->function, "%s", name);
-        s->offset = off + 1;
-      }
-      Dwfl_Line *l = D.getsrc(m, a);
-      if (l) {
-        Dwarf_Addr la;
-        int line = 0, col = 0;
-        const char *file = D.lineinfo(l, &la, &line, &col, NULL, NULL);
-        const char *dir = file && file[0] != '/' && D.comp_dir ? D.comp_dir(l) : NULL;
-        if (dir && *dir) snprintf(s->file, sizeof s->file, "%s/%s", dir, file);
-        else if (file) snprintf(s->file, sizeof s->file, "%s", file);
-        s->line = line > 0 ? (uint32_t)line : 0;
-      }
+/* The module's symbol index, built the first time (the file at its path, if its build-id is
+ * the mapped one's). */
+static dlh_symtab *module_syms(module *m) {
+  if (m->sym_state == 0) {
+    m->sym_state = -1;
+    const char *b = strrchr(m->path, '/');
+    b = b ? b + 1 : m->path;
+    if (D.elf_ok && m->path[0] == '/' && strncmp(b, "linux-vdso", 10) != 0) {
+      m->syms = dlh_symtab_open(&D.elf, m->path, m->build_id, m->build_id_len);
+      if (m->syms) m->sym_state = 1;
     }
   }
-  if (!s->function[0]) {
-    Dl_info di;
-    if (dladdr((void *)a, &di) && di.dli_sname) {
-      snprintf(s->function, sizeof s->function, "%s", di.dli_sname);
-      s->offset = pc - (uintptr_t)di.dli_saddr;
-    }
+  return m->syms;
+}
+
+/* The function name of pc (cheap: a binary search in the module's index). */
+static void resolve_name(uintptr_t pc, module *m, sym *s) {
+  uintptr_t a = pc ? pc - 1 : 0; /* return address -> the call instruction */
+  memset(s, 0, sizeof *s);
+  if (!m) return;
+  dlh_symtab *t = module_syms(m);
+  uint64_t off = 0;
+  const char *name = t ? dlh_symtab_lookup(t, a - m->bias, &off) : NULL;
+  if (name) {
+    snprintf(s->function, sizeof s->function, "%s", name);
+    s->offset = off + 1;
   }
   char *at = strchr(s->function, '@'); /* "memcpy@@GLIBC_2.14" -> "memcpy" */
   if (at && at != s->function) *at = 0;
   demangle(s->function, sizeof s->function);
+}
+
+/* file:line of pc from the module's own DWARF (the first use in a module loads its DWARF,
+ * which can take a while for a large object). Returns 1 when found. */
+static int resolve_line(uintptr_t pc, module *m, sym *s) {
+  uintptr_t a = pc ? pc - 1 : 0;
+  if (D.state != 1 || !m || m->no_lines) return 0;
+  if (!D.reported) dwfl_report_all();
+  Dwfl_Module *dm = D.addrmodule(D.dwfl, a);
+  Dwarf_Addr bias;
+  if (!dm || !D.getdwarf(dm, &bias)) {
+    m->no_lines = 1;
+    return 0;
+  }
+  Dwfl_Line *l = D.getsrc(dm, a);
+  if (!l) return 0;
+  Dwarf_Addr la;
+  int line = 0, col = 0;
+  const char *file = D.lineinfo(l, &la, &line, &col, NULL, NULL);
+  if (!file) return 0;
+  const char *dir = file[0] != '/' && D.comp_dir ? D.comp_dir(l) : NULL;
+  if (dir && *dir) snprintf(s->file, sizeof s->file, "%s/%s", dir, file);
+  else snprintf(s->file, sizeof s->file, "%s", file);
+  s->line = line > 0 ? (uint32_t)line : 0;
+  return 1;
 }
 
 /* ---------------------------------------------------------------- per-writer state */
@@ -247,6 +349,12 @@ static struct dlh_writer *cur_w;
 static uint8_t *stack_done, *pyf_done;   /* bitmaps over ids */
 static uint64_t *pc_set;                 /* open addressing; 0 = empty */
 static size_t pc_cap, pc_n;
+/* pcs written in a StackDef and not yet symbolized: names first (queue 0, cheap), then file:line
+ * (queue 1, DWARF) of those whose module may have some, so that a short budget gives names. */
+typedef struct pending { uint64_t pc; module *m; } pending;
+typedef struct pqueue { pending *e; size_t head, n, cap; } pqueue;
+static pqueue Q[2];
+static uint64_t n_resolved, n_unresolved;
 
 static int bit_test_set(uint8_t *b, uint32_t i) {
   int was = (b[i >> 3] >> (i & 7)) & 1;
@@ -278,6 +386,29 @@ static int pc_seen(uint64_t pc) {
   return 0;
 }
 
+static void enqueue(pqueue *q, uint64_t pc, module *m) {
+  if (q->head + q->n == q->cap) {
+    if (q->head) { /* slide the live part to the front */
+      memmove(q->e, q->e + q->head, q->n * sizeof *q->e);
+      q->head = 0;
+    } else {
+      size_t nc = q->cap ? q->cap * 2 : 4096;
+      pending *e = realloc(q->e, nc * sizeof *e);
+      if (!e) return; /* left as module+offset (names) or without a line */
+      q->e = e;
+      q->cap = nc;
+    }
+  }
+  q->e[q->head + q->n++] = (pending){pc, m};
+}
+
+static int dequeue(pqueue *q, pending *out) {
+  if (!q->n) return 0;
+  *out = q->e[q->head++];
+  if (!--q->n) q->head = 0;
+  return 1;
+}
+
 static void put(struct dlh_writer *w, Dlh__Packet *p) { (void)dlh_writer_packet(w, p); }
 
 static void emit_module(struct dlh_writer *w, module *m) {
@@ -300,21 +431,46 @@ static void emit_module(struct dlh_writer *w, module *m) {
   m->emitted = 1;
 }
 
-static void emit_symbol(struct dlh_writer *w, uint64_t pc, module *m) {
-  sym s;
-  resolve((uintptr_t)pc, &s);
+static void emit_symdef(struct dlh_writer *w, uint64_t pc, module *m, const sym *s) {
   Dlh__Packet p = DLH__PACKET__INIT;
   Dlh__SymbolDef sd = DLH__SYMBOL_DEF__INIT;
   sd.has_pc = 1;
   sd.pc = pc;
-  if (s.function[0]) sd.function = s.function;
-  if (s.file[0]) sd.file = s.file;
-  if (s.line) { sd.has_line = 1; sd.line = s.line; }
+  if (s->function[0]) sd.function = (char *)s->function;
+  if (s->file[0]) sd.file = (char *)s->file;
+  if (s->line) { sd.has_line = 1; sd.line = s->line; }
   if (m) { sd.has_module = 1; sd.module = m->id; }
-  if (s.offset) { sd.has_offset = 1; sd.offset = s.offset; }
+  if (s->offset) { sd.has_offset = 1; sd.offset = s->offset; }
   p.data_case = DLH__PACKET__DATA_SYMBOL;
   p.symbol = &sd;
   put(w, &p);
+}
+
+/* Names phase: writes the SymbolDef of pc with its function (none when no symbol covers it: a
+ * reader shows module+offset), and queues pc for its line. */
+static void symbolize_name(struct dlh_writer *w, uint64_t pc, module *m) {
+  sym s;
+  resolve_name((uintptr_t)pc, m, &s);
+  if (s.function[0]) {
+    n_resolved++;
+    emit_symdef(w, pc, m, &s);
+  } else {
+    n_unresolved++;
+  }
+  if (D.state == 1 && m && !m->no_lines) enqueue(&Q[1], pc, m);
+}
+
+/* Lines phase: a second, complete SymbolDef (it replaces the first) when DWARF gives a line. */
+static void symbolize_line(struct dlh_writer *w, uint64_t pc, module *m) {
+  sym s;
+  if (m->no_lines) return;
+  resolve_name((uintptr_t)pc, m, &s);
+  if (!resolve_line((uintptr_t)pc, m, &s)) return;
+  if (!s.function[0]) { /* counted as resolved now */
+    n_unresolved--;
+    n_resolved++;
+  }
+  emit_symdef(w, pc, m, &s);
 }
 
 static void emit_pyframe(struct dlh_writer *w, uint32_t id) {
@@ -340,10 +496,13 @@ static int new_writer(struct dlh_writer *w) {
   memset(pyf_done, 0, (dlh_pyf_max_id + 8) / 8 + 1);
   if (pc_set) memset(pc_set, 0, pc_cap * sizeof *pc_set);
   pc_n = 0;
+  Q[0].head = Q[0].n = Q[1].head = Q[1].n = 0; /* a new trace (fork child): all defined again */
+  n_resolved = n_unresolved = 0;
   if (D.state == 0) dwfl_setup();
   scan_modules();
-  for (size_t i = 0; i < nmods; i++) mods[i].emitted = 0;
-  for (size_t i = 0; i < nmods; i++) emit_module(w, &mods[i]); /* the map at start */
+  D.reported = 0;
+  for (size_t i = 0; i < nmods; i++) mods[i]->emitted = 0;
+  for (size_t i = 0; i < nlive; i++) emit_module(w, live[i]); /* the map at start */
   cur_w = w;
   return 0;
 }
@@ -364,13 +523,16 @@ void dlh_stacks_define(struct dlh_writer *w, uint32_t id) {
     }
     if (pc_seen(f) != 0) continue;
     module *m = find_module((uintptr_t)f);
-    if (!m && !rescanned) { /* loaded after the last scan (dlopen) */
+    if (!m && !rescanned) { /* loaded after the last scan (dlopen)? */
       rescanned = 1;
-      if (scan_modules() && D.state == 1) dwfl_report_all();
-      m = find_module((uintptr_t)f);
+      if (loader_changed()) {
+        scan_modules();
+        D.reported = 0;
+        m = find_module((uintptr_t)f);
+      }
     }
     if (m && !m->emitted) emit_module(w, m);
-    emit_symbol(w, f, m);
+    enqueue(&Q[0], f, m);
   }
   Dlh__Packet p = DLH__PACKET__INIT;
   Dlh__StackDef sd = DLH__STACK_DEF__INIT;
@@ -382,4 +544,28 @@ void dlh_stacks_define(struct dlh_writer *w, uint32_t id) {
   p.data_case = DLH__PACKET__DATA_STACK;
   p.stack = &sd;
   put(w, &p);
+}
+
+size_t dlh_stacks_symbolize(struct dlh_writer *w, uint64_t deadline_ns) {
+  if (!w || w != cur_w) return 0;
+  if (!dlh_cfg.symbolize) return Q[0].n; /* all left for `dlhook symbolize` */
+  pending e;
+  while (Q[0].n || Q[1].n) {
+    if (dlh_mono_ns() >= deadline_ns) break;
+    if (dequeue(&Q[0], &e)) symbolize_name(w, e.pc, e.m);
+    else if (dequeue(&Q[1], &e)) symbolize_line(w, e.pc, e.m);
+  }
+  return Q[0].n + Q[1].n;
+}
+
+void dlh_stacks_symbol_counts(uint64_t *resolved, uint64_t *unresolved, uint64_t *pending_n) {
+  if (resolved) *resolved = n_resolved;
+  if (unresolved) *unresolved = n_unresolved;
+  if (pending_n) *pending_n = Q[0].n; /* pcs without even a name attempt */
+}
+
+size_t dlh_stacks_index_bytes(void) {
+  size_t b = 0;
+  for (size_t i = 0; i < nmods; i++) b += dlh_symtab_bytes(mods[i]->syms);
+  return b;
 }

@@ -37,6 +37,18 @@ extern uint32_t dlh_stack_max_id, dlh_pyf_max_id;
 #include <pthread.h>
 extern pthread_mutex_t dlh_dl_mutex;
 
+/* ---- loaded objects by address, on any thread (modmap.c) ---- */
+#define DLH_MOD_CUDA_INTERNAL 1u   /* libcupti / libcuda: leading frames of CUPTI callbacks */
+typedef struct dlh_modinfo {
+  uintptr_t lo, hi;   /* the object's mapped range */
+  unsigned flags;     /* DLH_MOD_* */
+} dlh_modinfo;
+/* Constructor time: picks glibc's _dl_find_object when there is one. */
+void dlh_modmap_init(void);
+/* Hot path (lock-free, no malloc, O(log n)): fills *out for the object containing pc and
+ * returns 1, or returns 0 when pc is in no loaded object (JIT code, anonymous memory). */
+int dlh_modmap_find(uintptr_t pc, dlh_modinfo *out);
+
 /* ---- symbolizer (symbolize.c) ---- */
 /* Loads elfutils' libdw privately (constructor time only: never dlopen on the writer thread). */
 void dlh_symbolize_preload(void);

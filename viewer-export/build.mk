@@ -7,9 +7,21 @@ $(BUILD)/viewer-export/%.o: viewer-export/%.c $(BUILD)/format/dlhook.pb-c.h | $(
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -Iviewer-export -I$(BUILD)/viewer-export -MMD -MP -c -o $@ $<
 
+# unwind/elfsym.c (the sorted symbol index) is compiled into the command too: `dlhook symbolize`
+# resolves with the same code as the recorder, with libelf and libdw linked directly.
+VX_SHARED_OBJS := $(BUILD)/viewer-export/shared/elfsym.o
+$(BUILD)/viewer-export/shared/%.o: unwind/%.c | $(DEPS_STAMP)
+	$(Q)mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) -Iunwind -MMD -MP -c -o $@ $<
+VX_OBJS += $(VX_SHARED_OBJS)
+VX_SHARED_SRCS := unwind/elfsym.c
+VX_LIBS := -ldw -lelf
+$(BUILD)/viewer-export/symbolize.o: CFLAGS += -Iunwind
+
 $(BUILD)/dlhook: $(VX_OBJS) $(FORMAT_OBJS)
 	@echo "  LD      $@"
-	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(FORMAT_LIBS) -lz -lstdc++
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(FORMAT_LIBS) $(VX_LIBS) -lz -lstdc++
 
 # Test helper (not a test itself): writes traces with known contents for tests/cli/.
 $(BUILD)/tests/bin/mktrace: viewer-export/tests/mktrace.c format/tests/fuzzgen.h $(FORMAT_OBJS)

@@ -311,8 +311,11 @@ static void dump_packet(FILE *f, const dump_opts *o, const vx_trace *t, const Dl
       const Dlh__Trailer *tr = p->trailer;
       if (!want(o, "trailer")) break;
       fprintf(f, "{\"type\":\"trailer\",\"records\":%" PRIu64 ",\"dropped\":%" PRIu64
-                 ",\"end_ns\":%" PRIu64 ",\"exit_reason\":%u,\"signal\":%u}\n",
-              tr->records, tr->dropped, tr->end_ns, tr->exit_reason, tr->signal);
+                 ",\"end_ns\":%" PRIu64 ",\"exit_reason\":%u,\"signal\":%u"
+                 ",\"pcs_unsymbolized\":%" PRIu64 ",\"pcs_no_symbol\":%" PRIu64
+                 ",\"stacks_lost\":%" PRIu64 ",\"symbol_index_bytes\":%" PRIu64 "}\n",
+              tr->records, tr->dropped, tr->end_ns, tr->exit_reason, tr->signal,
+              tr->pcs_unsymbolized, tr->pcs_no_symbol, tr->stacks_lost, tr->symbol_index_bytes);
       break;
     }
     default:

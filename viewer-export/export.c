@@ -325,7 +325,9 @@ const char *ex_frame_name(const vx_frame *fr, char *buf, size_t n) {
   if (name && *name) return name;
   const char *m = fr->module ? strrchr(fr->module, '/') : NULL;
   m = m ? m + 1 : fr->module;
-  if (m) snprintf(buf, n, "[%.60s]", m); /* stable across runs (no ASLR address) */
+  /* stable across runs: the address in the file, not the ASLR address */
+  if (m && fr->has_modoff) snprintf(buf, n, "%.60s+0x%" PRIx64, m, fr->modoff);
+  else if (m) snprintf(buf, n, "[%.60s]", m);
   else snprintf(buf, n, "0x%" PRIx64, fr->pc);
   return buf;
 }

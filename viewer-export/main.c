@@ -12,6 +12,7 @@ int cmd_report(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_symbolize(int argc, char **argv);
 
 static const struct {
   const char *name;
@@ -26,6 +27,7 @@ static const struct {
   {"export", cmd_export, "convert traces for TensorBoard, Perfetto, HTA, flame graphs"},
   {"diff", cmd_diff, "differential flame graph of two traces"},
   {"merge", cmd_merge, "put traces of many ranks and hosts on one timeline, then export"},
+  {"symbolize", cmd_symbolize, "add names to the stack addresses a recording left unresolved"},
 };
 
 static void usage(FILE *f) {
@@ -37,7 +39,7 @@ static void usage(FILE *f) {
           "\n"
           "commands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-    fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
   fprintf(f,
           "\n"
           "options:\n"

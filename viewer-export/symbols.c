@@ -1,7 +1,9 @@
 /* symbols.c — call stacks of a trace: StackDef, ModuleDef, SymbolDef and PyFrameDef packets
  * (format/dlhook.proto) turned into symbolized frames for dump and the exporters
- * (vx_stack_frames). Definitions precede their first use in a trace, so a stack can be asked
- * for as soon as an event refers to it. */
+ * (vx_stack_frames). StackDef, ModuleDef and PyFrameDef precede their first use in a trace;
+ * SymbolDef packets may come later (the recorder resolves names in the background, `dlhook
+ * symbolize` appends them), so vx_trace_open reads every definition in a first pass before any
+ * event is looked at. A pc without a SymbolDef is shown as module+offset. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +13,8 @@
 
 typedef struct vx_module {
   char *path;
-  uint64_t start, end;
+  uint64_t start, end, bias;
+  size_t order;     /* definition order: a later module wins over an earlier one in its range */
 } vx_module;
 
 typedef struct vx_symbol {
@@ -38,8 +41,10 @@ typedef struct vx_stacks {
   vx_map stacks;    /* StackDef.id -> vx_stack* */
   vx_symbol *syms;  /* open addressing on pc; pc 0 = empty */
   size_t nsyms, capsyms;
-  vx_module **modlist; /* in definition order, for range lookups */
+  vx_module **modlist; /* in definition order (owns the modules) */
   size_t nmods;
+  vx_module **bystart; /* sorted by start, then order: binary search (built on first lookup) */
+  size_t nsorted;
 } vx_stacks;
 
 static vx_stacks *get(vx_trace *t) {
@@ -128,6 +133,8 @@ void vx_stacks_define(vx_trace *t, const Dlh__Packet *p) {
       m->path = vx_xstrdup(d->path ? d->path : "");
       m->start = d->start;
       m->end = d->end;
+      m->bias = d->has_offset ? d->offset : 0;
+      m->order = s->nmods;
       s->modlist = vx_xrealloc(s->modlist, (s->nmods + 1) * sizeof *s->modlist);
       s->modlist[s->nmods++] = m;
       /* the map only indexes; modlist owns the modules */
@@ -163,14 +170,36 @@ void vx_stacks_define(vx_trace *t, const Dlh__Packet *p) {
   }
 }
 
-static const vx_module *module_of(const vx_stacks *s, uint64_t pc, uint32_t id) {
+static int cmp_start(const void *a, const void *b) {
+  const vx_module *x = *(vx_module *const *)a, *y = *(vx_module *const *)b;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The module whose range holds pc: among those starting at or below pc, the latest defined
+ * that still covers it (a range reused after dlclose), looking back at most 16 neighbours. */
+static const vx_module *module_of(vx_stacks *s, uint64_t pc, uint32_t id) {
   if (id) {
     const vx_module *m = vx_map_get(&s->modules, id);
     if (m) return m;
   }
+  if (s->nsorted != s->nmods) {
+    free(s->bystart);
+    s->bystart = vx_xmalloc(s->nmods * sizeof *s->bystart);
+    memcpy(s->bystart, s->modlist, s->nmods * sizeof *s->bystart);
+    qsort(s->bystart, s->nmods, sizeof *s->bystart, cmp_start);
+    s->nsorted = s->nmods;
+  }
+  size_t lo = 0, hi = s->nsorted;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->bystart[mid]->start <= pc) lo = mid + 1; else hi = mid;
+  }
   const vx_module *best = NULL;
-  for (size_t i = 0; i < s->nmods; i++)
-    if (pc >= s->modlist[i]->start && pc < s->modlist[i]->end) best = s->modlist[i];
+  for (size_t i = lo, k = 0; i > 0 && k < 16; i--, k++) {
+    const vx_module *m = s->bystart[i - 1];
+    if (pc < m->end && (!best || m->order > best->order)) best = m;
+  }
   return best;
 }
 
@@ -205,6 +234,10 @@ size_t vx_stack_frames(const vx_trace *t, uint32_t stack_id, const vx_frame **ou
         f->line = y->line;
       }
       f->module = m && m->path[0] ? m->path : NULL;
+      if (m && v >= m->bias) {
+        f->modoff = v - m->bias; /* the address in the file: addr2line -e module 0xmodoff */
+        f->has_modoff = 1;
+      }
     }
   }
   if (out) *out = st->frames;
@@ -224,6 +257,7 @@ void vx_stacks_free(vx_trace *t) {
   vx_map_free(&s->modules, NULL);
   for (size_t i = 0; i < s->nmods; i++) module_free(s->modlist[i]);
   free(s->modlist);
+  free(s->bystart);
   for (size_t i = 0; i < s->capsyms; i++) {
     free(s->syms[i].function);
     free(s->syms[i].file);

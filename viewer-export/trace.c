@@ -118,6 +118,29 @@ int vx_trace_open(vx_trace *t, const char *path) {
     free(err);
     return -1;
   }
+  /* First pass: the stack definitions of the whole file (damage is reported by the second) */
+  const Dlh__Packet *p;
+  while (dlh_reader_next(t->r, &p) == 1) {
+    switch (p->data_case) {
+      case DLH__PACKET__DATA_STACK:
+      case DLH__PACKET__DATA_MODULE:
+      case DLH__PACKET__DATA_SYMBOL:
+      case DLH__PACKET__DATA_PY_FRAME:
+        vx_stacks_define(t, p);
+        break;
+      default:
+        break;
+    }
+  }
+  dlh_reader_close(t->r);
+  t->r = dlh_reader_open(path, &err);
+  if (!t->r) {
+    vx_error("%s: %s", path, err ? err : "cannot open");
+    free(err);
+    vx_stacks_free(t);
+    return -1;
+  }
+  t->defs_read = 1;
   return 0;
 }
 
@@ -154,6 +177,7 @@ static void define(vx_trace *t, const Dlh__Packet *p) {
       t->have_trailer = 1;
       t->trailer_records = p->trailer->records;
       t->trailer_dropped = p->trailer->dropped;
+      t->pcs_unsymbolized = p->trailer->pcs_unsymbolized;
       break;
     case DLH__PACKET__DATA_COUNTERS:
       t->have_counters = 1;
@@ -167,7 +191,7 @@ static void define(vx_trace *t, const Dlh__Packet *p) {
     case DLH__PACKET__DATA_MODULE:
     case DLH__PACKET__DATA_SYMBOL:
     case DLH__PACKET__DATA_PY_FRAME:
-      vx_stacks_define(t, p);
+      if (!t->defs_read) vx_stacks_define(t, p);
       break;
     case DLH__PACKET__DATA_GPU:
       t->gpu_events += p->gpu->n_kind;

@@ -61,10 +61,14 @@ typedef struct vx_trace {
   uint64_t trailer_records, trailer_dropped;
   uint64_t counters_records, counters_dropped;
   uint64_t api_events, gpu_events, packets;
-  struct vx_stacks *stacks; /* symbols.c: stacks, modules, symbols, Python frames read so far */
+  struct vx_stacks *stacks; /* symbols.c: stacks, modules, symbols, Python frames */
+  int defs_read;    /* the first pass read every stack definition (symbols.c) */
+  uint64_t pcs_unsymbolized; /* Trailer.pcs_unsymbolized */
 } vx_trace;
 
-/* Opens a trace; on failure prints "dlhook: PATH: why" and returns -1. */
+/* Opens a trace and reads its stack definitions (StackDef, ModuleDef, SymbolDef, PyFrameDef:
+ * symbols may follow the events that use them) in a first pass; on failure prints
+ * "dlhook: PATH: why" and returns -1. */
 int vx_trace_open(vx_trace *t, const char *path);
 /* Next packet, after recording definitions (functions, strings, process, trailer, counters).
  * Returns 1, 0 at the clean end, -1 when the rest is damaged (message already printed). */
@@ -94,6 +98,8 @@ typedef struct vx_frame {
   const char *file;
   uint32_t line;
   const char *module;
+  uint64_t modoff;  /* pc - the module's load bias (the address in the file), if has_modoff */
+  int has_modoff;
   int python;
 } vx_frame;
 

@@ -1,0 +1,238 @@
+/* elfsym.c — sorted function-symbol index of one ELF file (see dlh_elfsym.h).
+ *
+ * Every defined STT_FUNC / STT_GNU_IFUNC symbol of .symtab and .dynsym becomes a 16-byte entry
+ * (address, size, name offset, which string table). Entries are sorted by address; at one
+ * address the one with a size and global binding wins (an alias of the same code). A lookup is
+ * a binary search for the last entry at or below the address, which covers it when the address
+ * lies inside its size (or the symbol has no size). */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dlh_elfsym.h"
+
+typedef struct ent {
+  uint64_t addr;
+  uint32_t size;   /* clamped at 4 GiB - 1 */
+  uint32_t name;   /* bit 31: dynsym's string table; bits 0-30: offset in it */
+} ent;
+
+/* After sorting, the index is split for the cache: keys[] holds the addresses alone (8 bytes a
+ * symbol) and info[] the rest; top[] holds every TOP_STRIDE-th key, small enough to stay in
+ * cache (60 KiB for 500,000 symbols). A lookup searches top[], then one block of TOP_STRIDE keys
+ * (512 contiguous bytes). */
+#define TOP_STRIDE 64
+typedef struct info { uint32_t size, name; } info;
+
+struct dlh_symtab {
+  const dlh_elf_api *api;
+  Elf *elf;
+  ent *e;              /* while building */
+  uint64_t *keys;
+  info *info;
+  uint64_t *top;
+  size_t n, ntop;
+  size_t strndx[2];   /* section index of the string tables: [0] .symtab's, [1] .dynsym's */
+  const char *str[2]; /* their contents (mapped by libelf) and sizes */
+  size_t strsize[2];
+};
+
+#define DYN_BIT 0x80000000u
+
+static int cmp_ent(const void *a, const void *b) {
+  const ent *x = a, *y = b;
+  if (x->addr != y->addr) return x->addr < y->addr ? -1 : 1;
+  /* prefer a sized symbol at the same address; then keep file order (stable via name) */
+  if ((x->size != 0) != (y->size != 0)) return x->size ? -1 : 1;
+  return 0;
+}
+
+static int api_ok(const dlh_elf_api *a) {
+  return a && a->version && a->begin && a->cntl && a->end && a->nextscn && a->getshdr &&
+         a->getdata && a->getsym && a->strptr && a->getnote;
+}
+
+static Elf *open_elf(const dlh_elf_api *api, const char *path) {
+  if (!api_ok(api) || !path || !*path) return NULL;
+  if (api->version(EV_CURRENT) == EV_NONE) return NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) return NULL;
+  Elf *elf = api->begin(fd, ELF_C_READ_MMAP, NULL);
+  /* the contents are mapped: libelf no longer needs the descriptor */
+  if (elf && api->cntl(elf, ELF_C_FDDONE) != 0) {
+    api->end(elf);
+    elf = NULL;
+  }
+  close(fd);
+  return elf;
+}
+
+static size_t note_build_id(const dlh_elf_api *api, Elf *elf, uint8_t *id, size_t cap) {
+  Elf_Scn *scn = NULL;
+  while ((scn = api->nextscn(elf, scn))) {
+    GElf_Shdr sh;
+    if (!api->getshdr(scn, &sh) || sh.sh_type != SHT_NOTE) continue;
+    Elf_Data *d = api->getdata(scn, NULL);
+    if (!d) continue;
+    size_t off = 0, noff, doff;
+    GElf_Nhdr nh;
+    while (off < d->d_size && (off = api->getnote(d, off, &nh, &noff, &doff)) > 0) {
+      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+          !memcmp((const char *)d->d_buf + noff, "GNU", 4) && nh.n_descsz <= cap) {
+        memcpy(id, (const char *)d->d_buf + doff, nh.n_descsz);
+        return nh.n_descsz;
+      }
+    }
+  }
+  return 0;
+}
+
+size_t dlh_elf_build_id(const dlh_elf_api *api, const char *path, uint8_t *id, size_t cap) {
+  Elf *elf = open_elf(api, path);
+  if (!elf) return 0;
+  size_t n = note_build_id(api, elf, id, cap);
+  api->end(elf);
+  return n;
+}
+
+/* Appends the function symbols of one symbol table section. Returns 0, or -1 on allocation
+ * failure. */
+static int add_section(dlh_symtab *t, Elf_Scn *scn, const GElf_Shdr *sh, int dyn, size_t *cap) {
+  Elf_Data *d = t->api->getdata(scn, NULL);
+  if (!d || !sh->sh_entsize) return 0;
+  size_t count = d->d_size / sh->sh_entsize;
+  for (size_t i = 1; i < count; i++) {
+    GElf_Sym s;
+    if (!t->api->getsym(d, (int)i, &s)) break;
+    int type = GELF_ST_TYPE(s.st_info);
+    if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
+    if (s.st_shndx == SHN_UNDEF || s.st_value == 0 || s.st_name == 0 || s.st_name >= DYN_BIT)
+      continue;
+    if (t->n == *cap) {
+      size_t nc = *cap ? *cap * 2 : 1024;
+      ent *ne = realloc(t->e, nc * sizeof *ne);
+      if (!ne) return -1;
+      t->e = ne;
+      *cap = nc;
+    }
+    ent *e = &t->e[t->n++];
+    e->addr = s.st_value;
+    e->size = s.st_size > 0xffffffffull ? 0xffffffffu : (uint32_t)s.st_size;
+    e->name = (uint32_t)s.st_name | (dyn ? DYN_BIT : 0);
+  }
+  return 0;
+}
+
+dlh_symtab *dlh_symtab_open(const dlh_elf_api *api, const char *path, const uint8_t *want_id,
+                            size_t want_len) {
+  Elf *elf = open_elf(api, path);
+  if (!elf) return NULL;
+  if (want_id && want_len) {
+    uint8_t id[64];
+    size_t n = note_build_id(api, elf, id, sizeof id);
+    if (n != want_len || memcmp(id, want_id, n) != 0) {
+      api->end(elf);
+      return NULL;
+    }
+  }
+  dlh_symtab *t = calloc(1, sizeof *t);
+  if (!t) {
+    api->end(elf);
+    return NULL;
+  }
+  t->api = api;
+  t->elf = elf;
+  size_t cap = 0;
+  Elf_Scn *scn = NULL;
+  while ((scn = api->nextscn(elf, scn))) {
+    GElf_Shdr sh;
+    if (!api->getshdr(scn, &sh)) continue;
+    if (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) continue;
+    int dyn = sh.sh_type == SHT_DYNSYM;
+    if (t->strndx[dyn]) continue; /* one table of each kind */
+    t->strndx[dyn] = sh.sh_link;
+    if (add_section(t, scn, &sh, dyn, &cap) != 0) {
+      dlh_symtab_close(t);
+      return NULL;
+    }
+  }
+  for (int k = 0; k < 2; k++) { /* the string tables, read once */
+    Elf_Scn *ss = NULL;
+    GElf_Shdr sh;
+    size_t idx = 0;
+    while (t->strndx[k] && (ss = api->nextscn(elf, ss)))
+      if (++idx == t->strndx[k]) break;
+    Elf_Data *d = ss && api->getshdr(ss, &sh) && sh.sh_type == SHT_STRTAB ? api->getdata(ss, NULL)
+                                                                          : NULL;
+    if (d && d->d_buf && d->d_size) {
+      t->str[k] = d->d_buf;
+      t->strsize[k] = d->d_size;
+    }
+  }
+  if (!t->n || (!t->str[0] && !t->str[1])) {
+    dlh_symtab_close(t);
+    return NULL;
+  }
+  qsort(t->e, t->n, sizeof *t->e, cmp_ent);
+  size_t k = 0; /* one entry per address: the first after sorting */
+  for (size_t i = 0; i < t->n; i++)
+    if (!k || t->e[k - 1].addr != t->e[i].addr) t->e[k++] = t->e[i];
+  t->n = k;
+  t->ntop = (k + TOP_STRIDE - 1) / TOP_STRIDE;
+  t->keys = malloc(k * sizeof *t->keys);
+  t->info = malloc(k * sizeof *t->info);
+  t->top = malloc(t->ntop * sizeof *t->top);
+  if (!t->keys || !t->info || !t->top) {
+    dlh_symtab_close(t);
+    return NULL;
+  }
+  for (size_t i = 0; i < k; i++) {
+    t->keys[i] = t->e[i].addr;
+    t->info[i] = (info){t->e[i].size, t->e[i].name};
+  }
+  for (size_t i = 0; i < t->ntop; i++) t->top[i] = t->keys[i * TOP_STRIDE];
+  free(t->e);
+  t->e = NULL;
+  return t;
+}
+
+/* The last i in [lo, hi) with v[i] <= x, given v[lo] <= x. */
+static size_t last_le(const uint64_t *v, size_t lo, size_t hi, uint64_t x) {
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v[mid] <= x) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
+const char *dlh_symtab_lookup(const dlh_symtab *t, uint64_t addr, uint64_t *off) {
+  if (!t || !t->n || addr < t->keys[0]) return NULL;
+  size_t b = last_le(t->top, 0, t->ntop, addr) * TOP_STRIDE;
+  size_t end = b + TOP_STRIDE < t->n ? b + TOP_STRIDE : t->n;
+  size_t i = last_le(t->keys, b, end, addr);
+  const info *e = &t->info[i];
+  if (e->size && addr - t->keys[i] >= e->size) return NULL;
+  int dyn = (e->name & DYN_BIT) != 0;
+  size_t o = e->name & ~DYN_BIT, size = t->strsize[dyn];
+  if (!t->str[dyn] || o >= size) return NULL; /* a damaged symbol */
+  const char *name = t->str[dyn] + o;
+  if (!*name || !memchr(name, 0, size - o)) return NULL; /* unterminated: damaged */
+  if (off) *off = addr - t->keys[i];
+  return name;
+}
+
+size_t dlh_symtab_count(const dlh_symtab *t) { return t ? t->n : 0; }
+size_t dlh_symtab_bytes(const dlh_symtab *t) {
+  return t ? sizeof *t + t->n * (sizeof *t->keys + sizeof *t->info) + t->ntop * sizeof *t->top : 0;
+}
+
+void dlh_symtab_close(dlh_symtab *t) {
+  if (!t) return;
+  if (t->elf) t->api->end(t->elf);
+  free(t->e);
+  free(t->keys);
+  free(t->info);
+  free(t->top);
+  free(t);
+}
