@@ -52,3 +52,10 @@ $(BUILD)/tests/stacks/symtab_scale: tests/stacks/symtab_scale.c unwind/elfsym.c 
 	@echo "  CCLD    $@"
 	$(Q)$(CC) -O2 -g -Wall -std=gnu11 -D_GNU_SOURCE -Iunwind -o $@ tests/stacks/symtab_scale.c unwind/elfsym.c -lelf
 TEST_DEPS += $(BUILD)/tests/stacks/symtab_scale
+
+# tests/stacks/t_stacks_bad_modules.sh: a loader of libraries (the libraries are built by the test)
+$(BUILD)/tests/stacks/badmods: tests/stacks/badmods.c | $(CUDA_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) -O1 -g -Wall -o $@ $< -ldl
+TEST_DEPS += $(BUILD)/tests/stacks/badmods

@@ -36,6 +36,8 @@ typedef struct smod {
   int state;            /* 0 = not looked for, 1 = found, -1 = not found */
   char *file;           /* the file used */
   dlh_symtab *syms;
+  dlh_symtab *dsyms;    /* the separate debug file's .symtab (local functions), if any */
+  int dsyms_tried;
   Dwfl *dwfl;
   Dwfl_Module *dmod;
 } smod;
@@ -173,6 +175,16 @@ static int resolve(ctx *c, uint64_t pc, Dlh__SymbolDef *sd, char **fn, char **fi
   if (m->state != 1) return 0;
   uint64_t a = pc - 1, off = 0;
   const char *name = m->syms ? dlh_symtab_lookup(m->syms, a - m->bias, &off) : NULL;
+  if (!name && m->dmod && !m->dsyms_tried) { /* local functions: the debug file's .symtab */
+    m->dsyms_tried = 1;
+    Dwarf_Addr dbias;
+    const char *debugfile = NULL;
+    if (dwfl_module_getdwarf(m->dmod, &dbias))
+      dwfl_module_info(m->dmod, NULL, NULL, NULL, NULL, NULL, NULL, &debugfile);
+    if (debugfile && strcmp(debugfile, m->file) != 0)
+      m->dsyms = dlh_symtab_open(&ELF_API, debugfile, NULL, 0);
+  }
+  if (!name && m->dsyms) name = dlh_symtab_lookup(m->dsyms, a - m->bias, &off);
   *fn = *file = NULL;
   if (name) {
     *fn = vx_xstrdup(name);
@@ -388,6 +400,7 @@ int cmd_symbolize(int argc, char **argv) {
     free(c.mods[i].path);
     free(c.mods[i].file);
     dlh_symtab_close(c.mods[i].syms);
+    dlh_symtab_close(c.mods[i].dsyms);
     if (c.mods[i].dwfl) dwfl_end(c.mods[i].dwfl);
   }
   free(c.mods);
