@@ -59,3 +59,10 @@ $(BUILD)/tests/stacks/badmods: tests/stacks/badmods.c | $(CUDA_STAMP)
 	@echo "  CC      $<"
 	$(Q)$(CC) -O1 -g -Wall -o $@ $< -ldl
 TEST_DEPS += $(BUILD)/tests/stacks/badmods
+
+# tests/stacks/t_torch_default.sh: an independent counter of CUDA runtime calls (a preload)
+$(BUILD)/tests/stacks/libcountcalls.so: tests/stacks/countcalls.c
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) -O1 -g -Wall -shared -fPIC -o $@ $< -ldl
+TEST_DEPS += $(BUILD)/tests/stacks/libcountcalls.so
