@@ -366,6 +366,7 @@ static void finish(void) {
   /* Every call is in; names of the pcs still queued only as long as DLHOOK_EXIT_MS allows
    * (the rest stays module+offset, for `dlhook symbolize`). */
   size_t left = dlh_stacks_symbolize(W, deadline);
+  dlh_stacks_symbolize_stop();
   write_anchor(a, 2);
   write_counters(1);
   flush_frame();
@@ -382,9 +383,6 @@ static void finish(void) {
   out_fd = -1;
   atomic_store(&finished, 1);
 }
-
-/* Longest stretch of symbolization between two drains of the rings. */
-#define SYMBOLIZE_SLICE_NS (5ull * 1000000ull)
 
 static void *writer_main(void *arg) {
   (void)arg;
@@ -407,10 +405,9 @@ static void *writer_main(void *arg) {
     uint64_t n = drain_all();
     since_flush += n;
     uint64_t now = dlh_mono_ns();
-    /* Names for the stacks written so far, a slice at a time between drains: a frame is never
-     * held back for them (they follow in later frames). */
-    size_t unresolved = dlh_stacks_symbolize(W, now + SYMBOLIZE_SLICE_NS);
-    if (unresolved) now = dlh_mono_ns();
+    /* Names of the stack addresses, as the symbolizer thread posts them: a frame is never held
+     * back for them (they follow in later frames). */
+    dlh_stacks_symbolize(W, 0);
     if (req != atomic_load(&flush_done) || since_flush > (1u << 20) ||
         now - last_flush >= (uint64_t)dlh_cfg.flush_ms * 1000000ull) {
       dlh_cupti_flush(0);
@@ -422,7 +419,7 @@ static void *writer_main(void *arg) {
       since_flush = 0;
       atomic_store(&flush_done, req);
     }
-    interval = n || unresolved ? 1 : 10;
+    interval = n ? 1 : 10;
   }
   finish();
   return NULL;

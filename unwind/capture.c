@@ -86,6 +86,7 @@ static void fork_child(void) {
   atomic_store(&fork_pending, 0);
   for (int i = 0; i < NSTRIPE; i++) atomic_store(&in_unwind[i].n, 0); /* only this thread lives */
   pthread_mutex_init(&dlh_dl_mutex, NULL);
+  dlh_symbolize_after_fork_child();
 }
 
 /* ---------------------------------------------------------------- setup */

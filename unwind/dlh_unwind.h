@@ -47,11 +47,13 @@ const char *dlh_stacks_mode_name(void);
  * a new writer (after fork) starts over. */
 void dlh_stacks_define(struct dlh_writer *w, uint32_t id);
 
-/* Writer thread: resolves queued pcs (function names from each module's sorted symbol index,
- * file:line from DWARF) and appends their SymbolDef packets to w's current frame, until the
- * queue is empty or dlh_mono_ns() reaches deadline_ns (at least one pc is not guaranteed).
- * Returns the number of pcs still queued. */
+/* Writer thread: appends to w's current frame the SymbolDef packets of the pcs that the
+ * symbolizer thread resolved since the last call (function names from each module's sorted
+ * symbol index, then file:line from DWARF), waiting for more until no pc is left or
+ * dlh_mono_ns() reaches deadline_ns (0: no wait). Returns the number of pcs still to do. */
 size_t dlh_stacks_symbolize(struct dlh_writer *w, uint64_t deadline_ns);
+/* At exit, after the last dlh_stacks_symbolize: the symbolizer stops after its current pc. */
+void dlh_stacks_symbolize_stop(void);
 
 /* pcs given a SymbolDef, pcs with no symbol found, pcs still queued (of the current trace). */
 void dlh_stacks_symbol_counts(uint64_t *resolved, uint64_t *unresolved, uint64_t *pending);

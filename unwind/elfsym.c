@@ -19,10 +19,10 @@ typedef struct ent {
 } ent;
 
 /* After sorting, the index is split for the cache: keys[] holds the addresses alone (8 bytes a
- * symbol) and info[] the rest; top[] holds every TOP_STRIDE-th key, small enough to stay in
- * cache (60 KiB for 500,000 symbols). A lookup searches top[], then one block of TOP_STRIDE keys
- * (512 contiguous bytes). */
-#define TOP_STRIDE 64
+ * symbol) and info[] the rest. A bucket table over the address range (one bucket per ~4
+ * symbols, 4 bytes each) gives the first key of each bucket, so that a lookup searches only the
+ * few keys of its bucket: constant time where code is spread evenly, a binary search within
+ * the bucket where it is not. */
 typedef struct info { uint32_t size, name; } info;
 
 struct dlh_symtab {
@@ -31,8 +31,9 @@ struct dlh_symtab {
   ent *e;              /* while building */
   uint64_t *keys;
   info *info;
-  uint64_t *top;
-  size_t n, ntop;
+  uint32_t *bucket;    /* bucket b: first i with (keys[i] - keys[0]) >> shift >= b; nb + 1 */
+  size_t n, nb;
+  unsigned shift;
   size_t strndx[2];   /* section index of the string tables: [0] .symtab's, [1] .dynsym's */
   const char *str[2]; /* their contents (mapped by libelf) and sizes */
   size_t strsize[2];
@@ -165,7 +166,9 @@ dlh_symtab *dlh_symtab_open(const dlh_elf_api *api, const char *path, const uint
       if (++idx == t->strndx[k]) break;
     Elf_Data *d = ss && api->getshdr(ss, &sh) && sh.sh_type == SHT_STRTAB ? api->getdata(ss, NULL)
                                                                           : NULL;
-    if (d && d->d_buf && d->d_size) {
+    /* a table that ends in NUL terminates every string that starts inside it: a lookup then
+     * needs no check beyond the offset (done here, once per symbol) */
+    if (d && d->d_buf && d->d_size && ((const char *)d->d_buf)[d->d_size - 1] == 0) {
       t->str[k] = d->d_buf;
       t->strsize[k] = d->d_size;
     }
@@ -174,16 +177,30 @@ dlh_symtab *dlh_symtab_open(const dlh_elf_api *api, const char *path, const uint
     dlh_symtab_close(t);
     return NULL;
   }
+  size_t kept = 0; /* names outside their string table: a damaged file */
+  for (size_t i = 0; i < t->n; i++) {
+    int dyn = (t->e[i].name & DYN_BIT) != 0;
+    if ((t->e[i].name & ~DYN_BIT) < t->strsize[dyn]) t->e[kept++] = t->e[i];
+  }
+  t->n = kept;
+  if (!t->n) {
+    dlh_symtab_close(t);
+    return NULL;
+  }
   qsort(t->e, t->n, sizeof *t->e, cmp_ent);
   size_t k = 0; /* one entry per address: the first after sorting */
   for (size_t i = 0; i < t->n; i++)
     if (!k || t->e[k - 1].addr != t->e[i].addr) t->e[k++] = t->e[i];
   t->n = k;
-  t->ntop = (k + TOP_STRIDE - 1) / TOP_STRIDE;
+  size_t want = k / 4 ? k / 4 : 1; /* buckets: about one per 4 symbols */
+  uint64_t span = t->e[k - 1].addr - t->e[0].addr + 1;
+  t->shift = 0;
+  while ((span >> t->shift) > want) t->shift++;
+  t->nb = (size_t)((span - 1) >> t->shift) + 1;
   t->keys = malloc(k * sizeof *t->keys);
   t->info = malloc(k * sizeof *t->info);
-  t->top = malloc(t->ntop * sizeof *t->top);
-  if (!t->keys || !t->info || !t->top) {
+  t->bucket = k < 0xffffffffu ? malloc((t->nb + 1) * sizeof *t->bucket) : NULL;
+  if (!t->keys || !t->info || !t->bucket) {
     dlh_symtab_close(t);
     return NULL;
   }
@@ -191,7 +208,11 @@ dlh_symtab *dlh_symtab_open(const dlh_elf_api *api, const char *path, const uint
     t->keys[i] = t->e[i].addr;
     t->info[i] = (info){t->e[i].size, t->e[i].name};
   }
-  for (size_t i = 0; i < t->ntop; i++) t->top[i] = t->keys[i * TOP_STRIDE];
+  size_t i = 0;
+  for (size_t b = 0; b <= t->nb; b++) {
+    while (i < k && ((t->keys[i] - t->keys[0]) >> t->shift) < b) i++;
+    t->bucket[b] = (uint32_t)i;
+  }
   free(t->e);
   t->e = NULL;
   return t;
@@ -208,23 +229,25 @@ static size_t last_le(const uint64_t *v, size_t lo, size_t hi, uint64_t x) {
 
 const char *dlh_symtab_lookup(const dlh_symtab *t, uint64_t addr, uint64_t *off) {
   if (!t || !t->n || addr < t->keys[0]) return NULL;
-  size_t b = last_le(t->top, 0, t->ntop, addr) * TOP_STRIDE;
-  size_t end = b + TOP_STRIDE < t->n ? b + TOP_STRIDE : t->n;
-  size_t i = last_le(t->keys, b, end, addr);
+  uint64_t b = (addr - t->keys[0]) >> t->shift;
+  if (b >= t->nb) b = t->nb - 1;
+  /* the answer is in bucket b, or it is the last key of an earlier bucket */
+  size_t lo = t->bucket[b] ? t->bucket[b] - 1 : 0, hi = t->bucket[b + 1];
+  if (hi <= lo) hi = lo + 1;
+  size_t i = last_le(t->keys, lo, hi, addr);
   const info *e = &t->info[i];
   if (e->size && addr - t->keys[i] >= e->size) return NULL;
   int dyn = (e->name & DYN_BIT) != 0;
-  size_t o = e->name & ~DYN_BIT, size = t->strsize[dyn];
-  if (!t->str[dyn] || o >= size) return NULL; /* a damaged symbol */
-  const char *name = t->str[dyn] + o;
-  if (!*name || !memchr(name, 0, size - o)) return NULL; /* unterminated: damaged */
+  const char *name = t->str[dyn] + (e->name & ~DYN_BIT); /* checked when indexed */
   if (off) *off = addr - t->keys[i];
   return name;
 }
 
 size_t dlh_symtab_count(const dlh_symtab *t) { return t ? t->n : 0; }
 size_t dlh_symtab_bytes(const dlh_symtab *t) {
-  return t ? sizeof *t + t->n * (sizeof *t->keys + sizeof *t->info) + t->ntop * sizeof *t->top : 0;
+  return t ? sizeof *t + t->n * (sizeof *t->keys + sizeof *t->info) +
+                 (t->nb + 1) * sizeof *t->bucket
+           : 0;
 }
 
 void dlh_symtab_close(dlh_symtab *t) {
@@ -233,6 +256,6 @@ void dlh_symtab_close(dlh_symtab *t) {
   free(t->e);
   free(t->keys);
   free(t->info);
-  free(t->top);
+  free(t->bucket);
   free(t);
 }

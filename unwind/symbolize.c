@@ -18,7 +18,9 @@
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>
 #include <link.h>
+#include <signal.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,6 +44,7 @@ typedef struct module {
   dlh_symtab *syms;
 } module;
 
+static pthread_mutex_t sym_mu = PTHREAD_MUTEX_INITIALIZER; /* the symbolizer's (see below) */
 static module **mods;           /* every module ever seen, by id - 1 (ids are never reused) */
 static size_t nmods, capmods;
 static module **live;           /* the objects mapped at the last scan, sorted by lo */
@@ -294,8 +297,11 @@ static dlh_symtab *module_syms(module *m) {
     const char *b = strrchr(m->path, '/');
     b = b ? b + 1 : m->path;
     if (D.elf_ok && m->path[0] == '/' && strncmp(b, "linux-vdso", 10) != 0) {
-      m->syms = dlh_symtab_open(&D.elf, m->path, m->build_id, m->build_id_len);
-      if (m->syms) m->sym_state = 1;
+      dlh_symtab *t = dlh_symtab_open(&D.elf, m->path, m->build_id, m->build_id_len);
+      pthread_mutex_lock(&sym_mu); /* dlh_stacks_index_bytes reads it on the writer */
+      m->syms = t;
+      pthread_mutex_unlock(&sym_mu);
+      if (t) m->sym_state = 1;
     }
   }
   return m->syms;
@@ -343,18 +349,155 @@ static int resolve_line(uintptr_t pc, module *m, sym *s) {
   return 1;
 }
 
+/* ---------------------------------------------------------------- the symbolizer thread
+ * Resolving a pc can take long the first time in a module (its symbol index, or its DWARF: a
+ * libpython built with -g has tens of MB), so it never runs on the writer thread, whose frames
+ * and FLUSH_MS must not wait: the writer queues pcs (names first, queue 0; then file:line, queue
+ * 1) and, at each turn of its loop, writes the SymbolDef packets of the results posted so far.
+ * Everything below is guarded by sym_mu; the thread blocks every signal and records nothing. */
+
+typedef struct pending { uint64_t pc; module *m; } pending;
+typedef struct pqueue { pending *e; size_t head, n, cap; } pqueue;
+typedef struct result {
+  struct result *next;
+  uint64_t pc, offset;
+  uint32_t module, line;
+  char *function, *file;
+} result;
+
+static pthread_cond_t sym_cv = PTHREAD_COND_INITIALIZER;
+static pqueue Q[2];
+static result *res_head, **res_tail = &res_head;
+static size_t in_flight;                 /* taken from a queue, result not posted yet */
+static int sym_started, sym_stop;
+static uint64_t n_resolved, n_unresolved;
+static _Atomic int need_report;          /* the writer rescanned the modules: dwfl reports again */
+
+static void enqueue(pqueue *q, uint64_t pc, module *m) {
+  if (q->head + q->n == q->cap) {
+    if (q->head) { /* slide the live part to the front */
+      memmove(q->e, q->e + q->head, q->n * sizeof *q->e);
+      q->head = 0;
+    } else {
+      size_t nc = q->cap ? q->cap * 2 : 4096;
+      pending *e = realloc(q->e, nc * sizeof *e);
+      if (!e) return; /* left as module+offset (names) or without a line */
+      q->e = e;
+      q->cap = nc;
+    }
+  }
+  q->e[q->head + q->n++] = (pending){pc, m};
+}
+
+static int dequeue(pqueue *q, pending *out) {
+  if (!q->n) return 0;
+  *out = q->e[q->head++];
+  if (!--q->n) q->head = 0;
+  return 1;
+}
+
+static result *make_result(uint64_t pc, module *m, const sym *s) {
+  result *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  r->pc = pc;
+  r->module = m ? m->id : 0;
+  r->line = s->line;
+  r->offset = s->offset;
+  r->function = s->function[0] ? strdup(s->function) : NULL;
+  r->file = s->file[0] ? strdup(s->file) : NULL;
+  return r;
+}
+
+static void *symbolizer_main(void *arg) {
+  (void)arg;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  static struct dlh_thread self_blocked; /* nothing this thread calls is recorded */
+  self_blocked.hot.blocked = 1;
+  dlh_self = &self_blocked;
+  static sym s; /* 2 KiB: not on this thread's stack */
+  pthread_mutex_lock(&sym_mu);
+  for (;;) {
+    while (!sym_stop && !Q[0].n && !Q[1].n) pthread_cond_wait(&sym_cv, &sym_mu);
+    if (sym_stop) break;
+    pending e;
+    int phase = dequeue(&Q[0], &e) ? 0 : (dequeue(&Q[1], &e), 1);
+    in_flight++;
+    pthread_mutex_unlock(&sym_mu);
+    result *r = NULL;
+    int named = 0, want_line = 0;
+    if (atomic_exchange(&need_report, 0) && D.state == 1) D.reported = 0;
+    resolve_name((uintptr_t)e.pc, e.m, &s);
+    named = s.function[0] != 0;
+    if (phase == 0) {
+      if (named) r = make_result(e.pc, e.m, &s);
+      want_line = D.state == 1 && e.m && !e.m->no_lines;
+    } else if (resolve_line((uintptr_t)e.pc, e.m, &s)) {
+      r = make_result(e.pc, e.m, &s); /* complete: replaces the first SymbolDef */
+    }
+    pthread_mutex_lock(&sym_mu);
+    in_flight--;
+    if (phase == 0) {
+      if (named) n_resolved++; else n_unresolved++;
+      if (want_line) enqueue(&Q[1], e.pc, e.m);
+    } else if (r && !named) {
+      n_unresolved--;
+      n_resolved++;
+    }
+    if (r) {
+      *res_tail = r;
+      res_tail = &r->next;
+    }
+  }
+  pthread_mutex_unlock(&sym_mu);
+  return NULL;
+}
+
+/* Writer thread: queues pc for its name, starting the symbolizer the first time. */
+static void queue_pc(uint64_t pc, module *m) {
+  pthread_mutex_lock(&sym_mu);
+  enqueue(&Q[0], pc, m);
+  if (!sym_started && dlh_cfg.symbolize && !sym_stop) {
+    sym_started = 1;
+    if (D.state == 0) dwfl_setup();
+    pthread_attr_t attr;
+    pthread_t tid;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&tid, &attr, symbolizer_main, NULL) != 0) {
+      dlh_warn("cannot start the symbolizer thread; stacks keep module+offset frames "
+               "(`dlhook symbolize` names them)");
+    }
+    pthread_attr_destroy(&attr);
+  }
+  pthread_cond_signal(&sym_cv);
+  pthread_mutex_unlock(&sym_mu);
+}
+
+/* fork child (capture.c's atfork handler): the symbolizer does not exist here and may have
+ * held its lock or been inside libdw; start over with fresh state (the old is leaked). */
+void dlh_symbolize_after_fork_child(void) {
+  pthread_mutex_init(&sym_mu, NULL);
+  pthread_cond_init(&sym_cv, NULL);
+  memset(Q, 0, sizeof Q);
+  res_head = NULL;
+  res_tail = &res_head;
+  in_flight = 0;
+  sym_started = sym_stop = 0;
+  n_resolved = n_unresolved = 0;
+  if (D.state == 1) D.state = 0; /* a new Dwfl: the old one may be half-updated */
+  D.reported = 0;
+  for (size_t i = 0; i < nmods; i++)
+    if (mods[i]->sym_state == -1 && !mods[i]->syms) mods[i]->sym_state = 0; /* maybe unfinished */
+}
+
 /* ---------------------------------------------------------------- per-writer state */
 
 static struct dlh_writer *cur_w;
 static uint8_t *stack_done, *pyf_done;   /* bitmaps over ids */
 static uint64_t *pc_set;                 /* open addressing; 0 = empty */
 static size_t pc_cap, pc_n;
-/* pcs written in a StackDef and not yet symbolized: names first (queue 0, cheap), then file:line
- * (queue 1, DWARF) of those whose module may have some, so that a short budget gives names. */
-typedef struct pending { uint64_t pc; module *m; } pending;
-typedef struct pqueue { pending *e; size_t head, n, cap; } pqueue;
-static pqueue Q[2];
-static uint64_t n_resolved, n_unresolved;
 
 static int bit_test_set(uint8_t *b, uint32_t i) {
   int was = (b[i >> 3] >> (i & 7)) & 1;
@@ -386,29 +529,6 @@ static int pc_seen(uint64_t pc) {
   return 0;
 }
 
-static void enqueue(pqueue *q, uint64_t pc, module *m) {
-  if (q->head + q->n == q->cap) {
-    if (q->head) { /* slide the live part to the front */
-      memmove(q->e, q->e + q->head, q->n * sizeof *q->e);
-      q->head = 0;
-    } else {
-      size_t nc = q->cap ? q->cap * 2 : 4096;
-      pending *e = realloc(q->e, nc * sizeof *e);
-      if (!e) return; /* left as module+offset (names) or without a line */
-      q->e = e;
-      q->cap = nc;
-    }
-  }
-  q->e[q->head + q->n++] = (pending){pc, m};
-}
-
-static int dequeue(pqueue *q, pending *out) {
-  if (!q->n) return 0;
-  *out = q->e[q->head++];
-  if (!--q->n) q->head = 0;
-  return 1;
-}
-
 static void put(struct dlh_writer *w, Dlh__Packet *p) { (void)dlh_writer_packet(w, p); }
 
 static void emit_module(struct dlh_writer *w, module *m) {
@@ -431,46 +551,19 @@ static void emit_module(struct dlh_writer *w, module *m) {
   m->emitted = 1;
 }
 
-static void emit_symdef(struct dlh_writer *w, uint64_t pc, module *m, const sym *s) {
+static void emit_result(struct dlh_writer *w, const result *r) {
   Dlh__Packet p = DLH__PACKET__INIT;
   Dlh__SymbolDef sd = DLH__SYMBOL_DEF__INIT;
   sd.has_pc = 1;
-  sd.pc = pc;
-  if (s->function[0]) sd.function = (char *)s->function;
-  if (s->file[0]) sd.file = (char *)s->file;
-  if (s->line) { sd.has_line = 1; sd.line = s->line; }
-  if (m) { sd.has_module = 1; sd.module = m->id; }
-  if (s->offset) { sd.has_offset = 1; sd.offset = s->offset; }
+  sd.pc = r->pc;
+  sd.function = r->function;
+  sd.file = r->file;
+  if (r->line) { sd.has_line = 1; sd.line = r->line; }
+  if (r->module) { sd.has_module = 1; sd.module = r->module; }
+  if (r->offset) { sd.has_offset = 1; sd.offset = r->offset; }
   p.data_case = DLH__PACKET__DATA_SYMBOL;
   p.symbol = &sd;
   put(w, &p);
-}
-
-/* Names phase: writes the SymbolDef of pc with its function (none when no symbol covers it: a
- * reader shows module+offset), and queues pc for its line. */
-static void symbolize_name(struct dlh_writer *w, uint64_t pc, module *m) {
-  sym s;
-  resolve_name((uintptr_t)pc, m, &s);
-  if (s.function[0]) {
-    n_resolved++;
-    emit_symdef(w, pc, m, &s);
-  } else {
-    n_unresolved++;
-  }
-  if (D.state == 1 && m && !m->no_lines) enqueue(&Q[1], pc, m);
-}
-
-/* Lines phase: a second, complete SymbolDef (it replaces the first) when DWARF gives a line. */
-static void symbolize_line(struct dlh_writer *w, uint64_t pc, module *m) {
-  sym s;
-  if (m->no_lines) return;
-  resolve_name((uintptr_t)pc, m, &s);
-  if (!resolve_line((uintptr_t)pc, m, &s)) return;
-  if (!s.function[0]) { /* counted as resolved now */
-    n_unresolved--;
-    n_resolved++;
-  }
-  emit_symdef(w, pc, m, &s);
 }
 
 static void emit_pyframe(struct dlh_writer *w, uint32_t id) {
@@ -496,11 +589,12 @@ static int new_writer(struct dlh_writer *w) {
   memset(pyf_done, 0, (dlh_pyf_max_id + 8) / 8 + 1);
   if (pc_set) memset(pc_set, 0, pc_cap * sizeof *pc_set);
   pc_n = 0;
-  Q[0].head = Q[0].n = Q[1].head = Q[1].n = 0; /* a new trace (fork child): all defined again */
+  pthread_mutex_lock(&sym_mu); /* a new trace (fork child): everything defined again */
+  Q[0].head = Q[0].n = Q[1].head = Q[1].n = 0;
   n_resolved = n_unresolved = 0;
-  if (D.state == 0) dwfl_setup();
+  pthread_mutex_unlock(&sym_mu);
   scan_modules();
-  D.reported = 0;
+  atomic_store(&need_report, 1);
   for (size_t i = 0; i < nmods; i++) mods[i]->emitted = 0;
   for (size_t i = 0; i < nlive; i++) emit_module(w, live[i]); /* the map at start */
   cur_w = w;
@@ -527,12 +621,12 @@ void dlh_stacks_define(struct dlh_writer *w, uint32_t id) {
       rescanned = 1;
       if (loader_changed()) {
         scan_modules();
-        D.reported = 0;
+        atomic_store(&need_report, 1);
         m = find_module((uintptr_t)f);
       }
     }
     if (m && !m->emitted) emit_module(w, m);
-    enqueue(&Q[0], f, m);
+    queue_pc(f, m);
   }
   Dlh__Packet p = DLH__PACKET__INIT;
   Dlh__StackDef sd = DLH__STACK_DEF__INIT;
@@ -546,26 +640,56 @@ void dlh_stacks_define(struct dlh_writer *w, uint32_t id) {
   put(w, &p);
 }
 
+/* Writes the SymbolDefs of the results posted so far; returns the pcs still to do. */
+static size_t collect(struct dlh_writer *w) {
+  pthread_mutex_lock(&sym_mu);
+  result *r = res_head;
+  res_head = NULL;
+  res_tail = &res_head;
+  size_t left = Q[0].n + Q[1].n + in_flight;
+  if (!dlh_cfg.symbolize) left = Q[0].n;
+  pthread_mutex_unlock(&sym_mu);
+  while (r) {
+    result *next = r->next;
+    emit_result(w, r);
+    free(r->function);
+    free(r->file);
+    free(r);
+    r = next;
+  }
+  return left;
+}
+
 size_t dlh_stacks_symbolize(struct dlh_writer *w, uint64_t deadline_ns) {
   if (!w || w != cur_w) return 0;
-  if (!dlh_cfg.symbolize) return Q[0].n; /* all left for `dlhook symbolize` */
-  pending e;
-  while (Q[0].n || Q[1].n) {
-    if (dlh_mono_ns() >= deadline_ns) break;
-    if (dequeue(&Q[0], &e)) symbolize_name(w, e.pc, e.m);
-    else if (dequeue(&Q[1], &e)) symbolize_line(w, e.pc, e.m);
+  size_t left = collect(w);
+  while (left && dlh_cfg.symbolize && dlh_mono_ns() < deadline_ns) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+    left = collect(w);
   }
-  return Q[0].n + Q[1].n;
+  return left;
+}
+
+void dlh_stacks_symbolize_stop(void) {
+  pthread_mutex_lock(&sym_mu);
+  sym_stop = 1;
+  pthread_cond_signal(&sym_cv);
+  pthread_mutex_unlock(&sym_mu);
 }
 
 void dlh_stacks_symbol_counts(uint64_t *resolved, uint64_t *unresolved, uint64_t *pending_n) {
+  pthread_mutex_lock(&sym_mu);
   if (resolved) *resolved = n_resolved;
   if (unresolved) *unresolved = n_unresolved;
-  if (pending_n) *pending_n = Q[0].n; /* pcs without even a name attempt */
+  if (pending_n) *pending_n = Q[0].n + in_flight; /* pcs without a name attempt yet */
+  pthread_mutex_unlock(&sym_mu);
 }
 
 size_t dlh_stacks_index_bytes(void) {
   size_t b = 0;
+  pthread_mutex_lock(&sym_mu);
   for (size_t i = 0; i < nmods; i++) b += dlh_symtab_bytes(mods[i]->syms);
+  pthread_mutex_unlock(&sym_mu);
   return b;
 }

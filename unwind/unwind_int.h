@@ -52,6 +52,8 @@ int dlh_modmap_find(uintptr_t pc, dlh_modinfo *out);
 /* ---- symbolizer (symbolize.c) ---- */
 /* Loads elfutils' libdw privately (constructor time only: never dlopen on the writer thread). */
 void dlh_symbolize_preload(void);
+/* fork child: the symbolizer thread's state starts over. */
+void dlh_symbolize_after_fork_child(void);
 
 /* ---- CPython frame walker (python.c) ---- */
 typedef struct dlh_pyframe {

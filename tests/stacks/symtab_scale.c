@@ -5,8 +5,9 @@
  * For each module: builds the index (time), checks names and offsets of every 97th function and
  * that an address between two functions (outside fn's size) has no name, then times random
  * lookups (the best of 7 rounds each, ns per lookup) over 1 Mi random functions (cold: each
- * lookup misses the caches, like the first lookup of each pc of a trace), 1,024 (warm) and 64
- * (hot: the index's own work, everything it touches cached). One line per module:
+ * lookup misses the caches, like the first lookup of each pc of a trace), 1,024 (warm) and 16
+ * (hot: the index's own work, everything it touches in the caches and the TLB). One line per
+ * module:
  *   MODULE symbols=N build_ms=B cold_ns=C warm_ns=W hot_ns=H index_bytes=I
  * Exit 1 when a lookup gives a wrong answer. */
 #include <stdio.h>
@@ -57,7 +58,7 @@ int main(int argc, char **argv) {
         break;
       }
     }
-    enum { LOOKUPS = 1 << 20, WARM = 1024, HOT = 64 };
+    enum { LOOKUPS = 1 << 20, WARM = 1024, HOT = 16 };
     uint64_t *addrs = malloc(LOOKUPS * sizeof *addrs);
     uint64_t x = 88172645463325252ull;
     for (size_t i = 0; i < LOOKUPS; i++) { /* xorshift: the same sequence for every module */
