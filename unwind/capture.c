@@ -209,8 +209,11 @@ static uint32_t wait_id(slot *s) {
   return id;
 }
 
-/* Interns frames[0..n): returns the stack id, or 0. */
-static uint32_t intern_stack(const uint64_t *frames, uint32_t n, uint32_t truncated) {
+/* Interns frames[0..n): returns the stack id, or 0; *fresh (when not NULL) is set to 1 when
+ * this call created the id, 0 when the stack was known. */
+static uint32_t intern_stack_f(const uint64_t *frames, uint32_t n, uint32_t truncated,
+                               int *fresh) {
+  if (fresh) *fresh = 0;
   /* four independent multiply lanes: the hash costs about a cycle per frame */
   uint64_t a = n, b = truncated, c = 0x243f6a8885a308d3ull, d = 0x13198a2e03707344ull;
   uint32_t i = 0;
@@ -240,6 +243,7 @@ static uint32_t intern_stack(const uint64_t *frames, uint32_t n, uint32_t trunca
         memcpy(r->frames, frames, (size_t)n * sizeof(uint64_t));
         dlh_stack_recs[id] = r;
         atomic_store_explicit(&s->id, id, memory_order_release);
+        if (fresh) *fresh = 1;
         return id;
       }
       /* lost the race: k now holds the winner's key */
@@ -255,6 +259,10 @@ static uint32_t intern_stack(const uint64_t *frames, uint32_t n, uint32_t trunca
   }
   atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
   return 0;
+}
+
+static uint32_t intern_stack(const uint64_t *frames, uint32_t n, uint32_t truncated) {
+  return intern_stack_f(frames, n, truncated, NULL);
 }
 
 /* Interns one Python frame (code, lasti); resolves names and line the first time. */
@@ -339,7 +347,7 @@ void dlh_stack_cache_reset(void *cache) {
   for (int w = 0; e && w < SC_WAYS; w++) e[w].sp = 0;
 }
 
-static uint32_t capture_slow(void);
+static uint32_t capture_slow(int *fresh);
 
 static __attribute__((noinline)) uint32_t capture_miss(uint64_t sp) {
   uint32_t depth = depth_max, n = 0, truncated = 0;
@@ -417,12 +425,19 @@ uint32_t dlh_stack_capture(void) {
         if (i == e->n) return e->id;
       }
     }
-    return capture_miss(sp);
+    /* A miss: unw_backtrace (its own per-pc cache makes it the cheaper walk) gives the id. Only
+     * a stack seen before is worth a cache entry, which needs the slower cursor walk (the stack
+     * slots of the return addresses): a program whose stacks are all different (torch's import,
+     * ~44,000 distinct registration stacks) pays the cheap walk only. */
+    int fresh = 0;
+    uint32_t id = capture_slow(&fresh);
+    if (id && !fresh) id = capture_miss(sp);
+    return id;
   }
-  return capture_slow();
+  return capture_slow(NULL);
 }
 
-static uint32_t capture_slow(void) {
+static uint32_t capture_slow(int *fresh) {
   uint32_t depth = depth_max, n = 0, truncated = 0;
   void *pcs[depth + 4];
   uint64_t out[depth + 1];
@@ -473,5 +488,5 @@ static uint32_t capture_slow(void) {
     if (id) out[n++] = DLH_PYFRAME_TAG | id;
   }
   if (!n) return 0;
-  return intern_stack(out, n, truncated);
+  return intern_stack_f(out, n, truncated, fresh);
 }
