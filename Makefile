@@ -14,6 +14,12 @@ NVCC      ?= $(CUDA_HOME)/bin/nvcc
 PYTHON    ?= python3
 VERSION   := 0.1.0
 
+# one job per CPU unless -j is given (make -j1 for a sequential build); not with clean, so that
+# `make clean all` still cleans first
+ifeq ($(filter -j%,$(MAKEFLAGS))$(filter clean,$(MAKECMDGOALS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
+
 ifeq ($(V),1)
 Q :=
 else

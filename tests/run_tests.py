@@ -256,7 +256,7 @@ def main(argv):
     serial = sorted((t for t in tests if t.serial), key=lambda t: t.name)
     load0 = os.getloadavg()
     t0 = time.monotonic()
-    print(f"run-tests: {len(tests)} tests ({len(serial)} serial), {JOBS} at a time, "
+    print(f"run-tests: {len(tests)} test{'s' if len(tests) != 1 else ''} ({len(serial)} serial), {JOBS} at a time, "
           f"time-out {TIMEOUT}s, load average {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}", flush=True)
 
     runner = Runner(res)
