@@ -278,6 +278,10 @@ def main(argv):
         interrupted = True
         runner.stop_all()
         print("run-tests: interrupted", flush=True)
+    except BrokenPipeError:  # nobody reads the output any more (| head): stop, quietly
+        runner.stop_all()
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
     wall = time.monotonic() - t0
     save_durations(known, tests)
