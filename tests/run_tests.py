@@ -14,8 +14,8 @@ line "# run-tests: serial" (it measures time or needs the machine to itself) run
 others, alone. When a test ends, what it left running in its process group is killed.
 
 Longest tests start first: each run stores the durations in $BUILD/tests/durations.json and the
-next run orders by them (tests never seen before go first), which shortens the whole run when
-TEST_JOBS > 1.
+next run orders by them (tests/durations.json, committed, serves a new build dir; tests never
+seen before go first), which shortens the whole run when TEST_JOBS > 1.
 """
 import json
 import os
@@ -50,6 +50,7 @@ CUDA_HOME = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
 TIMEOUT = env_int("TEST_TIMEOUT", DEFAULT_TIMEOUT)
 JOBS = env_int("TEST_JOBS", os.cpu_count() or 2)
 DURATIONS = os.path.join(BUILD, "tests", "durations.json")
+SEED_DURATIONS = os.path.join(ROOT, "tests", "durations.json")
 
 
 class Test:
@@ -111,12 +112,16 @@ def find_tests(pattern):
 
 
 def load_durations():
-    try:
-        with open(DURATIONS) as f:
-            d = json.load(f)
-        return {k: float(v) for k, v in d.items()}
-    except (OSError, ValueError, AttributeError):
-        return {}
+    """Durations of the last run in this build dir; in a new one, those of tests/durations.json
+    (a run on a 2-core machine, committed so that a fresh checkout starts the long tests first)."""
+    d = {}
+    for path in (SEED_DURATIONS, DURATIONS):
+        try:
+            with open(path) as f:
+                d.update({k: float(v) for k, v in json.load(f).items()})
+        except (OSError, ValueError, AttributeError, TypeError):
+            pass
+    return d
 
 
 def save_durations(old, tests):
