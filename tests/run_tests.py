@@ -48,7 +48,11 @@ if not os.path.isabs(BUILD):
     BUILD = os.path.join(ROOT, BUILD)
 CUDA_HOME = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
 TIMEOUT = env_int("TEST_TIMEOUT", DEFAULT_TIMEOUT)
-JOBS = env_int("TEST_JOBS", os.cpu_count() or 2)
+try:
+    NCPU = len(os.sched_getaffinity(0))  # the CPUs this process may use (as nproc counts them)
+except (AttributeError, OSError):
+    NCPU = os.cpu_count() or 2
+JOBS = env_int("TEST_JOBS", NCPU)
 DURATIONS = os.path.join(BUILD, "tests", "durations.json")
 SEED_DURATIONS = os.path.join(ROOT, "tests", "durations.json")
 
