@@ -171,7 +171,6 @@ class Runner:
     def __init__(self, res):
         self.res = res
         self.running = {}   # pid -> (test, proc, start, log)
-        self.stopping = False
 
     def start(self, t):
         safe = t.name.replace("/", "_")
