@@ -14,6 +14,12 @@ NVCC      ?= $(CUDA_HOME)/bin/nvcc
 PYTHON    ?= python3
 VERSION   := 0.1.0
 
+# one job per CPU unless -j is given (make -j1 for a sequential build); not with clean, so that
+# `make clean all` still cleans first
+ifeq ($(filter -j%,$(MAKEFLAGS))$(filter clean,$(MAKECMDGOALS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
+
 ifeq ($(V),1)
 Q :=
 else
@@ -45,16 +51,36 @@ TEST_DEPS   :=
 BENCH_DEPS  :=
 CLEAN_EXTRA :=
 
-.PHONY: all test bench install uninstall clean help deps regen check-cuda demo
+.PHONY: all test bench install uninstall clean help deps test-tools bench-tools fuzz-tools venv regen check-cuda demo
 all:
 
-# ---- dependencies: installed by scripts/bootstrap-deps when missing (Debian packages) ----
+# ---- dependencies ----
+# `make` installs nothing: scripts/check-deps (once per build dir) names whatever the build lacks
+# and the command that installs it. `make deps` installs the build's Debian packages
+# (scripts/bootstrap-deps build). The goals below install what they need themselves, before
+# anything is built: demo (the build's packages), test (+ the test tools and the Python venv of
+# the conformance tests), bench (+ uftrace), fuzz (+ clang); each is a no-op once installed.
 DEPS_STAMP := $(BUILD)/.deps-ok
-$(DEPS_STAMP): scripts/bootstrap-deps
+$(DEPS_STAMP): scripts/check-deps
 	$(Q)mkdir -p $(BUILD)
-	$(Q)sh scripts/bootstrap-deps
+	$(Q)CC="$(CC)" CXX="$(CXX)" CUDA_HOME="$(CUDA_HOME)" PROTOC_C="$(PROTOC_C)" sh scripts/check-deps
 	$(Q)touch $@
-deps: $(DEPS_STAMP)
+deps:
+	$(Q)sh scripts/bootstrap-deps build
+ifneq ($(filter deps demo test test-tools venv bench bench-tools fuzz fuzz-tools,$(MAKECMDGOALS)),)
+$(DEPS_STAMP): | deps
+endif
+# the test suite's tools (protoc, go, xmllint, mpirun, chromium, python3-venv), then the venv
+# with the Python packages of scripts/py-requirements/ ($(BUILD)/venv, scripts/bootstrap-py)
+test-tools: | deps
+	$(Q)sh scripts/bootstrap-deps test
+venv: | test-tools
+	$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) sh scripts/bootstrap-py || \
+	  echo "make: warning: $(BUILD)/venv is incomplete (above); the tests that need it skip" >&2
+bench-tools: | deps
+	$(Q)sh scripts/bootstrap-deps bench
+fuzz-tools: | deps
+	$(Q)sh scripts/bootstrap-deps fuzz
 
 check-cuda:
 	$(Q)test -f "$(CUDA_INC)/cuda_runtime_api.h" || { echo "error: CUDA toolkit not found at CUDA_HOME=$(CUDA_HOME) (need include/cuda_runtime_api.h); set CUDA_HOME" >&2; exit 1; }
@@ -77,10 +103,12 @@ include scripts/bundle.mk
 
 all: $(ALL_TARGETS)
 
-test: all $(TEST_DEPS)
-	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) sh tests/run-tests
+# TESTS=PATTERN runs only the tests whose path matches (tests/run-tests PATTERN); TEST_JOBS,
+# TEST_TIMEOUT from the environment
+test: all $(TEST_DEPS) test-tools venv
+	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) sh tests/run-tests "$(TESTS)"
 
-bench: all $(BENCH_DEPS)
+bench: all $(BENCH_DEPS) bench-tools
 	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) sh bench/run-bench
 
 # The main job on the bundled example: record it on the simulated CUDA stack, summarise, export.
@@ -110,15 +138,31 @@ clean:
 help:
 	@echo "dlhook $(VERSION) — targets:"
 	@echo "  make             build $(BUILD)/libdlhook.so, $(BUILD)/dlhook, the simulated CUDA stack and examples"
-	@echo "  make demo        record the bundled example on the simulator and summarise the trace"
-	@echo "  make test        build and run the whole test suite (prints 'N passed, N failed')"
-	@echo "  make bench       run the overhead benchmarks"
+	@echo "                   (installs nothing: a missing dependency stops it with the command that installs it)"
+	@echo "  make demo        install the build's packages, build, record the bundled example on the simulator, summarise"
+	@echo "  make test        install the test tools and $(BUILD)/venv, build, run the whole suite"
+	@echo "                   (closing line 'N passed, N failed, N skipped'; TESTS=pattern, TEST_JOBS=n, TEST_TIMEOUT=s)"
+	@echo "  make test-deps   build everything the tests need, without running them or installing anything"
+	@echo "  make bench       install uftrace, run the overhead benchmarks"
+	@echo "  make fuzz        install clang, run libFuzzer on the trace reader and exporters (FUZZ_SECONDS=60)"
 	@echo "  make install     install lib/libdlhook.so and bin/dlhook under DESTDIR/PREFIX ($(PREFIX))"
-	@echo "  make regen       regenerate the API wrappers in hooks/ from the CUDA headers"
+	@echo "  make uninstall   remove them"
+	@echo "  make deps        install the missing Debian packages the build needs (scripts/bootstrap-deps; root or sudo)"
+	@echo "  make test-tools  install the test suite's Debian packages (go, Open MPI, protoc, xmllint, chromium)"
+	@echo "  make venv        create $(BUILD)/venv with the conformance tests' Python packages (scripts/bootstrap-py)"
+	@echo "  make bench-tools install uftrace (the benchmarks' baseline)"
+	@echo "  make fuzz-tools  install clang and its sanitizer runtimes"
+	@echo "  make check-cuda  check that the CUDA toolkit is at CUDA_HOME ($(CUDA_HOME))"
 	@echo "  make gpu-bundle  $(BUILD)/gpu-bundle(.tar.gz): dlhook with static deps, examples, tests, gpu-acceptance"
-	@echo "  make deps        install missing system dependencies (Debian packages)"
-	@echo "  make clean       remove $(BUILD)/"
-	@echo "switches: O=dir (build dir), V=1 (verbose), ASAN=1, UBSAN=1, TSAN=1, CUDA_HOME=path, PREFIX=, DESTDIR="
+	@echo "                   (downloads and builds libunwind and elfutils once: $(BUILD)/deps)"
+	@echo "  make static-deps only those static archives ($(BUILD)/deps, scripts/build-static-deps)"
+	@echo "  make regen       regenerate the API wrappers in hooks/ and the simulator's stubs from the CUDA headers"
+	@echo "  make regen-hooks, make regen-simcuda   only one of the two"
+	@echo "  make dlhook, make format, make hooks, make simcuda   build only that part"
+	@echo "  make clean       remove $(BUILD)/ (the venv and the static deps too)"
+	@echo "  make help        this list"
+	@echo "switches: O=dir (build dir), V=1 (verbose), ASAN=1, UBSAN=1, TSAN=1, CUDA_HOME=path, PREFIX=, DESTDIR=, PYTHON="
+	@echo "CI (.ci/run): make deps, make, make gpu-bundle, make test, then the sanitizer runs (.ci/run-sanitizers)"
 
 # header dependencies
 -include $(shell find $(BUILD) -name '*.d' -type f -not -path '*/venv/*' 2>/dev/null)

@@ -2,7 +2,8 @@
 #   $(BUILD)/fuzz/replay       make test: corpus + 10,000 deterministic mutations through the
 #                              dlhook command's code (forked per run; tests/reliability/t_fuzz_replay.sh)
 #   make fuzz                  libFuzzer (clang, -fsanitize=fuzzer,address) on the same code,
-#                              FUZZ_SECONDS (default 60) from the corpus in $(BUILD)/fuzz/corpus
+#                              clang installed first (make fuzz-tools); FUZZ_SECONDS (default 60)
+#                              from the corpus in $(BUILD)/fuzz/corpus
 FUZZ_DIR := $(BUILD)/fuzz
 # dlhook's main() under another name, so the driver can call the whole command in-process
 $(FUZZ_DIR)/vx_main.o: viewer-export/main.c $(BUILD)/format/dlhook.pb-c.h $(VX_PROTO_H) | $(DEPS_STAMP)
@@ -22,7 +23,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_FLAGS   := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=gnu11 -D_GNU_SOURCE \
                 -DDLHOOK_VERSION=\"$(VERSION)\" -fno-strict-aliasing -w
 FUZZ_SRCS     = $(filter-out viewer-export/main.c,$(VX_SRCS)) $(VX_SHARED_SRCS) $(FORMAT_SRCS) $(filter %.c,$(FORMAT_GEN)) $(VX_PROTO_C)
-$(FUZZ_DIR)/fuzz_trace: fuzz/fuzz_trace.c fuzz/mutate.h viewer-export/main.c $(FUZZ_SRCS) $(FORMAT_GEN) $(VX_PROTO_H)
+$(FUZZ_DIR)/fuzz_trace: fuzz/fuzz_trace.c fuzz/mutate.h viewer-export/main.c $(FUZZ_SRCS) $(FORMAT_GEN) $(VX_PROTO_H) | fuzz-tools
 	@mkdir -p $(@D)
 	@echo "  FUZZ    $@"
 	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $(FORMAT_CFLAGS) -Iviewer-export -Iunwind -I$(BUILD)/viewer-export -o $@ \

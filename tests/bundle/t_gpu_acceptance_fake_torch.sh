@@ -5,7 +5,7 @@
 # work before a GPU machine ever runs them.
 set -eu
 B="$BUILD/gpu-bundle"
-[ -x "$B/scripts/gpu-acceptance" ] || { echo "no $B (make gpu-bundle; not built in sanitizer builds)"; exit 77; }
+[ -x "$B/scripts/gpu-acceptance" ] || { echo "no $B: run make gpu-bundle (downloads and builds libunwind, elfutils; CI does)"; exit 77; }
 export FAKE_TORCH_ROOT="$B"
 rc=0
 "$B/scripts/gpu-acceptance" "$T/out" --sim --torch-on-sim --python "$ROOT/tests/bundle/fake_torch_python.py" \

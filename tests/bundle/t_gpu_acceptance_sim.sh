@@ -5,8 +5,8 @@
 # The bundle's libdlhook.so symbolizes through its linked-in elfutils (file:line of train.cu).
 set -eu
 TGZ="$BUILD/gpu-bundle.tar.gz"
-# make test builds the bundle (a failure stops make); sanitizer builds have none
-[ -f "$TGZ" ] || { echo "no $TGZ (make gpu-bundle; not built in sanitizer builds)"; exit 77; }
+# only `make gpu-bundle` builds the bundle (CI does, before make test); sanitizer builds have none
+[ -f "$TGZ" ] || { echo "no $TGZ: run make gpu-bundle (downloads and builds libunwind, elfutils; CI does)"; exit 77; }
 mkdir -p "$T/unpacked"
 tar -C "$T/unpacked" -xzf "$TGZ"
 B="$T/unpacked/gpu-bundle"

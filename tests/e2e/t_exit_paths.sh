@@ -21,7 +21,7 @@ for sig in TERM INT; do
   # background jobs of a script start with SIGINT ignored: give the program the default back
   env --default-signal=$sig DLHOOK_OUTPUT="$T/s$sig/" LD_PRELOAD="$DLHOOK_LIB" "$prog" \
     >out$sig.txt 2>err$sig.txt & pid=$!
-  for i in $(seq 100); do grep -q ready out$sig.txt 2>/dev/null && break; sleep 0.05; done
+  for i in $(seq 600); do grep -q ready out$sig.txt 2>/dev/null && break; sleep 0.05; done
   sleep 0.2; kill -$sig $pid; wait $pid; rc=$?
   want=$((128 + num))
   [ $rc = $want ] || fail "SIG$sig: exit status $rc, expected $want (death by signal)"
@@ -29,7 +29,7 @@ for sig in TERM INT; do
 done
 # the program's own handler runs and decides the exit code
 env DLHOOK_OUTPUT="$T/h/" LD_PRELOAD="$DLHOOK_LIB" "$prog" handler >outh.txt & pid=$!
-for i in $(seq 100); do grep -q ready outh.txt 2>/dev/null && break; sleep 0.05; done
+for i in $(seq 600); do grep -q ready outh.txt 2>/dev/null && break; sleep 0.05; done
 sleep 0.2; kill -INT $pid; wait $pid; rc=$?
 [ $rc = 3 ] || fail "own handler: exit code $rc, expected 3"
 grep -q "handler ran for signal 2" outh.txt || fail "the program's handler did not run"

@@ -17,6 +17,7 @@ import json, sys
 j = json.load(open("stats.json"))
 calls = {a["name"]: a["calls"] for a in j["api"]}
 want = {"cudaGetDevice": int(sys.argv[1]), "cudaGetDeviceCount": 4 * 500, "cudaRuntimeGetVersion": 10}
+assert want["cudaGetDevice"] > 0, "the background thread made no call"
 assert calls == want and j["dropped"] == 0 and j["traces"] == 5, (calls, want, j["dropped"])
 PY
 done

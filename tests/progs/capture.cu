@@ -6,11 +6,13 @@
 //   capture wait    phase 1 (5 cudaDeviceSynchronize), touches phase1, waits for file go1;
 //                   phase 2 (3 cudaMemset + k_in), touches phase2, waits for go2;
 //                   phase 3 (5 cudaStreamQuery)
-//   capture timed   phase 1 at once, phase 2 at 2 s, phase 3 at 4 s after main starts
+//   capture timed [S]  phase 1 at once, phase 2 at 2*S s, phase 3 at 4*S s after main starts
+//                   (S: seconds, default 1)
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,11 +86,13 @@ int main(int argc, char **argv) {
     wait_file("go2");
     for (int i = 0; i < 5; i++) cudaStreamQuery(0);
   } else if (!strcmp(mode, "timed")) {
+    double s = argc > 2 ? atof(argv[2]) : 1.0;
+    if (!(s > 0)) s = 1.0;
     for (int i = 0; i < 5; i++) cudaDeviceSynchronize();
-    sleep_until(t0 + 2.0);
+    sleep_until(t0 + 2.0 * s);
     memsets(1);
     cudaDeviceSynchronize();
-    sleep_until(t0 + 4.0);
+    sleep_until(t0 + 4.0 * s);
     for (int i = 0; i < 5; i++) cudaStreamQuery(0);
   }
   return 0;

@@ -10,13 +10,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static atomic_int stop;
+static atomic_int stop, started;
 static long bg_calls;
 static void *background(void *arg) {
   (void)arg;
   int dev;
   while (!atomic_load(&stop)) {
     cudaGetDevice(&dev);
+    atomic_store(&started, 1);
     if (++bg_calls % 100 == 0) usleep(100); /* a busy but realistic rate */
   }
   return NULL;
@@ -27,7 +28,8 @@ int main(int argc, char **argv) {
   long child_calls = argc > 2 ? atol(argv[2]) : 1000;
   pthread_t bg;
   pthread_create(&bg, NULL, background, NULL);
-  usleep(1000);
+  /* the forks happen while the background thread is calling, however loaded the machine */
+  while (!atomic_load(&started)) usleep(100);
   for (int i = 0; i < workers; i++) {
     pid_t p = fork();
     if (p == 0) {

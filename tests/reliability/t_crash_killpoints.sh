@@ -6,10 +6,13 @@
 R=$BUILD/tests/reliability
 need "$R/victim"; need "$R/runner"; need "$DLHOOK_LIB"; need "$DLHOOK_BIN"
 # slack: the writer's drain interval (10 ms) and scheduling; a machine loaded far past its cores
-# (other test suites) delays the writer thread, so the slack grows with the load average
-SLACK=${REL_SLACK_MS:-$(awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v c="$(nproc)" \
-  'BEGIN { s = 300; if (l > 2 * c) s += int(100 * l / c); if (s > 3000) s = 3000; print s }')}
-echo "slack ${SLACK} ms (load average $(cut -d' ' -f1 /proc/loadavg), $(nproc) CPUs)"
+# (other test suites) delays the writer thread, so the slack grows with the load average, read
+# again at each kill point
+slack() {
+  echo "${REL_SLACK_MS:-$(awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v c="$(nproc)" \
+    'BEGIN { s = 300; if (l > 2 * c) s += int(100 * l / c); if (s > 3000) s = 3000; print s }')}"
+}
+echo "slack $(slack) ms at the start (load average $(cut -d' ' -f1 /proc/loadavg), $(nproc) CPUs)"
 export DLHOOK_STACKS=none DLHOOK_QUIET=1
 # deterministic "random" delays (ms): 20 kill points, 8 _exit points
 set -- $(python3 -c "import random; r = random.Random(10); print(' '.join(str(r.randint(150, 1600)) for _ in range(28)))")
@@ -34,7 +37,7 @@ for ms in "$@"; do
     continue
   fi
   tr=$(one_trace "$d")
-  python3 "$ROOT/tests/reliability/killcheck.py" "$tr" "$end" "$fl" "$SLACK" "$label" | tee -a losses.txt
+  python3 "$ROOT/tests/reliability/killcheck.py" "$tr" "$end" "$fl" "$(slack)" "$label" | tee -a losses.txt
   grep -q "^$label " losses.txt || fail "$label: check failed"
 done
 python3 - losses.txt <<'PY'

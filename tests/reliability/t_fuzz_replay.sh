@@ -4,6 +4,7 @@
 # dropped, swapped, damaged headers, garbage appended or inserted) with fuzz/replay: no crash,
 # no hang (20 s limit per run), exit 0 or 1, exit 1 with a message, and every event of the
 # undamaged prefix still read. Two replay processes share the inputs. REL_FUZZ_N overrides 10000.
+# run-tests: timeout=600 (about 100 s on an idle 2-core machine; the bound is for a loaded one)
 . "$ROOT/tests/lib.sh"
 need "$BUILD/fuzz/replay"; need "$BUILD/tests/reliability/victim"; need "$DLHOOK_LIB"
 N=${REL_FUZZ_N:-10000}

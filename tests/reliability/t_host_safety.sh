@@ -53,7 +53,7 @@ fi
 for m in $mounted; do umount "$m"; done
 # ---- output directory removed while the program runs
 DLHOOK_OUTPUT="$T/gone/" LD_PRELOAD="$DLHOOK_PRELOAD" "$R/victim" out 6000000 >gone.out 2>gone.err & pid=$!
-for i in $(seq 200); do [ -n "$(ls "$T/gone" 2>/dev/null)" ] && break; sleep 0.01; done
+for i in $(seq 3000); do [ -n "$(ls "$T/gone" 2>/dev/null)" ] && break; sleep 0.01; done
 rm -rf "$T/gone"
 wait $pid; rc=$?
 "$R/victim" out 6000000 >gone-plain.out 2>/dev/null

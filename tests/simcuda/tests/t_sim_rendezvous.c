@@ -30,7 +30,7 @@ static void CUPTIAPI done(CUcontext c, uint32_t s, uint8_t *b, size_t sz, size_t
 }
 
 static void rank_main(int rank, uint64_t key, int fd) {
-  usleep((useconds_t)(rank * 30000)); /* ranks arrive 30 ms apart */
+  usleep((useconds_t)(rank * 100000)); /* ranks arrive 100 ms apart */
   cuptiActivityRegisterCallbacks(req, done);
   cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   void *d;
@@ -137,7 +137,9 @@ int main(void) {
     if (!res[r].ok) { printf("FAIL rank %d: no kernel record\n", r); fails++; continue; }
     if (res[r].end < maxstart + COST_NS) { printf("FAIL rank %d ended before the last rank started\n", r); fails++; }
     if (res[r].end != res[0].end) { printf("FAIL rank %d ends at another time than rank 0\n", r); fails++; }
-    if (res[r].launch_ns > 5000000) { printf("FAIL rank %d: launch blocked\n", r); fails++; }
+    /* a launch that waited for the last rank would take (NR-1-r) x 100 ms; one preempted on a
+     * loaded machine takes far less: checked where the difference is at least 200 ms */
+    if (NR - 1 - r >= 2 && res[r].launch_ns > 100000000) { printf("FAIL rank %d: launch blocked\n", r); fails++; }
   }
   for (int r = 0; r < NR; r++)
     if (res[r].sync_done < res[r].end) { printf("FAIL rank %d: synchronize returned before the collective ended\n", r); fails++; }
