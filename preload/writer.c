@@ -483,6 +483,7 @@ int dlh_writer_start(int fd) {
     out_fd = -1;
     return -1;
   }
+  dlh_stacks_start_symbolizer();
   return 0;
 }
 

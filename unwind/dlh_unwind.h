@@ -52,6 +52,9 @@ void dlh_stacks_define(struct dlh_writer *w, uint32_t id);
  * symbol index, then file:line from DWARF), waiting for more until no pc is left or
  * dlh_mono_ns() reaches deadline_ns (0: no wait). Returns the number of pcs still to do. */
 size_t dlh_stacks_symbolize(struct dlh_writer *w, uint64_t deadline_ns);
+/* Starts the symbolizer thread (when stacks are on and DLHOOK_SYMBOLIZE is not 0): called by
+ * the thread that starts the writer, right after it. */
+void dlh_stacks_start_symbolizer(void);
 /* At exit, after the last dlh_stacks_symbolize: the symbolizer stops after its current pc. */
 void dlh_stacks_symbolize_stop(void);
 

@@ -227,14 +227,17 @@ static void dwfl_report_all(void) {
  * a fork() in another thread while the loader is mid-dlopen leaves the child's link map
  * inconsistent (its next dlopen aborts in ld.so). */
 static void *libdw;
+static void dwfl_lookup(void);
 void dlh_symbolize_preload(void) {
   if (!libdw) libdw = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (libdw && !D.begin) dwfl_lookup();
 }
 
-static void dwfl_setup(void) {
-  D.state = -1;
+/* Constructor time too: dlsym takes the loader's lock, which a program thread holds for the
+ * whole of a dlopen (torch's libraries run thousands of CUDA registrations in their
+ * constructors): on the writer or the symbolizer it would wait for that. */
+static void dwfl_lookup(void) {
   void *h = libdw;
-  if (!h) return;
 #define SYM(f, n) *(void **)&D.f = dlsym(h, n)
   /* libelf comes with libdw (its dependency): the symbol index reads the ELF through it */
   SYM(elf.version, "elf_version");
@@ -260,6 +263,11 @@ static void dwfl_setup(void) {
   SYM(comp_dir, "dwfl_line_comp_dir");
   SYM(cb.find_elf, "dwfl_linux_proc_find_elf");
 #undef SYM
+}
+
+static void dwfl_setup(void) {
+  D.state = -1;
+  if (!libdw) return;
   if (!D.begin || !D.report_begin || !D.report_end || !D.proc_report || !D.addrmodule ||
       !D.getdwarf || !D.getsrc || !D.lineinfo || !D.cb.find_elf)
     return;
@@ -454,23 +462,30 @@ static void *symbolizer_main(void *arg) {
   return NULL;
 }
 
-/* Writer thread: queues pc for its name, starting the symbolizer the first time. */
+/* Started with the writer, by the thread that starts the writer (pthread_create may need the
+ * loader's TLS lock, held by a thread inside dlopen: the writer must never wait for that). */
+void dlh_stacks_start_symbolizer(void) {
+  if (!dlh_stack_mode || !dlh_cfg.symbolize) return;
+  pthread_mutex_lock(&sym_mu);
+  int start = !sym_started && !sym_stop;
+  sym_started = 1;
+  pthread_mutex_unlock(&sym_mu);
+  if (!start) return;
+  if (D.state == 0) dwfl_setup();
+  pthread_attr_t attr;
+  pthread_t tid;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  if (pthread_create(&tid, &attr, symbolizer_main, NULL) != 0)
+    dlh_warn("cannot start the symbolizer thread; stacks keep module+offset frames "
+             "(`dlhook symbolize` names them)");
+  pthread_attr_destroy(&attr);
+}
+
+/* Writer thread: queues pc for its name. */
 static void queue_pc(uint64_t pc, module *m) {
   pthread_mutex_lock(&sym_mu);
   enqueue(&Q[0], pc, m);
-  if (!sym_started && dlh_cfg.symbolize && !sym_stop) {
-    sym_started = 1;
-    if (D.state == 0) dwfl_setup();
-    pthread_attr_t attr;
-    pthread_t tid;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&tid, &attr, symbolizer_main, NULL) != 0) {
-      dlh_warn("cannot start the symbolizer thread; stacks keep module+offset frames "
-               "(`dlhook symbolize` names them)");
-    }
-    pthread_attr_destroy(&attr);
-  }
   pthread_cond_signal(&sym_cv);
   pthread_mutex_unlock(&sym_mu);
 }
@@ -486,7 +501,7 @@ void dlh_symbolize_after_fork_child(void) {
   in_flight = 0;
   sym_started = sym_stop = 0;
   n_resolved = n_unresolved = 0;
-  if (D.state == 1) D.state = 0; /* a new Dwfl: the old one may be half-updated */
+  if (D.state == 1) D.state = 0; /* a new Dwfl (dwfl_setup): the old one may be half-updated */
   D.reported = 0;
   for (size_t i = 0; i < nmods; i++)
     if (mods[i]->sym_state == -1 && !mods[i]->syms) mods[i]->sym_state = 0; /* maybe unfinished */
