@@ -83,6 +83,10 @@ int dlh_writer_gpu(dlh_writer *w, const dlh_gpu_event *ev);
  * there was nothing to write), -1 on a write error (errno set; the frame is discarded). */
 int dlh_writer_flush(dlh_writer *w);
 
+/* Makes the writer write to fd from now on (the same file, reopened: the caller moved or
+ * recovered its descriptor). */
+void dlh_writer_set_fd(dlh_writer *w, int fd);
+
 /* Bytes written to the fd so far (header included). */
 uint64_t dlh_writer_bytes(const dlh_writer *w);
 

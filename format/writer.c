@@ -429,6 +429,10 @@ int dlh_writer_flush(dlh_writer *w) {
   return 0;
 }
 
+void dlh_writer_set_fd(dlh_writer *w, int fd) {
+  if (w) w->fd = fd;
+}
+
 uint64_t dlh_writer_bytes(const dlh_writer *w) { return w ? w->bytes : 0; }
 
 uint64_t dlh_writer_lost(const dlh_writer *w) { return w ? w->lost : 0; }

@@ -190,6 +190,8 @@ static void on_ctl_signal(int sig, siginfo_t *si, void *uc) {
   errno = saved;
 }
 
+int dlh_ctl_installed;
+
 static void install_ctl(int sig) {
   int (*real)(int, const struct sigaction *, struct sigaction *) =
       (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
@@ -200,6 +202,7 @@ static void install_ctl(int sig) {
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   if (real(sig, &sa, NULL) != 0) dlh_warn("cannot install the DLHOOK_SIGNAL handler (signal %d)", sig);
+  else dlh_ctl_installed = 1;
 }
 
 /* ---------------------------------------------------------------- delay / duration */
