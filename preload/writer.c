@@ -423,7 +423,9 @@ static uint64_t frame_events, frame_limit = 4096, frame_start_bytes;
 static void flush_frame(void) {
   if (write_failed) return;
   if (check_fd() != 0) return;
-  if (dlh_writer_flush(W) != 0) {
+  int rc = dlh_writer_flush(W);
+  if (rc != 0 && errno == EBADF && check_fd() == 0) rc = dlh_writer_flush(W); /* closed under us */
+  if (rc != 0) {
     write_failed = 1;
     dlh_warn("cannot write the trace %s (%s); recording stopped, the program goes on",
              dlh_cfg.output, strerror(errno));

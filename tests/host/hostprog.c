@@ -10,7 +10,8 @@
  *                              quick_exit)
  *   hostprog fds FILE N        N calls; closes every fd >= 3, opens FILE (its own output) and
  *                              dup2()s it over 3..20; N more calls (with pauses), writing lines
- *                              to FILE; prints its own view of FILE and of its fd numbers
+ *                              to FILE; prints its own view of FILE and of its fd numbers (the
+ *                              lowest free fd after the first calls, the number FILE got)
  *   hostprog fsize N           RLIMIT_FSIZE of 8 bytes, then N calls and a line on stdout
  *   hostprog clearenv N        clearenv(), then a forked child makes N calls; parent waits
  *   hostprog overflow N        N calls, then endless recursion: a stack overflow (SIGSEGV)
@@ -117,6 +118,9 @@ static int mode_workers(int argc, char **argv) {
 static int mode_fds(const char *file, long n) {
   calls(n);
   usleep(100 * 1000);
+  int probe = open("/dev/null", O_RDONLY); /* the lowest free number: dlhook's fds are not there */
+  printf("first free fd after the calls: %d\n", probe);
+  close(probe);
   for (int fd = 3; fd < 1024; fd++) close(fd); /* a daemon's "close everything" */
   int own = open(file, O_RDWR | O_CREAT | O_TRUNC, 0644);
   if (own < 0) { perror("open"); return 2; }
