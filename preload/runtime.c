@@ -279,7 +279,10 @@ int dlh_foreign_process(void) { return getpid() != dlh_pid; }
  * is not the traced process: it goes straight through. */
 static void exit_flush(void) {
   if (!initialised || dlh_foreign_process() || dlh_writer_is_self()) return;
-  dlh_cupti_flush(1);
+  /* _exit from a signal handler that interrupted this thread inside a CUDA call or inside
+   * dlhook: CUPTI's locks may be held by the interrupted code; its buffers are left alone. */
+  struct dlh_thread *t = dlh_self;
+  if (!t || (!t->hot.depth && !t->hot.blocked && !t->cupti_depth)) dlh_cupti_flush(1);
   dlh_writer_stop(0, 0);
 }
 
