@@ -156,6 +156,8 @@ void dlh_signals_install(void);
 void *dlh_altstack_setup(size_t *size);  /* async-signal-safe; NULL: none (the thread has one) */
 void dlh_altstack_release(void *stack, size_t size);
 extern int dlh_ctl_installed;            /* capture.c: dlhook's DLHOOK_SIGNAL handler is in place */
+#include <signal.h>
+int dlh_ctl_chain(int sig, siginfo_t *si, void *uc); /* DLHOOK_SIGNAL: the program's own handler */
 
 /* ---- file descriptors (fds.c) ---- */
 int dlh_fd_floor(void);                  /* dlhook's fds go at or above this number (-1: none) */

@@ -36,7 +36,8 @@ static const int hooked[NSIG_HOOKED] = {SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGABR
 static struct sigaction app_action[NSIG_HOOKED]; /* what the program asked for */
 static int installed[NSIG_HOOKED];
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
-static int ctl_warned;
+static struct sigaction ctl_app;  /* the program's own action for DLHOOK_SIGNAL */
+static int ctl_app_set;
 
 static void on_signal(int sig, siginfo_t *si, void *uc);
 
@@ -122,19 +123,62 @@ void dlh_signals_install(void) {
   }
 }
 
+/* DLHOOK_SIGNAL (capture.c's handler) when the program has a handler of its own for it: the
+ * program's handler is remembered and called for every such signal except the start/stop
+ * requests of `dlhook ctl` (sigqueue with value 1 or 2); the program reads back its own action.
+ * dlhook's handler takes the program's flags and mask while the program has a handler. */
+static int ctl_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  struct sigaction prev;
+  if (ctl_app_set) prev = ctl_app;
+  else { memset(&prev, 0, sizeof prev); prev.sa_handler = SIG_DFL; }
+  if (act) {
+    struct sigaction cur, ours;
+    if (real_sigaction(sig, NULL, &cur) != 0) return -1;
+    int handler = (act->sa_flags & SA_SIGINFO) ||
+                  (act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN);
+    ours = cur;
+    if (handler) {
+      ours.sa_mask = act->sa_mask;
+      ours.sa_flags = SA_SIGINFO | (act->sa_flags & (SA_RESTART | SA_ONSTACK | SA_NODEFER));
+    } else {
+      sigemptyset(&ours.sa_mask);
+      ours.sa_flags = SA_SIGINFO | SA_RESTART; /* dlhook's own signal: never an EINTR */
+    }
+    if (real_sigaction(sig, &ours, NULL) != 0) return -1;
+    ctl_app = *act;
+    ctl_app_set = 1;
+  }
+  if (old) *old = prev;
+  return 0;
+}
+
+/* From capture.c's DLHOOK_SIGNAL handler, for a signal that is not a start/stop request:
+ * calls the program's own handler for it. Returns 1 when it did, 0 when the program has none
+ * (the signal then toggles the capture window). */
+int dlh_ctl_chain(int sig, siginfo_t *si, void *uc) {
+  if (!ctl_app_set) return 0;
+  struct sigaction call = ctl_app;
+  if (!(call.sa_flags & SA_SIGINFO) &&
+      (call.sa_handler == SIG_DFL || call.sa_handler == SIG_IGN))
+    return 0;
+  if ((call.sa_flags & SA_RESETHAND) && !dlh_foreign_process()) {
+    memset(&ctl_app, 0, sizeof ctl_app);
+    ctl_app.sa_handler = SIG_DFL;
+  }
+  if (!(call.sa_flags & SA_NODEFER)) sigaddset(&call.sa_mask, sig);
+  pthread_sigmask(SIG_BLOCK, &call.sa_mask, NULL); /* the program's mask; restored on return */
+  if (call.sa_flags & SA_SIGINFO) call.sa_sigaction(sig, si, uc);
+  else call.sa_handler(sig);
+  return 1;
+}
+
 DLH_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
   resolve_real();
   if (!real_sigaction) { errno = ENOSYS; return -1; }
   int i = slot(sig);
-  if (i < 0) {
-    if (act && sig == dlh_cfg.ctl_signal && dlh_ctl_installed && !ctl_warned &&
-        !dlh_foreign_process() && !(!(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL)) {
-      ctl_warned = 1; /* the program's handler wins */
-      dlh_warn("the program installs its own handler for signal %d (DLHOOK_SIGNAL): "
-               "dlhook ctl no longer controls this process", sig);
-    }
-    return real_sigaction(sig, act, old);
-  }
+  if (i < 0 && sig == dlh_cfg.ctl_signal && dlh_ctl_installed && !dlh_foreign_process())
+    return ctl_sigaction(sig, act, old);
+  if (i < 0) return real_sigaction(sig, act, old);
   if (dlh_foreign_process()) {
     /* A vfork child: its kernel table is its own, our memory is the parent's. */
     struct sigaction prev = app_action[i];

@@ -18,6 +18,8 @@
  *   hostprog ownstack N        installs its own alternate signal stack, makes N calls (in the
  *                              main thread and a new thread), says whether its stack is still
  *                              the main thread's one
+ *   hostprog usr2 N            has its own SIGUSR2 handler; prints "ready", makes calls until the
+ *                              handler ran 3 times (or 20 s), says how often it ran; N: unused
  *   hostprog dlopen LIB N      says whether it runs under secure execution (AT_SECURE), loads
  *                              LIB with dlopen (as a CUDA injection library would be) and makes
  *                              N calls through it */
@@ -212,6 +214,27 @@ static int mode_ownstack(long n) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- usr2 */
+
+static volatile sig_atomic_t usr2_count;
+static void on_usr2(int sig) { (void)sig; usr2_count++; }
+
+static int mode_usr2(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_usr2;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR2, &sa, NULL);
+  printf("ready\n");
+  for (int i = 0; i < 20000 && usr2_count < 3; i++) {
+    calls(10);
+    usleep(1000);
+  }
+  printf("program's SIGUSR2 handler ran %d times\n", (int)usr2_count);
+  return 0;
+}
+
 /* ---------------------------------------------------------------- dlopen */
 
 static int mode_dlopen(const char *lib, long n) {
@@ -240,6 +263,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "clearenv")) return mode_clearenv(n);
   if (!strcmp(m, "overflow")) return mode_overflow(n);
   if (!strcmp(m, "ownstack")) return mode_ownstack(n);
+  if (!strcmp(m, "usr2")) return mode_usr2();
   if (!strcmp(m, "dlopen") && argc > 3) return mode_dlopen(argv[2], n);
   fprintf(stderr, "hostprog: unknown mode %s\n", m);
   return 2;

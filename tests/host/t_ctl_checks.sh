@@ -4,10 +4,12 @@
 # whose DLHOOK_SIGNAL the library refused (9: ctl sent SIGKILL). ctl now checks that dlhook is
 # loaded (/proc/PID/maps), recording, with an accepted signal that the process catches
 # (/proc/PID/status SigCgt), and says why not: the process lives on. A process really under
-# dlhook with capture ranges is still controlled.
+# dlhook with capture ranges is still controlled, also when the program has its own handler for
+# the signal: ctl's start/stop go to dlhook, every other such signal to the program's handler.
 . "$ROOT/tests/lib.sh"
 V=$BUILD/tests/reliability/victim
-need "$V"; need "$DLHOOK_LIB"; need "$DLHOOK_BIN"
+P=$BUILD/tests/host/hostprog
+need "$V"; need "$P"; need "$DLHOOK_LIB"; need "$DLHOOK_BIN"
 export DLHOOK_QUIET=1 DLHOOK_STACKS=none
 pids=""
 trap 'for p in $pids; do kill -9 $p 2>/dev/null; done' EXIT
@@ -38,4 +40,19 @@ sleep 0.2; kill -0 $pid || fail "DLHOOK_SIGNAL=USR1: the process died"
 start good DLHOOK_CAPTURE_RANGE=signal LD_PRELOAD="$DLHOOK_PRELOAD" DLHOOK_OUTPUT="$T/g/" "$V" loop 1000
 "$DLHOOK_BIN" ctl $pid start >good.ctl 2>&1 || fail "a traced process was refused: $(cat good.ctl)"
 sleep 0.2; kill -0 $pid || fail "the traced process died of ctl"
-echo "ok: refused with reasons, processes alive; a traced process is controlled"
+# ---- the program has its own SIGUSR2 handler
+send_usr2() { for i in 1 2 3; do kill -USR2 $1; sleep 0.1; done; }
+start own-plain "$P" usr2 0
+send_usr2 $pid; wait $pid; want=$?
+start own DLHOOK_CAPTURE_RANGE=signal LD_PRELOAD="$DLHOOK_PRELOAD" DLHOOK_OUTPUT="$T/own/" "$P" usr2 0
+"$DLHOOK_BIN" ctl $pid start >own.ctl 2>&1 || fail "own handler: ctl start refused: $(cat own.ctl)"
+sleep 0.3
+"$DLHOOK_BIN" ctl $pid stop >>own.ctl 2>&1 || fail "own handler: ctl stop refused: $(cat own.ctl)"
+send_usr2 $pid; wait $pid; rc=$?
+[ "$rc" = "$want" ] || fail "own handler: exit $rc, untraced $want: $(cat own.err)"
+cmp -s own-plain.out own.out || fail "own handler: output differs: $(cat own.out)"
+"$DLHOOK_BIN" stats --json "$(one_trace "$T/own")" >own.json || fail "own handler: trace unreadable"
+python3 -c 'import json,sys; j=json.load(open("own.json")); n={a["name"]:a["calls"] for a in j["api"]}.get("cudaGetDeviceCount",0); print("calls in the window:", n); sys.exit(0 if n > 0 else 1)' ||
+  fail "own handler: nothing recorded between ctl start and stop"
+echo "own handler: $(tail -n 1 own.out); ctl start/stop recorded a window"
+echo "ok: refused with reasons, processes alive; traced processes are controlled"
