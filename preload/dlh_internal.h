@@ -132,6 +132,7 @@ void dlh_cupti_after_fork_child(void);
 
 /* ---- exec (exec.c) ---- */
 void dlh_exec_init(void);               /* constructor: what exec must carry over */
+void dlh_exec_resolve(void);            /* constructor, first of all: the real exec functions */
 
 /* ---- capture ranges (capture.c) ---- */
 enum { DLH_CAPTURE_NONE = 0, DLH_CAPTURE_PROFILER, DLH_CAPTURE_NVTX, DLH_CAPTURE_SIGNAL };

@@ -50,7 +50,12 @@ void dlh_exec_init(void) {
     if (!strncmp(*e, "DLHOOK_", 7) || !strncmp(*e, "CUDA_INJECTION64_PATH=", 22) ||
         !strncmp(*e, "NVTX_INJECTION64_PATH=", 22))
       keep[nkeep++] = strdup(*e);
-  /* Looked up now (a later first use may be in a forked child, where dlsym's lock may be held). */
+}
+
+/* The real functions, looked up in the constructor before anything else (also when dlhook is
+ * disabled or under secure execution: exec must work in every state), and not at a first use
+ * that may be in a forked child, where the loader's lock may be held. */
+void dlh_exec_resolve(void) {
   real_execve = (__typeof__(real_execve))dlsym(RTLD_NEXT, "execve");
   real_execvpe = (__typeof__(real_execvpe))dlsym(RTLD_NEXT, "execvpe");
   real_posix_spawn = (__typeof__(real_posix_spawn))dlsym(RTLD_NEXT, "posix_spawn");

@@ -332,6 +332,7 @@ static int setuid_program(void) {
 }
 
 __attribute__((constructor)) static void dlh_init(void) {
+  dlh_exec_resolve(); /* exec works in every state of dlhook (lookups only) */
   /* Secure execution (setuid, setgid, file capabilities): the environment belongs to a less
    * privileged user. Nothing at all is done: no setting read, no file, no thread. */
   if (getauxval(AT_SECURE)) return;
