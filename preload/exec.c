@@ -6,8 +6,8 @@
  * glibc's execv/execvp/execl* call execve internally, not through the PLT, so each entry point
  * is wrapped and forwarded to execve/execvpe with the completed environment.
  *
- * A child's own LD_PRELOAD (jemalloc, tcmalloc, another tool) is kept: dlhook is added in front
- * of it, never put in its place. The real functions are looked up on first use, so that exec
+ * A child's own LD_PRELOAD (jemalloc, tcmalloc, a sanitizer runtime, another tool) is kept, in
+ * its order and ahead of dlhook: dlhook is added at its end, never put in its place. The real functions are looked up on first use, so that exec
  * works in every state of dlhook (DLHOOK_DISABLE=1, secure execution, before the constructor). */
 #include <dlfcn.h>
 #include <errno.h>
@@ -91,26 +91,29 @@ static size_t env_size(char *const *env) {
   return n + nkeep + 2;
 }
 
-/* Bytes the merged "LD_PRELOAD=ours:theirs" entry needs (at least 1). */
+/* Bytes the merged "LD_PRELOAD=theirs:ours" entry needs (at least 1). */
 static size_t preload_size(char *const *env) {
   char *const *p = preload_of(env);
   return (preload_entry ? strlen(preload_entry) : 0) + (p ? strlen(*p) : 0) + 2;
 }
 
 /* Fills out (sized by env_size) with env plus what is missing; merged (sized by preload_size)
- * receives the LD_PRELOAD entry when the child's own lacks us: ours, then the child's own
- * libraries, in their order. */
+ * receives the LD_PRELOAD entry when the child's own lacks us: the child's own libraries, in
+ * their order (a sanitizer runtime must stay first), then ours. */
 static char *const *complete(char *const *env, char **out, char *merged) {
   if (!follow || !dlh_cfg.enabled || !preload_entry) return env;
   size_t k = 0;
   char *const *theirs = preload_of(env);
   int ours = preload_has_us(env);
   if (!ours) {
-    const char *rest = theirs ? *theirs + 11 : "";
-    rest += strspn(rest, ": ");
-    size_t a = strlen(preload_entry), b = strlen(rest);
-    memcpy(merged, preload_entry, a);
-    if (b) { merged[a++] = ':'; memcpy(merged + a, rest, b); a += b; }
+    const char *rest = theirs ? *theirs + 11 : "", *self = preload_entry + 11;
+    size_t b = strlen(rest);
+    while (b && (rest[b - 1] == ':' || rest[b - 1] == ' ')) b--;
+    memcpy(merged, "LD_PRELOAD=", 11);
+    size_t a = 11;
+    if (b) { memcpy(merged + a, rest, b); a += b; merged[a++] = ':'; }
+    memcpy(merged + a, self, strlen(self));
+    a += strlen(self);
     merged[a] = 0;
   }
   for (char *const *e = env; e && *e; e++) out[k++] = (!ours && e == theirs) ? merged : *e;

@@ -1,6 +1,6 @@
 # Hazard: a program started under dlhook with its own LD_PRELOAD (jemalloc, tcmalloc, another
-# tool) must still load it: the exec wrappers add dlhook to the child's LD_PRELOAD instead of
-# replacing it. Two launchers: env(1) (execvp) and CPython's subprocess with env= (execve from a
+# tool, a sanitizer runtime) must still load it: the exec wrappers add dlhook at the end of the
+# child's LD_PRELOAD instead of replacing it. Two launchers: env(1) (execvp) and CPython's subprocess with env= (execve from a
 # vfork child). The child's output and exit status equal the untraced run's, its own preload
 # library is loaded, and the child is traced (its calls are in its trace).
 . "$ROOT/tests/lib.sh"
@@ -8,6 +8,7 @@ V=$BUILD/tests/reliability/victim
 FAKE=$BUILD/tests/host/libfakepreload.so
 need "$V"; need "$FAKE"; need "$DLHOOK_LIB"; need "$DLHOOK_BIN"
 export DLHOOK_QUIET=1 DLHOOK_STACKS=none
+FAKE="${ASAN_LIB:+$ASAN_LIB:}$FAKE" # an ASan-built libdlhook.so needs the ASan runtime first
 env LD_PRELOAD="$FAKE" "$V" out 1000 >plain.out 2>plain.err; want=$?
 grep -q "fake preload loaded" plain.err || fail "untraced run did not load the fake preload"
 check() { # label

@@ -10,6 +10,7 @@ need "$P"; need "$DLHOOK_LIB"
 command -v setpriv >/dev/null 2>&1 || skip "no setpriv"
 command -v setcap >/dev/null 2>&1 || skip "no setcap"
 id nobody >/dev/null 2>&1 || skip "no user nobody"
+[ -z "${ASAN_LIB:-}" ] || skip "an ASan-built libdlhook.so cannot be dlopened by a program without ASan"
 [ "$(id -u)" = 0 ] || skip "needs root (to give a copy file capabilities and the setuid bit)"
 S=$(mktemp -d /tmp/dlhook-secure.XXXXXX) # $T's parents may be private: nobody needs a way in
 trap 'rm -rf "$S"' EXIT
