@@ -239,12 +239,15 @@ void *dlh_altstack_setup(size_t *size) {
 }
 
 /* At thread exit: removes dlhook's alternate stack (if it is still the thread's) and unmaps
- * it. A stack the program put in its place is left alone, and ours is then left mapped. */
+ * it. A stack the program put in its place is left alone (ours, no longer in use, is unmapped);
+ * nothing is done while the thread runs on an alternate stack. */
 void dlh_altstack_release(void *m, size_t size) {
   if (!m) return;
   stack_t cur;
   if (sigaltstack(NULL, &cur) != 0 || (cur.ss_flags & SS_ONSTACK)) return;
-  if ((cur.ss_flags & SS_DISABLE) || (char *)cur.ss_sp != (char *)m + 4096) return;
-  stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
-  if (sigaltstack(&off, NULL) == 0) munmap(m, size);
+  if (!(cur.ss_flags & SS_DISABLE) && (char *)cur.ss_sp == (char *)m + 4096) {
+    stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+    if (sigaltstack(&off, NULL) != 0) return;
+  }
+  munmap(m, size);
 }
