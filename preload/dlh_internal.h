@@ -163,6 +163,8 @@ int dlh_ctl_chain(int sig, siginfo_t *si, void *uc); /* DLHOOK_SIGNAL: the progr
 /* ---- file descriptors (fds.c) ---- */
 int dlh_fd_floor(void);                  /* dlhook's fds go at or above this number (-1: none) */
 int dlh_fd_move_up(int fd);              /* moves an fd of dlhook's above the program's range */
+void dlh_fds_resolve(void);              /* constructor, first: the real pipe2 */
+void dlh_fds_init(void);                 /* constructor, after dlh_stacks_init: libunwind's code */
 
 /* ---- process identity (runtime.c) ----
  * dlh_pid is the traced process. A vfork child (CPython's subprocess) or a raw clone runs in

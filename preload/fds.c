@@ -11,9 +11,11 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include "dlh_internal.h"
@@ -44,19 +46,55 @@ int dlh_fd_move_up(int fd) {
 
 static int (*real_pipe2)(int[2], int);
 
-/* Whether code at address pc belongs to libunwind (a libunwind*.so, or libdlhook.so itself,
- * which links libunwind in some builds and makes no pipes of its own). */
+/* The address ranges of libunwind's code (a libunwind*.so, and libdlhook.so itself, which links
+ * libunwind in some builds and makes no pipes of its own), found once in the constructor after
+ * unwind/ loaded libunwind: the pipe2() wrapper may run in a signal handler (a call stack taken
+ * in a handler), where dladdr and dlsym (locks, malloc) must not be called. */
+#define NRANGES 8
+static struct { uintptr_t lo, hi; } ranges[NRANGES];
+static int nranges;
+
+static int add_ranges(struct dl_phdr_info *info, size_t size, void *self) {
+  (void)size;
+  const char *name = info->dlpi_name ? info->dlpi_name : "";
+  const char *base = strrchr(name, '/');
+  base = base ? base + 1 : name;
+  int mine = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && (uintptr_t)self - lo < ph->p_memsz) mine = 1;
+  }
+  if (!mine && strncmp(base, "libunwind", 9) != 0) return 0;
+  for (int i = 0; i < info->dlpi_phnum && nranges < NRANGES; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+    ranges[nranges].lo = info->dlpi_addr + ph->p_vaddr;
+    ranges[nranges].hi = ranges[nranges].lo + ph->p_memsz;
+    nranges++;
+  }
+  return 0;
+}
+
+/* Constructor, first of all (lookups only; also under secure execution): the real pipe2. */
+void dlh_fds_resolve(void) {
+  real_pipe2 = (int (*)(int[2], int))dlsym(RTLD_NEXT, "pipe2");
+}
+
+/* Constructor, after dlh_stacks_init (libunwind is loaded): where libunwind's code is. */
+void dlh_fds_init(void) {
+  nranges = 0;
+  dl_iterate_phdr(add_ranges, (void *)(uintptr_t)&dlh_fds_init);
+}
+
 static int from_unwinder(void *pc) {
-  Dl_info at, self;
-  if (!dladdr(pc, &at) || !at.dli_fname) return 0;
-  if (dladdr((void *)from_unwinder, &self) && at.dli_fbase == self.dli_fbase) return 1;
-  const char *base = strrchr(at.dli_fname, '/');
-  base = base ? base + 1 : at.dli_fname;
-  return !strncmp(base, "libunwind", 9);
+  for (int i = 0; i < nranges; i++)
+    if ((uintptr_t)pc - ranges[i].lo < ranges[i].hi - ranges[i].lo) return 1;
+  return 0;
 }
 
 DLH_EXPORT int pipe2(int fds[2], int flags) {
-  if (!real_pipe2) real_pipe2 = (int (*)(int[2], int))dlsym(RTLD_NEXT, "pipe2");
+  if (!real_pipe2) real_pipe2 = (int (*)(int[2], int))dlsym(RTLD_NEXT, "pipe2"); /* before init */
   if (!real_pipe2) { errno = ENOSYS; return -1; }
   int r = real_pipe2(fds, flags);
   if (r == 0 && (flags & O_CLOEXEC) && from_unwinder(__builtin_return_address(0))) {

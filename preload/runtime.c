@@ -286,8 +286,18 @@ static void exit_flush(void) {
   dlh_writer_stop(0, 0);
 }
 
-static void call_real_exit(const char *name, int status) {
-  void (*real)(int) = (void (*)(int))dlsym(RTLD_NEXT, name);
+/* The real functions, looked up in the constructor (_exit is often called from a signal handler,
+ * where dlsym must not run: it may malloc). Before the constructor, dlsym is the fallback. */
+static void (*real_exit_fn[3])(int);
+static const char *const exit_names[3] = {"_exit", "_Exit", "quick_exit"};
+
+static void resolve_exits(void) {
+  for (int i = 0; i < 3; i++) real_exit_fn[i] = (void (*)(int))dlsym(RTLD_NEXT, exit_names[i]);
+}
+
+static void call_real_exit(int which, int status) {
+  void (*real)(int) = real_exit_fn[which];
+  if (!real) real = (void (*)(int))dlsym(RTLD_NEXT, exit_names[which]);
   if (real) real(status);
   syscall(SYS_exit_group, status);
   for (;;) {}
@@ -295,19 +305,19 @@ static void call_real_exit(const char *name, int status) {
 
 DLH_EXPORT void _exit(int status) {
   exit_flush();
-  call_real_exit("_exit", status);
+  call_real_exit(0, status);
   __builtin_unreachable();
 }
 
 DLH_EXPORT void _Exit(int status) {
   exit_flush();
-  call_real_exit("_Exit", status);
+  call_real_exit(1, status);
   __builtin_unreachable();
 }
 
 DLH_EXPORT void quick_exit(int status) {
   exit_flush(); /* before the program's at_quick_exit handlers, which may end in _exit */
-  call_real_exit("quick_exit", status);
+  call_real_exit(2, status);
   __builtin_unreachable();
 }
 
@@ -332,7 +342,12 @@ static int setuid_program(void) {
 }
 
 __attribute__((constructor)) static void dlh_init(void) {
-  dlh_exec_resolve(); /* exec works in every state of dlhook (lookups only) */
+  /* The real functions behind the libc wrappers, in every state of dlhook (lookups only): exec,
+   * pipe2 and _exit work with DLHOOK_DISABLE=1 and under secure execution, and are never looked
+   * up later from a signal handler or a forked child. */
+  dlh_exec_resolve();
+  dlh_fds_resolve();
+  resolve_exits();
   /* Secure execution (setuid, setgid, file capabilities): the environment belongs to a less
    * privileged user. Nothing at all is done: no setting read, no file, no thread. */
   if (getauxval(AT_SECURE)) return;
@@ -346,6 +361,7 @@ __attribute__((constructor)) static void dlh_init(void) {
   }
   pthread_atfork(fork_prepare, fork_parent, fork_child);
   dlh_stacks_init();
+  dlh_fds_init(); /* after libunwind is loaded */
   dlh_capture_init();
   initialised = 1;
   /* The trace file and the writer thread come with the first recorded call (dlh_writer_ensure):

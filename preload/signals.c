@@ -109,7 +109,11 @@ static void resolve_real(void) {
         RTLD_NEXT, "sigaction");
 }
 
+static size_t alt_size = 64 * 1024; /* dlhook's alternate stacks (sized in dlh_signals_install) */
+
 void dlh_signals_install(void) {
+  long min = sysconf(_SC_SIGSTKSZ); /* here, not in dlh_altstack_setup (maybe in a handler) */
+  if (min > 0 && (size_t)min * 4 > alt_size) alt_size = ((size_t)min * 4 + 4095) & ~(size_t)4095;
   resolve_real();
   if (!real_sigaction) return;
   for (int i = 0; i < NSIG_HOOKED; i++) {
@@ -224,9 +228,7 @@ DLH_EXPORT __sighandler_t signal(int sig, __sighandler_t handler) {
 void *dlh_altstack_setup(size_t *size) {
   stack_t cur;
   if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return NULL;
-  long min = sysconf(_SC_SIGSTKSZ);
-  size_t sz = 64 * 1024, page = 4096;
-  if (min > 0 && (size_t)min * 4 > sz) sz = ((size_t)min * 4 + page - 1) & ~(page - 1);
+  size_t sz = alt_size, page = 4096;
   /* one guard page below the stack: an overflow of the handler itself faults cleanly */
   char *m = mmap(NULL, sz + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);

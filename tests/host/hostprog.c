@@ -3,8 +3,9 @@
  * is into the real CUDA runtime (no GPU needed: calls fail, and are still recorded). Each mode
  * prints what the program observed; the tests compare it with an untraced run.
  *   hostprog eintr             SIGTERM handler without SA_RESTART; a blocking read() must end
- *                              with EINTR when SIGTERM comes (a child sends it, then, 3 s later,
- *                              a byte: a read that was restarted returns 1 instead)
+ *                              with EINTR when SIGTERM comes (a child sends it once the read
+ *                              blocks, then, 3 s later, a byte: a read that was restarted
+ *                              returns 1 instead)
  *   hostprog workers EXIT N... a helper thread polls CUDA; one worker per N is forked, makes N
  *                              cudaGetDeviceCount calls and ends with EXIT (_exit, _Exit,
  *                              quick_exit)
@@ -51,6 +52,23 @@ static void calls(long n) {
 static volatile sig_atomic_t got_term;
 static void on_term(int sig) { (void)sig; got_term = 1; }
 
+/* Waits until process pid is blocked in read() (/proc/PID/syscall starts with the number of
+ * read), at most 10 s: a signal sent earlier would not interrupt the read. */
+static void wait_in_read(pid_t pid) {
+  char path[64], buf[64];
+  snprintf(path, sizeof path, "/proc/%d/syscall", (int)pid);
+  for (int i = 0; i < 10000; i++) {
+    int fd = open(path, O_RDONLY);
+    ssize_t r = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0) close(fd);
+    if (r > 0) {
+      buf[r] = 0;
+      if (atol(buf) == SYS_read && buf[0] != '-') { usleep(20 * 1000); return; }
+    }
+    usleep(1000);
+  }
+}
+
 static int mode_eintr(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -62,7 +80,7 @@ static int mode_eintr(void) {
   if (pipe(p) != 0) return 2;
   pid_t parent = getpid(), child = fork();
   if (child == 0) {
-    usleep(200 * 1000);
+    wait_in_read(parent);
     kill(parent, SIGTERM);
     sleep(3);
     ssize_t w = write(p[1], "x", 1);
