@@ -7,8 +7,10 @@
  * is wrapped and forwarded to execve/execvpe with the completed environment.
  *
  * A child's own LD_PRELOAD (jemalloc, tcmalloc, a sanitizer runtime, another tool) is kept, in
- * its order and ahead of dlhook: dlhook is added at its end, never put in its place. The real functions are looked up on first use, so that exec
- * works in every state of dlhook (DLHOOK_DISABLE=1, secure execution, before the constructor). */
+ * its order and ahead of dlhook: dlhook is added at its end, never put in its place. The real
+ * functions are looked up first thing in the constructor (dlh_exec_resolve), so that exec works
+ * in every state of dlhook (DLHOOK_DISABLE=1, secure execution); a call before the constructor
+ * looks them up then. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <spawn.h>
