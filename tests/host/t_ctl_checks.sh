@@ -17,7 +17,7 @@ start() { # label, then env assignments and the command
   label=$1; shift
   env "$@" >"$label.out" 2>"$label.err" &
   pid=$!; pids="$pids $pid"
-  for i in $(seq 100); do grep -q ready "$label.out" 2>/dev/null && break; sleep 0.05; done
+  for i in $(seq 400); do grep -q ready "$label.out" 2>/dev/null && break; sleep 0.05; done
   grep -q ready "$label.out" || fail "$label: the program did not start: $(cat $label.err)"
 }
 refused() { # label pid reason-pattern
@@ -46,7 +46,7 @@ start own-plain "$P" usr2 0
 send_usr2 $pid; wait $pid; want=$?
 start own DLHOOK_CAPTURE_RANGE=signal LD_PRELOAD="$DLHOOK_PRELOAD" DLHOOK_OUTPUT="$T/own/" "$P" usr2 0
 "$DLHOOK_BIN" ctl $pid start >own.ctl 2>&1 || fail "own handler: ctl start refused: $(cat own.ctl)"
-sleep 0.3
+sleep 1
 "$DLHOOK_BIN" ctl $pid stop >>own.ctl 2>&1 || fail "own handler: ctl stop refused: $(cat own.ctl)"
 send_usr2 $pid; wait $pid; rc=$?
 [ "$rc" = "$want" ] || fail "own handler: exit $rc, untraced $want: $(cat own.err)"

@@ -6,6 +6,7 @@
 V=$BUILD/tests/reliability/victim
 need "$V"; need "$DLHOOK_LIB"
 export DLHOOK_QUIET=1 DLHOOK_STACKS=none
+ulimit -c 0
 for c in "SEGV segv" "11 segv" "7 bus" "BUS bus" "8 fpe" "4 ill" "6 abort" "5 trap"; do
   set -- $c
   timeout 10 "$V" crash $2 100 >plain.out 2>/dev/null; want=$?
