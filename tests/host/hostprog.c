@@ -19,8 +19,9 @@
  *   hostprog ownstack N        installs its own alternate signal stack, makes N calls (in the
  *                              main thread and a new thread), says whether its stack is still
  *                              the main thread's one
- *   hostprog usr2 N            has its own SIGUSR2 handler; prints "ready", makes calls until the
- *                              handler ran 3 times (or 20 s), says how often it ran; N: unused
+ *   hostprog usr2 N            has its own SIGUSR2 handler (it prints "got K"); prints "ready",
+ *                              makes calls until the handler ran 3 times (or 20 s), says how
+ *                              often it ran; N: unused
  *   hostprog dlopen LIB N      says whether it runs under secure execution (AT_SECURE), loads
  *                              LIB with dlopen (as a CUDA injection library would be) and makes
  *                              N calls through it */
@@ -235,7 +236,14 @@ static int mode_ownstack(long n) {
 /* ---------------------------------------------------------------- usr2 */
 
 static volatile sig_atomic_t usr2_count;
-static void on_usr2(int sig) { (void)sig; usr2_count++; }
+static void on_usr2(int sig) {
+  (void)sig;
+  usr2_count++;
+  char msg[] = "got 0\n";
+  msg[4] = (char)('0' + usr2_count % 10);
+  ssize_t w = write(1, msg, sizeof msg - 1);
+  (void)w;
+}
 
 static int mode_usr2(void) {
   struct sigaction sa;

@@ -41,14 +41,20 @@ start good DLHOOK_CAPTURE_RANGE=signal LD_PRELOAD="$DLHOOK_PRELOAD" DLHOOK_OUTPU
 "$DLHOOK_BIN" ctl $pid start >good.ctl 2>&1 || fail "a traced process was refused: $(cat good.ctl)"
 sleep 0.2; kill -0 $pid || fail "the traced process died of ctl"
 # ---- the program has its own SIGUSR2 handler
-send_usr2() { for i in 1 2 3; do kill -USR2 $1; sleep 0.1; done; }
+send_usr2() { # pid output: one at a time (standard signals do not queue), each one seen
+  for k in 1 2 3; do
+    kill -USR2 $1
+    for i in $(seq 400); do grep -q "got $k" "$2" && break; sleep 0.05; done
+  done
+}
 start own-plain "$P" usr2 0
-send_usr2 $pid; wait $pid; want=$?
+send_usr2 $pid own-plain.out; wait $pid; want=$?
 start own DLHOOK_CAPTURE_RANGE=signal LD_PRELOAD="$DLHOOK_PRELOAD" DLHOOK_OUTPUT="$T/own/" "$P" usr2 0
 "$DLHOOK_BIN" ctl $pid start >own.ctl 2>&1 || fail "own handler: ctl start refused: $(cat own.ctl)"
 sleep 1
 "$DLHOOK_BIN" ctl $pid stop >>own.ctl 2>&1 || fail "own handler: ctl stop refused: $(cat own.ctl)"
-send_usr2 $pid; wait $pid; rc=$?
+sleep 1 # a stop request still pending would swallow a SIGUSR2 sent now
+send_usr2 $pid own.out; wait $pid; rc=$?
 [ "$rc" = "$want" ] || fail "own handler: exit $rc, untraced $want: $(cat own.err)"
 cmp -s own-plain.out own.out || fail "own handler: output differs: $(cat own.out)"
 "$DLHOOK_BIN" stats --json "$(one_trace "$T/own")" >own.json || fail "own handler: trace unreadable"
