@@ -97,6 +97,7 @@ include viewer-export/build.mk
 include tests/simcuda/build.mk
 include examples/build.mk
 include tests/build.mk
+include tests/host/build.mk
 include tests/reliability/build.mk
 include bench/build.mk
 include scripts/bundle.mk

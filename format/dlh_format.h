@@ -80,8 +80,14 @@ int dlh_writer_gpu(dlh_writer *w, const dlh_gpu_event *ev);
 
 /* Encodes pending batches, compresses everything appended since the last flush into one
  * zstd frame and writes it (retrying short writes and EINTR). Returns 0 on success (also when
- * there was nothing to write), -1 on a write error (errno set; the frame is discarded). */
+ * there was nothing to write), -1 on a write error (errno set; the frame is discarded, except
+ * on EBADF: the fd was closed under the writer, and the frame is written first by the next
+ * flush, typically after dlh_writer_set_fd). */
 int dlh_writer_flush(dlh_writer *w);
+
+/* Makes the writer write to fd from now on (the same file, reopened: the caller moved or
+ * recovered its descriptor). */
+void dlh_writer_set_fd(dlh_writer *w, int fd);
 
 /* Bytes written to the fd so far (header included). */
 uint64_t dlh_writer_bytes(const dlh_writer *w);

@@ -25,4 +25,19 @@ static inline int dlh_parse_signal(const char *s) {
   return -1;
 }
 
+/* Whether sig may be DLHOOK_SIGNAL: a signal that nothing else needs for its default meaning
+ * (USR1, USR2, HUP, URG, WINCH, PWR, PROF, VTALRM, the real-time ones). Fault signals (SEGV,
+ * BUS, FPE, ILL, TRAP, SYS, ABRT: a handler that returns makes the fault repeat forever), the
+ * ones that end or stop the process (INT, TERM, QUIT, KILL, STOP, job control), PIPE, CHLD,
+ * ALRM, XCPU and XFSZ are refused, by the library and by `dlhook ctl` alike. */
+static inline int dlh_ctl_signal_ok(int sig) {
+  switch (sig) {
+    case SIGUSR1: case SIGUSR2: case SIGHUP: case SIGURG: case SIGWINCH: case SIGPWR:
+    case SIGPROF: case SIGVTALRM:
+      return 1;
+    default:
+      return sig >= SIGRTMIN && sig <= SIGRTMAX;
+  }
+}
+
 #endif

@@ -61,6 +61,7 @@ struct dlh_writer {
   dlh_buf raw;     /* uncompressed packets of the current frame */
   dlh_buf out;     /* compressed frame */
   uint64_t bytes;  /* written to fd, header included */
+  size_t held;     /* a compressed frame in `out` not written yet: its fd was closed (EBADF) */
   uint64_t lost;   /* events lost to allocation failures */
   dlh_tbatch *tb;  /* thread batches */
   size_t ntb, captb;
@@ -400,6 +401,11 @@ int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev) {
 
 int dlh_writer_flush(dlh_writer *w) {
   if (!w) return -1;
+  if (w->held) { /* the frame of a flush that found its fd closed: first, on the new fd */
+    if (dlh_write_all(w->fd, w->out.p, w->held) < 0) return -1;
+    w->bytes += w->held;
+    w->held = 0;
+  }
   emit_all(w);
   if (w->raw.len == 0) return 0;
   size_t bound = ZSTD_compressBound(w->raw.len);
@@ -421,12 +427,21 @@ int dlh_writer_flush(dlh_writer *w) {
   off_t at = lseek(w->fd, 0, SEEK_CUR);
   if (dlh_write_all(w->fd, w->out.p, z) < 0) {
     int e = errno;
+    if (e == EBADF) { /* nothing was written: kept for the next flush (after dlh_writer_set_fd) */
+      w->held = z;
+      errno = e;
+      return -1;
+    }
     if (at >= 0 && ftruncate(w->fd, at) == 0) lseek(w->fd, at, SEEK_SET);
     errno = e;
     return -1;
   }
   w->bytes += z;
   return 0;
+}
+
+void dlh_writer_set_fd(dlh_writer *w, int fd) {
+  if (w) w->fd = fd;
 }
 
 uint64_t dlh_writer_bytes(const dlh_writer *w) { return w ? w->bytes : 0; }

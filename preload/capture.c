@@ -182,13 +182,18 @@ void dlh_capture_nvtx_close(void) { nvtx_release(); }
 /* ---------------------------------------------------------------- on demand (signal) */
 
 static void on_ctl_signal(int sig, siginfo_t *si, void *uc) {
-  (void)sig; (void)uc;
   int saved = errno;
+  int request = si && si->si_code == SI_QUEUE &&
+                (si->si_value.sival_int == 1 || si->si_value.sival_int == 2);
+  /* The program's own handler for this signal (signals.c) gets everything but ctl's requests. */
+  if (!request && dlh_ctl_chain(sig, si, uc)) { errno = saved; return; }
   if (si && si->si_code == SI_QUEUE && si->si_value.sival_int == 1) set_closed(CLOSED_MODE, 0);
   else if (si && si->si_code == SI_QUEUE && si->si_value.sival_int == 2) set_closed(CLOSED_MODE, 1);
   else set_closed(CLOSED_MODE, !(dlh_capture_closed & CLOSED_MODE));
   errno = saved;
 }
+
+int dlh_ctl_installed;
 
 static void install_ctl(int sig) {
   int (*real)(int, const struct sigaction *, struct sigaction *) =
@@ -200,6 +205,7 @@ static void install_ctl(int sig) {
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   if (real(sig, &sa, NULL) != 0) dlh_warn("cannot install the DLHOOK_SIGNAL handler (signal %d)", sig);
+  else dlh_ctl_installed = 1;
 }
 
 /* ---------------------------------------------------------------- delay / duration */

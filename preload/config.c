@@ -104,11 +104,24 @@ static int append(char *dst, size_t cap, size_t *len, const char *src) {
   return 1;
 }
 
+/* The host name as it may appear in a file name: a '/' in it (anyone may set the UTS name in a
+ * namespace of their own) would put the trace outside DLHOOK_OUTPUT, so it becomes '_'; an
+ * empty name or "."/".." becomes "localhost". */
+static void host_name(char *host, size_t cap) {
+  snprintf(host, cap, "localhost");
+  char h[256] = "";
+  if (gethostname(h, sizeof h - 1) != 0) return;
+  h[sizeof h - 1] = 0;
+  for (char *c = h; *c; c++)
+    if (*c == '/') *c = '_';
+  if (!h[0] || !strcmp(h, ".") || !strcmp(h, "..")) return;
+  snprintf(host, cap, "%s", h);
+}
+
 /* Expands %p (pid), %h (host), %r (rank, or "norank"), %% in a file name pattern. */
 static int expand(const char *pat, char *out, size_t cap) {
-  char host[256] = "localhost", num[32];
-  gethostname(host, sizeof host - 1);
-  host[sizeof host - 1] = 0;
+  char host[256], num[32];
+  host_name(host, sizeof host);
   size_t len = 0;
   out[0] = 0;
   for (const char *p = pat; *p; p++) {
@@ -129,12 +142,15 @@ static int expand(const char *pat, char *out, size_t cap) {
   return 1;
 }
 
+/* DLHOOK_OUTPUT as the process started with it: a forked child names its trace from it even
+ * when the program changed its environment (clearenv, unsetenv) in between. */
+static const char *output_setting = "";
+
 /* Computes the output path from DLHOOK_OUTPUT (file pattern, or directory). */
 static void output_path(void) {
-  const char *o = getenv("DLHOOK_OUTPUT");
-  char host[256] = "localhost", base[512];
-  gethostname(host, sizeof host - 1);
-  host[sizeof host - 1] = 0;
+  const char *o = output_setting;
+  char host[256], base[512];
+  host_name(host, sizeof host);
   if (dlh_cfg.rank >= 0)
     snprintf(base, sizeof base, "%s-r%d-%d.dlh", host, dlh_cfg.rank, (int)getpid());
   else
@@ -198,7 +214,7 @@ void dlh_config_load(void) {
   const char *sg = getenv("DLHOOK_SIGNAL");
   if (sg && *sg) {
     int sig = dlh_parse_signal(sg);
-    if (sig < 0 || sig == SIGKILL || sig == SIGSTOP || sig == SIGINT || sig == SIGTERM)
+    if (!dlh_ctl_signal_ok(sig))
       dlh_warn("ignoring DLHOOK_SIGNAL='%.64s' (expected a signal such as USR2 or RTMIN+3); "
                "using SIGUSR2", sg);
     else dlh_cfg.ctl_signal = sig;
@@ -209,5 +225,24 @@ void dlh_config_load(void) {
   dlh_cfg.rank = env_int_any(rank_vars, -1);
   dlh_cfg.local_rank = env_int_any(local_vars, -1);
   dlh_cfg.world_size = env_int_any(size_vars, -1);
+  const char *o = getenv("DLHOOK_OUTPUT");
+  char *copy = strdup(o ? o : ""); /* kept for the life of the process */
+  output_setting = copy ? copy : "";
+  output_path();
+}
+
+/* In a forked child: the parent's settings stay (the program may have cleared its environment
+ * since start-up); a rank the program set for the child is taken; the trace gets the child's
+ * name. */
+void dlh_config_after_fork(void) {
+  static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                          "PMIX_RANK", "SLURM_PROCID", NULL};
+  static const char *const local_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                           "MPI_LOCALRANKID", "SLURM_LOCALID", NULL};
+  static const char *const size_vars[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                          "SLURM_NTASKS", NULL};
+  dlh_cfg.rank = env_int_any(rank_vars, dlh_cfg.rank);
+  dlh_cfg.local_rank = env_int_any(local_vars, dlh_cfg.local_rank);
+  dlh_cfg.world_size = env_int_any(size_vars, dlh_cfg.world_size);
   output_path();
 }

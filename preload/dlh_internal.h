@@ -3,6 +3,7 @@
 #define DLH_INTERNAL_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "dlh_hook.h"
@@ -33,6 +34,7 @@ typedef struct dlh_config {
 
 extern dlh_config dlh_cfg;
 void dlh_config_load(void);
+void dlh_config_after_fork(void);   /* forked child: same settings, its own trace name */
 void dlh_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void dlh_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -60,6 +62,8 @@ struct dlh_thread {
   volatile uint32_t storing;           /* inside reserve..publish (a signal handler may interrupt) */
   uint32_t tid;
   char name[16];
+  void *altstack;                      /* dlhook's alternate signal stack of this thread, or NULL */
+  size_t altstack_size;
   _Atomic uint64_t head __attribute__((aligned(64)));  /* written by the producer */
   _Atomic uint64_t tail __attribute__((aligned(64)));  /* written by the writer */
   _Atomic uint64_t dropped;
@@ -130,6 +134,7 @@ void dlh_cupti_after_fork_child(void);
 
 /* ---- exec (exec.c) ---- */
 void dlh_exec_init(void);               /* constructor: what exec must carry over */
+void dlh_exec_resolve(void);            /* constructor, first of all: the real exec functions */
 
 /* ---- capture ranges (capture.c) ---- */
 enum { DLH_CAPTURE_NONE = 0, DLH_CAPTURE_PROFILER, DLH_CAPTURE_NVTX, DLH_CAPTURE_SIGNAL };
@@ -151,5 +156,23 @@ void dlh_pin_library(void *sym);
 
 /* ---- signals (signals.c) ---- */
 void dlh_signals_install(void);
+void *dlh_altstack_setup(size_t *size);  /* async-signal-safe; NULL: none (the thread has one) */
+void dlh_altstack_release(void *stack, size_t size);
+extern int dlh_ctl_installed;            /* capture.c: dlhook's DLHOOK_SIGNAL handler is in place */
+#include <signal.h>
+int dlh_ctl_chain(int sig, siginfo_t *si, void *uc); /* DLHOOK_SIGNAL: the program's own handler */
+
+/* ---- file descriptors (fds.c) ---- */
+int dlh_fd_floor(void);                  /* dlhook's fds go at or above this number (-1: none) */
+int dlh_fd_move_up(int fd);              /* moves an fd of dlhook's above the program's range */
+void dlh_fds_resolve(void);              /* constructor, first: the real pipe2 */
+void dlh_fds_init(void);                 /* constructor, after dlh_stacks_init: libunwind's code */
+
+/* ---- process identity (runtime.c) ----
+ * dlh_pid is the traced process. A vfork child (CPython's subprocess) or a raw clone runs in
+ * (a copy of) our memory with another pid: it must never write state shared with the traced
+ * process (signal table, writer, rings). */
+extern pid_t dlh_pid;
+int dlh_foreign_process(void);           /* async-signal-safe: getpid() != dlh_pid */
 
 #endif

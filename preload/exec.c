@@ -4,7 +4,13 @@
  * array on the stack (it may run in a child of a multithreaded fork: no malloc, no locks).
  *
  * glibc's execv/execvp/execl* call execve internally, not through the PLT, so each entry point
- * is wrapped and forwarded to execve/execvpe with the completed environment. */
+ * is wrapped and forwarded to execve/execvpe with the completed environment.
+ *
+ * A child's own LD_PRELOAD (jemalloc, tcmalloc, a sanitizer runtime, another tool) is kept, in
+ * its order and ahead of dlhook: dlhook is added at its end, never put in its place. The real
+ * functions are looked up first thing in the constructor (dlh_exec_resolve), so that exec works
+ * in every state of dlhook (DLHOOK_DISABLE=1, secure execution); a call before the constructor
+ * looks them up then. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <spawn.h>
@@ -46,11 +52,20 @@ void dlh_exec_init(void) {
     if (!strncmp(*e, "DLHOOK_", 7) || !strncmp(*e, "CUDA_INJECTION64_PATH=", 22) ||
         !strncmp(*e, "NVTX_INJECTION64_PATH=", 22))
       keep[nkeep++] = strdup(*e);
-  real_execve = (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execve");
-  real_execvpe = (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execvpe");
+}
+
+/* The real functions, looked up in the constructor before anything else (also when dlhook is
+ * disabled or under secure execution: exec must work in every state), and not at a first use
+ * that may be in a forked child, where the loader's lock may be held. */
+void dlh_exec_resolve(void) {
+  real_execve = (__typeof__(real_execve))dlsym(RTLD_NEXT, "execve");
+  real_execvpe = (__typeof__(real_execvpe))dlsym(RTLD_NEXT, "execvpe");
   real_posix_spawn = (__typeof__(real_posix_spawn))dlsym(RTLD_NEXT, "posix_spawn");
   real_posix_spawnp = (__typeof__(real_posix_spawnp))dlsym(RTLD_NEXT, "posix_spawnp");
 }
+
+#define RESOLVE(var, name) \
+  do { if (!(var)) (var) = (__typeof__(var))dlsym(RTLD_NEXT, name); } while (0)
 
 static int has_name(char *const *env, const char *entry) {
   size_t n = strcspn(entry, "=") + 1;
@@ -59,10 +74,16 @@ static int has_name(char *const *env, const char *entry) {
   return 0;
 }
 
-static int preload_has_us(char *const *env) {
+/* The first LD_PRELOAD entry of env (the one the dynamic loader reads), or NULL. */
+static char *const *preload_of(char *const *env) {
   for (; env && *env; env++)
-    if (!strncmp(*env, "LD_PRELOAD=", 11)) return self_path && strstr(*env, self_path) != NULL;
-  return 0;
+    if (!strncmp(*env, "LD_PRELOAD=", 11)) return env;
+  return NULL;
+}
+
+static int preload_has_us(char *const *env) {
+  char *const *p = preload_of(env);
+  return p && self_path && strstr(*p, self_path) != NULL;
 }
 
 /* Number of entries `out` needs: env + kept entries + LD_PRELOAD + NULL. */
@@ -72,18 +93,33 @@ static size_t env_size(char *const *env) {
   return n + nkeep + 2;
 }
 
-/* Fills out (sized by env_size) with env plus what is missing. A LD_PRELOAD that lacks us is
- * replaced by ours (its other entries are dropped: the program's libraries are already there
- * for most launchers; dlhook comes first). */
-static char *const *complete(char *const *env, char **out) {
-  if (!follow || !dlh_cfg.enabled) return env;
+/* Bytes the merged "LD_PRELOAD=theirs:ours" entry needs (at least 1). */
+static size_t preload_size(char *const *env) {
+  char *const *p = preload_of(env);
+  return (preload_entry ? strlen(preload_entry) : 0) + (p ? strlen(*p) : 0) + 2;
+}
+
+/* Fills out (sized by env_size) with env plus what is missing; merged (sized by preload_size)
+ * receives the LD_PRELOAD entry when the child's own lacks us: the child's own libraries, in
+ * their order (a sanitizer runtime must stay first), then ours. */
+static char *const *complete(char *const *env, char **out, char *merged) {
+  if (!follow || !dlh_cfg.enabled || !preload_entry) return env;
   size_t k = 0;
+  char *const *theirs = preload_of(env);
   int ours = preload_has_us(env);
-  for (char *const *e = env; e && *e; e++) {
-    if (!ours && !strncmp(*e, "LD_PRELOAD=", 11)) continue;
-    out[k++] = *e;
+  if (!ours) {
+    const char *rest = theirs ? *theirs + 11 : "", *self = preload_entry + 11;
+    size_t b = strlen(rest);
+    while (b && (rest[b - 1] == ':' || rest[b - 1] == ' ')) b--;
+    memcpy(merged, "LD_PRELOAD=", 11);
+    size_t a = 11;
+    if (b) { memcpy(merged + a, rest, b); a += b; merged[a++] = ':'; }
+    memcpy(merged + a, self, strlen(self));
+    a += strlen(self);
+    merged[a] = 0;
   }
-  if (!ours && preload_entry) out[k++] = preload_entry;
+  for (char *const *e = env; e && *e; e++) out[k++] = (!ours && e == theirs) ? merged : *e;
+  if (!ours && !theirs) out[k++] = merged;
   for (size_t i = 0; i < nkeep; i++)
     if (!has_name(env, keep[i])) out[k++] = keep[i];
   out[k] = NULL;
@@ -93,18 +129,27 @@ static char *const *complete(char *const *env, char **out) {
 /* What this process recorded is written out before its image is replaced. */
 static void before_exec(void) { dlh_writer_flush_wait(1000); }
 
+/* The arrays complete() fills, on the caller's stack (no malloc: this may run in the child of
+ * a multithreaded fork, or in a vfork child). */
+#define COMPLETE(env) \
+  char *buf_[env_size(env)]; \
+  char merged_[preload_size(env)]; \
+  char *const *full_ = complete(env, buf_, merged_)
+
 DLH_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+  RESOLVE(real_execve, "execve");
   if (!real_execve) { errno = ENOSYS; return -1; }
   before_exec();
-  char *buf[env_size(envp)];
-  return real_execve(path, argv, complete(envp, buf));
+  COMPLETE(envp);
+  return real_execve(path, argv, full_);
 }
 
 DLH_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+  RESOLVE(real_execvpe, "execvpe");
   if (!real_execvpe) { errno = ENOSYS; return -1; }
   before_exec();
-  char *buf[env_size(envp)];
-  return real_execvpe(file, argv, complete(envp, buf));
+  COMPLETE(envp);
+  return real_execvpe(file, argv, full_);
 }
 
 DLH_EXPORT int execv(const char *path, char *const argv[]) { return execve(path, argv, environ); }
@@ -140,14 +185,16 @@ DLH_EXPORT int execle(const char *path, const char *arg, ...) {
 
 DLH_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
                            const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+  RESOLVE(real_posix_spawn, "posix_spawn");
   if (!real_posix_spawn) return ENOSYS;
-  char *buf[env_size(envp)];
-  return real_posix_spawn(pid, path, fa, attr, argv, complete(envp, buf));
+  COMPLETE(envp);
+  return real_posix_spawn(pid, path, fa, attr, argv, full_);
 }
 
 DLH_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
                             const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+  RESOLVE(real_posix_spawnp, "posix_spawnp");
   if (!real_posix_spawnp) return ENOSYS;
-  char *buf[env_size(envp)];
-  return real_posix_spawnp(pid, file, fa, attr, argv, complete(envp, buf));
+  COMPLETE(envp);
+  return real_posix_spawnp(pid, file, fa, attr, argv, full_);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -24,6 +25,7 @@ _Atomic(struct dlh_thread *) dlh_threads;
 
 static pthread_key_t thread_key;
 static int initialised;
+pid_t dlh_pid;                                    /* the traced process (set again after fork) */
 static _Atomic uint64_t ring_mem;                 /* bytes of ring memory mapped */
 static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
 struct free_ring { uint64_t *buf; uint64_t cap; struct free_ring *next; };
@@ -89,6 +91,8 @@ static struct dlh_thread dead_thread = {.hot = {.blocked = 1u << 30}};
 static void thread_exit(void *arg) {
   struct dlh_thread *t = arg;
   t->hot.blocked = 1;              /* later calls of this dying thread pass through */
+  dlh_altstack_release(t->altstack, t->altstack_size);
+  t->altstack = NULL;
   dlh_self = &dead_thread;         /* t is reused once the writer retires it */
   atomic_store(&t->state, DLH_T_EXITED);
 }
@@ -126,6 +130,7 @@ dlh_thread *dlh_thread_attach(void) {
   }
   t->hot.blocked = 1;              /* no recording of what we call while attaching */
   dlh_self = t;
+  if (dlh_cfg.signals) t->altstack = dlh_altstack_setup(&t->altstack_size);
   dlh_stack_cache_reset(t->stack_cache); /* a reused dlh_thread: its stacks were another thread's */
   t->buf = ring_alloc(&t->cap);
   if (!t->buf) {                   /* stays blocked: this thread passes through */
@@ -261,15 +266,66 @@ void *dlh_resolve(const char *name, int lib) {
 /* ---------------------------------------------------------------- life cycle */
 
 static void at_exit(void) {
-  if (!initialised) return;
+  if (!initialised || dlh_foreign_process()) return;
   dlh_cupti_flush(1);
   dlh_writer_stop(0, 0);
+}
+
+int dlh_foreign_process(void) { return getpid() != dlh_pid; }
+
+/* _exit, _Exit and quick_exit skip atexit handlers: Python's multiprocessing (so PyTorch's
+ * DataLoader workers) and many forked workers end with them. The trace is finished first
+ * (bounded: dlh_writer_stop waits at most 5 s). A vfork child's _exit (an exec that failed)
+ * is not the traced process: it goes straight through. */
+static void exit_flush(void) {
+  if (!initialised || dlh_foreign_process() || dlh_writer_is_self()) return;
+  /* _exit from a signal handler that interrupted this thread inside a CUDA call or inside
+   * dlhook: CUPTI's locks may be held by the interrupted code; its buffers are left alone. */
+  struct dlh_thread *t = dlh_self;
+  if (!t || (!t->hot.depth && !t->hot.blocked && !t->cupti_depth)) dlh_cupti_flush(1);
+  dlh_writer_stop(0, 0);
+}
+
+/* The real functions, looked up in the constructor (_exit is often called from a signal handler,
+ * where dlsym must not run: it may malloc). Before the constructor, dlsym is the fallback. */
+static void (*real_exit_fn[3])(int);
+static const char *const exit_names[3] = {"_exit", "_Exit", "quick_exit"};
+
+static void resolve_exits(void) {
+  for (int i = 0; i < 3; i++) real_exit_fn[i] = (void (*)(int))dlsym(RTLD_NEXT, exit_names[i]);
+}
+
+static void call_real_exit(int which, int status) {
+  void (*real)(int) = real_exit_fn[which];
+  if (!real) real = (void (*)(int))dlsym(RTLD_NEXT, exit_names[which]);
+  if (real) real(status);
+  syscall(SYS_exit_group, status);
+  for (;;) {}
+}
+
+DLH_EXPORT void _exit(int status) {
+  exit_flush();
+  call_real_exit(0, status);
+  __builtin_unreachable();
+}
+
+DLH_EXPORT void _Exit(int status) {
+  exit_flush();
+  call_real_exit(1, status);
+  __builtin_unreachable();
+}
+
+DLH_EXPORT void quick_exit(int status) {
+  exit_flush(); /* before the program's at_quick_exit handlers, which may end in _exit */
+  call_real_exit(2, status);
+  __builtin_unreachable();
 }
 
 static void fork_prepare(void) { pthread_mutex_lock(&ring_lock); }
 static void fork_parent(void) { pthread_mutex_unlock(&ring_lock); }
 static void fork_child(void) {
   pthread_mutex_init(&ring_lock, NULL);
+  dlh_pid = getpid();
   if (!initialised) return;
   /* The child starts a trace of its own: the parent's rings and writer are left alone. */
   dlh_recording = 0;
@@ -286,6 +342,16 @@ static int setuid_program(void) {
 }
 
 __attribute__((constructor)) static void dlh_init(void) {
+  /* The real functions behind the libc wrappers, in every state of dlhook (lookups only): exec,
+   * pipe2 and _exit work with DLHOOK_DISABLE=1 and under secure execution, and are never looked
+   * up later from a signal handler or a forked child. */
+  dlh_exec_resolve();
+  dlh_fds_resolve();
+  resolve_exits();
+  /* Secure execution (setuid, setgid, file capabilities): the environment belongs to a less
+   * privileged user. Nothing at all is done: no setting read, no file, no thread. */
+  if (getauxval(AT_SECURE)) return;
+  dlh_pid = getpid();
   dlh_config_load();
   if (!dlh_cfg.enabled) return;
   if (setuid_program()) return; /* never trace setuid/setgid programs */
@@ -295,6 +361,7 @@ __attribute__((constructor)) static void dlh_init(void) {
   }
   pthread_atfork(fork_prepare, fork_parent, fork_child);
   dlh_stacks_init();
+  dlh_fds_init(); /* after libunwind is loaded */
   dlh_capture_init();
   initialised = 1;
   /* The trace file and the writer thread come with the first recorded call (dlh_writer_ensure):

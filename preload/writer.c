@@ -1,14 +1,24 @@
 /* writer.c — the writer thread: drains every thread's ring, converts ticks to the trace clock,
  * hands events to the format library (format/) and writes a zstd frame at least every
- * DLHOOK_FLUSH_MS. Also the final drain at exit or on a fatal signal. */
+ * DLHOOK_FLUSH_MS, and whenever a frame reaches about FRAME_TARGET compressed bytes (a cut
+ * file loses at most one small frame). Also the final drain at exit or on a fatal signal.
+ *
+ * The program's files are never touched: the trace fd is moved above the program's range
+ * (F_DUPFD_CLOEXEC near the fd limit) and checked (fstat dev/ino) before every write, so a
+ * program that closes every fd or dup2()s over it loses nothing of its own (dlhook reopens its
+ * file, or stops recording with one warning); the writer is woken through a futex, not a pipe.
+ * Every write happens on the writer thread, which blocks all signals: a file size limit
+ * (RLIMIT_FSIZE) gives EFBIG there, never SIGXFSZ to the program. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -116,7 +126,9 @@ uint64_t dlh_tick_ns(uint64_t tk) {
 static dlh_writer *W;
 static int out_fd = -1;
 static pthread_t writer_tid;
-static int wake_pipe[2] = {-1, -1};
+static dev_t out_dev;                /* what out_fd must still be before each write */
+static ino_t out_ino;
+static _Atomic uint32_t wake_seq;    /* futex word: bumped by dlh_writer_wake */
 static _Atomic int stop_req;         /* 1: final drain requested */
 static _Atomic int finished;         /* the writer has written its trailer */
 static _Atomic uint64_t flush_req, flush_done;
@@ -269,6 +281,8 @@ static void write_counters(int final) {
   }
 }
 
+static void frame_count(uint64_t n); /* frames: below */
+
 /* Writes the FunctionDesc of fn the first time it is used. */
 void dlh_writer_note_fn(uint32_t fn) {
   uint32_t bit = ((fn >> 16) & 0xf) << 16 | (fn & 0xffff);
@@ -322,6 +336,7 @@ static uint64_t drain(struct dlh_thread *t) {
     dlh_writer_api(W, t->tid, &ev);
     tail += nw;
     n++;
+    frame_count(1);
   }
   if (tail > head) tail = head; /* a damaged record never moves the tail past the head */
   atomic_store_explicit(&t->tail, tail, memory_order_release);
@@ -343,17 +358,103 @@ static uint64_t drain_all(void) {
   }
   records += n;
   dlh_capture_emit(W); /* capture window marks */
-  return n + (uint64_t)dlh_cupti_drain(W);
+  uint64_t g = (uint64_t)dlh_cupti_drain(W);
+  frame_count(g);
+  return n + g;
 }
+
+/* ---------------------------------------------------------------- the trace fd */
+
+static void sleep_ms(unsigned ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+static int same_file(int fd) {
+  struct stat st;
+  return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == out_dev && st.st_ino == out_ino;
+}
+
+/* Moves fd (our trace file, just opened at a low number) above the program's range: the
+ * program's own numbers (low ones, and whatever it dup2()s to) stay free. Near the soft fd
+ * limit, but at most around 1024 (a huge limit must not grow the fd table). Another thread of
+ * the program may dup2() over the low number at any moment: the low number is closed only while
+ * it still is our file, and the copy is checked. Returns the fd to use, or -1. */
+static int fd_up(int fd) {
+  int floor = dlh_fd_floor();
+  if (floor < 0 || fd >= floor) return same_file(fd) ? fd : -1;
+  int hi = fcntl(fd, F_DUPFD_CLOEXEC, floor);
+  if (hi < 0) return same_file(fd) ? fd : -1;
+  if (!same_file(hi)) { /* the low number was the program's already: hi is a copy of its file */
+    close(hi);
+    return -1;
+  }
+  if (same_file(fd)) close(fd);
+  return hi;
+}
+
+/* Before each write: is out_fd still our trace file? A program that closed every fd (closefrom,
+ * close_range) or dup2()ed its own file over ours must not get trace bytes. Then the trace is
+ * reopened by name (the same file: dev and ino checked) at a fresh high fd; else recording stops
+ * with one warning. Returns 0 when out_fd may be written. */
+static int check_fd(void) {
+  if (same_file(out_fd)) return 0;
+  /* The old number is the program's now: never closed by us. A program that is busy taking
+   * over numbers may take the new one too: a few tries. */
+  for (int i = 0; i < 4; i++) {
+    int fd = open(dlh_cfg.output, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) break;
+    int up = fd_up(fd); /* a number that is not our file is never closed (it is the program's) */
+    if (up >= 0 && lseek(up, 0, SEEK_END) >= 0) {
+      out_fd = up;
+      if (W) dlh_writer_set_fd(W, out_fd);
+      return 0;
+    }
+    sleep_ms(1);
+  }
+  if (!write_failed)
+    dlh_warn("the program closed or replaced the trace file's descriptor and %s cannot be "
+             "reopened; recording stopped, the program goes on", dlh_cfg.output);
+  write_failed = 1;
+  dlh_recording = 0;
+  out_fd = -1;
+  return -1;
+}
+
+/* ---------------------------------------------------------------- frames */
+
+/* A frame aims at FRAME_TARGET compressed bytes: the number of events it may hold is learnt from
+ * the bytes per event of the frames written so far. */
+#define FRAME_TARGET (48u << 10)
+static uint64_t frame_events, frame_limit = 4096, frame_start_bytes;
 
 static void flush_frame(void) {
   if (write_failed) return;
-  if (dlh_writer_flush(W) != 0) {
+  if (check_fd() != 0) return;
+  int rc = dlh_writer_flush(W);
+  if (rc != 0 && errno == EBADF && check_fd() == 0) rc = dlh_writer_flush(W); /* closed under us */
+  if (rc != 0) {
     write_failed = 1;
     dlh_warn("cannot write the trace %s (%s); recording stopped, the program goes on",
              dlh_cfg.output, strerror(errno));
     dlh_recording = 0;
+    return;
   }
+  uint64_t bytes = dlh_writer_bytes(W) - frame_start_bytes;
+  if (frame_events >= 64 && bytes > 0) {
+    uint64_t fit = (uint64_t)FRAME_TARGET * frame_events / bytes;
+    frame_limit = (frame_limit + fit) / 2;
+    if (frame_limit < 256) frame_limit = 256;
+    if (frame_limit > (1u << 20)) frame_limit = 1u << 20;
+  }
+  frame_start_bytes = dlh_writer_bytes(W);
+  frame_events = 0;
+}
+
+/* Counts n events into the current frame; writes it out when it is full. */
+static void frame_count(uint64_t n) {
+  frame_events += n;
+  if (frame_events >= frame_limit) flush_frame();
 }
 
 static void finish(void) {
@@ -379,9 +480,32 @@ static void finish(void) {
       dlh_info("wrote %s (%llu calls, %llu dropped)", dlh_cfg.output,
                (unsigned long long)records, (unsigned long long)dropped_total);
   }
-  close(out_fd);
+  if (out_fd >= 0 && same_file(out_fd)) close(out_fd);
   out_fd = -1;
   atomic_store(&finished, 1);
+}
+
+static void futex_wait(_Atomic uint32_t *word, uint32_t seen, int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+}
+
+/* The start of the trace (header, process info, first anchor), written on the writer thread:
+ * a write that fails (RLIMIT_FSIZE, full disk) never signals or stops the program's thread. */
+static int write_start(void) {
+  if (check_fd() != 0) return -1;
+  W = dlh_writer_create(out_fd, dlh_cfg.zstd_level);
+  if (!W) {
+    dlh_warn("cannot write the trace file %s (%s); the program runs untraced", dlh_cfg.output,
+             strerror(errno));
+    return -1;
+  }
+  frame_start_bytes = dlh_writer_bytes(W);
+  frame_events = 0;
+  write_process_info(first.ns);
+  write_anchor(first, 0);
+  flush_frame();
+  return write_failed ? -1 : 0;
 }
 
 static void *writer_main(void *arg) {
@@ -392,14 +516,18 @@ static void *writer_main(void *arg) {
   static struct dlh_thread self_blocked;     /* nothing this thread calls is recorded */
   self_blocked.hot.blocked = 1;
   dlh_self = &self_blocked;
+  if (write_start() != 0) {
+    dlh_recording = 0;
+    if (out_fd >= 0 && same_file(out_fd)) close(out_fd);
+    out_fd = -1;
+    atomic_store(&finished, 1);
+    return NULL;
+  }
   uint64_t last_flush = dlh_mono_ns(), since_flush = 0;
   int interval = 1;
   for (;;) {
-    struct pollfd pfd = {.fd = wake_pipe[0], .events = POLLIN};
-    if (poll(&pfd, 1, interval) > 0) {
-      char buf[64];
-      while (read(wake_pipe[0], buf, sizeof buf) > 0) {}
-    }
+    uint32_t seen = atomic_load(&wake_seq);
+    if (!atomic_load(&stop_req)) futex_wait(&wake_seq, seen, interval);
     if (atomic_load(&stop_req)) break;
     uint64_t req = atomic_load(&flush_req);
     uint64_t n = drain_all();
@@ -438,7 +566,18 @@ static int open_output(void) {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
       if (i) snprintf(dlh_cfg.output, sizeof dlh_cfg.output, "%s", path);
-      return fd;
+      struct stat st, at;
+      /* the file just created at that name, seen through fd: our identity from now on */
+      if (fstat(fd, &st) != 0 || lstat(path, &at) != 0 || st.st_dev != at.st_dev ||
+          st.st_ino != at.st_ino) {
+        errno = EBUSY;
+        return -1; /* fd was taken over by the program in between: not ours to close */
+      }
+      out_dev = st.st_dev;
+      out_ino = st.st_ino;
+      int up = fd_up(fd);
+      if (up < 0) errno = EBUSY;
+      return up;
     }
     if (errno != EEXIST) break;
   }
@@ -456,10 +595,12 @@ int dlh_writer_start(int fd) {
              strerror(errno));
     return -1;
   }
+  if (fd >= 0) {
+    struct stat st;
+    if (fstat(out_fd, &st) == 0) { out_dev = st.st_dev; out_ino = st.st_ino; }
+  }
   if (!fn_seen) fn_seen = calloc(1, (16u << 16) / 8);
-  if (wake_pipe[0] < 0 && pipe2(wake_pipe, O_NONBLOCK | O_CLOEXEC) != 0) wake_pipe[0] = -1;
-  W = dlh_writer_create(out_fd, dlh_cfg.zstd_level);
-  if (!W || !fn_seen || wake_pipe[0] < 0) {
+  if (!fn_seen) {
     dlh_warn("cannot set up the trace writer (%s); the program runs untraced", strerror(errno));
     close(out_fd);
     unlink(dlh_cfg.output);
@@ -467,9 +608,6 @@ int dlh_writer_start(int fd) {
     return -1;
   }
   writer_pid = getpid();
-  write_process_info(first.ns);
-  write_anchor(first, 0);
-  flush_frame();
   atomic_store(&stop_req, 0);
   atomic_store(&finished, 0);
   pthread_attr_t attr; /* never joined: it ends by itself after the final drain */
@@ -487,10 +625,6 @@ int dlh_writer_start(int fd) {
   return 0;
 }
 
-static void sleep_ms(unsigned ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
-}
 
 /* Starts the writer (trace file, thread) once, at the first event. Returns 0 when it runs,
  * -1 when it could not start (it warned once; recording is then off). */
@@ -512,10 +646,8 @@ int dlh_writer_ensure(void) {
 }
 
 void dlh_writer_wake(void) {
-  if (wake_pipe[1] >= 0) {
-    ssize_t w = write(wake_pipe[1], "f", 1);
-    (void)w;
-  }
+  atomic_fetch_add(&wake_seq, 1);
+  syscall(SYS_futex, (uint32_t *)&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 int dlh_writer_flush_wait(unsigned timeout_ms) {
@@ -554,14 +686,16 @@ int dlh_writer_is_self(void) {
 void dlh_writer_after_fork_child(void) {
   /* The parent's writer thread does not exist here; its state must not be touched. */
   W = NULL; /* the parent's writer memory is leaked in the child, never freed twice */
+  if (out_fd >= 0 && same_file(out_fd)) close(out_fd); /* the parent's trace fd, inherited */
   out_fd = -1;
-  wake_pipe[0] = wake_pipe[1] = -1;
+  frame_events = 0;
+  frame_start_bytes = 0;
   records = dropped_total = 0;
   write_failed = 0;
   if (fn_seen) memset(fn_seen, 0, (16u << 16) / 8);
   atomic_store(&flush_req, 0);
   atomic_store(&flush_done, 0);
-  dlh_config_load();
+  dlh_config_after_fork();
   atomic_store(&wstate, 0); /* the child's trace starts with its first recorded call */
   dlh_recording = 1;
 }

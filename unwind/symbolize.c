@@ -216,6 +216,17 @@ static int find_debuginfo(Dwfl_Module *mod, void **ud, const char *modname, Dwar
   return -1;
 }
 
+/* libdw keeps the ELF file of every module open for the life of the process: its fd goes above
+ * the program's range (preload/fds.c), so that the program's low numbers stay free and a program
+ * that closes every fd or dup2()s over low numbers never has libdw read its files. An Elf that
+ * libdw made itself (*elfp set: from memory) holds its fd: left as it is. */
+static int (*proc_find_elf)(Dwfl_Module *, void **, const char *, Dwarf_Addr, char **, Elf **);
+static int find_elf_high(Dwfl_Module *mod, void **ud, const char *name, Dwarf_Addr base,
+                         char **file, Elf **elfp) {
+  int fd = proc_find_elf(mod, ud, name, base, file, elfp);
+  return fd >= 0 && !*elfp ? dlh_fd_move_up(fd) : fd;
+}
+
 static void dwfl_report_all(void) {
   D.report_begin(D.dwfl);
   D.proc_report(D.dwfl, getpid());
@@ -271,6 +282,10 @@ static void dwfl_setup(void) {
   if (!D.begin || !D.report_begin || !D.report_end || !D.proc_report || !D.addrmodule ||
       !D.getdwarf || !D.getsrc || !D.lineinfo || !D.cb.find_elf)
     return;
+  if (D.cb.find_elf != find_elf_high) { /* dwfl_setup runs again in a fork child */
+    proc_find_elf = D.cb.find_elf;
+    D.cb.find_elf = find_elf_high;
+  }
   D.cb.find_debuginfo = find_debuginfo;
   D.dwfl = D.begin(&D.cb);
   if (!D.dwfl) return;

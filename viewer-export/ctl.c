@@ -1,11 +1,14 @@
 /* ctl.c — `dlhook ctl PID start|stop|toggle`: opens or closes the capture window of a running
  * process traced with DLHOOK_CAPTURE_RANGE=signal (or with DLHOOK_SIGNAL set). It sends the
  * process's DLHOOK_SIGNAL (default SIGUSR2) with sigqueue: value 1 = start, 2 = stop; a signal
- * without a value (kill) toggles. The process's environment (/proc/PID/environ) is checked
- * first, so that a process without dlhook's handler is never sent a signal that would kill it. */
+ * without a value (kill) toggles. Before anything is sent, the target must really have dlhook
+ * loaded (/proc/PID/maps), recording (not DLHOOK_DISABLE=1), with a DLHOOK_SIGNAL the library
+ * accepts, and catching that signal (/proc/PID/status SigCgt): a process without dlhook's
+ * handler is never sent a signal that could kill it, and each refusal says why. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -48,6 +51,37 @@ static char *environ_of(long pid, const char *name, int *readable) {
   return val;
 }
 
+/* Whether a library named libdlhook*.so* is mapped in process pid: 1 yes, 0 no, -1 unreadable. */
+static int has_dlhook(long pid) {
+  char path[64], line[4096];
+  snprintf(path, sizeof path, "/proc/%ld/maps", pid);
+  FILE *f = fopen(path, "re");
+  if (!f) return -1;
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f)) {
+    char *slash = strrchr(line, '/');
+    if (slash && !strncmp(slash + 1, "libdlhook", 9) && strstr(slash, ".so")) found = 1;
+  }
+  fclose(f);
+  return found;
+}
+
+/* Whether process pid catches sig (SigCgt of /proc/PID/status): 1, 0, or -1 unreadable. */
+static int catches(long pid, int sig) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%ld/status", pid);
+  FILE *f = fopen(path, "re");
+  if (!f) return -1;
+  int r = -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "SigCgt:", 7)) {
+      unsigned long long mask = strtoull(line + 7, NULL, 16);
+      r = sig >= 1 && sig <= 64 && ((mask >> (sig - 1)) & 1);
+      break;
+    }
+  fclose(f);
+  return r;
+}
 
 int cmd_ctl(int argc, char **argv) {
   if (argc > 1 && vx_is_help(argv[1])) { help(); return VX_OK; }
@@ -76,8 +110,34 @@ int cmd_ctl(int argc, char **argv) {
     return VX_BAD_INPUT;
   }
   int sig = sigs && *sigs ? dlh_parse_signal(sigs) : SIGUSR2;
+  char *disable = environ_of(pid, "DLHOOK_DISABLE", &readable);
+  int disabled = disable && (!strcmp(disable, "1") || !strcasecmp(disable, "true") ||
+                             !strcasecmp(disable, "yes") || !strcasecmp(disable, "on"));
+  free(disable);
+  if (!dlh_ctl_signal_ok(sig)) {
+    vx_error("ctl: process %ld has DLHOOK_SIGNAL='%s', which dlhook does not accept (it uses "
+             "SIGUSR2 there); not sending it a signal", pid, sigs);
+    free(range); free(sigs);
+    return VX_BAD_INPUT;
+  }
   free(range); free(sigs);
-  if (sig < 0) { vx_error("ctl: process %ld has an invalid DLHOOK_SIGNAL", pid); return VX_BAD_INPUT; }
+  if (disabled) {
+    vx_error("ctl: process %ld runs with DLHOOK_DISABLE=1 (dlhook records nothing there); "
+             "not sending it a signal", pid);
+    return VX_BAD_INPUT;
+  }
+  int loaded = has_dlhook(pid);
+  if (loaded <= 0) {
+    vx_error(loaded < 0 ? "ctl: cannot read the memory map of process %ld; not sending it a signal"
+                        : "ctl: process %ld does not have libdlhook.so loaded (a static program, "
+                          "or started without LD_PRELOAD); not sending it a signal", pid);
+    return VX_BAD_INPUT;
+  }
+  if (catches(pid, sig) != 1) {
+    vx_error("ctl: process %ld does not catch signal %d (dlhook's handler is not installed there: "
+             "secure execution, a program that ignores it); not sending it a signal", pid, sig);
+    return VX_BAD_INPUT;
+  }
   int rc;
   if (value) {
     union sigval v;
