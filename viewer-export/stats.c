@@ -61,6 +61,7 @@ typedef struct stats {
   copystat copies[NCOPYKIND], memsets;
   uint64_t kernel_ns;
   uint64_t traces, processes, dropped, records, api_calls, api_errors, api_ns;
+  uint64_t unsymbolized; /* stack addresses the recording left without a name */
   pid_tid *threads;
   size_t nthreads, capthreads;
   vx_libstats *lib;      /* GEMM, convolution, collective tables (libcalls.c) */
@@ -237,6 +238,7 @@ static int stats_one(stats *s, const char *path) {
   vx_libstats_trace_end(s->lib);
   s->dropped += vx_trace_dropped(&t);
   s->records += vx_trace_records(&t);
+  s->unsymbolized += t.pcs_unsymbolized;
   if (bad) vx_error("%s: inconsistent event batch (skipped its remaining events)", path);
   vx_map_free(&fnmap, NULL);
   vx_map_free(&kmap, NULL);
@@ -292,9 +294,9 @@ static void print_json(FILE *f, const stats *s) {
              "}}", s->memsets.count, s->memsets.bytes, s->memsets.ns);
   fprintf(f, ",\n\"calls\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"total_ns\":%" PRIu64
              ",\"dropped\":%" PRIu64 ",\"records\":%" PRIu64 ",\"traces\":%" PRIu64
-             ",\"processes\":%" PRIu64 ",\"threads\":%zu",
+             ",\"processes\":%" PRIu64 ",\"threads\":%zu,\"unsymbolized\":%" PRIu64,
           s->api_calls, s->api_errors, s->api_ns, s->dropped, s->records, s->traces,
-          s->processes, s->nthreads);
+          s->processes, s->nthreads, s->unsymbolized);
   vx_libstats_json(s->lib, f); /* gemms, convs, collectives */
   vx_ranks_json(f); /* several ranks: arrival skew and the straggler */
   fputs("}\n", f);
@@ -378,6 +380,9 @@ static void print_table(FILE *f, const stats *s) {
              " records, %" PRIu64 " dropped\n",
           s->traces, s->traces == 1 ? "" : "s", s->processes, s->processes == 1 ? "" : "es",
           s->nthreads, s->nthreads == 1 ? "" : "s", s->records, s->dropped);
+  if (s->unsymbolized)
+    fprintf(f, "%" PRIu64 " stack addresses without a name (recording ended first): "
+               "dlhook symbolize TRACE names them\n", s->unsymbolized);
 }
 
 static void help(void) {

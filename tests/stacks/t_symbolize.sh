@@ -27,6 +27,7 @@ grep -q 'left unsymbolized' err.txt || { cat err.txt; fail "no message about uns
 tr=$(one_trace "$T/tr")
 "$DLHOOK_BIN" dump --type trailer "$tr" | grep -q '"pcs_unsymbolized":[1-9]' || fail "trailer does not count them"
 [ "$(names "$tr")" = "None,None,None,None" ] || fail "names present without symbolization: $(names "$tr")"
+"$DLHOOK_BIN" stats "$tr" | grep -q 'without a name.*dlhook symbolize' || fail "stats does not say so"
 "$DLHOOK_BIN" export -f folded --weight cpu -o f0.txt "$tr" || fail "export failed"
 grep -q 'nested+0x' f0.txt || fail "no module+offset frames in the export"
 
@@ -39,7 +40,8 @@ cat s2.txt
 [ "$(names sym2.dlh)" = "gemm_inner,gemm_middle,gemm_outer,main" ] || fail "--path: $(names sym2.dlh)"
 "$DLHOOK_BIN" dump sym2.dlh | grep -m1 '"cublasSgemm_v2"' | grep -q '"file":"[^"]*cublas_nested.c","line":[1-9]' \
   || fail "no file:line after symbolize"
-"$DLHOOK_BIN" dump --type trailer sym2.dlh | grep -q '"pcs_unsymbolized":0' || true
+"$DLHOOK_BIN" dump --type trailer sym2.dlh | grep -q '"pcs_unsymbolized":0' || fail "trailer still counts them"
+"$DLHOOK_BIN" stats sym2.dlh | grep -q 'without a name' && fail "stats still reports unnamed addresses"
 # every record is still there
 a=$("$DLHOOK_BIN" stats --json "$tr" | python3 -c 'import json,sys; print(sum(x["calls"] for x in json.load(sys.stdin)["api"]))')
 b=$("$DLHOOK_BIN" stats --json sym2.dlh | python3 -c 'import json,sys; print(sum(x["calls"] for x in json.load(sys.stdin)["api"]))')
