@@ -78,6 +78,8 @@ typedef struct kctx {
   struct { uint32_t tid; nccl_info g; int open; } *grp; /* per thread: collectives of a group */
   size_t ngrp;
   uint64_t flows_s, flows_f;
+  uint64_t ev_idx;           /* "Ev Idx": the index of a CPU event among them, as Kineto counts */
+  uint64_t meta_ts;          /* ts of metadata events (the trace's start) */
 } kctx;
 
 /* Fast writers for the per-event hot path (no format parsing, no per-call locking). */
@@ -213,10 +215,10 @@ static void w_dims(FILE *f, const int64_t *d, int n) {
 }
 
 /* "Input Dims" / "Input type" of a GEMM or convolution (from the recorded library args). */
-static void w_shapes(FILE *f, const vx_trace *t, const dlh_api_event *ev, int dom) {
+static int w_shapes(FILE *f, const vx_trace *t, const dlh_api_event *ev, int dom) {
   if (dom == DLH__DOMAIN__DOMAIN_CUBLAS || dom == DLH__DOMAIN__DOMAIN_CUBLASLT) {
     int64_t m = argi(t, ev, "m", -1), n = argi(t, ev, "n", -1), kk = argi(t, ev, "k", -1);
-    if (m < 0 || n < 0 || kk < 0) return;
+    if (m < 0 || n < 0 || kk < 0) return 0;
     int64_t b = argi(t, ev, "batch", 1);
     const char *ty = cuda_type_torch(argi(t, ev, "dtype", 0));
     int64_t a[3] = {b, m, kk}, bb[3] = {b, kk, n}, c[3] = {b, m, n};
@@ -226,18 +228,21 @@ static void w_shapes(FILE *f, const vx_trace *t, const dlh_api_event *ev, int do
     w_dims(f, bb + off, 3 - off); putc_unlocked(',', f);
     w_dims(f, c + off, 3 - off);
     fprintf(f, "],\"Input type\":[\"%s\",\"%s\",\"%s\"]", ty, ty, ty);
+    return 1;
   } else if (dom == DLH__DOMAIN__DOMAIN_CUDNN) {
     int64_t N = argi(t, ev, "N", -1), C = argi(t, ev, "C", -1), H = argi(t, ev, "H", -1),
             W = argi(t, ev, "W", -1), K = argi(t, ev, "K", -1), R = argi(t, ev, "R", -1),
             S = argi(t, ev, "S", -1), g = argi(t, ev, "groups", 1);
-    if (N < 0 || C < 0 || K < 0 || R < 0) return;
+    if (N < 0 || C < 0 || K < 0 || R < 0) return 0;
     const char *ty = cudnn_type_torch(argi(t, ev, "dtype", 0));
     int64_t in[4] = {N, C, H, W}, w[4] = {K, g > 0 ? C / g : C, R, S};
     w_s(f, ",\"Input Dims\":[");
     w_dims(f, in, 4); putc_unlocked(',', f);
     w_dims(f, w, 4);
     fprintf(f, "],\"Input type\":[\"%s\",\"%s\"]", ty, ty);
+    return 1;
   }
+  return 0;
 }
 
 /* Collective name as torch writes it (record_param_comms). */
@@ -316,8 +321,8 @@ static void k_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
     case DLH__PACKET__DATA_PROCESS: {
       const Dlh__ProcessInfo *pi = p->process;
       k->pid = pi->pid;
-      fprintf(k->f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,"
-                    "\"args\":{\"name\":", pi->pid);
+      fprintf(k->f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,\"ts\":%" PRIu64 ","
+                    "\"args\":{\"name\":", pi->pid, k->meta_ts);
       char nm[64];
       if (k->L->rank >= 0) snprintf(nm, sizeof nm, "rank %d", k->L->rank);
       else {
@@ -327,7 +332,7 @@ static void k_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
       }
       vx_json_str(k->f, nm);
       fprintf(k->f, "}},\n{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":%u,\"tid\":0,"
-                    "\"args\":{\"labels\":\"CPU\"}}", pi->pid);
+                    "\"ts\":%" PRIu64 ",\"args\":{\"labels\":\"CPU\"}}", pi->pid, k->meta_ts);
       break;
     }
     case DLH__PACKET__DATA_FUNCTION: /* (re)definition: drop a cached name */
@@ -342,7 +347,7 @@ static void k_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
       break;
     case DLH__PACKET__DATA_THREAD:
       fprintf(k->f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,"
-                    "\"args\":{\"name\":", k->pid, p->thread->tid);
+                    "\"ts\":%" PRIu64 ",\"args\":{\"name\":", k->pid, p->thread->tid, k->meta_ts);
       vx_json_str(k->f, p->thread->name ? p->thread->name : "");
       fputs("}}", k->f);
       break;
@@ -464,6 +469,8 @@ static void k_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
     }
     w_s(f, ",\"function\":");
     w_name(k, ev->fn & 0x7fffffff, fname);
+    w_s(f, ",\"Record function id\":0,\"Ev Idx\":");
+    w_u(f, k->ev_idx++);
     w_s(f, "}}");
     return;
   }
@@ -493,9 +500,11 @@ static void k_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
     w_name(k, ev->fn & 0x7fffffff, fname);
   }
   if (ev->ret) { w_s(f, ",\"result\":"); w_i(f, ev->ret); }
-  if (dom == DLH__DOMAIN__DOMAIN_CUBLAS || dom == DLH__DOMAIN__DOMAIN_CUBLASLT ||
-      dom == DLH__DOMAIN__DOMAIN_CUDNN)
-    w_shapes(f, t, ev, dom);
+  if (!runtime) { /* as torch writes every cpu_op: its tensors' shapes and types (none here) */
+    if (!w_shapes(f, t, ev, dom)) w_s(f, ",\"Input Dims\":[],\"Input type\":[]");
+    w_s(f, ",\"Record function id\":0,\"Ev Idx\":");
+    w_u(f, k->ev_idx++);
+  }
   if (dom == DLH__DOMAIN__DOMAIN_NCCL) {
     nccl_info c;
     size_t g;
@@ -542,9 +551,9 @@ static void note_device(kctx *k, uint32_t dev) {
   if (k->L->rank >= 0) snprintf(nm, sizeof nm, "rank %d", k->L->rank);
   else snprintf(nm, sizeof nm, "GPU %u", dev);
   fprintf(k->f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,"
-                "\"args\":{\"name\":\"%s\"}}", dev, nm);
+                "\"ts\":%" PRIu64 ",\"args\":{\"name\":\"%s\"}}", dev, k->meta_ts, nm);
   fprintf(k->f, ",\n{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":%u,\"tid\":0,"
-                "\"args\":{\"labels\":\"GPU %u\"}}", dev, dev);
+                "\"ts\":%" PRIu64 ",\"args\":{\"labels\":\"GPU %u\"}}", dev, k->meta_ts, dev);
 }
 
 /* Extends the gpu_user_annotation of every NVTX range around the launch to this record. */
@@ -741,9 +750,9 @@ static void w_memory(kctx *k, const char *path) {
                   "\"pid\":%u,\"tid\":%u,\"ts\":", k->pid, mem[i].tid ? mem[i].tid : k->pid);
     put_us(k->f, ts);
     fprintf(k->f, ",\"args\":{\"Total Reserved\":%" PRIu64 ",\"Total Allocated\":%" PRIu64
-                  ",\"Bytes\":%" PRId64 ",\"Device Id\":%u,\"Device Type\":1,\"Addr\":%" PRIu64 "}}",
+                  ",\"Bytes\":%" PRId64 ",\"Device Id\":%u,\"Device Type\":1,\"Addr\":%" PRIu64 ",\"Ev Idx\":%" PRIu64 "}}",
             mem[i].device_live_bytes, mem[i].device_live_bytes, mem[i].bytes, mem[i].device,
-            mem[i].ptr);
+            mem[i].ptr, k->ev_idx++);
   }
   free(mem);
 }
@@ -755,6 +764,7 @@ static int kineto_one(const ex_opts *o, const char *path, size_t index, size_t n
   k.L = &L;
   int rc = ex_links_scan(&L, path, o);
   k.pid = L.pid;
+  k.meta_ts = us_of(L.start_ns + (uint64_t)ex_offset_of(path));
   /* ranks: the trace's own; a lone trace without one is rank 0 of 1; never an invented one */
   k.rank = L.rank >= 0 ? L.rank : n == 1 ? 0 : -1;
   k.world = L.rank >= 0 ? (L.world > 0 ? L.world : (int)n) : 1;
@@ -778,13 +788,14 @@ static int kineto_one(const ex_opts *o, const char *path, size_t index, size_t n
   if (k.rank >= 0)
     fprintf(k.f, "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d},\n",
             k.rank, k.world);
+  fprintf(k.f, "\"trace_id\": \"%016" PRIX64 "%08X\",\n", L.real_ns ? L.real_ns : L.start_ns, L.pid);
   fprintf(k.f, "\"record_shapes\": 1,\n\"profile_memory\": 1,\n\"host_name\": ");
   vx_json_str(k.f, L.host);
   fprintf(k.f, ",\n\"traceName\": ");
   vx_json_str(k.f, base);
   fprintf(k.f, ",\n\"displayTimeUnit\": \"ms\",\n\"traceEvents\": [\n"
-          "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%u,\"tid\":0,"
-          "\"args\":{\"sort_index\":%d}}", k.pid, k.rank >= 0 ? k.rank : 0);
+          "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%u,\"tid\":0,\"ts\":%" PRIu64 ","
+          "\"args\":{\"sort_index\":%d}}", k.pid, k.meta_ts, k.rank >= 0 ? k.rank : 0);
   ex_sink calls = {&k, k_packet, k_api, NULL};
   if (ex_scan(path, o, "exporting", &calls) != VX_OK) rc = VX_BAD_INPUT;
   ex_sink gpu = {&k, NULL, NULL, k_gpu};
