@@ -157,6 +157,7 @@ typedef struct ex_links {
   uint64_t *ext;        /* the library call's correlation id */
   size_t next, capext;
   size_t nsteps;
+  uint32_t step_tid;    /* the thread of the first step (the training loop's) */
   uint64_t gpu_records; /* kernels, copies, memsets, syncs */
   int have_process;
   uint32_t pid;

@@ -234,6 +234,7 @@ int ex_links_scan(ex_links *L, const char *path, const ex_opts *o) {
       ex_range *x = order[j]; order[j] = order[j - 1]; order[j - 1] = x;
     }
   for (size_t i = 0; i < ns; i++) order[i]->step = ex_step_of(o->step_range, order[i]->label, (long)i);
+  if (ns) L->step_tid = order[0]->tid;
   L->nsteps = ns;
   free(order);
   return rc;
