@@ -40,12 +40,13 @@
 
 enum { S_CORR = 1, S_KERNEL, S_MEMCPY, S_MEMSET, S_DEVICE, S_CONTEXT, S_STREAM, S_CLOCK,
        S_CORES, S_BANDWIDTH, S_MEMSIZE, S_CC_MAJOR, S_CC_MINOR, S_RESULT, S_IS_ROOT, S_STEP_NUM,
-       S_TF_OP, S_PRODUCER_TYPE, S_PRODUCER_ID, S_CONSUMER_TYPE, S_CONSUMER_ID, S_NSTATS };
+       S_TF_OP, S_PRODUCER_TYPE, S_PRODUCER_ID, S_CONSUMER_TYPE, S_CONSUMER_ID, S_VENDOR,
+       S_NSTATS };
 static const char *const stat_names[S_NSTATS] = {
   NULL, "correlation_id", "kernel_details", "memcpy_details", "Memset_details", "device_id",
   "context_id", "stream", "clock_rate", "core_count", "memory_bandwidth", "memory_size",
   "compute_cap_major", "compute_cap_minor", "result", "_r", "step_num", "tf_op", "_pt", "_p",
-  "_ct", "_c"};
+  "_ct", "_c", "device_vendor"};
 
 /* The context type of the producer/consumer stats that tie a step's host range to its span on
  * the device's "Steps" line (any number: it only has to match on both sides). */
@@ -525,13 +526,14 @@ static void write_plane(xctx *c, FILE *out, xp *p) {
   h.has_id = 1;
   h.id = p->id;
   h.name = p->name;
-  Dlhxplane__XStat st[4], *stp[4];
+  Dlhxplane__XStat st[5], *stp[5];
   if (p->have_dev) {
     stp[0] = ustat(&st[0], S_CORES, p->props.sm_count);
     stp[1] = ustat(&st[1], S_MEMSIZE, p->props.total_mem);
     stp[2] = ustat(&st[2], S_CC_MAJOR, p->props.cc_major);
     stp[3] = ustat(&st[3], S_CC_MINOR, p->props.cc_minor);
-    h.n_stats = 4;
+    stp[4] = sstat(&st[4], S_VENDOR, (char *)"Nvidia"); /* CUDA devices */
+    h.n_stats = 5;
     h.stats = stp;
   }
   size_t hn = dlhxplane__xplane__get_packed_size(&h);
