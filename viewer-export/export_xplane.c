@@ -14,7 +14,8 @@
  * profiler, group_events.cc):
  *   - steps: NVTX ranges named like steps (export_links.c) carry the stats `_r` = 1 (a root
  *     event: xprof groups every event nested in it on its thread, and through correlation_id
- *     the GPU work those calls launched, into one step) and `step_num`. The Overview's step
+ *     the GPU work those calls launched, into one step) and `step_num`; an "NVTX steps" line of
+ *     each GPU spans each step (so that the device step is the NVTX range). The Overview's step
  *     times and breakdown come from these groups;
  *   - `tf_op` = "NAME:TYPE" on every kernel, copy and memset: NAME is the NVTX path of the call
  *     that launched it (steps left out) and the library call or kernel, TYPE its kind (MatMul,
@@ -477,7 +478,7 @@ static void x_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
   put_event(c, l, meta, g->start, g->dur, sp, ns);
 }
 
-/* A "Steps" line on each GPU plane with an event per step spanning its NVTX range, consumer of
+/* An "NVTX steps" line on each GPU plane with an event per step spanning its NVTX range, consumer of
  * the host step (stats _ct/_c): xprof groups it into the step, so the step's span on the device
  * (its Overview step time) is the NVTX range, not only the span of its kernels. It has no
  * correlation_id or kernel_details: it adds no device time or kernel. */
@@ -489,7 +490,7 @@ static void add_step_spans(xctx *c) {
       if (R->step < 0 || R->tid != c->L->step_tid) continue;
       char nm[48];
       snprintf(nm, sizeof nm, "ProfilerStep#%ld", R->step);
-      xl *l = line_for(c, p, STEPS_LINE, "Steps");
+      xl *l = line_for(c, p, STEPS_LINE, "NVTX steps");
       int64_t meta = meta_for(p, 2ull << 62 | (uint64_t)R->step, nm);
       Dlhxplane__XStat s[2], *sp[2];
       sp[0] = ustat(&s[0], S_CONSUMER_TYPE, STEP_CONTEXT);
