@@ -150,25 +150,6 @@ static const char *known_launch_name(const char *n) {
   return NULL;
 }
 
-/* ---------------------------------------------------------------- architecture constants */
-
-/* Per-SM limits of a compute capability (CUDA C Programming Guide, "Technical Specifications
- * per Compute Capability"), for deviceProperties and the occupancy estimate. */
-typedef struct arch {
-  unsigned threads_per_sm, smem_per_sm, smem_optin, max_blocks_per_sm;
-} arch;
-static arch arch_of(unsigned major, unsigned minor) {
-  if (major >= 10 && major != 12) return (arch){2048, 233472, 232448, 32};
-  if (major == 12) return (arch){1536, 102400, 101376, 32};
-  if (major == 9) return (arch){2048, 233472, 232448, 32};
-  if (major == 8 && minor == 0) return (arch){2048, 167936, 166912, 32};
-  if (major == 8 && minor == 7) return (arch){2048, 167936, 166912, 16};
-  if (major == 8) return (arch){1536, 102400, 101376, minor == 9 ? 24 : 16};
-  if (major == 7 && minor == 5) return (arch){1024, 65536, 65536, 16};
-  if (major == 7) return (arch){2048, 98304, 98304, 32};
-  return (arch){2048, 65536, 49152, 32};
-}
-
 static const Dlh__DeviceInfo *device_of(const kctx *k, uint32_t id) {
   for (size_t i = 0; i < k->ndev; i++)
     if (k->dev[i]->id == id) return k->dev[i];
@@ -646,26 +627,14 @@ static void k_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
     w_s(f, "],\"block\":[");
     w_u(f, v[3]); putc_unlocked(',', f); w_u(f, v[4]); putc_unlocked(',', f); w_u(f, v[5]);
     putc_unlocked(']', f);
-    const Dlh__DeviceInfo *d = device_of(k, g->device);
-    uint64_t blocks = v[0] * v[1] * v[2], tpb = v[3] * v[4] * v[5];
-    if (d && d->sm_count && tpb) {
-      /* Kineto's estimates: blocks and warps per SM from the grid; achieved occupancy from
-       * the resident blocks the per-SM limits allow (threads, registers, shared memory) */
-      arch a = arch_of(d->cc_major, d->cc_minor);
-      double wpb = (double)((tpb + 31) / 32);
-      double bps = (double)blocks / d->sm_count;
-      uint64_t fit = a.max_blocks_per_sm, lim;
-      if ((lim = a.threads_per_sm / tpb) < fit) fit = lim;
-      if (v[6] && (lim = 65536 / (v[6] * tpb)) < fit) fit = lim;
-      if (v[7] + v[8] && (lim = a.smem_per_sm / (v[7] + v[8])) < fit) fit = lim;
-      double resident = bps < (double)fit ? bps : (double)fit;
-      double occ = 100.0 * resident * wpb / (a.threads_per_sm / 32.0);
+    double bps, wps, occ;
+    if (ex_occupancy(device_of(k, g->device), v, g->nvals, &bps, &wps, &occ)) {
       w_s(f, ",\"blocks per SM\":");
       vx_json_double(f, bps);
       w_s(f, ",\"warps per SM\":");
-      vx_json_double(f, bps * wpb);
+      vx_json_double(f, wps);
       w_s(f, ",\"est. achieved occupancy %\":");
-      w_u(f, (uint64_t)((occ > 100 ? 100 : occ) + 0.5));
+      w_u(f, (uint64_t)(occ + 0.5));
     }
     uint32_t ni;
     if (ex_m_get(&k->nccl_ix, ex_links_corr(k->L, g->corr), &ni)) w_nccl(k, &k->nccl[ni]);
@@ -690,7 +659,7 @@ static void w_device_properties(kctx *k) {
   fputs("\n],\n\"deviceProperties\": [", f);
   for (size_t i = 0; i < k->ndev; i++) {
     const Dlh__DeviceInfo *d = k->dev[i];
-    arch a = arch_of(d->cc_major, d->cc_minor);
+    ex_arch a = ex_arch_of(d->cc_major, d->cc_minor);
     fprintf(f, "%s\n{\"id\":%u,\"name\":", i ? "," : "", d->id);
     vx_json_str(f, d->name);
     fprintf(f, ",\"totalGlobalMem\":%" PRIu64 ",\"computeMajor\":%u,\"computeMinor\":%u,"

@@ -461,9 +461,11 @@ static void x_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
   const uint64_t *v = g->vals;
   det[0] = 0;
   if (g->kind == 1 && g->nvals >= 9) {
+    double bps, wps, occ = 0;
+    if (!ex_occupancy(p->have_dev ? &p->props : NULL, v, g->nvals, &bps, &wps, &occ)) occ = 0;
     snprintf(det, sizeof det, "regs:%" PRIu64 " static_shared:%" PRIu64 " dynamic_shared:%"
              PRIu64 " grid:%" PRIu64 ",%" PRIu64 ",%" PRIu64 " block:%" PRIu64 ",%" PRIu64 ",%"
-             PRIu64 " occ_pct:0", v[6], v[7], v[8], v[0], v[1], v[2], v[3], v[4], v[5]);
+             PRIu64 " occ_pct:%.1f", v[6], v[7], v[8], v[0], v[1], v[2], v[3], v[4], v[5], occ);
     sp[ns] = sstat(&s[ns], S_KERNEL, det); ns++;
   } else if (g->kind == 2 && g->nvals >= 4) {
     snprintf(det, sizeof det, "kind_src:%s kind_dst:%s size:%" PRIu64 " dest:%u async:%u",
