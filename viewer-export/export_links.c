@@ -221,32 +221,21 @@ int ex_links_scan(ex_links *L, const char *path, const ex_opts *o) {
   ex_opts q = *o;
   q.quiet = 1;
   int rc = ex_scan(path, &q, "reading", &s);
-  /* GPU work launched inside a library call belongs to the library call's id */
-  if (L->next) {
-    ex_u64map ix = {0};
-    ex_link *old = L->link;
-    size_t n = L->nlink;
-    uint64_t *keys = vx_xmalloc((n ? n : 1) * sizeof *keys);
-    for (size_t i = 0; i < L->ix.cap; i++)
-      if (L->ix.vals[i]) keys[L->ix.vals[i] - 1] = L->ix.keys[i];
-    L->link = vx_xmalloc((n ? n : 1) * sizeof *L->link);
-    L->nlink = 0;
-    L->caplink = n ? n : 1;
-    for (size_t i = 0; i < n; i++) {
-      uint64_t c = ex_links_corr(L, keys[i]);
-      uint32_t j;
-      if (ex_m_get(&ix, c, &j)) {
-        L->link[j].ngpu += old[i].ngpu;
-        if (old[i].first_gpu < L->link[j].first_gpu) L->link[j].first_gpu = old[i].first_gpu;
-      } else {
-        L->link[L->nlink] = old[i];
-        ex_m_put(&ix, c, (uint32_t)L->nlink++);
-      }
+  /* GPU work launched inside a library call belongs to the library call's id: re-key those
+   * links in place (no copy of the tables: they are the largest part of an export's memory) */
+  for (size_t i = 0; i < L->ext_ix.cap; i++) {
+    if (!L->ext_ix.vals[i]) continue;
+    uint64_t c = L->ext_ix.keys[i], e = L->ext[L->ext_ix.vals[i] - 1];
+    uint32_t from, to;
+    if (c == e || !ex_m_get(&L->ix, c, &from)) continue;
+    ex_m_del(&L->ix, c);
+    if (ex_m_get(&L->ix, e, &to)) { /* several CUPTI ids of one library call: merge */
+      L->link[to].ngpu += L->link[from].ngpu;
+      if (L->link[from].first_gpu < L->link[to].first_gpu) L->link[to].first_gpu = L->link[from].first_gpu;
+      L->link[from].ngpu = 0;
+    } else {
+      ex_m_put(&L->ix, e, from);
     }
-    free(old);
-    free(keys);
-    ex_m_free(&L->ix);
-    L->ix = ix;
   }
   qsort(L->range, L->nrange, sizeof *L->range, range_cmp);
   qsort(L->evrec, L->nevrec, sizeof *L->evrec, evrec_cmp);
