@@ -34,6 +34,10 @@ for r in ranks:
     nk = sum(x["count"] for x in want["kernels"])
     print("rank", r, "kernels", len(k), "stats", nk)
     assert len(k) == nk, (len(k), nk)
+    # kernel time: whole µs per kernel (each end rounded to the nearest) against the ns of stats
+    kus, kns = int(k["dur"].sum()), want["gpu"]["kernel_ns"]
+    print("  kernel time", kus, "us; stats", kns / 1000.0, "us")
+    assert abs(kus - kns / 1000.0) <= nk, (kus, kns)
     # every event has an External id; flows only from calls that launched work
     assert (df["index_correlation"].notna()).all()
     launches = df[names.isin(["cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel"]) & (df["correlation"] > 0)]
@@ -81,6 +85,10 @@ for r in ranks:
 print(ta.get_comm_comp_overlap(visualize=False).to_string())
 it = ta.get_idle_time_breakdown(ranks=ranks, visualize=False)
 print(it[0].head().to_string())
+
+ua = ta.get_gpu_user_annotation_breakdown(visualize=False)
+print("gpu user annotations:", None if ua is None else ua.head().to_string())
+assert ua is not None and len(ua) > 0
 
 cp, ok = ta.critical_path_analysis(rank=ranks[0], annotation="ProfilerStep", instance_id=1)
 assert ok, "critical path analysis failed"

@@ -37,4 +37,27 @@ PY
 cat hta.out
 share=$(awk '/critical path CPU-bound share/ {print $NF}' hta.out)
 awk -v s="$share" 'BEGIN { exit !(s > 0) }' || fail "no CPU-bound share on the critical path: $share"
+# the same job merged into one Perfetto trace, read with Perfetto's own protos: a process per
+# rank, every flow end has its start, counter tracks
+need_venv_module perfetto
+"$DLHOOK_BIN" merge -q -o job.pftrace tr/*.dlh || fail "merge"
+"$VPY" - job.pftrace <<'PY' || fail "Perfetto's protos on the merged job"
+import sys
+from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Trace
+t = Trace()
+t.ParseFromString(open(sys.argv[1], "rb").read())
+starts, ends, counters, procs = set(), set(), set(), []
+for p in t.packet:
+    if p.HasField("track_descriptor"):
+        d = p.track_descriptor
+        if d.HasField("counter"): counters.add(d.name)
+        if d.HasField("process"): procs.append(d.process.process_name)
+    if p.HasField("track_event"):
+        starts.update(p.track_event.flow_ids)
+        ends.update(p.track_event.terminating_flow_ids)
+print("flows", len(starts), "ends", len(ends), "counters", sorted(counters), "processes", procs)
+assert ends and ends <= starts and len(starts) == len(ends), (len(starts), len(ends))
+assert sorted(procs) == ["rank 0", "rank 1", "rank 2", "rank 3"], procs
+assert {"GPU memory (live bytes)", "Stream 13 busy"} <= counters, counters
+PY
 echo ok
