@@ -237,8 +237,8 @@ int ex_links_scan(ex_links *L, const char *path, const ex_opts *o) {
       ex_m_put(&L->ix, e, from);
     }
   }
-  qsort(L->range, L->nrange, sizeof *L->range, range_cmp);
-  qsort(L->evrec, L->nevrec, sizeof *L->evrec, evrec_cmp);
+  if (L->nrange) qsort(L->range, L->nrange, sizeof *L->range, range_cmp);
+  if (L->nevrec) qsort(L->evrec, L->nevrec, sizeof *L->evrec, evrec_cmp);
   /* nesting: the innermost earlier range of the thread that still covers this one */
   int32_t *stack = vx_xmalloc((L->nrange + 1) * sizeof *stack);
   size_t sp = 0;
