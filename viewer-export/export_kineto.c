@@ -690,12 +690,9 @@ static void w_annotations(kctx *k) {
     put_us(f, k->ann[i].start);
     w_s(f, ",\"dur\":");
     put_dur(f, k->ann[i].start, k->ann[i].end - k->ann[i].start);
+    /* no "stream" arg: HTA takes every event with a stream for a kernel */
     w_s(f, ",\"args\":{\"External id\":");
     w_u(f, k->range_ext[r]);
-    w_s(f, ",\"device\":");
-    w_u(f, dev);
-    w_s(f, ",\"stream\":");
-    w_u(f, st);
     w_s(f, "}}");
   }
 }
