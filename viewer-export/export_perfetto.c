@@ -390,9 +390,16 @@ static void p_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
   uint64_t key = g->name ? 3ull << 60 | (uint64_t)c->trace_ix << 32 | g->name
                          : 4ull << 60 | hash_name(name);
   uint64_t iid = intern(c, key, name, &id, &en);
-  Dlhperfetto__DebugAnnotation a[4], *ap[4];
+  Dlhperfetto__DebugAnnotation a[6], *ap[6];
+  char grid[64], block[64];
   size_t na = 0;
   ap[na] = ann(&a[na], IID_CORR); a[na].has_uint_value = 1; a[na].uint_value = g->corr; na++;
+  if (g->kind == 1 && g->nvals >= 6) { /* launch geometry, as "x,y,z" */
+    snprintf(grid, sizeof grid, "%" PRIu64 ",%" PRIu64 ",%" PRIu64, g->vals[0], g->vals[1], g->vals[2]);
+    snprintf(block, sizeof block, "%" PRIu64 ",%" PRIu64 ",%" PRIu64, g->vals[3], g->vals[4], g->vals[5]);
+    ap[na] = ann(&a[na], IID_GRID); a[na].string_value = grid; na++;
+    ap[na] = ann(&a[na], IID_BLOCK); a[na].string_value = block; na++;
+  }
   ap[na] = ann(&a[na], IID_STREAM); a[na].has_uint_value = 1; a[na].uint_value = g->stream; na++;
   ap[na] = ann(&a[na], IID_DEVICE); a[na].has_uint_value = 1; a[na].uint_value = g->device; na++;
   if ((g->kind == 2 || g->kind == 3) && g->nvals) {

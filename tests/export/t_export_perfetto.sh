@@ -28,6 +28,7 @@ grep -q 'name: "Stream 7"' g.txt || fail "no stream track"
 grep -q 'name: "GPU 0 (rank 0)"' g.txt || fail "no device track"
 grep -q 'name: "Stream 7 busy"' g.txt && grep -q 'UNIT_COUNT' g.txt || fail "no stream busy counter track"
 grep -q 'counter_value: 1' g.txt || fail "no counter values"
+grep -q 'string_value: "128,1,1"' g.txt || fail "no kernel grid arg"
 grep -q 'name: "m"' g.txt && grep -q 'name: "k"' g.txt || fail "no GEMM args on the cuBLAS slice"
 # names interned once: each event name appears once in interned data
 [ "$(grep -c 'name: "cudaLaunchKernel"' g.txt)" = 1 ] || fail "cudaLaunchKernel interned $(grep -c 'name: "cudaLaunchKernel"' g.txt) times"
