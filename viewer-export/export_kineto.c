@@ -18,7 +18,7 @@
  *                 "synthesized": 1) is written inside the call for each of them, just before the
  *                 kernel starts, with the kernel's correlation id, so that HTA's kernel launch
  *                 statistics, queue length and critical path see them.
- *   GPU records:  ph X, pid = device, tid = stream; cat kernel (with occupancy estimates:
+ *   GPU records:  ph X, pid = device, tid = stream (named "stream S " as Kineto does); cat kernel (with occupancy estimates:
  *                 "blocks per SM", "warps per SM", "est. achieved occupancy %"; NCCL kernels
  *                 with the collective args), gpu_memcpy, gpu_memset, cuda_sync (with
  *                 "wait_on_stream" and "wait_on_cuda_event_record_corr_id");
@@ -78,6 +78,7 @@ typedef struct kctx {
   struct { uint32_t tid; nccl_info g; int open; } *grp; /* per thread: collectives of a group */
   size_t ngrp;
   uint64_t flows_s, flows_f;
+  ex_u64map streams;         /* (device, stream) already named */
   uint64_t ev_idx;           /* "Ev Idx": the index of a CPU event among them, as Kineto counts */
   uint64_t meta_ts;          /* ts of metadata events (the trace's start) */
 } kctx;
@@ -575,6 +576,14 @@ static void k_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
     default: return;
   }
   note_device(k, g->device);
+  uint32_t seen;
+  if (!ex_m_get(&k->streams, (uint64_t)g->device << 32 | g->stream, &seen)) {
+    ex_m_put(&k->streams, (uint64_t)g->device << 32 | g->stream, 1);
+    fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"ts\":%" PRIu64
+               ",\"args\":{\"name\":\"stream %u \"}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\","
+               "\"pid\":%u,\"tid\":%u,\"ts\":%" PRIu64 ",\"args\":{\"sort_index\":%u}}",
+            g->device, g->stream, k->meta_ts, g->stream, g->device, g->stream, k->meta_ts, g->stream);
+  }
   uint64_t corr = ex_links_corr(k->L, g->corr);
   ex_link *l = g->kind != 4 ? ex_links_get(k->L, corr) : NULL;
   int lib = 0;
@@ -782,6 +791,7 @@ static int kineto_one(const ex_opts *o, const char *path, size_t index, size_t n
   free(k.grp);
   ex_m_free(&k.ann_ix);
   ex_m_free(&k.nccl_ix);
+  ex_m_free(&k.streams);
   vx_map_free(&k.names, free);
   ex_links_free(&L);
   if (ex_close(k.f, tmp) < 0) rc = VX_BAD_INPUT;
