@@ -8,9 +8,10 @@
  *   host calls:   ph X, pid = process, tid = thread; cat cuda_runtime (cudart), cuda_driver
  *                 (driver), cpu_op (cuBLAS, cuBLASLt, cuDNN, NCCL), user_annotation (NVTX);
  *                 args "External id" (every event), "cbid" (CUPTI's callback id), "correlation"
- *                 (runtime and driver calls). Launches are named as CUPTI names them for
- *                 torch: __cudaLaunchKernel (nvcc's <<<>>> in CUDA 13) and cudaLaunchKernel_ptsz
- *                 become cudaLaunchKernel, with the recorded name in args "function".
+ *                 (runtime and driver calls). Launches are named as HTA and torch.profiler
+ *                 know them: __cudaLaunchKernel (nvcc's <<<>>> in CUDA 13) and
+ *                 cudaLaunchKernel_ptsz become cudaLaunchKernel, the recorded name in args
+ *                 "function".
  *                 GEMMs and convolutions carry "Input Dims" / "Input type", NCCL calls the
  *                 collective args ("Collective name", "In msg nelems", "Group size", ...).
  *   library work: the kernels of a library call (cuBLAS, cuDNN, NCCL) are launched inside it;
@@ -18,12 +19,13 @@
  *                 "synthesized": 1) is written inside the call for each of them, just before the
  *                 kernel starts, with the kernel's correlation id, so that HTA's kernel launch
  *                 statistics, queue length and critical path see them.
- *   GPU records:  ph X, pid = device, tid = stream (named "stream S " as Kineto does); cat kernel (with occupancy estimates:
- *                 "blocks per SM", "warps per SM", "est. achieved occupancy %"; NCCL kernels
- *                 with the collective args), gpu_memcpy, gpu_memset, cuda_sync (with
- *                 "wait_on_stream" and "wait_on_cuda_event_record_corr_id");
- *                 gpu_user_annotation: each NVTX range (but steps) drawn on the streams its
- *                 work ran on.
+ *   GPU records:  ph X, pid = device, tid = stream (named "stream S " as Kineto does); cat
+ *                 kernel (with occupancy estimates: "blocks per SM", "warps per SM", "est.
+ *                 achieved occupancy %"; NCCL kernels with the collective args), gpu_memcpy,
+ *                 gpu_memset, cuda_sync (with "wait_on_stream" and
+ *                 "wait_on_cuda_event_record_corr_id"); gpu_user_annotation: each NVTX range
+ *                 (but steps) drawn on the streams its work ran on (without a "stream" arg:
+ *                 HTA would count it as a kernel).
  *   flows:        ph s / f, cat ac2g, id = correlation id, only from calls that launched work.
  *   steps:        NVTX ranges named like steps ("step 3", "ProfilerStep#3", or --step-range
  *                 NAME) are written once, as ProfilerStep#N (the original name in "message").
@@ -42,7 +44,8 @@
 
 #include "export.h"
 
-/* first synthetic correlation id: launches of the 2nd, 3rd... GPU record of a library call */
+/* The correlation id of the i-th (i > 0) GPU record of a library call and of the launch written
+ * for it (the first keeps the call's own id); above CUPTI's ids, which count from 1. */
 #define SYN_CORR(corr, i) ((1ull << 48) + (corr) * 4096ull + (i))
 
 typedef struct span { uint64_t start, end; } span;
