@@ -107,7 +107,9 @@ static void w_i(FILE *f, int64_t v) {
 static uint64_t us_of(uint64_t ns) { return (ns + 500) / 1000; }
 static void put_us(FILE *f, uint64_t ns) { w_u(f, us_of(ns)); }
 /* the duration of [start, start + dur) in those units */
-static void put_dur(FILE *f, uint64_t start, uint64_t dur) { w_u(f, us_of(start + dur) - us_of(start)); }
+static void put_dur(FILE *f, uint64_t start, uint64_t dur) {
+  w_u(f, us_of(start + dur) - us_of(start));
+}
 
 /* s as a JSON string (malloc'd). */
 static char *json_escaped(const char *s) {
@@ -382,7 +384,8 @@ static void w_flow(kctx *k, char ph, uint64_t id, uint64_t pid, uint64_t tid, ui
   w_u(f, tid);
   w_s(f, ",\"ts\":");
   put_us(f, ts);
-  w_s(f, ph == 's' ? ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}" : ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}");
+  w_s(f, ph == 's' ? ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}"
+                   : ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}");
   if (ph == 's') k->flows_s++;
   else k->flows_f++;
 }
@@ -432,7 +435,8 @@ static void k_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
   uint32_t ext = ++k->next_ext;
   if (dom == DLH__DOMAIN__DOMAIN_NVTX) {
     uint64_t msg;
-    const char *label = ex_arg(t, ev, "message|name", &msg) ? vx_trace_string(t, (uint32_t)msg) : NULL;
+    const char *label =
+        ex_arg(t, ev, "message|name", &msg) ? vx_trace_string(t, (uint32_t)msg) : NULL;
     long r = range_of(k, tid, ev);
     if (r >= 0) k->range_ext[r] = ext;
     long step = r >= 0 ? k->L->range[r].step : -1;
@@ -728,7 +732,8 @@ static void w_memory(kctx *k, const char *path) {
                   "\"pid\":%u,\"tid\":%u,\"ts\":", k->pid, mem[i].tid ? mem[i].tid : k->pid);
     put_us(k->f, ts);
     fprintf(k->f, ",\"args\":{\"Total Reserved\":%" PRIu64 ",\"Total Allocated\":%" PRIu64
-                  ",\"Bytes\":%" PRId64 ",\"Device Id\":%u,\"Device Type\":1,\"Addr\":%" PRIu64 ",\"Ev Idx\":%" PRIu64 "}}",
+                  ",\"Bytes\":%" PRId64 ",\"Device Id\":%u,\"Device Type\":1,\"Addr\":%" PRIu64
+                  ",\"Ev Idx\":%" PRIu64 "}}",
             mem[i].device_live_bytes, mem[i].device_live_bytes, mem[i].bytes, mem[i].device,
             mem[i].ptr, k->ev_idx++);
   }
