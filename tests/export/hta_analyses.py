@@ -69,8 +69,10 @@ for r in ranks:
     nk = sum(x["count"] for x in want["kernels"])
     df = ta.t.get_trace(r)
     nmem = int(((df["stream"] != -1) & df["cat"].map(lambda i: sym[i]).isin(["gpu_memcpy", "gpu_memset"])).sum())
-    print("launch stats rank", r, len(ls[r]), "kernels", nk)
-    assert len(ls[r]) >= nk, (len(ls[r]), nk)
+    kc = set(df[df["cat"].map(lambda i: sym[i]) == "kernel"]["correlation"])
+    covered = kc & set(ls[r]["correlation"])
+    print("launch stats rank", r, len(ls[r]), "launches; kernels covered", len(covered), "of", nk)
+    assert len(covered) == len(kc) == nk, (len(covered), len(kc), nk)
 
 ql = ta.get_queue_length_summary(ranks=ranks)
 print(ql.to_string() if ql is not None else ql)
