@@ -56,3 +56,9 @@ $(BUILD)/tests/bin/gentrace: viewer-export/tests/gentrace.c $(FORMAT_OBJS)
 	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -MMD -MP -o $@ $< $(FORMAT_OBJS) $(LDFLAGS) $(FORMAT_LIBS)
 TEST_DEPS += $(BUILD)/tests/bin/gentrace
 BENCH_DEPS += $(BUILD)/dlhook $(BUILD)/tests/bin/gentrace
+
+# `make regen`: also the CUPTI callback ids of the Kineto export (viewer-export/cupti_cbids.c).
+regen: regen-cbids
+regen-cbids:
+	$(Q)$(PYTHON) scripts/gen_cbids.py --cuda-home $(CUDA_HOME)
+.PHONY: regen-cbids

@@ -22,7 +22,7 @@ void ex_set_offsets(char **paths, const int64_t *offsets, size_t n) {
   off_vals = offsets;
   off_n = n;
 }
-static int64_t offset_of(const char *path) {
+int64_t ex_offset_of(const char *path) {
   for (size_t i = 0; i < off_n; i++)
     if (!strcmp(off_paths[i], path)) return off_vals[i];
   return 0;
@@ -67,7 +67,7 @@ int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s) {
   const Dlh__Packet *p;
   int rc, bad = 0;
   uint64_t tick = 0;
-  const int64_t off = offset_of(path); /* dlhook merge: this trace on the common timeline */
+  const int64_t off = ex_offset_of(path); /* dlhook merge: this trace on the common timeline */
   vx_map knames = {0}; /* StringDef id -> demangled name (or a copy), for kernel names */
   while ((rc = vx_trace_next(&t, &p)) == 1) {
     if (p->data_case == DLH__PACKET__DATA_STRING && vx_map_get(&knames, p->string->id)) {
@@ -370,11 +370,11 @@ static void help(void) {
          "\n"
          "formats:\n"
          "  kineto      PyTorch profiler Chrome-trace JSON, gzipped, one file per trace:\n"
-         "              OUT/<host>_<pid>.<ms>.pt.trace.json.gz (Holistic Trace Analysis,\n"
-         "              Perfetto UI, chrome://tracing, TensorBoard's PyTorch plugin)\n"
+         "              OUT/<host>_rank<R>_<pid>.<ms>.pt.trace.json.gz (Holistic Trace\n"
+         "              Analysis, Perfetto UI, chrome://tracing, TensorBoard's PyTorch plugin)\n"
          "  perfetto    Perfetto's native protobuf trace (OUT is a file; streamed, interned\n"
          "              names; for traces too large for JSON): ui.perfetto.dev\n"
-         "  tensorboard an xprof run: OUT/plugins/profile/<run>/<host>.xplane.pb\n"
+         "  tensorboard an xprof run: OUT/plugins/profile/<run>/rank<R>.xplane.pb\n"
          "              (tensorboard --logdir OUT, or xprof)\n"
          "  folded      flame graph stacks, one 'frame;frame;frame WEIGHT' line per stack\n"
          "  svg         interactive flame graph (zoom, search, tooltips)\n"
@@ -393,6 +393,9 @@ static void help(void) {
          "  --step-range NAME      kineto: NVTX ranges named NAME mark profiler steps\n"
          "                         (default: ranges named like 'step N' or 'ProfilerStep#N')\n"
          "  --title TEXT           svg title\n"
+         "  --keep-gpuless         also export processes that did no GPU work (launchers,\n"
+         "                         shells; left out of kineto, perfetto and tensorboard by\n"
+         "                         default)\n"
          "  -q, --quiet            no progress on stderr\n"
          "\n"
          "Several traces (ranks, processes) go into one flame graph, one Perfetto file or one\n"
@@ -454,6 +457,8 @@ static int parse_common(const char *cmd, int argc, char **argv, ex_opts *o, char
     } else if (!strcmp(a, "--title")) {
       NEED_ARG();
       o->title = v;
+    } else if (!strcmp(a, "--keep-gpuless")) {
+      o->keep_gpuless = 1;
     } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
       o->quiet = 1;
     } else {

@@ -6,7 +6,15 @@
  *   - each API call and GPU record is a SLICE_BEGIN / SLICE_END pair on its track;
  *   - names (functions, kernels, NVTX messages) and debug-annotation names are interned: sent
  *     once in interned_data, then referred to by iid;
- *   - flows connect a call to the GPU work it launched (flow id from the correlation id);
+ *   - processes are named "rank N" (their command line in the descriptor), devices "GPU D (rank
+ *     N)"; processes without GPU work are left out (--keep-gpuless keeps them);
+ *   - flows connect a call to the GPU work it launched (flow id from the correlation id), only
+ *     from calls that launched work and to work whose call is in the export (export_links.c:
+ *     a first scan of each trace; then the calls, then the GPU records);
+ *   - library calls (cuBLAS, cuBLASLt, cuDNN, NCCL) carry their recorded arguments as slice args
+ *     (m, n, k, dtype, flops; N C H W K R S; count, datatype, nranks, comm_hash, bytes...);
+ *   - counter tracks: the live device memory of each process (bytes, after every allocation and
+ *     free) and, per stream, whether it is busy (1 while a kernel, copy or memset runs);
  *   - the call stack of each call is a PerfSample at the call's start whose callstack (frames,
  *     function names) is interned, so Perfetto's flame graph of a selection shows the stacks.
  * Memory: the interning and track tables only (names, threads, streams). */
@@ -18,9 +26,12 @@
 #include "perfetto_trace.pb-c.h"
 
 #define SEQ 1
+#define DLH_MAX_EXPORT_ARGS 24  /* library call args written as slice args, at most */
 
 typedef struct pctx {
   const ex_opts *o;
+  ex_links *L;
+  char pname[64];            /* "rank N" or the program's name */
   FILE *f;
   const char *path;
   uint32_t trace_ix, pid;
@@ -86,8 +97,8 @@ static uint64_t intern(pctx *c, uint64_t key, const char *name, Dlhperfetto__Int
   return iid;
 }
 
-static void describe(pctx *c, uint64_t uuid, uint64_t parent, const char *name, int pid, int tid,
-                     int force) {
+static void describe_full(pctx *c, uint64_t uuid, uint64_t parent, const char *name, int pid,
+                          int tid, int force, char **cmdline, size_t ncmd, int counter_unit) {
   uint32_t v;
   if (!force && ex_m_get(&c->tracks, uuid, &v)) return;
   ex_m_put(&c->tracks, uuid, 1);
@@ -107,12 +118,41 @@ static void describe(pctx *c, uint64_t uuid, uint64_t parent, const char *name, 
     pd.has_pid = 1;
     pd.pid = pid;
     pd.process_name = (char *)name;
+    pd.n_cmdline = ncmd;
+    pd.cmdline = cmdline;
     td.process = &pd;
   } else {
     td.name = (char *)name;
   }
+  Dlhperfetto__CounterDescriptor cd = DLHPERFETTO__COUNTER_DESCRIPTOR__INIT;
+  if (counter_unit >= 0) {
+    cd.has_unit = 1;
+    cd.unit = (Dlhperfetto__CounterDescriptor__Unit)counter_unit;
+    td.counter = &cd;
+  }
   Dlhperfetto__TracePacket tp = DLHPERFETTO__TRACE_PACKET__INIT;
   tp.track_descriptor = &td;
+  emit(c, &tp);
+}
+
+static void describe(pctx *c, uint64_t uuid, uint64_t parent, const char *name, int pid, int tid,
+                     int force) {
+  describe_full(c, uuid, parent, name, pid, tid, force, NULL, 0, -1);
+}
+
+/* A counter value on a counter track. */
+static void counter(pctx *c, uint64_t track, uint64_t ts, int64_t v) {
+  Dlhperfetto__TrackEvent te = DLHPERFETTO__TRACK_EVENT__INIT;
+  te.has_type = 1;
+  te.type = DLHPERFETTO__TRACK_EVENT__TYPE__TYPE_COUNTER;
+  te.has_track_uuid = 1;
+  te.track_uuid = track;
+  te.has_counter_value = 1;
+  te.counter_value = v;
+  Dlhperfetto__TracePacket tp = DLHPERFETTO__TRACE_PACKET__INIT;
+  tp.has_timestamp = 1;
+  tp.timestamp = ts;
+  tp.track_event = &te;
   emit(c, &tp);
 }
 
@@ -136,6 +176,10 @@ static uint64_t dev_uuid(pctx *c, uint32_t dev) {
 static uint64_t stream_uuid(pctx *c, uint32_t dev, uint32_t st) {
   return uuid_of(c, (uint64_t)(c->trace_ix & 0x3fff) << 48 | (uint64_t)(dev & 0xffff) << 32 | st);
 }
+static uint64_t busy_uuid(pctx *c, uint32_t dev, uint32_t st) {
+  return uuid_of(c, 1ull << 63 | (uint64_t)(c->trace_ix & 0x3fff) << 48 | (uint64_t)(dev & 0xffff) << 32 | st);
+}
+static uint64_t mem_uuid(pctx *c) { return uuid_of(c, 5ull << 60 | (uint64_t)c->trace_ix << 32 | c->pid); }
 static uint64_t flow_id(const pctx *c, uint64_t corr) {
   return ((uint64_t)c->trace_ix << 56 | (uint64_t)c->pid << 32) ^ corr;
 }
@@ -143,9 +187,13 @@ static uint64_t flow_id(const pctx *c, uint64_t corr) {
 static void p_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
   pctx *c = ctx;
   if (p->data_case == DLH__PACKET__DATA_PROCESS) {
-    c->pid = p->process->pid;
-    const char *n = p->process->exe ? p->process->exe : "process";
-    describe(c, proc_uuid(c), 0, n, (int)c->pid, 0, 1);
+    const Dlh__ProcessInfo *pi = p->process;
+    c->pid = pi->pid;
+    const char *e = pi->exe ? pi->exe : pi->n_cmdline ? pi->cmdline[0] : "process";
+    const char *b = strrchr(e, '/');
+    if (c->L->rank >= 0) snprintf(c->pname, sizeof c->pname, "rank %d", c->L->rank);
+    else snprintf(c->pname, sizeof c->pname, "%s", b ? b + 1 : e);
+    describe_full(c, proc_uuid(c), 0, c->pname, (int)c->pid, 0, 1, pi->cmdline, pi->n_cmdline, -1);
   } else if (p->data_case == DLH__PACKET__DATA_THREAD) {
     describe(c, thread_uuid(c, p->thread->tid), proc_uuid(c),
              p->thread->name ? p->thread->name : "", (int)c->pid, (int)p->thread->tid, 1);
@@ -283,15 +331,36 @@ static void p_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
   else
     iid = intern(c, 1ull << 60 | (uint64_t)c->trace_ix << 32 | ev->fn, vx_func_name(t, ev->fn),
                  &id, &en);
-  Dlhperfetto__DebugAnnotation a[2], *ap[2];
+  Dlhperfetto__DebugAnnotation a[2 + DLH_MAX_EXPORT_ARGS], *ap[2 + DLH_MAX_EXPORT_ARGS];
   size_t na = 0;
   if (ev->corr) { ap[na] = ann(&a[na], IID_CORR); a[na].has_uint_value = 1; a[na].uint_value = ev->corr; na++; }
   if (ev->ret) { ap[na] = ann(&a[na], IID_RESULT); a[na].has_int_value = 1; a[na].int_value = ev->ret; na++; }
+  if (fn && (fn->domain == DLH__DOMAIN__DOMAIN_CUBLAS || fn->domain == DLH__DOMAIN__DOMAIN_CUBLASLT ||
+             fn->domain == DLH__DOMAIN__DOMAIN_CUDNN || fn->domain == DLH__DOMAIN__DOMAIN_NCCL)) {
+    /* the library call's recorded arguments (shapes, types, counts), by name */
+    for (size_t i = 0; i < fn->nargs && i < ev->nargs && na < 2 + DLH_MAX_EXPORT_ARGS; i++) {
+      Dlhperfetto__DebugAnnotation *d = &a[na];
+      dlhperfetto__debug_annotation__init(d);
+      d->name = fn->argname[i];
+      uint64_t v = ev->args[i];
+      switch (fn->argtype[i]) {
+        case 0: d->has_int_value = 1; d->int_value = (int64_t)v; break;
+        case 2: d->has_pointer_value = 1; d->pointer_value = v; break;
+        case 3: d->has_double_value = 1; memcpy(&d->double_value, &v, sizeof v); break;
+        case 4: d->string_value = (char *)(vx_trace_string(t, (uint32_t)v) ? vx_trace_string(t, (uint32_t)v) : ""); break;
+        case 5: d->has_bool_value = 1; d->bool_value = v != 0; break;
+        default: d->has_uint_value = 1; d->uint_value = v; break;
+      }
+      ap[na] = d;
+      na++;
+    }
+  }
   if (ev->stack) stack_sample(c, t, tid, ev);
   uint64_t fl = flow_id(c, ev->corr);
-  slice(c, thread_uuid(c, tid), ev->start_ns, ev->dur_ns, iid, &id, ap, na,
-        ev->corr && fn && (fn->domain == DLH__DOMAIN__DOMAIN_CUDART ||
-                           fn->domain == DLH__DOMAIN__DOMAIN_DRIVER) ? &fl : NULL, NULL);
+  ex_link *l = fn && fn->domain != DLH__DOMAIN__DOMAIN_NVTX ? ex_links_get(c->L, ev->corr) : NULL;
+  if (l && l->fn && l->fn != ev->fn) l = NULL; /* a nested call with the outer call's id */
+  if (l) l->fn = ev->fn;
+  slice(c, thread_uuid(c, tid), ev->start_ns, ev->dur_ns, iid, &id, ap, na, l ? &fl : NULL, NULL);
 }
 
 static void p_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
@@ -301,12 +370,18 @@ static void p_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
   uint64_t du = dev_uuid(c, g->device), su = stream_uuid(c, g->device, g->stream);
   uint32_t v;
   if (!ex_m_get(&c->tracks, du, &v)) {
-    snprintf(nm, sizeof nm, "GPU %u (pid %u)", g->device, c->pid);
+    if (c->L->rank >= 0) snprintf(nm, sizeof nm, "GPU %u (rank %d)", g->device, c->L->rank);
+    else snprintf(nm, sizeof nm, "GPU %u (pid %u)", g->device, c->pid);
     describe(c, du, 0, nm, 0, 0, 0);
   }
   if (!ex_m_get(&c->tracks, su, &v)) {
     snprintf(nm, sizeof nm, "Stream %u", g->stream);
     describe(c, su, du, nm, 0, 0, 0);
+  }
+  uint64_t bu = g->kind != 4 ? busy_uuid(c, g->device, g->stream) : 0;
+  if (bu && !ex_m_get(&c->tracks, bu, &v)) {
+    snprintf(nm, sizeof nm, "Stream %u busy", g->stream);
+    describe_full(c, bu, du, nm, 0, 0, 0, NULL, 0, DLHPERFETTO__COUNTER_DESCRIPTOR__UNIT__UNIT_COUNT);
   }
   Dlhperfetto__InternedData id = DLHPERFETTO__INTERNED_DATA__INIT;
   Dlhperfetto__EventName en, *enp = &en;
@@ -315,19 +390,33 @@ static void p_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
   uint64_t key = g->name ? 3ull << 60 | (uint64_t)c->trace_ix << 32 | g->name
                          : 4ull << 60 | hash_name(name);
   uint64_t iid = intern(c, key, name, &id, &en);
-  Dlhperfetto__DebugAnnotation a[4], *ap[4];
+  Dlhperfetto__DebugAnnotation a[6], *ap[6];
+  char grid[64], block[64];
   size_t na = 0;
   ap[na] = ann(&a[na], IID_CORR); a[na].has_uint_value = 1; a[na].uint_value = g->corr; na++;
+  if (g->kind == 1 && g->nvals >= 6) { /* launch geometry, as "x,y,z" */
+    snprintf(grid, sizeof grid, "%" PRIu64 ",%" PRIu64 ",%" PRIu64, g->vals[0], g->vals[1], g->vals[2]);
+    snprintf(block, sizeof block, "%" PRIu64 ",%" PRIu64 ",%" PRIu64, g->vals[3], g->vals[4], g->vals[5]);
+    ap[na] = ann(&a[na], IID_GRID); a[na].string_value = grid; na++;
+    ap[na] = ann(&a[na], IID_BLOCK); a[na].string_value = block; na++;
+  }
   ap[na] = ann(&a[na], IID_STREAM); a[na].has_uint_value = 1; a[na].uint_value = g->stream; na++;
   ap[na] = ann(&a[na], IID_DEVICE); a[na].has_uint_value = 1; a[na].uint_value = g->device; na++;
   if ((g->kind == 2 || g->kind == 3) && g->nvals) {
     ap[na] = ann(&a[na], IID_BYTES); a[na].has_uint_value = 1; a[na].uint_value = g->vals[0]; na++;
   }
-  uint64_t fl = flow_id(c, g->corr);
-  slice(c, su, g->start, g->dur, iid, &id, ap, na, NULL, g->corr && g->kind != 4 ? &fl : NULL);
+  uint64_t corr = ex_links_corr(c->L, g->corr);
+  ex_link *l = g->kind != 4 ? ex_links_get(c->L, corr) : NULL;
+  uint64_t fl = flow_id(c, corr);
+  slice(c, su, g->start, g->dur, iid, &id, ap, na, NULL, l && l->fn ? &fl : NULL);
+  if (bu) {
+    counter(c, bu, g->start, 1);
+    counter(c, bu, g->start + g->dur, 0);
+  }
 }
 
 int ex_perfetto(const ex_opts *o, char **files, size_t n) {
+  n = ex_drop_gpuless(files, n, o->keep_gpuless, o->quiet);
   pctx c = {0};
   c.o = o;
   c.f = ex_create(o->out, 0);
@@ -359,8 +448,29 @@ int ex_perfetto(const ex_opts *o, char **files, size_t n) {
   for (size_t i = 0; i < n; i++) {
     c.trace_ix = (uint32_t)i;
     c.path = files[i];
-    ex_sink s = {&c, p_packet, p_api, p_gpu};
-    if (ex_scan(files[i], o, "exporting", &s) != VX_OK) rc = VX_BAD_INPUT;
+    ex_links L;
+    c.L = &L;
+    if (ex_links_scan(&L, files[i], o) != VX_OK) rc = VX_BAD_INPUT;
+    ex_sink calls = {&c, p_packet, p_api, NULL};
+    if (ex_scan(files[i], o, "exporting", &calls) != VX_OK) rc = VX_BAD_INPUT;
+    ex_sink gpu = {&c, NULL, NULL, p_gpu};
+    if (ex_scan(files[i], o, "exporting", &gpu) != VX_OK) rc = VX_BAD_INPUT;
+    /* the live device memory of the process (memory.c replays its allocations and frees) */
+    vx_mem_sample *mem = NULL;
+    uint32_t mpid = 0;
+    long nmem = vx_memory_counter(files[i], &mem, &mpid);
+    int64_t off = ex_offset_of(files[i]);
+    uint64_t lo = L.start_ns + (uint64_t)off + o->win_start,
+             hi = o->win_end == UINT64_MAX ? UINT64_MAX : L.start_ns + (uint64_t)off + o->win_end;
+    if (nmem > 0) describe_full(&c, mem_uuid(&c), proc_uuid(&c), "GPU memory (live bytes)", 0, 0, 0,
+                                NULL, 0, DLHPERFETTO__COUNTER_DESCRIPTOR__UNIT__UNIT_SIZE_BYTES);
+    for (long m = 0; m < nmem; m++) {
+      uint64_t ts = mem[m].ts_ns + (uint64_t)off;
+      if (o->have_window && (ts < lo || ts > hi)) continue;
+      counter(&c, mem_uuid(&c), ts, (int64_t)mem[m].live_bytes);
+    }
+    free(mem);
+    ex_links_free(&L);
   }
   if (ex_close(c.f, o->out) < 0) rc = VX_BAD_INPUT;
   ex_m_free(&c.names);

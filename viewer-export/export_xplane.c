@@ -10,9 +10,26 @@
  *                     ("regs:R static_shared:S dynamic_shared:D grid:X,Y,Z block:X,Y,Z"),
  *                     memcpy_details / Memset_details; plane stats for the device properties
  *                     (core_count, memory_size, compute_cap_major, compute_cap_minor).
- * Events are packed one by one (protobuf-c) into a spill file per line as the trace streams
- * past; the XSpace is then assembled from the pieces (a message is the concatenation of its
- * fields), so memory holds only the metadata tables. */
+ * What xprof's analyses need (read from openxla/xprof and the grouping code of XLA's tsl
+ * profiler, group_events.cc):
+ *   - steps: NVTX ranges named like steps (export_links.c) carry the stats `_r` = 1 (a root
+ *     event: xprof groups every event nested in it on its thread, and through correlation_id
+ *     the GPU work those calls launched, into one step) and `step_num`; an "NVTX steps" line of
+ *     each GPU spans each step (so that the device step is the NVTX range). The Overview's step
+ *     times and breakdown come from these groups;
+ *   - `tf_op` = "NAME:TYPE" on every kernel, copy and memset: NAME is the NVTX path of the call
+ *     that launched it (steps left out) and the library call or kernel, TYPE its kind (MatMul,
+ *     Conv2D, Conv2DBackpropInput/Filter, Nccl<Collective>, Kernel, Memcpy...), so Framework
+ *     Op Stats has a row per op and Kernel Stats an op name per kernel;
+ *   - copies are named MemcpyHToD / MemcpyDToH / ... as xprof classifies them.
+ * Hosts (files) are named by rank: OUT/plugins/profile/<run>/rank<R>.xplane.pb (<host>[_<pid>]
+ * without a rank); processes without GPU work are left out (--keep-gpuless keeps them): xprof
+ * takes its tool list from one of the hosts, and a GPU-less one has no Kernel Stats.
+ * Three passes: export_links.c's scan, the calls, the GPU records. Events are packed one by one
+ * (protobuf-c) into a spill file per line as the trace streams past; the XSpace is then
+ * assembled from the pieces (a message is the concatenation of its fields), so memory holds only
+ * the metadata tables and the links. */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -23,17 +40,29 @@
 #include "xplane.pb-c.h"
 
 enum { S_CORR = 1, S_KERNEL, S_MEMCPY, S_MEMSET, S_DEVICE, S_CONTEXT, S_STREAM, S_CLOCK,
-       S_CORES, S_BANDWIDTH, S_MEMSIZE, S_CC_MAJOR, S_CC_MINOR, S_RESULT, S_NSTATS };
+       S_CORES, S_BANDWIDTH, S_MEMSIZE, S_CC_MAJOR, S_CC_MINOR, S_RESULT, S_IS_ROOT, S_STEP_NUM,
+       S_TF_OP, S_PRODUCER_TYPE, S_PRODUCER_ID, S_CONSUMER_TYPE, S_CONSUMER_ID, S_VENDOR,
+       S_NSTATS };
 static const char *const stat_names[S_NSTATS] = {
   NULL, "correlation_id", "kernel_details", "memcpy_details", "Memset_details", "device_id",
   "context_id", "stream", "clock_rate", "core_count", "memory_bandwidth", "memory_size",
-  "compute_cap_major", "compute_cap_minor", "result"};
+  "compute_cap_major", "compute_cap_minor", "result", "_r", "step_num", "tf_op", "_pt", "_p",
+  "_ct", "_c", "device_vendor"};
+
+/* The context type of the producer/consumer stats that tie a step's host range to its span on
+ * the device's "Steps" line (any number: it only has to match on both sides). */
+#define STEP_CONTEXT 7301
+/* line id of the "Steps" line of a device plane (not a stream id, not an xprof derived id) */
+#define STEPS_LINE 0x7ffffff0u
 
 typedef struct xl {
   int64_t id;
   char *name;
   FILE *spill;
-  uint64_t bytes;
+  FILE *times;           /* (start, duration) of each event, in spill order */
+  uint64_t bytes, n;
+  uint64_t last_ts, last_dur;
+  int unsorted;          /* events did not arrive in (start, longest first) order */
 } xl;
 
 typedef struct xp {
@@ -50,8 +79,18 @@ typedef struct xp {
   size_t nmeta;
 } xp;
 
+typedef struct xop {     /* what a call's GPU work is, for tf_op */
+  char *name;            /* NVTX path / library call (or the path alone: + kernel name) */
+  const char *type;
+  int kernel_named;      /* append the kernel's short name to name */
+} xop;
+
 typedef struct xctx {
   const ex_opts *o;
+  ex_links *L;
+  xop *ops;
+  size_t nops;
+  ex_u64map op_ix;       /* hash of name and type -> index in ops */
   xp *planes;            /* [0] = host */
   size_t nplanes;
   uint64_t base;         /* line timestamp_ns */
@@ -90,8 +129,10 @@ static xl *line_for(xctx *c, xp *p, uint64_t key, const char *name) {
   l->id = (int64_t)key;
   l->name = vx_xstrdup(name);
   l->spill = tmpfile();
-  l->bytes = 0;
-  if (!l->spill) {
+  l->times = tmpfile();
+  l->bytes = l->n = l->last_ts = l->last_dur = 0;
+  l->unsorted = 0;
+  if (!l->spill || !l->times) {
     vx_error("export: cannot create a temporary file: %s", strerror(errno));
     exit(VX_BAD_INPUT);
   }
@@ -132,6 +173,60 @@ static void put_event(xctx *c, xl *l, int64_t meta, uint64_t ts, uint64_t dur, D
   ex_put_varint(l->spill, n);
   fwrite(c->buf, 1, n, l->spill);
   l->bytes += 1 + vlen(n) + n;
+  /* xprof nests events by walking each line in order (parents first): keep the times to sort
+   * a line whose events came out of order (a call is recorded when it ends, after its children) */
+  uint64_t tt[2] = {(uint64_t)e.offset_ps, (uint64_t)e.duration_ps};
+  fwrite(tt, sizeof tt, 1, l->times);
+  if (l->n && (tt[0] < l->last_ts || (tt[0] == l->last_ts && tt[1] > l->last_dur))) l->unsorted = 1;
+  l->last_ts = tt[0];
+  l->last_dur = tt[1];
+  l->n++;
+}
+
+typedef struct xent { uint64_t ts, dur, pos, len; } xent;
+
+static int xent_cmp(const void *a, const void *b) {
+  const xent *x = a, *y = b;
+  if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+  if (x->dur != y->dur) return x->dur > y->dur ? -1 : 1; /* the enclosing one first */
+  return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Copies the events of a line to out, sorted by start when they came out of order. */
+static void copy_line_events(xctx *c, xl *l, FILE *out) {
+  if (fflush(l->spill) != 0 || ferror(l->spill) || fflush(l->times) != 0) c->io_error = 1;
+  rewind(l->spill);
+  rewind(l->times);
+  if (!l->unsorted) {
+    char cp[1 << 16];
+    size_t k;
+    uint64_t copied = 0;
+    while ((k = fread(cp, 1, sizeof cp, l->spill)) > 0) {
+      fwrite(cp, 1, k, out);
+      copied += k;
+    }
+    if (copied != l->bytes) c->io_error = 1;
+    return;
+  }
+  uint8_t *b = vx_xmalloc(l->bytes ? l->bytes : 1);
+  xent *e = vx_xmalloc((l->n ? l->n : 1) * sizeof *e);
+  if (fread(b, 1, l->bytes, l->spill) != l->bytes) { c->io_error = 1; l->n = 0; }
+  uint64_t pos = 0;
+  for (uint64_t i = 0; i < l->n; i++) {
+    uint64_t tt[2], len = 0;
+    if (fread(tt, sizeof tt, 1, l->times) != 1 || pos >= l->bytes) { c->io_error = 1; l->n = i; break; }
+    uint64_t p = pos + 1; /* tag, then the varint length */
+    for (int shift = 0; p < l->bytes; shift += 7) {
+      len |= (uint64_t)(b[p] & 0x7f) << shift;
+      if (!(b[p++] & 0x80)) break;
+    }
+    e[i] = (xent){tt[0], tt[1], pos, p - pos + len};
+    pos = p + len;
+  }
+  qsort(e, l->n, sizeof *e, xent_cmp);
+  for (uint64_t i = 0; i < l->n; i++) fwrite(b + e[i].pos, 1, e[i].len, out);
+  free(b);
+  free(e);
 }
 
 static Dlhxplane__XStat *ustat(Dlhxplane__XStat *s, int64_t id, uint64_t v) {
@@ -183,6 +278,66 @@ static void x_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
   (void)t;
 }
 
+/* Keeps the characters xprof accepts in an op name ([A-Za-z0-9_./>-]); others become '_'. */
+static void op_append(char *buf, size_t n, size_t *len, const char *s) {
+  for (; *s && *len + 1 < n; s++) {
+    char ch = *s;
+    buf[(*len)++] = isalnum((unsigned char)ch) || ch == '_' || ch == '.' || ch == '-' || ch == '/' ||
+                    ch == '>' ? ch : '_';
+  }
+  buf[*len] = 0;
+}
+
+/* The op (tf_op) of the GPU work of a call: its NVTX path (steps left out) and, for a library
+ * call, the call; the type from the call. Returns its index in c->ops. */
+static uint32_t op_of(xctx *c, const vx_trace *t, uint32_t tid, const dlh_api_event *ev,
+                      const vx_func *fn) {
+  char name[512];
+  size_t len = 0;
+  name[0] = 0;
+  long chain[32];
+  int depth = 0;
+  for (long r = ex_links_range_at(c->L, tid, ev->start_ns); r >= 0 && depth < 32; r = c->L->range[r].parent)
+    if (c->L->range[r].step < 0) chain[depth++] = r;
+  while (depth-- > 0) {
+    if (len) op_append(name, sizeof name, &len, "/");
+    op_append(name, sizeof name, &len, c->L->range[chain[depth]].label);
+  }
+  const char *fname = vx_func_name(t, ev->fn), *type = "Kernel";
+  int kernel_named = 1;
+  if (fn->domain == DLH__DOMAIN__DOMAIN_CUBLAS || fn->domain == DLH__DOMAIN__DOMAIN_CUBLASLT) {
+    type = "MatMul";
+    kernel_named = 0;
+  } else if (fn->domain == DLH__DOMAIN__DOMAIN_CUDNN) {
+    type = strstr(fname, "BackwardData") ? "Conv2DBackpropInput" :
+           strstr(fname, "BackwardFilter") ? "Conv2DBackpropFilter" :
+           strstr(fname, "Convolution") ? "Conv2D" : "Cudnn";
+    kernel_named = 0;
+  } else if (fn->domain == DLH__DOMAIN__DOMAIN_NCCL) {
+    type = !strcmp(fname, "ncclAllReduce") ? "NcclAllReduce" :
+           !strcmp(fname, "ncclAllGather") ? "NcclAllGather" :
+           !strcmp(fname, "ncclReduceScatter") ? "NcclReduceScatter" :
+           !strcmp(fname, "ncclBroadcast") || !strcmp(fname, "ncclBcast") ? "NcclBroadcast" :
+           !strcmp(fname, "ncclGroupEnd") ? "NcclGroup" : "Nccl";
+    kernel_named = 0;
+  } else if (strstr(fname, "Memcpy") || strstr(fname, "memcpy") || strstr(fname, "Memset") ||
+             strstr(fname, "memset")) {
+    kernel_named = 0; /* copies and memsets: typed by the record's kind */
+    type = "";
+  }
+  if (!kernel_named) {
+    if (len) op_append(name, sizeof name, &len, "/");
+    op_append(name, sizeof name, &len, fname);
+  }
+  uint64_t h = hash_name(name) ^ hash_name(type) * 31 ^ (uint64_t)kernel_named;
+  uint32_t i;
+  if (ex_m_get(&c->op_ix, h, &i)) return i;
+  c->ops = vx_xrealloc(c->ops, (c->nops + 1) * sizeof *c->ops);
+  c->ops[c->nops] = (xop){vx_xstrdup(name), type, kernel_named};
+  ex_m_put(&c->op_ix, h, (uint32_t)c->nops);
+  return (uint32_t)c->nops++;
+}
+
 static void x_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_event *ev) {
   xctx *c = ctx;
   if (!c->have_base) { c->base = ev->start_ns; c->have_base = 1; }
@@ -196,8 +351,41 @@ static void x_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
     label = vx_trace_string(t, (uint32_t)msg);
   int64_t meta = label ? meta_for(&c->planes[0], 1ull << 62 | hash_name(label) >> 2, label)
                        : meta_for(&c->planes[0], ev->fn, vx_func_name(t, ev->fn));
-  Dlhxplane__XStat s[2], *sp[2];
+  Dlhxplane__XStat s[6], *sp[6];
   size_t ns = 0;
+  if (label) { /* a step: the root of a group */
+    long r = ex_links_range_at(c->L, tid, ev->start_ns);
+    while (r >= 0 && !(c->L->range[r].start == ev->start_ns &&
+                       c->L->range[r].end == ev->start_ns + ev->dur_ns))
+      r = c->L->range[r].parent;
+    /* the steps of one thread (the loop's): steps of other threads would count again */
+    if (r >= 0 && c->L->range[r].step >= 0 && tid == c->L->step_tid) {
+      sp[ns] = &s[ns];
+      dlhxplane__xstat__init(&s[ns]);
+      s[ns].has_metadata_id = 1;
+      s[ns].metadata_id = S_IS_ROOT;
+      s[ns].value_case = DLHXPLANE__XSTAT__VALUE_INT64_VALUE;
+      s[ns].int64_value = 1;
+      ns++;
+      sp[ns] = &s[ns];
+      dlhxplane__xstat__init(&s[ns]);
+      s[ns].has_metadata_id = 1;
+      s[ns].metadata_id = S_STEP_NUM;
+      s[ns].value_case = DLHXPLANE__XSTAT__VALUE_INT64_VALUE;
+      s[ns].int64_value = c->L->range[r].step;
+      ns++;
+      /* producer of the step's event on the devices' "Steps" lines (see add_step_spans) */
+      sp[ns] = ustat(&s[ns], S_PRODUCER_TYPE, STEP_CONTEXT); ns++;
+      sp[ns] = ustat(&s[ns], S_PRODUCER_ID, (uint64_t)r + 1); ns++;
+    }
+  }
+  ex_link *lk = fn && fn->domain != DLH__DOMAIN__DOMAIN_NVTX ? ex_links_get(c->L, ev->corr) : NULL;
+  if (lk && !lk->fn) {
+    lk->fn = ev->fn;
+    lk->tid = tid;
+    lk->launch = ev->start_ns ? ev->start_ns : 1;
+    lk->op = op_of(c, t, tid, ev, fn) + 1;
+  }
   if (ev->corr) { sp[ns] = ustat(&s[ns], S_CORR, ev->corr); ns++; }
   if (ev->ret) {
     sp[ns] = &s[ns];
@@ -226,9 +414,46 @@ static void x_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
   snprintf(nm, sizeof nm, "Stream #%u", g->stream);
   xl *l = line_for(c, p, g->stream, nm);
   const char *name = ex_gpu_name(t, g, nm, sizeof nm);
+  char mc[32];
+  if (g->kind == 2) { /* as xprof names (and classifies) copies: MemcpyHToD, MemcpyDToH, ... */
+    const char *kind = ex_memcpy_kind(g->nvals > 1 ? g->vals[1] : 0);
+    snprintf(mc, sizeof mc, "Memcpy%c%s%c", kind[0], kind[1] == 't' ? "To" : "", kind[strlen(kind) - 1]);
+    if (strlen(kind) != 4) snprintf(mc, sizeof mc, "Memcpy%s", kind);
+    name = mc;
+  }
   int64_t meta = meta_for(p, g->name ? g->name : 1ull << 62 | hash_name(name) >> 2, name);
-  Dlhxplane__XStat s[6], *sp[6];
+  Dlhxplane__XStat s[7], *sp[7];
   size_t ns = 0;
+  char tfop[768];
+  ex_link *lk = ex_links_get(c->L, ex_links_corr(c->L, g->corr));
+  if (lk && lk->op) {
+    const xop *op = &c->ops[lk->op - 1];
+    size_t len = strlen(op->name);
+    snprintf(tfop, sizeof tfop, "%s", op->name);
+    if (op->kernel_named && g->kind == 1) {
+      /* the kernel's short name: no return type, template arguments, parameters or scope */
+      char sh[256];
+      const char *k = name;
+      if (!strncmp(k, "void ", 5)) k += 5;
+      size_t n = 0;
+      int angle = 0;
+      for (; *k && *k != '(' && n + 1 < sizeof sh; k++) {
+        if (*k == '<') angle++;
+        else if (*k == '>') angle--;
+        else if (!angle) sh[n++] = *k;
+      }
+      sh[n] = 0;
+      const char *b = strrchr(sh, ':');
+      if (len) op_append(tfop, sizeof tfop, &len, "/");
+      op_append(tfop, sizeof tfop, &len, b ? b + 1 : sh);
+    } else if (op->kernel_named || !*op->name) {
+      if (len) op_append(tfop, sizeof tfop, &len, "/");
+      op_append(tfop, sizeof tfop, &len, g->kind == 2 ? "memcpy" : g->kind == 3 ? "memset" : "kernel");
+    }
+    const char *type = g->kind == 2 ? mc : g->kind == 3 ? "Memset" : *op->type ? op->type : "Kernel";
+    snprintf(tfop + len, sizeof tfop - len, ":%s", type);
+    sp[ns] = sstat(&s[ns], S_TF_OP, tfop); ns++;
+  }
   sp[ns] = ustat(&s[ns], S_CORR, g->corr); ns++;
   sp[ns] = ustat(&s[ns], S_DEVICE, g->device); ns++;
   sp[ns] = ustat(&s[ns], S_CONTEXT, g->context); ns++;
@@ -236,9 +461,11 @@ static void x_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
   const uint64_t *v = g->vals;
   det[0] = 0;
   if (g->kind == 1 && g->nvals >= 9) {
+    double bps, wps, occ = 0;
+    if (!ex_occupancy(p->have_dev ? &p->props : NULL, v, g->nvals, &bps, &wps, &occ)) occ = 0;
     snprintf(det, sizeof det, "regs:%" PRIu64 " static_shared:%" PRIu64 " dynamic_shared:%"
              PRIu64 " grid:%" PRIu64 ",%" PRIu64 ",%" PRIu64 " block:%" PRIu64 ",%" PRIu64 ",%"
-             PRIu64 " occ_pct:0", v[6], v[7], v[8], v[0], v[1], v[2], v[3], v[4], v[5]);
+             PRIu64 " occ_pct:%.1f", v[6], v[7], v[8], v[0], v[1], v[2], v[3], v[4], v[5], occ);
     sp[ns] = sstat(&s[ns], S_KERNEL, det); ns++;
   } else if (g->kind == 2 && g->nvals >= 4) {
     snprintf(det, sizeof det, "kind_src:%s kind_dst:%s size:%" PRIu64 " dest:%u async:%u",
@@ -251,6 +478,28 @@ static void x_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
     sp[ns] = sstat(&s[ns], S_MEMSET, det); ns++;
   }
   put_event(c, l, meta, g->start, g->dur, sp, ns);
+}
+
+/* An "NVTX steps" line on each GPU plane with an event per step spanning its NVTX range, consumer of
+ * the host step (stats _ct/_c): xprof groups it into the step, so the step's span on the device
+ * (its Overview step time) is the NVTX range, not only the span of its kernels. It has no
+ * correlation_id or kernel_details: it adds no device time or kernel. */
+static void add_step_spans(xctx *c) {
+  for (size_t i = 1; i < c->nplanes; i++) {
+    xp *p = &c->planes[i];
+    for (size_t r = 0; r < c->L->nrange; r++) {
+      const ex_range *R = &c->L->range[r];
+      if (R->step < 0 || R->tid != c->L->step_tid) continue;
+      char nm[48];
+      snprintf(nm, sizeof nm, "ProfilerStep#%ld", R->step);
+      xl *l = line_for(c, p, STEPS_LINE, "NVTX steps");
+      int64_t meta = meta_for(p, 2ull << 62 | (uint64_t)R->step, nm);
+      Dlhxplane__XStat s[2], *sp[2];
+      sp[0] = ustat(&s[0], S_CONSUMER_TYPE, STEP_CONTEXT);
+      sp[1] = ustat(&s[1], S_CONSUMER_ID, (uint64_t)r + 1);
+      put_event(c, l, meta, R->start, R->end - R->start, sp, 2);
+    }
+  }
 }
 
 /* ---------------------------------------------------------------- assembling the XSpace */
@@ -280,13 +529,14 @@ static void write_plane(xctx *c, FILE *out, xp *p) {
   h.has_id = 1;
   h.id = p->id;
   h.name = p->name;
-  Dlhxplane__XStat st[4], *stp[4];
+  Dlhxplane__XStat st[5], *stp[5];
   if (p->have_dev) {
     stp[0] = ustat(&st[0], S_CORES, p->props.sm_count);
     stp[1] = ustat(&st[1], S_MEMSIZE, p->props.total_mem);
     stp[2] = ustat(&st[2], S_CC_MAJOR, p->props.cc_major);
     stp[3] = ustat(&st[3], S_CC_MINOR, p->props.cc_minor);
-    h.n_stats = 4;
+    stp[4] = sstat(&st[4], S_VENDOR, (char *)"Nvidia"); /* CUDA devices */
+    h.n_stats = 5;
     h.stats = stp;
   }
   size_t hn = dlhxplane__xplane__get_packed_size(&h);
@@ -335,21 +585,12 @@ static void write_plane(xctx *c, FILE *out, xp *p) {
   putc(0x0a, out); /* XSpace.planes */
   ex_put_varint(out, total);
   fwrite(hb, 1, hn, out);
-  char cp[1 << 16];
   for (size_t i = 0; i < p->nlines; i++) {
     xl *l = &p->lines[i];
     putc(0x1a, out); /* XPlane.lines */
     ex_put_varint(out, ln[i] + l->bytes);
     fwrite(lb[i], 1, ln[i], out);
-    if (fflush(l->spill) != 0 || ferror(l->spill)) c->io_error = 1;
-    rewind(l->spill);
-    size_t k;
-    uint64_t copied = 0;
-    while ((k = fread(cp, 1, sizeof cp, l->spill)) > 0) {
-      fwrite(cp, 1, k, out);
-      copied += k;
-    }
-    if (copied != l->bytes) c->io_error = 1;
+    copy_line_events(c, l, out);
     free(lb[i]);
   }
   for (size_t i = 0; i < nent; i++) {
@@ -367,28 +608,13 @@ static void free_plane(xp *p) {
   for (size_t i = 0; i < p->nlines; i++) {
     free(p->lines[i].name);
     if (p->lines[i].spill) fclose(p->lines[i].spill);
+    if (p->lines[i].times) fclose(p->lines[i].times);
   }
   free(p->lines);
   for (size_t i = 0; i < p->nmeta; i++) free(p->meta[i]);
   free(p->meta);
   ex_m_free(&p->line_ix);
   ex_m_free(&p->meta_ix);
-}
-
-static void host_of(const char *path, char *host, size_t n, uint32_t *pid) {
-  vx_trace t;
-  snprintf(host, n, "localhost");
-  if (vx_trace_open(&t, path) < 0) return;
-  const Dlh__Packet *p;
-  for (int i = 0; i < 16 && vx_trace_next(&t, &p) == 1; i++)
-    if (p->data_case == DLH__PACKET__DATA_PROCESS) {
-      if (p->process->host && *p->process->host) snprintf(host, n, "%s", p->process->host);
-      *pid = p->process->pid;
-      break;
-    }
-  vx_trace_close(&t);
-  for (char *s = host; *s; s++)
-    if (*s == '/' || *s == '.' || *s == ' ') *s = '_';
 }
 
 static int xplane_one(const ex_opts *o, const char *path, const char *run, int suffix) {
@@ -399,14 +625,25 @@ static int xplane_one(const ex_opts *o, const char *path, const char *run, int s
   c.nplanes = 1;
   c.planes[0].id = 1;
   snprintf(c.planes[0].name, sizeof c.planes[0].name, "/host:CPU");
-  host_of(path, c.host, sizeof c.host, &c.pid);
-  ex_sink s = {&c, x_packet, x_api, x_gpu};
-  int rc = ex_scan(path, o, "exporting", &s);
+  ex_links L;
+  c.L = &L;
+  int rc = ex_links_scan(&L, path, o);
+  c.pid = L.pid;
+  /* hosts are named by rank ("rank3"); a trace without one by its host (and pid) */
+  if (L.rank >= 0) snprintf(c.host, sizeof c.host, "rank%d", L.rank);
+  else if (suffix) snprintf(c.host, sizeof c.host, "%.100s_%u", L.host, L.pid);
+  else snprintf(c.host, sizeof c.host, "%s", L.host);
+  for (char *h = c.host; *h; h++)
+    if (*h == '/' || *h == '.' || *h == ' ') *h = '_';
+  ex_sink calls = {&c, x_packet, x_api, NULL};
+  if (ex_scan(path, o, "exporting", &calls) != VX_OK) rc = VX_BAD_INPUT;
+  ex_sink gpu = {&c, NULL, NULL, x_gpu};
+  if (ex_scan(path, o, "exporting", &gpu) != VX_OK) rc = VX_BAD_INPUT;
+  add_step_spans(&c);
   size_t dl = strlen(o->out) + strlen(run) + sizeof c.host + 64;
   char *dir = vx_xmalloc(dl), *file = vx_xmalloc(dl + 64);
   snprintf(dir, dl, "%s/plugins/profile/%s", o->out, run);
-  if (suffix) snprintf(file, dl + 64, "%s/%s_%u.xplane.pb", dir, c.host, c.pid);
-  else snprintf(file, dl + 64, "%s/%s.xplane.pb", dir, c.host);
+  snprintf(file, dl + 64, "%s/%s.xplane.pb", dir, c.host);
   FILE *out = ex_mkdirs(dir) < 0 ? NULL : ex_create(file, 0);
   if (!out) {
     rc = VX_BAD_INPUT;
@@ -421,6 +658,10 @@ static int xplane_one(const ex_opts *o, const char *path, const char *run, int s
   for (size_t i = 0; i < c.nplanes; i++) free_plane(&c.planes[i]);
   free(c.planes);
   free(c.buf);
+  for (size_t i = 0; i < c.nops; i++) free(c.ops[i].name);
+  free(c.ops);
+  ex_m_free(&c.op_ix);
+  ex_links_free(&L);
   free(dir);
   free(file);
   return rc;
@@ -434,6 +675,7 @@ int ex_xplane(const ex_opts *o, char **files, size_t n) {
   gmtime_r(&now, &tm);
   strftime(run, sizeof run, "%Y_%m_%d_%H_%M_%S", &tm);
   int rc = VX_OK;
+  n = ex_drop_gpuless(files, n, o->keep_gpuless, o->quiet);
   for (size_t i = 0; i < n; i++)
     if (xplane_one(o, files[i], run, n > 1) != VX_OK) rc = VX_BAD_INPUT;
   return rc;

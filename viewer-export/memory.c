@@ -125,12 +125,12 @@ typedef struct ledger {
   size_t nsamples, capsamples;
 } ledger;
 
-static void sample(ledger *l, uint64_t ts, int dev) {
+static void sample(ledger *l, uint64_t ts, int dev, uint64_t ptr, int64_t bytes, uint32_t tid) {
   if (l->nsamples == l->capsamples) {
     l->capsamples = l->capsamples ? l->capsamples * 2 : 256;
     l->samples = vx_xrealloc(l->samples, l->capsamples * sizeof *l->samples);
   }
-  l->samples[l->nsamples++] = (vx_mem_sample){ts, (uint32_t)dev, l->dev_live[dev], l->live};
+  l->samples[l->nsamples++] = (vx_mem_sample){ts, (uint32_t)dev, l->dev_live[dev], l->live, ptr, bytes, tid};
 }
 
 static void replay(ledger *l, mem_ev *ev, size_t n) {
@@ -174,7 +174,7 @@ static void replay(ledger *l, mem_ev *ev, size_t n) {
       l->dev_live[dev] += e->bytes;
       if (l->live > l->peak) { l->peak = l->live; l->peak_ts = e->ts; }
       if (l->dev_live[dev] > l->dev_peak[dev]) l->dev_peak[dev] = l->dev_live[dev];
-      sample(l, e->ts, dev);
+      sample(l, e->ts, dev, e->ptr, (int64_t)e->bytes, e->tid);
     } else if (e->op == OP_FREE) {
       if (!e->ptr || e->ret != 0) continue;
       size_t j = l->n;
@@ -186,7 +186,7 @@ static void replay(ledger *l, mem_ev *ev, size_t n) {
       l->frees++;
       l->live -= a.bytes;
       l->dev_live[a.device] -= a.bytes;
-      sample(l, e->ts, a.device);
+      sample(l, e->ts, a.device, a.ptr, -(int64_t)a.bytes, e->tid);
     }
   }
 }

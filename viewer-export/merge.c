@@ -21,7 +21,9 @@ static void help(void) {
          "in an export format (default perfetto; kineto, tensorboard, folded, svg, speedscope,\n"
          "pprof as in `dlhook export`). Times are aligned on the clock anchors of the traces\n"
          "(realtime vs. trace clock) and, for ranks, refined on their NCCL collectives.\n"
-         "Other options (--window, --weight, --step-range, -q) are passed to the export.\n");
+         "Other options (--window, --weight, --step-range, --keep-gpuless, -q) are passed to\n"
+         "the export. Processes without GPU work (launchers, shells) are left out unless\n"
+         "--keep-gpuless.\n");
 }
 
 int cmd_merge(int argc, char **argv) {
@@ -36,7 +38,7 @@ int cmd_merge(int argc, char **argv) {
     if (opts_done || a[0] != '-') { files[nfiles++] = argv[i]; continue; }
     if (!strcmp(a, "--")) { opts_done = 1; continue; }
     if (vx_is_help(a)) { help(); free(files); free(pass); return VX_OK; }
-    if ((!strcmp(a, "-o") || !strcmp(a, "--format")) && i + 1 < argc) {
+    if ((!strcmp(a, "-o") || !strcmp(a, "--format") || !strcmp(a, "-f")) && i + 1 < argc) {
       if (a[1] == 'o') out = argv[++i]; else format = argv[++i];
       continue;
     }

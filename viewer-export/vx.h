@@ -157,6 +157,9 @@ typedef struct vx_mem_sample {
   uint32_t device;
   uint64_t device_live_bytes;  /* live bytes of that device */
   uint64_t live_bytes;         /* live bytes of the process, all devices */
+  uint64_t ptr;                /* the allocation allocated or freed */
+  int64_t bytes;               /* its size: > 0 allocated, < 0 freed */
+  uint32_t tid;                /* thread of the call */
 } vx_mem_sample;
 
 /* The live-bytes counter track of trace `path` for exporters: replays its allocations and frees

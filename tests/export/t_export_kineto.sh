@@ -1,6 +1,7 @@
-# kineto: PyTorch-profiler Chrome trace JSON (gzipped, one file per rank) with categories,
-# flows, device properties, distributedInfo and ProfilerStep#N; read by Holistic Trace
-# Analysis, which must find the kernels, their correlated launches and the ranks.
+# kineto: PyTorch-profiler Chrome trace JSON (gzipped, one file per rank, named by rank) with
+# categories, External ids, flows only from calls that launched work, a launch written inside
+# the library call for its kernel, device properties, distributedInfo and one ProfilerStep#N per
+# step; read by Holistic Trace Analysis, which must find the kernels, their launches and ranks.
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/export/common.sh"
 $GEN r0.dlh --rank 0 --world 2 --steps 6 || fail gentrace
@@ -8,17 +9,31 @@ $GEN r1.dlh --rank 1 --world 2 --pid 5000 --steps 6 --slow 2 || fail gentrace
 "$DLHOOK_BIN" export -q -f kineto -o out r0.dlh r1.dlh || fail "export kineto"
 n=$(ls out/*.pt.trace.json.gz | wc -l)
 [ "$n" = 2 ] || fail "expected 2 files, got: $(ls out)"
-f0=$(ls out/genhost_4242.*.pt.trace.json.gz)
+f0=$(ls out/genhost_rank0_4242.*.pt.trace.json.gz) || fail "files not named by rank: $(ls out)"
 zcat "$f0" >r0.json || fail "not gzip"
 pyassert r0.json "j['distributedInfo']['rank'] == 0 and j['distributedInfo']['world_size'] == 2"
 pyassert r0.json "j['deviceProperties'][0]['name'] == 'Simulated GPU' and j['deviceProperties'][0]['numSms'] == 132"
 pyassert r0.json "sum(1 for e in j['traceEvents'] if e.get('cat') == 'kernel') == 24"
 pyassert r0.json "sum(1 for e in j['traceEvents'] if e.get('cat') == 'gpu_memcpy') == 6"
 pyassert r0.json "sum(1 for e in j['traceEvents'] if e.get('cat') == 'gpu_memset') == 6"
-pyassert r0.json "sum(1 for e in j['traceEvents'] if e.get('cat') == 'cuda_runtime') == 6*7"
+# 7 runtime calls per step, and a cudaLaunchKernel synthesized inside each cublasSgemm_v2
+pyassert r0.json "sum(1 for e in j['traceEvents'] if e.get('cat') == 'cuda_runtime') == 6*7 + 6"
+pyassert r0.json "sum(1 for e in j['traceEvents'] if e.get('name') == 'cudaLaunchKernel' and e['args'].get('synthesized') == 1 and e['args']['function'] == 'cublasSgemm_v2') == 6"
+pyassert r0.json "all('External id' in e['args'] for e in j['traceEvents'] if e['ph'] == 'X')"
+pyassert r0.json "all(e['args']['cbid'] == 211 for e in j['traceEvents'] if e.get('name') == 'cudaLaunchKernel')"
+pyassert r0.json "all(isinstance(e['ts'], int) and isinstance(e['dur'], int) and e['dur'] >= 0 for e in j['traceEvents'] if e['ph'] == 'X')"
+pyassert r0.json "all(k in e['args'] for e in j['traceEvents'] if e.get('cat') == 'kernel' for k in ('blocks per SM', 'warps per SM', 'est. achieved occupancy %'))"
+pyassert r0.json "j['deviceProperties'][0]['maxThreadsPerMultiprocessor'] == 2048 and j['traceName'].startswith('genhost_rank0_4242.')"
 pyassert r0.json "[e['name'] for e in j['traceEvents'] if e['name'].startswith('ProfilerStep#')] == ['ProfilerStep#%d' % i for i in range(6)]"
-pyassert r0.json "(lambda T: (lambda f, s, g: len(f) == 36 and f - g <= s)({e['id'] for e in T if e['ph'] == 'f'}, {e['id'] for e in T if e['ph'] == 's'}, {e['args']['correlation'] for e in T if e.get('name') == 'gemm(float const*, float const*, float*)'}))(j['traceEvents'])"
+# a flow from every call that launched work, to it; none from other calls
+pyassert r0.json "(lambda T: (lambda f, s: len(f) == 36 and f == s)({e['id'] for e in T if e['ph'] == 'f'}, {e['id'] for e in T if e['ph'] == 's'}))(j['traceEvents'])"
+pyassert r0.json "sum(1 for e in j['traceEvents'] if e['ph'] == 's') == 36"
 pyassert r0.json "all(e['args']['grid'] == [128,1,1] and e['args']['block'] == [256,1,1] for e in j['traceEvents'] if e.get('cat') == 'kernel')"
+# a lone trace without a rank is rank 0 of 1; several without ranks get no distributedInfo
+$GEN solo.dlh --rank -1 --world -1 --steps 2 || fail gentrace
+"$DLHOOK_BIN" export -q -f kineto -o solo solo.dlh || fail "export solo"
+zcat solo/*.gz >solo.json
+pyassert solo.json "j['distributedInfo']['rank'] == 0 and j['distributedInfo']['world_size'] == 1"
 # --step-range names the step ranges explicitly
 "$DLHOOK_BIN" export -q -f kineto --step-range 'step 3' -o out2 r0.dlh || fail "export --step-range"
 zcat out2/*.gz >s.json

@@ -32,11 +32,11 @@ print("runs:", runs)
 assert run in runs, runs
 tools = get("/data/plugin/profile/run_tools?run=" + run)
 print("tools:", tools)
-assert "trace_viewer@" in tools and "kernel_stats" in tools, tools
+assert {"trace_viewer@", "kernel_stats", "overview_page", "framework_op_stats"} <= set(tools), tools
 hosts = get("/data/plugin/profile/hosts?run=%s&tag=trace_viewer@" % run)
 print("hosts:", hosts)
-assert any(h.get("hostname") == "genhost" for h in hosts), hosts
-tr = get("/data/plugin/profile/data?run=%s&tag=trace_viewer@&host=genhost" % run)
+assert any(h.get("hostname") == "rank0" for h in hosts), hosts
+tr = get("/data/plugin/profile/data?run=%s&tag=trace_viewer@&host=rank0" % run)
 names = {e.get("name") for e in tr.get("traceEvents", [])}
 assert {"forward(float*)", "backward(float*)", "cudaLaunchKernel"} <= names, sorted(n for n in names if n)
 print("trace viewer events:", len(tr["traceEvents"]))
