@@ -19,7 +19,8 @@
 #include "dlh_format_int.h"
 
 #define DLH_BATCH_MAX 65536u           /* events per ApiBatch packet */
-#define DLH_FRAME_AUTOFLUSH (64u << 20) /* raw bytes that force a frame out */
+#define DLH_FRAME_AUTOFLUSH (32u << 20) /* raw bytes that force a frame out: a frame stays
+                                           within DLH_MAX_FRAME_CONTENT (that + one batch) */
 
 typedef struct dlh_buf {
   uint8_t *p;
@@ -279,10 +280,20 @@ int dlh_writer_gpu(dlh_writer *w, const dlh_gpu_event *ev) {
   return 0;
 }
 
+static int write_frame(dlh_writer *w);
+
+/* Emits every open batch (a batch that cannot be encoded is counted as lost); a frame is
+ * written out whenever DLH_FRAME_AUTOFLUSH is reached in between, so that many threads'
+ * batches never make a frame over DLH_MAX_FRAME_CONTENT. Returns 0, or -1 when writing such a
+ * frame failed (errno set). */
 static int emit_all(dlh_writer *w) {
-  int rc = gbatch_emit(w);
-  for (size_t i = 0; i < w->ntb && w->pending > 0; i++)
-    if (w->tb[i].n && tbatch_emit(w, &w->tb[i]) < 0) rc = -1;
+  int rc = 0, e = 0;
+  gbatch_emit(w);
+  for (size_t i = 0; i < w->ntb && w->pending > 0; i++) {
+    if (w->raw.len >= DLH_FRAME_AUTOFLUSH && write_frame(w) < 0) { rc = -1; e = errno; }
+    if (w->tb[i].n) tbatch_emit(w, &w->tb[i]);
+  }
+  if (rc) errno = e;
   return rc;
 }
 
@@ -400,7 +411,14 @@ int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev) {
 
 int dlh_writer_flush(dlh_writer *w) {
   if (!w) return -1;
-  emit_all(w);
+  int rc = emit_all(w), e = errno;
+  if (write_frame(w) < 0) return -1;
+  if (rc) errno = e;
+  return rc;
+}
+
+/* Compresses `raw` into one zstd frame and writes it. Returns 0 or -1 (errno set). */
+static int write_frame(dlh_writer *w) {
   if (w->raw.len == 0) return 0;
   size_t bound = ZSTD_compressBound(w->raw.len);
   w->out.len = 0;

@@ -304,9 +304,7 @@ static void peek_process(const char *path, kctx *k) {
     k->pid = pi->pid;
     if (pi->has_rank && pi->rank >= 0) k->rank = pi->rank;
     if (pi->has_world_size && pi->world_size > 0) k->world = pi->world_size;
-    snprintf(k->host, sizeof k->host, "%s", pi->host && *pi->host ? pi->host : "host");
-    for (char *c = k->host; *c; c++)
-      if (!isalnum((unsigned char)*c) && *c != '-' && *c != '.') *c = '_';
+    ex_safe_name(k->host, sizeof k->host, pi->host, "host");
     break;
   }
   vx_trace_close(&t);
@@ -321,10 +319,10 @@ static int kineto_one(const ex_opts *o, const char *path, size_t index, size_t n
   if (k.rank < 0) k.rank = (int)index; /* HTA needs a distinct rank per file */
   if (k.world <= 0) k.world = (int)n;
   size_t plen = strlen(o->out) + 64;
-  char *tmp = vx_xmalloc(plen), *final = vx_xmalloc(plen + sizeof k.host + 64);
-  snprintf(tmp, plen, "%s/.dlhook-export-%zu.tmp", o->out, index);
+  char *tmp = vx_xmalloc(plen), *final = NULL;
+  snprintf(tmp, plen, "%s/trace.json.gz", o->out); /* names the directory for ex_create */
   k.f = ex_create(tmp, 1);
-  if (!k.f) { free(tmp); free(final); return VX_BAD_INPUT; }
+  if (!k.f) { free(tmp); return VX_BAD_INPUT; }
   fprintf(k.f, "{\n\"schemaVersion\": 1,\n\"distributedInfo\": {\"backend\": \"nccl\", "
                "\"rank\": %d, \"world_size\": %d},\n\"traceName\": ", k.rank, k.world);
   vx_json_str(k.f, path);
@@ -362,23 +360,21 @@ static int kineto_one(const ex_opts *o, const char *path, size_t index, size_t n
   free(k.gpu_pids);
   vx_map_free(&k.names, free);
   fprintf(k.f, "],\n\"baseTimeNanoseconds\": 0\n}\n");
-  if (ex_close(k.f, tmp) < 0) rc = VX_BAD_INPUT;
   uint64_t ms = k.have_real ? k.real_ns / 1000000 : k.start_ns / 1000000;
-  snprintf(final, plen + sizeof k.host + 64, "%s/%s_%u.%" PRIu64 ".pt.trace.json.gz", o->out,
-           k.host, k.pid, ms);
-  if (rename(tmp, final) < 0) {
-    vx_error("%s: cannot rename to %s", tmp, final);
-    rc = VX_BAD_INPUT;
-  } else if (!o->quiet) {
-    fprintf(stderr, "dlhook: wrote %s\n", final);
-  }
+  char stem[sizeof k.host + 64];
+  snprintf(stem, sizeof stem, "%s_%u.%" PRIu64, k.host, k.pid, ms);
+  /* never replaces a file: two traces with one name (same host, pid and millisecond) or an
+   * earlier export get stem-2, stem-3, ... */
+  final = ex_close_new(k.f, o->out, stem, ".pt.trace.json.gz");
+  if (!final) rc = VX_BAD_INPUT;
+  else if (!o->quiet) fprintf(stderr, "dlhook: wrote %s\n", final);
   free(tmp);
   free(final);
   return rc;
 }
 
 int ex_kineto(const ex_opts *o, char **files, size_t n) {
-  if (ex_mkdirs(o->out) < 0) return VX_BAD_INPUT;
+  if (ex_mkdirs(o->out) < 0 || ex_dir_safe(o->out) < 0) return VX_BAD_INPUT;
   int rc = VX_OK;
   for (size_t i = 0; i < n; i++)
     if (kineto_one(o, files[i], i, n) != VX_OK) rc = VX_BAD_INPUT;

@@ -15,6 +15,7 @@
  * fields), so memory holds only the metadata tables. */
 #include <errno.h>
 #include <inttypes.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -387,8 +388,11 @@ static void host_of(const char *path, char *host, size_t n, uint32_t *pid) {
       break;
     }
   vx_trace_close(&t);
-  for (char *s = host; *s; s++)
-    if (*s == '/' || *s == '.' || *s == ' ') *s = '_';
+  char raw[128];
+  snprintf(raw, sizeof raw, "%s", host);
+  ex_safe_name(host, n, raw, "localhost");
+  for (char *s = host; *s; s++) /* xprof takes the host from the name up to the first '.' */
+    if (*s == '.') *s = '_';
 }
 
 static int xplane_one(const ex_opts *o, const char *path, const char *run, int suffix) {
@@ -403,11 +407,12 @@ static int xplane_one(const ex_opts *o, const char *path, const char *run, int s
   ex_sink s = {&c, x_packet, x_api, x_gpu};
   int rc = ex_scan(path, o, "exporting", &s);
   size_t dl = strlen(o->out) + strlen(run) + sizeof c.host + 64;
-  char *dir = vx_xmalloc(dl), *file = vx_xmalloc(dl + 64);
+  char *dir = vx_xmalloc(dl), *file = vx_xmalloc(dl + 64), stem[sizeof c.host + 16], *done = NULL;
   snprintf(dir, dl, "%s/plugins/profile/%s", o->out, run);
-  if (suffix) snprintf(file, dl + 64, "%s/%s_%u.xplane.pb", dir, c.host, c.pid);
-  else snprintf(file, dl + 64, "%s/%s.xplane.pb", dir, c.host);
-  FILE *out = ex_mkdirs(dir) < 0 ? NULL : ex_create(file, 0);
+  if (suffix) snprintf(stem, sizeof stem, "%s_%u", c.host, c.pid);
+  else snprintf(stem, sizeof stem, "%s", c.host);
+  snprintf(file, dl + 64, "%s/%s.xplane.pb", dir, stem);
+  FILE *out = ex_create(file, 0);
   if (!out) {
     rc = VX_BAD_INPUT;
   } else {
@@ -415,9 +420,12 @@ static int xplane_one(const ex_opts *o, const char *path, const char *run, int s
     for (size_t i = 0; i < c.nplanes; i++) write_plane(&c, out, &c.planes[i]);
     put_bytes(out, 0x22, (const uint8_t *)c.host, strlen(c.host)); /* XSpace.hostnames */
     if (c.io_error) vx_error("%s: temporary file error", file);
-    if (ex_close(out, file) < 0 || c.io_error) rc = VX_BAD_INPUT;
-    else if (!o->quiet) fprintf(stderr, "dlhook: wrote %s\n", file);
+    /* two traces of one host and pid in one run get distinct names, nothing is replaced */
+    done = ex_close_new(out, dir, stem, ".xplane.pb");
+    if (!done || c.io_error) rc = VX_BAD_INPUT;
+    else if (!o->quiet) fprintf(stderr, "dlhook: wrote %s\n", done);
   }
+  free(done);
   for (size_t i = 0; i < c.nplanes; i++) free_plane(&c.planes[i]);
   free(c.planes);
   free(c.buf);
@@ -427,12 +435,36 @@ static int xplane_one(const ex_opts *o, const char *path, const char *run, int s
 }
 
 int ex_xplane(const ex_opts *o, char **files, size_t n) {
-  /* run name: the time of the export, as TensorBoard's profiler names runs */
-  char run[64];
+  /* run name: the time of the export, as TensorBoard's profiler names runs. The run directory
+   * is always a new one, made by this export (a name taken, by an earlier export or by anyone,
+   * moves on to NAME_2, NAME_3, ...), so nothing in it was planted. */
+  char run[80], base[64];
   time_t now = time(NULL);
   struct tm tm;
   gmtime_r(&now, &tm);
-  strftime(run, sizeof run, "%Y_%m_%d_%H_%M_%S", &tm);
+  strftime(base, sizeof base, "%Y_%m_%d_%H_%M_%S", &tm);
+  size_t pl = strlen(o->out) + 32;
+  char *prof = vx_xmalloc(pl), *dir = vx_xmalloc(pl + sizeof run);
+  snprintf(prof, pl, "%s/plugins/profile", o->out);
+  if (ex_mkdirs(prof) < 0 || ex_dir_safe(prof) < 0) {
+    free(prof);
+    free(dir);
+    return VX_BAD_INPUT;
+  }
+  snprintf(run, sizeof run, "%s", base);
+  for (unsigned i = 2;; i++) {
+    snprintf(dir, pl + sizeof run, "%s/%s", prof, run);
+    if (mkdir(dir, 0777) == 0) break;
+    if (errno != EEXIST || i > 100000) {
+      vx_error("%s: %s", dir, strerror(errno));
+      free(prof);
+      free(dir);
+      return VX_BAD_INPUT;
+    }
+    snprintf(run, sizeof run, "%s_%u", base, i);
+  }
+  free(prof);
+  free(dir);
   int rc = VX_OK;
   for (size_t i = 0; i < n; i++)
     if (xplane_one(o, files[i], run, n > 1) != VX_OK) rc = VX_BAD_INPUT;

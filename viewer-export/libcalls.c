@@ -416,19 +416,12 @@ static const char *fmt_bytes(char *buf, size_t n, double b) {
   return buf;
 }
 
-static void fitn(char *dst, size_t width, const char *src) {
-  size_t len = strlen(src);
-  if (len <= width) {
-    memcpy(dst, src, len + 1);
-    return;
-  }
-  memcpy(dst, src, width - 3);
-  memcpy(dst + width - 3, "...", 4);
-}
+/* dst (4 * width + 4 bytes): src fitted to width columns, safe for a terminal. */
+static void fitn(char *dst, size_t width, const char *src) { vx_term_fit(dst, 4 * width + 4, width, src); }
 
 void vx_libstats_table(vx_libstats *s, FILE *f) {
   sort_rows(s);
-  char fn[64], shape[64], b1[32], b2[32];
+  char fn[4 * 40 + 4], shape[64], b1[32], b2[32];
   int have[4] = {0};
   for (size_t i = 0; i < s->nrows; i++) have[s->rows[i].kind] = 1;
   static const char tr[] = "NTC";

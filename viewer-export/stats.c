@@ -309,18 +309,12 @@ static const char *fmt_ns(char *buf, size_t n, double ns) {
   return buf;
 }
 
-static void fit(char *dst, size_t width, const char *src) {
-  size_t len = strlen(src);
-  if (len <= width) {
-    memcpy(dst, src, len + 1);
-    return;
-  }
-  memcpy(dst, src, width - 3);
-  memcpy(dst + width - 3, "...", 4);
-}
+/* dst (4 * width + 4 bytes): src fitted to width columns, safe for a terminal (names come from
+ * the trace: control sequences are shown escaped, never sent). */
+static void fit(char *dst, size_t width, const char *src) { vx_term_fit(dst, 4 * width + 4, width, src); }
 
 static void print_table(FILE *f, const stats *s) {
-  char name[64], b1[32], b2[32], b3[32];
+  char name[4 * 57 + 4], b1[32], b2[32], b3[32];
   /* 40 + 9 + 10 + 7 + 11 + 11 + 11 = 99 columns */
   fprintf(f, "%-40s %-8s %9s %6s %10s %10s %10s\n", "Function", "Domain", "Calls", "Errors",
           "Total", "Mean", "Max");
