@@ -33,8 +33,8 @@
  * (32 MiB) is buffered, so a frame holds at most that plus one batch (< 16 MiB). A frame
  * whose header does not state its content size (the writer always does) counts as over. */
 #define DLH_MAX_FRAME_CONTENT (64u << 20)
-/* Packets in one frame (a real frame averages more than 8 bytes per packet). */
-#define DLH_MAX_FRAME_PACKETS (4u << 20)
+/* Packets in one frame (a real frame averages more than 32 bytes per packet). */
+#define DLH_MAX_FRAME_PACKETS (1u << 20)
 /* Memory one decoded packet may take (a full ApiBatch with 16 args per event needs ~12 MiB). */
 #define DLH_MAX_PACKET_MEMORY (32u << 20)
 /* Events per ApiBatch / records per GpuBatch (the writer emits a batch at 65,536). */
@@ -52,6 +52,16 @@
 /* Definition packets (function, string, stack, module, symbol, Python frame, thread, device)
  * per trace, repeats included. A PyTorch process defines ~300,000. */
 #define DLH_MAX_DEFINITIONS (2u << 20)
+/* Whole-trace budgets as a function of the file's size, so that a small file cannot cost much
+ * time (a 1 MiB file: 384 MiB decompressed, 2 Mi packets): decompressed bytes at most
+ * DLH_CONTENT_BASE + DLH_MAX_RATIO x file size (recorded traces compress 5-20 times; only long
+ * runs of identical events compress much more, and those stay under the base), packets at most
+ * DLH_PACKETS_BASE + DLH_PACKETS_PER_BYTE x file size (a packet of a real trace takes several
+ * bytes compressed). Frames beyond a budget are skipped without decompressing them. */
+#define DLH_CONTENT_BASE (256ull << 20)
+#define DLH_MAX_RATIO 128u
+#define DLH_PACKETS_BASE (1u << 20)
+#define DLH_PACKETS_PER_BYTE 1u
 
 /* ---------------------------------------------------------------- writer */
 

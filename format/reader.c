@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zstd.h>
 
 #include "dlh_format.h"
@@ -38,6 +39,8 @@ struct dlh_reader {
   uint64_t skipped;     /* frames and packets over a limit, skipped */
   char *skip_msg;       /* what the first of them was */
   uint64_t defs;        /* definition packets so far */
+  uint64_t content, content_max;  /* decompressed bytes so far, and the budget */
+  uint64_t packets, packets_max;  /* packets so far, and the budget */
   size_t mem_used;      /* bytes allocated for the packet being decoded */
   int mem_over;         /* ... and whether one allocation was refused */
   ProtobufCAllocator alloc;
@@ -149,6 +152,10 @@ dlh_reader *dlh_reader_open(const char *path, char **err) {
   r->alloc.free = pkt_free;
   r->alloc.allocator_data = r;
   r->in_off = DLH_HEADER_SIZE;
+  struct stat st;
+  uint64_t size = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+  r->content_max = DLH_CONTENT_BASE + DLH_MAX_RATIO * size;
+  r->packets_max = DLH_PACKETS_BASE + DLH_PACKETS_PER_BYTE * size;
   return r;
 oom:
   set_err(err, NULL);
@@ -240,11 +247,20 @@ static int read_frame(dlh_reader *r) {
     unsigned long long csize = ZSTD_getFrameContentSize(r->in + r->in_pos, avail);
     size_t cap = 1u << 20;
     if (csize != ZSTD_CONTENTSIZE_ERROR) {
-      if (csize == ZSTD_CONTENTSIZE_UNKNOWN || csize > DLH_MAX_FRAME_CONTENT) {
-        char what[96];
-        if (csize == ZSTD_CONTENTSIZE_UNKNOWN)
+      if (csize == ZSTD_CONTENTSIZE_UNKNOWN || csize > DLH_MAX_FRAME_CONTENT ||
+          csize > r->content_max - r->content || r->packets >= r->packets_max) {
+        char what[128];
+        if (r->packets >= r->packets_max)
+          snprintf(what, sizeof what, "frame at offset %llu comes after the trace's %llu packets "
+                   "(%u per byte of the file, and 1 Mi)", (unsigned long long)off,
+                   (unsigned long long)r->packets_max, DLH_PACKETS_PER_BYTE);
+        else if (csize == ZSTD_CONTENTSIZE_UNKNOWN)
           snprintf(what, sizeof what, "frame at offset %llu does not state its size",
                    (unsigned long long)off);
+        else if (csize <= DLH_MAX_FRAME_CONTENT)
+          snprintf(what, sizeof what, "frame at offset %llu would take the trace over %llu MiB "
+                   "decompressed (%u times its size)", (unsigned long long)off,
+                   (unsigned long long)(r->content_max >> 20), DLH_MAX_RATIO);
         else
           snprintf(what, sizeof what, "frame at offset %llu holds %llu bytes (limit %u MiB)",
                    (unsigned long long)off, csize, DLH_MAX_FRAME_CONTENT >> 20);
@@ -254,6 +270,7 @@ static int read_frame(dlh_reader *r) {
         continue;
       }
       cap = (size_t)csize + 1; /* +1: room to notice an overrun */
+      r->content += csize;
     }
     if (cap > r->frame_cap) {
       uint8_t *p = realloc(r->frame, cap);
@@ -352,7 +369,8 @@ static const char *over_limit(dlh_reader *r, const Dlh__Packet *p, char *buf, si
              p->gpu->n_vals, DLH_MAX_BATCH_EVENTS);
     return buf;
   }
-  const char *w = strings_over(&p->base, 0);
+  const char *w = p->data_case == DLH__PACKET__DATA_API || p->data_case == DLH__PACKET__DATA_GPU
+                      ? NULL : strings_over(&p->base, 0); /* batches hold no strings */
   if (w) {
     snprintf(buf, n, w[0] == 's' ? "a string over %u bytes" : "a list over %u entries",
              w[0] == 's' ? DLH_MAX_STRING : DLH_MAX_LIST);
@@ -406,6 +424,19 @@ int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out) {
                   r->frame_pos, (unsigned long long)r->frame_off);
     size_t at = r->frame_pos;
     r->frame_pos += i + (size_t)len;
+    if (len == 0) { /* the writer never writes an empty packet: the frame is not ours */
+      skip(r, "empty packet at byte %zu of the frame at offset %llu (the rest of the frame "
+           "skipped)", at, (unsigned long long)r->frame_off);
+      r->frame_pos = r->frame_len;
+      continue;
+    }
+    if (++r->packets > r->packets_max) {
+      skip(r, "frame at offset %llu takes the trace over %llu packets (%u per byte of the "
+           "file, and 1 Mi; the rest of the frame skipped)", (unsigned long long)r->frame_off,
+           (unsigned long long)r->packets_max, DLH_PACKETS_PER_BYTE);
+      r->frame_pos = r->frame_len;
+      continue;
+    }
     if (++r->frame_packets > DLH_MAX_FRAME_PACKETS) {
       skip(r, "frame at offset %llu holds more than %u packets (the rest of it skipped)",
            (unsigned long long)r->frame_off, DLH_MAX_FRAME_PACKETS);

@@ -44,3 +44,10 @@ $(BUILD)/tests/bin/gentrace: viewer-export/tests/gentrace.c $(FORMAT_OBJS)
 	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -MMD -MP -o $@ $< $(FORMAT_OBJS) $(LDFLAGS) $(FORMAT_LIBS)
 TEST_DEPS += $(BUILD)/tests/bin/gentrace
 BENCH_DEPS += $(BUILD)/dlhook $(BUILD)/tests/bin/gentrace
+
+# Test helper: traces built as an attacker would (tests/hostile/).
+$(BUILD)/tests/bin/hostile: viewer-export/tests/hostile.c $(FORMAT_OBJS)
+	$(Q)mkdir -p $(@D)
+	@echo "  CCLD    $@"
+	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -MMD -MP -o $@ $< $(FORMAT_OBJS) $(LDFLAGS) $(FORMAT_LIBS)
+TEST_DEPS += $(BUILD)/tests/bin/hostile

@@ -31,6 +31,7 @@ typedef struct kctx {
   char host[128];
   Dlh__DeviceInfo **dev;     /* copies: id, name, total_mem, sm_count, cc */
   size_t ndev;
+  vx_map dev_ix;             /* id -> index + 1 into dev */
   uint32_t *gpu_pids;        /* devices seen in GPU records (for process_name metadata) */
   size_t ngpu;
   uint64_t step;
@@ -131,11 +132,15 @@ static void k_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
       Dlh__DeviceInfo *c = vx_xmalloc(sizeof *c);
       *c = *d;
       c->name = vx_xstrdup(d->name ? d->name : "");
-      for (size_t i = 0; i < k->ndev; i++)
-        if (k->dev[i]->id == d->id) { free(k->dev[i]->name); free(k->dev[i]); k->dev[i] = c; c = NULL; break; }
-      if (c) {
+      uintptr_t i = (uintptr_t)vx_map_get(&k->dev_ix, d->id);
+      if (i) { /* redefined */
+        free(k->dev[i - 1]->name);
+        free(k->dev[i - 1]);
+        k->dev[i - 1] = c;
+      } else {
         k->dev = vx_xrealloc(k->dev, (k->ndev + 1) * sizeof *k->dev);
         k->dev[k->ndev++] = c;
+        vx_map_put(&k->dev_ix, d->id, (void *)(uintptr_t)k->ndev);
       }
       break;
     }
@@ -357,6 +362,7 @@ static int kineto_one(const ex_opts *o, const char *path, size_t index, size_t n
     free(k.dev[i]);
   }
   free(k.dev);
+  vx_map_free(&k.dev_ix, NULL);
   free(k.gpu_pids);
   vx_map_free(&k.names, free);
   fprintf(k.f, "],\n\"baseTimeNanoseconds\": 0\n}\n");

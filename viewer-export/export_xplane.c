@@ -55,6 +55,7 @@ typedef struct xctx {
   const ex_opts *o;
   xp *planes;            /* [0] = host */
   size_t nplanes;
+  vx_map plane_ix;       /* device id -> index into planes (as a pointer-sized value) */
   uint64_t base;         /* line timestamp_ns */
   int have_base;
   uint64_t real_ns;
@@ -72,8 +73,9 @@ static size_t vlen(uint64_t v) {
 }
 
 static xp *plane_for_device(xctx *c, uint32_t dev) {
-  for (size_t i = 1; i < c->nplanes; i++)
-    if (c->planes[i].device == dev) return &c->planes[i];
+  uintptr_t ix = (uintptr_t)vx_map_get(&c->plane_ix, dev); /* device ids come from the trace */
+  if (ix) return &c->planes[ix];
+  vx_map_put(&c->plane_ix, dev, (void *)(uintptr_t)c->nplanes);
   c->planes = vx_xrealloc(c->planes, (c->nplanes + 1) * sizeof *c->planes);
   xp *p = &c->planes[c->nplanes++];
   memset(p, 0, sizeof *p);
@@ -89,7 +91,7 @@ static xl *line_for(xctx *c, xp *p, uint64_t key, const char *name) {
   p->lines = vx_xrealloc(p->lines, (p->nlines + 1) * sizeof *p->lines);
   xl *l = &p->lines[p->nlines];
   l->id = (int64_t)key;
-  l->name = vx_xstrdup(name);
+  l->name = vx_utf8_dup(name); /* xplane.proto is proto3 upstream: strings must be UTF-8 */
   l->spill = tmpfile();
   l->bytes = 0;
   if (!l->spill) {
@@ -104,7 +106,7 @@ static int64_t meta_for(xp *p, uint64_t key, const char *name) {
   uint32_t id;
   if (ex_m_get(&p->meta_ix, key, &id)) return id;
   p->meta = vx_xrealloc(p->meta, (p->nmeta + 1) * sizeof *p->meta);
-  p->meta[p->nmeta++] = vx_xstrdup(name);
+  p->meta[p->nmeta++] = vx_utf8_dup(name);
   ex_m_put(&p->meta_ix, key, (uint32_t)p->nmeta);
   return (int64_t)p->nmeta;
 }
@@ -165,7 +167,7 @@ static void x_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
     case DLH__PACKET__DATA_THREAD: {
       xl *l = line_for(c, &c->planes[0], p->thread->tid, "");
       free(l->name);
-      l->name = vx_xstrdup(p->thread->name && *p->thread->name ? p->thread->name : "thread");
+      l->name = vx_utf8_dup(p->thread->name && *p->thread->name ? p->thread->name : "thread");
       break;
     }
     case DLH__PACKET__DATA_ANCHOR:
@@ -428,6 +430,7 @@ static int xplane_one(const ex_opts *o, const char *path, const char *run, int s
   free(done);
   for (size_t i = 0; i < c.nplanes; i++) free_plane(&c.planes[i]);
   free(c.planes);
+  vx_map_free(&c.plane_ix, NULL);
   free(c.buf);
   free(dir);
   free(file);
