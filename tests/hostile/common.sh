@@ -43,7 +43,7 @@ bounded() {
 every_subcommand() {
   tr=$1; want=$2
   echo "$SUBCOMMANDS" | while IFS='|' read -r name args; do
-    rm -rf kineto tb
+    case $name in kineto) rm -rf kineto ;; tensorboard) rm -rf tb ;; esac
     # shellcheck disable=SC2086
     bounded "$name" $args "$tr"
     [ "$rc" = "$want" ] || fail "$name on $tr: exit $rc, expected $want: $(cat "$name.err")"
