@@ -1,7 +1,8 @@
 # Recursion: a ~20 KB trace with one 200,000-frame stack once crashed export -f svg/folded,
 # report and diff with a stack overflow. The reader refuses stacks over 256 frames (the
 # recorder's DLHOOK_STACK_DEPTH maximum) as damage, and the flame graph code walks its trees
-# without recursion: a stack of exactly 256 frames exports correctly in every format.
+# without recursion: a stack of exactly 256 frames exports correctly in every format. Names that
+# demangle through 60,000 levels of nesting (the C++ demangler recurses) stay within its limit.
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/hostile/common.sh"
 "$HOSTILE" deepstack deep.dlh || fail "hostile deepstack"
@@ -17,4 +18,8 @@ awk '{ n = split($1, f, ";"); if (n == 257 && $2 == 3000) ok = 1 } END { exit !o
   fail "no 257-frame line of weight 3000: $(awk '{print split($1, f, ";"), $2}' cpu.folded)"
 xmllint --noout out.svg 2>/dev/null || { command -v xmllint >/dev/null && fail "svg unparsable"; }
 python3 -c 'import json,sys; json.load(open("out.speedscope.json"))' || fail "speedscope JSON"
+# deeply nested mangled names: the demangler gives up (the raw name is shown), no crash
+"$HOSTILE" mangled m.dlh || fail "hostile mangled"
+every_subcommand m.dlh 0
+grep -q '_Z1fPPPP' stats.out || fail "mangled: $(head -c 300 stats.out)"
 echo ok

@@ -1,6 +1,6 @@
 # Strings from the trace reach every output valid for it: bytes that are not UTF-8 become U+FFFD
-# in the SVG (parsable XML), speedscope/kineto JSON, pprof and XPlane (readable with the
-# upstream proto3 schemas, which refuse invalid UTF-8); terminal control sequences in names (CR,
+# in the SVG (parsable XML), speedscope/kineto JSON, pprof, XPlane and Perfetto (readable with
+# proto3 readers, which refuse invalid UTF-8; the upstream pprof and xplane schemas are proto3); terminal control sequences in names (CR,
 # erase line, OSC title, C1 CSI) are shown escaped by dlhook stats, never sent; module names cut
 # to 60 bytes end at a character boundary.
 . "$ROOT/tests/lib.sh"
@@ -33,14 +33,17 @@ grep -q "\[libx\{56\}\]" cpu.folded || fail "module name not cut before the euro
 if command -v protoc >/dev/null; then
   p3() { sed -e 's/^syntax = "proto2";/syntax = "proto3";/' -e 's/\[default *= *[^]]*\]//' \
              -e 's/^\( *\)required /\1/' "$ROOT/viewer-export/proto/$1" >"$1"; }
-  p3 pprof.proto; p3 xplane.proto
+  p3 pprof.proto; p3 xplane.proto; p3 perfetto_trace.proto
   pkg() { sed -n 's/^package \(.*\);/\1/p' "$ROOT/viewer-export/proto/$1"; }
   gzip -dc out.pb.gz | protoc --proto_path=. --decode="$(pkg pprof.proto).Profile" pprof.proto >pprof.txt 2>perr ||
     fail "pprof under proto3: $(cat perr)"
   pb=$(find tb -name '*.xplane.pb' | head -n 1)
   protoc --proto_path=. --decode="$(pkg xplane.proto).XSpace" xplane.proto <"$pb" >xplane.txt 2>xerr ||
     fail "xplane under proto3: $(cat xerr)"
-  grep -q 'cudaBad' pprof.txt && grep -q 'cudaBad' xplane.txt || fail "names missing in pprof/xplane"
+  protoc --proto_path=. --decode="$(pkg perfetto_trace.proto).Trace" perfetto_trace.proto <out.pftrace >pf.txt 2>perr ||
+    fail "perfetto under proto3: $(cat perr)"
+  grep -q 'cudaBad' pprof.txt && grep -q 'cudaBad' xplane.txt && grep -q 'cudaBad' pf.txt ||
+    fail "names missing in pprof/xplane/perfetto"
 else
   echo "(protoc missing: proto3 decoding not checked)"
 fi

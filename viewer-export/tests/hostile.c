@@ -20,6 +20,8 @@
  *   badstr       names with invalid UTF-8, terminal control sequences (CR, erase line, OSC),
  *                XML markup, a module path cut by %.60s inside a multi-byte character
  *   devices      GPU records on devices 0..3 in one batch (GpuBatch.devices)
+ *   mangled      kernel and function names that demangle through deep nesting (60,000 levels
+ *                of pointers, of template arguments), under the 64 KiB string limit
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -280,6 +282,25 @@ int main(int argc, char **argv) {
     call(2, 1, 2, 0);
     call(3, 3, 3, 0);
     call(4, 1, 3, 0);
+  } else if (!strcmp(kind, "mangled")) {
+    size_t n = 60000;
+    char *a = malloc(n + 16), *b = malloc(2 * n + 16);
+    if (!a || !b) die("out of memory");
+    strcpy(a, "_Z1f");
+    memset(a + 4, 'P', n);
+    strcpy(a + 4 + n, "v");
+    strcpy(b, "_Z1f");
+    size_t k = 4;
+    for (size_t i = 0; i < n / 4; i++) { memcpy(b + k, "1AIL", 4); k += 4; } /* A<...A<...>> */
+    strcpy(b + k, "v");
+    str(2, a);
+    str(3, b);
+    func(2, a);
+    func(3, b);
+    call(2, 1, 2, 0);
+    call(3, 1, 3, 0);
+    free(a);
+    free(b);
   } else if (!strcmp(kind, "devices")) {
     for (uint32_t d = 0; d < 4; d++) call(1, 1, 1, d);
   } else {
