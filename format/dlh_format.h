@@ -62,6 +62,11 @@
 #define DLH_MAX_RATIO 128u
 #define DLH_PACKETS_BASE (1u << 20)
 #define DLH_PACKETS_PER_BYTE 1u
+/* String bytes of all definitions (names, paths: what the command keeps in memory) at most
+ * DLH_DEF_BYTES_BASE + DLH_DEF_BYTES_PER_BYTE x file size (names compress less than 10 times;
+ * a PyTorch process's ~40 MiB of names come in a file of more than 5 MiB). */
+#define DLH_DEF_BYTES_BASE (64u << 20)
+#define DLH_DEF_BYTES_PER_BYTE 32u
 
 /* ---------------------------------------------------------------- writer */
 

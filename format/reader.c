@@ -41,6 +41,7 @@ struct dlh_reader {
   uint64_t defs;        /* definition packets so far */
   uint64_t content, content_max;  /* decompressed bytes so far, and the budget */
   uint64_t packets, packets_max;  /* packets so far, and the budget */
+  uint64_t def_bytes, def_bytes_max; /* string bytes of definitions so far, and the budget */
   size_t mem_used;      /* bytes allocated for the packet being decoded */
   int mem_over;         /* ... and whether one allocation was refused */
   ProtobufCAllocator alloc;
@@ -156,6 +157,7 @@ dlh_reader *dlh_reader_open(const char *path, char **err) {
   uint64_t size = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
   r->content_max = DLH_CONTENT_BASE + DLH_MAX_RATIO * size;
   r->packets_max = DLH_PACKETS_BASE + DLH_PACKETS_PER_BYTE * size;
+  r->def_bytes_max = DLH_DEF_BYTES_BASE + (uint64_t)DLH_DEF_BYTES_PER_BYTE * size;
   return r;
 oom:
   set_err(err, NULL);
@@ -320,7 +322,7 @@ static int is_definition(Dlh__Packet__DataCase c) {
 /* Every string of message m (and of its sub-messages: the schema nests at most 3 deep) within
  * DLH_MAX_STRING, every repeated string or message field within DLH_MAX_LIST. Returns NULL or
  * what is over. */
-static const char *strings_over(const ProtobufCMessage *m, int depth) {
+static const char *strings_over(const ProtobufCMessage *m, int depth, uint64_t *bytes) {
   const ProtobufCMessageDescriptor *d = m->descriptor;
   for (unsigned i = 0; i < d->n_fields; i++) {
     const ProtobufCFieldDescriptor *fd = &d->fields[i];
@@ -338,9 +340,11 @@ static const char *strings_over(const ProtobufCMessage *m, int depth) {
     for (size_t k = 0; k < n; k++) {
       if (!v[k]) continue;
       if (fd->type == PROTOBUF_C_TYPE_STRING) {
-        if (strnlen(v[k], DLH_MAX_STRING + 1) > DLH_MAX_STRING) return "string";
+        size_t l = strnlen(v[k], DLH_MAX_STRING + 1);
+        if (l > DLH_MAX_STRING) return "string";
+        *bytes += l;
       } else if (depth < 4) {
-        const char *w = strings_over(v[k], depth + 1);
+        const char *w = strings_over(v[k], depth + 1, bytes);
         if (w) return w;
       }
     }
@@ -369,8 +373,9 @@ static const char *over_limit(dlh_reader *r, const Dlh__Packet *p, char *buf, si
              p->gpu->n_vals, DLH_MAX_BATCH_EVENTS);
     return buf;
   }
+  uint64_t bytes = 0;
   const char *w = p->data_case == DLH__PACKET__DATA_API || p->data_case == DLH__PACKET__DATA_GPU
-                      ? NULL : strings_over(&p->base, 0); /* batches hold no strings */
+                      ? NULL : strings_over(&p->base, 0, &bytes); /* batches hold no strings */
   if (w) {
     snprintf(buf, n, w[0] == 's' ? "a string over %u bytes" : "a list over %u entries",
              w[0] == 's' ? DLH_MAX_STRING : DLH_MAX_LIST);
@@ -379,6 +384,12 @@ static const char *over_limit(dlh_reader *r, const Dlh__Packet *p, char *buf, si
   if (is_definition(p->data_case) && ++r->defs > DLH_MAX_DEFINITIONS) {
     snprintf(buf, n, "definition number %llu (limit %u per trace)", (unsigned long long)r->defs,
              DLH_MAX_DEFINITIONS);
+    return buf;
+  }
+  if (is_definition(p->data_case) && (r->def_bytes += bytes) > r->def_bytes_max) {
+    snprintf(buf, n, "definitions over %llu MiB of names (%u MiB, and %u bytes per byte of the "
+             "file)", (unsigned long long)(r->def_bytes_max >> 20), DLH_DEF_BYTES_BASE >> 20,
+             DLH_DEF_BYTES_PER_BYTE);
     return buf;
   }
   return NULL;

@@ -55,13 +55,14 @@ char *vx_xstrdup(const char *s) {
 
 /* ---------------------------------------------------------------- id map */
 
-/* The hash of every id map of the command is keyed by a per-process random seed: ids come from
- * the trace, and a trace built so that its ids share one slot of a fixed hash would make each
- * lookup linear (46,000 such function ids took `dlhook stats` from 0.25 s to 75 s). */
-static uint64_t hash_seed[2];
+/* The hash of every id map of the command is keyed by a per-process random seed (vx_hash64 in
+ * vx.h): ids come from the trace, and a trace built so that its ids share one slot of a fixed
+ * hash would make each lookup linear (46,000 such function ids took `dlhook stats` from 0.25 s
+ * to 75 s). */
+uint64_t vx_hash_seed[2];
 
-static void seed_init(void) {
-  if (hash_seed[1]) return;
+void vx_hash_seed_init(void) {
+  if (vx_hash_seed[1]) return;
   uint64_t s[2] = {0, 0};
   if (getrandom(s, sizeof s, GRND_NONBLOCK) != (ssize_t)sizeof s) { /* no entropy yet: mix */
     struct timespec ts;
@@ -70,25 +71,13 @@ static void seed_init(void) {
             (uint64_t)(uintptr_t)&ts;
     s[1] ^= (uint64_t)ts.tv_sec * 0xc2b2ae3d27d4eb4full ^ (uint64_t)(uintptr_t)s;
   }
-  hash_seed[0] = s[0];
-  hash_seed[1] = s[1] | 1;
-}
-
-uint64_t vx_hash64(uint64_t k) {
-  if (!hash_seed[1]) seed_init();
-  k ^= hash_seed[0];
-  k *= hash_seed[1];
-  k ^= k >> 32;
-  k *= 0xd6e8feb86659fd93ull;
-  k ^= k >> 32;
-  k *= 0xd6e8feb86659fd93ull;
-  k ^= k >> 32;
-  return k;
+  vx_hash_seed[0] = s[0];
+  vx_hash_seed[1] = s[1] | 1;
 }
 
 uint64_t vx_hash_str(const char *s) {
-  if (!hash_seed[1]) seed_init();
-  uint64_t h = 1469598103934665603ull ^ hash_seed[0];
+  if (!vx_hash_seed[1]) vx_hash_seed_init();
+  uint64_t h = 1469598103934665603ull ^ vx_hash_seed[0];
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
   return vx_hash64(h);
 }

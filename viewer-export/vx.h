@@ -25,7 +25,17 @@ int vx_is_help(const char *arg);
 /* ---------------------------------------------------------------- id maps */
 
 /* A 64-bit hash keyed by a random per-process seed (trace contents cannot aim at one slot). */
-uint64_t vx_hash64(uint64_t k);
+extern uint64_t vx_hash_seed[2];
+void vx_hash_seed_init(void);
+static inline uint64_t vx_hash64(uint64_t k) {
+  if (__builtin_expect(!vx_hash_seed[1], 0)) vx_hash_seed_init();
+  k ^= vx_hash_seed[0];
+  k *= vx_hash_seed[1];
+  k ^= k >> 29;
+  k *= 0xd6e8feb86659fd93ull;
+  k ^= k >> 32;
+  return k;
+}
 /* The same for a string. */
 uint64_t vx_hash_str(const char *s);
 

@@ -17,6 +17,8 @@
  *   flood        46,000 functions and strings whose ids share one slot of the old fixed hash
  *                (id << 16), each called once and naming a kernel
  *   defs         3 Mi string definitions (over DLH_MAX_DEFINITIONS), all of one id
+ *   manydefs     2 Mi distinct string definitions of 100 bytes each (memory kept by the command)
+ *   bigdefs      6,000 string definitions of one 64 KiB text under distinct ids (375 MiB kept)
  *   badstr       names with invalid UTF-8, terminal control sequences (CR, erase line, OSC),
  *                XML markup, a module path cut by %.60s inside a multi-byte character
  *   devices      GPU records on devices 0..3 in one batch (GpuBatch.devices)
@@ -264,6 +266,22 @@ int main(int argc, char **argv) {
       str(i << 16, nm);
     }
     for (uint32_t i = 1; i <= 46000; i++) call(i << 16, 1, i << 16, 0);
+  } else if (!strcmp(kind, "bigdefs")) {
+    char *v = malloc(DLH_MAX_STRING + 1);
+    if (!v) die("out of memory");
+    memset(v, 'b', DLH_MAX_STRING);
+    v[DLH_MAX_STRING] = 0;
+    for (uint32_t i = 0; i < 6000; i++) str(16 + i, v);
+    free(v);
+  } else if (!strcmp(kind, "manydefs")) {
+    char v[128];
+    memset(v, 'n', 100);
+    v[100] = 0;
+    for (uint32_t i = 0; i < (2u << 20); i++) {
+      snprintf(v, 12, "%010u", i);
+      v[10] = 'n';
+      str(16 + i, v);
+    }
   } else if (!strcmp(kind, "defs")) {
     for (uint32_t i = 0; i < (3u << 20); i++) str(9, "x");
   } else if (!strcmp(kind, "badstr")) {
