@@ -293,15 +293,59 @@ static ssize_t gz_write(void *c, const char *buf, size_t n) {
 
 static int gz_close(void *c) { return gzclose((gzFile)c) == Z_OK ? 0 : -1; }
 
+/* Whether path is written into as it is instead of replaced: a device, pipe or socket (-o
+ * /dev/null, a FIFO), or the user's or root's symlink to one or to /proc/self/fd/N (such as
+ * /dev/stdout). Returns -1 (no), or an open fd. A symlink planted by someone else, or one to
+ * a regular file, is replaced like any other path. */
+static int open_in_place(const char *path) {
+  struct stat l, st;
+  if (lstat(path, &l) < 0) return -1;
+  int dev = S_ISCHR(l.st_mode) || S_ISFIFO(l.st_mode) || S_ISSOCK(l.st_mode);
+  if (!dev) {
+    if (!S_ISLNK(l.st_mode) || (l.st_uid != geteuid() && l.st_uid != 0)) return -1;
+    char t[64];
+    ssize_t n = readlink(path, t, sizeof t - 1);
+    if (n > 14) {
+      t[n] = 0;
+      char *end;
+      long fdn = strtol(t + 14, &end, 10);
+      if (!strncmp(t, "/proc/self/fd/", 14) && !*end && end != t + 14 && fdn >= 0 &&
+          fdn < 1 << 20)
+        return fcntl((int)fdn, F_DUPFD_CLOEXEC, 3); /* our own stdout, with its offset */
+    }
+    if (stat(path, &st) < 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+      return -1;
+  }
+  int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  return fd < 0 ? -2 : fd;
+}
+
 FILE *ex_create(const char *path, int gz) {
   if (!gz && !strcmp(path, "-")) return stdout;
+  int fd = open_in_place(path);
+  if (fd != -1) {
+    FILE *f = NULL;
+    if (fd >= 0 && !gz) {
+      f = fdopen(fd, "wb");
+    } else if (fd >= 0) {
+      gzFile z = gzdopen(fd, "wb1");
+      cookie_io_functions_t io = {NULL, gz_write, NULL, gz_close};
+      if (z && !(f = fopencookie(z, "w", io))) gzclose(z);
+      fd = -1;
+    }
+    if (!f) {
+      vx_error("%s: %s", path, strerror(errno ? errno : EIO));
+      if (fd >= 0) close(fd);
+    }
+    return f; /* not registered: ex_close just closes it */
+  }
   char *dir = dir_of(path);
   if (ex_dir_safe(dir) < 0) { free(dir); return NULL; }
   size_t tl = strlen(dir) + 32;
   char *tmp = vx_xmalloc(tl);
   snprintf(tmp, tl, "%s/.dlhook-out-XXXXXX", dir);
   free(dir);
-  int fd = mkostemp(tmp, O_CLOEXEC);
+  fd = mkostemp(tmp, O_CLOEXEC);
   if (fd < 0) {
     vx_error("%s: %s", path, strerror(errno));
     free(tmp);
@@ -365,6 +409,15 @@ int ex_close(FILE *f, const char *path) {
   char *tmp = out_take(f);
   int rc = out_finish(f, path);
   if (!tmp) return rc;
+  struct stat l;
+  char lt[8] = "";
+  if (rc == 0 && lstat(path, &l) == 0 &&
+      ((!S_ISREG(l.st_mode) && !S_ISLNK(l.st_mode)) ||
+       (S_ISLNK(l.st_mode) && readlink(path, lt, sizeof lt - 1) > 0 && !strncmp(lt, "/proc/", 6)))) {
+    /* a directory, a device, a link into /proc: never replaced */
+    vx_error("%s: exists and is not a file", path);
+    rc = -1;
+  }
   if (rc == 0 && rename(tmp, path) < 0) {
     vx_error("%s: %s", path, strerror(errno));
     rc = -1;

@@ -77,7 +77,8 @@ void ex_m_free(ex_u64map *m);
  * returns 1 and sets *v, or 0 when the function has no such argument. */
 int ex_arg(const vx_trace *t, const dlh_api_event *ev, const char *names, uint64_t *v);
 
-/* Opens an output for writing; gz != 0 writes gzip; "-" (without gz) is stdout. The data goes
+/* Opens an output for writing; gz != 0 writes gzip; "-" (without gz) is stdout; a device or pipe
+ * (or the user's or root's symlink to one: /dev/stdout) is written into as it is. The data goes
  * to a new file with a random name (O_EXCL) in PATH's directory, which must be the user's (or
  * root's) or sticky; ex_close renames it to PATH, replacing what is there (a planted symlink
  * included, never following it): for paths the user named. Returns NULL after printing why. */

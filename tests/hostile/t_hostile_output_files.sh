@@ -2,7 +2,8 @@
 # speedscope/perfetto and report -o is replaced, never followed (its target stays untouched);
 # outputs are written under a random temporary name (nothing predictable such as
 # .dlhook-export-N.tmp is ever opened) and keep the umask's mode; a directory writable by
-# others and not sticky is refused; TensorBoard's run directory is always a new one.
+# others and not sticky is refused; TensorBoard's run directory is always a new one; devices
+# and pipes given as outputs (/dev/null, /dev/stdout, a FIFO) are written into, not replaced.
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/hostile/common.sh"
 D=$DLHOOK_BIN
@@ -20,6 +21,16 @@ ln -s "$T/precious" out/report.html
 "$D" report -o out/report.html a.dlh >/dev/null 2>err || fail "report: $(cat err)"
 [ "$(cat precious)" = precious ] || fail "report: wrote through the planted symlink"
 [ ! -L out/report.html ] && grep -q '<html' out/report.html || fail "report: no new file"
+# devices and pipes named as outputs are written into, never replaced by a file
+"$D" export -q -f folded -o /dev/null a.dlh || fail "-o /dev/null"
+[ -c /dev/null ] || fail "/dev/null is no longer a device"
+mkfifo pipe
+cat pipe >from-pipe & cp=$!
+"$D" export -q -f folded -o pipe a.dlh || fail "-o FIFO"
+wait $cp
+[ -p pipe ] && [ -s from-pipe ] || fail "FIFO replaced or nothing written through it"
+"$D" export -q -f folded -o /dev/stdout a.dlh >from-stdout || fail "-o /dev/stdout"
+cmp -s from-stdout from-pipe || fail "/dev/stdout: $(head -c 200 from-stdout)"
 # a dangling symlink (to a file an attacker wants created) is replaced too
 ln -s "$T/created" out/dangling.svg
 "$D" export -q -f svg -o out/dangling.svg a.dlh 2>err || fail "dangling: $(cat err)"
