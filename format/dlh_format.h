@@ -53,14 +53,14 @@
  * per trace, repeats included. A PyTorch process defines ~300,000. */
 #define DLH_MAX_DEFINITIONS (2u << 20)
 /* Whole-trace budgets as a function of the file's size, so that a small file cannot cost much
- * time (a 1 MiB file: 384 MiB decompressed, 2 Mi packets): decompressed bytes at most
+ * time (a 1 MiB file: 384 MiB decompressed, 1.25 Mi packets): decompressed bytes at most
  * DLH_CONTENT_BASE + DLH_MAX_RATIO x file size (recorded traces compress 5-20 times; only long
  * runs of identical events compress much more, and those stay under the base), packets at most
  * DLH_PACKETS_BASE + DLH_PACKETS_PER_BYTE x file size (a packet of a real trace takes several
  * bytes compressed). Frames beyond a budget are skipped without decompressing them. */
 #define DLH_CONTENT_BASE (256ull << 20)
 #define DLH_MAX_RATIO 128u
-#define DLH_PACKETS_BASE (1u << 20)
+#define DLH_PACKETS_BASE (256u << 10)
 #define DLH_PACKETS_PER_BYTE 1u
 /* String bytes of all definitions (names, paths: what the command keeps in memory) at most
  * DLH_DEF_BYTES_BASE + DLH_DEF_BYTES_PER_BYTE x file size (names compress less than 10 times;

@@ -254,7 +254,7 @@ static int read_frame(dlh_reader *r) {
         char what[128];
         if (r->packets >= r->packets_max)
           snprintf(what, sizeof what, "frame at offset %llu comes after the trace's %llu packets "
-                   "(%u per byte of the file, and 1 Mi)", (unsigned long long)off,
+                   "(%u per byte of the file, and 256 Ki)", (unsigned long long)off,
                    (unsigned long long)r->packets_max, DLH_PACKETS_PER_BYTE);
         else if (csize == ZSTD_CONTENTSIZE_UNKNOWN)
           snprintf(what, sizeof what, "frame at offset %llu does not state its size",
@@ -443,7 +443,7 @@ int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out) {
     }
     if (++r->packets > r->packets_max) {
       skip(r, "frame at offset %llu takes the trace over %llu packets (%u per byte of the "
-           "file, and 1 Mi; the rest of the frame skipped)", (unsigned long long)r->frame_off,
+           "file, and 256 Ki; the rest of the frame skipped)", (unsigned long long)r->frame_off,
            (unsigned long long)r->packets_max, DLH_PACKETS_PER_BYTE);
       r->frame_pos = r->frame_len;
       continue;
