@@ -200,7 +200,9 @@ static size_t read_events(vx_trace *t, mem_ev **out, int *rc) {
   int r;
   while ((r = vx_trace_next(t, &p)) == 1) {
     if (p->data_case == DLH__PACKET__DATA_FUNCTION) {
-      free(vx_map_put(&kinds, p->function->id, NULL)); /* redefined: classify again */
+      /* redefined: classify again (a NULL value would break the map's probe chains) */
+      fn_kind *old = vx_map_get(&kinds, p->function->id);
+      if (old) *old = classify(vx_trace_func(t, p->function->id));
       continue;
     }
     if (p->data_case != DLH__PACKET__DATA_API) continue;
