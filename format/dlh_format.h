@@ -22,6 +22,52 @@
 #define DLH_FORMAT_VERSION 1u
 #define DLH_HEADER_SIZE 16
 
+/* ---------------------------------------------------------------- limits
+ *
+ * What a real recorder writes, with room to spare; the reader treats anything beyond as
+ * damage (a trace is a file people send each other: its contents are not trusted). A frame or
+ * packet over a limit is reported with its offset and skipped, and reading goes on with the
+ * next one; dlh_reader_next() returns -1 at the end instead of 0 (see there). */
+
+/* Decompressed bytes of one frame. The writer starts a new frame once DLH_FRAME_AUTOFLUSH
+ * (32 MiB) is buffered, so a frame holds at most that plus one batch (< 16 MiB). A frame
+ * whose header does not state its content size (the writer always does) counts as over. */
+#define DLH_MAX_FRAME_CONTENT (64u << 20)
+/* Packets in one frame (a real frame averages more than 32 bytes per packet). */
+#define DLH_MAX_FRAME_PACKETS (1u << 20)
+/* Memory one decoded packet may take (a full ApiBatch with 16 args per event needs ~12 MiB). */
+#define DLH_MAX_PACKET_MEMORY (32u << 20)
+/* Events per ApiBatch / records per GpuBatch (the writer emits a batch at 65,536). */
+#define DLH_MAX_BATCH_EVENTS 65536u
+/* Recorded args per API event on average over a batch (DLH_MAX_ARGS in the recorder is 16),
+ * kind-specific values per GPU record on average over a batch. */
+#define DLH_MAX_EVENT_ARGS 16u
+#define DLH_MAX_GPU_VALS 32u
+/* Frames of one StackDef (DLHOOK_STACK_DEPTH is at most 256, Python frames included). */
+#define DLH_MAX_STACK_DEPTH 256u
+/* Bytes of any one string (names, paths, kernel names; mangled C++ names reach a few KiB). */
+#define DLH_MAX_STRING (64u << 10)
+/* Args of one FunctionDesc, command-line words of a ProcessInfo. */
+#define DLH_MAX_LIST 4096u
+/* Definition packets (function, string, stack, module, symbol, Python frame, thread, device)
+ * per trace, repeats included. A PyTorch process defines ~300,000. */
+#define DLH_MAX_DEFINITIONS (2u << 20)
+/* Whole-trace budgets as a function of the file's size, so that a small file cannot cost much
+ * time (a 1 MiB file: 384 MiB decompressed, 1.25 Mi packets): decompressed bytes at most
+ * DLH_CONTENT_BASE + DLH_MAX_RATIO x file size (recorded traces compress 5-20 times; only long
+ * runs of identical events compress much more, and those stay under the base), packets at most
+ * DLH_PACKETS_BASE + DLH_PACKETS_PER_BYTE x file size (a packet of a real trace takes several
+ * bytes compressed). Frames beyond a budget are skipped without decompressing them. */
+#define DLH_CONTENT_BASE (256ull << 20)
+#define DLH_MAX_RATIO 128u
+#define DLH_PACKETS_BASE (256u << 10)
+#define DLH_PACKETS_PER_BYTE 1u
+/* String bytes of all definitions (names, paths: what the command keeps in memory) at most
+ * DLH_DEF_BYTES_BASE + DLH_DEF_BYTES_PER_BYTE x file size (names compress less than 10 times;
+ * a PyTorch process's ~40 MiB of names come in a file of more than 5 MiB). */
+#define DLH_DEF_BYTES_BASE (64u << 20)
+#define DLH_DEF_BYTES_PER_BYTE 32u
+
 /* ---------------------------------------------------------------- writer */
 
 typedef struct dlh_writer dlh_writer;
@@ -110,11 +156,16 @@ dlh_reader *dlh_reader_open(const char *path, char **err);
 /* Reads the next packet. Returns 1 and sets *out to a packet owned by the reader (valid until
  * the next call or dlh_reader_close), 0 at the clean end of the file, -1 when the rest of the
  * file is damaged or truncated: then dlh_reader_error() says what and where, and every packet of
- * every complete frame before the damage has already been returned. */
+ * every complete frame before the damage has already been returned. A frame or packet over one
+ * of the limits above is skipped and reading goes on; at the end of the file -1 is returned
+ * (instead of 0) and dlh_reader_error() names the first one skipped, with its offset. */
 int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out);
 
 /* The error message after dlh_reader_next returned -1 (or NULL). Owned by the reader. */
 const char *dlh_reader_error(const dlh_reader *r);
+
+/* Frames and packets skipped so far for being over a limit (reading went on after them). */
+uint64_t dlh_reader_skipped(const dlh_reader *r);
 
 /* Frames read successfully so far, and the file offset where reading stopped. */
 uint64_t dlh_reader_frames(const dlh_reader *r);

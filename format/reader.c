@@ -2,21 +2,23 @@
  *
  * The file is read through stdio in chunks; each zstd frame is decompressed completely (its
  * checksum verified) before any of its packets is handed out, so damage anywhere in a frame
- * loses that frame only. Memory is bounded by the largest frame (at most DLH_MAX_FRAME bytes
- * decompressed) plus one input chunk. Any damage turns into a sticky -1 with a message naming
- * the file offset.
+ * loses that frame only. Memory is bounded by the largest frame (DLH_MAX_FRAME_CONTENT) plus
+ * one decoded packet (DLH_MAX_PACKET_MEMORY, enforced by the allocator given to protobuf-c) plus
+ * one input chunk. Damage the reader cannot step over (a bad zstd frame, a bad packet length)
+ * turns into a sticky -1 with a message naming the file offset; a frame or packet over a limit
+ * (dlh_format.h) is skipped, remembered, and reported at the end.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zstd.h>
 
 #include "dlh_format.h"
 #include "dlh_format_int.h"
 
-#define DLH_MAX_FRAME (1ull << 30) /* refuse frames claiming more than 1 GiB */
 #define DLH_IN_CHUNK (256u << 10)
 
 struct dlh_reader {
@@ -30,9 +32,19 @@ struct dlh_reader {
   size_t frame_cap, frame_len, frame_pos;
   uint64_t frame_off;   /* file offset where the current frame starts */
   uint64_t frames;
+  uint64_t frame_packets; /* packets of the current frame read so far */
   Dlh__Packet *pkt;     /* last packet handed out */
   char *err;
   int failed;
+  uint64_t skipped;     /* frames and packets over a limit, skipped */
+  char *skip_msg;       /* what the first of them was */
+  uint64_t defs;        /* definition packets so far */
+  uint64_t content, content_max;  /* decompressed bytes so far, and the budget */
+  uint64_t packets, packets_max;  /* packets so far, and the budget */
+  uint64_t def_bytes, def_bytes_max; /* string bytes of definitions so far, and the budget */
+  size_t mem_used;      /* bytes allocated for the packet being decoded */
+  int mem_over;         /* ... and whether one allocation was refused */
+  ProtobufCAllocator alloc;
 };
 
 static char *vfmt(const char *fmt, va_list ap) {
@@ -59,6 +71,34 @@ static int fail(dlh_reader *r, const char *f, ...) {
     r->failed = 1;
   }
   return -1;
+}
+
+/* A frame or packet over a limit: remembered (the first message kept), reading goes on. */
+static void skip(dlh_reader *r, const char *f, ...) {
+  if (!r->skip_msg) {
+    va_list ap;
+    va_start(ap, f);
+    r->skip_msg = vfmt(f, ap);
+    va_end(ap);
+  }
+  r->skipped++;
+}
+
+/* protobuf-c's allocator for packets: at most DLH_MAX_PACKET_MEMORY per packet, so that a few
+ * bytes of packed varints cannot claim gigabytes once decoded. */
+static void *pkt_alloc(void *data, size_t size) {
+  dlh_reader *r = data;
+  if (size > DLH_MAX_PACKET_MEMORY - r->mem_used) {
+    r->mem_over = 1;
+    return NULL;
+  }
+  r->mem_used += size;
+  return malloc(size);
+}
+
+static void pkt_free(void *data, void *p) {
+  (void)data;
+  free(p);
 }
 
 static void set_err(char **err, char *msg) {
@@ -108,8 +148,16 @@ dlh_reader *dlh_reader_open(const char *path, char **err) {
   r->dctx = ZSTD_createDCtx();
   r->in = malloc(DLH_IN_CHUNK);
   if (!r->dctx || !r->in) goto oom;
-  ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_windowLogMax, 30);
+  ZSTD_DCtx_setParameter(r->dctx, ZSTD_d_windowLogMax, 27);
+  r->alloc.alloc = pkt_alloc;
+  r->alloc.free = pkt_free;
+  r->alloc.allocator_data = r;
   r->in_off = DLH_HEADER_SIZE;
+  struct stat st;
+  uint64_t size = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+  r->content_max = DLH_CONTENT_BASE + DLH_MAX_RATIO * size;
+  r->packets_max = DLH_PACKETS_BASE + DLH_PACKETS_PER_BYTE * size;
+  r->def_bytes_max = DLH_DEF_BYTES_BASE + (uint64_t)DLH_DEF_BYTES_PER_BYTE * size;
   return r;
 oom:
   set_err(err, NULL);
@@ -143,119 +191,311 @@ static int fill(dlh_reader *r, size_t want) {
   return 0;
 }
 
-/* Decompresses the next frame into r->frame. Returns 1, 0 at the clean end, -1 on damage. */
-static int read_frame(dlh_reader *r) {
-  if (fill(r, 18) < 0) /* 18: the largest zstd frame header */
-    return fail(r, "read error at offset %llu: %s",
-                (unsigned long long)(r->in_off + r->in_pos), strerror(errno ? errno : EIO));
-  size_t avail = r->in_len - r->in_pos;
-  uint64_t off = r->in_off + r->in_pos;
-  r->frame_off = off;
-  if (avail == 0) return 0;
-  /* The content size, when the header is readable, bounds the buffer up front; anything the
-   * header check cannot tell (short or bad header) is reported by the decompressor below. */
-  unsigned long long csize = ZSTD_getFrameContentSize(r->in + r->in_pos, avail);
-  size_t cap = 1u << 20;
-  if (csize != ZSTD_CONTENTSIZE_ERROR && csize != ZSTD_CONTENTSIZE_UNKNOWN) {
-    if (csize > DLH_MAX_FRAME)
-      return fail(r, "frame at offset %llu claims %llu bytes (limit 1 GiB)",
-                  (unsigned long long)off, csize);
-    cap = (size_t)csize + 1; /* +1: room to notice an overrun */
+/* Steps over `n` input bytes. Returns 0, or -1 when the file ends first (or on a read error). */
+static int skip_bytes(dlh_reader *r, uint64_t n) {
+  while (n > 0) {
+    if (r->in_pos == r->in_len && (fill(r, 1) < 0 || r->in_pos == r->in_len)) return -1;
+    size_t k = r->in_len - r->in_pos;
+    if (k > n) k = (size_t)n;
+    r->in_pos += k;
+    n -= k;
   }
-  if (cap > r->frame_cap) {
-    uint8_t *p = realloc(r->frame, cap);
-    if (!p) return fail(r, "out of memory for frame at offset %llu", (unsigned long long)off);
-    r->frame = p;
-    r->frame_cap = cap;
-  }
-  ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
-  ZSTD_outBuffer out = {r->frame, r->frame_cap, 0};
+  return 0;
+}
+
+/* Reads `n` (<= 8) bytes little-endian. Returns -1 when the file ends first. */
+static int take_le(dlh_reader *r, size_t n, uint64_t *v) {
+  if (fill(r, n) < 0 || r->in_len - r->in_pos < n) return -1;
+  *v = 0;
+  for (size_t i = 0; i < n; i++) *v |= (uint64_t)r->in[r->in_pos + i] << (8 * i);
+  r->in_pos += n;
+  return 0;
+}
+
+/* Steps over the zstd frame at the read position without decompressing it, by its block
+ * headers (RFC 8878, 3.1.1). Returns 0, or -1 when it is not a well-formed zstd frame. */
+static int skip_frame(dlh_reader *r) {
+  uint64_t magic, fhd, v;
+  if (take_le(r, 4, &magic) < 0 || magic != 0xFD2FB528u || take_le(r, 1, &fhd) < 0) return -1;
+  unsigned fcs_flag = (unsigned)(fhd >> 6), single = (fhd >> 5) & 1, checksum = (fhd >> 2) & 1,
+           dict = fhd & 3;
+  if (fhd & 8) return -1; /* reserved bit */
+  static const unsigned dict_len[4] = {0, 1, 2, 4}, fcs_len[4] = {0, 2, 4, 8};
+  size_t hdr = (single ? 0 : 1) + dict_len[dict] + (fcs_flag == 0 && single ? 1 : fcs_len[fcs_flag]);
+  if (skip_bytes(r, hdr) < 0) return -1;
   for (;;) {
-    if (r->in_pos == r->in_len) {
-      if (fill(r, 1) < 0)
-        return fail(r, "read error at offset %llu: %s",
-                    (unsigned long long)(r->in_off + r->in_pos), strerror(errno ? errno : EIO));
-      if (r->in_pos == r->in_len)
-        return fail(r, "truncated frame at offset %llu (file ends at %llu)",
-                    (unsigned long long)off, (unsigned long long)r->in_off + r->in_len);
+    if (take_le(r, 3, &v) < 0) return -1;
+    unsigned type = (unsigned)(v >> 1) & 3;
+    uint64_t size = v >> 3;
+    if (type == 3 || skip_bytes(r, type == 1 ? 1 : size) < 0) return -1;
+    if (v & 1) break; /* last block */
+  }
+  return checksum ? skip_bytes(r, 4) : 0;
+}
+
+/* Decompresses the next frame into r->frame. Returns 1, 0 at the clean end, -1 on damage.
+ * Frames over DLH_MAX_FRAME_CONTENT are stepped over (and remembered by skip()). */
+static int read_frame(dlh_reader *r) {
+  for (;;) {
+    if (fill(r, 18) < 0) /* 18: the largest zstd frame header */
+      return fail(r, "read error at offset %llu: %s",
+                  (unsigned long long)(r->in_off + r->in_pos), strerror(errno ? errno : EIO));
+    size_t avail = r->in_len - r->in_pos;
+    uint64_t off = r->in_off + r->in_pos;
+    r->frame_off = off;
+    if (avail == 0) return 0;
+    /* The content size bounds the buffer up front; a header the check cannot read (short or
+     * bad) is reported by the decompressor below. */
+    unsigned long long csize = ZSTD_getFrameContentSize(r->in + r->in_pos, avail);
+    size_t cap = 1u << 20;
+    if (csize != ZSTD_CONTENTSIZE_ERROR) {
+      if (csize == ZSTD_CONTENTSIZE_UNKNOWN || csize > DLH_MAX_FRAME_CONTENT ||
+          csize > r->content_max - r->content || r->packets >= r->packets_max) {
+        char what[128];
+        if (r->packets >= r->packets_max)
+          snprintf(what, sizeof what, "frame at offset %llu comes after the trace's %llu packets "
+                   "(%u per byte of the file, and 256 Ki)", (unsigned long long)off,
+                   (unsigned long long)r->packets_max, DLH_PACKETS_PER_BYTE);
+        else if (csize == ZSTD_CONTENTSIZE_UNKNOWN)
+          snprintf(what, sizeof what, "frame at offset %llu does not state its size",
+                   (unsigned long long)off);
+        else if (csize <= DLH_MAX_FRAME_CONTENT)
+          snprintf(what, sizeof what, "frame at offset %llu would take the trace over %llu MiB "
+                   "decompressed (%u times its size)", (unsigned long long)off,
+                   (unsigned long long)(r->content_max >> 20), DLH_MAX_RATIO);
+        else
+          snprintf(what, sizeof what, "frame at offset %llu holds %llu bytes (limit %u MiB)",
+                   (unsigned long long)off, csize, DLH_MAX_FRAME_CONTENT >> 20);
+        if (skip_frame(r) < 0)
+          return fail(r, "%s and is truncated or corrupt", what);
+        skip(r, "%s (skipped)", what);
+        continue;
+      }
+      cap = (size_t)csize + 1; /* +1: room to notice an overrun */
+      r->content += csize;
     }
-    if (out.pos == out.size) {
-      if (out.size >= DLH_MAX_FRAME)
-        return fail(r, "frame at offset %llu exceeds 1 GiB", (unsigned long long)off);
-      size_t nc = out.size * 2;
-      if (nc > DLH_MAX_FRAME) nc = DLH_MAX_FRAME;
-      uint8_t *p = realloc(r->frame, nc);
+    if (cap > r->frame_cap) {
+      uint8_t *p = realloc(r->frame, cap);
       if (!p) return fail(r, "out of memory for frame at offset %llu", (unsigned long long)off);
       r->frame = p;
-      r->frame_cap = nc;
-      out.dst = p;
-      out.size = nc;
+      r->frame_cap = cap;
     }
-    ZSTD_inBuffer in = {r->in, r->in_len, r->in_pos};
-    size_t rc = ZSTD_decompressStream(r->dctx, &out, &in);
-    r->in_pos = in.pos;
-    if (ZSTD_isError(rc))
-      return fail(r, "corrupt zstd frame at offset %llu: %s", (unsigned long long)off,
-                  ZSTD_getErrorName(rc));
-    if (rc == 0) break; /* frame complete, checksum verified */
+    ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+    ZSTD_outBuffer out = {r->frame, cap, 0};
+    for (;;) {
+      if (r->in_pos == r->in_len) {
+        if (fill(r, 1) < 0)
+          return fail(r, "read error at offset %llu: %s",
+                      (unsigned long long)(r->in_off + r->in_pos), strerror(errno ? errno : EIO));
+        if (r->in_pos == r->in_len)
+          return fail(r, "truncated frame at offset %llu (file ends at %llu)",
+                      (unsigned long long)off, (unsigned long long)r->in_off + r->in_len);
+      }
+      if (out.pos == out.size)
+        return fail(r, "frame at offset %llu holds more than its header says",
+                    (unsigned long long)off);
+      ZSTD_inBuffer in = {r->in, r->in_len, r->in_pos};
+      size_t rc = ZSTD_decompressStream(r->dctx, &out, &in);
+      r->in_pos = in.pos;
+      if (ZSTD_isError(rc))
+        return fail(r, "corrupt zstd frame at offset %llu: %s", (unsigned long long)off,
+                    ZSTD_getErrorName(rc));
+      if (rc == 0) break; /* frame complete, checksum verified */
+    }
+    r->frame_len = out.pos;
+    r->frame_pos = 0;
+    r->frame_packets = 0;
+    r->frames++;
+    return 1;
   }
-  r->frame_len = out.pos;
-  r->frame_pos = 0;
-  r->frames++;
-  return 1;
+}
+
+/* ---------------------------------------------------------------- packet limits */
+
+static int is_definition(Dlh__Packet__DataCase c) {
+  return c == DLH__PACKET__DATA_FUNCTION || c == DLH__PACKET__DATA_STRING ||
+         c == DLH__PACKET__DATA_STACK || c == DLH__PACKET__DATA_MODULE ||
+         c == DLH__PACKET__DATA_SYMBOL || c == DLH__PACKET__DATA_PY_FRAME ||
+         c == DLH__PACKET__DATA_THREAD || c == DLH__PACKET__DATA_DEVICE;
+}
+
+/* Every string of message m (and of its sub-messages: the schema nests at most 3 deep) within
+ * DLH_MAX_STRING, every repeated string or message field within DLH_MAX_LIST. Returns NULL or
+ * what is over. */
+static const char *strings_over(const ProtobufCMessage *m, int depth, uint64_t *bytes) {
+  const ProtobufCMessageDescriptor *d = m->descriptor;
+  for (unsigned i = 0; i < d->n_fields; i++) {
+    const ProtobufCFieldDescriptor *fd = &d->fields[i];
+    if (fd->type != PROTOBUF_C_TYPE_STRING && fd->type != PROTOBUF_C_TYPE_MESSAGE) continue;
+    const char *base = (const char *)m;
+    size_t n = 1;
+    void *const *v = (void *const *)(base + fd->offset);
+    if (fd->label == PROTOBUF_C_LABEL_REPEATED) {
+      n = *(const size_t *)(base + fd->quantifier_offset);
+      v = *(void *const *const *)(base + fd->offset);
+      if (n > DLH_MAX_LIST) return "list";
+    } else if (fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
+      if (*(const uint32_t *)(base + fd->quantifier_offset) != fd->id) continue;
+    }
+    for (size_t k = 0; k < n; k++) {
+      if (!v[k]) continue;
+      if (fd->type == PROTOBUF_C_TYPE_STRING) {
+        size_t l = strnlen(v[k], DLH_MAX_STRING + 1);
+        if (l > DLH_MAX_STRING) return "string";
+        *bytes += l;
+      } else if (depth < 4) {
+        const char *w = strings_over(v[k], depth + 1, bytes);
+        if (w) return w;
+      }
+    }
+  }
+  return NULL;
+}
+
+/* NULL when packet p is within the limits of dlh_format.h, else what is over (for the message;
+ * `buf` holds it when it has numbers). */
+static const char *over_limit(dlh_reader *r, const Dlh__Packet *p, char *buf, size_t n) {
+  if (p->data_case == DLH__PACKET__DATA_STACK && p->stack->n_pc > DLH_MAX_STACK_DEPTH) {
+    snprintf(buf, n, "a stack of %zu frames (limit %u)", p->stack->n_pc, DLH_MAX_STACK_DEPTH);
+    return buf;
+  }
+  if (p->data_case == DLH__PACKET__DATA_API &&
+      (p->api->n_fn > DLH_MAX_BATCH_EVENTS ||
+       p->api->n_args > (size_t)DLH_MAX_BATCH_EVENTS * DLH_MAX_EVENT_ARGS)) {
+    snprintf(buf, n, "an API batch of %zu events, %zu args (limit %u events, %u args each)",
+             p->api->n_fn, p->api->n_args, DLH_MAX_BATCH_EVENTS, DLH_MAX_EVENT_ARGS);
+    return buf;
+  }
+  if (p->data_case == DLH__PACKET__DATA_GPU &&
+      (p->gpu->n_kind > DLH_MAX_BATCH_EVENTS ||
+       p->gpu->n_vals > (size_t)DLH_MAX_BATCH_EVENTS * DLH_MAX_GPU_VALS)) {
+    snprintf(buf, n, "a GPU batch of %zu records, %zu values (limit %u records)", p->gpu->n_kind,
+             p->gpu->n_vals, DLH_MAX_BATCH_EVENTS);
+    return buf;
+  }
+  uint64_t bytes = 0;
+  const char *w = p->data_case == DLH__PACKET__DATA_API || p->data_case == DLH__PACKET__DATA_GPU
+                      ? NULL : strings_over(&p->base, 0, &bytes); /* batches hold no strings */
+  if (w) {
+    snprintf(buf, n, w[0] == 's' ? "a string over %u bytes" : "a list over %u entries",
+             w[0] == 's' ? DLH_MAX_STRING : DLH_MAX_LIST);
+    return buf;
+  }
+  if (is_definition(p->data_case) && ++r->defs > DLH_MAX_DEFINITIONS) {
+    snprintf(buf, n, "definition number %llu (limit %u per trace)", (unsigned long long)r->defs,
+             DLH_MAX_DEFINITIONS);
+    return buf;
+  }
+  if (is_definition(p->data_case) && (r->def_bytes += bytes) > r->def_bytes_max) {
+    snprintf(buf, n, "definitions over %llu MiB of names (%u MiB, and %u bytes per byte of the "
+             "file)", (unsigned long long)(r->def_bytes_max >> 20), DLH_DEF_BYTES_BASE >> 20,
+             DLH_DEF_BYTES_PER_BYTE);
+    return buf;
+  }
+  return NULL;
+}
+
+static void free_pkt(dlh_reader *r) {
+  if (r->pkt) {
+    protobuf_c_message_free_unpacked(&r->pkt->base, &r->alloc);
+    r->pkt = NULL;
+  }
 }
 
 int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out) {
   if (out) *out = NULL;
   if (!r) return -1;
-  if (r->pkt) {
-    protobuf_c_message_free_unpacked(&r->pkt->base, NULL);
-    r->pkt = NULL;
-  }
+  free_pkt(r);
   if (r->failed) return -1;
-  while (r->frame_pos >= r->frame_len) {
-    int rc = read_frame(r);
-    if (rc <= 0) return rc;
-  }
-  const uint8_t *p = r->frame + r->frame_pos;
-  size_t left = r->frame_len - r->frame_pos;
-  uint64_t len = 0;
-  size_t i = 0;
-  for (;; i++) {
-    if (i >= left || i >= 10)
-      return fail(r, "bad packet length at byte %zu of the frame at offset %llu", r->frame_pos,
+  for (;;) {
+    while (r->frame_pos >= r->frame_len) {
+      int rc = read_frame(r);
+      if (rc == 0 && r->skipped) {
+        if (r->skipped > 1)
+          return fail(r, "%s, and %llu more frames or packets over a limit (skipped; the rest "
+                      "was read)", r->skip_msg ? r->skip_msg : "", (unsigned long long)r->skipped - 1);
+        return fail(r, "%s", r->skip_msg ? r->skip_msg : "over a limit");
+      }
+      if (rc <= 0) return rc;
+    }
+    const uint8_t *p = r->frame + r->frame_pos;
+    size_t left = r->frame_len - r->frame_pos;
+    uint64_t len = 0;
+    size_t i = 0;
+    for (;; i++) {
+      if (i >= left || i >= 10)
+        return fail(r, "bad packet length at byte %zu of the frame at offset %llu", r->frame_pos,
+                    (unsigned long long)r->frame_off);
+      len |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+      if (!(p[i] & 0x80)) break;
+    }
+    i++;
+    if (len > left - i)
+      return fail(r, "packet at byte %zu of the frame at offset %llu overruns the frame",
+                  r->frame_pos, (unsigned long long)r->frame_off);
+    size_t at = r->frame_pos;
+    r->frame_pos += i + (size_t)len;
+    if (len == 0) { /* the writer never writes an empty packet: the frame is not ours */
+      skip(r, "empty packet at byte %zu of the frame at offset %llu (the rest of the frame "
+           "skipped)", at, (unsigned long long)r->frame_off);
+      r->frame_pos = r->frame_len;
+      continue;
+    }
+    if (++r->packets > r->packets_max) {
+      skip(r, "frame at offset %llu takes the trace over %llu packets (%u per byte of the "
+           "file, and 256 Ki; the rest of the frame skipped)", (unsigned long long)r->frame_off,
+           (unsigned long long)r->packets_max, DLH_PACKETS_PER_BYTE);
+      r->frame_pos = r->frame_len;
+      continue;
+    }
+    if (++r->frame_packets > DLH_MAX_FRAME_PACKETS) {
+      skip(r, "frame at offset %llu holds more than %u packets (the rest of it skipped)",
+           (unsigned long long)r->frame_off, DLH_MAX_FRAME_PACKETS);
+      r->frame_pos = r->frame_len;
+      continue;
+    }
+    r->mem_used = 0;
+    r->mem_over = 0;
+    Dlh__Packet *pkt = dlh__packet__unpack(&r->alloc, (size_t)len, p + i);
+    if (!pkt && r->mem_over) {
+      skip(r, "packet at byte %zu of the frame at offset %llu needs more than %u MiB decoded "
+           "(skipped)", at, (unsigned long long)r->frame_off, DLH_MAX_PACKET_MEMORY >> 20);
+      continue;
+    }
+    if (!pkt)
+      return fail(r, "undecodable packet at byte %zu of the frame at offset %llu", at,
                   (unsigned long long)r->frame_off);
-    len |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-    if (!(p[i] & 0x80)) break;
+    char buf[160];
+    const char *why = over_limit(r, pkt, buf, sizeof buf);
+    if (why) {
+      skip(r, "packet at byte %zu of the frame at offset %llu: %s (skipped)", at,
+           (unsigned long long)r->frame_off, why);
+      protobuf_c_message_free_unpacked(&pkt->base, &r->alloc);
+      continue;
+    }
+    r->pkt = pkt;
+    if (out) *out = pkt;
+    return 1;
   }
-  i++;
-  if (len > left - i)
-    return fail(r, "packet at byte %zu of the frame at offset %llu overruns the frame",
-                r->frame_pos, (unsigned long long)r->frame_off);
-  Dlh__Packet *pkt = dlh__packet__unpack(NULL, (size_t)len, p + i);
-  if (!pkt)
-    return fail(r, "undecodable packet at byte %zu of the frame at offset %llu", r->frame_pos,
-                 (unsigned long long)r->frame_off);
-  r->frame_pos += i + (size_t)len;
-  r->pkt = pkt;
-  if (out) *out = pkt;
-  return 1;
 }
 
 const char *dlh_reader_error(const dlh_reader *r) { return r && r->failed ? r->err : NULL; }
 
 uint64_t dlh_reader_frames(const dlh_reader *r) { return r ? r->frames : 0; }
 
+uint64_t dlh_reader_skipped(const dlh_reader *r) { return r ? r->skipped : 0; }
+
 uint64_t dlh_reader_offset(const dlh_reader *r) { return r ? r->in_off + r->in_pos : 0; }
 
 void dlh_reader_close(dlh_reader *r) {
   if (!r) return;
-  if (r->pkt) protobuf_c_message_free_unpacked(&r->pkt->base, NULL);
+  free_pkt(r);
   ZSTD_freeDCtx(r->dctx);
   if (r->f) fclose(r->f);
   free(r->in);
   free(r->frame);
   free(r->err);
+  free(r->skip_msg);
   free(r);
 }
 

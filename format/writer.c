@@ -19,7 +19,8 @@
 #include "dlh_format_int.h"
 
 #define DLH_BATCH_MAX 65536u           /* events per ApiBatch packet */
-#define DLH_FRAME_AUTOFLUSH (64u << 20) /* raw bytes that force a frame out */
+#define DLH_FRAME_AUTOFLUSH (32u << 20) /* raw bytes that force a frame out: a frame stays
+                                           within DLH_MAX_FRAME_CONTENT (that + one batch) */
 
 typedef struct dlh_buf {
   uint8_t *p;
@@ -59,6 +60,7 @@ struct dlh_writer {
   dlh_gbatch gb;
   ZSTD_CCtx *cctx;
   dlh_buf raw;     /* uncompressed packets of the current frame */
+  size_t raw_packets; /* packets in raw */
   dlh_buf out;     /* compressed frame */
   uint64_t bytes;  /* written to fd, header included */
   size_t held;     /* a compressed frame in `out` not written yet: its fd was closed (EBADF) */
@@ -132,7 +134,14 @@ static int append_msg(dlh_writer *w, const ProtobufCMessage *m) {
   size_t k = protobuf_c_message_pack(m, w->raw.p + w->raw.len + n);
   if (k != sz) return -1;
   w->raw.len += n + k;
+  w->raw_packets++;
   return 0;
+}
+
+/* Whether the frame being built should go out now: DLH_FRAME_AUTOFLUSH bytes, or half of
+ * DLH_MAX_FRAME_PACKETS packets (a frame of tiny packets stays within the reader's limit). */
+static int frame_full(const dlh_writer *w) {
+  return w->raw.len >= DLH_FRAME_AUTOFLUSH || w->raw_packets >= DLH_MAX_FRAME_PACKETS / 2;
 }
 
 /* ---------------------------------------------------------------- thread batches */
@@ -275,15 +284,25 @@ int dlh_writer_gpu(dlh_writer *w, const dlh_gpu_event *ev) {
   g->n = n + 1;
   if (g->n >= DLH_BATCH_MAX) {
     if (gbatch_emit(w) < 0) return -1;
-    if (w->raw.len >= DLH_FRAME_AUTOFLUSH) return dlh_writer_flush(w);
+    if (frame_full(w)) return dlh_writer_flush(w);
   }
   return 0;
 }
 
+static int write_frame(dlh_writer *w);
+
+/* Emits every open batch (a batch that cannot be encoded is counted as lost); a frame is
+ * written out whenever DLH_FRAME_AUTOFLUSH is reached in between, so that many threads'
+ * batches never make a frame over DLH_MAX_FRAME_CONTENT. Returns 0, or -1 when writing such a
+ * frame failed (errno set). */
 static int emit_all(dlh_writer *w) {
-  int rc = gbatch_emit(w);
-  for (size_t i = 0; i < w->ntb && w->pending > 0; i++)
-    if (w->tb[i].n && tbatch_emit(w, &w->tb[i]) < 0) rc = -1;
+  int rc = 0, e = 0;
+  gbatch_emit(w);
+  for (size_t i = 0; i < w->ntb && w->pending > 0; i++) {
+    if (frame_full(w) && write_frame(w) < 0) { rc = -1; e = errno; }
+    if (w->tb[i].n) tbatch_emit(w, &w->tb[i]);
+  }
+  if (rc) errno = e;
   return rc;
 }
 
@@ -321,7 +340,7 @@ int dlh_writer_packet(dlh_writer *w, const Dlh__Packet *p) {
   /* The trailer closes the file: pending events go before it. */
   if (p->data_case == DLH__PACKET__DATA_TRAILER) emit_all(w);
   if (append_msg(w, &p->base) < 0) return -1;
-  if (w->raw.len >= DLH_FRAME_AUTOFLUSH) return dlh_writer_flush(w);
+  if (frame_full(w)) return dlh_writer_flush(w);
   return 0;
 }
 
@@ -394,7 +413,7 @@ int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev) {
   t->n = n + 1;
   if (t->n >= DLH_BATCH_MAX) {
     if (tbatch_emit(w, t) < 0) return -1;
-    if (w->raw.len >= DLH_FRAME_AUTOFLUSH) return dlh_writer_flush(w);
+    if (frame_full(w)) return dlh_writer_flush(w);
   }
   return 0;
 }
@@ -406,17 +425,26 @@ int dlh_writer_flush(dlh_writer *w) {
     w->bytes += w->held;
     w->held = 0;
   }
-  emit_all(w);
+  int rc = emit_all(w), e = errno;
+  if (write_frame(w) < 0) return -1;
+  if (rc) errno = e;
+  return rc;
+}
+
+/* Compresses `raw` into one zstd frame and writes it. Returns 0 or -1 (errno set). */
+static int write_frame(dlh_writer *w) {
   if (w->raw.len == 0) return 0;
   size_t bound = ZSTD_compressBound(w->raw.len);
   w->out.len = 0;
   if (buf_reserve(&w->out, bound) < 0) {
     w->raw.len = 0;
+    w->raw_packets = 0;
     errno = ENOMEM;
     return -1;
   }
   size_t z = ZSTD_compress2(w->cctx, w->out.p, w->out.cap, w->raw.p, w->raw.len);
   w->raw.len = 0;
+  w->raw_packets = 0;
   if (ZSTD_isError(z)) {
     ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_only);
     errno = EIO;

@@ -37,8 +37,127 @@ static size_t fz_frames(const uint8_t *in, size_t len, size_t *off) {
 
 static const char *const fz_kind_names[] = {"truncate", "byteflip", "packet", "frame-dup",
                                             "frame-drop", "frame-swap", "header", "append",
-                                            "insert", "all-frames"};
-#define FZ_KINDS 10
+                                            "insert", "all-frames", "bomb", "hostile"};
+#define FZ_KINDS 12
+
+/* ---- hostile contents in well-formed frames (kinds 10 and 11): what an attacker writes ---- */
+
+typedef struct fz_buf { uint8_t *p; size_t n, cap; } fz_buf;
+
+static int fz_put(fz_buf *b, const void *p, size_t k) {
+  if (b->n + k > b->cap) {
+    size_t c = (b->n + k) * 2 + 256;
+    uint8_t *q = realloc(b->p, c);
+    if (!q) return -1;
+    b->p = q;
+    b->cap = c;
+  }
+  memcpy(b->p + b->n, p, k);
+  b->n += k;
+  return 0;
+}
+
+static int fz_varint(fz_buf *b, uint64_t v) {
+  uint8_t t[10];
+  size_t k = 0;
+  for (; v >= 0x80; v >>= 7) t[k++] = (uint8_t)(v | 0x80);
+  t[k++] = (uint8_t)v;
+  return fz_put(b, t, k);
+}
+
+/* Appends tag + length + body (a length-delimited field). */
+static int fz_field(fz_buf *b, unsigned field, const fz_buf *body) {
+  return fz_varint(b, (uint64_t)field << 3 | 2) || fz_varint(b, body->n) ||
+         fz_put(b, body->p, body->n);
+}
+
+/* Appends one packet (length + Packet) whose oneof field `field` holds body. */
+static int fz_packet(fz_buf *frame, unsigned field, const fz_buf *body) {
+  fz_buf pk = {0};
+  int rc = fz_field(&pk, field, body);
+  rc = rc || fz_varint(frame, pk.n) || fz_put(frame, pk.p, pk.n);
+  free(pk.p);
+  return rc;
+}
+
+/* A zstd frame of `len` zero bytes in RLE blocks, its size stated (or not) in the header. */
+static int fz_zero_frame(fz_buf *b, uint64_t len, int stated) {
+  uint8_t h[14] = {0x28, 0xb5, 0x2f, 0xfd};
+  size_t k = 4;
+  if (stated) { h[k++] = 0xe0; for (int i = 0; i < 8; i++) h[k++] = (uint8_t)(len >> (8 * i)); }
+  else { h[k++] = 0x00; h[k++] = 0x58; }
+  if (fz_put(b, h, k)) return -1;
+  for (uint64_t done = 0; done < len;) {
+    uint64_t sz = len - done < (128u << 10) ? len - done : (128u << 10);
+    done += sz;
+    uint32_t v = (uint32_t)(done == len) | 1u << 1 | (uint32_t)sz << 3;
+    uint8_t blk[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), 0};
+    if (fz_put(b, blk, 4)) return -1;
+  }
+  return 0;
+}
+
+/* Packets that break a limit or aim at a weakness of the reader or the command, chosen by the
+ * seed: a stack deeper than 256, a string over 64 KiB, a batch of more than 65,536 events, an
+ * empty packet, ids that share a slot of a fixed hash, names with invalid UTF-8 and terminal
+ * control sequences. Returns the raw (uncompressed) frame in b. */
+static int fz_hostile_packets(fz_buf *b, uint64_t *seed) {
+  fz_buf m = {0}, c = {0};
+  int rc = 0;
+  unsigned shape = (unsigned)(fz_next(seed) % 6);
+  switch (shape) {
+    case 0: { /* StackDef { id, pc: 257..4096 frames } */
+      size_t n = 257 + (size_t)(fz_next(seed) % 3840);
+      rc = fz_varint(&m, 1 << 3) || fz_varint(&m, 1 + fz_next(seed) % 64);
+      for (size_t i = 0; i < n && !rc; i++) rc = fz_varint(&c, 0x400000 + (fz_next(seed) & 0xffff));
+      rc = rc || fz_field(&m, 2, &c) || fz_packet(b, 9, &m);
+      break;
+    }
+    case 1: { /* StringDef { id 1..8, value: 64 KiB + a few bytes } */
+      size_t n = (64u << 10) + 1 + (size_t)(fz_next(seed) % 4096);
+      rc = fz_varint(&m, 1 << 3) || fz_varint(&m, 1 + fz_next(seed) % 8);
+      for (size_t i = 0; i < n && !rc; i++) rc = fz_put(&c, "k", 1);
+      rc = rc || fz_field(&m, 2, &c) || fz_packet(b, 7, &m);
+      break;
+    }
+    case 2: { /* ApiBatch { tid, start_delta and fn of 65,537..70,000 events } */
+      size_t n = 65537 + (size_t)(fz_next(seed) % 4464);
+      rc = fz_varint(&m, 1 << 3) || fz_varint(&m, 1);
+      for (size_t i = 0; i < n && !rc; i++) rc = fz_put(&c, "\x02", 1);
+      rc = rc || fz_field(&m, 3, &c) || fz_field(&m, 5, &c) || fz_packet(b, 4, &m);
+      break;
+    }
+    case 3: { /* an empty packet between two good ones */
+      uint8_t z = 0;
+      rc = fz_varint(&m, 1 << 3) || fz_varint(&m, 5) || fz_packet(b, 2, &m) || fz_put(b, &z, 1) ||
+           fz_packet(b, 2, &m);
+      break;
+    }
+    case 4: /* FunctionDesc and StringDef ids id << 16 (one slot of a multiplicative hash) */
+      for (uint32_t i = 1; i <= 2000 && !rc; i++) {
+        m.n = 0;
+        rc = fz_varint(&m, 1 << 3) || fz_varint(&m, (uint64_t)i << 16) ||
+             fz_varint(&m, 2 << 3 | 2) || fz_varint(&m, 4) || fz_put(&m, "fn_x", 4) ||
+             fz_packet(b, 3, &m) || fz_packet(b, 7, &m);
+      }
+      break;
+    default: { /* names of functions and strings 1..4: invalid UTF-8, control sequences */
+      static const char *const bad[] = {"bad\xff\xfe", "cr\r\x1b[2K\x1b]0;t\x07", "cut\xe2\x82",
+                                        "<svg onload=\"x\">&\xc2\x9b"};
+      for (uint32_t i = 1; i <= 4 && !rc; i++) {
+        const char *v = bad[(i + fz_next(seed)) % 4];
+        m.n = 0;
+        rc = fz_varint(&m, 1 << 3) || fz_varint(&m, i) || fz_varint(&m, 2 << 3 | 2) ||
+             fz_varint(&m, strlen(v)) || fz_put(&m, v, strlen(v)) || fz_packet(b, 3, &m) ||
+             fz_packet(b, 7, &m);
+      }
+      break;
+    }
+  }
+  free(m.p);
+  free(c.p);
+  return rc;
+}
 
 /* Mutates the trace (in, len) with the mutation `kind` (0..FZ_KINDS-1) and seed. Returns a
  * malloc'd buffer (*outlen bytes); *clean gets the length of the original's prefix that the
@@ -143,6 +262,41 @@ static uint8_t *fz_damage(const uint8_t *in, size_t len, unsigned kind, uint64_t
       for (size_t i = 0; i < g; i++) out[n++] = (uint8_t)fz_next(&seed);
       if (fz_next(&seed) % 2 && n >= 4) { out[n - g] = 0x28; if (g > 3) { out[n - g + 1] = 0xb5; out[n - g + 2] = 0x2f; out[n - g + 3] = 0xfd; } } /* a zstd magic */
       PUT(in + at, len - at);
+      *clean = at;
+      break;
+    }
+    case 10: case 11: { /* after frame j: a decompression bomb (10), or a well-formed frame of
+                         * hostile packets (11); reading goes on after it */
+      size_t at = nf ? off[j + 1] : len;
+      fz_buf b = {0};
+      int rc;
+      if (kind % FZ_KINDS == 10) {
+        /* 1 GiB of zeros, its size stated or not (a bomb right at the frame limit costs a
+         * 64 MiB decompression per run: tests/hostile/ has that one) */
+        rc = fz_zero_frame(&b, 1ull << 30, (int)(fz_next(&seed) % 2));
+      } else {
+        fz_buf raw = {0};
+        rc = fz_hostile_packets(&raw, &seed);
+        if (!rc) {
+          size_t bound = ZSTD_compressBound(raw.n);
+          rc = !(b.p = malloc(bound));
+          if (!rc) {
+            size_t z = ZSTD_compress(b.p, bound, raw.p, raw.n, 1);
+            rc = ZSTD_isError(z);
+            b.n = rc ? 0 : z;
+          }
+        }
+        free(raw.p);
+      }
+      if (rc || n + at + b.n + (len - at) > cap) {
+        uint8_t *o = rc ? NULL : realloc(out, at + b.n + (len - at) + 16);
+        if (!o) { free(b.p); free(out); return NULL; }
+        out = o;
+      }
+      PUT(in, at);
+      PUT(b.p, b.n);
+      PUT(in + at, len - at);
+      free(b.p);
       *clean = at;
       break;
     }

@@ -62,3 +62,10 @@ regen: regen-cbids
 regen-cbids:
 	$(Q)$(PYTHON) scripts/gen_cbids.py --cuda-home $(CUDA_HOME)
 .PHONY: regen-cbids
+
+# Test helper: traces built as an attacker would (tests/hostile/).
+$(BUILD)/tests/bin/hostile: viewer-export/tests/hostile.c $(FORMAT_OBJS)
+	$(Q)mkdir -p $(@D)
+	@echo "  CCLD    $@"
+	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -MMD -MP -o $@ $< $(FORMAT_OBJS) $(LDFLAGS) $(FORMAT_LIBS)
+TEST_DEPS += $(BUILD)/tests/bin/hostile

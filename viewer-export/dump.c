@@ -143,7 +143,7 @@ static void dump_gpu(FILE *f, const dump_opts *o, const vx_trace *t, const Dlh__
   if ((b->n_start_delta && b->n_start_delta != n) || (b->n_dur && b->n_dur != n) ||
       (b->n_corr && b->n_corr != n) || (b->n_stream && b->n_stream != n) ||
       (b->n_name && b->n_name != n) || (b->n_nvals && b->n_nvals != n) ||
-      (b->n_context && b->n_context != n)) {
+      (b->n_context && b->n_context != n) || (b->n_devices && b->n_devices != n)) {
     *bad = 1;
     return;
   }
@@ -165,8 +165,9 @@ static void dump_gpu(FILE *f, const dump_opts *o, const vx_trace *t, const Dlh__
         else fprintf(f, "\"#%u\"", name);
         putc(',', f);
       }
-      fprintf(f, "\"pid\":%u,\"device\":%u,\"stream\":%u,", t->pid, b->device,
-              b->n_stream ? b->stream[i] : 0);
+      /* the record's own device (GpuBatch.devices); the batch's field is the old default */
+      fprintf(f, "\"pid\":%u,\"device\":%u,\"stream\":%u,", t->pid,
+              b->n_devices ? b->devices[i] : b->device, b->n_stream ? b->stream[i] : 0);
       if (b->n_context) fprintf(f, "\"context\":%u,", b->context[i]);
       if (b->n_corr && b->corr[i]) fprintf(f, "\"corr\":%" PRIu64 ",", b->corr[i]);
       fprintf(f, "\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64, ts, b->n_dur ? b->dur[i] : 0);

@@ -1,6 +1,7 @@
 /* export.c — `dlhook export` and `dlhook diff`: option parsing, the streaming trace scan that
  * every format uses (time window, progress on stderr), and small output helpers. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,12 +159,7 @@ int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s) {
 /* ---------------------------------------------------------------- u64 -> u32 hash map */
 
 
-static size_t h64(uint64_t k, size_t cap) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  return (size_t)k & (cap - 1);
-}
+static size_t h64(uint64_t k, size_t cap) { return (size_t)vx_hash64(k) & (cap - 1); }
 
 
 static void ex_m_grow(ex_u64map *m) {
@@ -245,6 +241,50 @@ int ex_arg(const vx_trace *t, const dlh_api_event *ev, const char *names, uint64
   return 0;
 }
 
+/* ---------------------------------------------------------------- output files
+ *
+ * Every output is written to a new file with a random name (mkstemp: O_CREAT|O_EXCL, so no
+ * planted file or symlink is ever opened) in the destination's directory, and renamed into
+ * place when complete: a symlink planted at the output path is replaced, never followed, and
+ * readers never see half a file. The directory must belong to the user (or root) or be sticky:
+ * elsewhere others could swap the file after it is written. */
+
+typedef struct ex_out {
+  FILE *f;
+  char *tmp;
+  struct ex_out *next;
+} ex_out;
+static ex_out *outs;
+
+/* The directory part of path ("." when none), malloc'd. */
+static char *dir_of(const char *path) {
+  const char *sl = strrchr(path, '/');
+  if (!sl) return vx_xstrdup(".");
+  if (sl == path) return vx_xstrdup("/");
+  char *d = vx_xstrdup(path);
+  d[sl - path] = 0;
+  return d;
+}
+
+int ex_dir_safe(const char *dir) {
+  struct stat st;
+  if (stat(dir, &st) < 0) {
+    vx_error("%s: %s", dir, strerror(errno));
+    return -1;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    vx_error("%s: not a directory", dir);
+    return -1;
+  }
+  if (st.st_uid != geteuid() && st.st_uid != 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) &&
+      !(st.st_mode & S_ISVTX)) {
+    vx_error("%s: writable by others and not sticky (others could replace what dlhook writes "
+             "there); choose a directory of your own", dir);
+    return -1;
+  }
+  return 0;
+}
+
 static ssize_t gz_write(void *c, const char *buf, size_t n) {
   if (n == 0) return 0;
   int w = gzwrite((gzFile)c, buf, (unsigned)n);
@@ -253,33 +293,176 @@ static ssize_t gz_write(void *c, const char *buf, size_t n) {
 
 static int gz_close(void *c) { return gzclose((gzFile)c) == Z_OK ? 0 : -1; }
 
+/* Whether path is written into as it is instead of replaced: a device, pipe or socket (-o
+ * /dev/null, a FIFO), or the user's or root's symlink to one or to /proc/self/fd/N (such as
+ * /dev/stdout). Returns -1 (no), or an open fd. A symlink planted by someone else, or one to
+ * a regular file, is replaced like any other path. */
+static int open_in_place(const char *path) {
+  struct stat l, st;
+  if (lstat(path, &l) < 0) return -1;
+  int dev = S_ISCHR(l.st_mode) || S_ISFIFO(l.st_mode) || S_ISSOCK(l.st_mode);
+  if (!dev) {
+    if (!S_ISLNK(l.st_mode) || (l.st_uid != geteuid() && l.st_uid != 0)) return -1;
+    char t[64];
+    ssize_t n = readlink(path, t, sizeof t - 1);
+    if (n > 14) {
+      t[n] = 0;
+      char *end;
+      long fdn = strtol(t + 14, &end, 10);
+      if (!strncmp(t, "/proc/self/fd/", 14) && !*end && end != t + 14 && fdn >= 0 &&
+          fdn < 1 << 20)
+        return fcntl((int)fdn, F_DUPFD_CLOEXEC, 3); /* our own stdout, with its offset */
+    }
+    if (stat(path, &st) < 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+      return -1;
+  }
+  int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  return fd < 0 ? -2 : fd;
+}
+
 FILE *ex_create(const char *path, int gz) {
   if (!gz && !strcmp(path, "-")) return stdout;
-  FILE *f = fopen(path, "wb");
-  if (!f) {
+  int fd = open_in_place(path);
+  if (fd != -1) {
+    FILE *f = NULL;
+    if (fd >= 0 && !gz) {
+      f = fdopen(fd, "wb");
+    } else if (fd >= 0) {
+      gzFile z = gzdopen(fd, "wb1");
+      cookie_io_functions_t io = {NULL, gz_write, NULL, gz_close};
+      if (z && !(f = fopencookie(z, "w", io))) gzclose(z);
+      fd = -1;
+    }
+    if (!f) {
+      vx_error("%s: %s", path, strerror(errno ? errno : EIO));
+      if (fd >= 0) close(fd);
+    }
+    return f; /* not registered: ex_close just closes it */
+  }
+  char *dir = dir_of(path);
+  if (ex_dir_safe(dir) < 0) { free(dir); return NULL; }
+  size_t tl = strlen(dir) + 32;
+  char *tmp = vx_xmalloc(tl);
+  snprintf(tmp, tl, "%s/.dlhook-out-XXXXXX", dir);
+  free(dir);
+  fd = mkostemp(tmp, O_CLOEXEC);
+  if (fd < 0) {
     vx_error("%s: %s", path, strerror(errno));
+    free(tmp);
     return NULL;
   }
-  if (!gz) return f;
-  gzFile z = gzdopen(dup(fileno(f)), "wb1");
-  fclose(f);
-  if (!z) {
-    vx_error("%s: cannot start gzip", path);
+  mode_t um = umask(0);
+  umask(um);
+  fchmod(fd, 0666 & ~um); /* what a plain creat() would have given */
+  FILE *f = NULL;
+  if (!gz) {
+    f = fdopen(fd, "wb");
+  } else {
+    gzFile z = gzdopen(fd, "wb1");
+    if (z) {
+      gzbuffer(z, 1 << 17);
+      cookie_io_functions_t io = {NULL, gz_write, NULL, gz_close};
+      f = fopencookie(z, "w", io);
+      if (!f) gzclose(z);
+      else setvbuf(f, NULL, _IOFBF, 1 << 16);
+    } else {
+      close(fd);
+    }
+    fd = -1;
+  }
+  if (!f) {
+    if (fd >= 0) close(fd);
+    vx_error("%s: cannot start %s", path, gz ? "gzip" : "writing");
+    unlink(tmp);
+    free(tmp);
     return NULL;
   }
-  gzbuffer(z, 1 << 17);
-  cookie_io_functions_t io = {NULL, gz_write, NULL, gz_close};
-  f = fopencookie(z, "w", io);
-  if (!f) gzclose(z);
-  else setvbuf(f, NULL, _IOFBF, 1 << 16);
+  ex_out *o = vx_xmalloc(sizeof *o);
+  *o = (ex_out){f, tmp, outs};
+  outs = o;
   return f;
 }
 
-int ex_close(FILE *f, const char *path) {
+/* Takes f's registration off the list; returns its temporary name (malloc'd) or NULL. */
+static char *out_take(FILE *f) {
+  for (ex_out **pp = &outs; *pp; pp = &(*pp)->next) {
+    if ((*pp)->f != f) continue;
+    ex_out *o = *pp;
+    char *tmp = o->tmp;
+    *pp = o->next;
+    free(o);
+    return tmp;
+  }
+  return NULL;
+}
+
+/* Flushes and closes f; returns 0, or -1 after printing a write error for `path`. */
+static int out_finish(FILE *f, const char *path) {
   int bad = ferror(f);
+  if (fflush(f) != 0) bad = 1;
   if (fclose(f) != 0) bad = 1;
   if (bad) vx_error("%s: write error", path);
   return bad ? -1 : 0;
+}
+
+int ex_close(FILE *f, const char *path) {
+  char *tmp = out_take(f);
+  int rc = out_finish(f, path);
+  if (!tmp) return rc;
+  struct stat l;
+  char lt[8] = "";
+  if (rc == 0 && lstat(path, &l) == 0 &&
+      ((!S_ISREG(l.st_mode) && !S_ISLNK(l.st_mode)) ||
+       (S_ISLNK(l.st_mode) && readlink(path, lt, sizeof lt - 1) > 0 && !strncmp(lt, "/proc/", 6)))) {
+    /* a directory, a device, a link into /proc: never replaced */
+    vx_error("%s: exists and is not a file", path);
+    rc = -1;
+  }
+  if (rc == 0 && rename(tmp, path) < 0) {
+    vx_error("%s: %s", path, strerror(errno));
+    rc = -1;
+  }
+  if (rc < 0) unlink(tmp);
+  free(tmp);
+  return rc;
+}
+
+char *ex_close_new(FILE *f, const char *dir, const char *stem, const char *ext) {
+  char *tmp = out_take(f);
+  size_t cap = strlen(dir) + strlen(stem) + strlen(ext) + 32;
+  char *path = vx_xmalloc(cap);
+  snprintf(path, cap, "%s/%s%s", dir, stem, ext);
+  int rc = out_finish(f, path);
+  if (rc == 0 && tmp) {
+    for (unsigned i = 2;; i++) {
+      /* link() never replaces: a name taken (by another trace of this export, an earlier
+       * export, or anyone) moves this one on to stem-2, stem-3, ... */
+      if (link(tmp, path) == 0) break;
+      if (errno != EEXIST || i > 100000) {
+        vx_error("%s: %s", path, strerror(errno));
+        rc = -1;
+        break;
+      }
+      snprintf(path, cap, "%s/%s-%u%s", dir, stem, i, ext);
+    }
+  }
+  if (tmp) unlink(tmp);
+  free(tmp);
+  if (rc < 0) { free(path); return NULL; }
+  return path;
+}
+
+void ex_safe_name(char *dst, size_t cap, const char *src, const char *dflt) {
+  size_t o = 0;
+  if (!cap) return;
+  for (const char *s = src ? src : ""; *s && o + 1 < cap && o < 64; s++) {
+    unsigned char c = (unsigned char)*s;
+    int keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '-' || c == '_' || (c == '.' && o > 0);
+    dst[o++] = keep ? (char)c : '_';
+  }
+  dst[o] = 0;
+  if (!o) snprintf(dst, cap, "%s", dflt);
 }
 
 int ex_mkdirs(const char *path) {
@@ -325,9 +508,13 @@ const char *ex_frame_name(const vx_frame *fr, char *buf, size_t n) {
   if (name && *name) return name;
   const char *m = fr->module ? strrchr(fr->module, '/') : NULL;
   m = m ? m + 1 : fr->module;
-  /* stable across runs: the address in the file, not the ASLR address */
-  if (m && fr->has_modoff) snprintf(buf, n, "%.60s+0x%" PRIx64, m, fr->modoff);
-  else if (m) snprintf(buf, n, "[%.60s]", m);
+  if (m) { /* stable across runs: the address in the file, not the ASLR address; the name cut
+            * at a character boundary */
+    int len = (int)strnlen(m, 60);
+    while (len > 0 && ((unsigned char)m[len] & 0xc0) == 0x80) len--;
+    if (fr->has_modoff) snprintf(buf, n, "%.*s+0x%" PRIx64, len, m, fr->modoff);
+    else snprintf(buf, n, "[%.*s]", len, m);
+  }
   else snprintf(buf, n, "0x%" PRIx64, fr->pc);
   return buf;
 }

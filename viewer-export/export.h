@@ -81,10 +81,25 @@ void ex_m_free(ex_u64map *m);
  * returns 1 and sets *v, or 0 when the function has no such argument. */
 int ex_arg(const vx_trace *t, const dlh_api_event *ev, const char *names, uint64_t *v);
 
-/* Opens PATH for writing; gz != 0 writes gzip. Returns NULL after printing why. The FILE is
- * closed by ex_close, which reports write errors (returns -1). */
+/* Opens an output for writing; gz != 0 writes gzip; "-" (without gz) is stdout; a device or pipe
+ * (or the user's or root's symlink to one: /dev/stdout) is written into as it is. The data goes
+ * to a new file with a random name (O_EXCL) in PATH's directory, which must be the user's (or
+ * root's) or sticky; ex_close renames it to PATH, replacing what is there (a planted symlink
+ * included, never following it): for paths the user named. Returns NULL after printing why. */
 FILE *ex_create(const char *path, int gz);
+/* Closes an ex_create output, reports write errors (returns -1, the temporary file removed). */
 int ex_close(FILE *f, const char *path);
+/* Closes an ex_create output (created under DIR) as DIR/STEM EXT without replacing anything:
+ * when that name exists, DIR/STEM-2 EXT, -3, ... For names derived from traces. Returns the
+ * name used (malloc'd) or NULL after printing why. */
+char *ex_close_new(FILE *f, const char *dir, const char *stem, const char *ext);
+/* Checks that dlhook may write into directory DIR (see ex_create). Returns 0 or -1 after printing
+ * why. */
+int ex_dir_safe(const char *dir);
+/* The one rule for file names derived from traces (host names): ASCII letters, digits, '-', '_'
+ * and '.' (not first) are kept, every other byte becomes '_', at most 64 bytes; empty gives
+ * dflt. The result is never hidden, never a path, never needs quoting. */
+void ex_safe_name(char *dst, size_t cap, const char *src, const char *dflt);
 
 /* Creates a directory and its parents (mkdir -p). Returns 0 or -1 after printing why. */
 int ex_mkdirs(const char *path);

@@ -65,6 +65,7 @@ typedef struct kctx {
   int rank, world;           /* rank -1: not written */
   Dlh__DeviceInfo **dev;     /* copies: id, name, total_mem, sm_count, cc */
   size_t ndev;
+  vx_map dev_ix;             /* id -> index + 1 into dev */
   uint32_t *gpu_pids;        /* devices seen in GPU records (for process_name metadata) */
   size_t ngpu;
   uint32_t next_ext;         /* External ids */
@@ -343,11 +344,15 @@ static void k_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
       Dlh__DeviceInfo *c = vx_xmalloc(sizeof *c);
       *c = *d;
       c->name = vx_xstrdup(d->name ? d->name : "");
-      for (size_t i = 0; i < k->ndev; i++)
-        if (k->dev[i]->id == d->id) { free(k->dev[i]->name); free(k->dev[i]); k->dev[i] = c; c = NULL; break; }
-      if (c) {
+      uintptr_t i = (uintptr_t)vx_map_get(&k->dev_ix, d->id);
+      if (i) { /* redefined */
+        free(k->dev[i - 1]->name);
+        free(k->dev[i - 1]);
+        k->dev[i - 1] = c;
+      } else {
         k->dev = vx_xrealloc(k->dev, (k->ndev + 1) * sizeof *k->dev);
         k->dev[k->ndev++] = c;
+        vx_map_put(&k->dev_ix, d->id, (void *)(uintptr_t)k->ndev);
       }
       break;
     }
@@ -753,20 +758,18 @@ static int kineto_one(const ex_opts *o, const char *path, size_t index, size_t n
   k.world = L.rank >= 0 ? (L.world > 0 ? L.world : (int)n) : 1;
   k.range_ext = calloc(L.nrange ? L.nrange : 1, sizeof *k.range_ext);
   if (!k.range_ext) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
-  char host[128];
-  snprintf(host, sizeof host, "%s", L.host);
-  for (char *c = host; *c; c++)
-    if (!isalnum((unsigned char)*c) && *c != '-' && *c != '.') *c = '_';
-  size_t plen = strlen(o->out) + sizeof host + 128;
-  char *tmp = vx_xmalloc(plen), *final = vx_xmalloc(plen);
+  char host[128]; /* the one rule for names derived from traces (export.c) */
+  ex_safe_name(host, sizeof host, L.host, "host");
+  size_t plen = strlen(o->out) + 64;
+  char *tmp = vx_xmalloc(plen), *final = NULL;
   uint64_t ms = L.real_ns ? L.real_ns / 1000000 : L.start_ns / 1000000;
-  char base[sizeof host + 96];
-  if (L.rank >= 0) snprintf(base, sizeof base, "%s_rank%d_%u.%" PRIu64 ".pt.trace.json", host, L.rank, L.pid, ms);
-  else snprintf(base, sizeof base, "%s_%u.%" PRIu64 ".pt.trace.json", host, L.pid, ms);
-  snprintf(tmp, plen, "%s/.dlhook-export-%zu.tmp", o->out, index);
-  snprintf(final, plen, "%s/%s.gz", o->out, base);
+  char stem[sizeof host + 96], base[sizeof stem + 16];
+  if (L.rank >= 0) snprintf(stem, sizeof stem, "%s_rank%d_%u.%" PRIu64, host, L.rank, L.pid, ms);
+  else snprintf(stem, sizeof stem, "%s_%u.%" PRIu64, host, L.pid, ms);
+  snprintf(base, sizeof base, "%s.pt.trace.json", stem);
+  snprintf(tmp, plen, "%s/trace.json.gz", o->out); /* names the directory for ex_create */
   k.f = ex_create(tmp, 1);
-  if (!k.f) { free(tmp); free(final); free(k.range_ext); ex_links_free(&L); return VX_BAD_INPUT; }
+  if (!k.f) { free(tmp); free(k.range_ext); ex_links_free(&L); return VX_BAD_INPUT; }
   fputs("{\n\"schemaVersion\": 1,\n", k.f);
   if (k.rank >= 0)
     fprintf(k.f, "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d},\n",
@@ -791,6 +794,7 @@ static int kineto_one(const ex_opts *o, const char *path, size_t index, size_t n
   fprintf(k.f, ",\n\"baseTimeNanoseconds\": %" PRId64 "\n}\n", bt);
   for (size_t i = 0; i < k.ndev; i++) { free(k.dev[i]->name); free(k.dev[i]); }
   free(k.dev);
+  vx_map_free(&k.dev_ix, NULL);
   free(k.gpu_pids);
   free(k.range_ext);
   free(k.ann);
@@ -802,20 +806,18 @@ static int kineto_one(const ex_opts *o, const char *path, size_t index, size_t n
   ex_m_free(&k.streams);
   vx_map_free(&k.names, free);
   ex_links_free(&L);
-  if (ex_close(k.f, tmp) < 0) rc = VX_BAD_INPUT;
-  if (rename(tmp, final) < 0) {
-    vx_error("%s: cannot rename to %s", tmp, final);
-    rc = VX_BAD_INPUT;
-  } else if (!o->quiet) {
-    fprintf(stderr, "dlhook: wrote %s\n", final);
-  }
+  /* never replaces a file: two traces with one name (same host, pid and millisecond) or an
+   * earlier export get stem-2, stem-3, ... */
+  final = ex_close_new(k.f, o->out, stem, ".pt.trace.json.gz");
+  if (!final) rc = VX_BAD_INPUT;
+  else if (!o->quiet) fprintf(stderr, "dlhook: wrote %s\n", final);
   free(tmp);
   free(final);
   return rc;
 }
 
 int ex_kineto(const ex_opts *o, char **files, size_t n) {
-  if (ex_mkdirs(o->out) < 0) return VX_BAD_INPUT;
+  if (ex_mkdirs(o->out) < 0 || ex_dir_safe(o->out) < 0) return VX_BAD_INPUT;
   n = ex_drop_gpuless(files, n, o->keep_gpuless, o->quiet);
   int rc = VX_OK;
   for (size_t i = 0; i < n; i++)

@@ -47,7 +47,19 @@ typedef struct pctx {
   uint8_t *buf;
   size_t cap;
   uint64_t packets;
+  char **fixed;              /* names repaired to UTF-8 (kept until the end) */
+  size_t nfixed;
 } pctx;
+
+/* name as valid UTF-8 for the trace's string fields: itself, or a repaired copy owned by c. */
+static const char *utf8_name(pctx *c, const char *name) {
+  const unsigned char *q = (const unsigned char *)name;
+  size_t k;
+  while (*q && (k = vx_utf8_seq(q))) q += k;
+  if (!*q) return name;
+  c->fixed = vx_xrealloc(c->fixed, (c->nfixed + 1) * sizeof *c->fixed);
+  return c->fixed[c->nfixed++] = vx_utf8_dup(name);
+}
 
 enum { IID_CORR = 1, IID_STREAM, IID_BYTES, IID_RESULT, IID_DEVICE, IID_GRID, IID_BLOCK,
        IID_FUNCTION, IID_FIRST_FREE };
@@ -92,7 +104,7 @@ static uint64_t intern(pctx *c, uint64_t key, const char *name, Dlhperfetto__Int
   dlhperfetto__event_name__init(slot);
   slot->has_iid = 1;
   slot->iid = iid;
-  slot->name = (char *)name;
+  slot->name = (char *)utf8_name(c, name);
   id->n_event_names = 1;
   return iid;
 }
@@ -107,6 +119,7 @@ static void describe_full(pctx *c, uint64_t uuid, uint64_t parent, const char *n
   Dlhperfetto__ThreadDescriptor th = DLHPERFETTO__THREAD_DESCRIPTOR__INIT;
   td.has_uuid = 1;
   td.uuid = uuid;
+  name = utf8_name(c, name);
   if (parent) { td.has_parent_uuid = 1; td.parent_uuid = parent; }
   if (tid) {
     th.has_pid = th.has_tid = 1;
@@ -273,8 +286,9 @@ static void stack_sample(pctx *c, const vx_trace *t, uint32_t tid, const dlh_api
         strs[nnew].has_iid = 1;
         strs[nnew].iid = fid;
         strs[nnew].has_str = 1;
-        strs[nnew].str.data = (uint8_t *)name;
-        strs[nnew].str.len = strlen(name);
+        const char *ok = utf8_name(c, name);
+        strs[nnew].str.data = (uint8_t *)ok;
+        strs[nnew].str.len = strlen(ok);
         strp[nnew] = &strs[nnew];
         dlhperfetto__frame__init(&frs[nnew]);
         frs[nnew].has_iid = frs[nnew].has_function_name_id = 1;
@@ -479,5 +493,7 @@ int ex_perfetto(const ex_opts *o, char **files, size_t n) {
   ex_m_free(&c.uuids);
   ex_m_free(&c.stacks);
   free(c.buf);
+  for (size_t i = 0; i < c.nfixed; i++) free(c.fixed[i]);
+  free(c.fixed);
   return rc;
 }

@@ -32,6 +32,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -93,6 +94,7 @@ typedef struct xctx {
   ex_u64map op_ix;       /* hash of name and type -> index in ops */
   xp *planes;            /* [0] = host */
   size_t nplanes;
+  vx_map plane_ix;       /* device id -> index into planes (as a pointer-sized value) */
   uint64_t base;         /* line timestamp_ns */
   int have_base;
   uint64_t real_ns;
@@ -110,8 +112,9 @@ static size_t vlen(uint64_t v) {
 }
 
 static xp *plane_for_device(xctx *c, uint32_t dev) {
-  for (size_t i = 1; i < c->nplanes; i++)
-    if (c->planes[i].device == dev) return &c->planes[i];
+  uintptr_t ix = (uintptr_t)vx_map_get(&c->plane_ix, dev); /* device ids come from the trace */
+  if (ix) return &c->planes[ix];
+  vx_map_put(&c->plane_ix, dev, (void *)(uintptr_t)c->nplanes);
   c->planes = vx_xrealloc(c->planes, (c->nplanes + 1) * sizeof *c->planes);
   xp *p = &c->planes[c->nplanes++];
   memset(p, 0, sizeof *p);
@@ -127,7 +130,7 @@ static xl *line_for(xctx *c, xp *p, uint64_t key, const char *name) {
   p->lines = vx_xrealloc(p->lines, (p->nlines + 1) * sizeof *p->lines);
   xl *l = &p->lines[p->nlines];
   l->id = (int64_t)key;
-  l->name = vx_xstrdup(name);
+  l->name = vx_utf8_dup(name); /* xplane.proto is proto3 upstream: strings must be UTF-8 */
   l->spill = tmpfile();
   l->times = tmpfile();
   l->bytes = l->n = l->last_ts = l->last_dur = 0;
@@ -144,7 +147,7 @@ static int64_t meta_for(xp *p, uint64_t key, const char *name) {
   uint32_t id;
   if (ex_m_get(&p->meta_ix, key, &id)) return id;
   p->meta = vx_xrealloc(p->meta, (p->nmeta + 1) * sizeof *p->meta);
-  p->meta[p->nmeta++] = vx_xstrdup(name);
+  p->meta[p->nmeta++] = vx_utf8_dup(name);
   ex_m_put(&p->meta_ix, key, (uint32_t)p->nmeta);
   return (int64_t)p->nmeta;
 }
@@ -259,7 +262,7 @@ static void x_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
     case DLH__PACKET__DATA_THREAD: {
       xl *l = line_for(c, &c->planes[0], p->thread->tid, "");
       free(l->name);
-      l->name = vx_xstrdup(p->thread->name && *p->thread->name ? p->thread->name : "thread");
+      l->name = vx_utf8_dup(p->thread->name && *p->thread->name ? p->thread->name : "thread");
       break;
     }
     case DLH__PACKET__DATA_ANCHOR:
@@ -633,7 +636,10 @@ static int xplane_one(const ex_opts *o, const char *path, const char *run, int s
   if (L.rank >= 0) snprintf(c.host, sizeof c.host, "rank%d", L.rank);
   else if (suffix) snprintf(c.host, sizeof c.host, "%.100s_%u", L.host, L.pid);
   else snprintf(c.host, sizeof c.host, "%s", L.host);
-  for (char *h = c.host; *h; h++)
+  char raw[sizeof c.host];
+  snprintf(raw, sizeof raw, "%s", c.host);
+  ex_safe_name(c.host, sizeof c.host, raw, "localhost"); /* a host name is the trace's word */
+  for (char *h = c.host; *h; h++) /* xprof takes the host from the name up to the first '.' */
     if (*h == '/' || *h == '.' || *h == ' ') *h = '_';
   ex_sink calls = {&c, x_packet, x_api, NULL};
   if (ex_scan(path, o, "exporting", &calls) != VX_OK) rc = VX_BAD_INPUT;
@@ -641,9 +647,10 @@ static int xplane_one(const ex_opts *o, const char *path, const char *run, int s
   if (ex_scan(path, o, "exporting", &gpu) != VX_OK) rc = VX_BAD_INPUT;
   add_step_spans(&c);
   size_t dl = strlen(o->out) + strlen(run) + sizeof c.host + 64;
-  char *dir = vx_xmalloc(dl), *file = vx_xmalloc(dl + 64);
+  char *dir = vx_xmalloc(dl), *file = vx_xmalloc(dl + 64), stem[sizeof c.host + 16], *done = NULL;
   snprintf(dir, dl, "%s/plugins/profile/%s", o->out, run);
-  snprintf(file, dl + 64, "%s/%s.xplane.pb", dir, c.host);
+  snprintf(stem, sizeof stem, "%s", c.host);
+  snprintf(file, dl + 64, "%s/%s.xplane.pb", dir, stem);
   FILE *out = ex_mkdirs(dir) < 0 ? NULL : ex_create(file, 0);
   if (!out) {
     rc = VX_BAD_INPUT;
@@ -652,11 +659,15 @@ static int xplane_one(const ex_opts *o, const char *path, const char *run, int s
     for (size_t i = 0; i < c.nplanes; i++) write_plane(&c, out, &c.planes[i]);
     put_bytes(out, 0x22, (const uint8_t *)c.host, strlen(c.host)); /* XSpace.hostnames */
     if (c.io_error) vx_error("%s: temporary file error", file);
-    if (ex_close(out, file) < 0 || c.io_error) rc = VX_BAD_INPUT;
-    else if (!o->quiet) fprintf(stderr, "dlhook: wrote %s\n", file);
+    /* two traces of one host and pid in one run get distinct names, nothing is replaced */
+    done = ex_close_new(out, dir, stem, ".xplane.pb");
+    if (!done || c.io_error) rc = VX_BAD_INPUT;
+    else if (!o->quiet) fprintf(stderr, "dlhook: wrote %s\n", done);
   }
+  free(done);
   for (size_t i = 0; i < c.nplanes; i++) free_plane(&c.planes[i]);
   free(c.planes);
+  vx_map_free(&c.plane_ix, NULL);
   free(c.buf);
   for (size_t i = 0; i < c.nops; i++) free(c.ops[i].name);
   free(c.ops);
@@ -668,12 +679,36 @@ static int xplane_one(const ex_opts *o, const char *path, const char *run, int s
 }
 
 int ex_xplane(const ex_opts *o, char **files, size_t n) {
-  /* run name: the time of the export, as TensorBoard's profiler names runs */
-  char run[64];
+  /* run name: the time of the export, as TensorBoard's profiler names runs. The run directory
+   * is always a new one, made by this export (a name taken, by an earlier export or by anyone,
+   * moves on to NAME_2, NAME_3, ...), so nothing in it was planted. */
+  char run[80], base[64];
   time_t now = time(NULL);
   struct tm tm;
   gmtime_r(&now, &tm);
-  strftime(run, sizeof run, "%Y_%m_%d_%H_%M_%S", &tm);
+  strftime(base, sizeof base, "%Y_%m_%d_%H_%M_%S", &tm);
+  size_t pl = strlen(o->out) + 32;
+  char *prof = vx_xmalloc(pl), *dir = vx_xmalloc(pl + sizeof run);
+  snprintf(prof, pl, "%s/plugins/profile", o->out);
+  if (ex_mkdirs(prof) < 0 || ex_dir_safe(prof) < 0) {
+    free(prof);
+    free(dir);
+    return VX_BAD_INPUT;
+  }
+  snprintf(run, sizeof run, "%s", base);
+  for (unsigned i = 2;; i++) {
+    snprintf(dir, pl + sizeof run, "%s/%s", prof, run);
+    if (mkdir(dir, 0777) == 0) break;
+    if (errno != EEXIST || i > 100000) {
+      vx_error("%s: %s", dir, strerror(errno));
+      free(prof);
+      free(dir);
+      return VX_BAD_INPUT;
+    }
+    snprintf(run, sizeof run, "%s_%u", base, i);
+  }
+  free(prof);
+  free(dir);
   int rc = VX_OK;
   n = ex_drop_gpuless(files, n, o->keep_gpuless, o->quiet);
   for (size_t i = 0; i < n; i++)

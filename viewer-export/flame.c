@@ -57,25 +57,22 @@ typedef struct flame {
   uint32_t unknown_frame, nolaunch_frame;
 } flame;
 
-static uint64_t hstr(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
+static uint64_t hstr(const char *s) { return vx_hash_str(s); }
 
 static uint32_t frame_intern(flame *f, const char *s);
 
 /* Interns a frame name (';' and control characters made harmless for folded output). */
 static uint32_t frame_id(flame *f, const char *name) {
-  char tmp[256], *s = tmp;
-  size_t len = strlen(name);
-  if (len >= sizeof tmp) s = vx_xmalloc(len + 1);
-  memcpy(s, name, len + 1);
+  const unsigned char *q = (const unsigned char *)name;
+  size_t k;
+  while (*q && *q != ';' && *q >= 0x20 && *q != 0x7f && (k = vx_utf8_seq(q))) q += k;
+  if (!*q) return frame_intern(f, name); /* the usual case: nothing to change */
+  char *s = vx_utf8_dup(name); /* valid UTF-8 for SVG, speedscope JSON and pprof's proto3 */
   for (char *p = s; *p; p++)
     if (*p == ';') *p = ':';
-    else if ((unsigned char)*p < 0x20) *p = ' ';
+    else if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = ' ';
   uint32_t r = frame_intern(f, s);
-  if (s != tmp) free(s);
+  free(s);
   return r;
 }
 
@@ -354,6 +351,35 @@ static uint32_t *sorted_children(const flame *f, uint32_t n, size_t *cnt) {
   return v;
 }
 
+/* Visits the tree from `root` in pre-order, each node's children sorted by name, with an explicit
+ * stack: the depth of the tree comes from the traces, so no recursion. visit() returns 0 to
+ * leave out the node's subtree; kids(), when given, sees each visited node's sorted children. */
+typedef struct walker {
+  int (*visit)(void *ctx, uint32_t n);
+  void (*kids)(void *ctx, uint32_t n, const uint32_t *c, size_t k);
+  void *ctx;
+} walker;
+
+static void walk(const flame *f, uint32_t root, const walker *w) {
+  size_t n = 0, cap = 64;
+  uint32_t *st = vx_xmalloc(cap * sizeof *st);
+  st[n++] = root;
+  while (n) {
+    uint32_t x = st[--n];
+    if (!w->visit(w->ctx, x)) continue;
+    size_t k;
+    uint32_t *c = sorted_children(f, x, &k);
+    if (w->kids) w->kids(w->ctx, x, c, k);
+    if (n + k > cap) {
+      while (n + k > cap) cap *= 2;
+      st = vx_xrealloc(st, cap * sizeof *st);
+    }
+    for (size_t i = k; i-- > 0;) st[n++] = c[i]; /* first child on top */
+    free(c);
+  }
+  free(st);
+}
+
 /* Writes "a;b;c" (the path of n) to out. */
 static void path_of(const flame *f, uint32_t n, FILE *out) {
   uint32_t stack[4096];
@@ -367,31 +393,47 @@ static void path_of(const flame *f, uint32_t n, FILE *out) {
 
 /* ---------------------------------------------------------------- folded */
 
-static void folded_rec(const flame *f, uint32_t n, FILE *out, int diff) {
-  const node *d = &f->nodes[n];
-  if (n && (diff ? (d->self[0] || d->self[1]) : d->self[f->side] != 0)) {
-    path_of(f, n, out);
-    if (diff) fprintf(out, " %" PRIu64 " %" PRIu64 "\n", d->self[0], d->self[1]);
-    else fprintf(out, " %" PRIu64 "\n", d->self[f->side]);
+typedef struct foldctx {
+  const flame *f;
+  FILE *out;
+  int diff;
+} foldctx;
+
+static int folded_visit(void *ctx, uint32_t n) {
+  const foldctx *c = ctx;
+  const node *d = &c->f->nodes[n];
+  if (n && (c->diff ? (d->self[0] || d->self[1]) : d->self[c->f->side] != 0)) {
+    path_of(c->f, n, c->out);
+    if (c->diff) fprintf(c->out, " %" PRIu64 " %" PRIu64 "\n", d->self[0], d->self[1]);
+    else fprintf(c->out, " %" PRIu64 "\n", d->self[c->f->side]);
   }
-  size_t k;
-  uint32_t *c = sorted_children(f, n, &k);
-  for (size_t i = 0; i < k; i++) folded_rec(f, c[i], out, diff);
-  free(c);
+  return 1;
+}
+
+static void write_folded(const flame *f, FILE *out, int diff) {
+  foldctx c = {f, out, diff};
+  walker w = {folded_visit, NULL, &c};
+  walk(f, 0, &w);
 }
 
 /* ---------------------------------------------------------------- SVG */
 
+/* Text for XML: markup characters escaped, control characters dropped (XML 1.0 has no way to
+ * write them), bytes that are not UTF-8 replaced by U+FFFD (one would make the SVG unreadable). */
 static void xml_str(FILE *out, const char *s) {
-  for (; *s; s++) {
-    switch (*s) {
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    size_t k = vx_utf8_seq(p);
+    switch (*p) {
       case '<': fputs("&lt;", out); break;
       case '>': fputs("&gt;", out); break;
       case '&': fputs("&amp;", out); break;
       case '"': fputs("&quot;", out); break;
       default:
-        if ((unsigned char)*s >= 0x20 || *s == '\t') putc(*s, out);
+        if (!k) fputs("\xef\xbf\xbd", out);
+        else if (k > 1 || *p >= 0x20 || *p == '\t') fwrite(p, 1, k, out);
     }
+    p += k ? k : 1;
   }
 }
 
@@ -425,6 +467,7 @@ typedef struct svgctx {
   uint64_t root;
   double minw;     /* smallest value drawn */
   uint32_t maxdepth;
+  uint64_t *x;     /* left edge of each node */
 } svgctx;
 
 static void color(const svgctx *c, const node *d, char *buf, size_t n) {
@@ -452,10 +495,11 @@ static void color(const svgctx *c, const node *d, char *buf, size_t n) {
   snprintf(buf, n, "rgb(%d,%d,%d)", r, g, b);
 }
 
-static void svg_rec(svgctx *c, uint32_t n, uint64_t x) {
+static int svg_visit(void *ctx, uint32_t n) {
+  svgctx *c = ctx;
   const node *d = &c->f->nodes[n];
-  uint64_t w = d->total[c->side];
-  if (n && (double)w < c->minw) return;
+  uint64_t w = d->total[c->side], x = c->x[n];
+  if (n && (double)w < c->minw) return 0;
   if (n) {
     char col[40], v0[32], v1[32];
     if (d->depth > c->maxdepth) c->maxdepth = d->depth;
@@ -477,14 +521,17 @@ static void svg_rec(svgctx *c, uint32_t n, uint64_t x) {
     fprintf(c->out, "</title><rect height=\"%d\" rx=\"2\" fill=\"%s\"/><text></text></g>\n",
             ROW_H - 1, col);
   }
-  size_t k;
-  uint32_t *ch = sorted_children(c->f, n, &k);
-  uint64_t cx = x;
+  return 1;
+}
+
+/* Children are laid out left to right from their parent's x. */
+static void svg_kids(void *ctx, uint32_t n, const uint32_t *ch, size_t k) {
+  svgctx *c = ctx;
+  uint64_t cx = c->x[n];
   for (size_t i = 0; i < k; i++) {
-    svg_rec(c, ch[i], cx);
+    c->x[ch[i]] = cx;
     cx += c->f->nodes[ch[i]].total[c->side];
   }
-  free(ch);
 }
 
 /* The viewer: lays the frames out from data-x/data-w/data-d, zooms on click, searches,
@@ -537,7 +584,8 @@ static const char svg_script[] =
     "]]></script>\n";
 
 static void write_svg(const flame *f, FILE *out, int diff, const char *title) {
-  svgctx c = {f, out, diff, diff ? 1 : f->side, f->nodes[0].total[diff ? 1 : f->side], 0, 0};
+  svgctx c = {f, out, diff, diff ? 1 : f->side, f->nodes[0].total[diff ? 1 : f->side], 0, 0,
+              NULL};
   c.minw = (double)c.root * 0.3 / SVG_W; /* frames narrower than 0.3 px are left out */
   uint32_t maxdepth = 0;
   for (size_t i = 0; i < f->nnodes; i++)
@@ -563,32 +611,41 @@ static void write_svg(const flame *f, FILE *out, int diff, const char *title) {
   fprintf(out, "<text id=\"search\" class=\"btn\" x=\"%d\" y=\"24\">Search</text>\n", SVG_W - 60);
   fprintf(out, "<text id=\"matched\" x=\"%d\" y=\"%d\"></text>\n", SVG_W - 160, h - 5);
   fprintf(out, "<text id=\"details\" x=\"10\" y=\"%d\"></text>\n", h - 5);
-  svg_rec(&c, 0, 0);
+  c.x = vx_xmalloc(f->nnodes * sizeof *c.x);
+  c.x[0] = 0;
+  walker w = {svg_visit, svg_kids, &c};
+  walk(f, 0, &w);
+  free(c.x);
   fputs("</svg>\n", out);
 }
 
 /* ---------------------------------------------------------------- speedscope */
 
-static void ss_rec(const flame *f, uint32_t n, FILE *out, uint32_t *stk, size_t depth, int *first,
-                   int weights) {
-  const node *d = &f->nodes[n];
-  if (n) stk[depth++] = d->frame;
-  if (n && d->self[f->side]) {
-    fputs(*first ? "" : ",", out);
-    *first = 0;
-    if (weights) {
-      fprintf(out, "%" PRIu64, d->self[f->side]);
-    } else {
-      putc('[', out);
-      for (size_t i = 0; i < depth; i++) fprintf(out, i ? ",%u" : "%u", stk[i]);
-      putc(']', out);
-    }
+typedef struct ssctx {
+  const flame *f;
+  FILE *out;
+  uint32_t *stk;   /* frames of the path, outermost first */
+  int first, weights;
+} ssctx;
+
+static int ss_visit(void *ctx, uint32_t n) {
+  ssctx *c = ctx;
+  const node *d = &c->f->nodes[n];
+  if (!n || !d->self[c->f->side]) return 1;
+  fputs(c->first ? "" : ",", c->out);
+  c->first = 0;
+  if (c->weights) {
+    fprintf(c->out, "%" PRIu64, d->self[c->f->side]);
+    return 1;
   }
-  if (depth >= 4095) return;
-  size_t k;
-  uint32_t *c = sorted_children(f, n, &k);
-  for (size_t i = 0; i < k; i++) ss_rec(f, c[i], out, stk, depth, first, weights);
-  free(c);
+  size_t depth = 0;
+  for (uint32_t x = n; x; x = c->f->nodes[x].parent) depth++;
+  size_t i = depth;
+  for (uint32_t x = n; x; x = c->f->nodes[x].parent) c->stk[--i] = c->f->nodes[x].frame;
+  putc('[', c->out);
+  for (i = 0; i < depth; i++) fprintf(c->out, i ? ",%u" : "%u", c->stk[i]);
+  putc(']', c->out);
+  return 1;
 }
 
 static void write_speedscope(const flame *f, FILE *out, const char *title) {
@@ -605,14 +662,18 @@ static void write_speedscope(const flame *f, FILE *out, const char *title) {
   vx_json_str(out, title);
   fprintf(out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%" PRIu64 ",\n\"samples\":[",
           f->o->weight == EX_W_BYTES ? "bytes" : "nanoseconds", f->nodes[0].total[f->side]);
-  uint32_t *stk = vx_xmalloc(4096 * sizeof *stk);
-  int first = 1;
-  ss_rec(f, 0, out, stk, 0, &first, 0);
+  uint32_t maxd = 0;
+  for (size_t i = 0; i < f->nnodes; i++)
+    if (f->nodes[i].depth > maxd) maxd = f->nodes[i].depth;
+  ssctx c = {f, out, vx_xmalloc(((size_t)maxd + 1) * sizeof *c.stk), 1, 0};
+  walker w = {ss_visit, NULL, &c};
+  walk(f, 0, &w);
   fputs("],\n\"weights\":[", out);
-  first = 1;
-  ss_rec(f, 0, out, stk, 0, &first, 1);
+  c.first = 1;
+  c.weights = 1;
+  walk(f, 0, &w);
   fputs("]}]}\n", out);
-  free(stk);
+  free(c.stk);
 }
 
 /* ---------------------------------------------------------------- pprof */
@@ -653,7 +714,8 @@ static int write_pprof(const flame *f, const char *path, const char *title) {
   pr.period_type = &vt[1];
   pr.has_period = 1;
   pr.period = 1;
-  int64_t cm = st_add(&st, title);
+  char *title_ok = vx_utf8_dup(title);
+  int64_t cm = st_add(&st, title_ok);
   pr.n_comment = 1;
   pr.comment = &cm;
   /* one function and one location per frame name */
@@ -717,10 +779,12 @@ static int write_pprof(const flame *f, const char *path, const char *title) {
   uint8_t *buf = vx_xmalloc(len ? len : 1);
   dlhpprof__profile__pack(&pr, buf);
   int rc = VX_OK;
-  gzFile z = gzopen(path, "wb");
-  if (!z || (len && gzwrite(z, buf, (unsigned)len) != (int)len) || gzclose(z) != Z_OK) {
-    vx_error("%s: write error", path);
+  FILE *z = ex_create(path, 1);
+  if (!z) {
     rc = VX_BAD_INPUT;
+  } else {
+    if (len) fwrite(buf, 1, len, z);
+    if (ex_close(z, path) < 0) rc = VX_BAD_INPUT;
   }
   free(buf);
   free(locids);
@@ -734,6 +798,7 @@ static int write_pprof(const flame *f, const char *path, const char *title) {
   free(ln);
   free(lnp);
   free(st.v);
+  free(title_ok);
   return rc;
 }
 
@@ -762,7 +827,7 @@ int ex_flame(const ex_opts *o, char **files, size_t n) {
     if (!out) {
       rc = VX_BAD_INPUT;
     } else {
-      if (!strcmp(o->format, "folded")) folded_rec(&f, 0, out, 0);
+      if (!strcmp(o->format, "folded")) write_folded(&f, out, 0);
       else if (!strcmp(o->format, "svg")) write_svg(&f, out, 0, title);
       else write_speedscope(&f, out, title);
       if (ex_close(out, o->out) < 0) rc = VX_BAD_INPUT;
@@ -789,7 +854,7 @@ int ex_flame_diff(const ex_opts *o, const char *a, const char *b) {
     rc = VX_BAD_INPUT;
   } else {
     if (svg) write_svg(&f, out, 1, default_title(o, 1));
-    else folded_rec(&f, 0, out, 1);
+    else write_folded(&f, out, 1);
     if (ex_close(out, o->out) < 0) rc = VX_BAD_INPUT;
   }
   flame_free(&f);

@@ -50,6 +50,7 @@ struct vx_libstats {
   size_t nrows, caprows;
   char **names;
   size_t nnames;
+  vx_map name_ix;   /* 32 bits of the keyed hash of a name -> index + 1 of its first holder */
   /* per-thread open group: ops of each tid waiting for their ncclGroupEnd */
   struct { uint64_t tid; size_t first; } *open;
   size_t nopen;
@@ -57,10 +58,16 @@ struct vx_libstats {
 };
 
 static const char *intern(vx_libstats *s, const char *name) {
-  for (size_t i = 0; i < s->nnames; i++)
-    if (!strcmp(s->names[i], name)) return s->names[i];
+  uint32_t h = (uint32_t)vx_hash_str(name);
+  uintptr_t i = (uintptr_t)vx_map_get(&s->name_ix, h);
+  if (i && !strcmp(s->names[i - 1], name)) return s->names[i - 1];
+  if (i) /* two names, one hash: rare, and not aimed at (the hash is keyed) */
+    for (size_t k = 0; k < s->nnames; k++)
+      if (!strcmp(s->names[k], name)) return s->names[k];
   s->names = vx_xrealloc(s->names, (s->nnames + 1) * sizeof *s->names);
-  return s->names[s->nnames++] = vx_xstrdup(name);
+  s->names[s->nnames++] = vx_xstrdup(name);
+  if (!i) vx_map_put(&s->name_ix, h, (void *)(uintptr_t)s->nnames);
+  return s->names[s->nnames - 1];
 }
 
 vx_libstats *vx_libstats_new(void) {
@@ -72,6 +79,7 @@ vx_libstats *vx_libstats_new(void) {
 void vx_libstats_free(vx_libstats *s) {
   if (!s) return;
   for (size_t i = 0; i < s->nnames; i++) free(s->names[i]);
+  vx_map_free(&s->name_ix, NULL);
   free(s->names);
   free(s->ops);
   free(s->k);
@@ -416,19 +424,12 @@ static const char *fmt_bytes(char *buf, size_t n, double b) {
   return buf;
 }
 
-static void fitn(char *dst, size_t width, const char *src) {
-  size_t len = strlen(src);
-  if (len <= width) {
-    memcpy(dst, src, len + 1);
-    return;
-  }
-  memcpy(dst, src, width - 3);
-  memcpy(dst + width - 3, "...", 4);
-}
+/* dst (4 * width + 4 bytes): src fitted to width columns, safe for a terminal. */
+static void fitn(char *dst, size_t width, const char *src) { vx_term_fit(dst, 4 * width + 4, width, src); }
 
 void vx_libstats_table(vx_libstats *s, FILE *f) {
   sort_rows(s);
-  char fn[64], shape[64], b1[32], b2[32];
+  char fn[4 * 40 + 4], shape[64], b1[32], b2[32];
   int have[4] = {0};
   for (size_t i = 0; i < s->nrows; i++) have[s->rows[i].kind] = 1;
   static const char tr[] = "NTC";

@@ -200,7 +200,9 @@ static size_t read_events(vx_trace *t, mem_ev **out, int *rc) {
   int r;
   while ((r = vx_trace_next(t, &p)) == 1) {
     if (p->data_case == DLH__PACKET__DATA_FUNCTION) {
-      free(vx_map_put(&kinds, p->function->id, NULL)); /* redefined: classify again */
+      /* redefined: classify again (a NULL value would break the map's probe chains) */
+      fn_kind *old = vx_map_get(&kinds, p->function->id);
+      if (old) *old = classify(vx_trace_func(t, p->function->id));
       continue;
     }
     if (p->data_case != DLH__PACKET__DATA_API) continue;
@@ -331,6 +333,19 @@ static void json_alloc(FILE *f, const vx_trace *t, const live_alloc *a) {
   putc('}', f);
 }
 
+/* s fitted to a terminal cell of width columns in buf (4 * width + 4 bytes), returned; the
+ * padding is taken off again for the last field of a line. */
+static const char *term(char *buf, size_t width, const char *s) {
+  vx_term_fit(buf, 4 * width + 4, width, s);
+  return buf;
+}
+static const char *term_end(char *buf, size_t width, const char *s) {
+  vx_term_fit(buf, 4 * width + 4, width, s);
+  size_t n = strlen(buf), w = strlen(s);
+  while (n > w && buf[n - 1] == ' ') buf[--n] = 0; /* only padding: s itself is longer */
+  return buf;
+}
+
 int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
   int rc = VX_OK;
   uint64_t total_peak = 0, leaked = 0, nleaks = 0;
@@ -352,7 +367,7 @@ int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
     for (size_t k = 0; k < l.n; k++) lb += l.v[k].bytes;
     leaked += lb;
     nleaks += l.n;
-    char b1[32], b2[32], b3[32], name[64];
+    char b1[32], b2[32], b3[32], name[4 * 30 + 4], c1[4 * 24 + 4], c2[4 * 62 + 4];
     if (json) {
       fprintf(f, "%s\n {\"path\":", ntr++ ? "," : "");
       vx_json_str(f, files[i]);
@@ -392,7 +407,7 @@ int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
       fputs("]}", f);
     } else {
       const char *base = strrchr(files[i], '/') ? strrchr(files[i], '/') + 1 : files[i];
-      snprintf(name, sizeof name, "%.30s", base);
+      vx_term_fit(name, sizeof name, 30, base);
       fprintf(f, "%-30s %8u %6s %9" PRIu64 " %9" PRIu64 " %11s %11s %7zu\n", name, t.pid, "all",
               l.allocs, l.frees, fmt_bytes(b1, sizeof b1, l.peak), fmt_bytes(b2, sizeof b2, lb), l.n);
       int ndev = 0;
@@ -405,19 +420,21 @@ int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
       if (l.n) {
         fprintf(f, "  %-12s %-22s %s\n", "leaked", "allocated by", "at");
         for (size_t k = 0; k < l.n && k < 20; k++)
-          fprintf(f, "  %-12s %-22.22s %.62s\n", fmt_bytes(b1, sizeof b1, l.v[k].bytes),
-                  vx_func_name(&t, l.v[k].fn), where(&t, l.v[k].stack, b3, sizeof b3));
+          fprintf(f, "  %-12s %s %s\n", fmt_bytes(b1, sizeof b1, l.v[k].bytes),
+                  term(c1, 22, vx_func_name(&t, l.v[k].fn)),
+                  term_end(c2, 62, where(&t, l.v[k].stack, b3, sizeof b3)));
         if (l.n > 20) fprintf(f, "  ... %zu more\n", l.n - 20);
       }
       for (size_t k = 0; k < l.nooms; k++) {
         const oom *o = &l.ooms[k];
-        fprintf(f, "  out of memory: %.24s of %s at %.50s\n", vx_func_name(&t, o->fn),
-                fmt_bytes(b1, sizeof b1, o->requested), where(&t, o->stack, b3, sizeof b3));
+        fprintf(f, "  out of memory: %s of %s at %s\n", term_end(c1, 24, vx_func_name(&t, o->fn)),
+                fmt_bytes(b1, sizeof b1, o->requested), term_end(c2, 50, where(&t, o->stack, b3, sizeof b3)));
         fprintf(f, "  live then: %zu allocation%s, %s\n", o->nlive, o->nlive == 1 ? "" : "s",
                 fmt_bytes(b2, sizeof b2, o->live_bytes));
         for (size_t m = 0; m < o->nlive && m < 20; m++)
-          fprintf(f, "    %-12s %-22.22s %.60s\n", fmt_bytes(b1, sizeof b1, o->live[m].bytes),
-                  vx_func_name(&t, o->live[m].fn), where(&t, o->live[m].stack, b2, sizeof b2));
+          fprintf(f, "    %-12s %s %s\n", fmt_bytes(b1, sizeof b1, o->live[m].bytes),
+                  term(c1, 22, vx_func_name(&t, o->live[m].fn)),
+                  term_end(c2, 60, where(&t, o->live[m].stack, b2, sizeof b2)));
       }
       if (l.unmatched_frees)
         fprintf(f, "  %" PRIu64 " frees of memory allocated before the trace (or its capture window)\n",

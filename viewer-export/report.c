@@ -32,7 +32,11 @@ typedef struct lane {
 typedef struct ev { uint64_t s, e; uint32_t lane; } ev;
 
 typedef struct agg { char *name; uint64_t count, total, max; int domain; } agg;
-typedef struct aggs { agg *v; size_t n, cap; } aggs;
+typedef struct aggs {
+  agg *v;
+  size_t n, cap;
+  ex_u64map ix; /* keyed hash of (name, domain) -> index: a trace may hold any number of names */
+} aggs;
 
 typedef struct report {
   lane *lanes[MAX_LANES];
@@ -80,13 +84,22 @@ static void add_ev(report *r, uint32_t lane_i, uint64_t s, uint64_t e) {
 }
 
 static void agg_add(aggs *a, const char *name, int domain, uint64_t dur) {
-  for (size_t i = 0; i < a->n; i++)
-    if (a->v[i].domain == domain && !strcmp(a->v[i].name, name)) {
-      a->v[i].count++;
-      a->v[i].total += dur;
-      if (dur > a->v[i].max) a->v[i].max = dur;
-      return;
-    }
+  uint64_t h = vx_hash_str(name) ^ vx_hash64((uint64_t)(unsigned)domain);
+  uint32_t k;
+  size_t i = a->n;
+  if (ex_m_get(&a->ix, h, &k)) {
+    i = k;
+    if (a->v[i].domain != domain || strcmp(a->v[i].name, name)) /* a true collision */
+      for (i = 0; i < a->n; i++)
+        if (a->v[i].domain == domain && !strcmp(a->v[i].name, name)) break;
+  }
+  if (i < a->n) {
+    a->v[i].count++;
+    a->v[i].total += dur;
+    if (dur > a->v[i].max) a->v[i].max = dur;
+    return;
+  }
+  if (!ex_m_get(&a->ix, h, &k)) ex_m_put(&a->ix, h, (uint32_t)a->n);
   if (a->n == a->cap) {
     a->cap = a->cap ? a->cap * 2 : 64;
     a->v = vx_xrealloc(a->v, a->cap * sizeof *a->v);
@@ -532,6 +545,8 @@ done:
   for (size_t i = 0; i < r->nprocs; i++) free(r->procs[i]);
   free(r->procs);
   free(r->kernels.v);
+  ex_m_free(&r->kernels.ix);
+  ex_m_free(&r->calls.ix);
   free(r->calls.v);
   free(r->evs);
   free(r);

@@ -14,13 +14,38 @@ typedef struct agg {
 typedef struct aggs {
   agg *v;
   size_t n, cap;
+  uint32_t *ix;    /* open addressing on (name, domain): index + 1, 0 = empty */
+  size_t ixcap;
 } aggs;
 
-/* Finds or adds (name, domain); returns its index. Linear, but called once per function id
- * per trace: per-event lookups go through a per-trace id -> index map. */
+static size_t agg_slot(const char *name, int domain, size_t cap) {
+  return (size_t)(vx_hash_str(name) ^ vx_hash64((uint64_t)(unsigned)domain)) & (cap - 1);
+}
+
+/* Finds or adds (name, domain); returns its index. Called once per function id per trace
+ * (per-event lookups go through a per-trace id -> index map), through a hash index: a trace may
+ * hold any number of distinct names. */
 static size_t agg_find(aggs *a, const char *name, int domain) {
-  for (size_t i = 0; i < a->n; i++)
-    if (a->v[i].domain == domain && !strcmp(a->v[i].name, name)) return i;
+  size_t i = a->ixcap ? agg_slot(name, domain, a->ixcap) : 0;
+  for (; a->ixcap && a->ix[i]; i = (i + 1) & (a->ixcap - 1)) {
+    const agg *g = &a->v[a->ix[i] - 1];
+    if (g->domain == domain && !strcmp(g->name, name)) return a->ix[i] - 1;
+  }
+  if ((a->n + 1) * 2 > a->ixcap) { /* grow the index, then find the free slot again */
+    size_t nc = a->ixcap ? a->ixcap * 2 : 128;
+    uint32_t *nx = calloc(nc, sizeof *nx);
+    if (!nx) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+    for (size_t k = 0; k < a->n; k++) {
+      size_t j = agg_slot(a->v[k].name, a->v[k].domain, nc);
+      while (nx[j]) j = (j + 1) & (nc - 1);
+      nx[j] = (uint32_t)k + 1;
+    }
+    free(a->ix);
+    a->ix = nx;
+    a->ixcap = nc;
+    for (i = agg_slot(name, domain, nc); a->ix[i]; i = (i + 1) & (nc - 1)) {}
+  }
+  a->ix[i] = (uint32_t)a->n + 1;
   if (a->n == a->cap) {
     a->cap = a->cap ? a->cap * 2 : 64;
     a->v = vx_xrealloc(a->v, a->cap * sizeof *a->v);
@@ -311,18 +336,12 @@ static const char *fmt_ns(char *buf, size_t n, double ns) {
   return buf;
 }
 
-static void fit(char *dst, size_t width, const char *src) {
-  size_t len = strlen(src);
-  if (len <= width) {
-    memcpy(dst, src, len + 1);
-    return;
-  }
-  memcpy(dst, src, width - 3);
-  memcpy(dst + width - 3, "...", 4);
-}
+/* dst (4 * width + 4 bytes): src fitted to width columns, safe for a terminal (names come from
+ * the trace: control sequences are shown escaped, never sent). */
+static void fit(char *dst, size_t width, const char *src) { vx_term_fit(dst, 4 * width + 4, width, src); }
 
 static void print_table(FILE *f, const stats *s) {
-  char name[64], b1[32], b2[32], b3[32];
+  char name[4 * 57 + 4], b1[32], b2[32], b3[32];
   /* 40 + 9 + 10 + 7 + 11 + 11 + 11 = 99 columns */
   fprintf(f, "%-40s %-8s %9s %6s %10s %10s %10s\n", "Function", "Domain", "Calls", "Errors",
           "Total", "Mean", "Max");
@@ -447,6 +466,8 @@ int cmd_stats(int argc, char **argv) {
   int rc = VX_OK;
   for (size_t i = 0; i < nfiles; i++)
     if (stats_one(&s, files[i]) != VX_OK) rc = VX_BAD_INPUT;
+  free(s.api.ix); /* the order changes: no more lookups */
+  free(s.kernels.ix);
   if (s.api.n) qsort(s.api.v, s.api.n, sizeof *s.api.v, by_total);
   if (s.kernels.n) qsort(s.kernels.v, s.kernels.n, sizeof *s.kernels.v, by_total);
   /* functions only ever defined, never called, are not shown */

@@ -9,7 +9,7 @@
  * same sorted symbol index as in the recorder (unwind/elfsym.c); file:line from DWARF through
  * elfutils' libdwfl. The output is the input re-framed, every packet kept, with the new
  * SymbolDef packets before the trailer (whose pcs_unsymbolized is updated). Without -o the trace
- * is replaced (a new file renamed over it). */
+ * is replaced (a new file renamed over it, as every output of the command: export.c). */
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "dlh_elfsym.h"
+#include "export.h"
 #include "vx.h"
 
 static const dlh_elf_api ELF_API = {
@@ -329,24 +330,17 @@ int cmd_symbolize(int argc, char **argv) {
     if (file) strs[nstrs++] = file;
   }
 
-  /* pass 2: write the output */
-  char tmp[8192];
+  /* pass 2: write the output (a new file renamed into place: export.c's rules for outputs) */
   const char *dst = out ? out : in;
-  const char *slash = strrchr(dst, '/');
-  int dlen = slash ? (int)(slash - dst) : 1;
-  snprintf(tmp, sizeof tmp, "%.*s/.dlhook-symbolize-XXXXXX", dlen, slash ? dst : ".");
-  int fd = mkstemp(tmp);
-  if (fd < 0) {
-    vx_error("%s: cannot create a file next to it: %s", dst, strerror(errno));
-    return VX_BAD_INPUT;
-  }
+  FILE *of = ex_create(dst, 0);
+  if (!of) return VX_BAD_INPUT;
   r = dlh_reader_open(in, &err);
-  dlh_writer *w = r ? dlh_writer_create(fd, 3) : NULL;
+  dlh_writer *w = r ? dlh_writer_create(fileno(of), 3) : NULL;
   if (!r || !w) {
     vx_error("%s: %s", in, err ? err : "cannot rewrite");
     free(err);
-    close(fd);
-    unlink(tmp);
+    dlh_reader_close(r);
+    fclose(of);
     return VX_BAD_INPUT;
   }
   Dlh__Trailer trailer;
@@ -378,18 +372,8 @@ int cmd_symbolize(int argc, char **argv) {
   int wrc = dlh_writer_flush(w);
   dlh_writer_free(w);
   dlh_reader_close(r);
-  if (wrc != 0 || fsync(fd) != 0 || close(fd) != 0) {
-    vx_error("%s: cannot write: %s", dst, strerror(errno));
-    unlink(tmp);
-    return VX_BAD_INPUT;
-  }
-  struct stat st;
-  if (stat(in, &st) == 0) chmod(tmp, st.st_mode & 0777);
-  if (rename(tmp, dst) != 0) {
-    vx_error("%s: cannot write: %s", dst, strerror(errno));
-    unlink(tmp);
-    return VX_BAD_INPUT;
-  }
+  if (wrc != 0) vx_error("%s: cannot write: %s", dst, strerror(errno));
+  if (ex_close(of, dst) < 0 || wrc != 0) return VX_BAD_INPUT;
   printf("%s: %zu stack addresses, %zu without a name before, %zu resolved now, %zu left\n", dst,
          c.npcs, ntodo, nres, ntodo - nres);
 

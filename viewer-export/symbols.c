@@ -55,9 +55,7 @@ static vx_stacks *get(vx_trace *t) {
   return t->stacks;
 }
 
-static size_t pc_slot(uint64_t pc, size_t cap) {
-  return (size_t)((pc * 0x9e3779b97f4a7c15ull) >> 17) & (cap - 1);
-}
+static size_t pc_slot(uint64_t pc, size_t cap) { return (size_t)vx_hash64(pc) & (cap - 1); }
 
 static vx_symbol *sym_find(const vx_stacks *s, uint64_t pc) {
   if (!s->capsyms || !pc) return NULL;

@@ -24,7 +24,22 @@ int vx_is_help(const char *arg);
 
 /* ---------------------------------------------------------------- id maps */
 
-/* uint32 id -> pointer, open addressing; grows as needed. */
+/* A 64-bit hash keyed by a random per-process seed (trace contents cannot aim at one slot). */
+extern uint64_t vx_hash_seed[2];
+void vx_hash_seed_init(void);
+static inline uint64_t vx_hash64(uint64_t k) {
+  if (__builtin_expect(!vx_hash_seed[1], 0)) vx_hash_seed_init();
+  k ^= vx_hash_seed[0];
+  k *= vx_hash_seed[1];
+  k ^= k >> 29;
+  k *= 0xd6e8feb86659fd93ull;
+  k ^= k >> 32;
+  return k;
+}
+/* The same for a string. */
+uint64_t vx_hash_str(const char *s);
+
+/* uint32 id -> pointer, open addressing (vx_hash64); grows as needed. */
 typedef struct vx_map {
   uint32_t *keys;
   void **vals;
@@ -172,6 +187,19 @@ long vx_memory_counter(const char *path, vx_mem_sample **out, uint32_t *pid);
 int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f);
 
 /* ---------------------------------------------------------------- JSON output */
+
+/* Length of the valid UTF-8 sequence at p (1 for ASCII, NUL included), 0 when p does not start
+ * one (stray continuation byte, overlong form, surrogate, beyond U+10FFFF, cut sequence). */
+size_t vx_utf8_seq(const unsigned char *p);
+/* A copy of s (NULL = "") with each byte that is not valid UTF-8 replaced by U+FFFD: what every
+ * name derived from a trace goes through before it reaches XML, JSON or a protobuf string.
+ * malloc'd; the caller frees. */
+char *vx_utf8_dup(const char *s);
+/* src made safe and fitted for a terminal table cell of `width` columns (width >= 4): control
+ * characters (C0, DEL, C1 such as CSI) and bytes that are not UTF-8 are shown as \xNN, a longer
+ * text is cut at a character boundary and ends in "...", a shorter one is padded with spaces.
+ * dst holds cap bytes (4 * width + 4 is always enough). */
+void vx_term_fit(char *dst, size_t cap, size_t width, const char *src);
 
 /* Writes s as a JSON string (quotes included); NULL writes null. Invalid UTF-8 becomes U+FFFD. */
 void vx_json_str(FILE *f, const char *s);

@@ -1,7 +1,10 @@
 # Reader hardening: records a corpus of real traces (fuzz/make-corpus), then runs `dlhook dump`,
 # `dlhook stats` and every exporter over the corpus and 10,000 deterministic mutations of it
 # (truncation, flipped bytes, packets mutated inside valid zstd frames, frames duplicated,
-# dropped, swapped, damaged headers, garbage appended or inserted) with fuzz/replay: no crash,
+# dropped, swapped, damaged headers, garbage appended or inserted, decompression bombs and
+# well-formed frames of hostile packets inserted: stacks over 256 frames, strings over 64 KiB,
+# batches over 65,536 events, empty packets, colliding ids, names that are not UTF-8 or hold
+# terminal control sequences) with fuzz/replay: no crash,
 # no hang (20 s limit per run), exit 0 or 1, exit 1 with a message, and every event of the
 # undamaged prefix still read. Two replay processes share the inputs. REL_FUZZ_N overrides 10000.
 # run-tests: timeout=600 (about 100 s on an idle 2-core machine; the bound is for a loaded one)
