@@ -56,3 +56,10 @@ $(BUILD)/tests/bin/gentrace: viewer-export/tests/gentrace.c $(FORMAT_OBJS)
 	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -MMD -MP -o $@ $< $(FORMAT_OBJS) $(LDFLAGS) $(FORMAT_LIBS)
 TEST_DEPS += $(BUILD)/tests/bin/gentrace
 BENCH_DEPS += $(BUILD)/dlhook $(BUILD)/tests/bin/gentrace
+
+# The script of `dlhook report` pages: viewer-export/report.js as a C string (report_js.h).
+$(BUILD)/viewer-export/report_js.h: viewer-export/report.js
+	$(Q)mkdir -p $(@D)
+	@echo "  GEN     $@"
+	$(Q)awk '{ gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); print "\"" $$0 "\\n\"" }' $< >$@.tmp && mv $@.tmp $@
+$(BUILD)/viewer-export/report.o: $(BUILD)/viewer-export/report_js.h
