@@ -301,7 +301,7 @@ static void html_str(FILE *f, const char *s) {
   }
 }
 
-/* A JSON string safe inside <script>: "</" is written as "<\/". */
+/* A JSON string safe inside <script>: '<' is written as \u003c. */
 static void js_str(FILE *f, const char *s) {
   char *buf = NULL;
   size_t len = 0;
@@ -310,7 +310,7 @@ static void js_str(FILE *f, const char *s) {
   vx_json_str(m, s);
   fclose(m);
   for (size_t i = 0; i < len; i++) {
-    if (buf[i] == '<' && i + 1 < len && buf[i + 1] == '/') fputs("<\\", f);
+    if (buf[i] == '<') fputs("\\u003c", f); /* only inside strings in JSON */
     else putc(buf[i], f);
   }
   free(buf);
@@ -475,8 +475,8 @@ static void data_json(FILE *f, report *r, size_t *shown, uint64_t *threshold) {
   fputs("]", f);
 }
 
-/* Runs `dlhook stats --json [OPT] FILES...` in a child and copies its JSON into f (with "</"
- * written as "<\/" so that it stays inside the <script> element); "null" when it fails. */
+/* Runs `dlhook stats --json [OPT] FILES...` in a child and copies its JSON into f (with '<'
+ * written as \u003c so that it stays inside the <script> element); "null" when it fails. */
 static void stats_json(FILE *f, const char *opt, char **files, size_t n) {
   int fd[2];
   fflush(NULL);
@@ -522,7 +522,7 @@ static void stats_json(FILE *f, const char *opt, char **files, size_t n) {
     fputs("null", f);
   } else {
     for (size_t i = 0; i < len; i++) {
-      if (buf[i] == '<' && i + 1 < len && buf[i + 1] == '/') fputs("<\\", f);
+      if (buf[i] == '<') fputs("\\u003c", f); /* only inside strings in JSON */
       else putc(buf[i], f);
     }
   }

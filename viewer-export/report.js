@@ -106,7 +106,9 @@
   function draw() {
     W = Math.max(box.clientWidth, 600);
     var dpr = window.devicePixelRatio || 1;
-    cv.width = W * dpr; cv.height = H * dpr; cv.style.width = W + 'px'; cv.style.height = H + 'px';
+    if (cv.width !== W * dpr || cv.height !== H * dpr) {
+      cv.width = W * dpr; cv.height = H * dpr; cv.style.width = W + 'px'; cv.style.height = H + 'px';
+    }
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.fillStyle = '#fff'; ctx.fillRect(0, 0, W, H);
     ctx.font = '11px monospace'; ctx.textBaseline = 'middle';
@@ -160,6 +162,12 @@
     ctx.save(); ctx.beginPath(); ctx.rect(LABEL, ry, W - LABEL, LH); ctx.clip();
     var base = COLORS[L.kind], nsPerPx = (v1 - v0) / (W - LABEL);
     var j = lower(L.s, v0 - L.maxd), n = L.s.length;
+    // level of detail: many events in view and a coverage level at least as fine as a pixel
+    if (lower(L.s, v1) - j > 4 * (W - LABEL)) {
+      var lv = null;
+      for (var q = 0; q < LOD.length; q++) if (D.span / LOD[q] <= nsPerPx) { lv = coverage(L, q); break; }
+      if (lv) { drawCoverage(L, lv, ry, base); j = n; }
+    }
     var runX = -1, runEnd = -1, runCount = 0;
     function flush() {
       if (runX < 0) return;
@@ -195,6 +203,31 @@
       ctx.lineWidth = 1;
     });
     ctx.restore();
+  }
+  // coverage levels: busy ns per bin over the whole span, LOD[q] bins, made on first use
+  var LOD = [4096, 65536];
+  function coverage(L, q) {
+    L.cov = L.cov || [];
+    if (L.cov[q]) return L.cov[q];
+    var nb = LOD[q], bw = Math.max(D.span, 1) / nb, c = new Float32Array(nb);
+    for (var j = 0; j < L.s.length; j++) {
+      var a = Math.max(L.s[j], 0), b = Math.min(L.e[j], D.span);
+      for (var k = Math.floor(a / bw); k < nb && k * bw < b; k++)
+        c[k] += Math.min(b, (k + 1) * bw) - Math.max(a, k * bw);
+    }
+    return (L.cov[q] = {c: c, bw: bw});
+  }
+  function drawCoverage(L, lv, ry, color) {
+    ctx.fillStyle = color;
+    for (var px = LABEL; px < W; px++) {
+      var a = tAt(px), b = tAt(px + 1), k0 = Math.max(0, Math.floor(a / lv.bw)), k1 = Math.min(lv.c.length, Math.ceil(b / lv.bw));
+      var busy = 0;
+      for (var k = k0; k < k1; k++) busy += lv.c[k];
+      if (busy <= 0) continue;
+      ctx.globalAlpha = 0.35 + 0.65 * Math.min(1, busy / (b - a));
+      ctx.fillRect(px, ry + 1, 1, LH - 2);
+    }
+    ctx.globalAlpha = 1;
   }
   function drawMem(M, ry) {
     ctx.fillStyle = '#333'; ctx.fillText('GPU memory', 8, ry + 10);

@@ -30,9 +30,15 @@ typedef struct sctx {
   size_t nst, capst;
   int rank;
   uint32_t pid;
+  int too_many;
 } sctx;
 
+/* Events kept per trace (24 bytes each): past this the trace's steps are left out, so that
+ * `dlhook stats` stays within a few hundred MB on any trace. */
+#define MAX_EVENTS (16u << 20)
+
 static void push(sctx *c, uint64_t s, uint64_t e, int cat) {
+  if (c->n >= MAX_EVENTS) { c->too_many = 1; return; }
   if (c->n == c->cap) {
     c->cap = c->cap ? c->cap * 2 : 4096;
     c->ev = vx_xrealloc(c->ev, c->cap * sizeof *c->ev);
@@ -108,6 +114,10 @@ static int by_step(const void *a, const void *b) {
   const srange *x = a, *y = b;
   return x->s < y->s ? -1 : x->s > y->s;
 }
+static int by_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
 typedef struct edge { uint64_t t; int cat, d; } edge;
 static int by_t(const void *a, const void *b) {
   const edge *x = a, *y = b;
@@ -122,8 +132,20 @@ typedef struct vx_step_row {
   uint64_t start, dur, cat[C_NCAT + 1]; /* cat[C_NCAT] = idle */
 } vx_step_row;
 
-/* Splits the step [s, e) of one process into the categories. */
-static void breakdown(const sctx *c, uint64_t maxdur, uint64_t s, uint64_t e, uint64_t *out) {
+static void add_edges(edge **ed, size_t *ne, size_t *cap, const sev *v, uint64_t s, uint64_t e) {
+  if (v->e <= s || v->s >= e) return;
+  if (*ne + 2 > *cap) {
+    *cap = *cap ? *cap * 2 : 256;
+    *ed = vx_xrealloc(*ed, *cap * sizeof **ed);
+  }
+  (*ed)[(*ne)++] = (edge){v->s > s ? v->s : s, v->cat, 1};
+  (*ed)[(*ne)++] = (edge){v->e < e ? v->e : e, v->cat, -1};
+}
+
+/* Splits the step [s, e) of one process into the categories. c->ev are the events no longer
+ * than maxdur, sorted by start; lng[0..nl) the few longer ones. */
+static void breakdown(const sctx *c, uint64_t maxdur, const sev *lng, size_t nl, uint64_t s,
+                      uint64_t e, uint64_t *out) {
   /* the first event that can overlap: start >= s - maxdur */
   size_t lo = 0, hi = c->n;
   uint64_t from = s > maxdur ? s - maxdur : 0;
@@ -133,16 +155,8 @@ static void breakdown(const sctx *c, uint64_t maxdur, uint64_t s, uint64_t e, ui
   }
   edge *ed = NULL;
   size_t ne = 0, cap = 0;
-  for (size_t i = lo; i < c->n && c->ev[i].s < e; i++) {
-    const sev *v = &c->ev[i];
-    if (v->e <= s) continue;
-    if (ne + 2 > cap) {
-      cap = cap ? cap * 2 : 256;
-      ed = vx_xrealloc(ed, cap * sizeof *ed);
-    }
-    ed[ne++] = (edge){v->s > s ? v->s : s, v->cat, 1};
-    ed[ne++] = (edge){v->e < e ? v->e : e, v->cat, -1};
-  }
+  for (size_t i = lo; i < c->n && c->ev[i].s < e; i++) add_edges(&ed, &ne, &cap, &c->ev[i], s, e);
+  for (size_t i = 0; i < nl; i++) add_edges(&ed, &ne, &cap, &lng[i], s, e);
   if (ne) qsort(ed, ne, sizeof *ed, by_t);
   long active[C_NCAT] = {0};
   uint64_t t = s;
@@ -161,7 +175,7 @@ static void breakdown(const sctx *c, uint64_t maxdur, uint64_t s, uint64_t e, ui
 }
 
 static vx_step_row *rows;
-static size_t nrows;
+static size_t nrows, nskipped;
 
 /* Reads the traces and fills rows[]. Returns the number of rows. */
 static size_t analyze(char **files, size_t n) {
@@ -173,12 +187,32 @@ static size_t analyze(char **files, size_t n) {
     c.rank = -1;
     ex_sink sk = {&c, on_packet, on_api, on_gpu};
     ex_scan(files[i], &o, "steps", &sk);
-    if (c.nst) {
+    if (c.too_many) nskipped++;
+    if (c.nst && !c.too_many) {
       qsort(c.ev, c.n, sizeof *c.ev, by_s);
       qsort(c.st, c.nst, sizeof *c.st, by_step);
+      /* the longest 0.1% of the events (a long sync, a start-up call) are checked against
+       * every step; the others are found by start from the step's start minus maxdur */
       uint64_t maxdur = 0;
-      for (size_t k = 0; k < c.n; k++)
-        if (c.ev[k].e - c.ev[k].s > maxdur) maxdur = c.ev[k].e - c.ev[k].s;
+      sev *lng = NULL;
+      size_t nl = 0;
+      if (c.n) {
+        uint64_t *d = vx_xmalloc(c.n * sizeof *d);
+        for (size_t k = 0; k < c.n; k++) d[k] = c.ev[k].e - c.ev[k].s;
+        qsort(d, c.n, sizeof *d, by_u64);
+        maxdur = d[c.n - 1 - c.n / 1000];
+        free(d);
+        size_t keep = 0;
+        for (size_t k = 0; k < c.n; k++) {
+          if (c.ev[k].e - c.ev[k].s > maxdur) {
+            lng = vx_xrealloc(lng, (nl + 1) * sizeof *lng);
+            lng[nl++] = c.ev[k];
+          } else {
+            c.ev[keep++] = c.ev[k];
+          }
+        }
+        c.n = keep;
+      }
       rows = vx_xrealloc(rows, (nrows + c.nst) * sizeof *rows);
       for (size_t k = 0; k < c.nst; k++) {
         vx_step_row *r = &rows[nrows++];
@@ -189,9 +223,12 @@ static size_t analyze(char **files, size_t n) {
         r->name = c.st[k].name;
         r->start = c.st[k].s;
         r->dur = c.st[k].e - c.st[k].s;
-        breakdown(&c, maxdur, c.st[k].s, c.st[k].e, r->cat);
+        breakdown(&c, maxdur, lng, nl, c.st[k].s, c.st[k].e, r->cat);
       }
+      free(lng);
     }
+    if (c.too_many) /* else the names moved into rows[] */
+      for (size_t k = 0; k < c.nst; k++) free(c.st[k].name);
     free(c.st);
     free(c.ev);
   }
@@ -217,6 +254,7 @@ void vx_steps_json(FILE *f, char **files, size_t n) {
     if (r->dur > rows[slow].dur) slow = i;
   }
   fputs("]", f);
+  if (nskipped) fprintf(f, ",\"traces_left_out\":%zu", nskipped); /* over MAX_EVENTS events */
   if (nrows) {
     fprintf(f, ",\n\"slowest_step\":{\"step\":%ld,\"rank\":%d,\"dur_ns\":%" PRIu64 "}",
             rows[slow].num, rows[slow].rank, rows[slow].dur);
@@ -249,4 +287,5 @@ void vx_steps_json(FILE *f, char **files, size_t n) {
   free(rows);
   rows = NULL;
   nrows = 0;
+  nskipped = 0;
 }
