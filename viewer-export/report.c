@@ -219,16 +219,24 @@ static uint32_t args_str(report *r, const vx_trace *t, const vx_func *f, const d
   size_t len = 0;
   buf[0] = 0;
   uint64_t count = 0, dtype = UINT64_MAX;
+  for (uint32_t i = 0; i < e->nargs && i < f->nargs; i++) /* a recorded "bytes" wins */
+    if (f->argname[i] && !strcmp(f->argname[i], "bytes")) dtype = UINT64_MAX - 1;
   for (uint32_t i = 0; i < e->nargs && i < f->nargs && len < sizeof buf - 80; i++) {
     const char *nm = f->argname[i] ? f->argname[i] : "?";
     uint32_t ty = f->argtype[i];
     if (!strcmp(nm, "count")) count = e->args[i];
-    if (!strcmp(nm, "datatype")) dtype = e->args[i];
+    if (!strcmp(nm, "datatype") && dtype != UINT64_MAX - 1) dtype = e->args[i];
     int w;
     if (ty == 2) continue; /* pointers: not useful to read, and they make every call unique */
     if (ty == 4) {
       const char *sv = vx_trace_string(t, (uint32_t)e->args[i]);
       w = snprintf(buf + len, sizeof buf - len, "%s%s=%.60s", len ? " " : "", nm, sv ? sv : "?");
+    } else if (ty == 3) {
+      double d;
+      memcpy(&d, &e->args[i], sizeof d);
+      w = snprintf(buf + len, sizeof buf - len, "%s%s=%.6g", len ? " " : "", nm, d);
+    } else if (ty == 5) {
+      w = snprintf(buf + len, sizeof buf - len, "%s%s=%s", len ? " " : "", nm, e->args[i] ? "true" : "false");
     } else if (ty == 0) {
       w = snprintf(buf + len, sizeof buf - len, "%s%s=%" PRId64, len ? " " : "", nm, (int64_t)e->args[i]);
     } else {
@@ -605,15 +613,7 @@ int cmd_report(int argc, char **argv) {
   ex_opts o;
   memset(&o, 0, sizeof o);
   o.quiet = 1;
-  /* one timeline: the clock offsets of dlhook merge (anchors, refined on collectives) */
   int64_t *abs_off = vx_xmalloc(n * sizeof *abs_off), *rel = vx_xmalloc(n * sizeof *rel);
-  vx_ranks_analyze(files, n);
-  for (size_t i = 0; i < n; i++) {
-    abs_off[i] = 0;
-    if (!vx_ranks_offset(files[i], &abs_off[i])) vx_anchor_offset(files[i], &abs_off[i]);
-    rel[i] = abs_off[i] - abs_off[0];
-  }
-  ex_set_offsets(files, rel, n);
   /* groups: one per trace (process), ordered launchers first, then by rank */
   r->groups = vx_xmalloc(n * sizeof *r->groups);
   for (size_t i = 0; i < n; i++) {
@@ -621,7 +621,13 @@ int cmd_report(int argc, char **argv) {
     g->pid = 0;
     g->rank = -1;
     vx_trace t;
-    if (vx_trace_open(&t, files[i]) < 0) continue;
+    if (vx_trace_open(&t, files[i]) < 0) { /* said why; left out of the page */
+      rc = VX_BAD_INPUT;
+      memmove(files + i, files + i + 1, (n - i - 1) * sizeof *files);
+      n--;
+      i--;
+      continue;
+    }
     const Dlh__Packet *p;
     char exe[64] = "process";
     if (vx_trace_next(&t, &p) == 1 && p->data_case == DLH__PACKET__DATA_PROCESS) {
@@ -639,7 +645,28 @@ int cmd_report(int argc, char **argv) {
     g->label = vx_xstrdup(label);
     r->ngroups++;
   }
+  if (!n) {
+    vx_error("report: no trace could be read; nothing written");
+    free(r->groups);
+    free(r->st.v[0]);
+    free(r->st.v);
+    free(r->st.slot);
+    free(r);
+    free(abs_off);
+    free(rel);
+    free(files);
+    return VX_BAD_INPUT;
+  }
   qsort(r->groups, r->ngroups, sizeof *r->groups, by_rank_pid);
+  /* one timeline: the clock offsets of dlhook merge (anchors, refined on collectives) */
+  vx_ranks_analyze(files, n);
+  for (size_t i = 0; i < n; i++) {
+    abs_off[i] = 0;
+    if (!vx_ranks_offset(files[i], &abs_off[i])) vx_anchor_offset(files[i], &abs_off[i]);
+    rel[i] = abs_off[i] - abs_off[0];
+  }
+  ex_set_offsets(files, rel, n);
+
   for (size_t i = 0; i < n; i++) {
     ex_sink s = {r, on_packet, on_api, on_gpu};
     vx_trace t;
