@@ -641,7 +641,7 @@ int cmd_report(int argc, char **argv) {
     vx_trace_close(&t);
     char label[128];
     if (g->rank >= 0) snprintf(label, sizeof label, "rank %d (pid %u)", g->rank, g->pid);
-    else snprintf(label, sizeof label, "%s pid %u%s", exe, g->pid, n > 1 ? " (no rank: launcher)" : "");
+    else snprintf(label, sizeof label, "%s pid %u%s", exe, g->pid, n > 1 ? " (no rank)" : "");
     g->label = vx_xstrdup(label);
     r->ngroups++;
   }
