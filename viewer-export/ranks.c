@@ -257,7 +257,7 @@ void vx_ranks_table(FILE *f) {
   size_t s = straggler();
   fprintf(f, "%zu collectives matched across %zu ranks; arrival skew mean %.3f ms, max %.3f ms\n",
           R.ncoll, R.n, R.mean_skew / 1e6, R.max_skew / 1e6);
-  fprintf(f, "straggler: rank %d arrived last at %" PRIu64 " of %zu collectives, %.3f ms after the "
-             "last of the others (trimmed mean)\n",
+  fprintf(f, "straggler: rank %d, last at %" PRIu64 " of %zu collectives, %.3f ms after the "
+             "others\n",
           R.r[s].rank, R.last_count[s], R.ncoll, R.last_delay[s] / 1e6);
 }

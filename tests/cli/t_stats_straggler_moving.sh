@@ -17,7 +17,7 @@ for r in 0 1 2 3; do
     || fail "gentrace rank $r"
 done
 "$DLHOOK_BIN" stats r0.dlh r1.dlh r2.dlh r3.dlh | sed -n '/^Rank/,/^straggler/p' | tee table.txt
-grep -q '^straggler: rank 3 arrived last at 11 of 20 collectives, 0.100 ms after' table.txt \
+grep -q '^straggler: rank 3, last at 11 of 20 collectives, 0.100 ms after' table.txt \
   || fail "the straggler line does not name rank 3, 0.100 ms late"
 "$DLHOOK_BIN" stats --json r0.dlh r1.dlh r2.dlh r3.dlh >stats.json || fail "stats failed"
 pyassert stats.json 'j["straggler"]["rank"] == 3'
