@@ -69,3 +69,10 @@ $(BUILD)/tests/bin/hostile: viewer-export/tests/hostile.c $(FORMAT_OBJS)
 	@echo "  CCLD    $@"
 	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -MMD -MP -o $@ $< $(FORMAT_OBJS) $(LDFLAGS) $(FORMAT_LIBS)
 TEST_DEPS += $(BUILD)/tests/bin/hostile
+
+# The script of `dlhook report` pages: viewer-export/report.js as a C string (report_js.h).
+$(BUILD)/viewer-export/report_js.h: viewer-export/report.js
+	$(Q)mkdir -p $(@D)
+	@echo "  GEN     $@"
+	$(Q)awk '{ gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); print "\"" $$0 "\\n\"" }' $< >$@.tmp && mv $@.tmp $@
+$(BUILD)/viewer-export/report.o: $(BUILD)/viewer-export/report_js.h

@@ -13,7 +13,13 @@
  * start of its collective kernel; it waited for the last arrival. A rank's delay at a collective
  * is its arrival minus the latest arrival of the other ranks: how long it held the others up
  * (negative: it was itself waiting). The mean delay is a 10%-trimmed mean over the collectives,
- * which keeps start-up (ranks starting seconds apart) from dominating it. */
+ * which keeps start-up (ranks starting seconds apart) from dominating it.
+ *
+ * The straggler is the rank that arrived last at the most collectives (ties: the larger mean
+ * delay). Its delay is the trimmed mean of its delays at the collectives it arrived last at:
+ * how long the others waited for it there, positive by construction. (A rank's mean delay over
+ * all collectives is negative whenever the last arrival moves between ranks, so the largest
+ * mean delay can name a rank that was mostly waiting itself.) */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +93,8 @@ typedef struct vx_ranks {
   rtrace *r;
   size_t n;
   size_t ncoll;             /* collectives matched across all ranks */
-  double *mean_delay;       /* per rank: arrival minus the mean arrival of the others */
+  double *mean_delay;       /* per rank: arrival minus the latest arrival of the others */
+  double *last_delay;       /* per rank: the same, over the collectives it arrived last at */
   double *mean_wait;        /* per rank: time from its arrival to the last arrival */
   uint64_t *last_count;     /* per rank: collectives it arrived last at */
   double mean_skew, max_skew;
@@ -128,6 +135,8 @@ int vx_ranks_analyze(char **files, size_t n) {
   R.mean_delay = vx_xmalloc(R.n * sizeof *R.mean_delay);
   R.mean_wait = vx_xmalloc(R.n * sizeof *R.mean_wait);
   R.last_count = vx_xmalloc(R.n * sizeof *R.last_count);
+  R.last_delay = vx_xmalloc(R.n * sizeof *R.last_delay);
+  memset(R.last_delay, 0, R.n * sizeof *R.last_delay);
   memset(R.mean_delay, 0, R.n * sizeof *R.mean_delay);
   memset(R.mean_wait, 0, R.n * sizeof *R.mean_wait);
   memset(R.last_count, 0, R.n * sizeof *R.last_count);
@@ -158,6 +167,15 @@ int vx_ranks_analyze(char **files, size_t n) {
   for (size_t i = 0; i < R.n && m; i++) {
     double *v = dl + i * m;
     qsort(v, m, sizeof *v, cmp_double);
+    /* positive delays are the collectives it arrived last at: the top of the sorted row */
+    size_t npos = 0;
+    while (npos < m && v[m - 1 - npos] > 0) npos++;
+    if (npos) {
+      size_t pcut = npos / 10, pkept = 0;
+      double psum = 0;
+      for (size_t c = m - npos + pcut; c < m - pcut; c++, pkept++) psum += v[c];
+      R.last_delay[i] = pkept ? psum / (double)pkept : 0;
+    }
     size_t cut = m / 10, kept = 0;
     double sum = 0;
     for (size_t c = cut; c < m - cut; c++, kept++) sum += v[c];
@@ -196,8 +214,20 @@ int vx_anchor_offset(const char *path, int64_t *offset) {
 static size_t straggler(void) {
   size_t s = 0;
   for (size_t i = 1; i < R.n; i++)
-    if (R.mean_delay[i] > R.mean_delay[s]) s = i;
+    if (R.last_count[i] > R.last_count[s] ||
+        (R.last_count[i] == R.last_count[s] && R.mean_delay[i] > R.mean_delay[s]))
+      s = i;
   return s;
+}
+
+int vx_ranks_straggler(int *rank, double *delay_ns, uint64_t *arrived_last, size_t *matched) {
+  if (!R.ncoll) return 0;
+  size_t s = straggler();
+  *rank = R.r[s].rank;
+  *delay_ns = R.last_delay[s];
+  *arrived_last = R.last_count[s];
+  *matched = R.ncoll;
+  return 1;
 }
 
 /* `"ranks":[...],"collectives":{...},"straggler":{...}` members (leading comma included). */
@@ -212,8 +242,9 @@ void vx_ranks_json(FILE *f) {
   size_t s = straggler();
   fprintf(f, "],\n\"collective_skew\":{\"matched\":%zu,\"mean_skew_ns\":%.0f,\"max_skew_ns\":%.0f}",
           R.ncoll, R.mean_skew, R.max_skew);
-  fprintf(f, ",\n\"straggler\":{\"rank\":%d,\"mean_delay_ns\":%.0f,\"arrived_last\":%" PRIu64 "}",
-          R.r[s].rank, R.mean_delay[s], R.last_count[s]);
+  fprintf(f, ",\n\"straggler\":{\"rank\":%d,\"mean_delay_ns\":%.0f,\"arrived_last\":%" PRIu64
+             ",\"collectives\":%zu}",
+          R.r[s].rank, R.last_delay[s], R.last_count[s], R.ncoll);
 }
 
 void vx_ranks_table(FILE *f) {
@@ -226,7 +257,7 @@ void vx_ranks_table(FILE *f) {
   size_t s = straggler();
   fprintf(f, "%zu collectives matched across %zu ranks; arrival skew mean %.3f ms, max %.3f ms\n",
           R.ncoll, R.n, R.mean_skew / 1e6, R.max_skew / 1e6);
-  fprintf(f, "straggler: rank %d reaches collectives %.3f ms after the last of the others "
-             "(trimmed mean)\n",
-          R.r[s].rank, R.mean_delay[s] / 1e6);
+  fprintf(f, "straggler: rank %d, last at %" PRIu64 " of %zu collectives, %.3f ms after the "
+             "others\n",
+          R.r[s].rank, R.last_count[s], R.ncoll, R.last_delay[s] / 1e6);
 }

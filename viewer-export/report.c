@@ -4,6 +4,8 @@
  * per thread, per NVTX thread, per GPU stream, the live device memory of each process, capture
  * windows shaded), top kernels and top calls as HTML tables, and the terminal summaries of
  * `dlhook stats` (GEMM/convolution/collective tables included) and `dlhook stats --memory`. */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,21 +17,21 @@
 
 int cmd_stats(int argc, char **argv);
 
-#define TL_W 1100          /* timeline width in px (bins) */
-#define LANE_H 14
-#define MAX_LANES 256
-#define MAX_RANGES 400     /* NVTX ranges drawn per lane */
+#define MAX_LANES 4096
+#define MAX_DETAIL 300000  /* events embedded with their details; see detail_threshold() */
 
 enum { L_API = 0, L_NVTX = 1, L_GPU = 2 };
 
 typedef struct lane {
   uint32_t pid, kind, a, b;  /* L_API/L_NVTX: a = tid; L_GPU: a = device, b = stream */
-  double *busy;              /* TL_W bins: occupied fraction */
-  uint64_t nranges;
-  struct { uint64_t s, e; char *name; } ranges[MAX_RANGES];
+  uint32_t group;
 } lane;
 
-typedef struct ev { uint64_t s, e; uint32_t lane; } ev;
+/* One timeline event: start/end in trace ns (aligned), name/info/stack as string indexes. */
+typedef struct ev {
+  uint64_t s, e, link;
+  uint32_t lane, name, info, stack;
+} ev;
 
 typedef struct agg { char *name; uint64_t count, total, max; int domain; } agg;
 typedef struct aggs {
@@ -37,6 +39,11 @@ typedef struct aggs {
   size_t n, cap;
   ex_u64map ix; /* keyed hash of (name, domain) -> index: a trace may hold any number of names */
 } aggs;
+
+/* interned strings of the page */
+typedef struct strtab { char **v; size_t n, cap; uint32_t *slot; size_t nslot; } strtab;
+
+typedef struct group { uint32_t pid; int rank; char *label; } group;
 
 typedef struct report {
   lane *lanes[MAX_LANES];
@@ -50,21 +57,65 @@ typedef struct report {
   size_t nwin;
   uint64_t open_at;          /* capture window open since (0 = none) */
   uint32_t pid;
-  struct { uint32_t pid; vx_mem_sample *v; long n; } mem[64];
+  uint32_t group;            /* group of the trace being read */
+  group *groups;
+  size_t ngroups;
+  struct { uint32_t group; vx_mem_sample *v; long n; } mem[64];
   size_t nmem;
   char **procs;              /* one line per process */
   size_t nprocs;
+  strtab st;
+  vx_map threads;            /* tid -> thread name (of the trace being read) */
+  vx_map stackstr;           /* stack id -> string index + 1 (of the trace being read) */
+  ex_u64map ext;             /* CUPTI correlation id -> external id (kind 7), this trace */
+  size_t first_ev;           /* first event of the trace being read */
 } report;
 
+static uint32_t intern(strtab *t, const char *s) {
+  if (!s) s = "";
+  if (t->n * 2 >= t->nslot) {
+    size_t ns = t->nslot ? t->nslot * 2 : 4096;
+    uint32_t *slot = calloc(ns, sizeof *slot);
+    if (!slot) abort();
+    for (size_t i = 0; i < t->nslot; i++)
+      if (t->slot[i]) {
+        uint64_t h = 1469598103934665603ull;
+        for (const char *p = t->v[t->slot[i] - 1]; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+        size_t k = h & (ns - 1);
+        while (slot[k]) k = (k + 1) & (ns - 1);
+        slot[k] = t->slot[i];
+      }
+    free(t->slot);
+    t->slot = slot;
+    t->nslot = ns;
+  }
+  uint64_t h = 1469598103934665603ull;
+  for (const char *p = s; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  size_t k = h & (t->nslot - 1);
+  while (t->slot[k]) {
+    if (!strcmp(t->v[t->slot[k] - 1], s)) return t->slot[k] - 1;
+    k = (k + 1) & (t->nslot - 1);
+  }
+  if (t->n == t->cap) {
+    t->cap = t->cap ? t->cap * 2 : 1024;
+    t->v = vx_xrealloc(t->v, t->cap * sizeof *t->v);
+  }
+  t->v[t->n] = vx_xstrdup(s);
+  t->slot[k] = (uint32_t)t->n + 1;
+  return (uint32_t)t->n++;
+}
+
 static uint32_t lane_of(report *r, uint32_t kind, uint32_t a, uint32_t b) {
-  for (size_t i = 0; i < r->nlanes; i++) {
+  for (size_t i = r->nlanes; i-- > 0;) {
     lane *l = r->lanes[i];
-    if (l->pid == r->pid && l->kind == kind && l->a == a && l->b == b) return (uint32_t)i;
+    if (l->pid != r->pid || l->group != r->group) break; /* lanes of this trace are at the end */
+    if (l->kind == kind && l->a == a && l->b == b) return (uint32_t)i;
   }
   if (r->nlanes == MAX_LANES) return MAX_LANES; /* too many: not drawn */
   lane *l = calloc(1, sizeof *l);
   if (!l) return MAX_LANES;
   l->pid = r->pid;
+  l->group = r->group;
   l->kind = kind;
   l->a = a;
   l->b = b;
@@ -72,13 +123,14 @@ static uint32_t lane_of(report *r, uint32_t kind, uint32_t a, uint32_t b) {
   return (uint32_t)r->nlanes++;
 }
 
-static void add_ev(report *r, uint32_t lane_i, uint64_t s, uint64_t e) {
+static void add_ev(report *r, uint32_t lane_i, uint64_t s, uint64_t e, uint32_t name, uint32_t info,
+                   uint32_t stack, uint64_t link) {
   if (lane_i >= MAX_LANES) return;
   if (r->nevs == r->capevs) {
     r->capevs = r->capevs ? r->capevs * 2 : 4096;
     r->evs = vx_xrealloc(r->evs, r->capevs * sizeof *r->evs);
   }
-  r->evs[r->nevs++] = (ev){s, e, lane_i};
+  r->evs[r->nevs++] = (ev){s, e, link, lane_i, name, info, stack};
   if (!r->t0 || s < r->t0) r->t0 = s;
   if (e > r->t1) r->t1 = e;
 }
@@ -127,12 +179,89 @@ static void on_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
   } else if (p->data_case == DLH__PACKET__DATA_PROCESS) {
     const Dlh__ProcessInfo *pi = p->process;
     char *line;
-    if (asprintf(&line, "pid %u%s%s, rank %d: %s", pi->pid, pi->host ? " on " : "",
-                 pi->host ? pi->host : "", pi->rank, pi->exe ? pi->exe : "?") < 0)
+    int ranked = pi->has_rank && pi->rank >= 0;
+    char rk[32] = "";
+    if (ranked) snprintf(rk, sizeof rk, ", rank %d", pi->rank);
+    if (asprintf(&line, "pid %u%s%s%s: %s", pi->pid, pi->host ? " on " : "",
+                 pi->host ? pi->host : "", rk, pi->exe ? pi->exe : "?") < 0)
       return;
     r->procs = vx_xrealloc(r->procs, (r->nprocs + 1) * sizeof *r->procs);
     r->procs[r->nprocs++] = line;
+  } else if (p->data_case == DLH__PACKET__DATA_THREAD && p->thread->has_tid && p->thread->name) {
+    free(vx_map_put(&r->threads, p->thread->tid, vx_xstrdup(p->thread->name)));
   }
+}
+
+/* The stack of an API event as text (innermost frame first, 16 frames at most), interned. */
+static uint32_t stack_str(report *r, const vx_trace *t, uint32_t id) {
+  if (!id) return 0;
+  uintptr_t v = (uintptr_t)vx_map_get(&r->stackstr, id);
+  if (v) return (uint32_t)(v - 1);
+  const vx_frame *fr;
+  size_t n = vx_stack_frames(t, id, &fr);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  if (!m) return 0;
+  for (size_t i = 0; i < n && i < 16; i++) {
+    char b[160];
+    fprintf(m, "%s%s", i ? "\n" : "", ex_frame_name(&fr[i], b, sizeof b));
+    if (fr[i].file && fr[i].line) {
+      const char *base = strrchr(fr[i].file, '/');
+      fprintf(m, "  %s:%u", base ? base + 1 : fr[i].file, fr[i].line);
+    }
+  }
+  if (n > 16) fprintf(m, "\n... %zu more frames", n - 16);
+  fclose(m);
+  uint32_t k = n ? intern(&r->st, buf) : 0;
+  free(buf);
+  vx_map_put(&r->stackstr, id, (void *)(uintptr_t)(k + 1));
+  return k;
+}
+
+static size_t nccl_type_size(uint64_t dt) {
+  static const unsigned char sz[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  return dt < sizeof sz ? sz[dt] : 0;
+}
+
+/* "name=value ..." of the integer and string arguments (pointers left out; NCCL calls get
+ * their bytes), interned; 0 when there is nothing to show. */
+static uint32_t args_str(report *r, const vx_trace *t, const vx_func *f, const dlh_api_event *e) {
+  if (!f || !e->nargs) return 0;
+  char buf[512];
+  size_t len = 0;
+  buf[0] = 0;
+  uint64_t count = 0, dtype = UINT64_MAX;
+  for (uint32_t i = 0; i < e->nargs && i < f->nargs; i++) /* a recorded "bytes" wins */
+    if (f->argname[i] && !strcmp(f->argname[i], "bytes")) dtype = UINT64_MAX - 1;
+  for (uint32_t i = 0; i < e->nargs && i < f->nargs && len < sizeof buf - 80; i++) {
+    const char *nm = f->argname[i] ? f->argname[i] : "?";
+    uint32_t ty = f->argtype[i];
+    if (!strcmp(nm, "count")) count = e->args[i];
+    if (!strcmp(nm, "datatype") && dtype != UINT64_MAX - 1) dtype = e->args[i];
+    int w;
+    if (ty == 2) continue; /* pointers: not useful to read, and they make every call unique */
+    if (ty == 4) {
+      const char *sv = vx_trace_string(t, (uint32_t)e->args[i]);
+      w = snprintf(buf + len, sizeof buf - len, "%s%s=%.60s", len ? " " : "", nm, sv ? sv : "?");
+    } else if (ty == 3) {
+      double d;
+      memcpy(&d, &e->args[i], sizeof d);
+      w = snprintf(buf + len, sizeof buf - len, "%s%s=%.6g", len ? " " : "", nm, d);
+    } else if (ty == 5) {
+      w = snprintf(buf + len, sizeof buf - len, "%s%s=%s", len ? " " : "", nm, e->args[i] ? "true" : "false");
+    } else if (ty == 0) {
+      w = snprintf(buf + len, sizeof buf - len, "%s%s=%" PRId64, len ? " " : "", nm, (int64_t)e->args[i]);
+    } else {
+      w = snprintf(buf + len, sizeof buf - len, "%s%s=%" PRIu64, len ? " " : "", nm, e->args[i]);
+    }
+    if (w > 0) len += (size_t)w;
+  }
+  if (!strncmp(f->name, "nccl", 4) && count && dtype != UINT64_MAX && nccl_type_size(dtype) &&
+      len < sizeof buf - 40)
+    snprintf(buf + len, sizeof buf - len, "%sbytes=%" PRIu64, len ? " " : "",
+             count * nccl_type_size(dtype));
+  return buf[0] ? intern(&r->st, buf) : 0;
 }
 
 static void on_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_event *e) {
@@ -140,33 +269,40 @@ static void on_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_eve
   const vx_func *f = vx_trace_func(t, e->fn);
   int domain = f ? f->domain : 0;
   if (domain == DLH__DOMAIN__DOMAIN_NVTX) {
-    if (e->depth != 0) return;
-    uint32_t li = lane_of(r, L_NVTX, tid, 0);
-    add_ev(r, li, e->start_ns, e->start_ns + e->dur_ns);
-    if (li < MAX_LANES && r->lanes[li]->nranges < MAX_RANGES && e->nargs) {
-      lane *l = r->lanes[li];
-      const char *msg = vx_trace_string(t, (uint32_t)e->args[0]);
-      l->ranges[l->nranges].s = e->start_ns;
-      l->ranges[l->nranges].e = e->start_ns + e->dur_ns;
-      l->ranges[l->nranges++].name = vx_xstrdup(msg ? msg : "");
-    }
+    const char *msg = e->nargs ? vx_trace_string(t, (uint32_t)e->args[0]) : NULL;
+    add_ev(r, lane_of(r, L_NVTX, tid, 0), e->start_ns, e->start_ns + e->dur_ns,
+           intern(&r->st, msg ? msg : vx_func_name(t, e->fn)), 0, 0, 0);
     return;
   }
   r->api_calls++;
   agg_add(&r->calls, vx_func_name(t, e->fn), domain, e->dur_ns);
-  if (e->depth == 0) add_ev(r, lane_of(r, L_API, tid, 0), e->start_ns, e->start_ns + e->dur_ns);
+  if (e->depth == 0)
+    add_ev(r, lane_of(r, L_API, tid, 0), e->start_ns, e->start_ns + e->dur_ns,
+           intern(&r->st, vx_func_name(t, e->fn)), args_str(r, t, f, e), stack_str(r, t, e->stack),
+           e->corr);
 }
 
 static void on_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
   report *r = ctx;
+  if (g->kind == 7) { /* a launch inside a library call: CUPTI id -> the call's external id */
+    if (g->nvals > 1 && g->corr && g->vals[1] <= UINT32_MAX) ex_m_put(&r->ext, g->corr, (uint32_t)g->vals[1]);
+    return;
+  }
   if (g->kind < 1 || g->kind > 3) return;
   r->gpu_records++;
-  add_ev(r, lane_of(r, L_GPU, g->device, g->stream), g->start, g->start + g->dur);
+  char nb[64], info[128];
+  const char *name = ex_gpu_name(t, g, nb, sizeof nb);
+  info[0] = 0;
+  if (g->kind == 1 && g->nvals >= 6)
+    snprintf(info, sizeof info, "grid=(%" PRIu64 ",%" PRIu64 ",%" PRIu64 ") block=(%" PRIu64
+             ",%" PRIu64 ",%" PRIu64 ")", g->vals[0], g->vals[1], g->vals[2], g->vals[3],
+             g->vals[4], g->vals[5]);
+  else if ((g->kind == 2 || g->kind == 3) && g->nvals >= 1)
+    snprintf(info, sizeof info, "bytes=%" PRIu64, g->vals[0]);
+  add_ev(r, lane_of(r, L_GPU, g->device, g->stream), g->start, g->start + g->dur,
+         intern(&r->st, name), info[0] ? intern(&r->st, info) : 0, 0, g->corr);
   if (g->kind == 1) {
-    const char *n = vx_trace_string(t, g->name);
-    char *dm = n ? vx_demangle(n) : NULL;
-    agg_add(&r->kernels, dm ? dm : n ? n : "(unnamed)", 0, g->dur);
-    free(dm);
+    agg_add(&r->kernels, name, 0, g->dur);
     r->kernels_n++;
     r->kernel_ns += g->dur;
   }
@@ -186,6 +322,21 @@ static void html_str(FILE *f, const char *s) {
   }
 }
 
+/* A JSON string safe inside <script>: '<' is written as \u003c. */
+static void js_str(FILE *f, const char *s) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  if (!m) { fputs("\"\"", f); return; }
+  vx_json_str(m, s);
+  fclose(m);
+  for (size_t i = 0; i < len; i++) {
+    if (buf[i] == '<') fputs("\\u003c", f); /* only inside strings in JSON */
+    else putc(buf[i], f);
+  }
+  free(buf);
+}
+
 static const char *fmt_ns(char *buf, size_t n, double ns) {
   if (ns < 1e3) snprintf(buf, n, "%.0f ns", ns);
   else if (ns < 1e6) snprintf(buf, n, "%.2f us", ns / 1e3);
@@ -196,147 +347,173 @@ static const char *fmt_ns(char *buf, size_t n, double ns) {
 
 static void table(FILE *f, const char *id, const char *title, aggs *a, int calls, size_t top) {
   char b1[32], b2[32], b3[32];
-  fprintf(f, "<h2>%s</h2>\n<table id=\"%s\"><tr><th>%s</th>%s<th>%s</th><th>Total</th>"
-             "<th>Mean</th><th>Max</th></tr>\n",
+  fprintf(f, "<h3>%s</h3>\n<table id=\"%s\" class=\"sortable\"><thead><tr><th>%s</th>%s<th>%s</th>"
+             "<th>Total</th><th>Mean</th><th>Max</th></tr></thead><tbody>\n",
           title, id, calls ? "Function" : "Kernel", calls ? "<th>Domain</th>" : "",
           calls ? "Calls" : "Count");
   if (a->n) qsort(a->v, a->n, sizeof *a->v, by_total);
   for (size_t i = 0; i < a->n && i < top; i++) {
     const agg *g = &a->v[i];
-    fputs("<tr><td class=\"n\">", f);
+    fputs("<tr><td class=\"n\" title=\"", f);
+    html_str(f, g->name);
+    fputs("\">", f);
     html_str(f, g->name);
     fputs("</td>", f);
     if (calls) fprintf(f, "<td>%s</td>", vx_domain_name(g->domain));
-    fprintf(f, "<td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", g->count,
-            fmt_ns(b1, sizeof b1, (double)g->total),
-            fmt_ns(b2, sizeof b2, g->count ? (double)g->total / (double)g->count : 0),
-            fmt_ns(b3, sizeof b3, (double)g->max));
+    double mean = g->count ? (double)g->total / (double)g->count : 0;
+    fprintf(f, "<td data-v=\"%" PRIu64 "\">%" PRIu64 "</td><td data-v=\"%" PRIu64 "\">%s</td>"
+               "<td data-v=\"%.0f\">%s</td><td data-v=\"%" PRIu64 "\">%s</td></tr>\n",
+            g->count, g->count, g->total, fmt_ns(b1, sizeof b1, (double)g->total), mean,
+            fmt_ns(b2, sizeof b2, mean), g->max, fmt_ns(b3, sizeof b3, (double)g->max));
   }
-  if (!a->n) fprintf(f, "<tr><td colspan=\"6\">(none)</td></tr>\n");
-  fputs("</table>\n", f);
+  fputs("</tbody></table>\n", f);
+  if (!a->n) fputs("<p class=\"muted\">(none)</p>\n", f);
 }
 
 static int by_lane(const void *x, const void *y) {
   const lane *a = *(lane *const *)x, *b = *(lane *const *)y;
-  if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+  if (a->group != b->group) return a->group < b->group ? -1 : 1;
   if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
   if (a->a != b->a) return a->a < b->a ? -1 : 1;
   return a->b < b->b ? -1 : a->b > b->b;
 }
 
-static void timeline(FILE *f, report *r) {
-  uint64_t span = r->t1 > r->t0 ? r->t1 - r->t0 : 1;
-  for (size_t i = 0; i < r->nlanes; i++) r->lanes[i]->busy = calloc(TL_W, sizeof(double));
-  for (size_t i = 0; i < r->nevs; i++) {
-    const ev *e = &r->evs[i];
-    double *busy = r->lanes[e->lane]->busy;
-    if (!busy) continue;
-    double x0 = (double)(e->s - r->t0) * TL_W / (double)span;
-    double x1 = (double)(e->e - r->t0) * TL_W / (double)span;
-    if (x1 <= x0) x1 = x0 + 0.05;
-    for (int px = (int)x0; px < TL_W && px <= (int)x1; px++) {
-      double a = x0 > px ? x0 : px, b = x1 < px + 1 ? x1 : px + 1;
-      if (b > a) busy[px] += b - a;
-    }
-  }
-  /* lane order: process, then threads, NVTX, GPU streams; the order of lanes[] is kept for
-   * the event indexes above, so sort a copy */
+static int by_ev(const void *x, const void *y) {
+  const ev *a = x, *b = y;
+  if (a->lane != b->lane) return a->lane < b->lane ? -1 : 1;
+  if (a->s != b->s) return a->s < b->s ? -1 : 1;
+  return a->e > b->e ? -1 : a->e < b->e; /* enclosing NVTX ranges first */
+}
+static int by_u64(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* Past MAX_DETAIL events, only events at least this long are embedded (NVTX ranges always). */
+static uint64_t detail_threshold(report *r, size_t *kept) {
+  size_t n = 0;
+  for (size_t i = 0; i < r->nevs; i++) n += r->lanes[r->evs[i].lane]->kind != L_NVTX;
+  if (n <= MAX_DETAIL) { *kept = r->nevs; return 0; }
+  uint64_t *d = vx_xmalloc(n * sizeof *d);
+  size_t k = 0;
+  for (size_t i = 0; i < r->nevs; i++)
+    if (r->lanes[r->evs[i].lane]->kind != L_NVTX) d[k++] = r->evs[i].e - r->evs[i].s;
+  qsort(d, n, sizeof *d, by_u64);
+  uint64_t th = d[n - MAX_DETAIL] + 1;
+  free(d);
+  k = 0;
+  for (size_t i = 0; i < r->nevs; i++)
+    k += r->lanes[r->evs[i].lane]->kind == L_NVTX || r->evs[i].e - r->evs[i].s >= th;
+  *kept = k;
+  return th;
+}
+
+/* The data block of the page: lanes with their events (delta-coded starts), strings, groups,
+ * memory counters, capture windows. */
+static void data_json(FILE *f, report *r, size_t *shown, uint64_t *threshold) {
+  /* lanes in display order; events renumbered to it */
   lane **order = vx_xmalloc((r->nlanes ? r->nlanes : 1) * sizeof *order);
   memcpy(order, r->lanes, r->nlanes * sizeof *order);
   qsort(order, r->nlanes, sizeof *order, by_lane);
-  int label_w = 170, mem_h = 40;
-  int h = (int)r->nlanes * (LANE_H + 4) + (int)r->nmem * (mem_h + 6) + 40;
-  fprintf(f, "<svg id=\"timeline\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-             "xmlns=\"http://www.w3.org/2000/svg\" font-family=\"monospace\" font-size=\"11\">\n",
-          TL_W + label_w, h, TL_W + label_w, h);
-  fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fafafa\"/>\n", TL_W + label_w, h);
-  for (size_t w = 0; w < r->nwin; w++) { /* capture windows */
-    double x0 = (double)(r->win[w].s - r->t0) * TL_W / (double)span;
-    double x1 = (double)(r->win[w].e - r->t0) * TL_W / (double)span;
-    fprintf(f, "<rect class=\"win\" x=\"%.1f\" y=\"0\" width=\"%.1f\" height=\"%d\" fill=\"#fff3c4\">"
-               "<title>capture window</title></rect>\n",
-            label_w + (x0 < 0 ? 0 : x0), x1 - x0 < 1 ? 1 : x1 - x0, h - 20);
+  uint32_t *pos = vx_xmalloc((r->nlanes ? r->nlanes : 1) * sizeof *pos);
+  for (size_t i = 0; i < r->nlanes; i++)
+    for (size_t j = 0; j < r->nlanes; j++)
+      if (r->lanes[j] == order[i]) pos[j] = (uint32_t)i;
+  for (size_t i = 0; i < r->nevs; i++) r->evs[i].lane = pos[r->evs[i].lane];
+  memcpy(r->lanes, order, r->nlanes * sizeof *order);
+  free(order);
+  free(pos);
+  if (r->nevs) qsort(r->evs, r->nevs, sizeof *r->evs, by_ev);
+  *threshold = detail_threshold(r, shown);
+
+  fprintf(f, "\"t0\":%" PRIu64 ",\"span\":%" PRIu64 ",\n\"groups\":[", r->t0,
+          r->t1 > r->t0 ? r->t1 - r->t0 : 0);
+  for (size_t g = 0; g < r->ngroups; g++) {
+    fprintf(f, "%s{\"pid\":%u,\"rank\":%d,\"label\":", g ? "," : "", r->groups[g].pid, r->groups[g].rank);
+    js_str(f, r->groups[g].label);
+    putc('}', f);
   }
-  int y = 4;
-  static const char *const fill[3] = {"#3b6fb6", "#8a5cc2", "#2e9e4f"};
-  for (size_t i = 0; i < r->nlanes; i++) {
-    lane *l = order[i];
-    char name[64];
-    if (l->kind == L_API) snprintf(name, sizeof name, "%u thread %u", l->pid, l->a);
-    else if (l->kind == L_NVTX) snprintf(name, sizeof name, "%u nvtx %u", l->pid, l->a);
-    else snprintf(name, sizeof name, "%u gpu%u stream %u", l->pid, l->a, l->b);
-    fprintf(f, "<text x=\"4\" y=\"%d\">%s</text>\n", y + LANE_H - 3, name);
-    fprintf(f, "<g class=\"lane\" fill=\"%s\">", fill[l->kind]);
-    for (int px = 0; px < TL_W; px++) {
-      if (!l->busy || l->busy[px] <= 0) continue;
-      int run = 1;
-      double b = l->busy[px] > 1 ? 1 : l->busy[px];
-      while (px + run < TL_W && l->busy[px + run] >= 1 && b >= 1) run++;
-      fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill-opacity=\"%.2f\"/>",
-              label_w + px, y, run, LANE_H, 0.25 + 0.75 * b);
-      px += run - 1;
+  fputs("],\n\"lanes\":[", f);
+  size_t e = 0;
+  for (size_t li = 0; li < r->nlanes; li++) {
+    const lane *l = r->lanes[li];
+    char label[160];
+    if (l->kind == L_GPU) snprintf(label, sizeof label, "GPU %u stream %u", l->a, l->b);
+    else {
+      const char *tn = l->b > 1 ? r->st.v[l->b - 1] : NULL;
+      snprintf(label, sizeof label, "%s%.40s%sthread %u", l->kind == L_NVTX ? "NVTX " : "",
+               tn ? tn : "", tn ? " " : "", l->a);
     }
-    fputs("</g>\n", f);
-    if (l->kind == L_NVTX)
-      for (uint64_t k = 0; k < l->nranges; k++) {
-        double x0 = (double)(l->ranges[k].s - r->t0) * TL_W / (double)span;
-        double x1 = (double)(l->ranges[k].e - r->t0) * TL_W / (double)span;
-        fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"none\" "
-                   "stroke=\"#5a3d8a\" stroke-width=\"0.5\"><title>",
-                label_w + x0, y, x1 - x0 < 0.5 ? 0.5 : x1 - x0, LANE_H);
-        html_str(f, l->ranges[k].name);
-        fputs("</title></rect>", f);
-        if (x1 - x0 > 7.0 * (double)strlen(l->ranges[k].name)) {
-          fprintf(f, "<text x=\"%.1f\" y=\"%d\" fill=\"#fff\">", label_w + x0 + 2, y + LANE_H - 3);
-          html_str(f, l->ranges[k].name);
-          fputs("</text>", f);
+    fprintf(f, "%s\n{\"g\":%u,\"kind\":%u,\"label\":", li ? "," : "", l->group, l->kind);
+    js_str(f, label);
+    size_t from = e;
+    while (e < r->nevs && r->evs[e].lane == li) e++;
+    for (int col = 0; col < 6; col++) {
+      fprintf(f, ",\"%c\":[", "sdnikc"[col]);
+      int first = 1;
+      uint64_t prev = r->t0;
+      for (size_t q = from; q < e; q++) {
+        const ev *v = &r->evs[q];
+        if (*threshold && l->kind != L_NVTX && v->e - v->s < *threshold) continue;
+        uint64_t x;
+        switch (col) {
+          case 0: x = v->s - prev; prev = v->s; break; /* starts: deltas */
+          case 1: x = v->e - v->s; break;
+          case 2: x = v->name; break;
+          case 3: x = v->info; break;
+          case 4: x = v->stack; break;
+          default: x = v->link; break;
         }
-        putc('\n', f);
+        fprintf(f, first ? "%" PRIu64 : ",%" PRIu64, x);
+        first = 0;
       }
-    y += LANE_H + 4;
+      putc(']', f);
+    }
+    putc('}', f);
   }
-  for (size_t m = 0; m < r->nmem; m++) { /* live device memory per process */
-    uint64_t peak = 1;
+  fputs("],\n\"mem\":[", f);
+  for (size_t m = 0; m < r->nmem; m++) {
+    uint64_t peak = 0;
     for (long k = 0; k < r->mem[m].n; k++)
       if (r->mem[m].v[k].live_bytes > peak) peak = r->mem[m].v[k].live_bytes;
-    fprintf(f, "<text x=\"4\" y=\"%d\">%u GPU memory</text>\n", y + 12, r->mem[m].pid);
-    fprintf(f, "<text x=\"4\" y=\"%d\" fill=\"#888\">peak %.1f MiB</text>\n", y + 26,
-            (double)peak / (1 << 20));
-    fprintf(f, "<polyline class=\"memory\" fill=\"none\" stroke=\"#c0392b\" stroke-width=\"1.2\" points=\"%d,%d",
-            label_w, y + mem_h);
-    uint64_t prev = 0;
-    for (long k = 0; k < r->mem[m].n; k++) {
-      const vx_mem_sample *s = &r->mem[m].v[k];
-      double x = label_w + (double)(s->ts_ns > r->t0 ? s->ts_ns - r->t0 : 0) * TL_W / (double)span;
-      if (x > label_w + TL_W) x = label_w + TL_W;
-      fprintf(f, " %.1f,%.1f %.1f,%.1f", x, y + mem_h - (double)prev * mem_h / (double)peak, x,
-              y + mem_h - (double)s->live_bytes * mem_h / (double)peak);
-      prev = s->live_bytes;
-    }
-    fprintf(f, " %d,%.1f\"/>\n", label_w + TL_W, y + mem_h - (double)prev * mem_h / (double)peak);
-    y += mem_h + 6;
+    fprintf(f, "%s{\"g\":%u,\"peak\":%" PRIu64 ",\"t\":[", m ? "," : "", r->mem[m].group, peak);
+    for (long k = 0; k < r->mem[m].n; k++)
+      fprintf(f, "%s%" PRId64, k ? "," : "", (int64_t)(r->mem[m].v[k].ts_ns - r->t0));
+    fputs("],\"v\":[", f);
+    for (long k = 0; k < r->mem[m].n; k++)
+      fprintf(f, "%s%" PRIu64, k ? "," : "", r->mem[m].v[k].live_bytes);
+    fputs("]}", f);
   }
-  char b1[32];
-  fprintf(f, "<text x=\"%d\" y=\"%d\">0</text><text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n",
-          label_w, h - 6, label_w + TL_W, h - 6, fmt_ns(b1, sizeof b1, (double)span));
-  fputs("</svg>\n", f);
-  free(order);
+  fputs("],\n\"win\":[", f);
+  for (size_t w = 0; w < r->nwin; w++)
+    fprintf(f, "%s[%" PRId64 ",%" PRId64 "]", w ? "," : "", (int64_t)(r->win[w].s - r->t0),
+            (int64_t)(r->win[w].e - r->t0));
+  fputs("],\n\"str\":[", f);
+  for (size_t i = 0; i < r->st.n; i++) {
+    if (i) putc(',', f);
+    js_str(f, r->st.v[i]);
+  }
+  fputs("]", f);
 }
 
-/* Runs `dlhook stats ARGS... FILES...` in a child and copies its output into f (escaped). */
-static void stats_pre(FILE *f, const char *id, const char *opt, char **files, size_t n) {
+/* Runs `dlhook stats --json [OPT] FILES...` in a child and copies its JSON into f (with '<'
+ * written as \u003c so that it stays inside the <script> element); "null" when it fails. */
+static void stats_json(FILE *f, const char *opt, char **files, size_t n) {
   int fd[2];
   fflush(NULL);
-  if (pipe(fd) != 0) return;
+  if (pipe(fd) != 0) { fputs("null", f); return; }
   pid_t pid = fork();
-  if (pid < 0) { close(fd[0]); close(fd[1]); return; }
+  if (pid < 0) { close(fd[0]); close(fd[1]); fputs("null", f); return; }
   if (pid == 0) {
     close(fd[0]);
     dup2(fd[1], 1);
     close(fd[1]);
-    char **av = vx_xmalloc((n + 3) * sizeof *av);
+    int dn = open("/dev/null", O_WRONLY);
+    if (dn >= 0) dup2(dn, 2); /* the report said what was wrong with the traces already */
+    char **av = vx_xmalloc((n + 4) * sizeof *av);
     int ac = 0;
     av[ac++] = "stats";
+    av[ac++] = "--json";
     if (opt) av[ac++] = (char *)opt;
     for (size_t i = 0; i < n; i++) av[ac++] = files[i];
     av[ac] = NULL;
@@ -345,41 +522,79 @@ static void stats_pre(FILE *f, const char *id, const char *opt, char **files, si
     _exit(rc);
   }
   close(fd[1]);
-  fprintf(f, "<pre id=\"%s\">", id);
-  FILE *in = fdopen(fd[0], "r");
-  char buf[4096];
-  size_t k;
-  while (in && (k = fread(buf, 1, sizeof buf - 1, in)) > 0) {
-    buf[k] = 0;
-    html_str(f, buf);
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  ssize_t k;
+  for (;;) {
+    if (len + 65536 > cap) {
+      cap = cap ? cap * 2 : 1 << 20;
+      buf = vx_xrealloc(buf, cap);
+    }
+    k = read(fd[0], buf + len, cap - len);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    len += (size_t)k;
   }
-  if (in) fclose(in);
-  else close(fd[0]);
-  fputs("</pre>\n", f);
+  close(fd[0]);
   int st;
-  while (waitpid(pid, &st, 0) < 0) {}
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+  while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) len--;
+  if (!len || buf[0] != '{' || buf[len - 1] != '}') {
+    fputs("null", f);
+  } else {
+    for (size_t i = 0; i < len; i++) {
+      if (buf[i] == '<') fputs("\\u003c", f); /* only inside strings in JSON */
+      else putc(buf[i], f);
+    }
+  }
+  free(buf);
 }
 
 static const char css[] =
     "body{font-family:system-ui,sans-serif;margin:20px;color:#222;background:#fff}"
     "h1{font-size:22px;margin:0 0 6px}h2{font-size:17px;margin:26px 0 8px;border-bottom:1px solid #ddd}"
+    "h3{font-size:14px;margin:16px 0 6px}"
     ".kpi{display:inline-block;margin:8px 22px 8px 0}.kpi b{display:block;font-size:20px}"
     "table{border-collapse:collapse;font-size:13px}td,th{padding:3px 10px;border-bottom:1px solid #eee;"
-    "text-align:right}th{background:#f1f3f7}td.n{text-align:left;max-width:640px;overflow:hidden;"
-    "text-overflow:ellipsis;white-space:nowrap;font-family:monospace}"
-    "pre{font-size:12px;background:#f7f7f7;padding:10px;overflow-x:auto}"
-    ".scroll{overflow-x:auto}.muted{color:#777;font-size:13px}";
+    "text-align:right}th{background:#f1f3f7;cursor:pointer;user-select:none}"
+    "th[data-dir=desc]:after{content:' \\25BC'}th[data-dir=asc]:after{content:' \\25B2'}"
+    "td.n{text-align:left;max-width:560px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;"
+    "font-family:monospace}pre{font-size:11px;margin:4px 0 0;white-space:pre-wrap}"
+    ".scroll{overflow-x:auto}.muted{color:#777;font-size:13px}"
+    "#tl{position:relative;border:1px solid #ddd}#tl-canvas{display:block;cursor:crosshair}"
+    "#tl-tip{position:absolute;display:none;z-index:10;max-width:440px;background:#fffef5;"
+    "border:1px solid #bbb;padding:6px 8px;font-size:12px;box-shadow:2px 2px 6px rgba(0,0,0,.2);"
+    "pointer-events:none}#tl-selection{font-size:12px;margin:6px 0;min-height:20px}"
+    "#step-table tbody tr{cursor:pointer}#step-table tbody tr:hover{background:#f6f8fc}"
+    "td.bar{width:260px;padding:3px 4px}td.bar i{display:inline-block;height:12px}"
+    ".legend span{margin-right:14px;font-size:13px}.legend i{display:inline-block;width:12px;"
+    "height:12px;margin-right:4px;vertical-align:middle}button{font-size:12px}"
+    ".steps-scroll{max-height:330px;overflow-y:auto;display:inline-block;border:1px solid #eee}"
+    "#step-table thead th{position:sticky;top:0}";
+
+static const char report_js[] =
+#include "report_js.h"
+    ;
 
 static void help(void) {
   printf("usage: dlhook report -o FILE.html TRACE...\n"
          "\n"
          "Writes one self-contained HTML page (inline CSS, JavaScript and SVG; it loads nothing\n"
-         "from the network) about the traces: calls, kernels, GPU time and dropped records; the\n"
-         "GPU-time flame graph by launching stack (API time when there is no GPU activity);\n"
-         "a timeline overview with one lane per thread, per thread's NVTX ranges, per GPU\n"
-         "stream, the live device memory of each process and the capture windows; top kernels\n"
-         "and top calls; the tables of dlhook stats (GEMM, convolution, collectives included)\n"
-         "and dlhook stats --memory.\n");
+         "from the network) about the traces: headline numbers; the step view (per step and\n"
+         "rank: compute, communication, copies, host overhead, idle; the slowest step, the\n"
+         "slowest rank, the straggler); the timeline (lanes grouped by rank, then threads,\n"
+         "NVTX ranges, GPU streams and live device memory; time axis, wheel and box zoom,\n"
+         "pan, tooltips with arguments and stacks, click a call to highlight the GPU work it\n"
+         "launched); the GPU-time flame graph; sortable tables of kernels, calls, GEMMs,\n"
+         "convolutions, collectives and memory (from dlhook stats --json).\n"
+         "Past 300,000 events the timeline keeps the longest 300,000 (NVTX ranges always).\n");
+}
+
+static int by_rank_pid(const void *x, const void *y) {
+  const group *a = x, *b = y;
+  if ((a->rank < 0) != (b->rank < 0)) return a->rank < 0 ? -1 : 1; /* launchers first */
+  if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+  return a->pid < b->pid ? -1 : a->pid > b->pid;
 }
 
 int cmd_report(int argc, char **argv) {
@@ -406,21 +621,97 @@ int cmd_report(int argc, char **argv) {
 
   report *r = calloc(1, sizeof *r);
   if (!r) { free(files); return VX_BAD_INPUT; }
+  intern(&r->st, ""); /* index 0: none */
   int rc = VX_OK;
   ex_opts o;
   memset(&o, 0, sizeof o);
   o.quiet = 1;
+  int64_t *abs_off = vx_xmalloc(n * sizeof *abs_off), *rel = vx_xmalloc(n * sizeof *rel);
+  /* groups: one per trace (process), ordered launchers first, then by rank */
+  r->groups = vx_xmalloc(n * sizeof *r->groups);
+  for (size_t i = 0; i < n; i++) {
+    group *g = &r->groups[r->ngroups];
+    g->pid = 0;
+    g->rank = -1;
+    vx_trace t;
+    if (vx_trace_open(&t, files[i]) < 0) { /* said why; left out of the page */
+      rc = VX_BAD_INPUT;
+      memmove(files + i, files + i + 1, (n - i - 1) * sizeof *files);
+      n--;
+      i--;
+      continue;
+    }
+    const Dlh__Packet *p;
+    char exe[64] = "process";
+    if (vx_trace_next(&t, &p) == 1 && p->data_case == DLH__PACKET__DATA_PROCESS) {
+      g->pid = p->process->pid;
+      if (p->process->has_rank && p->process->rank >= 0) g->rank = p->process->rank;
+      if (p->process->exe) {
+        const char *b = strrchr(p->process->exe, '/');
+        snprintf(exe, sizeof exe, "%s", b ? b + 1 : p->process->exe);
+      }
+    }
+    vx_trace_close(&t);
+    char label[128];
+    if (g->rank >= 0) snprintf(label, sizeof label, "rank %d (pid %u)", g->rank, g->pid);
+    else snprintf(label, sizeof label, "%s pid %u%s", exe, g->pid, n > 1 ? " (no rank)" : "");
+    g->label = vx_xstrdup(label);
+    r->ngroups++;
+  }
+  if (!n) {
+    vx_error("report: no trace could be read; nothing written");
+    free(r->groups);
+    free(r->st.v[0]);
+    free(r->st.v);
+    free(r->st.slot);
+    free(r);
+    free(abs_off);
+    free(rel);
+    free(files);
+    return VX_BAD_INPUT;
+  }
+  qsort(r->groups, r->ngroups, sizeof *r->groups, by_rank_pid);
+  /* one timeline: the clock offsets of dlhook merge (anchors, refined on collectives) */
+  vx_ranks_analyze(files, n);
+  for (size_t i = 0; i < n; i++) {
+    abs_off[i] = 0;
+    if (!vx_ranks_offset(files[i], &abs_off[i])) vx_anchor_offset(files[i], &abs_off[i]);
+    rel[i] = abs_off[i] - abs_off[0];
+  }
+  ex_set_offsets(files, rel, n);
+
   for (size_t i = 0; i < n; i++) {
     ex_sink s = {r, on_packet, on_api, on_gpu};
     vx_trace t;
     if (vx_trace_open(&t, files[i]) < 0) { rc = VX_BAD_INPUT; continue; }
-    /* the pid first, for the lanes */
     const Dlh__Packet *p;
     r->pid = 0;
     if (vx_trace_next(&t, &p) == 1 && p->data_case == DLH__PACKET__DATA_PROCESS) r->pid = p->process->pid;
     vx_trace_close(&t);
+    r->group = 0;
+    for (size_t g = 0; g < r->ngroups; g++)
+      if (r->groups[g].pid == r->pid) r->group = (uint32_t)g;
     r->open_at = 0;
+    r->first_ev = r->nevs;
+    vx_map_free(&r->threads, free);
+    memset(&r->threads, 0, sizeof r->threads);
     if (ex_scan(files[i], &o, "report", &s) != VX_OK) rc = VX_BAD_INPUT;
+    /* kernels launched inside library calls link to the call's external id; lane names */
+    for (size_t k = r->first_ev; k < r->nevs; k++) {
+      uint32_t x;
+      if (r->lanes[r->evs[k].lane]->kind == L_GPU && r->evs[k].link && ex_m_get(&r->ext, r->evs[k].link, &x))
+        r->evs[k].link = x;
+    }
+    for (size_t l = 0; l < r->nlanes; l++) { /* thread names are per trace: bake them in now */
+      lane *ln = r->lanes[l];
+      if (ln->group != r->group || ln->kind == L_GPU || ln->b) continue;
+      const char *tn = vx_map_get(&r->threads, ln->a);
+      ln->b = 1 + (tn ? intern(&r->st, tn) : 0);
+    }
+    ex_m_free(&r->ext);
+    memset(&r->ext, 0, sizeof r->ext);
+    vx_map_free(&r->stackstr, NULL);
+    memset(&r->stackstr, 0, sizeof r->stackstr);
     if (r->open_at && r->nwin < 256) { r->win[r->nwin].s = r->open_at; r->win[r->nwin++].e = UINT64_MAX; }
     if (vx_trace_open(&t, files[i]) == 0) {
       while (vx_trace_next(&t, &p) == 1) {}
@@ -432,7 +723,8 @@ int cmd_report(int argc, char **argv) {
       vx_mem_sample *v = NULL;
       long k = vx_memory_counter(files[i], &v, &pid);
       if (k > 0) {
-        r->mem[r->nmem].pid = pid;
+        for (long q = 0; q < k; q++) v[q].ts_ns += (uint64_t)rel[i];
+        r->mem[r->nmem].group = r->group;
         r->mem[r->nmem].v = v;
         r->mem[r->nmem++].n = k;
       } else {
@@ -495,6 +787,30 @@ int cmd_report(int argc, char **argv) {
           n, n == 1 ? "" : "s", r->api_calls, r->kernels_n, fmt_ns(b1, sizeof b1, (double)r->kernel_ns),
           fmt_ns(b2, sizeof b2, (double)(r->t1 > r->t0 ? r->t1 - r->t0 : 0)), r->dropped);
 
+  fputs("<h2>Steps</h2>\n<div id=\"steps\"><p class=\"muted\">(needs JavaScript)</p></div>\n", f);
+
+  size_t shown = 0;
+  uint64_t threshold = 0;
+  char *data = NULL;
+  size_t datalen = 0;
+  FILE *dm = open_memstream(&data, &datalen);
+  if (dm) {
+    data_json(dm, r, &shown, &threshold);
+    fclose(dm);
+  }
+  fputs("<h2>Timeline</h2>\n<div class=\"muted\">Wheel: zoom; drag: pan; shift+drag or drag on "
+        "the time axis: zoom to the box; click a call: highlight the GPU work it launched "
+        "(orange). Lanes: blue API calls per thread, purple NVTX ranges, green GPU work per "
+        "stream, red live device memory, yellow capture windows. Events under a pixel are "
+        "merged (darker: more of them).", f);
+  if (threshold)
+    fprintf(f, " This trace has %zu events: the timeline shows the %zu longest (%s and more) "
+               "and every NVTX range; the tables count everything.",
+            r->nevs, shown, fmt_ns(b1, sizeof b1, (double)threshold));
+  fputs("</div>\n<div><button id=\"tl-reset\">reset zoom</button></div>\n"
+        "<div id=\"tl\"><canvas id=\"tl-canvas\"></canvas><div id=\"tl-tip\"></div></div>\n"
+        "<div id=\"tl-selection\"></div>\n", f);
+
   fprintf(f, "<h2>Flame graph: %s</h2>\n<div id=\"flamegraph\" class=\"scroll\">\n",
           r->kernels_n ? "GPU time by launching stack" : "API time by stack (no GPU activity)");
   if (svg) {
@@ -516,33 +832,41 @@ int cmd_report(int argc, char **argv) {
   }
   fputs("</div>\n", f);
 
-  fputs("<h2>Timeline</h2>\n<div class=\"muted\">blue: API calls per thread, purple: NVTX ranges, "
-        "green: GPU work per stream, red: live device memory, yellow: capture windows</div>\n"
-        "<div class=\"scroll\">\n", f);
-  timeline(f, r);
-  fputs("</div>\n", f);
-
-  table(f, "top-kernels", "Top kernels", &r->kernels, 0, 25);
-  table(f, "top-calls", "Top calls", &r->calls, 1, 25);
-  fputs("<h2>Summary (dlhook stats)</h2>\n", f);
+  fputs("<h2>Tables</h2>\n<div class=\"muted\">Click a column to sort.</div>\n", f);
+  table(f, "top-kernels", "Top kernels", &r->kernels, 0, 50);
+  table(f, "top-calls", "Top calls", &r->calls, 1, 50);
+  fputs("<div id=\"stats\"></div>\n<h2>GPU memory</h2>\n<div id=\"memory\"></div>\n", f);
+  fputs("<script type=\"application/json\" id=\"dlh-data\">{", f);
+  if (data) fwrite(data, 1, datalen, f);
+  free(data);
+  ex_set_offsets(files, rel, n); /* the step times on the same timeline */
+  fputs(",\n\"stats\":", f);
   fflush(f);
-  stats_pre(f, "stats", NULL, files, n);
-  fputs("<h2>GPU memory (dlhook stats --memory)</h2>\n", f);
+  stats_json(f, NULL, files, n);
+  ex_set_offsets(NULL, NULL, 0);
+  fputs(",\n\"memory\":", f);
   fflush(f);
-  stats_pre(f, "memory", "--memory", files, n);
-  fputs("<div class=\"muted\">written by dlhook " DLHOOK_VERSION "</div>\n</body></html>\n", f);
+  stats_json(f, "--memory", files, n);
+  fputs("}</script>\n<script>", f);
+  fputs(report_js, f);
+  fputs("</script>\n<div class=\"muted\">written by dlhook " DLHOOK_VERSION "</div>\n</body></html>\n", f);
   if (ex_close(f, out) < 0) rc = VX_BAD_INPUT;
 done:
+  ex_set_offsets(NULL, NULL, 0);
   free(svg);
-  for (size_t i = 0; i < r->nlanes; i++) {
-    for (uint64_t k = 0; k < r->lanes[i]->nranges; k++) free(r->lanes[i]->ranges[k].name);
-    free(r->lanes[i]->busy);
-    free(r->lanes[i]);
-  }
+  free(abs_off);
+  free(rel);
+  for (size_t i = 0; i < r->nlanes; i++) free(r->lanes[i]);
   for (size_t i = 0; i < r->nmem; i++) free(r->mem[i].v);
   for (size_t i = 0; i < r->kernels.n; i++) free(r->kernels.v[i].name);
   for (size_t i = 0; i < r->calls.n; i++) free(r->calls.v[i].name);
   for (size_t i = 0; i < r->nprocs; i++) free(r->procs[i]);
+  for (size_t i = 0; i < r->ngroups; i++) free(r->groups[i].label);
+  for (size_t i = 0; i < r->st.n; i++) free(r->st.v[i]);
+  free(r->st.v);
+  free(r->st.slot);
+  free(r->groups);
+  vx_map_free(&r->threads, free);
   free(r->procs);
   free(r->kernels.v);
   ex_m_free(&r->kernels.ix);

@@ -289,7 +289,7 @@ static void json_aggs(FILE *f, const aggs *a, int with_domain) {
 static double pct(uint64_t part, uint64_t whole) { return whole ? 100.0 * (double)part / (double)whole : 0; }
 static double gbps(uint64_t bytes, uint64_t ns) { return ns ? (double)bytes / (double)ns : 0; }
 
-static void print_json(FILE *f, const stats *s) {
+static void print_json(FILE *f, const stats *s, char **files, size_t nfiles) {
   fputs("{\"api\":", f);
   json_aggs(f, &s->api, 1);
   fputs(",\n\"kernels\":", f);
@@ -324,6 +324,7 @@ static void print_json(FILE *f, const stats *s) {
           s->processes, s->nthreads, s->unsymbolized);
   vx_libstats_json(s->lib, f); /* gemms, convs, collectives */
   vx_ranks_json(f); /* several ranks: arrival skew and the straggler */
+  vx_steps_json(f, files, nfiles); /* per step and rank: compute, comm, copy, host, idle */
   fputs("}\n", f);
 }
 
@@ -421,7 +422,10 @@ static void help(void) {
          "             mean_ns,time,flops,tflops_per_s}],\"convs\":[{function,direction,N,C,H,W,\n"
          "             K,R,S,pad,stride,dilation,groups,dtype,calls,total_ns,...,tflops_per_s}],\n"
          "             \"collectives\":[{function,op,bytes,nranks,dtype,calls,total_ns,mean_ns,\n"
-         "             time,algbw_gb_per_s,busbw_gb_per_s}]}\n"
+         "             time,algbw_gb_per_s,busbw_gb_per_s}],\"steps\":{rows:[{rank,pid,step,\n"
+         "             name,start_ns,dur_ns,compute_ns,comm_ns,copy_ns,host_ns,idle_ns}],\n"
+         "             slowest_step,slowest_rank}} (steps: NVTX ranges named like steps;\n"
+         "             the five parts are exclusive and add up to dur_ns)\n"
          "\n"
          "GEMM, convolution and collective tables: outermost library calls grouped by shape;\n"
          "time is the GPU time of the kernels linked to the call (\"time\":\"gpu\") or else\n"
@@ -480,7 +484,7 @@ int cmd_stats(int argc, char **argv) {
   vx_ranks_analyze(files, nfiles);
   if (s.traces == 0) { /* nothing could be opened: the errors said why */
   } else if (json) {
-    print_json(stdout, &s);
+    print_json(stdout, &s, files, nfiles);
   } else {
     print_table(stdout, &s);
   }

@@ -141,10 +141,23 @@ char *vx_demangle(const char *name);
 int vx_ranks_analyze(char **files, size_t n);
 void vx_ranks_json(FILE *f);
 void vx_ranks_table(FILE *f);
+/* After vx_ranks_analyze: the straggler (the rank that arrived last at the most collectives),
+ * the trimmed mean of its delay at those collectives (> 0), how often it was last, and the
+ * number of collectives matched. Returns 0 when there was nothing to analyze. */
+int vx_ranks_straggler(int *rank, double *delay_ns, uint64_t *arrived_last, size_t *matched);
 /* After vx_ranks_analyze: the refined (realtime - trace clock) offset of a ranked trace. */
 int vx_ranks_offset(const char *path, int64_t *offset);
 /* The (realtime - trace clock) offset of a trace's first clock anchor. Returns 0 if none. */
 int vx_anchor_offset(const char *path, int64_t *offset);
+
+/* ---------------------------------------------------------------- steps (steps.c) */
+
+/* Step number of an NVTX range name ("ProfilerStep#3", "step 3", "Step 3"), -1 when none. */
+long vx_step_number(const char *name);
+/* `,"steps":{"rows":[{rank,pid,step,name,start_ns,dur_ns,compute_ns,comm_ns,copy_ns,host_ns,
+ * idle_ns}],"slowest_step":{...},"slowest_rank":{...}}` (leading comma included): the step
+ * breakdown of the traces (steps.c says how time is divided). */
+void vx_steps_json(FILE *f, char **files, size_t n);
 
 /* GpuBatch kinds */
 const char *vx_gpu_kind_name(uint32_t kind);

@@ -1,5 +1,6 @@
 # dlhook report: one self-contained HTML page (nothing from the network) with the GPU-time flame
-# graph, the timeline overview and the tables. Headless Chromium (Debian package `chromium`,
+# graph, the timeline (canvas, drawn by the page's script from its data block) and the tables.
+# (t_report_browser.sh drives the page with Playwright.) Headless Chromium (Debian package `chromium`,
 # installed by scripts/bootstrap-deps when it can be) renders it: the flame graph's script
 # positions its frames, and the screenshot is not blank (pixel variance of a PNG decoded with
 # the Python standard library). Skipped (77) when Chromium is missing or cannot run here.
@@ -13,11 +14,11 @@ tr=$(one_trace "$T/tr")
 if grep -Eo '(src|href)="[a-z]+:[^"]*"|<link|@import|url\(' report.html | grep -v 'data:' | grep -q .; then
   fail "the page refers to external resources"
 fi
-for id in 'id="flamegraph"' 'class="f"' 'id="timeline"' 'id="top-kernels"' 'id="top-calls"' \
-          'id="stats"' 'id="memory"' 'ProfilerStep#1' 'class="memory"'; do
-  grep -q "$id" report.html || fail "the page lacks $id"
+for id in 'id="flamegraph"' 'class="f"' 'id="tl-canvas"' 'id="top-kernels"' 'id="top-calls"' \
+          'id="stats"' 'id="memory"' 'id="steps"' '"ProfilerStep#1"' '"mem":\[{"g":' 'id="dlh-data"'; do
+  grep -q -- "$id" report.html || fail "the page lacks $id"
 done
-grep -q '<td class="n">.*kernel' report.html || fail "the kernel table is empty"
+grep -q '<td class="n"[^>]*>.*kernel' report.html || fail "the kernel table is empty"
 CHROME=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 [ -n "$CHROME" ] || skip "chromium is not installed (apt-get install chromium)"
 ch() { timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \

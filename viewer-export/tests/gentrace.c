@@ -1,6 +1,6 @@
 /* gentrace — writes a synthetic training-like trace for the exporter tests and `make bench`.
  * usage: gentrace OUT [--rank R] [--world W] [--pid N] [--threads T] [--steps S]
- *                     [--events N] [--slow K] [--gpu-first]
+ *                     [--events N] [--slow K] [--gpu-first] [--coll-late US,US,...]
  *
  * Each thread runs steps; a step is an NVTX range "step N" containing these calls (depth 0;
  * NVTX ranges do not count as API nesting):
@@ -15,6 +15,9 @@
  * 7 (compute) and 13 (copies). --slow K multiplies backward kernels by K (for diff tests).
  * --events N: as many steps as needed for about N events (API + GPU) in total.
  * --gpu-first: GPU records of a step are written before its API calls (tests the 2-pass join).
+ * --coll-late: after the step's work, an NCCL all-reduce kernel (stream 21) that starts the
+ * given number of microseconds late (the list is cycled over the steps) and ends 1 ms after the
+ * step's work on every rank, as a collective ends when the last rank arrives (straggler tests).
  * Threads are pid, pid+1, ... Stacks and symbols are defined before use. */
 #include <fcntl.h>
 #include <stdio.h>
@@ -128,6 +131,8 @@ int main(int argc, char **argv) {
   int rank = 0, world = 1, threads = 1, gpu_first = 0;
   uint32_t pid = 4242;
   unsigned long steps = 4, events = 0, slow = 1;
+  unsigned long late[256];
+  size_t nlate = 0;
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--rank") && i + 1 < argc) rank = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--world") && i + 1 < argc) world = atoi(argv[++i]);
@@ -137,6 +142,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--events") && i + 1 < argc) events = strtoul(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--slow") && i + 1 < argc) slow = strtoul(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--gpu-first")) gpu_first = 1;
+    else if (!strcmp(argv[i], "--coll-late") && i + 1 < argc) {
+      for (char *q = argv[++i]; *q && nlate < 256; q += *q == ',') late[nlate++] = strtoul(q, &q, 10);
+    }
     else { fprintf(stderr, "gentrace: bad argument %s\n", argv[i]); return 2; }
   }
   if (threads < 1) threads = 1;
@@ -198,6 +206,7 @@ int main(int argc, char **argv) {
   str(1, "_Z7forwardPf");
   str(2, "_Z4gemmPKfS0_Pf");
   str(3, "_Z8backwardPf");
+  if (nlate) str(4, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
   sym(0x1000, "main");
   sym(0x2000, "train");
   static const char *const leaves[] = {"alloc_buffers", "load_batch", "forward", "gemm_layer",
@@ -263,6 +272,13 @@ int main(int argc, char **argv) {
         gpu(1, x, bd, c_b, 7, 3, 10, kv); x += bd + 50; k++;
         gpu(3, x, 100, c_m, 7, 0, 5, mv); x += 150;
         gpu(4, x, 10, 0, 7, 0, 2, sv); x += 10;
+        if (nlate) {
+          uint64_t l = late[s % nlate] * 1000ull, end = x + 1000000;
+          if (l > 990000) l = 990000;
+          uint64_t nv[10] = {1, 1, 1, 512, 1, 1, 0, 0, 1024, 0};
+          gpu(1, x + l, end - (x + l), 0, 21, 4, 10, nv);
+          x = end + 50;
+        }
         gpu_end = x;
         if (gpu_first) gpu_flush();
       }
