@@ -1510,3 +1510,61 @@ cudnnStatus_t cudnnBatchNormalizationBackward(
                    "float const*, cudnnTensorStruct, float*, float const*, float*, float*, float "
                    "const*, float const*, float)", 4);
 }
+
+/* ---- the Ex forms (PyTorch's cudnn_batch_norm): bnOps CUDNN_BATCHNORM_OPS_BN only (the fused
+ * add/activation variants return NOT_SUPPORTED); no workspace or reserve space is needed */
+static cudnnStatus_t bn_ex_check(cudnnHandle_t h, cudnnBatchNormOps_t ops, const void *x,
+                                 size_t *size) {
+  CHECK_HANDLE(h);
+  if (!x || !size) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
+  if (ops != CUDNN_BATCHNORM_OPS_BN) return CUDNN_STATUS_NOT_SUPPORTED;
+  *size = 0;
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
+    cudnnHandle_t h, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops,
+    const cudnnTensorDescriptor_t xd, const cudnnTensorDescriptor_t zd,
+    const cudnnTensorDescriptor_t yd, const cudnnTensorDescriptor_t bnd,
+    const cudnnActivationDescriptor_t ad, size_t *size) {
+  return bn_ex_check(h, ops, xd, size);
+}
+cudnnStatus_t cudnnGetBatchNormalizationBackwardExWorkspaceSize(
+    cudnnHandle_t h, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops,
+    const cudnnTensorDescriptor_t xd, const cudnnTensorDescriptor_t yd,
+    const cudnnTensorDescriptor_t dyd, const cudnnTensorDescriptor_t dzd,
+    const cudnnTensorDescriptor_t dxd, const cudnnTensorDescriptor_t bnd,
+    const cudnnActivationDescriptor_t ad, size_t *size) {
+  return bn_ex_check(h, ops, xd, size);
+}
+cudnnStatus_t cudnnGetBatchNormalizationTrainingExReserveSpaceSize(
+    cudnnHandle_t h, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops,
+    const cudnnActivationDescriptor_t ad, const cudnnTensorDescriptor_t xd, size_t *size) {
+  return bn_ex_check(h, ops, xd, size);
+}
+cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(
+    cudnnHandle_t h, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops, const void *alpha,
+    const void *beta, const cudnnTensorDescriptor_t xd, const void *x,
+    const cudnnTensorDescriptor_t zd, const void *z, const cudnnTensorDescriptor_t yd, void *y,
+    const cudnnTensorDescriptor_t bnd, const void *scale, const void *bias, double factor,
+    void *run_mean, void *run_var, double eps, void *save_mean, void *save_inv,
+    cudnnActivationDescriptor_t ad, void *ws, size_t wss, void *rs, size_t rss) {
+  CHECK_HANDLE(h);
+  if (ops != CUDNN_BATCHNORM_OPS_BN) return CUDNN_STATUS_NOT_SUPPORTED;
+  return cudnnBatchNormalizationForwardTraining(h, mode, alpha, beta, xd, x, yd, y, bnd, scale,
+                                                bias, factor, run_mean, run_var, eps, save_mean,
+                                                save_inv);
+}
+cudnnStatus_t cudnnBatchNormalizationBackwardEx(
+    cudnnHandle_t h, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops, const void *ad,
+    const void *bd, const void *ap, const void *bp, const cudnnTensorDescriptor_t xd,
+    const void *x, const cudnnTensorDescriptor_t yd, const void *y,
+    const cudnnTensorDescriptor_t dyd, const void *dy, const cudnnTensorDescriptor_t dzd,
+    void *dz, const cudnnTensorDescriptor_t dxd, void *dx, const cudnnTensorDescriptor_t bnd,
+    const void *scale, const void *bias, void *dscale, void *dbias, double eps,
+    const void *saved_mean, const void *saved_inv, cudnnActivationDescriptor_t actd, void *ws,
+    size_t wss, void *rs, size_t rss) {
+  CHECK_HANDLE(h);
+  if (ops != CUDNN_BATCHNORM_OPS_BN) return CUDNN_STATUS_NOT_SUPPORTED;
+  return cudnnBatchNormalizationBackward(h, mode, ad, bd, ap, bp, xd, x, dyd, dy, dxd, dx, bnd,
+                                         scale, dscale, dbias, eps, saved_mean, saved_inv);
+}

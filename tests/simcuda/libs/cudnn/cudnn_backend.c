@@ -121,8 +121,8 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t d) {
   if (!b) return CUDNN_STATUS_BAD_PARAM;
   switch (b->type) {
   case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
-    if (!find(b, CUDNN_ATTR_EXECUTION_PLAN_HANDLE) || !get_desc(b, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG))
-      return CUDNN_STATUS_BAD_PARAM;
+    /* the handle (deprecated in cuDNN 9) may come from the operation graph instead */
+    if (!get_desc(b, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG)) return CUDNN_STATUS_BAD_PARAM;
     break;
   case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
     if (!find(b, CUDNN_ATTR_OPERATIONGRAPH_OPS) || !find(b, CUDNN_ATTR_OPERATIONGRAPH_HANDLE))
@@ -158,10 +158,12 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const d,
     if (req >= 1 && elems) {
       struct bdesc *cfg = B(((void **)elems)[0]);
       if (!cfg) return CUDNN_STATUS_BAD_PARAM;
+      /* the engine belongs to the config it is written into: the caller may destroy the
+       * heuristics descriptor and keep using the config (cudnn-frontend does) */
       void *eng;
       cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng);
-      b->owned = realloc(b->owned, sizeof *b->owned * (size_t)(b->nowned + 1));
-      b->owned[b->nowned++] = eng;
+      cfg->owned = realloc(cfg->owned, sizeof *cfg->owned * (size_t)(cfg->nowned + 1));
+      cfg->owned[cfg->nowned++] = eng;
       void *graph = get_desc(b, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
       int64_t idx = 0;
       set(eng, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
