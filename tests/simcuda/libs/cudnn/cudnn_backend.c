@@ -116,6 +116,7 @@ cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t d,
   set(b, name, type, count, elems);
   return CUDNN_STATUS_SUCCESS;
 }
+static struct bdesc *clone_deep(struct bdesc *b, struct bdesc *owner, int depth);
 cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t d) {
   struct bdesc *b = B(d);
   if (!b) return CUDNN_STATUS_BAD_PARAM;
@@ -123,6 +124,7 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t d) {
   case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
     /* the handle (deprecated in cuDNN 9) may come from the operation graph instead */
     if (!get_desc(b, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG)) return CUDNN_STATUS_BAD_PARAM;
+
     break;
   case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
     if (!find(b, CUDNN_ATTR_OPERATIONGRAPH_OPS) || !find(b, CUDNN_ATTR_OPERATIONGRAPH_HANDLE))
@@ -136,8 +138,43 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t d) {
       return CUDNN_STATUS_BAD_PARAM;
     break;
   }
+  /* A finalized descriptor is self-contained, as the real one: cudnn-frontend destroys the
+   * operation graph, its operations and tensors, the heuristics and the engine config while it
+   * keeps using what was built from them. Referenced descriptors are cloned, owned by b. */
+  for (int i = 0; i < b->nattr; i++) {
+    if (b->a[i].type != CUDNN_TYPE_BACKEND_DESCRIPTOR) continue;
+    void **refs = (void **)b->a[i].data;
+    for (int64_t e = 0; e < b->a[i].count; e++) {
+      struct bdesc *sub = B(refs[e]);
+      if (sub) refs[e] = clone_deep(sub, b, 0);
+    }
+  }
   b->finalized = 1;
   return CUDNN_STATUS_SUCCESS;
+}
+
+static void own(struct bdesc *b, struct bdesc *d) {
+  b->owned = realloc(b->owned, sizeof *b->owned * (size_t)(b->nowned + 1));
+  b->owned[b->nowned++] = d;
+}
+/* Clones b and the descriptors reachable from it into descriptors owned by `owner`. */
+static struct bdesc *clone_deep(struct bdesc *b, struct bdesc *owner, int depth) {
+  struct bdesc *c = calloc(1, sizeof *c);
+  c->magic = BD_MAGIC;
+  c->type = b->type;
+  c->finalized = b->finalized;
+  own(owner, c);
+  for (int i = 0; i < b->nattr; i++) {
+    struct battr *a = &b->a[i];
+    set(c, a->name, a->type, a->count, a->data);
+    if (a->type != CUDNN_TYPE_BACKEND_DESCRIPTOR || depth > 8) continue;
+    void **dst = (void **)find(c, a->name)->data;
+    for (int64_t e = 0; e < a->count; e++) {
+      struct bdesc *sub = B(dst[e]);
+      if (sub) dst[e] = clone_deep(sub, owner, depth + 1);
+    }
+  }
+  return c;
 }
 
 static void copy_into(struct bdesc *dst, struct bdesc *src) {
@@ -162,9 +199,9 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const d,
        * heuristics descriptor and keep using the config (cudnn-frontend does) */
       void *eng;
       cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng);
-      cfg->owned = realloc(cfg->owned, sizeof *cfg->owned * (size_t)(cfg->nowned + 1));
-      cfg->owned[cfg->nowned++] = eng;
-      void *graph = get_desc(b, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
+      own(cfg, eng);
+      struct bdesc *g = get_desc(b, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
+      void *graph = g ? clone_deep(g, eng, 0) : NULL;
       int64_t idx = 0;
       set(eng, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
       set(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &idx);
@@ -176,15 +213,21 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const d,
   }
   struct battr *a = find(b, name);
   if (!a) {
-    int64_t zero = 0, one = 1;
-    const int64_t *v = NULL;
-    if (name == CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE || name == CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE)
-      v = &zero;
-    else if (name == CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT)
-      v = &one;
-    if (v && type == CUDNN_TYPE_INT64) {
+    /* derived scalars: no workspace, no dynamic shared memory, one engine (index 0) */
+    int64_t v = -1;
+    switch ((int)name) {
+    case CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE: case CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE:
+    case CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED: case CUDNN_ATTR_ENGINE_GLOBAL_INDEX:
+      v = 0;
+      break;
+    case CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT: v = 1; break;
+    }
+    if (v >= 0 && (type == CUDNN_TYPE_INT64 || type == CUDNN_TYPE_INT32)) {
       if (count) *count = 1;
-      if (req >= 1 && elems) *(int64_t *)elems = *v;
+      if (req >= 1 && elems) {
+        if (type == CUDNN_TYPE_INT64) *(int64_t *)elems = v;
+        else *(int32_t *)elems = (int32_t)v;
+      }
       return CUDNN_STATUS_SUCCESS;
     }
     if (count) *count = 0;
