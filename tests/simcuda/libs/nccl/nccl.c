@@ -1041,3 +1041,27 @@ ncclResult_t pncclCommMemStats(ncclComm_t c, ncclCommMemStat_t stat, uint64_t *v
   }
 }
 NCCL_ALIAS(ncclCommMemStats)
+
+/* ---- buffer registration (PyTorch registers its allocator's segments with every
+ * communicator): the simulation needs none, the handle only proves the pairing. */
+#define REG_MAGIC 0x4e524547u
+struct reg { unsigned magic; ncclComm_t comm; void *buff; size_t size; };
+ncclResult_t pncclCommRegister(const ncclComm_t c, void *buff, size_t size, void **handle) {
+  if (!c || c->magic != COMM_MAGIC || !handle) return ncclInvalidArgument;
+  if (!buff && size) return ncclInvalidArgument;
+  struct reg *r = calloc(1, sizeof *r);
+  if (!r) return ncclSystemError;
+  *r = (struct reg){REG_MAGIC, c, buff, size};
+  *handle = r;
+  return ncclSuccess;
+}
+NCCL_ALIAS(ncclCommRegister)
+ncclResult_t pncclCommDeregister(const ncclComm_t c, void *handle) {
+  struct reg *r = handle;
+  if (!c || c->magic != COMM_MAGIC || !r || r->magic != REG_MAGIC || r->comm != c)
+    return ncclInvalidArgument;
+  r->magic = 0;
+  free(r);
+  return ncclSuccess;
+}
+NCCL_ALIAS(ncclCommDeregister)

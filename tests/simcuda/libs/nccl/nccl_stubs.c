@@ -10,8 +10,6 @@
 /* no prototype in the headers */
 int ncclResetDebugInitInternal(void);
 int ncclResetDebugInitInternal(void) { return ncclInvalidUsage; }
-ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle) { return ncclInvalidUsage; }
-extern __typeof(pncclCommDeregister) ncclCommDeregister __attribute__((weak, alias("pncclCommDeregister")));
 /* no prototype in the headers */
 int pncclCommGetUniqueId(void);
 int pncclCommGetUniqueId(void) { return ncclInvalidUsage; }
@@ -24,8 +22,6 @@ extern __typeof(pncclCommGrow) ncclCommGrow __attribute__((weak, alias("pncclCom
 int pncclCommQueryProperties(void);
 int pncclCommQueryProperties(void) { return ncclInvalidUsage; }
 extern __typeof(pncclCommQueryProperties) ncclCommQueryProperties __attribute__((weak, alias("pncclCommQueryProperties")));
-ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) { return ncclInvalidUsage; }
-extern __typeof(pncclCommRegister) ncclCommRegister __attribute__((weak, alias("pncclCommRegister")));
 ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) { return ncclInvalidUsage; }
 extern __typeof(pncclCommRevoke) ncclCommRevoke __attribute__((weak, alias("pncclCommRevoke")));
 ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) { return ncclInvalidUsage; }
