@@ -1,0 +1,18 @@
+#!/bin/sh
+# The PyTorch wheel (its own cudart, CUPTI, cuBLAS, NCCL found through DT_RPATH) runs on the
+# simulated CUDA stack: `tests/simcuda/run python -c "import torch;
+# print(torch.cuda.is_available())"` prints True, bare and under `dlhook record --sim`; without
+# the rtld-audit redirection (SIMCUDA_REDIRECT=0) the wheel's real cudart is used and it prints
+# False, which is the hazard the redirection exists for.
+. "$ROOT/tests/torch/common.sh"
+PROG='import torch; print(torch.cuda.is_available(), torch.cuda.device_count(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "-")'
+"$SIMRUN" "$PY" -c "$PROG" >bare.out 2>bare.err || fail "bare: $(tail -n 5 bare.err)"
+grep -qx 'True 1 NVIDIA H100 80GB HBM3 (simulated)' bare.out || fail "bare: $(cat bare.out) $(tail -n 3 bare.err)"
+SIMCUDA_DEVICES=2 "$SIMRUN" "$PY" -c "$PROG" >two.out 2>two.err || fail "2 devices: $(tail -n 5 two.err)"
+grep -q '^True 2 ' two.out || fail "SIMCUDA_DEVICES=2: $(cat two.out)"
+"$DLHOOK_BIN" record --sim --stacks none -o rec -- "$PY" -c "$PROG" >rec.out 2>rec.err ||
+  fail "record: $(tail -n 5 rec.err)"
+cmp -s bare.out rec.out || fail "record --sim: $(cat rec.out)"
+SIMCUDA_REDIRECT=0 "$SIMRUN" "$PY" -c "$PROG" >off.out 2>off.err
+grep -q '^False ' off.out || fail "SIMCUDA_REDIRECT=0 still reaches the simulator: $(cat off.out)"
+echo "t_torch_cuda_available: OK"
