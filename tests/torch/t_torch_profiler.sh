@@ -40,12 +40,12 @@ ops = {e["args"]["External id"]: e["name"] for e in kin
 pos = {id(o): i for i, o in enumerate(dk)}
 by_corr = collections.defaultdict(list)
 for o in dk:
-    by_corr[o["corr"]].append(o)
+    by_corr[o.get("corr")].append(o)
 pairs, unmapped = collections.Counter(), []
 for a in dl:
     if a["type"] != "api" or a["domain"] not in ("cublas", "cublasLt", "cudnn", "nccl") or a.get("depth", 0):
         continue
-    for k in by_corr.get(a["corr"], []):
+    for k in by_corr.get(a.get("corr"), []) if a.get("corr") else []:
         op = ops.get(kk[pos[id(k)]]["args"].get("External id"))
         if op is None:
             unmapped.append(a["name"])
