@@ -11,12 +11,15 @@ simulated CUDA stack bare and under dlhook; each prints only what must be identi
 The simulator runs cuBLAS, cuDNN and NCCL (results computed for small sizes) but not PyTorch's
 own kernels, so the printed losses are not a model's losses; they are deterministic, which is
 what the comparison needs. --profile wraps every GPU operation of the run in torch.profiler
-(CPU and CUDA activities) and exports its Kineto trace.
+(CPU and CUDA activities; --with-stack adds Python stacks) and exports its Kineto trace.
+--time FILE (cnn, for bench/torch-bench) writes the median wall time of a step (synchronized),
+after 3 warm-up steps, in seconds.
 """
 import argparse
 import contextlib
 import os
 import sys
+import time
 
 import torch
 import torch.nn as nn
@@ -55,7 +58,7 @@ class Images(torch.utils.data.Dataset):
         return torch.randn(3, 8, 8, generator=g), i % 10
 
 
-def train_cnn(args, dev, model=None, batches=None, quiet=False):
+def train_cnn(args, dev, model=None, batches=None, quiet=False, times=None):
     torch.manual_seed(0)
     net = cnn()
     net = net.to(dev)
@@ -70,6 +73,7 @@ def train_cnn(args, dev, model=None, batches=None, quiet=False):
     for step, (x, y) in enumerate(batches):
         if step >= args.steps:
             break
+        t0 = time.perf_counter()
         x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cuda", dtype=torch.float16):
@@ -77,7 +81,9 @@ def train_cnn(args, dev, model=None, batches=None, quiet=False):
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
-        line = f"step {step} loss {loss.item():.4f} {tuple(x.shape)}"
+        line = f"step {step} loss {loss.item():.4f} {tuple(x.shape)}"  # .item() synchronizes
+        if times is not None:
+            times.append(time.perf_counter() - t0)
         if not quiet:
             print(line, flush=True)
 
@@ -101,6 +107,8 @@ def main():
     ap.add_argument("workload", choices=["cnn", "transformer", "dataloader", "ddp"])
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--profile", metavar="TRACE.json")
+    ap.add_argument("--with-stack", action="store_true")
+    ap.add_argument("--time", metavar="FILE")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("workload: torch.cuda.is_available() is False", file=sys.stderr)
@@ -111,10 +119,16 @@ def main():
     prof = contextlib.nullcontext()
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
-        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                       with_stack=args.with_stack)
     with prof as p:
         if args.workload == "cnn":
-            train_cnn(args, dev)
+            times = [] if args.time else None
+            train_cnn(args, dev, times=times, quiet=bool(args.time))
+            if times:
+                t = sorted(times[3:] or times)
+                with open(args.time, "w") as f:
+                    f.write(f"{t[len(t) // 2]:.9f}\n")
         elif args.workload == "transformer":
             train_transformer(args, dev)
         elif args.workload == "dataloader":
