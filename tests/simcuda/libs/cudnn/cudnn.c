@@ -1568,3 +1568,41 @@ cudnnStatus_t cudnnBatchNormalizationBackwardEx(
   return cudnnBatchNormalizationBackward(h, mode, ad, bd, ap, bp, xd, x, dyd, dy, dxd, dx, bnd,
                                          scale, dscale, dbias, eps, saved_mean, saved_inv);
 }
+
+/* ---- the backend API's convolutions (cudnn_backend.c) on the CPU reference above ---- */
+int cudnnsim_conv_launch(cudaStream_t stream, const char *name, const struct cudnnsim_conv *c,
+                         double flops, double bytes, int dtype) {
+  struct cudnnTensorStruct x, y;
+  struct cudnnFilterStruct w;
+  struct cudnnConvolutionStruct cv;
+  memset(&x, 0, sizeof x); memset(&y, 0, sizeof y); memset(&w, 0, sizeof w); memset(&cv, 0, sizeof cv);
+  int ok = 1;
+  x.dt = (cudnnDataType_t)c->xdt; y.dt = (cudnnDataType_t)c->ydt; w.dt = (cudnnDataType_t)c->wdt;
+  x.nb = y.nb = w.nb = 4;
+  for (int i = 0; i < 4; i++) {
+    if (c->xd[i] <= 0 || c->yd[i] <= 0 || c->wd[i] <= 0 || c->xd[i] > INT32_MAX || c->yd[i] > INT32_MAX ||
+        c->xs[i] > INT32_MAX || c->ys[i] > INT32_MAX)
+      ok = 0;
+    x.dims[i] = (int)c->xd[i]; x.strides[i] = (int)c->xs[i];
+    y.dims[i] = (int)c->yd[i]; y.strides[i] = (int)c->ys[i];
+    w.dims[i] = (int)c->wd[i];
+  }
+  /* the filter: packed NCHW (KCRS) or packed NHWC (KRSC) only */
+  int64_t K = c->wd[0], C = c->wd[1], R = c->wd[2], S = c->wd[3];
+  if (c->ws[3] == 1 && c->ws[2] == S && c->ws[1] == R * S && c->ws[0] == C * R * S) w.fmt = CUDNN_TENSOR_NCHW;
+  else if (c->ws[1] == 1 && c->ws[3] == C && c->ws[2] == S * C && c->ws[0] == R * S * C) w.fmt = CUDNN_TENSOR_NHWC;
+  else ok = 0;
+  cv.nb = 2;
+  for (int i = 0; i < 2; i++) {
+    cv.pad[i] = (int)c->pad[i]; cv.stride[i] = (int)c->stride[i]; cv.dil[i] = (int)c->dil[i];
+    if (c->stride[i] < 1 || c->dil[i] < 1 || c->pad[i] < 0) ok = 0;
+  }
+  cv.mode = (cudnnConvolutionMode_t)c->mode;
+  cv.groups = C > 0 && c->xd[1] % C == 0 ? (int)(c->xd[1] / C) : 0;
+  if (cv.groups < 1 || K % cv.groups) ok = 0;
+  struct conv_job j = {c->dir, &x, &y, &w, &cv, c->x, c->w, c->y, c->out, c->alpha, c->beta};
+  if (c->dir == 1) j.xp = c->out; /* only for the computable check, as the legacy call */
+  ok = ok && conv_computable(&j, flops);
+  unsigned grid = (unsigned)((flops / 2 / 16384) < 1 ? 1 : (flops / 2 / 16384) > 132 * 4 ? 132 * 4 : flops / 2 / 16384);
+  return cudnnsim_launch(stream, name, grid, 384, flops, bytes, dtype, ok ? conv_host : NULL, &j);
+}

@@ -3,7 +3,9 @@
  * engine config; workspace sizes are 0 unless set). cudnnBackendExecute walks
  * plan -> engine config -> engine -> operation graph -> ops and enqueues one kernel for the
  * fused graph: flops from convolution (2*prod(Y)*prod(W[1:])) and matmul (2*prod(C)*K) ops,
- * bytes from the non-virtual tensors of the others. */
+ * bytes from the non-virtual tensors of the others. A graph of one 2-D convolution (fprop,
+ * dgrad or wgrad: what PyTorch builds) also gets its result computed for small sizes by the
+ * legacy API's CPU reference (cudnn.c), with the variant pack's pointers. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -275,6 +277,61 @@ static double tensor_bytes(struct bdesc *t) {
   return tensor_elems(t) * (double)cudnnsim_dtype_size(tensor_dt(t));
 }
 
+/* ---- a single-convolution graph computed on the CPU reference (cudnn.c) ---- */
+static int i64s(struct bdesc *b, int name, int64_t *out, int n) {
+  struct battr *a = b ? find(b, name) : NULL;
+  if (!a || a->type != CUDNN_TYPE_INT64 || a->count != n) return -1;
+  memcpy(out, a->data, sizeof *out * (size_t)n);
+  return 0;
+}
+static double scalar_attr(struct bdesc *op, int name, double dflt) {
+  struct battr *a = find(op, name);
+  if (!a || a->count < 1) return dflt;
+  if (a->type == CUDNN_TYPE_FLOAT) return *(float *)a->data;
+  if (a->type == CUDNN_TYPE_DOUBLE) return *(double *)a->data;
+  return dflt;
+}
+static void *vp_ptr(struct bdesc *vp, struct bdesc *t) {
+  int64_t uid = get_i64(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, -1);
+  struct battr *u = find(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS), *d = find(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS);
+  if (!u || !d || u->type != CUDNN_TYPE_INT64) return NULL;
+  for (int64_t i = 0; i < u->count && i < d->count; i++)
+    if (((int64_t *)u->data)[i] == uid) return ((void **)d->data)[i];
+  return NULL;
+}
+/* fills c for conv op `op` (dir 0/1/2, tensors x, w, y as the op names them); -1 if not 2-D */
+static int conv_args(struct cudnnsim_conv *c, int dir, struct bdesc *op, struct bdesc *vp,
+                     struct bdesc *x, struct bdesc *w, struct bdesc *y) {
+  static const int cd_attr[3] = {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC};
+  static const int al_attr[3] = {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA};
+  static const int be_attr[3] = {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
+  struct bdesc *cd = get_desc(op, cd_attr[dir]);
+  memset(c, 0, sizeof *c);
+  c->dir = dir;
+  if (!cd || i64s(x, CUDNN_ATTR_TENSOR_DIMENSIONS, c->xd, 4) || i64s(x, CUDNN_ATTR_TENSOR_STRIDES, c->xs, 4) ||
+      i64s(w, CUDNN_ATTR_TENSOR_DIMENSIONS, c->wd, 4) || i64s(w, CUDNN_ATTR_TENSOR_STRIDES, c->ws, 4) ||
+      i64s(y, CUDNN_ATTR_TENSOR_DIMENSIONS, c->yd, 4) || i64s(y, CUDNN_ATTR_TENSOR_STRIDES, c->ys, 4) ||
+      i64s(cd, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, c->pad, 2) ||
+      i64s(cd, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, c->stride, 2) ||
+      i64s(cd, CUDNN_ATTR_CONVOLUTION_DILATIONS, c->dil, 2))
+    return -1;
+  c->xdt = tensor_dt(x); c->wdt = tensor_dt(w); c->ydt = tensor_dt(y);
+  c->mode = (int)get_i64(cd, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_CROSS_CORRELATION);
+  void *px = vp_ptr(vp, x), *pw = vp_ptr(vp, w), *py = vp_ptr(vp, y);
+  c->x = px; c->w = pw; c->y = py;
+  c->out = dir == 0 ? py : dir == 1 ? px : pw;
+  if (dir == 1) c->x = NULL;
+  c->alpha = scalar_attr(op, al_attr[dir], 1);
+  c->beta = scalar_attr(op, be_attr[dir], 0);
+  return 0;
+}
+
 cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
                                   cudnnBackendDescriptor_t varpack) {
   if (!cudnnsim_handle_ok(handle)) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
@@ -288,7 +345,8 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
   struct bdesc *graph = get_desc(eng, CUDNN_ATTR_ENGINE_OPERATION_GRAPH);
   struct battr *ops = graph ? find(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS) : NULL;
   double flops = 0, bytes = 0;
-  int dt = CUDNN_DATA_FLOAT, have_main = 0;
+  int dt = CUDNN_DATA_FLOAT, have_main = 0, nconv = 0, computable = 0;
+  struct cudnnsim_conv conv;
   char name[320];
   snprintf(name, sizeof name, "cudnn_generated_fort_native_pointwise_kernel0_0");
   for (int64_t i = 0; ops && i < ops->count; i++) {
@@ -345,6 +403,8 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
           for (int64_t e = 0; e < op->a[k].count; e++) bytes += tensor_bytes(B(((void **)op->a[k].data)[e]));
       continue;
     }
+    if (nconv++ == 0 && ops->count == 1)
+      computable = !conv_args(&conv, pass[0] == 'f' ? 0 : pass[0] == 'd' ? 1 : 2, op, vp, x, w, y);
     flops += 2 * tensor_elems(y) * tensor_inner(w, 1);
     bytes += tensor_bytes(x) + tensor_bytes(w) + tensor_bytes(y);
     if (!have_main) {
@@ -357,6 +417,11 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
                cudnnsim_xmma_types(dt), nhwc ? "nhwckrsc_nhwc" : "nchwkcrs_nchw");
       have_main = 1;
     }
+  }
+  if (computable) { /* a lone convolution: its result, for small sizes, as the legacy API's */
+    if (cudnnsim_conv_launch(cudnnsim_stream(handle), name, &conv, flops, bytes, cudnnsim_class(dt)))
+      return CUDNN_STATUS_EXECUTION_FAILED;
+    return CUDNN_STATUS_SUCCESS;
   }
   if (cudnnsim_launch(cudnnsim_stream(handle), name, 132, 384, flops, bytes, cudnnsim_class(dt),
                       NULL, NULL))
