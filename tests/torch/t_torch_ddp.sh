@@ -9,10 +9,10 @@
 TORCHRUN="$BUILD/venv/bin/torchrun"
 [ -x "$TORCHRUN" ] || skip "no $TORCHRUN"
 export SIMCUDA_DEVICES=2 OMP_NUM_THREADS=1
-run() { "$@" --standalone --nproc-per-node 2 "$W" ddp --steps 3; }
+run() { "$@" --standalone --nproc-per-node 2 "$W" ddp --steps 2; }
 run "$SIMRUN" "$TORCHRUN" >bare.raw 2>bare.err || fail "bare: $(tail -n 20 bare.err)"
 "$DLHOOK_BIN" record --sim --stacks none -o rec -- "$TORCHRUN" --standalone --nproc-per-node 2 \
-  "$W" ddp --steps 3 >rec.raw 2>rec.err || fail "under dlhook: $(tail -n 20 rec.err)"
+  "$W" ddp --steps 2 >rec.raw 2>rec.err || fail "under dlhook: $(tail -n 20 rec.err)"
 sort bare.raw >bare.out
 sort rec.raw >rec.out
 cmp -s bare.out rec.out || fail "output differs: $(diff bare.out rec.out | head)"

@@ -14,8 +14,9 @@
 command -v c++filt >/dev/null || skip "no c++filt (binutils)"
 run_both prof "$PY" "$W" cnn --steps 5 --profile "$T/kineto.json"
 [ -s kineto.json ] || fail "no Kineto trace exported"
-run_both cnn "$PY" "$W" cnn --steps 5
-cmp -s prof.bare.out cnn.bare.out || fail "the profiler changed the workload's output"
+"$DLHOOK_BIN" record --sim --stacks none -o cnn.rec -- "$PY" "$W" cnn --steps 5 >cnn.rec.out 2>cnn.rec.err ||
+  fail "cnn under dlhook: $(tail -n 5 cnn.rec.err)"
+cmp -s prof.bare.out cnn.rec.out || fail "the profiler changed the workload's output"
 trace_stats cnn.rec s.json
 "$DLHOOK_BIN" dump cnn.rec/*.dlh >d.jsonl || fail "dlhook dump"
 python3 - d.jsonl kineto.json <<'PY' || fail "dlhook and Kineto disagree"
