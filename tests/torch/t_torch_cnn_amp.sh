@@ -1,4 +1,5 @@
 #!/bin/sh
+# run-tests: timeout 900
 # A CNN training loop (conv, batch norm, relu, linear; SGD; AMP autocast fp16 with GradScaler;
 # 5 steps) runs on the simulated stack bare and under dlhook with identical output and exit
 # status, and the trace holds what PyTorch really calls: convolutions through the cuDNN backend

@@ -1,4 +1,5 @@
 #!/bin/sh
+# run-tests: timeout 900
 # The PyTorch wheel (its own cudart, CUPTI, cuBLAS, NCCL found through DT_RPATH) runs on the
 # simulated CUDA stack: `tests/simcuda/run python -c "import torch;
 # print(torch.cuda.is_available())"` prints True, bare and under `dlhook record --sim`; without

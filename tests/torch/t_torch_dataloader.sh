@@ -1,4 +1,5 @@
 #!/bin/sh
+# run-tests: timeout 900
 # The CNN fed by DataLoader(num_workers=2, pin_memory=True): the workers are forked processes
 # that never touch CUDA and end with os._exit. Bare and under dlhook: identical output and exit
 # status; the workers leave no trace, the main process one complete trace.

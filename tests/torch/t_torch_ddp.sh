@@ -1,4 +1,5 @@
 #!/bin/sh
+# run-tests: timeout 900
 # torchrun --nproc-per-node 2 with DistributedDataParallel over the NCCL backend (gradient
 # all-reduce) on the simulated stack with 2 devices: bare and under dlhook, the same output
 # (the ranks' lines sorted: they interleave) and exit status; an all-reduce of host data gives

@@ -1,4 +1,5 @@
 #!/bin/sh
+# run-tests: timeout 900
 # The simulated driver refuses a foreign (real) CUDA library cleanly. With the redirection off
 # (SIMCUDA_REDIRECT=0) the PyTorch wheel's own cudart and CUPTI load next to the simulated
 # driver; under dlhook, the driver runs dlhook's InitializeInjection, which calls cuptiSubscribe

