@@ -118,12 +118,19 @@ static inline uint64_t dlh_cudnn_plan_workspace(cudnnBackendDescriptor_t plan) {
  * addressing on the address): slots are claimed with a compare-and-swap and never move;
  * descriptors beyond it are not described (best effort). */
 #define DLH_BK_SLOTS 4096
+/* What an execution plan runs: op 1 convolution forward, 2 backward data, 3 backward filter,
+ * 4 matmul, 0 unknown; conv fields as dlh_conv_read; matmul flops 2·prod(C dims)·k. */
+struct dlh_bk_info { int op; struct dlh_conv_info c; };
 struct dlh_bk {
   void *_Atomic desc;        /* NULL free, (void *)1 being claimed, (void *)2 destroyed */
   int type;                  /* cudnnBackendDescriptorType_t */
   int ndims, dtype;
   int64_t dims[8];           /* tensor: dimensions; convolution: pad[0..2] stride[3..5] dil[6..7] */
   void *ref[4];              /* operation: x, w, y, conv; graph: first 4 ops; chain: the next */
+  struct dlh_bk_info info;   /* graph, engine config, engine, plan: what the graph runs,
+                                described while its operations and tensors existed (cudnn-
+                                frontend destroys them once the graph is built, and the graph
+                                before it builds the plan) */
 };
 static struct dlh_bk dlh_bks[DLH_BK_SLOTS];
 
@@ -177,6 +184,7 @@ static inline void dlh_bk_ints(int64_t *dst, int n, const void *src, int64_t cou
   for (int i = 0; i < n && i < count; i++) dst[i] = ((const int64_t *)src)[i];
 }
 
+static inline void dlh_bk_graph(struct dlh_bk_info *o, struct dlh_bk *g);
 static inline void dlh_bk_set(cudnnStatus_t r, cudnnBackendDescriptor_t d, int name, int type,
                               int64_t count, const void *elems) {
   struct dlh_bk *b;
@@ -211,11 +219,21 @@ static inline void dlh_bk_set(cudnnStatus_t r, cudnnBackendDescriptor_t d, int n
     if (isdesc) b->ref[3] = (void *)descs[0];
     break;
   case CUDNN_ATTR_OPERATIONGRAPH_OPS:
-    if (isdesc) for (int i = 0; i < 4; i++) b->ref[i] = i < count ? (void *)descs[i] : NULL;
+    if (isdesc) {
+      for (int i = 0; i < 4; i++) b->ref[i] = i < count ? (void *)descs[i] : NULL;
+      /* described now: cudnn-frontend destroys the tensors once the graph is built */
+      memset(&b->info, 0, sizeof b->info);
+      dlh_bk_graph(&b->info, b);
+    }
     break;
   case CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH: case CUDNN_ATTR_ENGINE_OPERATION_GRAPH:
   case CUDNN_ATTR_ENGINECFG_ENGINE: case CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG:
-    if (isdesc) b->ref[0] = (void *)descs[0];
+    if (isdesc) {
+      b->ref[0] = (void *)descs[0];
+      struct dlh_bk *n = dlh_bk_find(descs[0]);
+      if (name == CUDNN_ATTR_ENGINE_OPERATION_GRAPH) dlh_bk_graph(&b->info, n);
+      else if (name != CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH && n) b->info = n->info;
+    }
     break;
   default:
     break;
@@ -232,20 +250,20 @@ static inline void dlh_bk_get(cudnnStatus_t r, cudnnBackendDescriptor_t d, int n
   int64_t n = count && *count < req ? *count : req;
   for (int64_t i = 0; i < n; i++) {
     struct dlh_bk *c = dlh_bk_find(((void **)elems)[i]);
-    if (c && !c->ref[0]) c->ref[1] = h->ref[0];   /* cfg: ref[1] = graph, when no engine set */
+    if (c && !c->ref[0]) {           /* cfg: ref[1] = graph, when no engine set */
+      c->ref[1] = h->ref[0];
+      dlh_bk_graph(&c->info, dlh_bk_find(h->ref[0]));
+    }
   }
 }
 
-/* What an execution plan runs: op 1 convolution forward, 2 backward data, 3 backward filter,
- * 4 matmul, 0 unknown; conv fields as dlh_conv_read; matmul flops 2·prod(C dims)·k. */
-struct dlh_bk_info { int op; struct dlh_conv_info c; };
-static inline void dlh_bk_plan(struct dlh_bk_info *o, cudnnBackendDescriptor_t plan) {
-  memset(o, 0, sizeof *o);
-  struct dlh_bk *p = dlh_bk_find(plan), *cfg = p ? dlh_bk_find(p->ref[0]) : NULL, *g = NULL;
-  if (cfg) {
-    struct dlh_bk *eng = dlh_bk_find(cfg->ref[0]);
-    g = dlh_bk_find(eng ? eng->ref[0] : cfg->ref[1]);
+/* Describes what graph g runs (its first convolution or matmul). */
+static inline void dlh_bk_graph(struct dlh_bk_info *o, struct dlh_bk *g) {
+  if (g && g->info.op) {     /* described when its operations were set */
+    if (o != &g->info) *o = g->info;
+    return;
   }
+  memset(o, 0, sizeof *o);
   for (int i = 0; g && i < 4 && !o->op; i++) {
     struct dlh_bk *op = dlh_bk_find(g->ref[i]);
     if (!op) continue;
@@ -284,6 +302,19 @@ static inline void dlh_bk_plan(struct dlh_bk_info *o, cudnnBackendDescriptor_t p
       c->flops = f;
     }
   }
+}
+
+static inline void dlh_bk_plan(struct dlh_bk_info *o, cudnnBackendDescriptor_t plan) {
+  memset(o, 0, sizeof *o);
+  struct dlh_bk *p = dlh_bk_find(plan), *cfg = p ? dlh_bk_find(p->ref[0]) : NULL, *g = NULL;
+  if (p && p->info.op) { *o = p->info; return; }
+  if (cfg) {
+    struct dlh_bk *eng = dlh_bk_find(cfg->ref[0]);
+    if (eng && eng->info.op) { *o = eng->info; return; }
+    if (!eng && cfg->info.op) { *o = cfg->info; return; }
+    g = dlh_bk_find(eng ? eng->ref[0] : cfg->ref[1]);
+  }
+  dlh_bk_graph(o, g);
 }
 
 #endif

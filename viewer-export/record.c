@@ -37,7 +37,9 @@ static void help(void) {
          "options:\n"
          "  -o, --output DIR  directory for the traces (default: .; created if missing)\n"
          "  --sim             run against the simulated CUDA libraries built next to dlhook\n"
-         "                    (<dir of dlhook>/simcuda, prepended to LD_LIBRARY_PATH)\n"
+         "                    (<dir of dlhook>/simcuda, prepended to LD_LIBRARY_PATH; its\n"
+         "                    simcuda-audit.so, in LD_AUDIT, loads them in place of the\n"
+         "                    program's own copies, e.g. a PyTorch wheel's)\n"
          "  --lib PATH        the libdlhook.so to preload (default: next to dlhook, or\n"
          "                    ../lib/libdlhook.so relative to it)\n"
          "  --stacks MODE     call stacks: none, native, python or mixed (DLHOOK_STACKS)\n"
@@ -281,6 +283,22 @@ int cmd_record(int argc, char **argv) {
       return VX_BAD_INPUT;
     }
     free(llp);
+    /* the rtld-audit module that loads the stand-ins in place of a program's own CUDA
+     * libraries (wheels' RPATH'ed copies), as tests/simcuda/run does */
+    char *audit = join(simdir, "simcuda-audit.so"), *la = NULL;
+    const char *olda = getenv("LD_AUDIT");
+    const char *redirect = getenv("SIMCUDA_REDIRECT");
+    if ((!redirect || strcmp(redirect, "0")) && access(audit, R_OK) == 0 &&
+        !(olda && strstr(olda, audit))) {
+      if (olda && *olda) { if (asprintf(&la, "%s:%s", audit, olda) < 0) la = NULL; }
+      else la = vx_xstrdup(audit);
+      if (!la || setenv("LD_AUDIT", la, 1) < 0) {
+        vx_error("record: cannot set the environment");
+        return VX_BAD_INPUT;
+      }
+    }
+    free(la);
+    free(audit);
     free(simdir);
   }
 

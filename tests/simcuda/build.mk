@@ -45,7 +45,16 @@ $(SIM_DIR)/libcupti.so.13: $(SIM_CUPTI_OBJS) tests/simcuda/cupti/libcupti.map $(
 	  -o $@ $(SIM_CUPTI_OBJS) -L$(SIM_DIR) -l:libcuda.so.1 -ldl -lpthread
 	$(Q)ln -sf libcupti.so.13 $(SIM_DIR)/libcupti.so
 
-SIM_CORE_LIBS := $(SIM_DIR)/libcuda.so.1 $(SIM_DIR)/libcudart.so.13 $(SIM_DIR)/libcupti.so.13
+# ---- simcuda-audit.so: the rtld-audit module that redirects a program's own CUDA libraries
+# (wheels' DT_RPATH copies, dlopen by path) to the stand-ins in its directory (redirect/audit.c)
+# (never sanitizer-instrumented: it runs in its own namespace before any sanitizer runtime)
+$(SIM_DIR)/simcuda-audit.so: tests/simcuda/redirect/audit.c tests/simcuda/build.mk
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(CFLAGS_COMMON) -fPIC -shared -fvisibility=hidden -o $@ $<
+
+SIM_CORE_LIBS := $(SIM_DIR)/libcuda.so.1 $(SIM_DIR)/libcudart.so.13 $(SIM_DIR)/libcupti.so.13 \
+                 $(SIM_DIR)/simcuda-audit.so
 
 # ---- library stand-ins: libs/<lib>/*.c -> $(SIM_DIR)/<soname>, version script libs/<lib>/<lib>.map
 # $(call sim_lib,<dir>,<soname>,<stand-ins it links too>)

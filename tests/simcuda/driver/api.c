@@ -8,6 +8,8 @@
 #include <cupti_callbacks.h>
 #include <cupti_driver_cbid.h>
 #include "simdrv.h"
+#include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -450,4 +452,56 @@ IMPL(cuGetProcAddress_v2) {
   *p->pfn = simi_driver_proc(p->symbol, p->cudaVersion, (p->flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
   if (p->symbolStatus) *p->symbolStatus = *p->pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   return *p->pfn ? 0 : CUDA_ERROR_NOT_FOUND;
+}
+/* ---------------------------------------------------------------- private interfaces
+ * cuGetExportTable hands out the real driver's private interfaces (tables of functions), which
+ * the simulator does not have: it answers CUDA_ERROR_NOT_SUPPORTED. A real runtime or CUPTI
+ * loaded next to the simulated driver (a program's own copy that the stand-ins did not replace,
+ * e.g. under SIMCUDA_REDIRECT=0) asks for them; the real CUPTI answers that refusal by
+ * formatting the error with cuptiGetResultString, which asks again, until the stack overflows.
+ * So while such a foreign library is loaded, cuGetExportTable succeeds with a table that declares
+ * itself too small for any interface (its size word says one entry) and whose entries all return
+ * CUDA_ERROR_UNKNOWN: the foreign library gives up with an error code (cudart:
+ * cudaGetDeviceCount fails; CUPTI: cuptiSubscribe fails) and never recurses. (A table declaring
+ * the entries the caller wants makes CUPTI call one, fail, and recurse again.) One line on
+ * stderr says so. */
+#define FOREIGN_ENTRIES 256
+static int refuse_entry(void) { return CUDA_ERROR_UNKNOWN; }
+static size_t refusing_table[1 + FOREIGN_ENTRIES];
+static char own_dir[4096];
+
+static int find_foreign(struct dl_phdr_info *info, size_t size, void *data) {
+  (void)size;
+  const char *path = info->dlpi_name, *base = path ? strrchr(path, '/') : NULL;
+  base = base ? base + 1 : path;
+  if (!base || (strncmp(base, "libcupti.so", 11) && strncmp(base, "libcudart.so", 12))) return 0;
+  size_t n = strlen(own_dir);
+  if (n && !strncmp(path, own_dir, n) && path[n] == '/' && !strchr(path + n + 1, '/')) return 0;
+  snprintf((char *)data, 4096, "%s", path);
+  return 1;
+}
+__attribute__((visibility("hidden"))) int drv_cuGetExportTable(void *pp) {
+  cuGetExportTable_params *p = pp;
+  if (!p->ppExportTable || !p->pExportTableId) return CUDA_ERROR_INVALID_VALUE;
+  *p->ppExportTable = NULL;
+  static char foreign[4096];
+  static int warned;
+  if (!own_dir[0]) {
+    Dl_info di;
+    if (dladdr((void *)drv_cuGetExportTable, &di) && di.dli_fname) {
+      snprintf(own_dir, sizeof own_dir, "%s", di.dli_fname);
+      char *sl = strrchr(own_dir, '/');
+      if (sl) *sl = 0; else own_dir[0] = 0;
+    }
+  }
+  if (!dl_iterate_phdr(find_foreign, foreign)) return CUDA_ERROR_NOT_SUPPORTED;
+  if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+    fprintf(stderr, "simcuda: %s is not the simulator's: its private driver interfaces are "
+            "refused (CUDA_ERROR_UNKNOWN)\n", foreign);
+  if (!refusing_table[0]) {
+    for (int i = 1; i <= FOREIGN_ENTRIES; i++) refusing_table[i] = (size_t)refuse_entry;
+    __atomic_store_n(&refusing_table[0], 2 * sizeof(size_t), __ATOMIC_RELEASE);
+  }
+  *p->ppExportTable = refusing_table;
+  return CUDA_SUCCESS;
 }

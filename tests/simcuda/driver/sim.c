@@ -468,6 +468,23 @@ static void wait_op(struct op *o) {
   }
 }
 
+/* Waits (polling) until op o's start is known: every op it depends on has its time, so any
+ * collective it follows has met its other ranks and delivered its data. A copy that reads device
+ * memory does this before copying: the data is moved at enqueue, and must not be read before a
+ * collective on the GPU before it has written it (PyTorch copies a collective's output after an
+ * event wait). Takes a reference, drops it. */
+static void wait_resolved(struct op *o) {
+  if (!o) return;
+  for (;;) {
+    LOCK();
+    int r = resolve(o);
+    UNLOCK();
+    if (r) break;
+    usleep(50);
+  }
+}
+static int reads_device(int kind) { return kind == 2 || kind == 3 || kind == 4; }
+
 /* Serialises reporting: a poll returns only after the ops it (or a concurrent poll) took
  * have reached the tool, so a flush right after sees them all. Recursive: the tool may flush
  * from inside its buffer callbacks. */
@@ -988,6 +1005,7 @@ SIMCU_API int simi_memcpy(void *dst, const void *src, size_t bytes, int kind, vo
   int cap = s->capture != NULL;
   struct op *o = grab(submit(s, &g));
   UNLOCK();
+  if (!cap && bytes && reads_device(kind)) wait_resolved(o);
   if (!cap && bytes) memmove(dst, src, bytes);
   if (!async) wait_op(o);
   drop(o);
@@ -1005,6 +1023,7 @@ SIMCU_API int simi_memcpy2d(void *dst, size_t dpitch, const void *src, size_t sp
   int cap = s->capture != NULL;
   struct op *o = grab(submit(s, &g));
   UNLOCK();
+  if (!cap && reads_device(kind)) wait_resolved(o);
   if (!cap)
     for (size_t r = 0; r < height; r++)
       memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);

@@ -8,6 +8,10 @@ each one's prototype in the preprocessed real headers, and writes
                              another file of the library wins; NCCL: see below)
   libs/<lib>/<lib>.map       version script: the real version node (or an anonymous one for
                              NCCL, whose symbols are unversioned) listing every export.
+Exports of newer releases than the installed toolkit's (NCCL 2.30 of the PyPI wheel
+nvidia-nccl-cu13, which PyTorch links) are listed in libs/<lib>/extra.syms (`nm -D` of that
+library) and exported too; those without a prototype in the installed headers return the
+not-supported status from an `int f(void)` stub unless implemented by hand.
 NCCL: each `pncclX` is strong and `ncclX` a weak alias of it, as in the real library. Functions
 implemented by hand are declared in libs/nccl/*.c with NCCL_ALIAS(ncclX); they are skipped here.
 
@@ -101,6 +105,12 @@ def body(ret, stype, val):
 
 def gen(d, soname, node, groups, stype, val):
     syms = exports(os.path.join(CUDA, "lib64", soname))
+    extra = os.path.join(HERE, d, "extra.syms")
+    if os.path.exists(extra):
+        for line in open(extra):
+            f = line.split()
+            if len(f) == 2 and not line.startswith("#") and f[1] not in syms:
+                syms[f[1]] = f[0]
     texts = [preprocess(g) for g in groups]
     ldir = os.path.join(HERE, d)
     os.makedirs(ldir, exist_ok=True)

@@ -1,6 +1,7 @@
 /* cuBLAS / cuBLASLt numerics: Sgemm (all transposes), Dgemm, GemmEx (fp32, fp16 in),
  * strided-batched and pointer-array batched GEMMs, cublasLtMatmul (heuristic, batch, bias+ReLU
- * epilogue), Sgemv, Saxpy, Sdot, and the handle's stream/workspace/modes. */
+ * epilogue; also through a cuBLAS handle cast to cuBLASLt's, as PyTorch does), Sgemv, Saxpy,
+ * Sdot, Set/Get Vector/Matrix, and the handle's stream/workspace/modes. */
 #include <stdint.h>
 #include <cublas_api.h>
 #include <cublasLt.h>
@@ -302,6 +303,64 @@ int main(int argc, char **argv) {
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     cudaFree(a);
+  }
+
+  /* PyTorch passes its cuBLAS handle to cuBLASLt: reinterpret_cast<cublasLtHandle_t>(handle) */
+  {
+    const int M = 5, N = 4, K = 3;
+    cublasLtHandle_t lt = (cublasLtHandle_t)h;
+    cublasLtMatmulDesc_t md;
+    OK(cublasLtMatmulDescCreate(&md, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t tr = CUBLAS_OP_T;
+    OK(cublasLtMatmulDescSetAttribute(md, CUBLASLT_MATMUL_DESC_TRANSA, &tr, sizeof tr));
+    cublasLtMatrixLayout_t la, lb, lc;
+    OK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, K, M, K));
+    OK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, K, N, K));
+    OK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, M, N, M));
+    cublasLtMatmulPreference_t pref;
+    OK(cublasLtMatmulPreferenceCreate(&pref));
+    cublasLtMatmulHeuristicResult_t res;
+    int nres = 0;
+    OK(cublasLtMatmulAlgoGetHeuristic(lt, md, la, lb, lc, lc, pref, 1, &res, &nres));
+    CHECK(nres == 1, "heuristic through a cuBLAS handle returned %d", nres);
+    double *A = rnd((size_t)K * M, 61), *B = rnd((size_t)K * N, 62), *C = calloc((size_t)M * N, sizeof *C);
+    void *dA = dev_from(A, (size_t)K * M, CUDA_R_32F), *dB = dev_from(B, (size_t)K * N, CUDA_R_32F);
+    void *dC = dev_from(C, (size_t)M * N, CUDA_R_32F);
+    float fa = 1, fb = 0;
+    OK(cublasLtMatmul(lt, md, &fa, dA, la, dB, lb, &fb, dC, lc, dC, lc, &res.algo, NULL, 0, s));
+    OK(cudaStreamSynchronize(s));
+    ref_gemm(1, 0, M, N, K, 1.0, A, K, B, K, 0.0, C, M);
+    double *R = host_from(dC, (size_t)M * N, CUDA_R_32F);
+    simtest_close(R, C, (size_t)M * N, 1e-5, "cublasLtMatmul through a cuBLAS handle");
+    free(A); free(B); free(C); free(R);
+    cudaFree(dA); cudaFree(dB); cudaFree(dC);
+    OK(cublasLtMatrixLayoutDestroy(la)); OK(cublasLtMatrixLayoutDestroy(lb));
+    OK(cublasLtMatrixLayoutDestroy(lc)); OK(cublasLtMatmulPreferenceDestroy(pref));
+    OK(cublasLtMatmulDescDestroy(md));
+  }
+
+  /* Set/GetVector, Set/GetMatrix: strided copies and their argument checks */
+  {
+    float hx[8] = {1, 2, 3, 4, 5, 6, 7, 8}, hy[8] = {0};
+    void *d = NULL;
+    cudaMalloc(&d, sizeof(float) * 16);
+    OK(cublasSetVector(4, sizeof(float), hx, 2, d, 1)); /* 1 3 5 7 */
+    OK(cublasGetVector(4, sizeof(float), d, 1, hy, 2));
+    CHECK(hy[0] == 1 && hy[2] == 3 && hy[4] == 5 && hy[6] == 7 && hy[1] == 0, "vector roundtrip %g %g %g %g",
+          hy[0], hy[2], hy[4], hy[6]);
+    CHECK(cublasSetVector(4, sizeof(float), hx, 0, d, 1) == CUBLAS_STATUS_INVALID_VALUE, "incx 0");
+    CHECK(cublasGetVector(4, 0, d, 1, hy, 1) == CUBLAS_STATUS_INVALID_VALUE, "elemSize 0");
+    /* a 2x3 matrix in a host buffer with lda 3, to the device with ldb 2, back with lda 4 */
+    float hm[9] = {1, 2, -1, 3, 4, -1, 5, 6, -1}, back[12];
+    memset(back, 0, sizeof back);
+    OK(cublasSetMatrix(2, 3, sizeof(float), hm, 3, d, 2));
+    OK(cublasGetMatrixAsync(2, 3, sizeof(float), d, 2, back, 4, s));
+    OK(cudaStreamSynchronize(s));
+    CHECK(back[0] == 1 && back[1] == 2 && back[4] == 3 && back[5] == 4 && back[8] == 5 && back[9] == 6 &&
+          back[2] == 0, "matrix roundtrip %g %g %g %g %g %g", back[0], back[1], back[4], back[5], back[8], back[9]);
+    CHECK(cublasSetMatrix(2, 3, sizeof(float), hm, 1, d, 2) == CUBLAS_STATUS_INVALID_VALUE, "lda < rows");
+    OK(cublasSetMatrix(0, 3, sizeof(float), hm, 1, d, 1)); /* nothing to copy */
+    cudaFree(d);
   }
 
   /* A large GEMM only costs simulated time. */

@@ -241,6 +241,42 @@ static void misc_ops(cudnnHandle_t h) {
     CHECK(fabs(m) < 1e-4 && fabs(var - 1) < 1e-3, "batchnorm channel %d mean %g var %g", c, m, var);
   }
   free(got);
+  /* the Ex forms PyTorch uses (bnOps BN, no activation), with their workspace and reserve */
+  size_t bws = 0, brs = 0, bbs = 0;
+  DNN(cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(h, CUDNN_BATCHNORM_SPATIAL_PERSISTENT,
+      CUDNN_BATCHNORM_OPS_BN, xd, NULL, xd, bnd, NULL, &bws));
+  DNN(cudnnGetBatchNormalizationTrainingExReserveSpaceSize(h, CUDNN_BATCHNORM_SPATIAL_PERSISTENT,
+      CUDNN_BATCHNORM_OPS_BN, NULL, xd, &brs));
+  DNN(cudnnGetBatchNormalizationBackwardExWorkspaceSize(h, CUDNN_BATCHNORM_SPATIAL_PERSISTENT,
+      CUDNN_BATCHNORM_OPS_BN, xd, xd, xd, NULL, xd, bnd, NULL, &bbs));
+  void *bwsp = NULL, *brsp = NULL, *bbsp = NULL;
+  if (bws) cudaMalloc(&bwsp, bws);
+  if (brs) cudaMalloc(&brsp, brs);
+  if (bbs) cudaMalloc(&bbsp, bbs);
+  cudaMemset(dy, 0, sizeof(float) * n);
+  DNN(cudnnBatchNormalizationForwardTrainingEx(h, CUDNN_BATCHNORM_SPATIAL_PERSISTENT, CUDNN_BATCHNORM_OPS_BN,
+      &one, &zero, xd, dx, NULL, NULL, xd, dy, bnd, dsc, dbi, 1.0, rm, rv, 1e-5, sm, si, NULL, bwsp, bws,
+      brsp, brs));
+  cudaDeviceSynchronize();
+  got = tohost(dy, n);
+  for (int c = 0; c < C; c++) {
+    double s = 0, s2 = 0;
+    for (int nn = 0; nn < N; nn++)
+      for (int i = 0; i < H * W; i++) {
+        double v = got[(nn * C + c) * H * W + i];
+        s += v;
+        s2 += v * v;
+      }
+    double m = s / (N * H * W), var = s2 / (N * H * W) - m * m;
+    CHECK(fabs(m) < 1e-4 && fabs(var - 1) < 1e-3, "batchnorm Ex channel %d mean %g var %g", c, m, var);
+  }
+  free(got);
+  void *dsc2 = todev(NULL, 3), *dbi2 = todev(NULL, 3);
+  DNN(cudnnBatchNormalizationBackwardEx(h, CUDNN_BATCHNORM_SPATIAL_PERSISTENT, CUDNN_BATCHNORM_OPS_BN,
+      &one, &zero, &one, &zero, xd, dx, NULL, NULL, xd, dx, NULL, NULL, xd, dy, bnd, dsc, dbi, dsc2, dbi2,
+      1e-5, sm, si, NULL, bbsp, bbs, brsp, brs));
+  cudaDeviceSynchronize();
+  cudaFree(dsc2); cudaFree(dbi2); cudaFree(bwsp); cudaFree(brsp); cudaFree(bbsp);
   DNN(cudnnBatchNormalizationForwardInference(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xd, dx, xd, dy,
                                               bnd, dsc, dbi, rm, rv, 1e-5));
   DNN(cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, xd, dx, xd,
@@ -313,11 +349,26 @@ static void backend_conv(cudnnHandle_t h) {
   int64_t got = 0;
   DNN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got, &cfg));
   CHECK(got >= 1, "engine heuristics returned %lld", (long long)got);
+  /* as cudnn-frontend (PyTorch) does: the heuristics go before the config is used and the
+   * plan gets no handle (deprecated). (cudnn-frontend also destroys graph, operations, tensors
+   * and config before executing the plan, which tests/torch covers; kept here until after the
+   * execution, for tests/libs/t_libs_cudnn_backend_sim, whose dlhook reads their shapes.) */
+  DNN(cudnnBackendDestroyDescriptor(heur));
+  int32_t smem = -1;
+  DNN(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED, CUDNN_TYPE_INT32, 1, NULL, &smem));
+  CHECK(smem >= 0, "shared memory used %d", smem);
+  cudnnBackendDescriptor_t eng;
+  DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng));
+  DNN(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got, &eng));
+  int64_t gidx = -1;
+  DNN(cudnnBackendGetAttribute(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &got, &gidx));
+  CHECK(gidx >= 0, "engine global index %lld", (long long)gidx);
+  DNN(cudnnBackendDestroyDescriptor(eng));
   cudnnBackendDescriptor_t plan;
   DNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
-  DNN(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &h));
   DNN(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg));
   DNN(cudnnBackendFinalize(plan));
+
   int64_t wsz = -1;
   DNN(cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got, &wsz));
   CHECK(wsz >= 0, "workspace size %lld", (long long)wsz);
@@ -337,7 +388,7 @@ static void backend_conv(cudnnHandle_t h) {
   DNN(cudnnBackendExecute(h, plan, vp));
   OK(cudaDeviceSynchronize());
   cudaFree(bx); cudaFree(bw); cudaFree(by); cudaFree(ws);
-  cudnnBackendDescriptor_t all[] = {vp, plan, cfg, heur, graph, op, conv, x, w, y};
+  cudnnBackendDescriptor_t all[] = {vp, plan, cfg, graph, op, conv, x, w, y};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) DNN(cudnnBackendDestroyDescriptor(all[i]));
 }
 

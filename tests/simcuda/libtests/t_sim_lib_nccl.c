@@ -43,6 +43,12 @@ static int rank_main(int rank, ncclUniqueId id) {
   float *h = malloc(sizeof(float) * COUNT * NR), *hr = malloc(sizeof(float) * COUNT * NR);
   float *dsend, *drecv;
   cudaMalloc((void **)&dsend, sizeof(float) * COUNT * NR);
+  { /* buffer registration, as PyTorch's allocator does for its segments */
+    void *reg = NULL;
+    NOK(ncclCommRegister(comm, dsend, sizeof(float) * COUNT * NR, &reg));
+    CHECK(reg != NULL, "ncclCommRegister gave no handle");
+    NOK(ncclCommDeregister(comm, reg));
+  }
   cudaMalloc((void **)&drecv, sizeof(float) * COUNT * NR);
   for (int i = 0; i < COUNT * NR; i++) h[i] = val(rank, i);
   cudaMemcpy(dsend, h, sizeof(float) * COUNT * NR, cudaMemcpyHostToDevice);

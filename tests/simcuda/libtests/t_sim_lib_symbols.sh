@@ -2,7 +2,9 @@
 # The library stand-ins export every function of the real libraries (the lists in
 # libs/<lib>/<lib>.map, generated from nm -D of the real ones; also compared with the real
 # libraries when $CUDA_HOME has them) under the real sonames and version nodes; NCCL exports a
-# strong pncclX and a weak ncclX alias of it; libcublas.so.13 needs libcublasLt.so.13.
+# strong pncclX and a weak ncclX alias of it; libcublas.so.13 needs libcublasLt.so.13. The
+# exports of a newer release that programs link (libs/<lib>/extra.syms: NCCL 2.30 of the PyPI
+# wheel PyTorch uses) are exported as well.
 set -e
 S="$BUILD/simcuda"
 M="$ROOT/tests/simcuda/libs"
@@ -26,7 +28,8 @@ for spec in cublas:libcublas.so.13:@@libcublas.so.13 cublasLt:libcublasLt.so.13:
     [ "$n" -eq 0 ] || fail "$so: versioned exports"
   fi
   if [ -f "$CUDA_HOME/lib64/$so" ]; then
-    nm -D --defined-only "$CUDA_HOME/lib64/$so" | awk '$2 ~ /^[TW]$/ {print $3}' | sort > real.txt
+    { nm -D --defined-only "$CUDA_HOME/lib64/$so" | awk '$2 ~ /^[TW]$/ {print $3}'
+      [ -f "$M/$d/extra.syms" ] && awk '!/^#/ {print $2}' "$M/$d/extra.syms"; } | sort -u > real.txt
     exports "$S/$so" > mine.txt
     cmp -s mine.txt real.txt || { diff mine.txt real.txt | head; fail "$so differs from the real one"; }
   fi

@@ -428,3 +428,94 @@ SCAL(cublasDscal_v2, double, CUDA_R_64F, "void scal_kernel_val<double, double>(c
   }
 DOT(cublasSdot_v2, float, CUDA_R_32F, "void dot_kernel<float, 128, 0, cublasDotParams<cublasGemvTensor<float const>, cublasGemvTensorStridedBatched<float>>>(cublasDotParams<cublasGemvTensor<float const>, cublasGemvTensorStridedBatched<float>>)")
 DOT(cublasDdot_v2, double, CUDA_R_64F, "void dot_kernel<double, 128, 0, cublasDotParams<cublasGemvTensor<double const>, cublasGemvTensorStridedBatched<double>>>(cublasDotParams<cublasGemvTensor<double const>, cublasGemvTensorStridedBatched<double>>)")
+
+/* ---- host <-> device helpers: Set/GetVector, Set/GetMatrix (+ Async, _64) ----
+ * Device memory is host memory in the simulation: a strided copy, done at once (the Async
+ * forms too: the data is in place before any later work on the stream). Argument checks as
+ * documented: n, rows, cols >= 0; elemSize, incx, incy > 0; lda, ldb >= max(1, rows). */
+static cublasStatus_t copy_vector(int64_t n, int64_t es, const void *x, int64_t incx, void *y,
+                                  int64_t incy) {
+  if (n < 0 || es <= 0 || incx <= 0 || incy <= 0) return CUBLAS_STATUS_INVALID_VALUE;
+  if (n == 0) return CUBLAS_STATUS_SUCCESS;
+  if (!x || !y) return CUBLAS_STATUS_INVALID_VALUE;
+  if (incx == 1 && incy == 1) {
+    memmove(y, x, (size_t)(n * es));
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  for (int64_t i = 0; i < n; i++)
+    memmove((char *)y + i * incy * es, (const char *)x + i * incx * es, (size_t)es);
+  return CUBLAS_STATUS_SUCCESS;
+}
+static cublasStatus_t copy_matrix(int64_t rows, int64_t cols, int64_t es, const void *a,
+                                  int64_t lda, void *b, int64_t ldb) {
+  int64_t minld = rows > 1 ? rows : 1;
+  if (rows < 0 || cols < 0 || es <= 0 || lda < minld || ldb < minld)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (rows == 0 || cols == 0) return CUBLAS_STATUS_SUCCESS;
+  if (!a || !b) return CUBLAS_STATUS_INVALID_VALUE;
+  for (int64_t j = 0; j < cols; j++)
+    memmove((char *)b + j * ldb * es, (const char *)a + j * lda * es, (size_t)(rows * es));
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetVector(int n, int es, const void *x, int incx, void *y, int incy) {
+  return copy_vector(n, es, x, incx, y, incy);
+}
+cublasStatus_t cublasGetVector(int n, int es, const void *x, int incx, void *y, int incy) {
+  return copy_vector(n, es, x, incx, y, incy);
+}
+cublasStatus_t cublasSetVector_64(int64_t n, int64_t es, const void *x, int64_t incx, void *y,
+                                  int64_t incy) {
+  return copy_vector(n, es, x, incx, y, incy);
+}
+cublasStatus_t cublasGetVector_64(int64_t n, int64_t es, const void *x, int64_t incx, void *y,
+                                  int64_t incy) {
+  return copy_vector(n, es, x, incx, y, incy);
+}
+cublasStatus_t cublasSetVectorAsync(int n, int es, const void *x, int incx, void *y, int incy,
+                                    cudaStream_t s) {
+  return copy_vector(n, es, x, incx, y, incy);
+}
+cublasStatus_t cublasGetVectorAsync(int n, int es, const void *x, int incx, void *y, int incy,
+                                    cudaStream_t s) {
+  return copy_vector(n, es, x, incx, y, incy);
+}
+cublasStatus_t cublasSetVectorAsync_64(int64_t n, int64_t es, const void *x, int64_t incx,
+                                       void *y, int64_t incy, cudaStream_t s) {
+  return copy_vector(n, es, x, incx, y, incy);
+}
+cublasStatus_t cublasGetVectorAsync_64(int64_t n, int64_t es, const void *x, int64_t incx,
+                                       void *y, int64_t incy, cudaStream_t s) {
+  return copy_vector(n, es, x, incx, y, incy);
+}
+cublasStatus_t cublasSetMatrix(int rows, int cols, int es, const void *a, int lda, void *b,
+                               int ldb) {
+  return copy_matrix(rows, cols, es, a, lda, b, ldb);
+}
+cublasStatus_t cublasGetMatrix(int rows, int cols, int es, const void *a, int lda, void *b,
+                               int ldb) {
+  return copy_matrix(rows, cols, es, a, lda, b, ldb);
+}
+cublasStatus_t cublasSetMatrix_64(int64_t rows, int64_t cols, int64_t es, const void *a,
+                                  int64_t lda, void *b, int64_t ldb) {
+  return copy_matrix(rows, cols, es, a, lda, b, ldb);
+}
+cublasStatus_t cublasGetMatrix_64(int64_t rows, int64_t cols, int64_t es, const void *a,
+                                  int64_t lda, void *b, int64_t ldb) {
+  return copy_matrix(rows, cols, es, a, lda, b, ldb);
+}
+cublasStatus_t cublasSetMatrixAsync(int rows, int cols, int es, const void *a, int lda, void *b,
+                                    int ldb, cudaStream_t s) {
+  return copy_matrix(rows, cols, es, a, lda, b, ldb);
+}
+cublasStatus_t cublasGetMatrixAsync(int rows, int cols, int es, const void *a, int lda, void *b,
+                                    int ldb, cudaStream_t s) {
+  return copy_matrix(rows, cols, es, a, lda, b, ldb);
+}
+cublasStatus_t cublasSetMatrixAsync_64(int64_t rows, int64_t cols, int64_t es, const void *a,
+                                       int64_t lda, void *b, int64_t ldb, cudaStream_t s) {
+  return copy_matrix(rows, cols, es, a, lda, b, ldb);
+}
+cublasStatus_t cublasGetMatrixAsync_64(int64_t rows, int64_t cols, int64_t es, const void *a,
+                                       int64_t lda, void *b, int64_t ldb, cudaStream_t s) {
+  return copy_matrix(rows, cols, es, a, lda, b, ldb);
+}

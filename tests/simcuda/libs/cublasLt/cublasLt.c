@@ -17,6 +17,14 @@
 #define LT_MAGIC 0x4c54484eu
 
 struct ltHandle { unsigned magic; };
+/* A cuBLAS handle cast to a cuBLASLt handle is a valid cuBLASLt handle for the real libraries
+ * (PyTorch passes reinterpret_cast<cublasLtHandle_t>(cublasHandle)); the simulated cuBLAS
+ * context starts with this magic (libs/cublas/cublas.c CUBLAS_MAGIC). */
+#define CUBLAS_CTX_MAGIC 0x43424c53u
+static int lt_handle_ok(cublasLtHandle_t handle) {
+  const struct ltHandle *h = (const struct ltHandle *)handle;
+  return h && (h->magic == LT_MAGIC || h->magic == CUBLAS_CTX_MAGIC);
+}
 
 /* Generic attribute store: each descriptor keeps the raw bytes of every attribute set. */
 #define NATTR 48
@@ -384,9 +392,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t comp
                               cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo,
                               void *workspace, size_t workspaceSizeInBytes,
                               cudaStream_t stream) {
-  struct ltHandle *h = (struct ltHandle *)handle;
   struct matmulDesc *md = (struct matmulDesc *)computeDesc;
-  if (!h || h->magic != LT_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (!lt_handle_ok(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!md || md->magic != DESC_MAGIC || !alpha || !beta) return CUBLAS_STATUS_INVALID_VALUE;
   struct gemm_job j;
   memset(&j, 0, sizeof j);
@@ -451,8 +458,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
     cublasLtMatmulPreference_t preference, int requestedAlgoCount,
     cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int *returnAlgoCount) {
-  struct ltHandle *h = (struct ltHandle *)handle;
-  if (!h || h->magic != LT_MAGIC) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (!lt_handle_ok(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (requestedAlgoCount < 1 || !heuristicResultsArray || !returnAlgoCount)
     return CUBLAS_STATUS_INVALID_VALUE;
   memset(&heuristicResultsArray[0], 0, sizeof heuristicResultsArray[0]);

@@ -1510,3 +1510,99 @@ cudnnStatus_t cudnnBatchNormalizationBackward(
                    "float const*, cudnnTensorStruct, float*, float const*, float*, float*, float "
                    "const*, float const*, float)", 4);
 }
+
+/* ---- the Ex forms (PyTorch's cudnn_batch_norm): bnOps CUDNN_BATCHNORM_OPS_BN only (the fused
+ * add/activation variants return NOT_SUPPORTED); no workspace or reserve space is needed */
+static cudnnStatus_t bn_ex_check(cudnnHandle_t h, cudnnBatchNormOps_t ops, const void *x,
+                                 size_t *size) {
+  CHECK_HANDLE(h);
+  if (!x || !size) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
+  if (ops != CUDNN_BATCHNORM_OPS_BN) return CUDNN_STATUS_NOT_SUPPORTED;
+  *size = 0;
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
+    cudnnHandle_t h, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops,
+    const cudnnTensorDescriptor_t xd, const cudnnTensorDescriptor_t zd,
+    const cudnnTensorDescriptor_t yd, const cudnnTensorDescriptor_t bnd,
+    const cudnnActivationDescriptor_t ad, size_t *size) {
+  return bn_ex_check(h, ops, xd, size);
+}
+cudnnStatus_t cudnnGetBatchNormalizationBackwardExWorkspaceSize(
+    cudnnHandle_t h, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops,
+    const cudnnTensorDescriptor_t xd, const cudnnTensorDescriptor_t yd,
+    const cudnnTensorDescriptor_t dyd, const cudnnTensorDescriptor_t dzd,
+    const cudnnTensorDescriptor_t dxd, const cudnnTensorDescriptor_t bnd,
+    const cudnnActivationDescriptor_t ad, size_t *size) {
+  return bn_ex_check(h, ops, xd, size);
+}
+cudnnStatus_t cudnnGetBatchNormalizationTrainingExReserveSpaceSize(
+    cudnnHandle_t h, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops,
+    const cudnnActivationDescriptor_t ad, const cudnnTensorDescriptor_t xd, size_t *size) {
+  return bn_ex_check(h, ops, xd, size);
+}
+cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(
+    cudnnHandle_t h, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops, const void *alpha,
+    const void *beta, const cudnnTensorDescriptor_t xd, const void *x,
+    const cudnnTensorDescriptor_t zd, const void *z, const cudnnTensorDescriptor_t yd, void *y,
+    const cudnnTensorDescriptor_t bnd, const void *scale, const void *bias, double factor,
+    void *run_mean, void *run_var, double eps, void *save_mean, void *save_inv,
+    cudnnActivationDescriptor_t ad, void *ws, size_t wss, void *rs, size_t rss) {
+  CHECK_HANDLE(h);
+  if (ops != CUDNN_BATCHNORM_OPS_BN) return CUDNN_STATUS_NOT_SUPPORTED;
+  return cudnnBatchNormalizationForwardTraining(h, mode, alpha, beta, xd, x, yd, y, bnd, scale,
+                                                bias, factor, run_mean, run_var, eps, save_mean,
+                                                save_inv);
+}
+cudnnStatus_t cudnnBatchNormalizationBackwardEx(
+    cudnnHandle_t h, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t ops, const void *ad,
+    const void *bd, const void *ap, const void *bp, const cudnnTensorDescriptor_t xd,
+    const void *x, const cudnnTensorDescriptor_t yd, const void *y,
+    const cudnnTensorDescriptor_t dyd, const void *dy, const cudnnTensorDescriptor_t dzd,
+    void *dz, const cudnnTensorDescriptor_t dxd, void *dx, const cudnnTensorDescriptor_t bnd,
+    const void *scale, const void *bias, void *dscale, void *dbias, double eps,
+    const void *saved_mean, const void *saved_inv, cudnnActivationDescriptor_t actd, void *ws,
+    size_t wss, void *rs, size_t rss) {
+  CHECK_HANDLE(h);
+  if (ops != CUDNN_BATCHNORM_OPS_BN) return CUDNN_STATUS_NOT_SUPPORTED;
+  return cudnnBatchNormalizationBackward(h, mode, ad, bd, ap, bp, xd, x, dyd, dy, dxd, dx, bnd,
+                                         scale, dscale, dbias, eps, saved_mean, saved_inv);
+}
+
+/* ---- the backend API's convolutions (cudnn_backend.c) on the CPU reference above ---- */
+int cudnnsim_conv_launch(cudaStream_t stream, const char *name, const struct cudnnsim_conv *c,
+                         double flops, double bytes, int dtype) {
+  struct cudnnTensorStruct x, y;
+  struct cudnnFilterStruct w;
+  struct cudnnConvolutionStruct cv;
+  memset(&x, 0, sizeof x); memset(&y, 0, sizeof y); memset(&w, 0, sizeof w); memset(&cv, 0, sizeof cv);
+  int ok = 1;
+  x.dt = (cudnnDataType_t)c->xdt; y.dt = (cudnnDataType_t)c->ydt; w.dt = (cudnnDataType_t)c->wdt;
+  x.nb = y.nb = w.nb = 4;
+  for (int i = 0; i < 4; i++) {
+    if (c->xd[i] <= 0 || c->yd[i] <= 0 || c->wd[i] <= 0 || c->xd[i] > INT32_MAX || c->yd[i] > INT32_MAX ||
+        c->xs[i] > INT32_MAX || c->ys[i] > INT32_MAX)
+      ok = 0;
+    x.dims[i] = (int)c->xd[i]; x.strides[i] = (int)c->xs[i];
+    y.dims[i] = (int)c->yd[i]; y.strides[i] = (int)c->ys[i];
+    w.dims[i] = (int)c->wd[i];
+  }
+  /* the filter: packed NCHW (KCRS) or packed NHWC (KRSC) only */
+  int64_t K = c->wd[0], C = c->wd[1], R = c->wd[2], S = c->wd[3];
+  if (c->ws[3] == 1 && c->ws[2] == S && c->ws[1] == R * S && c->ws[0] == C * R * S) w.fmt = CUDNN_TENSOR_NCHW;
+  else if (c->ws[1] == 1 && c->ws[3] == C && c->ws[2] == S * C && c->ws[0] == R * S * C) w.fmt = CUDNN_TENSOR_NHWC;
+  else ok = 0;
+  cv.nb = 2;
+  for (int i = 0; i < 2; i++) {
+    cv.pad[i] = (int)c->pad[i]; cv.stride[i] = (int)c->stride[i]; cv.dil[i] = (int)c->dil[i];
+    if (c->stride[i] < 1 || c->dil[i] < 1 || c->pad[i] < 0) ok = 0;
+  }
+  cv.mode = (cudnnConvolutionMode_t)c->mode;
+  cv.groups = C > 0 && c->xd[1] % C == 0 ? (int)(c->xd[1] / C) : 0;
+  if (cv.groups < 1 || K % cv.groups) ok = 0;
+  struct conv_job j = {c->dir, &x, &y, &w, &cv, c->x, c->w, c->y, c->out, c->alpha, c->beta};
+  if (c->dir == 1) j.xp = c->out; /* only for the computable check, as the legacy call */
+  ok = ok && conv_computable(&j, flops);
+  unsigned grid = (unsigned)((flops / 2 / 16384) < 1 ? 1 : (flops / 2 / 16384) > 132 * 4 ? 132 * 4 : flops / 2 / 16384);
+  return cudnnsim_launch(stream, name, grid, 384, flops, bytes, dtype, ok ? conv_host : NULL, &j);
+}

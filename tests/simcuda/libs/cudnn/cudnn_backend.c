@@ -3,7 +3,9 @@
  * engine config; workspace sizes are 0 unless set). cudnnBackendExecute walks
  * plan -> engine config -> engine -> operation graph -> ops and enqueues one kernel for the
  * fused graph: flops from convolution (2*prod(Y)*prod(W[1:])) and matmul (2*prod(C)*K) ops,
- * bytes from the non-virtual tensors of the others. */
+ * bytes from the non-virtual tensors of the others. A graph of one 2-D convolution (fprop,
+ * dgrad or wgrad: what PyTorch builds) also gets its result computed for small sizes by the
+ * legacy API's CPU reference (cudnn.c), with the variant pack's pointers. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,13 +118,15 @@ cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t d,
   set(b, name, type, count, elems);
   return CUDNN_STATUS_SUCCESS;
 }
+static struct bdesc *clone_deep(struct bdesc *b, struct bdesc *owner, int depth);
 cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t d) {
   struct bdesc *b = B(d);
   if (!b) return CUDNN_STATUS_BAD_PARAM;
   switch (b->type) {
   case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR:
-    if (!find(b, CUDNN_ATTR_EXECUTION_PLAN_HANDLE) || !get_desc(b, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG))
-      return CUDNN_STATUS_BAD_PARAM;
+    /* the handle (deprecated in cuDNN 9) may come from the operation graph instead */
+    if (!get_desc(b, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG)) return CUDNN_STATUS_BAD_PARAM;
+
     break;
   case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR:
     if (!find(b, CUDNN_ATTR_OPERATIONGRAPH_OPS) || !find(b, CUDNN_ATTR_OPERATIONGRAPH_HANDLE))
@@ -136,8 +140,43 @@ cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t d) {
       return CUDNN_STATUS_BAD_PARAM;
     break;
   }
+  /* A finalized descriptor is self-contained, as the real one: cudnn-frontend destroys the
+   * operation graph, its operations and tensors, the heuristics and the engine config while it
+   * keeps using what was built from them. Referenced descriptors are cloned, owned by b. */
+  for (int i = 0; i < b->nattr; i++) {
+    if (b->a[i].type != CUDNN_TYPE_BACKEND_DESCRIPTOR) continue;
+    void **refs = (void **)b->a[i].data;
+    for (int64_t e = 0; e < b->a[i].count; e++) {
+      struct bdesc *sub = B(refs[e]);
+      if (sub) refs[e] = clone_deep(sub, b, 0);
+    }
+  }
   b->finalized = 1;
   return CUDNN_STATUS_SUCCESS;
+}
+
+static void own(struct bdesc *b, struct bdesc *d) {
+  b->owned = realloc(b->owned, sizeof *b->owned * (size_t)(b->nowned + 1));
+  b->owned[b->nowned++] = d;
+}
+/* Clones b and the descriptors reachable from it into descriptors owned by `owner`. */
+static struct bdesc *clone_deep(struct bdesc *b, struct bdesc *owner, int depth) {
+  struct bdesc *c = calloc(1, sizeof *c);
+  c->magic = BD_MAGIC;
+  c->type = b->type;
+  c->finalized = b->finalized;
+  own(owner, c);
+  for (int i = 0; i < b->nattr; i++) {
+    struct battr *a = &b->a[i];
+    set(c, a->name, a->type, a->count, a->data);
+    if (a->type != CUDNN_TYPE_BACKEND_DESCRIPTOR || depth > 8) continue;
+    void **dst = (void **)find(c, a->name)->data;
+    for (int64_t e = 0; e < a->count; e++) {
+      struct bdesc *sub = B(dst[e]);
+      if (sub) dst[e] = clone_deep(sub, owner, depth + 1);
+    }
+  }
+  return c;
 }
 
 static void copy_into(struct bdesc *dst, struct bdesc *src) {
@@ -158,11 +197,13 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const d,
     if (req >= 1 && elems) {
       struct bdesc *cfg = B(((void **)elems)[0]);
       if (!cfg) return CUDNN_STATUS_BAD_PARAM;
+      /* the engine belongs to the config it is written into: the caller may destroy the
+       * heuristics descriptor and keep using the config (cudnn-frontend does) */
       void *eng;
       cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &eng);
-      b->owned = realloc(b->owned, sizeof *b->owned * (size_t)(b->nowned + 1));
-      b->owned[b->nowned++] = eng;
-      void *graph = get_desc(b, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
+      own(cfg, eng);
+      struct bdesc *g = get_desc(b, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
+      void *graph = g ? clone_deep(g, eng, 0) : NULL;
       int64_t idx = 0;
       set(eng, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph);
       set(eng, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &idx);
@@ -174,15 +215,21 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const d,
   }
   struct battr *a = find(b, name);
   if (!a) {
-    int64_t zero = 0, one = 1;
-    const int64_t *v = NULL;
-    if (name == CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE || name == CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE)
-      v = &zero;
-    else if (name == CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT)
-      v = &one;
-    if (v && type == CUDNN_TYPE_INT64) {
+    /* derived scalars: no workspace, no dynamic shared memory, one engine (index 0) */
+    int64_t v = -1;
+    switch ((int)name) {
+    case CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE: case CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE:
+    case CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED: case CUDNN_ATTR_ENGINE_GLOBAL_INDEX:
+      v = 0;
+      break;
+    case CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT: v = 1; break;
+    }
+    if (v >= 0 && (type == CUDNN_TYPE_INT64 || type == CUDNN_TYPE_INT32)) {
       if (count) *count = 1;
-      if (req >= 1 && elems) *(int64_t *)elems = *v;
+      if (req >= 1 && elems) {
+        if (type == CUDNN_TYPE_INT64) *(int64_t *)elems = v;
+        else *(int32_t *)elems = (int32_t)v;
+      }
       return CUDNN_STATUS_SUCCESS;
     }
     if (count) *count = 0;
@@ -230,6 +277,61 @@ static double tensor_bytes(struct bdesc *t) {
   return tensor_elems(t) * (double)cudnnsim_dtype_size(tensor_dt(t));
 }
 
+/* ---- a single-convolution graph computed on the CPU reference (cudnn.c) ---- */
+static int i64s(struct bdesc *b, int name, int64_t *out, int n) {
+  struct battr *a = b ? find(b, name) : NULL;
+  if (!a || a->type != CUDNN_TYPE_INT64 || a->count != n) return -1;
+  memcpy(out, a->data, sizeof *out * (size_t)n);
+  return 0;
+}
+static double scalar_attr(struct bdesc *op, int name, double dflt) {
+  struct battr *a = find(op, name);
+  if (!a || a->count < 1) return dflt;
+  if (a->type == CUDNN_TYPE_FLOAT) return *(float *)a->data;
+  if (a->type == CUDNN_TYPE_DOUBLE) return *(double *)a->data;
+  return dflt;
+}
+static void *vp_ptr(struct bdesc *vp, struct bdesc *t) {
+  int64_t uid = get_i64(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, -1);
+  struct battr *u = find(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS), *d = find(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS);
+  if (!u || !d || u->type != CUDNN_TYPE_INT64) return NULL;
+  for (int64_t i = 0; i < u->count && i < d->count; i++)
+    if (((int64_t *)u->data)[i] == uid) return ((void **)d->data)[i];
+  return NULL;
+}
+/* fills c for conv op `op` (dir 0/1/2, tensors x, w, y as the op names them); -1 if not 2-D */
+static int conv_args(struct cudnnsim_conv *c, int dir, struct bdesc *op, struct bdesc *vp,
+                     struct bdesc *x, struct bdesc *w, struct bdesc *y) {
+  static const int cd_attr[3] = {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC};
+  static const int al_attr[3] = {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA};
+  static const int be_attr[3] = {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+                                 CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
+  struct bdesc *cd = get_desc(op, cd_attr[dir]);
+  memset(c, 0, sizeof *c);
+  c->dir = dir;
+  if (!cd || i64s(x, CUDNN_ATTR_TENSOR_DIMENSIONS, c->xd, 4) || i64s(x, CUDNN_ATTR_TENSOR_STRIDES, c->xs, 4) ||
+      i64s(w, CUDNN_ATTR_TENSOR_DIMENSIONS, c->wd, 4) || i64s(w, CUDNN_ATTR_TENSOR_STRIDES, c->ws, 4) ||
+      i64s(y, CUDNN_ATTR_TENSOR_DIMENSIONS, c->yd, 4) || i64s(y, CUDNN_ATTR_TENSOR_STRIDES, c->ys, 4) ||
+      i64s(cd, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, c->pad, 2) ||
+      i64s(cd, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, c->stride, 2) ||
+      i64s(cd, CUDNN_ATTR_CONVOLUTION_DILATIONS, c->dil, 2))
+    return -1;
+  c->xdt = tensor_dt(x); c->wdt = tensor_dt(w); c->ydt = tensor_dt(y);
+  c->mode = (int)get_i64(cd, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_CROSS_CORRELATION);
+  void *px = vp_ptr(vp, x), *pw = vp_ptr(vp, w), *py = vp_ptr(vp, y);
+  c->x = px; c->w = pw; c->y = py;
+  c->out = dir == 0 ? py : dir == 1 ? px : pw;
+  if (dir == 1) c->x = NULL;
+  c->alpha = scalar_attr(op, al_attr[dir], 1);
+  c->beta = scalar_attr(op, be_attr[dir], 0);
+  return 0;
+}
+
 cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
                                   cudnnBackendDescriptor_t varpack) {
   if (!cudnnsim_handle_ok(handle)) return CUDNN_STATUS_BAD_PARAM_NULL_POINTER;
@@ -243,7 +345,8 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
   struct bdesc *graph = get_desc(eng, CUDNN_ATTR_ENGINE_OPERATION_GRAPH);
   struct battr *ops = graph ? find(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS) : NULL;
   double flops = 0, bytes = 0;
-  int dt = CUDNN_DATA_FLOAT, have_main = 0;
+  int dt = CUDNN_DATA_FLOAT, have_main = 0, nconv = 0, computable = 0;
+  struct cudnnsim_conv conv;
   char name[320];
   snprintf(name, sizeof name, "cudnn_generated_fort_native_pointwise_kernel0_0");
   for (int64_t i = 0; ops && i < ops->count; i++) {
@@ -300,6 +403,8 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
           for (int64_t e = 0; e < op->a[k].count; e++) bytes += tensor_bytes(B(((void **)op->a[k].data)[e]));
       continue;
     }
+    if (nconv++ == 0 && ops->count == 1)
+      computable = !conv_args(&conv, pass[0] == 'f' ? 0 : pass[0] == 'd' ? 1 : 2, op, vp, x, w, y);
     flops += 2 * tensor_elems(y) * tensor_inner(w, 1);
     bytes += tensor_bytes(x) + tensor_bytes(w) + tensor_bytes(y);
     if (!have_main) {
@@ -312,6 +417,11 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
                cudnnsim_xmma_types(dt), nhwc ? "nhwckrsc_nhwc" : "nchwkcrs_nchw");
       have_main = 1;
     }
+  }
+  if (computable) { /* a lone convolution: its result, for small sizes, as the legacy API's */
+    if (cudnnsim_conv_launch(cudnnsim_stream(handle), name, &conv, flops, bytes, cudnnsim_class(dt)))
+      return CUDNN_STATUS_EXECUTION_FAILED;
+    return CUDNN_STATUS_SUCCESS;
   }
   if (cudnnsim_launch(cudnnsim_stream(handle), name, 132, 384, flops, bytes, cudnnsim_class(dt),
                       NULL, NULL))

@@ -89,6 +89,7 @@ struct ncclComm {
   uint64_t *send_seq, *recv_seq, *pair_launch; /* per peer */
   uint64_t splits;
   int init_done;
+  int suspended; /* ncclCommSuspend (NCCL 2.30) until ncclCommResume */
   char name[64];
 };
 
@@ -621,6 +622,8 @@ static ncclResult_t enqueue(struct ncclComm *c, int kind, const void *send, void
                             cudaStream_t stream) {
   if (!c || c->magic != COMM_MAGIC)
     return fail(ncclInvalidArgument, "simulated NCCL: invalid communicator%s", NULL);
+  if (c->suspended)
+    return fail(ncclInvalidUsage, "simulated NCCL: communicator is suspended%s", NULL);
   if ((int)dt < 0 || dt >= ncclNumTypes)
     return fail(ncclInvalidArgument, "simulated NCCL: invalid data type%s", NULL);
   int needs_root = kind == OP_BROADCAST || kind == OP_REDUCE || kind == OP_GATHER ||
@@ -1004,3 +1007,61 @@ ncclResult_t pncclRecv(void *r, size_t count, ncclDataType_t dt, int peer, ncclC
   return enqueue(c, OP_RECV, NULL, r, count, dt, ncclSum, peer, st);
 }
 NCCL_ALIAS(ncclRecv)
+
+/* ---- NCCL 2.30 additions (PyPI nvidia-nccl-cu13, linked by PyTorch); the installed headers
+ * may be older, so their prototypes are repeated here. Suspend/resume only gate the
+ * communicator (it holds no GPU memory in the simulation); memory statistics are 0. */
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 30, 0)
+typedef enum { ncclStatGpuMemSuspend = 0, ncclStatGpuMemSuspended = 1, ncclStatGpuMemPersist = 2,
+               ncclStatGpuMemTotal = 3 } ncclCommMemStat_t;
+ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags);
+ncclResult_t pncclCommResume(ncclComm_t comm);
+ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t *value);
+#endif
+ncclResult_t pncclCommSuspend(ncclComm_t c, int flags) {
+  if (!c || c->magic != COMM_MAGIC) return ncclInvalidArgument;
+  if (c->suspended) return ncclInvalidUsage;
+  c->suspended = 1;
+  return ncclSuccess;
+}
+NCCL_ALIAS(ncclCommSuspend)
+ncclResult_t pncclCommResume(ncclComm_t c) {
+  if (!c || c->magic != COMM_MAGIC) return ncclInvalidArgument;
+  if (!c->suspended) return ncclInvalidUsage;
+  c->suspended = 0;
+  return ncclSuccess;
+}
+NCCL_ALIAS(ncclCommResume)
+ncclResult_t pncclCommMemStats(ncclComm_t c, ncclCommMemStat_t stat, uint64_t *value) {
+  if (!c || c->magic != COMM_MAGIC || !value) return ncclInvalidArgument;
+  switch ((int)stat) {
+  case 0: case 2: case 3: *value = 0; return ncclSuccess;
+  case 1: *value = (uint64_t)c->suspended; return ncclSuccess;
+  default: return ncclInvalidArgument;
+  }
+}
+NCCL_ALIAS(ncclCommMemStats)
+
+/* ---- buffer registration (PyTorch registers its allocator's segments with every
+ * communicator): the simulation needs none, the handle only proves the pairing. */
+#define REG_MAGIC 0x4e524547u
+struct reg { unsigned magic; ncclComm_t comm; void *buff; size_t size; };
+ncclResult_t pncclCommRegister(const ncclComm_t c, void *buff, size_t size, void **handle) {
+  if (!c || c->magic != COMM_MAGIC || !handle) return ncclInvalidArgument;
+  if (!buff && size) return ncclInvalidArgument;
+  struct reg *r = calloc(1, sizeof *r);
+  if (!r) return ncclSystemError;
+  *r = (struct reg){REG_MAGIC, c, buff, size};
+  *handle = r;
+  return ncclSuccess;
+}
+NCCL_ALIAS(ncclCommRegister)
+ncclResult_t pncclCommDeregister(const ncclComm_t c, void *handle) {
+  struct reg *r = handle;
+  if (!c || c->magic != COMM_MAGIC || !r || r->magic != REG_MAGIC || r->comm != c)
+    return ncclInvalidArgument;
+  r->magic = 0;
+  free(r);
+  return ncclSuccess;
+}
+NCCL_ALIAS(ncclCommDeregister)

@@ -10,10 +10,18 @@
 /* no prototype in the headers */
 int ncclResetDebugInitInternal(void);
 int ncclResetDebugInitInternal(void) { return ncclInvalidUsage; }
-ncclResult_t pncclCommDeregister(const ncclComm_t comm, void* handle) { return ncclInvalidUsage; }
-extern __typeof(pncclCommDeregister) ncclCommDeregister __attribute__((weak, alias("pncclCommDeregister")));
-ncclResult_t pncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) { return ncclInvalidUsage; }
-extern __typeof(pncclCommRegister) ncclCommRegister __attribute__((weak, alias("pncclCommRegister")));
+/* no prototype in the headers */
+int pncclCommGetUniqueId(void);
+int pncclCommGetUniqueId(void) { return ncclInvalidUsage; }
+extern __typeof(pncclCommGetUniqueId) ncclCommGetUniqueId __attribute__((weak, alias("pncclCommGetUniqueId")));
+/* no prototype in the headers */
+int pncclCommGrow(void);
+int pncclCommGrow(void) { return ncclInvalidUsage; }
+extern __typeof(pncclCommGrow) ncclCommGrow __attribute__((weak, alias("pncclCommGrow")));
+/* no prototype in the headers */
+int pncclCommQueryProperties(void);
+int pncclCommQueryProperties(void) { return ncclInvalidUsage; }
+extern __typeof(pncclCommQueryProperties) ncclCommQueryProperties __attribute__((weak, alias("pncclCommQueryProperties")));
 ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) { return ncclInvalidUsage; }
 extern __typeof(pncclCommRevoke) ncclCommRevoke __attribute__((weak, alias("pncclCommRevoke")));
 ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) { return ncclInvalidUsage; }
@@ -31,9 +39,33 @@ int pncclDevCommDestroy(void);
 int pncclDevCommDestroy(void) { return ncclInvalidUsage; }
 extern __typeof(pncclDevCommDestroy) ncclDevCommDestroy __attribute__((weak, alias("pncclDevCommDestroy")));
 /* no prototype in the headers */
+int pncclGetLsaDevicePointer(void);
+int pncclGetLsaDevicePointer(void) { return ncclInvalidUsage; }
+extern __typeof(pncclGetLsaDevicePointer) ncclGetLsaDevicePointer __attribute__((weak, alias("pncclGetLsaDevicePointer")));
+/* no prototype in the headers */
+int pncclGetLsaMultimemDevicePointer(void);
+int pncclGetLsaMultimemDevicePointer(void) { return ncclInvalidUsage; }
+extern __typeof(pncclGetLsaMultimemDevicePointer) ncclGetLsaMultimemDevicePointer __attribute__((weak, alias("pncclGetLsaMultimemDevicePointer")));
+/* no prototype in the headers */
+int pncclGetMultimemDevicePointer(void);
+int pncclGetMultimemDevicePointer(void) { return ncclInvalidUsage; }
+extern __typeof(pncclGetMultimemDevicePointer) ncclGetMultimemDevicePointer __attribute__((weak, alias("pncclGetMultimemDevicePointer")));
+/* no prototype in the headers */
+int pncclGetPeerDevicePointer(void);
+int pncclGetPeerDevicePointer(void) { return ncclInvalidUsage; }
+extern __typeof(pncclGetPeerDevicePointer) ncclGetPeerDevicePointer __attribute__((weak, alias("pncclGetPeerDevicePointer")));
+/* no prototype in the headers */
 int pncclGinBarrierCreateRequirement(void);
 int pncclGinBarrierCreateRequirement(void) { return ncclInvalidUsage; }
 extern __typeof(pncclGinBarrierCreateRequirement) ncclGinBarrierCreateRequirement __attribute__((weak, alias("pncclGinBarrierCreateRequirement")));
+/* no prototype in the headers */
+int pncclGinInboxA2ACreateRequirement(void);
+int pncclGinInboxA2ACreateRequirement(void) { return ncclInvalidUsage; }
+extern __typeof(pncclGinInboxA2ACreateRequirement) ncclGinInboxA2ACreateRequirement __attribute__((weak, alias("pncclGinInboxA2ACreateRequirement")));
+/* no prototype in the headers */
+int pncclGinOutboxCreateRequirement(void);
+int pncclGinOutboxCreateRequirement(void) { return ncclInvalidUsage; }
+extern __typeof(pncclGinOutboxCreateRequirement) ncclGinOutboxCreateRequirement __attribute__((weak, alias("pncclGinOutboxCreateRequirement")));
 ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo) { return ncclInvalidUsage; }
 extern __typeof(pncclGroupSimulateEnd) ncclGroupSimulateEnd __attribute__((weak, alias("pncclGroupSimulateEnd")));
 /* no prototype in the headers */
@@ -48,12 +80,76 @@ extern __typeof(pncclLLA2ACreateRequirement) ncclLLA2ACreateRequirement __attrib
 int pncclLsaBarrierCreateRequirement(void);
 int pncclLsaBarrierCreateRequirement(void) { return ncclInvalidUsage; }
 extern __typeof(pncclLsaBarrierCreateRequirement) ncclLsaBarrierCreateRequirement __attribute__((weak, alias("pncclLsaBarrierCreateRequirement")));
+/* no prototype in the headers */
+int pncclParamBind(void);
+int pncclParamBind(void) { return ncclInvalidUsage; }
+extern __typeof(pncclParamBind) ncclParamBind __attribute__((weak, alias("pncclParamBind")));
+/* no prototype in the headers */
+int pncclParamDumpAll(void);
+int pncclParamDumpAll(void) { return ncclInvalidUsage; }
+extern __typeof(pncclParamDumpAll) ncclParamDumpAll __attribute__((weak, alias("pncclParamDumpAll")));
+/* no prototype in the headers */
+int pncclParamGet(void);
+int pncclParamGet(void) { return ncclInvalidUsage; }
+extern __typeof(pncclParamGet) ncclParamGet __attribute__((weak, alias("pncclParamGet")));
+/* no prototype in the headers */
+int pncclParamGetAllParameterKeys(void);
+int pncclParamGetAllParameterKeys(void) { return ncclInvalidUsage; }
+extern __typeof(pncclParamGetAllParameterKeys) ncclParamGetAllParameterKeys __attribute__((weak, alias("pncclParamGetAllParameterKeys")));
+/* no prototype in the headers */
+int pncclParamGetI16(void);
+int pncclParamGetI16(void) { return ncclInvalidUsage; }
+extern __typeof(pncclParamGetI16) ncclParamGetI16 __attribute__((weak, alias("pncclParamGetI16")));
+/* no prototype in the headers */
+int pncclParamGetI32(void);
+int pncclParamGetI32(void) { return ncclInvalidUsage; }
+extern __typeof(pncclParamGetI32) ncclParamGetI32 __attribute__((weak, alias("pncclParamGetI32")));
+/* no prototype in the headers */
+int pncclParamGetI64(void);
+int pncclParamGetI64(void) { return ncclInvalidUsage; }
+extern __typeof(pncclParamGetI64) ncclParamGetI64 __attribute__((weak, alias("pncclParamGetI64")));
+/* no prototype in the headers */
+int pncclParamGetI8(void);
+int pncclParamGetI8(void) { return ncclInvalidUsage; }
+extern __typeof(pncclParamGetI8) ncclParamGetI8 __attribute__((weak, alias("pncclParamGetI8")));
+/* no prototype in the headers */
+int pncclParamGetParameter(void);
+int pncclParamGetParameter(void) { return ncclInvalidUsage; }
+extern __typeof(pncclParamGetParameter) ncclParamGetParameter __attribute__((weak, alias("pncclParamGetParameter")));
+/* no prototype in the headers */
+int pncclParamGetStr(void);
+int pncclParamGetStr(void) { return ncclInvalidUsage; }
+extern __typeof(pncclParamGetStr) ncclParamGetStr __attribute__((weak, alias("pncclParamGetStr")));
+/* no prototype in the headers */
+int pncclParamGetU16(void);
+int pncclParamGetU16(void) { return ncclInvalidUsage; }
+extern __typeof(pncclParamGetU16) ncclParamGetU16 __attribute__((weak, alias("pncclParamGetU16")));
+/* no prototype in the headers */
+int pncclParamGetU32(void);
+int pncclParamGetU32(void) { return ncclInvalidUsage; }
+extern __typeof(pncclParamGetU32) ncclParamGetU32 __attribute__((weak, alias("pncclParamGetU32")));
+/* no prototype in the headers */
+int pncclParamGetU64(void);
+int pncclParamGetU64(void) { return ncclInvalidUsage; }
+extern __typeof(pncclParamGetU64) ncclParamGetU64 __attribute__((weak, alias("pncclParamGetU64")));
+/* no prototype in the headers */
+int pncclParamGetU8(void);
+int pncclParamGetU8(void) { return ncclInvalidUsage; }
+extern __typeof(pncclParamGetU8) ncclParamGetU8 __attribute__((weak, alias("pncclParamGetU8")));
+/* no prototype in the headers */
+int pncclPutSignal(void);
+int pncclPutSignal(void) { return ncclInvalidUsage; }
+extern __typeof(pncclPutSignal) ncclPutSignal __attribute__((weak, alias("pncclPutSignal")));
 ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm) { return ncclInvalidUsage; }
 extern __typeof(pncclRedOpCreatePreMulSum) ncclRedOpCreatePreMulSum __attribute__((weak, alias("pncclRedOpCreatePreMulSum")));
 ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) { return ncclInvalidUsage; }
 extern __typeof(pncclRedOpDestroy) ncclRedOpDestroy __attribute__((weak, alias("pncclRedOpDestroy")));
 void pncclResetDebugInit(void) { }
 extern __typeof(pncclResetDebugInit) ncclResetDebugInit __attribute__((weak, alias("pncclResetDebugInit")));
+/* no prototype in the headers */
+int pncclSignal(void);
+int pncclSignal(void) { return ncclInvalidUsage; }
+extern __typeof(pncclSignal) ncclSignal __attribute__((weak, alias("pncclSignal")));
 /* no prototype in the headers */
 int pncclTeamLsa(void);
 int pncclTeamLsa(void) { return ncclInvalidUsage; }
@@ -74,3 +170,11 @@ extern __typeof(pncclTeamRankToWorld) ncclTeamRankToWorld __attribute__((weak, a
 int pncclTeamWorld(void);
 int pncclTeamWorld(void) { return ncclInvalidUsage; }
 extern __typeof(pncclTeamWorld) ncclTeamWorld __attribute__((weak, alias("pncclTeamWorld")));
+/* no prototype in the headers */
+int pncclWaitSignal(void);
+int pncclWaitSignal(void) { return ncclInvalidUsage; }
+extern __typeof(pncclWaitSignal) ncclWaitSignal __attribute__((weak, alias("pncclWaitSignal")));
+/* no prototype in the headers */
+int pncclWinGetUserPtr(void);
+int pncclWinGetUserPtr(void) { return ncclInvalidUsage; }
+extern __typeof(pncclWinGetUserPtr) ncclWinGetUserPtr __attribute__((weak, alias("pncclWinGetUserPtr")));
