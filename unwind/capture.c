@@ -93,14 +93,8 @@ static void fork_child(void) {
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *data) {
   (void)size;
-  uintptr_t me = (uintptr_t)data, lo = UINTPTR_MAX, hi = 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD) continue;
-    uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-    if (a < lo) lo = a;
-    if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
-  }
+  uintptr_t me = (uintptr_t)data, lo, hi;
+  dlh_object_range(info, &lo, &hi);
   if (me >= lo && me < hi) {
     self_lo = lo;
     self_hi = hi;

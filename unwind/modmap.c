@@ -52,18 +52,13 @@ static _Atomic int building;
 
 static int fill(struct dl_phdr_info *info, size_t size, void *data) {
   snapshot *s = data;
-  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs && !s->n) {
-    s->adds = info->dlpi_adds;
-    s->subs = info->dlpi_subs;
+  unsigned long long v[2];
+  if (!s->n && dlh_loader_counts(info, size, v)) {
+    s->adds = v[0];
+    s->subs = v[1];
   }
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD) continue;
-    uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-    if (a < lo) lo = a;
-    if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
-  }
+  uintptr_t lo, hi;
+  dlh_object_range(info, &lo, &hi);
   if (hi <= lo || s->n == s->cap) return 0;
   size_t j = s->n++; /* insertion sort by lo: a few hundred objects, no malloc */
   while (j && s->r[j - 1].lo > lo) {
@@ -75,12 +70,8 @@ static int fill(struct dl_phdr_info *info, size_t size, void *data) {
 }
 
 static int peek(struct dl_phdr_info *info, size_t size, void *data) {
-  unsigned long long *v = data;
-  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
-    v[0] = info->dlpi_adds;
-    v[1] = info->dlpi_subs;
-  }
-  return 1;
+  dlh_loader_counts(info, size, data);
+  return 1; /* the first object is enough */
 }
 
 #define SNAP_BYTES (256u << 10) /* room for ~10,900 objects */

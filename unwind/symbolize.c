@@ -81,18 +81,13 @@ typedef struct scan_ctx {
 
 static int scan_one(struct dl_phdr_info *info, size_t size, void *data) {
   scan_ctx *c = data;
-  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs && !c->n) {
-    seen_adds = info->dlpi_adds;
-    seen_subs = info->dlpi_subs;
+  unsigned long long v[2];
+  if (!c->n && dlh_loader_counts(info, size, v)) {
+    seen_adds = v[0];
+    seen_subs = v[1];
   }
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type != PT_LOAD) continue;
-    uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-    if (a < lo) lo = a;
-    if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
-  }
+  uintptr_t lo, hi;
+  dlh_object_range(info, &lo, &hi);
   if (hi <= lo) return 0;
   char exe[4096];
   const char *name = info->dlpi_name;
@@ -156,11 +151,7 @@ static int scan_modules(void) {
 }
 
 static int peek_counters(struct dl_phdr_info *info, size_t size, void *data) {
-  unsigned long long *v = data;
-  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
-    v[0] = info->dlpi_adds;
-    v[1] = info->dlpi_subs;
-  }
+  dlh_loader_counts(info, size, data);
   return 1; /* the first object is enough */
 }
 

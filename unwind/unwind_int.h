@@ -2,6 +2,7 @@
 #ifndef DLH_UNWIND_INT_H
 #define DLH_UNWIND_INT_H
 
+#include <link.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +37,30 @@ extern uint32_t dlh_stack_max_id, dlh_pyf_max_id;
 /* Held around dl_iterate_phdr on the writer thread; fork() takes it (capture.c). */
 #include <pthread.h>
 extern pthread_mutex_t dlh_dl_mutex;
+
+/* ---- dl_iterate_phdr helpers ---- */
+/* The range [*lo, *hi) that an object's PT_LOAD segments cover; *hi <= *lo when it has none. */
+static inline void dlh_object_range(const struct dl_phdr_info *info, uintptr_t *lo,
+                                    uintptr_t *hi) {
+  *lo = UINTPTR_MAX;
+  *hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD) continue;
+    uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+    if (a < *lo) *lo = a;
+    if (a + ph->p_memsz > *hi) *hi = a + ph->p_memsz;
+  }
+}
+/* The loader's counts of objects loaded and unloaded so far (v[0], v[1]), when this glibc
+ * passes them (size); returns 0 when it does not. */
+static inline int dlh_loader_counts(const struct dl_phdr_info *info, size_t size,
+                                    unsigned long long v[2]) {
+  if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) return 0;
+  v[0] = info->dlpi_adds;
+  v[1] = info->dlpi_subs;
+  return 1;
+}
 
 /* ---- loaded objects by address, on any thread (modmap.c) ---- */
 #define DLH_MOD_CUDA_INTERNAL 1u   /* libcupti / libcuda: leading frames of CUPTI callbacks */
