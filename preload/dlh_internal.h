@@ -71,6 +71,7 @@ struct dlh_thread {
   _Atomic int state;                   /* DLH_T_* */
   void *stack_cache;                   /* unwind/capture.c: this thread's recent stacks; kept */
   unsigned stack_cache_next;           /* when the struct is reused (emptied at attach) */
+  unsigned stack_miss_known;           /* unwind/capture.c: the last cache miss was a known stack */
   int announced;                       /* writer: ThreadInfo written */
   uint32_t nlinks;                     /* writer: LINK records waiting for their outer call */
   uint64_t links[DLH_MAX_LINKS];

@@ -233,7 +233,8 @@ static uint32_t intern_stack_f(const uint64_t *frames, uint32_t n, uint32_t trun
           break;
         }
         r->n = n;
-        r->truncated = truncated;
+        r->truncated = (uint16_t)truncated;
+        atomic_store_explicit(&r->nocache, 0, memory_order_relaxed);
         memcpy(r->frames, frames, (size_t)n * sizeof(uint64_t));
         dlh_stack_recs[id] = r;
         atomic_store_explicit(&s->id, id, memory_order_release);
@@ -343,7 +344,7 @@ void dlh_stack_cache_reset(void *cache) {
 
 static uint32_t capture_slow(int *fresh);
 
-static __attribute__((noinline)) uint32_t capture_miss(uint64_t sp) {
+static __attribute__((noinline)) uint32_t capture_miss(uint64_t sp, int *fresh) {
   uint32_t depth = depth_max, n = 0, truncated = 0;
   unw_context_t uc;
   unw_cursor_t cur;
@@ -381,8 +382,12 @@ static __attribute__((noinline)) uint32_t capture_miss(uint64_t sp) {
   }
   if (got == (int)depth + 8) truncated = 1;
   if (!n) return 0;
-  uint32_t id = intern_stack(out, n, truncated);
-  if (!id || !ok) return id;
+  uint32_t id = intern_stack_f(out, n, truncated, fresh);
+  if (!id) return id;
+  if (!ok) { /* a signal frame, a switch of stacks: later misses of it skip this walk */
+    atomic_store_explicit(&dlh_stack_recs[id]->nocache, 1, memory_order_relaxed);
+    return id;
+  }
   struct dlh_thread *th = dlh_self;
   if (!th) return id;
   if (!th->stack_cache) {
@@ -419,13 +424,26 @@ uint32_t dlh_stack_capture(void) {
         if (i == e->n) return e->id;
       }
     }
-    /* A miss: unw_backtrace (its own per-pc cache makes it the cheaper walk) gives the id. Only
-     * a stack seen before is worth a cache entry, which needs the slower cursor walk (the stack
-     * slots of the return addresses): a program whose stacks are all different (torch's import,
-     * ~44,000 distinct registration stacks) pays the cheap walk only. */
+    /* A miss. A stack seen before is worth a cache entry, which needs the cursor walk (the
+     * stack slots of the return addresses); a new one is not, and unw_backtrace (its own per-pc
+     * cache makes it the cheaper walk) gives its id. Which kind the next miss is, is guessed
+     * from the last one of this thread: a program whose stacks are all different (torch's
+     * import: ~44,000 distinct registration stacks) pays the cheap walk only, one that cycles
+     * through more call sites than the cache holds pays one cursor walk a miss, as before. */
+    struct dlh_thread *th = dlh_self;
+    if (th && th->stack_miss_known) {
+      int fresh = 0;
+      uint32_t id = capture_miss(sp, &fresh);
+      if (fresh) th->stack_miss_known = 0;
+      return id;
+    }
     int fresh = 0;
     uint32_t id = capture_slow(&fresh);
-    if (id && !fresh) id = capture_miss(sp);
+    if (id && !fresh &&
+        !atomic_load_explicit(&dlh_stack_recs[id]->nocache, memory_order_relaxed)) {
+      id = capture_miss(sp, NULL);
+      if (th) th->stack_miss_known = 1;
+    }
     return id;
   }
   return capture_slow(NULL);

@@ -15,7 +15,8 @@
 /* An interned stack in the arena: n frames, innermost first (pcs, or DLH_PYFRAME_TAG | id). */
 typedef struct dlh_stack_rec {
   uint32_t n;
-  uint32_t truncated;
+  uint16_t truncated;
+  _Atomic uint16_t nocache;  /* its stack slots could not be validated: no cache entry (capture.c) */
   uint64_t frames[];
 } dlh_stack_rec;
 
