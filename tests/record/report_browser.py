@@ -72,9 +72,16 @@ with sync_playwright() as p:
           "clicking step 3 of rank 1 zooms to it (%.3f ms wide, step %.3f ms)" % (width / 1e6, target["dur_ns"] / 1e6))
     page.screenshot(path=shots + "/2-step.png")
 
-    # hover a kernel of rank 1 and read its tooltip
-    kern = page.evaluate("dlhReport.visible(2, 'rank 1', 3).filter(h => dlhReport.linked(h[0], h[1]).length && dlhReport.name(h[0], h[1]).indexOf('Memcpy') < 0)")
-    check(len(kern) > 0, "kernels of rank 1 are visible in the step (%d)" % len(kern))
+    # hover a kernel of rank 1 and read its tooltip (the simulator's timings vary from run to
+    # run: when step 3 shows no linked kernel, the next steps of rank 1 are tried)
+    q = "dlhReport.visible(2, 'rank 1', 3).filter(h => dlhReport.linked(h[0], h[1]).length && dlhReport.name(h[0], h[1]).indexOf('Memcpy') < 0)"
+    kern = page.evaluate(q)
+    for st in (4, 5, 6, 7, 8, 2, 1):
+        if kern:
+            break
+        page.click("#step-table tbody tr:has(td:nth-child(1)[data-v='1']):has(td:nth-child(2)[data-v='%d'])" % st)
+        kern = page.evaluate(q)
+    check(len(kern) > 0, "kernels of rank 1 are visible in a step (%d)" % len(kern))
     if kern:
         li, j = kern[len(kern) // 2]
         name = page.evaluate("dlhReport.name(%d, %d)" % (li, j))
