@@ -42,3 +42,9 @@ for kv in sys.argv[2:]:
 sys.exit(bad)
 PY
 }
+# The real libcudart.so.13 (the loader's cache, else the toolkit's) in $CUDART; skips without it.
+need_cudart() {
+  CUDART=$(ldconfig -p | sed -n 's/.*libcudart.so.13 .*=> //p' | head -n 1)
+  [ -n "$CUDART" ] || CUDART=$CUDA_HOME/lib64/libcudart.so.13
+  [ -e "$CUDART" ] || skip "no libcudart.so.13"
+}

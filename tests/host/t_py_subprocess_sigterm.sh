@@ -6,9 +6,7 @@
 . "$ROOT/tests/lib.sh"
 need "$DLHOOK_LIB"; need "$DLHOOK_BIN"
 command -v python3 >/dev/null || skip "no python3"
-CUDART=$(ldconfig -p | sed -n 's/.*libcudart.so.13 .*=> //p' | head -n 1)
-[ -n "$CUDART" ] || CUDART=$CUDA_HOME/lib64/libcudart.so.13
-[ -e "$CUDART" ] || skip "no libcudart.so.13"
+need_cudart
 PY="$ROOT/tests/host/py_checkpoint.py"
 export DLHOOK_QUIET=1 DLHOOK_STACKS=none
 python3 "$PY" "$CUDART" 500 >plain.out 2>plain.err; want=$?
