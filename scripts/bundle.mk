@@ -74,7 +74,8 @@ $(BUNDLE)/dlhook: $(BUNDLE_BIN_OBJS) $(BUNDLE_BIN_ARCHIVES)
 # Everything else is copied as built. The programs keep their RUNPATH to the CUDA toolkit's
 # usual place (/usr/local/cuda/lib64); gpu-acceptance also puts the CUDA libraries it finds
 # (toolkit, PyTorch's nvidia-* wheels) on LD_LIBRARY_PATH.
-BUNDLE_SCRIPTS := scripts/gpu-acceptance scripts/gpu/train_torch.py scripts/gpu/acceptance.py
+BUNDLE_SCRIPTS := scripts/gpu-acceptance scripts/gpu/train_torch.py scripts/gpu/acceptance.py \
+                  tests/export/hta_analyses.py
 BUNDLE_INPUTS  := $(BUNDLE)/libdlhook.so $(BUNDLE)/dlhook $(SIM_CORE_LIBS) $(SIM_LIBS) \
                   $(EX_DIR)/train $(EX_DIR)/train-static $(TEST_PROGS) $(BUNDLE_SCRIPTS)
 
@@ -85,7 +86,7 @@ $(BUNDLE)/BUNDLE.txt: $(BUNDLE_INPUTS) $(BUILD)/libdlhook.so scripts/bundle/chec
 	$(Q)cp $(EX_DIR)/train $(EX_DIR)/train-static $(BUNDLE)/examples/
 	$(Q)cp $(TEST_PROGS) $(BUNDLE)/tests/progs/
 	$(Q)cp scripts/gpu-acceptance $(BUNDLE)/scripts/
-	$(Q)cp scripts/gpu/train_torch.py scripts/gpu/acceptance.py $(BUNDLE)/scripts/gpu/
+	$(Q)cp scripts/gpu/train_torch.py scripts/gpu/acceptance.py tests/export/hta_analyses.py $(BUNDLE)/scripts/gpu/
 	@echo "  CHECK   $(BUNDLE)"
 	$(Q)sh scripts/bundle/check-bundle $(BUNDLE) $(BUILD)/libdlhook.so > $@.tmp && mv -f $@.tmp $@
 

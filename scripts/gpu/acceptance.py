@@ -124,7 +124,13 @@ class Run:
     def env_torch(self):
         """Environment for the PyTorch runs: the caller's, plus the CUPTI directory."""
         if self.a.sim:
-            return self.env_cuda()
+            # as tests/simcuda/run: the audit module loads the simulated libraries in place of
+            # the wheel's own (DT_RPATH, opened by full path)
+            e = self.env_cuda()
+            audit = os.path.join(self.root, "simcuda", "simcuda-audit.so")
+            if os.path.isfile(audit):
+                e["LD_AUDIT"] = audit
+            return e
         e = {"DLHOOK_QUIET": "1"}
         if self.torch_ldpath:
             old = os.environ.get("LD_LIBRARY_PATH")
@@ -172,6 +178,16 @@ class Run:
                 return json.load(f) if p.returncode == 0 else None
         except ValueError:
             return None
+
+    def memory_peak(self, name, traces):
+        """peak_bytes of the GPU memory ledger (dlhook stats --memory --json); None if absent."""
+        p = subprocess.run([self.dlhook, "stats", "--memory", "--json"] + traces,
+                           capture_output=True, text=True)
+        try:
+            v = json.loads(p.stdout).get("peak_bytes") if p.returncode == 0 else None
+        except ValueError:
+            return None
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
     # ------------------------------------------------------------------ environment
     def setup(self):
@@ -258,23 +274,28 @@ class Run:
             m = STEP_RE.match(str((n.get("args") or {}).get("message") or ""))
             if m and n.get("dur_ns") is not None:
                 steps[(n.get("pid"), int(m.group(1)))] = n
-        per_step = {}
+        per_step, per_step_names, latency = {}, {}, []
         step_list = sorted(steps.items(), key=lambda kv: kv[1]["start_ns"])
         for k in ev.get("kernel", []):
             # a kernel belongs to the step its launching call was made in (else: where it ran)
             c = by_corr.get((k.get("pid"), k.get("corr")))
             t = c["start_ns"] if c else k.get("start_ns", -1)
+            if c and k.get("start_ns") is not None:
+                latency.append(k["start_ns"] - c["start_ns"])
             for (pid, num), n in step_list:
                 # any thread of the process: PyTorch launches backward kernels from its
                 # autograd thread; steps do not overlap (each ends with a synchronisation)
                 if pid == k.get("pid") and n["start_ns"] <= t <= n["start_ns"] + n["dur_ns"]:
                     per_step[num] = per_step.get(num, 0) + 1
+                    nm = per_step_names.setdefault(num, {})
+                    nm[k.get("name")] = nm.get(k.get("name"), 0) + 1
                     break
         procs = ev.get("process", [])
         return {
             "api": len(api), "gpu": len(gpu), "kernels": len(ev.get("kernel", [])),
             "linked": len(linked), "calls": calls, "with_stack": len(with_stack),
             "steps": sorted(n for (_, n) in steps), "per_step": per_step,
+            "per_step_names": per_step_names, "launch_latency_ns": latency,
             "stacks_mode": procs[0].get("stacks_mode", "none") if procs else "none",
             "dropped": sum(s.get("dropped", 0) for s in ev.get("summary", [])),
         }
@@ -401,23 +422,36 @@ class Run:
                        % (rc, s and s["kernels"], s and s["linked"], s and s["gpu"]))
 
     # ------------------------------------------------------------------ parts 2 and 3
+    # The checks of the first workload (the transformer) keep their plain ids (torch.*,
+    # compare.*, overhead.*); the other workloads' ids start with the workload's name (cnn.*).
     TORCH_ITEMS2 = [("torch.runs", "train_torch.py runs under dlhook record"),
                     ("torch.cublaslt_shapes", "cuBLASLt matmuls recorded with m, n, k"),
                     ("torch.kernels_per_step", "kernels per step recorded"),
                     ("torch.linked", "every GPU op linked to its call"),
+                    ("torch.timestamps", "GPU timestamps in the CPU timebase (kernel after its launch)"),
                     ("torch.python_frames", "Python frames in the stacks"),
-                    ("torch.memory_peak", "memory ledger peak")]
+                    ("torch.memory_peak", "memory ledger peak"),
+                    ("torch.exports", "Kineto and TensorBoard exports of the PyTorch trace"),
+                    ("torch.hta", "HTA runs every analysis on the Kineto export")]
     TORCH_ITEMS3 = [("torchprof.trace", "train_torch.py under torch.profiler"),
                     ("compare.kernels_per_step", "kernels per step: dlhook = torch.profiler"),
+                    ("compare.kernel_names", "kernel counts per name: dlhook = torch.profiler"),
                     ("overhead.ratios", "step time: dlhook vs torch.profiler vs bare"),
                     ("overhead.target", "dlhook costs less step time than torch.profiler")]
+
+    def cid(self, wl, cid):
+        return cid if wl == self.workloads[0] else "%s.%s" % (wl, cid)
+
+    def items(self, wl, items):
+        return [(self.cid(wl, c), ("%s: %s" % (wl, t)) if wl != self.workloads[0] else t)
+                for c, t in items]
 
     def torch_ok(self):
         if self.a.sim and not self.a.torch_on_sim:
             return "--sim: needs PyTorch and a GPU"
         q = subprocess.run([self.python, "-c",
                             "import torch; print(torch.__version__, torch.version.cuda, "
-                            "torch.cuda.is_available())"],
+                            "torch.cuda.is_available(), torch.cuda.device_count())"],
                            capture_output=True, text=True, env=dict(os.environ, **self.env_torch()))
         if q.returncode != 0:
             return "PyTorch not importable with %s" % self.python
@@ -425,38 +459,71 @@ class Run:
         self.env_info["torch"] = "%s (CUDA %s)" % (v[0], v[1]) if len(v) >= 2 else q.stdout.strip()
         if len(v) < 3 or v[2] != "True":
             return "PyTorch sees no CUDA device"
+        self.env_info["cuda_devices"] = int(v[3]) if len(v) > 3 and v[3].isdigit() else 1
         return None
 
-    def torch_cmd(self, mode, steps, warmup, js, trace=None):
-        c = [self.python, os.path.join(HERE, "train_torch.py"), "--mode", mode,
+    def torch_cmd(self, wl, mode, steps, warmup, js, trace=None):
+        c = [self.python, os.path.join(HERE, "train_torch.py"), "--model", wl, "--mode", mode,
              "--steps", str(steps), "--warmup", str(warmup), "--json", js]
+        if self.a.torch_batch:
+            c += ["--batch", str(self.a.torch_batch)]
         if trace:
             c += ["--trace", trace]
         return c
 
-    def part2(self):
-        print("part 2: PyTorch under dlhook record", flush=True)
+    def torch_parts(self):
         why = self.torch_ok()
-        if why:
-            self.skip_all(2, self.TORCH_ITEMS2, why)
-            self.skip_all(3, self.TORCH_ITEMS3, why)
-            return False
+        for wl in self.workloads:
+            if why:
+                self.skip_all(2, self.items(wl, self.TORCH_ITEMS2), why)
+                self.skip_all(3, self.items(wl, self.TORCH_ITEMS3), why)
+                continue
+            if self.part2(wl):
+                self.part3(wl)
+        if not why and self.env_info.get("cuda_devices", 1) < 2:
+            self.check("ddp.two_ranks", 3, "2-process DDP (NCCL) under dlhook", "skip",
+                       "one GPU: NCCL needs a device per rank (tests/torch/t_torch_ddp.sh covers "
+                       "it on the simulator)")
+        elif not why:
+            self.ddp()
+
+    def ddp(self):
+        """torchrun with 2 ranks (one GPU each), DistributedDataParallel over NCCL."""
+        tdir = os.path.join(self.out, "ddp-dlhook")
+        torchrun = os.path.join(os.path.dirname(self.python), "torchrun")
+        cmd = ([torchrun] if os.path.isfile(torchrun) else [self.python, "-m", "torch.distributed.run"]) + \
+            ["--standalone", "--nproc-per-node", "2", os.path.join(HERE, "train_torch.py"),
+             "--ddp", "--steps", "30", "--warmup", "5", "--json", os.path.join(self.out, "ddp.json")]
+        rc, traces, _ = self.record("ddp-dlhook", cmd, tdir, timeout=420, env=self.env_torch())
+        names = {}
+        for t in traces:
+            _, ev = self.dump("ddp-" + os.path.basename(t), [t])
+            for c in ev.get("api", []):
+                if c.get("name", "").startswith("nccl"):
+                    names[c["name"]] = names.get(c["name"], 0) + 1
+        ok = rc == 0 and len(traces) >= 2 and names.get("ncclAllReduce", 0) > 0
+        self.check("ddp.two_ranks", 3, "2-process DDP (NCCL) under dlhook", "pass" if ok else "fail",
+                   "exit %d, %d traces, NCCL calls %s" % (rc, len(traces), names))
+
+    def part2(self, wl):
+        print("part 2: PyTorch (%s) under dlhook record" % wl, flush=True)
+        I = self.items(wl, self.TORCH_ITEMS2)
         st, wu = self.a.torch_steps, self.a.warmup
-        tdir = os.path.join(self.out, "torch-dlhook")
-        js = os.path.join(self.out, "torch-dlhook.json")
-        rc, traces, text = self.record("torch-dlhook", self.torch_cmd("bare", st, wu, js), tdir,
+        tdir = os.path.join(self.out, "%s-dlhook" % wl)
+        js = os.path.join(self.out, "%s-dlhook.json" % wl)
+        rc, traces, text = self.record("%s-dlhook" % wl, self.torch_cmd(wl, "bare", st, wu, js), tdir,
                                        timeout=420, env=self.env_torch())
+        self.dl_per_step, self.dl_names = None, None
         if rc != 0 or not traces:
-            self.check("torch.runs", 2, self.TORCH_ITEMS2[0][1], "fail",
-                       "exit %d, %d trace(s); see logs/torch-dlhook.log" % (rc, len(traces)))
-            self.skip_all(2, self.TORCH_ITEMS2[1:], "no trace")
-            self.dl_per_step = None
+            self.check(I[0][0], 2, I[0][1], "fail",
+                       "exit %d, %d trace(s); see logs/%s-dlhook.log" % (rc, len(traces), wl))
+            self.skip_all(2, I[1:], "no trace")
             return True
-        self.check("torch.runs", 2, self.TORCH_ITEMS2[0][1], "pass",
+        self.check(I[0][0], 2, I[0][1], "pass",
                    "%d trace(s) (main process and any CUDA-using child)" % len(traces))
-        _, ev = self.dump("torch-dlhook", traces)
+        _, ev = self.dump("%s-dlhook" % wl, traces)
         s = self.analyse(ev)
-        stats = self.stats_json("torch-dlhook", traces)
+        stats = self.stats_json("%s-dlhook" % wl, traces)
         # cuBLASLt matmuls and their shapes
         lt = [c for c in ev.get("api", []) if c.get("name") == "cublasLtMatmul"]
         shaped = [c for c in lt if all(k in (c.get("args") or {}) for k in ("m", "n", "k"))]
@@ -467,73 +534,133 @@ class Run:
             shapes[key] = shapes.get(key, 0) + 1
         top = sorted(shapes.items(), key=lambda kv: -kv[1])[:6]
         gemm = sum(1 for c in ev.get("api", []) if re.match(r"cublas.*[Gg]emm", c.get("name", "")))
-        self.figures["torch_dlhook"] = {"api_calls": s["api"], "kernels": s["kernels"],
-                                        "cublasLtMatmul": len(lt), "with_mnk": len(shaped),
-                                        "cublas_gemm_calls": gemm, "shapes": dict(top),
-                                        "stacks_mode": s["stacks_mode"], "dropped": s["dropped"]}
+        fig = self.figures.setdefault("torch_dlhook", {})[wl] = {
+            "api_calls": s["api"], "kernels": s["kernels"], "cublasLtMatmul": len(lt),
+            "with_mnk": len(shaped), "cublas_gemm_calls": gemm, "shapes": dict(top),
+            "stacks_mode": s["stacks_mode"], "dropped": s["dropped"]}
         if not lt:
-            self.check("torch.cublaslt_shapes", 2, self.TORCH_ITEMS2[1][1], "fail",
+            self.check(I[1][0], 2, I[1][1], "fail" if wl == "transformer" else "skip",
                        "no cublasLtMatmul call recorded (%d cuBLAS GEMM calls)" % gemm)
         elif not shaped:
-            self.check("torch.cublaslt_shapes", 2, self.TORCH_ITEMS2[1][1], "skip",
+            self.check(I[1][0], 2, I[1][1], "skip",
                        "feature missing: library arguments (%d cublasLtMatmul calls, no m/n/k)" % len(lt))
         else:
-            self.check("torch.cublaslt_shapes", 2, self.TORCH_ITEMS2[1][1],
-                       "pass" if len(shaped) == len(lt) else "fail",
+            self.check(I[1][0], 2, I[1][1], "pass" if len(shaped) == len(lt) else "fail",
                        "%d of %d cublasLtMatmul with m,n,k; top shapes %s"
                        % (len(shaped), len(lt), ", ".join("%s x%d" % kv for kv in top)))
         per = {n: s["per_step"].get(n, 0) for n in s["steps"] if n >= wu}
         self.dl_per_step = per
-        self.check("torch.kernels_per_step", 2, self.TORCH_ITEMS2[2][1],
-                   "pass" if per and min(per.values()) > 0 else "fail",
+        self.check(I[2][0], 2, I[2][1], "pass" if per and min(per.values()) > 0 else "fail",
                    "%d steps; kernels per step %s" % (len(per), summarise(list(per.values()))))
-        self.check("torch.linked", 2, self.TORCH_ITEMS2[3][1],
-                   "pass" if s["gpu"] and s["linked"] == s["gpu"] else "fail",
+        self.check(I[3][0], 2, I[3][1], "pass" if s["gpu"] and s["linked"] == s["gpu"] else "fail",
                    "%d of %d GPU ops linked" % (s["linked"], s["gpu"]))
+        lat = s["launch_latency_ns"]
+        if not lat:
+            self.check(I[4][0], 2, I[4][1], "fail", "no linked kernel")
+        else:
+            neg = sum(1 for d in lat if d < 0)
+            q = sorted(lat)
+            fig["launch_to_start_ns"] = {"median": q[len(q) // 2], "p99": q[int(len(q) * 0.99)],
+                                         "max": q[-1], "min": q[0], "before_launch": neg}
+            self.check(I[4][0], 2, I[4][1], "pass" if neg == 0 else "fail",
+                       "%d kernels; launch call start -> kernel start: median %.1f us, p99 %.1f us, "
+                       "min %.1f us; %d kernels start before their launch"
+                       % (len(q), q[len(q) // 2] / 1e3, q[int(len(q) * 0.99)] / 1e3, q[0] / 1e3, neg))
         # Python frames of train_torch.py in the stacks of the calls that launched GPU work
         pyc = [c for c in s["calls"] if any(f.get("python") for f in c.get("stack") or [])]
         ours = [c for c in pyc if any(f.get("python") and "train_torch.py" in str(f.get("file"))
                                       for f in c.get("stack") or [])]
         if s["stacks_mode"] not in ("python", "mixed") and not pyc:
-            self.check("torch.python_frames", 2, self.TORCH_ITEMS2[4][1], "skip",
+            self.check(I[5][0], 2, I[5][1], "skip",
                        "feature missing: Python stacks (stacks mode %s)" % s["stacks_mode"])
         else:
             ncalls = len(s["calls"]) or 1
-            self.check("torch.python_frames", 2, self.TORCH_ITEMS2[4][1],
-                       "pass" if ours else "fail",
+            self.check(I[5][0], 2, I[5][1], "pass" if ours else "fail",
                        "%d of %d GPU-linked calls have train_torch.py frames (%.0f%%), mode %s"
                        % (len(ours), len(s["calls"]), 100.0 * len(ours) / ncalls, s["stacks_mode"]))
-        peak = find_peak(stats)
+        peak = self.memory_peak("%s-dlhook" % wl, traces)
         if peak is None:
-            self.check("torch.memory_peak", 2, self.TORCH_ITEMS2[5][1], "skip",
+            peak = find_peak(stats)
+        if peak is None:
+            self.check(I[6][0], 2, I[6][1], "skip",
                        "feature missing: memory ledger (no peak in dlhook stats --json)")
         else:
-            self.figures["torch_dlhook"]["memory_peak_bytes"] = peak
-            self.check("torch.memory_peak", 2, self.TORCH_ITEMS2[5][1],
-                       "pass" if peak > 0 else "fail", "peak %.1f MiB" % (peak / 2**20))
+            fig["memory_peak_bytes"] = peak
+            self.check(I[6][0], 2, I[6][1], "pass" if peak > 0 else "fail",
+                       "peak %.1f MiB" % (peak / 2**20))
+        kin = self.torch_exports(wl, I[7], I[8], traces, stats, len(s["steps"]))
+        # kernel names as a Kineto reader sees them: dlhook's Kineto export, read by the same
+        # function as torch.profiler's trace (names demangled alike, steps from user annotations)
+        self.dl_names = None
+        for f in sorted(glob.glob(os.path.join(kin or "/nonexistent", "*.json*"))):
+            try:
+                self.dl_names = torchprof_per_step(f)[1]
+            except (OSError, ValueError, KeyError) as ex:
+                print("  cannot read %s: %s" % (f, ex), flush=True)
+            break
         return True
 
-    def part3(self):
-        print("part 3: torch.profiler and bare, overhead", flush=True)
+    def torch_exports(self, wl, item_exp, item_hta, traces, stats, nsteps):
+        """Kineto JSON and TensorBoard exports of the PyTorch trace (kept under OUT for the
+        offline checks: scripts/gpu/offline-checks runs HTA and xprof on them where those are
+        installed); HTA here too if this Python has it."""
+        dest = os.path.join(self.out, "%s-export" % wl)
+        os.makedirs(dest, exist_ok=True)
+        made, bad = [], []
+        for fmt, name in (("kineto", "kineto"), ("tensorboard", "tensorboard")):
+            o = os.path.join(dest, name)
+            rc, _, _ = self.run("%s-export-%s" % (wl, fmt),
+                                [self.dlhook, "export", "-q", "--format", fmt, "-o", o] + traces)
+            size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(o) for f in fs)
+            (made if rc == 0 and size else bad).append("%s %dK" % (fmt, (size + 1023) // 1024))
+        with open(os.path.join(dest, "stats.json"), "w") as f:
+            json.dump({"0": stats} if len(traces) == 1 else {}, f)
+        self.check(item_exp[0], 2, item_exp[1], "fail" if bad else "pass",
+                   ("failed: " + ", ".join(bad)) if bad else ", ".join(made) + "; in %s" % dest)
+        kin = os.path.join(dest, "kineto")
+        hta = os.path.join(HERE, "hta_analyses.py")  # the bundle's copy
+        if not os.path.isfile(hta):
+            hta = os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "export",
+                               "hta_analyses.py")
+        q = subprocess.run([self.python, "-c", "import hta, pandas; print('hta-ok')"],
+                           capture_output=True, text=True)
+        have = q.returncode == 0 and "hta-ok" in q.stdout
+        if bad or not have or not os.path.isfile(hta) or len(traces) != 1:
+            self.check(item_hta[0], 2, item_hta[1], "skip",
+                       "HTA not installed for %s: run scripts/gpu/offline-checks on this folder "
+                       "where it is" % self.python if not have else
+                       "no export or more than one process")
+            return kin
+        rc, text, _ = self.run("%s-hta" % wl, [self.python, hta, os.path.join(dest, "kineto"),
+                                               os.path.join(dest, "stats.json"), str(nsteps)],
+                               timeout=600)
+        self.check(item_hta[0], 2, item_hta[1], "pass" if rc == 0 and "HTA OK" in text else "fail",
+                   "; ".join(l.strip() for l in text.splitlines()
+                             if "kernels covered" in l or "critical path" in l)[:300]
+                   or "exit %d; see logs/%s-hta.log" % (rc, wl))
+        return kin
+
+    def part3(self, wl):
+        print("part 3: torch.profiler (%s) and bare, overhead" % wl, flush=True)
+        I = self.items(wl, self.TORCH_ITEMS3)
         st, wu = min(self.a.torchprof_steps, self.a.torch_steps), self.a.warmup
-        js = os.path.join(self.out, "torchprof.json")
-        tr = os.path.join(self.out, "torchprof.trace.json")
-        rc, _, _ = self.run("torchprof", self.torch_cmd("torchprof", st, wu, js, tr),
+        js = os.path.join(self.out, "%s-torchprof.json" % wl)
+        tr = os.path.join(self.out, "%s-torchprof.trace.json" % wl)
+        rc, _, _ = self.run("%s-torchprof" % wl, self.torch_cmd(wl, "torchprof", st, wu, js, tr),
                             env=self.env_torch(), timeout=420)
-        tp = None
+        tp = tpn = None
         if rc == 0 and os.path.isfile(tr):
-            tp = torchprof_per_step(tr)
-            self.check("torchprof.trace", 3, self.TORCH_ITEMS3[0][1], "pass",
+            tp, tpn = torchprof_per_step(tr)
+            self.check(I[0][0], 3, I[0][1], "pass",
                        "%d kernels in %d steps" % (sum(tp.values()), len(tp)))
         else:
-            self.check("torchprof.trace", 3, self.TORCH_ITEMS3[0][1], "fail",
-                       "exit %d; see logs/torchprof.log" % rc)
+            self.check(I[0][0], 3, I[0][1], "fail", "exit %d; see logs/%s-torchprof.log" % (rc, wl))
         if not self.a.keep_dumps and os.path.isfile(tr):
             subprocess.run(["gzip", "-f", tr])
-        dl = getattr(self, "dl_per_step", None)
+        dl, dln = self.dl_per_step, self.dl_names
         if tp is None or not dl:
-            self.check("compare.kernels_per_step", 3, self.TORCH_ITEMS3[1][1], "skip",
-                       "no %s per-step kernel counts" % ("torch.profiler" if tp is None else "dlhook"))
+            why = "no %s per-step kernel counts" % ("torch.profiler" if tp is None else "dlhook")
+            self.skip_all(3, I[1:3], why)
         else:
             tpw = {n: v for n, v in tp.items() if n >= wu}
             common = sorted(set(tpw) & set(dl))
@@ -541,36 +668,58 @@ class Run:
             diff = ["#%d %d/%d" % (n, dl[n], tpw[n]) for n in common if tpw[n] != dl[n]][:5]
             mdl = statistics.median([dl[n] for n in common]) if common else 0
             mtp = statistics.median([tpw[n] for n in common]) if common else 0
-            self.figures["kernels_per_step"] = {"dlhook_median": mdl, "torch_profiler_median": mtp,
-                                                "steps_compared": len(common), "steps_equal": len(same)}
+            self.figures.setdefault("kernels_per_step", {})[wl] = {
+                "dlhook_median": mdl, "torch_profiler_median": mtp,
+                "steps_compared": len(common), "steps_equal": len(same)}
             ok = common and len(same) == len(common)
-            self.check("compare.kernels_per_step", 3, self.TORCH_ITEMS3[1][1],
-                       "pass" if ok else "fail",
+            self.check(I[1][0], 3, I[1][1], "pass" if ok else "fail",
                        "median %s (dlhook) vs %s (torch.profiler); %d of %d steps equal%s"
                        % (fmtn(mdl), fmtn(mtp), len(same), len(common),
                           "; differ (dlhook/torch): " + ", ".join(diff) if diff else ""))
-        self.overhead()
+            # kernel counts per name over the same steps
+            a, b = {}, {}
+            dln = dln or {}
+            for n in common:
+                for k, v in dln.get(n, {}).items():
+                    a[k] = a.get(k, 0) + v
+                for k, v in tpn.get(n, {}).items():
+                    b[k] = b.get(k, 0) + v
+            names = sorted(set(a) | set(b))
+            differ = [(k, a.get(k, 0), b.get(k, 0)) for k in names if a.get(k, 0) != b.get(k, 0)]
+            self.figures.setdefault("kernel_names", {})[wl] = {
+                "names": len(names), "differ": [{"name": k, "dlhook": x, "torch_profiler": y}
+                                                for k, x, y in differ]}
+            self.check(I[2][0], 3, I[2][1], "pass" if names and not differ else "fail",
+                       "%d kernel names, %d kernels over %d steps; %d names differ%s"
+                       % (len(names), sum(a.values()), len(common), len(differ),
+                          (": " + "; ".join("%s %d/%d" % (k[:60], x, y) for k, x, y in differ[:4]))
+                          if differ else ""))
+        self.overhead(wl, I[3:5])
 
-    def overhead(self):
-        """Alternating runs of bare, dlhook, torch.profiler, torch.profiler with stacks."""
+    def overhead(self, wl, items):
+        """Alternating runs of bare, dlhook (default stacks and none), torch.profiler without
+        and with stacks."""
         st, wu, rounds = self.a.overhead_steps, self.a.warmup, self.a.rounds
-        modes = ["bare", "dlhook", "torchprof", "torchprof-stack"]
+        modes = ["bare", "dlhook", "dlhook-none", "torchprof", "torchprof-stack"]
         med = {m: [] for m in modes}
-        budget = self.a.budget
+        budget = self.a.budget * (self.workloads.index(wl) + 1) / len(self.workloads)
         for r in range(rounds):
             order = modes[r % len(modes):] + modes[:r % len(modes)]
             for m in order:
                 if self.elapsed() > budget - 30:
                     break
-                js = os.path.join(self.out, "overhead-%s-%d.json" % (m, r))
-                name = "overhead-%s-%d" % (m, r)
-                if m == "dlhook":
+                js = os.path.join(self.out, "overhead-%s-%s-%d.json" % (wl, m, r))
+                name = "overhead-%s-%s-%d" % (wl, m, r)
+                if m.startswith("dlhook"):
                     tdir = os.path.join(self.out, "overhead-traces", "r%d" % r)
-                    rc, _, _ = self.record(name, self.torch_cmd("bare", st, wu, js), tdir, timeout=300,
-                                           env=self.env_torch())
+                    env = dict(self.env_torch())
+                    if m == "dlhook-none":
+                        env["DLHOOK_STACKS"] = "none"
+                    rc, _, _ = self.record(name, self.torch_cmd(wl, "bare", st, wu, js), tdir,
+                                           timeout=300, env=env)
                     shutil.rmtree(tdir, ignore_errors=True)
                 else:
-                    rc, _, _ = self.run(name, self.torch_cmd(m, st, wu, js), env=self.env_torch(),
+                    rc, _, _ = self.run(name, self.torch_cmd(wl, m, st, wu, js), env=self.env_torch(),
                                         timeout=300)
                 try:
                     with open(js) as f:
@@ -581,22 +730,22 @@ class Run:
         got = {m: statistics.median(v) for m, v in med.items() if v}
         runs = {m: len(v) for m, v in med.items()}
         if "bare" not in got or len(got) < len(modes):
-            self.check("overhead.ratios", 3, self.TORCH_ITEMS3[2][1], "fail",
-                       "runs that gave step times: %s (see logs/overhead-*)" % runs)
-            self.check("overhead.target", 3, self.TORCH_ITEMS3[3][1], "skip", "no ratios")
+            self.check(items[0][0], 3, items[0][1], "fail",
+                       "runs that gave step times: %s (see logs/overhead-%s-*)" % (runs, wl))
+            self.check(items[1][0], 3, items[1][1], "skip", "no ratios")
             return
         b = got["bare"]
         ratio = {m: got[m] / b for m in modes}
-        self.figures["overhead"] = {"median_step_ms": got, "ratio_to_bare": ratio, "runs": runs,
-                                    "steps_per_run": st, "warmup": wu,
-                                    "dlhook_stacks_mode": self.figures.get("torch_dlhook", {})
-                                    .get("stacks_mode")}
-        self.check("overhead.ratios", 3, self.TORCH_ITEMS3[2][1], "pass",
-                   "median step %.3f ms bare; x%.3f dlhook, x%.3f torch.profiler, "
-                   "x%.3f torch.profiler+stack (%d rounds)"
-                   % (b, ratio["dlhook"], ratio["torchprof"], ratio["torchprof-stack"],
-                      min(runs.values())))
-        self.check("overhead.target", 3, self.TORCH_ITEMS3[3][1],
+        self.figures.setdefault("overhead", {})[wl] = {
+            "median_step_ms": got, "ratio_to_bare": ratio, "runs": runs, "steps_per_run": st,
+            "warmup": wu, "dlhook_stacks_mode":
+            self.figures.get("torch_dlhook", {}).get(wl, {}).get("stacks_mode")}
+        self.check(items[0][0], 3, items[0][1], "pass",
+                   "median step %.3f ms bare; x%.3f dlhook, x%.3f dlhook stacks none, x%.3f "
+                   "torch.profiler, x%.3f torch.profiler+stack (%d rounds)"
+                   % (b, ratio["dlhook"], ratio["dlhook-none"], ratio["torchprof"],
+                      ratio["torchprof-stack"], min(runs.values())))
+        self.check(items[1][0], 3, items[1][1],
                    "pass" if got["dlhook"] < got["torchprof"] else "fail",
                    "dlhook %.3f ms vs torch.profiler %.3f ms per step"
                    % (got["dlhook"], got["torchprof"]))
@@ -641,34 +790,60 @@ class Run:
                      {"pass": "pass", "fail": "**FAIL**", "skip": "skip"}[st],
                      detail.replace("|", "/")))
         L.append("")
-        kp = self.figures.get("kernels_per_step")
-        ov = self.figures.get("overhead")
-        if kp or ov:
+        kps = self.figures.get("kernels_per_step") or {}
+        ovs = self.figures.get("overhead") or {}
+        tds = self.figures.get("torch_dlhook") or {}
+        kns = self.figures.get("kernel_names") or {}
+        if kps or ovs or tds:
             L.append("## Figures")
             L.append("")
-        if kp:
-            L.append("Kernels per step (median over %d steps): dlhook %s, torch.profiler %s; "
-                     "%d steps equal." % (kp["steps_compared"], fmtn(kp["dlhook_median"]),
-                                          fmtn(kp["torch_profiler_median"]), kp["steps_equal"]))
+        for wl in self.workloads:
+            kp, ov, td, kn = kps.get(wl), ovs.get(wl), tds.get(wl), kns.get(wl)
+            if not (kp or ov or td):
+                continue
+            L.append("### %s" % wl)
             L.append("")
-        if ov:
-            L.append("| run | median step (ms) | ratio to bare |")
-            L.append("|---|---|---|")
-            names = {"bare": "bare", "dlhook": "dlhook record (stacks: %s)" % ov.get("dlhook_stacks_mode"),
-                     "torchprof": "torch.profiler (CPU+CUDA)",
-                     "torchprof-stack": "torch.profiler, with_stack=True"}
-            for m in ("bare", "dlhook", "torchprof", "torchprof-stack"):
-                L.append("| %s | %.3f | %.3f |" % (names[m], ov["median_step_ms"][m], ov["ratio_to_bare"][m]))
-            L.append("")
-            L.append("Medians of %s alternating runs of %d steps (first %d not timed)."
-                     % (min(ov["runs"].values()), ov["steps_per_run"], ov["warmup"]))
-            L.append("")
-        td = self.figures.get("torch_dlhook")
-        if td:
-            L.append("PyTorch under dlhook: %d calls, %d kernels, %d cublasLtMatmul (%d with m,n,k), "
-                     "stacks %s, %d dropped." % (td["api_calls"], td["kernels"], td["cublasLtMatmul"],
-                                                 td["with_mnk"], td["stacks_mode"], td["dropped"]))
-            L.append("")
+            if kp:
+                L.append("Kernels per step (median over %d steps): dlhook %s, torch.profiler %s; "
+                         "%d steps equal." % (kp["steps_compared"], fmtn(kp["dlhook_median"]),
+                                              fmtn(kp["torch_profiler_median"]), kp["steps_equal"]))
+                L.append("")
+            if kn:
+                L.append("Kernel names: %d; counts per name that differ between dlhook and "
+                         "torch.profiler: %d." % (kn["names"], len(kn["differ"])))
+                if kn["differ"]:
+                    L.append("")
+                    L.append("| kernel | dlhook | torch.profiler |")
+                    L.append("|---|---|---|")
+                    for d in kn["differ"][:20]:
+                        L.append("| %s | %d | %d |" % (d["name"].replace("|", "/")[:100], d["dlhook"],
+                                                     d["torch_profiler"]))
+                L.append("")
+            if ov:
+                L.append("| run | median step (ms) | ratio to bare |")
+                L.append("|---|---|---|")
+                names = {"bare": "bare",
+                         "dlhook": "dlhook record (stacks: %s)" % ov.get("dlhook_stacks_mode"),
+                         "dlhook-none": "dlhook record, --stacks none",
+                         "torchprof": "torch.profiler (CPU+CUDA)",
+                         "torchprof-stack": "torch.profiler, with_stack=True"}
+                for m in ("bare", "dlhook", "dlhook-none", "torchprof", "torchprof-stack"):
+                    if m in ov["median_step_ms"]:
+                        L.append("| %s | %.3f | %.3f |" % (names[m], ov["median_step_ms"][m],
+                                                           ov["ratio_to_bare"][m]))
+                L.append("")
+                L.append("Medians of %s alternating runs of %d steps (first %d not timed)."
+                         % (min(ov["runs"].values()), ov["steps_per_run"], ov["warmup"]))
+                L.append("")
+            if td:
+                lat = td.get("launch_to_start_ns")
+                L.append("Under dlhook: %d calls, %d kernels, %d cublasLtMatmul (%d with m,n,k), "
+                         "stacks %s, %d dropped%s." % (
+                             td["api_calls"], td["kernels"], td["cublasLtMatmul"], td["with_mnk"],
+                             td["stacks_mode"], td["dropped"],
+                             "; launch to kernel start median %.1f us, p99 %.1f us"
+                             % (lat["median"] / 1e3, lat["p99"] / 1e3) if lat else ""))
+                L.append("")
         L.append("Logs of every command: `logs/`; traces and stats: `*/`, `*.stats.json`.")
         with open(os.path.join(self.out, "summary.md"), "w") as f:
             f.write("\n".join(L) + "\n")
@@ -707,8 +882,10 @@ def find_peak(stats):
 
 
 def torchprof_per_step(path):
-    """Kernels per ProfilerStep#N of a torch.profiler Chrome trace, by the launching call's time."""
-    with open(path) as f:
+    """Kernels per ProfilerStep#N of a torch.profiler Chrome trace, by the launching call's time:
+    ({step: count}, {step: {kernel name: count}})."""
+    import gzip
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
         doc = json.load(f)
     evs = doc.get("traceEvents", doc) if isinstance(doc, dict) else doc
     steps, launch, kernels = [], {}, []
@@ -726,16 +903,18 @@ def torchprof_per_step(path):
             if c is not None:
                 launch[c] = (float(e["ts"]), e.get("tid"))
         elif cat == "kernel":
-            kernels.append(((e.get("args") or {}).get("correlation"), float(e["ts"])))
+            kernels.append(((e.get("args") or {}).get("correlation"), float(e["ts"]), e.get("name")))
     steps.sort()
     per = {n: 0 for _, _, n, _ in steps}
-    for c, kts in kernels:  # by the launching call's time, else where the kernel ran
+    names = {n: {} for _, _, n, _ in steps}
+    for c, kts, name in kernels:  # by the launching call's time, else where the kernel ran
         ts = launch[c][0] if c in launch else kts
         for s0, s1, n, _ in steps:  # any thread (autograd launches from its own)
             if s0 <= ts <= s1:
                 per[n] += 1
+                names[n][name] = names[n].get(name, 0) + 1
                 break
-    return per
+    return per, names
 
 
 def main(argv):
@@ -756,10 +935,17 @@ def main(argv):
     ap.add_argument("--keep-dumps", action="store_true", help="keep the JSON dumps of the traces")
     ap.add_argument("--torch-on-sim", action="store_true",
                     help="tests only: with --sim, run parts 2-3 too, --python being a stand-in")
+    ap.add_argument("--workloads", default="transformer,cnn",
+                    help="PyTorch workloads of train_torch.py, comma-separated (transformer,cnn)")
+    ap.add_argument("--torch-batch", type=int, default=None, help="batch size of the workloads")
     a = ap.parse_args(argv)
+    wls = [w for w in a.workloads.split(",") if w]
+    if not wls or any(w not in ("transformer", "cnn") for w in wls):
+        ap.error("--workloads: transformer and/or cnn")
     if a.train_steps is None:
         a.train_steps = 4 if a.sim else 10
     r = Run(a)
+    r.workloads = wls
     if not r.setup():
         return 2
     print("gpu-acceptance: %s, dlhook from %s, output in %s" % (r.env_info["mode"], r.root, r.out),
@@ -768,8 +954,7 @@ def main(argv):
         if k in r.env_info:
             print("  %s: %s" % (k, r.env_info[k]))
     r.part1()
-    if r.part2():
-        r.part3()
+    r.torch_parts()
     n = r.write_summary()
     print("gpu-acceptance: %d passed, %d failed, %d skipped in %.0f s; %s"
           % (n["pass"], n["fail"], n["skip"], r.elapsed(), os.path.join(r.out, "summary.md")))

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""train_torch.py — a small PyTorch training loop for scripts/gpu-acceptance.
+"""train_torch.py — small PyTorch training loops for scripts/gpu-acceptance.
 
-A two-layer transformer encoder on synthetic token data, trained with AdamW, fed by a
+--model transformer (default): a two-layer transformer encoder on synthetic token data, trained
+with AdamW. --model cnn: a small convolutional network (conv, batch norm, ReLU, pooling, linear)
+on synthetic images, trained with SGD and automatic mixed precision (autocast float16 and a
+GradScaler): cuDNN convolutions and batch norm, cuBLAS(Lt) GEMMs. Both are fed by a
 DataLoader with one worker process (pinned memory). Every step is an NVTX range and a
-torch.profiler record_function range, both named ``ProfilerStep#N``, so that dlhook (NVTX) and
+torch.profiler record_function range, both named ``ProfilerStep#N`` (with forward, backward and
+optimizer ranges inside), so that dlhook (NVTX) and
 torch.profiler (user annotations) cut the same steps. Each step ends with ``loss.item()`` (a
 synchronisation, as in a loop that logs its loss), so a step's wall time is its real cost.
 
@@ -27,6 +31,20 @@ import torch.nn as nn
 from torch.utils.data import DataLoader, Dataset
 
 
+class Images(Dataset):
+    """Deterministic synthetic images and labels (3 x size x size)."""
+
+    def __init__(self, n, size, classes):
+        self.n, self.size, self.classes = n, size, classes
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        return torch.randn(3, self.size, self.size, generator=g), i % self.classes
+
+
 class Tokens(Dataset):
     """Deterministic synthetic sequences (cheap to make, so that the one loader worker keeps
     ahead of the GPU): the target is the next token of a ramp."""
@@ -44,6 +62,7 @@ class Tokens(Dataset):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", choices=["transformer", "cnn"], default="transformer")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--batch", type=int, default=32)
@@ -56,6 +75,8 @@ def main():
     ap.add_argument("--json", default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cuda", help="cuda; cpu only to try the script out")
+    ap.add_argument("--ddp", action="store_true",
+                    help="under torchrun: DistributedDataParallel over NCCL, one GPU per rank")
     a = ap.parse_args()
 
     cuda = a.device == "cuda"
@@ -64,6 +85,14 @@ def main():
         return 3
     torch.manual_seed(a.seed)
     dev = torch.device(a.device)
+    rank = 0
+    if a.ddp:
+        import torch.distributed as dist
+        rank = int(os.environ.get("LOCAL_RANK", "0"))
+        dev = torch.device(a.device, rank) if cuda else dev
+        if cuda:
+            torch.cuda.set_device(rank)
+        dist.init_process_group("nccl" if cuda else "gloo")
 
     class Model(nn.Module):
         def __init__(self):
@@ -78,13 +107,34 @@ def main():
         def forward(self, x):
             return self.head(self.enc(self.emb(x) + self.pos))
 
+    class ConvNet(nn.Module):
+        def __init__(self, classes=10):
+            super().__init__()
+            def block(i, o):
+                return [nn.Conv2d(i, o, 3, padding=1, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
+            self.body = nn.Sequential(*block(3, 32), *block(32, 64), nn.MaxPool2d(2),
+                                      *block(64, 128), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+            self.head = nn.Linear(128, classes)
+
+        def forward(self, x):
+            return self.head(self.body(x))
+
     total = a.steps + 1
-    ds = Tokens(total * a.batch, a.seq, a.vocab)
+    cnn = a.model == "cnn"
+    ds = Images(total * a.batch, 32, 10) if cnn else Tokens(total * a.batch, a.seq, a.vocab)
     dl = DataLoader(ds, batch_size=a.batch, shuffle=False, num_workers=1, pin_memory=cuda,
                     drop_last=True, persistent_workers=False)
-    model = Model().to(dev)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=True)
+    model = (ConvNet() if cnn else Model()).to(dev)
+    if cnn:
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, foreach=True)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=True)
+    if a.ddp:
+        from torch.nn.parallel import DistributedDataParallel
+        model = DistributedDataParallel(model, device_ids=[rank] if cuda else None)
     lossf = nn.CrossEntropyLoss()
+    amp = cnn and cuda
+    scaler = torch.amp.GradScaler("cuda") if amp else None
 
     prof = None
     if a.mode.startswith("torchprof"):
@@ -110,10 +160,26 @@ def main():
             x = x.to(dev, non_blocking=True)
             y = y.to(dev, non_blocking=True)
             opt.zero_grad(set_to_none=True)
-            out = model(x)
-            loss = lossf(out.reshape(-1, a.vocab), y.reshape(-1))
-            loss.backward()
-            opt.step()
+            push("forward")
+            with rf("forward"):
+                if cnn:
+                    with torch.autocast(a.device, dtype=torch.float16, enabled=amp):
+                        loss = lossf(model(x), y)
+                else:
+                    loss = lossf(model(x).reshape(-1, a.vocab), y.reshape(-1))
+            pop()
+            push("backward")
+            with rf("backward"):
+                (scaler.scale(loss) if scaler else loss).backward()
+            pop()
+            push("optimizer")
+            with rf("optimizer"):
+                if scaler:
+                    scaler.step(opt)
+                    scaler.update()
+                else:
+                    opt.step()
+            pop()
             lv = loss.item()
         pop()
         t1 = time.perf_counter()
@@ -130,17 +196,21 @@ def main():
     times_sorted = sorted(times)
     med = times_sorted[len(times_sorted) // 2] if times_sorted else 0.0
     res = {
-        "mode": a.mode, "steps": a.steps, "warmup": a.warmup, "batch": a.batch, "seq": a.seq,
+        "model": a.model, "mode": a.mode, "steps": a.steps, "warmup": a.warmup, "batch": a.batch, "seq": a.seq,
         "dim": a.dim, "layers": a.layers, "step_ms": times, "median_step_ms": med,
         "loop_s": loop_s, "first_loss": losses[0], "last_loss": losses[-1],
         "torch": torch.__version__, "cuda": torch.version.cuda,
         "device": torch.cuda.get_device_name(0) if cuda else "cpu", "pid": os.getpid(),
     }
+    if a.ddp:
+        torch.distributed.destroy_process_group()
+        if a.json:
+            a.json = "%s.rank%d" % (a.json, rank)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f)
-    print("train_torch: mode %s, %d steps, median step %.3f ms, loss %.3f -> %.3f"
-          % (a.mode, a.steps, med, losses[0], losses[-1]))
+    print("train_torch: %s, mode %s, %d steps, median step %.3f ms, loss %.3f -> %.3f"
+          % (a.model, a.mode, a.steps, med, losses[0], losses[-1]))
     return 0
 
 

@@ -19,11 +19,13 @@ import tempfile
 ROOT = os.environ["FAKE_TORCH_ROOT"]
 if sys.argv[1:2] == ["-c"]:
     if "import torch" in sys.argv[2]:
-        print("2.11.0 13.0 True")
+        print("2.11.0 13.0 True 1")
     sys.exit(0)
 ap = argparse.ArgumentParser()
 ap.add_argument("script")
 ap.add_argument("--mode", default="bare")
+ap.add_argument("--model", default="transformer")
+ap.add_argument("--batch", type=int)
 ap.add_argument("--steps", type=int, default=10)
 ap.add_argument("--warmup", type=int, default=2)
 ap.add_argument("--json")
@@ -57,6 +59,18 @@ else:
             ev.append({"ph": "X", "cat": "kernel", "name": o["name"], "ts": us(o["start_ns"]),
                        "dur": us(o["dur_ns"]), "tid": o["stream"], "pid": 0,
                        "args": {"correlation": o["corr"]}})
+    # torch.profiler shows kernel names demangled (c++filt: binutils, with the compiler)
+    raw = sorted({e["name"] for e in ev if e["cat"] == "kernel"})
+    try:
+        dem = subprocess.run(["c++filt"], input="\n".join(raw) + "\n", capture_output=True,
+                             text=True).stdout.splitlines()
+    except OSError:
+        dem = raw
+    if len(dem) == len(raw):
+        m = dict(zip(raw, dem))
+        for e in ev:
+            if e["cat"] == "kernel":
+                e["name"] = m[e["name"]]
     if a.trace:
         with open(a.trace, "w") as f:
             json.dump({"traceEvents": ev}, f)

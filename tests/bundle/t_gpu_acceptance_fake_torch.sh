@@ -9,25 +9,27 @@ B="$BUILD/gpu-bundle"
 export FAKE_TORCH_ROOT="$B"
 rc=0
 "$B/scripts/gpu-acceptance" "$T/out" --sim --torch-on-sim --python "$ROOT/tests/bundle/fake_torch_python.py" \
-  --torch-steps 4 --overhead-steps 3 --warmup 1 --rounds 2 >"$T/log" 2>&1 || rc=$?
+  --workloads transformer --torch-steps 4 --overhead-steps 3 --warmup 1 --rounds 2 >"$T/log" 2>&1 || rc=$?
 cat "$T/log"
 python3 - "$T/out/summary.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
 st = {c["id"]: (c["status"], c["detail"]) for c in s["checks"]}
 bad = []
-for cid in ("torch.runs", "torch.kernels_per_step", "torch.linked", "torchprof.trace",
-            "compare.kernels_per_step", "overhead.ratios", "overhead.target"):
+for cid in ("torch.runs", "torch.kernels_per_step", "torch.linked", "torch.timestamps",
+            "torch.exports", "torchprof.trace", "compare.kernels_per_step",
+            "compare.kernel_names", "overhead.ratios", "overhead.target"):
     if st.get(cid, ("missing",))[0] != "pass":
         bad.append("%s: %s" % (cid, st.get(cid)))
-for cid in ("torch.cublaslt_shapes", "torch.python_frames", "torch.memory_peak"):
+for cid in ("torch.cublaslt_shapes", "torch.python_frames", "torch.memory_peak", "torch.hta"):
     if st.get(cid, ("missing",))[0] not in ("pass", "skip"):  # skip while the feature is missing
         bad.append("%s: %s" % (cid, st.get(cid)))
-ov = s["figures"].get("overhead", {})
+ov = s["figures"].get("overhead", {}).get("transformer", {})
 r = ov.get("ratio_to_bare", {})
-if abs(r.get("dlhook", 0) - 1.05) > 1e-6 or abs(r.get("torchprof-stack", 0) - 1.5) > 1e-6:
+if abs(r.get("dlhook", 0) - 1.05) > 1e-6 or abs(r.get("dlhook-none", 0) - 1.05) > 1e-6 or \
+        abs(r.get("torchprof-stack", 0) - 1.5) > 1e-6:
     bad.append("overhead ratios %s (want dlhook 1.05, torchprof-stack 1.5)" % r)
-kp = s["figures"].get("kernels_per_step", {})
+kp = s["figures"].get("kernels_per_step", {}).get("transformer", {})
 if not kp.get("steps_compared") or kp.get("steps_equal") != kp.get("steps_compared"):
     bad.append("kernels per step %s" % kp)
 md = open(sys.argv[1].replace(".json", ".md")).read()
@@ -38,3 +40,11 @@ if bad:
 print("ok: %s" % st["compare.kernels_per_step"][1])
 PY
 [ "$rc" = 0 ] || { echo "FAIL: gpu-acceptance exit $rc"; exit 1; }
+# the analyses brought back to this machine: HTA and xprof on the PyTorch part's exports
+if [ -x "$BUILD/venv/bin/python" ] && "$BUILD/venv/bin/python" -c 'import hta, xprof' 2>/dev/null; then
+  VPY="$BUILD/venv/bin/python" sh "$ROOT/scripts/gpu/offline-checks" "$T/out" >"$T/offline.log" 2>&1 ||
+    { echo "FAIL: offline-checks"; cat "$T/offline.log"; exit 1; }
+  grep -q '| transformer | HTA | pass' "$T/offline.log" && grep -q '| transformer | xprof | pass' "$T/offline.log" ||
+    { echo "FAIL: offline-checks table"; cat "$T/offline.log"; exit 1; }
+  echo "offline checks: $(grep -c '| pass' "$T/offline.log") passed"
+fi
