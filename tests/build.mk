@@ -16,5 +16,5 @@ $(BUILD)/tests/progs/%: tests/progs/%.cu | $(CUDA_STAMP)
 
 TEST_DEPS += $(TEST_PROGS)
 
-# tests/record/: capture ranges and the GPU memory ledger (issue 11)
+# tests/record/: capture ranges and the GPU memory ledger
 TEST_DEPS += $(BUILD)/tests/progs/capture $(BUILD)/tests/progs/memory

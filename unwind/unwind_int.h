@@ -100,7 +100,5 @@ int dlh_py_walk(dlh_pyframe *out, int max);
  * file name (UTF-8, truncated to the buffers). */
 void dlh_py_resolve(uint64_t code, int64_t lasti, uint32_t *line, char *fn, size_t fncap,
                     char *file, size_t filecap);
-/* The version detected, e.g. "3.11" ("" when none). */
-const char *dlh_py_version(void);
 
 #endif

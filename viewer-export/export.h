@@ -1,6 +1,6 @@
 /* export.h — shared pieces of `dlhook export` and `dlhook diff`: options, the streaming scan of
  * a trace (window filter, progress), output helpers, and the entry points of each format
- * (export_kineto.c, export_perfetto.c, export_xplane.c, flame.c, export_pprof.c). */
+ * (export_kineto.c, export_perfetto.c, export_xplane.c, flame.c). */
 #ifndef EXPORT_H
 #define EXPORT_H
 

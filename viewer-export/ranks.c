@@ -220,16 +220,6 @@ static size_t straggler(void) {
   return s;
 }
 
-int vx_ranks_straggler(int *rank, double *delay_ns, uint64_t *arrived_last, size_t *matched) {
-  if (!R.ncoll) return 0;
-  size_t s = straggler();
-  *rank = R.r[s].rank;
-  *delay_ns = R.last_delay[s];
-  *arrived_last = R.last_count[s];
-  *matched = R.ncoll;
-  return 1;
-}
-
 /* `"ranks":[...],"collectives":{...},"straggler":{...}` members (leading comma included). */
 void vx_ranks_json(FILE *f) {
   if (!R.ncoll) return;

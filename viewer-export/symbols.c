@@ -242,11 +242,6 @@ size_t vx_stack_frames(const vx_trace *t, uint32_t stack_id, const vx_frame **ou
   return st->n;
 }
 
-int vx_stack_truncated(const vx_trace *t, uint32_t stack_id) {
-  vx_stack *st = t->stacks ? vx_map_get(&t->stacks->stacks, stack_id) : NULL;
-  return st ? st->truncated : 0;
-}
-
 void vx_stacks_free(vx_trace *t) {
   vx_stacks *s = t->stacks;
   if (!s) return;

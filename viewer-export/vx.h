@@ -123,8 +123,6 @@ typedef struct vx_frame {
  * or undefined. Native and Python frames are interleaved as the trace records them (mixed
  * mode: Python frames in place of the interpreter's frames). */
 size_t vx_stack_frames(const vx_trace *t, uint32_t stack_id, const vx_frame **out);
-/* Whether stack `stack_id` was cut at DLHOOK_STACK_DEPTH (its outermost frames are missing). */
-int vx_stack_truncated(const vx_trace *t, uint32_t stack_id);
 /* trace.c -> symbols.c: records a StackDef, ModuleDef, SymbolDef or PyFrameDef packet;
  * frees them all. */
 void vx_stacks_define(vx_trace *t, const Dlh__Packet *p);
@@ -141,10 +139,6 @@ char *vx_demangle(const char *name);
 int vx_ranks_analyze(char **files, size_t n);
 void vx_ranks_json(FILE *f);
 void vx_ranks_table(FILE *f);
-/* After vx_ranks_analyze: the straggler (the rank that arrived last at the most collectives),
- * the trimmed mean of its delay at those collectives (> 0), how often it was last, and the
- * number of collectives matched. Returns 0 when there was nothing to analyze. */
-int vx_ranks_straggler(int *rank, double *delay_ns, uint64_t *arrived_last, size_t *matched);
 /* After vx_ranks_analyze: the refined (realtime - trace clock) offset of a ranked trace. */
 int vx_ranks_offset(const char *path, int64_t *offset);
 /* The (realtime - trace clock) offset of a trace's first clock anchor. Returns 0 if none. */
