@@ -89,6 +89,7 @@ $(CUDA_STAMP): | $(DEPS_STAMP)
 	$(Q)test -f "$(CUDA_INC)/cuda_runtime_api.h" || { echo "error: CUDA toolkit not found at CUDA_HOME=$(CUDA_HOME) (need include/cuda_runtime_api.h); set CUDA_HOME" >&2; exit 1; }
 	$(Q)touch $@
 
+include common/build.mk
 include format/build.mk
 include preload/build.mk
 include hooks/build.mk

@@ -9,7 +9,7 @@ FUZZ_DIR := $(BUILD)/fuzz
 $(FUZZ_DIR)/vx_main.o: viewer-export/main.c $(BUILD)/format/dlhook.pb-c.h $(VX_PROTO_H) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	@echo "  CC      $@"
-	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -Iviewer-export -I$(BUILD)/viewer-export -Dmain=dlh_vx_main -c -o $@ $<
+	$(Q)$(CC) $(CFLAGS) $(COMMON_CFLAGS) $(FORMAT_CFLAGS) -Iviewer-export -I$(BUILD)/viewer-export -Dmain=dlh_vx_main -c -o $@ $<
 FUZZ_VX_OBJS = $(filter-out $(BUILD)/viewer-export/main.o,$(VX_OBJS)) $(VX_PROTO_O) $(FUZZ_DIR)/vx_main.o
 $(FUZZ_DIR)/replay: fuzz/replay.c fuzz/mutate.h $(FUZZ_VX_OBJS) $(FORMAT_OBJS)
 	@mkdir -p $(@D)
@@ -26,7 +26,7 @@ FUZZ_SRCS     = $(filter-out viewer-export/main.c,$(VX_SRCS)) $(VX_SHARED_SRCS) 
 $(FUZZ_DIR)/fuzz_trace: fuzz/fuzz_trace.c fuzz/mutate.h viewer-export/main.c $(FUZZ_SRCS) $(FORMAT_GEN) $(VX_PROTO_H) | fuzz-tools
 	@mkdir -p $(@D)
 	@echo "  FUZZ    $@"
-	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $(FORMAT_CFLAGS) -Iviewer-export -Iunwind -I$(BUILD)/viewer-export -o $@ \
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) $(COMMON_CFLAGS) $(FORMAT_CFLAGS) -Iviewer-export -Iunwind -I$(BUILD)/viewer-export -o $@ \
 	  fuzz/fuzz_trace.c $(filter %.c,$(FUZZ_SRCS)) viewer-export/main.c -Dmain=dlh_vx_main \
 	  $(FORMAT_LIBS) $(VX_LIBS) -lz -lstdc++
 fuzz: $(FUZZ_DIR)/fuzz_trace all $(TEST_DEPS)

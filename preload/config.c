@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,33 +13,6 @@
 #include "dlh_signame.h"
 
 dlh_config dlh_cfg;
-
-/* One line "dlhook: <prefix><message>\n" on stderr with a single write (async-signal-tolerant,
- * no stdio). */
-static void vmsg(const char *prefix, const char *fmt, va_list ap) {
-  char buf[512];
-  int n = snprintf(buf, sizeof buf, "dlhook: %s", prefix);
-  n += vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
-  if (n > (int)sizeof buf - 2) n = (int)sizeof buf - 2;
-  buf[n++] = '\n';
-  ssize_t w = write(2, buf, (size_t)n);
-  (void)w;
-}
-
-void dlh_warn(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vmsg("warning: ", fmt, ap);
-  va_end(ap);
-}
-
-void dlh_info(const char *fmt, ...) {
-  if (dlh_cfg.quiet) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vmsg("", fmt, ap);
-  va_end(ap);
-}
 
 /* Parses an unsigned integer setting in [lo, hi]; warns and returns def when malformed. */
 static uint64_t env_uint(const char *name, uint64_t def, uint64_t lo, uint64_t hi) {
@@ -181,6 +153,7 @@ toolong:
 void dlh_config_load(void) {
   memset(&dlh_cfg, 0, sizeof dlh_cfg);
   dlh_cfg.quiet = env_bool("DLHOOK_QUIET", 0);
+  dlh_msg_quiet = dlh_cfg.quiet;
   dlh_cfg.enabled = !env_bool("DLHOOK_DISABLE", 0);
   dlh_cfg.ring_bytes = env_uint("DLHOOK_RING_KB", 8192, 4, 1 << 20) * 1024;
   dlh_cfg.mem_limit = env_uint("DLHOOK_MEM_MB", 64, 1, 1 << 20) << 20;

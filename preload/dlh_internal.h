@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "dlh_hook.h"
+#include "dlh_msg.h"
 
 /* ---- settings (config.c) ---- */
 typedef struct dlh_config {
@@ -35,8 +36,7 @@ typedef struct dlh_config {
 extern dlh_config dlh_cfg;
 void dlh_config_load(void);
 void dlh_config_after_fork(void);   /* forked child: same settings, its own trace name */
-void dlh_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void dlh_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* dlh_warn, dlh_info: common/dlh_msg.h */
 
 /* ---- ring records (words of 8 bytes) ----
  * word 0: fn (bits 0-31) | nargs (32-39) | depth (40-47) | kind (48-51) | flags (52-55) |

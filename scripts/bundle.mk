@@ -52,7 +52,7 @@ $(BUNDLE_OBJ)/dlstatic.o: scripts/bundle/dlstatic.c $(BUNDLE_OBJ)/dlstatic_table
 
 # The same objects as preload/build.mk's link of $(BUILD)/libdlhook.so (keep the two in step);
 # -z defs: a library the regular link names and this one lacks fails here, not on the GPU machine.
-BUNDLE_SO_OBJS := $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) $(BUNDLE_OBJ)/dlstatic.o
+BUNDLE_SO_OBJS := $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) $(COMMON_OBJS) $(BUNDLE_OBJ)/dlstatic.o
 $(BUNDLE)/libdlhook.so: $(BUNDLE_SO_OBJS) $(BUNDLE_SO_ARCHIVES) preload/libdlhook.map
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@ (static deps)"

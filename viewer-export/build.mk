@@ -5,7 +5,7 @@ VX_OBJS := $(patsubst viewer-export/%.c,$(BUILD)/viewer-export/%.o,$(VX_SRCS))
 $(BUILD)/viewer-export/%.o: viewer-export/%.c $(BUILD)/format/dlhook.pb-c.h | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
-	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -Iviewer-export -I$(BUILD)/viewer-export -MMD -MP -c -o $@ $<
+	$(Q)$(CC) $(CFLAGS) $(COMMON_CFLAGS) $(FORMAT_CFLAGS) -Iviewer-export -I$(BUILD)/viewer-export -MMD -MP -c -o $@ $<
 
 # unwind/elfsym.c (the sorted symbol index) is compiled into the command too: `dlhook symbolize`
 # resolves with the same code as the recorder, with libelf and libdw linked directly.
@@ -14,8 +14,8 @@ $(BUILD)/viewer-export/shared/%.o: unwind/%.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) -Iunwind -MMD -MP -c -o $@ $<
-VX_OBJS += $(VX_SHARED_OBJS)
-VX_SHARED_SRCS := unwind/elfsym.c
+VX_OBJS += $(VX_SHARED_OBJS) $(COMMON_OBJS)
+VX_SHARED_SRCS := unwind/elfsym.c $(COMMON_SRCS)
 VX_LIBS := -ldw -lelf
 $(BUILD)/viewer-export/symbolize.o: CFLAGS += -Iunwind
 

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dlh_msg.h"
 #include "vx.h"
 
 /* ---------------------------------------------------------------- messages and memory */
@@ -14,11 +15,10 @@
 void vx_error(const char *fmt, ...) {
   va_list ap;
   fflush(stdout);
-  fputs("dlhook: ", stderr);
+  fflush(stderr);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  dlh_vmsg("", fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
 }
 
 int vx_usage_error(const char *cmd, const char *fmt, ...) {

@@ -1,5 +1,5 @@
 /* dlh_signame.h — signal names for DLHOOK_SIGNAL, shared by libdlhook.so (preload/config.c)
- * and `dlhook ctl` (viewer-export/ctl.c) so that both read a setting the same way. */
+ * and `dlhook ctl`, so that both read a setting the same way. */
 #ifndef DLH_SIGNAME_H
 #define DLH_SIGNAME_H
 
