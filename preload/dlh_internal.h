@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include "dlh_hook.h"
 #include "dlh_msg.h"
+#include "dlh_unwind.h"
 
 /* ---- settings (config.c) ---- */
 typedef struct dlh_config {
@@ -24,7 +25,7 @@ typedef struct dlh_config {
   int rank, local_rank, world_size;
   int64_t realtime_skew_ns; /* DLHOOK_REALTIME_SKEW_NS: added to realtime anchors (tests: the
                              * clock of another host) */
-  int stacks;            /* DLHOOK_STACKS: DLH_STACKS_* (unwind/dlh_unwind.h); -1 = by default */
+  int stacks;            /* DLHOOK_STACKS: DLH_STACKS_* (dlh_unwind.h); -1 = by default */
   unsigned stack_depth;  /* DLHOOK_STACK_DEPTH: native frames kept per stack */
   char capture_range[256]; /* DLHOOK_CAPTURE_RANGE (capture.c interprets it) */
   uint64_t delay_ns;     /* DLHOOK_DELAY seconds: nothing recorded before */
@@ -69,9 +70,8 @@ struct dlh_thread {
   _Atomic uint64_t dropped;
   _Atomic int wake_sent;               /* producer asked the writer to drain this ring */
   _Atomic int state;                   /* DLH_T_* */
-  void *stack_cache;                   /* unwind/capture.c: this thread's recent stacks; kept */
-  unsigned stack_cache_next;           /* when the struct is reused (emptied at attach) */
-  unsigned stack_miss_known;           /* unwind/capture.c: the last cache miss was a known stack */
+  dlh_stack_cache stack_cache;         /* unwind/: this thread's recent stacks; kept when the
+                                          struct is reused (emptied at attach) */
   int announced;                       /* writer: ThreadInfo written */
   uint32_t nlinks;                     /* writer: LINK records waiting for their outer call */
   uint64_t links[DLH_MAX_LINKS];
@@ -130,8 +130,9 @@ const char *dlh_cupti_fn_name(uint32_t id); /* name of a function id only CUPTI 
 uint64_t dlh_cupti_dropped(void);       /* activity records CUPTI dropped */
 void dlh_cupti_after_fork_child(void);
 
-/* ---- call stacks (unwind/dlh_unwind.h) ---- */
-#include "../unwind/dlh_unwind.h"
+/* ---- call stacks (unwind/dlh_unwind.h; stacks.c) ---- */
+/* The unwind service's settings from dlh_cfg, with the runtime's callbacks. */
+const dlh_unwind_settings *dlh_stacks_settings(void);
 
 /* ---- exec (exec.c) ---- */
 void dlh_exec_init(void);               /* constructor: what exec must carry over */

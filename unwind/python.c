@@ -24,7 +24,6 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "dlh_internal.h"
 #include "unwind_int.h"
 
 int dlh_py_active;

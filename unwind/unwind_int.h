@@ -7,10 +7,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <time.h>
+
+#include "dlh_format.h" /* DLH_PYFRAME_TAG */
+#include "dlh_msg.h"
 #include "dlh_unwind.h"
 
 #define DLH_STACK_MAX_DEPTH 256
-#define DLH_PYFRAME_TAG (1ull << 63)   /* StackDef frame value with this bit: a PyFrameDef id */
+
+/* The settings given to dlh_stacks_init (capture.c). */
+extern dlh_unwind_settings dlh_unwind_cfg;
+
+/* CLOCK_MONOTONIC in ns: the clock of the writer's deadlines. */
+static inline uint64_t dlh_unwind_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* An interned stack in the arena: n frames, innermost first (pcs, or DLH_PYFRAME_TAG | id). */
 typedef struct dlh_stack_rec {

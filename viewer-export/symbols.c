@@ -9,7 +9,6 @@
 
 #include "vx.h"
 
-#define PYFRAME_TAG (1ull << 63)
 
 typedef struct vx_module {
   char *path;
@@ -213,7 +212,7 @@ size_t vx_stack_frames(const vx_trace *t, uint32_t stack_id, const vx_frame **ou
       vx_frame *f = &st->frames[i];
       uint64_t v = st->raw[i];
       memset(f, 0, sizeof *f);
-      if (v & PYFRAME_TAG) {
+      if (v & DLH_PYFRAME_TAG) {
         const vx_pyframe *py = vx_map_get(&s->pyframes, (uint32_t)v);
         f->python = 1;
         if (py) {
