@@ -10,7 +10,7 @@
 #include "dlh_msg.h"
 #include "dlh_unwind.h"
 
-/* ---- settings (config.c) ---- */
+/* ---- settings (config.c; the table of them: dlh_settings.def) ---- */
 typedef struct dlh_config {
   char output[4096];     /* DLHOOK_OUTPUT, after substitution: the trace file path */
   int enabled;           /* DLHOOK_DISABLE=1 turns everything into pass-through */
@@ -22,6 +22,10 @@ typedef struct dlh_config {
   int zstd_level;        /* DLHOOK_ZSTD_LEVEL */
   int quiet;             /* DLHOOK_QUIET=1: no informational messages (warnings still print) */
   int signals;           /* DLHOOK_SIGNALS=0: do not install SIGINT/SIGTERM flush handlers */
+  int cupti;             /* DLHOOK_CUPTI=0: no CUPTI (cupti.c) */
+  int cupti_noise;       /* DLHOOK_CUPTI_NOISE=1: keep the high-frequency calls only CUPTI sees */
+  int nvtx;              /* DLHOOK_NVTX=0: NVTX_INJECTION64_PATH left alone (nvtx.c) */
+  int follow_exec;       /* DLHOOK_FOLLOW_EXEC=0: exec with a cleaned environment not followed */
   int rank, local_rank, world_size;
   int64_t realtime_skew_ns; /* DLHOOK_REALTIME_SKEW_NS: added to realtime anchors (tests: the
                              * clock of another host) */
