@@ -168,3 +168,11 @@ help:
 
 # header dependencies
 -include $(shell find $(BUILD) -name '*.d' -type f -not -path '*/venv/*' 2>/dev/null)
+
+# The link lines of the two products, for scripts/check-layering (tests/cli/t_layering.sh):
+# one line per product, "NAME: objects...". Keep in step with preload/build.mk and
+# viewer-export/build.mk.
+print-link-units:
+	@echo "libdlhook.so: $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) $(COMMON_OBJS)"
+	@echo "dlhook: $(VX_OBJS) $(VX_PROTO_O) $(FORMAT_OBJS)"
+.PHONY: print-link-units
