@@ -86,7 +86,6 @@ static void fork_child(void) {
   atomic_store(&fork_pending, 0);
   for (int i = 0; i < NSTRIPE; i++) atomic_store(&in_unwind[i].n, 0); /* only this thread lives */
   pthread_mutex_init(&dlh_dl_mutex, NULL);
-  dlh_symbolize_after_fork_child();
 }
 
 /* ---------------------------------------------------------------- setup */
@@ -114,11 +113,7 @@ const char *dlh_stacks_mode_name(void) {
   return names[dlh_stack_mode & 3];
 }
 
-void dlh_stacks_init(const dlh_unwind_settings *settings) {
-  dlh_stack_mode = 0;
-  dlh_unwind_cfg = *settings;
-  int want = settings->mode;
-  if (want == DLH_STACKS_NONE) return;
+int dlh_capture_setup(const dlh_unwind_settings *settings) {
   depth_max = settings->depth ? settings->depth : 64;
   if (depth_max > DLH_STACK_MAX_DEPTH) depth_max = DLH_STACK_MAX_DEPTH;
   if (!stack_tab) {
@@ -132,7 +127,7 @@ void dlh_stacks_init(const dlh_unwind_settings *settings) {
     dlh_pyf_max_id = (1u << PYF_BITS) / 4 * 3;
     if (!stack_tab || !pyf_tab || !dlh_stack_recs || !dlh_pyf_recs || !arena) {
       dlh_warn("cannot allocate the stack tables; calls are recorded without stacks");
-      return;
+      return -1;
     }
   }
   if (!unw_bt) {
@@ -151,20 +146,19 @@ void dlh_stacks_init(const dlh_unwind_settings *settings) {
                "(install libunwind8)");
     }
   }
-  dl_iterate_phdr(find_self, (void *)(uintptr_t)&dlh_stacks_init);
+  dl_iterate_phdr(find_self, (void *)(uintptr_t)&dlh_capture_setup);
   dlh_modmap_init();
-  dlh_symbolize_preload();
   static int atfork_done;
   if (!atfork_done) {
     atfork_done = 1;
     pthread_atfork(fork_prepare, fork_parent, fork_child);
   }
-  int py = dlh_py_init();
-  if (want < 0) want = py ? DLH_STACKS_MIXED : DLH_STACKS_NATIVE;
-  if ((want == DLH_STACKS_MIXED || want == DLH_STACKS_PYTHON) && !py) want = DLH_STACKS_NATIVE;
-  if (want != DLH_STACKS_PYTHON && !unw_bt) want = py ? DLH_STACKS_PYTHON : DLH_STACKS_NONE;
-  py_mode = want == DLH_STACKS_MIXED || want == DLH_STACKS_PYTHON;
-  dlh_stack_mode = want;
+  return unw_bt ? 1 : 0;
+}
+
+void dlh_capture_set_mode(int mode) {
+  py_mode = mode == DLH_STACKS_MIXED || mode == DLH_STACKS_PYTHON;
+  dlh_stack_mode = mode;
 }
 
 uint64_t dlh_stacks_count(void) { return atomic_load(&stack_next); }

@@ -229,9 +229,15 @@ static void dwfl_report_all(void) {
  * inconsistent (its next dlopen aborts in ld.so). */
 static void *libdw;
 static void dwfl_lookup(void);
+static void after_fork_child(void);
 void dlh_symbolize_preload(void) {
   if (!libdw) libdw = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
   if (libdw && !D.begin) dwfl_lookup();
+  static int atfork_done; /* after capture.c's (child handlers run in that order) */
+  if (!atfork_done) {
+    atfork_done = 1;
+    pthread_atfork(NULL, NULL, after_fork_child);
+  }
 }
 
 /* Constructor time too: dlsym takes the loader's lock, which a program thread holds for the
@@ -493,9 +499,9 @@ static void queue_pc(uint64_t pc, module *m) {
   pthread_mutex_unlock(&sym_mu);
 }
 
-/* fork child (capture.c's atfork handler): the symbolizer does not exist here and may have
- * held its lock or been inside libdw; start over with fresh state (the old is leaked). */
-void dlh_symbolize_after_fork_child(void) {
+/* fork child: the symbolizer does not exist here and may have held its lock or been inside
+ * libdw; start over with fresh state (the old is leaked). */
+static void after_fork_child(void) {
   pthread_mutex_init(&sym_mu, NULL);
   pthread_cond_init(&sym_cv, NULL);
   memset(Q, 0, sizeof Q);

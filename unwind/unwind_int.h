@@ -88,11 +88,18 @@ void dlh_modmap_init(void);
  * returns 1, or returns 0 when pc is in no loaded object (JIT code, anonymous memory). */
 int dlh_modmap_find(uintptr_t pc, dlh_modinfo *out);
 
+/* ---- capture (capture.c) ---- */
+/* Allocates the intern tables, loads libunwind, finds libdlhook's own range
+ * and installs the fork guard. Returns 1 when native stacks can be taken, 0 when libunwind is
+ * missing (warned), -1 when the tables cannot be allocated (warned: no stacks at all). */
+int dlh_capture_setup(const dlh_unwind_settings *settings);
+/* Sets the effective mode (dlh_stack_mode; DLH_STACKS_*): which walks capture takes. */
+void dlh_capture_set_mode(int mode);
+
 /* ---- symbolizer (symbolize.c) ---- */
-/* Loads elfutils' libdw privately (constructor time only: never dlopen on the writer thread). */
+/* Loads elfutils' libdw privately (constructor time only: never dlopen on the writer thread),
+ * and installs the fork handler that lets a child start the symbolizer's state over. */
 void dlh_symbolize_preload(void);
-/* fork child: the symbolizer thread's state starts over. */
-void dlh_symbolize_after_fork_child(void);
 
 /* ---- CPython frame walker (python.c) ---- */
 typedef struct dlh_pyframe {
