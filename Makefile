@@ -94,7 +94,7 @@ include format/build.mk
 include preload/build.mk
 include hooks/build.mk
 include unwind/build.mk
-include viewer-export/build.mk
+include command/build.mk
 include tests/simcuda/build.mk
 include examples/build.mk
 include tests/build.mk
@@ -171,7 +171,7 @@ help:
 
 # The link lines of the two products, for scripts/check-layering (tests/cli/t_layering.sh):
 # one line per product, "NAME: objects...". Keep in step with preload/build.mk and
-# viewer-export/build.mk.
+# command/build.mk.
 print-link-units:
 	@echo "libdlhook.so: $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) $(COMMON_OBJS)"
 	@echo "dlhook: $(VX_OBJS) $(VX_PROTO_O) $(FORMAT_OBJS)"

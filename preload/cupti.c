@@ -107,7 +107,7 @@ static uint32_t fn_id(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const cha
 }
 
 /* Arguments of the calls that matter, in the order of the wrapper's descriptor. */
-/* Driver memory calls for the GPU memory ledger (viewer-export/memory.c): allocations as
+/* Driver memory calls for the GPU memory ledger (the command's command/lib/memory.c): allocations as
  * (ptr, size, stream), frees as (ptr, stream); cuMemCreate/cuMemRelease with the handle as ptr;
  * cuMemMap/cuMemUnmap as (ptr, size). */
 static uint32_t driver_args(CUpti_CallbackId cbid, const void *params, uint64_t *a) {

@@ -26,7 +26,7 @@ DEPS_DIR    := $(BUILD)/deps
 DEPS_LIB    := $(DEPS_DIR)/lib
 DEPS_DONE   := $(DEPS_DIR)/stamp
 
-# static PIC archives: libdlhook.so takes all; dlhook only what format/ and viewer-export/ use
+# static PIC archives: libdlhook.so takes all; dlhook only what format/, common/ and command/ use
 BUNDLE_SO_ARCHIVES  := $(DEPS_LIB)/libunwind.a $(DEPS_LIB)/libdw.a $(DEPS_LIB)/libelf.a \
                        $(DEPS_LIB)/libprotobuf-c.a $(DEPS_LIB)/libzstd.a $(DEPS_LIB)/libz.a
 BUNDLE_BIN_ARCHIVES := $(DEPS_LIB)/libdw.a $(DEPS_LIB)/libelf.a $(DEPS_LIB)/libprotobuf-c.a \
@@ -62,7 +62,7 @@ $(BUNDLE)/libdlhook.so: $(BUNDLE_SO_OBJS) $(BUNDLE_SO_ARCHIVES) preload/libdlhoo
 	  $(LDFLAGS) -Wl,--start-group $(BUNDLE_SO_ARCHIVES) -Wl,--end-group \
 	  $(BUNDLE_UNWIND_OTHER) -static-libgcc -ldl -lpthread -lm
 
-# The same objects as viewer-export/build.mk's link of $(BUILD)/dlhook (keep the two in step).
+# The same objects as command/build.mk's link of $(BUILD)/dlhook (keep the two in step).
 BUNDLE_BIN_OBJS := $(VX_OBJS) $(VX_PROTO_O) $(FORMAT_OBJS)
 $(BUNDLE)/dlhook: $(BUNDLE_BIN_OBJS) $(BUNDLE_BIN_ARCHIVES)
 	@mkdir -p $(dir $@)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gen_cbids.py — generates viewer-export/cupti_cbids.c: the CUPTI callback id (cbid) of every
+"""gen_cbids.py — generates command/export/cupti_cbids.c: the CUPTI callback id (cbid) of every
 CUDA runtime and driver function, by name, from CUPTI's own headers (cupti_runtime_cbid.h,
 cupti_driver_cbid.h). The Kineto export writes them as `cbid`, as torch.profiler does.
 
@@ -57,7 +57,7 @@ def render(rt, drv):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cuda-home", default=os.environ.get("CUDA_HOME", "/usr/local/cuda"))
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "viewer-export", "cupti_cbids.c"))
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "command", "export", "cupti_cbids.c"))
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
     inc = None
