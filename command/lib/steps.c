@@ -15,7 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "export.h"
+#include "scan.h"
 #include "vx.h"
 
 enum { C_COMPUTE, C_COMM, C_COPY, C_HOST, C_NCAT };
