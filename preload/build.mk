@@ -2,7 +2,7 @@
 # into $(BUILD)/libdlhook.so.
 PRELOAD_SRCS := $(wildcard preload/*.c)
 PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.o)
-PRELOAD_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Ipreload -Iunwind $(COMMON_CFLAGS) $(FORMAT_CFLAGS) -I$(CUDA_INC)
+PRELOAD_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Ipreload -Ihooks -Iunwind $(COMMON_CFLAGS) $(FORMAT_CFLAGS) -I$(CUDA_INC)
 
 # dlsym.c and signals.c run inside the sanitizer runtimes' own start-up (they look up the real
 # functions with dlsym and install their signal handlers with sigaction before they are

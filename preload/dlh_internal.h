@@ -122,6 +122,8 @@ void dlh_writer_note_fn(uint32_t fn);              /* writer: FunctionDesc befor
 enum { DLH_NVTX_PUSH = 1, DLH_NVTX_POP, DLH_NVTX_MARK, DLH_NVTX_START, DLH_NVTX_END };
 #define DLH_NVTX_MAX_DEPTH 64
 void dlh_nvtx_setup_injection(void);
+extern const dlh_fn_desc dlh_fns_nvtx[];   /* the NVTX functions (DLH_DOMAIN_NVTX) */
+extern const unsigned dlh_fns_nvtx_count;
 void dlh_nvtx_convert(void *writer, struct dlh_thread *t, const uint64_t *w, uint64_t nwords);
 
 /* ---- CUPTI (cupti.c) ---- */

@@ -233,8 +233,10 @@ void dlh_set_pending_corr(uint64_t corr) {
 /* ---------------------------------------------------------------- resolution */
 
 static const char *const lib_sonames[DLH_LIB_COUNT] = {
-    "libcudart.so.13", "libcuda.so.1", "libcublas.so.13", "libcublasLt.so.13",
-    "libcudnn.so.9", "libnccl.so.2"};
+#define DLH_CUDA_LIB(name, lib, soname) [DLH_LIB_##lib] = soname,
+#include "dlh_cuda_libs.def"
+#undef DLH_CUDA_LIB
+};
 
 /* Wrappers cache the real function for good, so the library that defines it must stay mapped:
  * a program that dlcloses the CUDA runtime and opens it again (a dlopen/dlclose storm) would

@@ -871,7 +871,7 @@ def ret_record(types, cfg, proto):
 
 
 PREAMBLE = r'''#include "dlh_hook.h"
-#include "dlh_dlsym.h"
+#include "dlh_hooks.h"
 
 #include <stdint.h>
 #include <string.h>
