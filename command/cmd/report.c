@@ -1,6 +1,6 @@
 /* report.c — `dlhook report -o report.html TRACE...`: one self-contained HTML page (inline CSS,
  * JS and SVG; nothing loaded from the network) to read or share: the headline numbers, the
- * GPU-time flame graph (flame.c's interactive SVG, inlined), a timeline overview (one SVG lane
+ * GPU-time flame graph (flame_svg.c's interactive SVG, inlined), a timeline overview (one SVG lane
  * per thread, per NVTX thread, per GPU stream, the live device memory of each process, capture
  * windows shaded), top kernels and top calls as HTML tables, and the terminal summaries of
  * `dlhook stats` (GEMM/convolution/collective tables included) and `dlhook stats --memory`. */
@@ -735,7 +735,7 @@ int cmd_report(int argc, char **argv) {
   for (size_t w = 0; w < r->nwin; w++)
     if (r->win[w].e == UINT64_MAX) r->win[w].e = r->t1;
 
-  /* the flame graph, by flame.c, into a temporary file that is then inlined */
+  /* the flame graph, by export/flame.c, into a temporary file that is then inlined */
   const char *tmp = getenv("TMPDIR");
   char svgpath[4096];
   snprintf(svgpath, sizeof svgpath, "%s/dlhook-report-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -814,7 +814,7 @@ int cmd_report(int argc, char **argv) {
   fprintf(f, "<h2>Flame graph: %s</h2>\n<div id=\"flamegraph\" class=\"scroll\">\n",
           r->kernels_n ? "GPU time by launching stack" : "API time by stack (no GPU activity)");
   if (svg) {
-    /* flame.c's script takes the document element as its <svg>: inside a page it is the
+    /* flame_svg.c's script takes the document element as its <svg>: inside a page it is the
      * flame graph's own element */
     char *body = strstr(svg, "<svg");
     if (!body) body = svg;

@@ -9,7 +9,7 @@
  * same sorted symbol index as in the recorder (unwind/elfsym.c); file:line from DWARF through
  * elfutils' libdwfl. The output is the input re-framed, every packet kept, with the new
  * SymbolDef packets before the trailer (whose pcs_unsymbolized is updated). Without -o the trace
- * is replaced (a new file renamed over it, as every output of the command: export.c). */
+ * is replaced (a new file renamed over it, as every output of the command: lib/output.c). */
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -330,7 +330,7 @@ int cmd_symbolize(int argc, char **argv) {
     if (file) strs[nstrs++] = file;
   }
 
-  /* pass 2: write the output (a new file renamed into place: export.c's rules for outputs) */
+  /* pass 2: write the output (a new file renamed into place: lib/output.c's rules for outputs) */
   const char *dst = out ? out : in;
   FILE *of = ex_create(dst, 0);
   if (!of) return VX_BAD_INPUT;

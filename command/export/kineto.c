@@ -1,4 +1,4 @@
-/* export_kineto.c — `dlhook export --format kineto`: Chrome trace JSON in the layout of the
+/* kineto.c — `dlhook export --format kineto`: Chrome trace JSON in the layout of the
  * PyTorch profiler (Kineto), gzipped, one file per trace:
  * OUT/<host>_rank<R>_<pid>.<ms>.pt.trace.json.gz (<host>_<pid>.<ms>... without a rank).
  *
@@ -35,7 +35,7 @@
  *                 trace with a rank, or a lone trace: rank 0 of 1), baseTimeNanoseconds (ts + base
  *                 = Unix time), traceEvents, traceName (the file's name).
  *   times:        whole µs (see put_us).
- * Three passes over the trace: export_links.c's scan, then the calls, then the GPU records.
+ * Three passes over the trace: links.c's scan, then the calls, then the GPU records.
  * Memory: a few dozen bytes per GPU record and NVTX range (the links), nothing per call. */
 #include <ctype.h>
 #include <inttypes.h>
@@ -758,7 +758,7 @@ static int kineto_one(const ex_opts *o, const char *path, size_t index, size_t n
   k.world = L.rank >= 0 ? (L.world > 0 ? L.world : (int)n) : 1;
   k.range_ext = calloc(L.nrange ? L.nrange : 1, sizeof *k.range_ext);
   if (!k.range_ext) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
-  char host[128]; /* the one rule for names derived from traces (export.c) */
+  char host[128]; /* the one rule for names derived from traces (lib/output.c) */
   ex_safe_name(host, sizeof host, L.host, "host");
   size_t plen = strlen(o->out) + 64;
   char *tmp = vx_xmalloc(plen), *final = NULL;

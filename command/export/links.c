@@ -1,4 +1,4 @@
-/* export_links.c — what the exporters must know about a trace before they write any of it.
+/* links.c — what the exporters must know about a trace before they write any of it.
  *
  * A trace holds API calls and GPU records in separate batches, written when each ring or CUPTI
  * buffer is flushed: a kernel may come before or after the call that launched it in the file.

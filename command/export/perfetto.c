@@ -1,4 +1,4 @@
-/* export_perfetto.c — `dlhook export --format perfetto`: Perfetto's native protobuf trace
+/* perfetto.c — `dlhook export --format perfetto`: Perfetto's native protobuf trace
  * (proto/perfetto_trace.proto, a subset with Perfetto's field numbers), written as a stream of
  * TracePackets on one packet sequence:
  *   - a track per process (ProcessDescriptor), per thread (ThreadDescriptor), per GPU device of
@@ -9,7 +9,7 @@
  *   - processes are named "rank N" (their command line in the descriptor), devices "GPU D (rank
  *     N)"; processes without GPU work are left out (--keep-gpuless keeps them);
  *   - flows connect a call to the GPU work it launched (flow id from the correlation id), only
- *     from calls that launched work and to work whose call is in the export (export_links.c:
+ *     from calls that launched work and to work whose call is in the export (links.c:
  *     a first scan of each trace; then the calls, then the GPU records);
  *   - library calls (cuBLAS, cuBLASLt, cuDNN, NCCL) carry their recorded arguments as slice args
  *     (m, n, k, dtype, flops; N C H W K R S; count, datatype, nranks, comm_hash, bytes...);

@@ -1,4 +1,4 @@
-/* export_xplane.c — `dlhook export --format tensorboard`: an xprof run that TensorBoard's
+/* xplane.c — `dlhook export --format tensorboard`: an xprof run that TensorBoard's
  * profile plugin (and xprof) open: OUT/plugins/profile/<run>/<host>.xplane.pb, one XSpace per
  * trace (proto/xplane.proto, a subset with xprof's field numbers).
  *
@@ -12,7 +12,7 @@
  *                     (core_count, memory_size, compute_cap_major, compute_cap_minor).
  * What xprof's analyses need (read from openxla/xprof and the grouping code of XLA's tsl
  * profiler, group_events.cc):
- *   - steps: NVTX ranges named like steps (export_links.c) carry the stats `_r` = 1 (a root
+ *   - steps: NVTX ranges named like steps (links.c) carry the stats `_r` = 1 (a root
  *     event: xprof groups every event nested in it on its thread, and through correlation_id
  *     the GPU work those calls launched, into one step) and `step_num`; an "NVTX steps" line of
  *     each GPU spans each step (so that the device step is the NVTX range). The Overview's step
@@ -25,7 +25,7 @@
  * Hosts (files) are named by rank: OUT/plugins/profile/<run>/rank<R>.xplane.pb (<host>[_<pid>]
  * without a rank); processes without GPU work are left out (--keep-gpuless keeps them): xprof
  * takes its tool list from one of the hosts, and a GPU-less one has no Kernel Stats.
- * Three passes: export_links.c's scan, the calls, the GPU records. Events are packed one by one
+ * Three passes: links.c's scan, the calls, the GPU records. Events are packed one by one
  * (protobuf-c) into a spill file per line as the trace streams past; the XSpace is then
  * assembled from the pieces (a message is the concatenation of its fields), so memory holds only
  * the metadata tables and the links. */
