@@ -1,6 +1,6 @@
 #!/bin/sh
 # An nvcc-built program (-cudart shared) under the generated cudart wrappers: the nvcc-internal
-# entry points (hand-written prototypes in scripts/gen_hooks.py) register, configure and launch
+# entry points (hand-written prototypes in scripts/hookgen/specs.py) register, configure and launch
 # the kernel through the wrappers, with grid/block/shared memory recorded, and the program's
 # behaviour is unchanged. Uses tests/hooks/stub_runtime.c in place of dlhook's runtime.
 CUDA_INC="$CUDA_HOME/include" CUDA_LIB="$CUDA_HOME/lib64" NVCC="$CUDA_HOME/bin/nvcc"
