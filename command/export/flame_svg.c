@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dlh_fmt.h"
 #include "flame.h"
 
 /* ---------------------------------------------------------------- SVG */
@@ -26,20 +27,10 @@ static void xml_str(FILE *out, const char *s) {
   }
 }
 
-/* value with a unit, human readable */
+/* value with a unit, human readable (common/dlh_fmt.h) */
 static void fmt_val(char *buf, size_t n, uint64_t v, int weight) {
-  double d = (double)v;
-  if (weight == EX_W_BYTES) {
-    if (d < 1024) snprintf(buf, n, "%" PRIu64 " B", v);
-    else if (d < 1048576) snprintf(buf, n, "%.2f KiB", d / 1024);
-    else if (d < 1073741824) snprintf(buf, n, "%.2f MiB", d / 1048576);
-    else snprintf(buf, n, "%.2f GiB", d / 1073741824);
-  } else {
-    if (d < 1e3) snprintf(buf, n, "%" PRIu64 " ns", v);
-    else if (d < 1e6) snprintf(buf, n, "%.2f us", d / 1e3);
-    else if (d < 1e9) snprintf(buf, n, "%.2f ms", d / 1e6);
-    else snprintf(buf, n, "%.3f s", d / 1e9);
-  }
+  if (weight == EX_W_BYTES) dlh_fmt_bytes(buf, n, v);
+  else dlh_fmt_ns(buf, n, v);
 }
 
 #define SVG_W 1200

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dlh_fmt.h"
 #include "vx.h"
 
 enum { K_GEMM = 1, K_CONV, K_COLL, K_GROUP_END };
@@ -417,11 +418,7 @@ static const char *fmt_t(char *buf, size_t n, double ns) {
 }
 
 static const char *fmt_bytes(char *buf, size_t n, double b) {
-  if (b < 1024) snprintf(buf, n, "%.0f B", b);
-  else if (b < 1048576) snprintf(buf, n, "%.1f KiB", b / 1024);
-  else if (b < 1073741824.0) snprintf(buf, n, "%.1f MiB", b / 1048576);
-  else snprintf(buf, n, "%.2f GiB", b / 1073741824.0);
-  return buf;
+  return dlh_fmt_bytes(buf, n, b > 0 ? (uint64_t)b : 0);
 }
 
 /* dst (4 * width + 4 bytes): src fitted to width columns, safe for a terminal. */

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dlh_fmt.h"
 #include "vx.h"
 
 enum { OP_ALLOC = 1, OP_FREE = 2, OP_SETDEV = 3 };
@@ -315,13 +316,7 @@ static const char *where(const vx_trace *t, uint32_t stack, char *buf, size_t ca
   return buf;
 }
 
-static const char *fmt_bytes(char *buf, size_t n, uint64_t b) {
-  if (b >= (1ull << 30)) snprintf(buf, n, "%.2f GiB", (double)b / (1ull << 30));
-  else if (b >= (1ull << 20)) snprintf(buf, n, "%.2f MiB", (double)b / (1ull << 20));
-  else if (b >= 1024) snprintf(buf, n, "%.2f KiB", (double)b / 1024);
-  else snprintf(buf, n, "%" PRIu64 " B", b);
-  return buf;
-}
+static const char *fmt_bytes(char *buf, size_t n, uint64_t b) { return dlh_fmt_bytes(buf, n, b); }
 
 static void json_alloc(FILE *f, const vx_trace *t, const live_alloc *a) {
   fprintf(f, "{\"ptr\":\"0x%" PRIx64 "\",\"bytes\":%" PRIu64 ",\"device\":%d,\"stream\":\"0x%" PRIx64
