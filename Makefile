@@ -160,6 +160,8 @@ help:
 	@echo "  make static-deps only those static archives ($(BUILD)/deps, scripts/build-static-deps)"
 	@echo "  make regen       regenerate the API wrappers in hooks/ and the simulator's stubs from the CUDA headers"
 	@echo "  make regen-hooks, make regen-simcuda   only one of the two"
+	@echo "  make settings-doc  rewrite README's settings table from preload/dlh_settings.def"
+	@echo "  scripts/check-layering   the import graph against docs/LAYOUT.md's table (also in make test)"
 	@echo "  make dlhook, make format, make hooks, make simcuda   build only that part"
 	@echo "  make clean       remove $(BUILD)/ (the venv and the static deps too)"
 	@echo "  make help        this list"
