@@ -84,9 +84,6 @@ typedef struct ex_links {
   uint64_t anchor_trace_ns;
 } ex_links;
 
-/* Step number of an NVTX range name: "ProfilerStep#N", "step N" (and "step#N", "Step_N"...) give
- * N; with step_range set, a range named exactly step_range gives `counter`; else -1. */
-long ex_step_of(const char *step_range, const char *name, long counter);
 
 /* Scans a trace once (with o's window) and fills L: GPU work per correlation id, NVTX ranges
  * (sorted, nested, steps numbered), CUDA event records, the process (rank, host). Returns VX_OK
@@ -105,9 +102,6 @@ long ex_links_range_at(const ex_links *L, uint32_t tid, uint64_t ts);
 const ex_evrec *ex_links_evrec(const ex_links *L, uint64_t event, uint64_t ts);
 void ex_links_free(ex_links *L);
 
-/* Whether a trace recorded GPU work or a CUDA device (a launcher or shell that only called
- * cudaGetDeviceCount did not). Returns 1, 0, or -1 when it cannot be read. */
-int ex_trace_has_gpu(const char *path);
 /* Drops the traces without GPU work from files[] unless keep; returns the new count, and
  * prints which were left out (unless quiet). */
 size_t ex_drop_gpuless(char **files, size_t n, int keep, int quiet);

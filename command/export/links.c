@@ -84,18 +84,11 @@ int ex_occupancy(const Dlh__DeviceInfo *d, const uint64_t *v, uint32_t nvals, do
 
 /* ---------------------------------------------------------------- steps */
 
-long ex_step_of(const char *step_range, const char *name, long counter) {
+/* Step number of an NVTX range name: with step_range set, a range named exactly step_range gives
+ * `counter`; else the number in "ProfilerStep#N", "step N" ... (vx_step_number); -1 when none. */
+static long step_of(const char *step_range, const char *name, long counter) {
   if (step_range) return strcmp(name, step_range) ? -1 : counter;
-  const char *p = name;
-  if (!strncmp(p, "ProfilerStep#", 13)) p += 13;
-  else if (!strncasecmp(p, "step", 4)) {
-    p += 4;
-    while (*p == ' ' || *p == '#' || *p == '_' || *p == '-' || *p == '=') p++;
-  } else return -1;
-  if (!isdigit((unsigned char)*p)) return -1;
-  char *e;
-  long n = strtol(p, &e, 10);
-  return *e ? -1 : n;
+  return vx_step_number(name);
 }
 
 /* ---------------------------------------------------------------- the scan */
@@ -254,12 +247,12 @@ int ex_links_scan(ex_links *L, const char *path, const ex_opts *o) {
   ex_range **order = vx_xmalloc((L->nrange + 1) * sizeof *order);
   size_t ns = 0;
   for (size_t i = 0; i < L->nrange; i++)
-    if (ex_step_of(o->step_range, L->range[i].label, 0) >= 0) order[ns++] = &L->range[i];
+    if (step_of(o->step_range, L->range[i].label, 0) >= 0) order[ns++] = &L->range[i];
   for (size_t i = 1; i < ns; i++) /* insertion sort by start: steps are nearly sorted */
     for (size_t j = i; j > 0 && order[j - 1]->start > order[j]->start; j--) {
       ex_range *x = order[j]; order[j] = order[j - 1]; order[j - 1] = x;
     }
-  for (size_t i = 0; i < ns; i++) order[i]->step = ex_step_of(o->step_range, order[i]->label, (long)i);
+  for (size_t i = 0; i < ns; i++) order[i]->step = step_of(o->step_range, order[i]->label, (long)i);
   if (ns) L->step_tid = order[0]->tid;
   L->nsteps = ns;
   free(order);
@@ -317,7 +310,9 @@ void ex_links_free(ex_links *L) {
 
 /* ---------------------------------------------------------------- GPU-less processes */
 
-int ex_trace_has_gpu(const char *path) {
+/* Whether a trace recorded GPU work or a CUDA device (a launcher or shell that only called
+ * cudaGetDeviceCount did not). Returns 1, 0, or -1 when it cannot be read. */
+static int trace_has_gpu(const char *path) {
   vx_trace t;
   if (vx_trace_open(&t, path) < 0) return -1;
   const Dlh__Packet *p;
@@ -337,7 +332,7 @@ size_t ex_drop_gpuless(char **files, size_t n, int keep, int quiet) {
   size_t m = 0, dropped = 0;
   for (size_t i = 0; i < n; i++) {
     /* a trace that cannot be read stays: the export reports it */
-    if (ex_trace_has_gpu(files[i]) == 0) {
+    if (trace_has_gpu(files[i]) == 0) {
       if (!quiet) vx_error("%s: no GPU work (a launcher or shell?): left out (--keep-gpuless keeps it)", files[i]);
       dropped++;
       continue;

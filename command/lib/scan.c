@@ -12,7 +12,7 @@
 
 #include "scan.h"
 
-uint64_t ex_events_scanned;
+static uint64_t ex_events_scanned; /* for the progress line */
 
 /* Per-trace clock offsets set by `dlhook merge` (ns added to every time of that trace). */
 static char **off_paths;

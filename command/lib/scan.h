@@ -58,9 +58,6 @@ void ex_set_offsets(char **paths, const int64_t *offsets, size_t n);
 /* The offset ex_set_offsets gave a trace (0 when none). */
 int64_t ex_offset_of(const char *path);
 
-/* Events per scan so far (API + GPU), for the bench and progress. */
-extern uint64_t ex_events_scanned;
-
 /* ---------------------------------------------------------------- helpers */
 
 /* uint64 -> uint32 hash map (open addressing, linear probing). */

@@ -53,7 +53,7 @@ long vx_step_number(const char *name) {
   if (!strncmp(p, "ProfilerStep#", 13)) p += 13;
   else if (!strncasecmp(p, "step", 4)) {
     p += 4;
-    while (*p == ' ' || *p == '#' || *p == '_' || *p == '-') p++;
+    while (*p == ' ' || *p == '#' || *p == '_' || *p == '-' || *p == '=') p++;
   } else {
     return -1;
   }
