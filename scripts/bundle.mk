@@ -10,6 +10,7 @@
 #     examples/train, train-static  the example program (shared and static cudart)
 #     tests/progs/*                 the end-to-end test programs
 #     scripts/gpu-acceptance, scripts/gpu/train_torch.py
+#     common/dlh_cuda_libs.def      the CUDA libraries dlhook wraps (read by scripts/gpu/acceptance.py)
 #     BUNDLE.txt                    what was built where, and the dependency check
 #   $(BUILD)/gpu-bundle.tar.gz      the same folder as one file
 #
@@ -74,18 +75,21 @@ $(BUNDLE)/dlhook: $(BUNDLE_BIN_OBJS) $(BUNDLE_BIN_ARCHIVES)
 # Everything else is copied as built. The programs keep their RUNPATH to the CUDA toolkit's
 # usual place (/usr/local/cuda/lib64); gpu-acceptance also puts the CUDA libraries it finds
 # (toolkit, PyTorch's nvidia-* wheels) on LD_LIBRARY_PATH.
-BUNDLE_SCRIPTS := scripts/gpu-acceptance scripts/gpu/train_torch.py scripts/gpu/acceptance.py
+BUNDLE_SCRIPTS := scripts/gpu-acceptance scripts/gpu/train_torch.py scripts/gpu/acceptance.py \
+                  common/dlh_cuda_libs.def
 BUNDLE_INPUTS  := $(BUNDLE)/libdlhook.so $(BUNDLE)/dlhook $(SIM_CORE_LIBS) $(SIM_LIBS) \
                   $(EX_DIR)/train $(EX_DIR)/train-static $(TEST_PROGS) $(BUNDLE_SCRIPTS)
 
 $(BUNDLE)/BUNDLE.txt: $(BUNDLE_INPUTS) $(BUILD)/libdlhook.so scripts/bundle/check-bundle scripts/bundle.mk
-	$(Q)rm -rf $(BUNDLE)/simcuda $(BUNDLE)/examples $(BUNDLE)/tests $(BUNDLE)/scripts
-	$(Q)mkdir -p $(BUNDLE)/simcuda $(BUNDLE)/examples $(BUNDLE)/tests/progs $(BUNDLE)/scripts/gpu
+	$(Q)rm -rf $(BUNDLE)/simcuda $(BUNDLE)/examples $(BUNDLE)/tests $(BUNDLE)/scripts $(BUNDLE)/common
+	$(Q)mkdir -p $(BUNDLE)/simcuda $(BUNDLE)/examples $(BUNDLE)/tests/progs $(BUNDLE)/scripts/gpu \
+	  $(BUNDLE)/common
 	$(Q)cp -P $(SIM_DIR)/*.so* $(BUNDLE)/simcuda/
 	$(Q)cp $(EX_DIR)/train $(EX_DIR)/train-static $(BUNDLE)/examples/
 	$(Q)cp $(TEST_PROGS) $(BUNDLE)/tests/progs/
 	$(Q)cp scripts/gpu-acceptance $(BUNDLE)/scripts/
 	$(Q)cp scripts/gpu/train_torch.py scripts/gpu/acceptance.py $(BUNDLE)/scripts/gpu/
+	$(Q)cp common/dlh_cuda_libs.def $(BUNDLE)/common/  # the CUDA libraries (scripts/gpu/acceptance.py)
 	@echo "  CHECK   $(BUNDLE)"
 	$(Q)sh scripts/bundle/check-bundle $(BUNDLE) $(BUILD)/libdlhook.so > $@.tmp && mv -f $@.tmp $@
 
