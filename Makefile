@@ -89,11 +89,12 @@ $(CUDA_STAMP): | $(DEPS_STAMP)
 	$(Q)test -f "$(CUDA_INC)/cuda_runtime_api.h" || { echo "error: CUDA toolkit not found at CUDA_HOME=$(CUDA_HOME) (need include/cuda_runtime_api.h); set CUDA_HOME" >&2; exit 1; }
 	$(Q)touch $@
 
+include common/build.mk
 include format/build.mk
 include preload/build.mk
 include hooks/build.mk
 include unwind/build.mk
-include viewer-export/build.mk
+include command/build.mk
 include tests/simcuda/build.mk
 include examples/build.mk
 include tests/build.mk
@@ -159,6 +160,8 @@ help:
 	@echo "  make static-deps only those static archives ($(BUILD)/deps, scripts/build-static-deps)"
 	@echo "  make regen       regenerate the API wrappers in hooks/ and the simulator's stubs from the CUDA headers"
 	@echo "  make regen-hooks, make regen-simcuda   only one of the two"
+	@echo "  make settings-doc  rewrite README's settings table from preload/dlh_settings.def"
+	@echo "  scripts/check-layering   the import graph against docs/LAYOUT.md's table (also in make test)"
 	@echo "  make dlhook, make format, make hooks, make simcuda   build only that part"
 	@echo "  make clean       remove $(BUILD)/ (the venv and the static deps too)"
 	@echo "  make help        this list"
@@ -167,3 +170,11 @@ help:
 
 # header dependencies
 -include $(shell find $(BUILD) -name '*.d' -type f -not -path '*/venv/*' 2>/dev/null)
+
+# The link lines of the two products, for scripts/check-layering (tests/cli/t_layering.sh):
+# one line per product, "NAME: objects...". Keep in step with preload/build.mk and
+# command/build.mk.
+print-link-units:
+	@echo "libdlhook.so: $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) $(COMMON_OBJS)"
+	@echo "dlhook: $(VX_OBJS) $(VX_PROTO_O) $(FORMAT_OBJS)"
+.PHONY: print-link-units

@@ -27,7 +27,7 @@ $(BENCH_DIR)/launch_loop: bench/launch_loop.cu | $(CUDA_STAMP)
 # The runtime's objects linked into an executable (the link line of libdlhook.so): the hot
 # path called without a wrapper. A link that fails (the runtime needs a new library) warns and
 # leaves no program: bench/run-bench then skips the microbenchmarks, `make bench` still runs.
-BENCH_MICRO_OBJS = $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS)
+BENCH_MICRO_OBJS = $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) $(COMMON_OBJS)
 $(BENCH_DIR)/micro: bench/micro.c $(BENCH_MICRO_OBJS) | $(CUDA_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CCLD    $@"

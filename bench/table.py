@@ -7,7 +7,7 @@ Per case and variant: the per-operation figure (median of the repetitions and it
 nanoseconds added per intercepted call, the ratio to bare, the added time as a fraction of
 uftrace's, CPU time added per call (all threads: dlhook's writer thread included), trace bytes
 per call, peak RSS added, dropped records. Then the long run, the rate-limited run and the
-targets of issue 9, each met or missed."""
+overhead targets, each met or missed."""
 import sys
 
 TARGET_NS_OFF = 30.0
@@ -320,7 +320,7 @@ def main():
         p("")
 
     # ---- targets
-    p("Targets (issue 9):")
+    p("Targets:")
 
     def target(name, value, ok, note=""):
         p("  %-50s %-32s %s%s" % (name, value, {True: "met", False: "MISSED", None: "n/a"}[ok],

@@ -27,7 +27,7 @@ $(BUILD)/format/%.o: format/%.c $(BUILD)/format/dlhook.pb-c.h | $(DEPS_STAMP)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) -fPIC $(FORMAT_CFLAGS) -MMD -MP -c -o $@ $<
 
-# ---- unit tests: tests/unit/format/t_format_*.c -> $(BUILD)/tests/bin/t_format_* ----
+# ---- unit tests: format/tests/t_format_*.c -> $(BUILD)/tests/bin/t_format_* ----
 FORMAT_TEST_SRCS := $(wildcard format/tests/t_format_*.c)
 FORMAT_TESTS     := $(patsubst format/tests/%.c,$(BUILD)/tests/bin/%,$(FORMAT_TEST_SRCS))
 

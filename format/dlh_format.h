@@ -45,6 +45,9 @@
 #define DLH_MAX_GPU_VALS 32u
 /* Frames of one StackDef (DLHOOK_STACK_DEPTH is at most 256, Python frames included). */
 #define DLH_MAX_STACK_DEPTH 256u
+/* A StackDef frame value with this bit set is a Python frame: its low 32 bits are a PyFrameDef
+ * id (dlhook.proto, "Call stacks"); without it, a native pc. */
+#define DLH_PYFRAME_TAG (1ull << 63)
 /* Bytes of any one string (names, paths, kernel names; mangled C++ names reach a few KiB). */
 #define DLH_MAX_STRING (64u << 10)
 /* Args of one FunctionDesc, command-line words of a ProcessInfo. */

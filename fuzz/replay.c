@@ -1,6 +1,6 @@
 /* replay.c — runs the trace reader and every exporter of `dlhook` over a corpus of real traces
  * and N deterministic mutations of them (mutate.h), each command in a forked child that runs the
- * dlhook command's own main() (viewer-export/main.c, linked in as dlh_vx_main) with a time limit.
+ * dlhook command's own main() (command/main.c, linked in as dlh_vx_main) with a time limit.
  * Checks: no crash, no hang, exit 0 or 1, exit 1 comes with a message on stderr, the unmutated
  * corpus reads with exit 0, and every API/GPU event of the undamaged prefix of a mutant is still
  * in `dlhook dump` of the mutant (everything before the damage is read; checked on every

@@ -4,7 +4,7 @@
 HOOKS_SRCS   := $(sort $(wildcard hooks/gen/*.c) $(wildcard hooks/*.c))
 HOOKS_OBJS   := $(HOOKS_SRCS:%.c=$(BUILD)/%.o)
 # hooks/compat supplies the OpenGL/VDPAU/EGL types the CUDA interop headers include.
-HOOKS_CFLAGS := -fPIC -fvisibility=hidden $(CFLAGS) -Ihooks/compat -Ihooks -I$(CUDA_INC) -Ipreload
+HOOKS_CFLAGS := -fPIC -fvisibility=hidden $(CFLAGS) -Ihooks/compat -Ihooks -I$(CUDA_INC) -Ipreload $(COMMON_CFLAGS)
 
 $(BUILD)/hooks/%.o: hooks/%.c | $(CUDA_STAMP)
 	@mkdir -p $(dir $@)

@@ -2,7 +2,7 @@
 # into $(BUILD)/libdlhook.so.
 PRELOAD_SRCS := $(wildcard preload/*.c)
 PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(BUILD)/%.o)
-PRELOAD_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Ipreload $(FORMAT_CFLAGS) -I$(CUDA_INC)
+PRELOAD_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Ipreload -Ihooks -Iunwind $(COMMON_CFLAGS) $(FORMAT_CFLAGS) -I$(CUDA_INC)
 
 # dlsym.c and signals.c run inside the sanitizer runtimes' own start-up (they look up the real
 # functions with dlsym and install their signal handlers with sigaction before they are
@@ -14,9 +14,9 @@ $(BUILD)/preload/%.o: preload/%.c $(BUILD)/format/dlhook.pb-c.h | $(DEPS_STAMP)
 	@echo "  CC      $<"
 	$(Q)$(CC) $(PRELOAD_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/libdlhook.so: $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) preload/libdlhook.map
+$(BUILD)/libdlhook.so: $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) $(COMMON_OBJS) preload/libdlhook.map
 	@echo "  LD      $@"
-	$(Q)$(CC) -shared -o $@ $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) \
+	$(Q)$(CC) -shared -o $@ $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) $(COMMON_OBJS) \
 	  -Wl,--version-script=preload/libdlhook.map -Wl,--exclude-libs,ALL -Wl,-z,nodelete \
 	  $(LDFLAGS) $(UNWIND_LIBS) $(FORMAT_LIBS) -ldl -lpthread
 

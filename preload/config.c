@@ -1,9 +1,9 @@
-/* config.c — DLHOOK_* settings, read once in the constructor. A bad value gives one warning
- * and the default; nothing read from the environment reaches a shell. */
+/* config.c — DLHOOK_* settings, read once in the constructor through the one table of them
+ * (dlh_settings.def). A bad value gives one warning and the default; nothing read from the
+ * environment reaches a shell. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,58 +15,104 @@
 
 dlh_config dlh_cfg;
 
-/* One line "dlhook: <prefix><message>\n" on stderr with a single write (async-signal-tolerant,
- * no stdio). */
-static void vmsg(const char *prefix, const char *fmt, va_list ap) {
-  char buf[512];
-  int n = snprintf(buf, sizeof buf, "dlhook: %s", prefix);
-  n += vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
-  if (n > (int)sizeof buf - 2) n = (int)sizeof buf - 2;
-  buf[n++] = '\n';
-  ssize_t w = write(2, buf, (size_t)n);
-  (void)w;
+/* ---------------------------------------------------------------- the table */
+
+enum { K_BOOL, K_UINT, K_SECONDS, K_CHOICE, K_SIGNAL, K_STRING, K_INT };
+enum {
+#define DLH_SETTING(name, kind, def, lo, hi, choices, ddef, doc) S_##name,
+#include "dlh_settings.def"
+#undef DLH_SETTING
+  S_COUNT
+};
+static const struct setting {
+  const char *name, *choices;
+  int kind;
+  long long def;
+  unsigned long long lo, hi;
+} table[S_COUNT] = {
+#define DLH_SETTING(name, kind, def, lo, hi, choices, ddef, doc) \
+  [S_##name] = {#name, choices, K_##kind, def, lo, hi},
+#include "dlh_settings.def"
+#undef DLH_SETTING
+};
+/* The values read: numbers (SECONDS in ns, CHOICE an index, BOOL 0/1), or the text. */
+static struct { long long v; const char *s; } val[S_COUNT];
+
+static long long bad(const struct setting *d, const char *s, const char *expected) {
+  dlh_warn("ignoring %s='%.64s' (expected %s)", d->name, s, expected);
+  return d->def;
 }
 
-void dlh_warn(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vmsg("warning: ", fmt, ap);
-  va_end(ap);
-}
-
-void dlh_info(const char *fmt, ...) {
-  if (dlh_cfg.quiet) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vmsg("", fmt, ap);
-  va_end(ap);
-}
-
-/* Parses an unsigned integer setting in [lo, hi]; warns and returns def when malformed. */
-static uint64_t env_uint(const char *name, uint64_t def, uint64_t lo, uint64_t hi) {
-  const char *s = getenv(name);
-  if (!s || !*s) return def;
-  char *end;
+/* One setting by the rules of its kind; a malformed value warns once and gives the default. */
+static long long parse(const struct setting *d, const char *s) {
+  char *end, want[96];
   errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || *end || s[0] == '-' || v < lo || v > hi) {
-    dlh_warn("ignoring %s='%.64s' (expected an integer in %llu..%llu); using %llu", name, s,
-             (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)def);
-    return def;
+  switch (d->kind) {
+  case K_BOOL:
+    if (!strcmp(s, "1") || !strcasecmp(s, "true") || !strcasecmp(s, "yes") || !strcasecmp(s, "on"))
+      return 1;
+    if (!strcmp(s, "0") || !strcasecmp(s, "false") || !strcasecmp(s, "no") || !strcasecmp(s, "off"))
+      return 0;
+    snprintf(want, sizeof want, "0 or 1; using %lld", d->def);
+    return bad(d, s, want);
+  case K_UINT: {
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || s[0] == '-' || s[0] == '+' || v < d->lo || v > d->hi) {
+      snprintf(want, sizeof want, "an integer in %llu..%llu; using %lld", d->lo, d->hi, d->def);
+      return bad(d, s, want);
+    }
+    return (long long)v;
   }
-  return v;
+  case K_SECONDS: {
+    double v = strtod(s, &end);
+    if (errno || *end || !(v >= 0) || v > 1e7) return bad(d, s, "seconds, e.g. 2 or 0.5");
+    return (long long)(v * 1e9);
+  }
+  case K_CHOICE: {
+    if (!strcmp(s, "0")) return 0;
+    const char *c = d->choices;
+    for (long long i = 0; *c; i++) {
+      size_t n = strcspn(c, "|");
+      if (strlen(s) == n && !strncasecmp(s, c, n)) return i;
+      c += n + (c[n] == '|');
+    }
+    snprintf(want, sizeof want, "one of %s", d->choices);
+    return bad(d, s, want);
+  }
+  case K_SIGNAL: {
+    int sig = dlh_parse_signal(s);
+    if (!dlh_ctl_signal_ok(sig))
+      return bad(d, s, "a signal such as USR2 or RTMIN+3; using SIGUSR2");
+    return sig;
+  }
+  case K_INT: {
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end) return bad(d, s, "an integer");
+    return v;
+  }
+  }
+  return d->def;
 }
 
-static int env_bool(const char *name, int def) {
-  const char *s = getenv(name);
-  if (!s || !*s) return def;
-  if (!strcmp(s, "1") || !strcasecmp(s, "true") || !strcasecmp(s, "yes") || !strcasecmp(s, "on"))
-    return 1;
-  if (!strcmp(s, "0") || !strcasecmp(s, "false") || !strcasecmp(s, "no") || !strcasecmp(s, "off"))
-    return 0;
-  dlh_warn("ignoring %s='%.64s' (expected 0 or 1); using %d", name, s, def);
-  return def;
+/* Reads every setting of the table from the environment, once. */
+static void read_settings(void) {
+  for (int i = 0; i < S_COUNT; i++) {
+    const struct setting *d = &table[i];
+    const char *s = getenv(d->name);
+    val[i].v = d->def;
+    val[i].s = "";
+    if (!s || !*s) continue;
+    if (d->kind == K_STRING) {
+      char *copy = strdup(s); /* kept for the life of the process */
+      val[i].s = copy ? copy : "";
+    } else {
+      val[i].v = parse(d, s);
+    }
+  }
 }
+
+/* Whether a setting was given (non-empty) in the environment at start-up. */
+static int given(int i) { const char *s = getenv(table[i].name); return s && *s; }
 
 static int env_int_any(const char *const *names, int def) {
   for (; *names; names++) {
@@ -79,21 +125,6 @@ static int env_int_any(const char *const *names, int def) {
   }
   return def;
 }
-
-/* Parses a duration in seconds ("2", "0.5"); warns and returns 0 when malformed. */
-static uint64_t env_seconds_ns(const char *name) {
-  const char *s = getenv(name);
-  if (!s || !*s) return 0;
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || *end || !(v >= 0) || v > 1e7) {
-    dlh_warn("ignoring %s='%.64s' (expected seconds, e.g. 2 or 0.5)", name, s);
-    return 0;
-  }
-  return (uint64_t)(v * 1e9);
-}
-
 
 /* Appends src to dst (bounded); returns 0 when it did not fit. */
 static int append(char *dst, size_t cap, size_t *len, const char *src) {
@@ -178,56 +209,44 @@ toolong:
   snprintf(dlh_cfg.output, sizeof dlh_cfg.output, "%s", base);
 }
 
+static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
+                                        "PMIX_RANK", "SLURM_PROCID", NULL};
+static const char *const local_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                         "MPI_LOCALRANKID", "SLURM_LOCALID", NULL};
+static const char *const size_vars[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                        "SLURM_NTASKS", NULL};
+
 void dlh_config_load(void) {
   memset(&dlh_cfg, 0, sizeof dlh_cfg);
-  dlh_cfg.quiet = env_bool("DLHOOK_QUIET", 0);
-  dlh_cfg.enabled = !env_bool("DLHOOK_DISABLE", 0);
-  dlh_cfg.ring_bytes = env_uint("DLHOOK_RING_KB", 8192, 4, 1 << 20) * 1024;
-  dlh_cfg.mem_limit = env_uint("DLHOOK_MEM_MB", 64, 1, 1 << 20) << 20;
-  dlh_cfg.flush_ms = (unsigned)env_uint("DLHOOK_FLUSH_MS", 1000, 10, 3600 * 1000);
-  dlh_cfg.exit_ms = (unsigned)env_uint("DLHOOK_EXIT_MS", 200, 0, 60 * 1000);
-  dlh_cfg.symbolize = env_bool("DLHOOK_SYMBOLIZE", 1);
-  dlh_cfg.zstd_level = (int)env_uint("DLHOOK_ZSTD_LEVEL", 3, 1, 19);
-  dlh_cfg.signals = env_bool("DLHOOK_SIGNALS", 1);
-  static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                                          "PMIX_RANK", "SLURM_PROCID", NULL};
-  static const char *const local_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
-                                           "MPI_LOCALRANKID", "SLURM_LOCALID", NULL};
-  static const char *const size_vars[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
-                                          "SLURM_NTASKS", NULL};
-  dlh_cfg.stacks = -1;
-  const char *st = getenv("DLHOOK_STACKS");
-  if (st && *st) {
-    static const char *const modes[] = {"none", "native", "python", "mixed"};
-    for (int i = 0; i < 4; i++)
-      if (!strcasecmp(st, modes[i])) dlh_cfg.stacks = i;
-    if (!strcmp(st, "0")) dlh_cfg.stacks = 0;
-    if (dlh_cfg.stacks < 0)
-      dlh_warn("ignoring DLHOOK_STACKS='%.64s' (expected none, native, python or mixed)", st);
-  }
-  dlh_cfg.stack_depth = (unsigned)env_uint("DLHOOK_STACK_DEPTH", 64, 1, 256);
-  const char *cr = getenv("DLHOOK_CAPTURE_RANGE");
-  snprintf(dlh_cfg.capture_range, sizeof dlh_cfg.capture_range, "%s", cr ? cr : "");
-  dlh_cfg.delay_ns = env_seconds_ns("DLHOOK_DELAY");
-  dlh_cfg.duration_ns = env_seconds_ns("DLHOOK_DURATION");
-  dlh_cfg.ctl_signal = SIGUSR2;
-  const char *sg = getenv("DLHOOK_SIGNAL");
-  if (sg && *sg) {
-    int sig = dlh_parse_signal(sg);
-    if (!dlh_ctl_signal_ok(sig))
-      dlh_warn("ignoring DLHOOK_SIGNAL='%.64s' (expected a signal such as USR2 or RTMIN+3); "
-               "using SIGUSR2", sg);
-    else dlh_cfg.ctl_signal = sig;
-    dlh_cfg.ctl_signal_set = 1;
-  }
-  const char *skew = getenv("DLHOOK_REALTIME_SKEW_NS");
-  if (skew && *skew) dlh_cfg.realtime_skew_ns = strtoll(skew, NULL, 10);
+  /* DLHOOK_QUIET first: it decides whether the others' messages print */
+  read_settings();
+  dlh_cfg.quiet = (int)val[S_DLHOOK_QUIET].v;
+  dlh_msg_quiet = dlh_cfg.quiet;
+  dlh_cfg.enabled = !val[S_DLHOOK_DISABLE].v;
+  dlh_cfg.ring_bytes = (uint64_t)val[S_DLHOOK_RING_KB].v * 1024;
+  dlh_cfg.mem_limit = (uint64_t)val[S_DLHOOK_MEM_MB].v << 20;
+  dlh_cfg.flush_ms = (unsigned)val[S_DLHOOK_FLUSH_MS].v;
+  dlh_cfg.exit_ms = (unsigned)val[S_DLHOOK_EXIT_MS].v;
+  dlh_cfg.symbolize = (int)val[S_DLHOOK_SYMBOLIZE].v;
+  dlh_cfg.zstd_level = (int)val[S_DLHOOK_ZSTD_LEVEL].v;
+  dlh_cfg.signals = (int)val[S_DLHOOK_SIGNALS].v;
+  dlh_cfg.cupti = (int)val[S_DLHOOK_CUPTI].v;
+  dlh_cfg.cupti_noise = (int)val[S_DLHOOK_CUPTI_NOISE].v;
+  dlh_cfg.nvtx = (int)val[S_DLHOOK_NVTX].v;
+  dlh_cfg.follow_exec = (int)val[S_DLHOOK_FOLLOW_EXEC].v;
+  dlh_cfg.stacks = (int)val[S_DLHOOK_STACKS].v;
+  dlh_cfg.stack_depth = (unsigned)val[S_DLHOOK_STACK_DEPTH].v;
+  snprintf(dlh_cfg.capture_range, sizeof dlh_cfg.capture_range, "%s",
+           val[S_DLHOOK_CAPTURE_RANGE].s);
+  dlh_cfg.delay_ns = (uint64_t)val[S_DLHOOK_DELAY].v;
+  dlh_cfg.duration_ns = (uint64_t)val[S_DLHOOK_DURATION].v;
+  dlh_cfg.ctl_signal = (int)val[S_DLHOOK_SIGNAL].v;
+  dlh_cfg.ctl_signal_set = given(S_DLHOOK_SIGNAL);
+  dlh_cfg.realtime_skew_ns = val[S_DLHOOK_REALTIME_SKEW_NS].v;
   dlh_cfg.rank = env_int_any(rank_vars, -1);
   dlh_cfg.local_rank = env_int_any(local_vars, -1);
   dlh_cfg.world_size = env_int_any(size_vars, -1);
-  const char *o = getenv("DLHOOK_OUTPUT");
-  char *copy = strdup(o ? o : ""); /* kept for the life of the process */
-  output_setting = copy ? copy : "";
+  output_setting = val[S_DLHOOK_OUTPUT].s;
   output_path();
 }
 
@@ -235,12 +254,6 @@ void dlh_config_load(void) {
  * since start-up); a rank the program set for the child is taken; the trace gets the child's
  * name. */
 void dlh_config_after_fork(void) {
-  static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
-                                          "PMIX_RANK", "SLURM_PROCID", NULL};
-  static const char *const local_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
-                                           "MPI_LOCALRANKID", "SLURM_LOCALID", NULL};
-  static const char *const size_vars[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
-                                          "SLURM_NTASKS", NULL};
   dlh_cfg.rank = env_int_any(rank_vars, dlh_cfg.rank);
   dlh_cfg.local_rank = env_int_any(local_vars, dlh_cfg.local_rank);
   dlh_cfg.world_size = env_int_any(size_vars, dlh_cfg.world_size);

@@ -107,7 +107,7 @@ static uint32_t fn_id(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const cha
 }
 
 /* Arguments of the calls that matter, in the order of the wrapper's descriptor. */
-/* Driver memory calls for the GPU memory ledger (viewer-export/memory.c): allocations as
+/* Driver memory calls for the GPU memory ledger (the command's command/lib/memory.c): allocations as
  * (ptr, size, stream), frees as (ptr, stream); cuMemCreate/cuMemRelease with the handle as ptr;
  * cuMemMap/cuMemUnmap as (ptr, size). */
 static uint32_t driver_args(CUpti_CallbackId cbid, const void *params, uint64_t *a) {
@@ -562,10 +562,8 @@ static void *load_cupti(char *why, size_t cap) {
 static void cupti_init(void) {
   int expected = 0;
   if (!atomic_compare_exchange_strong(&state, &expected, 1)) return;
-  const char *env = getenv("DLHOOK_CUPTI");
-  if (env && !strcmp(env, "0")) { atomic_store(&state, 3); return; }
-  const char *nz = getenv("DLHOOK_CUPTI_NOISE");
-  noise = nz && !strcmp(nz, "1");
+  if (!dlh_cfg.cupti) { atomic_store(&state, 3); return; }
+  noise = dlh_cfg.cupti_noise;
   struct dlh_thread *t = dlh_self;
   if (t) t->hot.blocked++;
   char why[512] = "";
@@ -657,8 +655,7 @@ void dlh_cupti_lazy_init(void) {
 void dlh_cupti_setup_injection(void) {
   Dl_info info;
   const char *cur = getenv("CUDA_INJECTION64_PATH");
-  const char *env = getenv("DLHOOK_CUPTI");
-  if (env && !strcmp(env, "0")) return;
+  if (!dlh_cfg.cupti) return;
   if (!dladdr((void *)dlh_cupti_setup_injection, &info) || !info.dli_fname) return;
   if (!cur || !*cur) {
     setenv("CUDA_INJECTION64_PATH", info.dli_fname, 1);

@@ -45,9 +45,13 @@ typedef struct dlh_fn_desc {
   const uint8_t *argtypes;        /* nargs DLH_ARG_* */
 } dlh_fn_desc;
 
-/* Libraries whose real functions wrappers forward to. */
-enum { DLH_LIB_CUDART = 0, DLH_LIB_DRIVER, DLH_LIB_CUBLAS, DLH_LIB_CUBLASLT, DLH_LIB_CUDNN,
-       DLH_LIB_NCCL, DLH_LIB_COUNT };
+/* Libraries whose real functions wrappers forward to (common/dlh_cuda_libs.def). */
+enum {
+#define DLH_CUDA_LIB(name, lib, soname) DLH_LIB_##lib,
+#include "dlh_cuda_libs.def"
+#undef DLH_CUDA_LIB
+  DLH_LIB_COUNT
+};
 
 /* Finds the real definition of `name` (RTLD_NEXT, then the library's soname if it is already
  * loaded). Returns NULL when there is none; never aborts. Thread-safe; callers cache the result. */

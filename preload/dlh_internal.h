@@ -7,8 +7,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "dlh_hook.h"
+#include "dlh_msg.h"
+#include "dlh_unwind.h"
 
-/* ---- settings (config.c) ---- */
+/* ---- settings (config.c; the table of them: dlh_settings.def) ---- */
 typedef struct dlh_config {
   char output[4096];     /* DLHOOK_OUTPUT, after substitution: the trace file path */
   int enabled;           /* DLHOOK_DISABLE=1 turns everything into pass-through */
@@ -20,10 +22,14 @@ typedef struct dlh_config {
   int zstd_level;        /* DLHOOK_ZSTD_LEVEL */
   int quiet;             /* DLHOOK_QUIET=1: no informational messages (warnings still print) */
   int signals;           /* DLHOOK_SIGNALS=0: do not install SIGINT/SIGTERM flush handlers */
+  int cupti;             /* DLHOOK_CUPTI=0: no CUPTI (cupti.c) */
+  int cupti_noise;       /* DLHOOK_CUPTI_NOISE=1: keep the high-frequency calls only CUPTI sees */
+  int nvtx;              /* DLHOOK_NVTX=0: NVTX_INJECTION64_PATH left alone (nvtx.c) */
+  int follow_exec;       /* DLHOOK_FOLLOW_EXEC=0: exec with a cleaned environment not followed */
   int rank, local_rank, world_size;
   int64_t realtime_skew_ns; /* DLHOOK_REALTIME_SKEW_NS: added to realtime anchors (tests: the
                              * clock of another host) */
-  int stacks;            /* DLHOOK_STACKS: DLH_STACKS_* (unwind/dlh_unwind.h); -1 = by default */
+  int stacks;            /* DLHOOK_STACKS: DLH_STACKS_* (dlh_unwind.h); -1 = by default */
   unsigned stack_depth;  /* DLHOOK_STACK_DEPTH: native frames kept per stack */
   char capture_range[256]; /* DLHOOK_CAPTURE_RANGE (capture.c interprets it) */
   uint64_t delay_ns;     /* DLHOOK_DELAY seconds: nothing recorded before */
@@ -35,8 +41,7 @@ typedef struct dlh_config {
 extern dlh_config dlh_cfg;
 void dlh_config_load(void);
 void dlh_config_after_fork(void);   /* forked child: same settings, its own trace name */
-void dlh_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void dlh_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* dlh_warn, dlh_info: common/dlh_msg.h */
 
 /* ---- ring records (words of 8 bytes) ----
  * word 0: fn (bits 0-31) | nargs (32-39) | depth (40-47) | kind (48-51) | flags (52-55) |
@@ -69,9 +74,8 @@ struct dlh_thread {
   _Atomic uint64_t dropped;
   _Atomic int wake_sent;               /* producer asked the writer to drain this ring */
   _Atomic int state;                   /* DLH_T_* */
-  void *stack_cache;                   /* unwind/capture.c: this thread's recent stacks; kept */
-  unsigned stack_cache_next;           /* when the struct is reused (emptied at attach) */
-  unsigned stack_miss_known;           /* unwind/capture.c: the last cache miss was a known stack */
+  dlh_stack_cache stack_cache;         /* unwind/: this thread's recent stacks; kept when the
+                                          struct is reused (emptied at attach) */
   int announced;                       /* writer: ThreadInfo written */
   uint32_t nlinks;                     /* writer: LINK records waiting for their outer call */
   uint64_t links[DLH_MAX_LINKS];
@@ -118,6 +122,8 @@ void dlh_writer_note_fn(uint32_t fn);              /* writer: FunctionDesc befor
 enum { DLH_NVTX_PUSH = 1, DLH_NVTX_POP, DLH_NVTX_MARK, DLH_NVTX_START, DLH_NVTX_END };
 #define DLH_NVTX_MAX_DEPTH 64
 void dlh_nvtx_setup_injection(void);
+extern const dlh_fn_desc dlh_fns_nvtx[];   /* the NVTX functions (DLH_DOMAIN_NVTX) */
+extern const unsigned dlh_fns_nvtx_count;
 void dlh_nvtx_convert(void *writer, struct dlh_thread *t, const uint64_t *w, uint64_t nwords);
 
 /* ---- CUPTI (cupti.c) ---- */
@@ -130,8 +136,9 @@ const char *dlh_cupti_fn_name(uint32_t id); /* name of a function id only CUPTI 
 uint64_t dlh_cupti_dropped(void);       /* activity records CUPTI dropped */
 void dlh_cupti_after_fork_child(void);
 
-/* ---- call stacks (unwind/dlh_unwind.h) ---- */
-#include "../unwind/dlh_unwind.h"
+/* ---- call stacks (unwind/dlh_unwind.h; stacks.c) ---- */
+/* The unwind service's settings from dlh_cfg, with the runtime's callbacks. */
+const dlh_unwind_settings *dlh_stacks_settings(void);
 
 /* ---- exec (exec.c) ---- */
 void dlh_exec_init(void);               /* constructor: what exec must carry over */

@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "dlh_internal.h"
-#include "dlh_dlsym.h"
+#include "dlh_hooks.h"
 
 #if defined(__x86_64__) || defined(__aarch64__)
 #define DLH_DLSYM_ASM 1
@@ -49,25 +49,22 @@ __attribute__((visibility("hidden"))) dlopen_fn dlh_real_dlopen;
 
 /* ---------------------------------------------------------------- the generated tables */
 
-#define SYMS(lib)                                                        \
-  extern const dlh_sym dlh_syms_##lib[] __attribute__((weak));           \
-  extern const unsigned dlh_syms_##lib##_count __attribute__((weak));
-SYMS(cudart)
-SYMS(cublas)
-SYMS(cublasLt)
-SYMS(cudnn)
-SYMS(nccl)
+/* The sonames of the libraries (common/dlh_cuda_libs.def), by DLH_LIB_* id. */
+static const char *const sonames[DLH_LIB_COUNT] = {
+#define DLH_CUDA_LIB(name, lib, soname) [DLH_LIB_##lib] = soname,
+#include "dlh_cuda_libs.def"
+#undef DLH_CUDA_LIB
+};
 
+/* The generated wrappers of each library (hooks/dlh_hooks.h). */
 static const struct {
   const dlh_sym *syms;
   const unsigned *count;
-  const char *soname;
+  int lib;
 } tables[] = {
-    {dlh_syms_cudart, &dlh_syms_cudart_count, "libcudart.so.13"},
-    {dlh_syms_cublas, &dlh_syms_cublas_count, "libcublas.so.13"},
-    {dlh_syms_cublasLt, &dlh_syms_cublasLt_count, "libcublasLt.so.13"},
-    {dlh_syms_cudnn, &dlh_syms_cudnn_count, "libcudnn.so.9"},
-    {dlh_syms_nccl, &dlh_syms_nccl_count, "libnccl.so.2"},
+#define DLH_TABLE(name, LIB) {dlh_syms_##name, &dlh_syms_##name##_count, DLH_LIB_##LIB},
+    DLH_HOOKED_LIBS(DLH_TABLE)
+#undef DLH_TABLE
 };
 #define NTABLES (sizeof tables / sizeof tables[0])
 
@@ -248,7 +245,7 @@ __attribute__((visibility("hidden"), used)) void *dlh_dlsym_pre(void *handle, co
   void *p = ver ? (dlh_real_dlvsym ? dlh_real_dlvsym(handle, name, ver) : NULL)
                 : dlh_real_dlsym(handle, name);
   *done = 1;
-  if (!p || p == e->wrapper || !in_library(p, tables[t].soname)) return p;
+  if (!p || p == e->wrapper || !in_library(p, sonames[tables[t].lib])) return p;
   void *expect = NULL;
   if (__atomic_compare_exchange_n(e->real, &expect, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     dlh_pin_library(p); /* the cache outlives a dlclose of the handle */

@@ -39,8 +39,7 @@ static int (*real_posix_spawnp)(pid_t *, const char *, const posix_spawn_file_ac
                                 const posix_spawnattr_t *, char *const[], char *const[]);
 
 void dlh_exec_init(void) {
-  const char *f = getenv("DLHOOK_FOLLOW_EXEC");
-  follow = !(f && !strcmp(f, "0"));
+  follow = dlh_cfg.follow_exec;
   Dl_info info;
   if (dladdr((void *)dlh_exec_init, &info) && info.dli_fname) self_path = strdup(info.dli_fname);
   if (self_path) {

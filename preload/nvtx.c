@@ -187,8 +187,7 @@ DLH_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get) {
 
 void dlh_nvtx_setup_injection(void) {
   const char *cur = getenv("NVTX_INJECTION64_PATH");
-  const char *env = getenv("DLHOOK_NVTX");
-  if ((env && !strcmp(env, "0")) || (cur && *cur)) return; /* respect another tool's */
+  if (!dlh_cfg.nvtx || (cur && *cur)) return; /* respect another tool's */
   Dl_info info;
   if (dladdr((void *)dlh_nvtx_setup_injection, &info) && info.dli_fname)
     setenv("NVTX_INJECTION64_PATH", info.dli_fname, 1);

@@ -131,7 +131,7 @@ dlh_thread *dlh_thread_attach(void) {
   t->hot.blocked = 1;              /* no recording of what we call while attaching */
   dlh_self = t;
   if (dlh_cfg.signals) t->altstack = dlh_altstack_setup(&t->altstack_size);
-  dlh_stack_cache_reset(t->stack_cache); /* a reused dlh_thread: its stacks were another thread's */
+  dlh_stack_cache_reset(&t->stack_cache); /* a reused dlh_thread: its stacks were another thread's */
   t->buf = ring_alloc(&t->cap);
   if (!t->buf) {                   /* stays blocked: this thread passes through */
     return NULL;
@@ -203,7 +203,7 @@ void dlh_call_end_slow(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, co
   uint64_t *w = dlh_ring_reserve(t, n);
   if (!w) return;
   /* The call stack, interned (unwind/capture.c): lock-free, no malloc. */
-  uint32_t stack = dlh_stack_mode ? dlh_stack_capture() : 0;
+  uint32_t stack = dlh_stack_mode ? dlh_stack_capture(&t->stack_cache) : 0;
   w[0] = (uint64_t)fn | (uint64_t)nargs << 32 | (uint64_t)(c->depth & 0xff) << 40 |
          (uint64_t)DLH_REC_API << 48 | (uint64_t)(corr ? DLH_REC_F_CORR : 0) << 52 | n << 56;
   w[1] = c->t0;
@@ -233,8 +233,10 @@ void dlh_set_pending_corr(uint64_t corr) {
 /* ---------------------------------------------------------------- resolution */
 
 static const char *const lib_sonames[DLH_LIB_COUNT] = {
-    "libcudart.so.13", "libcuda.so.1", "libcublas.so.13", "libcublasLt.so.13",
-    "libcudnn.so.9", "libnccl.so.2"};
+#define DLH_CUDA_LIB(name, lib, soname) [DLH_LIB_##lib] = soname,
+#include "dlh_cuda_libs.def"
+#undef DLH_CUDA_LIB
+};
 
 /* Wrappers cache the real function for good, so the library that defines it must stay mapped:
  * a program that dlcloses the CUDA runtime and opens it again (a dlopen/dlclose storm) would
@@ -360,7 +362,7 @@ __attribute__((constructor)) static void dlh_init(void) {
     return;
   }
   pthread_atfork(fork_prepare, fork_parent, fork_child);
-  dlh_stacks_init();
+  dlh_stacks_init(dlh_stacks_settings());
   dlh_fds_init(); /* after libunwind is loaded */
   dlh_capture_init();
   initialised = 1;

@@ -23,23 +23,13 @@
 #include <unistd.h>
 
 #include "dlh_format.h"
+#include "dlh_hooks.h"
 #include "dlh_internal.h"
 
 /* ---------------------------------------------------------------- function tables */
 
-/* Generated per-library tables (hooks/gen/); weak so that a library without wrappers yet
- * simply has no descriptors. */
-#define DLH_TABLE(lib)                                                     \
-  extern const dlh_fn_desc dlh_fns_##lib[] __attribute__((weak));          \
-  extern const unsigned dlh_fns_##lib##_count __attribute__((weak));
-DLH_TABLE(cudart)
-DLH_TABLE(driver)
-DLH_TABLE(cublas)
-DLH_TABLE(cublasLt)
-DLH_TABLE(cudnn)
-DLH_TABLE(nccl)
-DLH_TABLE(nvtx)
-DLH_TABLE(dlhook)
+/* The generated per-library tables (hooks/dlh_hooks.h) and NVTX's (nvtx.c). Driver calls
+ * (seen only by CUPTI) have no table: dlh_cupti_fn_name names them. */
 
 const dlh_fn_desc *dlh_fn_lookup(uint32_t id, int *domain) {
   const dlh_fn_desc *t = NULL;
@@ -48,13 +38,11 @@ const dlh_fn_desc *dlh_fn_lookup(uint32_t id, int *domain) {
   switch (d) {
 #define CASE(dom, lib) case dom: t = dlh_fns_##lib; n = &dlh_fns_##lib##_count; break;
     CASE(DLH_DOMAIN_CUDART, cudart)
-    CASE(DLH_DOMAIN_DRIVER, driver)
     CASE(DLH_DOMAIN_CUBLAS, cublas)
     CASE(DLH_DOMAIN_CUBLASLT, cublasLt)
     CASE(DLH_DOMAIN_CUDNN, cudnn)
     CASE(DLH_DOMAIN_NCCL, nccl)
     CASE(DLH_DOMAIN_NVTX, nvtx)
-    CASE(DLH_DOMAIN_DLHOOK, dlhook)
 #undef CASE
     default: return NULL;
   }

@@ -10,6 +10,7 @@
 #     examples/train, train-static  the example program (shared and static cudart)
 #     tests/progs/*                 the end-to-end test programs
 #     scripts/gpu-acceptance, scripts/gpu/train_torch.py
+#     common/dlh_cuda_libs.def      the CUDA libraries dlhook wraps (read by scripts/gpu/acceptance.py)
 #     BUNDLE.txt                    what was built where, and the dependency check
 #   $(BUILD)/gpu-bundle.tar.gz      the same folder as one file
 #
@@ -26,7 +27,7 @@ DEPS_DIR    := $(BUILD)/deps
 DEPS_LIB    := $(DEPS_DIR)/lib
 DEPS_DONE   := $(DEPS_DIR)/stamp
 
-# static PIC archives: libdlhook.so takes all; dlhook only what format/ and viewer-export/ use
+# static PIC archives: libdlhook.so takes all; dlhook only what format/, common/ and command/ use
 BUNDLE_SO_ARCHIVES  := $(DEPS_LIB)/libunwind.a $(DEPS_LIB)/libdw.a $(DEPS_LIB)/libelf.a \
                        $(DEPS_LIB)/libprotobuf-c.a $(DEPS_LIB)/libzstd.a $(DEPS_LIB)/libz.a
 BUNDLE_BIN_ARCHIVES := $(DEPS_LIB)/libdw.a $(DEPS_LIB)/libelf.a $(DEPS_LIB)/libprotobuf-c.a \
@@ -52,7 +53,7 @@ $(BUNDLE_OBJ)/dlstatic.o: scripts/bundle/dlstatic.c $(BUNDLE_OBJ)/dlstatic_table
 
 # The same objects as preload/build.mk's link of $(BUILD)/libdlhook.so (keep the two in step);
 # -z defs: a library the regular link names and this one lacks fails here, not on the GPU machine.
-BUNDLE_SO_OBJS := $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) $(BUNDLE_OBJ)/dlstatic.o
+BUNDLE_SO_OBJS := $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) $(COMMON_OBJS) $(BUNDLE_OBJ)/dlstatic.o
 $(BUNDLE)/libdlhook.so: $(BUNDLE_SO_OBJS) $(BUNDLE_SO_ARCHIVES) preload/libdlhook.map
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@ (static deps)"
@@ -62,7 +63,7 @@ $(BUNDLE)/libdlhook.so: $(BUNDLE_SO_OBJS) $(BUNDLE_SO_ARCHIVES) preload/libdlhoo
 	  $(LDFLAGS) -Wl,--start-group $(BUNDLE_SO_ARCHIVES) -Wl,--end-group \
 	  $(BUNDLE_UNWIND_OTHER) -static-libgcc -ldl -lpthread -lm
 
-# The same objects as viewer-export/build.mk's link of $(BUILD)/dlhook (keep the two in step).
+# The same objects as command/build.mk's link of $(BUILD)/dlhook (keep the two in step).
 BUNDLE_BIN_OBJS := $(VX_OBJS) $(VX_PROTO_O) $(FORMAT_OBJS)
 $(BUNDLE)/dlhook: $(BUNDLE_BIN_OBJS) $(BUNDLE_BIN_ARCHIVES)
 	@mkdir -p $(dir $@)
@@ -75,18 +76,20 @@ $(BUNDLE)/dlhook: $(BUNDLE_BIN_OBJS) $(BUNDLE_BIN_ARCHIVES)
 # usual place (/usr/local/cuda/lib64); gpu-acceptance also puts the CUDA libraries it finds
 # (toolkit, PyTorch's nvidia-* wheels) on LD_LIBRARY_PATH.
 BUNDLE_SCRIPTS := scripts/gpu-acceptance scripts/gpu/train_torch.py scripts/gpu/acceptance.py \
-                  tests/export/hta_analyses.py
+                  tests/export/hta_analyses.py common/dlh_cuda_libs.def
 BUNDLE_INPUTS  := $(BUNDLE)/libdlhook.so $(BUNDLE)/dlhook $(SIM_CORE_LIBS) $(SIM_LIBS) \
                   $(EX_DIR)/train $(EX_DIR)/train-static $(TEST_PROGS) $(BUNDLE_SCRIPTS)
 
 $(BUNDLE)/BUNDLE.txt: $(BUNDLE_INPUTS) $(BUILD)/libdlhook.so scripts/bundle/check-bundle scripts/bundle.mk
-	$(Q)rm -rf $(BUNDLE)/simcuda $(BUNDLE)/examples $(BUNDLE)/tests $(BUNDLE)/scripts
-	$(Q)mkdir -p $(BUNDLE)/simcuda $(BUNDLE)/examples $(BUNDLE)/tests/progs $(BUNDLE)/scripts/gpu
+	$(Q)rm -rf $(BUNDLE)/simcuda $(BUNDLE)/examples $(BUNDLE)/tests $(BUNDLE)/scripts $(BUNDLE)/common
+	$(Q)mkdir -p $(BUNDLE)/simcuda $(BUNDLE)/examples $(BUNDLE)/tests/progs $(BUNDLE)/scripts/gpu \
+	  $(BUNDLE)/common
 	$(Q)cp -P $(SIM_DIR)/*.so* $(BUNDLE)/simcuda/
 	$(Q)cp $(EX_DIR)/train $(EX_DIR)/train-static $(BUNDLE)/examples/
 	$(Q)cp $(TEST_PROGS) $(BUNDLE)/tests/progs/
 	$(Q)cp scripts/gpu-acceptance $(BUNDLE)/scripts/
 	$(Q)cp scripts/gpu/train_torch.py scripts/gpu/acceptance.py tests/export/hta_analyses.py $(BUNDLE)/scripts/gpu/
+	$(Q)cp common/dlh_cuda_libs.def $(BUNDLE)/common/  # the CUDA libraries (scripts/gpu/acceptance.py)
 	@echo "  CHECK   $(BUNDLE)"
 	$(Q)sh scripts/bundle/check-bundle $(BUNDLE) $(BUILD)/libdlhook.so > $@.tmp && mv -f $@.tmp $@
 

@@ -7,7 +7,7 @@
 UNWIND_SRCS   := $(wildcard unwind/*.c)
 UNWIND_OBJS   := $(patsubst unwind/%.c,$(BUILD)/unwind/%.o,$(UNWIND_SRCS))
 UNWIND_LIBS   := -ldl
-UNWIND_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Iunwind -Ipreload $(FORMAT_CFLAGS)
+UNWIND_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Iunwind $(COMMON_CFLAGS) $(FORMAT_CFLAGS)
 
 $(BUILD)/unwind/%.o: unwind/%.c $(BUILD)/format/dlhook.pb-c.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

@@ -21,12 +21,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "dlh_internal.h"
 #include "unwind_int.h"
 #define UNW_LOCAL_ONLY
 #include <libunwind.h> /* types only: the functions come from the dlopen'ed library */
 
 int dlh_stack_mode;
+dlh_unwind_settings dlh_unwind_cfg;
 dlh_stack_rec **dlh_stack_recs;
 dlh_pyf_rec **dlh_pyf_recs;
 uint32_t dlh_stack_max_id, dlh_pyf_max_id;
@@ -86,7 +86,6 @@ static void fork_child(void) {
   atomic_store(&fork_pending, 0);
   for (int i = 0; i < NSTRIPE; i++) atomic_store(&in_unwind[i].n, 0); /* only this thread lives */
   pthread_mutex_init(&dlh_dl_mutex, NULL);
-  dlh_symbolize_after_fork_child();
 }
 
 /* ---------------------------------------------------------------- setup */
@@ -114,11 +113,8 @@ const char *dlh_stacks_mode_name(void) {
   return names[dlh_stack_mode & 3];
 }
 
-void dlh_stacks_init(void) {
-  dlh_stack_mode = 0;
-  int want = dlh_cfg.stacks;
-  if (want == DLH_STACKS_NONE) return;
-  depth_max = dlh_cfg.stack_depth ? dlh_cfg.stack_depth : 64;
+int dlh_capture_setup(const dlh_unwind_settings *settings) {
+  depth_max = settings->depth ? settings->depth : 64;
   if (depth_max > DLH_STACK_MAX_DEPTH) depth_max = DLH_STACK_MAX_DEPTH;
   if (!stack_tab) {
     stack_tab = map(sizeof(slot) << STACK_BITS);
@@ -131,7 +127,7 @@ void dlh_stacks_init(void) {
     dlh_pyf_max_id = (1u << PYF_BITS) / 4 * 3;
     if (!stack_tab || !pyf_tab || !dlh_stack_recs || !dlh_pyf_recs || !arena) {
       dlh_warn("cannot allocate the stack tables; calls are recorded without stacks");
-      return;
+      return -1;
     }
   }
   if (!unw_bt) {
@@ -150,20 +146,19 @@ void dlh_stacks_init(void) {
                "(install libunwind8)");
     }
   }
-  dl_iterate_phdr(find_self, (void *)(uintptr_t)&dlh_stacks_init);
+  dl_iterate_phdr(find_self, (void *)(uintptr_t)&dlh_capture_setup);
   dlh_modmap_init();
-  dlh_symbolize_preload();
   static int atfork_done;
   if (!atfork_done) {
     atfork_done = 1;
     pthread_atfork(fork_prepare, fork_parent, fork_child);
   }
-  int py = dlh_py_init();
-  if (want < 0) want = py ? DLH_STACKS_MIXED : DLH_STACKS_NATIVE;
-  if ((want == DLH_STACKS_MIXED || want == DLH_STACKS_PYTHON) && !py) want = DLH_STACKS_NATIVE;
-  if (want != DLH_STACKS_PYTHON && !unw_bt) want = py ? DLH_STACKS_PYTHON : DLH_STACKS_NONE;
-  py_mode = want == DLH_STACKS_MIXED || want == DLH_STACKS_PYTHON;
-  dlh_stack_mode = want;
+  return unw_bt ? 1 : 0;
+}
+
+void dlh_capture_set_mode(int mode) {
+  py_mode = mode == DLH_STACKS_MIXED || mode == DLH_STACKS_PYTHON;
+  dlh_stack_mode = mode;
 }
 
 uint64_t dlh_stacks_count(void) { return atomic_load(&stack_next); }
@@ -334,26 +329,32 @@ typedef struct sc_entry {
   uint32_t n, id;              /* slots to check, interned id */
   uint64_t ra[SC_MAX], slot[SC_MAX];
 } sc_entry;
-/* The entries live in the calling thread's dlh_thread (stack_cache: SC_WAYS entries, mapped at
- * its first capture): no TLS of our own (a dlopen'ed libdlhook.so keeps one TLS pointer). A
- * reused dlh_thread starts with an empty cache (dlh_stack_cache_reset). */
-void dlh_stack_cache_reset(void *cache) {
-  sc_entry *e = cache;
+/* The entries live in the caller's per-thread dlh_stack_cache (SC_WAYS entries, mapped at its
+ * first miss): no TLS of our own (a dlopen'ed libdlhook.so keeps one TLS pointer). A reused
+ * cache starts empty (dlh_stack_cache_reset). */
+void dlh_stack_cache_reset(dlh_stack_cache *cache) {
+  sc_entry *e = cache ? cache->entries : NULL;
   for (int w = 0; e && w < SC_WAYS; w++) e[w].sp = 0;
 }
 
-static uint32_t capture_slow(int *fresh);
+/* The fork guard's stripe of the calling thread (its cache is per thread). */
+static inline _Atomic int *unwind_stripe(const dlh_stack_cache *cache) {
+  return &in_unwind[((uintptr_t)cache >> 6) % NSTRIPE].n;
+}
 
-static __attribute__((noinline)) uint32_t capture_miss(uint64_t sp, int *fresh) {
+static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh);
+
+static __attribute__((noinline)) uint32_t capture_miss(dlh_stack_cache *cache, uint64_t sp,
+                                                       int *fresh) {
   uint32_t depth = depth_max, n = 0, truncated = 0;
   unw_context_t uc;
   unw_cursor_t cur;
   uint64_t ra[SC_MAX], slot[SC_MAX], out[SC_MAX];
   int got = 0, skip = 0, ok = 1;
   /* the same fork guard as capture_slow: the unwinder may call dl_iterate_phdr */
-  _Atomic int *busy = &in_unwind[((uintptr_t)dlh_self >> 6) % NSTRIPE].n;
+  _Atomic int *busy = unwind_stripe(cache);
   atomic_fetch_add(busy, 1);
-  if (DLH_UNLIKELY(atomic_load_explicit(&fork_pending, memory_order_relaxed))) {
+  if (__builtin_expect(atomic_load_explicit(&fork_pending, memory_order_relaxed), 0)) {
     atomic_fetch_sub(busy, 1);
     return 0;
   }
@@ -388,13 +389,12 @@ static __attribute__((noinline)) uint32_t capture_miss(uint64_t sp, int *fresh) 
     atomic_store_explicit(&dlh_stack_recs[id]->nocache, 1, memory_order_relaxed);
     return id;
   }
-  struct dlh_thread *th = dlh_self;
-  if (!th) return id;
-  if (!th->stack_cache) {
-    th->stack_cache = map(SC_WAYS * sizeof(sc_entry));
-    if (!th->stack_cache) return id;
+  if (!cache) return id;
+  if (!cache->entries) {
+    cache->entries = map(SC_WAYS * sizeof(sc_entry));
+    if (!cache->entries) return id;
   }
-  sc_entry *e = &((sc_entry *)th->stack_cache)[th->stack_cache_next++ % SC_WAYS];
+  sc_entry *e = &((sc_entry *)cache->entries)[cache->next++ % SC_WAYS];
   /* check frames 2 .. the last one kept: from the return address of dlh_stack_capture (frame 1;
    * frame 0 is this function, whose slot lies below the caller's frame) up, dlhook's own frames
    * too (they say which wrapper) */
@@ -411,10 +411,10 @@ static __attribute__((noinline)) uint32_t capture_miss(uint64_t sp, int *fresh) 
   return id;
 }
 
-uint32_t dlh_stack_capture(void) {
+uint32_t dlh_stack_capture(dlh_stack_cache *cache) {
   if (!py_mode && sc_step) {
     uint64_t sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
-    const sc_entry *t = dlh_self ? dlh_self->stack_cache : NULL;
+    const sc_entry *t = cache ? cache->entries : NULL;
     if (t) {
       for (int w = 0; w < SC_WAYS; w++) {
         const sc_entry *e = &t[w];
@@ -430,26 +430,25 @@ uint32_t dlh_stack_capture(void) {
      * from the last one of this thread: a program whose stacks are all different (torch's
      * import: ~44,000 distinct registration stacks) pays the cheap walk only, one that cycles
      * through more call sites than the cache holds pays one cursor walk a miss, as before. */
-    struct dlh_thread *th = dlh_self;
-    if (th && th->stack_miss_known) {
+    if (cache && cache->miss_known) {
       int fresh = 0;
-      uint32_t id = capture_miss(sp, &fresh);
-      if (fresh) th->stack_miss_known = 0;
+      uint32_t id = capture_miss(cache, sp, &fresh);
+      if (fresh) cache->miss_known = 0;
       return id;
     }
     int fresh = 0;
-    uint32_t id = capture_slow(&fresh);
+    uint32_t id = capture_slow(cache, &fresh);
     if (id && !fresh &&
         !atomic_load_explicit(&dlh_stack_recs[id]->nocache, memory_order_relaxed)) {
-      id = capture_miss(sp, NULL);
-      if (th) th->stack_miss_known = 1;
+      id = capture_miss(cache, sp, NULL);
+      if (cache) cache->miss_known = 1;
     }
     return id;
   }
-  return capture_slow(NULL);
+  return capture_slow(cache, NULL);
 }
 
-static uint32_t capture_slow(int *fresh) {
+static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh) {
   uint32_t depth = depth_max, n = 0, truncated = 0;
   void *pcs[depth + 4];
   uint64_t out[depth + 1];
@@ -466,9 +465,9 @@ static uint32_t capture_slow(int *fresh) {
     return n ? intern_stack(out, n, truncated) : 0;
   }
   if (!unw_bt) return 0;
-  _Atomic int *busy = &in_unwind[((uintptr_t)dlh_self >> 6) % NSTRIPE].n;
+  _Atomic int *busy = unwind_stripe(cache);
   atomic_fetch_add(busy, 1);           /* full barrier, then look for a fork in progress */
-  if (DLH_UNLIKELY(atomic_load_explicit(&fork_pending, memory_order_relaxed))) {
+  if (__builtin_expect(atomic_load_explicit(&fork_pending, memory_order_relaxed), 0)) {
     atomic_fetch_sub(busy, 1);
     return 0;
   }

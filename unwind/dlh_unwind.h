@@ -1,6 +1,10 @@
 /* dlh_unwind.h — call stacks inside the profiled process (unwind/): capture on the hot path,
  * interning, the CPython frame walker, and the writer-side module map and symbolizer.
  *
+ * A service with this API only: it includes no header of preload/. What it needs from the
+ * runtime comes through dlh_stacks_init (the settings and a few callbacks) and through the
+ * per-thread cache that the caller of dlh_stack_capture owns; it warns with common/dlh_msg.h.
+ *
  * Hot path: dlh_stack_capture() takes the native stack with libunwind's unw_backtrace, splices
  * in the calling thread's Python frames (mixed mode), and interns the result in a lock-free
  * open-addressing table whose stack contents live in an mmap'd arena. No locks, no malloc of
@@ -19,24 +23,46 @@
 
 struct dlh_writer;
 
-/* DLHOOK_STACKS values (dlh_cfg.stacks; -1 = not set: mixed when Python is present, else
- * native). */
+/* Stack modes (DLHOOK_STACKS; -1 = not set: mixed when Python is present, else native). */
 enum { DLH_STACKS_NONE = 0, DLH_STACKS_NATIVE = 1, DLH_STACKS_PYTHON = 2, DLH_STACKS_MIXED = 3 };
+
+/* What the service is told once, at dlh_stacks_init. The callbacks may be NULL. */
+typedef struct dlh_unwind_settings {
+  int mode;                     /* DLH_STACKS_*, or -1: by default (see above) */
+  unsigned depth;               /* native frames kept per stack, 1..256 (0: 64) */
+  int symbolize;                /* 0: no symbol names while recording (module + offset only) */
+  /* Moves a file descriptor the symbolizer opened out of the program's range; returns the fd
+   * to use (the program may close or dup2 over low numbers). */
+  int (*fd_move_up)(int fd);
+  /* Called first on each thread the service starts (the symbolizer): the caller makes sure that
+   * nothing this thread calls is recorded. */
+  void (*thread_enter)(void);
+} dlh_unwind_settings;
 
 /* The effective mode after dlh_stacks_init(): 0 = no stacks (hooks skip the capture). */
 extern int dlh_stack_mode;
 
 /* Loads libunwind (privately: RTLD_LOCAL, so that it takes over neither the program's C++
  * exception unwinding nor its backtrace()), detects CPython, allocates the intern tables.
- * Called once from the constructor after dlh_config_load(). On any failure it warns once and
- * sets dlh_stack_mode to 0. */
-void dlh_stacks_init(void);
+ * Called once, at start-up; the settings are copied. On any failure it warns once and sets
+ * dlh_stack_mode to 0. */
+void dlh_stacks_init(const dlh_unwind_settings *settings);
+
+/* A thread's recent stacks (the validated stack cache of capture.c), owned by the caller, one
+ * per thread: zero-initialised, or emptied with dlh_stack_cache_reset. Its entries are mapped
+ * at the thread's first cache miss and kept. */
+typedef struct dlh_stack_cache {
+  void *entries;                /* capture.c's entries, or NULL */
+  unsigned next;                /* entry replaced next */
+  unsigned miss_known;          /* the last miss was a stack seen before */
+} dlh_stack_cache;
 
 /* Hot path: captures the calling thread's stack (dlhook's own frames skipped) and returns its
- * interned id, or 0 when stacks are off or the stack could not be interned. */
-uint32_t dlh_stack_capture(void);
-/* Empties a thread's stack cache (a dlh_thread reused by a new thread). */
-void dlh_stack_cache_reset(void *cache);
+ * interned id, or 0 when stacks are off or the stack could not be interned. cache: the calling
+ * thread's cache, or NULL (no cache: every capture walks). No lock, no malloc. */
+uint32_t dlh_stack_capture(dlh_stack_cache *cache);
+/* Empties a cache (its thread's struct is reused by a new thread). */
+void dlh_stack_cache_reset(dlh_stack_cache *cache);
 
 /* "none", "native", "python" or "mixed": the effective mode, for ProcessInfo.stacks_mode. */
 const char *dlh_stacks_mode_name(void);
@@ -50,9 +76,9 @@ void dlh_stacks_define(struct dlh_writer *w, uint32_t id);
 /* Writer thread: appends to w's current frame the SymbolDef packets of the pcs that the
  * symbolizer thread resolved since the last call (function names from each module's sorted
  * symbol index, then file:line from DWARF), waiting for more until no pc is left or
- * dlh_mono_ns() reaches deadline_ns (0: no wait). Returns the number of pcs still to do. */
+ * CLOCK_MONOTONIC reaches deadline_ns (0: no wait). Returns the number of pcs still to do. */
 size_t dlh_stacks_symbolize(struct dlh_writer *w, uint64_t deadline_ns);
-/* Starts the symbolizer thread (when stacks are on and DLHOOK_SYMBOLIZE is not 0): called by
+/* Starts the symbolizer thread (when stacks are on and settings.symbolize): called by
  * the thread that starts the writer, right after it. */
 void dlh_stacks_start_symbolizer(void);
 /* At exit, after the last dlh_stacks_symbolize: the symbolizer stops after its current pc. */

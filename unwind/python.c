@@ -24,7 +24,6 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "dlh_internal.h"
 #include "unwind_int.h"
 
 int dlh_py_active;
@@ -39,13 +38,10 @@ static struct {
   size_t fr_code, fr_prev, fr_instr, fr_owner, fr_entry;
   size_t co_filename, co_name, co_code;
   size_t ascii_size, compact_size;
-  char version[16];
 } P;
 
 #define NONE ((size_t)-1)
 #define RD(type, base, off) (*(type *)((uintptr_t)(base) + (off)))
-
-const char *dlh_py_version(void) { return P.version; }
 
 int dlh_py_init(void) {
   dlh_py_active = 0;
@@ -54,7 +50,6 @@ int dlh_py_init(void) {
   const char *v = getver();
   int major = 0, minor = 0;
   if (!v || sscanf(v, "%d.%d", &major, &minor) != 2) return 0;
-  snprintf(P.version, sizeof P.version, "%d.%d", major, minor);
   if (major != 3 || minor < 10 || minor > 13) {
     dlh_warn("Python %d.%d: Python frames are read for CPython 3.10 to 3.13 only; stacks are "
              "native", major, minor);

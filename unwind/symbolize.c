@@ -27,7 +27,6 @@
 
 #include "dlh_elfsym.h"
 #include "dlh_format.h"
-#include "dlh_internal.h"
 #include "unwind_int.h"
 
 /* ---------------------------------------------------------------- module map */
@@ -208,14 +207,14 @@ static int find_debuginfo(Dwfl_Module *mod, void **ud, const char *modname, Dwar
 }
 
 /* libdw keeps the ELF file of every module open for the life of the process: its fd goes above
- * the program's range (preload/fds.c), so that the program's low numbers stay free and a program
+ * the program's range (settings.fd_move_up), so that the program's low numbers stay free and a program
  * that closes every fd or dup2()s over low numbers never has libdw read its files. An Elf that
  * libdw made itself (*elfp set: from memory) holds its fd: left as it is. */
 static int (*proc_find_elf)(Dwfl_Module *, void **, const char *, Dwarf_Addr, char **, Elf **);
 static int find_elf_high(Dwfl_Module *mod, void **ud, const char *name, Dwarf_Addr base,
                          char **file, Elf **elfp) {
   int fd = proc_find_elf(mod, ud, name, base, file, elfp);
-  return fd >= 0 && !*elfp ? dlh_fd_move_up(fd) : fd;
+  return fd >= 0 && !*elfp && dlh_unwind_cfg.fd_move_up ? dlh_unwind_cfg.fd_move_up(fd) : fd;
 }
 
 static void dwfl_report_all(void) {
@@ -230,9 +229,15 @@ static void dwfl_report_all(void) {
  * inconsistent (its next dlopen aborts in ld.so). */
 static void *libdw;
 static void dwfl_lookup(void);
+static void after_fork_child(void);
 void dlh_symbolize_preload(void) {
   if (!libdw) libdw = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
   if (libdw && !D.begin) dwfl_lookup();
+  static int atfork_done; /* after capture.c's (child handlers run in that order) */
+  if (!atfork_done) {
+    atfork_done = 1;
+    pthread_atfork(NULL, NULL, after_fork_child);
+  }
 }
 
 /* Constructor time too: dlsym takes the loader's lock, which a program thread holds for the
@@ -427,9 +432,7 @@ static void *symbolizer_main(void *arg) {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL);
-  static struct dlh_thread self_blocked; /* nothing this thread calls is recorded */
-  self_blocked.hot.blocked = 1;
-  dlh_self = &self_blocked;
+  if (dlh_unwind_cfg.thread_enter) dlh_unwind_cfg.thread_enter(); /* nothing it calls is recorded */
   static sym s; /* 2 KiB: not on this thread's stack */
   pthread_mutex_lock(&sym_mu);
   for (;;) {
@@ -471,7 +474,7 @@ static void *symbolizer_main(void *arg) {
 /* Started with the writer, by the thread that starts the writer (pthread_create may need the
  * loader's TLS lock, held by a thread inside dlopen: the writer must never wait for that). */
 void dlh_stacks_start_symbolizer(void) {
-  if (!dlh_stack_mode || !dlh_cfg.symbolize) return;
+  if (!dlh_stack_mode || !dlh_unwind_cfg.symbolize) return;
   pthread_mutex_lock(&sym_mu);
   int start = !sym_started && !sym_stop;
   sym_started = 1;
@@ -496,9 +499,9 @@ static void queue_pc(uint64_t pc, module *m) {
   pthread_mutex_unlock(&sym_mu);
 }
 
-/* fork child (capture.c's atfork handler): the symbolizer does not exist here and may have
- * held its lock or been inside libdw; start over with fresh state (the old is leaked). */
-void dlh_symbolize_after_fork_child(void) {
+/* fork child: the symbolizer does not exist here and may have held its lock or been inside
+ * libdw; start over with fresh state (the old is leaked). */
+static void after_fork_child(void) {
   pthread_mutex_init(&sym_mu, NULL);
   pthread_cond_init(&sym_cv, NULL);
   memset(Q, 0, sizeof Q);
@@ -668,7 +671,7 @@ static size_t collect(struct dlh_writer *w) {
   res_head = NULL;
   res_tail = &res_head;
   size_t left = Q[0].n + Q[1].n + in_flight;
-  if (!dlh_cfg.symbolize) left = Q[0].n;
+  if (!dlh_unwind_cfg.symbolize) left = Q[0].n;
   pthread_mutex_unlock(&sym_mu);
   while (r) {
     result *next = r->next;
@@ -684,7 +687,7 @@ static size_t collect(struct dlh_writer *w) {
 size_t dlh_stacks_symbolize(struct dlh_writer *w, uint64_t deadline_ns) {
   if (!w || w != cur_w) return 0;
   size_t left = collect(w);
-  while (left && dlh_cfg.symbolize && dlh_mono_ns() < deadline_ns) {
+  while (left && dlh_unwind_cfg.symbolize && dlh_unwind_now_ns() < deadline_ns) {
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
     left = collect(w);

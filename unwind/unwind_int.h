@@ -7,10 +7,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <time.h>
+
+#include "dlh_format.h" /* DLH_PYFRAME_TAG */
+#include "dlh_msg.h"
 #include "dlh_unwind.h"
 
 #define DLH_STACK_MAX_DEPTH 256
-#define DLH_PYFRAME_TAG (1ull << 63)   /* StackDef frame value with this bit: a PyFrameDef id */
+
+/* The settings given to dlh_stacks_init (capture.c). */
+extern dlh_unwind_settings dlh_unwind_cfg;
+
+/* CLOCK_MONOTONIC in ns: the clock of the writer's deadlines. */
+static inline uint64_t dlh_unwind_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* An interned stack in the arena: n frames, innermost first (pcs, or DLH_PYFRAME_TAG | id). */
 typedef struct dlh_stack_rec {
@@ -75,11 +88,18 @@ void dlh_modmap_init(void);
  * returns 1, or returns 0 when pc is in no loaded object (JIT code, anonymous memory). */
 int dlh_modmap_find(uintptr_t pc, dlh_modinfo *out);
 
+/* ---- capture (capture.c) ---- */
+/* Allocates the intern tables, loads libunwind, finds libdlhook's own range
+ * and installs the fork guard. Returns 1 when native stacks can be taken, 0 when libunwind is
+ * missing (warned), -1 when the tables cannot be allocated (warned: no stacks at all). */
+int dlh_capture_setup(const dlh_unwind_settings *settings);
+/* Sets the effective mode (dlh_stack_mode; DLH_STACKS_*): which walks capture takes. */
+void dlh_capture_set_mode(int mode);
+
 /* ---- symbolizer (symbolize.c) ---- */
-/* Loads elfutils' libdw privately (constructor time only: never dlopen on the writer thread). */
+/* Loads elfutils' libdw privately (constructor time only: never dlopen on the writer thread),
+ * and installs the fork handler that lets a child start the symbolizer's state over. */
 void dlh_symbolize_preload(void);
-/* fork child: the symbolizer thread's state starts over. */
-void dlh_symbolize_after_fork_child(void);
 
 /* ---- CPython frame walker (python.c) ---- */
 typedef struct dlh_pyframe {
@@ -100,7 +120,5 @@ int dlh_py_walk(dlh_pyframe *out, int max);
  * file name (UTF-8, truncated to the buffers). */
 void dlh_py_resolve(uint64_t code, int64_t lasti, uint32_t *line, char *fn, size_t fncap,
                     char *file, size_t filecap);
-/* The version detected, e.g. "3.11" ("" when none). */
-const char *dlh_py_version(void);
 
 #endif

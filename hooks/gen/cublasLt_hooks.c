@@ -141,7 +141,7 @@
 #include <cublasLt.h>
 
 #include "dlh_hook.h"
-#include "dlh_dlsym.h"
+#include "dlh_hooks.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -66,7 +66,7 @@
 #include <cublas.h>
 
 #include "dlh_hook.h"
-#include "dlh_dlsym.h"
+#include "dlh_hooks.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -17,7 +17,7 @@
 #include <cuda_egl_interop.h>
 
 #include "dlh_hook.h"
-#include "dlh_dlsym.h"
+#include "dlh_hooks.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -15,7 +15,7 @@
 #include <cudnn_backend.h>
 
 #include "dlh_hook.h"
-#include "dlh_dlsym.h"
+#include "dlh_hooks.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -70,7 +70,7 @@
 #include <nccl.h>
 
 #include "dlh_hook.h"
-#include "dlh_dlsym.h"
+#include "dlh_hooks.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -33,8 +33,20 @@ EXPORT_FORMATS = [  # (format, output name, is a directory)
     ("tensorboard", "tensorboard", True), ("folded", "flame.folded", False),
     ("svg", "flame.svg", False), ("speedscope", "speedscope.json", False),
     ("pprof", "profile.pb.gz", False)]
-CUDA_SONAMES = ["libcudart.so.13", "libcupti.so.13", "libcublas.so.13", "libcublasLt.so.13",
-                "libcudnn.so.9", "libnccl.so.2"]
+
+
+def cuda_sonames():
+    """The libraries to look for: those dlhook wraps (common/dlh_cuda_libs.def, the one table of
+    them; `make gpu-bundle` copies it into the bundle) but the driver's libcuda (the system's
+    own), and CUPTI after cudart."""
+    path = os.path.join(os.path.dirname(os.path.dirname(HERE)), "common", "dlh_cuda_libs.def")
+    with open(path) as f:
+        libs = re.findall(r'^DLH_CUDA_LIB\(\w+, (\w+), "([^"]+)"\)', f.read(), re.M)
+    sonames = [so for lib, so in libs if lib != "DRIVER"]
+    return sonames[:1] + ["libcupti.so.13"] + sonames[1:]
+
+
+CUDA_SONAMES = cuda_sonames()
 
 
 def find_root():

@@ -1,5 +1,5 @@
 # perfetto: native protobuf trace, decoded by protoc with dlhook's subset of Perfetto's schema
-# (viewer-export/proto/perfetto_trace.proto, Perfetto's field numbers) and by Perfetto's own
+# (command/proto/perfetto_trace.proto, Perfetto's field numbers) and by Perfetto's own
 # protos (pip perfetto): process tracks named by rank, thread tracks, GPU stream tracks,
 # interned names and stacks, slices with the library calls' args, flows (every end has a
 # start), counter tracks (live memory, stream busy); --window cuts a time window.
@@ -13,9 +13,9 @@ $GEN g.dlh --steps 5 --threads 2 || fail gentrace
 "$DLHOOK_BIN" export -q -f perfetto --window 0:8us -o w.pftrace g.dlh || fail "export --window"
 [ "$(wc -c <w.pftrace)" -lt "$(wc -c <g.pftrace)" ] || fail "--window did not cut anything"
 need_cmd protoc "Debian protobuf-compiler"
-protoc --proto_path="$ROOT/viewer-export/proto" --decode=dlhperfetto.Trace perfetto_trace.proto \
+protoc --proto_path="$ROOT/command/proto" --decode=dlhperfetto.Trace perfetto_trace.proto \
   <g.pftrace >g.txt 2>err.txt || fail "protoc cannot decode: $(cat err.txt)"
-protoc --proto_path="$ROOT/viewer-export/proto" --decode=dlhperfetto.Trace perfetto_trace.proto \
+protoc --proto_path="$ROOT/command/proto" --decode=dlhperfetto.Trace perfetto_trace.proto \
   <w.pftrace >w.txt 2>err.txt || fail "protoc cannot decode the window: $(cat err.txt)"
 c() { grep -c "$1" "$2"; }
 # 5 steps x 2 threads: 10 API calls + 7 GPU records (kind 7 is not drawn) each, begin + end

@@ -13,7 +13,7 @@ $GEN g2.dlh --steps 2 --pid 5000 --rank 1 --world 2 || fail gentrace
 [ "$(ls logdir2/plugins/profile/*/ | tr '\n' ' ')" = "rank0.xplane.pb rank1.xplane.pb " ] ||
   fail "two traces: $(find logdir2 -type f)"
 need_cmd protoc "Debian protobuf-compiler"
-protoc --proto_path="$ROOT/viewer-export/proto" --decode=dlhxplane.XSpace xplane.proto <"$pb" >x.txt 2>err.txt ||
+protoc --proto_path="$ROOT/command/proto" --decode=dlhxplane.XSpace xplane.proto <"$pb" >x.txt 2>err.txt ||
   fail "protoc: $(cat err.txt)"
 grep -q 'name: "/host:CPU"' x.txt || fail "no host plane"
 grep -q 'name: "/device:GPU:0"' x.txt || fail "no GPU plane"

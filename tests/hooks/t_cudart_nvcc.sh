@@ -1,6 +1,6 @@
 #!/bin/sh
 # An nvcc-built program (-cudart shared) under the generated cudart wrappers: the nvcc-internal
-# entry points (hand-written prototypes in scripts/gen_hooks.py) register, configure and launch
+# entry points (hand-written prototypes in scripts/hookgen/specs.py) register, configure and launch
 # the kernel through the wrappers, with grid/block/shared memory recorded, and the program's
 # behaviour is unchanged. Uses tests/hooks/stub_runtime.c in place of dlhook's runtime.
 CUDA_INC="$CUDA_HOME/include" CUDA_LIB="$CUDA_HOME/lib64" NVCC="$CUDA_HOME/bin/nvcc"
@@ -8,7 +8,7 @@ CUDA_INC="$CUDA_HOME/include" CUDA_LIB="$CUDA_HOME/lib64" NVCC="$CUDA_HOME/bin/n
 CC=${CC:-cc}
 set -e
 $CC -shared -fPIC -O1 -fvisibility=hidden -o libstub.so -I"$ROOT/hooks/compat" -I"$ROOT/hooks" -I"$CUDA_INC" \
-  -I"$ROOT/preload" "$ROOT/tests/hooks/stub_runtime.c" "$ROOT/hooks/gen/cudart_hooks.c" -ldl
+  -I"$ROOT/preload" -I"$ROOT/common" "$ROOT/tests/hooks/stub_runtime.c" "$ROOT/hooks/gen/cudart_hooks.c" -ldl
 cat >k.cu <<'CU'
 #include <cstdio>
 __global__ void add(int *x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] += 1; }

@@ -12,7 +12,7 @@ CUDA_INC="$CUDA_HOME/include" CUDA_LIB="$CUDA_HOME/lib64"
 CC=${CC:-cc}
 set -e
 $CC -shared -fPIC -O1 -fvisibility=hidden -o libstub.so -I"$ROOT/hooks/compat" -I"$ROOT/hooks" -I"$CUDA_INC" \
-  -I"$ROOT/preload" "$ROOT/tests/hooks/stub_runtime.c" "$ROOT/hooks/gen/cudart_hooks.c" -ldl
+  -I"$ROOT/preload" -I"$ROOT/common" "$ROOT/tests/hooks/stub_runtime.c" "$ROOT/hooks/gen/cudart_hooks.c" -ldl
 
 cat >ptds.c <<'C'
 #define CUDA_API_PER_THREAD_DEFAULT_STREAM 1

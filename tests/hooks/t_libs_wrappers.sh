@@ -10,7 +10,7 @@ done
 CC=${CC:-cc}
 set -e
 $CC -shared -fPIC -O0 -fvisibility=hidden -o libstub.so -I"$ROOT/hooks/compat" -I"$ROOT/hooks" -I"$CUDA_INC" \
-  -I"$ROOT/preload" "$ROOT/tests/hooks/stub_runtime.c" "$ROOT/hooks/gen/cublas_hooks.c" \
+  -I"$ROOT/preload" -I"$ROOT/common" "$ROOT/tests/hooks/stub_runtime.c" "$ROOT/hooks/gen/cublas_hooks.c" \
   "$ROOT/hooks/gen/cublasLt_hooks.c" "$ROOT/hooks/gen/cudnn_hooks.c" "$ROOT/hooks/gen/nccl_hooks.c" -ldl
 cat >prog.c <<'C'
 #include <stdio.h>

@@ -1,5 +1,5 @@
 # tests/hostile/common.sh — helpers for the hostile-input tests (sourced after tests/lib.sh).
-# Traces come from $BUILD/tests/bin/hostile (viewer-export/tests/hostile.c says what each holds).
+# Traces come from $BUILD/tests/bin/hostile (command/tests/hostile.c says what each holds).
 need "$DLHOOK_BIN"
 need "$BUILD/tests/bin/hostile"
 HOSTILE=$BUILD/tests/bin/hostile

@@ -32,9 +32,9 @@ grep -q ";libx\{56\}+0x[0-9a-f]*;" cpu.folded || fail "module name not cut befor
 # proto3 readers: the upstream schemas are proto3 (they refuse strings that are not UTF-8)
 if command -v protoc >/dev/null; then
   p3() { sed -e 's/^syntax = "proto2";/syntax = "proto3";/' -e 's/\[default *= *[^]]*\]//' \
-             -e 's/^\( *\)required /\1/' "$ROOT/viewer-export/proto/$1" >"$1"; }
+             -e 's/^\( *\)required /\1/' "$ROOT/command/proto/$1" >"$1"; }
   p3 pprof.proto; p3 xplane.proto; p3 perfetto_trace.proto
-  pkg() { sed -n 's/^package \(.*\);/\1/p' "$ROOT/viewer-export/proto/$1"; }
+  pkg() { sed -n 's/^package \(.*\);/\1/p' "$ROOT/command/proto/$1"; }
   gzip -dc out.pb.gz | protoc --proto_path=. --decode="$(pkg pprof.proto).Profile" pprof.proto >pprof.txt 2>perr ||
     fail "pprof under proto3: $(cat perr)"
   pb=$(find tb -name '*.xplane.pb' | head -n 1)

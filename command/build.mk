@@ -1,0 +1,85 @@
+# command/: the dlhook command ($(BUILD)/dlhook), in layers (scripts/check-layering):
+#   main.c    dispatches to the subcommands
+#   cmd/      one file per subcommand (record, ctl, dump, stats, export, diff, merge, report,
+#             symbolize)
+#   export/   the exporters, one file per format, and what they share (links, the flame tree)
+#   lib/      reading traces (trace.c, symbols.c, the streaming scan), helpers, and the analyses
+#             that stats, report and the exporters share (library calls, memory, ranks, steps)
+VX_SRCS := $(wildcard command/*.c command/cmd/*.c command/export/*.c command/lib/*.c)
+VX_OBJS := $(patsubst command/%.c,$(BUILD)/command/%.o,$(VX_SRCS))
+VX_CFLAGS = $(CFLAGS) $(COMMON_CFLAGS) $(FORMAT_CFLAGS) -Icommand/lib -Icommand/export -I$(BUILD)/command
+
+$(BUILD)/command/%.o: command/%.c $(BUILD)/format/dlhook.pb-c.h | $(DEPS_STAMP)
+	$(Q)mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(VX_CFLAGS) -MMD -MP -c -o $@ $<
+
+# unwind/elfsym.c (the sorted symbol index) is compiled into the command too: `dlhook symbolize`
+# resolves with the same code as the recorder, with libelf and libdw linked directly.
+VX_SHARED_OBJS := $(BUILD)/command/shared/elfsym.o
+$(BUILD)/command/shared/%.o: unwind/%.c | $(DEPS_STAMP)
+	$(Q)mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) -Iunwind -MMD -MP -c -o $@ $<
+VX_OBJS += $(VX_SHARED_OBJS) $(COMMON_OBJS)
+VX_SHARED_SRCS := unwind/elfsym.c $(COMMON_SRCS)
+VX_LIBS := -ldw -lelf
+$(BUILD)/command/cmd/symbolize.o: CFLAGS += -Iunwind
+
+$(BUILD)/dlhook: $(VX_OBJS) $(FORMAT_OBJS)
+	@echo "  LD      $@"
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(FORMAT_LIBS) $(VX_LIBS) -lz -lstdc++
+
+# Test helper (not a test itself): writes traces with known contents for tests/cli/.
+$(BUILD)/tests/bin/mktrace: command/tests/mktrace.c format/tests/fuzzgen.h $(FORMAT_OBJS)
+	$(Q)mkdir -p $(@D)
+	@echo "  CCLD    $@"
+	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -Iformat/tests -MMD -MP -o $@ $< $(FORMAT_OBJS) $(LDFLAGS) $(FORMAT_LIBS)
+
+dlhook: $(BUILD)/dlhook
+.PHONY: dlhook
+ALL_TARGETS += $(BUILD)/dlhook
+TEST_DEPS += $(BUILD)/dlhook $(BUILD)/tests/bin/mktrace
+
+# ---- dlhook export: own subsets of the viewers' .proto files (pprof, Perfetto, xplane) ----
+VX_PROTOS   := $(wildcard command/proto/*.proto)
+VX_PROTO_C  := $(patsubst command/proto/%.proto,$(BUILD)/command/%.pb-c.c,$(VX_PROTOS))
+VX_PROTO_H  := $(VX_PROTO_C:.c=.h)
+VX_PROTO_O  := $(VX_PROTO_C:.c=.o)
+$(BUILD)/command/%.pb-c.c $(BUILD)/command/%.pb-c.h &: command/proto/%.proto | $(DEPS_STAMP)
+	$(Q)mkdir -p $(BUILD)/command
+	@echo "  PROTOC  $<"
+	$(Q)$(PROTOC_C) --proto_path=command/proto --c_out=$(BUILD)/command $<
+$(BUILD)/command/%.pb-c.o: $(BUILD)/command/%.pb-c.c $(BUILD)/command/%.pb-c.h
+	@echo "  CC      $@"
+	$(Q)$(CC) $(CFLAGS) -I$(BUILD)/command -MMD -MP -c -o $@ $<
+$(VX_OBJS): $(VX_PROTO_H)
+$(BUILD)/dlhook: $(VX_PROTO_O)
+
+# Test and bench helper: synthetic training-like traces (stacks, GPU records, NVTX steps, ranks).
+$(BUILD)/tests/bin/gentrace: command/tests/gentrace.c $(FORMAT_OBJS)
+	$(Q)mkdir -p $(@D)
+	@echo "  CCLD    $@"
+	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -MMD -MP -o $@ $< $(FORMAT_OBJS) $(LDFLAGS) $(FORMAT_LIBS)
+TEST_DEPS += $(BUILD)/tests/bin/gentrace
+BENCH_DEPS += $(BUILD)/dlhook $(BUILD)/tests/bin/gentrace
+
+# `make regen`: also the CUPTI callback ids of the Kineto export (command/export/cupti_cbids.c).
+regen: regen-cbids
+regen-cbids:
+	$(Q)$(PYTHON) scripts/gen_cbids.py --cuda-home $(CUDA_HOME)
+.PHONY: regen-cbids
+
+# Test helper: traces built as an attacker would (tests/hostile/).
+$(BUILD)/tests/bin/hostile: command/tests/hostile.c $(FORMAT_OBJS)
+	$(Q)mkdir -p $(@D)
+	@echo "  CCLD    $@"
+	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -MMD -MP -o $@ $< $(FORMAT_OBJS) $(LDFLAGS) $(FORMAT_LIBS)
+TEST_DEPS += $(BUILD)/tests/bin/hostile
+
+# The script of `dlhook report` pages: command/report.js as a C string (report_js.h).
+$(BUILD)/command/report_js.h: command/report.js
+	$(Q)mkdir -p $(@D)
+	@echo "  GEN     $@"
+	$(Q)awk '{ gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); print "\"" $$0 "\\n\"" }' $< >$@.tmp && mv $@.tmp $@
+$(BUILD)/command/cmd/report.o: $(BUILD)/command/report_js.h

@@ -1,0 +1,879 @@
+/* report.c — `dlhook report -o report.html TRACE...`: one self-contained HTML page (inline CSS,
+ * JS and SVG; nothing loaded from the network) to read or share: the headline numbers, the
+ * GPU-time flame graph (flame_svg.c's interactive SVG, inlined), a timeline overview (one SVG lane
+ * per thread, per NVTX thread, per GPU stream, the live device memory of each process, capture
+ * windows shaded), top kernels and top calls as HTML tables, and the terminal summaries of
+ * `dlhook stats` (GEMM/convolution/collective tables included) and `dlhook stats --memory`. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "export.h"
+#include "vx.h"
+
+int cmd_stats(int argc, char **argv);
+
+#define MAX_LANES 4096
+#define MAX_DETAIL 300000  /* events embedded with their details; see detail_threshold() */
+
+enum { L_API = 0, L_NVTX = 1, L_GPU = 2 };
+
+typedef struct lane {
+  uint32_t pid, kind, a, b;  /* L_API/L_NVTX: a = tid; L_GPU: a = device, b = stream */
+  uint32_t group;
+} lane;
+
+/* One timeline event: start/end in trace ns (aligned), name/info/stack as string indexes. */
+typedef struct ev {
+  uint64_t s, e, link;
+  uint32_t lane, name, info, stack;
+} ev;
+
+typedef struct agg { char *name; uint64_t count, total, max; int domain; } agg;
+typedef struct aggs {
+  agg *v;
+  size_t n, cap;
+  ex_u64map ix; /* keyed hash of (name, domain) -> index: a trace may hold any number of names */
+} aggs;
+
+/* interned strings of the page */
+typedef struct strtab { char **v; size_t n, cap; uint32_t *slot; size_t nslot; } strtab;
+
+typedef struct group { uint32_t pid; int rank; char *label; } group;
+
+typedef struct report {
+  lane *lanes[MAX_LANES];
+  size_t nlanes;
+  ev *evs;
+  size_t nevs, capevs;
+  uint64_t t0, t1;
+  aggs kernels, calls;
+  uint64_t api_calls, kernels_n, kernel_ns, gpu_records, dropped;
+  struct { uint64_t s, e; } win[256];
+  size_t nwin;
+  uint64_t open_at;          /* capture window open since (0 = none) */
+  uint32_t pid;
+  uint32_t group;            /* group of the trace being read */
+  group *groups;
+  size_t ngroups;
+  struct { uint32_t group; vx_mem_sample *v; long n; } mem[64];
+  size_t nmem;
+  char **procs;              /* one line per process */
+  size_t nprocs;
+  strtab st;
+  vx_map threads;            /* tid -> thread name (of the trace being read) */
+  vx_map stackstr;           /* stack id -> string index + 1 (of the trace being read) */
+  ex_u64map ext;             /* CUPTI correlation id -> external id (kind 7), this trace */
+  size_t first_ev;           /* first event of the trace being read */
+} report;
+
+static uint32_t intern(strtab *t, const char *s) {
+  if (!s) s = "";
+  if (t->n * 2 >= t->nslot) {
+    size_t ns = t->nslot ? t->nslot * 2 : 4096;
+    uint32_t *slot = calloc(ns, sizeof *slot);
+    if (!slot) abort();
+    for (size_t i = 0; i < t->nslot; i++)
+      if (t->slot[i]) {
+        uint64_t h = 1469598103934665603ull;
+        for (const char *p = t->v[t->slot[i] - 1]; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+        size_t k = h & (ns - 1);
+        while (slot[k]) k = (k + 1) & (ns - 1);
+        slot[k] = t->slot[i];
+      }
+    free(t->slot);
+    t->slot = slot;
+    t->nslot = ns;
+  }
+  uint64_t h = 1469598103934665603ull;
+  for (const char *p = s; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  size_t k = h & (t->nslot - 1);
+  while (t->slot[k]) {
+    if (!strcmp(t->v[t->slot[k] - 1], s)) return t->slot[k] - 1;
+    k = (k + 1) & (t->nslot - 1);
+  }
+  if (t->n == t->cap) {
+    t->cap = t->cap ? t->cap * 2 : 1024;
+    t->v = vx_xrealloc(t->v, t->cap * sizeof *t->v);
+  }
+  t->v[t->n] = vx_xstrdup(s);
+  t->slot[k] = (uint32_t)t->n + 1;
+  return (uint32_t)t->n++;
+}
+
+static uint32_t lane_of(report *r, uint32_t kind, uint32_t a, uint32_t b) {
+  for (size_t i = r->nlanes; i-- > 0;) {
+    lane *l = r->lanes[i];
+    if (l->pid != r->pid || l->group != r->group) break; /* lanes of this trace are at the end */
+    if (l->kind == kind && l->a == a && l->b == b) return (uint32_t)i;
+  }
+  if (r->nlanes == MAX_LANES) return MAX_LANES; /* too many: not drawn */
+  lane *l = calloc(1, sizeof *l);
+  if (!l) return MAX_LANES;
+  l->pid = r->pid;
+  l->group = r->group;
+  l->kind = kind;
+  l->a = a;
+  l->b = b;
+  r->lanes[r->nlanes] = l;
+  return (uint32_t)r->nlanes++;
+}
+
+static void add_ev(report *r, uint32_t lane_i, uint64_t s, uint64_t e, uint32_t name, uint32_t info,
+                   uint32_t stack, uint64_t link) {
+  if (lane_i >= MAX_LANES) return;
+  if (r->nevs == r->capevs) {
+    r->capevs = r->capevs ? r->capevs * 2 : 4096;
+    r->evs = vx_xrealloc(r->evs, r->capevs * sizeof *r->evs);
+  }
+  r->evs[r->nevs++] = (ev){s, e, link, lane_i, name, info, stack};
+  if (!r->t0 || s < r->t0) r->t0 = s;
+  if (e > r->t1) r->t1 = e;
+}
+
+static void agg_add(aggs *a, const char *name, int domain, uint64_t dur) {
+  uint64_t h = vx_hash_str(name) ^ vx_hash64((uint64_t)(unsigned)domain);
+  uint32_t k;
+  size_t i = a->n;
+  if (ex_m_get(&a->ix, h, &k)) {
+    i = k;
+    if (a->v[i].domain != domain || strcmp(a->v[i].name, name)) /* a true collision */
+      for (i = 0; i < a->n; i++)
+        if (a->v[i].domain == domain && !strcmp(a->v[i].name, name)) break;
+  }
+  if (i < a->n) {
+    a->v[i].count++;
+    a->v[i].total += dur;
+    if (dur > a->v[i].max) a->v[i].max = dur;
+    return;
+  }
+  if (!ex_m_get(&a->ix, h, &k)) ex_m_put(&a->ix, h, (uint32_t)a->n);
+  if (a->n == a->cap) {
+    a->cap = a->cap ? a->cap * 2 : 64;
+    a->v = vx_xrealloc(a->v, a->cap * sizeof *a->v);
+  }
+  a->v[a->n++] = (agg){vx_xstrdup(name), 1, dur, dur, domain};
+}
+
+static int by_total(const void *x, const void *y) {
+  const agg *a = x, *b = y;
+  return a->total < b->total ? 1 : a->total > b->total ? -1 : strcmp(a->name, b->name);
+}
+
+/* ---------------------------------------------------------------- reading */
+
+static void on_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
+  report *r = ctx;
+  (void)t;
+  if (p->data_case == DLH__PACKET__DATA_ANCHOR && p->anchor->has_kind) {
+    if (p->anchor->kind == 3) r->open_at = p->anchor->trace_ns;
+    else if (p->anchor->kind == 4 && r->open_at && r->nwin < 256) {
+      r->win[r->nwin].s = r->open_at;
+      r->win[r->nwin++].e = p->anchor->trace_ns;
+      r->open_at = 0;
+    }
+  } else if (p->data_case == DLH__PACKET__DATA_PROCESS) {
+    const Dlh__ProcessInfo *pi = p->process;
+    char *line;
+    int ranked = pi->has_rank && pi->rank >= 0;
+    char rk[32] = "";
+    if (ranked) snprintf(rk, sizeof rk, ", rank %d", pi->rank);
+    if (asprintf(&line, "pid %u%s%s%s: %s", pi->pid, pi->host ? " on " : "",
+                 pi->host ? pi->host : "", rk, pi->exe ? pi->exe : "?") < 0)
+      return;
+    r->procs = vx_xrealloc(r->procs, (r->nprocs + 1) * sizeof *r->procs);
+    r->procs[r->nprocs++] = line;
+  } else if (p->data_case == DLH__PACKET__DATA_THREAD && p->thread->has_tid && p->thread->name) {
+    free(vx_map_put(&r->threads, p->thread->tid, vx_xstrdup(p->thread->name)));
+  }
+}
+
+/* The stack of an API event as text (innermost frame first, 16 frames at most), interned. */
+static uint32_t stack_str(report *r, const vx_trace *t, uint32_t id) {
+  if (!id) return 0;
+  uintptr_t v = (uintptr_t)vx_map_get(&r->stackstr, id);
+  if (v) return (uint32_t)(v - 1);
+  const vx_frame *fr;
+  size_t n = vx_stack_frames(t, id, &fr);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  if (!m) return 0;
+  for (size_t i = 0; i < n && i < 16; i++) {
+    char b[160];
+    fprintf(m, "%s%s", i ? "\n" : "", ex_frame_name(&fr[i], b, sizeof b));
+    if (fr[i].file && fr[i].line) {
+      const char *base = strrchr(fr[i].file, '/');
+      fprintf(m, "  %s:%u", base ? base + 1 : fr[i].file, fr[i].line);
+    }
+  }
+  if (n > 16) fprintf(m, "\n... %zu more frames", n - 16);
+  fclose(m);
+  uint32_t k = n ? intern(&r->st, buf) : 0;
+  free(buf);
+  vx_map_put(&r->stackstr, id, (void *)(uintptr_t)(k + 1));
+  return k;
+}
+
+static size_t nccl_type_size(uint64_t dt) {
+  static const unsigned char sz[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+  return dt < sizeof sz ? sz[dt] : 0;
+}
+
+/* "name=value ..." of the integer and string arguments (pointers left out; NCCL calls get
+ * their bytes), interned; 0 when there is nothing to show. */
+static uint32_t args_str(report *r, const vx_trace *t, const vx_func *f, const dlh_api_event *e) {
+  if (!f || !e->nargs) return 0;
+  char buf[512];
+  size_t len = 0;
+  buf[0] = 0;
+  uint64_t count = 0, dtype = UINT64_MAX;
+  for (uint32_t i = 0; i < e->nargs && i < f->nargs; i++) /* a recorded "bytes" wins */
+    if (f->argname[i] && !strcmp(f->argname[i], "bytes")) dtype = UINT64_MAX - 1;
+  for (uint32_t i = 0; i < e->nargs && i < f->nargs && len < sizeof buf - 80; i++) {
+    const char *nm = f->argname[i] ? f->argname[i] : "?";
+    uint32_t ty = f->argtype[i];
+    if (!strcmp(nm, "count")) count = e->args[i];
+    if (!strcmp(nm, "datatype") && dtype != UINT64_MAX - 1) dtype = e->args[i];
+    int w;
+    if (ty == 2) continue; /* pointers: not useful to read, and they make every call unique */
+    if (ty == 4) {
+      const char *sv = vx_trace_string(t, (uint32_t)e->args[i]);
+      w = snprintf(buf + len, sizeof buf - len, "%s%s=%.60s", len ? " " : "", nm, sv ? sv : "?");
+    } else if (ty == 3) {
+      double d;
+      memcpy(&d, &e->args[i], sizeof d);
+      w = snprintf(buf + len, sizeof buf - len, "%s%s=%.6g", len ? " " : "", nm, d);
+    } else if (ty == 5) {
+      w = snprintf(buf + len, sizeof buf - len, "%s%s=%s", len ? " " : "", nm, e->args[i] ? "true" : "false");
+    } else if (ty == 0) {
+      w = snprintf(buf + len, sizeof buf - len, "%s%s=%" PRId64, len ? " " : "", nm, (int64_t)e->args[i]);
+    } else {
+      w = snprintf(buf + len, sizeof buf - len, "%s%s=%" PRIu64, len ? " " : "", nm, e->args[i]);
+    }
+    if (w > 0) len += (size_t)w;
+  }
+  if (!strncmp(f->name, "nccl", 4) && count && dtype != UINT64_MAX && nccl_type_size(dtype) &&
+      len < sizeof buf - 40)
+    snprintf(buf + len, sizeof buf - len, "%sbytes=%" PRIu64, len ? " " : "",
+             count * nccl_type_size(dtype));
+  return buf[0] ? intern(&r->st, buf) : 0;
+}
+
+static void on_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_event *e) {
+  report *r = ctx;
+  const vx_func *f = vx_trace_func(t, e->fn);
+  int domain = f ? f->domain : 0;
+  if (domain == DLH__DOMAIN__DOMAIN_NVTX) {
+    const char *msg = e->nargs ? vx_trace_string(t, (uint32_t)e->args[0]) : NULL;
+    add_ev(r, lane_of(r, L_NVTX, tid, 0), e->start_ns, e->start_ns + e->dur_ns,
+           intern(&r->st, msg ? msg : vx_func_name(t, e->fn)), 0, 0, 0);
+    return;
+  }
+  r->api_calls++;
+  agg_add(&r->calls, vx_func_name(t, e->fn), domain, e->dur_ns);
+  if (e->depth == 0)
+    add_ev(r, lane_of(r, L_API, tid, 0), e->start_ns, e->start_ns + e->dur_ns,
+           intern(&r->st, vx_func_name(t, e->fn)), args_str(r, t, f, e), stack_str(r, t, e->stack),
+           e->corr);
+}
+
+static void on_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
+  report *r = ctx;
+  if (g->kind == 7) { /* a launch inside a library call: CUPTI id -> the call's external id */
+    if (g->nvals > 1 && g->corr && g->vals[1] <= UINT32_MAX) ex_m_put(&r->ext, g->corr, (uint32_t)g->vals[1]);
+    return;
+  }
+  if (g->kind < 1 || g->kind > 3) return;
+  r->gpu_records++;
+  char nb[64], info[128];
+  const char *name = ex_gpu_name(t, g, nb, sizeof nb);
+  info[0] = 0;
+  if (g->kind == 1 && g->nvals >= 6)
+    snprintf(info, sizeof info, "grid=(%" PRIu64 ",%" PRIu64 ",%" PRIu64 ") block=(%" PRIu64
+             ",%" PRIu64 ",%" PRIu64 ")", g->vals[0], g->vals[1], g->vals[2], g->vals[3],
+             g->vals[4], g->vals[5]);
+  else if ((g->kind == 2 || g->kind == 3) && g->nvals >= 1)
+    snprintf(info, sizeof info, "bytes=%" PRIu64, g->vals[0]);
+  add_ev(r, lane_of(r, L_GPU, g->device, g->stream), g->start, g->start + g->dur,
+         intern(&r->st, name), info[0] ? intern(&r->st, info) : 0, 0, g->corr);
+  if (g->kind == 1) {
+    agg_add(&r->kernels, name, 0, g->dur);
+    r->kernels_n++;
+    r->kernel_ns += g->dur;
+  }
+}
+
+/* ---------------------------------------------------------------- writing */
+
+static void html_str(FILE *f, const char *s) {
+  for (; s && *s; s++) {
+    switch (*s) {
+      case '<': fputs("&lt;", f); break;
+      case '>': fputs("&gt;", f); break;
+      case '&': fputs("&amp;", f); break;
+      case '"': fputs("&quot;", f); break;
+      default: putc(*s, f);
+    }
+  }
+}
+
+/* A JSON string safe inside <script>: '<' is written as \u003c. */
+static void js_str(FILE *f, const char *s) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  if (!m) { fputs("\"\"", f); return; }
+  vx_json_str(m, s);
+  fclose(m);
+  for (size_t i = 0; i < len; i++) {
+    if (buf[i] == '<') fputs("\\u003c", f); /* only inside strings in JSON */
+    else putc(buf[i], f);
+  }
+  free(buf);
+}
+
+static const char *fmt_ns(char *buf, size_t n, double ns) {
+  if (ns < 1e3) snprintf(buf, n, "%.0f ns", ns);
+  else if (ns < 1e6) snprintf(buf, n, "%.2f us", ns / 1e3);
+  else if (ns < 1e9) snprintf(buf, n, "%.2f ms", ns / 1e6);
+  else snprintf(buf, n, "%.2f s", ns / 1e9);
+  return buf;
+}
+
+static void table(FILE *f, const char *id, const char *title, aggs *a, int calls, size_t top) {
+  char b1[32], b2[32], b3[32];
+  fprintf(f, "<h3>%s</h3>\n<table id=\"%s\" class=\"sortable\"><thead><tr><th>%s</th>%s<th>%s</th>"
+             "<th>Total</th><th>Mean</th><th>Max</th></tr></thead><tbody>\n",
+          title, id, calls ? "Function" : "Kernel", calls ? "<th>Domain</th>" : "",
+          calls ? "Calls" : "Count");
+  if (a->n) qsort(a->v, a->n, sizeof *a->v, by_total);
+  for (size_t i = 0; i < a->n && i < top; i++) {
+    const agg *g = &a->v[i];
+    fputs("<tr><td class=\"n\" title=\"", f);
+    html_str(f, g->name);
+    fputs("\">", f);
+    html_str(f, g->name);
+    fputs("</td>", f);
+    if (calls) fprintf(f, "<td>%s</td>", vx_domain_name(g->domain));
+    double mean = g->count ? (double)g->total / (double)g->count : 0;
+    fprintf(f, "<td data-v=\"%" PRIu64 "\">%" PRIu64 "</td><td data-v=\"%" PRIu64 "\">%s</td>"
+               "<td data-v=\"%.0f\">%s</td><td data-v=\"%" PRIu64 "\">%s</td></tr>\n",
+            g->count, g->count, g->total, fmt_ns(b1, sizeof b1, (double)g->total), mean,
+            fmt_ns(b2, sizeof b2, mean), g->max, fmt_ns(b3, sizeof b3, (double)g->max));
+  }
+  fputs("</tbody></table>\n", f);
+  if (!a->n) fputs("<p class=\"muted\">(none)</p>\n", f);
+}
+
+static int by_lane(const void *x, const void *y) {
+  const lane *a = *(lane *const *)x, *b = *(lane *const *)y;
+  if (a->group != b->group) return a->group < b->group ? -1 : 1;
+  if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+  if (a->a != b->a) return a->a < b->a ? -1 : 1;
+  return a->b < b->b ? -1 : a->b > b->b;
+}
+
+static int by_ev(const void *x, const void *y) {
+  const ev *a = x, *b = y;
+  if (a->lane != b->lane) return a->lane < b->lane ? -1 : 1;
+  if (a->s != b->s) return a->s < b->s ? -1 : 1;
+  return a->e > b->e ? -1 : a->e < b->e; /* enclosing NVTX ranges first */
+}
+static int by_u64(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* Past MAX_DETAIL events, only events at least this long are embedded (NVTX ranges always). */
+static uint64_t detail_threshold(report *r, size_t *kept) {
+  size_t n = 0;
+  for (size_t i = 0; i < r->nevs; i++) n += r->lanes[r->evs[i].lane]->kind != L_NVTX;
+  if (n <= MAX_DETAIL) { *kept = r->nevs; return 0; }
+  uint64_t *d = vx_xmalloc(n * sizeof *d);
+  size_t k = 0;
+  for (size_t i = 0; i < r->nevs; i++)
+    if (r->lanes[r->evs[i].lane]->kind != L_NVTX) d[k++] = r->evs[i].e - r->evs[i].s;
+  qsort(d, n, sizeof *d, by_u64);
+  uint64_t th = d[n - MAX_DETAIL] + 1;
+  free(d);
+  k = 0;
+  for (size_t i = 0; i < r->nevs; i++)
+    k += r->lanes[r->evs[i].lane]->kind == L_NVTX || r->evs[i].e - r->evs[i].s >= th;
+  *kept = k;
+  return th;
+}
+
+/* The data block of the page: lanes with their events (delta-coded starts), strings, groups,
+ * memory counters, capture windows. */
+static void data_json(FILE *f, report *r, size_t *shown, uint64_t *threshold) {
+  /* lanes in display order; events renumbered to it */
+  lane **order = vx_xmalloc((r->nlanes ? r->nlanes : 1) * sizeof *order);
+  memcpy(order, r->lanes, r->nlanes * sizeof *order);
+  qsort(order, r->nlanes, sizeof *order, by_lane);
+  uint32_t *pos = vx_xmalloc((r->nlanes ? r->nlanes : 1) * sizeof *pos);
+  for (size_t i = 0; i < r->nlanes; i++)
+    for (size_t j = 0; j < r->nlanes; j++)
+      if (r->lanes[j] == order[i]) pos[j] = (uint32_t)i;
+  for (size_t i = 0; i < r->nevs; i++) r->evs[i].lane = pos[r->evs[i].lane];
+  memcpy(r->lanes, order, r->nlanes * sizeof *order);
+  free(order);
+  free(pos);
+  if (r->nevs) qsort(r->evs, r->nevs, sizeof *r->evs, by_ev);
+  *threshold = detail_threshold(r, shown);
+
+  fprintf(f, "\"t0\":%" PRIu64 ",\"span\":%" PRIu64 ",\n\"groups\":[", r->t0,
+          r->t1 > r->t0 ? r->t1 - r->t0 : 0);
+  for (size_t g = 0; g < r->ngroups; g++) {
+    fprintf(f, "%s{\"pid\":%u,\"rank\":%d,\"label\":", g ? "," : "", r->groups[g].pid, r->groups[g].rank);
+    js_str(f, r->groups[g].label);
+    putc('}', f);
+  }
+  fputs("],\n\"lanes\":[", f);
+  size_t e = 0;
+  for (size_t li = 0; li < r->nlanes; li++) {
+    const lane *l = r->lanes[li];
+    char label[160];
+    if (l->kind == L_GPU) snprintf(label, sizeof label, "GPU %u stream %u", l->a, l->b);
+    else {
+      const char *tn = l->b > 1 ? r->st.v[l->b - 1] : NULL;
+      snprintf(label, sizeof label, "%s%.40s%sthread %u", l->kind == L_NVTX ? "NVTX " : "",
+               tn ? tn : "", tn ? " " : "", l->a);
+    }
+    fprintf(f, "%s\n{\"g\":%u,\"kind\":%u,\"label\":", li ? "," : "", l->group, l->kind);
+    js_str(f, label);
+    size_t from = e;
+    while (e < r->nevs && r->evs[e].lane == li) e++;
+    for (int col = 0; col < 6; col++) {
+      fprintf(f, ",\"%c\":[", "sdnikc"[col]);
+      int first = 1;
+      uint64_t prev = r->t0;
+      for (size_t q = from; q < e; q++) {
+        const ev *v = &r->evs[q];
+        if (*threshold && l->kind != L_NVTX && v->e - v->s < *threshold) continue;
+        uint64_t x;
+        switch (col) {
+          case 0: x = v->s - prev; prev = v->s; break; /* starts: deltas */
+          case 1: x = v->e - v->s; break;
+          case 2: x = v->name; break;
+          case 3: x = v->info; break;
+          case 4: x = v->stack; break;
+          default: x = v->link; break;
+        }
+        fprintf(f, first ? "%" PRIu64 : ",%" PRIu64, x);
+        first = 0;
+      }
+      putc(']', f);
+    }
+    putc('}', f);
+  }
+  fputs("],\n\"mem\":[", f);
+  for (size_t m = 0; m < r->nmem; m++) {
+    uint64_t peak = 0;
+    for (long k = 0; k < r->mem[m].n; k++)
+      if (r->mem[m].v[k].live_bytes > peak) peak = r->mem[m].v[k].live_bytes;
+    fprintf(f, "%s{\"g\":%u,\"peak\":%" PRIu64 ",\"t\":[", m ? "," : "", r->mem[m].group, peak);
+    for (long k = 0; k < r->mem[m].n; k++)
+      fprintf(f, "%s%" PRId64, k ? "," : "", (int64_t)(r->mem[m].v[k].ts_ns - r->t0));
+    fputs("],\"v\":[", f);
+    for (long k = 0; k < r->mem[m].n; k++)
+      fprintf(f, "%s%" PRIu64, k ? "," : "", r->mem[m].v[k].live_bytes);
+    fputs("]}", f);
+  }
+  fputs("],\n\"win\":[", f);
+  for (size_t w = 0; w < r->nwin; w++)
+    fprintf(f, "%s[%" PRId64 ",%" PRId64 "]", w ? "," : "", (int64_t)(r->win[w].s - r->t0),
+            (int64_t)(r->win[w].e - r->t0));
+  fputs("],\n\"str\":[", f);
+  for (size_t i = 0; i < r->st.n; i++) {
+    if (i) putc(',', f);
+    js_str(f, r->st.v[i]);
+  }
+  fputs("]", f);
+}
+
+/* Runs `dlhook stats --json [OPT] FILES...` in a child and copies its JSON into f (with '<'
+ * written as \u003c so that it stays inside the <script> element); "null" when it fails. */
+static void stats_json(FILE *f, const char *opt, char **files, size_t n) {
+  int fd[2];
+  fflush(NULL);
+  if (pipe(fd) != 0) { fputs("null", f); return; }
+  pid_t pid = fork();
+  if (pid < 0) { close(fd[0]); close(fd[1]); fputs("null", f); return; }
+  if (pid == 0) {
+    close(fd[0]);
+    dup2(fd[1], 1);
+    close(fd[1]);
+    int dn = open("/dev/null", O_WRONLY);
+    if (dn >= 0) dup2(dn, 2); /* the report said what was wrong with the traces already */
+    char **av = vx_xmalloc((n + 4) * sizeof *av);
+    int ac = 0;
+    av[ac++] = "stats";
+    av[ac++] = "--json";
+    if (opt) av[ac++] = (char *)opt;
+    for (size_t i = 0; i < n; i++) av[ac++] = files[i];
+    av[ac] = NULL;
+    int rc = cmd_stats(ac, av);
+    fflush(stdout);
+    _exit(rc);
+  }
+  close(fd[1]);
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  ssize_t k;
+  for (;;) {
+    if (len + 65536 > cap) {
+      cap = cap ? cap * 2 : 1 << 20;
+      buf = vx_xrealloc(buf, cap);
+    }
+    k = read(fd[0], buf + len, cap - len);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    len += (size_t)k;
+  }
+  close(fd[0]);
+  int st;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+  while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) len--;
+  if (!len || buf[0] != '{' || buf[len - 1] != '}') {
+    fputs("null", f);
+  } else {
+    for (size_t i = 0; i < len; i++) {
+      if (buf[i] == '<') fputs("\\u003c", f); /* only inside strings in JSON */
+      else putc(buf[i], f);
+    }
+  }
+  free(buf);
+}
+
+static const char css[] =
+    "body{font-family:system-ui,sans-serif;margin:20px;color:#222;background:#fff}"
+    "h1{font-size:22px;margin:0 0 6px}h2{font-size:17px;margin:26px 0 8px;border-bottom:1px solid #ddd}"
+    "h3{font-size:14px;margin:16px 0 6px}"
+    ".kpi{display:inline-block;margin:8px 22px 8px 0}.kpi b{display:block;font-size:20px}"
+    "table{border-collapse:collapse;font-size:13px}td,th{padding:3px 10px;border-bottom:1px solid #eee;"
+    "text-align:right}th{background:#f1f3f7;cursor:pointer;user-select:none}"
+    "th[data-dir=desc]:after{content:' \\25BC'}th[data-dir=asc]:after{content:' \\25B2'}"
+    "td.n{text-align:left;max-width:560px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;"
+    "font-family:monospace}pre{font-size:11px;margin:4px 0 0;white-space:pre-wrap}"
+    ".scroll{overflow-x:auto}.muted{color:#777;font-size:13px}"
+    "#tl{position:relative;border:1px solid #ddd}#tl-canvas{display:block;cursor:crosshair}"
+    "#tl-tip{position:absolute;display:none;z-index:10;max-width:440px;background:#fffef5;"
+    "border:1px solid #bbb;padding:6px 8px;font-size:12px;box-shadow:2px 2px 6px rgba(0,0,0,.2);"
+    "pointer-events:none}#tl-selection{font-size:12px;margin:6px 0;min-height:20px}"
+    "#step-table tbody tr{cursor:pointer}#step-table tbody tr:hover{background:#f6f8fc}"
+    "td.bar{width:260px;padding:3px 4px}td.bar i{display:inline-block;height:12px}"
+    ".legend span{margin-right:14px;font-size:13px}.legend i{display:inline-block;width:12px;"
+    "height:12px;margin-right:4px;vertical-align:middle}button{font-size:12px}"
+    ".steps-scroll{max-height:330px;overflow-y:auto;display:inline-block;border:1px solid #eee}"
+    "#step-table thead th{position:sticky;top:0}";
+
+static const char report_js[] =
+#include "report_js.h"
+    ;
+
+static void help(void) {
+  printf("usage: dlhook report -o FILE.html TRACE...\n"
+         "\n"
+         "Writes one self-contained HTML page (inline CSS, JavaScript and SVG; it loads nothing\n"
+         "from the network) about the traces: headline numbers; the step view (per step and\n"
+         "rank: compute, communication, copies, host overhead, idle; the slowest step, the\n"
+         "slowest rank, the straggler); the timeline (lanes grouped by rank, then threads,\n"
+         "NVTX ranges, GPU streams and live device memory; time axis, wheel and box zoom,\n"
+         "pan, tooltips with arguments and stacks, click a call to highlight the GPU work it\n"
+         "launched); the GPU-time flame graph; sortable tables of kernels, calls, GEMMs,\n"
+         "convolutions, collectives and memory (from dlhook stats --json).\n"
+         "Past 300,000 events the timeline keeps the longest 300,000 (NVTX ranges always).\n");
+}
+
+static int by_rank_pid(const void *x, const void *y) {
+  const group *a = x, *b = y;
+  if ((a->rank < 0) != (b->rank < 0)) return a->rank < 0 ? -1 : 1; /* launchers first */
+  if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+  return a->pid < b->pid ? -1 : a->pid > b->pid;
+}
+
+int cmd_report(int argc, char **argv) {
+  const char *out = NULL;
+  char **files = vx_xmalloc((size_t)argc * sizeof *files);
+  size_t n = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (vx_is_help(a)) { help(); free(files); return VX_OK; }
+    if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+      if (i + 1 >= argc) { free(files); return vx_usage_error("report", "%s needs a value", a); }
+      out = argv[++i];
+    } else if (!strncmp(a, "--output=", 9)) {
+      out = a + 9;
+    } else if (a[0] == '-' && a[1]) {
+      free(files);
+      return vx_usage_error("report", "unknown option '%s'", a);
+    } else {
+      files[n++] = argv[i];
+    }
+  }
+  if (!out) { free(files); return vx_usage_error("report", "no output file given (-o FILE.html)"); }
+  if (!n) { free(files); return vx_usage_error("report", "no trace file given"); }
+
+  report *r = calloc(1, sizeof *r);
+  if (!r) { free(files); return VX_BAD_INPUT; }
+  intern(&r->st, ""); /* index 0: none */
+  int rc = VX_OK;
+  ex_opts o;
+  memset(&o, 0, sizeof o);
+  o.quiet = 1;
+  int64_t *abs_off = vx_xmalloc(n * sizeof *abs_off), *rel = vx_xmalloc(n * sizeof *rel);
+  /* groups: one per trace (process), ordered launchers first, then by rank */
+  r->groups = vx_xmalloc(n * sizeof *r->groups);
+  for (size_t i = 0; i < n; i++) {
+    group *g = &r->groups[r->ngroups];
+    g->pid = 0;
+    g->rank = -1;
+    vx_trace t;
+    if (vx_trace_open(&t, files[i]) < 0) { /* said why; left out of the page */
+      rc = VX_BAD_INPUT;
+      memmove(files + i, files + i + 1, (n - i - 1) * sizeof *files);
+      n--;
+      i--;
+      continue;
+    }
+    const Dlh__Packet *p;
+    char exe[64] = "process";
+    if (vx_trace_next(&t, &p) == 1 && p->data_case == DLH__PACKET__DATA_PROCESS) {
+      g->pid = p->process->pid;
+      if (p->process->has_rank && p->process->rank >= 0) g->rank = p->process->rank;
+      if (p->process->exe) {
+        const char *b = strrchr(p->process->exe, '/');
+        snprintf(exe, sizeof exe, "%s", b ? b + 1 : p->process->exe);
+      }
+    }
+    vx_trace_close(&t);
+    char label[128];
+    if (g->rank >= 0) snprintf(label, sizeof label, "rank %d (pid %u)", g->rank, g->pid);
+    else snprintf(label, sizeof label, "%s pid %u%s", exe, g->pid, n > 1 ? " (no rank)" : "");
+    g->label = vx_xstrdup(label);
+    r->ngroups++;
+  }
+  if (!n) {
+    vx_error("report: no trace could be read; nothing written");
+    free(r->groups);
+    free(r->st.v[0]);
+    free(r->st.v);
+    free(r->st.slot);
+    free(r);
+    free(abs_off);
+    free(rel);
+    free(files);
+    return VX_BAD_INPUT;
+  }
+  qsort(r->groups, r->ngroups, sizeof *r->groups, by_rank_pid);
+  /* one timeline: the clock offsets of dlhook merge (anchors, refined on collectives) */
+  vx_ranks_analyze(files, n);
+  for (size_t i = 0; i < n; i++) {
+    abs_off[i] = 0;
+    if (!vx_ranks_offset(files[i], &abs_off[i])) vx_anchor_offset(files[i], &abs_off[i]);
+    rel[i] = abs_off[i] - abs_off[0];
+  }
+  ex_set_offsets(files, rel, n);
+
+  for (size_t i = 0; i < n; i++) {
+    ex_sink s = {r, on_packet, on_api, on_gpu};
+    vx_trace t;
+    if (vx_trace_open(&t, files[i]) < 0) { rc = VX_BAD_INPUT; continue; }
+    const Dlh__Packet *p;
+    r->pid = 0;
+    if (vx_trace_next(&t, &p) == 1 && p->data_case == DLH__PACKET__DATA_PROCESS) r->pid = p->process->pid;
+    vx_trace_close(&t);
+    r->group = 0;
+    for (size_t g = 0; g < r->ngroups; g++)
+      if (r->groups[g].pid == r->pid) r->group = (uint32_t)g;
+    r->open_at = 0;
+    r->first_ev = r->nevs;
+    vx_map_free(&r->threads, free);
+    memset(&r->threads, 0, sizeof r->threads);
+    if (ex_scan(files[i], &o, "report", &s) != VX_OK) rc = VX_BAD_INPUT;
+    /* kernels launched inside library calls link to the call's external id; lane names */
+    for (size_t k = r->first_ev; k < r->nevs; k++) {
+      uint32_t x;
+      if (r->lanes[r->evs[k].lane]->kind == L_GPU && r->evs[k].link && ex_m_get(&r->ext, r->evs[k].link, &x))
+        r->evs[k].link = x;
+    }
+    for (size_t l = 0; l < r->nlanes; l++) { /* thread names are per trace: bake them in now */
+      lane *ln = r->lanes[l];
+      if (ln->group != r->group || ln->kind == L_GPU || ln->b) continue;
+      const char *tn = vx_map_get(&r->threads, ln->a);
+      ln->b = 1 + (tn ? intern(&r->st, tn) : 0);
+    }
+    ex_m_free(&r->ext);
+    memset(&r->ext, 0, sizeof r->ext);
+    vx_map_free(&r->stackstr, NULL);
+    memset(&r->stackstr, 0, sizeof r->stackstr);
+    if (r->open_at && r->nwin < 256) { r->win[r->nwin].s = r->open_at; r->win[r->nwin++].e = UINT64_MAX; }
+    if (vx_trace_open(&t, files[i]) == 0) {
+      while (vx_trace_next(&t, &p) == 1) {}
+      r->dropped += vx_trace_dropped(&t);
+      vx_trace_close(&t);
+    }
+    if (r->nmem < 64) {
+      uint32_t pid = 0;
+      vx_mem_sample *v = NULL;
+      long k = vx_memory_counter(files[i], &v, &pid);
+      if (k > 0) {
+        for (long q = 0; q < k; q++) v[q].ts_ns += (uint64_t)rel[i];
+        r->mem[r->nmem].group = r->group;
+        r->mem[r->nmem].v = v;
+        r->mem[r->nmem++].n = k;
+      } else {
+        free(v);
+      }
+    }
+  }
+  for (size_t w = 0; w < r->nwin; w++)
+    if (r->win[w].e == UINT64_MAX) r->win[w].e = r->t1;
+
+  /* the flame graph, by export/flame.c, into a temporary file that is then inlined */
+  const char *tmp = getenv("TMPDIR");
+  char svgpath[4096];
+  snprintf(svgpath, sizeof svgpath, "%s/dlhook-report-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  int sfd = mkstemp(svgpath);
+  char *svg = NULL;
+  size_t svglen = 0;
+  if (sfd >= 0) {
+    close(sfd);
+    ex_opts fo;
+    memset(&fo, 0, sizeof fo);
+    fo.format = "svg";
+    fo.out = svgpath;
+    fo.weight = r->kernels_n ? EX_W_GPU : EX_W_CPU;
+    fo.quiet = 1;
+    if (ex_flame(&fo, files, n) == VX_OK) {
+      FILE *sf = fopen(svgpath, "r");
+      if (sf) {
+        fseek(sf, 0, SEEK_END);
+        long len = ftell(sf);
+        fseek(sf, 0, SEEK_SET);
+        if (len > 0) {
+          svg = vx_xmalloc((size_t)len + 1);
+          svglen = fread(svg, 1, (size_t)len, sf);
+          svg[svglen] = 0;
+        }
+        fclose(sf);
+      }
+    }
+    unlink(svgpath);
+  }
+
+  FILE *f = ex_create(out, 0);
+  if (!f) { rc = VX_BAD_INPUT; goto done; }
+  fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+             "<title>dlhook report</title>\n<style>%s</style></head>\n<body>\n", css);
+  fputs("<h1>dlhook report</h1>\n<div class=\"muted\">", f);
+  for (size_t i = 0; i < r->nprocs; i++) {
+    html_str(f, r->procs[i]);
+    fputs("<br>", f);
+  }
+  fputs("</div>\n", f);
+  char b1[32], b2[32];
+  fprintf(f, "<div id=\"kpis\"><span class=\"kpi\"><b>%zu</b>trace%s</span>"
+             "<span class=\"kpi\"><b>%" PRIu64 "</b>API calls</span>"
+             "<span class=\"kpi\"><b>%" PRIu64 "</b>kernels</span>"
+             "<span class=\"kpi\"><b>%s</b>kernel time</span>"
+             "<span class=\"kpi\"><b>%s</b>traced span</span>"
+             "<span class=\"kpi\"><b>%" PRIu64 "</b>dropped records</span></div>\n",
+          n, n == 1 ? "" : "s", r->api_calls, r->kernels_n, fmt_ns(b1, sizeof b1, (double)r->kernel_ns),
+          fmt_ns(b2, sizeof b2, (double)(r->t1 > r->t0 ? r->t1 - r->t0 : 0)), r->dropped);
+
+  fputs("<h2>Steps</h2>\n<div id=\"steps\"><p class=\"muted\">(needs JavaScript)</p></div>\n", f);
+
+  size_t shown = 0;
+  uint64_t threshold = 0;
+  char *data = NULL;
+  size_t datalen = 0;
+  FILE *dm = open_memstream(&data, &datalen);
+  if (dm) {
+    data_json(dm, r, &shown, &threshold);
+    fclose(dm);
+  }
+  fputs("<h2>Timeline</h2>\n<div class=\"muted\">Wheel: zoom; drag: pan; shift+drag or drag on "
+        "the time axis: zoom to the box; click a call: highlight the GPU work it launched "
+        "(orange). Lanes: blue API calls per thread, purple NVTX ranges, green GPU work per "
+        "stream, red live device memory, yellow capture windows. Events under a pixel are "
+        "merged (darker: more of them).", f);
+  if (threshold)
+    fprintf(f, " This trace has %zu events: the timeline shows the %zu longest (%s and more) "
+               "and every NVTX range; the tables count everything.",
+            r->nevs, shown, fmt_ns(b1, sizeof b1, (double)threshold));
+  fputs("</div>\n<div><button id=\"tl-reset\">reset zoom</button></div>\n"
+        "<div id=\"tl\"><canvas id=\"tl-canvas\"></canvas><div id=\"tl-tip\"></div></div>\n"
+        "<div id=\"tl-selection\"></div>\n", f);
+
+  fprintf(f, "<h2>Flame graph: %s</h2>\n<div id=\"flamegraph\" class=\"scroll\">\n",
+          r->kernels_n ? "GPU time by launching stack" : "API time by stack (no GPU activity)");
+  if (svg) {
+    /* flame_svg.c's script takes the document element as its <svg>: inside a page it is the
+     * flame graph's own element */
+    char *body = strstr(svg, "<svg");
+    if (!body) body = svg;
+    const char *doc = "svg=document.documentElement";
+    char *at = strstr(body, doc);
+    if (at) {
+      fwrite(body, 1, (size_t)(at - body), f);
+      fputs("svg=document.querySelector('#flamegraph svg')", f);
+      fputs(at + strlen(doc), f);
+    } else {
+      fputs(body, f);
+    }
+  } else {
+    fputs("<p>(no flame graph could be drawn)</p>\n", f);
+  }
+  fputs("</div>\n", f);
+
+  fputs("<h2>Tables</h2>\n<div class=\"muted\">Click a column to sort.</div>\n", f);
+  table(f, "top-kernels", "Top kernels", &r->kernels, 0, 50);
+  table(f, "top-calls", "Top calls", &r->calls, 1, 50);
+  fputs("<div id=\"stats\"></div>\n<h2>GPU memory</h2>\n<div id=\"memory\"></div>\n", f);
+  fputs("<script type=\"application/json\" id=\"dlh-data\">{", f);
+  if (data) fwrite(data, 1, datalen, f);
+  free(data);
+  ex_set_offsets(files, rel, n); /* the step times on the same timeline */
+  fputs(",\n\"stats\":", f);
+  fflush(f);
+  stats_json(f, NULL, files, n);
+  ex_set_offsets(NULL, NULL, 0);
+  fputs(",\n\"memory\":", f);
+  fflush(f);
+  stats_json(f, "--memory", files, n);
+  fputs("}</script>\n<script>", f);
+  fputs(report_js, f);
+  fputs("</script>\n<div class=\"muted\">written by dlhook " DLHOOK_VERSION "</div>\n</body></html>\n", f);
+  if (ex_close(f, out) < 0) rc = VX_BAD_INPUT;
+done:
+  ex_set_offsets(NULL, NULL, 0);
+  free(svg);
+  free(abs_off);
+  free(rel);
+  for (size_t i = 0; i < r->nlanes; i++) free(r->lanes[i]);
+  for (size_t i = 0; i < r->nmem; i++) free(r->mem[i].v);
+  for (size_t i = 0; i < r->kernels.n; i++) free(r->kernels.v[i].name);
+  for (size_t i = 0; i < r->calls.n; i++) free(r->calls.v[i].name);
+  for (size_t i = 0; i < r->nprocs; i++) free(r->procs[i]);
+  for (size_t i = 0; i < r->ngroups; i++) free(r->groups[i].label);
+  for (size_t i = 0; i < r->st.n; i++) free(r->st.v[i]);
+  free(r->st.v);
+  free(r->st.slot);
+  free(r->groups);
+  vx_map_free(&r->threads, free);
+  free(r->procs);
+  free(r->kernels.v);
+  ex_m_free(&r->kernels.ix);
+  ex_m_free(&r->calls.ix);
+  free(r->calls.v);
+  free(r->evs);
+  free(r);
+  free(files);
+  return rc;
+}

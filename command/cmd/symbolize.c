@@ -1,0 +1,396 @@
+/* symbolize.c — `dlhook symbolize TRACE [-o OUT]`: names (and file:line) for the stack addresses
+ * a recording left without a SymbolDef (its exit budget ran out, or the binary carried no
+ * symbols and its debug file is elsewhere).
+ *
+ * Each module of the trace is looked for by build-id: in the --debug-dir directories (the
+ * /usr/lib/debug/.build-id layout and the debuginfod cache layout), in the --path directories
+ * (by file name), at the path it was recorded from, and in /usr/lib/debug. A file whose build-id
+ * differs from the recorded one is never used (the names would be wrong). Names come from the
+ * same sorted symbol index as in the recorder (unwind/elfsym.c); file:line from DWARF through
+ * elfutils' libdwfl. The output is the input re-framed, every packet kept, with the new
+ * SymbolDef packets before the trailer (whose pcs_unsymbolized is updated). Without -o the trace
+ * is replaced (a new file renamed over it, as every output of the command: lib/output.c). */
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dlh_elfsym.h"
+#include "export.h"
+#include "vx.h"
+
+static const dlh_elf_api ELF_API = {
+    elf_version, elf_begin, elf_cntl, elf_end,   elf_nextscn,
+    gelf_getshdr, elf_getdata, gelf_getsym, elf_strptr, gelf_getnote,
+};
+
+typedef struct smod {
+  uint32_t id;
+  char *path;
+  uint64_t start, end, bias;
+  uint8_t bid[64];
+  size_t bid_len;
+  int state;            /* 0 = not looked for, 1 = found, -1 = not found */
+  char *file;           /* the file used */
+  dlh_symtab *syms;
+  dlh_symtab *dsyms;    /* the separate debug file's .symtab (local functions), if any */
+  int dsyms_tried;
+  Dwfl *dwfl;
+  Dwfl_Module *dmod;
+} smod;
+
+typedef struct ctx {
+  smod *mods;
+  size_t nmods;
+  uint64_t *pcs;        /* native pcs of all stacks (sorted, unique) */
+  size_t npcs;
+  uint64_t *named;      /* pcs that already have a SymbolDef with a function (sorted) */
+  size_t nnamed;
+  const char **debug_dirs, **path_dirs;
+  size_t ndebug, npath;
+  int verbose;
+} ctx;
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static size_t uniq(uint64_t *v, size_t n) {
+  qsort(v, n, sizeof *v, cmp_u64);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!k || v[k - 1] != v[i]) v[k++] = v[i];
+  return k;
+}
+
+static int has(const uint64_t *v, size_t n, uint64_t x) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v[mid] < x) lo = mid + 1; else hi = mid;
+  }
+  return lo < n && v[lo] == x;
+}
+
+static smod *mod_of(ctx *c, uint64_t pc) {
+  smod *best = NULL; /* the last defined that covers pc */
+  for (size_t i = 0; i < c->nmods; i++)
+    if (pc >= c->mods[i].start && pc < c->mods[i].end) best = &c->mods[i];
+  return best;
+}
+
+static int readable(const char *p) { return access(p, R_OK) == 0; }
+
+/* Whether file `p` is the module (same build-id; a module recorded without one takes the file
+ * at its own path only). */
+static int matches(const smod *m, const char *p, int own_path) {
+  if (!readable(p)) return 0;
+  if (!m->bid_len) return own_path;
+  uint8_t id[64];
+  size_t n = dlh_elf_build_id(&ELF_API, p, id, sizeof id);
+  return n == m->bid_len && !memcmp(id, m->bid, n);
+}
+
+static int try_file(smod *m, const char *p, int own_path) {
+  if (!matches(m, p, own_path)) return 0;
+  dlh_symtab *t = dlh_symtab_open(&ELF_API, p, m->bid_len ? m->bid : NULL, m->bid_len);
+  Dwfl *d = NULL;
+  Dwfl_Module *dm = NULL;
+  static char *debuginfo_path = NULL;
+  static const Dwfl_Callbacks cb = {
+      .find_elf = dwfl_build_id_find_elf,
+      .find_debuginfo = dwfl_standard_find_debuginfo,
+      .debuginfo_path = &debuginfo_path,
+  };
+  d = dwfl_begin(&cb);
+  if (d) {
+    dwfl_report_begin(d);
+    dm = dwfl_report_elf(d, m->path, p, -1, m->bias, false);
+    dwfl_report_end(d, NULL, NULL);
+    if (!dm) {
+      dwfl_end(d);
+      d = NULL;
+    }
+  }
+  if (!t && !d) return 0;
+  m->syms = t;
+  m->dwfl = d;
+  m->dmod = dm;
+  m->file = vx_xstrdup(p);
+  return 1;
+}
+
+static void find_file(ctx *c, smod *m) {
+  m->state = -1;
+  char hex[129] = "", p[8192];
+  for (size_t i = 0; i < m->bid_len; i++) snprintf(hex + 2 * i, 3, "%02x", m->bid[i]);
+  const char *base = strrchr(m->path, '/');
+  base = base ? base + 1 : m->path;
+  const char *dirs_default[] = {"/usr/lib/debug"};
+  for (int pass = 0; pass < 4; pass++) {
+    const char **dirs = pass == 0 ? c->debug_dirs : pass == 1 ? c->path_dirs : dirs_default;
+    size_t nd = pass == 0 ? c->ndebug : pass == 1 ? c->npath : pass == 3 ? 1 : 0;
+    if (pass == 2) { /* the recorded path */
+      if (m->path[0] == '/' && try_file(m, m->path, 1)) goto found;
+      continue;
+    }
+    for (size_t i = 0; i < nd; i++) {
+      if (pass == 1) {
+        snprintf(p, sizeof p, "%s/%s", dirs[i], base);
+        if (try_file(m, p, 0)) goto found;
+        continue;
+      }
+      if (!m->bid_len) continue;
+      const char *fmts[] = {"%s/.build-id/%.2s/%s.debug", "%s/%.2s/%s.debug"};
+      for (int f = 0; f < 2; f++) {
+        snprintf(p, sizeof p, fmts[f], dirs[i], hex, hex + 2);
+        if (try_file(m, p, 0)) goto found;
+      }
+      const char *leaf[] = {"debuginfo", "executable"};
+      for (int f = 0; f < 2; f++) {
+        snprintf(p, sizeof p, "%s/%s/%s", dirs[i], hex, leaf[f]);
+        if (try_file(m, p, 0)) goto found;
+      }
+    }
+  }
+  if (c->verbose)
+    fprintf(stderr, "dlhook symbolize: %s (build-id %s): no matching file found\n", m->path,
+            hex[0] ? hex : "none");
+  return;
+found:
+  m->state = 1;
+  if (c->verbose) fprintf(stderr, "dlhook symbolize: %s: using %s\n", m->path, m->file);
+}
+
+/* Resolves pc into a SymbolDef packet (strings malloc'd into *fn, *file). Returns 1 when a
+ * name or a line was found. */
+static int resolve(ctx *c, uint64_t pc, Dlh__SymbolDef *sd, char **fn, char **file) {
+  smod *m = mod_of(c, pc);
+  if (!m) return 0;
+  if (m->state == 0) find_file(c, m);
+  if (m->state != 1) return 0;
+  uint64_t a = pc - 1, off = 0;
+  const char *name = m->syms ? dlh_symtab_lookup(m->syms, a - m->bias, &off) : NULL;
+  if (!name && m->dmod && !m->dsyms_tried) { /* local functions: the debug file's .symtab */
+    m->dsyms_tried = 1;
+    Dwarf_Addr dbias;
+    const char *debugfile = NULL;
+    if (dwfl_module_getdwarf(m->dmod, &dbias))
+      dwfl_module_info(m->dmod, NULL, NULL, NULL, NULL, NULL, NULL, &debugfile);
+    if (debugfile && strcmp(debugfile, m->file) != 0)
+      m->dsyms = dlh_symtab_open(&ELF_API, debugfile, NULL, 0);
+  }
+  if (!name && m->dsyms) name = dlh_symtab_lookup(m->dsyms, a - m->bias, &off);
+  *fn = *file = NULL;
+  if (name) {
+    *fn = vx_xstrdup(name);
+    char *at = strchr(*fn, '@');
+    if (at && at != *fn) *at = 0;
+    sd->function = *fn;
+    sd->has_offset = 1;
+    sd->offset = off + 1;
+  }
+  if (m->dmod) {
+    Dwfl_Line *l = dwfl_module_getsrc(m->dmod, a);
+    int line = 0;
+    const char *f = l ? dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL) : NULL;
+    if (f) {
+      const char *dir = f[0] != '/' ? dwfl_line_comp_dir(l) : NULL;
+      size_t n = strlen(f) + (dir ? strlen(dir) + 1 : 0) + 1;
+      *file = vx_xmalloc(n);
+      if (dir && *dir) snprintf(*file, n, "%s/%s", dir, f);
+      else snprintf(*file, n, "%s", f);
+      sd->file = *file;
+      if (line > 0) { sd->has_line = 1; sd->line = (uint32_t)line; }
+    }
+  }
+  if (!sd->function && !sd->file) return 0;
+  sd->has_pc = 1;
+  sd->pc = pc;
+  sd->has_module = 1;
+  sd->module = m->id;
+  return 1;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: dlhook symbolize [-o OUT] [--debug-dir DIR]... [--path DIR]... [-v] TRACE\n"
+          "\n"
+          "Adds function names and file:line to the stack addresses of TRACE that the recording\n"
+          "left unresolved (shown as module+0xoffset until then). Modules are matched by build-id:\n"
+          "  --debug-dir DIR  DIR/.build-id/xx/rest.debug, DIR/xx/rest.debug, or the debuginfod\n"
+          "                   cache layout DIR/BUILDID/debuginfo and DIR/BUILDID/executable\n"
+          "  --path DIR       DIR/NAME for a module recorded as .../NAME (binaries copied from\n"
+          "                   the machine that recorded the trace)\n"
+          "then the recorded path and /usr/lib/debug. A file with another build-id is never used.\n"
+          "  -o OUT           write OUT (default: replace TRACE)\n"
+          "  -v               say which file each module was resolved from\n");
+}
+
+int cmd_symbolize(int argc, char **argv) {
+  ctx c;
+  memset(&c, 0, sizeof c);
+  const char *out = NULL, *in = NULL;
+  c.debug_dirs = vx_xmalloc((size_t)argc * sizeof *c.debug_dirs);
+  c.path_dirs = vx_xmalloc((size_t)argc * sizeof *c.path_dirs);
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (vx_is_help(a)) { usage(stdout); return VX_OK; }
+    if (!strcmp(a, "-o") || !strcmp(a, "--debug-dir") || !strcmp(a, "--path")) {
+      if (i + 1 >= argc) return vx_usage_error("symbolize", "%s needs a value", a);
+      const char *v = argv[++i];
+      if (a[1] == 'o') out = v;
+      else if (a[2] == 'd') c.debug_dirs[c.ndebug++] = v;
+      else c.path_dirs[c.npath++] = v;
+    } else if (!strcmp(a, "-v")) {
+      c.verbose = 1;
+    } else if (a[0] == '-' && a[1]) {
+      return vx_usage_error("symbolize", "unknown option '%s'", a);
+    } else if (in) {
+      return vx_usage_error("symbolize", "one trace at a time ('%s' and '%s')", in, a);
+    } else {
+      in = a;
+    }
+  }
+  if (!in) return vx_usage_error("symbolize", "no trace given");
+
+  /* pass 1: modules, the pcs of stacks, the pcs already named */
+  char *err = NULL;
+  dlh_reader *r = dlh_reader_open(in, &err);
+  if (!r) {
+    vx_error("%s: %s", in, err ? err : "cannot open");
+    free(err);
+    return VX_BAD_INPUT;
+  }
+  size_t cap_pcs = 0, cap_named = 0, cap_mods = 0;
+  const Dlh__Packet *p;
+  int rc;
+  while ((rc = dlh_reader_next(r, &p)) == 1) {
+    if (p->data_case == DLH__PACKET__DATA_MODULE) {
+      const Dlh__ModuleDef *d = p->module;
+      if (c.nmods == cap_mods) {
+        cap_mods = cap_mods ? cap_mods * 2 : 64;
+        c.mods = vx_xrealloc(c.mods, cap_mods * sizeof *c.mods);
+      }
+      smod *m = &c.mods[c.nmods++];
+      memset(m, 0, sizeof *m);
+      m->id = d->id;
+      m->path = vx_xstrdup(d->path ? d->path : "");
+      m->start = d->start;
+      m->end = d->end;
+      m->bias = d->offset;
+      if (d->has_build_id && d->build_id.len <= sizeof m->bid) {
+        memcpy(m->bid, d->build_id.data, d->build_id.len);
+        m->bid_len = d->build_id.len;
+      }
+    } else if (p->data_case == DLH__PACKET__DATA_STACK) {
+      const Dlh__StackDef *d = p->stack;
+      for (size_t i = 0; i < d->n_pc; i++) {
+        if (d->pc[i] >> 63) continue; /* a Python frame */
+        if (c.npcs == cap_pcs) {
+          cap_pcs = cap_pcs ? cap_pcs * 2 : 4096;
+          c.pcs = vx_xrealloc(c.pcs, cap_pcs * sizeof *c.pcs);
+        }
+        c.pcs[c.npcs++] = d->pc[i];
+      }
+    } else if (p->data_case == DLH__PACKET__DATA_SYMBOL && p->symbol->function &&
+               p->symbol->function[0]) {
+      if (c.nnamed == cap_named) {
+        cap_named = cap_named ? cap_named * 2 : 4096;
+        c.named = vx_xrealloc(c.named, cap_named * sizeof *c.named);
+      }
+      c.named[c.nnamed++] = p->symbol->pc;
+    }
+  }
+  if (rc < 0)
+    vx_error("%s: damaged trace: %s (%" PRIu64 " complete frames read before it; they are kept)",
+             in, dlh_reader_error(r) ? dlh_reader_error(r) : "read error", dlh_reader_frames(r));
+  dlh_reader_close(r);
+  c.npcs = uniq(c.pcs, c.npcs);
+  c.nnamed = uniq(c.named, c.nnamed);
+
+  /* resolve what is missing */
+  size_t ntodo = 0, nres = 0;
+  Dlh__SymbolDef *defs = vx_xmalloc((c.npcs + 1) * sizeof *defs);
+  char **strs = vx_xmalloc((2 * c.npcs + 1) * sizeof *strs);
+  size_t nstrs = 0;
+  for (size_t i = 0; i < c.npcs; i++) {
+    if (has(c.named, c.nnamed, c.pcs[i])) continue;
+    ntodo++;
+    Dlh__SymbolDef *sd = &defs[nres];
+    dlh__symbol_def__init(sd);
+    char *fn = NULL, *file = NULL;
+    if (resolve(&c, c.pcs[i], sd, &fn, &file)) nres++;
+    if (fn) strs[nstrs++] = fn;
+    if (file) strs[nstrs++] = file;
+  }
+
+  /* pass 2: write the output (a new file renamed into place: lib/output.c's rules for outputs) */
+  const char *dst = out ? out : in;
+  FILE *of = ex_create(dst, 0);
+  if (!of) return VX_BAD_INPUT;
+  r = dlh_reader_open(in, &err);
+  dlh_writer *w = r ? dlh_writer_create(fileno(of), 3) : NULL;
+  if (!r || !w) {
+    vx_error("%s: %s", in, err ? err : "cannot rewrite");
+    free(err);
+    dlh_reader_close(r);
+    fclose(of);
+    return VX_BAD_INPUT;
+  }
+  Dlh__Trailer trailer;
+  int have_trailer = 0;
+  while (dlh_reader_next(r, &p) == 1) {
+    if (p->data_case == DLH__PACKET__DATA_TRAILER) { /* goes last */
+      trailer = *p->trailer;
+      have_trailer = 1;
+      continue;
+    }
+    dlh_writer_packet(w, p);
+  }
+  for (size_t i = 0; i < nres; i++) {
+    Dlh__Packet sp = DLH__PACKET__INIT;
+    sp.data_case = DLH__PACKET__DATA_SYMBOL;
+    sp.symbol = &defs[i];
+    dlh_writer_packet(w, &sp);
+  }
+  if (have_trailer) {
+    Dlh__Packet tp = DLH__PACKET__INIT;
+    trailer.base.unknown_fields = NULL;
+    trailer.base.n_unknown_fields = 0;
+    trailer.has_pcs_unsymbolized = 1;
+    trailer.pcs_unsymbolized = ntodo - nres;
+    tp.data_case = DLH__PACKET__DATA_TRAILER;
+    tp.trailer = &trailer;
+    dlh_writer_packet(w, &tp);
+  }
+  int wrc = dlh_writer_flush(w);
+  dlh_writer_free(w);
+  dlh_reader_close(r);
+  if (wrc != 0) vx_error("%s: cannot write: %s", dst, strerror(errno));
+  if (ex_close(of, dst) < 0 || wrc != 0) return VX_BAD_INPUT;
+  printf("%s: %zu stack addresses, %zu without a name before, %zu resolved now, %zu left\n", dst,
+         c.npcs, ntodo, nres, ntodo - nres);
+
+  for (size_t i = 0; i < nstrs; i++) free(strs[i]);
+  free(strs);
+  free(defs);
+  for (size_t i = 0; i < c.nmods; i++) {
+    free(c.mods[i].path);
+    free(c.mods[i].file);
+    dlh_symtab_close(c.mods[i].syms);
+    dlh_symtab_close(c.mods[i].dsyms);
+    if (c.mods[i].dwfl) dwfl_end(c.mods[i].dwfl);
+  }
+  free(c.mods);
+  free(c.pcs);
+  free(c.named);
+  free(c.debug_dirs);
+  free(c.path_dirs);
+  return rc < 0 ? VX_BAD_INPUT : VX_OK;
+}

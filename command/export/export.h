@@ -1,0 +1,128 @@
+/* export.h — the exporters (command/export/): GPU-to-call links and their tables (links.c,
+ * cupti_cbids.c), the entry point of each format (kineto.c, perfetto.c, xplane.c, flame.c), and
+ * the options of `dlhook export` and `dlhook diff` (cmd/export.c). */
+#ifndef EXPORT_H
+#define EXPORT_H
+
+#include "scan.h"
+
+/* ---------------------------------------------------------------- links (links.c) */
+
+/* CUPTI callback ids by function name (cupti_cbids.c, generated from CUPTI's headers). */
+typedef struct ex_cbid {
+  const char *name;
+  uint32_t cbid;
+} ex_cbid;
+extern const ex_cbid ex_cbids_runtime[], ex_cbids_driver[];
+extern const size_t ex_ncbids_runtime, ex_ncbids_driver;
+/* The CUPTI callback id of API function `fn` of a trace (runtime or driver), or -1. */
+long ex_cupti_cbid(const vx_trace *t, uint32_t fn);
+
+/* Per-SM limits of a CUDA compute capability (CUDA C Programming Guide, "Technical
+ * Specifications per Compute Capability"). */
+typedef struct ex_arch {
+  unsigned threads_per_sm, smem_per_sm, smem_optin, max_blocks_per_sm;
+} ex_arch;
+ex_arch ex_arch_of(unsigned major, unsigned minor);
+/* Kineto's occupancy estimates of a kernel record (vals: grid, block, registers, static and
+ * dynamic shared memory) on device d: blocks and warps per SM, and the achieved occupancy in %
+ * that the per-SM limits allow. Returns 0 when d or the values are missing. */
+int ex_occupancy(const Dlh__DeviceInfo *d, const uint64_t *v, uint32_t nvals, double *bps,
+                 double *wps, double *occ);
+
+/* What a correlation id that caused GPU work (kernels, copies, memsets) leads to. Filled by
+ * ex_links_scan (GPU side) and by the exporter while it writes the calls (call side). */
+typedef struct ex_link {
+  uint64_t first_gpu;  /* start of its first GPU record */
+  uint64_t launch;     /* start of the call (0 until the exporter saw it) */
+  uint32_t ngpu;       /* its GPU records: kernels, copies, memsets */
+  uint32_t seen;       /* GPU records written so far (numbers them) */
+  uint32_t fn;         /* function of the call (0 until seen) */
+  uint32_t tid;        /* thread of the call */
+  uint32_t ext;        /* External id the call gave its GPU work */
+  uint32_t op;         /* exporter's op name id (xplane), 0 = none */
+} ex_link;
+
+/* An NVTX range of a thread, with the innermost range that encloses it (parent, -1 = none). */
+typedef struct ex_range {
+  uint64_t start, end;
+  uint32_t tid;
+  int32_t parent;
+  long step;           /* step number when the range marks a step, else -1 */
+  const char *label;   /* owned by ex_links */
+} ex_range;
+
+/* A cudaEventRecord as the GPU saw it (CUPTI event record): for wait_on_* of syncs. */
+typedef struct ex_evrec {
+  uint64_t event, start, corr;
+  uint32_t stream;
+} ex_evrec;
+
+typedef struct ex_links {
+  ex_u64map ix;         /* corr -> index in link */
+  ex_link *link;
+  size_t nlink, caplink;
+  ex_range *range;      /* NVTX ranges sorted by (tid, start) */
+  size_t nrange, caprange;
+  ex_evrec *evrec;      /* event records sorted by (event, start) */
+  size_t nevrec, capevrec;
+  char **labels;        /* interned NVTX labels */
+  size_t nlabels;
+  ex_u64map label_ix;
+  ex_u64map ext_ix;     /* CUPTI correlation id -> index in ext (external correlation records) */
+  uint64_t *ext;        /* the library call's correlation id */
+  size_t next, capext;
+  size_t nsteps;
+  uint32_t step_tid;    /* the thread of the first step (the training loop's) */
+  uint64_t gpu_records; /* kernels, copies, memsets, syncs */
+  int have_process;
+  uint32_t pid;
+  int rank, local_rank, world;
+  char host[128];
+  uint64_t start_ns;    /* ProcessInfo.start_ns (trace clock) */
+  uint64_t real_ns;     /* realtime of the first clock anchor, 0 = none */
+  uint64_t anchor_trace_ns;
+} ex_links;
+
+
+/* Scans a trace once (with o's window) and fills L: GPU work per correlation id, NVTX ranges
+ * (sorted, nested, steps numbered), CUDA event records, the process (rank, host). Returns VX_OK
+ * or VX_BAD_INPUT (message printed; what was read is kept). */
+int ex_links_scan(ex_links *L, const char *path, const ex_opts *o);
+/* The correlation id of the call a GPU record with CUPTI correlation id `corr` belongs to: the
+ * library call's own id when an external correlation record says the work was launched inside
+ * it, else corr. */
+uint64_t ex_links_corr(const ex_links *L, uint64_t corr);
+/* The link of a correlation id (already resolved by ex_links_corr), or NULL when it caused no
+ * GPU work. */
+ex_link *ex_links_get(ex_links *L, uint64_t corr);
+/* Index of the innermost NVTX range of thread tid that contains time ts, or -1. */
+long ex_links_range_at(const ex_links *L, uint32_t tid, uint64_t ts);
+/* The last record of CUDA event `event` at or before ts, or NULL. */
+const ex_evrec *ex_links_evrec(const ex_links *L, uint64_t event, uint64_t ts);
+void ex_links_free(ex_links *L);
+
+/* Drops the traces without GPU work from files[] unless keep; returns the new count, and
+ * prints which were left out (unless quiet). */
+size_t ex_drop_gpuless(char **files, size_t n, int keep, int quiet);
+
+/* ---------------------------------------------------------------- formats */
+
+int ex_kineto(const ex_opts *o, char **files, size_t n);
+int ex_perfetto(const ex_opts *o, char **files, size_t n);
+int ex_xplane(const ex_opts *o, char **files, size_t n);
+/* folded, svg, speedscope, pprof */
+int ex_flame(const ex_opts *o, char **files, size_t n);
+/* dlhook diff: A and B, output by the extension of o->out (.svg, else folded) */
+int ex_flame_diff(const ex_opts *o, const char *a, const char *b);
+
+/* ---------------------------------------------------------------- command line */
+
+/* Parses the options of `dlhook export` / `dlhook diff` (cmd names the command in messages)
+ * into o and the trace files into files[] (*nfiles of them). Returns VX_OK, or VX_USAGE after
+ * printing the error; *help_shown = 1 when --help asked for the help text (the caller prints
+ * it). */
+int ex_parse_options(const char *cmd, int argc, char **argv, ex_opts *o, char **files,
+                     size_t *nfiles, int *help_shown);
+
+#endif

@@ -1,0 +1,826 @@
+/* kineto.c — `dlhook export --format kineto`: Chrome trace JSON in the layout of the
+ * PyTorch profiler (Kineto), gzipped, one file per trace:
+ * OUT/<host>_rank<R>_<pid>.<ms>.pt.trace.json.gz (<host>_<pid>.<ms>... without a rank).
+ *
+ * Written so that Holistic Trace Analysis, TensorBoard's PyTorch plugin and Perfetto read it as
+ * they read torch.profiler's own trace (field names as Kineto writes them, our extra detail in
+ * extra args):
+ *   host calls:   ph X, pid = process, tid = thread; cat cuda_runtime (cudart), cuda_driver
+ *                 (driver), cpu_op (cuBLAS, cuBLASLt, cuDNN, NCCL), user_annotation (NVTX);
+ *                 args "External id" (every event), "cbid" (CUPTI's callback id), "correlation"
+ *                 (runtime and driver calls). Launches are named as HTA and torch.profiler
+ *                 know them: __cudaLaunchKernel (nvcc's <<<>>> in CUDA 13) and
+ *                 cudaLaunchKernel_ptsz become cudaLaunchKernel, the recorded name in args
+ *                 "function".
+ *                 GEMMs and convolutions carry "Input Dims" / "Input type", NCCL calls the
+ *                 collective args ("Collective name", "In msg nelems", "Group size", ...).
+ *   library work: the kernels of a library call (cuBLAS, cuDNN, NCCL) are launched inside it;
+ *                 a cuda_runtime "cudaLaunchKernel" (args "function": the library call,
+ *                 "synthesized": 1) is written inside the call for each of them, just before the
+ *                 kernel starts, with the kernel's correlation id, so that HTA's kernel launch
+ *                 statistics, queue length and critical path see them.
+ *   GPU records:  ph X, pid = device, tid = stream (named "stream S " as Kineto does); cat
+ *                 kernel (with occupancy estimates: "blocks per SM", "warps per SM", "est.
+ *                 achieved occupancy %"; NCCL kernels with the collective args), gpu_memcpy,
+ *                 gpu_memset, cuda_sync (with "wait_on_stream" and
+ *                 "wait_on_cuda_event_record_corr_id"); gpu_user_annotation: each NVTX range
+ *                 (but steps) drawn on the streams its work ran on (without a "stream" arg:
+ *                 HTA would count it as a kernel).
+ *   flows:        ph s / f, cat ac2g, id = correlation id, only from calls that launched work.
+ *   steps:        NVTX ranges named like steps ("step 3", "ProfilerStep#3", or --step-range
+ *                 NAME) are written once, as ProfilerStep#N (the original name in "message").
+ *   memory:       "[memory]" instant events (cpu_instant_event) per allocation and free, and a
+ *                 live-bytes counter track.
+ *   top level:    schemaVersion, deviceProperties (Kineto's fields), distributedInfo (only for a
+ *                 trace with a rank, or a lone trace: rank 0 of 1), baseTimeNanoseconds (ts + base
+ *                 = Unix time), traceEvents, traceName (the file's name).
+ *   times:        whole µs (see put_us).
+ * Three passes over the trace: links.c's scan, then the calls, then the GPU records.
+ * Memory: a few dozen bytes per GPU record and NVTX range (the links), nothing per call. */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+
+/* The correlation id of the i-th (i > 0) GPU record of a library call and of the launch written
+ * for it (the first keeps the call's own id); above CUPTI's ids, which count from 1. */
+#define SYN_CORR(corr, i) ((1ull << 48) + (corr) * 4096ull + (i))
+
+typedef struct span { uint64_t start, end; } span;
+
+typedef struct nccl_info {   /* the collective(s) behind an NCCL launch */
+  char coll[24];
+  uint64_t in_n, out_n;
+  int64_t dtype, nranks, rank;
+  uint64_t comm_hash;
+} nccl_info;
+
+typedef struct kctx {
+  const ex_opts *o;
+  FILE *f;
+  ex_links *L;
+  uint32_t pid;
+  int rank, world;           /* rank -1: not written */
+  Dlh__DeviceInfo **dev;     /* copies: id, name, total_mem, sm_count, cc */
+  size_t ndev;
+  vx_map dev_ix;             /* id -> index + 1 into dev */
+  uint32_t *gpu_pids;        /* devices seen in GPU records (for process_name metadata) */
+  size_t ngpu;
+  uint32_t next_ext;         /* External ids */
+  uint32_t *range_ext;       /* External id of each NVTX range of L */
+  vx_map names;              /* key -> name escaped as a JSON string: fn id (API), 1<<31 |
+                                string id (kernels and NVTX messages) */
+  ex_u64map ann_ix;          /* (range, device, stream) -> gpu_user_annotation span */
+  span *ann;
+  uint64_t *ann_key;
+  size_t nann, capann;
+  ex_u64map nccl_ix;         /* correlation id -> nccl_info */
+  nccl_info *nccl;
+  size_t nnccl, capnccl;
+  struct { uint32_t tid; nccl_info g; int open; } *grp; /* per thread: collectives of a group */
+  size_t ngrp;
+  uint64_t flows_s, flows_f;
+  ex_u64map streams;         /* (device, stream) already named */
+  uint64_t ev_idx;           /* "Ev Idx": the index of a CPU event among them, as Kineto counts */
+  uint64_t meta_ts;          /* ts of metadata events (the trace's start) */
+} kctx;
+
+/* Fast writers for the per-event hot path (no format parsing, no per-call locking). */
+static void w_s(FILE *f, const char *s) { fputs_unlocked(s, f); }
+
+static void w_u(FILE *f, uint64_t v) {
+  char b[24], *p = b + sizeof b;
+  do { *--p = (char)('0' + v % 10); v /= 10; } while (v);
+  fwrite_unlocked(p, 1, (size_t)(b + sizeof b - p), f);
+}
+
+static void w_i(FILE *f, int64_t v) {
+  if (v < 0) { putc_unlocked('-', f); w_u(f, (uint64_t)0 - (uint64_t)v); }
+  else w_u(f, (uint64_t)v);
+}
+
+/* Times are written in whole µs, both ends rounded to the nearest: rounding is monotonic, so
+ * nesting and order survive, and no duration turns negative. (HTA rounds fractional times up at
+ * the start and down at the end, which gives sub-µs calls a negative duration that its call
+ * graph rejects.) */
+static uint64_t us_of(uint64_t ns) { return (ns + 500) / 1000; }
+static void put_us(FILE *f, uint64_t ns) { w_u(f, us_of(ns)); }
+/* the duration of [start, start + dur) in those units */
+static void put_dur(FILE *f, uint64_t start, uint64_t dur) {
+  w_u(f, us_of(start + dur) - us_of(start));
+}
+
+/* s as a JSON string (malloc'd). */
+static char *json_escaped(const char *s) {
+  char *e = NULL;
+  size_t n = 0;
+  FILE *m = open_memstream(&e, &n);
+  if (!m) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+  vx_json_str(m, s);
+  if (fclose(m) != 0 || !e) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+  return e;
+}
+
+/* A name as a JSON string, escaped once and cached under key (0 = do not cache). */
+static void w_name(kctx *k, uint32_t key, const char *s) {
+  if (!key) { vx_json_str(k->f, s); return; }
+  char *e = vx_map_get(&k->names, key);
+  if (!e) vx_map_put(&k->names, key, e = json_escaped(s));
+  w_s(k->f, e);
+}
+
+static const char *category(int domain) {
+  switch (domain) {
+    case DLH__DOMAIN__DOMAIN_CUDART: return "cuda_runtime";
+    case DLH__DOMAIN__DOMAIN_DRIVER: return "cuda_driver";
+    case DLH__DOMAIN__DOMAIN_NVTX: return "user_annotation";
+    default: return "cpu_op";
+  }
+}
+
+static int is_library(int domain) {
+  return domain == DLH__DOMAIN__DOMAIN_CUBLAS || domain == DLH__DOMAIN__DOMAIN_CUBLASLT ||
+         domain == DLH__DOMAIN__DOMAIN_CUDNN || domain == DLH__DOMAIN__DOMAIN_NCCL;
+}
+
+/* The name HTA and TensorBoard know for a launch (NULL: keep the recorded name). */
+static const char *known_launch_name(const char *n) {
+  if (!strcmp(n, "__cudaLaunchKernel") || !strcmp(n, "__cudaLaunchKernel_ptsz") ||
+      !strcmp(n, "cudaLaunchKernel_ptsz"))
+    return "cudaLaunchKernel";
+  if (!strcmp(n, "cudaLaunchKernelExC_ptsz")) return "cudaLaunchKernelExC";
+  if (!strcmp(n, "cuLaunchKernel_ptsz")) return "cuLaunchKernel";
+  if (!strcmp(n, "cudaMemcpyAsync_ptsz")) return "cudaMemcpyAsync";
+  if (!strcmp(n, "cudaMemsetAsync_ptsz")) return "cudaMemsetAsync";
+  return NULL;
+}
+
+static const Dlh__DeviceInfo *device_of(const kctx *k, uint32_t id) {
+  for (size_t i = 0; i < k->ndev; i++)
+    if (k->dev[i]->id == id) return k->dev[i];
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- types and shapes */
+
+static const char *cuda_type_torch(int64_t t) {
+  switch (t) {
+    case 0: return "float"; case 1: return "double"; case 2: return "c10::Half";
+    case 3: return "signed char"; case 4: return "c10::complex<float>";
+    case 5: return "c10::complex<double>"; case 6: return "c10::complex<c10::Half>";
+    case 8: return "unsigned char"; case 10: return "int"; case 14: return "c10::BFloat16";
+    case 28: return "c10::Float8_e4m3fn"; case 29: return "c10::Float8_e5m2";
+    default: return "";
+  }
+}
+static const char *cudnn_type_torch(int64_t t) {
+  switch (t) {
+    case 0: return "float"; case 1: return "double"; case 2: return "c10::Half";
+    case 3: return "signed char"; case 4: return "int"; case 6: return "unsigned char";
+    case 9: return "c10::BFloat16"; case 10: return "long int"; case 12: return "c10::Float8_e4m3fn";
+    case 13: return "c10::Float8_e5m2";
+    default: return "";
+  }
+}
+/* ncclDataType_t as torch writes ScalarType names in the collective args */
+static const char *nccl_type_torch(int64_t t) {
+  static const char *const n[] = {"Char", "Byte", "Int", "UInt32", "Long", "UInt64", "Half",
+                                  "Float", "Double", "BFloat16", "Float8_e4m3fn", "Float8_e5m2"};
+  return t >= 0 && t < 12 ? n[t] : "";
+}
+
+static int64_t argi(const vx_trace *t, const dlh_api_event *ev, const char *names, int64_t dflt) {
+  uint64_t v;
+  return ex_arg(t, ev, names, &v) ? (int64_t)v : dflt;
+}
+
+static void w_dims(FILE *f, const int64_t *d, int n) {
+  putc_unlocked('[', f);
+  for (int i = 0; i < n; i++) { if (i) putc_unlocked(',', f); w_i(f, d[i]); }
+  putc_unlocked(']', f);
+}
+
+/* "Input Dims" / "Input type" of a GEMM or convolution (from the recorded library args). */
+static int w_shapes(FILE *f, const vx_trace *t, const dlh_api_event *ev, int dom) {
+  if (dom == DLH__DOMAIN__DOMAIN_CUBLAS || dom == DLH__DOMAIN__DOMAIN_CUBLASLT) {
+    int64_t m = argi(t, ev, "m", -1), n = argi(t, ev, "n", -1), kk = argi(t, ev, "k", -1);
+    if (m < 0 || n < 0 || kk < 0) return 0;
+    int64_t b = argi(t, ev, "batch", 1);
+    const char *ty = cuda_type_torch(argi(t, ev, "dtype", 0));
+    int64_t a[3] = {b, m, kk}, bb[3] = {b, kk, n}, c[3] = {b, m, n};
+    int off = b > 1 ? 0 : 1;
+    w_s(f, ",\"Input Dims\":[");
+    w_dims(f, a + off, 3 - off); putc_unlocked(',', f);
+    w_dims(f, bb + off, 3 - off); putc_unlocked(',', f);
+    w_dims(f, c + off, 3 - off);
+    fprintf(f, "],\"Input type\":[\"%s\",\"%s\",\"%s\"]", ty, ty, ty);
+    return 1;
+  } else if (dom == DLH__DOMAIN__DOMAIN_CUDNN) {
+    int64_t N = argi(t, ev, "N", -1), C = argi(t, ev, "C", -1), H = argi(t, ev, "H", -1),
+            W = argi(t, ev, "W", -1), K = argi(t, ev, "K", -1), R = argi(t, ev, "R", -1),
+            S = argi(t, ev, "S", -1), g = argi(t, ev, "groups", 1);
+    if (N < 0 || C < 0 || K < 0 || R < 0) return 0;
+    const char *ty = cudnn_type_torch(argi(t, ev, "dtype", 0));
+    int64_t in[4] = {N, C, H, W}, w[4] = {K, g > 0 ? C / g : C, R, S};
+    w_s(f, ",\"Input Dims\":[");
+    w_dims(f, in, 4); putc_unlocked(',', f);
+    w_dims(f, w, 4);
+    fprintf(f, "],\"Input type\":[\"%s\",\"%s\"]", ty, ty);
+    return 1;
+  }
+  return 0;
+}
+
+/* Collective name as torch writes it (record_param_comms). */
+static const char *coll_name(const char *fn) {
+  static const char *const m[][2] = {
+    {"ncclAllReduce", "allreduce"}, {"ncclAllGather", "allgather"},
+    {"ncclReduceScatter", "reduce_scatter"}, {"ncclBroadcast", "broadcast"},
+    {"ncclBcast", "broadcast"}, {"ncclReduce", "reduce"}, {"ncclSend", "send"},
+    {"ncclRecv", "recv"}, {"ncclAlltoAll", "all_to_all"}, {"ncclGather", "gather"},
+    {"ncclScatter", "scatter"}};
+  for (size_t i = 0; i < sizeof m / sizeof *m; i++)
+    if (!strcmp(fn, m[i][0])) return m[i][1];
+  return NULL;
+}
+
+/* The collective of an NCCL call, or 0 when it is not one. */
+static int nccl_of(const vx_trace *t, const dlh_api_event *ev, const char *fname, nccl_info *c) {
+  const char *cn = coll_name(fname);
+  if (!cn) return 0;
+  memset(c, 0, sizeof *c);
+  snprintf(c->coll, sizeof c->coll, "%s", cn);
+  int64_t n = argi(t, ev, "count|sendcount|recvcount", 0);
+  c->nranks = argi(t, ev, "nranks", -1);
+  c->rank = argi(t, ev, "rank", -1);
+  c->dtype = argi(t, ev, "datatype", -1);
+  c->comm_hash = (uint64_t)argi(t, ev, "comm_hash", 0);
+  int64_t nr = c->nranks > 0 ? c->nranks : 1;
+  c->in_n = c->out_n = (uint64_t)n;
+  if (!strcmp(fname, "ncclAllGather")) c->out_n = (uint64_t)(n * nr);
+  else if (!strcmp(fname, "ncclReduceScatter")) c->in_n = (uint64_t)(n * nr);
+  return 1;
+}
+
+static void w_nccl(kctx *k, const nccl_info *c) {
+  FILE *f = k->f;
+  w_s(f, ",\"Collective name\":\"");
+  w_s(f, c->coll);
+  w_s(f, "\",\"In msg nelems\":");
+  w_u(f, c->in_n);
+  w_s(f, ",\"Out msg nelems\":");
+  w_u(f, c->out_n);
+  w_s(f, ",\"Group size\":");
+  w_i(f, c->nranks);
+  w_s(f, ",\"dtype\":\"");
+  w_s(f, nccl_type_torch(c->dtype));
+  w_s(f, "\",\"In split size\":\"[]\",\"Out split size\":\"[]\",\"Process Group Name\":\"");
+  w_u(f, c->comm_hash);
+  w_s(f, "\",\"Process Group Description\":\"nccl communicator\"");
+  /* the member list is known only for a communicator of every rank of the job */
+  if (c->nranks > 0 && c->nranks == k->world && k->rank >= 0) {
+    w_s(f, ",\"Process Group Ranks\":\"[");
+    for (int64_t i = 0; i < c->nranks; i++) { if (i) w_s(f, ", "); w_i(f, i); }
+    w_s(f, "]\"");
+  }
+  if (c->rank >= 0) { w_s(f, ",\"Rank\":"); w_i(f, c->rank); }
+}
+
+static void put_nccl(kctx *k, uint64_t corr, const nccl_info *c) {
+  uint32_t i;
+  if (!ex_m_get(&k->nccl_ix, corr, &i)) {
+    if (k->nnccl == k->capnccl) {
+      k->capnccl = k->capnccl ? k->capnccl * 2 : 64;
+      k->nccl = vx_xrealloc(k->nccl, k->capnccl * sizeof *k->nccl);
+    }
+    i = (uint32_t)k->nnccl++;
+    ex_m_put(&k->nccl_ix, corr, i);
+  }
+  k->nccl[i] = *c;
+}
+
+/* ---------------------------------------------------------------- packets */
+
+static void k_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
+  kctx *k = ctx;
+  switch (p->data_case) {
+    case DLH__PACKET__DATA_PROCESS: {
+      const Dlh__ProcessInfo *pi = p->process;
+      k->pid = pi->pid;
+      fprintf(k->f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,\"ts\":%" PRIu64 ","
+                    "\"args\":{\"name\":", pi->pid, k->meta_ts);
+      char nm[64];
+      if (k->L->rank >= 0) snprintf(nm, sizeof nm, "rank %d", k->L->rank);
+      else {
+        const char *e = pi->exe ? pi->exe : pi->n_cmdline ? pi->cmdline[0] : "process";
+        const char *b = strrchr(e, '/');
+        snprintf(nm, sizeof nm, "%s", b ? b + 1 : e);
+      }
+      vx_json_str(k->f, nm);
+      fprintf(k->f, "}},\n{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":%u,\"tid\":0,"
+                    "\"ts\":%" PRIu64 ",\"args\":{\"labels\":\"CPU\"}}", pi->pid, k->meta_ts);
+      break;
+    }
+    case DLH__PACKET__DATA_FUNCTION: /* (re)definition: drop a cached name */
+      if (vx_map_get(&k->names, p->function->id & 0x7fffffff))
+        free(vx_map_put(&k->names, p->function->id & 0x7fffffff,
+                        json_escaped(p->function->name ? p->function->name : "")));
+      break;
+    case DLH__PACKET__DATA_STRING:
+      if (vx_map_get(&k->names, 1u << 31 | p->string->id))
+        free(vx_map_put(&k->names, 1u << 31 | p->string->id,
+                        json_escaped(p->string->value ? p->string->value : "")));
+      break;
+    case DLH__PACKET__DATA_THREAD:
+      fprintf(k->f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,"
+                    "\"ts\":%" PRIu64 ",\"args\":{\"name\":", k->pid, p->thread->tid, k->meta_ts);
+      vx_json_str(k->f, p->thread->name ? p->thread->name : "");
+      fputs("}}", k->f);
+      break;
+    case DLH__PACKET__DATA_DEVICE: {
+      const Dlh__DeviceInfo *d = p->device;
+      Dlh__DeviceInfo *c = vx_xmalloc(sizeof *c);
+      *c = *d;
+      c->name = vx_xstrdup(d->name ? d->name : "");
+      uintptr_t i = (uintptr_t)vx_map_get(&k->dev_ix, d->id);
+      if (i) { /* redefined */
+        free(k->dev[i - 1]->name);
+        free(k->dev[i - 1]);
+        k->dev[i - 1] = c;
+      } else {
+        k->dev = vx_xrealloc(k->dev, (k->ndev + 1) * sizeof *k->dev);
+        k->dev[k->ndev++] = c;
+        vx_map_put(&k->dev_ix, d->id, (void *)(uintptr_t)k->ndev);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  (void)t;
+}
+
+/* ---------------------------------------------------------------- calls */
+
+static void w_head(kctx *k, const char *cat, uint32_t tid, uint64_t ts, uint64_t dur) {
+  FILE *f = k->f;
+  w_s(f, ",\n{\"ph\":\"X\",\"cat\":\"");
+  w_s(f, cat);
+  w_s(f, "\",\"pid\":");
+  w_u(f, k->pid);
+  w_s(f, ",\"tid\":");
+  w_u(f, tid);
+  w_s(f, ",\"ts\":");
+  put_us(f, ts);
+  w_s(f, ",\"dur\":");
+  put_dur(f, ts, dur);
+  w_s(f, ",\"name\":");
+}
+
+static void w_flow(kctx *k, char ph, uint64_t id, uint64_t pid, uint64_t tid, uint64_t ts) {
+  FILE *f = k->f;
+  w_s(f, ph == 's' ? ",\n{\"ph\":\"s\",\"id\":" : ",\n{\"ph\":\"f\",\"id\":");
+  w_u(f, id);
+  w_s(f, ",\"pid\":");
+  w_u(f, pid);
+  w_s(f, ",\"tid\":");
+  w_u(f, tid);
+  w_s(f, ",\"ts\":");
+  put_us(f, ts);
+  w_s(f, ph == 's' ? ",\"cat\":\"ac2g\",\"name\":\"ac2g\"}"
+                   : ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}");
+  if (ph == 's') k->flows_s++;
+  else k->flows_f++;
+}
+
+/* The NVTX range of L that is this event (same thread, start and end), or -1. */
+static long range_of(const kctx *k, uint32_t tid, const dlh_api_event *ev) {
+  long i = ex_links_range_at(k->L, tid, ev->start_ns);
+  while (i >= 0 && !(k->L->range[i].start == ev->start_ns &&
+                     k->L->range[i].end == ev->start_ns + ev->dur_ns))
+    i = k->L->range[i].parent;
+  return i;
+}
+
+/* A cuda_runtime launch written inside a library call for each GPU record it caused: placed
+ * just before the first record starts (and inside the call), 1 µs or less each. */
+static void synth_launches(kctx *k, const vx_trace *t, uint32_t tid, const dlh_api_event *ev,
+                           const ex_link *l, uint32_t ext) {
+  FILE *f = k->f;
+  uint64_t n = l->ngpu ? l->ngpu : 1, dur = ev->dur_ns;
+  uint64_t d = dur / (n + 1);
+  if (d > 1000) d = 1000;
+  uint64_t end = ev->start_ns + dur, s0 = l->first_gpu > n * d ? l->first_gpu - n * d : 0;
+  if (s0 + n * d > end) s0 = end - n * d;
+  if (s0 < ev->start_ns) s0 = ev->start_ns;
+  const char *real = vx_func_name(t, ev->fn);
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t corr = i == 0 ? ev->corr : SYN_CORR(ev->corr, i < 4095 ? i : 4095);
+    w_head(k, "cuda_runtime", tid, s0 + i * d, d);
+    w_s(f, "\"cudaLaunchKernel\",\"args\":{\"External id\":");
+    w_u(f, ext);
+    w_s(f, ",\"cbid\":211,\"correlation\":");
+    w_u(f, corr);
+    w_s(f, ",\"function\":");
+    w_name(k, ev->fn & 0x7fffffff, real);
+    w_s(f, ",\"synthesized\":1}}");
+    w_flow(k, 's', corr, k->pid, tid, s0 + i * d);
+    if (i >= 4095) break;
+  }
+}
+
+static void k_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_event *ev) {
+  kctx *k = ctx;
+  FILE *f = k->f;
+  const vx_func *fn = vx_trace_func(t, ev->fn);
+  int dom = fn ? fn->domain : 0;
+  const char *fname = vx_func_name(t, ev->fn);
+  uint32_t ext = ++k->next_ext;
+  if (dom == DLH__DOMAIN__DOMAIN_NVTX) {
+    uint64_t msg;
+    const char *label =
+        ex_arg(t, ev, "message|name", &msg) ? vx_trace_string(t, (uint32_t)msg) : NULL;
+    long r = range_of(k, tid, ev);
+    if (r >= 0) k->range_ext[r] = ext;
+    long step = r >= 0 ? k->L->range[r].step : -1;
+    w_head(k, "user_annotation", tid, ev->start_ns, ev->dur_ns);
+    if (step >= 0) {
+      char nm[48];
+      snprintf(nm, sizeof nm, "\"ProfilerStep#%ld\"", step);
+      w_s(f, nm);
+    } else if (label) {
+      w_name(k, 1u << 31 | (uint32_t)msg, label);
+    } else {
+      w_name(k, ev->fn & 0x7fffffff, fname);
+    }
+    w_s(f, ",\"args\":{\"External id\":");
+    w_u(f, ext);
+    if (label && step >= 0 && strncmp(label, "ProfilerStep#", 13)) {
+      w_s(f, ",\"message\":");
+      w_name(k, 1u << 31 | (uint32_t)msg, label);
+    }
+    w_s(f, ",\"function\":");
+    w_name(k, ev->fn & 0x7fffffff, fname);
+    w_s(f, ",\"Record function id\":0,\"Ev Idx\":");
+    w_u(f, k->ev_idx++);
+    w_s(f, "}}");
+    return;
+  }
+  ex_link *l = ex_links_get(k->L, ev->corr);
+  if (l && !l->fn) { /* the call that launched this GPU work */
+    l->fn = ev->fn;
+    l->tid = tid;
+    l->launch = ev->start_ns ? ev->start_ns : 1;
+    l->ext = ext;
+  } else if (l && l->fn != ev->fn) {
+    l = NULL; /* a second call with the same id (nested): the outer one owns the work */
+  }
+  int runtime = dom == DLH__DOMAIN__DOMAIN_CUDART || dom == DLH__DOMAIN__DOMAIN_DRIVER;
+  const char *shown = runtime ? known_launch_name(fname) : NULL;
+  w_head(k, category(dom), tid, ev->start_ns, ev->dur_ns);
+  if (shown) { putc_unlocked('"', f); w_s(f, shown); putc_unlocked('"', f); }
+  else w_name(k, ev->fn & 0x7fffffff, fname);
+  w_s(f, ",\"args\":{\"External id\":");
+  w_u(f, ext);
+  if (runtime) {
+    long cb = ex_cupti_cbid(t, ev->fn);
+    if (cb >= 0) { w_s(f, ",\"cbid\":"); w_u(f, (uint64_t)cb); }
+    if (ev->corr) { w_s(f, ",\"correlation\":"); w_u(f, ev->corr); }
+  }
+  if (shown) {
+    w_s(f, ",\"function\":");
+    w_name(k, ev->fn & 0x7fffffff, fname);
+  }
+  if (ev->ret) { w_s(f, ",\"result\":"); w_i(f, ev->ret); }
+  if (!runtime) { /* as torch writes every cpu_op: its tensors' shapes and types (none here) */
+    if (!w_shapes(f, t, ev, dom)) w_s(f, ",\"Input Dims\":[],\"Input type\":[]");
+    w_s(f, ",\"Record function id\":0,\"Ev Idx\":");
+    w_u(f, k->ev_idx++);
+  }
+  if (dom == DLH__DOMAIN__DOMAIN_NCCL) {
+    nccl_info c;
+    size_t g;
+    for (g = 0; g < k->ngrp && k->grp[g].tid != tid; g++) {}
+    if (g == k->ngrp) {
+      k->grp = vx_xrealloc(k->grp, (k->ngrp + 1) * sizeof *k->grp);
+      memset(&k->grp[g], 0, sizeof k->grp[g]);
+      k->grp[g].tid = tid;
+      k->ngrp++;
+    }
+    if (nccl_of(t, ev, fname, &c)) {
+      w_nccl(k, &c);
+      if (argi(t, ev, "group", 0) > 0) { /* launched by the group's ncclGroupEnd */
+        nccl_info *G = &k->grp[g].g;
+        if (!k->grp[g].open) { *G = c; k->grp[g].open = 1; }
+        else {
+          if (strcmp(G->coll, c.coll)) snprintf(G->coll, sizeof G->coll, "coalesced");
+          G->in_n += c.in_n;
+          G->out_n += c.out_n;
+        }
+      } else if (l) {
+        put_nccl(k, ev->corr, &c);
+      }
+    } else if (!strcmp(fname, "ncclGroupEnd") && k->grp[g].open) {
+      if (l) put_nccl(k, ev->corr, &k->grp[g].g);
+      k->grp[g].open = 0;
+    }
+  }
+  w_s(f, "}}");
+  if (!l) return;
+  if (is_library(dom)) synth_launches(k, t, tid, ev, l, ext);
+  else w_flow(k, 's', ev->corr, k->pid, tid, ev->start_ns);
+}
+
+/* ---------------------------------------------------------------- GPU records */
+
+static void note_device(kctx *k, uint32_t dev) {
+  size_t i;
+  for (i = 0; i < k->ngpu && k->gpu_pids[i] != dev; i++) {}
+  if (i < k->ngpu) return;
+  k->gpu_pids = vx_xrealloc(k->gpu_pids, (k->ngpu + 1) * sizeof *k->gpu_pids);
+  k->gpu_pids[k->ngpu++] = dev;
+  char nm[48];
+  if (k->L->rank >= 0) snprintf(nm, sizeof nm, "rank %d", k->L->rank);
+  else snprintf(nm, sizeof nm, "GPU %u", dev);
+  fprintf(k->f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%u,\"tid\":0,"
+                "\"ts\":%" PRIu64 ",\"args\":{\"name\":\"%s\"}}", dev, k->meta_ts, nm);
+  fprintf(k->f, ",\n{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":%u,\"tid\":0,"
+                "\"ts\":%" PRIu64 ",\"args\":{\"labels\":\"GPU %u\"}}", dev, k->meta_ts, dev);
+}
+
+/* Extends the gpu_user_annotation of every NVTX range around the launch to this record. */
+static void note_annotation(kctx *k, const ex_link *l, const ex_gpu *g) {
+  if (!l->launch) return;
+  for (long r = ex_links_range_at(k->L, l->tid, l->launch); r >= 0; r = k->L->range[r].parent) {
+    /* steps stay on the CPU: HTA takes the last "ProfilerStep" start of any event as the end of
+     * the traced iterations */
+    if (k->L->range[r].step >= 0) continue;
+    uint64_t key = (uint64_t)r << 32 ^ (uint64_t)g->device << 24 ^ g->stream;
+    uint32_t i;
+    if (!ex_m_get(&k->ann_ix, key, &i)) {
+      if (k->nann == k->capann) {
+        k->capann = k->capann ? k->capann * 2 : 256;
+        k->ann = vx_xrealloc(k->ann, k->capann * sizeof *k->ann);
+        k->ann_key = vx_xrealloc(k->ann_key, k->capann * sizeof *k->ann_key);
+      }
+      i = (uint32_t)k->nann++;
+      k->ann[i] = (span){g->start, g->start + g->dur};
+      k->ann_key[i] = (uint64_t)r << 40 | (uint64_t)(g->device & 0xff) << 32 | g->stream;
+      ex_m_put(&k->ann_ix, key, i);
+    } else {
+      if (g->start < k->ann[i].start) k->ann[i].start = g->start;
+      if (g->start + g->dur > k->ann[i].end) k->ann[i].end = g->start + g->dur;
+    }
+  }
+}
+
+static void k_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
+  kctx *k = ctx;
+  FILE *f = k->f;
+  const char *cat;
+  switch (g->kind) {
+    case 1: cat = "kernel"; break;
+    case 2: cat = "gpu_memcpy"; break;
+    case 3: cat = "gpu_memset"; break;
+    case 4: cat = "cuda_sync"; break;
+    default: return;
+  }
+  note_device(k, g->device);
+  uint32_t seen;
+  if (!ex_m_get(&k->streams, (uint64_t)g->device << 32 | g->stream, &seen)) {
+    ex_m_put(&k->streams, (uint64_t)g->device << 32 | g->stream, 1);
+    fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"ts\":%" PRIu64
+               ",\"args\":{\"name\":\"stream %u \"}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\","
+               "\"pid\":%u,\"tid\":%u,\"ts\":%" PRIu64 ",\"args\":{\"sort_index\":%u}}",
+            g->device, g->stream, k->meta_ts, g->stream, g->device, g->stream, k->meta_ts, g->stream);
+  }
+  uint64_t corr = ex_links_corr(k->L, g->corr);
+  ex_link *l = g->kind != 4 ? ex_links_get(k->L, corr) : NULL;
+  int lib = 0;
+  if (l) {
+    const vx_func *fn = l->fn ? vx_trace_func(t, l->fn) : NULL;
+    lib = fn && is_library(fn->domain);
+    uint32_t i = l->seen++;
+    if (lib && i > 0) corr = SYN_CORR(corr, i < 4095 ? i : 4095);
+    note_annotation(k, l, g);
+  }
+  char buf[64];
+  const char *name = ex_gpu_name(t, g, buf, sizeof buf);
+  const ex_evrec *wait = NULL;
+  if (g->kind == 4) {
+    uint64_t st = g->nvals ? g->vals[0] : 0;
+    name = st == 1 ? "Event Sync" : st == 2 ? "Stream Wait Event" : st == 3 ? "Stream Sync" :
+           st == 4 ? "Context Sync" : "Sync";
+    if ((st == 1 || st == 2) && g->nvals >= 2) wait = ex_links_evrec(k->L, g->vals[1], g->start);
+  }
+  w_s(f, ",\n{\"ph\":\"X\",\"cat\":\"");
+  w_s(f, cat);
+  w_s(f, "\",\"name\":");
+  w_name(k, g->kind == 1 && g->name ? 1u << 31 | g->name : 0, name);
+  w_s(f, ",\"pid\":");
+  w_u(f, g->device);
+  w_s(f, ",\"tid\":");
+  w_u(f, g->stream);
+  w_s(f, ",\"ts\":");
+  put_us(f, g->start);
+  w_s(f, ",\"dur\":");
+  put_dur(f, g->start, g->dur);
+  w_s(f, ",\"args\":{\"External id\":");
+  w_u(f, l ? l->ext : 0);
+  w_s(f, ",\"queued\":0,\"device\":");
+  w_u(f, g->device);
+  w_s(f, ",\"context\":");
+  w_u(f, g->context);
+  w_s(f, ",\"stream\":");
+  w_u(f, g->stream);
+  w_s(f, ",\"correlation\":");
+  w_u(f, corr);
+  const uint64_t *v = g->vals;
+  if (g->kind == 1 && g->nvals >= 9) {
+    w_s(f, ",\"registers per thread\":");
+    w_u(f, v[6]);
+    w_s(f, ",\"shared memory\":");
+    w_u(f, v[7] + v[8]);
+    w_s(f, ",\"grid\":[");
+    w_u(f, v[0]); putc_unlocked(',', f); w_u(f, v[1]); putc_unlocked(',', f); w_u(f, v[2]);
+    w_s(f, "],\"block\":[");
+    w_u(f, v[3]); putc_unlocked(',', f); w_u(f, v[4]); putc_unlocked(',', f); w_u(f, v[5]);
+    putc_unlocked(']', f);
+    double bps, wps, occ;
+    if (ex_occupancy(device_of(k, g->device), v, g->nvals, &bps, &wps, &occ)) {
+      w_s(f, ",\"blocks per SM\":");
+      vx_json_double(f, bps);
+      w_s(f, ",\"warps per SM\":");
+      vx_json_double(f, wps);
+      w_s(f, ",\"est. achieved occupancy %\":");
+      w_u(f, (uint64_t)(occ + 0.5));
+    }
+    uint32_t ni;
+    if (ex_m_get(&k->nccl_ix, ex_links_corr(k->L, g->corr), &ni)) w_nccl(k, &k->nccl[ni]);
+  } else if ((g->kind == 2 || g->kind == 3) && g->nvals >= 1) {
+    fprintf(f, ",\"bytes\":%" PRIu64 ",\"memory bandwidth (GB/s)\":", v[0]);
+    vx_json_double(f, g->dur ? (double)v[0] / (double)g->dur : 0);
+    if (g->kind == 2 && g->nvals >= 2) fprintf(f, ",\"kind\":\"%s\"", ex_memcpy_kind(v[1]));
+  } else if (g->kind == 4) {
+    w_s(f, ",\"wait_on_stream\":");
+    if (wait) w_u(f, wait->stream); else w_s(f, "-1");
+    w_s(f, ",\"wait_on_cuda_event_record_corr_id\":");
+    if (wait) w_u(f, wait->corr); else w_s(f, "-1");
+  }
+  w_s(f, "}}");
+  if (l && l->fn && g->kind != 4) w_flow(k, 'f', corr, g->device, g->stream, g->start);
+}
+
+/* ---------------------------------------------------------------- files */
+
+static void w_device_properties(kctx *k) {
+  FILE *f = k->f;
+  fputs("\n],\n\"deviceProperties\": [", f);
+  for (size_t i = 0; i < k->ndev; i++) {
+    const Dlh__DeviceInfo *d = k->dev[i];
+    ex_arch a = ex_arch_of(d->cc_major, d->cc_minor);
+    fprintf(f, "%s\n{\"id\":%u,\"name\":", i ? "," : "", d->id);
+    vx_json_str(f, d->name);
+    fprintf(f, ",\"totalGlobalMem\":%" PRIu64 ",\"computeMajor\":%u,\"computeMinor\":%u,"
+               "\"maxThreadsPerBlock\":1024,\"maxThreadsPerMultiprocessor\":%u,"
+               "\"regsPerBlock\":65536,\"regsPerMultiprocessor\":65536,\"warpSize\":32,"
+               "\"sharedMemPerBlock\":49152,\"sharedMemPerMultiprocessor\":%u,\"numSms\":%u,"
+               "\"sharedMemPerBlockOptin\":%u}",
+            d->total_mem, d->cc_major, d->cc_minor, a.threads_per_sm, a.smem_per_sm, d->sm_count,
+            a.smem_optin);
+  }
+  fputs("]", f);
+}
+
+static void w_annotations(kctx *k) {
+  FILE *f = k->f;
+  for (size_t i = 0; i < k->nann; i++) {
+    long r = (long)(k->ann_key[i] >> 40);
+    uint32_t dev = (uint32_t)(k->ann_key[i] >> 32 & 0xff), st = (uint32_t)k->ann_key[i];
+    const ex_range *R = &k->L->range[r];
+    w_s(f, ",\n{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":");
+    if (R->step >= 0) fprintf(f, "\"ProfilerStep#%ld\"", R->step);
+    else vx_json_str(f, R->label);
+    w_s(f, ",\"pid\":");
+    w_u(f, dev);
+    w_s(f, ",\"tid\":");
+    w_u(f, st);
+    w_s(f, ",\"ts\":");
+    put_us(f, k->ann[i].start);
+    w_s(f, ",\"dur\":");
+    put_dur(f, k->ann[i].start, k->ann[i].end - k->ann[i].start);
+    /* no "stream" arg: HTA takes every event with a stream for a kernel */
+    w_s(f, ",\"args\":{\"External id\":");
+    w_u(f, k->range_ext[r]);
+    w_s(f, "}}");
+  }
+}
+
+static void w_memory(kctx *k, const char *path) {
+  const ex_opts *o = k->o;
+  vx_mem_sample *mem = NULL;
+  uint32_t mpid = 0;
+  long nmem = vx_memory_counter(path, &mem, &mpid);
+  uint64_t lo = k->L->start_ns + o->win_start,
+           hi = o->win_end == UINT64_MAX ? UINT64_MAX : k->L->start_ns + o->win_end;
+  int64_t off = ex_offset_of(path);
+  for (long i = 0; i < nmem; i++) {
+    uint64_t ts = mem[i].ts_ns + (uint64_t)off;
+    if (o->have_window && (ts < lo || ts > hi)) continue;
+    fprintf(k->f, ",\n{\"ph\":\"C\",\"cat\":\"gpu_memory\",\"name\":\"GPU memory\",\"pid\":%u,"
+                  "\"tid\":0,\"ts\":", k->pid);
+    put_us(k->f, ts);
+    fprintf(k->f, ",\"args\":{\"live_bytes\":%" PRIu64 "}}", mem[i].live_bytes);
+    fprintf(k->f, ",\n{\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"s\":\"t\",\"name\":\"[memory]\","
+                  "\"pid\":%u,\"tid\":%u,\"ts\":", k->pid, mem[i].tid ? mem[i].tid : k->pid);
+    put_us(k->f, ts);
+    fprintf(k->f, ",\"args\":{\"Total Reserved\":%" PRIu64 ",\"Total Allocated\":%" PRIu64
+                  ",\"Bytes\":%" PRId64 ",\"Device Id\":%u,\"Device Type\":1,\"Addr\":%" PRIu64
+                  ",\"Ev Idx\":%" PRIu64 "}}",
+            mem[i].device_live_bytes, mem[i].device_live_bytes, mem[i].bytes, mem[i].device,
+            mem[i].ptr, k->ev_idx++);
+  }
+  free(mem);
+}
+
+static int kineto_one(const ex_opts *o, const char *path, size_t index, size_t n) {
+  kctx k = {0};
+  ex_links L;
+  k.o = o;
+  k.L = &L;
+  int rc = ex_links_scan(&L, path, o);
+  k.pid = L.pid;
+  k.meta_ts = us_of(L.start_ns + (uint64_t)ex_offset_of(path));
+  /* ranks: the trace's own; a lone trace without one is rank 0 of 1; never an invented one */
+  k.rank = L.rank >= 0 ? L.rank : n == 1 ? 0 : -1;
+  k.world = L.rank >= 0 ? (L.world > 0 ? L.world : (int)n) : 1;
+  k.range_ext = calloc(L.nrange ? L.nrange : 1, sizeof *k.range_ext);
+  if (!k.range_ext) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+  char host[128]; /* the one rule for names derived from traces (lib/output.c) */
+  ex_safe_name(host, sizeof host, L.host, "host");
+  size_t plen = strlen(o->out) + 64;
+  char *tmp = vx_xmalloc(plen), *final = NULL;
+  uint64_t ms = L.real_ns ? L.real_ns / 1000000 : L.start_ns / 1000000;
+  char stem[sizeof host + 96], base[sizeof stem + 16];
+  if (L.rank >= 0) snprintf(stem, sizeof stem, "%s_rank%d_%u.%" PRIu64, host, L.rank, L.pid, ms);
+  else snprintf(stem, sizeof stem, "%s_%u.%" PRIu64, host, L.pid, ms);
+  snprintf(base, sizeof base, "%s.pt.trace.json", stem);
+  snprintf(tmp, plen, "%s/trace.json.gz", o->out); /* names the directory for ex_create */
+  k.f = ex_create(tmp, 1);
+  if (!k.f) { free(tmp); free(k.range_ext); ex_links_free(&L); return VX_BAD_INPUT; }
+  fputs("{\n\"schemaVersion\": 1,\n", k.f);
+  if (k.rank >= 0)
+    fprintf(k.f, "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d},\n",
+            k.rank, k.world);
+  fprintf(k.f, "\"trace_id\": \"%016" PRIX64 "%08X\",\n", L.real_ns ? L.real_ns : L.start_ns, L.pid);
+  fprintf(k.f, "\"record_shapes\": 1,\n\"profile_memory\": 1,\n\"host_name\": ");
+  vx_json_str(k.f, L.host);
+  fprintf(k.f, ",\n\"traceName\": ");
+  vx_json_str(k.f, base);
+  fprintf(k.f, ",\n\"displayTimeUnit\": \"ms\",\n\"traceEvents\": [\n"
+          "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%u,\"tid\":0,\"ts\":%" PRIu64 ","
+          "\"args\":{\"sort_index\":%d}}", k.pid, k.meta_ts, k.rank >= 0 ? k.rank : 0);
+  ex_sink calls = {&k, k_packet, k_api, NULL};
+  if (ex_scan(path, o, "exporting", &calls) != VX_OK) rc = VX_BAD_INPUT;
+  ex_sink gpu = {&k, NULL, NULL, k_gpu};
+  if (ex_scan(path, o, "exporting", &gpu) != VX_OK) rc = VX_BAD_INPUT;
+  w_annotations(&k);
+  w_memory(&k, path);
+  w_device_properties(&k);
+  /* ts + baseTimeNanoseconds = Unix time (ns), as in Kineto's traces */
+  int64_t bt = L.real_ns ? (int64_t)(L.real_ns - L.anchor_trace_ns) - ex_offset_of(path) : 0;
+  fprintf(k.f, ",\n\"baseTimeNanoseconds\": %" PRId64 "\n}\n", bt);
+  for (size_t i = 0; i < k.ndev; i++) { free(k.dev[i]->name); free(k.dev[i]); }
+  free(k.dev);
+  vx_map_free(&k.dev_ix, NULL);
+  free(k.gpu_pids);
+  free(k.range_ext);
+  free(k.ann);
+  free(k.ann_key);
+  free(k.nccl);
+  free(k.grp);
+  ex_m_free(&k.ann_ix);
+  ex_m_free(&k.nccl_ix);
+  ex_m_free(&k.streams);
+  vx_map_free(&k.names, free);
+  ex_links_free(&L);
+  /* never replaces a file: two traces with one name (same host, pid and millisecond) or an
+   * earlier export get stem-2, stem-3, ... */
+  final = ex_close_new(k.f, o->out, stem, ".pt.trace.json.gz");
+  if (!final) rc = VX_BAD_INPUT;
+  else if (!o->quiet) fprintf(stderr, "dlhook: wrote %s\n", final);
+  free(tmp);
+  free(final);
+  return rc;
+}
+
+int ex_kineto(const ex_opts *o, char **files, size_t n) {
+  if (ex_mkdirs(o->out) < 0 || ex_dir_safe(o->out) < 0) return VX_BAD_INPUT;
+  n = ex_drop_gpuless(files, n, o->keep_gpuless, o->quiet);
+  int rc = VX_OK;
+  for (size_t i = 0; i < n; i++)
+    if (kineto_one(o, files[i], i, n) != VX_OK) rc = VX_BAD_INPUT;
+  return rc;
+}

@@ -1,0 +1,347 @@
+/* links.c — what the exporters must know about a trace before they write any of it.
+ *
+ * A trace holds API calls and GPU records in separate batches, written when each ring or CUPTI
+ * buffer is flushed: a kernel may come before or after the call that launched it in the file.
+ * Formats that link the two in both directions (the Kineto JSON writes a flow only from calls
+ * that launched GPU work, a launch per kernel of a library call; xprof groups kernels by the
+ * step of their launch) read the trace once more first: ex_links_scan collects, with the same
+ * time window,
+ *   - per correlation id that caused GPU work: how many kernels, copies and memsets, and when
+ *     the first began (the call side is filled in by the exporter as it writes the calls);
+ *   - the NVTX ranges of every thread, sorted, nested (innermost enclosing range), steps
+ *     numbered ("ProfilerStep#N", "step N", or --step-range NAME);
+ *   - the CUDA event records (which stream and which cudaEventRecord a wait waits on);
+ *   - the process: pid, host, rank, world size, clock anchors.
+ * Memory: a few dozen bytes per GPU record and per NVTX range, nothing per API call. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+
+/* ---------------------------------------------------------------- CUPTI callback ids */
+
+static long find_cbid(const ex_cbid *tab, size_t n, const char *name) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    int c = strcmp(tab[mid].name, name);
+    if (!c) return tab[mid].cbid;
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return -1;
+}
+
+long ex_cupti_cbid(const vx_trace *t, uint32_t fn) {
+  const vx_func *f = vx_trace_func(t, fn);
+  int dom = f ? f->domain : (int)(fn >> 16);
+  /* calls seen only by CUPTI carry their callback id: DLH_FN_ID(domain, 0x8000 | cbid) */
+  if ((fn & 0x8000) && (dom == DLH__DOMAIN__DOMAIN_CUDART || dom == DLH__DOMAIN__DOMAIN_DRIVER))
+    return (long)(fn & 0x7fff);
+  if (!f || !f->name) return -1;
+  if (dom == DLH__DOMAIN__DOMAIN_CUDART) return find_cbid(ex_cbids_runtime, ex_ncbids_runtime, f->name);
+  if (dom == DLH__DOMAIN__DOMAIN_DRIVER) return find_cbid(ex_cbids_driver, ex_ncbids_driver, f->name);
+  return -1;
+}
+
+/* ---------------------------------------------------------------- architecture constants */
+
+/* Per-SM limits of a compute capability (CUDA C Programming Guide, "Technical Specifications
+ * per Compute Capability"), for deviceProperties and the occupancy estimate. */
+ex_arch ex_arch_of(unsigned major, unsigned minor) {
+  if (major >= 10 && major != 12) return (ex_arch){2048, 233472, 232448, 32};
+  if (major == 12) return (ex_arch){1536, 102400, 101376, 32};
+  if (major == 9) return (ex_arch){2048, 233472, 232448, 32};
+  if (major == 8 && minor == 0) return (ex_arch){2048, 167936, 166912, 32};
+  if (major == 8 && minor == 7) return (ex_arch){2048, 167936, 166912, 16};
+  if (major == 8) return (ex_arch){1536, 102400, 101376, minor == 9 ? 24 : 16};
+  if (major == 7 && minor == 5) return (ex_arch){1024, 65536, 65536, 16};
+  if (major == 7) return (ex_arch){2048, 98304, 98304, 32};
+  return (ex_arch){2048, 65536, 49152, 32};
+}
+
+int ex_occupancy(const Dlh__DeviceInfo *d, const uint64_t *v, uint32_t nvals, double *bps,
+                 double *wps, double *occ) {
+  if (!d || !d->sm_count || nvals < 9) return 0;
+  uint64_t blocks = v[0] * v[1] * v[2], tpb = v[3] * v[4] * v[5];
+  if (!tpb) return 0;
+  /* Kineto's estimates: blocks and warps per SM from the grid; achieved occupancy from the
+   * resident blocks the per-SM limits allow (threads, registers, shared memory) */
+  ex_arch a = ex_arch_of(d->cc_major, d->cc_minor);
+  double wpb = (double)((tpb + 31) / 32);
+  *bps = (double)blocks / d->sm_count;
+  *wps = *bps * wpb;
+  uint64_t fit = a.max_blocks_per_sm, lim;
+  if ((lim = a.threads_per_sm / tpb) < fit) fit = lim;
+  if (v[6] && (lim = 65536 / (v[6] * tpb)) < fit) fit = lim;
+  if (v[7] + v[8] && (lim = a.smem_per_sm / (v[7] + v[8])) < fit) fit = lim;
+  double resident = *bps < (double)fit ? *bps : (double)fit;
+  *occ = 100.0 * resident * wpb / (a.threads_per_sm / 32.0);
+  if (*occ > 100) *occ = 100;
+  return 1;
+}
+
+/* ---------------------------------------------------------------- steps */
+
+/* Step number of an NVTX range name: with step_range set, a range named exactly step_range gives
+ * `counter`; else the number in "ProfilerStep#N", "step N" ... (vx_step_number); -1 when none. */
+static long step_of(const char *step_range, const char *name, long counter) {
+  if (step_range) return strcmp(name, step_range) ? -1 : counter;
+  return vx_step_number(name);
+}
+
+/* ---------------------------------------------------------------- the scan */
+
+typedef struct lscan {
+  ex_links *L;
+  const ex_opts *o;
+} lscan;
+
+static void *grow(void *p, size_t *cap, size_t n, size_t size) {
+  if (n < *cap) return p;
+  *cap = *cap ? *cap * 2 : 256;
+  return vx_xrealloc(p, *cap * size);
+}
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static const char *intern_label(ex_links *L, const char *s) {
+  uint64_t h = hash_str(s);
+  uint32_t i;
+  /* a hash collision between two labels only merges them for display: accept it */
+  if (ex_m_get(&L->label_ix, h, &i)) return L->labels[i];
+  L->labels = vx_xrealloc(L->labels, (L->nlabels + 1) * sizeof *L->labels);
+  L->labels[L->nlabels] = vx_xstrdup(s);
+  ex_m_put(&L->label_ix, h, (uint32_t)L->nlabels);
+  return L->labels[L->nlabels++];
+}
+
+static void l_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
+  ex_links *L = ((lscan *)ctx)->L;
+  if (p->data_case == DLH__PACKET__DATA_PROCESS && !L->have_process) {
+    const Dlh__ProcessInfo *pi = p->process;
+    L->have_process = 1;
+    L->pid = pi->pid;
+    if (pi->has_rank && pi->rank >= 0) L->rank = pi->rank;
+    if (pi->has_local_rank && pi->local_rank >= 0) L->local_rank = pi->local_rank;
+    if (pi->has_world_size && pi->world_size > 0) L->world = pi->world_size;
+    if (pi->has_start_ns) L->start_ns = pi->start_ns;
+    snprintf(L->host, sizeof L->host, "%s", pi->host && *pi->host ? pi->host : "host");
+  } else if (p->data_case == DLH__PACKET__DATA_ANCHOR && !L->real_ns &&
+             p->anchor->has_realtime_ns && p->anchor->realtime_ns) {
+    L->real_ns = p->anchor->realtime_ns;
+    L->anchor_trace_ns = p->anchor->trace_ns;
+  }
+  (void)t;
+}
+
+static void l_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_event *ev) {
+  ex_links *L = ((lscan *)ctx)->L;
+  const vx_func *fn = vx_trace_func(t, ev->fn);
+  uint64_t msg;
+  if (!fn || fn->domain != DLH__DOMAIN__DOMAIN_NVTX || !ex_arg(t, ev, "message|name", &msg)) return;
+  const char *label = vx_trace_string(t, (uint32_t)msg);
+  if (!label) return;
+  L->range = grow(L->range, &L->caprange, L->nrange, sizeof *L->range);
+  ex_range *r = &L->range[L->nrange++];
+  r->start = ev->start_ns;
+  r->end = ev->start_ns + ev->dur_ns;
+  r->tid = tid;
+  r->parent = -1;
+  r->step = -1;
+  r->label = intern_label(L, label);
+}
+
+static void l_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
+  ex_links *L = ((lscan *)ctx)->L;
+  if (g->kind == 7) { /* external correlation: vals = kind, the library call's id */
+    uint32_t i;
+    if (g->nvals < 2 || !g->corr || !g->vals[1]) return;
+    if (!ex_m_get(&L->ext_ix, g->corr, &i)) {
+      L->ext = grow(L->ext, &L->capext, L->next, sizeof *L->ext);
+      i = (uint32_t)L->next++;
+      ex_m_put(&L->ext_ix, g->corr, i);
+    }
+    L->ext[i] = g->vals[1];
+    return;
+  }
+  if (g->kind == 5 && g->nvals >= 1) {
+    L->evrec = grow(L->evrec, &L->capevrec, L->nevrec, sizeof *L->evrec);
+    L->evrec[L->nevrec++] = (ex_evrec){g->vals[0], g->start, g->corr, g->stream};
+    return;
+  }
+  if (g->kind < 1 || g->kind > 4) return;
+  L->gpu_records++;
+  if (g->kind == 4 || !g->corr) return;
+  uint32_t i;
+  if (!ex_m_get(&L->ix, g->corr, &i)) {
+    L->link = grow(L->link, &L->caplink, L->nlink, sizeof *L->link);
+    i = (uint32_t)L->nlink++;
+    memset(&L->link[i], 0, sizeof L->link[i]);
+    L->link[i].first_gpu = g->start;
+    ex_m_put(&L->ix, g->corr, i);
+  }
+  ex_link *k = &L->link[i];
+  k->ngpu++;
+  if (g->start < k->first_gpu) k->first_gpu = g->start;
+  (void)t;
+}
+
+static int range_cmp(const void *a, const void *b) {
+  const ex_range *x = a, *y = b;
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  if (x->start != y->start) return x->start < y->start ? -1 : 1;
+  return x->end > y->end ? -1 : x->end < y->end; /* the enclosing one first */
+}
+
+static int evrec_cmp(const void *a, const void *b) {
+  const ex_evrec *x = a, *y = b;
+  if (x->event != y->event) return x->event < y->event ? -1 : 1;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int ex_links_scan(ex_links *L, const char *path, const ex_opts *o) {
+  memset(L, 0, sizeof *L);
+  L->rank = L->local_rank = L->world = -1;
+  snprintf(L->host, sizeof L->host, "host");
+  lscan c = {L, o};
+  ex_sink s = {&c, l_packet, l_api, l_gpu};
+  ex_opts q = *o;
+  q.quiet = 1;
+  int rc = ex_scan(path, &q, "reading", &s);
+  /* GPU work launched inside a library call belongs to the library call's id: re-key those
+   * links in place (no copy of the tables: they are the largest part of an export's memory) */
+  for (size_t i = 0; i < L->ext_ix.cap; i++) {
+    if (!L->ext_ix.vals[i]) continue;
+    uint64_t c = L->ext_ix.keys[i], e = L->ext[L->ext_ix.vals[i] - 1];
+    uint32_t from, to;
+    if (c == e || !ex_m_get(&L->ix, c, &from)) continue;
+    ex_m_del(&L->ix, c);
+    if (ex_m_get(&L->ix, e, &to)) { /* several CUPTI ids of one library call: merge */
+      L->link[to].ngpu += L->link[from].ngpu;
+      if (L->link[from].first_gpu < L->link[to].first_gpu) L->link[to].first_gpu = L->link[from].first_gpu;
+      L->link[from].ngpu = 0;
+    } else {
+      ex_m_put(&L->ix, e, from);
+    }
+  }
+  if (L->nrange) qsort(L->range, L->nrange, sizeof *L->range, range_cmp);
+  if (L->nevrec) qsort(L->evrec, L->nevrec, sizeof *L->evrec, evrec_cmp);
+  /* nesting: the innermost earlier range of the thread that still covers this one */
+  int32_t *stack = vx_xmalloc((L->nrange + 1) * sizeof *stack);
+  size_t sp = 0;
+  for (size_t i = 0; i < L->nrange; i++) {
+    ex_range *r = &L->range[i];
+    if (i && L->range[i - 1].tid != r->tid) sp = 0;
+    while (sp && L->range[stack[sp - 1]].end < r->end) sp--;
+    r->parent = sp ? stack[sp - 1] : -1;
+    stack[sp++] = (int32_t)i;
+  }
+  free(stack);
+  /* steps, in time order (with --step-range: numbered by occurrence) */
+  ex_range **order = vx_xmalloc((L->nrange + 1) * sizeof *order);
+  size_t ns = 0;
+  for (size_t i = 0; i < L->nrange; i++)
+    if (step_of(o->step_range, L->range[i].label, 0) >= 0) order[ns++] = &L->range[i];
+  for (size_t i = 1; i < ns; i++) /* insertion sort by start: steps are nearly sorted */
+    for (size_t j = i; j > 0 && order[j - 1]->start > order[j]->start; j--) {
+      ex_range *x = order[j]; order[j] = order[j - 1]; order[j - 1] = x;
+    }
+  for (size_t i = 0; i < ns; i++) order[i]->step = step_of(o->step_range, order[i]->label, (long)i);
+  if (ns) L->step_tid = order[0]->tid;
+  L->nsteps = ns;
+  free(order);
+  return rc;
+}
+
+uint64_t ex_links_corr(const ex_links *L, uint64_t corr) {
+  uint32_t i;
+  return L->next && corr && ex_m_get(&L->ext_ix, corr, &i) ? L->ext[i] : corr;
+}
+
+ex_link *ex_links_get(ex_links *L, uint64_t corr) {
+  uint32_t i;
+  return corr && ex_m_get(&L->ix, corr, &i) ? &L->link[i] : NULL;
+}
+
+long ex_links_range_at(const ex_links *L, uint32_t tid, uint64_t ts) {
+  /* the last range of the thread that starts at or before ts, then out through its parents */
+  size_t lo = 0, hi = L->nrange;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    const ex_range *r = &L->range[mid];
+    if (r->tid < tid || (r->tid == tid && r->start <= ts)) lo = mid + 1;
+    else hi = mid;
+  }
+  if (!lo || L->range[lo - 1].tid != tid) return -1;
+  long i = (long)lo - 1;
+  while (i >= 0 && L->range[i].end < ts) i = L->range[i].parent;
+  return i;
+}
+
+const ex_evrec *ex_links_evrec(const ex_links *L, uint64_t event, uint64_t ts) {
+  size_t lo = 0, hi = L->nevrec;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    const ex_evrec *e = &L->evrec[mid];
+    if (e->event < event || (e->event == event && e->start <= ts)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo && L->evrec[lo - 1].event == event ? &L->evrec[lo - 1] : NULL;
+}
+
+void ex_links_free(ex_links *L) {
+  ex_m_free(&L->ix);
+  ex_m_free(&L->label_ix);
+  ex_m_free(&L->ext_ix);
+  free(L->ext);
+  for (size_t i = 0; i < L->nlabels; i++) free(L->labels[i]);
+  free(L->labels);
+  free(L->link);
+  free(L->range);
+  free(L->evrec);
+  memset(L, 0, sizeof *L);
+}
+
+/* ---------------------------------------------------------------- GPU-less processes */
+
+/* Whether a trace recorded GPU work or a CUDA device (a launcher or shell that only called
+ * cudaGetDeviceCount did not). Returns 1, 0, or -1 when it cannot be read. */
+static int trace_has_gpu(const char *path) {
+  vx_trace t;
+  if (vx_trace_open(&t, path) < 0) return -1;
+  const Dlh__Packet *p;
+  int rc, gpu = 0;
+  while (!gpu && (rc = vx_trace_next(&t, &p)) == 1) {
+    if (p->data_case == DLH__PACKET__DATA_DEVICE) gpu = 1;
+    else if (p->data_case == DLH__PACKET__DATA_GPU)
+      for (size_t i = 0; i < p->gpu->n_kind && !gpu; i++)
+        gpu = p->gpu->kind[i] >= 1 && p->gpu->kind[i] <= 4;
+  }
+  vx_trace_close(&t);
+  return gpu;
+}
+
+size_t ex_drop_gpuless(char **files, size_t n, int keep, int quiet) {
+  if (keep) return n;
+  size_t m = 0, dropped = 0;
+  for (size_t i = 0; i < n; i++) {
+    /* a trace that cannot be read stays: the export reports it */
+    if (trace_has_gpu(files[i]) == 0) {
+      if (!quiet) vx_error("%s: no GPU work (a launcher or shell?): left out (--keep-gpuless keeps it)", files[i]);
+      dropped++;
+      continue;
+    }
+    files[m++] = files[i];
+  }
+  if (m == 0 && dropped) { /* nothing but GPU-less traces: export them rather than nothing */
+    if (!quiet) vx_error("every trace is without GPU work: exporting them all");
+    return n;
+  }
+  return m;
+}

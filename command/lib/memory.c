@@ -1,0 +1,478 @@
+/* memory.c — the GPU memory ledger: every device allocation and free a trace recorded, replayed
+ * in time order. `dlhook stats --memory [--json]` prints per process the peak of live device
+ * bytes (per device and in all), what is still allocated at exit (leaks, with the stack that
+ * allocated them) and, at each out-of-memory error (cudaErrorMemoryAllocation), the live
+ * allocations of that moment with their stacks. Exporters draw the live-bytes counter track
+ * with vx_memory_counter().
+ *
+ * Allocations: cudaMalloc, cudaMallocAsync, cudaMallocFromPoolAsync, cudaMallocManaged,
+ * cudaMallocPitch, cudaMalloc3D (the wrappers record the returned pointer as `ptr` and the size)
+ * and, called by the program itself (CUPTI driver callbacks), cuMemAlloc*, cuMemCreate (physical
+ * memory of the virtual memory API, by handle). Frees: cudaFree, cudaFreeAsync, cuMemFree*,
+ * cuMemRelease. cuMemMap/cuMemUnmap are recorded with (ptr, size) but do not change the ledger:
+ * the memory is counted when it is created. Library workspaces count when the library allocates
+ * them through these calls (cuBLAS/cuDNN workspaces the program passes in are its own
+ * allocations). The device is the thread's last cudaSetDevice (0 before any). Host allocations
+ * (cudaMallocHost, cudaHostAlloc) are not device memory and are left out. A free of a pointer
+ * the trace never saw allocated (before a capture window) is counted as unmatched. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlh_fmt.h"
+#include "vx.h"
+
+enum { OP_ALLOC = 1, OP_FREE = 2, OP_SETDEV = 3 };
+
+typedef struct mem_ev {
+  uint64_t ts;          /* end of the call */
+  uint64_t ptr, bytes, stream;
+  uint32_t tid, stack, fn;
+  int op;
+  int64_t ret;
+  int device;           /* OP_SETDEV: the device */
+} mem_ev;
+
+typedef struct fn_kind {
+  int op;               /* 0 = not a memory call */
+  int ptr, size, stream, pitch, height, depth, dev; /* argument indexes, -1 = absent */
+} fn_kind;
+
+static int arg_index(const vx_func *f, const char *name) {
+  for (size_t i = 0; i < f->nargs; i++)
+    if (f->argname[i] && !strcmp(f->argname[i], name)) return (int)i;
+  return -1;
+}
+
+static int starts(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+
+static fn_kind classify(const vx_func *f) {
+  fn_kind k = {0, -1, -1, -1, -1, -1, -1, -1};
+  if (!f || !f->name) return k;
+  const char *n = f->name;
+  if (starts(n, "cudaMallocHost") || starts(n, "cudaHostAlloc") || starts(n, "cudaFreeHost") ||
+      starts(n, "cudaMallocArray") || starts(n, "cudaMalloc3DArray") ||
+      starts(n, "cudaMallocMipmapped") || starts(n, "cudaFreeArray") ||
+      starts(n, "cudaFreeMipmapped") || starts(n, "cuMemAllocHost") || starts(n, "cuMemFreeHost"))
+    return k;
+  if (starts(n, "cu") && !starts(n, "cuda") && f->nargs == 0) {
+    /* driver calls seen only by CUPTI: no argument names, the order of preload/cupti.c
+     * (allocations: ptr, size, stream; frees: ptr, stream; cuMemCreate/Release: the handle) */
+    if (starts(n, "cuMemAlloc") || starts(n, "cuMemCreate")) {
+      k.op = OP_ALLOC; k.ptr = 0; k.size = 1; k.stream = 2;
+    } else if (starts(n, "cuMemFree") || starts(n, "cuMemRelease")) {
+      k.op = OP_FREE; k.ptr = 0; k.stream = 1;
+    }
+    return k;
+  }
+  if (starts(n, "cudaMalloc") || starts(n, "cuMemAlloc")) {
+    k.op = OP_ALLOC;
+    k.ptr = arg_index(f, "ptr");
+    if (k.ptr < 0) k.ptr = arg_index(f, "dptr");
+    k.size = arg_index(f, "size");
+    if (k.size < 0) k.size = arg_index(f, "bytesize");
+    k.stream = arg_index(f, "hStream");
+    if (k.stream < 0) k.stream = arg_index(f, "stream");
+    k.pitch = arg_index(f, "pitch");
+    k.height = arg_index(f, "extent_height");
+    k.depth = arg_index(f, "extent_depth");
+    if (k.ptr < 0 || (k.size < 0 && (k.pitch < 0 || k.height < 0))) k.op = 0;
+  } else if (starts(n, "cudaFree") || starts(n, "cuMemFree")) {
+    k.op = OP_FREE;
+    k.ptr = arg_index(f, "devPtr");
+    if (k.ptr < 0) k.ptr = arg_index(f, "dptr");
+    k.stream = arg_index(f, "hStream");
+    if (k.stream < 0) k.stream = arg_index(f, "stream");
+    if (k.ptr < 0) k.op = 0;
+  } else if (!strcmp(n, "cudaSetDevice")) {
+    k.op = OP_SETDEV;
+    k.dev = arg_index(f, "device");
+    if (k.dev < 0) k.op = 0;
+  }
+  return k;
+}
+
+static int by_ts(const void *x, const void *y) {
+  const mem_ev *a = x, *b = y;
+  return a->ts < b->ts ? -1 : a->ts > b->ts;
+}
+
+/* ---------------------------------------------------------------- the ledger of one trace */
+
+typedef struct live_alloc {
+  uint64_t ptr, bytes, stream, ts;
+  uint32_t stack, fn;
+  int device;
+} live_alloc;
+
+typedef struct oom {
+  uint64_t ts, requested, live_bytes;
+  uint32_t fn, stack;
+  live_alloc *live;
+  size_t nlive;
+} oom;
+
+#define MAXDEV 64
+typedef struct ledger {
+  uint32_t pid;
+  uint64_t allocs, frees, alloc_bytes, unmatched_frees, failed;
+  uint64_t live, peak, peak_ts;
+  uint64_t dev_live[MAXDEV], dev_peak[MAXDEV];
+  live_alloc *v;        /* live allocations (open addressing would be faster; traces hold few) */
+  size_t n, cap;
+  oom *ooms;
+  size_t nooms;
+  vx_mem_sample *samples;
+  size_t nsamples, capsamples;
+} ledger;
+
+static void sample(ledger *l, uint64_t ts, int dev, uint64_t ptr, int64_t bytes, uint32_t tid) {
+  if (l->nsamples == l->capsamples) {
+    l->capsamples = l->capsamples ? l->capsamples * 2 : 256;
+    l->samples = vx_xrealloc(l->samples, l->capsamples * sizeof *l->samples);
+  }
+  l->samples[l->nsamples++] = (vx_mem_sample){ts, (uint32_t)dev, l->dev_live[dev], l->live, ptr, bytes, tid};
+}
+
+static void replay(ledger *l, mem_ev *ev, size_t n) {
+  int tdev_tid[256] = {0}, tdev_dev[256] = {0}; /* cudaSetDevice per thread (last 256 threads) */
+  if (n) qsort(ev, n, sizeof *ev, by_ts); /* ev may be NULL when there is nothing */
+  for (size_t i = 0; i < n; i++) {
+    mem_ev *e = &ev[i];
+    int dev = 0;
+    unsigned slot = e->tid & 255;
+    if (tdev_tid[slot] == (int)e->tid) dev = tdev_dev[slot];
+    if (e->op == OP_SETDEV) {
+      if (e->ret == 0) { tdev_tid[slot] = (int)e->tid; tdev_dev[slot] = e->device; }
+      continue;
+    }
+    if (dev < 0 || dev >= MAXDEV) dev = 0;
+    if (e->op == OP_ALLOC) {
+      if (e->ret != 0 || !e->ptr) {
+        l->failed++;
+        if (e->ret == 2) { /* cudaErrorMemoryAllocation (CUDA_ERROR_OUT_OF_MEMORY is 2 too) */
+          l->ooms = vx_xrealloc(l->ooms, (l->nooms + 1) * sizeof *l->ooms);
+          oom *o = &l->ooms[l->nooms++];
+          o->ts = e->ts;
+          o->requested = e->bytes;
+          o->live_bytes = l->live;
+          o->fn = e->fn;
+          o->stack = e->stack;
+          o->nlive = l->n;
+          o->live = vx_xmalloc((l->n ? l->n : 1) * sizeof *o->live);
+          memcpy(o->live, l->v, l->n * sizeof *l->v);
+        }
+        continue;
+      }
+      if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        l->v = vx_xrealloc(l->v, l->cap * sizeof *l->v);
+      }
+      l->v[l->n++] = (live_alloc){e->ptr, e->bytes, e->stream, e->ts, e->stack, e->fn, dev};
+      l->allocs++;
+      l->alloc_bytes += e->bytes;
+      l->live += e->bytes;
+      l->dev_live[dev] += e->bytes;
+      if (l->live > l->peak) { l->peak = l->live; l->peak_ts = e->ts; }
+      if (l->dev_live[dev] > l->dev_peak[dev]) l->dev_peak[dev] = l->dev_live[dev];
+      sample(l, e->ts, dev, e->ptr, (int64_t)e->bytes, e->tid);
+    } else if (e->op == OP_FREE) {
+      if (!e->ptr || e->ret != 0) continue;
+      size_t j = l->n;
+      while (j > 0 && l->v[j - 1].ptr != e->ptr) j--;
+      if (!j) { l->unmatched_frees++; continue; }
+      live_alloc a = l->v[j - 1];
+      memmove(&l->v[j - 1], &l->v[j], (l->n - j) * sizeof *l->v);
+      l->n--;
+      l->frees++;
+      l->live -= a.bytes;
+      l->dev_live[a.device] -= a.bytes;
+      sample(l, e->ts, a.device, a.ptr, -(int64_t)a.bytes, e->tid);
+    }
+  }
+}
+
+/* Reads the memory calls of an open trace into *out; returns the count. */
+static size_t read_events(vx_trace *t, mem_ev **out, int *rc) {
+  vx_map kinds = {0}; /* fn id -> fn_kind* */
+  mem_ev *ev = NULL;
+  size_t n = 0, cap = 0;
+  const Dlh__Packet *p;
+  int r;
+  while ((r = vx_trace_next(t, &p)) == 1) {
+    if (p->data_case == DLH__PACKET__DATA_FUNCTION) {
+      /* redefined: classify again (a NULL value would break the map's probe chains) */
+      fn_kind *old = vx_map_get(&kinds, p->function->id);
+      if (old) *old = classify(vx_trace_func(t, p->function->id));
+      continue;
+    }
+    if (p->data_case != DLH__PACKET__DATA_API) continue;
+    dlh_api_iter it;
+    dlh_api_event e;
+    dlh_api_iter_init(&it, p->api);
+    while (dlh_api_iter_next(&it, &e)) {
+      fn_kind *k = vx_map_get(&kinds, e.fn);
+      if (!k) {
+        k = vx_xmalloc(sizeof *k);
+        *k = classify(vx_trace_func(t, e.fn));
+        vx_map_put(&kinds, e.fn, k);
+      }
+      if (!k->op) continue;
+#define ARG(i) ((i) >= 0 && (uint32_t)(i) < e.nargs ? e.args[i] : 0)
+      mem_ev m = {0};
+      m.ts = e.start_ns + e.dur_ns;
+      m.op = k->op;
+      m.ret = e.ret;
+      m.tid = p->api->tid;
+      m.stack = e.stack;
+      m.fn = e.fn;
+      m.ptr = ARG(k->ptr);
+      m.stream = ARG(k->stream);
+      if (k->op == OP_SETDEV) m.device = (int)ARG(k->dev);
+      if (k->op == OP_ALLOC) {
+        if (k->size >= 0) m.bytes = ARG(k->size);
+        else m.bytes = ARG(k->pitch) * ARG(k->height) * (ARG(k->depth) ? ARG(k->depth) : 1);
+      }
+#undef ARG
+      if (n == cap) {
+        cap = cap ? cap * 2 : 1024;
+        ev = vx_xrealloc(ev, cap * sizeof *ev);
+      }
+      ev[n++] = m;
+    }
+    if (it.bad) *rc = VX_BAD_INPUT;
+  }
+  if (r < 0) *rc = VX_BAD_INPUT;
+  vx_map_free(&kinds, free);
+  *out = ev;
+  return n;
+}
+
+static void ledger_free(ledger *l) {
+  for (size_t i = 0; i < l->nooms; i++) free(l->ooms[i].live);
+  free(l->ooms);
+  free(l->v);
+  free(l->samples);
+}
+
+long vx_memory_counter(const char *path, vx_mem_sample **out, uint32_t *pid) {
+  *out = NULL;
+  vx_trace t;
+  if (vx_trace_open(&t, path) < 0) return -1;
+  int rc = VX_OK;
+  mem_ev *ev;
+  size_t n = read_events(&t, &ev, &rc);
+  ledger l = {0};
+  replay(&l, ev, n);
+  free(ev);
+  if (pid) *pid = t.pid;
+  vx_trace_close(&t);
+  *out = l.samples;
+  l.samples = NULL;
+  long ns = (long)l.nsamples;
+  ledger_free(&l);
+  return ns;
+}
+
+/* ---------------------------------------------------------------- output */
+
+/* The first frame of a stack that is not inside dlhook or the CUDA libraries: "where". */
+static const char *frame_label(const vx_frame *f, char *buf, size_t cap) {
+  if (f->function && f->file && f->line)
+    snprintf(buf, cap, "%s (%s:%u)", f->function, strrchr(f->file, '/') ? strrchr(f->file, '/') + 1 : f->file, f->line);
+  else if (f->function) snprintf(buf, cap, "%s", f->function);
+  else snprintf(buf, cap, "0x%" PRIx64 "%s%s", f->pc, f->module ? " in " : "", f->module ? f->module : "");
+  return buf;
+}
+
+static int ours(const vx_frame *f) {
+  const char *m = f->module;
+  if (!m) return 0;
+  const char *b = strrchr(m, '/') ? strrchr(m, '/') + 1 : m;
+  return !strncmp(b, "libdlhook", 9) || !strncmp(b, "libcudart", 9) || !strncmp(b, "libcuda.", 8);
+}
+
+static void json_stack(FILE *f, const vx_trace *t, uint32_t stack) {
+  const vx_frame *fr;
+  size_t n = vx_stack_frames(t, stack, &fr);
+  char buf[512];
+  putc('[', f);
+  int first = 1;
+  for (size_t i = 0; i < n; i++) {
+    if (ours(&fr[i])) continue;
+    if (!first) putc(',', f);
+    vx_json_str(f, frame_label(&fr[i], buf, sizeof buf));
+    first = 0;
+  }
+  putc(']', f);
+}
+
+static const char *where(const vx_trace *t, uint32_t stack, char *buf, size_t cap) {
+  const vx_frame *fr;
+  size_t n = vx_stack_frames(t, stack, &fr);
+  for (size_t i = 0; i < n; i++)
+    if (!ours(&fr[i])) return frame_label(&fr[i], buf, cap);
+  snprintf(buf, cap, "%s", stack ? "(stack outside the program)" : "(no stack recorded)");
+  return buf;
+}
+
+static const char *fmt_bytes(char *buf, size_t n, uint64_t b) { return dlh_fmt_bytes(buf, n, b); }
+
+static void json_alloc(FILE *f, const vx_trace *t, const live_alloc *a) {
+  fprintf(f, "{\"ptr\":\"0x%" PRIx64 "\",\"bytes\":%" PRIu64 ",\"device\":%d,\"stream\":\"0x%" PRIx64
+             "\",\"ts_ns\":%" PRIu64 ",\"function\":",
+          a->ptr, a->bytes, a->device, a->stream, a->ts);
+  vx_json_str(f, vx_func_name(t, a->fn));
+  fputs(",\"stack\":", f);
+  json_stack(f, t, a->stack);
+  putc('}', f);
+}
+
+/* s fitted to a terminal cell of width columns in buf (4 * width + 4 bytes), returned; the
+ * padding is taken off again for the last field of a line. */
+static const char *term(char *buf, size_t width, const char *s) {
+  vx_term_fit(buf, 4 * width + 4, width, s);
+  return buf;
+}
+static const char *term_end(char *buf, size_t width, const char *s) {
+  vx_term_fit(buf, 4 * width + 4, width, s);
+  size_t n = strlen(buf), w = strlen(s);
+  while (n > w && buf[n - 1] == ' ') buf[--n] = 0; /* only padding: s itself is longer */
+  return buf;
+}
+
+int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
+  int rc = VX_OK;
+  uint64_t total_peak = 0, leaked = 0, nleaks = 0;
+  int ntr = 0;
+  if (json) fputs("{\"traces\":[", f);
+  else fprintf(f, "%-30s %8s %6s %9s %9s %11s %11s %7s\n", "GPU memory", "pid", "device",
+               "allocs", "frees", "peak", "at exit", "leaks");
+  /* 30+9+7+10+10+12+12+8 = 98 columns */
+  for (size_t i = 0; i < nfiles; i++) {
+    vx_trace t;
+    if (vx_trace_open(&t, files[i]) < 0) { rc = VX_BAD_INPUT; continue; }
+    mem_ev *ev;
+    size_t n = read_events(&t, &ev, &rc);
+    ledger l = {0};
+    replay(&l, ev, n);
+    free(ev);
+    total_peak += l.peak;
+    uint64_t lb = 0;
+    for (size_t k = 0; k < l.n; k++) lb += l.v[k].bytes;
+    leaked += lb;
+    nleaks += l.n;
+    char b1[32], b2[32], b3[32], name[4 * 30 + 4], c1[4 * 24 + 4], c2[4 * 62 + 4];
+    if (json) {
+      fprintf(f, "%s\n {\"path\":", ntr++ ? "," : "");
+      vx_json_str(f, files[i]);
+      fprintf(f, ",\"pid\":%u,\"allocations\":%" PRIu64 ",\"frees\":%" PRIu64
+                 ",\"alloc_bytes\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64
+                 ",\"peak_bytes\":%" PRIu64 ",\"peak_ns\":%" PRIu64 ",\"live_at_exit_bytes\":%" PRIu64
+                 ",\"devices\":[",
+              t.pid, l.allocs, l.frees, l.alloc_bytes, l.failed, l.unmatched_frees, l.peak,
+              l.peak_ts, lb);
+      int first = 1;
+      for (int d = 0; d < MAXDEV; d++)
+        if (l.dev_peak[d]) {
+          fprintf(f, "%s{\"device\":%d,\"peak_bytes\":%" PRIu64 ",\"live_at_exit_bytes\":%" PRIu64 "}",
+                  first ? "" : ",", d, l.dev_peak[d], l.dev_live[d]);
+          first = 0;
+        }
+      fputs("],\n  \"leaks\":[", f);
+      for (size_t k = 0; k < l.n; k++) {
+        fputs(k ? ",\n   " : "\n   ", f);
+        json_alloc(f, &t, &l.v[k]);
+      }
+      fputs("],\n  \"ooms\":[", f);
+      for (size_t k = 0; k < l.nooms; k++) {
+        const oom *o = &l.ooms[k];
+        fprintf(f, "%s{\"ts_ns\":%" PRIu64 ",\"function\":", k ? "," : "", o->ts);
+        vx_json_str(f, vx_func_name(&t, o->fn));
+        fprintf(f, ",\"requested_bytes\":%" PRIu64 ",\"live_bytes\":%" PRIu64 ",\"stack\":",
+                o->requested, o->live_bytes);
+        json_stack(f, &t, o->stack);
+        fputs(",\"live\":[", f);
+        for (size_t m = 0; m < o->nlive; m++) {
+          if (m) putc(',', f);
+          json_alloc(f, &t, &o->live[m]);
+        }
+        fputs("]}", f);
+      }
+      fputs("]}", f);
+    } else {
+      const char *base = strrchr(files[i], '/') ? strrchr(files[i], '/') + 1 : files[i];
+      vx_term_fit(name, sizeof name, 30, base);
+      fprintf(f, "%-30s %8u %6s %9" PRIu64 " %9" PRIu64 " %11s %11s %7zu\n", name, t.pid, "all",
+              l.allocs, l.frees, fmt_bytes(b1, sizeof b1, l.peak), fmt_bytes(b2, sizeof b2, lb), l.n);
+      int ndev = 0;
+      for (int d = 0; d < MAXDEV; d++) ndev += l.dev_peak[d] != 0;
+      if (ndev > 1)
+        for (int d = 0; d < MAXDEV; d++)
+          if (l.dev_peak[d])
+            fprintf(f, "%-30s %8s %6d %9s %9s %11s %11s\n", "", "", d, "", "",
+                    fmt_bytes(b1, sizeof b1, l.dev_peak[d]), fmt_bytes(b2, sizeof b2, l.dev_live[d]));
+      if (l.n) {
+        fprintf(f, "  %-12s %-22s %s\n", "leaked", "allocated by", "at");
+        for (size_t k = 0; k < l.n && k < 20; k++)
+          fprintf(f, "  %-12s %s %s\n", fmt_bytes(b1, sizeof b1, l.v[k].bytes),
+                  term(c1, 22, vx_func_name(&t, l.v[k].fn)),
+                  term_end(c2, 62, where(&t, l.v[k].stack, b3, sizeof b3)));
+        if (l.n > 20) fprintf(f, "  ... %zu more\n", l.n - 20);
+      }
+      for (size_t k = 0; k < l.nooms; k++) {
+        const oom *o = &l.ooms[k];
+        fprintf(f, "  out of memory: %s of %s at %s\n", term_end(c1, 24, vx_func_name(&t, o->fn)),
+                fmt_bytes(b1, sizeof b1, o->requested), term_end(c2, 50, where(&t, o->stack, b3, sizeof b3)));
+        fprintf(f, "  live then: %zu allocation%s, %s\n", o->nlive, o->nlive == 1 ? "" : "s",
+                fmt_bytes(b2, sizeof b2, o->live_bytes));
+        for (size_t m = 0; m < o->nlive && m < 20; m++)
+          fprintf(f, "    %-12s %s %s\n", fmt_bytes(b1, sizeof b1, o->live[m].bytes),
+                  term(c1, 22, vx_func_name(&t, o->live[m].fn)),
+                  term_end(c2, 60, where(&t, o->live[m].stack, b2, sizeof b2)));
+      }
+      if (l.unmatched_frees)
+        fprintf(f, "  %" PRIu64 " frees of memory allocated before the trace (or its capture window)\n",
+                l.unmatched_frees);
+    }
+    ledger_free(&l);
+    vx_trace_close(&t);
+  }
+  if (json)
+    fprintf(f, "],\n\"peak_bytes\":%" PRIu64 ",\"leaked_bytes\":%" PRIu64 ",\"leak_count\":%" PRIu64
+               ",\"leaks\":[", total_peak, leaked, nleaks);
+  if (json) {
+    /* all leaks of all traces, again at the top level (each with its pid) */
+    int first = 1;
+    for (size_t i = 0; i < nfiles; i++) {
+      vx_trace t;
+      if (vx_trace_open(&t, files[i]) < 0) continue;
+      mem_ev *ev;
+      int rc2 = 0;
+      size_t n = read_events(&t, &ev, &rc2);
+      ledger l = {0};
+      replay(&l, ev, n);
+      free(ev);
+      for (size_t k = 0; k < l.n; k++) {
+        fprintf(f, "%s\n {\"pid\":%u,", first ? "" : ",", t.pid);
+        first = 0;
+        /* json_alloc without its opening brace */
+        fprintf(f, "\"ptr\":\"0x%" PRIx64 "\",\"bytes\":%" PRIu64 ",\"device\":%d,\"function\":",
+                l.v[k].ptr, l.v[k].bytes, l.v[k].device);
+        vx_json_str(f, vx_func_name(&t, l.v[k].fn));
+        fputs(",\"stack\":", f);
+        json_stack(f, &t, l.v[k].stack);
+        putc('}', f);
+      }
+      ledger_free(&l);
+      vx_trace_close(&t);
+    }
+    fputs("]}\n", f);
+  } else {
+    char b1[32], b2[32];
+    fprintf(f, "\npeak %s (sum of the processes' peaks), %" PRIu64 " allocation%s still live at exit (%s)\n",
+            fmt_bytes(b1, sizeof b1, total_peak), nleaks, nleaks == 1 ? "" : "s",
+            fmt_bytes(b2, sizeof b2, leaked));
+  }
+  return rc;
+}

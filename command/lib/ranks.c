@@ -1,0 +1,253 @@
+/* ranks.c — what several traces of one job say together: clock alignment between traces
+ * (ranks, hosts) and collective arrival skew, used by `dlhook stats` over several traces.
+ *
+ * Clocks: each trace carries (trace clock, realtime) anchors; a trace's events are put on the
+ * common (realtime) timeline with offset = realtime - trace clock of its first anchor. Ranks on
+ * one host share the trace clock, so their offsets agree; across hosts, realtime is what NTP
+ * keeps close, and the collectives refine it: the n-th collective kernel ends at the same moment
+ * on every rank (it ends when the last rank has arrived), so the median difference of end times
+ * against the lowest rank corrects each trace's offset.
+ *
+ * Collectives are matched by order: the n-th NCCL kernel of each rank is the same collective
+ * (NCCL requires every rank to issue its collectives in the same order). A rank's arrival is the
+ * start of its collective kernel; it waited for the last arrival. A rank's delay at a collective
+ * is its arrival minus the latest arrival of the other ranks: how long it held the others up
+ * (negative: it was itself waiting). The mean delay is a 10%-trimmed mean over the collectives,
+ * which keeps start-up (ranks starting seconds apart) from dominating it.
+ *
+ * The straggler is the rank that arrived last at the most collectives (ties: the larger mean
+ * delay). Its delay is the trimmed mean of its delays at the collectives it arrived last at:
+ * how long the others waited for it there, positive by construction. (A rank's mean delay over
+ * all collectives is negative whenever the last arrival moves between ranks, so the largest
+ * mean delay can name a rank that was mostly waiting itself.) */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vx.h"
+
+typedef struct coll { int64_t start, end; } coll;
+typedef struct rtrace {
+  const char *path;
+  int rank;
+  uint32_t pid;
+  int64_t offset;          /* add to trace-clock times for the common timeline */
+  coll *c;
+  size_t n, cap;
+} rtrace;
+
+static int is_nccl_kernel(const char *name) {
+  return name && (!strncmp(name, "ncclDevKernel", 13) || !strncmp(name, "ncclKernel", 10) ||
+                  strstr(name, "ncclDevKernel") != NULL);
+}
+
+static int load(rtrace *r, const char *path) {
+  vx_trace t;
+  if (vx_trace_open(&t, path) < 0) return -1;
+  const Dlh__Packet *p;
+  int rc, have_anchor = 0;
+  r->rank = -1;
+  while ((rc = vx_trace_next(&t, &p)) == 1) {
+    if (p->data_case == DLH__PACKET__DATA_PROCESS) {
+      r->rank = p->process->has_rank ? p->process->rank : -1;
+      r->pid = p->process->pid;
+    } else if (p->data_case == DLH__PACKET__DATA_ANCHOR && !have_anchor) {
+      r->offset = (int64_t)p->anchor->realtime_ns - (int64_t)p->anchor->trace_ns;
+      have_anchor = 1;
+    } else if (p->data_case == DLH__PACKET__DATA_GPU) {
+      dlh_gpu_iter it;
+      dlh_gpu_event ev;
+      dlh_gpu_iter_init(&it, p->gpu);
+      while (dlh_gpu_iter_next(&it, &ev)) {
+        if (ev.kind != 1 || !is_nccl_kernel(vx_trace_string(&t, ev.name))) continue;
+        if (r->n == r->cap) {
+          r->cap = r->cap ? r->cap * 2 : 256;
+          r->c = vx_xrealloc(r->c, r->cap * sizeof *r->c);
+        }
+        r->c[r->n++] = (coll){(int64_t)ev.start_ns, (int64_t)(ev.start_ns + ev.dur_ns)};
+      }
+    }
+  }
+  vx_trace_close(&t);
+  return rc < 0 ? -1 : 0;
+}
+
+static int by_start(const void *a, const void *b) {
+  const coll *x = a, *y = b;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+static int by_rank(const void *a, const void *b) {
+  const rtrace *x = a, *y = b;
+  return x->rank - y->rank;
+}
+
+typedef struct vx_ranks {
+  rtrace *r;
+  size_t n;
+  size_t ncoll;             /* collectives matched across all ranks */
+  double *mean_delay;       /* per rank: arrival minus the latest arrival of the others */
+  double *last_delay;       /* per rank: the same, over the collectives it arrived last at */
+  double *mean_wait;        /* per rank: time from its arrival to the last arrival */
+  uint64_t *last_count;     /* per rank: collectives it arrived last at */
+  double mean_skew, max_skew;
+} vx_ranks;
+
+static vx_ranks R;
+
+/* Analyses several traces (at least 2 with ranks and collectives). Returns 1 when there is
+ * something to report. Damaged traces count with what was readable. */
+int vx_ranks_analyze(char **files, size_t n) {
+  if (n < 2) return 0;
+  R.r = vx_xmalloc(n * sizeof *R.r);
+  memset(R.r, 0, n * sizeof *R.r);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    rtrace t = {0};
+    t.path = files[i];
+    load(&t, files[i]);
+    if (t.rank < 0 || t.n == 0) { free(t.c); continue; }
+    qsort(t.c, t.n, sizeof *t.c, by_start);
+    R.r[k++] = t;
+  }
+  R.n = k;
+  if (k < 2) return 0;
+  qsort(R.r, R.n, sizeof *R.r, by_rank);
+  size_t m = R.r[0].n;
+  for (size_t i = 1; i < R.n; i++) if (R.r[i].n < m) m = R.r[i].n;
+  R.ncoll = m;
+  /* refine offsets: median of end-time differences against the first rank */
+  int64_t *d = vx_xmalloc((m ? m : 1) * sizeof *d);
+  for (size_t i = 1; i < R.n && m; i++) {
+    for (size_t c = 0; c < m; c++)
+      d[c] = (R.r[0].c[c].end + R.r[0].offset) - (R.r[i].c[c].end + R.r[i].offset);
+    qsort(d, m, sizeof *d, cmp_i64);
+    R.r[i].offset += d[m / 2];
+  }
+  free(d);
+  R.mean_delay = vx_xmalloc(R.n * sizeof *R.mean_delay);
+  R.mean_wait = vx_xmalloc(R.n * sizeof *R.mean_wait);
+  R.last_count = vx_xmalloc(R.n * sizeof *R.last_count);
+  R.last_delay = vx_xmalloc(R.n * sizeof *R.last_delay);
+  memset(R.last_delay, 0, R.n * sizeof *R.last_delay);
+  memset(R.mean_delay, 0, R.n * sizeof *R.mean_delay);
+  memset(R.mean_wait, 0, R.n * sizeof *R.mean_wait);
+  memset(R.last_count, 0, R.n * sizeof *R.last_count);
+  double skew_sum = 0;
+  R.max_skew = 0;
+  double *dl = vx_xmalloc(R.n * (m ? m : 1) * sizeof *dl); /* delay[rank][collective] */
+  for (size_t c = 0; c < m; c++) {
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    size_t last_i = 0;
+    for (size_t i = 0; i < R.n; i++) {
+      int64_t a = R.r[i].c[c].start + R.r[i].offset;
+      if (a < first) first = a;
+      if (a > last) { last = a; last_i = i; }
+    }
+    R.last_count[last_i]++;
+    skew_sum += (double)(last - first);
+    if ((double)(last - first) > R.max_skew) R.max_skew = (double)(last - first);
+    for (size_t i = 0; i < R.n; i++) {
+      int64_t a = R.r[i].c[c].start + R.r[i].offset, latest_other = INT64_MIN;
+      for (size_t j = 0; j < R.n; j++) {
+        int64_t b = R.r[j].c[c].start + R.r[j].offset;
+        if (j != i && b > latest_other) latest_other = b;
+      }
+      dl[i * m + c] = (double)(a - latest_other);
+      R.mean_wait[i] += (double)(last - a);
+    }
+  }
+  for (size_t i = 0; i < R.n && m; i++) {
+    double *v = dl + i * m;
+    qsort(v, m, sizeof *v, cmp_double);
+    /* positive delays are the collectives it arrived last at: the top of the sorted row */
+    size_t npos = 0;
+    while (npos < m && v[m - 1 - npos] > 0) npos++;
+    if (npos) {
+      size_t pcut = npos / 10, pkept = 0;
+      double psum = 0;
+      for (size_t c = m - npos + pcut; c < m - pcut; c++, pkept++) psum += v[c];
+      R.last_delay[i] = pkept ? psum / (double)pkept : 0;
+    }
+    size_t cut = m / 10, kept = 0;
+    double sum = 0;
+    for (size_t c = cut; c < m - cut; c++, kept++) sum += v[c];
+    R.mean_delay[i] = kept ? sum / (double)kept : 0;
+    R.mean_wait[i] /= (double)m;
+  }
+  free(dl);
+  R.mean_skew = m ? skew_sum / (double)m : 0;
+  return m > 0;
+}
+
+int vx_ranks_offset(const char *path, int64_t *offset) {
+  for (size_t i = 0; i < R.n; i++)
+    if (R.r[i].path && !strcmp(R.r[i].path, path)) {
+      *offset = R.r[i].offset;
+      return 1;
+    }
+  return 0;
+}
+
+/* The (realtime - trace clock) offset of a trace's first anchor; 0 when it has none. */
+int vx_anchor_offset(const char *path, int64_t *offset) {
+  vx_trace t;
+  if (vx_trace_open(&t, path) < 0) return 0;
+  const Dlh__Packet *p;
+  int found = 0;
+  while (!found && vx_trace_next(&t, &p) == 1)
+    if (p->data_case == DLH__PACKET__DATA_ANCHOR && p->anchor->has_realtime_ns) {
+      *offset = (int64_t)p->anchor->realtime_ns - (int64_t)p->anchor->trace_ns;
+      found = 1;
+    }
+  vx_trace_close(&t);
+  return found;
+}
+
+static size_t straggler(void) {
+  size_t s = 0;
+  for (size_t i = 1; i < R.n; i++)
+    if (R.last_count[i] > R.last_count[s] ||
+        (R.last_count[i] == R.last_count[s] && R.mean_delay[i] > R.mean_delay[s]))
+      s = i;
+  return s;
+}
+
+/* `"ranks":[...],"collectives":{...},"straggler":{...}` members (leading comma included). */
+void vx_ranks_json(FILE *f) {
+  if (!R.ncoll) return;
+  fputs(",\n\"ranks\":[", f);
+  for (size_t i = 0; i < R.n; i++)
+    fprintf(f, "%s{\"rank\":%d,\"pid\":%u,\"collectives\":%zu,\"mean_delay_ns\":%.0f,"
+               "\"mean_wait_ns\":%.0f,\"arrived_last\":%" PRIu64 ",\"clock_offset_ns\":%" PRId64 "}",
+            i ? "," : "", R.r[i].rank, R.r[i].pid, R.r[i].n, R.mean_delay[i], R.mean_wait[i],
+            R.last_count[i], R.r[i].offset);
+  size_t s = straggler();
+  fprintf(f, "],\n\"collective_skew\":{\"matched\":%zu,\"mean_skew_ns\":%.0f,\"max_skew_ns\":%.0f}",
+          R.ncoll, R.mean_skew, R.max_skew);
+  fprintf(f, ",\n\"straggler\":{\"rank\":%d,\"mean_delay_ns\":%.0f,\"arrived_last\":%" PRIu64
+             ",\"collectives\":%zu}",
+          R.r[s].rank, R.last_delay[s], R.last_count[s], R.ncoll);
+}
+
+void vx_ranks_table(FILE *f) {
+  if (!R.ncoll) return;
+  fprintf(f, "\n%-6s %8s %12s %14s %14s %13s\n", "Rank", "pid", "collectives", "mean delay",
+          "mean wait", "arrived last");
+  for (size_t i = 0; i < R.n; i++)
+    fprintf(f, "%-6d %8u %12zu %11.3f ms %11.3f ms %13" PRIu64 "\n", R.r[i].rank, R.r[i].pid,
+            R.r[i].n, R.mean_delay[i] / 1e6, R.mean_wait[i] / 1e6, R.last_count[i]);
+  size_t s = straggler();
+  fprintf(f, "%zu collectives matched across %zu ranks; arrival skew mean %.3f ms, max %.3f ms\n",
+          R.ncoll, R.n, R.mean_skew / 1e6, R.max_skew / 1e6);
+  fprintf(f, "straggler: rank %d, last at %" PRIu64 " of %zu collectives, %.3f ms after the "
+             "others\n",
+          R.r[s].rank, R.last_count[s], R.ncoll, R.last_delay[s] / 1e6);
+}

@@ -1,0 +1,243 @@
+/* scan.c — the streaming scan of a trace that every exporter and analysis uses (time window,
+ * merge offsets, progress on stderr), the u64 -> u32 map and argument lookup of its users. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "scan.h"
+
+static uint64_t ex_events_scanned; /* for the progress line */
+
+/* Per-trace clock offsets set by `dlhook merge` (ns added to every time of that trace). */
+static char **off_paths;
+static const int64_t *off_vals;
+static size_t off_n;
+void ex_set_offsets(char **paths, const int64_t *offsets, size_t n) {
+  off_paths = paths;
+  off_vals = offsets;
+  off_n = n;
+}
+int64_t ex_offset_of(const char *path) {
+  for (size_t i = 0; i < off_n; i++)
+    if (!strcmp(off_paths[i], path)) return off_vals[i];
+  return 0;
+}
+
+/* ---------------------------------------------------------------- scan */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+typedef struct progress {
+  double t0, last, after;
+  uint64_t size;
+  int shown, quiet;
+  const char *what, *path;
+} progress;
+
+static void progress_tick(progress *pg, dlh_reader *r) {
+  double t = now_s();
+  if (pg->quiet || t - pg->t0 < pg->after || t - pg->last < 0.5) return;
+  pg->last = t;
+  pg->shown = 1;
+  double pct = pg->size ? 100.0 * (double)dlh_reader_offset(r) / (double)pg->size : 0;
+  fprintf(stderr, "\rdlhook: %s %s: %5.1f%%, %" PRIu64 " events, %.0f events/s ", pg->what,
+          pg->path, pct > 100 ? 100 : pct, ex_events_scanned,
+          (double)ex_events_scanned / (t - pg->t0));
+}
+
+int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s) {
+  vx_trace t;
+  if (vx_trace_open(&t, path) < 0) return VX_BAD_INPUT;
+  struct stat st;
+  /* DLHOOK_PROGRESS_AFTER: seconds before progress shows (default 1; for tests) */
+  const char *pa = getenv("DLHOOK_PROGRESS_AFTER");
+  progress pg = {now_s(), 0, pa ? atof(pa) : 1.0, stat(path, &st) == 0 ? (uint64_t)st.st_size : 0,
+                 0, o->quiet, what, path};
+  uint64_t base = 0, lo = 0, hi = UINT64_MAX;
+  int have_base = 0;
+  const Dlh__Packet *p;
+  int rc, bad = 0;
+  uint64_t tick = 0;
+  const int64_t off = ex_offset_of(path); /* dlhook merge: this trace on the common timeline */
+  vx_map knames = {0}; /* StringDef id -> demangled name (or a copy), for kernel names */
+  while ((rc = vx_trace_next(&t, &p)) == 1) {
+    if (p->data_case == DLH__PACKET__DATA_STRING && vx_map_get(&knames, p->string->id)) {
+      const char *raw = p->string->value ? p->string->value : ""; /* redefined */
+      char *k = vx_demangle(raw);
+      free(vx_map_put(&knames, p->string->id, k ? k : vx_xstrdup(raw)));
+    }
+    if (p->data_case == DLH__PACKET__DATA_PROCESS && !have_base && p->process->has_start_ns) {
+      base = p->process->start_ns + (uint64_t)off;
+      have_base = 1;
+    }
+    if (o->have_window) {
+      lo = base + o->win_start;
+      hi = o->win_end == UINT64_MAX ? UINT64_MAX : base + o->win_end;
+    }
+    if (p->data_case == DLH__PACKET__DATA_API) {
+      dlh_api_iter it;
+      dlh_api_event ev;
+      uint32_t tid = p->api->tid;
+      dlh_api_iter_init(&it, p->api);
+      while (dlh_api_iter_next(&it, &ev)) {
+        ex_events_scanned++;
+        ev.start_ns += (uint64_t)off;
+        if (ev.start_ns >= hi || ev.start_ns + ev.dur_ns < lo) continue;
+        if (s->api) s->api(s->ctx, &t, tid, &ev);
+      }
+      if (it.bad) bad = 1;
+    } else if (p->data_case == DLH__PACKET__DATA_GPU) {
+      const Dlh__GpuBatch *b = p->gpu;
+      size_t n = b->n_kind;
+      if ((b->n_start_delta && b->n_start_delta != n) || (b->n_dur && b->n_dur != n) ||
+          (b->n_corr && b->n_corr != n) || (b->n_stream && b->n_stream != n) ||
+          (b->n_name && b->n_name != n) || (b->n_nvals && b->n_nvals != n) ||
+          (b->n_context && b->n_context != n) || (b->n_devices && b->n_devices != n)) {
+        bad = 1;
+        continue;
+      }
+      uint64_t ts = b->base_start_ns;
+      size_t vpos = 0;
+      for (size_t i = 0; i < n; i++) {
+        ex_gpu g;
+        ts += b->n_start_delta ? (uint64_t)b->start_delta[i] : 0;
+        g.kind = b->kind[i];
+        g.start = g.kind == 7 ? ts : ts + (uint64_t)off;
+        g.dur = b->n_dur ? b->dur[i] : 0;
+        g.corr = b->n_corr ? b->corr[i] : 0;
+        g.stream = b->n_stream ? b->stream[i] : 0;
+        g.name = b->n_name ? b->name[i] : 0;
+        g.kname = NULL;
+        if (g.name) {
+          char *k = vx_map_get(&knames, g.name);
+          if (!k) {
+            const char *raw = vx_trace_string(&t, g.name);
+            if (raw) {
+              k = vx_demangle(raw);
+              if (!k) k = vx_xstrdup(raw);
+              vx_map_put(&knames, g.name, k);
+            }
+          }
+          g.kname = k;
+        }
+        g.context = b->n_context ? b->context[i] : 0;
+        g.device = b->n_devices ? b->devices[i] : b->device;
+        g.nvals = b->n_nvals ? b->nvals[i] : 0;
+        if (vpos + g.nvals > b->n_vals) { bad = 1; break; }
+        g.vals = b->vals ? b->vals + vpos : NULL; /* no values at all: NULL (+ 0 is UB) */
+        vpos += g.nvals;
+        ex_events_scanned++;
+        if (g.kind != 7 && (g.start >= hi || g.start + g.dur < lo)) continue;
+        if (s->gpu) s->gpu(s->ctx, &t, &g);
+      }
+    } else if (s->packet) {
+      s->packet(s->ctx, &t, p);
+    }
+    if (++tick % 64 == 0) progress_tick(&pg, t.r);
+  }
+  if (pg.shown) {
+    double el = now_s() - pg.t0;
+    fprintf(stderr, "\rdlhook: %s %s: done, %" PRIu64 " events in %.1f s%20s\n", what, path,
+            ex_events_scanned, el, "");
+  }
+  if (bad) vx_error("%s: inconsistent event batch (skipped its remaining events)", path);
+  vx_map_free(&knames, free);
+  vx_trace_close(&t);
+  return rc < 0 || bad ? VX_BAD_INPUT : VX_OK;
+}
+
+/* ---------------------------------------------------------------- u64 -> u32 hash map */
+
+
+static size_t h64(uint64_t k, size_t cap) { return (size_t)vx_hash64(k) & (cap - 1); }
+
+
+static void ex_m_grow(ex_u64map *m) {
+  ex_u64map n = {0};
+  n.cap = m->cap ? m->cap * 2 : 1024;
+  n.keys = vx_xmalloc(n.cap * sizeof *n.keys);
+  n.vals = calloc(n.cap, sizeof *n.vals);
+  if (!n.vals) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->vals[i]) ex_m_put(&n, m->keys[i], m->vals[i] - 1);
+  free(m->keys);
+  free(m->vals);
+  *m = n;
+}
+
+void ex_m_put(ex_u64map *m, uint64_t k, uint32_t v) {
+  if ((m->n + 1) * 4 > m->cap * 3) ex_m_grow(m);
+  size_t i = h64(k, m->cap);
+  for (; m->vals[i]; i = (i + 1) & (m->cap - 1))
+    if (m->keys[i] == k) { m->vals[i] = v + 1; return; }
+  m->keys[i] = k;
+  m->vals[i] = v + 1;
+  m->n++;
+}
+
+/* Returns 1 and sets *v when found. */
+int ex_m_get(const ex_u64map *m, uint64_t k, uint32_t *v) {
+  if (!m->cap) return 0;
+  for (size_t i = h64(k, m->cap); m->vals[i]; i = (i + 1) & (m->cap - 1))
+    if (m->keys[i] == k) { *v = m->vals[i] - 1; return 1; }
+  return 0;
+}
+
+/* Removes k (backward-shift deletion keeps probe chains intact). */
+void ex_m_del(ex_u64map *m, uint64_t k) {
+  if (!m->cap) return;
+  size_t i = h64(k, m->cap);
+  for (; m->vals[i]; i = (i + 1) & (m->cap - 1))
+    if (m->keys[i] == k) break;
+  if (!m->vals[i]) return;
+  m->vals[i] = 0;
+  m->n--;
+  for (size_t j = (i + 1) & (m->cap - 1); m->vals[j]; j = (j + 1) & (m->cap - 1)) {
+    size_t home = h64(m->keys[j], m->cap);
+    /* move j back to i when i lies cyclically in [home, j) */
+    if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+      m->keys[i] = m->keys[j];
+      m->vals[i] = m->vals[j];
+      m->vals[j] = 0;
+      i = j;
+    }
+  }
+}
+
+void ex_m_free(ex_u64map *m) {
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+int ex_arg(const vx_trace *t, const dlh_api_event *ev, const char *names, uint64_t *v) {
+  const vx_func *f = vx_trace_func(t, ev->fn);
+  if (!f) return 0;
+  for (size_t i = 0; i < f->nargs && i < ev->nargs; i++) {
+    const char *a = f->argname[i];
+    size_t al = strlen(a);
+    for (const char *n = names; *n;) {
+      const char *e = strchr(n, '|');
+      size_t nl = e ? (size_t)(e - n) : strlen(n);
+      if (nl == al && !strncmp(n, a, nl)) {
+        *v = ev->args[i];
+        return 1;
+      }
+      n += nl + (e != NULL);
+    }
+  }
+  return 0;
+}
+

@@ -1,0 +1,291 @@
+/* steps.c — the step breakdown of `dlhook stats --json` ("steps") and of `dlhook report`: for
+ * every training step (an NVTX range named like a step: "ProfilerStep#3", "step 3", "Step 3") of
+ * every rank, how its wall time divides between
+ *   compute   a kernel other than a collective runs on the process's GPU(s)
+ *   comm      no compute kernel, an NCCL collective kernel runs (waiting for the others included)
+ *   copy      no kernel, a memcpy or memset runs
+ *   host      the GPU is idle while a host thread is inside a CUDA/library call (launch, sync,
+ *             allocation overhead)
+ *   idle      the GPU is idle and no thread is inside a CUDA call (Python, data loading, sleep)
+ * The five are exclusive, by that priority, and add up to the step's duration. The slowest step
+ * is the longest (step, rank); the slowest rank the one whose own work (the step minus its
+ * communication, which includes waiting for the other ranks) takes longest on average. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "scan.h"
+#include "vx.h"
+
+enum { C_COMPUTE, C_COMM, C_COPY, C_HOST, C_NCAT };
+
+typedef struct sev { uint64_t s, e; int cat; } sev;
+typedef struct srange { uint64_t s, e; long num; char *name; } srange;
+
+typedef struct sctx {
+  sev *ev;
+  size_t n, cap;
+  srange *st;
+  size_t nst, capst;
+  int rank;
+  uint32_t pid;
+  int too_many;
+} sctx;
+
+/* Events kept per trace (24 bytes each): past this the trace's steps are left out, so that
+ * `dlhook stats` stays within a few hundred MB on any trace. */
+#define MAX_EVENTS (16u << 20)
+
+static void push(sctx *c, uint64_t s, uint64_t e, int cat) {
+  if (c->n >= MAX_EVENTS) { c->too_many = 1; return; }
+  if (c->n == c->cap) {
+    c->cap = c->cap ? c->cap * 2 : 4096;
+    c->ev = vx_xrealloc(c->ev, c->cap * sizeof *c->ev);
+  }
+  c->ev[c->n++] = (sev){s, e, cat};
+}
+
+/* Step number of an NVTX range name, -1 when the name does not look like a step. */
+long vx_step_number(const char *name) {
+  if (!name) return -1;
+  const char *p = name;
+  if (!strncmp(p, "ProfilerStep#", 13)) p += 13;
+  else if (!strncasecmp(p, "step", 4)) {
+    p += 4;
+    while (*p == ' ' || *p == '#' || *p == '_' || *p == '-' || *p == '=') p++;
+  } else {
+    return -1;
+  }
+  if (*p < '0' || *p > '9') return -1;
+  char *end;
+  long v = strtol(p, &end, 10);
+  return *end ? -1 : v;
+}
+
+static void on_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
+  sctx *c = ctx;
+  (void)t;
+  if (p->data_case == DLH__PACKET__DATA_PROCESS) {
+    c->rank = p->process->has_rank ? p->process->rank : -1;
+    c->pid = p->process->pid;
+  }
+}
+
+static void on_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_event *e) {
+  sctx *c = ctx;
+  (void)tid;
+  const vx_func *f = vx_trace_func(t, e->fn);
+  if (f && f->domain == DLH__DOMAIN__DOMAIN_NVTX) {
+    if (!e->nargs) return;
+    const char *msg = vx_trace_string(t, (uint32_t)e->args[0]);
+    long num = vx_step_number(msg);
+    if (num < 0) return;
+    if (c->nst == c->capst) {
+      c->capst = c->capst ? c->capst * 2 : 64;
+      c->st = vx_xrealloc(c->st, c->capst * sizeof *c->st);
+    }
+    c->st[c->nst++] = (srange){e->start_ns, e->start_ns + e->dur_ns, num, vx_xstrdup(msg)};
+    return;
+  }
+  if (e->depth == 0 && e->dur_ns) push(c, e->start_ns, e->start_ns + e->dur_ns, C_HOST);
+}
+
+static int is_collective(const char *name) {
+  return name && (strstr(name, "nccl") || strstr(name, "Nccl") || strstr(name, "NCCL"));
+}
+
+static void on_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
+  sctx *c = ctx;
+  if (!g->dur) return;
+  if (g->kind == 1) {
+    const char *n = g->kname ? g->kname : vx_trace_string(t, g->name);
+    push(c, g->start, g->start + g->dur, is_collective(n) ? C_COMM : C_COMPUTE);
+  } else if (g->kind == 2 || g->kind == 3) {
+    push(c, g->start, g->start + g->dur, C_COPY);
+  }
+}
+
+static int by_s(const void *a, const void *b) {
+  const sev *x = a, *y = b;
+  return x->s < y->s ? -1 : x->s > y->s;
+}
+static int by_step(const void *a, const void *b) {
+  const srange *x = a, *y = b;
+  return x->s < y->s ? -1 : x->s > y->s;
+}
+static int by_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+typedef struct edge { uint64_t t; int cat, d; } edge;
+static int by_t(const void *a, const void *b) {
+  const edge *x = a, *y = b;
+  return x->t < y->t ? -1 : x->t > y->t;
+}
+
+typedef struct vx_step_row {
+  int rank;
+  uint32_t pid;
+  long num;
+  char *name;
+  uint64_t start, dur, cat[C_NCAT + 1]; /* cat[C_NCAT] = idle */
+} vx_step_row;
+
+static void add_edges(edge **ed, size_t *ne, size_t *cap, const sev *v, uint64_t s, uint64_t e) {
+  if (v->e <= s || v->s >= e) return;
+  if (*ne + 2 > *cap) {
+    *cap = *cap ? *cap * 2 : 256;
+    *ed = vx_xrealloc(*ed, *cap * sizeof **ed);
+  }
+  (*ed)[(*ne)++] = (edge){v->s > s ? v->s : s, v->cat, 1};
+  (*ed)[(*ne)++] = (edge){v->e < e ? v->e : e, v->cat, -1};
+}
+
+/* Splits the step [s, e) of one process into the categories. c->ev are the events no longer
+ * than maxdur, sorted by start; lng[0..nl) the few longer ones. */
+static void breakdown(const sctx *c, uint64_t maxdur, const sev *lng, size_t nl, uint64_t s,
+                      uint64_t e, uint64_t *out) {
+  /* the first event that can overlap: start >= s - maxdur */
+  size_t lo = 0, hi = c->n;
+  uint64_t from = s > maxdur ? s - maxdur : 0;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (c->ev[mid].s < from) lo = mid + 1; else hi = mid;
+  }
+  edge *ed = NULL;
+  size_t ne = 0, cap = 0;
+  for (size_t i = lo; i < c->n && c->ev[i].s < e; i++) add_edges(&ed, &ne, &cap, &c->ev[i], s, e);
+  for (size_t i = 0; i < nl; i++) add_edges(&ed, &ne, &cap, &lng[i], s, e);
+  if (ne) qsort(ed, ne, sizeof *ed, by_t);
+  long active[C_NCAT] = {0};
+  uint64_t t = s;
+  for (size_t i = 0; i <= ne; i++) {
+    uint64_t next = i < ne ? ed[i].t : e;
+    if (next > t) {
+      int k = C_NCAT; /* idle */
+      for (int q = 0; q < C_NCAT; q++)
+        if (active[q] > 0) { k = q; break; }
+      out[k] += next - t;
+      t = next;
+    }
+    if (i < ne) active[ed[i].cat] += ed[i].d;
+  }
+  free(ed);
+}
+
+static vx_step_row *rows;
+static size_t nrows, nskipped;
+
+/* Reads the traces and fills rows[]. Returns the number of rows. */
+static size_t analyze(char **files, size_t n) {
+  ex_opts o;
+  memset(&o, 0, sizeof o);
+  o.quiet = 1;
+  for (size_t i = 0; i < n; i++) {
+    sctx c = {0};
+    c.rank = -1;
+    ex_sink sk = {&c, on_packet, on_api, on_gpu};
+    ex_scan(files[i], &o, "steps", &sk);
+    if (c.too_many) nskipped++;
+    if (c.nst && !c.too_many) {
+      qsort(c.ev, c.n, sizeof *c.ev, by_s);
+      qsort(c.st, c.nst, sizeof *c.st, by_step);
+      /* the longest 0.1% of the events (a long sync, a start-up call) are checked against
+       * every step; the others are found by start from the step's start minus maxdur */
+      uint64_t maxdur = 0;
+      sev *lng = NULL;
+      size_t nl = 0;
+      if (c.n) {
+        uint64_t *d = vx_xmalloc(c.n * sizeof *d);
+        for (size_t k = 0; k < c.n; k++) d[k] = c.ev[k].e - c.ev[k].s;
+        qsort(d, c.n, sizeof *d, by_u64);
+        maxdur = d[c.n - 1 - c.n / 1000];
+        free(d);
+        size_t keep = 0;
+        for (size_t k = 0; k < c.n; k++) {
+          if (c.ev[k].e - c.ev[k].s > maxdur) {
+            lng = vx_xrealloc(lng, (nl + 1) * sizeof *lng);
+            lng[nl++] = c.ev[k];
+          } else {
+            c.ev[keep++] = c.ev[k];
+          }
+        }
+        c.n = keep;
+      }
+      rows = vx_xrealloc(rows, (nrows + c.nst) * sizeof *rows);
+      for (size_t k = 0; k < c.nst; k++) {
+        vx_step_row *r = &rows[nrows++];
+        memset(r, 0, sizeof *r);
+        r->rank = c.rank;
+        r->pid = c.pid;
+        r->num = c.st[k].num;
+        r->name = c.st[k].name;
+        r->start = c.st[k].s;
+        r->dur = c.st[k].e - c.st[k].s;
+        breakdown(&c, maxdur, lng, nl, c.st[k].s, c.st[k].e, r->cat);
+      }
+      free(lng);
+    }
+    if (c.too_many) /* else the names moved into rows[] */
+      for (size_t k = 0; k < c.nst; k++) free(c.st[k].name);
+    free(c.st);
+    free(c.ev);
+  }
+  return nrows;
+}
+
+void vx_steps_json(FILE *f, char **files, size_t n) {
+  static const char *const key[C_NCAT + 1] = {"compute_ns", "comm_ns", "copy_ns", "host_ns",
+                                                "idle_ns"};
+  analyze(files, n);
+  fputs(",\n\"steps\":{\"definition\":\"NVTX ranges named ProfilerStep#N or step N; per step "
+        "and rank, exclusive by priority: compute kernels > communication (NCCL) kernels > "
+        "copies and memsets > host (GPU idle, a thread inside a CUDA call) > idle\",\"rows\":[", f);
+  size_t slow = 0;
+  for (size_t i = 0; i < nrows; i++) {
+    const vx_step_row *r = &rows[i];
+    fprintf(f, "%s\n{\"rank\":%d,\"pid\":%u,\"step\":%ld,\"name\":", i ? "," : "", r->rank,
+            r->pid, r->num);
+    vx_json_str(f, r->name);
+    fprintf(f, ",\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64, r->start, r->dur);
+    for (int k = 0; k <= C_NCAT; k++) fprintf(f, ",\"%s\":%" PRIu64, key[k], r->cat[k]);
+    putc('}', f);
+    if (r->dur > rows[slow].dur) slow = i;
+  }
+  fputs("]", f);
+  if (nskipped) fprintf(f, ",\"traces_left_out\":%zu", nskipped); /* over MAX_EVENTS events */
+  if (nrows) {
+    fprintf(f, ",\n\"slowest_step\":{\"step\":%ld,\"rank\":%d,\"dur_ns\":%" PRIu64 "}",
+            rows[slow].num, rows[slow].rank, rows[slow].dur);
+    /* per rank: mean step, mean own work (step minus communication) */
+    int best = 0;
+    double best_own = -1, best_mean = 0;
+    for (size_t i = 0; i < nrows; i++) {
+      int seen = 0;
+      for (size_t j = 0; j < i; j++) seen |= rows[j].rank == rows[i].rank && rows[j].pid == rows[i].pid;
+      if (seen) continue;
+      double own = 0, tot = 0;
+      size_t k = 0;
+      for (size_t j = i; j < nrows; j++)
+        if (rows[j].rank == rows[i].rank && rows[j].pid == rows[i].pid) {
+          own += (double)(rows[j].dur - rows[j].cat[C_COMM]);
+          tot += (double)rows[j].dur;
+          k++;
+        }
+      if (own / (double)k > best_own) {
+        best_own = own / (double)k;
+        best_mean = tot / (double)k;
+        best = rows[i].rank;
+      }
+    }
+    fprintf(f, ",\n\"slowest_rank\":{\"rank\":%d,\"mean_own_ns\":%.0f,\"mean_step_ns\":%.0f}",
+            best, best_own, best_mean);
+  }
+  fputs("}", f);
+  for (size_t i = 0; i < nrows; i++) free(rows[i].name);
+  free(rows);
+  rows = NULL;
+  nrows = 0;
+  nskipped = 0;
+}

@@ -1,0 +1,175 @@
+/* trace.c — opening traces for the dlhook subcommands: definition tables (functions, strings),
+ * process info, trailer and counters, and the error reporting that goes with damaged files. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vx.h"
+
+/* ---------------------------------------------------------------- traces */
+
+static void func_free(void *p) {
+  vx_func *f = p;
+  if (!f) return;
+  for (size_t i = 0; i < f->nargs; i++) free(f->argname[i]);
+  free(f->argname);
+  free(f->argtype);
+  free(f->name);
+  free(f);
+}
+
+int vx_trace_open(vx_trace *t, const char *path) {
+  memset(t, 0, sizeof *t);
+  t->path = path;
+  char *err = NULL;
+  t->r = dlh_reader_open(path, &err);
+  if (!t->r) {
+    vx_error("%s: %s", path, err ? err : "cannot open");
+    free(err);
+    return -1;
+  }
+  /* First pass: the stack definitions of the whole file (damage is reported by the second) */
+  const Dlh__Packet *p;
+  while (dlh_reader_next(t->r, &p) == 1) {
+    switch (p->data_case) {
+      case DLH__PACKET__DATA_STACK:
+      case DLH__PACKET__DATA_MODULE:
+      case DLH__PACKET__DATA_SYMBOL:
+      case DLH__PACKET__DATA_PY_FRAME:
+        vx_stacks_define(t, p);
+        break;
+      default:
+        break;
+    }
+  }
+  dlh_reader_close(t->r);
+  t->r = dlh_reader_open(path, &err);
+  if (!t->r) {
+    vx_error("%s: %s", path, err ? err : "cannot open");
+    free(err);
+    vx_stacks_free(t);
+    return -1;
+  }
+  t->defs_read = 1;
+  return 0;
+}
+
+static void define(vx_trace *t, const Dlh__Packet *p) {
+  switch (p->data_case) {
+    case DLH__PACKET__DATA_FUNCTION: {
+      const Dlh__FunctionDesc *d = p->function;
+      vx_func *f = vx_xmalloc(sizeof *f);
+      f->id = d->id;
+      f->name = vx_xstrdup(d->name ? d->name : "");
+      f->domain = d->has_domain ? (int)d->domain : 0;
+      f->nargs = d->n_args;
+      f->argname = vx_xmalloc(d->n_args * sizeof *f->argname);
+      f->argtype = vx_xmalloc(d->n_args * sizeof *f->argtype);
+      for (size_t i = 0; i < d->n_args; i++) {
+        const Dlh__ArgDesc *a = d->args[i];
+        char tmp[32];
+        snprintf(tmp, sizeof tmp, "arg%zu", i);
+        f->argname[i] = vx_xstrdup(a && a->name && *a->name ? a->name : tmp);
+        f->argtype[i] = a && a->has_type ? a->type : 1;
+      }
+      func_free(vx_map_put(&t->funcs, d->id, f));
+      break;
+    }
+    case DLH__PACKET__DATA_STRING:
+      free(vx_map_put(&t->strings, p->string->id,
+                      vx_xstrdup(p->string->value ? p->string->value : "")));
+      break;
+    case DLH__PACKET__DATA_PROCESS:
+      t->have_process = 1;
+      t->pid = p->process->pid;
+      break;
+    case DLH__PACKET__DATA_TRAILER:
+      t->have_trailer = 1;
+      t->trailer_records = p->trailer->records;
+      t->trailer_dropped = p->trailer->dropped;
+      t->pcs_unsymbolized = p->trailer->pcs_unsymbolized;
+      break;
+    case DLH__PACKET__DATA_COUNTERS:
+      t->have_counters = 1;
+      t->counters_records = p->counters->records;
+      t->counters_dropped = p->counters->dropped;
+      break;
+    case DLH__PACKET__DATA_API:
+      t->api_events += p->api->n_start_delta;
+      break;
+    case DLH__PACKET__DATA_STACK:
+    case DLH__PACKET__DATA_MODULE:
+    case DLH__PACKET__DATA_SYMBOL:
+    case DLH__PACKET__DATA_PY_FRAME:
+      if (!t->defs_read) vx_stacks_define(t, p);
+      break;
+    case DLH__PACKET__DATA_GPU:
+      t->gpu_events += p->gpu->n_kind;
+      break;
+    default:
+      break;
+  }
+}
+
+int vx_trace_next(vx_trace *t, const Dlh__Packet **p) {
+  int rc = dlh_reader_next(t->r, p);
+  if (rc == 1) {
+    t->packets++;
+    define(t, *p);
+  } else if (rc < 0) {
+    const char *m = dlh_reader_error(t->r);
+    if (dlh_reader_skipped(t->r))
+      vx_error("%s: damaged trace: %s", t->path, m ? m : "read error");
+    else
+      vx_error("%s: damaged trace: %s (%llu complete frames read before it)", t->path,
+               m ? m : "read error", (unsigned long long)dlh_reader_frames(t->r));
+  }
+  return rc;
+}
+
+void vx_trace_close(vx_trace *t) {
+  dlh_reader_close(t->r);
+  vx_map_free(&t->funcs, func_free);
+  vx_map_free(&t->strings, free);
+  vx_stacks_free(t);
+  t->r = NULL;
+}
+
+const vx_func *vx_trace_func(const vx_trace *t, uint32_t id) { return vx_map_get(&t->funcs, id); }
+
+const char *vx_trace_string(const vx_trace *t, uint32_t id) { return vx_map_get(&t->strings, id); }
+
+const char *vx_domain_name(int d) {
+  static const char *const names[] = {"unknown", "cudart", "driver", "cublas", "cublasLt",
+                                      "cudnn",   "nccl",   "nvtx",   "dlhook"};
+  return d >= 0 && d < (int)(sizeof names / sizeof *names) ? names[d] : "unknown";
+}
+
+const char *vx_func_name(const vx_trace *t, uint32_t id) {
+  static char buf[32];
+  const vx_func *f = vx_trace_func(t, id);
+  if (f && f->name[0]) return f->name;
+  snprintf(buf, sizeof buf, "fn#%u", id);
+  return buf;
+}
+
+uint64_t vx_trace_records(const vx_trace *t) {
+  if (t->have_trailer) return t->trailer_records;
+  if (t->have_counters) return t->counters_records;
+  return t->api_events + t->gpu_events;
+}
+
+uint64_t vx_trace_dropped(const vx_trace *t) {
+  if (t->have_trailer) return t->trailer_dropped;
+  if (t->have_counters) return t->counters_dropped;
+  return 0;
+}
+
+const char *vx_gpu_kind_name(uint32_t kind) {
+  static const char *const names[] = {"gpu", "kernel", "memcpy", "memset",
+                                      "sync", "event", "overhead"};
+  return kind < sizeof names / sizeof *names ? names[kind] : "gpu";
+}

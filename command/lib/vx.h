@@ -1,0 +1,215 @@
+/* vx.h — shared pieces of the dlhook command: trace loading with definition tables, JSON
+ * output, messages. One file per subcommand (dump.c, stats.c, record.c) uses these. */
+#ifndef VX_H
+#define VX_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dlh_format.h"
+
+/* exit codes */
+#define VX_OK 0
+#define VX_BAD_INPUT 1
+#define VX_USAGE 2
+
+/* ---------------------------------------------------------------- messages */
+
+/* Prints "dlhook: <message>\n" to stderr. */
+void vx_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints a usage error ("dlhook CMD: message" plus a hint to --help). Returns VX_USAGE. */
+int vx_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* True when arg is "--help" or "-h". */
+int vx_is_help(const char *arg);
+
+/* ---------------------------------------------------------------- id maps */
+
+/* A 64-bit hash keyed by a random per-process seed (trace contents cannot aim at one slot). */
+extern uint64_t vx_hash_seed[2];
+void vx_hash_seed_init(void);
+static inline uint64_t vx_hash64(uint64_t k) {
+  if (__builtin_expect(!vx_hash_seed[1], 0)) vx_hash_seed_init();
+  k ^= vx_hash_seed[0];
+  k *= vx_hash_seed[1];
+  k ^= k >> 29;
+  k *= 0xd6e8feb86659fd93ull;
+  k ^= k >> 32;
+  return k;
+}
+/* The same for a string. */
+uint64_t vx_hash_str(const char *s);
+
+/* uint32 id -> pointer, open addressing (vx_hash64); grows as needed. */
+typedef struct vx_map {
+  uint32_t *keys;
+  void **vals;
+  size_t cap, n;
+} vx_map;
+void *vx_map_get(const vx_map *m, uint32_t key);
+/* Inserts or replaces; returns the old value (for the caller to free) or NULL. Aborts on OOM. */
+void *vx_map_put(vx_map *m, uint32_t key, void *val);
+void vx_map_free(vx_map *m, void (*free_val)(void *));
+
+void *vx_xmalloc(size_t n);
+void *vx_xrealloc(void *p, size_t n);
+char *vx_xstrdup(const char *s);
+
+/* ---------------------------------------------------------------- traces */
+
+typedef struct vx_func {
+  uint32_t id;
+  char *name;
+  int domain;       /* Dlh__Domain */
+  size_t nargs;
+  char **argname;
+  uint32_t *argtype; /* ArgDesc.type */
+} vx_func;
+
+typedef struct vx_trace {
+  const char *path;
+  dlh_reader *r;
+  vx_map funcs;     /* FunctionDesc.id -> vx_func* */
+  vx_map strings;   /* StringDef.id -> char* */
+  int have_process;
+  uint32_t pid;
+  int have_trailer, have_counters;
+  uint64_t trailer_records, trailer_dropped;
+  uint64_t counters_records, counters_dropped;
+  uint64_t api_events, gpu_events, packets;
+  struct vx_stacks *stacks; /* symbols.c: stacks, modules, symbols, Python frames */
+  int defs_read;    /* the first pass read every stack definition (symbols.c) */
+  uint64_t pcs_unsymbolized; /* Trailer.pcs_unsymbolized */
+} vx_trace;
+
+/* Opens a trace and reads its stack definitions (StackDef, ModuleDef, SymbolDef, PyFrameDef:
+ * symbols may follow the events that use them) in a first pass; on failure prints
+ * "dlhook: PATH: why" and returns -1. */
+int vx_trace_open(vx_trace *t, const char *path);
+/* Next packet, after recording definitions (functions, strings, process, trailer, counters).
+ * Returns 1, 0 at the clean end, -1 when the rest is damaged (message already printed). */
+int vx_trace_next(vx_trace *t, const Dlh__Packet **p);
+void vx_trace_close(vx_trace *t);
+
+const vx_func *vx_trace_func(const vx_trace *t, uint32_t id);
+const char *vx_trace_string(const vx_trace *t, uint32_t id);
+/* "cudart", "driver", ... ("unknown" for anything else). */
+const char *vx_domain_name(int domain);
+/* Display name of a function id: its name, or "fn#ID" when undefined (static buffer). */
+const char *vx_func_name(const vx_trace *t, uint32_t id);
+/* Records and dropped of a trace: from the trailer, else the last counters; records falls
+ * back to the events read. */
+uint64_t vx_trace_records(const vx_trace *t);
+uint64_t vx_trace_dropped(const vx_trace *t);
+
+/* ---------------------------------------------------------------- stacks (symbols.c) */
+
+/* One frame of a recorded call stack. Strings are owned by the trace (valid until
+ * vx_trace_close); function/file/module are NULL when unknown, line is 0 when unknown.
+ * Python frames (python = 1) have pc 0, function = the code object's qualified name,
+ * file = the .py path, module = NULL. */
+typedef struct vx_frame {
+  uint64_t pc;
+  const char *function;
+  const char *file;
+  uint32_t line;
+  const char *module;
+  uint64_t modoff;  /* pc - the module's load bias (the address in the file), if has_modoff */
+  int has_modoff;
+  int python;
+} vx_frame;
+
+/* The frames of stack `stack_id` (ApiBatch.stack) as read so far, innermost first: sets *out
+ * to an array owned by the trace and returns its length; 0 (and *out = NULL) when the id is 0
+ * or undefined. Native and Python frames are interleaved as the trace records them (mixed
+ * mode: Python frames in place of the interpreter's frames). */
+size_t vx_stack_frames(const vx_trace *t, uint32_t stack_id, const vx_frame **out);
+/* trace.c -> symbols.c: records a StackDef, ModuleDef, SymbolDef or PyFrameDef packet;
+ * frees them all. */
+void vx_stacks_define(vx_trace *t, const Dlh__Packet *p);
+void vx_stacks_free(vx_trace *t);
+
+/* Demangled C++ name (malloc'd, caller frees), or NULL when name is not a mangled name. */
+char *vx_demangle(const char *name);
+
+/* ---------------------------------------------------------------- ranks (ranks.c) */
+
+/* Aligns several traces of one job and matches their collectives; returns 1 when there are
+ * at least 2 ranked traces with collectives. Then vx_ranks_json / vx_ranks_table print the
+ * per-rank arrival delays, waits and the straggler. */
+int vx_ranks_analyze(char **files, size_t n);
+void vx_ranks_json(FILE *f);
+void vx_ranks_table(FILE *f);
+/* After vx_ranks_analyze: the refined (realtime - trace clock) offset of a ranked trace. */
+int vx_ranks_offset(const char *path, int64_t *offset);
+/* The (realtime - trace clock) offset of a trace's first clock anchor. Returns 0 if none. */
+int vx_anchor_offset(const char *path, int64_t *offset);
+
+/* ---------------------------------------------------------------- steps (steps.c) */
+
+/* Step number of an NVTX range name ("ProfilerStep#3", "step 3", "Step 3"), -1 when none. */
+long vx_step_number(const char *name);
+/* `,"steps":{"rows":[{rank,pid,step,name,start_ns,dur_ns,compute_ns,comm_ns,copy_ns,host_ns,
+ * idle_ns}],"slowest_step":{...},"slowest_rank":{...}}` (leading comma included): the step
+ * breakdown of the traces (steps.c says how time is divided). */
+void vx_steps_json(FILE *f, char **files, size_t n);
+
+/* GpuBatch kinds */
+const char *vx_gpu_kind_name(uint32_t kind);
+
+/* ---------------------------------------------------------------- library tables (libcalls.c) */
+
+/* GEMM, convolution and collective tables of `dlhook stats`, from the recorded library args.
+ * Feed each trace's API and GPU events, then vx_libstats_trace_end() once per trace. */
+typedef struct vx_libstats vx_libstats;
+vx_libstats *vx_libstats_new(void);
+void vx_libstats_api(vx_libstats *s, const vx_trace *t, uint32_t tid, const dlh_api_event *ev);
+void vx_libstats_gpu(vx_libstats *s, const dlh_gpu_event *ev);
+void vx_libstats_trace_end(vx_libstats *s);
+/* `,"gemms":[...],"convs":[...],"collectives":[...]` (leading comma included). */
+void vx_libstats_json(vx_libstats *s, FILE *f);
+/* The three tables (each only when it has rows), 100 columns at most. */
+void vx_libstats_table(vx_libstats *s, FILE *f);
+void vx_libstats_free(vx_libstats *s);
+
+/* ---------------------------------------------------------------- GPU memory (memory.c) */
+
+/* One point of the live device memory counter: after an allocation or free at ts_ns. */
+typedef struct vx_mem_sample {
+  uint64_t ts_ns;
+  uint32_t device;
+  uint64_t device_live_bytes;  /* live bytes of that device */
+  uint64_t live_bytes;         /* live bytes of the process, all devices */
+  uint64_t ptr;                /* the allocation allocated or freed */
+  int64_t bytes;               /* its size: > 0 allocated, < 0 freed */
+  uint32_t tid;                /* thread of the call */
+} vx_mem_sample;
+
+/* The live-bytes counter track of trace `path` for exporters: replays its allocations and frees
+ * (memory.c says which calls count) and sets *out to the samples in time order (malloc'd, the
+ * caller frees) and *pid to the process id. Returns the number of samples, -1 when the trace
+ * cannot be opened (message printed). */
+long vx_memory_counter(const char *path, vx_mem_sample **out, uint32_t *pid);
+/* `dlhook stats --memory [--json]`: peak, leaks (with stacks), out-of-memory snapshots of the
+ * traces, as a table or one JSON object. Returns VX_OK or VX_BAD_INPUT. */
+int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f);
+
+/* ---------------------------------------------------------------- JSON output */
+
+/* Length of the valid UTF-8 sequence at p (1 for ASCII, NUL included), 0 when p does not start
+ * one (stray continuation byte, overlong form, surrogate, beyond U+10FFFF, cut sequence). */
+size_t vx_utf8_seq(const unsigned char *p);
+/* A copy of s (NULL = "") with each byte that is not valid UTF-8 replaced by U+FFFD: what every
+ * name derived from a trace goes through before it reaches XML, JSON or a protobuf string.
+ * malloc'd; the caller frees. */
+char *vx_utf8_dup(const char *s);
+/* src made safe and fitted for a terminal table cell of `width` columns (width >= 4): control
+ * characters (C0, DEL, C1 such as CSI) and bytes that are not UTF-8 are shown as \xNN, a longer
+ * text is cut at a character boundary and ends in "...", a shorter one is padded with spaces.
+ * dst holds cap bytes (4 * width + 4 is always enough). */
+void vx_term_fit(char *dst, size_t cap, size_t width, const char *src);
+
+/* Writes s as a JSON string (quotes included); NULL writes null. Invalid UTF-8 becomes U+FFFD. */
+void vx_json_str(FILE *f, const char *s);
+void vx_json_double(FILE *f, double d);
+
+#endif

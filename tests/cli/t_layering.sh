@@ -1,0 +1,31 @@
+# The import graph of the sources (scripts/check-layering: #includes, and the symbols each
+# object of libdlhook.so and dlhook takes from another, by nm over the link lines) has arrows
+# only in the allowed directions (preload -> hooks/unwind/format/common, hooks -> preload's event
+# API, unwind -> format/common, command main -> cmd -> export -> lib -> format/common) and no
+# cycle, between folders or between the files of a folder (beyond the listed known one). Then, on
+# a copy of the sources, a wrong-direction include, a cycle between folders and a cycle between
+# two files of one folder must each make the check fail.
+. "$ROOT/tests/lib.sh"
+need "$DLHOOK_LIB"; need "$DLHOOK_BIN"
+CHECK="$ROOT/scripts/check-layering"
+python3 "$CHECK" --root "$ROOT" --build "$BUILD" >ok.txt 2>&1 || { cat ok.txt; fail "the layering check fails on the tree"; }
+cat ok.txt
+# ---- the check must catch what it is for (a copy of the sources, includes only)
+copy() { rm -rf src; mkdir src; (cd "$ROOT" && cp -r common format unwind hooks preload command "$T/src/"); }
+expect_fail() { # expect_fail WHAT PATTERN
+  if python3 "$CHECK" --root "$T/src" --no-link >bad.txt 2>&1; then cat bad.txt; fail "$1: not caught"; fi
+  grep -q "$2" bad.txt || { cat bad.txt; fail "$1: caught, but not as '$2'"; }
+  echo "caught: $1: $(grep "$2" bad.txt | head -n 1)"
+}
+copy
+python3 "$CHECK" --root "$T/src" --no-link >copy.txt 2>&1 || { cat copy.txt; fail "the copy fails before any change"; }
+sed -i '0,/#include "unwind_int.h"/s//#include "dlh_internal.h"\n#include "unwind_int.h"/' src/unwind/capture.c
+expect_fail "unwind/ including preload's header" "wrong direction unwind -> preload"
+copy
+printf '#include "dlh_unwind.h"\n' >>src/format/dlh_format_int.h
+expect_fail "format/ including unwind/ (which includes format/)" "cycle between folders: format <-> unwind"
+copy
+printf '#ifndef CYC_A\n#define CYC_A\n#include "cyc_b.h"\n#endif\n' >src/command/lib/cyc_a.h
+printf '#ifndef CYC_B\n#define CYC_B\n#include "cyc_a.h"\n#endif\n' >src/command/lib/cyc_b.h
+expect_fail "two headers of command/lib including each other" "cycle between files of command/lib"
+echo ok
