@@ -10,4 +10,8 @@ typedef struct dlh_sym {
   void **real;        /* the wrapper's cache of the real function: set from the handle's symbol */
 } dlh_sym;
 
+/* The entry of a name dlhook wraps (any library's table), with the DLH_LIB_* of its library in
+ * *lib; NULL when the name is not wrapped (preload/dlsym.c). */
+const dlh_sym *dlh_sym_find(const char *name, int *lib);
+
 #endif

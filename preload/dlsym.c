@@ -84,6 +84,19 @@ static const dlh_sym *table_find(unsigned t, const char *name) {
   return NULL;
 }
 
+const dlh_sym *dlh_sym_find(const char *name, int *lib) {
+  static const int libs[NTABLES] = {DLH_LIB_CUDART, DLH_LIB_CUBLAS, DLH_LIB_CUBLASLT,
+                                    DLH_LIB_CUDNN, DLH_LIB_NCCL};
+  for (unsigned t = 0; t < NTABLES; t++) {
+    const dlh_sym *e = table_find(t, name);
+    if (e) {
+      if (lib) *lib = libs[t];
+      return e;
+    }
+  }
+  return NULL;
+}
+
 /* ---------------------------------------------------------------- bootstrap */
 
 struct elf_find { const char *soname, *name; void *found; };

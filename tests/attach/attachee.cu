@@ -1,0 +1,70 @@
+// attachee.cu — the program `dlhook attach` is tested on (tests/attach/). It knows nothing of
+// dlhook. Step s (1..N) makes, in this order, on the main thread:
+//   cudaMemset(d, s & 0x7fffffff, 256)   the step's mark: its `value` argument is s
+//   k_step<<<2, 64>>>(d)                 one kernel
+//   cublasSgemm_v2 (16x16x16)            one cuBLAS call (seen only through the GOT/PLT hooks)
+//   cudaMemcpy(h, d, 256, D2H)
+//   cudaStreamSynchronize(0)
+// then sleeps --step-ms. With --log FILE it appends "s t_ns" per step (CLOCK_MONOTONIC at the
+// mark): the program's own record of what it did and when. After the N steps it waits (no CUDA
+// call) until --hold FILE exists, then prints a checksum of all results and exits with --exit.
+// The output depends only on N: a run with dlhook attached must print exactly the same.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+__global__ void k_step(float *p) { p[threadIdx.x] = p[threadIdx.x] * 0.5f + 1.0f; }
+
+static unsigned long long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+  int steps = 100, step_ms = 10, code = 0;
+  const char *log = NULL, *hold = NULL;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--step-ms")) step_ms = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--log")) log = argv[i + 1];
+    else if (!strcmp(argv[i], "--hold")) hold = argv[i + 1];
+    else if (!strcmp(argv[i], "--exit")) code = atoi(argv[i + 1]);
+    else { fprintf(stderr, "attachee: unknown option %s\n", argv[i]); return 2; }
+  }
+  float *d = NULL, *a = NULL, *b = NULL, *c = NULL, h[64];
+  if (cudaMalloc(&d, 256) || cudaMalloc(&a, 1024) || cudaMalloc(&b, 1024) || cudaMalloc(&c, 1024)) {
+    fprintf(stderr, "attachee: cudaMalloc failed\n");
+    return 1;
+  }
+  cudaMemset(a, 0, 1024);
+  cudaMemset(b, 0, 1024);
+  cublasHandle_t hb;
+  if (cublasCreate(&hb) != CUBLAS_STATUS_SUCCESS) {
+    fprintf(stderr, "attachee: cublasCreate failed\n");
+    return 1;
+  }
+  FILE *lf = log ? fopen(log, "w") : NULL;
+  double sum = 0;
+  const float one = 1.0f, zero = 0.0f;
+  for (int s = 1; s <= steps; s++) {
+    unsigned long long t = now_ns();
+    cudaMemset(d, s & 0x7f, 256);
+    k_step<<<2, 64>>>(d);
+    cublasSgemm_v2(hb, CUBLAS_OP_N, CUBLAS_OP_N, 16, 16, 16, &one, a, 16, b, 16, &zero, c, 16);
+    cudaMemcpy(h, d, 256, cudaMemcpyDeviceToHost);
+    cudaStreamSynchronize(0);
+    for (int i = 0; i < 64; i++) sum += h[i] == h[i] ? 1.0 : 0.0;
+    if (lf) { fprintf(lf, "%d %llu\n", s, t); fflush(lf); }
+    if (step_ms) usleep((useconds_t)step_ms * 1000);
+  }
+  if (lf) fclose(lf);
+  for (int i = 0; hold && i < 60000 && access(hold, F_OK) != 0; i++) usleep(10000);
+  cublasDestroy(hb);
+  printf("attachee: %d steps, checksum %.0f\n", steps, sum);
+  return code;
+}

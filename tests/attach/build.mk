@@ -1,0 +1,8 @@
+# tests/attach/: `dlhook attach` / `dlhook detach` (issue 24). attachee.cu is the target program
+# (cudart shared, cuBLAS), started without dlhook on the simulator.
+$(BUILD)/tests/attach/attachee: tests/attach/attachee.cu | $(CUDA_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "  NVCC    $<"
+	$(Q)$(NVCC) -cudart shared -O1 -g -o $@ $< -L$(CUDA_LIB) -lcublas
+
+TEST_DEPS += $(BUILD)/tests/attach/attachee
