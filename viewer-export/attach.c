@@ -528,6 +528,15 @@ static int remote_call(target *tg, chosen *c, uint64_t fn, int nargs, const uint
   int rc = -1;
   if (ptrace(PTRACE_SETREGS, c->t->tid, NULL, &r) != 0 ||
       ptrace(PTRACE_CONT, c->t->tid, NULL, NULL) != 0) {
+    if (errno == ESRCH) { /* killed while held (SIGKILL ends even a stopped tracee) */
+      int st;
+      waitpid(c->t->tid, &st, __WALL | WNOHANG);
+      vx_error("%s: process %ld exited during the attach (before %s)", tg->cmd, tg->pid, what);
+      tg->exited = 1;
+      c->t->tid = 0;
+      free(orig);
+      return -1;
+    }
     vx_error("%s: cannot start %s in thread %d: %s", tg->cmd, what, c->t->tid, strerror(errno));
     goto restore;
   }
@@ -547,7 +556,7 @@ static int remote_call(target *tg, chosen *c, uint64_t fn, int nargs, const uint
     }
     if (w < 0 && errno == EINTR) continue;
     if (w < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
-      vx_error("%s: process %ld exited during %s", tg->cmd, tg->pid, what);
+      vx_error("%s: process %ld exited during the attach (in %s)", tg->cmd, tg->pid, what);
       tg->exited = 1;
       c->t->tid = 0;
       free(orig);
@@ -619,6 +628,14 @@ static int take(target *tg, chosen *c) {
   save_thread(c);
   for (size_t i = 0; i < tg->n; i++)
     if (&tg->t[i] != c->t) release(&tg->t[i]);
+  /* Tests only (tests/attach/t_attach_refused.sh): a pause with the chosen thread held, so that
+   * a test can end the process exactly while it is being attached. */
+  const char *pause_ms = getenv("DLHOOK_TEST_ATTACH_PAUSE_MS");
+  if (pause_ms && *pause_ms) {
+    fprintf(stderr, "dlhook: %s: test pause of %s ms\n", tg->cmd, pause_ms);
+    struct timespec ts = {atoi(pause_ms) / 1000, (long)(atoi(pause_ms) % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
   return 0;
 }
 

@@ -1,6 +1,6 @@
 // attachee.cu — the program `dlhook attach` is tested on (tests/attach/). It knows nothing of
 // dlhook. Step s (1..N) makes, in this order, on the main thread:
-//   cudaMemset(d, s & 0x7fffffff, 256)   the step's mark: its `value` argument is s
+//   cudaMemset(d, s, 256)                the step's mark: its `value` argument is s
 //   k_step<<<2, 64>>>(d)                 one kernel
 //   cublasSgemm_v2 (16x16x16)            one cuBLAS call (seen only through the GOT/PLT hooks)
 //   cudaMemcpy(h, d, 256, D2H)
@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
   const float one = 1.0f, zero = 0.0f;
   for (int s = 1; s <= steps; s++) {
     unsigned long long t = now_ns();
-    cudaMemset(d, s & 0x7f, 256);
+    cudaMemset(d, s, 256);
     k_step<<<2, 64>>>(d);
     cublasSgemm_v2(hb, CUBLAS_OP_N, CUBLAS_OP_N, 16, 16, 16, &one, a, 16, b, 16, &zero, c, 16);
     cudaMemcpy(h, d, 256, cudaMemcpyDeviceToHost);
