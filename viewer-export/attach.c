@@ -485,6 +485,20 @@ typedef struct {
 static volatile sig_atomic_t interrupted;
 static void on_term(int sig) { (void)sig; interrupted = 1; }
 
+/* Whether the process has ended (gone, or a zombie waiting for its parent). */
+static int target_gone(const target *tg) {
+  char v[64];
+  if (status_field(tg->pid, "State:", v, sizeof v) != 0) return 1;
+  const char *p = v;
+  while (*p == ' ' || *p == '\t') p++;
+  return *p == 'Z' || *p == 'X';
+}
+
+static void exited_msg(target *tg, const char *what) {
+  vx_error("%s: process %ld exited during the attach (%s)", tg->cmd, tg->pid, what);
+  tg->exited = 1;
+}
+
 static int mem_rw(target *tg, int write, uint64_t addr, void *buf, size_t len) {
   ssize_t r = write ? pwrite(tg->memfd, buf, len, (off_t)addr) : pread(tg->memfd, buf, len, (off_t)addr);
   return r == (ssize_t)len ? 0 : -1;
@@ -504,6 +518,12 @@ static int remote_call(target *tg, chosen *c, uint64_t fn, int nargs, const uint
   size_t span = 8 + dlen;
   uint8_t *orig = vx_xmalloc(span);
   if (mem_rw(tg, 0, sp, orig, span) != 0) {
+    if (target_gone(tg)) {
+      exited_msg(tg, what);
+      c->t->tid = 0;
+      free(orig);
+      return -1;
+    }
     vx_error("%s: cannot read the stack of thread %d: %s", tg->cmd, c->t->tid, strerror(errno));
     free(orig);
     return -1;
@@ -528,11 +548,10 @@ static int remote_call(target *tg, chosen *c, uint64_t fn, int nargs, const uint
   int rc = -1;
   if (ptrace(PTRACE_SETREGS, c->t->tid, NULL, &r) != 0 ||
       ptrace(PTRACE_CONT, c->t->tid, NULL, NULL) != 0) {
-    if (errno == ESRCH) { /* killed while held (SIGKILL ends even a stopped tracee) */
+    if (errno == ESRCH || target_gone(tg)) { /* killed while held (SIGKILL ends a tracee) */
       int st;
       waitpid(c->t->tid, &st, __WALL | WNOHANG);
-      vx_error("%s: process %ld exited during the attach (before %s)", tg->cmd, tg->pid, what);
-      tg->exited = 1;
+      exited_msg(tg, what);
       c->t->tid = 0;
       free(orig);
       return -1;
@@ -556,8 +575,7 @@ static int remote_call(target *tg, chosen *c, uint64_t fn, int nargs, const uint
     }
     if (w < 0 && errno == EINTR) continue;
     if (w < 0 || WIFEXITED(st) || WIFSIGNALED(st)) {
-      vx_error("%s: process %ld exited during the attach (in %s)", tg->cmd, tg->pid, what);
-      tg->exited = 1;
+      exited_msg(tg, what);
       c->t->tid = 0;
       free(orig);
       return -1;
