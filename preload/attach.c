@@ -496,6 +496,22 @@ done:
   return rc;
 }
 
+/* Calls that began while recording was on store their record when they return: waits (at most
+ * 500 ms: a thread may be blocked in a long synchronisation) until no other thread is inside
+ * one, so that the trace holds them and the GPU work they launched links to them. */
+static void wait_calls_out(const struct dlh_thread *me) {
+  for (int i = 0; i < 500; i++) {
+    int busy = 0;
+    for (struct dlh_thread *t = atomic_load(&dlh_threads); t && !busy; t = t->next)
+      if (t != me && atomic_load(&t->state) == DLH_T_ACTIVE &&
+          (__atomic_load_n(&t->hot.depth, __ATOMIC_ACQUIRE) || __atomic_load_n(&t->cupti_rec, __ATOMIC_ACQUIRE)))
+        busy = 1;
+    if (!busy) return;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+}
+
 /* Stops what dlhook_attach_start started (reason 0: detach, 1: the duration ended; only_gen:
  * stop only that session, 0 = the current one). out: the trace's path. Returns AT_*. */
 int dlhook_attach_stop_reason(char *out, unsigned long cap, int reason, unsigned only_gen) {
@@ -509,6 +525,7 @@ int dlhook_attach_stop_reason(char *out, unsigned long cap, int reason, unsigned
     goto done;
   }
   dlh_recording = 0;     /* wrappers and callbacks pass through from here on */
+  wait_calls_out(me);
   unpatch_all();
   dlh_cupti_detach();    /* flushes the activity buffers, then unsubscribes */
   dlh_writer_stop(2, 0);
