@@ -543,7 +543,7 @@ done:
 DLH_EXPORT int dlhook_attach_stop(char *out, unsigned long cap) {
   if (!dlh_attach_mode) {
     put_out(out, cap, "dlhook was loaded at start-up, not attached");
-    return AT_NOT_ATTACHED;
+    return AT_PRELOADED;
   }
   return dlhook_attach_stop_reason(out, cap, 0, 0);
 }

@@ -449,25 +449,39 @@ static void release_all(target *tg) {
   for (size_t i = 0; i < tg->n; i++) release(&tg->t[i]);
 }
 
-/* A thread stopped inside a system call (orig_rax >= 0) holds no user-space lock of its own
- * code path right now; the main thread first. */
+/* How good a thread is to run the calls: one blocked in a waiting system call (sleep, poll,
+ * read, wait) is between two pieces of its own work and holds no lock of malloc or of the loader
+ * that the injected dlopen needs; a futex wait may be a lock wait inside such code (it holds no
+ * lock it waits for, but maybe another); memory system calls (mmap, brk, madvise) are often made
+ * by malloc with its arena lock held; a thread stopped in user code may be anywhere. The main
+ * thread wins ties (its stack is the largest). */
+static int thread_rank(const tstate *t) {
+  long long nr = (long long)t->regs.orig_rax;
+  if (nr < 0) return 1;
+  switch (nr) {
+    case 7: case 23: case 35: case 230: case 232: case 233: case 270: case 271: case 281:
+    case 0: case 17: case 19: case 295: case 45: case 47: case 61: case 247: case 34:
+    case 43: case 288: case 299:
+      /* poll select nanosleep clock_nanosleep epoll_wait epoll_ctl pselect6 ppoll epoll_pwait
+       * read pread64 readv preadv recvfrom recvmsg wait4 waitid pause accept accept4 recvmmsg */
+      return 4;
+    case 202: return 3;                           /* futex */
+    case 9: case 10: case 11: case 12: case 25: case 28: return 0; /* mmap mprotect munmap brk
+                                                                       mremap madvise */
+    default: return 2;
+  }
+}
+
 static tstate *pick_thread(target *tg) {
-  tstate *in_sys = NULL, *main_t = NULL;
+  tstate *best = NULL;
+  int best_rank = -1;
   for (size_t i = 0; i < tg->n; i++) {
     tstate *t = &tg->t[i];
     if (!t->stopped) continue;
-    int sys = (long long)t->regs.orig_rax >= 0;
-    if (t->tid == (pid_t)tg->pid) {
-      main_t = t;
-      if (sys) return t;
-    }
-    if (sys && !in_sys) in_sys = t;
+    int r = thread_rank(t) * 2 + (t->tid == (pid_t)tg->pid);
+    if (r > best_rank) { best = t; best_rank = r; }
   }
-  if (in_sys) return in_sys;
-  if (main_t) return main_t;
-  for (size_t i = 0; i < tg->n; i++)
-    if (tg->t[i].stopped) return &tg->t[i];
-  return NULL;
+  return best;
 }
 
 /* ---------------------------------------------------------------- remote calls */
@@ -900,7 +914,7 @@ int cmd_attach(int argc, char **argv) {
         break;
       case AT_PRELOADED:
         vx_error("attach: process %ld already runs under dlhook (LD_PRELOAD or "
-                 "CUDA_INJECTION64_PATH); its trace is written already", pid);
+                 "CUDA_INJECTION64_PATH); its trace is being written already", pid);
         break;
       default:
         vx_error("attach: dlhook could not start recording in process %ld: %s", pid,
@@ -953,6 +967,10 @@ int cmd_detach(int argc, char **argv) {
       if (res == AT_OK) {
         printf("dlhook: detached from process %ld; wrote %s\n", pid, buf);
         rc = VX_OK;
+      } else if (res == AT_PRELOADED) {
+        vx_error("detach: process %ld runs under dlhook from its start (LD_PRELOAD or "
+                 "CUDA_INJECTION64_PATH), not attached: its trace ends when it exits (dlhook ctl "
+                 "and capture ranges choose what is recorded)", pid);
       } else if (res == AT_NOT_ATTACHED) {
         vx_error("detach: process %ld is not attached (never attached, already detached, or "
                  "its --duration ended)%s%s", pid, buf[0] ? "; last trace: " : "", buf);

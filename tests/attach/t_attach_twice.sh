@@ -1,6 +1,7 @@
 # Attach, detach, attach again: two traces of one process, each holding every call of its own
 # window; the second ends by itself (--duration), after which detach says there is nothing to
-# detach. The program's output and exit status stay those of a bare run.
+# detach; a third attach lasts until the program exits (its trace is finished at exit). The
+# program's output and exit status stay those of a bare run.
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/attach/common.sh"
 ARGS="--steps 600 --step-ms 10"
@@ -22,8 +23,13 @@ until grep -q "duration ended" run.err; do
 done
 "$DLHOOK_BIN" detach "$PID" >d2.out 2>&1 && fail "detach after the duration ended succeeded"
 grep -q "not attached" d2.out || fail "no clear message: $(cat d2.out)"
+# a third time, and the program ends while attached: that trace is finished at its exit
+"$DLHOOK_BIN" attach "$PID" -o "$T/four" >a4.out 2>&1 || { cat a4.out; kill $PID; fail "attach 4 failed"; }
 touch release
 wait "$PID" || { cat run.err; fail "attached run failed"; }
+t4=$(one_trace "$T/four")
+"$DLHOOK_BIN" stats "$t4" >s4.txt 2>&1 || fail "the trace of the exit while attached is damaged: $(cat s4.txt)"
+grep -q "recorded by dlhook attach (pid $PID, until the process ended)" s4.txt || fail "$(tail -5 s4.txt)"
 cmp bare.out run.out || fail "output differs from the bare run"
 t1=$(one_trace "$T/one"); t2=$(one_trace "$T/two")
 [ "$t1" != "$t2" ] || fail "one trace file for two attaches"
