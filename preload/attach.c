@@ -189,6 +189,26 @@ static size_t npatches, patches_cap;
 static uintptr_t self_base;
 static void *self_handle;
 static unsigned modules_patched;
+/* Modules scanned in this session (load address, name): a later scan (libraries the program
+ * loads while attached) rewrites only the new ones. */
+static struct scanned { uintptr_t addr; const char *name; } *scanned;
+static size_t nscanned, scanned_cap;
+static unsigned long long last_adds;     /* dl_iterate_phdr's count of loads at the last scan */
+
+static int scanned_before(const struct dl_phdr_info *info) {
+  for (size_t i = 0; i < nscanned; i++)
+    if (scanned[i].addr == info->dlpi_addr && scanned[i].name == info->dlpi_name) return 1;
+  if (nscanned == scanned_cap) {
+    size_t nc = scanned_cap ? scanned_cap * 2 : 64;
+    struct scanned *n = realloc(scanned, nc * sizeof *n);
+    if (!n) return 0;
+    scanned = n;
+    scanned_cap = nc;
+  }
+  scanned[nscanned++] = (struct scanned){info->dlpi_addr, info->dlpi_name};
+  if (info->dlpi_adds > last_adds) last_adds = info->dlpi_adds;
+  return 0;
+}
 
 static int add_patch(void **slot, void *old, void *val) {
   if (npatches == patches_cap) {
@@ -271,6 +291,7 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg) {
   if (info->dlpi_addr == self_base && self_base) return 0;
   const char *nm = info->dlpi_name ? info->dlpi_name : "";
   if (strstr(nm, "linux-vdso") || strstr(nm, "ld-linux")) return 0;
+  if (scanned_before(info)) return 0;
   const ElfW(Dyn) *dyn = NULL;
   for (int i = 0; i < info->dlpi_phnum; i++)
     if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
@@ -320,8 +341,20 @@ static void patch_all(void) {
     return;
   }
   load_regions();
-  modules_patched = 0;
   dl_iterate_phdr(patch_module, NULL);
+}
+
+static int count_adds(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  *(unsigned long long *)arg = info->dlpi_adds;
+  return 1;
+}
+
+/* Whether libraries were loaded since the last scan. */
+static int loads_since_scan(void) {
+  unsigned long long adds = 0;
+  dl_iterate_phdr(count_adds, &adds);
+  return adds != last_adds;
 }
 
 /* Puts back every slot that still holds dlhook's wrapper. */
@@ -360,10 +393,12 @@ static const char *setting(const char *settings, const char *key, char *buf, siz
   return buf;
 }
 
-/* ---------------------------------------------------------------- duration */
+/* ---------------------------------------------------------------- the session's thread */
 
-static uint64_t deadline_ns;
+static uint64_t deadline_ns;             /* --duration: the session ends then (0: never) */
 
+/* One per session: every 0.5 s, rewrites the GOT entries of libraries the program loaded since
+ * (a plugin, cuDNN's sub-libraries opened on first use); ends the session at the deadline. */
 static void *timer_main(void *arg) {
   unsigned my = (unsigned)(uintptr_t)arg;
   static struct dlh_thread self_blocked; /* nothing this thread calls is recorded */
@@ -372,11 +407,14 @@ static void *timer_main(void *arg) {
   pthread_mutex_lock(&mu);
   while (active && gen == my) {
     uint64_t now = dlh_mono_ns();
-    if (now >= deadline_ns) break;
-    struct timespec ts = {(time_t)(deadline_ns / 1000000000ull), (long)(deadline_ns % 1000000000ull)};
+    if (deadline_ns && now >= deadline_ns) break;
+    uint64_t wake = now + 500000000ull;
+    if (deadline_ns && deadline_ns < wake) wake = deadline_ns;
+    struct timespec ts = {(time_t)(wake / 1000000000ull), (long)(wake % 1000000000ull)};
     pthread_cond_timedwait(&cv, &mu, &ts);
+    if (active && gen == my && loads_since_scan()) patch_all();
   }
-  int stop = active && gen == my;
+  int stop = active && gen == my && deadline_ns && dlh_mono_ns() >= deadline_ns;
   pthread_mutex_unlock(&mu);
   if (stop) {
     char out[4096];
@@ -386,7 +424,7 @@ static void *timer_main(void *arg) {
 }
 
 static int start_timer(uint64_t dur_ns) {
-  deadline_ns = dlh_mono_ns() + dur_ns;
+  deadline_ns = dur_ns ? dlh_mono_ns() + dur_ns : 0;
   pthread_t th;
   pthread_attr_t a;
   sigset_t all, old;
@@ -463,6 +501,9 @@ DLH_EXPORT int dlhook_attach_start(const char *settings, char *out, unsigned lon
   }
   gen++;
   clear_notes();
+  nscanned = 0;
+  last_adds = 0;
+  modules_patched = 0;
   dlh_attach_discard_rings();
   /* Hooks first, with recording still off: the notes are complete before the trace starts. */
   patch_all();
@@ -488,8 +529,9 @@ DLH_EXPORT int dlhook_attach_start(const char *settings, char *out, unsigned lon
   put_out(out, cap, dlh_cfg.output);
   dlh_info("attached: recording to %s (%zu GOT entries in %u modules hooked)", dlh_cfg.output,
            npatches, modules_patched);
-  if (dur_ns && start_timer(dur_ns) != 0)
-    dlh_warn("cannot start the --duration timer; recording until `dlhook detach`");
+  if (start_timer(dur_ns) != 0)
+    dlh_warn("cannot start dlhook's session thread: %slibraries loaded from now on are not hooked",
+             dur_ns ? "no --duration (recording until `dlhook detach`); " : "");
 done:
   pthread_mutex_unlock(&mu);
   if (me) me->hot.blocked--;
