@@ -8,7 +8,7 @@
  *
  * dlhook_attach_start(settings) then does what LD_PRELOAD and CUDA_INJECTION64_PATH would have
  * done at start-up, as far as a running process allows:
- *   - the settings (output directory, --stacks; --duration becomes a timer thread here);
+ *   - the settings (output directory, --stacks; --duration is kept by the session thread);
  *   - the run-time pieces of the constructor (dlh_runtime_late_init: thread key, stacks, fds);
  *   - GOT/PLT rewriting: every loaded module (dl_iterate_phdr) whose PT_DYNAMIC relocations
  *     (DT_JMPREL and DT_RELA: R_X86_64_JUMP_SLOT, R_X86_64_GLOB_DAT) import a name that dlhook
@@ -17,6 +17,8 @@
  *     points at its lazy-binding PLT stub. A read-only slot (full RELRO) is made writable for
  *     the store and put back. Stores are single aligned words: a thread calling through the
  *     slot at that moment takes either function, both valid;
+ *   - libraries the program loads later: a session thread rescans every 0.5 s when the
+ *     loader's count of loads changed (dl_iterate_phdr's dlpi_adds) and rewrites the new ones;
  *   - CUPTI subscribed late: callbacks for the calls made from now on (they also see statically
  *     linked cudart), activity from now on; CUPTI in use by another tool costs one warning;
  *   - the trace: ProcessInfo says it was attached and lists what could not be hooked.

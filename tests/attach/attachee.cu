@@ -8,9 +8,13 @@
 // then sleeps --step-ms. With --log FILE it appends "s t_ns" per step (CLOCK_MONOTONIC at the
 // mark): the program's own record of what it did and when. After the N steps it waits (no CUDA
 // call) until --hold FILE exists, then prints a checksum of all results and exits with --exit.
+// With --plugin PATH --plugin-at S it opens PATH (tests/attach/plugin.c) with dlopen before step S
+// and logs "plugin S t_ns"; from then on each step also calls its plugin_step() (one cuBLAS call
+// made from that library) right after the GEMM.
 // The output depends only on N: a run with dlhook attached must print exactly the same.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,13 +31,17 @@ static unsigned long long now_ns(void) {
 
 int main(int argc, char **argv) {
   int steps = 100, step_ms = 10, code = 0;
-  const char *log = NULL, *hold = NULL;
+  const char *log = NULL, *hold = NULL, *plugin = NULL;
+  int plugin_at = 0;
+  int (*plugin_step)(void *) = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--step-ms")) step_ms = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--log")) log = argv[i + 1];
     else if (!strcmp(argv[i], "--hold")) hold = argv[i + 1];
     else if (!strcmp(argv[i], "--exit")) code = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--plugin")) plugin = argv[i + 1];
+    else if (!strcmp(argv[i], "--plugin-at")) plugin_at = atoi(argv[i + 1]);
     else { fprintf(stderr, "attachee: unknown option %s\n", argv[i]); return 2; }
   }
   float *d = NULL, *a = NULL, *b = NULL, *c = NULL, h[64];
@@ -52,10 +60,17 @@ int main(int argc, char **argv) {
   double sum = 0;
   const float one = 1.0f, zero = 0.0f;
   for (int s = 1; s <= steps; s++) {
+    if (plugin && s == plugin_at) {
+      void *h = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
+      plugin_step = h ? (int (*)(void *))dlsym(h, "plugin_step") : NULL;
+      if (!plugin_step) { fprintf(stderr, "attachee: %s: %s\n", plugin, dlerror()); return 1; }
+      if (lf) { fprintf(lf, "plugin %d %llu\n", s, now_ns()); fflush(lf); }
+    }
     unsigned long long t = now_ns();
     cudaMemset(d, s, 256);
     k_step<<<2, 64>>>(d);
     cublasSgemm_v2(hb, CUBLAS_OP_N, CUBLAS_OP_N, 16, 16, 16, &one, a, 16, b, 16, &zero, c, 16);
+    if (plugin_step) plugin_step(hb);
     cudaMemcpy(h, d, 256, cudaMemcpyDeviceToHost);
     cudaStreamSynchronize(0);
     for (int i = 0; i < 64; i++) sum += h[i] == h[i] ? 1.0 : 0.0;

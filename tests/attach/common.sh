@@ -39,7 +39,7 @@ check_window() {
   python3 - "$1.jsonl" "$2" "${3:-5}" <<'PY' || fail "trace $1 does not hold the window's calls"
 import json, sys, collections
 ev = [json.loads(l) for l in open(sys.argv[1])]
-log = [tuple(map(int, l.split())) for l in open(sys.argv[2]) if l.strip()]
+log = [tuple(map(int, l.split())) for l in open(sys.argv[2]) if l.strip() and not l.startswith("plugin")]
 min_steps = int(sys.argv[3])
 proc = [e for e in ev if e["type"] == "process"]
 assert proc and proc[0].get("attached") is True, proc
