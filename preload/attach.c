@@ -68,9 +68,13 @@ static char last_trace[4096];
 int dlhook_attach_stop_reason(char *out, unsigned long cap, int reason, unsigned only_gen);
 
 /* Records left in the rings by calls that ended after the last trace was finished belong to no
- * trace: dropped before the next one starts (the writer is not running). */
+ * trace: dropped before the next one starts (the writer is not running). A thread that was
+ * between a CUPTI API enter and exit callback at the last detach never got the exit (the
+ * subscription ended): its callback nesting starts over (CUPTI is not subscribed here yet). */
 static void dlh_attach_discard_rings(void) {
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
+    t->cupti_depth = 0;
+    t->cupti_rec = 0;
     if (atomic_load(&t->state) != DLH_T_ACTIVE || !t->buf) continue;
     atomic_store_explicit(&t->tail, atomic_load_explicit(&t->head, memory_order_acquire),
                           memory_order_release);

@@ -352,6 +352,8 @@ out:
 
 /* ---------------------------------------------------------------- threads */
 
+#define ERESTART_RESTARTBLOCK 516 /* the kernel's internal code (not in user headers) */
+
 typedef struct {
   pid_t tid;
   int stopped;        /* in a ptrace-stop, ours to detach */
@@ -427,7 +429,7 @@ static int stop_all(target *tg) {
       int st;
       if (wait_stop(t->tid, &st) != 0) continue;
       t->stopped = 1;
-      if ((st >> 16) == 0 && WSTOPSIG(st) != SIGTRAP) t->pending_sig = WSTOPSIG(st);
+      if ((st >> 16) == 0) t->pending_sig = WSTOPSIG(st); /* a signal arrived first: kept */
       if (ptrace(PTRACE_GETREGS, t->tid, NULL, &t->regs) != 0) t->stopped = 0;
     }
     closedir(d);
@@ -458,6 +460,8 @@ static void release_all(target *tg) {
 static int thread_rank(const tstate *t) {
   long long nr = (long long)t->regs.orig_rax;
   if (nr < 0) return 1;
+  /* a timed sleep resumes through restart_block: restarted from the start (resume_state) */
+  if ((long long)t->regs.rax == -ERESTART_RESTARTBLOCK) return 3;
   switch (nr) {
     case 7: case 23: case 35: case 230: case 232: case 233: case 270: case 271: case 281:
     case 0: case 17: case 19: case 295: case 45: case 47: case 61: case 247: case 34:
@@ -494,6 +498,7 @@ typedef struct {
   int have_xstate;
   struct user_fpregs_struct fp;
   int have_fp;
+  int ran;             /* a call ran in the thread (its restart_block may have changed) */
 } chosen;
 
 static volatile sig_atomic_t interrupted;
@@ -560,6 +565,7 @@ static int remote_call(target *tg, chosen *c, uint64_t fn, int nargs, const uint
   r.orig_rax = (unsigned long long)-1; /* not in a system call: no restart applied to the call */
   r.eflags &= ~0x400ull;              /* DF clear, as the ABI requires at a call */
   int rc = -1;
+  c->ran = 1;
   if (ptrace(PTRACE_SETREGS, c->t->tid, NULL, &r) != 0 ||
       ptrace(PTRACE_CONT, c->t->tid, NULL, NULL) != 0) {
     if (errno == ESRCH || target_gone(tg)) { /* killed while held (SIGKILL ends a tracee) */
@@ -619,6 +625,23 @@ restore:
   return rc;
 }
 
+/* Called with the chosen thread's registers saved: how it is to resume. A system call it was
+ * stopped in with -ERESTARTSYS, -ERESTARTNOINTR or -ERESTARTNOHAND is restarted by the kernel
+ * from the registers alone (restored as they were). -ERESTART_RESTARTBLOCK (nanosleep,
+ * clock_nanosleep, poll and futex waits with a timeout) resumes through the thread's
+ * restart_block, which the calls just made overwrote (any nanosleep resets it): the thread would
+ * see EINTR. Such a call is made again from the start instead (the `syscall` instruction
+ * re-executed with the same arguments; a relative timeout then starts over). */
+static void resume_state(target *tg, chosen *c) {
+  struct user_regs_struct *r = &c->saved;
+  if ((long long)r->orig_rax < 0 || (long long)r->rax != -ERESTART_RESTARTBLOCK) return;
+  unsigned char insn[2];
+  if (mem_rw(tg, 0, r->rip - 2, insn, 2) != 0 || insn[0] != 0x0f || insn[1] != 0x05) return;
+  r->rax = r->orig_rax;
+  r->rip -= 2;
+  r->orig_rax = (unsigned long long)-1;
+}
+
 static int save_thread(chosen *c) {
   c->saved = c->t->regs;
   c->xstate = vx_xmalloc(1 << 16);
@@ -673,6 +696,7 @@ static int take(target *tg, chosen *c) {
 
 /* Puts the chosen thread back as it was and lets it go. */
 static void give_back(target *tg, chosen *c) {
+  if (c->ran) resume_state(tg, c);
   restore_thread(c);
   if (c->t && c->t->tid) {
     c->t->pending_sig = c->t->pending_sig == SIGSEGV ? 0 : c->t->pending_sig;
@@ -791,6 +815,7 @@ int cmd_attach(int argc, char **argv) {
       strcasecmp(stacks, "python") && strcasecmp(stacks, "mixed"))
     return vx_usage_error("attach", "--stacks: expected none, native, python or mixed");
   if (!*out) return vx_usage_error("attach", "empty output directory");
+  if (strchr(out, '\n')) return vx_usage_error("attach", "-o: a directory name with a newline");
 
   char *libpath = find_lib(lib);
   if (!libpath) {
@@ -821,7 +846,7 @@ int cmd_attach(int argc, char **argv) {
   /* libc's dlopen (glibc >= 2.34), else libdl's */
   mapping libc;
   memset(&libc, 0, sizeof libc);
-  uint64_t dlopen_a = 0, dlerror_a = 0;
+  uint64_t dlopen_a = 0, dlerror_a = 0, dlopen_flags = 0x2 /* RTLD_NOW */;
   if (find_mapping(pid, is_libc, NULL, &libc) == 0) {
     dlopen_a = remote_symbol(pid, &libc, "dlopen");
     dlerror_a = remote_symbol(pid, &libc, "dlerror");
@@ -830,9 +855,15 @@ int cmd_attach(int argc, char **argv) {
     dlopen_a = remote_symbol(pid, &libc, "dlopen");
     dlerror_a = remote_symbol(pid, &libc, "dlerror");
   }
+  if (!dlopen_a && find_mapping(pid, is_libc, NULL, &libc) == 0) {
+    /* glibc < 2.34 without libdl loaded: libc's own entry (__RTLD_DLOPEN marks a dlopen) */
+    dlopen_a = remote_symbol(pid, &libc, "__libc_dlopen_mode");
+    dlopen_flags |= 0x80000000u;
+    dlerror_a = 0;
+  }
   if (!dlopen_a) {
-    vx_error("attach: cannot find dlopen in process %ld (glibc's libc.so.6 >= 2.34, or "
-             "libdl.so.2 loaded, is needed)", pid);
+    vx_error("attach: cannot find dlopen in process %ld (glibc is needed: dlopen in libc.so.6 "
+             "since 2.34, libdl.so.2 or __libc_dlopen_mode before)", pid);
     free(libpath); free(outabs);
     return VX_BAD_INPUT;
   }
@@ -863,7 +894,7 @@ int cmd_attach(int argc, char **argv) {
   if (take(&tg, &c) != 0) goto done;
   {
     /* dlopen(link, RTLD_NOW | RTLD_LOCAL) */
-    uint64_t args[2] = {ARG_DATA | 0, 0x2 /* RTLD_NOW */};
+    uint64_t args[2] = {ARG_DATA | 0, dlopen_flags};
     uint64_t handle = 0;
     if (remote_call(&tg, &c, dlopen_a, 2, args, link, strlen(link) + 1, &handle, 60, "dlopen") != 0)
       goto fail;

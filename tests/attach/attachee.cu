@@ -11,10 +11,15 @@
 // With --plugin PATH --plugin-at S it opens PATH (tests/attach/plugin.c) with dlopen before step S
 // and logs "plugin S t_ns"; from then on each step also calls its plugin_step() (one cuBLAS call
 // made from that library) right after the GEMM.
+// The main thread sleeps in nanosleep and a second thread waits in read() on a pipe for the whole
+// run: a system call that dlhook's injection interrupts must resume as if nothing happened (a
+// line "interrupted" in the output otherwise).
 // The output depends only on N: a run with dlhook attached must print exactly the same.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +32,16 @@ static unsigned long long now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+static int pipefd[2];
+
+static void *reader(void *arg) {
+  (void)arg;
+  char c;
+  ssize_t n = read(pipefd[0], &c, 1);
+  if (n != 1) printf("attachee: read interrupted (%zd, errno %d)\n", n, errno);
+  return NULL;
 }
 
 int main(int argc, char **argv) {
@@ -56,6 +71,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "attachee: cublasCreate failed\n");
     return 1;
   }
+  pthread_t rt;
+  if (pipe(pipefd) != 0 || pthread_create(&rt, NULL, reader, NULL) != 0) return 1;
   FILE *lf = log ? fopen(log, "w") : NULL;
   double sum = 0;
   const float one = 1.0f, zero = 0.0f;
@@ -75,10 +92,13 @@ int main(int argc, char **argv) {
     cudaStreamSynchronize(0);
     for (int i = 0; i < 64; i++) sum += h[i] == h[i] ? 1.0 : 0.0;
     if (lf) { fprintf(lf, "%d %llu\n", s, t); fflush(lf); }
-    if (step_ms) usleep((useconds_t)step_ms * 1000);
+    struct timespec ts = {step_ms / 1000, (long)(step_ms % 1000) * 1000000L};
+    if (step_ms && nanosleep(&ts, NULL) != 0) printf("attachee: sleep interrupted (errno %d)\n", errno);
   }
   if (lf) fclose(lf);
   for (int i = 0; hold && i < 60000 && access(hold, F_OK) != 0; i++) usleep(10000);
+  if (write(pipefd[1], "x", 1) != 1) return 1;
+  pthread_join(rt, NULL);
   cublasDestroy(hb);
   printf("attachee: %d steps, checksum %.0f\n", steps, sum);
   return code;
