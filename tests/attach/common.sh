@@ -3,6 +3,9 @@
 # to it, detach, and compare with a bare run.
 need "$BUILD/simcuda/libcupti.so.13"; need "$BUILD/tests/attach/attachee"; need "$DLHOOK_LIB"
 [ "$(uname -m)" = x86_64 ] || skip "dlhook attach is x86-64 only"
+# attach loads libdlhook.so into a program started without dlhook: an ASan build of it cannot be
+# (its runtime must come first in the initial library list)
+[ -z "${ASAN_LIB:-}" ] || skip "an ASan-built libdlhook.so cannot be dlopened by a program without ASan"
 ATTACHEE=$BUILD/tests/attach/attachee
 # ptrace must be possible here at all (a container without it: say so and skip).
 if [ -r /proc/sys/kernel/yama/ptrace_scope ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope)" = 3 ]; then
