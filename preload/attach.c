@@ -407,6 +407,7 @@ static uint64_t deadline_ns;             /* --duration: the session ends then (0
  * (a plugin, cuDNN's sub-libraries opened on first use); ends the session at the deadline. */
 static void *timer_main(void *arg) {
   unsigned my = (unsigned)(uintptr_t)arg;
+  pthread_setname_np(pthread_self(), "dlhook-attach"); /* `dlhook attach` never picks it */
   static struct dlh_thread self_blocked; /* nothing this thread calls is recorded */
   self_blocked.hot.blocked = 1;
   dlh_self = &self_blocked;

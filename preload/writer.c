@@ -511,6 +511,7 @@ static int write_start(void) {
 
 static void *writer_main(void *arg) {
   (void)arg;
+  pthread_setname_np(pthread_self(), "dlhook-writer"); /* `dlhook attach` never picks it */
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals go to the program's threads */

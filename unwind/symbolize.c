@@ -425,6 +425,7 @@ static result *make_result(uint64_t pc, module *m, const sym *s) {
 
 static void *symbolizer_main(void *arg) {
   (void)arg;
+  pthread_setname_np(pthread_self(), "dlhook-symbols"); /* `dlhook attach` never picks it */
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL);

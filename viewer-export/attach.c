@@ -62,8 +62,8 @@
 #endif
 
 static void attach_help(void) {
-  printf("usage: dlhook attach PID [-o DIR] [--duration S] [--stacks MODE] [--lib PATH]\n"
-         "       dlhook detach PID\n"
+  printf("usage: dlhook attach [-v] PID [-o DIR] [--duration S] [--stacks MODE] [--lib PATH]\n"
+         "       dlhook detach [-v] PID\n"
          "\n"
          "attach loads libdlhook.so into the running process PID (ptrace; x86-64 Linux), makes\n"
          "the CUDA, cuBLAS(Lt), cuDNN and NCCL calls it already bound go through dlhook, and\n"
@@ -78,6 +78,7 @@ static void attach_help(void) {
          "  --stacks MODE   none, native, python or mixed (default: mixed in Python, else\n"
          "                  native)\n"
          "  --lib PATH      the libdlhook.so to load (default: next to dlhook or ../lib)\n"
+         "  -v              say which thread of the process runs the injected calls\n"
          "\n"
          "Only processes of your own user; kernel.yama.ptrace_scope 1 needs CAP_SYS_PTRACE (or\n"
          "sudo) unless PID is a child of dlhook, 2 needs CAP_SYS_PTRACE, 3 forbids it. A process\n"
@@ -356,6 +357,7 @@ out:
 
 typedef struct {
   pid_t tid;
+  char comm[20];      /* the thread's name */
   int stopped;        /* in a ptrace-stop, ours to detach */
   int pending_sig;    /* a signal-delivery-stop caught while stopping: re-delivered at detach */
   struct user_regs_struct regs;
@@ -368,6 +370,7 @@ typedef struct {
   int memfd;
   const char *cmd;
   int exited;         /* the process went away while we held it */
+  int verbose;        /* -v: say which thread runs the calls */
 } target;
 
 static tstate *find_thread(target *tg, pid_t tid) {
@@ -424,6 +427,13 @@ static int stop_all(target *tg) {
       tstate *t = &tg->t[tg->n++];
       memset(t, 0, sizeof *t);
       t->tid = (pid_t)tid;
+      char cp[96];
+      snprintf(cp, sizeof cp, "/proc/%ld/task/%ld/comm", tg->pid, tid);
+      FILE *cf = fopen(cp, "re");
+      if (cf) {
+        if (fgets(t->comm, sizeof t->comm, cf)) t->comm[strcspn(t->comm, "\n")] = 0;
+        fclose(cf);
+      }
       added = 1;
       if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) != 0) continue; /* ended: waited below */
       int st;
@@ -458,6 +468,12 @@ static void release_all(target *tg) {
  * by malloc with its arena lock held; a thread stopped in user code may be anywhere. The main
  * thread wins ties (its stack is the largest). */
 static int thread_rank(const tstate *t) {
+  /* dlhook's own threads (the writer: detach waits for it) are never used; the threads of the
+   * CUDA driver, CUPTI and NCCL only when there is no other */
+  if (!strncmp(t->comm, "dlhook-", 7)) return -1;
+  if (!strncasecmp(t->comm, "cuda", 4) || !strncasecmp(t->comm, "cupti", 5) ||
+      !strncasecmp(t->comm, "nccl", 4))
+    return 0;
   long long nr = (long long)t->regs.orig_rax;
   if (nr < 0) return 1;
   /* a timed sleep resumes through restart_block: restarted from the start (resume_state) */
@@ -482,7 +498,9 @@ static tstate *pick_thread(target *tg) {
   for (size_t i = 0; i < tg->n; i++) {
     tstate *t = &tg->t[i];
     if (!t->stopped) continue;
-    int r = thread_rank(t) * 2 + (t->tid == (pid_t)tg->pid);
+    int rank = thread_rank(t);
+    if (rank < 0) continue;
+    int r = rank * 2 + (t->tid == (pid_t)tg->pid);
     if (r > best_rank) { best = t; best_rank = r; }
   }
   return best;
@@ -674,6 +692,12 @@ static int take(target *tg, chosen *c) {
     release_all(tg);
     return -1;
   }
+  if (tg->verbose)
+    fprintf(stderr, "dlhook: %s: %zu threads stopped; the calls run in thread %d (%s, %s %lld)\n",
+            tg->cmd, tg->n, c->t->tid, c->t->comm,
+            (long long)c->t->regs.orig_rax >= 0 ? "in system call" : "in user code, rip",
+            (long long)c->t->regs.orig_rax >= 0 ? (long long)c->t->regs.orig_rax
+                                                : (long long)c->t->regs.rip);
   tg->memfd = open(mem, O_RDWR | O_CLOEXEC);
   if (tg->memfd < 0) {
     vx_error("%s: cannot open %s: %s", tg->cmd, mem, strerror(errno));
@@ -786,9 +810,11 @@ enum { AT_OK = 0, AT_ALREADY = 1, AT_PRELOADED = 2, AT_FAILED = 3, AT_NOT_ATTACH
 
 int cmd_attach(int argc, char **argv) {
   const char *out = ".", *duration = NULL, *stacks = NULL, *lib = NULL, *pids = NULL;
+  int verbose = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (vx_is_help(a)) { attach_help(); return VX_OK; }
+    if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { verbose = 1; continue; }
     const char **dst = !strcmp(a, "-o") || !strcmp(a, "--output") ? &out
                        : !strcmp(a, "--duration") ? &duration
                        : !strcmp(a, "--stacks") ? &stacks
@@ -886,7 +912,7 @@ int cmd_attach(int argc, char **argv) {
     return VX_BAD_INPUT;
   }
 
-  target tg = {.pid = pid, .memfd = -1, .cmd = "attach"};
+  target tg = {.pid = pid, .memfd = -1, .cmd = "attach", .verbose = verbose};
   chosen c;
   memset(&c, 0, sizeof c);
   rc = VX_BAD_INPUT;
@@ -968,6 +994,8 @@ done:
 
 int cmd_detach(int argc, char **argv) {
   if (argc > 1 && vx_is_help(argv[1])) { attach_help(); return VX_OK; }
+  int verbose = argc == 3 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--verbose"));
+  if (verbose) argv++, argc--;
   if (argc != 2) return vx_usage_error("detach", "expected a PID");
   long pid = parse_pid("detach", argv[1]);
   if (pid < 0) return VX_USAGE;
@@ -984,7 +1012,7 @@ int cmd_detach(int argc, char **argv) {
     vx_error("detach: %s in process %ld has no dlhook_attach_stop", me.path, pid);
     return VX_BAD_INPUT;
   }
-  target tg = {.pid = pid, .memfd = -1, .cmd = "detach"};
+  target tg = {.pid = pid, .memfd = -1, .cmd = "detach", .verbose = verbose};
   chosen c;
   memset(&c, 0, sizeof c);
   rc = VX_BAD_INPUT;
