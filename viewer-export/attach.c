@@ -6,8 +6,9 @@
  *      root included), kernel.yama.ptrace_scope, CUDA actually loaded in the target.
  *   2. PTRACE_SEIZE + PTRACE_INTERRUPT of every thread in /proc/PID/task, repeated until a pass
  *      finds no new thread; each thread's registers are read to pick the one that runs the
- *      calls: preferably one blocked in a system call (the main thread first), which holds no
- *      lock of malloc or the loader that the injected dlopen could wait for. The other threads
+ *      calls: preferably one blocked in a waiting system call (thread_rank), which holds no
+ *      lock of malloc or the loader that the injected dlopen could wait for; never one of
+ *      dlhook's own threads (named dlhook-*: detach waits for the writer). The other threads
  *      are released before anything runs in the target: a lock one of them holds is given back
  *      while the injected call waits for it, instead of deadlocking it.
  *   3. In the chosen thread: its general registers and its whole extended FPU/SIMD state saved;
@@ -20,7 +21,8 @@
  *      mapped file (libelf).
  *   4. The saved stack bytes, registers and FPU state are put back and the thread detached with
  *      the trap signal suppressed; a thread that was inside a system call then restarts it
- *      (-ERESTARTSYS & co. and orig_rax were restored as they were).
+ *      (-ERESTARTSYS & co. and orig_rax were restored as they were; -ERESTART_RESTARTBLOCK,
+ *      whose restart_block the calls overwrote, by executing the system call again).
  * Any failure restores what was changed and detaches every thread; no thread is ever left
  * stopped. SIGINT/SIGTERM/SIGHUP are held while a call runs in the target: leaving in the middle
  * would let that call return to address 0.
