@@ -10,7 +10,8 @@
 // call) until --hold FILE exists, then prints a checksum of all results and exits with --exit.
 // With --plugin PATH --plugin-at S it opens PATH (tests/attach/plugin.c) with dlopen before step S
 // and logs "plugin S t_ns"; from then on each step also calls its plugin_step() (one cuBLAS call
-// made from that library) right after the GEMM.
+// made from that library) right after the GEMM, and after the last step its plugin_end().
+// Linked with -z now (full RELRO: its GOT is read-only once started).
 // The main thread sleeps in nanosleep and a second thread waits in read() on a pipe for the whole
 // run: a system call that dlhook's injection interrupts must resume as if nothing happened (a
 // line "interrupted" in the output otherwise).
@@ -48,7 +49,7 @@ int main(int argc, char **argv) {
   int steps = 100, step_ms = 10, code = 0;
   const char *log = NULL, *hold = NULL, *plugin = NULL;
   int plugin_at = 0;
-  int (*plugin_step)(void *) = NULL;
+  int (*plugin_step)(void *) = NULL, (*plugin_end)(void *) = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--step-ms")) step_ms = atoi(argv[i + 1]);
@@ -80,7 +81,8 @@ int main(int argc, char **argv) {
     if (plugin && s == plugin_at) {
       void *h = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
       plugin_step = h ? (int (*)(void *))dlsym(h, "plugin_step") : NULL;
-      if (!plugin_step) { fprintf(stderr, "attachee: %s: %s\n", plugin, dlerror()); return 1; }
+      plugin_end = h ? (int (*)(void *))dlsym(h, "plugin_end") : NULL;
+      if (!plugin_step || !plugin_end) { fprintf(stderr, "attachee: %s: %s\n", plugin, dlerror()); return 1; }
       if (lf) { fprintf(lf, "plugin %d %llu\n", s, now_ns()); fflush(lf); }
     }
     unsigned long long t = now_ns();
@@ -97,6 +99,7 @@ int main(int argc, char **argv) {
   }
   if (lf) fclose(lf);
   for (int i = 0; hold && i < 60000 && access(hold, F_OK) != 0; i++) usleep(10000);
+  if (plugin_end) printf("attachee: plugin math mode %d\n", plugin_end(hb));
   if (write(pipefd[1], "x", 1) != 1) return 1;
   pthread_join(rt, NULL);
   cublasDestroy(hb);

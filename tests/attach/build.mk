@@ -3,7 +3,8 @@
 $(BUILD)/tests/attach/attachee: tests/attach/attachee.cu | $(CUDA_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  NVCC    $<"
-	$(Q)$(NVCC) -cudart shared -O1 -g -o $@ $< -L$(CUDA_LIB) -lcublas -ldl
+	$(Q)$(NVCC) -cudart shared -O1 -g -o $@ $< -L$(CUDA_LIB) -lcublas -ldl \
+	  -Xlinker -z -Xlinker now
 
 TEST_DEPS += $(BUILD)/tests/attach/attachee
 
@@ -11,6 +12,6 @@ TEST_DEPS += $(BUILD)/tests/attach/attachee
 $(BUILD)/tests/attach/libattach_plugin.so: tests/attach/plugin.c | $(CUDA_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	$(Q)$(CC) -O1 -g -Wall -fPIC -shared -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIB) -lcublas
+	$(Q)$(CC) -O1 -g -Wall -fPIC -shared -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIB) -lcublas -Wl,-z,lazy
 
 TEST_DEPS += $(BUILD)/tests/attach/libattach_plugin.so
