@@ -201,6 +201,13 @@ static int check_target(const char *cmd, long pid) {
 
 /* Explains an EPERM from PTRACE_SEIZE. */
 static void explain_eperm(const char *cmd, long pid) {
+  char tv[64];
+  long tracer = status_field(pid, "TracerPid:", tv, sizeof tv) == 0 ? strtol(tv, NULL, 10) : 0;
+  if (tracer > 0) {
+    vx_error("%s: process %ld is already traced by process %ld (a debugger, strace): a process "
+             "has one tracer at a time", cmd, pid, tracer);
+    return;
+  }
   int scope = yama_scope();
   int cap = have_cap_ptrace();
   if (scope == 1 && !cap && !is_descendant(pid)) {

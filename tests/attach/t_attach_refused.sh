@@ -2,6 +2,7 @@
 # the target runs on untouched (same output and exit status as a bare run):
 #   - a process of another user (root too is refused: never another user's process);
 #   - no CAP_SYS_PTRACE while the target holds capabilities dlhook lacks (ptrace EPERM);
+#   - a process already traced (strace): one tracer at a time;
 #   - the process exits while it is being attached (killed while dlhook holds its thread);
 #   - a process without CUDA loaded (refused: nothing to record);
 #   - detach of a process that was never attached; bad PIDs and usage.
@@ -34,6 +35,20 @@ wait_lines steps.log 5
 # detach of a process never attached
 "$DLHOOK_BIN" detach "$PID" >nd.out 2>&1; [ $? -eq 1 ] || fail "detach of a process never attached"
 grep -q "not attached" nd.out || fail "no clear message: $(cat nd.out)"
+# already traced (strace): one tracer at a time
+if command -v strace >/dev/null; then
+  strace -q -p "$PID" -o /dev/null & st=$!
+  i=0
+  until grep -q "^TracerPid:[[:space:]]*[1-9]" /proc/$PID/status; do
+    i=$((i + 1)); [ $i -lt 1000 ] || { kill $st; fail "strace never attached"; }; sleep 0.01
+  done
+  "$DLHOOK_BIN" attach "$PID" -o "$T/traced" >tr.out 2>&1; rc=$?
+  kill $st; wait $st 2>/dev/null
+  [ $rc -eq 1 ] || fail "attach to a traced process: exit $rc: $(cat tr.out)"
+  grep -q "already traced by process" tr.out || fail "no clear message: $(cat tr.out)"
+else
+  echo "note: no strace: the already-traced case is not exercised"
+fi
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   # no CAP_SYS_PTRACE (dropped from the bounding set: root's dlhook keeps its uid, loses the
   # capability): the target, root with all capabilities, cannot be traced
