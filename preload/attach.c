@@ -28,10 +28,12 @@
  * trace. The library stays mapped (-z nodelete): a thread still inside a wrapper finishes in
  * it, and later calls through any pointer to a wrapper pass straight through.
  *
+ * dlsym/dlvsym imports are rewritten to dlhook's stubs (dlsym.c) too: a CUDA library's function
+ * looked up by handle while attached is the wrapper, as under LD_PRELOAD.
+ *
  * What cannot be reached this way (listed in the trace): function pointers the program took
  * before attach (dlsym results, cudaGetDriverEntryPoint tables, stored addresses), NVTX (each
- * module binds its NVTX injection at its first NVTX call), dlsym lookups made after attach
- * (dlhook's dlsym is not interposed in a late-loaded library), and the _exit/exec/signal
+ * module binds its NVTX injection at its first NVTX call), and the _exit/exec/signal
  * handling of a preloaded dlhook (a process that ends with _exit or a signal while attached
  * keeps the frames written so far: at most DLHOOK_FLUSH_MS of calls is lost). */
 #include <dlfcn.h>
@@ -246,6 +248,29 @@ static const char *short_name(const char *path) {
   return b ? b + 1 : path;
 }
 
+/* dlhook's own definition of a name: the wrapper tables' addresses were bound in the global scope
+ * first, which for a library loaded late is the real library's (dlsym.c asks here). */
+void *dlh_attach_wrapper(const char *name) {
+  return self_handle ? dlsym(self_handle, name) : NULL;
+}
+
+/* dlsym/dlvsym imports: rewritten to dlhook's stubs (dlsym.c) so that a CUDA library's function
+ * looked up by handle after attach is dlhook's wrapper; the stubs keep the caller's return
+ * address (RTLD_NEXT and the caller's scope work as before). */
+static int patch_dlsym(const struct dl_phdr_info *info, const ElfW(Rela) *r, const char *name) {
+  void *stub = dlsym(self_handle, name);
+  void **slot = (void **)(info->dlpi_addr + r->r_offset);
+  if (!stub || prot_of((uintptr_t)slot) < 0) return 0;
+  void *old = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+  if (old == stub) return 0;
+  if (add_patch(slot, old, stub) != 0) return 0;
+  if (store_slot(slot, stub) != 0) {
+    npatches--;
+    return 0;
+  }
+  return 1;
+}
+
 /* One relocation: rewrites the slot when it imports a wrapped name. Returns 1 when patched. */
 static int patch_one(const struct dl_phdr_info *info, const ElfW(Rela) *r, const ElfW(Sym) *syms,
                      const char *strs) {
@@ -254,6 +279,7 @@ static int patch_one(const struct dl_phdr_info *info, const ElfW(Rela) *r, const
   const ElfW(Sym) *s = &syms[ELF64_R_SYM(r->r_info)];
   if (s->st_shndx != SHN_UNDEF || !s->st_name) return 0; /* the module's own definition */
   const char *name = strs + s->st_name;
+  if (!strcmp(name, "dlsym") || !strcmp(name, "dlvsym")) return patch_dlsym(info, r, name);
   if (strncmp(name, "cu", 2) && strncmp(name, "__cuda", 6) && strncmp(name, "nccl", 4)) return 0;
   int lib = -1;
   const dlh_sym *e = dlh_sym_find(name, &lib);

@@ -179,6 +179,7 @@ int dlh_foreign_process(void);           /* async-signal-safe: getpid() != dlh_p
 /* ---- dlhook attach (attach.c; the injector is viewer-export/attach.c) ---- */
 extern int dlh_attach_mode;              /* loaded late by `dlhook attach` */
 int dlh_attach_detect(void);             /* constructor: 1 = loaded by attach, do nothing */
+void *dlh_attach_wrapper(const char *name); /* dlhook's own definition of name (NULL: none) */
 void dlh_attach_process_info(void *process_info); /* writer: Dlh__ProcessInfo of the trace */
 int dlh_runtime_late_init(void);         /* runtime.c: the constructor's run-time part, late */
 void dlh_config_set_output(const char *o); /* config.c: output as DLHOOK_OUTPUT=o would set it */

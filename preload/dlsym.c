@@ -261,11 +261,13 @@ __attribute__((visibility("hidden"), used)) void *dlh_dlsym_pre(void *handle, co
   void *p = ver ? (dlh_real_dlvsym ? dlh_real_dlvsym(handle, name, ver) : NULL)
                 : dlh_real_dlsym(handle, name);
   *done = 1;
-  if (!p || p == e->wrapper || !in_library(p, tables[t].soname)) return p;
+  /* loaded by `dlhook attach`: the table's address may be the real function (attach.c) */
+  void *wrapper = dlh_attach_mode ? dlh_attach_wrapper(name) : e->wrapper;
+  if (!p || !wrapper || p == wrapper || !in_library(p, tables[t].soname)) return p;
   void *expect = NULL;
   if (__atomic_compare_exchange_n(e->real, &expect, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     dlh_pin_library(p); /* the cache outlives a dlclose of the handle */
-  return e->wrapper;
+  return wrapper;
 }
 
 /* Called by the dlopen stub before it jumps to the real dlopen. */

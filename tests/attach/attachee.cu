@@ -10,7 +10,8 @@
 // call) until --hold FILE exists, then prints a checksum of all results and exits with --exit.
 // With --plugin PATH --plugin-at S it opens PATH (tests/attach/plugin.c) with dlopen before step S
 // and logs "plugin S t_ns"; from then on each step also calls its plugin_step() (one cuBLAS call
-// made from that library) right after the GEMM, and after the last step its plugin_end().
+// made from that library) right after the GEMM, and after the last step its plugin_end(); it also
+// looks up cublasGetPointerMode_v2 with dlsym on libcublas's handle then and calls it each step.
 // Linked with -z now (full RELRO: its GOT is read-only once started).
 // The main thread sleeps in nanosleep and a second thread waits in read() on a pipe for the whole
 // run: a system call that dlhook's injection interrupts must resume as if nothing happened (a
@@ -50,6 +51,7 @@ int main(int argc, char **argv) {
   const char *log = NULL, *hold = NULL, *plugin = NULL;
   int plugin_at = 0;
   int (*plugin_step)(void *) = NULL, (*plugin_end)(void *) = NULL;
+  cublasStatus_t (*get_pointer_mode)(cublasHandle_t, cublasPointerMode_t *) = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--steps")) steps = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--step-ms")) step_ms = atoi(argv[i + 1]);
@@ -83,6 +85,12 @@ int main(int argc, char **argv) {
       plugin_step = h ? (int (*)(void *))dlsym(h, "plugin_step") : NULL;
       plugin_end = h ? (int (*)(void *))dlsym(h, "plugin_end") : NULL;
       if (!plugin_step || !plugin_end) { fprintf(stderr, "attachee: %s: %s\n", plugin, dlerror()); return 1; }
+      /* and a cuBLAS function looked up by handle, called from then on */
+      void *hl = dlopen("libcublas.so.13", RTLD_NOW | RTLD_NOLOAD);
+      get_pointer_mode = hl ? (cublasStatus_t (*)(cublasHandle_t, cublasPointerMode_t *))dlsym(
+                                  hl, "cublasGetPointerMode_v2")
+                            : NULL;
+      if (!get_pointer_mode) { fprintf(stderr, "attachee: no cublasGetPointerMode_v2\n"); return 1; }
       if (lf) { fprintf(lf, "plugin %d %llu\n", s, now_ns()); fflush(lf); }
     }
     unsigned long long t = now_ns();
@@ -90,6 +98,8 @@ int main(int argc, char **argv) {
     k_step<<<2, 64>>>(d);
     cublasSgemm_v2(hb, CUBLAS_OP_N, CUBLAS_OP_N, 16, 16, 16, &one, a, 16, b, 16, &zero, c, 16);
     if (plugin_step) plugin_step(hb);
+    cublasPointerMode_t pm;
+    if (get_pointer_mode) get_pointer_mode(hb, &pm);
     cudaMemcpy(h, d, 256, cudaMemcpyDeviceToHost);
     cudaStreamSynchronize(0);
     for (int i = 0; i < 64; i++) sum += h[i] == h[i] ? 1.0 : 0.0;

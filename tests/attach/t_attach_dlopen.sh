@@ -1,7 +1,8 @@
 # A library the program loads with dlopen while dlhook is attached (tests/attach/plugin.c, one
 # cuBLAS call per step) is hooked too: dlhook's session thread rewrites the GOT entries of new
 # libraries (checked every 0.5 s). Every step that began 1 s after the library was loaded, up
-# to detach, has its cuBLAS call in the trace.
+# to detach, has its cuBLAS call in the trace. A cuBLAS function the program looks up with dlsym
+# on libcublas's handle while attached is dlhook's wrapper: each step from then on has that call.
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/attach/common.sh"
 PLUGIN=$BUILD/tests/attach/libattach_plugin.so
@@ -36,6 +37,8 @@ checked = 0
 for k in range(len(marks) - 1):
     s = api[marks[k]]["args"]["value"]
     n = sum(1 for e in api[marks[k]:marks[k + 1]] if e["name"] == "cublasGetVersion_v2")
+    pm = sum(1 for e in api[marks[k]:marks[k + 1]] if e["name"] == "cublasGetPointerMode_v2")
+    assert pm == (1 if s >= plugin_at else 0), ("step", s, "cublasGetPointerMode_v2 calls", pm)
     if s < plugin_at:
         assert n == 0, (s, n)
     elif began[s] >= plugin_t + 1_000_000_000 and began[s] < end_ns - 200_000_000:
