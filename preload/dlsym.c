@@ -199,6 +199,19 @@ static void *next_versioned(dlvsym_fn libc_dlvsym, const char *name) {
 
 static void ensure_real(void) {
   if (__atomic_load_n(&dlh_real_dlsym, __ATOMIC_ACQUIRE)) return;
+  if (dlh_attach_mode) {
+    /* Loaded by `dlhook attach` (RTLD_LOCAL, late): no RTLD_NEXT from here; the program's
+     * dlsym entries were bound to libc's before dlhook came (attach.c rewrites them). */
+    dlsym_fn s = (dlsym_fn)elf_find("libc.so.6", "dlsym");
+    dlvsym_fn v = (dlvsym_fn)elf_find("libc.so.6", "dlvsym");
+    dlopen_fn o = (dlopen_fn)elf_find("libc.so.6", "dlopen");
+    if (s && v && o) {
+      __atomic_store_n(&dlh_real_dlvsym, v, __ATOMIC_RELEASE);
+      __atomic_store_n(&dlh_real_dlopen, o, __ATOMIC_RELEASE);
+      __atomic_store_n(&dlh_real_dlsym, s, __ATOMIC_RELEASE);
+      return;
+    }
+  }
   dlvsym_fn libc_dlvsym = (dlvsym_fn)elf_find("libc.so.6", "dlvsym");
   if (!libc_dlvsym) libc_dlvsym = (dlvsym_fn)elf_find("libdl.so.2", "dlvsym");
   dlsym_fn s = NULL;
