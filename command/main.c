@@ -13,6 +13,8 @@ int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_symbolize(int argc, char **argv);
+int cmd_attach(int argc, char **argv);  /* attach.c */
+int cmd_detach(int argc, char **argv);  /* attach.c */
 
 static const struct {
   const char *name;
@@ -21,6 +23,8 @@ static const struct {
 } commands[] = {
   {"record", cmd_record, "run a program under the profiler and write its trace"},
   {"ctl", cmd_ctl, "start or stop recording of a running process (capture ranges)"},
+  {"attach", cmd_attach, "profile a running process started without dlhook (ptrace)"},
+  {"detach", cmd_detach, "stop profiling a process dlhook attached to; finish its trace"},
   {"report", cmd_report, "one self-contained HTML page: flame graph, timeline, tables"},
   {"dump", cmd_dump, "print the events of traces as JSON lines"},
   {"stats", cmd_stats, "summarise API calls and kernels of traces"},

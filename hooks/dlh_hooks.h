@@ -31,4 +31,8 @@ typedef struct dlh_sym {
 DLH_HOOKED_LIBS(DLH_HOOKS_DECLARE)
 #undef DLH_HOOKS_DECLARE
 
+/* The entry of a name dlhook wraps (any library's table), with the DLH_LIB_* of its library in
+ * *lib; NULL when the name is not wrapped (defined in preload/dlsym.c, used by preload/attach.c). */
+const dlh_sym *dlh_sym_find(const char *name, int *lib);
+
 #endif

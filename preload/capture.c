@@ -277,8 +277,10 @@ void dlh_capture_init(void) {
   duration_ns = dlh_cfg.duration_ns;
   if (delay_ns) closed |= CLOSED_DELAY;
   dlh_capture_closed = closed;
+  /* dlhook attach: GPU work is kept only for the calls recorded in the attach window (a kernel
+   * launched just after detach is not in the trace without its call) */
   dlh_capture_filtering = dlh_capture_mode != DLH_CAPTURE_NONE || delay_ns || duration_ns ||
-                          dlh_cfg.ctl_signal_set;
+                          dlh_cfg.ctl_signal_set || dlh_attach_mode;
   if (dlh_capture_filtering) {
     void *m = mmap(NULL, KEEP_SIZE * sizeof *keep, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -259,3 +259,10 @@ void dlh_config_after_fork(void) {
   dlh_cfg.world_size = env_int_any(size_vars, dlh_cfg.world_size);
   output_path();
 }
+
+/* dlhook attach (attach.c): the trace goes where DLHOOK_OUTPUT=o would have put it. */
+void dlh_config_set_output(const char *o) {
+  char *copy = strdup(o ? o : "");
+  if (copy) output_setting = copy; /* kept: a forked child names its trace from it */
+  output_path();
+}

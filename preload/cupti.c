@@ -678,6 +678,52 @@ void dlh_cupti_flush(int forced) {
   if (t) t->hot.blocked--;
 }
 
+/* ---------------------------------------------------------------- dlhook attach */
+
+/* attach.c: CUPTI set up now, in a running process (callbacks for the calls made from now on,
+ * activity from now on). Returns 0 when active. */
+int dlh_cupti_attach(void) {
+  if (atomic_load(&state) == 0) cupti_init();
+  return atomic_load(&state) == 2 ? 0 : -1;
+}
+
+/* attach.c, at detach (recording already off): the activity buffers delivered (the writer's
+ * final drain converts them), activity kinds off, the subscription given back so that another
+ * tool (or a later attach) can subscribe; the trace's string table forgotten. */
+void dlh_cupti_detach(void) {
+  if (atomic_load(&state) == 2) {
+    dlh_cupti_flush(1);
+    CUptiResult (*disable)(CUpti_ActivityKind) = NULL;
+    Dl_info di;
+    if (cu.Subscribe && dladdr((void *)cu.Subscribe, &di) && di.dli_fname) {
+      void *h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+      if (h) {
+        disable = (CUptiResult (*)(CUpti_ActivityKind))dlsym(h, "cuptiActivityDisable");
+        dlclose(h);
+      }
+    }
+    static const CUpti_ActivityKind kinds[] = {
+        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_CUDA_EVENT,
+        CUPTI_ACTIVITY_KIND_OVERHEAD,          CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+        CUPTI_ACTIVITY_KIND_DEVICE};
+    if (disable)
+      for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) disable(kinds[i]);
+    if (cu.Unsubscribe) cu.Unsubscribe(subscriber);
+  }
+  atomic_store(&state, 0);
+}
+
+/* writer.c, between two traces of one process (attach, detach, attach): strings interned again. */
+void dlh_cupti_new_trace(void) {
+  for (size_t i = 0; i < names_cap; i++) free(names[i].s);
+  free(names);
+  names = NULL;
+  names_cap = names_n = 0;
+  next_string_id = 1;
+  atomic_store(&dropped, 0);
+}
+
 void dlh_cupti_after_fork_child(void) {
   /* CUPTI state does not survive fork; the child traces API calls through the wrappers. */
   atomic_store(&done_list, NULL);

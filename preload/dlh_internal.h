@@ -183,4 +183,16 @@ void dlh_fds_init(void);                 /* constructor, after dlh_stacks_init: 
 extern pid_t dlh_pid;
 int dlh_foreign_process(void);           /* async-signal-safe: getpid() != dlh_pid */
 
+/* ---- dlhook attach (attach.c; the injector is viewer-export/attach.c) ---- */
+extern int dlh_attach_mode;              /* loaded late by `dlhook attach` */
+int dlh_attach_detect(void);             /* constructor: 1 = loaded by attach, do nothing */
+void *dlh_attach_wrapper(const char *name); /* dlhook's own definition of name (NULL: none) */
+void dlh_attach_process_info(void *process_info); /* writer: Dlh__ProcessInfo of the trace */
+int dlh_runtime_late_init(void);         /* runtime.c: the constructor's run-time part, late */
+void dlh_config_set_output(const char *o); /* config.c: output as DLHOOK_OUTPUT=o would set it */
+int dlh_cupti_attach(void);              /* cupti.c: subscribe now; 0 = active */
+void dlh_cupti_detach(void);             /* cupti.c: flush, unsubscribe, ready for a new trace */
+void dlh_writer_reset_for_attach(void);  /* writer.c: after dlh_writer_stop: a new trace may start */
+void dlh_cupti_new_trace(void);          /* cupti.c: the string table of a new trace starts empty */
+
 #endif

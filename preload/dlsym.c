@@ -81,6 +81,17 @@ static const dlh_sym *table_find(unsigned t, const char *name) {
   return NULL;
 }
 
+const dlh_sym *dlh_sym_find(const char *name, int *lib) {
+  for (unsigned t = 0; t < NTABLES; t++) {
+    const dlh_sym *e = table_find(t, name);
+    if (e) {
+      if (lib) *lib = tables[t].lib;
+      return e;
+    }
+  }
+  return NULL;
+}
+
 /* ---------------------------------------------------------------- bootstrap */
 
 struct elf_find { const char *soname, *name; void *found; };
@@ -183,6 +194,19 @@ static void *next_versioned(dlvsym_fn libc_dlvsym, const char *name) {
 
 static void ensure_real(void) {
   if (__atomic_load_n(&dlh_real_dlsym, __ATOMIC_ACQUIRE)) return;
+  if (dlh_attach_mode) {
+    /* Loaded by `dlhook attach` (RTLD_LOCAL, late): no RTLD_NEXT from here; the program's
+     * dlsym entries were bound to libc's before dlhook came (attach.c rewrites them). */
+    dlsym_fn s = (dlsym_fn)elf_find("libc.so.6", "dlsym");
+    dlvsym_fn v = (dlvsym_fn)elf_find("libc.so.6", "dlvsym");
+    dlopen_fn o = (dlopen_fn)elf_find("libc.so.6", "dlopen");
+    if (s && v && o) {
+      __atomic_store_n(&dlh_real_dlvsym, v, __ATOMIC_RELEASE);
+      __atomic_store_n(&dlh_real_dlopen, o, __ATOMIC_RELEASE);
+      __atomic_store_n(&dlh_real_dlsym, s, __ATOMIC_RELEASE);
+      return;
+    }
+  }
   dlvsym_fn libc_dlvsym = (dlvsym_fn)elf_find("libc.so.6", "dlvsym");
   if (!libc_dlvsym) libc_dlvsym = (dlvsym_fn)elf_find("libdl.so.2", "dlvsym");
   dlsym_fn s = NULL;
@@ -245,11 +269,13 @@ __attribute__((visibility("hidden"), used)) void *dlh_dlsym_pre(void *handle, co
   void *p = ver ? (dlh_real_dlvsym ? dlh_real_dlvsym(handle, name, ver) : NULL)
                 : dlh_real_dlsym(handle, name);
   *done = 1;
-  if (!p || p == e->wrapper || !in_library(p, sonames[tables[t].lib])) return p;
+  /* loaded by `dlhook attach`: the table's address may be the real function (attach.c) */
+  void *wrapper = dlh_attach_mode ? dlh_attach_wrapper(name) : e->wrapper;
+  if (!p || !wrapper || p == wrapper || !in_library(p, sonames[tables[t].lib])) return p;
   void *expect = NULL;
   if (__atomic_compare_exchange_n(e->real, &expect, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     dlh_pin_library(p); /* the cache outlives a dlclose of the handle */
-  return e->wrapper;
+  return wrapper;
 }
 
 /* Called by the dlopen stub before it jumps to the real dlopen. */

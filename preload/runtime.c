@@ -350,6 +350,9 @@ __attribute__((constructor)) static void dlh_init(void) {
   dlh_exec_resolve();
   dlh_fds_resolve();
   resolve_exits();
+  /* Loaded by `dlhook attach` into a running program: dlhook_attach_start (attach.c) sets up
+   * the rest, with the settings the command passes; nothing of the program's is touched here. */
+  if (dlh_attach_detect()) return;
   /* Secure execution (setuid, setgid, file capabilities): the environment belongs to a less
    * privileged user. Nothing at all is done: no setting read, no file, no thread. */
   if (getauxval(AT_SECURE)) return;
@@ -374,4 +377,23 @@ __attribute__((constructor)) static void dlh_init(void) {
   dlh_nvtx_setup_injection();
   dlh_exec_init();
   dlh_recording = 1;
+}
+
+/* ---------------------------------------------------------------- dlhook attach */
+
+/* The run-time part of the constructor for a library loaded by `dlhook attach` (attach.c), after
+ * it set dlh_cfg: per-thread state, stacks, fds, capture state, the exit flush. No signal
+ * handler, no environment change, no CUDA_INJECTION64_PATH. Returns 0, or -1. Once. */
+int dlh_runtime_late_init(void) {
+  if (initialised) return 0;
+  if (getauxval(AT_SECURE) || setuid_program()) return -1;
+  dlh_pid = getpid();
+  if (pthread_key_create(&thread_key, thread_exit) != 0) return -1;
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  dlh_stacks_init(dlh_stacks_settings());
+  dlh_fds_init();
+  dlh_capture_init();
+  initialised = 1;
+  atexit(at_exit); /* an exit while attached finishes the trace */
+  return 0;
 }

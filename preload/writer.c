@@ -176,6 +176,7 @@ static void write_process_info(uint64_t start_ns) {
   pi.format_version = DLH_FORMAT_VERSION;
   pi.stacks_mode = (char *)dlh_stacks_mode_name();
   pi.start_ns = start_ns;
+  dlh_attach_process_info(&pi); /* dlhook attach: attached, what could not be hooked */
   p.data_case = DLH__PACKET__DATA_PROCESS;
   p.process = &pi;
   put(&p);
@@ -498,6 +499,7 @@ static int write_start(void) {
 
 static void *writer_main(void *arg) {
   (void)arg;
+  pthread_setname_np(pthread_self(), "dlhook-writer"); /* `dlhook attach` never picks it */
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals go to the program's threads */
@@ -652,8 +654,8 @@ int dlh_writer_flush_wait(unsigned timeout_ms) {
 
 /* Final drain: from atexit, or from a fatal signal's handler (async-signal-safe: it only sets a
  * flag, writes a byte and sleeps until the writer thread is done, for at most 5 s). */
+static _Atomic int once; /* dlh_writer_stop ran (reset for a new trace by attach) */
 void dlh_writer_stop(int exit_reason, int sig) {
-  static _Atomic int once;
   if (out_fd < 0 && !atomic_load(&finished)) return;
   if (atomic_exchange(&once, 1)) {
     for (int i = 0; i < 5000 && !atomic_load(&finished); i++) sleep_ms(1);
@@ -686,4 +688,35 @@ void dlh_writer_after_fork_child(void) {
   dlh_config_after_fork();
   atomic_store(&wstate, 0); /* the child's trace starts with its first recorded call */
   dlh_recording = 1;
+}
+
+/* dlhook attach (attach.c), after dlh_writer_stop finished a trace: everything per trace is
+ * reset so that the next attach writes a new trace (new file, thread and string tables, stack
+ * and module definitions again); the rings and thread structs stay. */
+void dlh_writer_reset_for_attach(void) {
+  if (!atomic_load(&finished)) return; /* the writer did not finish: it keeps its state */
+  if (W) dlh_writer_free(W);
+  W = NULL;
+  out_fd = -1;
+  frame_events = 0;
+  frame_start_bytes = 0;
+  frame_limit = 4096;
+  records = dropped_total = 0;
+  write_failed = 0;
+  stop_reason = stop_signal = 0;
+  if (fn_seen) memset(fn_seen, 0, (16u << 16) / 8);
+  for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
+    t->announced = 0;
+    t->nlinks = 0;
+    t->nvtx_depth = 0;
+    atomic_store(&t->dropped, 0);
+  }
+  dlh_cupti_new_trace();
+  dlh_stacks_reset_for_attach();
+  atomic_store(&flush_req, 0);
+  atomic_store(&flush_done, 0);
+  atomic_store(&stop_req, 0);
+  atomic_store(&finished, 0);
+  atomic_store(&once, 0);
+  atomic_store(&wstate, 0); /* the next trace starts with dlh_writer_ensure */
 }

@@ -94,4 +94,8 @@ size_t dlh_stacks_index_bytes(void);
 uint64_t dlh_stacks_count(void);
 uint64_t dlh_stacks_lost(void);
 
+/* dlhook attach (preload/attach.c), after a trace was finished: the symbolizer may start again and
+ * the next writer defines modules, stacks and frames from scratch. */
+void dlh_stacks_reset_for_attach(void);
+
 #endif

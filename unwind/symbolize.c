@@ -389,6 +389,7 @@ static pqueue Q[2];
 static result *res_head, **res_tail = &res_head;
 static size_t in_flight;                 /* taken from a queue, result not posted yet */
 static int sym_started, sym_stop;
+static int sym_running;                  /* a symbolizer thread exists (until it leaves its loop) */
 static uint64_t n_resolved, n_unresolved;
 static _Atomic int need_report;          /* the writer rescanned the modules: dwfl reports again */
 
@@ -429,6 +430,7 @@ static result *make_result(uint64_t pc, module *m, const sym *s) {
 
 static void *symbolizer_main(void *arg) {
   (void)arg;
+  pthread_setname_np(pthread_self(), "dlhook-symbols"); /* `dlhook attach` never picks it */
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL);
@@ -467,6 +469,7 @@ static void *symbolizer_main(void *arg) {
       res_tail = &r->next;
     }
   }
+  sym_running = 0;
   pthread_mutex_unlock(&sym_mu);
   return NULL;
 }
@@ -478,6 +481,7 @@ void dlh_stacks_start_symbolizer(void) {
   pthread_mutex_lock(&sym_mu);
   int start = !sym_started && !sym_stop;
   sym_started = 1;
+  if (start) sym_running = 1;
   pthread_mutex_unlock(&sym_mu);
   if (!start) return;
   if (D.state == 0) dwfl_setup();
@@ -485,7 +489,7 @@ void dlh_stacks_start_symbolizer(void) {
   pthread_t tid;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  if (pthread_create(&tid, &attr, symbolizer_main, NULL) != 0)
+  if (pthread_create(&tid, &attr, symbolizer_main, NULL) != 0 && !(sym_running = 0))
     dlh_warn("cannot start the symbolizer thread; stacks keep module+offset frames "
              "(`dlhook symbolize` names them)");
   pthread_attr_destroy(&attr);
@@ -716,4 +720,30 @@ size_t dlh_stacks_index_bytes(void) {
   for (size_t i = 0; i < nmods; i++) b += dlh_symtab_bytes(mods[i]->syms);
   pthread_mutex_unlock(&sym_mu);
   return b;
+}
+
+void dlh_stacks_reset_for_attach(void) {
+  pthread_mutex_lock(&sym_mu);
+  for (int i = 0; i < 2000 && sym_running; i++) { /* the old symbolizer leaves after its pc */
+    pthread_mutex_unlock(&sym_mu);
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&sym_mu);
+  }
+  if (!sym_running) {
+    Q[0].head = Q[0].n = Q[1].head = Q[1].n = 0;
+    while (res_head) {
+      result *r = res_head;
+      res_head = r->next;
+      free(r->function);
+      free(r->file);
+      free(r);
+    }
+    res_tail = &res_head;
+    in_flight = 0;
+    sym_started = sym_stop = 0;
+    n_resolved = n_unresolved = 0;
+  }
+  pthread_mutex_unlock(&sym_mu);
+  cur_w = NULL;
 }

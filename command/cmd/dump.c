@@ -211,7 +211,12 @@ static void dump_packet(FILE *f, const dump_opts *o, const vx_trace *t, const Dl
       vx_json_str(f, pi->dlhook_version);
       fprintf(f, ",\"format_version\":%u,\"stacks_mode\":", pi->format_version);
       vx_json_str(f, pi->stacks_mode);
-      fprintf(f, ",\"start_ns\":%" PRIu64 "}\n", pi->start_ns);
+      fprintf(f, ",\"start_ns\":%" PRIu64, pi->start_ns);
+      if (pi->has_attached && pi->attached) { /* dlhook attach */
+        fputs(",\"attached\":true,\"not_hooked\":", f);
+        str_array(f, pi->n_not_hooked, pi->not_hooked);
+      }
+      fputs("}\n", f);
       break;
     }
     case DLH__PACKET__DATA_THREAD:

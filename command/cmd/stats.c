@@ -90,6 +90,14 @@ typedef struct stats {
   pid_tid *threads;
   size_t nthreads, capthreads;
   vx_libstats *lib;      /* GEMM, convolution, collective tables (libcalls.c) */
+  struct attached {      /* traces written by `dlhook attach` */
+    char *file;
+    uint32_t pid;
+    int detached;        /* Trailer.exit_reason 2 (else the process ended while attached) */
+    size_t n;
+    char **not_hooked;
+  } *att;
+  size_t natt;
 } stats;
 
 static void add_thread(stats *s, uint32_t pid, uint32_t tid) {
@@ -192,6 +200,20 @@ static int stats_one(stats *s, const char *path) {
     switch (p->data_case) {
       case DLH__PACKET__DATA_PROCESS:
         s->processes++;
+        if (p->process->has_attached && p->process->attached) {
+          s->att = vx_xrealloc(s->att, (s->natt + 1) * sizeof *s->att);
+          struct attached *a = &s->att[s->natt++];
+          a->file = vx_xstrdup(path);
+          a->pid = p->process->pid;
+          a->detached = 0;
+          a->n = p->process->n_not_hooked;
+          a->not_hooked = vx_xmalloc((a->n + 1) * sizeof *a->not_hooked);
+          for (size_t k = 0; k < a->n; k++) a->not_hooked[k] = vx_xstrdup(p->process->not_hooked[k]);
+        }
+        break;
+      case DLH__PACKET__DATA_TRAILER:
+        if (p->trailer->exit_reason == 2 && s->natt && !strcmp(s->att[s->natt - 1].file, path))
+          s->att[s->natt - 1].detached = 1;
         break;
       case DLH__PACKET__DATA_FUNCTION: {
         /* a redefinition of an id may change its name: resolve it again */
@@ -325,6 +347,21 @@ static void print_json(FILE *f, const stats *s, char **files, size_t nfiles) {
   vx_libstats_json(s->lib, f); /* gemms, convs, collectives */
   vx_ranks_json(f); /* several ranks: arrival skew and the straggler */
   vx_steps_json(f, files, nfiles); /* per step and rank: compute, comm, copy, host, idle */
+  if (s->natt) { /* dlhook attach */
+    fputs(",\n\"attached\":[", f);
+    for (size_t i = 0; i < s->natt; i++) {
+      fprintf(f, "%s{\"file\":", i ? "," : "");
+      vx_json_str(f, s->att[i].file);
+      fprintf(f, ",\"pid\":%u,\"detached\":%s,\"not_hooked\":[", s->att[i].pid,
+              s->att[i].detached ? "true" : "false");
+      for (size_t k = 0; k < s->att[i].n; k++) {
+        if (k) fputc(',', f);
+        vx_json_str(f, s->att[i].not_hooked[k]);
+      }
+      fputs("]}", f);
+    }
+    fputc(']', f);
+  }
   fputs("}\n", f);
 }
 
@@ -403,6 +440,11 @@ static void print_table(FILE *f, const stats *s) {
   if (s->unsymbolized)
     fprintf(f, "%" PRIu64 " stack addresses without a name (recording ended first): "
                "dlhook symbolize TRACE names them\n", s->unsymbolized);
+  for (size_t i = 0; i < s->natt; i++) {
+    fprintf(f, "\n%s: recorded by dlhook attach (pid %u, %s); not hooked:\n", s->att[i].file,
+            s->att[i].pid, s->att[i].detached ? "until detach" : "until the process ended");
+    for (size_t k = 0; k < s->att[i].n; k++) fprintf(f, "  - %s\n", s->att[i].not_hooked[k]);
+  }
 }
 
 static void help(void) {
@@ -499,6 +541,12 @@ int cmd_stats(int argc, char **argv) {
   free(s.threads);
   free(s.dev);
   vx_libstats_free(s.lib);
+  for (size_t i = 0; i < s.natt; i++) {
+    for (size_t k = 0; k < s.att[i].n; k++) free(s.att[i].not_hooked[k]);
+    free(s.att[i].not_hooked);
+    free(s.att[i].file);
+  }
+  free(s.att);
   free(files);
   return rc;
 }
