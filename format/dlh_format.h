@@ -19,7 +19,8 @@
 #include "dlhook.pb-c.h"
 
 #define DLH_MAGIC "DLHTRACE"
-#define DLH_FORMAT_VERSION 1u
+#define DLH_FORMAT_VERSION 2u   /* 2: folded repeats (ApiBatch.count/span), Trailer.calls */
+#define DLH_FORMAT_VERSION_MIN 1u /* the oldest version this reader reads */
 #define DLH_HEADER_SIZE 16
 
 /* ---------------------------------------------------------------- limits
@@ -95,7 +96,16 @@ typedef struct dlh_api_event {
   uint32_t depth;     /* nesting depth, 0 = outermost */
   uint32_t nargs;
   const uint64_t *args;
+  uint64_t count;     /* calls this event stands for (folded repeats); 0 or 1 = one call */
+  uint64_t span_ns;   /* count > 1: first call's start to last call's end (dur_ns is the sum of
+                         the calls' own durations); else 0 (the span is dur_ns) */
 } dlh_api_event;
+
+/* Calls an event stands for, and the time it covers on a timeline. */
+static inline uint64_t dlh_api_calls(const dlh_api_event *ev) { return ev->count > 1 ? ev->count : 1; }
+static inline uint64_t dlh_api_span(const dlh_api_event *ev) {
+  return ev->count > 1 && ev->span_ns ? ev->span_ns : ev->dur_ns;
+}
 
 /* Appends an API event of thread `tid` to that thread's open column batch (delta-encoded).
  * ev->args is copied (nargs values; args may be NULL when nargs is 0).
@@ -143,6 +153,9 @@ uint64_t dlh_writer_bytes(const dlh_writer *w);
 
 /* Events lost to allocation failures in dlh_writer_api / batch encoding so far. */
 uint64_t dlh_writer_lost(const dlh_writer *w);
+
+/* Bytes of memory the writer holds (its buffers, columns and zstd context). */
+uint64_t dlh_writer_mem(const dlh_writer *w);
 
 /* Flushes (best effort) and frees the writer. Accepts NULL. Does not close the fd. */
 void dlh_writer_free(dlh_writer *w);

@@ -136,9 +136,9 @@ dlh_reader *dlh_reader_open(const char *path, char **err) {
     return NULL;
   }
   uint32_t ver = dlh_get_le32(hdr + 8);
-  if (ver != DLH_FORMAT_VERSION) {
-    set_err(err, fmt("unsupported format version %u (this dlhook reads version %u)", ver,
-                     DLH_FORMAT_VERSION));
+  if (ver < DLH_FORMAT_VERSION_MIN || ver > DLH_FORMAT_VERSION) {
+    set_err(err, fmt("unsupported format version %u (this dlhook reads versions %u to %u)", ver,
+                     DLH_FORMAT_VERSION_MIN, DLH_FORMAT_VERSION));
     fclose(f);
     return NULL;
   }
@@ -510,7 +510,8 @@ void dlh_api_iter_init(dlh_api_iter *it, const Dlh__ApiBatch *b) {
   /* every column has one value per event, or none at all (= all zero); fn is required */
   if (b->n_fn != n || (b->n_dur && b->n_dur != n) || (b->n_ret && b->n_ret != n) ||
       (b->n_corr_delta && b->n_corr_delta != n) || (b->n_stack && b->n_stack != n) ||
-      (b->n_nargs && b->n_nargs != n) || (b->n_depth && b->n_depth != n))
+      (b->n_nargs && b->n_nargs != n) || (b->n_depth && b->n_depth != n) ||
+      (b->n_count && b->n_count != n) || (b->n_span && b->n_span != n))
     it->bad = 1;
 }
 
@@ -538,6 +539,9 @@ int dlh_api_iter_next(dlh_api_iter *it, dlh_api_event *ev) {
   ev->depth = b->n_depth ? b->depth[i] : 0;
   ev->nargs = na;
   ev->args = na ? b->args + it->argpos : NULL;
+  ev->count = b->n_count ? b->count[i] : 1;
+  if (ev->count == 0) ev->count = 1;
+  ev->span_ns = ev->count > 1 && b->n_span ? b->span[i] : 0;
   it->argpos += na;
   it->i = i + 1;
   return 1;

@@ -27,23 +27,18 @@ typedef struct dlh_buf {
   size_t len, cap;
 } dlh_buf;
 
-/* One thread's open batch: the columns of ApiBatch, reused after each emit. */
+/* One thread's open batch. The ApiBatch columns are encoded as events arrive, straight into
+ * the bytes of their packed fields (varints, zigzag for the signed ones): emitting the batch is
+ * then a few headers and one copy per column, with no per-event message and no second pass. */
+enum { COL_START, COL_DUR, COL_FN, COL_RET, COL_CORR, COL_STACK, COL_NARGS, COL_ARGS, COL_DEPTH,
+       COL_COUNT, COL_SPAN, NCOLS };
+static const uint8_t col_field[NCOLS] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
 typedef struct dlh_tbatch {
   uint32_t tid;
   size_t n;        /* events in the batch */
-  size_t cap;      /* capacity of the per-event columns */
-  size_t nargs_total, args_cap;
   uint64_t base_start, last_start, last_corr;
-  int any_stack, any_depth;
-  int64_t *start_delta;
-  uint64_t *dur;
-  uint32_t *fn;
-  int64_t *ret;
-  int64_t *corr_delta;
-  uint32_t *stack;
-  uint32_t *nargs;
-  uint32_t *depth;
-  uint64_t *args;
+  int any_stack, any_depth, any_count;
+  dlh_buf col[NCOLS];
 } dlh_tbatch;
 
 /* The open GpuBatch: columns reused after each emit. */
@@ -70,6 +65,7 @@ struct dlh_writer {
   uint32_t *hash;  /* open addressing: index+1 into tb, 0 = empty */
   size_t hcap;     /* power of two */
   size_t pending;  /* number of batches with n > 0 */
+  size_t last_tb;  /* index+1 of the batch of the last event (events come a thread at a time) */
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -179,40 +175,52 @@ static dlh_tbatch *tbatch_get(dlh_writer *w, uint32_t tid) {
   return t;
 }
 
-/* Turns a thread's batch into an ApiBatch packet in the raw buffer and resets it. */
+static size_t varint_len(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) { v >>= 7; n++; }
+  return n;
+}
+
+/* Turns a thread's batch into an ApiBatch packet in the raw buffer and resets it. The packet is
+ * written by hand: Packet.api (field 4) holding tid, base_start_ns and the packed columns (a
+ * column of zeros only, stack or depth, or of ones only, count and span, is left out: the
+ * reader takes an empty column as all default). */
 static int tbatch_emit(dlh_writer *w, dlh_tbatch *t) {
   if (t->n == 0) return 0;
-  Dlh__ApiBatch b = DLH__API_BATCH__INIT;
-  b.has_tid = 1;
-  b.tid = t->tid;
-  b.has_base_start_ns = 1;
-  b.base_start_ns = t->base_start;
-  b.n_start_delta = t->n;
-  b.start_delta = t->start_delta;
-  b.n_dur = t->n;
-  b.dur = t->dur;
-  b.n_fn = t->n;
-  b.fn = t->fn;
-  b.n_ret = t->n;
-  b.ret = t->ret;
-  b.n_corr_delta = t->n;
-  b.corr_delta = t->corr_delta;
-  b.n_stack = t->any_stack ? t->n : 0;
-  b.stack = t->stack;
-  b.n_nargs = t->n;
-  b.nargs = t->nargs;
-  b.n_args = t->nargs_total;
-  b.args = t->args;
-  b.n_depth = t->any_depth ? t->n : 0;
-  b.depth = t->depth;
-  Dlh__Packet p = DLH__PACKET__INIT;
-  p.data_case = DLH__PACKET__DATA_API;
-  p.api = &b;
-  int rc = append_msg(w, &p.base);
-  if (rc < 0) w->lost += t->n;
+  int keep[NCOLS];
+  size_t inner = 1 + varint_len(t->tid) + 1 + varint_len(t->base_start);
+  for (int c = 0; c < NCOLS; c++) {
+    keep[c] = t->col[c].len > 0 && (c != COL_STACK || t->any_stack) &&
+              (c != COL_DEPTH || t->any_depth) && ((c != COL_COUNT && c != COL_SPAN) || t->any_count);
+    if (keep[c]) inner += 1 + varint_len(t->col[c].len) + t->col[c].len;
+  }
+  size_t outer = 1 + varint_len(inner) + inner;
+  int rc = 0;
+  if (buf_reserve(&w->raw, outer + 10) < 0) {
+    rc = -1;
+    w->lost += t->n;
+  } else {
+    uint8_t *p = w->raw.p + w->raw.len;
+    p += put_varint(p, outer);
+    *p++ = (4 << 3) | 2;
+    p += put_varint(p, inner);
+    *p++ = (1 << 3) | 0;
+    p += put_varint(p, t->tid);
+    *p++ = (2 << 3) | 0;
+    p += put_varint(p, t->base_start);
+    for (int c = 0; c < NCOLS; c++) {
+      if (!keep[c]) continue;
+      *p++ = (uint8_t)(col_field[c] << 3 | 2);
+      p += put_varint(p, t->col[c].len);
+      memcpy(p, t->col[c].p, t->col[c].len);
+      p += t->col[c].len;
+    }
+    w->raw.len = (size_t)(p - w->raw.p);
+    w->raw_packets++;
+  }
   t->n = 0;
-  t->nargs_total = 0;
-  t->any_stack = t->any_depth = 0;
+  for (int c = 0; c < NCOLS; c++) t->col[c].len = 0;
+  t->any_stack = t->any_depth = t->any_count = 0;
   w->pending--;
   return rc;
 }
@@ -352,65 +360,61 @@ int dlh_writer_thread_end(dlh_writer *w, uint32_t tid) {
     if (w->tb[w->hash[h] - 1].tid == tid) { t = &w->tb[w->hash[h] - 1]; break; }
   if (!t) return 0;
   int rc = t->n ? tbatch_emit(w, t) : 0;
-  free(t->start_delta); free(t->dur); free(t->fn); free(t->ret);
-  free(t->corr_delta); free(t->stack); free(t->nargs); free(t->depth); free(t->args);
-  t->start_delta = NULL; t->dur = NULL; t->fn = NULL; t->ret = NULL;
-  t->corr_delta = NULL; t->stack = NULL; t->nargs = NULL; t->depth = NULL; t->args = NULL;
-  t->cap = t->args_cap = 0;
+  for (int c = 0; c < NCOLS; c++) {
+    free(t->col[c].p);
+    t->col[c].p = NULL;
+    t->col[c].len = t->col[c].cap = 0;
+  }
   return rc;
 }
 
+static inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+
 int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev) {
   if (!w || !ev) return -1;
-  dlh_tbatch *t = tbatch_get(w, tid);
+  dlh_tbatch *t = w->last_tb && w->tb[w->last_tb - 1].tid == tid ? &w->tb[w->last_tb - 1]
+                                                                  : tbatch_get(w, tid);
   if (!t) { w->lost++; return -1; }
-  size_t n = t->n;
-  if (n + 1 > t->cap) {
-    size_t c = t->cap, need = n + 1;
-    /* all per-event columns share one capacity */
-    size_t nc = c ? c : 256;
-    while (nc < need) nc *= 2;
-#define GROW_COL(col)                                        \
-    do {                                                     \
-      void *q = realloc(t->col, nc * sizeof *t->col);        \
-      if (!q) { w->lost++; return -1; }                      \
-      t->col = q;                                            \
-    } while (0)
-    GROW_COL(start_delta); GROW_COL(dur); GROW_COL(fn); GROW_COL(ret);
-    GROW_COL(corr_delta); GROW_COL(stack); GROW_COL(nargs); GROW_COL(depth);
-#undef GROW_COL
-    t->cap = nc;
-  }
+  w->last_tb = (size_t)(t - w->tb) + 1;
   uint32_t na = ev->args ? ev->nargs : 0;
-  if (na && grow((void **)&t->args, &t->args_cap, t->nargs_total + na, sizeof *t->args) < 0) {
-    w->lost++;
-    return -1;
+  /* room for every column's varints of this event (at most 10 bytes a value) */
+  for (int c = 0; c < NCOLS; c++) {
+    size_t need = c == COL_ARGS ? (size_t)na * 10 : 10;
+    if (t->col[c].cap - t->col[c].len < need && buf_reserve(&t->col[c], need < 4096 ? 4096 : need) < 0) {
+      w->lost++;
+      return -1;
+    }
   }
-  if (n == 0) {
+  if (t->n == 0) {
     t->base_start = t->last_start = ev->start_ns;
     t->last_corr = 0;
     w->pending++;
   }
-  t->start_delta[n] = (int64_t)(ev->start_ns - t->last_start);
+#define PUT(c, v) (t->col[c].len += put_varint(t->col[c].p + t->col[c].len, (v)))
+  PUT(COL_START, zigzag((int64_t)(ev->start_ns - t->last_start)));
   t->last_start = ev->start_ns;
-  t->dur[n] = ev->dur_ns;
-  t->fn[n] = ev->fn;
-  t->ret[n] = ev->ret;
-  if (ev->corr == 0) {
-    t->corr_delta[n] = 0;
-  } else {
-    int64_t d = (int64_t)(ev->corr - t->last_corr);
-    t->corr_delta[n] = d == 0 ? INT64_MIN : d;
+  PUT(COL_DUR, ev->dur_ns);
+  PUT(COL_FN, ev->fn);
+  PUT(COL_RET, zigzag(ev->ret));
+  int64_t d = 0;
+  if (ev->corr) {
+    d = (int64_t)(ev->corr - t->last_corr);
+    if (d == 0) d = INT64_MIN;
     t->last_corr = ev->corr;
   }
-  t->stack[n] = ev->stack;
-  t->depth[n] = ev->depth;
+  PUT(COL_CORR, zigzag(d));
+  PUT(COL_STACK, ev->stack);
+  PUT(COL_NARGS, na);
+  for (uint32_t i = 0; i < na; i++) PUT(COL_ARGS, ev->args[i]);
+  PUT(COL_DEPTH, ev->depth);
+  uint64_t count = ev->count > 1 ? ev->count : 1;
+  PUT(COL_COUNT, count);
+  PUT(COL_SPAN, count > 1 ? ev->span_ns : 0);
+#undef PUT
   t->any_stack |= ev->stack != 0;
   t->any_depth |= ev->depth != 0;
-  t->nargs[n] = na;
-  if (na) memcpy(t->args + t->nargs_total, ev->args, na * sizeof *ev->args);
-  t->nargs_total += na;
-  t->n = n + 1;
+  t->any_count |= count > 1;
+  t->n++;
   if (t->n >= DLH_BATCH_MAX) {
     if (tbatch_emit(w, t) < 0) return -1;
     if (frame_full(w)) return dlh_writer_flush(w);
@@ -476,13 +480,22 @@ uint64_t dlh_writer_bytes(const dlh_writer *w) { return w ? w->bytes : 0; }
 
 uint64_t dlh_writer_lost(const dlh_writer *w) { return w ? w->lost : 0; }
 
+uint64_t dlh_writer_mem(const dlh_writer *w) {
+  if (!w) return 0;
+  uint64_t m = sizeof *w + w->raw.cap + w->out.cap + w->captb * sizeof *w->tb +
+               w->hcap * sizeof *w->hash + ZSTD_sizeof_CCtx(w->cctx);
+  for (size_t i = 0; i < w->ntb; i++)
+    for (int c = 0; c < NCOLS; c++) m += w->tb[i].col[c].cap;
+  const dlh_gbatch *g = &w->gb;
+  m += g->cap * (6 * sizeof(uint32_t) + 3 * sizeof(uint64_t)) + g->vals_cap * sizeof(uint64_t);
+  return m;
+}
+
 void dlh_writer_free(dlh_writer *w) {
   if (!w) return;
   dlh_writer_flush(w);
   for (size_t i = 0; i < w->ntb; i++) {
-    dlh_tbatch *t = &w->tb[i];
-    free(t->start_delta); free(t->dur); free(t->fn); free(t->ret); free(t->corr_delta);
-    free(t->stack); free(t->nargs); free(t->depth); free(t->args);
+    for (int c = 0; c < NCOLS; c++) free(w->tb[i].col[c].p);
   }
   dlh_gbatch *g = &w->gb;
   free(g->kind); free(g->stream); free(g->name); free(g->nvals); free(g->context);

@@ -140,6 +140,10 @@ int main(void) {
     e->ev.nargs = (uint32_t)(r % (MAXARGS + 1));
     for (uint32_t k = 0; k < e->ev.nargs; k++) e->args[k] = ft_rand(&seed) >> (k * 9);
     e->ev.args = e->ev.nargs ? e->args : NULL;
+    if (r % 13 == 5) { /* a folded repeat: count calls, their span */
+      e->ev.count = 2 + (r >> 30) % 100000;
+      e->ev.span_ns = e->ev.dur_ns + (r >> 12) % 1000000;
+    }
     REQUIRE(dlh_writer_api(w, e->tid, &e->ev) == 0);
     if (i % 30000 == 29999) { REQUIRE(dlh_writer_flush(w) == 0); nframes++; }
   }
@@ -187,6 +191,8 @@ int main(void) {
         CHECK(got.stack == x->stack);
         CHECK(got.depth == x->depth);
         CHECK(got.nargs == x->nargs);
+        CHECK(dlh_api_calls(&got) == dlh_api_calls(x));
+        CHECK(dlh_api_span(&got) == dlh_api_span(x));
         if (got.nargs == x->nargs && x->nargs)
           CHECK(memcmp(got.args, x->args, x->nargs * sizeof *x->args) == 0);
         next[t] = j + 1;
