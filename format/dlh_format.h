@@ -154,6 +154,9 @@ uint64_t dlh_writer_bytes(const dlh_writer *w);
 /* Events lost to allocation failures in dlh_writer_api / batch encoding so far. */
 uint64_t dlh_writer_lost(const dlh_writer *w);
 
+/* Bytes of the frame being built (encoded packets and open batches), before compression. */
+uint64_t dlh_writer_pending_bytes(const dlh_writer *w);
+
 /* Bytes of memory the writer holds (its buffers, columns and zstd context). */
 uint64_t dlh_writer_mem(const dlh_writer *w);
 

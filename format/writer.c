@@ -33,11 +33,16 @@ typedef struct dlh_buf {
 enum { COL_START, COL_DUR, COL_FN, COL_RET, COL_CORR, COL_STACK, COL_NARGS, COL_ARGS, COL_DEPTH,
        COL_COUNT, COL_SPAN, NCOLS };
 static const uint8_t col_field[NCOLS] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
+/* Columns that are mostly their default (stack 0, depth 0, no correlation id, count 1, span 0)
+ * are left empty until an event needs them: then the events before get the default. */
+#define LAZY_COLS (1u << COL_CORR | 1u << COL_STACK | 1u << COL_DEPTH | 1u << COL_COUNT | 1u << COL_SPAN)
+#define ROOM_EVENTS 1024u  /* events every active column has room for after a refill */
 typedef struct dlh_tbatch {
   uint32_t tid;
   size_t n;        /* events in the batch */
   uint64_t base_start, last_start, last_corr;
-  int any_stack, any_depth, any_count;
+  unsigned active; /* bit per column holding a value per event */
+  size_t room;     /* events that fit in every active column (without args) */
   dlh_buf col[NCOLS];
 } dlh_tbatch;
 
@@ -190,8 +195,7 @@ static int tbatch_emit(dlh_writer *w, dlh_tbatch *t) {
   int keep[NCOLS];
   size_t inner = 1 + varint_len(t->tid) + 1 + varint_len(t->base_start);
   for (int c = 0; c < NCOLS; c++) {
-    keep[c] = t->col[c].len > 0 && (c != COL_STACK || t->any_stack) &&
-              (c != COL_DEPTH || t->any_depth) && ((c != COL_COUNT && c != COL_SPAN) || t->any_count);
+    keep[c] = t->col[c].len > 0 && (t->active & (1u << c));
     if (keep[c]) inner += 1 + varint_len(t->col[c].len) + t->col[c].len;
   }
   size_t outer = 1 + varint_len(inner) + inner;
@@ -220,7 +224,9 @@ static int tbatch_emit(dlh_writer *w, dlh_tbatch *t) {
   }
   t->n = 0;
   for (int c = 0; c < NCOLS; c++) t->col[c].len = 0;
-  t->any_stack = t->any_depth = t->any_count = 0;
+  t->active = ~LAZY_COLS & ((1u << NCOLS) - 1);
+  t->room = 0;
+  t->last_corr = 0;
   w->pending--;
   return rc;
 }
@@ -365,10 +371,32 @@ int dlh_writer_thread_end(dlh_writer *w, uint32_t tid) {
     t->col[c].p = NULL;
     t->col[c].len = t->col[c].cap = 0;
   }
+  t->room = 0;
+  t->active = 0;
   return rc;
 }
 
 static inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+
+/* Room for ROOM_EVENTS more events in every active column (10 bytes a varint at most). */
+static int tbatch_refill(dlh_tbatch *t) {
+  for (int c = 0; c < NCOLS; c++)
+    if (c != COL_ARGS && (t->active & (1u << c)) &&
+        buf_reserve(&t->col[c], (size_t)ROOM_EVENTS * 10) < 0)
+      return -1;
+  t->room = ROOM_EVENTS;
+  return 0;
+}
+
+/* A lazy column gets its first non-default value: the events before it get the default (one
+ * byte each: 0, or 1 for count). */
+static int tbatch_activate(dlh_tbatch *t, int c) {
+  if (buf_reserve(&t->col[c], t->n + (size_t)t->room * 10) < 0) return -1;
+  memset(t->col[c].p, c == COL_COUNT ? 1 : 0, t->n);
+  t->col[c].len = t->n;
+  t->active |= 1u << c;
+  return 0;
+}
 
 int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev) {
   if (!w || !ev) return -1;
@@ -376,44 +404,49 @@ int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev) {
                                                                   : tbatch_get(w, tid);
   if (!t) { w->lost++; return -1; }
   w->last_tb = (size_t)(t - w->tb) + 1;
+  if (!t->active) t->active = ~LAZY_COLS & ((1u << NCOLS) - 1); /* a new batch */
   uint32_t na = ev->args ? ev->nargs : 0;
-  /* room for every column's varints of this event (at most 10 bytes a value) */
-  for (int c = 0; c < NCOLS; c++) {
-    size_t need = c == COL_ARGS ? (size_t)na * 10 : 10;
-    if (t->col[c].cap - t->col[c].len < need && buf_reserve(&t->col[c], need < 4096 ? 4096 : need) < 0) {
-      w->lost++;
-      return -1;
-    }
+  uint64_t count = ev->count > 1 ? ev->count : 1;
+  int64_t d = 0;
+  if (ev->corr) {
+    d = (int64_t)(ev->corr - t->last_corr);
+    if (d == 0) d = INT64_MIN;
+  }
+  if ((!t->room && tbatch_refill(t) < 0) ||
+      (na && buf_reserve(&t->col[COL_ARGS], (size_t)na * 10) < 0) ||
+      (d && !(t->active & (1u << COL_CORR)) && tbatch_activate(t, COL_CORR) < 0) ||
+      (ev->stack && !(t->active & (1u << COL_STACK)) && tbatch_activate(t, COL_STACK) < 0) ||
+      (ev->depth && !(t->active & (1u << COL_DEPTH)) && tbatch_activate(t, COL_DEPTH) < 0) ||
+      (count > 1 && !(t->active & (1u << COL_COUNT)) &&
+       (tbatch_activate(t, COL_COUNT) < 0 || tbatch_activate(t, COL_SPAN) < 0))) {
+    w->lost++;
+    return -1;
   }
   if (t->n == 0) {
     t->base_start = t->last_start = ev->start_ns;
-    t->last_corr = 0;
     w->pending++;
   }
+  if (ev->corr) t->last_corr = ev->corr;
+  unsigned act = t->active;
 #define PUT(c, v) (t->col[c].len += put_varint(t->col[c].p + t->col[c].len, (v)))
   PUT(COL_START, zigzag((int64_t)(ev->start_ns - t->last_start)));
   t->last_start = ev->start_ns;
   PUT(COL_DUR, ev->dur_ns);
   PUT(COL_FN, ev->fn);
   PUT(COL_RET, zigzag(ev->ret));
-  int64_t d = 0;
-  if (ev->corr) {
-    d = (int64_t)(ev->corr - t->last_corr);
-    if (d == 0) d = INT64_MIN;
-    t->last_corr = ev->corr;
-  }
-  PUT(COL_CORR, zigzag(d));
-  PUT(COL_STACK, ev->stack);
   PUT(COL_NARGS, na);
   for (uint32_t i = 0; i < na; i++) PUT(COL_ARGS, ev->args[i]);
-  PUT(COL_DEPTH, ev->depth);
-  uint64_t count = ev->count > 1 ? ev->count : 1;
-  PUT(COL_COUNT, count);
-  PUT(COL_SPAN, count > 1 ? ev->span_ns : 0);
+  if (act & LAZY_COLS) {
+    if (act & (1u << COL_CORR)) PUT(COL_CORR, zigzag(d));
+    if (act & (1u << COL_STACK)) PUT(COL_STACK, ev->stack);
+    if (act & (1u << COL_DEPTH)) PUT(COL_DEPTH, ev->depth);
+    if (act & (1u << COL_COUNT)) {
+      PUT(COL_COUNT, count);
+      PUT(COL_SPAN, count > 1 ? ev->span_ns : 0);
+    }
+  }
 #undef PUT
-  t->any_stack |= ev->stack != 0;
-  t->any_depth |= ev->depth != 0;
-  t->any_count |= count > 1;
+  t->room--;
   t->n++;
   if (t->n >= DLH_BATCH_MAX) {
     if (tbatch_emit(w, t) < 0) return -1;
@@ -479,6 +512,15 @@ void dlh_writer_set_fd(dlh_writer *w, int fd) {
 uint64_t dlh_writer_bytes(const dlh_writer *w) { return w ? w->bytes : 0; }
 
 uint64_t dlh_writer_lost(const dlh_writer *w) { return w ? w->lost : 0; }
+
+uint64_t dlh_writer_pending_bytes(const dlh_writer *w) {
+  if (!w) return 0;
+  uint64_t b = w->raw.len;
+  for (size_t i = 0; i < w->ntb; i++)
+    if (w->tb[i].n)
+      for (int c = 0; c < NCOLS; c++) b += w->tb[i].col[c].len;
+  return b + w->gb.n * 48 + w->gb.nvals_total * 8;
+}
 
 uint64_t dlh_writer_mem(const dlh_writer *w) {
   if (!w) return 0;

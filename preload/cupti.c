@@ -229,6 +229,18 @@ static int profiler_call(CUpti_CallbackDomain dom, CUpti_CallbackId cbid) {
          : cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop ? -1 : 0;
 }
 
+/* Calls that never cause GPU activity records (they poll): no correlation id is kept for them,
+ * so that a thread polling a stream or event folds its repeats into one record (ring.h). */
+static int polls(CUpti_CallbackDomain dom, CUpti_CallbackId cbid) {
+  if (dom == CUPTI_CB_DOMAIN_RUNTIME_API)
+    return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020 ||
+           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020 ||
+           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_ptsz_v7000;
+  return cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamQuery ||
+         cbid == CUPTI_DRIVER_TRACE_CBID_cuEventQuery ||
+         cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz;
+}
+
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
                                  const void *data) {
   (void)ud;
@@ -252,6 +264,7 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
     if (t->cupti_depth++ > 0) return;   /* a driver call inside a runtime call: the outer one counts */
     if (t->hot.depth > 0) {   /* a wrapper records this call: its GPU work links to the outermost */
       t->cupti_rec = 0;
+      if (polls(dom, cbid)) return;
       if (DLH_UNLIKELY(dlh_capture_filtering)) dlh_capture_keep_corr(cb->correlationId);
       dlh_record_link(t, cb->correlationId);
       return;
@@ -266,7 +279,7 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
     uint64_t a[DLH_MAX_ARGS];
     uint32_t na = call_args(dom, cbid, cb->functionParams, a);
     int64_t ret = cb->functionReturnValue ? (int64_t) * (const int *)cb->functionReturnValue : 0;
-    t->pending_corr = cb->correlationId;
+    t->pending_corr = polls(dom, cbid) ? 0 : cb->correlationId;
     dlh_call_end(&t->cupti_call, fn_id(dom, cbid, cb->functionName), ret, na, a);
   }
   if (profiler < 0) dlh_capture_profiler(0);
@@ -281,9 +294,15 @@ typedef struct done_buf {
 } done_buf;
 static _Atomic(done_buf *) done_list;
 
+static void free_buf(uint8_t *b) {
+  free(b);
+  dlh_mem_add(DLH_MEM_CUPTI, -(int64_t)BUF_SIZE);
+}
+
 static void CUPTIAPI buf_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
   *buffer = aligned_alloc(8, BUF_SIZE);
   *size = *buffer ? BUF_SIZE : 0;
+  if (*buffer) dlh_mem_add(DLH_MEM_CUPTI, BUF_SIZE);
   *max_records = 0;
 }
 
@@ -294,9 +313,9 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buff
   if (cu.ActivityGetNumDroppedRecords && cu.ActivityGetNumDroppedRecords(ctx, stream, &n) == CUPTI_SUCCESS && n)
     atomic_fetch_add(&dropped, n);
   if (!buffer) return;
-  if (valid == 0) { free(buffer); return; }
+  if (valid == 0) { free_buf(buffer); return; }
   done_buf *d = malloc(sizeof *d);
-  if (!d) { free(buffer); return; }
+  if (!d) { free_buf(buffer); return; }
   d->buf = buffer;
   d->valid = valid;
   d->next = atomic_load(&done_list);
@@ -519,7 +538,7 @@ int dlh_cupti_drain(void *writer) {
     CUpti_Activity *r = NULL;
     while (cu.ActivityGetNextRecord(d->buf, d->valid, &r) == CUPTI_SUCCESS) n += convert(writer, r);
     done_buf *next = d->next;
-    free(d->buf);
+    free_buf(d->buf);
     free(d);
     d = next;
   }

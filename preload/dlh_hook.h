@@ -10,7 +10,8 @@
  *     if (rec) { uint64_t a[N] = {...}; dlh_call_end(&c, FN_ID, (int64_t)r, N, a); }
  *     return r;
  * dlh_call_begin takes one timestamp and raises the per-thread nesting depth; dlh_call_end takes
- * the second timestamp and stores one record in the calling thread's ring: no locks, no malloc.
+ * the second timestamp and stores one record in the calling thread's ring (preload/ring.c): no
+ * locks, no malloc; a repeat of the thread's previous call is counted into it instead (folding).
  * Calls made by dlhook itself (writer thread, init) are never recorded.
  */
 #ifndef DLH_HOOK_H
@@ -116,15 +117,12 @@ static inline int dlh_call_begin(dlh_call *c) {
 
 /* Ends a call started by dlh_call_begin: stores one record (drops and counts it if the ring is
  * full). args: nargs values, encoded as the descriptor's argtypes say. */
-void dlh_call_end_slow(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, const uint64_t *args,
-                       uint64_t t1);
+void dlh_call_store(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, const uint64_t *args,
+                    uint64_t t1);
 static inline void dlh_call_end(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs,
                                 const uint64_t *args) {
   uint64_t t1 = dlh_ticks();
-  dlh_call_end_slow(c, fn, ret, nargs, args, t1);
+  dlh_call_store(c, fn, ret, nargs, args, t1);
 }
-
-/* Sets the correlation id that the current thread's next ended call carries (CUPTI, issue 4). */
-void dlh_set_pending_corr(uint64_t corr);
 
 #endif

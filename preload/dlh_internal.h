@@ -9,13 +9,14 @@
 #include "dlh_hook.h"
 #include "dlh_msg.h"
 #include "dlh_unwind.h"
+#include "ring.h"
 
 /* ---- settings (config.c; the table of them: dlh_settings.def) ---- */
 typedef struct dlh_config {
   char output[4096];     /* DLHOOK_OUTPUT, after substitution: the trace file path */
   int enabled;           /* DLHOOK_DISABLE=1 turns everything into pass-through */
   uint64_t ring_bytes;   /* DLHOOK_RING_KB * 1024: ring size per thread */
-  uint64_t mem_limit;    /* DLHOOK_MEM_MB: total ring memory before rings shrink */
+  uint64_t mem_limit;    /* DLHOOK_MEM_MB: memory budget of everything dlhook holds (mem.c) */
   unsigned flush_ms;     /* DLHOOK_FLUSH_MS: a frame is written at least this often */
   unsigned exit_ms;      /* DLHOOK_EXIT_MS: symbolization allowed at exit, after the last drain */
   int symbolize;         /* DLHOOK_SYMBOLIZE=0: no names while recording (`dlhook symbolize`) */
@@ -43,19 +44,9 @@ void dlh_config_load(void);
 void dlh_config_after_fork(void);   /* forked child: same settings, its own trace name */
 /* dlh_warn, dlh_info: common/dlh_msg.h */
 
-/* ---- ring records (words of 8 bytes) ----
- * word 0: fn (bits 0-31) | nargs (32-39) | depth (40-47) | kind (48-51) | flags (52-55) |
- *         nwords (56-63)
- * word 1: start ticks   word 2: duration in ticks   word 3: ret (low 32, sign-extended) |
- *         stack id (high 32)   [word 4: correlation id, when flags has DLH_REC_F_CORR]
- * then nargs argument words. */
-#define DLH_REC_HDR_WORDS 4
-/* A LINK record (2 words: header, correlation id) says that the GPU work of that CUPTI
- * correlation id belongs to the next outermost (depth 0) call this thread records: a kernel
- * launched by cublasLtMatmul inside cublasSgemm links to the cublasSgemm call. */
-enum { DLH_REC_PAD = 0, DLH_REC_API = 1, DLH_REC_LINK = 2, DLH_REC_NVTX = 3 };
+/* ---- rings and records: ring.h ---- */
 #define DLH_MAX_LINKS 64
-#define DLH_REC_F_CORR 1u
+extern int dlh_fold_enabled;           /* DLHOOK_FOLD: repeats folded into FOLD records */
 
 struct dlh_thread {
   struct dlh_thread_hot hot;           /* depth, blocked: must stay first */
@@ -63,7 +54,10 @@ struct dlh_thread {
   uint64_t cap;
   uint64_t head_local;                 /* producer's view of head */
   uint64_t tail_cache;                 /* producer's last view of tail */
-  uint64_t pending_corr;
+  uint64_t pending_corr;               /* CUPTI: the correlation id of the call being stored */
+  const uint64_t *last_api;            /* the last API record stored (ring.c: folding) */
+  uint64_t *fold_rec;                  /* the FOLD record after it, or NULL */
+  uint64_t fold_head;                  /* head_local just after them: nothing stored since */
   volatile uint32_t storing;           /* inside reserve..publish (a signal handler may interrupt) */
   uint32_t tid;
   char name[16];
@@ -77,6 +71,10 @@ struct dlh_thread {
   dlh_stack_cache stack_cache;         /* unwind/: this thread's recent stacks; kept when the
                                           struct is reused (emptied at attach) */
   int announced;                       /* writer: ThreadInfo written */
+  int has_last;                        /* writer: the last API record taken (FOLD repeats it) */
+  uint32_t last_fn, last_nargs, last_depth, last_stack;
+  int64_t last_ret;
+  uint64_t last_args[DLH_MAX_ARGS];
   uint32_t nlinks;                     /* writer: LINK records waiting for their outer call */
   uint64_t links[DLH_MAX_LINKS];
   uint32_t nvtx_depth;                 /* writer: open NVTX push ranges of this thread */
@@ -93,10 +91,26 @@ enum { DLH_T_ACTIVE = 1, DLH_T_EXITED = 2, DLH_T_RETIRED = 3,
 
 extern _Atomic(struct dlh_thread *) dlh_threads;
 
+/* ---- memory budget (mem.c) ----
+ * Everything dlhook allocates in the process, by part; DLHOOK_MEM_MB bounds the total (rings
+ * shrink, the writer's frames shorten). Parts counted where they are allocated (rings, thread
+ * structs, CUPTI buffers) or measured by the writer thread (its own buffers, the stack and
+ * symbol tables of unwind/). */
+enum { DLH_MEM_RINGS, DLH_MEM_THREADS, DLH_MEM_WRITER, DLH_MEM_STACKS, DLH_MEM_SYMBOLS,
+       DLH_MEM_CUPTI, DLH_MEM_NPARTS };
+void dlh_mem_add(int part, int64_t bytes);     /* async-signal-safe */
+void dlh_mem_set(int part, uint64_t bytes);    /* a part measured (writer thread) */
+uint64_t dlh_mem_total(void);
+int dlh_mem_fits(uint64_t bytes);              /* total + bytes within the budget */
+void dlh_mem_after_fork_child(void);
+struct Dlh__Trailer;
+void dlh_mem_report(struct Dlh__Trailer *tr);  /* writer: budget, peak and parts (static storage) */
+
 /* ---- clock (runtime.c) ---- */
 uint64_t dlh_mono_ns(void);
 uint64_t dlh_real_ns(void);
 uint64_t dlh_tick_ns(uint64_t ticks);             /* writer: ticks -> trace clock */
+uint64_t dlh_tick_dur_ns(uint64_t t0, uint64_t ticks); /* writer: a duration from tick t0 */
 
 /* ---- writer thread (writer.c) ---- */
 int dlh_writer_start(int fd);
@@ -107,11 +121,9 @@ int dlh_writer_flush_wait(unsigned timeout_ms);    /* async-signal-safe: flush a
 void dlh_writer_after_fork_child(void);
 int dlh_writer_is_self(void);                      /* async-signal-safe: caller is the writer */
 const dlh_fn_desc *dlh_fn_lookup(uint32_t id, int *domain);
-void dlh_ring_release(struct dlh_thread *t);       /* writer: give an exited thread's ring back */
 
-uint64_t *dlh_ring_reserve(struct dlh_thread *t, uint64_t n); /* NULL = full (counted) */
-void dlh_ring_publish(struct dlh_thread *t, uint64_t n);
-void dlh_record_link(struct dlh_thread *t, uint64_t corr);
+void dlh_record_link(struct dlh_thread *t, uint64_t corr);  /* ring.c */
+void dlh_ring_after_fork_child(void);
 uint32_t dlh_intern(void *writer, const char *s);  /* writer: StringDef id of s (0 = none) */
 void dlh_writer_note_fn(uint32_t fn);              /* writer: FunctionDesc before first use */
 

@@ -60,7 +60,7 @@ static void store(int op, uint64_t aux, uint32_t color, uint32_t cat, const char
   uint64_t n = 4 + words;
   uint64_t *w = dlh_ring_reserve(t, n);
   if (!w) return;
-  w[0] = (uint64_t)op | (uint64_t)DLH_REC_NVTX << 48 | n << 56;
+  w[0] = dlh_rec_header((uint32_t)op, 0, 0, DLH_REC_NVTX, 0, n);
   w[1] = ticks;
   w[2] = aux;
   w[3] = (uint64_t)color | (uint64_t)cat << 32;

@@ -1,9 +1,7 @@
 /* runtime.c — the life of libdlhook.so inside the profiled process: constructor, per-thread
- * rings, the record store of the hot path, symbol resolution, exit and fork.
+ * state, symbol resolution, exit and fork.
  *
- * Hot path (dlh_call_end_slow): a few word stores into the calling thread's own ring and one
- * release store of its head. No locks, no malloc, no system call. A full ring drops the record
- * and counts it. */
+ * The hot path (storing a call) is ring.c. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -26,10 +24,6 @@ _Atomic(struct dlh_thread *) dlh_threads;
 static pthread_key_t thread_key;
 static int initialised;
 pid_t dlh_pid;                                    /* the traced process (set again after fork) */
-static _Atomic uint64_t ring_mem;                 /* bytes of ring memory mapped */
-static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
-struct free_ring { uint64_t *buf; uint64_t cap; struct free_ring *next; };
-static struct free_ring *free_rings;              /* recycled rings (ring_lock) */
 
 uint64_t dlh_mono_ns(void) {
   struct timespec ts;
@@ -42,47 +36,6 @@ uint64_t dlh_real_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 uint64_t dlh_ticks_slow(void) { return dlh_mono_ns(); }
-
-/* ---------------------------------------------------------------- rings */
-
-static uint64_t *ring_alloc(uint64_t *cap_words) {
-  pthread_mutex_lock(&ring_lock);
-  struct free_ring *f = free_rings;
-  if (f) free_rings = f->next;
-  pthread_mutex_unlock(&ring_lock);
-  if (f) {
-    uint64_t *b = f->buf;
-    *cap_words = f->cap;
-    free(f);
-    return b;
-  }
-  uint64_t bytes = dlh_cfg.ring_bytes;
-  /* Past the memory budget, new threads get small rings: memory stays bounded. */
-  if (atomic_load(&ring_mem) + bytes > dlh_cfg.mem_limit) bytes = 64 * 1024;
-  uint64_t words = 1;
-  while (words * 8 < bytes) words <<= 1;
-  void *p = mmap(NULL, words * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-  if (p == MAP_FAILED) return NULL;
-  atomic_fetch_add(&ring_mem, words * 8);
-  *cap_words = words;
-  return p;
-}
-
-/* Called by the writer once an exited thread's ring is drained. */
-void dlh_ring_release(struct dlh_thread *t) {
-  struct free_ring *f = malloc(sizeof *f);
-  if (f) {
-    f->buf = t->buf;
-    f->cap = t->cap;
-    pthread_mutex_lock(&ring_lock);
-    f->next = free_rings;
-    free_rings = f;
-    pthread_mutex_unlock(&ring_lock);
-  }
-  t->buf = NULL;
-  atomic_store(&t->state, DLH_T_RETIRED);
-}
 
 /* What a dying thread points at once its own struct may be reused: always blocked (the large
  * count survives racy ++/-- of dlh_resolve from several dying threads). */
@@ -126,13 +79,14 @@ dlh_thread *dlh_thread_attach(void) {
     void *m = mmap(NULL, (sizeof *t + 4095) & ~(size_t)4095, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) return NULL;
+    dlh_mem_add(DLH_MEM_THREADS, (int64_t)((sizeof *t + 4095) & ~(size_t)4095));
     t = m;
   }
   t->hot.blocked = 1;              /* no recording of what we call while attaching */
   dlh_self = t;
   if (dlh_cfg.signals) t->altstack = dlh_altstack_setup(&t->altstack_size);
   dlh_stack_cache_reset(&t->stack_cache); /* a reused dlh_thread: its stacks were another thread's */
-  t->buf = ring_alloc(&t->cap);
+  t->buf = dlh_ring_alloc(&t->cap);
   if (!t->buf) {                   /* stays blocked: this thread passes through */
     return NULL;
   }
@@ -148,86 +102,6 @@ dlh_thread *dlh_thread_attach(void) {
   t->hot.blocked = 0;
   dlh_cupti_lazy_init();
   return t;
-}
-
-/* Reserves n contiguous words in the thread's ring (padding at the wrap). Returns NULL and
- * counts a drop when the ring is full. The caller fills the words, then publishes. */
-uint64_t *dlh_ring_reserve(struct dlh_thread *t, uint64_t n) {
-  if (DLH_UNLIKELY(t->storing)) {
-    /* A signal handler's call interrupted this thread's own store: the words between reserve
-     * and publish are not ours to take. Dropped and counted. */
-    atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
-    return NULL;
-  }
-  t->storing = 1;
-  atomic_signal_fence(memory_order_seq_cst);
-  uint64_t cap = t->cap, h = t->head_local;
-  uint64_t pos = h & (cap - 1);
-  uint64_t need = n + (pos + n > cap ? cap - pos : 0);
-  if (DLH_UNLIKELY(h + need - t->tail_cache > cap / 2)) {
-    /* Half full as far as we know: look at the real tail, wake the writer once if needed. */
-    t->tail_cache = atomic_load_explicit(&t->tail, memory_order_acquire);
-    if (h + need - t->tail_cache > cap / 2 && !atomic_load_explicit(&t->wake_sent, memory_order_relaxed)) {
-      atomic_store_explicit(&t->wake_sent, 1, memory_order_relaxed);
-      dlh_writer_wake();
-    }
-    if (h + need - t->tail_cache > cap) {
-      atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
-      atomic_signal_fence(memory_order_seq_cst);
-      t->storing = 0;
-      return NULL;
-    }
-  }
-  if (DLH_UNLIKELY(pos + n > cap)) { /* wrap: pad to the end of the ring */
-    t->buf[pos] = (uint64_t)DLH_REC_PAD << 48;
-    t->head_local = h + cap - pos;
-    pos = 0;
-  }
-  return t->buf + pos;
-}
-
-void dlh_ring_publish(struct dlh_thread *t, uint64_t n) {
-  t->head_local += n;
-  atomic_store_explicit(&t->head, t->head_local, memory_order_release);
-  atomic_signal_fence(memory_order_seq_cst);
-  t->storing = 0;
-}
-
-void dlh_call_end_slow(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, const uint64_t *args,
-                       uint64_t t1) {
-  struct dlh_thread *t = c->t;
-  t->hot.depth = c->depth;
-  if (DLH_UNLIKELY(nargs > DLH_MAX_ARGS)) nargs = DLH_MAX_ARGS;
-  uint64_t corr = t->pending_corr;
-  uint64_t n = DLH_REC_HDR_WORDS + (corr != 0) + nargs;
-  uint64_t *w = dlh_ring_reserve(t, n);
-  if (!w) return;
-  /* The call stack, interned (unwind/capture.c): lock-free, no malloc. */
-  uint32_t stack = dlh_stack_mode ? dlh_stack_capture(&t->stack_cache) : 0;
-  w[0] = (uint64_t)fn | (uint64_t)nargs << 32 | (uint64_t)(c->depth & 0xff) << 40 |
-         (uint64_t)DLH_REC_API << 48 | (uint64_t)(corr ? DLH_REC_F_CORR : 0) << 52 | n << 56;
-  w[1] = c->t0;
-  w[2] = t1 - c->t0;
-  w[3] = (uint32_t)ret | (uint64_t)stack << 32; /* stack id (high half): 0 = none */
-  w += DLH_REC_HDR_WORDS;
-  if (corr) {
-    *w++ = corr;
-    t->pending_corr = 0;
-  }
-  for (uint32_t i = 0; i < nargs; i++) w[i] = args[i];
-  dlh_ring_publish(t, n);
-}
-
-void dlh_record_link(struct dlh_thread *t, uint64_t corr) {
-  uint64_t *w = dlh_ring_reserve(t, 2);
-  if (!w) return;
-  w[0] = (uint64_t)DLH_REC_LINK << 48 | 2ull << 56;
-  w[1] = corr;
-  dlh_ring_publish(t, 2);
-}
-
-void dlh_set_pending_corr(uint64_t corr) {
-  if (dlh_self) dlh_self->pending_corr = corr;
 }
 
 /* ---------------------------------------------------------------- resolution */
@@ -323,17 +197,14 @@ DLH_EXPORT void quick_exit(int status) {
   __builtin_unreachable();
 }
 
-static void fork_prepare(void) { pthread_mutex_lock(&ring_lock); }
-static void fork_parent(void) { pthread_mutex_unlock(&ring_lock); }
 static void fork_child(void) {
-  pthread_mutex_init(&ring_lock, NULL);
+  dlh_ring_after_fork_child();
   dlh_pid = getpid();
   if (!initialised) return;
   /* The child starts a trace of its own: the parent's rings and writer are left alone. */
   dlh_recording = 0;
   atomic_store(&dlh_threads, NULL);
-  free_rings = NULL;
-  atomic_store(&ring_mem, 0);
+  dlh_mem_after_fork_child();
   dlh_self = NULL;
   dlh_cupti_after_fork_child();
   dlh_writer_after_fork_child();
@@ -364,7 +235,7 @@ __attribute__((constructor)) static void dlh_init(void) {
     dlh_warn("cannot create a thread key; tracing disabled");
     return;
   }
-  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  pthread_atfork(NULL, NULL, fork_child);
   dlh_stacks_init(dlh_stacks_settings());
   dlh_fds_init(); /* after libunwind is loaded */
   dlh_capture_init();
@@ -389,7 +260,7 @@ int dlh_runtime_late_init(void) {
   if (getauxval(AT_SECURE) || setuid_program()) return -1;
   dlh_pid = getpid();
   if (pthread_key_create(&thread_key, thread_exit) != 0) return -1;
-  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  pthread_atfork(NULL, NULL, fork_child);
   dlh_stacks_init(dlh_stacks_settings());
   dlh_fds_init();
   dlh_capture_init();

@@ -109,6 +109,17 @@ uint64_t dlh_tick_ns(uint64_t tk) {
 #endif
 }
 
+/* A duration of `ticks` starting at tick t0, in ns: at the rate of the segment of the last
+ * conversion when t0 was converted just before (the common case), else by two conversions. */
+uint64_t dlh_tick_dur_ns(uint64_t t0, uint64_t ticks) {
+#if defined(__x86_64__)
+  if (seg.gen == nanch && t0 - seg.lo < seg.hi - seg.lo && t0 + ticks - seg.lo < seg.hi - seg.lo)
+    return (uint64_t)((double)ticks * seg.rate);
+#endif
+  uint64_t a = dlh_tick_ns(t0), b = dlh_tick_ns(t0 + ticks);
+  return b > a ? b - a : 0;
+}
+
 /* ---------------------------------------------------------------- writer state */
 
 static dlh_writer *W;
@@ -123,6 +134,7 @@ static _Atomic uint64_t flush_req, flush_done;
 static int stop_reason, stop_signal;
 static pid_t writer_pid;             /* the process this writer belongs to */
 static uint64_t records, dropped_total;
+static uint64_t calls, folded;       /* calls recorded (folded repeats included), repeats folded */
 static uint8_t *fn_seen;             /* bitmap over fn ids: FunctionDesc written */
 static int write_failed;
 
@@ -229,6 +241,14 @@ static void write_thread(struct dlh_thread *t) {
   t->announced = 1;
 }
 
+/* The parts of the memory budget that the writer thread measures: its own buffers, the stack
+ * tables and the symbol indexes. */
+static void measure_memory(void) {
+  dlh_mem_set(DLH_MEM_WRITER, dlh_writer_mem(W) + (16u << 16) / 8 /* fn_seen */);
+  dlh_mem_set(DLH_MEM_STACKS, dlh_stacks_table_bytes());
+  dlh_mem_set(DLH_MEM_SYMBOLS, dlh_stacks_index_bytes());
+}
+
 static void write_counters(int final) {
   uint64_t drop = 0;
   uint32_t nthreads = 0;
@@ -245,6 +265,9 @@ static void write_counters(int final) {
     c.records = records;
     c.dropped = drop;
     c.threads = nthreads;
+    c.has_calls = c.has_mem_bytes = 1;
+    c.calls = calls;
+    c.mem_bytes = dlh_mem_total();
     p.data_case = DLH__PACKET__DATA_COUNTERS;
     p.counters = &c;
     put(&p);
@@ -264,6 +287,11 @@ static void write_counters(int final) {
     tr.pcs_no_symbol = nosym;
     tr.stacks_lost = dlh_stacks_lost();
     tr.symbol_index_bytes = dlh_stacks_index_bytes();
+    tr.has_calls = tr.has_folded = 1;
+    tr.calls = calls;
+    tr.folded = folded;
+    measure_memory();
+    dlh_mem_report(&tr);
     p.data_case = DLH__PACKET__DATA_TRAILER;
     p.trailer = &tr;
     put(&p);
@@ -271,6 +299,7 @@ static void write_counters(int final) {
 }
 
 static void frame_count(uint64_t n); /* frames: below */
+
 
 /* Writes the FunctionDesc of fn the first time it is used. */
 void dlh_writer_note_fn(uint32_t fn) {
@@ -281,6 +310,25 @@ void dlh_writer_note_fn(uint32_t fn) {
   }
 }
 
+/* The API event of a FOLD record: `count` repeats of the thread's last API record. */
+static void fold_event(struct dlh_thread *t, uint64_t *w, dlh_api_event *ev) {
+  uint64_t last_end, dur_sum;
+  uint64_t count = dlh_fold_take(w, &last_end, &dur_sum);
+  memset(ev, 0, sizeof *ev);
+  ev->fn = t->last_fn;
+  ev->nargs = t->last_nargs;
+  ev->args = t->last_args;
+  ev->ret = t->last_ret;
+  ev->stack = t->last_stack;
+  ev->depth = t->last_depth;
+  ev->start_ns = dlh_tick_ns(w[1]);
+  uint64_t end = dlh_tick_ns(last_end);
+  ev->span_ns = end > ev->start_ns ? end - ev->start_ns : 0;
+  ev->dur_ns = dlh_tick_dur_ns(w[1], dur_sum);
+  if (ev->dur_ns > ev->span_ns) ev->dur_ns = ev->span_ns;
+  ev->count = count;
+}
+
 /* Drains one ring. Returns the number of records taken. */
 static uint64_t drain(struct dlh_thread *t) {
   if (!t->buf) return 0;
@@ -289,8 +337,9 @@ static uint64_t drain(struct dlh_thread *t) {
   if (tail != head && !t->announced) write_thread(t);
   while (tail < head) {
     uint64_t pos = tail & (cap - 1), *w = t->buf + pos;
-    uint64_t kind = (w[0] >> 48) & 0xf, nw = w[0] >> 56;
-    if (kind == DLH_REC_LINK && nw == 2) {
+    uint64_t h = w[0], nw = dlh_rec_nwords(h);
+    unsigned kind = dlh_rec_kind(h);
+    if (kind == DLH_REC_LINK && nw == DLH_REC_LINK_WORDS) {
       if (t->nlinks < DLH_MAX_LINKS) t->links[t->nlinks++] = w[1];
       tail += nw;
       continue;
@@ -300,21 +349,33 @@ static uint64_t drain(struct dlh_thread *t) {
       tail += nw;
       continue;
     }
-    if (kind != DLH_REC_API || nw < DLH_REC_HDR_WORDS) { tail += cap - pos; continue; }
-    uint32_t fn = (uint32_t)w[0];
-    dlh_writer_note_fn(fn);
     dlh_api_event ev;
-    unsigned flags = (unsigned)(w[0] >> 52) & 0xf;
+    if (kind == DLH_REC_FOLD && nw == DLH_REC_FOLD_WORDS) {
+      tail += nw;
+      if (!t->has_last) continue; /* its call was in an earlier trace (dlhook attach) */
+      fold_event(t, w, &ev);
+      calls += ev.count;
+      folded += ev.count;
+      dlh_writer_api(W, t->tid, &ev);
+      n++;
+      frame_count(1);
+      continue;
+    }
+    if (kind != DLH_REC_API || nw < DLH_REC_HDR_WORDS) { tail += cap - pos; continue; }
+    uint32_t fn = dlh_rec_fn(h);
+    dlh_writer_note_fn(fn);
+    unsigned flags = dlh_rec_flags(h);
+    memset(&ev, 0, sizeof ev);
     ev.start_ns = dlh_tick_ns(w[1]);
-    uint64_t end = dlh_tick_ns(w[1] + w[2]);
-    ev.dur_ns = end > ev.start_ns ? end - ev.start_ns : 0;
+    ev.dur_ns = dlh_tick_dur_ns(w[1], w[2]);
     ev.fn = fn;
-    ev.ret = (int64_t)(int32_t)(uint32_t)w[3];
-    ev.stack = (uint32_t)(w[3] >> 32);
+    ev.ret = dlh_rec_ret(w[3]);
+    ev.stack = dlh_rec_stack(w[3]);
     if (ev.stack) dlh_stacks_define(W, ev.stack); /* StackDef & co. before the batch using it */
     ev.corr = (flags & DLH_REC_F_CORR) ? w[DLH_REC_HDR_WORDS] : 0;
-    ev.depth = (uint32_t)(w[0] >> 40) & 0xff;
-    ev.nargs = (uint32_t)(w[0] >> 32) & 0xff;
+    ev.depth = dlh_rec_depth(h);
+    ev.nargs = dlh_rec_nargs(h);
+    if (ev.nargs > DLH_MAX_ARGS) ev.nargs = DLH_MAX_ARGS;
     ev.args = w + DLH_REC_HDR_WORDS + ((flags & DLH_REC_F_CORR) ? 1 : 0);
     if (ev.depth == 0 && t->nlinks) { /* the outermost call owns the GPU work launched inside */
       if (!ev.corr) ev.corr = t->links[0];
@@ -322,9 +383,18 @@ static uint64_t drain(struct dlh_thread *t) {
       t->nlinks = 0;
     }
     if (dlh_capture_filtering && ev.corr) dlh_capture_keep_corr(ev.corr);
+    /* what a FOLD record that follows repeats */
+    t->has_last = 1;
+    t->last_fn = fn;
+    t->last_nargs = ev.nargs;
+    t->last_depth = ev.depth;
+    t->last_stack = ev.stack;
+    t->last_ret = ev.ret;
+    for (uint32_t i = 0; i < ev.nargs; i++) t->last_args[i] = ev.args[i];
     dlh_writer_api(W, t->tid, &ev);
     tail += nw;
     n++;
+    calls++;
     frame_count(1);
   }
   if (tail > head) tail = head; /* a damaged record never moves the tail past the head */
@@ -346,6 +416,7 @@ static uint64_t drain_all(void) {
     }
   }
   records += n;
+  measure_memory();
   dlh_capture_emit(W); /* capture window marks */
   uint64_t g = (uint64_t)dlh_cupti_drain(W);
   frame_count(g);
@@ -440,10 +511,19 @@ static void flush_frame(void) {
   frame_events = 0;
 }
 
-/* Counts n events into the current frame; writes it out when it is full. */
+/* Counts n events into the current frame; writes it out when it is full, or when its bytes
+ * (which the writer holds three times: packets, batch columns, compressed output) reach a
+ * sixteenth of the memory budget (DLHOOK_MEM_MB), at least 1 MiB. */
 static void frame_count(uint64_t n) {
+  uint64_t before = frame_events;
   frame_events += n;
-  if (frame_events >= frame_limit) flush_frame();
+  if (frame_events >= frame_limit) {
+    flush_frame();
+  } else if ((before >> 10) != (frame_events >> 10)) {
+    uint64_t cap = dlh_cfg.mem_limit / 16;
+    if (cap < (1u << 20)) cap = 1u << 20;
+    if (dlh_writer_pending_bytes(W) > cap) flush_frame();
+  }
 }
 
 static void finish(void) {
@@ -463,11 +543,11 @@ static void finish(void) {
   if (!write_failed && !dlh_cfg.quiet) {
     if (left)
       dlh_info("wrote %s (%llu calls, %llu dropped; %zu stack addresses left unsymbolized: "
-               "`dlhook symbolize` resolves them)", dlh_cfg.output, (unsigned long long)records,
+               "`dlhook symbolize` resolves them)", dlh_cfg.output, (unsigned long long)calls,
                (unsigned long long)dropped_total, left);
     else
       dlh_info("wrote %s (%llu calls, %llu dropped)", dlh_cfg.output,
-               (unsigned long long)records, (unsigned long long)dropped_total);
+               (unsigned long long)calls, (unsigned long long)dropped_total);
   }
   if (out_fd >= 0 && same_file(out_fd)) close(out_fd);
   out_fd = -1;
@@ -680,7 +760,7 @@ void dlh_writer_after_fork_child(void) {
   out_fd = -1;
   frame_events = 0;
   frame_start_bytes = 0;
-  records = dropped_total = 0;
+  records = dropped_total = calls = folded = 0;
   write_failed = 0;
   if (fn_seen) memset(fn_seen, 0, (16u << 16) / 8);
   atomic_store(&flush_req, 0);
@@ -701,12 +781,13 @@ void dlh_writer_reset_for_attach(void) {
   frame_events = 0;
   frame_start_bytes = 0;
   frame_limit = 4096;
-  records = dropped_total = 0;
+  records = dropped_total = calls = folded = 0;
   write_failed = 0;
   stop_reason = stop_signal = 0;
   if (fn_seen) memset(fn_seen, 0, (16u << 16) / 8);
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
     t->announced = 0;
+    t->has_last = 0;
     t->nlinks = 0;
     t->nvtx_depth = 0;
     atomic_store(&t->dropped, 0);

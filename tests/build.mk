@@ -2,7 +2,7 @@
 # against the real ones with no GPU, or on the simulator through tests/simcuda/run).
 TEST_PROGS := $(BUILD)/tests/progs/cudart_calls $(BUILD)/tests/progs/threads \
               $(BUILD)/tests/progs/signals $(BUILD)/tests/progs/nvcc_shared \
-              $(BUILD)/tests/progs/forker $(BUILD)/tests/progs/execer
+              $(BUILD)/tests/progs/forker $(BUILD)/tests/progs/execer $(BUILD)/tests/progs/poller
 
 $(BUILD)/tests/progs/%: tests/progs/%.c | $(CUDA_STAMP)
 	@mkdir -p $(dir $@)

@@ -57,6 +57,7 @@ static char *arena;
 static size_t arena_size;
 static _Atomic size_t arena_used;
 #define ARENA_BYTES (128ull << 20)       /* address space reserved; pages are touched on use */
+static _Atomic size_t cache_bytes;       /* per-thread caches mapped */
 
 /* ---------------------------------------------------------------- fork safety */
 
@@ -106,6 +107,16 @@ static void *map(size_t bytes) {
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);
   return p == MAP_FAILED ? NULL : p;
+}
+
+/* The intern tables (their slots become resident as they are used: counted whole), the arena's
+ * used part and the per-thread caches. */
+size_t dlh_stacks_table_bytes(void) {
+  if (!stack_tab) return 0;
+  return (sizeof(slot) << STACK_BITS) + (sizeof(slot) << PYF_BITS) +
+         (sizeof(void *) << STACK_BITS) + (sizeof(void *) << PYF_BITS) +
+         atomic_load_explicit(&arena_used, memory_order_relaxed) +
+         atomic_load_explicit(&cache_bytes, memory_order_relaxed);
 }
 
 const char *dlh_stacks_mode_name(void) {
@@ -393,6 +404,7 @@ static __attribute__((noinline)) uint32_t capture_miss(dlh_stack_cache *cache, u
   if (!cache->entries) {
     cache->entries = map(SC_WAYS * sizeof(sc_entry));
     if (!cache->entries) return id;
+    atomic_fetch_add_explicit(&cache_bytes, SC_WAYS * sizeof(sc_entry), memory_order_relaxed);
   }
   sc_entry *e = &((sc_entry *)cache->entries)[cache->next++ % SC_WAYS];
   /* check frames 2 .. the last one kept: from the return address of dlh_stack_capture (frame 1;

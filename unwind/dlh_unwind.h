@@ -89,6 +89,8 @@ void dlh_stacks_symbol_counts(uint64_t *resolved, uint64_t *unresolved, uint64_t
 
 /* Bytes held by the modules' symbol indexes (not counting the mapped files). */
 size_t dlh_stacks_index_bytes(void);
+/* Bytes of the stack and Python-frame intern tables, their arena and the per-thread caches. */
+size_t dlh_stacks_table_bytes(void);
 
 /* Counters for the trailer/diagnostics: stacks interned, stacks lost (table or arena full). */
 uint64_t dlh_stacks_count(void);

@@ -67,9 +67,8 @@ dlh_thread *dlh_thread_attach(void) {
 }
 
 uint64_t dlh_ticks_slow(void) { return 0; }
-void dlh_set_pending_corr(uint64_t corr) { (void)corr; }
 
-void dlh_call_end_slow(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, const uint64_t *args,
+void dlh_call_store(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, const uint64_t *args,
                        uint64_t t1) {
   (void)t1;
   const dlh_fn_desc *t = NULL;

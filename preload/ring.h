@@ -1,0 +1,84 @@
+/* ring.h — the per-thread ring and the layout of its records: the one place where records are
+ * packed (by the recording thread) and unpacked (by the writer thread).
+ *
+ * A ring is `cap` words of 8 bytes (cap a power of two), written only by its thread (head) and
+ * read only by the writer (tail). A record is a header word and its payload, contiguous (a
+ * record that would cross the end is preceded by a PAD header that sends the reader to word 0).
+ *
+ * Header word: fn (bits 0-31) | nargs (32-39) | depth (40-47) | kind (48-51) | flags (52-55) |
+ *              nwords (56-63)
+ *   API   word 1: start ticks   word 2: duration in ticks   word 3: ret (low 32 bits,
+ *         sign-extended on reading) | stack id (high 32)   [word 4: correlation id, when
+ *         flags has DLH_REC_F_CORR]   then nargs argument words.
+ *   LINK  word 1: a CUPTI correlation id whose GPU work belongs to the next outermost (depth 0)
+ *         call this thread records (a kernel launched by cublasLtMatmul inside cublasSgemm
+ *         links to the cublasSgemm call).
+ *   NVTX  see nvtx.c.
+ *   FOLD  repeats of the thread's previous API record (same function, args, return value,
+ *         stack and depth; neither carries a correlation id): word 1: first repeat's start
+ *         ticks; word 2: repeats (count) | DLH_FOLD_SEALED; words 3-4 and 5-6: two slots of
+ *         (last repeat's end ticks, sum of the repeats' durations), the one of count's parity
+ *         being current.
+ *
+ * Folding in place: the recording thread adds a repeat to the FOLD record it wrote last by
+ * filling the other slot and then moving count to count + 1 with a compare-and-swap; the writer
+ * takes the record by setting DLH_FOLD_SEALED (atomic or) and reads the slot of the count it got.
+ * A repeat that finds the record sealed writes a new FOLD record. So neither side waits, no
+ * repeat is lost or counted twice, and a polling thread costs one small record per writer pass
+ * instead of a record per call. */
+#ifndef DLH_RING_H
+#define DLH_RING_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+enum { DLH_REC_PAD = 0, DLH_REC_API = 1, DLH_REC_LINK = 2, DLH_REC_NVTX = 3, DLH_REC_FOLD = 4 };
+#define DLH_REC_F_CORR 1u
+#define DLH_REC_HDR_WORDS 4
+#define DLH_REC_LINK_WORDS 2
+#define DLH_REC_FOLD_WORDS 7
+#define DLH_FOLD_SEALED (1ull << 63)
+
+static inline uint64_t dlh_rec_header(uint32_t fn, uint32_t nargs, uint32_t depth, unsigned kind,
+                                      unsigned flags, uint64_t nwords) {
+  return (uint64_t)fn | (uint64_t)(nargs & 0xff) << 32 | (uint64_t)(depth & 0xff) << 40 |
+         (uint64_t)(kind & 0xf) << 48 | (uint64_t)(flags & 0xf) << 52 | nwords << 56;
+}
+static inline uint32_t dlh_rec_fn(uint64_t h) { return (uint32_t)h; }
+static inline uint32_t dlh_rec_nargs(uint64_t h) { return (uint32_t)(h >> 32) & 0xff; }
+static inline uint32_t dlh_rec_depth(uint64_t h) { return (uint32_t)(h >> 40) & 0xff; }
+static inline unsigned dlh_rec_kind(uint64_t h) { return (unsigned)(h >> 48) & 0xf; }
+static inline unsigned dlh_rec_flags(uint64_t h) { return (unsigned)(h >> 52) & 0xf; }
+static inline uint64_t dlh_rec_nwords(uint64_t h) { return h >> 56; }
+
+/* API word 3: return value and stack id */
+static inline uint64_t dlh_rec_ret_stack(int64_t ret, uint32_t stack) {
+  return (uint32_t)ret | (uint64_t)stack << 32;
+}
+static inline int64_t dlh_rec_ret(uint64_t w3) { return (int64_t)(int32_t)(uint32_t)w3; }
+static inline uint32_t dlh_rec_stack(uint64_t w3) { return (uint32_t)(w3 >> 32); }
+
+struct dlh_thread;
+
+/* Reserves n contiguous words in the thread's ring (padding at the wrap). Returns NULL and
+ * counts a drop when the ring is full. The caller fills the words, then publishes. */
+uint64_t *dlh_ring_reserve(struct dlh_thread *t, uint64_t n);
+void dlh_ring_publish(struct dlh_thread *t, uint64_t n);
+void dlh_ring_abandon(struct dlh_thread *t);        /* reserved, nothing written */
+
+/* Ring memory: a ring for a new thread (recycled, or mapped within the memory budget), and the
+ * writer giving an exited thread's ring back. */
+uint64_t *dlh_ring_alloc(uint64_t *cap_words);
+void dlh_ring_release(struct dlh_thread *t);
+
+/* The writer's side of a FOLD record at w: seals it and returns the repeats, with the last
+ * repeat's end ticks and the sum of their durations. */
+static inline uint64_t dlh_fold_take(uint64_t *w, uint64_t *last_end, uint64_t *dur_sum) {
+  uint64_t c = __atomic_fetch_or(&w[2], DLH_FOLD_SEALED, __ATOMIC_ACQ_REL) & ~DLH_FOLD_SEALED;
+  const uint64_t *slot = w + 3 + 2 * (c & 1);
+  *last_end = __atomic_load_n(&slot[0], __ATOMIC_RELAXED);
+  *dur_sum = __atomic_load_n(&slot[1], __ATOMIC_RELAXED);
+  return c;
+}
+
+#endif
