@@ -225,7 +225,7 @@ void dlh_config_load(void) {
   dlh_cfg.enabled = !val[S_DLHOOK_DISABLE].v;
   dlh_cfg.ring_bytes = (uint64_t)val[S_DLHOOK_RING_KB].v * 1024;
   dlh_cfg.mem_limit = (uint64_t)val[S_DLHOOK_MEM_MB].v << 20;
-  dlh_fold_enabled = (int)val[S_DLHOOK_FOLD].v;
+  dlh_cfg.fold = (int)val[S_DLHOOK_FOLD].v;
   dlh_cfg.flush_ms = (unsigned)val[S_DLHOOK_FLUSH_MS].v;
   dlh_cfg.exit_ms = (unsigned)val[S_DLHOOK_EXIT_MS].v;
   dlh_cfg.symbolize = (int)val[S_DLHOOK_SYMBOLIZE].v;

@@ -17,6 +17,7 @@ typedef struct dlh_config {
   int enabled;           /* DLHOOK_DISABLE=1 turns everything into pass-through */
   uint64_t ring_bytes;   /* DLHOOK_RING_KB * 1024: ring size per thread */
   uint64_t mem_limit;    /* DLHOOK_MEM_MB: memory budget of everything dlhook holds (mem.c) */
+  int fold;              /* DLHOOK_FOLD: repeats folded into FOLD records (ring.h) */
   unsigned flush_ms;     /* DLHOOK_FLUSH_MS: a frame is written at least this often */
   unsigned exit_ms;      /* DLHOOK_EXIT_MS: symbolization allowed at exit, after the last drain */
   int symbolize;         /* DLHOOK_SYMBOLIZE=0: no names while recording (`dlhook symbolize`) */
@@ -46,7 +47,6 @@ void dlh_config_after_fork(void);   /* forked child: same settings, its own trac
 
 /* ---- rings and records: ring.h ---- */
 #define DLH_MAX_LINKS 64
-extern int dlh_fold_enabled;           /* DLHOOK_FOLD: repeats folded into FOLD records */
 
 struct dlh_thread {
   struct dlh_thread_hot hot;           /* depth, blocked: must stay first */
@@ -116,7 +116,8 @@ uint64_t dlh_tick_dur_ns(uint64_t t0, uint64_t ticks); /* writer: a duration fro
 int dlh_writer_start(int fd);
 int dlh_writer_ensure(void);                      /* start at the first event; 0 = running */
 void dlh_writer_stop(int exit_reason, int sig); /* final drain + trailer; idempotent */
-void dlh_writer_wake(void);                      /* async-signal-safe: wake the writer to drain */
+void dlh_writer_wake(void);                      /* ring.c; async-signal-safe: wake the writer */
+extern _Atomic uint32_t dlh_writer_wake_seq;     /* ring.c: the futex word the writer sleeps on */
 int dlh_writer_flush_wait(unsigned timeout_ms);    /* async-signal-safe: flush and wait */
 void dlh_writer_after_fork_child(void);
 int dlh_writer_is_self(void);                      /* async-signal-safe: caller is the writer */

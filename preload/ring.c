@@ -9,11 +9,20 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "dlh_internal.h"
 
-int dlh_fold_enabled = 1; /* DLHOOK_FOLD */
+/* The writer thread sleeps on this futex word between passes; a ring half full wakes it. */
+_Atomic uint32_t dlh_writer_wake_seq;
+
+void dlh_writer_wake(void) {
+  atomic_fetch_add(&dlh_writer_wake_seq, 1);
+  syscall(SYS_futex, (uint32_t *)&dlh_writer_wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
 
 /* ---------------------------------------------------------------- reserve / publish */
 
@@ -124,7 +133,7 @@ void dlh_call_store(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, const
   /* A repeat of the last record (nothing else stored since, no correlation id on either): the
    * last record's words are still in the ring (only this thread writes there). */
   const uint64_t *last = t->last_api;
-  if (!corr && dlh_fold_enabled && last && t->fold_head == t->head_local && last[0] == h0 &&
+  if (!corr && dlh_cfg.fold && last && t->fold_head == t->head_local && last[0] == h0 &&
       last[3] == w3) {
     uint32_t i = 0;
     while (i < nargs && last[DLH_REC_HDR_WORDS + i] == args[i]) i++;

@@ -127,7 +127,6 @@ static int out_fd = -1;
 static pthread_t writer_tid;
 static dev_t out_dev;                /* what out_fd must still be before each write */
 static ino_t out_ino;
-static _Atomic uint32_t wake_seq;    /* futex word: bumped by dlh_writer_wake */
 static _Atomic int stop_req;         /* 1: final drain requested */
 static _Atomic int finished;         /* the writer has written its trailer */
 static _Atomic uint64_t flush_req, flush_done;
@@ -596,8 +595,8 @@ static void *writer_main(void *arg) {
   uint64_t last_flush = dlh_mono_ns(), since_flush = 0;
   int interval = 1;
   for (;;) {
-    uint32_t seen = atomic_load(&wake_seq);
-    if (!atomic_load(&stop_req)) futex_wait(&wake_seq, seen, interval);
+    uint32_t seen = atomic_load(&dlh_writer_wake_seq);
+    if (!atomic_load(&stop_req)) futex_wait(&dlh_writer_wake_seq, seen, interval);
     if (atomic_load(&stop_req)) break;
     uint64_t req = atomic_load(&flush_req);
     uint64_t n = drain_all();
@@ -715,10 +714,6 @@ int dlh_writer_ensure(void) {
   return s == 2 ? 0 : -1;
 }
 
-void dlh_writer_wake(void) {
-  atomic_fetch_add(&wake_seq, 1);
-  syscall(SYS_futex, (uint32_t *)&wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
 
 int dlh_writer_flush_wait(unsigned timeout_ms) {
   if (out_fd < 0 || atomic_load(&finished)) return -1;

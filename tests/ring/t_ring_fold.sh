@@ -14,7 +14,6 @@ cat >stubs.c <<'C'
 dlh_config dlh_cfg;
 int dlh_stack_mode;
 uint32_t dlh_stack_capture(dlh_stack_cache *c) { (void)c; return 0; }
-void dlh_writer_wake(void) {}
 void dlh_mem_add(int part, int64_t b) { (void)part; (void)b; }
 int dlh_mem_fits(uint64_t b) { (void)b; return 1; }
 C
@@ -68,6 +67,7 @@ static void *reader(void *arg) {
 int main(int argc, char **argv) {
   long n = argc > 1 ? atol(argv[1]) : 2000000;
   dlh_cfg.ring_bytes = 4096;
+  dlh_cfg.fold = 1;
   T.buf = dlh_ring_alloc(&T.cap);
   if (!T.buf || T.cap != 512) { printf("ring_alloc: cap %lu\n", (unsigned long)T.cap); return 1; }
   pthread_t th;
@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   /* folding off: one record per call */
-  dlh_fold_enabled = 0;
+  dlh_cfg.fold = 0;
   dlh_call_store(&c, 3, 0, 0, NULL, 2);
   if (dlh_rec_kind(T.buf[4]) != DLH_REC_API) { printf("FAIL: folded with DLHOOK_FOLD=0\n"); return 1; }
   printf("ok\n");
