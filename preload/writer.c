@@ -682,7 +682,13 @@ int dlh_writer_start(int fd) {
   pthread_attr_t attr; /* never joined: it ends by itself after the final drain */
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  /* created with every signal blocked (writer_main keeps them blocked): a signal arriving in
+   * between must go to one of the program's threads, never run its handler on ours */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
   int perr = pthread_create(&writer_tid, &attr, writer_main, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
   if (perr != 0) {
     dlh_warn("cannot start the writer thread; the program runs untraced");

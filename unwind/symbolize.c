@@ -489,7 +489,14 @@ void dlh_stacks_start_symbolizer(void) {
   pthread_t tid;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  if (pthread_create(&tid, &attr, symbolizer_main, NULL) != 0 && !(sym_running = 0))
+  /* created with every signal blocked: a signal arriving before the thread blocks them itself
+   * must go to one of the program's threads, never run the program's handler on this one */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  int rc = pthread_create(&tid, &attr, symbolizer_main, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0 && !(sym_running = 0))
     dlh_warn("cannot start the symbolizer thread; stacks keep module+offset frames "
              "(`dlhook symbolize` names them)");
   pthread_attr_destroy(&attr);
