@@ -121,8 +121,6 @@ static int nvtx_prefix;                  /* NAME ended in '*' */
 static unsigned nvtx_limit;              /* 0 = every range */
 static _Atomic unsigned nvtx_started;    /* matching ranges opened so far */
 static _Atomic int nvtx_open;            /* matching ranges open now (all threads) */
-static __thread int nvtx_depth;          /* push nesting of this thread */
-static __thread int nvtx_match_depth;    /* depth just inside this thread's open match, 0 = none */
 #define NVTX_IDS 64
 static _Atomic uint64_t nvtx_ids[NVTX_IDS]; /* start/end ranges that match, open now */
 
@@ -144,15 +142,20 @@ static void nvtx_release(void) {
 }
 
 int dlh_capture_nvtx(int op, uint64_t aux, const char *msg) {
+  /* push/pop nesting is per thread (the thread struct: its ring is set up now if need be) */
+  struct dlh_thread *t = dlh_self;
+  if (!t && (op == DLH_NVTX_PUSH || op == DLH_NVTX_POP)) t = dlh_thread_attach();
   switch (op) {
     case DLH_NVTX_PUSH:
-      nvtx_depth++;
-      if (!nvtx_match_depth && nvtx_matches(msg) && nvtx_take()) nvtx_match_depth = nvtx_depth;
+      if (!t) return 0;
+      t->capture_nvtx_depth++;
+      if (!t->capture_match_depth && nvtx_matches(msg) && nvtx_take())
+        t->capture_match_depth = t->capture_nvtx_depth;
       return 0;
     case DLH_NVTX_POP:
-      if (nvtx_depth == 0) return 0;
-      if (nvtx_match_depth && nvtx_depth-- == nvtx_match_depth) {
-        nvtx_match_depth = 0;
+      if (!t || t->capture_nvtx_depth == 0) return 0;
+      if (t->capture_match_depth && t->capture_nvtx_depth-- == t->capture_match_depth) {
+        t->capture_match_depth = 0;
         return 1;
       }
       return 0;

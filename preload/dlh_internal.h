@@ -83,6 +83,9 @@ struct dlh_thread {
   uint32_t cupti_depth;                /* nesting of runtime/driver API callbacks */
   int cupti_rec;                       /* 1: the outermost callback records the call itself */
   dlh_call cupti_call;
+  /* DLHOOK_CAPTURE_RANGE=nvtx:NAME (capture.c) */
+  int capture_nvtx_depth;              /* push nesting of this thread */
+  int capture_match_depth;             /* depth just inside this thread's open match, 0 = none */
   struct dlh_thread *next;             /* global list (push-only); stays last: thread_reuse() in
                                           runtime.c clears the fields from `announced` up to it */
 };
