@@ -58,6 +58,7 @@ struct dlh_thread {
   const uint64_t *last_api;            /* the last API record stored (ring.c: folding) */
   uint64_t *fold_rec;                  /* the FOLD record after it, or NULL */
   uint64_t fold_head;                  /* head_local just after them: nothing stored since */
+  unsigned fold_gen;                   /* dlh_trace_gen when last_api was stored */
   volatile uint32_t storing;           /* inside reserve..publish (a signal handler may interrupt) */
   uint32_t tid;
   char name[16];
@@ -128,6 +129,7 @@ const dlh_fn_desc *dlh_fn_lookup(uint32_t id, int *domain);
 
 void dlh_record_link(struct dlh_thread *t, uint64_t corr);  /* ring.c */
 void dlh_ring_after_fork_child(void);
+extern volatile unsigned dlh_trace_gen;  /* ring.c: bumped when a new trace starts (attach) */
 uint32_t dlh_intern(void *writer, const char *s);  /* writer: StringDef id of s (0 = none) */
 void dlh_writer_note_fn(uint32_t fn);              /* writer: FunctionDesc before first use */
 

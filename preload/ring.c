@@ -16,6 +16,10 @@
 
 #include "dlh_internal.h"
 
+/* Bumped when a new trace starts in the same process (dlhook attach, again): a FOLD record
+ * repeats a record of the same trace only. */
+volatile unsigned dlh_trace_gen;
+
 /* The writer thread sleeps on this futex word between passes; a ring half full wakes it. */
 _Atomic uint32_t dlh_writer_wake_seq;
 
@@ -134,7 +138,7 @@ void dlh_call_store(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, const
    * last record's words are still in the ring (only this thread writes there). */
   const uint64_t *last = t->last_api;
   if (!corr && dlh_cfg.fold && last && t->fold_head == t->head_local && last[0] == h0 &&
-      last[3] == w3) {
+      last[3] == w3 && t->fold_gen == dlh_trace_gen) {
     uint32_t i = 0;
     while (i < nargs && last[DLH_REC_HDR_WORDS + i] == args[i]) i++;
     if (i == nargs) {
@@ -158,6 +162,7 @@ void dlh_call_store(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, const
   t->head_local += n;
   atomic_store_explicit(&t->head, t->head_local, memory_order_release);
   t->last_api = w;
+  t->fold_gen = dlh_trace_gen;
   t->fold_rec = NULL;
   t->fold_head = t->head_local;
   store_end(t);

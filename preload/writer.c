@@ -786,6 +786,7 @@ void dlh_writer_reset_for_attach(void) {
   write_failed = 0;
   stop_reason = stop_signal = 0;
   if (fn_seen) memset(fn_seen, 0, (16u << 16) / 8);
+  dlh_trace_gen++; /* a call of the new trace never folds into one of the old */
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
     t->announced = 0;
     t->has_last = 0;
