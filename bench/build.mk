@@ -1,17 +1,25 @@
 # bench/: overhead benchmarks (`make bench`, bench/run-bench).
 #   tight_loop   a tight loop of cudaGetDevice (C, shared libcudart)
+#   poll_threads worker threads calling cudaGetDevice flat out + a thread polling
+#                cudaStreamQuery (C, shared libcudart)
 #   launch_loop  kernel launches, cudaMemcpyAsync, cublasSgemm (nvcc -cudart shared)
 #   micro        the pieces of a recorded call, linked with the objects of libdlhook.so
 #   runstat      runs a command, appends its wall time, CPU time and peak RSS to a file
 BENCH_DIR   := $(BUILD)/bench
-BENCH_PROGS := $(BENCH_DIR)/tight_loop $(BENCH_DIR)/launch_loop $(BENCH_DIR)/micro \
-               $(BENCH_DIR)/runstat
+BENCH_PROGS := $(BENCH_DIR)/tight_loop $(BENCH_DIR)/poll_threads $(BENCH_DIR)/launch_loop \
+               $(BENCH_DIR)/micro $(BENCH_DIR)/runstat
 BENCH_ARCH  := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
 
 $(BENCH_DIR)/tight_loop: bench/tight_loop.c | $(CUDA_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	$(Q)$(CC) -O2 -g -Wall -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIB) -lcudart -Wl,--enable-new-dtags,-rpath,$(CUDA_LIB)
+
+$(BENCH_DIR)/poll_threads: bench/poll_threads.c | $(CUDA_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) -O2 -g -Wall -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIB) -lcudart -lpthread \
+	  -Wl,--enable-new-dtags,-rpath,$(CUDA_LIB)
 
 $(BENCH_DIR)/runstat: bench/runstat.c
 	@mkdir -p $(dir $@)
