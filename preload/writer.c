@@ -78,6 +78,14 @@ static void add_anchor(anchor a) { anchors[nanch++ % NANCH] = a; }
  * division. Valid while no anchor was added (gen == nanch). Writer thread only. */
 static struct { uint64_t gen, lo, hi, ns; double rate; } seg = {~0ull, 0, 0, 0, 0};
 
+static inline uint64_t tick_ns_fast(uint64_t tk) {
+#if defined(__x86_64__)
+  if (DLH_LIKELY(seg.gen == nanch && tk - seg.lo < seg.hi - seg.lo))
+    return seg.ns + (uint64_t)((double)(tk - seg.lo) * seg.rate);
+#endif
+  return dlh_tick_ns(tk);
+}
+
 uint64_t dlh_tick_ns(uint64_t tk) {
 #if !defined(__x86_64__)
   return tk;
@@ -357,7 +365,6 @@ static uint64_t drain(struct dlh_thread *t) {
       folded += ev.count;
       dlh_writer_api(W, t->tid, &ev);
       n++;
-      frame_count(1);
       continue;
     }
     if (kind != DLH_REC_API || nw < DLH_REC_HDR_WORDS) { tail += cap - pos; continue; }
@@ -365,7 +372,7 @@ static uint64_t drain(struct dlh_thread *t) {
     dlh_writer_note_fn(fn);
     unsigned flags = dlh_rec_flags(h);
     memset(&ev, 0, sizeof ev);
-    ev.start_ns = dlh_tick_ns(w[1]);
+    ev.start_ns = tick_ns_fast(w[1]);
     ev.dur_ns = dlh_tick_dur_ns(w[1], w[2]);
     ev.fn = fn;
     ev.ret = dlh_rec_ret(w[3]);
@@ -394,8 +401,9 @@ static uint64_t drain(struct dlh_thread *t) {
     tail += nw;
     n++;
     calls++;
-    frame_count(1);
+    if (DLH_UNLIKELY((n & 4095) == 0)) frame_count(4096); /* a long drain: frames stay bounded */
   }
+  frame_count(n & 4095);
   if (tail > head) tail = head; /* a damaged record never moves the tail past the head */
   atomic_store_explicit(&t->tail, tail, memory_order_release);
   atomic_store_explicit(&t->wake_sent, 0, memory_order_relaxed);
