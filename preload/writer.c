@@ -304,6 +304,7 @@ static uint64_t drain(struct dlh_thread *t) {
     uint32_t fn = (uint32_t)w[0];
     dlh_writer_note_fn(fn);
     dlh_api_event ev;
+    memset(&ev, 0, sizeof ev); /* count, span_ns: one call (no folding recorded here) */
     unsigned flags = (unsigned)(w[0] >> 52) & 0xf;
     ev.start_ns = dlh_tick_ns(w[1]);
     uint64_t end = dlh_tick_ns(w[1] + w[2]);
