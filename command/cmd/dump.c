@@ -43,7 +43,10 @@ static void help(void) {
          "dur_ns, ret, corr, depth, args, and when recorded \"stack\": the call stack, innermost\n"
          "frame first, each {function, file, line, module, pc} or, for Python frames,\n"
          "{function, file, line, python: true}), GPU activity (\"kernel\", \"memcpy\", \"memset\",\n"
-         "\"sync\", ...) and a closing \"summary\" line (records, dropped).\n"
+         "\"sync\", ...) and a closing \"summary\" line (records, dropped, calls, folded).\n"
+         "A folded event (consecutive identical calls of a thread recorded once) has \"count\"\n"
+         "(its calls), \"span_ns\" (first call's start to last call's end) and dur_ns the sum of\n"
+         "the calls' own durations.\n"
          "\n"
          "options:\n"
          "  --type T   only objects of these types (repeatable or comma-separated); types:\n"
@@ -116,6 +119,11 @@ static void dump_api(FILE *f, const dump_opts *o, const vx_trace *t, const Dlh__
                ",\"dur_ns\":%" PRIu64 ",\"ret\":%" PRId64,
             vx_domain_name(fn ? fn->domain : 0), t->pid, b->tid, ev.start_ns, ev.dur_ns, ev.ret);
     if (ev.corr) fprintf(f, ",\"corr\":%" PRIu64, ev.corr);
+    /* a folded event: count identical calls, dur_ns their summed durations, span_ns from the
+     * first call's start to the last call's end */
+    if (dlh_api_calls(&ev) > 1)
+      fprintf(f, ",\"count\":%" PRIu64 ",\"span_ns\":%" PRIu64, dlh_api_calls(&ev),
+              dlh_api_span(&ev));
     fprintf(f, ",\"depth\":%u", ev.depth);
     if (ev.stack) {
       fprintf(f, ",\"stack_id\":%u,\"stack\":", ev.stack);
@@ -307,21 +315,43 @@ static void dump_packet(FILE *f, const dump_opts *o, const vx_trace *t, const Dl
               a->ticks);
       break;
     }
-    case DLH__PACKET__DATA_COUNTERS:
+    case DLH__PACKET__DATA_COUNTERS: {
+      const Dlh__Counters *c = p->counters;
       if (!want(o, "counters")) break;
       fprintf(f, "{\"type\":\"counters\",\"records\":%" PRIu64 ",\"dropped\":%" PRIu64
-                 ",\"threads\":%u}\n", p->counters->records, p->counters->dropped,
-              p->counters->threads);
+                 ",\"threads\":%u", c->records, c->dropped, c->threads);
+      if (c->has_calls) fprintf(f, ",\"calls\":%" PRIu64, c->calls);
+      if (c->has_mem_bytes) fprintf(f, ",\"mem_bytes\":%" PRIu64, c->mem_bytes);
+      fputs("}\n", f);
       break;
+    }
     case DLH__PACKET__DATA_TRAILER: {
       const Dlh__Trailer *tr = p->trailer;
       if (!want(o, "trailer")) break;
       fprintf(f, "{\"type\":\"trailer\",\"records\":%" PRIu64 ",\"dropped\":%" PRIu64
                  ",\"end_ns\":%" PRIu64 ",\"exit_reason\":%u,\"signal\":%u"
                  ",\"pcs_unsymbolized\":%" PRIu64 ",\"pcs_no_symbol\":%" PRIu64
-                 ",\"stacks_lost\":%" PRIu64 ",\"symbol_index_bytes\":%" PRIu64 "}\n",
+                 ",\"stacks_lost\":%" PRIu64 ",\"symbol_index_bytes\":%" PRIu64,
               tr->records, tr->dropped, tr->end_ns, tr->exit_reason, tr->signal,
               tr->pcs_unsymbolized, tr->pcs_no_symbol, tr->stacks_lost, tr->symbol_index_bytes);
+      /* format version 2: calls (folded repeats included), folded, dlhook's own memory */
+      if (tr->has_calls) fprintf(f, ",\"calls\":%" PRIu64, tr->calls);
+      if (tr->has_folded) fprintf(f, ",\"folded\":%" PRIu64, tr->folded);
+      if (tr->has_mem_budget_bytes) fprintf(f, ",\"mem_budget_bytes\":%" PRIu64, tr->mem_budget_bytes);
+      if (tr->has_mem_peak_bytes) fprintf(f, ",\"mem_peak_bytes\":%" PRIu64, tr->mem_peak_bytes);
+      if (tr->n_mem_parts) {
+        fputs(",\"mem_parts\":[", f);
+        for (size_t i = 0; i < tr->n_mem_parts; i++) {
+          const Dlh__MemPart *mp = tr->mem_parts[i];
+          fputs(i ? ",{\"name\":" : "{\"name\":", f);
+          vx_json_str(f, mp && mp->name ? mp->name : "");
+          fprintf(f, ",\"peak_bytes\":%" PRIu64, mp ? mp->peak_bytes : 0);
+          if (mp && mp->has_bytes) fprintf(f, ",\"bytes\":%" PRIu64, mp->bytes);
+          putc('}', f);
+        }
+        putc(']', f);
+      }
+      fputs("}\n", f);
       break;
     }
     default:
@@ -339,11 +369,14 @@ static int dump_one(const dump_opts *o, const char *path) {
   if (want(o, "summary")) {
     fputs("{\"type\":\"summary\",\"file\":", f);
     vx_json_str(f, path);
+    /* calls: recorded calls (the trailer's, folded repeats included; a version 1 trace's
+     * records); api_calls: the calls of the API events read (a folded event counts its calls) */
     fprintf(f, ",\"pid\":%u,\"records\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"api_events\":%"
-               PRIu64 ",\"gpu_events\":%" PRIu64 ",\"frames\":%" PRIu64
-               ",\"complete\":%s}\n",
+               PRIu64 ",\"gpu_events\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"api_calls\":%" PRIu64
+               ",\"folded\":%" PRIu64 ",\"frames\":%" PRIu64 ",\"complete\":%s}\n",
             t.pid, vx_trace_records(&t), vx_trace_dropped(&t), t.api_events, t.gpu_events,
-            dlh_reader_frames(t.r), rc == 0 && t.have_trailer ? "true" : "false");
+            vx_trace_calls(&t), t.api_calls, vx_trace_folded(&t), dlh_reader_frames(t.r),
+            rc == 0 && t.have_trailer ? "true" : "false");
   }
   if (bad) vx_error("%s: inconsistent event batch (skipped its remaining events)", path);
   vx_trace_close(&t);

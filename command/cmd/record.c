@@ -156,7 +156,12 @@ static void summarize(const char *path) {
   int trailer = 0, counters = 0, rc;
   const Dlh__Packet *p;
   while ((rc = dlh_reader_next(r, &p)) == 1) {
-    if (p->data_case == DLH__PACKET__DATA_API) calls += p->api->n_start_delta;
+    if (p->data_case == DLH__PACKET__DATA_API) {
+      const Dlh__ApiBatch *b = p->api;
+      calls += b->n_start_delta; /* a folded event stands for count calls */
+      if (b->n_count == b->n_start_delta)
+        for (size_t k = 0; k < b->n_count; k++) calls += b->count[k] > 1 ? b->count[k] - 1 : 0;
+    }
     else if (p->data_case == DLH__PACKET__DATA_GPU) {
       gpu += p->gpu->n_kind;
       for (size_t k = 0; k < p->gpu->n_kind && k < p->gpu->n_dur; k++)

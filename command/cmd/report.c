@@ -135,7 +135,10 @@ static void add_ev(report *r, uint32_t lane_i, uint64_t s, uint64_t e, uint32_t 
   if (e > r->t1) r->t1 = e;
 }
 
-static void agg_add(aggs *a, const char *name, int domain, uint64_t dur) {
+/* Adds `count` calls that took dur ns together (a folded event: dur is their sum; the max
+ * counts them with their average duration, all a folded event tells). */
+static void agg_add(aggs *a, const char *name, int domain, uint64_t dur, uint64_t count) {
+  uint64_t each = count > 1 ? dur / count : dur;
   uint64_t h = vx_hash_str(name) ^ vx_hash64((uint64_t)(unsigned)domain);
   uint32_t k;
   size_t i = a->n;
@@ -146,9 +149,9 @@ static void agg_add(aggs *a, const char *name, int domain, uint64_t dur) {
         if (a->v[i].domain == domain && !strcmp(a->v[i].name, name)) break;
   }
   if (i < a->n) {
-    a->v[i].count++;
+    a->v[i].count += count;
     a->v[i].total += dur;
-    if (dur > a->v[i].max) a->v[i].max = dur;
+    if (each > a->v[i].max) a->v[i].max = each;
     return;
   }
   if (!ex_m_get(&a->ix, h, &k)) ex_m_put(&a->ix, h, (uint32_t)a->n);
@@ -156,7 +159,7 @@ static void agg_add(aggs *a, const char *name, int domain, uint64_t dur) {
     a->cap = a->cap ? a->cap * 2 : 64;
     a->v = vx_xrealloc(a->v, a->cap * sizeof *a->v);
   }
-  a->v[a->n++] = (agg){vx_xstrdup(name), 1, dur, dur, domain};
+  a->v[a->n++] = (agg){vx_xstrdup(name), count, dur, each, domain};
 }
 
 static int by_total(const void *x, const void *y) {
@@ -264,22 +267,28 @@ static uint32_t args_str(report *r, const vx_trace *t, const vx_func *f, const d
   return buf[0] ? intern(&r->st, buf) : 0;
 }
 
+/* A folded event (count identical calls recorded once) is one timeline event over its span,
+ * named "NAME ×COUNT"; the tables count each of its calls. */
 static void on_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_event *e) {
   report *r = ctx;
   const vx_func *f = vx_trace_func(t, e->fn);
   int domain = f ? f->domain : 0;
+  uint64_t calls = dlh_api_calls(e), end = e->start_ns + dlh_api_span(e);
   if (domain == DLH__DOMAIN__DOMAIN_NVTX) {
     const char *msg = e->nargs ? vx_trace_string(t, (uint32_t)e->args[0]) : NULL;
-    add_ev(r, lane_of(r, L_NVTX, tid, 0), e->start_ns, e->start_ns + e->dur_ns,
-           intern(&r->st, msg ? msg : vx_func_name(t, e->fn)), 0, 0, 0);
+    char *nm = vx_folded_name(msg ? msg : vx_func_name(t, e->fn), calls);
+    add_ev(r, lane_of(r, L_NVTX, tid, 0), e->start_ns, end, intern(&r->st, nm), 0, 0, 0);
+    free(nm);
     return;
   }
-  r->api_calls++;
-  agg_add(&r->calls, vx_func_name(t, e->fn), domain, e->dur_ns);
-  if (e->depth == 0)
-    add_ev(r, lane_of(r, L_API, tid, 0), e->start_ns, e->start_ns + e->dur_ns,
-           intern(&r->st, vx_func_name(t, e->fn)), args_str(r, t, f, e), stack_str(r, t, e->stack),
-           e->corr);
+  r->api_calls += calls;
+  agg_add(&r->calls, vx_func_name(t, e->fn), domain, e->dur_ns, calls);
+  if (e->depth == 0) {
+    char *nm = vx_folded_name(vx_func_name(t, e->fn), calls);
+    add_ev(r, lane_of(r, L_API, tid, 0), e->start_ns, end, intern(&r->st, nm),
+           args_str(r, t, f, e), stack_str(r, t, e->stack), e->corr);
+    free(nm);
+  }
 }
 
 static void on_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
@@ -302,7 +311,7 @@ static void on_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
   add_ev(r, lane_of(r, L_GPU, g->device, g->stream), g->start, g->start + g->dur,
          intern(&r->st, name), info[0] ? intern(&r->st, info) : 0, 0, g->corr);
   if (g->kind == 1) {
-    agg_add(&r->kernels, name, 0, g->dur);
+    agg_add(&r->kernels, name, 0, g->dur, 1);
     r->kernels_n++;
     r->kernel_ns += g->dur;
   }

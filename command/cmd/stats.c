@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dlh_fmt.h"
 #include "vx.h"
 
 typedef struct agg {
@@ -86,6 +87,8 @@ typedef struct stats {
   copystat copies[NCOPYKIND], memsets;
   uint64_t kernel_ns;
   uint64_t traces, processes, dropped, records, api_calls, api_errors, api_ns;
+  uint64_t api_events;   /* API events read: a folded event is one event for many calls */
+  uint64_t folded;       /* calls folded into an earlier call (vx_trace_folded) */
   uint64_t unsymbolized; /* stack addresses the recording left without a name */
   pid_tid *threads;
   size_t nthreads, capthreads;
@@ -98,6 +101,12 @@ typedef struct stats {
     char **not_hooked;
   } *att;
   size_t natt;
+  struct memfig {        /* dlhook's own memory in each traced process (Trailer.mem_*) */
+    char *file;
+    uint32_t pid;
+    vx_mem *m;
+  } *mem;
+  size_t nmem;
 } stats;
 
 static void add_thread(stats *s, uint32_t pid, uint32_t tid) {
@@ -134,11 +143,16 @@ static size_t kernel_index(stats *s, vx_map *m, const vx_trace *t, uint32_t name
   return i;
 }
 
-static void account(agg *g, uint64_t dur, int err) {
-  g->calls++;
-  g->errors += err;
+/* Adds `count` calls that took `dur` ns together (count > 1: a folded event, whose dur is the
+ * sum of its calls' own durations). Each folded call counts; for the max, a folded event only
+ * tells the sum, so its calls count with their average duration. */
+static void account(agg *g, uint64_t dur, int err, uint64_t count) {
+  if (count < 1) count = 1;
+  g->calls += count;
+  g->errors += err ? count : 0;
   g->total += dur;
-  if (dur > g->max) g->max = dur;
+  uint64_t each = dur / count;
+  if (each > g->max) g->max = each;
 }
 
 static int by_start(const void *x, const void *y) {
@@ -234,10 +248,12 @@ static int stats_one(stats *s, const char *path) {
         dlh_api_iter_init(&it, p->api);
         while (dlh_api_iter_next(&it, &ev)) {
           size_t gi = api_index(s, &fnmap, &t, ev.fn); /* may move s->api.v */
-          account(&s->api.v[gi], ev.dur_ns, ev.ret != 0);
+          uint64_t calls = dlh_api_calls(&ev);
+          account(&s->api.v[gi], ev.dur_ns, ev.ret != 0, calls);
           vx_libstats_api(s->lib, &t, p->api->tid, &ev);
-          s->api_calls++;
-          s->api_errors += ev.ret != 0;
+          s->api_calls += calls;
+          s->api_events++;
+          s->api_errors += ev.ret != 0 ? calls : 0;
           s->api_ns += ev.dur_ns;
         }
         if (it.bad) bad = 1;
@@ -258,7 +274,7 @@ static int stats_one(stats *s, const char *path) {
           d->v[d->n++] = (ival){ev.start_ns, ev.start_ns + ev.dur_ns};
           if (ev.kind == 1) {
             size_t gi = kernel_index(s, &kmap, &t, ev.name);
-            account(&s->kernels.v[gi], ev.dur_ns, 0);
+            account(&s->kernels.v[gi], ev.dur_ns, 0, 1);
             s->kernel_ns += ev.dur_ns;
             d->kernel_ns += ev.dur_ns;
             d->kernels++;
@@ -285,6 +301,12 @@ static int stats_one(stats *s, const char *path) {
   vx_libstats_trace_end(s->lib);
   s->dropped += vx_trace_dropped(&t);
   s->records += vx_trace_records(&t);
+  s->folded += vx_trace_folded(&t);
+  if (t.mem) { /* kept: the trace's copy goes with it */
+    s->mem = vx_xrealloc(s->mem, (s->nmem + 1) * sizeof *s->mem);
+    s->mem[s->nmem++] = (struct memfig){vx_xstrdup(path), t.pid, t.mem};
+    t.mem = NULL;
+  }
   s->unsymbolized += t.pcs_unsymbolized;
   if (bad) vx_error("%s: inconsistent event batch (skipped its remaining events)", path);
   vx_map_free(&fnmap, NULL);
@@ -310,6 +332,70 @@ static void json_aggs(FILE *f, const aggs *a, int with_domain) {
 
 static double pct(uint64_t part, uint64_t whole) { return whole ? 100.0 * (double)part / (double)whole : 0; }
 static double gbps(uint64_t bytes, uint64_t ns) { return ns ? (double)bytes / (double)ns : 0; }
+
+/* {"peak_bytes":P,"bytes":B} of a part (bytes: at the end of the trace, when recorded). */
+static void json_part(FILE *f, const vx_mem_part *p) {
+  fprintf(f, "{\"peak_bytes\":%" PRIu64, p->peak_bytes);
+  if (p->has_bytes) fprintf(f, ",\"bytes\":%" PRIu64, p->bytes);
+  putc('}', f);
+}
+
+/* `,"dlhook_memory":{...}`: the memory dlhook itself held in the traced processes (not the
+ * GPU memory of `stats --memory`): the largest budget and peak over the traces, each part's
+ * largest peak, and per trace its own figures. Left out when no trace recorded them. */
+static void json_dlhook_memory(FILE *f, const stats *s) {
+  if (!s->nmem) return;
+  uint64_t budget = 0, peak = 0;
+  int has_budget = 0, has_peak = 0;
+  for (size_t i = 0; i < s->nmem; i++) {
+    const vx_mem *m = s->mem[i].m;
+    if (m->has_budget) { has_budget = 1; if (m->budget_bytes > budget) budget = m->budget_bytes; }
+    if (m->has_peak) { has_peak = 1; if (m->peak_bytes > peak) peak = m->peak_bytes; }
+  }
+  fputs(",\n\"dlhook_memory\":{", f);
+  if (has_budget) fprintf(f, "\"budget_bytes\":%" PRIu64 ",", budget);
+  if (has_peak) fprintf(f, "\"peak_bytes\":%" PRIu64 ",", peak);
+  /* each part once, with its largest peak over the traces (first-seen order) */
+  size_t nall = 0;
+  for (size_t i = 0; i < s->nmem; i++) nall += s->mem[i].m->nparts;
+  const vx_mem_part **all = vx_xmalloc((nall ? nall : 1) * sizeof *all);
+  uint64_t *pk = vx_xmalloc((nall ? nall : 1) * sizeof *pk);
+  size_t nu = 0;
+  for (size_t i = 0; i < s->nmem; i++)
+    for (size_t k = 0; k < s->mem[i].m->nparts; k++) {
+      const vx_mem_part *p = &s->mem[i].m->parts[k];
+      size_t u = 0;
+      while (u < nu && strcmp(all[u]->name, p->name)) u++;
+      if (u == nu) { all[nu] = p; pk[nu++] = 0; }
+      if (p->peak_bytes > pk[u]) pk[u] = p->peak_bytes;
+    }
+  fputs("\"parts\":{", f);
+  for (size_t u = 0; u < nu; u++) {
+    if (u) putc(',', f);
+    vx_json_str(f, all[u]->name);
+    fprintf(f, ":%" PRIu64, pk[u]);
+  }
+  free(all);
+  free(pk);
+  fputs("},\"traces\":[", f);
+  for (size_t i = 0; i < s->nmem; i++) {
+    const vx_mem *m = s->mem[i].m;
+    fputs(i ? ",{\"file\":" : "{\"file\":", f);
+    vx_json_str(f, s->mem[i].file);
+    fprintf(f, ",\"pid\":%u", s->mem[i].pid);
+    if (m->has_budget) fprintf(f, ",\"budget_bytes\":%" PRIu64, m->budget_bytes);
+    if (m->has_peak) fprintf(f, ",\"peak_bytes\":%" PRIu64, m->peak_bytes);
+    fputs(",\"parts\":{", f);
+    for (size_t k = 0; k < m->nparts; k++) {
+      if (k) putc(',', f);
+      vx_json_str(f, m->parts[k].name);
+      putc(':', f);
+      json_part(f, &m->parts[k]);
+    }
+    fputs("}}", f);
+  }
+  fputs("]}", f);
+}
 
 static void print_json(FILE *f, const stats *s, char **files, size_t nfiles) {
   fputs("{\"api\":", f);
@@ -341,9 +427,11 @@ static void print_json(FILE *f, const stats *s, char **files, size_t nfiles) {
              "}}", s->memsets.count, s->memsets.bytes, s->memsets.ns);
   fprintf(f, ",\n\"calls\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"total_ns\":%" PRIu64
              ",\"dropped\":%" PRIu64 ",\"records\":%" PRIu64 ",\"traces\":%" PRIu64
-             ",\"processes\":%" PRIu64 ",\"threads\":%zu,\"unsymbolized\":%" PRIu64,
+             ",\"processes\":%" PRIu64 ",\"threads\":%zu,\"unsymbolized\":%" PRIu64
+             ",\"api_events\":%" PRIu64 ",\"folded\":%" PRIu64,
           s->api_calls, s->api_errors, s->api_ns, s->dropped, s->records, s->traces,
-          s->processes, s->nthreads, s->unsymbolized);
+          s->processes, s->nthreads, s->unsymbolized, s->api_events, s->folded);
+  json_dlhook_memory(f, s);
   vx_libstats_json(s->lib, f); /* gemms, convs, collectives */
   vx_ranks_json(f); /* several ranks: arrival skew and the straggler */
   vx_steps_json(f, files, nfiles); /* per step and rank: compute, comm, copy, host, idle */
@@ -437,6 +525,32 @@ static void print_table(FILE *f, const stats *s) {
              " records, %" PRIu64 " dropped\n",
           s->traces, s->traces == 1 ? "" : "s", s->processes, s->processes == 1 ? "" : "es",
           s->nthreads, s->nthreads == 1 ? "" : "s", s->records, s->dropped);
+  if (s->folded)
+    fprintf(f, "%" PRIu64 " folded repeat%s (identical calls recorded once): %" PRIu64
+               " calls in %" PRIu64 " events\n",
+            s->folded, s->folded == 1 ? "" : "s", s->api_calls, s->api_events);
+  for (size_t i = 0; i < s->nmem; i++) { /* dlhook's own memory in the traced process */
+    const vx_mem *m = s->mem[i].m;
+    char b1[32], b2[32];
+    fprintf(f, "dlhook memory");
+    if (s->nmem > 1 || s->traces > 1) {
+      char nm[4 * 40 + 4];
+      vx_term_fit(nm, sizeof nm, 40, s->mem[i].file);
+      for (size_t k = strlen(nm); k > 0 && nm[k - 1] == ' '; k--) nm[k - 1] = 0;
+      fprintf(f, " of %s (pid %u)", nm, s->mem[i].pid);
+    }
+    fprintf(f, ": peak %s", m->has_peak ? dlh_fmt_bytes(b1, sizeof b1, m->peak_bytes) : "?");
+    if (m->has_budget) fprintf(f, " of a %s budget", dlh_fmt_bytes(b2, sizeof b2, m->budget_bytes));
+    putc('\n', f);
+    for (size_t k = 0; k < m->nparts; k++) {
+      char nm[4 * 24 + 4];
+      vx_term_fit(nm, sizeof nm, 24, m->parts[k].name);
+      fprintf(f, "  %s peak %12s", nm, dlh_fmt_bytes(b1, sizeof b1, m->parts[k].peak_bytes));
+      if (m->parts[k].has_bytes)
+        fprintf(f, ", at the end %12s", dlh_fmt_bytes(b2, sizeof b2, m->parts[k].bytes));
+      putc('\n', f);
+    }
+  }
   if (s->unsymbolized)
     fprintf(f, "%" PRIu64 " stack addresses without a name (recording ended first): "
                "dlhook symbolize TRACE names them\n", s->unsymbolized);
@@ -452,14 +566,23 @@ static void help(void) {
          "\n"
          "Summarises the traces: per API function (name, domain) the calls, errors (result not\n"
          "0), total, mean and max duration, sorted by total time; kernels by name; records and\n"
-         "dropped records; number of traces, processes and threads.\n"
+         "dropped records; number of traces, processes and threads; repeated calls folded and\n"
+         "the memory dlhook itself held, when the traces recorded them.\n"
+         "\n"
+         "Folded repeats (consecutive identical calls of a thread recorded as one event) count\n"
+         "every call: calls and errors add the event's count, the total its summed duration;\n"
+         "their max is the folded calls' average duration (the event tells only their sum).\n"
          "\n"
          "options:\n"
          "  --json     print one JSON object: {\"api\":[{name,domain,calls,errors,total_ns,\n"
          "             mean_ns,max_ns}...],\"kernels\":[{name,count,total_ns,mean_ns,max_ns}...],\n"
          "             \"gpu\":{kernel_ns,devices:[{pid,device,kernels,kernel_ns,busy_ns,\n"
          "             span_ns,busy_pct}],memcpy:[{kind,count,bytes,total_ns,gb_per_s}],\n"
-         "             memset:{count,bytes,total_ns}},\"dropped\",\"records\",\"traces\",...,\n"
+         "             memset:{count,bytes,total_ns}},\"calls\",\"dropped\",\"records\",\"traces\",\n"
+         "             ...,\"api_events\",\"folded\" (calls folded into an earlier call),\n"
+         "             \"dlhook_memory\":{budget_bytes,peak_bytes,parts:{NAME:peak_bytes},\n"
+         "             traces:[{file,pid,budget_bytes,peak_bytes,parts:{NAME:{peak_bytes,\n"
+         "             bytes}}}]} (when recorded: dlhook's own memory, not the GPU's),\n"
          "             \"gemms\":[{function,m,n,k,batch,transa,transb,dtype,calls,total_ns,\n"
          "             mean_ns,time,flops,tflops_per_s}],\"convs\":[{function,direction,N,C,H,W,\n"
          "             K,R,S,pad,stride,dilation,groups,dtype,calls,total_ns,...,tflops_per_s}],\n"
@@ -479,7 +602,7 @@ static void help(void) {
          "allocated them) and the live allocations at each out-of-memory error. --json:\n"
          "{\"traces\":[{path,pid,allocations,frees,peak_bytes,live_at_exit_bytes,devices,\n"
          "leaks:[{ptr,bytes,device,stream,function,stack}],ooms:[{function,requested_bytes,\n"
-         "live_bytes,stack,live:[...]}]}],\"peak_bytes\",\"leaked_bytes\",\"leaks\":[...]}\n"
+         "live_bytes,calls,stack,live:[...]}]}],\"peak_bytes\",\"leaked_bytes\",\"leaks\":[...]}\n"
          "\n"
          "A damaged trace counts everything readable, then reports an error (exit 1).\n");
 }
@@ -547,6 +670,13 @@ int cmd_stats(int argc, char **argv) {
     free(s.att[i].file);
   }
   free(s.att);
+  for (size_t i = 0; i < s.nmem; i++) {
+    for (size_t k = 0; k < s.mem[i].m->nparts; k++) free(s.mem[i].m->parts[k].name);
+    free(s.mem[i].m->parts);
+    free(s.mem[i].m);
+    free(s.mem[i].file);
+  }
+  free(s.mem);
   free(files);
   return rc;
 }

@@ -343,15 +343,19 @@ int cmd_symbolize(int argc, char **argv) {
     fclose(of);
     return VX_BAD_INPUT;
   }
-  Dlh__Trailer trailer;
-  int have_trailer = 0;
+  /* the trailer goes last: kept packed (it refers to memory of its packet, e.g. mem_parts,
+   * which the next read frees), unpacked again to write it */
+  uint8_t *tbuf = NULL;
+  size_t tlen = 0;
   while (dlh_reader_next(r, &p) == 1) {
-    if (p->data_case == DLH__PACKET__DATA_TRAILER) { /* goes last */
-      trailer = *p->trailer;
-      have_trailer = 1;
+    if (p->data_case == DLH__PACKET__DATA_TRAILER) {
+      free(tbuf);
+      tlen = dlh__trailer__get_packed_size(p->trailer);
+      tbuf = vx_xmalloc(tlen ? tlen : 1);
+      dlh__trailer__pack(p->trailer, tbuf);
       continue;
     }
-    dlh_writer_packet(w, p);
+    dlh_writer_packet(w, p); /* as they are: folded events keep their count and span */
   }
   for (size_t i = 0; i < nres; i++) {
     Dlh__Packet sp = DLH__PACKET__INIT;
@@ -359,16 +363,17 @@ int cmd_symbolize(int argc, char **argv) {
     sp.symbol = &defs[i];
     dlh_writer_packet(w, &sp);
   }
-  if (have_trailer) {
+  Dlh__Trailer *trailer = tbuf ? dlh__trailer__unpack(NULL, tlen, tbuf) : NULL;
+  if (trailer) {
     Dlh__Packet tp = DLH__PACKET__INIT;
-    trailer.base.unknown_fields = NULL;
-    trailer.base.n_unknown_fields = 0;
-    trailer.has_pcs_unsymbolized = 1;
-    trailer.pcs_unsymbolized = ntodo - nres;
+    trailer->has_pcs_unsymbolized = 1;
+    trailer->pcs_unsymbolized = ntodo - nres;
     tp.data_case = DLH__PACKET__DATA_TRAILER;
-    tp.trailer = &trailer;
+    tp.trailer = trailer;
     dlh_writer_packet(w, &tp);
+    dlh__trailer__free_unpacked(trailer, NULL);
   }
+  free(tbuf);
   int wrc = dlh_writer_flush(w);
   dlh_writer_free(w);
   dlh_reader_close(r);

@@ -7,6 +7,8 @@
  *   cpu    time inside the outermost API calls, with the function as leaf;
  *   bytes  bytes allocated (API calls named *alloc* with a size argument) and bytes copied or
  *          set on the GPU (under the launching call).
+ * A folded event (count identical calls recorded once) weighs its calls' summed duration (cpu)
+ * or count times its size (bytes), and counts count calls (pprof's count sample type).
  * The correlation join keeps the most recent CORR_LIMIT launches in a map; a GPU record whose
  * launch is not in it is kept aside and resolved by a second pass over the file. */
 #include <inttypes.h>
@@ -82,10 +84,12 @@ static uint32_t child(flame *f, uint32_t parent, uint32_t frame) {
   return n;
 }
 
-static void add(flame *f, uint32_t n, uint64_t w) {
+/* Adds weight w of `count` events (calls, GPU records) to node n. */
+static void add_n(flame *f, uint32_t n, uint64_t w, uint64_t count) {
   f->nodes[n].self[f->side] += w;
-  f->nodes[n].count[f->side]++;
+  f->nodes[n].count[f->side] += count;
 }
+static void add(flame *f, uint32_t n, uint64_t w) { add_n(f, n, w, 1); }
 
 void flame_init(flame *f, const ex_opts *o) {
   memset(f, 0, sizeof *f);
@@ -154,14 +158,15 @@ static void on_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_eve
   int w = f->o->weight;
   if (w == EX_W_CPU) {
     const vx_func *fd = vx_trace_func(t, ev->fn);
-    if (ev->depth == 0 && !(fd && fd->domain == DLH__DOMAIN__DOMAIN_NVTX)) add(f, call_node(f, t, ev->stack, ev->fn), ev->dur_ns);
+    if (ev->depth == 0 && !(fd && fd->domain == DLH__DOMAIN__DOMAIN_NVTX))
+      add_n(f, call_node(f, t, ev->stack, ev->fn), ev->dur_ns, dlh_api_calls(ev));
     return;
   }
   if (w == EX_W_BYTES) {
     uint64_t sz;
     if (is_alloc(vx_func_name(t, ev->fn)) && !strstr(vx_func_name(t, ev->fn), "Free") &&
         ex_arg(t, ev, "size|bytesize|bytes|sizeInBytes|byteSize", &sz) && sz)
-      add(f, call_node(f, t, ev->stack, ev->fn), sz);
+      add_n(f, call_node(f, t, ev->stack, ev->fn), sz * dlh_api_calls(ev), dlh_api_calls(ev));
   }
   if (ev->corr) corr_remember(f, ev->corr, call_node(f, t, ev->stack, ev->fn));
 }

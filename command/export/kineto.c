@@ -14,6 +14,11 @@
  *                 "function".
  *                 GEMMs and convolutions carry "Input Dims" / "Input type", NCCL calls the
  *                 collective args ("Collective name", "In msg nelems", "Group size", ...).
+ *                 A folded event (count identical calls of a thread recorded once) is one
+ *                 event from the first call's start to the last call's end; it keeps the
+ *                 function's own name (HTA and TensorBoard group and match runtime calls by
+ *                 name), the count goes in args "calls" (and "calls_dur_ns": the calls'
+ *                 summed durations).
  *   library work: the kernels of a library call (cuBLAS, cuDNN, NCCL) are launched inside it;
  *                 a cuda_runtime "cudaLaunchKernel" (args "function": the library call,
  *                 "synthesized": 1) is written inside the call for each of them, just before the
@@ -399,7 +404,7 @@ static void w_flow(kctx *k, char ph, uint64_t id, uint64_t pid, uint64_t tid, ui
 static long range_of(const kctx *k, uint32_t tid, const dlh_api_event *ev) {
   long i = ex_links_range_at(k->L, tid, ev->start_ns);
   while (i >= 0 && !(k->L->range[i].start == ev->start_ns &&
-                     k->L->range[i].end == ev->start_ns + ev->dur_ns))
+                     k->L->range[i].end == ev->start_ns + dlh_api_span(ev)))
     i = k->L->range[i].parent;
   return i;
 }
@@ -431,6 +436,16 @@ static void synth_launches(kctx *k, const vx_trace *t, uint32_t tid, const dlh_a
   }
 }
 
+/* The args of a folded event: "calls" (how many) and "calls_dur_ns" (their summed durations;
+ * the event's dur is their span). */
+static void w_calls(kctx *k, const dlh_api_event *ev) {
+  if (dlh_api_calls(ev) <= 1) return;
+  w_s(k->f, ",\"calls\":");
+  w_u(k->f, dlh_api_calls(ev));
+  w_s(k->f, ",\"calls_dur_ns\":");
+  w_u(k->f, ev->dur_ns);
+}
+
 static void k_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_event *ev) {
   kctx *k = ctx;
   FILE *f = k->f;
@@ -445,7 +460,7 @@ static void k_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
     long r = range_of(k, tid, ev);
     if (r >= 0) k->range_ext[r] = ext;
     long step = r >= 0 ? k->L->range[r].step : -1;
-    w_head(k, "user_annotation", tid, ev->start_ns, ev->dur_ns);
+    w_head(k, "user_annotation", tid, ev->start_ns, dlh_api_span(ev));
     if (step >= 0) {
       char nm[48];
       snprintf(nm, sizeof nm, "\"ProfilerStep#%ld\"", step);
@@ -465,6 +480,7 @@ static void k_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
     w_name(k, ev->fn & 0x7fffffff, fname);
     w_s(f, ",\"Record function id\":0,\"Ev Idx\":");
     w_u(f, k->ev_idx++);
+    w_calls(k, ev);
     w_s(f, "}}");
     return;
   }
@@ -479,7 +495,7 @@ static void k_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
   }
   int runtime = dom == DLH__DOMAIN__DOMAIN_CUDART || dom == DLH__DOMAIN__DOMAIN_DRIVER;
   const char *shown = runtime ? known_launch_name(fname) : NULL;
-  w_head(k, category(dom), tid, ev->start_ns, ev->dur_ns);
+  w_head(k, category(dom), tid, ev->start_ns, dlh_api_span(ev));
   if (shown) { putc_unlocked('"', f); w_s(f, shown); putc_unlocked('"', f); }
   else w_name(k, ev->fn & 0x7fffffff, fname);
   w_s(f, ",\"args\":{\"External id\":");
@@ -527,6 +543,7 @@ static void k_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
       k->grp[g].open = 0;
     }
   }
+  w_calls(k, ev);
   w_s(f, "}}");
   if (!l) return;
   if (is_library(dom)) synth_launches(k, t, tid, ev, l, ext);

@@ -150,7 +150,7 @@ static void l_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
   L->range = grow(L->range, &L->caprange, L->nrange, sizeof *L->range);
   ex_range *r = &L->range[L->nrange++];
   r->start = ev->start_ns;
-  r->end = ev->start_ns + ev->dur_ns;
+  r->end = ev->start_ns + dlh_api_span(ev); /* a folded mark or range: all its calls */
   r->tid = tid;
   r->parent = -1;
   r->step = -1;

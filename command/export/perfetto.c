@@ -15,6 +15,9 @@
  *     (m, n, k, dtype, flops; N C H W K R S; count, datatype, nranks, comm_hash, bytes...);
  *   - counter tracks: the live device memory of each process (bytes, after every allocation and
  *     free) and, per stream, whether it is busy (1 while a kernel, copy or memset runs);
+ *   - a folded event (count identical calls of a thread recorded once) is one slice named
+ *     "NAME ×COUNT" from the first call's start to the last call's end, with debug annotations
+ *     calls (COUNT) and calls_dur_ns (the calls' summed durations);
  *   - the call stack of each call is a PerfSample at the call's start whose callstack (frames,
  *     function names) is interned, so Perfetto's flame graph of a selection shows the stacks.
  * Memory: the interning and track tables only (names, threads, streams). */
@@ -62,7 +65,7 @@ static const char *utf8_name(pctx *c, const char *name) {
 }
 
 enum { IID_CORR = 1, IID_STREAM, IID_BYTES, IID_RESULT, IID_DEVICE, IID_GRID, IID_BLOCK,
-       IID_FUNCTION, IID_FIRST_FREE };
+       IID_FUNCTION, IID_CALLS, IID_CALLS_DUR, IID_FIRST_FREE };
 
 static uint64_t hash_name(const char *s) {
   uint64_t h = 1469598103934665603ull;
@@ -338,21 +341,31 @@ static void p_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
   id.event_names = &enp;
   uint64_t msg, iid;
   const char *label = NULL;
+  char *folded = NULL;
+  uint64_t calls = dlh_api_calls(ev);
   if (fn && fn->domain == DLH__DOMAIN__DOMAIN_NVTX && ex_arg(t, ev, "message|name", &msg))
     label = vx_trace_string(t, (uint32_t)msg);
-  if (label)
+  if (calls > 1) { /* a folded event: its own name, "NAME ×COUNT" */
+    folded = vx_folded_name(label ? label : vx_func_name(t, ev->fn), calls);
+    iid = intern(c, 5ull << 60 | hash_name(folded), folded, &id, &en);
+  } else if (label) {
     iid = intern(c, 2ull << 60 | (uint64_t)c->trace_ix << 32 | (uint32_t)msg, label, &id, &en);
-  else
+  } else {
     iid = intern(c, 1ull << 60 | (uint64_t)c->trace_ix << 32 | ev->fn, vx_func_name(t, ev->fn),
                  &id, &en);
-  Dlhperfetto__DebugAnnotation a[2 + DLH_MAX_EXPORT_ARGS], *ap[2 + DLH_MAX_EXPORT_ARGS];
+  }
+  Dlhperfetto__DebugAnnotation a[4 + DLH_MAX_EXPORT_ARGS], *ap[4 + DLH_MAX_EXPORT_ARGS];
   size_t na = 0;
   if (ev->corr) { ap[na] = ann(&a[na], IID_CORR); a[na].has_uint_value = 1; a[na].uint_value = ev->corr; na++; }
   if (ev->ret) { ap[na] = ann(&a[na], IID_RESULT); a[na].has_int_value = 1; a[na].int_value = ev->ret; na++; }
+  if (calls > 1) {
+    ap[na] = ann(&a[na], IID_CALLS); a[na].has_uint_value = 1; a[na].uint_value = calls; na++;
+    ap[na] = ann(&a[na], IID_CALLS_DUR); a[na].has_uint_value = 1; a[na].uint_value = ev->dur_ns; na++;
+  }
   if (fn && (fn->domain == DLH__DOMAIN__DOMAIN_CUBLAS || fn->domain == DLH__DOMAIN__DOMAIN_CUBLASLT ||
              fn->domain == DLH__DOMAIN__DOMAIN_CUDNN || fn->domain == DLH__DOMAIN__DOMAIN_NCCL)) {
     /* the library call's recorded arguments (shapes, types, counts), by name */
-    for (size_t i = 0; i < fn->nargs && i < ev->nargs && na < 2 + DLH_MAX_EXPORT_ARGS; i++) {
+    for (size_t i = 0; i < fn->nargs && i < ev->nargs && na < 4 + DLH_MAX_EXPORT_ARGS; i++) {
       Dlhperfetto__DebugAnnotation *d = &a[na];
       dlhperfetto__debug_annotation__init(d);
       d->name = fn->argname[i];
@@ -374,7 +387,10 @@ static void p_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
   ex_link *l = fn && fn->domain != DLH__DOMAIN__DOMAIN_NVTX ? ex_links_get(c->L, ev->corr) : NULL;
   if (l && l->fn && l->fn != ev->fn) l = NULL; /* a nested call with the outer call's id */
   if (l) l->fn = ev->fn;
-  slice(c, thread_uuid(c, tid), ev->start_ns, ev->dur_ns, iid, &id, ap, na, l ? &fl : NULL, NULL);
+  /* on the timeline a folded event spans its calls: first start to last end */
+  slice(c, thread_uuid(c, tid), ev->start_ns, dlh_api_span(ev), iid, &id, ap, na, l ? &fl : NULL,
+        NULL);
+  free(folded);
 }
 
 static void p_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
@@ -443,7 +459,7 @@ int ex_perfetto(const ex_opts *o, char **files, size_t n) {
   c.next_stack = 1;
   /* debug annotation names, interned once */
   static const char *const dn[] = {NULL, "correlation", "stream", "bytes", "result", "device",
-                                   "grid", "block", "function"};
+                                   "grid", "block", "function", "calls", "calls_dur_ns"};
   Dlhperfetto__DebugAnnotationName d[IID_FIRST_FREE], *dp[IID_FIRST_FREE];
   for (int i = 1; i < IID_FIRST_FREE; i++) {
     dlhperfetto__debug_annotation_name__init(&d[i]);

@@ -21,7 +21,11 @@
  *     that launched it (steps left out) and the library call or kernel, TYPE its kind (MatMul,
  *     Conv2D, Conv2DBackpropInput/Filter, Nccl<Collective>, Kernel, Memcpy...), so Framework
  *     Op Stats has a row per op and Kernel Stats an op name per kernel;
- *   - copies are named MemcpyHToD / MemcpyDToH / ... as xprof classifies them.
+ *   - copies are named MemcpyHToD / MemcpyDToH / ... as xprof classifies them;
+ *   - a folded event (count identical calls of a thread recorded once) is one event from the
+ *     first call's start to the last call's end, named "NAME ×COUNT" (name and display name:
+ *     what the trace viewer shows; xprof's analyses do not group host CUDA calls by name, and a
+ *     folded call launched no GPU work), with stats calls and calls_dur_ns (summed durations).
  * Hosts (files) are named by rank: OUT/plugins/profile/<run>/rank<R>.xplane.pb (<host>[_<pid>]
  * without a rank); processes without GPU work are left out (--keep-gpuless keeps them): xprof
  * takes its tool list from one of the hosts, and a GPU-less one has no Kernel Stats.
@@ -43,12 +47,12 @@
 enum { S_CORR = 1, S_KERNEL, S_MEMCPY, S_MEMSET, S_DEVICE, S_CONTEXT, S_STREAM, S_CLOCK,
        S_CORES, S_BANDWIDTH, S_MEMSIZE, S_CC_MAJOR, S_CC_MINOR, S_RESULT, S_IS_ROOT, S_STEP_NUM,
        S_TF_OP, S_PRODUCER_TYPE, S_PRODUCER_ID, S_CONSUMER_TYPE, S_CONSUMER_ID, S_VENDOR,
-       S_NSTATS };
+       S_CALLS, S_CALLS_DUR, S_NSTATS };
 static const char *const stat_names[S_NSTATS] = {
   NULL, "correlation_id", "kernel_details", "memcpy_details", "Memset_details", "device_id",
   "context_id", "stream", "clock_rate", "core_count", "memory_bandwidth", "memory_size",
   "compute_cap_major", "compute_cap_minor", "result", "_r", "step_num", "tf_op", "_pt", "_p",
-  "_ct", "_c", "device_vendor"};
+  "_ct", "_c", "device_vendor", "calls", "calls_dur_ns"};
 
 /* The context type of the producer/consumer stats that tie a step's host range to its span on
  * the device's "Steps" line (any number: it only has to match on both sides). */
@@ -352,14 +356,22 @@ static void x_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
   const char *label = NULL;
   if (fn && fn->domain == DLH__DOMAIN__DOMAIN_NVTX && ex_arg(t, ev, "message|name", &msg))
     label = vx_trace_string(t, (uint32_t)msg);
-  int64_t meta = label ? meta_for(&c->planes[0], 1ull << 62 | hash_name(label) >> 2, label)
-                       : meta_for(&c->planes[0], ev->fn, vx_func_name(t, ev->fn));
-  Dlhxplane__XStat s[6], *sp[6];
+  uint64_t calls = dlh_api_calls(ev);
+  int64_t meta;
+  if (calls > 1) {
+    char *folded = vx_folded_name(label ? label : vx_func_name(t, ev->fn), calls);
+    meta = meta_for(&c->planes[0], 3ull << 62 | hash_name(folded) >> 2, folded);
+    free(folded);
+  } else {
+    meta = label ? meta_for(&c->planes[0], 1ull << 62 | hash_name(label) >> 2, label)
+                 : meta_for(&c->planes[0], ev->fn, vx_func_name(t, ev->fn));
+  }
+  Dlhxplane__XStat s[8], *sp[8];
   size_t ns = 0;
   if (label) { /* a step: the root of a group */
     long r = ex_links_range_at(c->L, tid, ev->start_ns);
     while (r >= 0 && !(c->L->range[r].start == ev->start_ns &&
-                       c->L->range[r].end == ev->start_ns + ev->dur_ns))
+                       c->L->range[r].end == ev->start_ns + dlh_api_span(ev)))
       r = c->L->range[r].parent;
     /* the steps of one thread (the loop's): steps of other threads would count again */
     if (r >= 0 && c->L->range[r].step >= 0 && tid == c->L->step_tid) {
@@ -399,7 +411,11 @@ static void x_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
     s[ns].int64_value = ev->ret;
     ns++;
   }
-  put_event(c, l, meta, ev->start_ns, ev->dur_ns, sp, ns);
+  if (calls > 1) {
+    sp[ns] = ustat(&s[ns], S_CALLS, calls); ns++;
+    sp[ns] = ustat(&s[ns], S_CALLS_DUR, ev->dur_ns); ns++;
+  }
+  put_event(c, l, meta, ev->start_ns, dlh_api_span(ev), sp, ns);
 }
 
 static const char *mem_kind(uint64_t k) {

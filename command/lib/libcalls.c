@@ -8,7 +8,10 @@
  * id: that GPU time (or, without GPU records, the ncclGroupEnd call time) is shared among the
  * group's operations in proportion to their bytes. algbw = bytes / time; busbw = algbw × the
  * nccl-tests factor: all-reduce 2(n−1)/n, all-gather, reduce-scatter, all-to-all, gather,
- * scatter (n−1)/n, others 1. */
+ * scatter (n−1)/n, others 1.
+ * A folded event (count identical calls recorded once; they have no correlation id, so no GPU
+ * work of their own) is count calls: its FLOPs and bytes count count times, its time is the
+ * calls' summed duration. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +29,7 @@ typedef struct op {
                             * stride dilation groups dtype; coll: bytes dtype nranks */
   double flops;
   uint64_t bytes, corr, dur, tid;
+  uint64_t count;          /* calls: > 1 for a folded event (flops and bytes are of them all) */
   int group;               /* collective: its recorded group depth */
   uint64_t group_corr;     /* grouped collective: the correlation id of its ncclGroupEnd */
   uint64_t group_dur;      /* grouped collective: the ncclGroupEnd call time */
@@ -177,25 +181,26 @@ void vx_libstats_api(vx_libstats *s, const vx_trace *t, uint32_t tid, const dlh_
   o->kind = kind;
   o->fn = intern(s, n);
   o->corr = ev->corr;
-  o->dur = ev->dur_ns;
+  o->dur = ev->dur_ns;  /* a folded event: the sum of its calls' durations */
   o->tid = tid;
+  o->count = dlh_api_calls(ev);
   if (kind == K_GEMM) {
     static const char *const k[] = {"m", "n", "k", "batch", "dtype", "transa", "transb"};
     for (int i = 0; i < 7; i++) o->v[i] = argi(f, ev, k[i], i == 3 ? 1 : 0);
-    o->flops = argd(f, ev, "flops");
+    o->flops = argd(f, ev, "flops") * (double)o->count;
   } else if (kind == K_CONV) {
     static const char *const k[] = {"N", "C", "H", "W", "K", "R", "S", "pad", "stride",
                                     "dilation", "groups", "dtype"};
     for (int i = 0; i < 12; i++) o->v[i] = argi(f, ev, k[i], 0);
-    o->flops = argd(f, ev, "flops");
+    o->flops = argd(f, ev, "flops") * (double)o->count;
     /* direction: 1 fwd, 2 bwd-data, 3 bwd-filter, 4 fwd+bias+act */
     o->v[12] = !strcmp(n, "cudnnBackendExecute") ? argi(f, ev, "op", 1)
                : !strcmp(n, "cudnnConvolutionBackwardData") ? 2
                : !strcmp(n, "cudnnConvolutionBackwardFilter") ? 3
                : !strcmp(n, "cudnnConvolutionBiasActivationForward") ? 4 : 1;
   } else {
-    o->bytes = (uint64_t)argi(f, ev, "bytes", 0);
-    o->v[0] = (int64_t)o->bytes;
+    o->v[0] = argi(f, ev, "bytes", 0);  /* the shape: bytes of one call */
+    o->bytes = (uint64_t)o->v[0] * o->count;
     o->v[1] = argi(f, ev, "datatype", -1);
     o->v[2] = argi(f, ev, "nranks", 0);
     o->group = (int)argi(f, ev, "group", 0);
@@ -259,18 +264,18 @@ static void add_row(vx_libstats *s, const op *o, uint64_t ns, int gpu) {
     r->fn = o->fn;
     memcpy(r->v, o->v, sizeof r->v);
   }
-  r->calls++;
+  r->calls += o->count;
   r->ns += ns;
   r->flops += o->flops;
   r->bytes += o->bytes;
-  r->gpu_calls += gpu != 0;
+  r->gpu_calls += gpu ? o->count : 0;
 }
 
 void vx_libstats_trace_end(vx_libstats *s) {
   if (s->nk) qsort(s->k, s->nk, sizeof *s->k, by_corr);
   /* bytes of each group, for sharing its time */
   uint64_t *gbytes = NULL;
-  size_t *gcount = NULL;
+  uint64_t *gcount = NULL; /* calls of each group */
   if (s->ngroups) {
     gbytes = vx_xmalloc((s->ngroups + 1) * sizeof *gbytes);
     gcount = vx_xmalloc((s->ngroups + 1) * sizeof *gcount);
@@ -279,7 +284,7 @@ void vx_libstats_trace_end(vx_libstats *s) {
     for (size_t i = 0; i < s->nops; i++)
       if (s->ops[i].group_id) {
         gbytes[s->ops[i].group_id] += s->ops[i].bytes;
-        gcount[s->ops[i].group_id]++;
+        gcount[s->ops[i].group_id] += s->ops[i].count;
       }
   }
   for (size_t i = 0; i < s->nops; i++) {
@@ -291,7 +296,8 @@ void vx_libstats_trace_end(vx_libstats *s) {
       if (!found) g = o->group_dur;
       uint64_t tb = gbytes[o->group_id];
       ns = tb ? (uint64_t)((double)g * (double)o->bytes / (double)tb)
-              : g / (gcount[o->group_id] ? gcount[o->group_id] : 1);
+              : (uint64_t)((double)g * (double)o->count /
+                           (double)(gcount[o->group_id] ? gcount[o->group_id] : 1));
     } else {
       ns = gpu_ns(s, o->corr, &found);
       if (!found) ns = o->dur;

@@ -14,7 +14,9 @@
  * them through these calls (cuBLAS/cuDNN workspaces the program passes in are its own
  * allocations). The device is the thread's last cudaSetDevice (0 before any). Host allocations
  * (cudaMallocHost, cudaHostAlloc) are not device memory and are left out. A free of a pointer
- * the trace never saw allocated (before a capture window) is counted as unmatched. */
+ * the trace never saw allocated (before a capture window) is counted as unmatched. A folded
+ * event (count identical calls recorded once: in practice a failing allocation retried) counts
+ * count failures and keeps one out-of-memory snapshot, at the end of its last call. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +27,8 @@
 enum { OP_ALLOC = 1, OP_FREE = 2, OP_SETDEV = 3 };
 
 typedef struct mem_ev {
-  uint64_t ts;          /* end of the call */
+  uint64_t ts;          /* end of the call (of the last call of a folded event) */
+  uint64_t count;       /* calls (> 1: a folded event) */
   uint64_t ptr, bytes, stream;
   uint32_t tid, stack, fn;
   int op;
@@ -107,6 +110,7 @@ typedef struct live_alloc {
 
 typedef struct oom {
   uint64_t ts, requested, live_bytes;
+  uint64_t calls;       /* failed calls (> 1: a folded event of retries) */
   uint32_t fn, stack;
   live_alloc *live;
   size_t nlive;
@@ -149,12 +153,13 @@ static void replay(ledger *l, mem_ev *ev, size_t n) {
     if (dev < 0 || dev >= MAXDEV) dev = 0;
     if (e->op == OP_ALLOC) {
       if (e->ret != 0 || !e->ptr) {
-        l->failed++;
+        l->failed += e->count;
         if (e->ret == 2) { /* cudaErrorMemoryAllocation (CUDA_ERROR_OUT_OF_MEMORY is 2 too) */
           l->ooms = vx_xrealloc(l->ooms, (l->nooms + 1) * sizeof *l->ooms);
           oom *o = &l->ooms[l->nooms++];
           o->ts = e->ts;
           o->requested = e->bytes;
+          o->calls = e->count;
           o->live_bytes = l->live;
           o->fn = e->fn;
           o->stack = e->stack;
@@ -220,7 +225,8 @@ static size_t read_events(vx_trace *t, mem_ev **out, int *rc) {
       if (!k->op) continue;
 #define ARG(i) ((i) >= 0 && (uint32_t)(i) < e.nargs ? e.args[i] : 0)
       mem_ev m = {0};
-      m.ts = e.start_ns + e.dur_ns;
+      m.ts = e.start_ns + dlh_api_span(&e);
+      m.count = dlh_api_calls(&e);
       m.op = k->op;
       m.ret = e.ret;
       m.tid = p->api->tid;
@@ -389,8 +395,8 @@ int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
         const oom *o = &l.ooms[k];
         fprintf(f, "%s{\"ts_ns\":%" PRIu64 ",\"function\":", k ? "," : "", o->ts);
         vx_json_str(f, vx_func_name(&t, o->fn));
-        fprintf(f, ",\"requested_bytes\":%" PRIu64 ",\"live_bytes\":%" PRIu64 ",\"stack\":",
-                o->requested, o->live_bytes);
+        fprintf(f, ",\"requested_bytes\":%" PRIu64 ",\"live_bytes\":%" PRIu64 ",\"calls\":%" PRIu64
+                   ",\"stack\":", o->requested, o->live_bytes, o->calls);
         json_stack(f, &t, o->stack);
         fputs(",\"live\":[", f);
         for (size_t m = 0; m < o->nlive; m++) {
@@ -424,6 +430,7 @@ int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
         const oom *o = &l.ooms[k];
         fprintf(f, "  out of memory: %s of %s at %s\n", term_end(c1, 24, vx_func_name(&t, o->fn)),
                 fmt_bytes(b1, sizeof b1, o->requested), term_end(c2, 50, where(&t, o->stack, b3, sizeof b3)));
+        if (o->calls > 1) fprintf(f, "  (%" PRIu64 " calls in a row, folded)\n", o->calls);
         fprintf(f, "  live then: %zu allocation%s, %s\n", o->nlive, o->nlive == 1 ? "" : "s",
                 fmt_bytes(b2, sizeof b2, o->live_bytes));
         for (size_t m = 0; m < o->nlive && m < 20; m++)

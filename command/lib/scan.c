@@ -92,7 +92,8 @@ int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s) {
       while (dlh_api_iter_next(&it, &ev)) {
         ex_events_scanned++;
         ev.start_ns += (uint64_t)off;
-        if (ev.start_ns >= hi || ev.start_ns + ev.dur_ns < lo) continue;
+        /* a folded event covers its span (first call's start to last call's end) */
+        if (ev.start_ns >= hi || ev.start_ns + dlh_api_span(&ev) < lo) continue;
         if (s->api) s->api(s->ctx, &t, tid, &ev);
       }
       if (it.bad) bad = 1;

@@ -39,7 +39,8 @@ typedef struct ex_sink {
   void *ctx;
   /* every packet that is not an ApiBatch or GpuBatch (process, thread, device, stack, ...) */
   void (*packet)(void *ctx, const vx_trace *t, const Dlh__Packet *p);
-  /* API calls inside the window */
+  /* API events inside the window (a folded event, count > 1, stands for count calls: see
+   * dlh_api_calls and dlh_api_span) */
   void (*api)(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_event *ev);
   /* GPU records inside the window (external-correlation records, kind 7, always) */
   void (*gpu)(void *ctx, const vx_trace *t, const ex_gpu *g);

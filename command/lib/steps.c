@@ -85,9 +85,11 @@ static void on_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_eve
       c->capst = c->capst ? c->capst * 2 : 64;
       c->st = vx_xrealloc(c->st, c->capst * sizeof *c->st);
     }
-    c->st[c->nst++] = (srange){e->start_ns, e->start_ns + e->dur_ns, num, vx_xstrdup(msg)};
+    c->st[c->nst++] = (srange){e->start_ns, e->start_ns + dlh_api_span(e), num, vx_xstrdup(msg)};
     return;
   }
+  /* A folded event tells only the summed duration of its calls, not where each lies in its
+   * span: that time is counted from its start (inside the span, the right amount). */
   if (e->depth == 0 && e->dur_ns) push(c, e->start_ns, e->start_ns + e->dur_ns, C_HOST);
 }
 

@@ -139,3 +139,15 @@ char *vx_demangle(const char *name) {
   return d;
 }
 
+
+/* ---------------------------------------------------------------- folded events */
+
+char *vx_folded_name(const char *name, uint64_t count) {
+  if (!name) name = "";
+  if (count <= 1) return vx_xstrdup(name);
+  size_t n = strlen(name) + 32;
+  char *s = vx_xmalloc(n);
+  /* U+00D7 MULTIPLICATION SIGN, as UTF-8 */
+  snprintf(s, n, "%s \xc3\x97%llu", name, (unsigned long long)count);
+  return s;
+}

@@ -11,6 +11,13 @@
 
 /* ---------------------------------------------------------------- traces */
 
+static void mem_free(vx_mem *m) {
+  if (!m) return;
+  for (size_t i = 0; i < m->nparts; i++) free(m->parts[i].name);
+  free(m->parts);
+  free(m);
+}
+
 static void func_free(void *p) {
   vx_func *f = p;
   if (!f) return;
@@ -86,20 +93,59 @@ static void define(vx_trace *t, const Dlh__Packet *p) {
       t->have_process = 1;
       t->pid = p->process->pid;
       break;
-    case DLH__PACKET__DATA_TRAILER:
+    case DLH__PACKET__DATA_TRAILER: {
+      const Dlh__Trailer *tr = p->trailer;
       t->have_trailer = 1;
-      t->trailer_records = p->trailer->records;
-      t->trailer_dropped = p->trailer->dropped;
-      t->pcs_unsymbolized = p->trailer->pcs_unsymbolized;
+      t->trailer_records = tr->records;
+      t->trailer_dropped = tr->dropped;
+      t->pcs_unsymbolized = tr->pcs_unsymbolized;
+      t->have_trailer_calls = tr->has_calls;
+      t->trailer_calls = tr->calls;
+      t->have_trailer_folded = tr->has_folded;
+      t->trailer_folded = tr->folded;
+      mem_free(t->mem);
+      t->mem = NULL;
+      if (tr->has_mem_budget_bytes || tr->has_mem_peak_bytes || tr->n_mem_parts) {
+        vx_mem *m = vx_xmalloc(sizeof *m);
+        memset(m, 0, sizeof *m);
+        m->has_budget = tr->has_mem_budget_bytes;
+        m->budget_bytes = tr->mem_budget_bytes;
+        m->has_peak = tr->has_mem_peak_bytes;
+        m->peak_bytes = tr->mem_peak_bytes;
+        /* the recorder writes a dozen parts; a trace with more keeps the first VX_MAX_MEM_PARTS
+         * (their readers compare names pairwise) */
+        size_t np = tr->n_mem_parts < VX_MAX_MEM_PARTS ? tr->n_mem_parts : VX_MAX_MEM_PARTS;
+        m->parts = vx_xmalloc((np ? np : 1) * sizeof *m->parts);
+        for (size_t i = 0; i < np; i++) {
+          const Dlh__MemPart *mp = tr->mem_parts[i];
+          if (!mp) continue;
+          vx_mem_part *x = &m->parts[m->nparts++];
+          x->name = vx_xstrdup(mp->name ? mp->name : "");
+          x->peak_bytes = mp->peak_bytes;
+          x->bytes = mp->bytes;
+          x->has_bytes = mp->has_bytes;
+        }
+        t->mem = m;
+      }
       break;
+    }
     case DLH__PACKET__DATA_COUNTERS:
       t->have_counters = 1;
       t->counters_records = p->counters->records;
       t->counters_dropped = p->counters->dropped;
+      t->have_counters_calls = p->counters->has_calls;
+      t->counters_calls = p->counters->calls;
       break;
-    case DLH__PACKET__DATA_API:
-      t->api_events += p->api->n_start_delta;
+    case DLH__PACKET__DATA_API: {
+      const Dlh__ApiBatch *b = p->api;
+      t->api_events += b->n_start_delta;
+      /* a folded event stands for count calls; no count column: one call each */
+      uint64_t calls = b->n_start_delta;
+      if (b->n_count == b->n_start_delta)
+        for (size_t i = 0; i < b->n_count; i++) calls += b->count[i] > 1 ? b->count[i] - 1 : 0;
+      t->api_calls += calls;
       break;
+    }
     case DLH__PACKET__DATA_STACK:
     case DLH__PACKET__DATA_MODULE:
     case DLH__PACKET__DATA_SYMBOL:
@@ -135,6 +181,8 @@ void vx_trace_close(vx_trace *t) {
   vx_map_free(&t->funcs, func_free);
   vx_map_free(&t->strings, free);
   vx_stacks_free(t);
+  mem_free(t->mem);
+  t->mem = NULL;
   t->r = NULL;
 }
 
@@ -160,6 +208,17 @@ uint64_t vx_trace_records(const vx_trace *t) {
   if (t->have_trailer) return t->trailer_records;
   if (t->have_counters) return t->counters_records;
   return t->api_events + t->gpu_events;
+}
+
+uint64_t vx_trace_calls(const vx_trace *t) {
+  if (t->have_trailer && t->have_trailer_calls) return t->trailer_calls;
+  if (!t->have_trailer && t->have_counters && t->have_counters_calls) return t->counters_calls;
+  return vx_trace_records(t);
+}
+
+uint64_t vx_trace_folded(const vx_trace *t) {
+  if (t->have_trailer && t->have_trailer_folded) return t->trailer_folded;
+  return t->api_calls - t->api_events;
 }
 
 uint64_t vx_trace_dropped(const vx_trace *t) {

@@ -75,7 +75,14 @@ typedef struct vx_trace {
   int have_trailer, have_counters;
   uint64_t trailer_records, trailer_dropped;
   uint64_t counters_records, counters_dropped;
+  /* format version 2: calls (folded repeats included) of the trailer or the last counters */
+  int have_trailer_calls, have_counters_calls;
+  uint64_t trailer_calls, counters_calls;
+  int have_trailer_folded;
+  uint64_t trailer_folded;       /* Trailer.folded: calls folded into an earlier one */
   uint64_t api_events, gpu_events, packets;
+  uint64_t api_calls;            /* calls of the API events read so far (sum of their counts) */
+  struct vx_mem *mem;            /* the trailer's memory figures, NULL when it has none */
   struct vx_stacks *stacks; /* symbols.c: stacks, modules, symbols, Python frames */
   int defs_read;    /* the first pass read every stack definition (symbols.c) */
   uint64_t pcs_unsymbolized; /* Trailer.pcs_unsymbolized */
@@ -100,6 +107,31 @@ const char *vx_func_name(const vx_trace *t, uint32_t id);
  * back to the events read. */
 uint64_t vx_trace_records(const vx_trace *t);
 uint64_t vx_trace_dropped(const vx_trace *t);
+/* Calls recorded in a trace, folded repeats included: Trailer.calls, else the last
+ * Counters.calls; a trace without them (format version 1, which folds nothing) falls back to
+ * vx_trace_records. */
+uint64_t vx_trace_calls(const vx_trace *t);
+/* Calls folded into an earlier call: Trailer.folded, else what the events read so far say
+ * (api_calls - api_events). */
+uint64_t vx_trace_folded(const vx_trace *t);
+
+/* The memory dlhook held in the recorded process (Trailer.mem_*), copied out of the trailer. */
+typedef struct vx_mem_part {
+  char *name;
+  uint64_t peak_bytes, bytes;
+  int has_bytes;
+} vx_mem_part;
+#define VX_MAX_MEM_PARTS 256
+typedef struct vx_mem {
+  int has_budget, has_peak;
+  uint64_t budget_bytes, peak_bytes;
+  vx_mem_part *parts;
+  size_t nparts;
+} vx_mem;
+
+/* "NAME ×COUNT" (malloc'd, the caller frees) for an event that stands for COUNT > 1 folded
+ * calls, else a copy of NAME: the label timelines give a folded event. */
+char *vx_folded_name(const char *name, uint64_t count);
 
 /* ---------------------------------------------------------------- stacks (symbols.c) */
 

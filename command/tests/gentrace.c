@@ -1,6 +1,7 @@
 /* gentrace — writes a synthetic training-like trace for the exporter tests and `make bench`.
  * usage: gentrace OUT [--rank R] [--world W] [--pid N] [--threads T] [--steps S]
  *                     [--events N] [--slow K] [--gpu-first] [--coll-late US,US,...]
+ *                     [--poll N]
  *
  * Each thread runs steps; a step is an NVTX range "step N" containing these calls (depth 0;
  * NVTX ranges do not count as API nesting):
@@ -18,6 +19,11 @@
  * --coll-late: after the step's work, an NCCL all-reduce kernel (stream 21) that starts the
  * given number of microseconds late (the list is cycled over the steps) and ends 1 ms after the
  * step's work on every rank, as a collective ends when the last rank arrives (straggler tests).
+ * --poll N: before the cudaStreamSynchronize, cudaStreamQuery(stream 0x13) polled N times
+ * while the copy runs (cudaErrorNotReady, 600), recorded as one folded event (format version 2)
+ * when N > 1: count N, dur 40 ns per call (their sum), span 100 ns per call, stack main;train;
+ * sync; the trailer then has calls (API calls, folded ones included) and folded (N - 1 per
+ * step and thread).
  * Threads are pid, pid+1, ... Stacks and symbols are defined before use. */
 #include <fcntl.h>
 #include <stdio.h>
@@ -114,12 +120,25 @@ static void gpu(uint32_t kind, uint64_t start, uint64_t dur, uint64_t corr, uint
 
 static uint64_t nevents;
 
-static void call(uint32_t tid, uint64_t start, uint32_t fn, uint64_t dur, uint64_t corr,
-                 uint32_t stk, uint32_t depth, uint32_t n, const uint64_t *args) {
-  dlh_api_event ev = {.start_ns = start, .dur_ns = dur, .fn = fn, .ret = 0, .corr = corr,
-                      .stack = stk, .depth = depth, .nargs = n, .args = args};
+static uint64_t ncalls, nfolded; /* API calls (a folded event counts its calls), folded calls */
+
+/* One API event; count > 1 makes it a folded event of count calls (dur: their summed
+ * durations, span: first start to last end). */
+static void call_n(uint32_t tid, uint64_t start, uint32_t fn, uint64_t dur, uint64_t corr,
+                   uint32_t stk, uint32_t depth, uint32_t n, const uint64_t *args, int64_t ret,
+                   uint64_t count, uint64_t span) {
+  dlh_api_event ev = {.start_ns = start, .dur_ns = dur, .fn = fn, .ret = ret, .corr = corr,
+                      .stack = stk, .depth = depth, .nargs = n, .args = args,
+                      .count = count > 1 ? count : 0, .span_ns = count > 1 ? span : 0};
   if (dlh_writer_api(w, tid, &ev) < 0) { fprintf(stderr, "gentrace: event failed\n"); exit(1); }
   nevents++;
+  ncalls += count > 1 ? count : 1;
+  nfolded += count > 1 ? count - 1 : 0;
+}
+
+static void call(uint32_t tid, uint64_t start, uint32_t fn, uint64_t dur, uint64_t corr,
+                 uint32_t stk, uint32_t depth, uint32_t n, const uint64_t *args) {
+  call_n(tid, start, fn, dur, corr, stk, depth, n, args, 0, 1, 0);
 }
 
 int main(int argc, char **argv) {
@@ -130,7 +149,7 @@ int main(int argc, char **argv) {
   }
   int rank = 0, world = 1, threads = 1, gpu_first = 0;
   uint32_t pid = 4242;
-  unsigned long steps = 4, events = 0, slow = 1;
+  unsigned long steps = 4, events = 0, slow = 1, poll = 0;
   unsigned long late[256];
   size_t nlate = 0;
   for (int i = 2; i < argc; i++) {
@@ -142,6 +161,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--events") && i + 1 < argc) events = strtoul(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--slow") && i + 1 < argc) slow = strtoul(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--gpu-first")) gpu_first = 1;
+    else if (!strcmp(argv[i], "--poll") && i + 1 < argc) poll = strtoul(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--coll-late") && i + 1 < argc) {
       for (char *q = argv[++i]; *q && nlate < 256; q += *q == ',') late[nlate++] = strtoul(q, &q, 10);
     }
@@ -203,6 +223,7 @@ int main(int argc, char **argv) {
   func(6, "nvtxRangePushA", DLH__DOMAIN__DOMAIN_NVTX, 1, n_nv, ty_nv);
   func(7, "cublasSgemm_v2", DLH__DOMAIN__DOMAIN_CUBLAS, 4, n_ge, ty_ge);
   func(8, "cuLaunchKernel", DLH__DOMAIN__DOMAIN_DRIVER, 4, n_la, ty_la);
+  if (poll) func(9, "cudaStreamQuery", DLH__DOMAIN__DOMAIN_CUDART, 1, n_sy, ty_sy);
   str(1, "_Z7forwardPf");
   str(2, "_Z4gemmPKfS0_Pf");
   str(3, "_Z8backwardPf");
@@ -241,9 +262,12 @@ int main(int argc, char **argv) {
       uint64_t gt = now + 2000; /* GPU timeline of the step */
       uint64_t k = 0;
       /* the API calls (written after the GPU records with --gpu-first) */
-      struct { uint32_t fn; uint64_t dur, corr; uint32_t stk, depth, n; const uint64_t *a; } cl[9];
+      struct {
+        uint32_t fn; uint64_t dur, corr; uint32_t stk, depth, n; const uint64_t *a;
+        int64_t ret; uint64_t count, span;  /* count > 1: a folded event over span ns */
+      } cl[10];
       int ncl = 0;
-#define CALL(F, D, C, S, DEP, N, A) cl[ncl++] = (typeof(cl[0])){F, D, C, S, DEP, N, A}
+#define CALL(F, D, C, S, DEP, N, A) cl[ncl++] = (typeof(cl[0])){F, D, C, S, DEP, N, A, 0, 1, D}
       CALL(1, 300, 0, 1, 0, 2, a_sz);
       uint64_t c_cp = ++corr;
       CALL(2, 200, c_cp, 2, 0, 5, a_cp);
@@ -257,6 +281,9 @@ int main(int argc, char **argv) {
       CALL(3, 150, c_b, 5, 0, 4, a_la);
       uint64_t c_m = ++corr;
       CALL(4, 120, c_m, 6, 0, 4, a_ms);
+      uint64_t a_q[] = {0x13};
+      if (poll) /* cudaErrorNotReady while the copy runs */
+        cl[ncl++] = (typeof(cl[0])){9, 40 * poll, 0, 7, 0, 1, a_q, 600, poll, 100 * poll};
       CALL(5, 5000, 0, 7, 0, 1, a_sy);
       uint64_t gpu_end;
       {
@@ -284,7 +311,7 @@ int main(int argc, char **argv) {
       }
       /* NVTX range covering the step; then its calls */
       uint64_t total = 0;
-      for (int i = 0; i < ncl; i++) total += cl[i].dur + 10;
+      for (int i = 0; i < ncl; i++) total += cl[i].span + 10;
       uint64_t step_end = gpu_end > c + total ? gpu_end + 100 : c + total + 100;
       uint64_t a_nv[] = {sid};
       call(tid, st, 6, step_end - st, 0, 0, 0, 1, a_nv);
@@ -293,8 +320,9 @@ int main(int argc, char **argv) {
         uint64_t cs = c;
         if (cl[i].fn == 8) cs = prev + 100; /* inside the cublas call */
         prev = cs;
-        call(tid, cs, cl[i].fn, cl[i].dur, cl[i].corr, cl[i].stk, cl[i].depth, cl[i].n, cl[i].a);
-        if (cl[i].fn != 8) c += cl[i].dur + 10;
+        call_n(tid, cs, cl[i].fn, cl[i].dur, cl[i].corr, cl[i].stk, cl[i].depth, cl[i].n, cl[i].a,
+               cl[i].ret, cl[i].count, cl[i].span);
+        if (cl[i].fn != 8) c += cl[i].span + 10;
       }
       nevents += 7;
       now = step_end + 1000;
@@ -308,6 +336,11 @@ int main(int argc, char **argv) {
   Dlh__Trailer tr = DLH__TRAILER__INIT;
   tr.has_records = 1; tr.records = nevents; tr.has_dropped = 1; tr.dropped = 0;
   tr.has_end_ns = 1; tr.end_ns = now;
+  if (poll) { /* format version 2: every call, folded ones included */
+    tr.has_calls = tr.has_folded = 1;
+    tr.calls = ncalls;
+    tr.folded = nfolded;
+  }
   p.data_case = DLH__PACKET__DATA_TRAILER; p.trailer = &tr;
   pkt(&p);
   dlh_writer_free(w);

@@ -1,5 +1,5 @@
 /* mktrace — writes a trace with known contents for the dlhook command's tests (tests/cli/).
- * usage: mktrace OUT [--pid N] [--no-trailer] [--big N] [--fuzz SEED]
+ * usage: mktrace OUT [--pid N] [--no-trailer] [--big N] [--folded] [--fuzz SEED]
  *
  * Contents (per trace), so that dump/stats output can be checked exactly:
  *   process pid N (default 1234), host "testhost", threads N ("main") and N+1 ("worker\t\"x\"")
@@ -15,7 +15,19 @@
  *   counters (dropped 3, then 4) at flushes, trailer records 251 dropped 5 (unless
  *   --no-trailer: then dropped is 4 from the last counters)
  *   --big N: N more cuLaunchKernel calls of 50 ns (for large traces)
- *   --fuzz SEED: then mutate the packet bytes inside each (still valid) zstd frame
+ *   --folded: also folded repeats (one event standing for COUNT identical calls; dur is the
+ *     calls' summed duration, span first start to last end), after the cublasSgemm_v2 calls:
+ *     cudaStreamQuery  cudart  1 event  ×1234, ret 600, dur 24680 (20 each), span 123400
+ *                              then 1 plain call, ret 0, dur 30
+ *     cublasGemmEx     cublas  1 event  ×4, m=n=k=64, flops 524288 each, dur 8000, span 9000
+ *     ncclReduceScatter nccl   1 event  ×3, bytes 4096, nranks 4, dur 30000, span 31000
+ *                                       (thread N+1)
+ *     so 1363 calls in 125 API events (1238 folded); the trailer says calls 1363, folded 1238,
+ *     records 255, and dlhook's memory: budget 64 MiB, peak 3 MiB, parts "rings" (peak 2 MiB,
+ *     1 MiB at the end) and "writer" (peak 1 MiB, 512 KiB at the end); the last counters
+ *     calls 1363
+ *   --fuzz SEED: (implies --folded) then mutate the packet bytes inside each (still valid)
+ *     zstd frame
  * Several frames. */
 #include <fcntl.h>
 #include <stdio.h>
@@ -67,9 +79,20 @@ static void call(uint32_t tid, uint32_t fn, uint64_t dur, int64_t ret, uint64_t 
   if (dlh_writer_api(w, tid, &ev) < 0) { fprintf(stderr, "mktrace: event failed\n"); exit(1); }
 }
 
-static void counters(uint64_t records, uint64_t dropped) {
+/* A folded event: count identical calls, dur their summed durations, span first start to last
+ * end. */
+static void folded(uint32_t tid, uint32_t fn, uint64_t count, uint64_t dur, uint64_t span,
+                   int64_t ret, uint32_t n, const uint64_t *args) {
+  dlh_api_event ev = {.start_ns = clk, .dur_ns = dur, .fn = fn, .ret = ret, .nargs = n,
+                      .args = args, .count = count, .span_ns = span};
+  clk += span + 7;
+  if (dlh_writer_api(w, tid, &ev) < 0) { fprintf(stderr, "mktrace: event failed\n"); exit(1); }
+}
+
+static void counters(uint64_t records, uint64_t dropped, uint64_t calls) {
   Dlh__Counters c = DLH__COUNTERS__INIT;
   c.has_records = 1; c.records = records; c.has_dropped = 1; c.dropped = dropped;
+  c.has_calls = calls != 0; c.calls = calls;
   c.has_threads = 1; c.threads = 2;
   Dlh__Packet p = DLH__PACKET__INIT;
   p.data_case = DLH__PACKET__DATA_COUNTERS; p.counters = &c;
@@ -88,13 +111,16 @@ int main(int argc, char **argv) {
   uint32_t pid = 1234;
   int trailer = 1;
   unsigned long big = 0, fuzz = 0;
+  int fold = 0;
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--pid") && i + 1 < argc) pid = (uint32_t)atoi(argv[++i]);
     else if (!strcmp(argv[i], "--no-trailer")) trailer = 0;
     else if (!strcmp(argv[i], "--big") && i + 1 < argc) big = strtoul(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--fuzz") && i + 1 < argc) fuzz = strtoul(argv[++i], NULL, 0);
+    else if (!strcmp(argv[i], "--folded")) fold = 1;
     else { fprintf(stderr, "mktrace: bad argument %s\n", argv[i]); return 2; }
   }
+  if (fuzz) fold = 1; /* the fuzzed traces have every column */
   int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) { perror(argv[1]); return 1; }
   w = dlh_writer_create(fd, 0);
@@ -133,6 +159,17 @@ int main(int argc, char **argv) {
   func(4, "cublasSgemm_v2", DLH__DOMAIN__DOMAIN_CUBLAS, 2, n_gemm, ty_gemm);
   func(5, "ncclAllReduce", DLH__DOMAIN__DOMAIN_NCCL, 2, n_nccl, ty_nccl);
   func(6, "nvtxRangePushA", DLH__DOMAIN__DOMAIN_NVTX, 1, n_nvtx, ty_nvtx);
+  const char *n_query[] = {"stream"};
+  const uint32_t ty_query[] = {2};
+  const char *n_gemmex[] = {"m", "n", "k", "flops"};
+  const uint32_t ty_gemmex[] = {0, 0, 0, 3};
+  const char *n_rs[] = {"bytes", "datatype", "nranks"};
+  const uint32_t ty_rs[] = {1, 0, 0};
+  if (fold) {
+    func(7, "cudaStreamQuery", DLH__DOMAIN__DOMAIN_CUDART, 1, n_query, ty_query);
+    func(8, "cublasGemmEx", DLH__DOMAIN__DOMAIN_CUBLAS, 4, n_gemmex, ty_gemmex);
+    func(9, "ncclReduceScatter", DLH__DOMAIN__DOMAIN_NCCL, 3, n_rs, ty_rs);
+  }
   str(1, "_Z6kernelPfi");
   str(2, "step \"1\"\n");
   str(3, "_Z4gemmv");
@@ -145,7 +182,7 @@ int main(int argc, char **argv) {
   call(pid, 1, 300, 0, 0, 2, a_malloc);
   uint64_t a_memcpy[] = {0x7f0000001000ull, 0x5555aaaa0000ull, 4096, 1};
   for (int i = 0; i < 10; i++) call(pid, 2, 1000, i == 4, 0, 4, a_memcpy);
-  counters(14, 3);
+  counters(14, 3, 0);
   flush();
 
   uint64_t a_launch[] = {0x5555deadbeefull, 128, 0};
@@ -160,6 +197,17 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 5; i++) call(pid, 4, 3000, 0, 0, 2, a_gemm);
   uint64_t a_nccl[] = {1048576, 0x6000ull};
   for (int i = 0; i < 2; i++) call(pid + 1, 5, 10000, 0, 0, 2, a_nccl);
+  if (fold) {
+    uint64_t a_query[] = {0x7};
+    folded(pid, 7, 1234, 1234 * 20, 1234 * 100, 600, 1, a_query); /* cudaErrorNotReady */
+    call(pid, 7, 30, 0, 0, 1, a_query);
+    double fl = 2.0 * 64 * 64 * 64;
+    uint64_t a_gemmex[4] = {64, 64, 64, 0};
+    memcpy(&a_gemmex[3], &fl, sizeof fl);
+    folded(pid, 8, 4, 8000, 9000, 0, 4, a_gemmex);
+    uint64_t a_rs[] = {4096, 7, 4};
+    folded(pid + 1, 9, 3, 30000, 31000, 0, 3, a_rs);
+  }
   for (unsigned long i = 0; i < big; i++) call(pid, 3, 50, 0, 0, 3, a_launch);
 
   /* GPU activity: 100 + 20 kernels, 10 copies */
@@ -185,12 +233,28 @@ int main(int argc, char **argv) {
   g.n_name = NG; g.name = name; g.n_nvals = NG; g.nvals = nvals; g.n_vals = nv; g.vals = vals;
   p.data_case = DLH__PACKET__DATA_GPU; p.gpu = &g;
   pkt(&p);
-  counters(251 + big, 4);
+  counters(251 + big + (fold ? 4 : 0), 4, fold ? 1363 + big : 0);
   flush();
   if (trailer) {
     Dlh__Trailer tr = DLH__TRAILER__INIT;
     tr.has_records = 1; tr.records = 251 + big; tr.has_dropped = 1; tr.dropped = 5;
     tr.has_end_ns = 1; tr.end_ns = clk;
+    Dlh__MemPart mp[2] = {DLH__MEM_PART__INIT, DLH__MEM_PART__INIT}, *mpp[2] = {&mp[0], &mp[1]};
+    if (fold) {
+      tr.records += 4;
+      tr.has_calls = tr.has_folded = 1;
+      tr.calls = 1363 + big;
+      tr.folded = 1238;
+      tr.has_mem_budget_bytes = tr.has_mem_peak_bytes = 1;
+      tr.mem_budget_bytes = 64u << 20;
+      tr.mem_peak_bytes = 3u << 20;
+      mp[0].name = "rings"; mp[0].has_peak_bytes = mp[0].has_bytes = 1;
+      mp[0].peak_bytes = 2u << 20; mp[0].bytes = 1u << 20;
+      mp[1].name = "writer"; mp[1].has_peak_bytes = mp[1].has_bytes = 1;
+      mp[1].peak_bytes = 1u << 20; mp[1].bytes = 512u << 10;
+      tr.n_mem_parts = 2;
+      tr.mem_parts = mpp;
+    }
     p.data_case = DLH__PACKET__DATA_TRAILER; p.trailer = &tr;
     pkt(&p);
   }

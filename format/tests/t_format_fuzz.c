@@ -29,7 +29,8 @@ static void make_trace(const char *path) {
       uint64_t r = ft_rand(&seed), args[4] = {r, r >> 3, r >> 7, r >> 11};
       dlh_api_event ev = {.start_ns = t += r % 100, .dur_ns = r % 50, .fn = (uint32_t)(r % 4),
                           .corr = r % 2 ? t : 0, .stack = (uint32_t)(r % 3),
-                          .depth = (uint32_t)(r % 2), .nargs = (uint32_t)(r % 5), .args = args};
+                          .depth = (uint32_t)(r % 2), .nargs = (uint32_t)(r % 5), .args = args,
+                          .count = r % 7 == 3 ? 2 + r % 50 : 0, .span_ns = r % 1000};
       REQUIRE(dlh_writer_api(w, (uint32_t)(r % 2), &ev) == 0);
     }
     REQUIRE(dlh_writer_flush(w) == 0);
