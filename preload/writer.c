@@ -76,12 +76,21 @@ static void add_anchor(anchor a) { anchors[nanch++ % NANCH] = a; }
  * added once per drain, so almost every conversion falls in the segment of the one before:
  * one compare and one multiply instead of a binary search over up to NANCH anchors and a
  * division. Valid while no anchor was added (gen == nanch). Writer thread only. */
-static struct { uint64_t gen, lo, hi, ns; double rate; } seg = {~0ull, 0, 0, 0, 0};
+static struct { uint64_t gen, lo, hi, ns; double rate; uint64_t mult; } seg = {~0ull, 0, 0, 0, 0, 0};
+
+/* rate as a 32.32 fixed-point multiplier: ns = ticks * mult >> 32 (one integer multiply) */
+static inline uint64_t seg_scale(uint64_t ticks) {
+  return (uint64_t)(((unsigned __int128)ticks * seg.mult) >> 32);
+}
+static void seg_set_mult(void) {
+  double m = seg.rate * 4294967296.0;
+  seg.mult = m > 0 && m < 1.8e19 ? (uint64_t)m : 0;
+}
 
 static inline uint64_t tick_ns_fast(uint64_t tk) {
 #if defined(__x86_64__)
-  if (DLH_LIKELY(seg.gen == nanch && tk - seg.lo < seg.hi - seg.lo))
-    return seg.ns + (uint64_t)((double)(tk - seg.lo) * seg.rate);
+  if (DLH_LIKELY(seg.gen == nanch && tk - seg.lo < seg.hi - seg.lo && seg.mult))
+    return seg.ns + seg_scale(tk - seg.lo);
 #endif
   return dlh_tick_ns(tk);
 }
@@ -99,6 +108,7 @@ uint64_t dlh_tick_ns(uint64_t tk) {
                                     : 1.0;
   if (tk >= last->tk) {
     seg.gen = nanch; seg.lo = last->tk; seg.hi = ~0ull; seg.ns = last->ns; seg.rate = rate;
+    seg_set_mult();
     return last->ns + (uint64_t)((double)(tk - last->tk) * rate);
   }
   if (tk <= old->tk) {
@@ -113,6 +123,7 @@ uint64_t dlh_tick_ns(uint64_t tk) {
   if (b->tk == a->tk) return a->ns;
   seg.gen = nanch; seg.lo = a->tk; seg.hi = b->tk; seg.ns = a->ns;
   seg.rate = (double)(b->ns - a->ns) / (double)(b->tk - a->tk);
+  seg_set_mult();
   return a->ns + (uint64_t)((double)(tk - a->tk) * seg.rate);
 #endif
 }
@@ -121,8 +132,9 @@ uint64_t dlh_tick_ns(uint64_t tk) {
  * conversion when t0 was converted just before (the common case), else by two conversions. */
 uint64_t dlh_tick_dur_ns(uint64_t t0, uint64_t ticks) {
 #if defined(__x86_64__)
-  if (seg.gen == nanch && t0 - seg.lo < seg.hi - seg.lo && t0 + ticks - seg.lo < seg.hi - seg.lo)
-    return (uint64_t)((double)ticks * seg.rate);
+  if (seg.gen == nanch && t0 - seg.lo < seg.hi - seg.lo && t0 + ticks - seg.lo < seg.hi - seg.lo &&
+      seg.mult)
+    return seg_scale(ticks);
 #endif
   uint64_t a = dlh_tick_ns(t0), b = dlh_tick_ns(t0 + ticks);
   return b > a ? b - a : 0;
@@ -344,6 +356,8 @@ static uint64_t drain(struct dlh_thread *t) {
   if (tail != head && !t->announced) write_thread(t);
   while (tail < head) {
     uint64_t pos = tail & (cap - 1), *w = t->buf + pos;
+    /* the lines the producer wrote on another core, fetched ahead of their use */
+    __builtin_prefetch(t->buf + ((pos + 64) & (cap - 1)));
     uint64_t h = w[0], nw = dlh_rec_nwords(h);
     unsigned kind = dlh_rec_kind(h);
     if (kind == DLH_REC_LINK && nw == DLH_REC_LINK_WORDS) {
