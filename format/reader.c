@@ -21,7 +21,11 @@
 
 #define DLH_IN_CHUNK (256u << 10)
 
+struct last_pos { uint32_t fn, stamp, pos, nargs; };
+
 struct dlh_reader {
+  struct last_pos *last;  /* undelta_args: function -> its last args in the batch */
+  uint32_t last_cap, last_stamp;
   FILE *f;
   ZSTD_DCtx *dctx;
   uint8_t *in;          /* compressed input chunk */
@@ -352,6 +356,58 @@ static const char *strings_over(const ProtobufCMessage *m, int depth, uint64_t *
   return NULL;
 }
 
+/* ApiBatch.args_delta back into args (dlhook.proto): each event's args are differences from the
+ * args of the last earlier event of the batch with the same function (first 16). Decoded in
+ * place, the column then becomes `args`, so that everything after the reader sees plain values.
+ * Returns 0, or -1 when the batch is inconsistent (it is then left for the iterator to reject). */
+#define DELTA_ARGS 16
+static int undelta_args(dlh_reader *r, Dlh__ApiBatch *b) {
+  if (!b->n_args_delta) return 0;
+  if (b->n_args || b->n_nargs != b->n_fn) return -1;
+  size_t n = b->n_fn;
+  /* table: fn -> position and count of the last args of that function (stamped per batch) */
+  uint32_t cap = 64;
+  while (cap < 2 * n && cap < (1u << 18)) cap *= 2;
+  if (cap > r->last_cap) {
+    free(r->last);
+    r->last = calloc(cap, sizeof *r->last);
+    r->last_cap = r->last ? cap : 0;
+    if (!r->last) return -1;
+  }
+  if (++r->last_stamp == 0) { /* wrapped: start clean */
+    memset(r->last, 0, r->last_cap * sizeof *r->last);
+    r->last_stamp = 1;
+  }
+  uint32_t mask = r->last_cap - 1;
+  uint64_t *v = (uint64_t *)b->args_delta; /* the same array, decoded in place */
+  size_t pos = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t na = b->nargs[i], fn = b->fn[i];
+    if (na > b->n_args_delta - pos) return -1;
+    uint32_t h = (fn * 2654435761u) & mask, probes = 0;
+    while (r->last[h].stamp == r->last_stamp && r->last[h].fn != fn) {
+      h = (h + 1) & mask;
+      if (++probes > mask) return -1;
+    }
+    struct last_pos *e = &r->last[h];
+    int have = e->stamp == r->last_stamp;
+    for (uint32_t k = 0; k < na; k++) {
+      uint64_t base = have && k < e->nargs && k < DELTA_ARGS ? v[e->pos + k] : 0;
+      v[pos + k] = base + (uint64_t)b->args_delta[pos + k];
+    }
+    e->fn = fn;
+    e->stamp = r->last_stamp;
+    e->pos = (uint32_t)pos;
+    e->nargs = na;
+    pos += na;
+  }
+  b->args = v;
+  b->n_args = b->n_args_delta;
+  b->args_delta = NULL;
+  b->n_args_delta = 0;
+  return 0;
+}
+
 /* NULL when packet p is within the limits of dlh_format.h, else what is over (for the message;
  * `buf` holds it when it has numbers). */
 static const char *over_limit(dlh_reader *r, const Dlh__Packet *p, char *buf, size_t n) {
@@ -361,9 +417,10 @@ static const char *over_limit(dlh_reader *r, const Dlh__Packet *p, char *buf, si
   }
   if (p->data_case == DLH__PACKET__DATA_API &&
       (p->api->n_fn > DLH_MAX_BATCH_EVENTS ||
-       p->api->n_args > (size_t)DLH_MAX_BATCH_EVENTS * DLH_MAX_EVENT_ARGS)) {
+       p->api->n_args + p->api->n_args_delta > (size_t)DLH_MAX_BATCH_EVENTS * DLH_MAX_EVENT_ARGS)) {
     snprintf(buf, n, "an API batch of %zu events, %zu args (limit %u events, %u args each)",
-             p->api->n_fn, p->api->n_args, DLH_MAX_BATCH_EVENTS, DLH_MAX_EVENT_ARGS);
+             p->api->n_fn, p->api->n_args + p->api->n_args_delta, DLH_MAX_BATCH_EVENTS,
+             DLH_MAX_EVENT_ARGS);
     return buf;
   }
   if (p->data_case == DLH__PACKET__DATA_GPU &&
@@ -473,6 +530,7 @@ int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out) {
       protobuf_c_message_free_unpacked(&pkt->base, &r->alloc);
       continue;
     }
+    if (pkt->data_case == DLH__PACKET__DATA_API) undelta_args(r, pkt->api);
     r->pkt = pkt;
     if (out) *out = pkt;
     return 1;
@@ -496,6 +554,7 @@ void dlh_reader_close(dlh_reader *r) {
   free(r->frame);
   free(r->err);
   free(r->skip_msg);
+  free(r->last);
   free(r);
 }
 

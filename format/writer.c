@@ -32,7 +32,7 @@ typedef struct dlh_buf {
  * then a few headers and one copy per column, with no per-event message and no second pass. */
 enum { COL_START, COL_DUR, COL_FN, COL_RET, COL_CORR, COL_STACK, COL_NARGS, COL_ARGS, COL_DEPTH,
        COL_COUNT, COL_SPAN, NCOLS };
-static const uint8_t col_field[NCOLS] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
+static const uint8_t col_field[NCOLS] = {3, 4, 5, 6, 7, 8, 9, 14 /* args_delta */, 11, 12, 13};
 /* Columns that are mostly their default (stack 0, depth 0, no correlation id, count 1, span 0)
  * are left empty until an event needs them: then the events before get the default. */
 #define LAZY_COLS (1u << COL_CORR | 1u << COL_STACK | 1u << COL_DEPTH | 1u << COL_COUNT | 1u << COL_SPAN)
@@ -44,7 +44,12 @@ typedef struct dlh_tbatch {
   unsigned active; /* bit per column holding a value per event */
   size_t room;     /* events that fit in every active column (without args) */
   dlh_buf col[NCOLS];
+  /* the args of the last event of each function in this batch (args_delta's base) */
+  struct last_args *last;
+  uint32_t last_cap, last_used, stamp;
 } dlh_tbatch;
+#define DLH_DELTA_ARGS 16 /* arguments kept per function as args_delta's base */
+struct last_args { uint32_t fn, stamp, nargs; uint64_t v[DLH_DELTA_ARGS]; };
 
 /* The open GpuBatch: columns reused after each emit. */
 typedef struct dlh_gbatch {
@@ -125,6 +130,13 @@ static size_t put_varint(uint8_t *p, uint64_t v) {
   }
   p[i++] = (uint8_t)v;
   return i;
+}
+
+/* The same for the columns: one and two bytes (most deltas, ids, small values) without a loop. */
+static inline size_t put_varint_fast(uint8_t *p, uint64_t v) {
+  if (v < 0x80) { p[0] = (uint8_t)v; return 1; }
+  if (v < 0x4000) { p[0] = (uint8_t)(v | 0x80); p[1] = (uint8_t)(v >> 7); return 2; }
+  return put_varint(p, v);
 }
 
 /* Appends varint(len) + packed message to the raw frame buffer. */
@@ -227,6 +239,8 @@ static int tbatch_emit(dlh_writer *w, dlh_tbatch *t) {
   t->active = ~LAZY_COLS & ((1u << NCOLS) - 1);
   t->room = 0;
   t->last_corr = 0;
+  t->stamp++;        /* every function starts again from 0 in the next batch */
+  t->last_used = 0;
   w->pending--;
   return rc;
 }
@@ -373,10 +387,49 @@ int dlh_writer_thread_end(dlh_writer *w, uint32_t tid) {
   }
   t->room = 0;
   t->active = 0;
+  free(t->last);
+  t->last = NULL;
+  t->last_cap = t->last_used = 0;
   return rc;
 }
 
 static inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+
+/* The entry of function fn in the batch's table of last args (created empty), or NULL when the
+ * table cannot grow (then the args are written as differences from 0). */
+static struct last_args *last_args_of(dlh_tbatch *t, uint32_t fn) {
+  if (t->stamp == 0) t->stamp = 1;
+  if (t->last_cap) {
+    uint32_t mask = t->last_cap - 1, h = (fn * 2654435761u) & mask;
+    for (;; h = (h + 1) & mask) {
+      struct last_args *e = &t->last[h];
+      if (e->stamp != t->stamp) break;
+      if (e->fn == fn) return e;
+    }
+  }
+  if ((t->last_used + 1) * 2 > t->last_cap) { /* grow: rehash this batch's entries */
+    uint32_t nc = t->last_cap ? t->last_cap * 2 : 16;
+    struct last_args *n = calloc(nc, sizeof *n);
+    if (!n) return NULL;
+    for (uint32_t i = 0; i < t->last_cap; i++) {
+      if (t->last[i].stamp != t->stamp) continue;
+      uint32_t h = (t->last[i].fn * 2654435761u) & (nc - 1);
+      while (n[h].stamp == t->stamp) h = (h + 1) & (nc - 1);
+      n[h] = t->last[i];
+    }
+    free(t->last);
+    t->last = n;
+    t->last_cap = nc;
+  }
+  uint32_t mask = t->last_cap - 1, h = (fn * 2654435761u) & mask;
+  while (t->last[h].stamp == t->stamp) h = (h + 1) & mask;
+  struct last_args *e = &t->last[h];
+  e->fn = fn;
+  e->stamp = t->stamp;
+  e->nargs = 0;
+  t->last_used++;
+  return e;
+}
 
 /* Room for ROOM_EVENTS more events in every active column (10 bytes a varint at most). */
 static int tbatch_refill(dlh_tbatch *t) {
@@ -413,7 +466,8 @@ int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev) {
     if (d == 0) d = INT64_MIN;
   }
   if ((!t->room && tbatch_refill(t) < 0) ||
-      (na && buf_reserve(&t->col[COL_ARGS], (size_t)na * 10) < 0) ||
+      (t->col[COL_ARGS].cap - t->col[COL_ARGS].len < (size_t)na * 10 &&
+       buf_reserve(&t->col[COL_ARGS], (size_t)na * 10 + 4096) < 0) ||
       (d && !(t->active & (1u << COL_CORR)) && tbatch_activate(t, COL_CORR) < 0) ||
       (ev->stack && !(t->active & (1u << COL_STACK)) && tbatch_activate(t, COL_STACK) < 0) ||
       (ev->depth && !(t->active & (1u << COL_DEPTH)) && tbatch_activate(t, COL_DEPTH) < 0) ||
@@ -422,27 +476,58 @@ int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev) {
     w->lost++;
     return -1;
   }
+  /* the base of this event's args_delta: looked up (or made) before anything is written, so
+   * that a failure loses the event whole and the reader's bases stay the writer's */
+  struct last_args *e = na || t->last_cap ? last_args_of(t, ev->fn) : NULL;
+  if ((na || t->last_cap) && !e) {
+    w->lost++;
+    return -1;
+  }
   if (t->n == 0) {
     t->base_start = t->last_start = ev->start_ns;
     w->pending++;
   }
+  /* locals: the byte stores below may alias anything, so nothing is re-read from memory */
+  const uint64_t start = ev->start_ns, dur = ev->dur_ns, stack = ev->stack, depth = ev->depth,
+                 span = ev->span_ns;
+  const uint32_t fn = ev->fn;
+  const int64_t ret = ev->ret;
+  const uint64_t *args = ev->args;
   if (ev->corr) t->last_corr = ev->corr;
-  unsigned act = t->active;
-#define PUT(c, v) (t->col[c].len += put_varint(t->col[c].p + t->col[c].len, (v)))
-  PUT(COL_START, zigzag((int64_t)(ev->start_ns - t->last_start)));
-  t->last_start = ev->start_ns;
-  PUT(COL_DUR, ev->dur_ns);
-  PUT(COL_FN, ev->fn);
-  PUT(COL_RET, zigzag(ev->ret));
+  const uint64_t sdelta = zigzag((int64_t)(start - t->last_start));
+  t->last_start = start;
+  const unsigned act = t->active;
+#define PUT(c, v)                                                   \
+  do {                                                              \
+    dlh_buf *b_ = &t->col[c];                                       \
+    size_t len_ = b_->len;                                          \
+    len_ += put_varint_fast(b_->p + len_, (v));                      \
+    b_->len = len_;                                                 \
+  } while (0)
+  PUT(COL_START, sdelta);
+  PUT(COL_DUR, dur);
+  PUT(COL_FN, fn);
+  PUT(COL_RET, zigzag(ret));
   PUT(COL_NARGS, na);
-  for (uint32_t i = 0; i < na; i++) PUT(COL_ARGS, ev->args[i]);
+  if (na) { /* as differences from the same function's last args (args_delta) */
+    dlh_buf *b = &t->col[COL_ARGS];
+    uint8_t *p0 = b->p + b->len, *p = p0;
+    uint32_t nb = e->nargs;
+    for (uint32_t i = 0; i < na; i++) {
+      uint64_t base = i < nb ? e->v[i] : 0;
+      p += put_varint_fast(p, zigzag((int64_t)(args[i] - base)));
+      if (i < DLH_DELTA_ARGS) e->v[i] = args[i];
+    }
+    b->len += (size_t)(p - p0);
+  }
+  if (e) e->nargs = na < DLH_DELTA_ARGS ? na : DLH_DELTA_ARGS;
   if (act & LAZY_COLS) {
     if (act & (1u << COL_CORR)) PUT(COL_CORR, zigzag(d));
-    if (act & (1u << COL_STACK)) PUT(COL_STACK, ev->stack);
-    if (act & (1u << COL_DEPTH)) PUT(COL_DEPTH, ev->depth);
+    if (act & (1u << COL_STACK)) PUT(COL_STACK, stack);
+    if (act & (1u << COL_DEPTH)) PUT(COL_DEPTH, depth);
     if (act & (1u << COL_COUNT)) {
       PUT(COL_COUNT, count);
-      PUT(COL_SPAN, count > 1 ? ev->span_ns : 0);
+      PUT(COL_SPAN, count > 1 ? span : 0);
     }
   }
 #undef PUT
@@ -538,6 +623,7 @@ void dlh_writer_free(dlh_writer *w) {
   dlh_writer_flush(w);
   for (size_t i = 0; i < w->ntb; i++) {
     for (int c = 0; c < NCOLS; c++) free(w->tb[i].col[c].p);
+    free(w->tb[i].last);
   }
   dlh_gbatch *g = &w->gb;
   free(g->kind); free(g->stream); free(g->name); free(g->nvals); free(g->context);
