@@ -304,7 +304,8 @@ class Run:
                     break
         procs = ev.get("process", [])
         return {
-            "api": len(api), "gpu": len(gpu), "kernels": len(ev.get("kernel", [])),
+            "api": sum(c.get("count", 1) for c in api),  # calls: folded events count N
+            "gpu": len(gpu), "kernels": len(ev.get("kernel", [])),
             "linked": len(linked), "calls": calls, "with_stack": len(with_stack),
             "steps": sorted(n for (_, n) in steps), "per_step": per_step,
             "per_step_names": per_step_names, "launch_latency_ns": latency,
@@ -410,8 +411,8 @@ class Run:
             names = {}
             if traces:
                 _, ev = self.dump("cudart_calls", traces)
-                for c in ev.get("api", []):
-                    names[c["name"]] = names.get(c["name"], 0) + 1
+                for c in ev.get("api", []):  # a folded event stands for `count` calls
+                    names[c["name"]] = names.get(c["name"], 0) + c.get("count", 1)
             want = {"cudaGetDeviceCount": 3, "cudaMalloc": 2, "cudaGetLastError": 5}
             got = {k: names.get(k, 0) for k in want}
             ok = rc0 == rc1 == 7 and out0 == out1 and len(out0) > 10 and got == want
@@ -512,7 +513,7 @@ class Run:
             _, ev = self.dump("ddp-" + os.path.basename(t), [t])
             for c in ev.get("api", []):
                 if c.get("name", "").startswith("nccl"):
-                    names[c["name"]] = names.get(c["name"], 0) + 1
+                    names[c["name"]] = names.get(c["name"], 0) + c.get("count", 1)
         ok = rc == 0 and len(traces) >= 2 and names.get("ncclAllReduce", 0) > 0
         self.check("ddp.two_ranks", 3, "2-process DDP (NCCL) under dlhook", "pass" if ok else "fail",
                    "exit %d, %d traces, NCCL calls %s" % (rc, len(traces), names))
@@ -543,12 +544,14 @@ class Run:
         for c in shaped:
             a = c["args"]
             key = "%sx%sx%s" % (a["m"], a["n"], a["k"])
-            shapes[key] = shapes.get(key, 0) + 1
+            shapes[key] = shapes.get(key, 0) + c.get("count", 1)
         top = sorted(shapes.items(), key=lambda kv: -kv[1])[:6]
-        gemm = sum(1 for c in ev.get("api", []) if re.match(r"cublas.*[Gg]emm", c.get("name", "")))
+        gemm = sum(c.get("count", 1) for c in ev.get("api", [])
+                   if re.match(r"cublas.*[Gg]emm", c.get("name", "")))
         fig = self.figures.setdefault("torch_dlhook", {})[wl] = {
-            "api_calls": s["api"], "kernels": s["kernels"], "cublasLtMatmul": len(lt),
-            "with_mnk": len(shaped), "cublas_gemm_calls": gemm, "shapes": dict(top),
+            "api_calls": s["api"], "kernels": s["kernels"],
+            "cublasLtMatmul": sum(c.get("count", 1) for c in lt),
+            "with_mnk": sum(c.get("count", 1) for c in shaped), "cublas_gemm_calls": gemm, "shapes": dict(top),
             "stacks_mode": s["stacks_mode"], "dropped": s["dropped"]}
         if not lt:
             self.check(I[1][0], 2, I[1][1], "fail" if wl == "transformer" else "skip",

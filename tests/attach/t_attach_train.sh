@@ -51,7 +51,9 @@ def load(f):
     steps = []
     for k in range(len(marks) - 1):
         calls = [e for e in api[marks[k]:marks[k + 1]] if e["tid"] == main and e["depth"] == 0]
-        names = collections.Counter(e["name"] for e in calls)
+        names = collections.Counter()
+        for e in calls:
+            names[e["name"]] += e.get("count", 1)  # folded repeats count every call
         nk = sum(kernels[e.get("corr")] for e in calls if e.get("corr"))
         steps.append((names, nk))
     return ev, steps
