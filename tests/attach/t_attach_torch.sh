@@ -7,7 +7,9 @@
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/attach/common.sh"
 . "$ROOT/tests/torch/common.sh"
-STEPS=300
+# long enough that the loop is still running 2 + 3 s after step 10 on a fast machine (300 steps
+# were done before the detach once recording got cheaper)
+STEPS=1000
 "$SIMRUN" "$PY" "$W" cnn --steps $STEPS >bare.out 2>bare.err || { tail bare.err; fail "bare run failed"; }
 start_bg run "$PY" "$W" cnn --steps $STEPS
 i=0
@@ -18,6 +20,7 @@ sleep 2
 "$DLHOOK_BIN" attach "$PID" -o "$T/tr" --stacks mixed >a.out 2>&1 || { cat a.out; kill $PID; fail "attach failed"; }
 s0=$(grep -c '^step ' run.out)
 sleep 3
+kill -0 "$PID" 2>/dev/null || fail "the loop ended within the attach window: raise STEPS"
 "$DLHOOK_BIN" detach "$PID" >d.out 2>&1 || { cat d.out; kill $PID; fail "detach failed"; }
 s1=$(grep -c '^step ' run.out)
 wait "$PID"; rc=$?
