@@ -10,12 +10,15 @@
 . "$ROOT/tests/attach/common.sh"
 need "$BUILD/examples/train"
 
+# every step takes at least 50 ms of host work (--slow-ms), so that 220 steps outlast the
+# 2 + 3 s window however fast the machine (the loop once ended before the detach)
+SLOW="--slow-rank 0 --slow-ms 50"
 # the reference: a few steps under LD_PRELOAD from the start
-traced "$T/ref" "$SIMRUN" "$BUILD/examples/train" --steps 6 >ref.out 2>ref.err || { cat ref.err; fail "reference run failed"; }
+traced "$T/ref" "$SIMRUN" "$BUILD/examples/train" --steps 6 $SLOW >ref.out 2>ref.err || { cat ref.err; fail "reference run failed"; }
 "$DLHOOK_BIN" dump --type api,kernel "$(one_trace "$T/ref")" >ref.jsonl || fail "dump failed"
 
 for prog in train train-static; do
-  if ! "$SIMRUN" "$BUILD/examples/$prog" --steps 220 >"$prog.bare.out" 2>"$prog.bare.err"; then
+  if ! "$SIMRUN" "$BUILD/examples/$prog" --steps 220 $SLOW >"$prog.bare.out" 2>"$prog.bare.err"; then
     # as in tests/examples/t_train_static_sim.sh: the real static cudart needs the driver's
     # private export tables, which the simulator does not provide
     if [ $prog = train-static ] && grep -q "cudaErrorNotSupported" "$prog.bare.err"; then
@@ -24,11 +27,12 @@ for prog in train train-static; do
     fi
     cat "$prog.bare.err"; fail "$prog: bare run failed"
   fi
-  start_bg "$prog.run" "$BUILD/examples/$prog" --steps 220
+  start_bg "$prog.run" "$BUILD/examples/$prog" --steps 220 $SLOW
   wait_lines "$prog.run.out" 4
   sleep 2
   "$DLHOOK_BIN" attach "$PID" -o "$T/$prog" >"$prog.a.out" 2>&1 || { cat "$prog.a.out"; kill $PID; fail "$prog: attach failed"; }
   sleep 3
+  kill -0 "$PID" 2>/dev/null || fail "$prog: the loop ended within the attach window"
   "$DLHOOK_BIN" detach "$PID" >"$prog.d.out" 2>&1 || { cat "$prog.d.out"; kill $PID; fail "$prog: detach failed"; }
   wait "$PID"; rc=$?
   [ $rc -eq 0 ] || { cat "$prog.run.err"; fail "$prog: attached run: exit $rc"; }
