@@ -46,6 +46,9 @@
 #define DLH_MAX_GPU_VALS 32u
 /* Frames of one StackDef (DLHOOK_STACK_DEPTH is at most 256, Python frames included). */
 #define DLH_MAX_STACK_DEPTH 256u
+/* ApiBatch.args_delta (dlhook.proto): the first this many arguments of an event are written as
+ * differences from the same function's last event in the batch, the rest as they are. */
+#define DLH_ARGS_DELTA_BASE 16u
 /* A StackDef frame value with this bit set is a Python frame: its low 32 bits are a PyFrameDef
  * id (dlhook.proto, "Call stacks"); without it, a native pc. */
 #define DLH_PYFRAME_TAG (1ull << 63)

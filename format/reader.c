@@ -360,7 +360,6 @@ static const char *strings_over(const ProtobufCMessage *m, int depth, uint64_t *
  * args of the last earlier event of the batch with the same function (first 16). Decoded in
  * place, the column then becomes `args`, so that everything after the reader sees plain values.
  * Returns 0, or -1 when the batch is inconsistent (it is then left for the iterator to reject). */
-#define DELTA_ARGS 16
 static int undelta_args(dlh_reader *r, Dlh__ApiBatch *b) {
   if (!b->n_args_delta) return 0;
   if (b->n_args || b->n_nargs != b->n_fn) return -1;
@@ -392,7 +391,7 @@ static int undelta_args(dlh_reader *r, Dlh__ApiBatch *b) {
     struct last_pos *e = &r->last[h];
     int have = e->stamp == r->last_stamp;
     for (uint32_t k = 0; k < na; k++) {
-      uint64_t base = have && k < e->nargs && k < DELTA_ARGS ? v[e->pos + k] : 0;
+      uint64_t base = have && k < e->nargs && k < DLH_ARGS_DELTA_BASE ? v[e->pos + k] : 0;
       v[pos + k] = base + (uint64_t)b->args_delta[pos + k];
     }
     e->fn = fn;

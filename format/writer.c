@@ -48,8 +48,7 @@ typedef struct dlh_tbatch {
   struct last_args *last;
   uint32_t last_cap, last_used, stamp;
 } dlh_tbatch;
-#define DLH_DELTA_ARGS 16 /* arguments kept per function as args_delta's base */
-struct last_args { uint32_t fn, stamp, nargs; uint64_t v[DLH_DELTA_ARGS]; };
+struct last_args { uint32_t fn, stamp, nargs; uint64_t v[DLH_ARGS_DELTA_BASE]; };
 
 /* The open GpuBatch: columns reused after each emit. */
 typedef struct dlh_gbatch {
@@ -516,11 +515,11 @@ int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev) {
     for (uint32_t i = 0; i < na; i++) {
       uint64_t base = i < nb ? e->v[i] : 0;
       p += put_varint_fast(p, zigzag((int64_t)(args[i] - base)));
-      if (i < DLH_DELTA_ARGS) e->v[i] = args[i];
+      if (i < DLH_ARGS_DELTA_BASE) e->v[i] = args[i];
     }
     b->len += (size_t)(p - p0);
   }
-  if (e) e->nargs = na < DLH_DELTA_ARGS ? na : DLH_DELTA_ARGS;
+  if (e) e->nargs = na < DLH_ARGS_DELTA_BASE ? na : DLH_ARGS_DELTA_BASE;
   if (act & LAZY_COLS) {
     if (act & (1u << COL_CORR)) PUT(COL_CORR, zigzag(d));
     if (act & (1u << COL_STACK)) PUT(COL_STACK, stack);

@@ -87,10 +87,14 @@ static void seg_set_mult(void) {
   seg.mult = m > 0 && m < 1.8e19 ? (uint64_t)m : 0;
 }
 
+/* tk falls in the segment of the last conversion (then seg_scale converts it) */
+static inline int seg_hit(uint64_t tk) {
+  return seg.gen == nanch && tk - seg.lo < seg.hi - seg.lo && seg.mult;
+}
+
 static inline uint64_t tick_ns_fast(uint64_t tk) {
 #if defined(__x86_64__)
-  if (DLH_LIKELY(seg.gen == nanch && tk - seg.lo < seg.hi - seg.lo && seg.mult))
-    return seg.ns + seg_scale(tk - seg.lo);
+  if (DLH_LIKELY(seg_hit(tk))) return seg.ns + seg_scale(tk - seg.lo);
 #endif
   return dlh_tick_ns(tk);
 }
@@ -99,8 +103,7 @@ uint64_t dlh_tick_ns(uint64_t tk) {
 #if !defined(__x86_64__)
   return tk;
 #else
-  if (seg.gen == nanch && tk - seg.lo < seg.hi - seg.lo)
-    return seg.ns + (uint64_t)((double)(tk - seg.lo) * seg.rate);
+  if (seg_hit(tk)) return seg.ns + seg_scale(tk - seg.lo);
   uint64_t lo = nanch > NANCH ? nanch - NANCH : 0, hi = nanch; /* valid: [lo, hi) */
   const anchor *last = &anchors[(hi - 1) % NANCH];
   const anchor *old = &anchors[lo % NANCH];
@@ -132,9 +135,7 @@ uint64_t dlh_tick_ns(uint64_t tk) {
  * conversion when t0 was converted just before (the common case), else by two conversions. */
 uint64_t dlh_tick_dur_ns(uint64_t t0, uint64_t ticks) {
 #if defined(__x86_64__)
-  if (seg.gen == nanch && t0 - seg.lo < seg.hi - seg.lo && t0 + ticks - seg.lo < seg.hi - seg.lo &&
-      seg.mult)
-    return seg_scale(ticks);
+  if (seg_hit(t0) && seg_hit(t0 + ticks)) return seg_scale(ticks);
 #endif
   uint64_t a = dlh_tick_ns(t0), b = dlh_tick_ns(t0 + ticks);
   return b > a ? b - a : 0;
@@ -319,7 +320,6 @@ static void write_counters(int final) {
 
 static void frame_count(uint64_t n); /* frames: below */
 
-
 /* Writes the FunctionDesc of fn the first time it is used. */
 void dlh_writer_note_fn(uint32_t fn) {
   uint32_t bit = ((fn >> 16) & 0xf) << 16 | (fn & 0xffff);
@@ -340,8 +340,8 @@ static void fold_event(struct dlh_thread *t, uint64_t *w, dlh_api_event *ev) {
   ev->ret = t->last_ret;
   ev->stack = t->last_stack;
   ev->depth = t->last_depth;
-  ev->start_ns = dlh_tick_ns(w[1]);
-  uint64_t end = dlh_tick_ns(last_end);
+  ev->start_ns = tick_ns_fast(w[1]);
+  uint64_t end = tick_ns_fast(last_end);
   ev->span_ns = end > ev->start_ns ? end - ev->start_ns : 0;
   ev->dur_ns = dlh_tick_dur_ns(w[1], dur_sum);
   if (ev->dur_ns > ev->span_ns) ev->dur_ns = ev->span_ns;
@@ -353,6 +353,7 @@ static uint64_t drain(struct dlh_thread *t) {
   if (!t->buf) return 0;
   uint64_t head = atomic_load_explicit(&t->head, memory_order_acquire);
   uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed), cap = t->cap, n = 0;
+  uint64_t uncounted = 0; /* events not yet given to frame_count: it runs every 4096 */
   if (tail != head && !t->announced) write_thread(t);
   while (tail < head) {
     uint64_t pos = tail & (cap - 1), *w = t->buf + pos;
@@ -379,6 +380,7 @@ static uint64_t drain(struct dlh_thread *t) {
       folded += ev.count;
       dlh_writer_api(W, t->tid, &ev);
       n++;
+      if (DLH_UNLIKELY(++uncounted == 4096)) { frame_count(uncounted); uncounted = 0; }
       continue;
     }
     if (kind != DLH_REC_API || nw < DLH_REC_HDR_WORDS) { tail += cap - pos; continue; }
@@ -415,9 +417,9 @@ static uint64_t drain(struct dlh_thread *t) {
     tail += nw;
     n++;
     calls++;
-    if (DLH_UNLIKELY((n & 4095) == 0)) frame_count(4096); /* a long drain: frames stay bounded */
+    if (DLH_UNLIKELY(++uncounted == 4096)) { frame_count(uncounted); uncounted = 0; }
   }
-  frame_count(n & 4095);
+  frame_count(uncounted);
   if (tail > head) tail = head; /* a damaged record never moves the tail past the head */
   atomic_store_explicit(&t->tail, tail, memory_order_release);
   atomic_store_explicit(&t->wake_sent, 0, memory_order_relaxed);
@@ -437,7 +439,6 @@ static uint64_t drain_all(void) {
     }
   }
   records += n;
-  measure_memory();
   dlh_capture_emit(W); /* capture window marks */
   uint64_t g = (uint64_t)dlh_cupti_drain(W);
   frame_count(g);
@@ -530,6 +531,8 @@ static void flush_frame(void) {
   }
   frame_start_bytes = dlh_writer_bytes(W);
   frame_events = 0;
+  /* the writer's buffers only grow, the tables too: measured once a frame, the peaks hold */
+  measure_memory();
 }
 
 /* Counts n events into the current frame; writes it out when it is full, or when its bytes
