@@ -1,8 +1,8 @@
 /* attach.c — the in-process side of `dlhook attach PID` / `dlhook detach PID`
- * (viewer-export/attach.c is the injector that calls these entry points through ptrace).
+ * (command/cmd/attach.c is the injector that calls these entry points through ptrace).
  *
  * Loaded late, by dlopen from a thread of a running program, through a symlink named
- * libdlhook-attach.so: the constructor (runtime.c) sees that name through dlh_attach_detect()
+ * libdlhook-attach.so: the constructor (runtime.c) sees that name (dlh_attach_detect, process.c)
  * and does nothing but its look-ups: no setting read from the program's environment, no
  * environment change (setenv would race with the program's own getenv), no signal handler.
  *
@@ -55,10 +55,9 @@
 #include "dlh_internal.h"
 #include "dlh_hooks.h"
 
-/* Results of the entry points (viewer-export/attach.c has the same numbers). */
+/* Results of the entry points (command/cmd/attach.c has the same numbers). */
 enum { AT_OK = 0, AT_ALREADY = 1, AT_PRELOADED = 2, AT_FAILED = 3, AT_NOT_ATTACHED = 4 };
 
-int dlh_attach_mode;                    /* loaded by `dlhook attach` (runtime.c reads it) */
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv;
@@ -108,28 +107,6 @@ static void clear_notes(void) {
   nnotes = 0;
 }
 
-/* writer.c: ProcessInfo of an attached trace (called on the writer thread while it writes the
- * trace's start; the notes are complete before the writer starts). */
-void dlh_attach_process_info(void *process_info) {
-  Dlh__ProcessInfo *pi = process_info;
-  if (!dlh_attach_mode || !active) return;
-  pi->has_attached = 1;
-  pi->attached = 1;
-  pi->n_not_hooked = nnotes;
-  pi->not_hooked = notes;
-}
-
-/* ---------------------------------------------------------------- constructor */
-
-int dlh_attach_detect(void) {
-  Dl_info di;
-  if (!dladdr((void *)dlh_attach_detect, &di) || !di.dli_fname) return 0;
-  const char *b = strrchr(di.dli_fname, '/');
-  b = b ? b + 1 : di.dli_fname;
-  if (strcmp(b, "libdlhook-attach.so") != 0) return 0;
-  dlh_attach_mode = 1;
-  return 1;
-}
 
 /* ---------------------------------------------------------------- memory protections */
 
@@ -195,7 +172,6 @@ typedef struct { void **slot; void *old, *val; } patch;
 static patch *patches;
 static size_t npatches, patches_cap;
 static uintptr_t self_base;
-static void *self_handle;
 static unsigned modules_patched;
 /* Modules scanned in this session (load address, name): a later scan (libraries the program
  * loads while attached) rewrites only the new ones. */
@@ -248,17 +224,11 @@ static const char *short_name(const char *path) {
   return b ? b + 1 : path;
 }
 
-/* dlhook's own definition of a name: the wrapper tables' addresses were bound in the global scope
- * first, which for a library loaded late is the real library's (dlsym.c asks here). */
-void *dlh_attach_wrapper(const char *name) {
-  return self_handle ? dlsym(self_handle, name) : NULL;
-}
-
 /* dlsym/dlvsym imports: rewritten to dlhook's stubs (dlsym.c) so that a CUDA library's function
  * looked up by handle after attach is dlhook's wrapper; the stubs keep the caller's return
  * address (RTLD_NEXT and the caller's scope work as before). */
 static int patch_dlsym(const struct dl_phdr_info *info, const ElfW(Rela) *r, const char *name) {
-  void *stub = dlsym(self_handle, name);
+  void *stub = dlsym(dlh_attach_handle, name);
   void **slot = (void **)(info->dlpi_addr + r->r_offset);
   if (!stub || prot_of((uintptr_t)slot) < 0) return 0;
   void *old = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
@@ -286,7 +256,7 @@ static int patch_one(const struct dl_phdr_info *info, const ElfW(Rela) *r, const
   if (!e) return 0;
   /* dlhook's own definition (the table's address may have been bound to the real library: a
    * late-loaded object's references are resolved in the global scope first). */
-  void *wrapper = dlsym(self_handle, name);
+  void *wrapper = dlsym(dlh_attach_handle, name);
   if (!wrapper) return 0;
   void **slot = (void **)(info->dlpi_addr + r->r_offset);
   if (prot_of((uintptr_t)slot) < 0) return 0;
@@ -366,9 +336,9 @@ static void patch_all(void) {
   Dl_info di;
   if (dladdr((void *)patch_all, &di)) {
     self_base = (uintptr_t)di.dli_fbase;
-    if (!self_handle && di.dli_fname) self_handle = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (!dlh_attach_handle && di.dli_fname) dlh_attach_handle = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
   }
-  if (!self_handle) {
+  if (!dlh_attach_handle) {
     note("dlhook could not find its own handle: no GOT entry rewritten (CUPTI only)");
     return;
   }
@@ -546,6 +516,7 @@ DLH_EXPORT int dlhook_attach_start(const char *settings, char *out, unsigned lon
   note("function pointers obtained before attach (dlsym, cudaGetDriverEntryPoint, stored "
        "addresses) call the real functions: those calls are not recorded");
   note("NVTX ranges are not recorded (each module binds NVTX at its first NVTX call)");
+  dlh_writer_attached(notes, nnotes); /* the trace says it was attached, and what is missed */
   active = 1;
   dlh_recording = 1;
   if (dlh_writer_ensure() != 0) {

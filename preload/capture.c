@@ -69,7 +69,7 @@ static void set_closed(unsigned bits, int closed) {
   if ((old == 0) != (now == 0)) mark(now == 0);
 }
 
-void dlh_capture_emit(void *writer) {
+void dlh_capture_emit(struct dlh_writer *writer) {
   uint32_t n = atomic_load(&nmarks);
   if (n > NMARKS) n = NMARKS;
   while (marks_written < n &&
@@ -184,31 +184,12 @@ void dlh_capture_nvtx_close(void) { nvtx_release(); }
 
 /* ---------------------------------------------------------------- on demand (signal) */
 
-static void on_ctl_signal(int sig, siginfo_t *si, void *uc) {
-  int saved = errno;
-  int request = si && si->si_code == SI_QUEUE &&
-                (si->si_value.sival_int == 1 || si->si_value.sival_int == 2);
-  /* The program's own handler for this signal (signals.c) gets everything but ctl's requests. */
-  if (!request && dlh_ctl_chain(sig, si, uc)) { errno = saved; return; }
-  if (si && si->si_code == SI_QUEUE && si->si_value.sival_int == 1) set_closed(CLOSED_MODE, 0);
-  else if (si && si->si_code == SI_QUEUE && si->si_value.sival_int == 2) set_closed(CLOSED_MODE, 1);
+/* `dlhook ctl` (ctl.c's DLHOOK_SIGNAL handler): 1 opens the window, 2 closes it, 0 toggles.
+ * Async-signal-safe. */
+void dlh_capture_request(int req) {
+  if (req == 1) set_closed(CLOSED_MODE, 0);
+  else if (req == 2) set_closed(CLOSED_MODE, 1);
   else set_closed(CLOSED_MODE, !(dlh_capture_closed & CLOSED_MODE));
-  errno = saved;
-}
-
-int dlh_ctl_installed;
-
-static void install_ctl(int sig) {
-  int (*real)(int, const struct sigaction *, struct sigaction *) =
-      (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");
-  if (!real) return;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = on_ctl_signal;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  if (real(sig, &sa, NULL) != 0) dlh_warn("cannot install the DLHOOK_SIGNAL handler (signal %d)", sig);
-  else dlh_ctl_installed = 1;
 }
 
 /* ---------------------------------------------------------------- delay / duration */
@@ -289,7 +270,6 @@ void dlh_capture_init(void) {
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     keep = m == MAP_FAILED ? NULL : m; /* without it, GPU records of windows are dropped */
   }
-  if (dlh_capture_mode == DLH_CAPTURE_SIGNAL || dlh_cfg.ctl_signal_set) install_ctl(dlh_cfg.ctl_signal);
   if (dlh_capture_filtering) pthread_atfork(NULL, NULL, fork_child);
   if (dlh_capture_filtering && !closed) mark(1); /* open from the start: every window has its mark */
   if (delay_ns || duration_ns) {

@@ -52,17 +52,7 @@ static int noise;                    /* DLHOOK_CUPTI_NOISE=1: record cudaGetDevi
 
 /* Function ids for calls only CUPTI saw: the cudart wrapper's id when the name matches (same
  * descriptor, same arg names), else (domain, 0x8000 | cbid) with the name CUPTI gives. */
-static _Atomic(const char *) rt_names[CUPTI_RUNTIME_TRACE_CBID_SIZE];
-static _Atomic(const char *) drv_names[CUPTI_DRIVER_TRACE_CBID_SIZE];
 static _Atomic int32_t rt_to_wrapper[CUPTI_RUNTIME_TRACE_CBID_SIZE]; /* index+1, -1 = none */
-
-const char *dlh_cupti_fn_name(uint32_t id) {
-  unsigned d = id >> 16, i = id & 0x7fff;
-  if (!(id & 0x8000)) return NULL;
-  if (d == DLH_DOMAIN_CUDART && i < CUPTI_RUNTIME_TRACE_CBID_SIZE) return atomic_load(&rt_names[i]);
-  if (d == DLH_DOMAIN_DRIVER && i < CUPTI_DRIVER_TRACE_CBID_SIZE) return atomic_load(&drv_names[i]);
-  return NULL;
-}
 
 /* Strips CUPTI's "_vNNNN" version suffix into buf. */
 static const char *base_name(const char *name, char *buf, size_t cap) {
@@ -99,11 +89,12 @@ static uint32_t fn_id(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const cha
       atomic_store(&rt_to_wrapper[cbid], w);
     }
     if (w > 0) return DLH_FN_ID(DLH_DOMAIN_CUDART, w - 1);
-    atomic_store(&rt_names[cbid], name);
+    dlh_fn_set_name(DLH_FN_ID(DLH_DOMAIN_CUDART, 0x8000 | cbid), name);
     return DLH_FN_ID(DLH_DOMAIN_CUDART, 0x8000 | cbid);
   }
-  if (cbid < CUPTI_DRIVER_TRACE_CBID_SIZE) atomic_store(&drv_names[cbid], name);
-  return DLH_FN_ID(DLH_DOMAIN_DRIVER, 0x8000 | (cbid & 0x7fff));
+  uint32_t id = DLH_FN_ID(DLH_DOMAIN_DRIVER, 0x8000 | (cbid & 0x7fff));
+  if (cbid < CUPTI_DRIVER_TRACE_CBID_SIZE) dlh_fn_set_name(id, name);
+  return id;
 }
 
 /* Arguments of the calls that matter, in the order of the wrapper's descriptor. */
@@ -345,55 +336,6 @@ static uint64_t outer_corr(uint64_t corr) {
   return corr;
 }
 
-/* Kernel names are interned: a StringDef packet the first time a name is seen. */
-typedef struct { char *s; uint32_t id; } name_slot;
-static name_slot *names;
-static size_t names_cap, names_n;
-static uint32_t next_string_id = 1;
-
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-  return h;
-}
-
-uint32_t dlh_intern(void *writer, const char *s) {
-  dlh_writer *w = writer;
-  if (!s) return 0;
-  if (names_n + 1 > names_cap / 2) {
-    size_t nc = names_cap ? names_cap * 2 : 1024;
-    name_slot *nn = calloc(nc, sizeof *nn);
-    if (!nn) return 0;
-    for (size_t i = 0; i < names_cap; i++)
-      if (names[i].s) {
-        size_t j = hash_str(names[i].s) & (nc - 1);
-        while (nn[j].s) j = (j + 1) & (nc - 1);
-        nn[j] = names[i];
-      }
-    free(names);
-    names = nn;
-    names_cap = nc;
-  }
-  size_t j = hash_str(s) & (names_cap - 1);
-  while (names[j].s) {
-    if (!strcmp(names[j].s, s)) return names[j].id;
-    j = (j + 1) & (names_cap - 1);
-  }
-  char *copy = strdup(s);
-  if (!copy) return 0;
-  names[j].s = copy;
-  names[j].id = next_string_id++;
-  names_n++;
-  Dlh__Packet p = DLH__PACKET__INIT;
-  Dlh__StringDef sd = DLH__STRING_DEF__INIT;
-  sd.has_id = 1;
-  sd.id = names[j].id;
-  sd.value = copy;
-  p.data_case = DLH__PACKET__DATA_STRING;
-  p.string = &sd;
-  dlh_writer_packet(w, &p);
-  return names[j].id;
-}
 
 static void device_info(dlh_writer *w, const CUpti_ActivityDevice5 *d) {
   Dlh__Packet p = DLH__PACKET__INIT;
@@ -523,7 +465,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
   return 1;
 }
 
-int dlh_cupti_drain(void *writer) {
+int dlh_cupti_drain(struct dlh_writer *writer) {
   done_buf *d = atomic_exchange(&done_list, NULL);
   if (!d) return 0;
   done_buf *rev = NULL; /* oldest first */
@@ -660,12 +602,8 @@ unavailable:
   if (t) t->hot.blocked--;
 }
 
-/* Called by the CUDA driver (real or simulated) during cuInit when CUDA_INJECTION64_PATH names
- * this library. Returns 1 (success) in every case: a failure only costs GPU activity. */
-DLH_EXPORT int InitializeInjection(void) {
-  if (dlh_recording && dlh_writer_ensure() == 0) cupti_init();
-  return 1;
-}
+/* The CUDA driver's InitializeInjection (runtime.c), once the writer runs. */
+void dlh_cupti_start(void) { cupti_init(); }
 
 void dlh_cupti_lazy_init(void) {
   if (lazy && atomic_load(&state) == 0) cupti_init();
@@ -733,21 +671,11 @@ void dlh_cupti_detach(void) {
   atomic_store(&state, 0);
 }
 
-/* writer.c, between two traces of one process (attach, detach, attach): strings interned again. */
-void dlh_cupti_new_trace(void) {
-  for (size_t i = 0; i < names_cap; i++) free(names[i].s);
-  free(names);
-  names = NULL;
-  names_cap = names_n = 0;
-  next_string_id = 1;
-  atomic_store(&dropped, 0);
-}
+/* writer.c, between two traces of one process (attach, detach, attach): drops counted anew. */
+void dlh_cupti_new_trace(void) { atomic_store(&dropped, 0); }
 
 void dlh_cupti_after_fork_child(void) {
   /* CUPTI state does not survive fork; the child traces API calls through the wrappers. */
   atomic_store(&done_list, NULL);
   if (atomic_load(&state) == 2) atomic_store(&state, 3);
-  names = NULL;
-  names_cap = names_n = 0;
-  next_string_id = 1;
 }

@@ -88,12 +88,17 @@ struct dlh_thread {
   int capture_nvtx_depth;              /* push nesting of this thread */
   int capture_match_depth;             /* depth just inside this thread's open match, 0 = none */
   struct dlh_thread *next;             /* global list (push-only); stays last: thread_reuse() in
-                                          runtime.c clears the fields from `announced` up to it */
+                                          thread.c clears the fields from `announced` up to it */
 };
 enum { DLH_T_ACTIVE = 1, DLH_T_EXITED = 2, DLH_T_RETIRED = 3,
-       DLH_T_CLAIMED = 4 /* a retired struct being reused for a new thread (runtime.c) */ };
+       DLH_T_CLAIMED = 4 /* a retired struct being reused for a new thread (thread.c) */ };
 
+/* ---- threads (thread.c) ---- */
 extern _Atomic(struct dlh_thread *) dlh_threads;
+/* constructor: the thread key; start: what a thread's first recorded call starts (once per
+ * process; 0 = recording goes on). 0, or -1. */
+int dlh_threads_init(int (*start)(void));
+void dlh_threads_after_fork_child(void);
 
 /* ---- memory budget (mem.c) ----
  * Everything dlhook allocates in the process, by part; DLHOOK_MEM_MB bounds the total (rings
@@ -110,11 +115,37 @@ void dlh_mem_after_fork_child(void);
 struct Dlh__Trailer;
 void dlh_mem_report(struct Dlh__Trailer *tr);  /* writer: budget, peak and parts (static storage) */
 
-/* ---- clock (runtime.c) ---- */
+/* ---- clock (clock.c) ----
+ * The trace clock is CLOCK_MONOTONIC; the hot path takes ticks (dlh_ticks); the writer thread
+ * converts them, piecewise linearly between anchors it takes (writer thread only). */
 uint64_t dlh_mono_ns(void);
 uint64_t dlh_real_ns(void);
+typedef struct { uint64_t tk, ns, rt; } dlh_anchor; /* ticks, trace clock, realtime */
+dlh_anchor dlh_clock_take(void);                  /* an anchor now (the tightest of 3 tries) */
+void dlh_clock_add(dlh_anchor a);                 /* a new anchor: conversions use it */
+dlh_anchor dlh_clock_last(void);                  /* the anchor added last */
+dlh_anchor dlh_clock_restart(void);               /* a new trace: anchors start over; the first */
 uint64_t dlh_tick_ns(uint64_t ticks);             /* writer: ticks -> trace clock */
 uint64_t dlh_tick_dur_ns(uint64_t t0, uint64_t ticks); /* writer: a duration from tick t0 */
+/* The segment of the last conversion. Records of a ring come in tick order and an anchor is
+ * added once per drain, so almost every conversion falls in the segment of the one before:
+ * one compare and one multiply (rate as 32.32 fixed point) instead of a binary search over
+ * the anchors and a division. Valid while no anchor was added (gen == dlh_clock_nanch). */
+extern struct dlh_tick_seg { uint64_t gen, lo, hi, ns; double rate; uint64_t mult; } dlh_tick_seg;
+extern uint64_t dlh_clock_nanch;
+static inline uint64_t dlh_tick_seg_scale(uint64_t ticks) {
+  return (uint64_t)(((unsigned __int128)ticks * dlh_tick_seg.mult) >> 32);
+}
+static inline int dlh_tick_seg_hit(uint64_t tk) {
+  return dlh_tick_seg.gen == dlh_clock_nanch && tk - dlh_tick_seg.lo < dlh_tick_seg.hi - dlh_tick_seg.lo &&
+         dlh_tick_seg.mult;
+}
+static inline uint64_t dlh_tick_ns_fast(uint64_t tk) {
+#if defined(__x86_64__)
+  if (DLH_LIKELY(dlh_tick_seg_hit(tk))) return dlh_tick_seg.ns + dlh_tick_seg_scale(tk - dlh_tick_seg.lo);
+#endif
+  return dlh_tick_ns(tk);
+}
 
 /* ---- writer thread (writer.c) ---- */
 int dlh_writer_start(int fd);
@@ -125,13 +156,30 @@ extern _Atomic uint32_t dlh_writer_wake_seq;     /* ring.c: the futex word the w
 int dlh_writer_flush_wait(unsigned timeout_ms);    /* async-signal-safe: flush and wait */
 void dlh_writer_after_fork_child(void);
 int dlh_writer_is_self(void);                      /* async-signal-safe: caller is the writer */
-const dlh_fn_desc *dlh_fn_lookup(uint32_t id, int *domain);
 
 void dlh_record_link(struct dlh_thread *t, uint64_t corr);  /* ring.c */
 void dlh_ring_after_fork_child(void);
 extern volatile unsigned dlh_trace_gen;  /* ring.c: bumped when a new trace starts (attach) */
-uint32_t dlh_intern(void *writer, const char *s);  /* writer: StringDef id of s (0 = none) */
-void dlh_writer_note_fn(uint32_t fn);              /* writer: FunctionDesc before first use */
+
+/* ---- what a trace defines once (defs.c; writer thread) ---- */
+struct dlh_writer;
+uint32_t dlh_intern(struct dlh_writer *w, const char *s); /* StringDef id of s (0 = none) */
+void dlh_def_fn(struct dlh_writer *w, uint32_t fn);       /* FunctionDesc before first use */
+int dlh_defs_start(void);                /* a trace starts: 0, or -1 (no memory) */
+uint64_t dlh_defs_mem(void);             /* bytes held (the writer's part of the budget) */
+void dlh_defs_new_trace(void);           /* dlhook attach, again: everything defined anew */
+void dlh_defs_after_fork_child(void);
+
+/* ---- the recorded functions and the real ones (fns.c) ----
+ * id = (domain << 16) | index in the library's generated table (hooks/dlh_hooks.h), NVTX's
+ * table, or 0x8000 | CUPTI callback id for a call only CUPTI saw. */
+const dlh_fn_desc *dlh_fn_lookup(uint32_t id, int *domain); /* NULL: no descriptor */
+void dlh_fn_set_name(uint32_t id, const char *name);  /* cupti.c: a CUPTI-only call's name */
+const char *dlh_fn_name(uint32_t id);    /* descriptor's or CUPTI's name; NULL: unknown */
+extern const char *const dlh_lib_sonames[]; /* by DLH_LIB_* (common/dlh_cuda_libs.def) */
+/* Keeps the library that defines sym mapped for good (RTLD_NODELETE): wrappers cache real
+ * functions, and a dlclose must not leave them pointing into unmapped memory. */
+void dlh_pin_library(void *sym);
 
 /* ---- NVTX (nvtx.c) ----
  * NVTX record: word 0: op (bits 0-7) | kind DLH_REC_NVTX | nwords; word 1: ticks;
@@ -140,17 +188,16 @@ void dlh_writer_note_fn(uint32_t fn);              /* writer: FunctionDesc befor
 enum { DLH_NVTX_PUSH = 1, DLH_NVTX_POP, DLH_NVTX_MARK, DLH_NVTX_START, DLH_NVTX_END };
 #define DLH_NVTX_MAX_DEPTH 64
 void dlh_nvtx_setup_injection(void);
-extern const dlh_fn_desc dlh_fns_nvtx[];   /* the NVTX functions (DLH_DOMAIN_NVTX) */
-extern const unsigned dlh_fns_nvtx_count;
-void dlh_nvtx_convert(void *writer, struct dlh_thread *t, const uint64_t *w, uint64_t nwords);
+enum { DLH_NVTX_FN_RANGE = 0, DLH_NVTX_FN_MARK = 1, DLH_NVTX_FN_STARTEND = 2 }; /* fns.c */
+void dlh_nvtx_convert(struct dlh_writer *writer, struct dlh_thread *t, const uint64_t *w, uint64_t nwords);
 
 /* ---- CUPTI (cupti.c) ---- */
 void dlh_corr_map(uint64_t corr, uint64_t outer);  /* writer: GPU work of corr -> outer call */
 void dlh_cupti_setup_injection(void);   /* constructor: point CUDA_INJECTION64_PATH at us */
 void dlh_cupti_lazy_init(void);         /* first intercepted call when another tool injects */
+void dlh_cupti_start(void);             /* InitializeInjection (runtime.c): set CUPTI up */
 void dlh_cupti_flush(int forced);       /* ask CUPTI to deliver its activity buffers */
-int dlh_cupti_drain(void *writer);      /* writer thread: convert delivered buffers; returns records */
-const char *dlh_cupti_fn_name(uint32_t id); /* name of a function id only CUPTI saw */
+int dlh_cupti_drain(struct dlh_writer *writer);      /* writer thread: convert delivered buffers; returns records */
 uint64_t dlh_cupti_dropped(void);       /* activity records CUPTI dropped */
 void dlh_cupti_after_fork_child(void);
 
@@ -171,22 +218,26 @@ void dlh_capture_init(void);            /* constructor, after dlh_config_load */
  * when this pop/end closes a matching range: call dlh_capture_nvtx_close() after storing it. */
 int dlh_capture_nvtx(int op, uint64_t aux, const char *msg);
 void dlh_capture_nvtx_close(void);
-void dlh_capture_emit(void *writer);    /* writer: window marks as ClockAnchor kinds 3 and 4 */
+void dlh_capture_emit(struct dlh_writer *writer);    /* writer: window marks as ClockAnchor kinds 3 and 4 */
 void dlh_capture_keep_corr(uint64_t corr); /* writer: a recorded call's correlation id */
+void dlh_capture_request(int req);      /* `dlhook ctl`: 1 open, 2 close, 0 toggle (signal-safe) */
+
+/* ---- `dlhook ctl` (ctl.c) ---- */
+#include <signal.h>
+extern int dlh_ctl_installed;            /* dlhook's DLHOOK_SIGNAL handler is in place */
+void dlh_ctl_init(void);                 /* constructor, after dlh_capture_init */
+/* signals.c's sigaction() for DLHOOK_SIGNAL while dlh_ctl_installed */
+int dlh_ctl_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 int dlh_capture_corr_kept(uint64_t corr);  /* writer: whether GPU work of corr is kept */
 
-/* ---- symbol resolution (runtime.c) ---- */
-/* Keeps the library that defines sym mapped for good (RTLD_NODELETE): wrappers cache real
- * functions, and a dlclose must not leave them pointing into unmapped memory. */
-void dlh_pin_library(void *sym);
 
 /* ---- signals (signals.c) ---- */
 void dlh_signals_install(void);
+
+/* ---- alternate signal stacks (altstack.c) ---- */
+void dlh_altstack_init(void);            /* start-up: the size */
 void *dlh_altstack_setup(size_t *size);  /* async-signal-safe; NULL: none (the thread has one) */
 void dlh_altstack_release(void *stack, size_t size);
-extern int dlh_ctl_installed;            /* capture.c: dlhook's DLHOOK_SIGNAL handler is in place */
-#include <signal.h>
-int dlh_ctl_chain(int sig, siginfo_t *si, void *uc); /* DLHOOK_SIGNAL: the program's own handler */
 
 /* ---- file descriptors (fds.c) ---- */
 int dlh_fd_floor(void);                  /* dlhook's fds go at or above this number (-1: none) */
@@ -194,23 +245,27 @@ int dlh_fd_move_up(int fd);              /* moves an fd of dlhook's above the pr
 void dlh_fds_resolve(void);              /* constructor, first: the real pipe2 */
 void dlh_fds_init(void);                 /* constructor, after dlh_stacks_init: libunwind's code */
 
-/* ---- process identity (runtime.c) ----
+/* ---- process identity (process.c) ----
  * dlh_pid is the traced process. A vfork child (CPython's subprocess) or a raw clone runs in
  * (a copy of) our memory with another pid: it must never write state shared with the traced
  * process (signal table, writer, rings). */
 extern pid_t dlh_pid;
 int dlh_foreign_process(void);           /* async-signal-safe: getpid() != dlh_pid */
 
-/* ---- dlhook attach (attach.c; the injector is viewer-export/attach.c) ---- */
 extern int dlh_attach_mode;              /* loaded late by `dlhook attach` */
+extern void *dlh_attach_handle;          /* attach.c: dlhook's own handle while attached */
 int dlh_attach_detect(void);             /* constructor: 1 = loaded by attach, do nothing */
 void *dlh_attach_wrapper(const char *name); /* dlhook's own definition of name (NULL: none) */
-void dlh_attach_process_info(void *process_info); /* writer: Dlh__ProcessInfo of the trace */
+
+/* ---- dlhook attach (attach.c; the injector is command/cmd/attach.c) ---- */
 int dlh_runtime_late_init(void);         /* runtime.c: the constructor's run-time part, late */
 void dlh_config_set_output(const char *o); /* config.c: output as DLHOOK_OUTPUT=o would set it */
 int dlh_cupti_attach(void);              /* cupti.c: subscribe now; 0 = active */
 void dlh_cupti_detach(void);             /* cupti.c: flush, unsubscribe, ready for a new trace */
 void dlh_writer_reset_for_attach(void);  /* writer.c: after dlh_writer_stop: a new trace may start */
+/* writer.c: the next trace is one of dlhook attach; notes: what could not be hooked (kept by
+ * the caller until the trace is finished) */
+void dlh_writer_attached(char **notes, size_t n);
 void dlh_cupti_new_trace(void);          /* cupti.c: the string table of a new trace starts empty */
 
 #endif

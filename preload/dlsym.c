@@ -49,13 +49,6 @@ __attribute__((visibility("hidden"))) dlopen_fn dlh_real_dlopen;
 
 /* ---------------------------------------------------------------- the generated tables */
 
-/* The sonames of the libraries (common/dlh_cuda_libs.def), by DLH_LIB_* id. */
-static const char *const sonames[DLH_LIB_COUNT] = {
-#define DLH_CUDA_LIB(name, lib, soname) [DLH_LIB_##lib] = soname,
-#include "dlh_cuda_libs.def"
-#undef DLH_CUDA_LIB
-};
-
 /* The generated wrappers of each library (hooks/dlh_hooks.h). */
 static const struct {
   const dlh_sym *syms;
@@ -271,7 +264,7 @@ __attribute__((visibility("hidden"), used)) void *dlh_dlsym_pre(void *handle, co
   *done = 1;
   /* loaded by `dlhook attach`: the table's address may be the real function (attach.c) */
   void *wrapper = dlh_attach_mode ? dlh_attach_wrapper(name) : e->wrapper;
-  if (!p || !wrapper || p == wrapper || !in_library(p, sonames[tables[t].lib])) return p;
+  if (!p || !wrapper || p == wrapper || !in_library(p, dlh_lib_sonames[tables[t].lib])) return p;
   void *expect = NULL;
   if (__atomic_compare_exchange_n(e->real, &expect, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     dlh_pin_library(p); /* the cache outlives a dlclose of the handle */

@@ -16,17 +16,6 @@
 #include "dlh_format.h"
 #include "dlh_internal.h"
 
-/* Descriptors of the NVTX events (domain DLH_DOMAIN_NVTX). */
-static const char *const nvtx_args[] = {"message", "domain", "color", "category"};
-static const uint8_t nvtx_types[] = {DLH_ARG_STR, DLH_ARG_STR, DLH_ARG_UINT, DLH_ARG_UINT};
-const dlh_fn_desc dlh_fns_nvtx[] = {
-    {"nvtxRange", 4, nvtx_args, nvtx_types},
-    {"nvtxMark", 4, nvtx_args, nvtx_types},
-    {"nvtxRangeStartEnd", 4, nvtx_args, nvtx_types},
-};
-const unsigned dlh_fns_nvtx_count = sizeof dlh_fns_nvtx / sizeof *dlh_fns_nvtx;
-enum { FN_RANGE = 0, FN_MARK = 1, FN_STARTEND = 2 };
-
 /* Domains and registered strings are handles the program keeps: never freed. */
 typedef struct dom { char name[1]; } dom;
 
@@ -209,10 +198,10 @@ static void emit(dlh_writer *w, struct dlh_thread *t, uint32_t fn, uint64_t t0, 
   ev.nargs = 4;
   ev.args = args;
   dlh_writer_api(w, t->tid, &ev);
-  dlh_writer_note_fn(ev.fn);
+  dlh_def_fn(w, ev.fn);
 }
 
-void dlh_nvtx_convert(void *writer, struct dlh_thread *t, const uint64_t *w, uint64_t nw) {
+void dlh_nvtx_convert(struct dlh_writer *writer, struct dlh_thread *t, const uint64_t *w, uint64_t nw) {
   dlh_writer *wr = writer;
   unsigned op = (unsigned)(w[0] & 0xff);
   uint64_t ts = dlh_tick_ns(w[1]);
@@ -238,11 +227,11 @@ void dlh_nvtx_convert(void *writer, struct dlh_thread *t, const uint64_t *w, uin
       t->nvtx_depth--;
       if (t->nvtx_depth < DLH_NVTX_MAX_DEPTH) {
         typeof(t->nvtx[0]) *r = &t->nvtx[t->nvtx_depth];
-        emit(wr, t, FN_RANGE, r->t0, ts, t->nvtx_depth, r->msg, r->dom, r->color, r->cat);
+        emit(wr, t, DLH_NVTX_FN_RANGE, r->t0, ts, t->nvtx_depth, r->msg, r->dom, r->color, r->cat);
       }
       break;
     case DLH_NVTX_MARK:
-      emit(wr, t, FN_MARK, ts, ts, t->nvtx_depth, msg, domain, color, cat);
+      emit(wr, t, DLH_NVTX_FN_MARK, ts, ts, t->nvtx_depth, msg, domain, color, cat);
       break;
     case DLH_NVTX_START: {
       unsigned slot = (unsigned)(w[2] % NOPEN);
@@ -256,7 +245,7 @@ void dlh_nvtx_convert(void *writer, struct dlh_thread *t, const uint64_t *w, uin
     case DLH_NVTX_END: {
       unsigned slot = (unsigned)(w[2] % NOPEN);
       if (open_ranges[slot].id != w[2]) break;
-      emit(wr, t, FN_STARTEND, open_ranges[slot].t0, ts, 0, open_ranges[slot].msg, 0,
+      emit(wr, t, DLH_NVTX_FN_STARTEND, open_ranges[slot].t0, ts, 0, open_ranges[slot].msg, 0,
            open_ranges[slot].color, open_ranges[slot].cat);
       open_ranges[slot].id = 0;
       break;

@@ -1,7 +1,9 @@
-/* runtime.c — the life of libdlhook.so inside the profiled process: constructor, per-thread
- * state, symbol resolution, exit and fork.
+/* runtime.c — the life of libdlhook.so inside the profiled process: the constructor, what a
+ * thread's first recorded call starts (the writer; CUPTI when another tool injects), the CUDA
+ * driver's InitializeInjection, exit and fork. Everything else of the runtime is below it:
+ * it starts the other parts, none of them calls it (attach.c's late start excepted).
  *
- * The hot path (storing a call) is ring.c. */
+ * The hot path (storing a call) is ring.c; the threads' state, thread.c. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -17,127 +19,7 @@
 
 #include "dlh_internal.h"
 
-__thread dlh_thread *dlh_self __attribute__((tls_model("initial-exec")));
-volatile int dlh_recording;
-_Atomic(struct dlh_thread *) dlh_threads;
-
-static pthread_key_t thread_key;
 static int initialised;
-pid_t dlh_pid;                                    /* the traced process (set again after fork) */
-
-uint64_t dlh_mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-uint64_t dlh_real_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-uint64_t dlh_ticks_slow(void) { return dlh_mono_ns(); }
-
-/* What a dying thread points at once its own struct may be reused: always blocked (the large
- * count survives racy ++/-- of dlh_resolve from several dying threads). */
-static struct dlh_thread dead_thread = {.hot = {.blocked = 1u << 30}};
-
-static void thread_exit(void *arg) {
-  struct dlh_thread *t = arg;
-  t->hot.blocked = 1;              /* later calls of this dying thread pass through */
-  dlh_altstack_release(t->altstack, t->altstack_size);
-  t->altstack = NULL;
-  dlh_self = &dead_thread;         /* t is reused once the writer retires it */
-  atomic_store(&t->state, DLH_T_EXITED);
-}
-
-/* Takes the struct of a thread that ended (RETIRED: ring drained and given back) for a new
- * thread, so that a program creating threads without end keeps a list as long as its most
- * threads alive at once. The writer skips a claimed struct; `dropped` keeps counting (the
- * totals include the dead threads' drops) and `next` keeps the list. */
-static struct dlh_thread *thread_reuse(void) {
-  for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
-    int st = DLH_T_RETIRED;
-    if (atomic_load_explicit(&t->state, memory_order_relaxed) != DLH_T_RETIRED ||
-        !atomic_compare_exchange_strong(&t->state, &st, DLH_T_CLAIMED))
-      continue;
-    memset(t, 0, offsetof(struct dlh_thread, dropped)); /* hot .. tail */
-    atomic_store(&t->wake_sent, 0);
-    size_t w0 = offsetof(struct dlh_thread, announced);   /* writer and CUPTI state */
-    memset((char *)t + w0, 0, offsetof(struct dlh_thread, next) - w0);
-    return t;
-  }
-  return NULL;
-}
-
-dlh_thread *dlh_thread_attach(void) {
-  if (!initialised || !dlh_recording) return NULL;
-  struct dlh_thread *t = thread_reuse();
-  int fresh = !t;
-  if (fresh) {
-    /* mmap, not malloc: the first call of a thread may come from a signal handler that
-     * interrupted malloc. Zeroed, and page-aligned (head and tail need 64 bytes). */
-    void *m = mmap(NULL, (sizeof *t + 4095) & ~(size_t)4095, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) return NULL;
-    dlh_mem_add(DLH_MEM_THREADS, (int64_t)((sizeof *t + 4095) & ~(size_t)4095));
-    t = m;
-  }
-  t->hot.blocked = 1;              /* no recording of what we call while attaching */
-  dlh_self = t;
-  if (dlh_cfg.signals) t->altstack = dlh_altstack_setup(&t->altstack_size);
-  dlh_stack_cache_reset(&t->stack_cache); /* a reused dlh_thread: its stacks were another thread's */
-  t->buf = dlh_ring_alloc(&t->cap);
-  if (!t->buf) {                   /* stays blocked: this thread passes through */
-    return NULL;
-  }
-  t->tid = (uint32_t)syscall(SYS_gettid);
-  prctl(PR_GET_NAME, t->name, 0, 0, 0);
-  atomic_store(&t->state, DLH_T_ACTIVE);
-  pthread_setspecific(thread_key, t);
-  if (fresh) {
-    struct dlh_thread *old = atomic_load(&dlh_threads);
-    do t->next = old; while (!atomic_compare_exchange_weak(&dlh_threads, &old, t));
-  }
-  if (dlh_writer_ensure() != 0) return NULL; /* stays blocked: recording is off */
-  t->hot.blocked = 0;
-  dlh_cupti_lazy_init();
-  return t;
-}
-
-/* ---------------------------------------------------------------- resolution */
-
-static const char *const lib_sonames[DLH_LIB_COUNT] = {
-#define DLH_CUDA_LIB(name, lib, soname) [DLH_LIB_##lib] = soname,
-#include "dlh_cuda_libs.def"
-#undef DLH_CUDA_LIB
-};
-
-/* Wrappers cache the real function for good, so the library that defines it must stay mapped:
- * a program that dlcloses the CUDA runtime and opens it again (a dlopen/dlclose storm) would
- * otherwise call through a pointer into unmapped memory. RTLD_NODELETE on the loaded object
- * pins it; its dlclose then only drops the reference. */
-void dlh_pin_library(void *sym) {
-  Dl_info info;
-  if (!dladdr(sym, &info) || !info.dli_fname || !info.dli_fname[0]) return;
-  void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
-  if (h) dlclose(h);
-}
-
-void *dlh_resolve(const char *name, int lib) {
-  struct dlh_thread *t = dlh_self;
-  if (t) t->hot.blocked++;
-  void *p = dlsym(RTLD_NEXT, name);
-  if (!p && lib >= 0 && lib < DLH_LIB_COUNT) {
-    void *h = dlopen(lib_sonames[lib], RTLD_LAZY | RTLD_NOLOAD);
-    if (h) {
-      p = dlsym(h, name);
-      dlclose(h);
-    }
-  }
-  if (p) dlh_pin_library(p);
-  if (t) t->hot.blocked--;
-  return p;
-}
 
 /* ---------------------------------------------------------------- life cycle */
 
@@ -146,8 +28,6 @@ static void at_exit(void) {
   dlh_cupti_flush(1);
   dlh_writer_stop(0, 0);
 }
-
-int dlh_foreign_process(void) { return getpid() != dlh_pid; }
 
 /* _exit, _Exit and quick_exit skip atexit handlers: Python's multiprocessing (so PyTorch's
  * DataLoader workers) and many forked workers end with them. The trace is finished first
@@ -197,15 +77,32 @@ DLH_EXPORT void quick_exit(int status) {
   __builtin_unreachable();
 }
 
+/* ---------------------------------------------------------------- starts */
+
+/* A thread's first recorded call (thread.c): the trace file and the writer thread come with it
+ * (processes that never call CUDA, shells and launchers, leave no trace behind); CUPTI too when
+ * another tool owns CUDA_INJECTION64_PATH. 0 when recording goes on. */
+static int start_services(void) {
+  if (dlh_writer_ensure() != 0) return -1;
+  dlh_cupti_lazy_init();
+  return 0;
+}
+
+/* Called by the CUDA driver (real or simulated) during cuInit when CUDA_INJECTION64_PATH names
+ * this library. Returns 1 (success) in every case: a failure only costs GPU activity. */
+DLH_EXPORT int InitializeInjection(void) {
+  if (dlh_recording && dlh_writer_ensure() == 0) dlh_cupti_start();
+  return 1;
+}
+
 static void fork_child(void) {
   dlh_ring_after_fork_child();
   dlh_pid = getpid();
   if (!initialised) return;
   /* The child starts a trace of its own: the parent's rings and writer are left alone. */
   dlh_recording = 0;
-  atomic_store(&dlh_threads, NULL);
+  dlh_threads_after_fork_child();
   dlh_mem_after_fork_child();
-  dlh_self = NULL;
   dlh_cupti_after_fork_child();
   dlh_writer_after_fork_child();
 }
@@ -231,7 +128,7 @@ __attribute__((constructor)) static void dlh_init(void) {
   dlh_config_load();
   if (!dlh_cfg.enabled) return;
   if (setuid_program()) return; /* never trace setuid/setgid programs */
-  if (pthread_key_create(&thread_key, thread_exit) != 0) {
+  if (dlh_threads_init(start_services) != 0) {
     dlh_warn("cannot create a thread key; tracing disabled");
     return;
   }
@@ -239,6 +136,7 @@ __attribute__((constructor)) static void dlh_init(void) {
   dlh_stacks_init(dlh_stacks_settings());
   dlh_fds_init(); /* after libunwind is loaded */
   dlh_capture_init();
+  dlh_ctl_init();
   initialised = 1;
   /* The trace file and the writer thread come with the first recorded call (dlh_writer_ensure):
    * processes that never call CUDA (shells, launchers) leave no trace behind. */
@@ -259,11 +157,12 @@ int dlh_runtime_late_init(void) {
   if (initialised) return 0;
   if (getauxval(AT_SECURE) || setuid_program()) return -1;
   dlh_pid = getpid();
-  if (pthread_key_create(&thread_key, thread_exit) != 0) return -1;
+  if (dlh_threads_init(start_services) != 0) return -1;
   pthread_atfork(NULL, NULL, fork_child);
   dlh_stacks_init(dlh_stacks_settings());
   dlh_fds_init();
   dlh_capture_init();
+  dlh_ctl_init();
   initialised = 1;
   atexit(at_exit); /* an exit while attached finishes the trace */
   return 0;

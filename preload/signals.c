@@ -18,8 +18,8 @@
  * - A vfork child (CPython >= 3.10 `subprocess`) runs in the parent's memory and resets its
  *   handlers with sigaction() before exec: there, sigaction() goes straight to libc and nothing
  *   shared with the parent (the table of the program's handlers) is written.
- * - Each thread that records gets an alternate signal stack (dlh_altstack_setup), unless it
- *   has one of its own, so that a stack overflow still runs the flush. */
+ * - Each thread that records gets an alternate signal stack (altstack.c), unless it has one
+ *   of its own, so that a stack overflow still runs the flush. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -36,8 +36,6 @@ static const int hooked[NSIG_HOOKED] = {SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGABR
 static struct sigaction app_action[NSIG_HOOKED]; /* what the program asked for */
 static int installed[NSIG_HOOKED];
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
-static struct sigaction ctl_app;  /* the program's own action for DLHOOK_SIGNAL */
-static int ctl_app_set;
 
 static void on_signal(int sig, siginfo_t *si, void *uc);
 
@@ -109,11 +107,8 @@ static void resolve_real(void) {
         RTLD_NEXT, "sigaction");
 }
 
-static size_t alt_size = 64 * 1024; /* dlhook's alternate stacks (sized in dlh_signals_install) */
-
 void dlh_signals_install(void) {
-  long min = sysconf(_SC_SIGSTKSZ); /* here, not in dlh_altstack_setup (maybe in a handler) */
-  if (min > 0 && (size_t)min * 4 > alt_size) alt_size = ((size_t)min * 4 + 4095) & ~(size_t)4095;
+  dlh_altstack_init();
   resolve_real();
   if (!real_sigaction) return;
   for (int i = 0; i < NSIG_HOOKED; i++) {
@@ -127,61 +122,12 @@ void dlh_signals_install(void) {
   }
 }
 
-/* DLHOOK_SIGNAL (capture.c's handler) when the program has a handler of its own for it: the
- * program's handler is remembered and called for every such signal except the start/stop
- * requests of `dlhook ctl` (sigqueue with value 1 or 2); the program reads back its own action.
- * dlhook's handler takes the program's flags and mask while the program has a handler. */
-static int ctl_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
-  struct sigaction prev;
-  if (ctl_app_set) prev = ctl_app;
-  else { memset(&prev, 0, sizeof prev); prev.sa_handler = SIG_DFL; }
-  if (act) {
-    struct sigaction cur, ours;
-    if (real_sigaction(sig, NULL, &cur) != 0) return -1;
-    int handler = (act->sa_flags & SA_SIGINFO) ||
-                  (act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN);
-    ours = cur;
-    if (handler) {
-      ours.sa_mask = act->sa_mask;
-      ours.sa_flags = SA_SIGINFO | (act->sa_flags & (SA_RESTART | SA_ONSTACK | SA_NODEFER));
-    } else {
-      sigemptyset(&ours.sa_mask);
-      ours.sa_flags = SA_SIGINFO | SA_RESTART; /* dlhook's own signal: never an EINTR */
-    }
-    if (real_sigaction(sig, &ours, NULL) != 0) return -1;
-    ctl_app = *act;
-    ctl_app_set = 1;
-  }
-  if (old) *old = prev;
-  return 0;
-}
-
-/* From capture.c's DLHOOK_SIGNAL handler, for a signal that is not a start/stop request:
- * calls the program's own handler for it. Returns 1 when it did, 0 when the program has none
- * (the signal then toggles the capture window). */
-int dlh_ctl_chain(int sig, siginfo_t *si, void *uc) {
-  if (!ctl_app_set) return 0;
-  struct sigaction call = ctl_app;
-  if (!(call.sa_flags & SA_SIGINFO) &&
-      (call.sa_handler == SIG_DFL || call.sa_handler == SIG_IGN))
-    return 0;
-  if ((call.sa_flags & SA_RESETHAND) && !dlh_foreign_process()) {
-    memset(&ctl_app, 0, sizeof ctl_app);
-    ctl_app.sa_handler = SIG_DFL;
-  }
-  if (!(call.sa_flags & SA_NODEFER)) sigaddset(&call.sa_mask, sig);
-  pthread_sigmask(SIG_BLOCK, &call.sa_mask, NULL); /* the program's mask; restored on return */
-  if (call.sa_flags & SA_SIGINFO) call.sa_sigaction(sig, si, uc);
-  else call.sa_handler(sig);
-  return 1;
-}
-
 DLH_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
   resolve_real();
   if (!real_sigaction) { errno = ENOSYS; return -1; }
   int i = slot(sig);
   if (i < 0 && sig == dlh_cfg.ctl_signal && dlh_ctl_installed && !dlh_foreign_process())
-    return ctl_sigaction(sig, act, old);
+    return dlh_ctl_sigaction(sig, act, old);
   if (i < 0) return real_sigaction(sig, act, old);
   if (dlh_foreign_process()) {
     /* A vfork child: its kernel table is its own, our memory is the parent's. */
@@ -217,39 +163,4 @@ DLH_EXPORT __sighandler_t signal(int sig, __sighandler_t handler) {
   sigemptyset(&act.sa_mask);
   if (sigaction(sig, &act, &old) != 0) return SIG_ERR;
   return (old.sa_flags & SA_SIGINFO) ? (__sighandler_t)(void *)old.sa_sigaction : old.sa_handler;
-}
-
-/* ---------------------------------------------------------------- alternate signal stacks */
-
-/* Gives the calling thread an alternate signal stack of dlhook's, unless it has one (of the
- * program's, or of a runtime such as Go's): a stack overflow's SIGSEGV then still runs the
- * flush. Async-signal-safe (mmap, sigaltstack). Returns the mapping (for dlh_altstack_release)
- * or NULL when none was set up. */
-void *dlh_altstack_setup(size_t *size) {
-  stack_t cur;
-  if (sigaltstack(NULL, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return NULL;
-  size_t sz = alt_size, page = 4096;
-  /* one guard page below the stack: an overflow of the handler itself faults cleanly */
-  char *m = mmap(NULL, sz + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-  if (m == MAP_FAILED) return NULL;
-  mprotect(m, page, PROT_NONE);
-  stack_t ss = {.ss_sp = m + page, .ss_size = sz, .ss_flags = 0};
-  if (sigaltstack(&ss, NULL) != 0) { munmap(m, sz + page); return NULL; }
-  *size = sz + page;
-  return m;
-}
-
-/* At thread exit: removes dlhook's alternate stack (if it is still the thread's) and unmaps
- * it. A stack the program put in its place is left alone (ours, no longer in use, is unmapped);
- * nothing is done while the thread runs on an alternate stack. */
-void dlh_altstack_release(void *m, size_t size) {
-  if (!m) return;
-  stack_t cur;
-  if (sigaltstack(NULL, &cur) != 0 || (cur.ss_flags & SS_ONSTACK)) return;
-  if (!(cur.ss_flags & SS_DISABLE) && (char *)cur.ss_sp == (char *)m + 4096) {
-    stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
-    if (sigaltstack(&off, NULL) != 0) return;
-  }
-  munmap(m, size);
 }

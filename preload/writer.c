@@ -26,124 +26,13 @@
 #include "dlh_hooks.h"
 #include "dlh_internal.h"
 
-/* ---------------------------------------------------------------- function tables */
-
-/* The generated per-library tables (hooks/dlh_hooks.h) and NVTX's (nvtx.c). Driver calls
- * (seen only by CUPTI) have no table: dlh_cupti_fn_name names them. */
-
-const dlh_fn_desc *dlh_fn_lookup(uint32_t id, int *domain) {
-  const dlh_fn_desc *t = NULL;
-  const unsigned *n = NULL;
-  unsigned d = id >> 16, i = id & 0xffff;
-  switch (d) {
-#define CASE(dom, lib) case dom: t = dlh_fns_##lib; n = &dlh_fns_##lib##_count; break;
-    CASE(DLH_DOMAIN_CUDART, cudart)
-    CASE(DLH_DOMAIN_CUBLAS, cublas)
-    CASE(DLH_DOMAIN_CUBLASLT, cublasLt)
-    CASE(DLH_DOMAIN_CUDNN, cudnn)
-    CASE(DLH_DOMAIN_NCCL, nccl)
-    CASE(DLH_DOMAIN_NVTX, nvtx)
-#undef CASE
-    default: return NULL;
-  }
-  if (domain) *domain = (int)d;
-  if (!t || !n || i >= *n) return NULL;
-  return &t[i];
-}
-
-/* ---------------------------------------------------------------- clock anchors */
-
-/* ticks -> trace ns: piecewise linear between (ticks, mono) anchors taken by the writer. */
-#define NANCH 4096
-typedef struct { uint64_t tk, ns, rt; } anchor; /* ticks, trace clock, realtime */
-static anchor anchors[NANCH];
-static uint64_t nanch;               /* anchors taken so far (ring of NANCH) */
-static anchor first;
-
-static anchor take_anchor(void) {
-  anchor a;
-  uint64_t best = ~0ull;
-  for (int i = 0; i < 3; i++) { /* keep the tightest bracket */
-    uint64_t t0 = dlh_ticks(), ns = dlh_mono_ns(), rt = dlh_real_ns(), t1 = dlh_ticks();
-    if (t1 - t0 < best) { best = t1 - t0; a.tk = t0 + (t1 - t0) / 2; a.ns = ns; a.rt = rt; }
-  }
-  return a;
-}
-
-static void add_anchor(anchor a) { anchors[nanch++ % NANCH] = a; }
-
-/* The segment of the last conversion. Records of a ring come in tick order and an anchor is
- * added once per drain, so almost every conversion falls in the segment of the one before:
- * one compare and one multiply instead of a binary search over up to NANCH anchors and a
- * division. Valid while no anchor was added (gen == nanch). Writer thread only. */
-static struct { uint64_t gen, lo, hi, ns; double rate; uint64_t mult; } seg = {~0ull, 0, 0, 0, 0, 0};
-
-/* rate as a 32.32 fixed-point multiplier: ns = ticks * mult >> 32 (one integer multiply) */
-static inline uint64_t seg_scale(uint64_t ticks) {
-  return (uint64_t)(((unsigned __int128)ticks * seg.mult) >> 32);
-}
-static void seg_set_mult(void) {
-  double m = seg.rate * 4294967296.0;
-  seg.mult = m > 0 && m < 1.8e19 ? (uint64_t)m : 0;
-}
-
-/* tk falls in the segment of the last conversion (then seg_scale converts it) */
-static inline int seg_hit(uint64_t tk) {
-  return seg.gen == nanch && tk - seg.lo < seg.hi - seg.lo && seg.mult;
-}
-
-static inline uint64_t tick_ns_fast(uint64_t tk) {
-#if defined(__x86_64__)
-  if (DLH_LIKELY(seg_hit(tk))) return seg.ns + seg_scale(tk - seg.lo);
-#endif
-  return dlh_tick_ns(tk);
-}
-
-uint64_t dlh_tick_ns(uint64_t tk) {
-#if !defined(__x86_64__)
-  return tk;
-#else
-  if (seg_hit(tk)) return seg.ns + seg_scale(tk - seg.lo);
-  uint64_t lo = nanch > NANCH ? nanch - NANCH : 0, hi = nanch; /* valid: [lo, hi) */
-  const anchor *last = &anchors[(hi - 1) % NANCH];
-  const anchor *old = &anchors[lo % NANCH];
-  double rate = last->tk > first.tk ? (double)(last->ns - first.ns) / (double)(last->tk - first.tk)
-                                    : 1.0;
-  if (tk >= last->tk) {
-    seg.gen = nanch; seg.lo = last->tk; seg.hi = ~0ull; seg.ns = last->ns; seg.rate = rate;
-    seg_set_mult();
-    return last->ns + (uint64_t)((double)(tk - last->tk) * rate);
-  }
-  if (tk <= old->tk) {
-    double back = (double)(old->tk - tk) * rate;
-    return back >= (double)old->ns ? 0 : old->ns - (uint64_t)back;
-  }
-  while (hi - lo > 1) { /* anchors are increasing: find the segment */
-    uint64_t mid = lo + (hi - lo) / 2;
-    if (anchors[mid % NANCH].tk <= tk) lo = mid; else hi = mid;
-  }
-  const anchor *a = &anchors[lo % NANCH], *b = &anchors[(lo + 1) % NANCH];
-  if (b->tk == a->tk) return a->ns;
-  seg.gen = nanch; seg.lo = a->tk; seg.hi = b->tk; seg.ns = a->ns;
-  seg.rate = (double)(b->ns - a->ns) / (double)(b->tk - a->tk);
-  seg_set_mult();
-  return a->ns + (uint64_t)((double)(tk - a->tk) * seg.rate);
-#endif
-}
-
-/* A duration of `ticks` starting at tick t0, in ns: at the rate of the segment of the last
- * conversion when t0 was converted just before (the common case), else by two conversions. */
-uint64_t dlh_tick_dur_ns(uint64_t t0, uint64_t ticks) {
-#if defined(__x86_64__)
-  if (seg_hit(t0) && seg_hit(t0 + ticks)) return seg_scale(ticks);
-#endif
-  uint64_t a = dlh_tick_ns(t0), b = dlh_tick_ns(t0 + ticks);
-  return b > a ? b - a : 0;
-}
-
 /* ---------------------------------------------------------------- writer state */
 
 static dlh_writer *W;
+static dlh_anchor first;             /* the trace's first anchor (its start) */
+static int attached;                 /* the trace is one of dlhook attach (ProcessInfo) */
+static char **not_hooked;            /* ... and what it could not hook */
+static size_t n_not_hooked;
 static int out_fd = -1;
 static pthread_t writer_tid;
 static dev_t out_dev;                /* what out_fd must still be before each write */
@@ -155,14 +44,13 @@ static int stop_reason, stop_signal;
 static pid_t writer_pid;             /* the process this writer belongs to */
 static uint64_t records, dropped_total;
 static uint64_t calls, folded;       /* calls recorded (folded repeats included), repeats folded */
-static uint8_t *fn_seen;             /* bitmap over fn ids: FunctionDesc written */
 static int write_failed;
 
 static void put(Dlh__Packet *p) {
   if (dlh_writer_packet(W, p) != 0) { /* allocation failure: packet lost */ }
 }
 
-static void write_anchor(anchor a, uint32_t kind) {
+static void write_anchor(dlh_anchor a, uint32_t kind) {
   Dlh__Packet p = DLH__PACKET__INIT;
   Dlh__ClockAnchor c = DLH__CLOCK_ANCHOR__INIT;
   c.has_trace_ns = c.has_realtime_ns = c.has_ticks = c.has_kind = 1;
@@ -208,43 +96,17 @@ static void write_process_info(uint64_t start_ns) {
   pi.format_version = DLH_FORMAT_VERSION;
   pi.stacks_mode = (char *)dlh_stacks_mode_name();
   pi.start_ns = start_ns;
-  dlh_attach_process_info(&pi); /* dlhook attach: attached, what could not be hooked */
+  if (attached) { /* dlhook attach: attached, what could not be hooked */
+    pi.has_attached = 1;
+    pi.attached = 1;
+    pi.n_not_hooked = n_not_hooked;
+    pi.not_hooked = not_hooked;
+  }
   p.data_case = DLH__PACKET__DATA_PROCESS;
   p.process = &pi;
   put(&p);
 }
 
-static void write_function(uint32_t id) {
-  int domain = 0;
-  const dlh_fn_desc *d = dlh_fn_lookup(id, &domain);
-  Dlh__Packet p = DLH__PACKET__INIT;
-  Dlh__FunctionDesc f = DLH__FUNCTION_DESC__INIT;
-  Dlh__ArgDesc ad[DLH_MAX_ARGS], *adp[DLH_MAX_ARGS];
-  char unknown[32];
-  f.has_id = f.has_domain = 1;
-  f.id = id;
-  f.domain = (Dlh__Domain)domain;
-  if (d) {
-    f.name = (char *)d->name;
-    f.n_args = d->nargs > DLH_MAX_ARGS ? DLH_MAX_ARGS : d->nargs;
-    for (size_t i = 0; i < f.n_args; i++) {
-      dlh__arg_desc__init(&ad[i]);
-      ad[i].name = (char *)d->argnames[i];
-      ad[i].has_type = 1;
-      ad[i].type = d->argtypes[i];
-      adp[i] = &ad[i];
-    }
-    f.args = adp;
-  } else if (dlh_cupti_fn_name(id)) {
-    f.name = (char *)dlh_cupti_fn_name(id);
-  } else {
-    snprintf(unknown, sizeof unknown, "fn#%u", id);
-    f.name = unknown;
-  }
-  p.data_case = DLH__PACKET__DATA_FUNCTION;
-  p.function = &f;
-  put(&p);
-}
 
 static void write_thread(struct dlh_thread *t) {
   Dlh__Packet p = DLH__PACKET__INIT;
@@ -264,7 +126,7 @@ static void write_thread(struct dlh_thread *t) {
 /* The parts of the memory budget that the writer thread measures: its own buffers, the stack
  * tables and the symbol indexes. */
 static void measure_memory(void) {
-  dlh_mem_set(DLH_MEM_WRITER, dlh_writer_mem(W) + (16u << 16) / 8 /* fn_seen */);
+  dlh_mem_set(DLH_MEM_WRITER, dlh_writer_mem(W) + dlh_defs_mem());
   dlh_mem_set(DLH_MEM_STACKS, dlh_stacks_table_bytes());
   dlh_mem_set(DLH_MEM_SYMBOLS, dlh_stacks_index_bytes());
 }
@@ -320,14 +182,6 @@ static void write_counters(int final) {
 
 static void frame_count(uint64_t n); /* frames: below */
 
-/* Writes the FunctionDesc of fn the first time it is used. */
-void dlh_writer_note_fn(uint32_t fn) {
-  uint32_t bit = ((fn >> 16) & 0xf) << 16 | (fn & 0xffff);
-  if (!(fn_seen[bit >> 3] & (1u << (bit & 7)))) {
-    fn_seen[bit >> 3] |= (uint8_t)(1u << (bit & 7));
-    write_function(fn);
-  }
-}
 
 /* The API event of a FOLD record: `count` repeats of the thread's last API record. */
 static void fold_event(struct dlh_thread *t, uint64_t *w, dlh_api_event *ev) {
@@ -340,8 +194,8 @@ static void fold_event(struct dlh_thread *t, uint64_t *w, dlh_api_event *ev) {
   ev->ret = t->last_ret;
   ev->stack = t->last_stack;
   ev->depth = t->last_depth;
-  ev->start_ns = tick_ns_fast(w[1]);
-  uint64_t end = tick_ns_fast(last_end);
+  ev->start_ns = dlh_tick_ns_fast(w[1]);
+  uint64_t end = dlh_tick_ns_fast(last_end);
   ev->span_ns = end > ev->start_ns ? end - ev->start_ns : 0;
   ev->dur_ns = dlh_tick_dur_ns(w[1], dur_sum);
   if (ev->dur_ns > ev->span_ns) ev->dur_ns = ev->span_ns;
@@ -385,10 +239,10 @@ static uint64_t drain(struct dlh_thread *t) {
     }
     if (kind != DLH_REC_API || nw < DLH_REC_HDR_WORDS) { tail += cap - pos; continue; }
     uint32_t fn = dlh_rec_fn(h);
-    dlh_writer_note_fn(fn);
+    dlh_def_fn(W, fn);
     unsigned flags = dlh_rec_flags(h);
     memset(&ev, 0, sizeof ev);
-    ev.start_ns = tick_ns_fast(w[1]);
+    ev.start_ns = dlh_tick_ns_fast(w[1]);
     ev.dur_ns = dlh_tick_dur_ns(w[1], w[2]);
     ev.fn = fn;
     ev.ret = dlh_rec_ret(w[3]);
@@ -427,7 +281,7 @@ static uint64_t drain(struct dlh_thread *t) {
 }
 
 static uint64_t drain_all(void) {
-  add_anchor(take_anchor());
+  dlh_clock_add(dlh_clock_take());
   uint64_t n = 0;
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
     int st = atomic_load(&t->state);
@@ -554,8 +408,8 @@ static void finish(void) {
   uint64_t deadline = dlh_mono_ns() + (uint64_t)dlh_cfg.exit_ms * 1000000ull;
   dlh_recording = 0;
   drain_all();
-  anchor a = take_anchor();
-  add_anchor(a);
+  dlh_anchor a = dlh_clock_take();
+  dlh_clock_add(a);
   drain_all();
   /* Every call is in; names of the pcs still queued only as long as DLHOOK_EXIT_MS allows
    * (the rest stays module+offset, for `dlhook symbolize`). */
@@ -634,7 +488,7 @@ static void *writer_main(void *arg) {
         now - last_flush >= (uint64_t)dlh_cfg.flush_ms * 1000000ull) {
       dlh_cupti_flush(0);
       drain_all();
-      write_anchor(anchors[(nanch - 1) % NANCH], 1);
+      write_anchor(dlh_clock_last(), 1);
       write_counters(0);
       flush_frame();
       last_flush = now;
@@ -679,10 +533,7 @@ static int open_output(void) {
 }
 
 int dlh_writer_start(int fd) {
-  first = take_anchor();
-  nanch = 0;
-  seg.gen = ~0ull; /* a new writer (after fork): no segment yet */
-  add_anchor(first);
+  first = dlh_clock_restart();
   out_fd = fd >= 0 ? fd : open_output();
   if (out_fd < 0) {
     dlh_warn("cannot create the trace file %s (%s); the program runs untraced", dlh_cfg.output,
@@ -693,8 +544,7 @@ int dlh_writer_start(int fd) {
     struct stat st;
     if (fstat(out_fd, &st) == 0) { out_dev = st.st_dev; out_ino = st.st_ino; }
   }
-  if (!fn_seen) fn_seen = calloc(1, (16u << 16) / 8);
-  if (!fn_seen) {
+  if (dlh_defs_start() != 0) {
     dlh_warn("cannot set up the trace writer (%s); the program runs untraced", strerror(errno));
     close(out_fd);
     unlink(dlh_cfg.output);
@@ -788,7 +638,7 @@ void dlh_writer_after_fork_child(void) {
   frame_start_bytes = 0;
   records = dropped_total = calls = folded = 0;
   write_failed = 0;
-  if (fn_seen) memset(fn_seen, 0, (16u << 16) / 8);
+  dlh_defs_after_fork_child();
   atomic_store(&flush_req, 0);
   atomic_store(&flush_done, 0);
   dlh_config_after_fork();
@@ -799,8 +649,17 @@ void dlh_writer_after_fork_child(void) {
 /* dlhook attach (attach.c), after dlh_writer_stop finished a trace: everything per trace is
  * reset so that the next attach writes a new trace (new file, thread and string tables, stack
  * and module definitions again); the rings and thread structs stay. */
+void dlh_writer_attached(char **notes, size_t n) {
+  attached = 1;
+  not_hooked = notes;
+  n_not_hooked = n;
+}
+
 void dlh_writer_reset_for_attach(void) {
   if (!atomic_load(&finished)) return; /* the writer did not finish: it keeps its state */
+  attached = 0;
+  not_hooked = NULL;
+  n_not_hooked = 0;
   if (W) dlh_writer_free(W);
   W = NULL;
   out_fd = -1;
@@ -810,7 +669,7 @@ void dlh_writer_reset_for_attach(void) {
   records = dropped_total = calls = folded = 0;
   write_failed = 0;
   stop_reason = stop_signal = 0;
-  if (fn_seen) memset(fn_seen, 0, (16u << 16) / 8);
+  dlh_defs_new_trace();
   dlh_trace_gen++; /* a call of the new trace never folds into one of the old */
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
     t->announced = 0;

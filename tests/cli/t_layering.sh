@@ -2,9 +2,10 @@
 # object of libdlhook.so and dlhook takes from another, by nm over the link lines) has arrows
 # only in the allowed directions (preload -> hooks/unwind/format/common, hooks -> preload's event
 # API, unwind -> format/common, command main -> cmd -> export -> lib -> format/common) and no
-# cycle, between folders or between the files of a folder (beyond the listed known one). Then, on
-# a copy of the sources, a wrong-direction include, a cycle between folders and a cycle between
-# two files of one folder must each make the check fail.
+# cycle, between folders or between the files of a folder. Then, on a copy of the sources, a
+# wrong-direction include, a cycle between folders and a cycle between two files of one folder
+# must each make the check fail; and, on a copy of the objects, a call that closes a cycle
+# between two files of preload/ (the clock calling the writer, which converts ticks with it).
 . "$ROOT/tests/lib.sh"
 need "$DLHOOK_LIB"; need "$DLHOOK_BIN"
 CHECK="$ROOT/scripts/check-layering"
@@ -28,4 +29,13 @@ copy
 printf '#ifndef CYC_A\n#define CYC_A\n#include "cyc_b.h"\n#endif\n' >src/command/lib/cyc_a.h
 printf '#ifndef CYC_B\n#define CYC_B\n#include "cyc_a.h"\n#endif\n' >src/command/lib/cyc_b.h
 expect_fail "two headers of command/lib including each other" "cycle between files of command/lib"
+# ---- a link-level cycle in preload/ (objects, not includes)
+mkdir -p b
+for d in preload hooks unwind format common command; do cp -r "$BUILD/$d" b/; done
+printf 'extern int dlh_writer_ensure(void);\nvoid *dlh_fault_ref = (void *)dlh_writer_ensure;\n' >fault.c
+cc -c -fPIC fault.c -o fault.o || fail "cannot compile the fault"
+ld -r b/preload/clock.o fault.o -o clock_fault.o && mv clock_fault.o b/preload/clock.o || fail "ld -r"
+if python3 "$CHECK" --root "$ROOT" --build "$T/b" >bad.txt 2>&1; then cat bad.txt; fail "clock.c -> writer.c: not caught"; fi
+grep -q "cycle between files of preload.*clock.c.*writer.c" bad.txt || { cat bad.txt; fail "clock.c -> writer.c: caught, but not as a cycle of preload/"; }
+echo "caught: clock.c calling the writer: $(grep "cycle between files of preload" bad.txt | head -n 1)"
 echo ok

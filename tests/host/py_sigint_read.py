@@ -12,10 +12,11 @@ for _ in range(int(sys.argv[2])):
     cuda.cudaGetDeviceCount(ctypes.byref(n))
 subprocess.run(["true"])
 r, w = os.pipe()
-# The helper sends SIGINT once this process is blocked in read() (/proc/PID/syscall starts with
-# 0, the number of read on x86-64; at most 10 s), then, 3 s later, a byte.
+# The helper sends SIGINT once this process is blocked in read() of the pipe (/proc/PID/syscall
+# starts with 0, the number of read on x86-64, and the pipe's fd; not Popen's own read of its
+# exec-status pipe, which a loaded machine may still show; at most 10 s), then, 3 s later, a byte.
 wait_read = (f"i=0; while [ $i -lt 1000 ]; do case $(cat /proc/{os.getpid()}/syscall 2>/dev/null) in "
-             f"'0 '*) break;; esac; sleep 0.01; i=$((i+1)); done; sleep 0.02")
+             f"'0 {hex(r)} '*) break;; esac; sleep 0.01; i=$((i+1)); done; sleep 0.02")
 helper = subprocess.Popen(["sh", "-c", f"{wait_read}; kill -INT {os.getpid()}; sleep 3; echo x >&{w}"],
                           pass_fds=(w,))
 try:

@@ -1,0 +1,101 @@
+/* thread.c — the recording threads: each thread's state (struct dlh_thread, its ring), made
+ * at the thread's first recorded call, retired at its exit, reused by a later thread.
+ *
+ * The thread list is push-only (the writer walks it without a lock); a struct whose ring the
+ * writer drained and gave back after the thread exited is taken by the next new thread. */
+#include <pthread.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "dlh_internal.h"
+
+__thread dlh_thread *dlh_self __attribute__((tls_model("initial-exec")));
+_Atomic(struct dlh_thread *) dlh_threads;
+
+static pthread_key_t thread_key;
+/* What a thread's first recorded call starts, once per process (runtime.c: the writer, and
+ * CUPTI when another tool owns the injection); NULL until the constructor set recording up. */
+static int (*start_services)(void);
+
+/* What a dying thread points at once its own struct may be reused: always blocked (the large
+ * count survives racy ++/-- of dlh_resolve from several dying threads). */
+static struct dlh_thread dead_thread = {.hot = {.blocked = 1u << 30}};
+
+static void thread_exit(void *arg) {
+  struct dlh_thread *t = arg;
+  t->hot.blocked = 1;              /* later calls of this dying thread pass through */
+  dlh_altstack_release(t->altstack, t->altstack_size);
+  t->altstack = NULL;
+  dlh_self = &dead_thread;         /* t is reused once the writer retires it */
+  atomic_store(&t->state, DLH_T_EXITED);
+}
+
+/* Takes the struct of a thread that ended (RETIRED: ring drained and given back) for a new
+ * thread, so that a program creating threads without end keeps a list as long as its most
+ * threads alive at once. The writer skips a claimed struct; `dropped` keeps counting (the
+ * totals include the dead threads' drops) and `next` keeps the list. */
+static struct dlh_thread *thread_reuse(void) {
+  for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
+    int st = DLH_T_RETIRED;
+    if (atomic_load_explicit(&t->state, memory_order_relaxed) != DLH_T_RETIRED ||
+        !atomic_compare_exchange_strong(&t->state, &st, DLH_T_CLAIMED))
+      continue;
+    memset(t, 0, offsetof(struct dlh_thread, dropped)); /* hot .. tail */
+    atomic_store(&t->wake_sent, 0);
+    size_t w0 = offsetof(struct dlh_thread, announced);   /* writer and CUPTI state */
+    memset((char *)t + w0, 0, offsetof(struct dlh_thread, next) - w0);
+    return t;
+  }
+  return NULL;
+}
+
+dlh_thread *dlh_thread_attach(void) {
+  if (!start_services || !dlh_recording) return NULL;
+  struct dlh_thread *t = thread_reuse();
+  int fresh = !t;
+  if (fresh) {
+    /* mmap, not malloc: the first call of a thread may come from a signal handler that
+     * interrupted malloc. Zeroed, and page-aligned (head and tail need 64 bytes). */
+    void *m = mmap(NULL, (sizeof *t + 4095) & ~(size_t)4095, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    dlh_mem_add(DLH_MEM_THREADS, (int64_t)((sizeof *t + 4095) & ~(size_t)4095));
+    t = m;
+  }
+  t->hot.blocked = 1;              /* no recording of what we call while attaching */
+  dlh_self = t;
+  if (dlh_cfg.signals) t->altstack = dlh_altstack_setup(&t->altstack_size);
+  dlh_stack_cache_reset(&t->stack_cache); /* a reused dlh_thread: its stacks were another thread's */
+  t->buf = dlh_ring_alloc(&t->cap);
+  if (!t->buf) {                   /* stays blocked: this thread passes through */
+    return NULL;
+  }
+  t->tid = (uint32_t)syscall(SYS_gettid);
+  prctl(PR_GET_NAME, t->name, 0, 0, 0);
+  atomic_store(&t->state, DLH_T_ACTIVE);
+  pthread_setspecific(thread_key, t);
+  if (fresh) {
+    struct dlh_thread *old = atomic_load(&dlh_threads);
+    do t->next = old; while (!atomic_compare_exchange_weak(&dlh_threads, &old, t));
+  }
+  if (start_services() != 0) return NULL; /* stays blocked: recording is off */
+  t->hot.blocked = 0;
+  return t;
+}
+
+int dlh_threads_init(int (*start)(void)) {
+  if (pthread_key_create(&thread_key, thread_exit) != 0) return -1;
+  start_services = start;
+  return 0;
+}
+
+/* fork child: only the forking thread lives on, with a new trace to come; the parent's structs
+ * and rings stay mapped, never reused. */
+void dlh_threads_after_fork_child(void) {
+  atomic_store(&dlh_threads, NULL);
+  dlh_self = NULL;
+}
