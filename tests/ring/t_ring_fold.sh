@@ -80,7 +80,11 @@ int main(int argc, char **argv) {
     dlh_call c = {&T, ticks, 0};
     uint64_t dropped0 = atomic_load(&T.dropped);
     T.hot.depth = 1;
-    dlh_call_store(&c, DLH_API_KEY(fn, 1), fn == 1 ? 600 : 0, &arg, ticks + 5 + (uint64_t)(i & 3));
+    /* both entry points (wrappers of calls with one recorded argument take the second) */
+    if (i & 4)
+      dlh_call_store(&c, DLH_API_KEY(fn, 1), fn == 1 ? 600 : 0, &arg, ticks + 5 + (uint64_t)(i & 3));
+    else
+      dlh_call_store1(&c, DLH_API_KEY(fn, 1), fn == 1 ? 600 : 0, ticks + 5 + (uint64_t)(i & 3), arg);
     if (atomic_load(&T.dropped) == dropped0) {
       made[fn]++;
       if (fn == 1) made_dur += 5 + (uint64_t)(i & 3);
