@@ -72,10 +72,10 @@ struct dlh_thread_hot {           /* the first members of struct dlh_thread */
 dlh_thread *dlh_thread_attach(void);
 
 /* Global switch (init failures, end of trace): 0 = hooks pass through. */
-extern volatile int dlh_recording;
-/* Capture ranges (preload/capture.c): nonzero outside the capture window. Tested together with
- * dlh_recording: outside a window a hook costs one predictable branch. */
-extern volatile unsigned dlh_capture_closed;
+extern volatile int dlh_recording __attribute__((visibility("hidden")));
+/* Capture ranges (preload/capture.c): nonzero outside the capture window. Tested after
+ * dlh_recording: outside a window a hook costs two predictable branches. */
+extern volatile unsigned dlh_capture_closed __attribute__((visibility("hidden")));
 /* cudaProfilerStart (start = 1) / cudaProfilerStop (0): opens/closes the window when
  * DLHOOK_CAPTURE_RANGE=cudaProfilerApi. Called by the wrappers around the real call (Start
  * before it, Stop after it, so both are recorded as the window's edges). */
@@ -101,7 +101,8 @@ typedef struct dlh_call {
 /* Starts a call. Returns 1 when the call must be recorded with dlh_call_end(), 0 when it must
  * not (then dlh_call_end must not be called). */
 static inline int dlh_call_begin(dlh_call *c) {
-  if (DLH_UNLIKELY((!dlh_recording) | dlh_capture_closed)) return 0;
+  if (DLH_UNLIKELY(!dlh_recording)) return 0;
+  if (DLH_UNLIKELY(dlh_capture_closed)) return 0;
   dlh_thread *t = dlh_self;
   if (DLH_UNLIKELY(!t)) {
     t = dlh_thread_attach();
@@ -115,14 +116,36 @@ static inline int dlh_call_begin(dlh_call *c) {
   return 1;
 }
 
+/* What a wrapper passes to dlh_call_store for a call of fn with nargs recorded arguments: the
+ * header word of its API record less the depth, a constant in a generated wrapper (the layout is
+ * ring.h's; ring.c checks that both agree). */
+#define DLH_API_KEY(fn, nargs)                                                                  \
+  ((uint64_t)(uint32_t)(fn) | (uint64_t)(nargs) << 32 | (uint64_t)1 << 48 |                      \
+   (uint64_t)(4 + (nargs)) << 56)
+
+/* Store the record of a call started by dlh_call_begin (out of line, preload/ring.c): any
+ * number of arguments in memory, or up to two in registers (no array to write and read back). */
+void dlh_call_store(dlh_call *c, uint64_t key, int64_t ret, const uint64_t *args, uint64_t t1);
+void dlh_call_store0(dlh_call *c, uint64_t key, int64_t ret, uint64_t t1);
+void dlh_call_store1(dlh_call *c, uint64_t key, int64_t ret, uint64_t t1, uint64_t a0);
+void dlh_call_store2(dlh_call *c, uint64_t key, int64_t ret, uint64_t t1, uint64_t a0,
+                     uint64_t a1);
+
 /* Ends a call started by dlh_call_begin: stores one record (drops and counts it if the ring is
  * full). args: nargs values, encoded as the descriptor's argtypes say. */
-void dlh_call_store(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, const uint64_t *args,
-                    uint64_t t1);
-static inline void dlh_call_end(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs,
+static inline __attribute__((always_inline)) void dlh_call_end(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs,
                                 const uint64_t *args) {
   uint64_t t1 = dlh_ticks();
-  dlh_call_store(c, fn, ret, nargs, args, t1);
+  if (DLH_UNLIKELY(nargs > DLH_MAX_ARGS)) nargs = DLH_MAX_ARGS;
+  uint64_t key = DLH_API_KEY(fn, nargs);
+  if (__builtin_constant_p(nargs) && nargs == 0)
+    dlh_call_store0(c, key, ret, t1);
+  else if (__builtin_constant_p(nargs) && nargs == 1)
+    dlh_call_store1(c, key, ret, t1, args[0]);
+  else if (__builtin_constant_p(nargs) && nargs == 2)
+    dlh_call_store2(c, key, ret, t1, args[0], args[1]);
+  else
+    dlh_call_store(c, key, ret, args, t1);
 }
 
 #endif

@@ -54,10 +54,12 @@ struct dlh_thread {
   uint64_t cap;
   uint64_t head_local;                 /* producer's view of head */
   uint64_t tail_cache;                 /* producer's last view of tail */
+  uint64_t room_end;                   /* head_local may reach this without a look at the tail
+                                          or a wrap (ring.c: reserve_words; 0: look) */
   uint64_t pending_corr;               /* CUPTI: the correlation id of the call being stored */
-  const uint64_t *last_api;            /* the last API record stored (ring.c: folding) */
+  const uint64_t *last_api;            /* the last record stored when it is an API record that
+                                          later calls may fold into, else NULL (ring.c) */
   uint64_t *fold_rec;                  /* the FOLD record after it, or NULL */
-  uint64_t fold_head;                  /* head_local just after them: nothing stored since */
   unsigned fold_gen;                   /* dlh_trace_gen when last_api was stored */
   volatile uint32_t storing;           /* inside reserve..publish (a signal handler may interrupt) */
   uint32_t tid;

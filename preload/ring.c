@@ -16,6 +16,10 @@
 
 #include "dlh_internal.h"
 
+/* Defined in this library: loaded without the GOT on the hot path. */
+extern int dlh_stack_mode __attribute__((visibility("hidden")));
+extern dlh_config dlh_cfg __attribute__((visibility("hidden")));
+
 /* Bumped when a new trace starts in the same process (dlhook attach, again): a FOLD record
  * repeats a record of the same trace only. */
 volatile unsigned dlh_trace_gen;
@@ -30,12 +34,12 @@ void dlh_writer_wake(void) {
 
 /* ---------------------------------------------------------------- reserve / publish */
 
-/* The words of a record (storing already set). */
-static uint64_t *reserve_words(struct dlh_thread *t, uint64_t n) {
+/* The words of a record (storing already set): the slow part of reserve_words. */
+static __attribute__((noinline)) uint64_t *reserve_slow(struct dlh_thread *t, uint64_t n) {
   uint64_t cap = t->cap, h = t->head_local;
   uint64_t pos = h & (cap - 1);
   uint64_t need = n + (pos + n > cap ? cap - pos : 0);
-  if (DLH_UNLIKELY(h + need - t->tail_cache > cap / 2)) {
+  if (h + need - t->tail_cache > cap / 2) {
     /* Half full as far as we know: look at the real tail, wake the writer once if needed. */
     t->tail_cache = atomic_load_explicit(&t->tail, memory_order_acquire);
     if (h + need - t->tail_cache > cap / 2 &&
@@ -48,12 +52,31 @@ static uint64_t *reserve_words(struct dlh_thread *t, uint64_t n) {
       return NULL;
     }
   }
-  if (DLH_UNLIKELY(pos + n > cap)) { /* wrap: pad to the end of the ring */
+  if (pos + n > cap) { /* wrap: pad to the end of the ring */
     t->buf[pos] = dlh_rec_header(0, 0, 0, DLH_REC_PAD, 0, 0);
-    t->head_local = h + cap - pos;
+    h += cap - pos;
+    t->head_local = h;
     pos = 0;
   }
+  /* Until the next wrap or half the ring past the tail as we know it, the fast path's one
+   * comparison says all of the above. */
+  uint64_t wrap = (h & ~(cap - 1)) + cap, half = t->tail_cache + cap / 2;
+  t->room_end = wrap < half ? wrap : half;
   return t->buf + pos;
+}
+
+/* Reserves n words at head_local (moved past a PAD record at the wrap); NULL: dropped and
+ * counted. room_end <= the next wrap and <= tail_cache + cap / 2, so a record that fits below it
+ * needs neither a PAD record nor a look at the tail. */
+static inline uint64_t *reserve_words(struct dlh_thread *t, uint64_t n) {
+  uint64_t h = t->head_local;
+  if (DLH_LIKELY(h + n <= t->room_end)) return t->buf + (h & (t->cap - 1));
+  return reserve_slow(t, n);
+}
+
+static inline void publish_words(struct dlh_thread *t, uint64_t n) {
+  t->head_local += n;
+  atomic_store_explicit(&t->head, t->head_local, memory_order_release);
 }
 
 static inline int store_begin(struct dlh_thread *t) {
@@ -73,6 +96,8 @@ static inline void store_end(struct dlh_thread *t) {
   t->storing = 0;
 }
 
+/* A record other than an API record or a FOLD record (LINK, NVTX): the next call does not fold
+ * into the API record before it. */
 uint64_t *dlh_ring_reserve(struct dlh_thread *t, uint64_t n) {
   if (!store_begin(t)) return NULL;
   uint64_t *w = reserve_words(t, n);
@@ -81,8 +106,8 @@ uint64_t *dlh_ring_reserve(struct dlh_thread *t, uint64_t n) {
 }
 
 void dlh_ring_publish(struct dlh_thread *t, uint64_t n) {
-  t->head_local += n;
-  atomic_store_explicit(&t->head, t->head_local, memory_order_release);
+  publish_words(t, n);
+  t->last_api = NULL;
   store_end(t);
 }
 
@@ -90,82 +115,183 @@ void dlh_ring_abandon(struct dlh_thread *t) { store_end(t); }
 
 /* ---------------------------------------------------------------- calls */
 
-/* Adds a repeat of the thread's last API record: to its FOLD record while the writer has not
- * taken it, else in a new FOLD record. Returns 0 when the repeat was dropped (ring full). */
-static int fold_repeat(struct dlh_thread *t, uint64_t t0, uint64_t t1) {
-  uint64_t *f = t->fold_rec;
-  if (f) {
-    uint64_t c = __atomic_load_n(&f[2], __ATOMIC_RELAXED);
-    if (!(c & DLH_FOLD_SEALED)) {
-      const uint64_t *cur = f + 3 + 2 * (c & 1);
-      uint64_t *next = f + 3 + 2 * ((c + 1) & 1);
-      __atomic_store_n(&next[0], t1, __ATOMIC_RELAXED);
-      __atomic_store_n(&next[1], cur[1] + (t1 - t0), __ATOMIC_RELAXED);
-      if (__atomic_compare_exchange_n(&f[2], &c, c + 1, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-        return 1;
-    }
-  }
-  /* the writer took it (sealed): a new FOLD record follows it */
+_Static_assert(DLH_API_KEY(0x12345, 3) == ((uint64_t)0x12345 | (uint64_t)3 << 32 |
+                                           (uint64_t)DLH_REC_API << 48 |
+                                           (uint64_t)(DLH_REC_HDR_WORDS + 3) << 56),
+               "DLH_API_KEY (dlh_hook.h) and the header layout (ring.h) differ");
+
+/* A new FOLD record after the last API record (its first repeat), when the writer took the one
+ * before (sealed) or there is none yet; dropped and counted when the ring is full. */
+static void fold_new(struct dlh_thread *t, uint64_t t0, uint64_t t1) {
+  uint64_t a = t->head_local;
   uint64_t *w = reserve_words(t, DLH_REC_FOLD_WORDS);
-  if (!w) return 0;
+  if (!w) return;
   w[0] = dlh_rec_header(0, 0, 0, DLH_REC_FOLD, 0, DLH_REC_FOLD_WORDS);
   w[1] = t0;
   w[2] = 1;
   w[3] = w[4] = 0;
   w[5] = t1;        /* slot of count 1 */
   w[6] = t1 - t0;
-  t->head_local += DLH_REC_FOLD_WORDS;
-  atomic_store_explicit(&t->head, t->head_local, memory_order_release);
+  publish_words(t, DLH_REC_FOLD_WORDS);
   t->fold_rec = w;
-  t->fold_head = t->head_local;
+  /* FOLD records alone (one per writer pass) come round the ring to the API record they repeat:
+   * once the words [a, head) written now come near it, later calls no longer fold into it. */
+  uint64_t dist = (a - (uint64_t)(t->last_api - t->buf)) & (t->cap - 1);
+  if (dist == 0 || dist + (t->head_local - a) > t->cap - (DLH_REC_HDR_WORDS + 1 + DLH_MAX_ARGS))
+    t->last_api = NULL;
+}
+
+/* Adds a repeat of the thread's last API record to its FOLD record while the writer has not
+ * taken it: returns 0 when there is none or the writer sealed it (then the CAS fails). */
+static inline __attribute__((always_inline)) int fold_add(struct dlh_thread *t, uint64_t t0,
+                                                          uint64_t t1) {
+  uint64_t *f = t->fold_rec;
+  if (DLH_UNLIKELY(f == NULL)) return 0;
+  uint64_t c = __atomic_load_n(&f[2], __ATOMIC_RELAXED);
+  if (DLH_UNLIKELY(c & DLH_FOLD_SEALED)) return 0;
+  uint64_t cur = 3 + 2 * (c & 1), next = cur ^ 6; /* slots at words 3 and 5 */
+  __atomic_store_n(&f[next], t1, __ATOMIC_RELAXED);
+  __atomic_store_n(&f[next + 1], f[cur + 1] + (t1 - t0), __ATOMIC_RELAXED);
+  return __atomic_compare_exchange_n(&f[2], &c, c + 1, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+/* A call folds into the thread's last API record: same header (function, args count, depth, no
+ * correlation id), return value and stack, arguments, and trace. last_api is NULL when folding
+ * is off, when the last record stored was not an API record without a correlation id, and
+ * before the ring comes round to it (fold_new): its words are still in the ring, only this
+ * thread writes there. */
+static inline __attribute__((always_inline)) int folds(const struct dlh_thread *t, uint64_t h0,
+                                                       uint64_t w3, const uint64_t *args,
+                                                       uint32_t nargs) {
+  const uint64_t *last = t->last_api;
+  if (!last || last[0] != h0 || last[3] != w3 || t->fold_gen != dlh_trace_gen) return 0;
+  for (uint32_t i = 0; i < nargs; i++)
+    if (last[DLH_REC_HDR_WORDS + i] != args[i]) return 0;
   return 1;
 }
 
-void dlh_call_store(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, const uint64_t *args,
-                    uint64_t t1) {
+/* After an API record at w (NULL: one that nothing folds into) was filled. */
+static inline __attribute__((always_inline)) void api_published(struct dlh_thread *t,
+                                                                const uint64_t *w, uint64_t h,
+                                                                uint64_t n) {
+  t->head_local = h + n;
+  atomic_store_explicit(&t->head, h + n, memory_order_release);
+  t->last_api = dlh_cfg.fold ? w : NULL;
+  t->fold_gen = dlh_trace_gen;
+  t->fold_rec = NULL;
+}
+
+static inline __attribute__((always_inline)) void api_fill(uint64_t *a, const uint64_t *args,
+                                                           uint32_t nargs) {
+  for (uint32_t i = 0; i < nargs; i++) a[i] = args[i];
+}
+
+/* The slow end of a repeat (storing set; ends the store): a FOLD record to start. */
+static __attribute__((noinline)) void fold_new_end(struct dlh_thread *t, uint64_t t0,
+                                                   uint64_t t1) {
+  fold_new(t, t0, t1);
+  store_end(t);
+}
+
+/* dlh_call_store when there is more to do than stack-less stores: a correlation id, a call
+ * stack, a signal handler's call inside this thread's store, or a look at the tail. */
+static __attribute__((noinline)) void call_store_full(dlh_call *c, uint64_t key, int64_t ret,
+                                                      const uint64_t *args, uint64_t t1) {
   struct dlh_thread *t = c->t;
-  t->hot.depth = c->depth;
-  if (DLH_UNLIKELY(nargs > DLH_MAX_ARGS)) nargs = DLH_MAX_ARGS;
+  uint64_t h0 = key | (uint64_t)(uint8_t)c->depth << 40;
   uint64_t corr = t->pending_corr;
   t->pending_corr = 0; /* this call's, whether its record is stored or dropped */
   if (!store_begin(t)) return;
   /* The call stack, interned (unwind/capture.c): lock-free, no malloc. */
   uint32_t stack = dlh_stack_mode ? dlh_stack_capture(&t->stack_cache) : 0;
-  uint64_t n = DLH_REC_HDR_WORDS + (corr != 0) + nargs;
-  uint64_t h0 = dlh_rec_header(fn, nargs, c->depth, DLH_REC_API, corr ? DLH_REC_F_CORR : 0, n);
-  uint64_t w3 = dlh_rec_ret_stack(ret, stack);
-  /* A repeat of the last record (nothing else stored since, no correlation id on either): the
-   * last record's words are still in the ring (only this thread writes there). */
-  const uint64_t *last = t->last_api;
-  if (!corr && dlh_cfg.fold && last && t->fold_head == t->head_local && last[0] == h0 &&
-      last[3] == w3 && t->fold_gen == dlh_trace_gen) {
-    uint32_t i = 0;
-    while (i < nargs && last[DLH_REC_HDR_WORDS + i] == args[i]) i++;
-    if (i == nargs) {
-      fold_repeat(t, c->t0, t1);
-      store_end(t);
-      return;
-    }
-  }
-  uint64_t *w = reserve_words(t, n);
-  if (!w) {
+  uint64_t w3 = dlh_rec_ret_stack(ret, stack), t0 = c->t0;
+  if (!corr && folds(t, h0, w3, args, dlh_rec_nargs(h0))) {
+    if (!fold_add(t, t0, t1)) fold_new(t, t0, t1);
     store_end(t);
     return;
   }
-  w[0] = h0;
-  w[1] = c->t0;
-  w[2] = t1 - c->t0;
-  w[3] = w3;
-  uint64_t *a = w + DLH_REC_HDR_WORDS;
-  if (corr) *a++ = corr;
-  for (uint32_t i = 0; i < nargs; i++) a[i] = args[i];
-  t->head_local += n;
-  atomic_store_explicit(&t->head, t->head_local, memory_order_release);
-  t->last_api = w;
-  t->fold_gen = dlh_trace_gen;
-  t->fold_rec = NULL;
-  t->fold_head = t->head_local;
+  uint64_t n = dlh_rec_nwords(h0) + (corr != 0);
+  uint64_t *w = reserve_words(t, n), h = t->head_local;
+  if (w) {
+    /* a call with a correlation id never folds, nor does the next call into it */
+    w[0] = corr ? dlh_rec_header(dlh_rec_fn(h0), dlh_rec_nargs(h0), dlh_rec_depth(h0),
+                                 DLH_REC_API, DLH_REC_F_CORR, n)
+                : h0;
+    w[1] = t0;
+    w[2] = t1 - t0;
+    w[3] = w3;
+    uint64_t *a = w + DLH_REC_HDR_WORDS;
+    if (corr) *a++ = corr;
+    api_fill(a, args, dlh_rec_nargs(h0));
+    api_published(t, corr ? NULL : w, h, n);
+  }
   store_end(t);
+}
+
+/* The hot path of every recorded call (key: DLH_API_KEY(fn, nargs), dlh_hook.h), nargs a constant
+ * in dlh_call_store0..2. Stacks off, no correlation id: a repeat is a compare-and-swap on the
+ * FOLD record, any other call an API record in the words below room_end. Returns 0 when the
+ * call is not stored yet (nor its store begun): call_store_full does it all then. args never
+ * leaves this function, so that the arguments of dlh_call_store0..2 stay in registers. */
+static inline __attribute__((always_inline)) int call_store(dlh_call *c, uint64_t key,
+                                                            int64_t ret, const uint64_t *args,
+                                                            uint32_t nargs, uint64_t t1) {
+  struct dlh_thread *t = c->t;
+  uint32_t depth = c->depth;
+  t->hot.depth = depth;
+  if (DLH_UNLIKELY(t->pending_corr | t->storing | (unsigned)dlh_stack_mode)) return 0;
+  t->storing = 1;
+  atomic_signal_fence(memory_order_seq_cst);
+  uint64_t h0 = key | (uint64_t)(uint8_t)depth << 40;
+  uint64_t w3 = dlh_rec_ret_stack(ret, 0), t0 = c->t0;
+  if (folds(t, h0, w3, args, nargs)) {
+    if (DLH_LIKELY(fold_add(t, t0, t1)))
+      store_end(t);
+    else
+      fold_new_end(t, t0, t1);
+    return 1;
+  }
+  uint64_t h = t->head_local, n = DLH_REC_HDR_WORDS + nargs;
+  if (DLH_UNLIKELY(h + n > t->room_end)) { /* a look at the tail or a wrap: out of line */
+    store_end(t);
+    return 0;
+  }
+  uint64_t *w = t->buf + (h & (t->cap - 1));
+  w[0] = h0;
+  w[1] = t0;
+  w[2] = t1 - t0;
+  w[3] = w3;
+  api_fill(w + DLH_REC_HDR_WORDS, args, nargs);
+  api_published(t, w, h, n);
+  store_end(t);
+  return 1;
+}
+
+void dlh_call_store(dlh_call *c, uint64_t key, int64_t ret, const uint64_t *args, uint64_t t1) {
+  if (DLH_UNLIKELY(!call_store(c, key, ret, args, dlh_rec_nargs(key), t1)))
+    call_store_full(c, key, ret, args, t1);
+}
+
+void dlh_call_store0(dlh_call *c, uint64_t key, int64_t ret, uint64_t t1) {
+  if (DLH_UNLIKELY(!call_store(c, key, ret, NULL, 0, t1))) call_store_full(c, key, ret, NULL, t1);
+}
+
+/* the arguments in an array on the slow path only */
+static __attribute__((noinline)) void call_store_full2(dlh_call *c, uint64_t key, int64_t ret,
+                                                       uint64_t t1, uint64_t a0, uint64_t a1) {
+  const uint64_t a[2] = {a0, a1};
+  call_store_full(c, key, ret, a, t1);
+}
+
+void dlh_call_store1(dlh_call *c, uint64_t key, int64_t ret, uint64_t t1, uint64_t a0) {
+  const uint64_t a[1] = {a0};
+  if (DLH_UNLIKELY(!call_store(c, key, ret, a, 1, t1))) call_store_full2(c, key, ret, t1, a0, 0);
+}
+
+void dlh_call_store2(dlh_call *c, uint64_t key, int64_t ret, uint64_t t1, uint64_t a0,
+                     uint64_t a1) {
+  const uint64_t a[2] = {a0, a1};
+  if (DLH_UNLIKELY(!call_store(c, key, ret, a, 2, t1))) call_store_full2(c, key, ret, t1, a0, a1);
 }
 
 void dlh_record_link(struct dlh_thread *t, uint64_t corr) {

@@ -68,9 +68,9 @@ dlh_thread *dlh_thread_attach(void) {
 
 uint64_t dlh_ticks_slow(void) { return 0; }
 
-void dlh_call_store(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, const uint64_t *args,
-                       uint64_t t1) {
+void dlh_call_store(dlh_call *c, uint64_t key, int64_t ret, const uint64_t *args, uint64_t t1) {
   (void)t1;
+  uint32_t fn = (uint32_t)key, nargs = (uint32_t)(key >> 32) & 0xff;
   const dlh_fn_desc *t = NULL;
   unsigned n = 0;
   switch (fn >> 16) {
@@ -105,4 +105,16 @@ void dlh_call_store(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs, const
     }
   }
   fputc('\n', out);
+}
+
+void dlh_call_store0(dlh_call *c, uint64_t key, int64_t ret, uint64_t t1) {
+  dlh_call_store(c, key, ret, NULL, t1);
+}
+void dlh_call_store1(dlh_call *c, uint64_t key, int64_t ret, uint64_t t1, uint64_t a0) {
+  dlh_call_store(c, key, ret, &a0, t1);
+}
+void dlh_call_store2(dlh_call *c, uint64_t key, int64_t ret, uint64_t t1, uint64_t a0,
+                     uint64_t a1) {
+  uint64_t a[2] = {a0, a1};
+  dlh_call_store(c, key, ret, a, t1);
 }

@@ -80,7 +80,11 @@ int main(int argc, char **argv) {
     dlh_call c = {&T, ticks, 0};
     uint64_t dropped0 = atomic_load(&T.dropped);
     T.hot.depth = 1;
-    dlh_call_store(&c, (uint32_t)fn, fn == 1 ? 600 : 0, 1, &arg, ticks + 5 + (uint64_t)(i & 3));
+    /* both entry points (wrappers of calls with one recorded argument take the second) */
+    if (i & 4)
+      dlh_call_store(&c, DLH_API_KEY(fn, 1), fn == 1 ? 600 : 0, &arg, ticks + 5 + (uint64_t)(i & 3));
+    else
+      dlh_call_store1(&c, DLH_API_KEY(fn, 1), fn == 1 ? 600 : 0, ticks + 5 + (uint64_t)(i & 3), arg);
     if (atomic_load(&T.dropped) == dropped0) {
       made[fn]++;
       if (fn == 1) made_dur += 5 + (uint64_t)(i & 3);
@@ -112,17 +116,47 @@ int main(int argc, char **argv) {
   T.storing = 1; /* as if a signal handler's call interrupted a store: dropped */
   dlh_call c = {&T, 1, 0};
   T.pending_corr = 42;
-  dlh_call_store(&c, 3, 0, 0, NULL, 2);
+  dlh_call_store(&c, DLH_API_KEY(3, 0), 0, NULL, 2);
   T.storing = 0;
-  dlh_call_store(&c, 3, 0, 0, NULL, 2);
+  /* folding off from here (the setting is read as an API record is stored): one record per call */
+  dlh_cfg.fold = 0;
+  dlh_call_store(&c, DLH_API_KEY(3, 0), 0, NULL, 2);
   if (T.dropped != 1 || dlh_rec_flags(T.buf[0]) & DLH_REC_F_CORR) {
     printf("FAIL: stale correlation id after a drop\n");
     return 1;
   }
-  /* folding off: one record per call */
-  dlh_cfg.fold = 0;
-  dlh_call_store(&c, 3, 0, 0, NULL, 2);
+  dlh_call_store(&c, DLH_API_KEY(3, 0), 0, NULL, 2);
   if (dlh_rec_kind(T.buf[4]) != DLH_REC_API) { printf("FAIL: folded with DLHOOK_FOLD=0\n"); return 1; }
+  /* One call repeated, the writer taking each FOLD record at once (here, in the same thread):
+   * FOLD records alone come round the ring to the API record they repeat, which is stored again
+   * before its words are written over; every repeat is counted once. */
+  memset(&T, 0, sizeof T);
+  dlh_cfg.fold = 1;
+  T.buf = dlh_ring_alloc(&T.cap);
+  uint64_t tail = 0, apis = 0, reps = 0;
+  for (int i = 0; i < 1000; i++) {
+    uint64_t arg = 7;
+    dlh_call c1 = {&T, 100, 0};
+    dlh_call_store(&c1, DLH_API_KEY(1, 1), 0, &arg, 105);
+    for (uint64_t head = atomic_load(&T.head); tail < head;) {
+      uint64_t pos = tail & (T.cap - 1), *w = T.buf + pos, nw = dlh_rec_nwords(w[0]), e, d;
+      if (dlh_rec_kind(w[0]) == DLH_REC_API) {
+        if (w[0] != DLH_API_KEY(1, 1) || w[4] != 7) { printf("FAIL: API record damaged\n"); return 1; }
+        apis++;
+      } else if (dlh_rec_kind(w[0]) == DLH_REC_FOLD) {
+        reps += dlh_fold_take(w, &e, &d);
+      } else if (dlh_rec_kind(w[0]) == DLH_REC_PAD) {
+        nw = T.cap - pos;
+      }
+      tail += nw;
+    }
+    atomic_store(&T.tail, tail);
+  }
+  if (apis + reps != 1000 || apis < 2 || T.dropped) {
+    printf("FAIL: repeats round the ring: %lu API records + %lu repeats, %lu dropped\n",
+           (unsigned long)apis, (unsigned long)reps, (unsigned long)T.dropped);
+    return 1;
+  }
   printf("ok\n");
   return 0;
 }
