@@ -3,7 +3,12 @@
 # handler is installed without SA_RESTART) and raise KeyboardInterrupt. A helper sends SIGINT
 # (once the read blocks), then, 3 s later, a byte: a read that was restarted returns that byte.
 #   python3 py_sigint_read.py LIBCUDART CALLS
-import ctypes, os, subprocess, sys
+import ctypes, os, signal, subprocess, sys
+
+# CPython installs its SIGINT handler only when SIGINT is not ignored at start-up, and a
+# non-interactive shell's background job starts with it ignored: install it as CPython would
+# (sigaction without SA_RESTART), so that the test does not depend on how it was started.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
 cuda = ctypes.CDLL(None)
