@@ -15,41 +15,21 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "dlh_batch.h"
 #include "dlh_format.h"
 #include "dlh_format_int.h"
 
-#define DLH_BATCH_MAX 65536u           /* events per ApiBatch packet */
 #define DLH_FRAME_AUTOFLUSH (32u << 20) /* raw bytes that force a frame out: a frame stays
                                            within DLH_MAX_FRAME_CONTENT (that + one batch) */
 
-typedef struct dlh_buf {
-  uint8_t *p;
-  size_t len, cap;
-} dlh_buf;
-
-/* One thread's open batch. The ApiBatch columns are encoded as events arrive, straight into
- * the bytes of their packed fields (varints, zigzag for the signed ones): emitting the batch is
- * then a few headers and one copy per column, with no per-event message and no second pass. */
-enum { COL_START, COL_DUR, COL_FN, COL_RET, COL_CORR, COL_STACK, COL_NARGS, COL_ARGS, COL_DEPTH,
-       COL_COUNT, COL_SPAN, NCOLS };
+/* One thread's open batch: dlh_batch.h. */
+enum { COL_START = DLH_COL_START, COL_DUR = DLH_COL_DUR, COL_FN = DLH_COL_FN,
+       COL_RET = DLH_COL_RET, COL_CORR = DLH_COL_CORR, COL_STACK = DLH_COL_STACK,
+       COL_NARGS = DLH_COL_NARGS, COL_ARGS = DLH_COL_ARGS, COL_DEPTH = DLH_COL_DEPTH,
+       COL_COUNT = DLH_COL_COUNT, COL_SPAN = DLH_COL_SPAN, NCOLS = DLH_NCOLS };
 static const uint8_t col_field[NCOLS] = {3, 4, 5, 6, 7, 8, 9, 14 /* args_delta */, 11, 12, 13};
-/* Columns that are mostly their default (stack 0, depth 0, no correlation id, count 1, span 0)
- * are left empty until an event needs them: then the events before get the default. */
-#define LAZY_COLS (1u << COL_CORR | 1u << COL_STACK | 1u << COL_DEPTH | 1u << COL_COUNT | 1u << COL_SPAN)
+#define LAZY_COLS DLH_LAZY_COLS
 #define ROOM_EVENTS 1024u  /* events every active column has room for after a refill */
-typedef struct dlh_tbatch {
-  uint32_t tid;
-  size_t n;        /* events in the batch */
-  uint64_t base_start, last_start, last_corr;
-  unsigned active; /* bit per column holding a value per event */
-  size_t room;     /* events that fit in every active column (without args) */
-  dlh_buf col[NCOLS];
-  /* the args of the last event of each function in this batch (args_delta's base) */
-  struct last_args *last;
-  uint32_t last_cap, last_used, stamp;
-} dlh_tbatch;
-struct last_args { uint32_t fn, stamp, nargs; uint64_t v[DLH_ARGS_DELTA_BASE]; };
-
 /* The open GpuBatch: columns reused after each emit. */
 typedef struct dlh_gbatch {
   size_t n, cap, nvals_total, vals_cap;
@@ -121,22 +101,7 @@ int dlh_write_all(int fd, const void *data, size_t len) {
   return 0;
 }
 
-static size_t put_varint(uint8_t *p, uint64_t v) {
-  size_t i = 0;
-  while (v >= 0x80) {
-    p[i++] = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  p[i++] = (uint8_t)v;
-  return i;
-}
-
-/* The same for the columns: one and two bytes (most deltas, ids, small values) without a loop. */
-static inline size_t put_varint_fast(uint8_t *p, uint64_t v) {
-  if (v < 0x80) { p[0] = (uint8_t)v; return 1; }
-  if (v < 0x4000) { p[0] = (uint8_t)(v | 0x80); p[1] = (uint8_t)(v >> 7); return 2; }
-  return put_varint(p, v);
-}
+#define put_varint dlh_put_varint
 
 /* Appends varint(len) + packed message to the raw frame buffer. */
 static int append_msg(dlh_writer *w, const ProtobufCMessage *m) {
@@ -240,6 +205,7 @@ static int tbatch_emit(dlh_writer *w, dlh_tbatch *t) {
   t->last_corr = 0;
   t->stamp++;        /* every function starts again from 0 in the next batch */
   t->last_used = 0;
+  t->la = NULL;
   w->pending--;
   return rc;
 }
@@ -387,28 +353,26 @@ int dlh_writer_thread_end(dlh_writer *w, uint32_t tid) {
   t->room = 0;
   t->active = 0;
   free(t->last);
-  t->last = NULL;
+  t->last = t->la = NULL;
   t->last_cap = t->last_used = 0;
   return rc;
 }
 
-static inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
-
 /* The entry of function fn in the batch's table of last args (created empty), or NULL when the
  * table cannot grow (then the args are written as differences from 0). */
-static struct last_args *last_args_of(dlh_tbatch *t, uint32_t fn) {
+static struct dlh_last_args *last_args_of(dlh_tbatch *t, uint32_t fn) {
   if (t->stamp == 0) t->stamp = 1;
   if (t->last_cap) {
     uint32_t mask = t->last_cap - 1, h = (fn * 2654435761u) & mask;
     for (;; h = (h + 1) & mask) {
-      struct last_args *e = &t->last[h];
+      struct dlh_last_args *e = &t->last[h];
       if (e->stamp != t->stamp) break;
       if (e->fn == fn) return e;
     }
   }
   if ((t->last_used + 1) * 2 > t->last_cap) { /* grow: rehash this batch's entries */
     uint32_t nc = t->last_cap ? t->last_cap * 2 : 16;
-    struct last_args *n = calloc(nc, sizeof *n);
+    struct dlh_last_args *n = calloc(nc, sizeof *n);
     if (!n) return NULL;
     for (uint32_t i = 0; i < t->last_cap; i++) {
       if (t->last[i].stamp != t->stamp) continue;
@@ -418,11 +382,12 @@ static struct last_args *last_args_of(dlh_tbatch *t, uint32_t fn) {
     }
     free(t->last);
     t->last = n;
+    t->la = NULL;
     t->last_cap = nc;
   }
   uint32_t mask = t->last_cap - 1, h = (fn * 2654435761u) & mask;
   while (t->last[h].stamp == t->stamp) h = (h + 1) & mask;
-  struct last_args *e = &t->last[h];
+  struct dlh_last_args *e = &t->last[h];
   e->fn = fn;
   e->stamp = t->stamp;
   e->nargs = 0;
@@ -430,13 +395,14 @@ static struct last_args *last_args_of(dlh_tbatch *t, uint32_t fn) {
   return e;
 }
 
-/* Room for ROOM_EVENTS more events in every active column (10 bytes a varint at most). */
+/* Room for ROOM_EVENTS more events in every active column (10 bytes a varint at most); room
+ * counts them, up to the batch's limit (t->n < DLH_BATCH_MAX here). */
 static int tbatch_refill(dlh_tbatch *t) {
   for (int c = 0; c < NCOLS; c++)
     if (c != COL_ARGS && (t->active & (1u << c)) &&
         buf_reserve(&t->col[c], (size_t)ROOM_EVENTS * 10) < 0)
       return -1;
-  t->room = ROOM_EVENTS;
+  t->room = t->n + ROOM_EVENTS <= DLH_BATCH_MAX ? ROOM_EVENTS : DLH_BATCH_MAX - t->n;
   return 0;
 }
 
@@ -450,24 +416,30 @@ static int tbatch_activate(dlh_tbatch *t, int c) {
   return 0;
 }
 
+dlh_tbatch *dlh_writer_tbatch(dlh_writer *w, uint32_t tid) {
+  if (w->last_tb && w->tb[w->last_tb - 1].tid == tid) return &w->tb[w->last_tb - 1];
+  dlh_tbatch *t = tbatch_get(w, tid);
+  if (t) w->last_tb = (size_t)(t - w->tb) + 1;
+  return t;
+}
+
+/* Any event (the slow path of dlh_tbatch_put: dlh_batch.h): makes room for it, starts the
+ * columns and the last-args entry it needs, then writes it with the fast path's code. */
 int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev) {
   if (!w || !ev) return -1;
-  dlh_tbatch *t = w->last_tb && w->tb[w->last_tb - 1].tid == tid ? &w->tb[w->last_tb - 1]
-                                                                  : tbatch_get(w, tid);
+  dlh_tbatch *t = dlh_writer_tbatch(w, tid);
   if (!t) { w->lost++; return -1; }
-  w->last_tb = (size_t)(t - w->tb) + 1;
+  if (t->n >= DLH_BATCH_MAX) { /* filled up by dlh_tbatch_put: out first (as below) */
+    tbatch_emit(w, t);
+    if (frame_full(w)) dlh_writer_flush(w);
+  }
   if (!t->active) t->active = ~LAZY_COLS & ((1u << NCOLS) - 1); /* a new batch */
   uint32_t na = ev->args ? ev->nargs : 0;
   uint64_t count = ev->count > 1 ? ev->count : 1;
-  int64_t d = 0;
-  if (ev->corr) {
-    d = (int64_t)(ev->corr - t->last_corr);
-    if (d == 0) d = INT64_MIN;
-  }
   if ((!t->room && tbatch_refill(t) < 0) ||
       (t->col[COL_ARGS].cap - t->col[COL_ARGS].len < (size_t)na * 10 &&
        buf_reserve(&t->col[COL_ARGS], (size_t)na * 10 + 4096) < 0) ||
-      (d && !(t->active & (1u << COL_CORR)) && tbatch_activate(t, COL_CORR) < 0) ||
+      (ev->corr && !(t->active & (1u << COL_CORR)) && tbatch_activate(t, COL_CORR) < 0) ||
       (ev->stack && !(t->active & (1u << COL_STACK)) && tbatch_activate(t, COL_STACK) < 0) ||
       (ev->depth && !(t->active & (1u << COL_DEPTH)) && tbatch_activate(t, COL_DEPTH) < 0) ||
       (count > 1 && !(t->active & (1u << COL_COUNT)) &&
@@ -477,61 +449,20 @@ int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev) {
   }
   /* the base of this event's args_delta: looked up (or made) before anything is written, so
    * that a failure loses the event whole and the reader's bases stay the writer's */
-  struct last_args *e = na || t->last_cap ? last_args_of(t, ev->fn) : NULL;
-  if ((na || t->last_cap) && !e) {
-    w->lost++;
-    return -1;
+  struct dlh_last_args *e = NULL;
+  if (na || t->last_cap) {
+    e = t->la && t->la->fn == ev->fn ? t->la : last_args_of(t, ev->fn);
+    if (!e) {
+      w->lost++;
+      return -1;
+    }
   }
   if (t->n == 0) {
     t->base_start = t->last_start = ev->start_ns;
     w->pending++;
   }
-  /* locals: the byte stores below may alias anything, so nothing is re-read from memory */
-  const uint64_t start = ev->start_ns, dur = ev->dur_ns, stack = ev->stack, depth = ev->depth,
-                 span = ev->span_ns;
-  const uint32_t fn = ev->fn;
-  const int64_t ret = ev->ret;
-  const uint64_t *args = ev->args;
-  if (ev->corr) t->last_corr = ev->corr;
-  const uint64_t sdelta = zigzag((int64_t)(start - t->last_start));
-  t->last_start = start;
-  const unsigned act = t->active;
-#define PUT(c, v)                                                   \
-  do {                                                              \
-    dlh_buf *b_ = &t->col[c];                                       \
-    size_t len_ = b_->len;                                          \
-    len_ += put_varint_fast(b_->p + len_, (v));                      \
-    b_->len = len_;                                                 \
-  } while (0)
-  PUT(COL_START, sdelta);
-  PUT(COL_DUR, dur);
-  PUT(COL_FN, fn);
-  PUT(COL_RET, zigzag(ret));
-  PUT(COL_NARGS, na);
-  if (na) { /* as differences from the same function's last args (args_delta) */
-    dlh_buf *b = &t->col[COL_ARGS];
-    uint8_t *p0 = b->p + b->len, *p = p0;
-    uint32_t nb = e->nargs;
-    for (uint32_t i = 0; i < na; i++) {
-      uint64_t base = i < nb ? e->v[i] : 0;
-      p += put_varint_fast(p, zigzag((int64_t)(args[i] - base)));
-      if (i < DLH_ARGS_DELTA_BASE) e->v[i] = args[i];
-    }
-    b->len += (size_t)(p - p0);
-  }
-  if (e) e->nargs = na < DLH_ARGS_DELTA_BASE ? na : DLH_ARGS_DELTA_BASE;
-  if (act & LAZY_COLS) {
-    if (act & (1u << COL_CORR)) PUT(COL_CORR, zigzag(d));
-    if (act & (1u << COL_STACK)) PUT(COL_STACK, stack);
-    if (act & (1u << COL_DEPTH)) PUT(COL_DEPTH, depth);
-    if (act & (1u << COL_COUNT)) {
-      PUT(COL_COUNT, count);
-      PUT(COL_SPAN, count > 1 ? span : 0);
-    }
-  }
-#undef PUT
-  t->room--;
-  t->n++;
+  dlh_tbatch_write(t, e, ev->start_ns, ev->dur_ns, ev->fn, ev->ret, ev->corr, ev->stack,
+                   ev->depth, na, ev->args, count, ev->span_ns);
   if (t->n >= DLH_BATCH_MAX) {
     if (tbatch_emit(w, t) < 0) return -1;
     if (frame_full(w)) return dlh_writer_flush(w);

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dlh_batch.h"
 #include "dlh_format.h"
 #include "dlh_hooks.h"
 #include "dlh_internal.h"
@@ -202,19 +203,195 @@ static void fold_event(struct dlh_thread *t, uint64_t *w, dlh_api_event *ev) {
   ev->count = count;
 }
 
-/* Drains one ring. Returns the number of records taken. */
+/* The segment of the last conversion (dlh_tick_seg) for a loop that converts inline (drain):
+ * a tick tk with tk - *lo < *span is ns + tick_seg_scale(tk - *lo, mult) ns, a duration of d
+ * such ticks from there tick_seg_scale(d, mult) (what dlh_tick_ns and dlh_tick_dur_ns give);
+ * *span is 0 when there is no segment (then every tick goes to dlh_tick_ns, which makes one).
+ * The values stay right while no anchor is added, also when a conversion moves the segment. */
+static inline void tick_seg(uint64_t *lo, uint64_t *span, uint64_t *ns, uint64_t *mult) {
+  const struct dlh_tick_seg *g = &dlh_tick_seg;
+  *lo = g->lo; *ns = g->ns; *mult = g->mult;
+  *span = g->gen == dlh_clock_nanch && g->mult ? g->hi - g->lo : 0;
+#if !defined(__x86_64__)
+  *span = 0;
+#endif
+}
+static inline uint64_t tick_seg_scale(uint64_t ticks, uint64_t mult) {
+  return (uint64_t)(((unsigned __int128)ticks * mult) >> 32);
+}
+
+/* The repeated call of the FOLD records that follow: the thread's last API record (at w). */
+static void take_last(struct dlh_thread *t, const uint64_t *w) {
+  uint64_t h = w[0];
+  unsigned c = (dlh_rec_flags(h) & DLH_REC_F_CORR) ? 1 : 0;
+  uint32_t na = dlh_rec_nargs(h);
+  if (na > DLH_MAX_ARGS) na = DLH_MAX_ARGS;
+  t->has_last = 1;
+  t->last_fn = dlh_rec_fn(h);
+  t->last_nargs = na;
+  t->last_depth = dlh_rec_depth(h);
+  t->last_stack = dlh_rec_stack(w[3]);
+  t->last_ret = dlh_rec_ret(w[3]);
+  memcpy(t->last_args, w + DLH_REC_HDR_WORDS + c, na * sizeof *w);
+}
+
+/* An API record the fast path of drain() did not take (a tick outside the segment, a link, the
+ * batch's first event or a column to grow): as an event, through dlh_writer_api. */
+static __attribute__((noinline)) void api_slow(struct dlh_thread *t, const uint64_t *w,
+                                               uint64_t corr, uint32_t stack) {
+  uint64_t h = w[0];
+  unsigned c = (dlh_rec_flags(h) & DLH_REC_F_CORR) ? 1 : 0;
+  dlh_api_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.start_ns = dlh_tick_ns_fast(w[1]);
+  ev.dur_ns = dlh_tick_dur_ns(w[1], w[2]);
+  ev.fn = dlh_rec_fn(h);
+  ev.ret = dlh_rec_ret(w[3]);
+  ev.stack = stack;
+  ev.corr = corr;
+  ev.depth = dlh_rec_depth(h);
+  ev.nargs = dlh_rec_nargs(h);
+  if (ev.nargs > DLH_MAX_ARGS) ev.nargs = DLH_MAX_ARGS;
+  ev.args = w + DLH_REC_HDR_WORDS + c;
+  dlh_writer_api(W, t->tid, &ev);
+}
+
+/* The API record at *tail (no correlation id, its ticks in the segment, its function noted and
+ * its stack defined) and the records after it that differ from it only in their ticks and args
+ * (dlh_run in dlh_batch.h), straight into the batch's columns: at most lim records, up to head.
+ * Moves *tail past them and returns their number (0: the batch cannot take a run now). */
+static __attribute__((noinline)) uint64_t drain_run(dlh_tbatch *b, const uint64_t *buf,
+                                                     uint64_t mask, uint64_t *tailp,
+                                                     uint64_t head, uint64_t lim, uint64_t s_lo,
+                                                     uint64_t s_span, uint64_t s_ns,
+                                                     uint64_t s_mult) {
+  uint64_t tail = *tailp;
+  const uint64_t *w = buf + (tail & mask);
+  const uint64_t h0 = w[0], w30 = w[3], nw = dlh_rec_nwords(h0);
+  const uint32_t na = dlh_rec_nargs(h0);
+  dlh_run r;
+  const uint32_t stack = dlh_rec_stack(w30), depth = dlh_rec_depth(h0);
+  if (dlh_run_open(b, &r, dlh_rec_fn(h0), na, stack, depth) != 0) return 0;
+  uint64_t max = r.max < lim ? r.max : lim, k = 0, ls = r.last_start;
+  /* the records are nw words each: at most max of them, not past head */
+  const uint64_t end = head - tail > max * nw ? tail + max * nw : head;
+  uint8_t *ps = r.start, *pd = r.dur, *pa = r.args;
+  const uint64_t *prev = r.base; /* the args_delta base: the args of the event before */
+  for (;;) {
+    uint64_t x = w[1] - s_lo, d = w[2];
+    if (x >= s_span || x + d >= s_span) break;
+    uint64_t start = s_ns + tick_seg_scale(x, s_mult);
+    ps += dlh_put_varint_col(ps, dlh_zigzag((int64_t)(start - ls)));
+    ls = start;
+    pd += dlh_put_varint_col(pd, tick_seg_scale(d, s_mult));
+    const uint64_t *a = w + DLH_REC_HDR_WORDS;
+    for (uint32_t i = 0; i < na; i++)
+      pa += dlh_put_varint_col(pa, dlh_zigzag((int64_t)(a[i] - prev[i])));
+    prev = a;
+    k++;
+    tail += nw;
+    if (tail >= end) break;
+    uint64_t pos = tail & mask;
+    w = buf + pos;
+    __builtin_prefetch(buf + ((pos + 64) & mask)); /* see drain() */
+    if (w[0] != h0 || w[3] != w30) break;
+  }
+  if (!k) return 0;
+  r.start = ps;
+  r.dur = pd;
+  r.args = pa;
+  r.last_start = ls;
+  dlh_run_close(b, &r, k, dlh_rec_fn(h0), dlh_rec_ret(w30), na, stack, depth, prev);
+  *tailp = tail;
+  return k;
+}
+
+/* Drains one ring. Returns the number of records taken.
+ *
+ * One pass from the records into the thread's batch columns (dlh_batch.h): an API record whose
+ * ticks fall in the tick segment of the last conversion (nearly all: see seg) is converted here,
+ * with no event struct: a run of records like it by drain_run, else one by dlh_tbatch_put; the
+ * rest (the batch's first event, a column to grow or start, a tick outside the segment) goes
+ * through api_slow and dlh_writer_api. The last API record's fields, which a FOLD record
+ * repeats, are taken once: before a FOLD record and at the end of the pass (the record stays in
+ * the ring until the tail moves). */
 static uint64_t drain(struct dlh_thread *t) {
   if (!t->buf) return 0;
   uint64_t head = atomic_load_explicit(&t->head, memory_order_acquire);
   uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed), cap = t->cap, n = 0;
+  if (tail == head) goto out;
   uint64_t uncounted = 0; /* events not yet given to frame_count: it runs every 4096 */
-  if (tail != head && !t->announced) write_thread(t);
+  if (!t->announced) write_thread(t);
+  dlh_tbatch *b = dlh_writer_tbatch(W, t->tid); /* NULL (no memory): every record slow */
+  uint64_t s_lo, s_span, s_ns, s_mult;
+  tick_seg(&s_lo, &s_span, &s_ns, &s_mult);
+  const uint64_t *last = NULL; /* the last API record of this pass */
+  uint64_t noted = ~0ull;      /* the function whose FunctionDesc was checked last */
   while (tail < head) {
     uint64_t pos = tail & (cap - 1), *w = t->buf + pos;
     /* the lines the producer wrote on another core, fetched ahead of their use */
     __builtin_prefetch(t->buf + ((pos + 64) & (cap - 1)));
     uint64_t h = w[0], nw = dlh_rec_nwords(h);
     unsigned kind = dlh_rec_kind(h);
+    if (DLH_LIKELY(kind == DLH_REC_API && nw >= DLH_REC_HDR_WORDS)) {
+      uint32_t fn = dlh_rec_fn(h);
+      if (DLH_UNLIKELY(fn != noted)) {
+        dlh_def_fn(W, fn);
+        noted = fn;
+      }
+      last = w;
+      uint64_t w3 = w[3], x = w[1] - s_lo, d = w[2];
+      uint32_t stack = dlh_rec_stack(w3), depth = dlh_rec_depth(h), na = dlh_rec_nargs(h);
+      if (na > DLH_MAX_ARGS) na = DLH_MAX_ARGS;
+      /* the common record: no correlation id (and no links waiting for a depth 0 call) */
+      if (DLH_LIKELY(!dlh_rec_flags(h) && (depth || !t->nlinks) && b && x < s_span &&
+                     x + d < s_span)) {
+        if (stack) dlh_stacks_define(W, stack); /* StackDef & co. before the batch using it */
+        const uint64_t *nx = t->buf + ((tail + nw) & (cap - 1)); /* a run: the next is alike */
+        uint64_t k = tail + nw < head && nx[0] == h && nx[3] == w3
+                         ? drain_run(b, t->buf, cap - 1, &tail, head, 4096 - uncounted, s_lo,
+                                     s_span, s_ns, s_mult)
+                         : 0;
+        if (k) { /* this record and the ones like it that follow */
+          last = t->buf + ((tail - nw) & (cap - 1));
+          n += k;
+          calls += k;
+          uncounted += k;
+          if (DLH_UNLIKELY(uncounted == 4096)) { frame_count(uncounted); uncounted = 0; }
+          continue;
+        }
+        if (dlh_tbatch_put(b, s_ns + tick_seg_scale(x, s_mult), tick_seg_scale(d, s_mult), fn,
+                           dlh_rec_ret(w3), 0, stack, depth, na, w + DLH_REC_HDR_WORDS) != 0) {
+          api_slow(t, w, 0, stack);
+          b = dlh_writer_tbatch(W, t->tid);
+          tick_seg(&s_lo, &s_span, &s_ns, &s_mult);
+        }
+        goto taken;
+      }
+      unsigned c = (dlh_rec_flags(h) & DLH_REC_F_CORR) ? 1 : 0;
+      uint64_t corr = c ? w[DLH_REC_HDR_WORDS] : 0;
+      if (stack) dlh_stacks_define(W, stack); /* StackDef & co. before the batch using it */
+      if (depth == 0 && t->nlinks) { /* the outermost call owns the GPU work launched inside */
+        if (!corr) corr = t->links[0];
+        for (uint32_t i = 0; i < t->nlinks; i++) dlh_corr_map(t->links[i], corr);
+        t->nlinks = 0;
+      }
+      if (dlh_capture_filtering && corr) dlh_capture_keep_corr(corr);
+      if (DLH_UNLIKELY(!b || x >= s_span || x + d >= s_span ||
+                       dlh_tbatch_put(b, s_ns + tick_seg_scale(x, s_mult),
+                                      tick_seg_scale(d, s_mult), fn, dlh_rec_ret(w3), corr,
+                                      stack, depth, na, w + DLH_REC_HDR_WORDS + c) != 0)) {
+        api_slow(t, w, corr, stack);
+        b = dlh_writer_tbatch(W, t->tid);
+        tick_seg(&s_lo, &s_span, &s_ns, &s_mult); /* a conversion may have moved it */
+      }
+    taken:
+      tail += nw;
+      n++;
+      calls++;
+      if (DLH_UNLIKELY(++uncounted == 4096)) { frame_count(uncounted); uncounted = 0; }
+      continue;
+    }
     if (kind == DLH_REC_LINK && nw == DLH_REC_LINK_WORDS) {
       if (t->nlinks < DLH_MAX_LINKS) t->links[t->nlinks++] = w[1];
       tail += nw;
@@ -225,57 +402,27 @@ static uint64_t drain(struct dlh_thread *t) {
       tail += nw;
       continue;
     }
-    dlh_api_event ev;
     if (kind == DLH_REC_FOLD && nw == DLH_REC_FOLD_WORDS) {
       tail += nw;
+      if (last) { take_last(t, last); last = NULL; }
       if (!t->has_last) continue; /* its call was in an earlier trace (dlhook attach) */
+      dlh_api_event ev;
       fold_event(t, w, &ev);
       calls += ev.count;
       folded += ev.count;
       dlh_writer_api(W, t->tid, &ev);
+      tick_seg(&s_lo, &s_span, &s_ns, &s_mult);
       n++;
       if (DLH_UNLIKELY(++uncounted == 4096)) { frame_count(uncounted); uncounted = 0; }
       continue;
     }
-    if (kind != DLH_REC_API || nw < DLH_REC_HDR_WORDS) { tail += cap - pos; continue; }
-    uint32_t fn = dlh_rec_fn(h);
-    dlh_def_fn(W, fn);
-    unsigned flags = dlh_rec_flags(h);
-    memset(&ev, 0, sizeof ev);
-    ev.start_ns = dlh_tick_ns_fast(w[1]);
-    ev.dur_ns = dlh_tick_dur_ns(w[1], w[2]);
-    ev.fn = fn;
-    ev.ret = dlh_rec_ret(w[3]);
-    ev.stack = dlh_rec_stack(w[3]);
-    if (ev.stack) dlh_stacks_define(W, ev.stack); /* StackDef & co. before the batch using it */
-    ev.corr = (flags & DLH_REC_F_CORR) ? w[DLH_REC_HDR_WORDS] : 0;
-    ev.depth = dlh_rec_depth(h);
-    ev.nargs = dlh_rec_nargs(h);
-    if (ev.nargs > DLH_MAX_ARGS) ev.nargs = DLH_MAX_ARGS;
-    ev.args = w + DLH_REC_HDR_WORDS + ((flags & DLH_REC_F_CORR) ? 1 : 0);
-    if (ev.depth == 0 && t->nlinks) { /* the outermost call owns the GPU work launched inside */
-      if (!ev.corr) ev.corr = t->links[0];
-      for (uint32_t i = 0; i < t->nlinks; i++) dlh_corr_map(t->links[i], ev.corr);
-      t->nlinks = 0;
-    }
-    if (dlh_capture_filtering && ev.corr) dlh_capture_keep_corr(ev.corr);
-    /* what a FOLD record that follows repeats */
-    t->has_last = 1;
-    t->last_fn = fn;
-    t->last_nargs = ev.nargs;
-    t->last_depth = ev.depth;
-    t->last_stack = ev.stack;
-    t->last_ret = ev.ret;
-    for (uint32_t i = 0; i < ev.nargs; i++) t->last_args[i] = ev.args[i];
-    dlh_writer_api(W, t->tid, &ev);
-    tail += nw;
-    n++;
-    calls++;
-    if (DLH_UNLIKELY(++uncounted == 4096)) { frame_count(uncounted); uncounted = 0; }
+    tail += cap - pos; /* PAD (or a damaged record): on at word 0 */
   }
+  if (last) take_last(t, last);
   frame_count(uncounted);
   if (tail > head) tail = head; /* a damaged record never moves the tail past the head */
   atomic_store_explicit(&t->tail, tail, memory_order_release);
+out:
   atomic_store_explicit(&t->wake_sent, 0, memory_order_relaxed);
   return n;
 }
