@@ -47,7 +47,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <linux/membarrier.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -499,6 +501,8 @@ DLH_EXPORT int dlhook_attach_start(const char *settings, char *out, unsigned lon
       goto done;
     }
     late_init_done = 1;
+    /* for wait_calls_out's barrier (failing is fine: it falls back) */
+    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
   } else if (dlh_cfg.stacks == DLH_STACKS_NONE) {
     dlh_stack_mode = 0;
   }
@@ -545,7 +549,22 @@ done:
 /* Calls that began while recording was on store their record when they return: waits (at most
  * 500 ms: a thread may be blocked in a long synchronisation) until no other thread is inside
  * one, so that the trace holds them and the GPU work they launched links to them. */
+/* A full memory barrier on every thread of the process. A thread entering a call stores its
+ * depth and then loads dlh_recording (in dlh_call_begin, again in the CUPTI callback); without a
+ * fence between the two (none on the hot path), the load may pass the store: the thread sees
+ * recording still on, keeps its call's correlation id and goes on, while the detaching thread,
+ * which cleared dlh_recording, reads its depth still 0 and finishes the trace without the call
+ * (its kernel then came without it). After this barrier, a thread that saw recording on has its
+ * depth visible. */
+static void barrier_all_threads(void) {
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0) return;
+  struct timespec ts = {0, 5000000}; /* no membarrier: store buffers drain in far less */
+  nanosleep(&ts, NULL);
+}
+
 static void wait_calls_out(const struct dlh_thread *me) {
+  barrier_all_threads();
   for (int i = 0; i < 500; i++) {
     int busy = 0;
     for (struct dlh_thread *t = atomic_load(&dlh_threads); t && !busy; t = t->next)
