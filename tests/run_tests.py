@@ -11,7 +11,9 @@ At most TEST_JOBS tests run at once (default: the number of CPUs). Each has TEST
 seconds (default 300); a script may ask for more with a header line "# run-tests: timeout=N"
 (scaled like the default when TEST_TIMEOUT is set: N * TEST_TIMEOUT / 300). A script with the
 line "# run-tests: serial" (it measures time or needs the machine to itself) runs after all the
-others, alone. When a test ends, what it left running in its process group is killed.
+others, alone. When a test ends, what it left running in its process group is killed. The
+directory of a test that passed or was skipped is removed (its log stays; a whole suite's traces
+took several GB of /tmp per run): TEST_KEEP=1 keeps them all.
 
 Longest tests start first: each run stores the durations in $BUILD/tests/durations.json and the
 next run orders by them (tests/durations.json, committed, serves a new build dir; tests never
@@ -20,6 +22,7 @@ seen before go first), which shortens the whole run when TEST_JOBS > 1.
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -72,6 +75,7 @@ class Test:
         self.result = None   # "pass", "fail", "skip"
         self.secs = 0.0
         self.note = ""
+        self.dir = None      # its $T while it runs
 
     def _read_header(self):
         try:
@@ -182,6 +186,7 @@ class Runner:
             proc = subprocess.Popen(argv, cwd=tdir, env=env, stdin=subprocess.DEVNULL, stdout=lf,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         self.running[proc.pid] = (t, proc, time.monotonic(), log)
+        t.dir = tdir
 
     def reap(self):
         """Waits until one running test ends (or times out); returns it."""
@@ -205,6 +210,8 @@ class Runner:
                 del self.running[pid]
                 t.secs = time.monotonic() - start
                 self.report(t, rc, timed_out, log)
+                if t.result != "fail" and os.environ.get("TEST_KEEP", "") != "1":
+                    shutil.rmtree(t.dir, ignore_errors=True)
                 return t
             time.sleep(0.05)
 
