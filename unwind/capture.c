@@ -16,9 +16,11 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "unwind_int.h"
@@ -195,15 +197,30 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Waits (bounded) for the id of a slot claimed by another thread. */
+static uint64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO; async-signal-safe */
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Waits (bounded) for the id of a slot claimed by another thread: a short spin (the claimer
+ * is between its claim and its id, a few hundred instructions), then yielding the CPU, up to
+ * 200 ms: on a loaded machine the claimer may have been preempted, and spinning on the core it
+ * waits for only keeps it away (a CI run once lost every call of one stack on one thread). */
 static uint32_t wait_id(slot *s) {
-  for (int i = 0; i < 20000; i++) {
+  uint64_t deadline = 0;
+  for (int i = 0;; i++) {
     uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
     if (id) return id;
-    cpu_relax();
+    if (i < 2000) { cpu_relax(); continue; }
+    uint64_t now = mono_ms();
+    if (!deadline) deadline = now + 200;
+    else if (now >= deadline) break;
+    sched_yield();
   }
-  /* The claimer stalled, or was another thread of the parent at fork(): give this slot up
-   * for good, so that later lookups do not wait again. */
+  /* The claimer stalled that long, or was another thread of the parent at fork(): give this
+   * slot up, so that later lookups do not wait again (a claimer that comes back still stores
+   * its id over DEAD: the stack is found again from then on). */
   uint32_t id = 0;
   if (atomic_compare_exchange_strong(&s->id, &id, DEAD)) return DEAD;
   return id;
