@@ -177,5 +177,5 @@ help:
 # command/build.mk.
 print-link-units:
 	@echo "libdlhook.so: $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) $(COMMON_OBJS)"
-	@echo "dlhook: $(VX_OBJS) $(VX_PROTO_O) $(FORMAT_OBJS)"
+	@echo "dlhook: $(CMD_OBJS) $(CMD_PROTO_O) $(FORMAT_OBJS)"
 .PHONY: print-link-units

@@ -5,30 +5,30 @@
 #   export/   the exporters, one file per format, and what they share (links, the flame tree)
 #   lib/      reading traces (trace.c, symbols.c, the streaming scan), helpers, and the analyses
 #             that stats, report and the exporters share (library calls, memory, ranks, steps)
-VX_SRCS := $(wildcard command/*.c command/cmd/*.c command/export/*.c command/lib/*.c)
-VX_OBJS := $(patsubst command/%.c,$(BUILD)/command/%.o,$(VX_SRCS))
-VX_CFLAGS = $(CFLAGS) $(COMMON_CFLAGS) $(FORMAT_CFLAGS) -Icommand/lib -Icommand/export -I$(BUILD)/command
+CMD_SRCS := $(wildcard command/*.c command/cmd/*.c command/export/*.c command/lib/*.c)
+CMD_OBJS := $(patsubst command/%.c,$(BUILD)/command/%.o,$(CMD_SRCS))
+CMD_CFLAGS = $(CFLAGS) $(COMMON_CFLAGS) $(FORMAT_CFLAGS) -Icommand/lib -Icommand/export -I$(BUILD)/command
 
 $(BUILD)/command/%.o: command/%.c $(BUILD)/format/dlhook.pb-c.h | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
-	$(Q)$(CC) $(VX_CFLAGS) -MMD -MP -c -o $@ $<
+	$(Q)$(CC) $(CMD_CFLAGS) -MMD -MP -c -o $@ $<
 
 # unwind/elfsym.c (the sorted symbol index) is compiled into the command too: `dlhook symbolize`
 # resolves with the same code as the recorder, with libelf and libdw linked directly.
-VX_SHARED_OBJS := $(BUILD)/command/shared/elfsym.o
+CMD_SHARED_OBJS := $(BUILD)/command/shared/elfsym.o
 $(BUILD)/command/shared/%.o: unwind/%.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(@D)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) -Iunwind -MMD -MP -c -o $@ $<
-VX_OBJS += $(VX_SHARED_OBJS) $(COMMON_OBJS)
-VX_SHARED_SRCS := unwind/elfsym.c $(COMMON_SRCS)
-VX_LIBS := -ldw -lelf
+CMD_OBJS += $(CMD_SHARED_OBJS) $(COMMON_OBJS)
+CMD_SHARED_SRCS := unwind/elfsym.c $(COMMON_SRCS)
+CMD_LIBS := -ldw -lelf
 $(BUILD)/command/cmd/symbolize.o: CFLAGS += -Iunwind
 
-$(BUILD)/dlhook: $(VX_OBJS) $(FORMAT_OBJS)
+$(BUILD)/dlhook: $(CMD_OBJS) $(FORMAT_OBJS)
 	@echo "  LD      $@"
-	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(FORMAT_LIBS) $(VX_LIBS) -lz -lstdc++
+	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(FORMAT_LIBS) $(CMD_LIBS) -lz -lstdc++
 
 # Test helper (not a test itself): writes traces with known contents for tests/cli/.
 $(BUILD)/tests/bin/mktrace: command/tests/mktrace.c format/tests/fuzzgen.h $(FORMAT_OBJS)
@@ -42,10 +42,10 @@ ALL_TARGETS += $(BUILD)/dlhook
 TEST_DEPS += $(BUILD)/dlhook $(BUILD)/tests/bin/mktrace
 
 # ---- dlhook export: own subsets of the viewers' .proto files (pprof, Perfetto, xplane) ----
-VX_PROTOS   := $(wildcard command/proto/*.proto)
-VX_PROTO_C  := $(patsubst command/proto/%.proto,$(BUILD)/command/%.pb-c.c,$(VX_PROTOS))
-VX_PROTO_H  := $(VX_PROTO_C:.c=.h)
-VX_PROTO_O  := $(VX_PROTO_C:.c=.o)
+CMD_PROTOS   := $(wildcard command/proto/*.proto)
+CMD_PROTO_C  := $(patsubst command/proto/%.proto,$(BUILD)/command/%.pb-c.c,$(CMD_PROTOS))
+CMD_PROTO_H  := $(CMD_PROTO_C:.c=.h)
+CMD_PROTO_O  := $(CMD_PROTO_C:.c=.o)
 $(BUILD)/command/%.pb-c.c $(BUILD)/command/%.pb-c.h &: command/proto/%.proto | $(DEPS_STAMP)
 	$(Q)mkdir -p $(BUILD)/command
 	@echo "  PROTOC  $<"
@@ -53,8 +53,8 @@ $(BUILD)/command/%.pb-c.c $(BUILD)/command/%.pb-c.h &: command/proto/%.proto | $
 $(BUILD)/command/%.pb-c.o: $(BUILD)/command/%.pb-c.c $(BUILD)/command/%.pb-c.h
 	@echo "  CC      $@"
 	$(Q)$(CC) $(CFLAGS) -I$(BUILD)/command -MMD -MP -c -o $@ $<
-$(VX_OBJS): $(VX_PROTO_H)
-$(BUILD)/dlhook: $(VX_PROTO_O)
+$(CMD_OBJS): $(CMD_PROTO_H)
+$(BUILD)/dlhook: $(CMD_PROTO_O)
 
 # Test and bench helper: synthetic training-like traces (stacks, GPU records, NVTX steps, ranks).
 $(BUILD)/tests/bin/gentrace: command/tests/gentrace.c $(FORMAT_OBJS)

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vx.h"
+#include "rd.h"
 
 int cmd_dump(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
@@ -56,27 +56,27 @@ static void usage(FILE *f) {
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
-    return VX_USAGE;
+    return RD_USAGE;
   }
   const char *cmd = argv[1];
-  if (vx_is_help(cmd) || !strcmp(cmd, "help")) {
+  if (rd_is_help(cmd) || !strcmp(cmd, "help")) {
     if (argc > 2 && strcmp(cmd, "help") == 0) {
       for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[2], commands[i].name)) {
           char *av[] = {argv[2], "--help", NULL};
           return commands[i].run(2, av);
         }
-      return vx_usage_error(NULL, "unknown command '%s'", argv[2]);
+      return rd_usage_error(NULL, "unknown command '%s'", argv[2]);
     }
     usage(stdout);
-    return VX_OK;
+    return RD_OK;
   }
   if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V") || !strcmp(cmd, "version")) {
     printf("dlhook %s (trace format %u)\n", DLHOOK_VERSION, DLH_FORMAT_VERSION);
-    return VX_OK;
+    return RD_OK;
   }
-  if (cmd[0] == '-') return vx_usage_error(NULL, "unknown option '%s'", cmd);
+  if (cmd[0] == '-') return rd_usage_error(NULL, "unknown option '%s'", cmd);
   for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
     if (!strcmp(cmd, commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-  return vx_usage_error(NULL, "unknown command '%s'", cmd);
+  return rd_usage_error(NULL, "unknown command '%s'", cmd);
 }

@@ -1,6 +1,6 @@
 /* fuzz_trace.c — libFuzzer harness: the input is a trace file; `dlhook dump`, `dlhook stats
  * --json` and one exporter (chosen by the input's length) run on it in-process, through the
- * dlhook command's own main() (dlh_vx_main). A custom mutator mixes libFuzzer's byte mutations
+ * dlhook command's own main() (dlh_cmd_main). A custom mutator mixes libFuzzer's byte mutations
  * with trace-aware damage (mutate.h: frames cut, duplicated, dropped, swapped, packets mutated
  * inside valid zstd frames), so inputs get past the frame checksums.
  * Built and run by `make fuzz` (fuzz/run-fuzz). */
@@ -13,7 +13,7 @@
 
 #include "mutate.h"
 
-int dlh_vx_main(int argc, char **argv);
+int dlh_cmd_main(int argc, char **argv);
 size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
 
 static char path[64], out[64];
@@ -37,9 +37,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *dump[] = {"dlhook", "dump", path, NULL};
   char *stats[] = {"dlhook", "stats", "--json", path, NULL};
   char *ex[] = {"dlhook", "export", "--format", (char *)formats[size % 7], "-o", out, path, NULL};
-  dlh_vx_main(3, dump);
-  dlh_vx_main(4, stats);
-  dlh_vx_main(7, ex);
+  dlh_cmd_main(3, dump);
+  dlh_cmd_main(4, stats);
+  dlh_cmd_main(7, ex);
   fflush(stdout);
   return 0;
 }

@@ -1,6 +1,6 @@
 /* replay.c — runs the trace reader and every exporter of `dlhook` over a corpus of real traces
  * and N deterministic mutations of them (mutate.h), each command in a forked child that runs the
- * dlhook command's own main() (command/main.c, linked in as dlh_vx_main) with a time limit.
+ * dlhook command's own main() (command/main.c, linked in as dlh_cmd_main) with a time limit.
  * Checks: no crash, no hang, exit 0 or 1, exit 1 comes with a message on stderr, the unmutated
  * corpus reads with exit 0, and every API/GPU event of the undamaged prefix of a mutant is still
  * in `dlhook dump` of the mutant (everything before the damage is read; checked on every
@@ -22,7 +22,7 @@
 
 #include "mutate.h"
 
-int dlh_vx_main(int argc, char **argv);
+int dlh_cmd_main(int argc, char **argv);
 
 static const char *workdir = ".";
 static unsigned timeout_s = 20;
@@ -79,7 +79,7 @@ static int run(char **argv, const char *out, int *sig) {
     alarm(timeout_s);
     int argc = 0;
     while (argv[argc]) argc++;
-    exit(dlh_vx_main(argc, argv));
+    exit(dlh_cmd_main(argc, argv));
   }
   int st;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}

@@ -64,7 +64,7 @@ $(BUNDLE)/libdlhook.so: $(BUNDLE_SO_OBJS) $(BUNDLE_SO_ARCHIVES) preload/libdlhoo
 	  $(BUNDLE_UNWIND_OTHER) -static-libgcc -ldl -lpthread -lm
 
 # The same objects as command/build.mk's link of $(BUILD)/dlhook (keep the two in step).
-BUNDLE_BIN_OBJS := $(VX_OBJS) $(VX_PROTO_O) $(FORMAT_OBJS)
+BUNDLE_BIN_OBJS := $(CMD_OBJS) $(CMD_PROTO_O) $(FORMAT_OBJS)
 $(BUNDLE)/dlhook: $(BUNDLE_BIN_OBJS) $(BUNDLE_BIN_ARCHIVES)
 	@mkdir -p $(dir $@)
 	@echo "  LD      $@ (static deps)"

@@ -50,7 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vx.h"
+#include "rd.h"
 
 #if defined(__x86_64__) && defined(__linux__)
 #define ATTACH_SUPPORTED 1
@@ -90,14 +90,14 @@ static void attach_help(void) {
 #if !ATTACH_SUPPORTED
 
 int cmd_attach(int argc, char **argv) {
-  if (argc > 1 && vx_is_help(argv[1])) { attach_help(); return VX_OK; }
-  vx_error("attach: not supported on this architecture (x86-64 Linux only)");
-  return VX_BAD_INPUT;
+  if (argc > 1 && rd_is_help(argv[1])) { attach_help(); return RD_OK; }
+  rd_error("attach: not supported on this architecture (x86-64 Linux only)");
+  return RD_BAD_INPUT;
 }
 int cmd_detach(int argc, char **argv) {
-  if (argc > 1 && vx_is_help(argv[1])) { attach_help(); return VX_OK; }
-  vx_error("detach: not supported on this architecture (x86-64 Linux only)");
-  return VX_BAD_INPUT;
+  if (argc > 1 && rd_is_help(argv[1])) { attach_help(); return RD_OK; }
+  rd_error("detach: not supported on this architecture (x86-64 Linux only)");
+  return RD_BAD_INPUT;
 }
 
 #else
@@ -158,39 +158,39 @@ static int is_descendant(long pid) {
   return 0;
 }
 
-/* The checks made before the target is touched. Returns 0, or VX_BAD_INPUT after a message. */
+/* The checks made before the target is touched. Returns 0, or RD_BAD_INPUT after a message. */
 static int check_target(const char *cmd, long pid) {
   char v[256];
   if (pid == (long)getpid()) {
-    vx_error("%s: process %ld is dlhook itself", cmd, pid);
-    return VX_BAD_INPUT;
+    rd_error("%s: process %ld is dlhook itself", cmd, pid);
+    return RD_BAD_INPUT;
   }
   if (status_field(pid, "Uid:", v, sizeof v) != 0) {
-    vx_error("%s: no process %ld (%s)", cmd, pid, strerror(errno ? errno : ESRCH));
-    return VX_BAD_INPUT;
+    rd_error("%s: no process %ld (%s)", cmd, pid, strerror(errno ? errno : ESRCH));
+    return RD_BAD_INPUT;
   }
   unsigned long r, e, s, fs;
   if (sscanf(v, "%lu %lu %lu %lu", &r, &e, &s, &fs) != 4) {
-    vx_error("%s: cannot read the owner of process %ld", cmd, pid);
-    return VX_BAD_INPUT;
+    rd_error("%s: cannot read the owner of process %ld", cmd, pid);
+    return RD_BAD_INPUT;
   }
   unsigned long me = (unsigned long)getuid();
   if (r != me || e != me || s != me || fs != me) {
-    vx_error("%s: process %ld belongs to uid %lu (you are uid %lu): dlhook attaches only to "
+    rd_error("%s: process %ld belongs to uid %lu (you are uid %lu): dlhook attaches only to "
              "processes of your own user; run it as that user", cmd, pid, e != me ? e : r, me);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   int scope = yama_scope();
   int cap = have_cap_ptrace();
   if (scope == 3) {
-    vx_error("%s: ptrace is disabled on this system (kernel.yama.ptrace_scope = 3; only a reboot "
+    rd_error("%s: ptrace is disabled on this system (kernel.yama.ptrace_scope = 3; only a reboot "
              "lowers it): cannot attach", cmd);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   if (scope == 2 && !cap) {
-    vx_error("%s: kernel.yama.ptrace_scope = 2 allows ptrace only with CAP_SYS_PTRACE: run dlhook "
+    rd_error("%s: kernel.yama.ptrace_scope = 2 allows ptrace only with CAP_SYS_PTRACE: run dlhook "
              "with sudo (as root) or give it the capability (setcap cap_sys_ptrace+ep)", cmd);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   if (scope == 1 && !cap && !is_descendant(pid)) {
     /* the target may have allowed us with prctl(PR_SET_PTRACER): only a warning-free try tells;
@@ -204,14 +204,14 @@ static void explain_eperm(const char *cmd, long pid) {
   char tv[64];
   long tracer = status_field(pid, "TracerPid:", tv, sizeof tv) == 0 ? strtol(tv, NULL, 10) : 0;
   if (tracer > 0) {
-    vx_error("%s: process %ld is already traced by process %ld (a debugger, strace): a process "
+    rd_error("%s: process %ld is already traced by process %ld (a debugger, strace): a process "
              "has one tracer at a time", cmd, pid, tracer);
     return;
   }
   int scope = yama_scope();
   int cap = have_cap_ptrace();
   if (scope == 1 && !cap && !is_descendant(pid)) {
-    vx_error("%s: not permitted to trace process %ld: kernel.yama.ptrace_scope = 1 lets only a "
+    rd_error("%s: not permitted to trace process %ld: kernel.yama.ptrace_scope = 1 lets only a "
              "parent trace its children. Run dlhook with sudo, give it CAP_SYS_PTRACE (setcap "
              "cap_sys_ptrace+ep), or lower the setting (sysctl kernel.yama.ptrace_scope=0)", cmd,
              pid);
@@ -219,12 +219,12 @@ static void explain_eperm(const char *cmd, long pid) {
   }
   unsigned long long theirs = cap_mask(pid, "CapPrm:"), ours = cap_mask((long)getpid(), "CapEff:");
   if (!cap && (theirs & ~ours)) {
-    vx_error("%s: not permitted to trace process %ld: it holds capabilities dlhook lacks "
+    rd_error("%s: not permitted to trace process %ld: it holds capabilities dlhook lacks "
              "(CapPrm %llx, dlhook has %llx) and dlhook has no CAP_SYS_PTRACE; run dlhook with "
              "the same privileges as the process (e.g. sudo)", cmd, pid, theirs, ours);
     return;
   }
-  vx_error("%s: not permitted to trace process %ld (ptrace: %s): it may be set-user-ID or "
+  rd_error("%s: not permitted to trace process %ld (ptrace: %s): it may be set-user-ID or "
            "not dumpable (prctl PR_SET_DUMPABLE), or already traced by a debugger; dlhook "
            "needs CAP_SYS_PTRACE for it", cmd, pid, strerror(EPERM));
 }
@@ -411,7 +411,7 @@ static int stop_all(target *tg) {
   for (int pass = 0; pass < 1000; pass++) {
     DIR *d = opendir(path);
     if (!d) {
-      vx_error("%s: process %ld exited", tg->cmd, tg->pid);
+      rd_error("%s: process %ld exited", tg->cmd, tg->pid);
       tg->exited = 1;
       return -1;
     }
@@ -426,13 +426,13 @@ static int stop_all(target *tg) {
         int err = errno;
         closedir(d);
         if (err == EPERM) explain_eperm(tg->cmd, tg->pid);
-        else vx_error("%s: cannot trace thread %ld of process %ld: %s", tg->cmd, tid, tg->pid,
+        else rd_error("%s: cannot trace thread %ld of process %ld: %s", tg->cmd, tid, tg->pid,
                       strerror(err));
         return -1;
       }
       if (tg->n == tg->cap) {
         tg->cap = tg->cap ? tg->cap * 2 : 16;
-        tg->t = vx_xrealloc(tg->t, tg->cap * sizeof *tg->t);
+        tg->t = rd_xrealloc(tg->t, tg->cap * sizeof *tg->t);
       }
       tstate *t = &tg->t[tg->n++];
       memset(t, 0, sizeof *t);
@@ -455,7 +455,7 @@ static int stop_all(target *tg) {
     closedir(d);
     if (!added) return 0;
   }
-  vx_error("%s: process %ld keeps creating threads; giving up", tg->cmd, tg->pid);
+  rd_error("%s: process %ld keeps creating threads; giving up", tg->cmd, tg->pid);
   return -1;
 }
 
@@ -542,7 +542,7 @@ static int target_gone(const target *tg) {
 }
 
 static void exited_msg(target *tg, const char *what) {
-  vx_error("%s: process %ld exited during the attach (%s)", tg->cmd, tg->pid, what);
+  rd_error("%s: process %ld exited during the attach (%s)", tg->cmd, tg->pid, what);
   tg->exited = 1;
 }
 
@@ -587,7 +587,7 @@ static int remote_call(target *tg, chosen *c, uint64_t fn, int nargs, const uint
   uint64_t base = (r.rsp - 512 - dlen) & ~(uint64_t)15; /* below the 128-byte red zone */
   uint64_t sp = base - 8;                               /* rsp % 16 == 8 at entry */
   size_t span = 8 + dlen;
-  uint8_t *orig = vx_xmalloc(span);
+  uint8_t *orig = rd_xmalloc(span);
   if (mem_rw(tg, 0, sp, orig, span) != 0) {
     if (target_gone(tg)) {
       exited_msg(tg, what);
@@ -595,15 +595,15 @@ static int remote_call(target *tg, chosen *c, uint64_t fn, int nargs, const uint
       free(orig);
       return -1;
     }
-    vx_error("%s: cannot read the stack of thread %d: %s", tg->cmd, c->t->tid, strerror(errno));
+    rd_error("%s: cannot read the stack of thread %d: %s", tg->cmd, c->t->tid, strerror(errno));
     free(orig);
     return -1;
   }
-  uint8_t *img = vx_xmalloc(span);
+  uint8_t *img = rd_xmalloc(span);
   memset(img, 0, 8); /* return address 0: the return traps */
   if (dlen) memcpy(img + 8, data, dlen);
   if (mem_rw(tg, 1, sp, img, span) != 0) {
-    vx_error("%s: cannot write the stack of thread %d: %s", tg->cmd, c->t->tid, strerror(errno));
+    rd_error("%s: cannot write the stack of thread %d: %s", tg->cmd, c->t->tid, strerror(errno));
     free(orig); free(img);
     return -1;
   }
@@ -628,7 +628,7 @@ static int remote_call(target *tg, chosen *c, uint64_t fn, int nargs, const uint
       free(orig);
       return -1;
     }
-    vx_error("%s: cannot start %s in thread %d: %s", tg->cmd, what, c->t->tid, strerror(errno));
+    rd_error("%s: cannot start %s in thread %d: %s", tg->cmd, what, c->t->tid, strerror(errno));
     goto restore;
   }
   time_t deadline = time(NULL) + timeout_s, warned = 0;
@@ -664,7 +664,7 @@ static int remote_call(target *tg, chosen *c, uint64_t fn, int nargs, const uint
         rc = 0;
         break;
       }
-      vx_error("%s: %s crashed in process %ld (SIGSEGV at %#llx); its registers are restored", tg->cmd,
+      rd_error("%s: %s crashed in process %ld (SIGSEGV at %#llx); its registers are restored", tg->cmd,
                what, tg->pid, now.rip);
       break;
     }
@@ -696,7 +696,7 @@ static void resume_state(target *tg, chosen *c) {
 
 static int save_thread(chosen *c) {
   c->saved = c->t->regs;
-  c->xstate = vx_xmalloc(1 << 16);
+  c->xstate = rd_xmalloc(1 << 16);
   c->xiov.iov_base = c->xstate;
   c->xiov.iov_len = 1 << 16;
   c->have_xstate = ptrace(PTRACE_GETREGSET, c->t->tid, (void *)NT_X86_XSTATE, &c->xiov) == 0;
@@ -722,7 +722,7 @@ static int take(target *tg, chosen *c) {
   }
   c->t = pick_thread(tg);
   if (!c->t) {
-    vx_error("%s: no thread of process %ld could be stopped", tg->cmd, tg->pid);
+    rd_error("%s: no thread of process %ld could be stopped", tg->cmd, tg->pid);
     release_all(tg);
     return -1;
   }
@@ -798,7 +798,7 @@ static char *self_dir(void) {
   char *slash = strrchr(buf, '/');
   if (!slash) return NULL;
   *slash = 0;
-  return vx_xstrdup(buf[0] ? buf : "/");
+  return rd_xstrdup(buf[0] ? buf : "/");
 }
 
 static char *find_lib(const char *lib) {
@@ -816,7 +816,7 @@ static char *find_lib(const char *lib) {
 }
 
 static int mkdirs(const char *dir) {
-  char *d = vx_xstrdup(dir);
+  char *d = rd_xstrdup(dir);
   for (char *p = d + 1; *p; p++) {
     if (*p != '/') continue;
     *p = 0;
@@ -832,7 +832,7 @@ static long parse_pid(const char *cmd, const char *s) {
   char *end;
   long pid = strtol(s, &end, 10);
   if (*end || pid <= 0 || pid > INT_MAX) {
-    vx_usage_error(cmd, "'%s' is not a process id", s);
+    rd_usage_error(cmd, "'%s' is not a process id", s);
     return -1;
   }
   return pid;
@@ -847,61 +847,61 @@ int cmd_attach(int argc, char **argv) {
   int verbose = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (vx_is_help(a)) { attach_help(); return VX_OK; }
+    if (rd_is_help(a)) { attach_help(); return RD_OK; }
     if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { verbose = 1; continue; }
     const char **dst = !strcmp(a, "-o") || !strcmp(a, "--output") ? &out
                        : !strcmp(a, "--duration") ? &duration
                        : !strcmp(a, "--stacks") ? &stacks
                        : !strcmp(a, "--lib") ? &lib : NULL;
     if (dst) {
-      if (i + 1 >= argc) return vx_usage_error("attach", "%s needs a value", a);
+      if (i + 1 >= argc) return rd_usage_error("attach", "%s needs a value", a);
       *dst = argv[++i];
       continue;
     }
-    if (a[0] == '-') return vx_usage_error("attach", "unknown option '%s'", a);
-    if (pids) return vx_usage_error("attach", "one PID only ('%s' and '%s')", pids, a);
+    if (a[0] == '-') return rd_usage_error("attach", "unknown option '%s'", a);
+    if (pids) return rd_usage_error("attach", "one PID only ('%s' and '%s')", pids, a);
     pids = a;
   }
-  if (!pids) return vx_usage_error("attach", "expected a PID");
+  if (!pids) return rd_usage_error("attach", "expected a PID");
   long pid = parse_pid("attach", pids);
-  if (pid < 0) return VX_USAGE;
+  if (pid < 0) return RD_USAGE;
   if (duration) {
     char *e;
     double v = strtod(duration, &e);
     if (!*duration || *e || !(v > 0) || v > 1e7)
-      return vx_usage_error("attach", "--duration: expected seconds, e.g. 3 or 0.5");
+      return rd_usage_error("attach", "--duration: expected seconds, e.g. 3 or 0.5");
   }
   if (stacks && strcasecmp(stacks, "none") && strcasecmp(stacks, "native") &&
       strcasecmp(stacks, "python") && strcasecmp(stacks, "mixed"))
-    return vx_usage_error("attach", "--stacks: expected none, native, python or mixed");
-  if (!*out) return vx_usage_error("attach", "empty output directory");
-  if (strchr(out, '\n')) return vx_usage_error("attach", "-o: a directory name with a newline");
+    return rd_usage_error("attach", "--stacks: expected none, native, python or mixed");
+  if (!*out) return rd_usage_error("attach", "empty output directory");
+  if (strchr(out, '\n')) return rd_usage_error("attach", "-o: a directory name with a newline");
 
   char *libpath = find_lib(lib);
   if (!libpath) {
-    vx_error("attach: cannot find %s; use --lib PATH", lib ? lib : "libdlhook.so next to dlhook or in ../lib");
-    return VX_BAD_INPUT;
+    rd_error("attach: cannot find %s; use --lib PATH", lib ? lib : "libdlhook.so next to dlhook or in ../lib");
+    return RD_BAD_INPUT;
   }
   int rc = check_target("attach", pid);
   if (rc) { free(libpath); return rc; }
   mapping m;
   memset(&m, 0, sizeof m);
   if (find_mapping(pid, is_cuda_lib, NULL, &m) != 0) {
-    vx_error("attach: process %ld has no CUDA library loaded (libcuda, libcudart, libcublas, "
+    rd_error("attach: process %ld has no CUDA library loaded (libcuda, libcudart, libcublas, "
              "libcudnn, libnccl): nothing to record; attach once it uses CUDA", pid);
     free(libpath);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   if (mkdirs(out) < 0) {
-    vx_error("attach: cannot create output directory %s: %s", out, strerror(errno));
+    rd_error("attach: cannot create output directory %s: %s", out, strerror(errno));
     free(libpath);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   char *outabs = realpath(out, NULL);
   if (!outabs) {
-    vx_error("attach: %s: %s", out, strerror(errno));
+    rd_error("attach: %s: %s", out, strerror(errno));
     free(libpath);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   /* libc's dlopen (glibc >= 2.34), else libdl's */
   mapping libc;
@@ -922,34 +922,34 @@ int cmd_attach(int argc, char **argv) {
     dlerror_a = 0;
   }
   if (!dlopen_a) {
-    vx_error("attach: cannot find dlopen in process %ld (glibc is needed: dlopen in libc.so.6 "
+    rd_error("attach: cannot find dlopen in process %ld (glibc is needed: dlopen in libc.so.6 "
              "since 2.34, libdl.so.2 or __libc_dlopen_mode before)", pid);
     free(libpath); free(outabs);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   /* The marker name the constructor recognises (see the header comment). */
   char tmpl[PATH_MAX];
   const char *tmpdir = getenv("TMPDIR");
   snprintf(tmpl, sizeof tmpl, "%s/dlhook-attach.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
   if (!mkdtemp(tmpl)) {
-    vx_error("attach: cannot create a temporary directory (%s): %s", tmpl, strerror(errno));
+    rd_error("attach: cannot create a temporary directory (%s): %s", tmpl, strerror(errno));
     free(libpath); free(outabs);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   chmod(tmpl, 0755);
   char link[PATH_MAX + 32];
   snprintf(link, sizeof link, "%s/libdlhook-attach.so", tmpl);
   if (symlink(libpath, link) != 0) {
-    vx_error("attach: cannot create %s: %s", link, strerror(errno));
+    rd_error("attach: cannot create %s: %s", link, strerror(errno));
     rmdir(tmpl);
     free(libpath); free(outabs);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
 
   target tg = {.pid = pid, .memfd = -1, .cmd = "attach", .verbose = verbose};
   chosen c;
   memset(&c, 0, sizeof c);
-  rc = VX_BAD_INPUT;
+  rc = RD_BAD_INPUT;
   hold_signals(1);
   if (take(&tg, &c) != 0) goto done;
   {
@@ -963,7 +963,7 @@ int cmd_attach(int argc, char **argv) {
       uint64_t msg = 0;
       if (dlerror_a && remote_call(&tg, &c, dlerror_a, 0, NULL, NULL, 0, &msg, 10, "dlerror") == 0)
         remote_string(&tg, msg, why, sizeof why);
-      vx_error("attach: the process could not load %s: %s", libpath, why);
+      rd_error("attach: the process could not load %s: %s", libpath, why);
       goto fail;
     }
     mapping me;
@@ -972,7 +972,7 @@ int cmd_attach(int argc, char **argv) {
     if (find_mapping(pid, same_path, libpath, &me) == 0 || find_mapping(pid, is_dlhook, NULL, &me) == 0)
       start_a = remote_symbol(pid, &me, "dlhook_attach_start");
     if (!start_a) {
-      vx_error("attach: %s is loaded in process %ld but has no dlhook_attach_start (an older "
+      rd_error("attach: %s is loaded in process %ld but has no dlhook_attach_start (an older "
                "libdlhook.so?)", me.path[0] ? me.path : libpath, pid);
       goto fail;
     }
@@ -981,7 +981,7 @@ int cmd_attach(int argc, char **argv) {
     int sl = snprintf(settings, sizeof settings, "output=%s/\nduration=%s\nstacks=%s\n", outabs,
                       duration ? duration : "", stacks ? stacks : "");
     size_t dlen = (size_t)sl + 1 + OUT_CAP;
-    char *block = vx_xmalloc(dlen);
+    char *block = rd_xmalloc(dlen);
     memcpy(block, settings, (size_t)sl + 1);
     memset(block + sl + 1, 0, OUT_CAP);
     uint64_t sargs[3] = {ARG_DATA | 0, ARG_DATA | (uint64_t)(sl + 1), OUT_CAP};
@@ -997,18 +997,18 @@ int cmd_attach(int argc, char **argv) {
         printf("dlhook: attached to process %ld; recording to %s\n", pid, msg);
         printf("dlhook: stop with `dlhook detach %ld`%s\n", pid,
                duration ? " (or wait for --duration)" : "");
-        rc = VX_OK;
+        rc = RD_OK;
         break;
       case AT_ALREADY:
-        vx_error("attach: process %ld is already attached (recording to %s); `dlhook detach %ld` "
+        rd_error("attach: process %ld is already attached (recording to %s); `dlhook detach %ld` "
                  "first", pid, msg, pid);
         break;
       case AT_PRELOADED:
-        vx_error("attach: process %ld already runs under dlhook (LD_PRELOAD or "
+        rd_error("attach: process %ld already runs under dlhook (LD_PRELOAD or "
                  "CUDA_INJECTION64_PATH); its trace is being written already", pid);
         break;
       default:
-        vx_error("attach: dlhook could not start recording in process %ld: %s", pid,
+        rd_error("attach: dlhook could not start recording in process %ld: %s", pid,
                  msg[0] ? msg : "unknown error");
         break;
     }
@@ -1027,48 +1027,48 @@ done:
 }
 
 int cmd_detach(int argc, char **argv) {
-  if (argc > 1 && vx_is_help(argv[1])) { attach_help(); return VX_OK; }
+  if (argc > 1 && rd_is_help(argv[1])) { attach_help(); return RD_OK; }
   int verbose = argc == 3 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--verbose"));
   if (verbose) argv++, argc--;
-  if (argc != 2) return vx_usage_error("detach", "expected a PID");
+  if (argc != 2) return rd_usage_error("detach", "expected a PID");
   long pid = parse_pid("detach", argv[1]);
-  if (pid < 0) return VX_USAGE;
+  if (pid < 0) return RD_USAGE;
   int rc = check_target("detach", pid);
   if (rc) return rc;
   mapping me;
   memset(&me, 0, sizeof me);
   if (find_mapping(pid, is_dlhook, NULL, &me) != 0) {
-    vx_error("detach: process %ld does not have libdlhook.so loaded: not attached", pid);
-    return VX_BAD_INPUT;
+    rd_error("detach: process %ld does not have libdlhook.so loaded: not attached", pid);
+    return RD_BAD_INPUT;
   }
   uint64_t stop_a = remote_symbol(pid, &me, "dlhook_attach_stop");
   if (!stop_a) {
-    vx_error("detach: %s in process %ld has no dlhook_attach_stop", me.path, pid);
-    return VX_BAD_INPUT;
+    rd_error("detach: %s in process %ld has no dlhook_attach_stop", me.path, pid);
+    return RD_BAD_INPUT;
   }
   target tg = {.pid = pid, .memfd = -1, .cmd = "detach", .verbose = verbose};
   chosen c;
   memset(&c, 0, sizeof c);
-  rc = VX_BAD_INPUT;
+  rc = RD_BAD_INPUT;
   hold_signals(1);
   if (take(&tg, &c) == 0) {
-    char *buf = vx_xmalloc(OUT_CAP);
+    char *buf = rd_xmalloc(OUT_CAP);
     memset(buf, 0, OUT_CAP);
     uint64_t args[2] = {ARG_DATA | 0, OUT_CAP}, res = 0;
     if (remote_call(&tg, &c, stop_a, 2, args, buf, OUT_CAP, &res, 60, "dlhook_attach_stop") == 0) {
       buf[OUT_CAP - 1] = 0;
       if (res == AT_OK) {
         printf("dlhook: detached from process %ld; wrote %s\n", pid, buf);
-        rc = VX_OK;
+        rc = RD_OK;
       } else if (res == AT_PRELOADED) {
-        vx_error("detach: process %ld runs under dlhook from its start (LD_PRELOAD or "
+        rd_error("detach: process %ld runs under dlhook from its start (LD_PRELOAD or "
                  "CUDA_INJECTION64_PATH), not attached: its trace ends when it exits (dlhook ctl "
                  "and capture ranges choose what is recorded)", pid);
       } else if (res == AT_NOT_ATTACHED) {
-        vx_error("detach: process %ld is not attached (never attached, already detached, or "
+        rd_error("detach: process %ld is not attached (never attached, already detached, or "
                  "its --duration ended)%s%s", pid, buf[0] ? "; last trace: " : "", buf);
       } else {
-        vx_error("detach: %s", buf[0] ? buf : "failed");
+        rd_error("detach: %s", buf[0] ? buf : "failed");
       }
     }
     free(buf);

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "dlh_signame.h"
-#include "vx.h"
+#include "rd.h"
 
 static void help(void) {
   printf("usage: dlhook ctl PID start|stop|toggle\n"
@@ -35,18 +35,18 @@ static char *environ_of(long pid, const char *name, int *readable) {
   *readable = fd >= 0;
   if (fd < 0) return NULL;
   size_t cap = 1 << 16, n = 0;
-  char *buf = vx_xmalloc(cap + 1);
+  char *buf = rd_xmalloc(cap + 1);
   ssize_t r;
   while ((r = read(fd, buf + n, cap - n)) > 0) {
     n += (size_t)r;
-    if (n == cap) { cap *= 2; buf = vx_xrealloc(buf, cap + 1); }
+    if (n == cap) { cap *= 2; buf = rd_xrealloc(buf, cap + 1); }
   }
   close(fd);
   buf[n] = 0;
   size_t nl = strlen(name);
   char *val = NULL;
   for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
-    if (!strncmp(buf + i, name, nl) && buf[i + nl] == '=') { val = vx_xstrdup(buf + i + nl + 1); break; }
+    if (!strncmp(buf + i, name, nl) && buf[i + nl] == '=') { val = rd_xstrdup(buf + i + nl + 1); break; }
   free(buf);
   return val;
 }
@@ -84,30 +84,30 @@ static int catches(long pid, int sig) {
 }
 
 int cmd_ctl(int argc, char **argv) {
-  if (argc > 1 && vx_is_help(argv[1])) { help(); return VX_OK; }
-  if (argc != 3) return vx_usage_error("ctl", "expected PID and start, stop or toggle");
+  if (argc > 1 && rd_is_help(argv[1])) { help(); return RD_OK; }
+  if (argc != 3) return rd_usage_error("ctl", "expected PID and start, stop or toggle");
   char *end;
   long pid = strtol(argv[1], &end, 10);
-  if (*end || pid <= 0) return vx_usage_error("ctl", "'%s' is not a process id", argv[1]);
+  if (*end || pid <= 0) return rd_usage_error("ctl", "'%s' is not a process id", argv[1]);
   int value;
   if (!strcmp(argv[2], "start")) value = 1;
   else if (!strcmp(argv[2], "stop")) value = 2;
   else if (!strcmp(argv[2], "toggle")) value = 0;
-  else return vx_usage_error("ctl", "unknown action '%s' (start, stop or toggle)", argv[2]);
+  else return rd_usage_error("ctl", "unknown action '%s' (start, stop or toggle)", argv[2]);
   int readable;
   char *range = environ_of(pid, "DLHOOK_CAPTURE_RANGE", &readable);
   if (!readable) {
-    vx_error("ctl: cannot read the environment of process %ld: %s", pid, strerror(errno));
-    return VX_BAD_INPUT;
+    rd_error("ctl: cannot read the environment of process %ld: %s", pid, strerror(errno));
+    return RD_BAD_INPUT;
   }
   char *sigs = environ_of(pid, "DLHOOK_SIGNAL", &readable);
   int on_demand = (range && (!strcasecmp(range, "signal") || !strcasecmp(range, "manual"))) ||
                   (sigs && *sigs);
   if (!on_demand) {
-    vx_error("ctl: process %ld was not started with DLHOOK_CAPTURE_RANGE=signal or DLHOOK_SIGNAL "
+    rd_error("ctl: process %ld was not started with DLHOOK_CAPTURE_RANGE=signal or DLHOOK_SIGNAL "
              "(dlhook record --capture-range=signal); not sending it a signal", pid);
     free(range); free(sigs);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   int sig = sigs && *sigs ? dlh_parse_signal(sigs) : SIGUSR2;
   char *disable = environ_of(pid, "DLHOOK_DISABLE", &readable);
@@ -115,28 +115,28 @@ int cmd_ctl(int argc, char **argv) {
                              !strcasecmp(disable, "yes") || !strcasecmp(disable, "on"));
   free(disable);
   if (!dlh_ctl_signal_ok(sig)) {
-    vx_error("ctl: process %ld has DLHOOK_SIGNAL='%s', which dlhook does not accept (it uses "
+    rd_error("ctl: process %ld has DLHOOK_SIGNAL='%s', which dlhook does not accept (it uses "
              "SIGUSR2 there); not sending it a signal", pid, sigs);
     free(range); free(sigs);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   free(range); free(sigs);
   if (disabled) {
-    vx_error("ctl: process %ld runs with DLHOOK_DISABLE=1 (dlhook records nothing there); "
+    rd_error("ctl: process %ld runs with DLHOOK_DISABLE=1 (dlhook records nothing there); "
              "not sending it a signal", pid);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   int loaded = has_dlhook(pid);
   if (loaded <= 0) {
-    vx_error(loaded < 0 ? "ctl: cannot read the memory map of process %ld; not sending it a signal"
+    rd_error(loaded < 0 ? "ctl: cannot read the memory map of process %ld; not sending it a signal"
                         : "ctl: process %ld does not have libdlhook.so loaded (a static program, "
                           "or started without LD_PRELOAD); not sending it a signal", pid);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   if (catches(pid, sig) != 1) {
-    vx_error("ctl: process %ld does not catch signal %d (dlhook's handler is not installed there: "
+    rd_error("ctl: process %ld does not catch signal %d (dlhook's handler is not installed there: "
              "secure execution, a program that ignores it); not sending it a signal", pid, sig);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   int rc;
   if (value) {
@@ -147,8 +147,8 @@ int cmd_ctl(int argc, char **argv) {
     rc = kill((pid_t)pid, sig);
   }
   if (rc != 0) {
-    vx_error("ctl: cannot signal process %ld: %s", pid, strerror(errno));
-    return VX_BAD_INPUT;
+    rd_error("ctl: cannot signal process %ld: %s", pid, strerror(errno));
+    return RD_BAD_INPUT;
   }
-  return VX_OK;
+  return RD_OK;
 }

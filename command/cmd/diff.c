@@ -15,17 +15,17 @@ static void diff_help(void) {
 }
 
 int cmd_diff(int argc, char **argv) {
-  ex_opts o = {0};
-  char **files = vx_xmalloc((size_t)argc * sizeof *files);
+  rd_opts o = {0};
+  char **files = rd_xmalloc((size_t)argc * sizeof *files);
   size_t n = 0;
   int shown, rc = ex_parse_options("diff", argc, argv, &o, files, &n, &shown);
-  if (rc != VX_OK || shown) {
+  if (rc != RD_OK || shown) {
     if (shown) diff_help();
     free(files);
     return rc;
   }
-  if (n != 2) rc = vx_usage_error("diff", "need two traces (BEFORE AFTER), got %zu", n);
-  else if (!o.out) rc = vx_usage_error("diff", "no output given (-o OUT.svg or OUT.folded)");
+  if (n != 2) rc = rd_usage_error("diff", "need two traces (BEFORE AFTER), got %zu", n);
+  else if (!o.out) rc = rd_usage_error("diff", "no output given (-o OUT.svg or OUT.folded)");
   else rc = ex_flame_diff(&o, files[0], files[1]);
   free(files);
   return rc;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vx.h"
+#include "rd.h"
 
 static const char *const known_types[] = {
   "process", "thread", "api", "nvtx", "kernel", "memcpy", "memset", "sync", "event", "overhead", "gpu",
@@ -59,20 +59,20 @@ static void help(void) {
          "A damaged trace prints everything readable, then an error on stderr (exit 1).\n");
 }
 
-static void print_arg(FILE *f, const vx_trace *t, uint32_t type, uint64_t v) {
+static void print_arg(FILE *f, const rd_trace *t, uint32_t type, uint64_t v) {
   switch (type) {
     case 0: fprintf(f, "%" PRId64, (int64_t)v); break;
     case 2: fprintf(f, "\"0x%" PRIx64 "\"", v); break;
     case 3: {
       double d;
       memcpy(&d, &v, sizeof d);
-      vx_json_double(f, d);
+      rd_json_double(f, d);
       break;
     }
     case 4: {
-      const char *s = vx_trace_string(t, (uint32_t)v);
+      const char *s = rd_trace_string(t, (uint32_t)v);
       if (v == 0) fputs("null", f); /* no string */
-      else if (s) vx_json_str(f, s);
+      else if (s) rd_json_str(f, s);
       else fprintf(f, "\"#%" PRIu64 "\"", v);
       break;
     }
@@ -82,42 +82,42 @@ static void print_arg(FILE *f, const vx_trace *t, uint32_t type, uint64_t v) {
 }
 
 /* A stack as a JSON array of frames, innermost first. */
-static void print_stack(FILE *f, const vx_trace *t, uint32_t id) {
-  const vx_frame *fr;
-  size_t n = vx_stack_frames(t, id, &fr);
+static void print_stack(FILE *f, const rd_trace *t, uint32_t id) {
+  const rd_frame *fr;
+  size_t n = rd_stack_frames(t, id, &fr);
   putc('[', f);
   for (size_t i = 0; i < n; i++) {
     fputs(i ? ",{\"function\":" : "{\"function\":", f);
-    vx_json_str(f, fr[i].function);
+    rd_json_str(f, fr[i].function);
     fputs(",\"file\":", f);
-    vx_json_str(f, fr[i].file);
+    rd_json_str(f, fr[i].file);
     fprintf(f, ",\"line\":%u", fr[i].line);
     if (fr[i].python) {
       fputs(",\"python\":true}", f);
     } else {
       fputs(",\"module\":", f);
-      vx_json_str(f, fr[i].module);
+      rd_json_str(f, fr[i].module);
       fprintf(f, ",\"pc\":\"0x%" PRIx64 "\"}", fr[i].pc);
     }
   }
   putc(']', f);
 }
 
-static void dump_api(FILE *f, const dump_opts *o, const vx_trace *t, const Dlh__ApiBatch *b,
+static void dump_api(FILE *f, const dump_opts *o, const rd_trace *t, const Dlh__ApiBatch *b,
                      int *bad) {
   dlh_api_iter it;
   dlh_api_event ev;
   dlh_api_iter_init(&it, b);
   while (dlh_api_iter_next(&it, &ev)) {
-    const vx_func *fn = vx_trace_func(t, ev.fn);
+    const rd_func *fn = rd_trace_func(t, ev.fn);
     /* NVTX ranges and marks travel as calls of the NVTX domain; they print as "nvtx" */
     const char *type = fn && fn->domain == DLH__DOMAIN__DOMAIN_NVTX ? "nvtx" : "api";
     if (!want(o, type)) continue;
     fprintf(f, "{\"type\":\"%s\",\"name\":", type);
-    vx_json_str(f, vx_func_name(t, ev.fn));
+    rd_json_str(f, rd_func_name(t, ev.fn));
     fprintf(f, ",\"domain\":\"%s\",\"pid\":%u,\"tid\":%u,\"start_ns\":%" PRIu64
                ",\"dur_ns\":%" PRIu64 ",\"ret\":%" PRId64,
-            vx_domain_name(fn ? fn->domain : 0), t->pid, b->tid, ev.start_ns, ev.dur_ns, ev.ret);
+            rd_domain_name(fn ? fn->domain : 0), t->pid, b->tid, ev.start_ns, ev.dur_ns, ev.ret);
     if (ev.corr) fprintf(f, ",\"corr\":%" PRIu64, ev.corr);
     /* a folded event: count identical calls, dur_ns their summed durations, span_ns from the
      * first call's start to the last call's end */
@@ -133,7 +133,7 @@ static void dump_api(FILE *f, const dump_opts *o, const vx_trace *t, const Dlh__
     for (uint32_t i = 0; i < ev.nargs; i++) {
       if (i) putc(',', f);
       if (fn && i < fn->nargs) {
-        vx_json_str(f, fn->argname[i]);
+        rd_json_str(f, fn->argname[i]);
         putc(':', f);
         print_arg(f, t, fn->argtype[i], ev.args[i]);
       } else {
@@ -145,7 +145,7 @@ static void dump_api(FILE *f, const dump_opts *o, const vx_trace *t, const Dlh__
   if (it.bad) *bad = 1;
 }
 
-static void dump_gpu(FILE *f, const dump_opts *o, const vx_trace *t, const Dlh__GpuBatch *b,
+static void dump_gpu(FILE *f, const dump_opts *o, const rd_trace *t, const Dlh__GpuBatch *b,
                      int *bad) {
   size_t n = b->n_kind;
   if ((b->n_start_delta && b->n_start_delta != n) || (b->n_dur && b->n_dur != n) ||
@@ -161,15 +161,15 @@ static void dump_gpu(FILE *f, const dump_opts *o, const vx_trace *t, const Dlh__
     if (b->n_start_delta) ts += (uint64_t)b->start_delta[i];
     uint32_t nv = b->n_nvals ? b->nvals[i] : 0;
     if (nv > b->n_vals - vpos) { *bad = 1; return; }
-    const char *type = vx_gpu_kind_name(b->kind[i]);
+    const char *type = rd_gpu_kind_name(b->kind[i]);
     if (want(o, type)) {
       fprintf(f, "{\"type\":\"%s\",", type);
       if (!strcmp(type, "gpu")) fprintf(f, "\"kind\":%u,", b->kind[i]);
       uint32_t name = b->n_name ? b->name[i] : 0;
       if (name) {
-        const char *s = vx_trace_string(t, name);
+        const char *s = rd_trace_string(t, name);
         fputs("\"name\":", f);
-        if (s) vx_json_str(f, s);
+        if (s) rd_json_str(f, s);
         else fprintf(f, "\"#%u\"", name);
         putc(',', f);
       }
@@ -195,30 +195,30 @@ static void str_array(FILE *f, size_t n, char **v) {
   putc('[', f);
   for (size_t i = 0; i < n; i++) {
     if (i) putc(',', f);
-    vx_json_str(f, v[i]);
+    rd_json_str(f, v[i]);
   }
   putc(']', f);
 }
 
-static void dump_packet(FILE *f, const dump_opts *o, const vx_trace *t, const Dlh__Packet *p,
+static void dump_packet(FILE *f, const dump_opts *o, const rd_trace *t, const Dlh__Packet *p,
                         int *bad) {
   switch (p->data_case) {
     case DLH__PACKET__DATA_PROCESS: {
       const Dlh__ProcessInfo *pi = p->process;
       if (!want(o, "process")) break;
       fputs("{\"type\":\"process\",\"file\":", f);
-      vx_json_str(f, t->path);
+      rd_json_str(f, t->path);
       fprintf(f, ",\"pid\":%u,\"ppid\":%u,\"host\":", pi->pid, pi->ppid);
-      vx_json_str(f, pi->host);
+      rd_json_str(f, pi->host);
       fprintf(f, ",\"rank\":%d,\"local_rank\":%d,\"world_size\":%d,\"exe\":", pi->rank,
               pi->local_rank, pi->world_size);
-      vx_json_str(f, pi->exe);
+      rd_json_str(f, pi->exe);
       fputs(",\"cmdline\":", f);
       str_array(f, pi->n_cmdline, pi->cmdline);
       fputs(",\"dlhook_version\":", f);
-      vx_json_str(f, pi->dlhook_version);
+      rd_json_str(f, pi->dlhook_version);
       fprintf(f, ",\"format_version\":%u,\"stacks_mode\":", pi->format_version);
-      vx_json_str(f, pi->stacks_mode);
+      rd_json_str(f, pi->stacks_mode);
       fprintf(f, ",\"start_ns\":%" PRIu64, pi->start_ns);
       if (pi->has_attached && pi->attached) { /* dlhook attach */
         fputs(",\"attached\":true,\"not_hooked\":", f);
@@ -230,7 +230,7 @@ static void dump_packet(FILE *f, const dump_opts *o, const vx_trace *t, const Dl
     case DLH__PACKET__DATA_THREAD:
       if (!want(o, "thread")) break;
       fprintf(f, "{\"type\":\"thread\",\"pid\":%u,\"tid\":%u,\"name\":", t->pid, p->thread->tid);
-      vx_json_str(f, p->thread->name);
+      rd_json_str(f, p->thread->name);
       fputs("}\n", f);
       break;
     case DLH__PACKET__DATA_API:
@@ -243,20 +243,20 @@ static void dump_packet(FILE *f, const dump_opts *o, const vx_trace *t, const Dl
       const Dlh__DeviceInfo *d = p->device;
       if (!want(o, "device")) break;
       fprintf(f, "{\"type\":\"device\",\"pid\":%u,\"id\":%u,\"name\":", t->pid, d->id);
-      vx_json_str(f, d->name);
+      rd_json_str(f, d->name);
       fprintf(f, ",\"total_mem\":%" PRIu64 ",\"sm_count\":%u,\"cc\":\"%u.%u\"}\n", d->total_mem,
               d->sm_count, d->cc_major, d->cc_minor);
       break;
     }
     case DLH__PACKET__DATA_FUNCTION: {
-      const vx_func *fn = vx_trace_func(t, p->function->id);
+      const rd_func *fn = rd_trace_func(t, p->function->id);
       if (!want(o, "function") || !fn) break;
       fprintf(f, "{\"type\":\"function\",\"id\":%u,\"name\":", fn->id);
-      vx_json_str(f, fn->name);
-      fprintf(f, ",\"domain\":\"%s\",\"args\":[", vx_domain_name(fn->domain));
+      rd_json_str(f, fn->name);
+      fprintf(f, ",\"domain\":\"%s\",\"args\":[", rd_domain_name(fn->domain));
       for (size_t i = 0; i < fn->nargs; i++) {
         fputs(i ? ",{\"name\":" : "{\"name\":", f);
-        vx_json_str(f, fn->argname[i]);
+        rd_json_str(f, fn->argname[i]);
         fprintf(f, ",\"type\":%u}", fn->argtype[i]);
       }
       fputs("]}\n", f);
@@ -265,7 +265,7 @@ static void dump_packet(FILE *f, const dump_opts *o, const vx_trace *t, const Dl
     case DLH__PACKET__DATA_STRING:
       if (!want(o, "string")) break;
       fprintf(f, "{\"type\":\"string\",\"id\":%u,\"value\":", p->string->id);
-      vx_json_str(f, p->string->value);
+      rd_json_str(f, p->string->value);
       fputs("}\n", f);
       break;
     case DLH__PACKET__DATA_STACK:
@@ -281,7 +281,7 @@ static void dump_packet(FILE *f, const dump_opts *o, const vx_trace *t, const Dl
       const Dlh__ModuleDef *m = p->module;
       if (!want(o, "module")) break;
       fputs("{\"type\":\"module\",\"path\":", f);
-      vx_json_str(f, m->path);
+      rd_json_str(f, m->path);
       fprintf(f, ",\"start\":\"0x%" PRIx64 "\",\"end\":\"0x%" PRIx64 "\",\"offset\":%" PRIu64
                  ",\"build_id\":\"",
               m->start, m->end, m->offset);
@@ -293,18 +293,18 @@ static void dump_packet(FILE *f, const dump_opts *o, const vx_trace *t, const Dl
       const Dlh__SymbolDef *s = p->symbol;
       if (!want(o, "symbol")) break;
       fprintf(f, "{\"type\":\"symbol\",\"pc\":\"0x%" PRIx64 "\",\"function\":", s->pc);
-      vx_json_str(f, s->function);
+      rd_json_str(f, s->function);
       fputs(",\"file\":", f);
-      vx_json_str(f, s->file);
+      rd_json_str(f, s->file);
       fprintf(f, ",\"line\":%u,\"module\":%u}\n", s->line, s->module);
       break;
     }
     case DLH__PACKET__DATA_PY_FRAME:
       if (!want(o, "pyframe")) break;
       fprintf(f, "{\"type\":\"pyframe\",\"id\":%u,\"function\":", p->py_frame->id);
-      vx_json_str(f, p->py_frame->function);
+      rd_json_str(f, p->py_frame->function);
       fputs(",\"file\":", f);
-      vx_json_str(f, p->py_frame->file);
+      rd_json_str(f, p->py_frame->file);
       fprintf(f, ",\"line\":%u}\n", p->py_frame->line);
       break;
     case DLH__PACKET__DATA_ANCHOR: {
@@ -344,7 +344,7 @@ static void dump_packet(FILE *f, const dump_opts *o, const vx_trace *t, const Dl
         for (size_t i = 0; i < tr->n_mem_parts; i++) {
           const Dlh__MemPart *mp = tr->mem_parts[i];
           fputs(i ? ",{\"name\":" : "{\"name\":", f);
-          vx_json_str(f, mp && mp->name ? mp->name : "");
+          rd_json_str(f, mp && mp->name ? mp->name : "");
           fprintf(f, ",\"peak_bytes\":%" PRIu64, mp ? mp->peak_bytes : 0);
           if (mp && mp->has_bytes) fprintf(f, ",\"bytes\":%" PRIu64, mp->bytes);
           putc('}', f);
@@ -360,34 +360,34 @@ static void dump_packet(FILE *f, const dump_opts *o, const vx_trace *t, const Dl
 }
 
 static int dump_one(const dump_opts *o, const char *path) {
-  vx_trace t;
-  if (vx_trace_open(&t, path) < 0) return VX_BAD_INPUT;
+  rd_trace t;
+  if (rd_trace_open(&t, path) < 0) return RD_BAD_INPUT;
   FILE *f = stdout;
   const Dlh__Packet *p;
   int rc, bad = 0;
-  while ((rc = vx_trace_next(&t, &p)) == 1) dump_packet(f, o, &t, p, &bad);
+  while ((rc = rd_trace_next(&t, &p)) == 1) dump_packet(f, o, &t, p, &bad);
   if (want(o, "summary")) {
     fputs("{\"type\":\"summary\",\"file\":", f);
-    vx_json_str(f, path);
+    rd_json_str(f, path);
     /* calls: recorded calls (the trailer's, folded repeats included; a version 1 trace's
      * records); api_calls: the calls of the API events read (a folded event counts its calls) */
     fprintf(f, ",\"pid\":%u,\"records\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"api_events\":%"
                PRIu64 ",\"gpu_events\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"api_calls\":%" PRIu64
                ",\"folded\":%" PRIu64 ",\"frames\":%" PRIu64 ",\"complete\":%s}\n",
-            t.pid, vx_trace_records(&t), vx_trace_dropped(&t), t.api_events, t.gpu_events,
-            vx_trace_calls(&t), t.api_calls, vx_trace_folded(&t), dlh_reader_frames(t.r),
+            t.pid, rd_trace_records(&t), rd_trace_dropped(&t), t.api_events, t.gpu_events,
+            rd_trace_calls(&t), t.api_calls, rd_trace_folded(&t), dlh_reader_frames(t.r),
             rc == 0 && t.have_trailer ? "true" : "false");
   }
-  if (bad) vx_error("%s: inconsistent event batch (skipped its remaining events)", path);
-  vx_trace_close(&t);
-  return rc < 0 || bad ? VX_BAD_INPUT : VX_OK;
+  if (bad) rd_error("%s: inconsistent event batch (skipped its remaining events)", path);
+  rd_trace_close(&t);
+  return rc < 0 || bad ? RD_BAD_INPUT : RD_OK;
 }
 
 int cmd_dump(int argc, char **argv) {
   dump_opts o = {0};
-  char **files = vx_xmalloc((size_t)argc * sizeof *files);
+  char **files = rd_xmalloc((size_t)argc * sizeof *files);
   size_t nfiles = 0;
-  o.types = vx_xmalloc((size_t)argc * 20 * sizeof *o.types);
+  o.types = rd_xmalloc((size_t)argc * 20 * sizeof *o.types);
   int opts_done = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -395,39 +395,39 @@ int cmd_dump(int argc, char **argv) {
       files[nfiles++] = argv[i];
     } else if (!strcmp(a, "--")) {
       opts_done = 1;
-    } else if (vx_is_help(a)) {
+    } else if (rd_is_help(a)) {
       help();
       free(files); free(o.types);
-      return VX_OK;
+      return RD_OK;
     } else if (!strcmp(a, "--all")) {
       o.all = 1;
     } else if (!strcmp(a, "--type") || !strncmp(a, "--type=", 7)) {
       char *v = a[6] == '=' ? argv[i] + 7 : (i + 1 < argc ? argv[++i] : NULL);
-      if (!v) { free(files); free(o.types); return vx_usage_error("dump", "--type needs a value"); }
+      if (!v) { free(files); free(o.types); return rd_usage_error("dump", "--type needs a value"); }
       for (char *save = NULL, *tok = strtok_r(v, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (!in_list(known_types, tok)) {
           free(files); free(o.types);
-          return vx_usage_error("dump", "unknown event type '%s'", tok);
+          return rd_usage_error("dump", "unknown event type '%s'", tok);
         }
         if (o.ntypes < (size_t)argc * 20) o.types[o.ntypes++] = tok;
       }
     } else {
       free(files); free(o.types);
-      return vx_usage_error("dump", "unknown option '%s'", a);
+      return rd_usage_error("dump", "unknown option '%s'", a);
     }
   }
   if (nfiles == 0) {
     free(files); free(o.types);
-    return vx_usage_error("dump", "no trace file given");
+    return rd_usage_error("dump", "no trace file given");
   }
   static char obuf[1 << 16];
   setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
-  int rc = VX_OK;
+  int rc = RD_OK;
   for (size_t i = 0; i < nfiles; i++)
-    if (dump_one(&o, files[i]) != VX_OK) rc = VX_BAD_INPUT;
+    if (dump_one(&o, files[i]) != RD_OK) rc = RD_BAD_INPUT;
   if (fflush(stdout) != 0 || ferror(stdout)) {
-    vx_error("dump: write error on standard output");
-    rc = VX_BAD_INPUT;
+    rd_error("dump: write error on standard output");
+    rc = RD_BAD_INPUT;
   }
   free(files);
   free(o.types);

@@ -70,22 +70,22 @@ static void help(void) {
          "the number of distinct stacks (flame graphs) or of threads and streams.\n");
 }
 
-int ex_parse_options(const char *cmd, int argc, char **argv, ex_opts *o, char **files,
+int ex_parse_options(const char *cmd, int argc, char **argv, rd_opts *o, char **files,
                      size_t *nfiles, int *help_shown) {
   int opts_done = 0;
   *help_shown = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
 #define NEED_ARG()                                                         \
-  if (i + 1 >= argc) return vx_usage_error(cmd, "%s needs a value", a); \
+  if (i + 1 >= argc) return rd_usage_error(cmd, "%s needs a value", a); \
   const char *v = argv[++i]
     if (opts_done || a[0] != '-' || !a[1]) {
       files[(*nfiles)++] = argv[i];
     } else if (!strcmp(a, "--")) {
       opts_done = 1;
-    } else if (vx_is_help(a)) {
+    } else if (rd_is_help(a)) {
       *help_shown = 1;
-      return VX_OK;
+      return RD_OK;
     } else if (!strcmp(a, "-f") || !strcmp(a, "--format")) {
       NEED_ARG();
       o->format = v;
@@ -96,17 +96,17 @@ int ex_parse_options(const char *cmd, int argc, char **argv, ex_opts *o, char **
       o->out = v;
     } else if (!strcmp(a, "--weight")) {
       NEED_ARG();
-      if (!strcmp(v, "gpu")) o->weight = EX_W_GPU;
-      else if (!strcmp(v, "cpu")) o->weight = EX_W_CPU;
-      else if (!strcmp(v, "bytes")) o->weight = EX_W_BYTES;
-      else return vx_usage_error(cmd, "--weight must be gpu, cpu or bytes, not '%s'", v);
+      if (!strcmp(v, "gpu")) o->weight = RD_W_GPU;
+      else if (!strcmp(v, "cpu")) o->weight = RD_W_CPU;
+      else if (!strcmp(v, "bytes")) o->weight = RD_W_BYTES;
+      else return rd_usage_error(cmd, "--weight must be gpu, cpu or bytes, not '%s'", v);
     } else if (!strcmp(a, "--window")) {
       NEED_ARG();
       const char *c = strchr(v, ':');
       if (!c || parse_time(v, (size_t)(c - v), 0, &o->win_start) < 0 ||
           parse_time(c + 1, strlen(c + 1), UINT64_MAX, &o->win_end) < 0 ||
           o->win_end <= o->win_start)
-        return vx_usage_error(cmd, "bad --window '%s' (START:END, e.g. 1.5:3 or 200ms:)", v);
+        return rd_usage_error(cmd, "bad --window '%s' (START:END, e.g. 1.5:3 or 200ms:)", v);
       o->have_window = 1;
     } else if (!strcmp(a, "--step-range")) {
       NEED_ARG();
@@ -119,38 +119,38 @@ int ex_parse_options(const char *cmd, int argc, char **argv, ex_opts *o, char **
     } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
       o->quiet = 1;
     } else {
-      return vx_usage_error(cmd, "unknown option '%s'", a);
+      return rd_usage_error(cmd, "unknown option '%s'", a);
     }
 #undef NEED_ARG
   }
-  return VX_OK;
+  return RD_OK;
 }
 
 int cmd_export(int argc, char **argv) {
-  ex_opts o = {0};
-  char **files = vx_xmalloc((size_t)argc * sizeof *files);
+  rd_opts o = {0};
+  char **files = rd_xmalloc((size_t)argc * sizeof *files);
   size_t n = 0;
   int shown, rc = ex_parse_options("export", argc, argv, &o, files, &n, &shown);
-  if (rc != VX_OK || shown) {
+  if (rc != RD_OK || shown) {
     if (shown) help();
     free(files);
     return rc;
   }
   static const struct {
     const char *name;
-    int (*run)(const ex_opts *, char **, size_t);
+    int (*run)(const rd_opts *, char **, size_t);
   } fmts[] = {{"kineto", ex_kineto},     {"perfetto", ex_perfetto},     {"tensorboard", ex_xplane},
               {"xplane", ex_xplane},     {"folded", ex_flame},          {"svg", ex_flame},
               {"speedscope", ex_flame},  {"pprof", ex_flame}};
-  if (!o.format) rc = vx_usage_error("export", "no --format given");
-  else if (!o.out) rc = vx_usage_error("export", "no output given (-o OUT)");
-  else if (n == 0) rc = vx_usage_error("export", "no trace file given");
+  if (!o.format) rc = rd_usage_error("export", "no --format given");
+  else if (!o.out) rc = rd_usage_error("export", "no output given (-o OUT)");
+  else if (n == 0) rc = rd_usage_error("export", "no trace file given");
   else {
     rc = -1;
     for (size_t i = 0; i < sizeof fmts / sizeof *fmts; i++)
       if (!strcmp(o.format, fmts[i].name)) rc = fmts[i].run(&o, files, n);
     if (rc == -1)
-      rc = vx_usage_error("export", "unknown format '%s' (kineto, perfetto, tensorboard, "
+      rc = rd_usage_error("export", "unknown format '%s' (kineto, perfetto, tensorboard, "
                           "folded, svg, speedscope, pprof)", o.format);
   }
   free(files);

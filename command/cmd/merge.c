@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "export.h"
-#include "vx.h"
+#include "rd.h"
 
 int cmd_export(int argc, char **argv);
 
@@ -28,8 +28,8 @@ static void help(void) {
 
 int cmd_merge(int argc, char **argv) {
   const char *out = NULL, *format = "perfetto";
-  char **files = vx_xmalloc((size_t)argc * sizeof *files);
-  char **pass = vx_xmalloc(((size_t)argc + 6) * sizeof *pass);
+  char **files = rd_xmalloc((size_t)argc * sizeof *files);
+  char **pass = rd_xmalloc(((size_t)argc + 6) * sizeof *pass);
   size_t nfiles = 0, npass = 0;
   int opts_done = 0;
   pass[npass++] = "export";
@@ -37,7 +37,7 @@ int cmd_merge(int argc, char **argv) {
     const char *a = argv[i];
     if (opts_done || a[0] != '-') { files[nfiles++] = argv[i]; continue; }
     if (!strcmp(a, "--")) { opts_done = 1; continue; }
-    if (vx_is_help(a)) { help(); free(files); free(pass); return VX_OK; }
+    if (rd_is_help(a)) { help(); free(files); free(pass); return RD_OK; }
     if ((!strcmp(a, "-o") || !strcmp(a, "--format") || !strcmp(a, "-f")) && i + 1 < argc) {
       if (a[1] == 'o') out = argv[++i]; else format = argv[++i];
       continue;
@@ -52,21 +52,21 @@ int cmd_merge(int argc, char **argv) {
   if (!out || nfiles == 0) {
     free(files);
     free(pass);
-    return vx_usage_error("merge", !out ? "-o OUT is required" : "no trace file given");
+    return rd_usage_error("merge", !out ? "-o OUT is required" : "no trace file given");
   }
-  int64_t *abs = vx_xmalloc(nfiles * sizeof *abs), *rel = vx_xmalloc(nfiles * sizeof *rel);
-  vx_ranks_analyze(files, nfiles);
+  int64_t *abs = rd_xmalloc(nfiles * sizeof *abs), *rel = rd_xmalloc(nfiles * sizeof *rel);
+  rd_ranks_analyze(files, nfiles);
   for (size_t i = 0; i < nfiles; i++) {
     abs[i] = 0;
-    if (!vx_ranks_offset(files[i], &abs[i]) && !vx_anchor_offset(files[i], &abs[i]))
-      vx_error("merge: %s has no clock anchor; its times are taken as they are", files[i]);
+    if (!rd_ranks_offset(files[i], &abs[i]) && !rd_anchor_offset(files[i], &abs[i]))
+      rd_error("merge: %s has no clock anchor; its times are taken as they are", files[i]);
   }
   for (size_t i = 0; i < nfiles; i++) {
     rel[i] = abs[i] - abs[0];
     if (rel[i]) fprintf(stderr, "dlhook: merge: %s: clock offset %+.3f ms\n", files[i], (double)rel[i] / 1e6);
   }
-  ex_set_offsets(files, rel, nfiles);
-  char **av = vx_xmalloc((npass + nfiles + 6) * sizeof *av);
+  rd_set_offsets(files, rel, nfiles);
+  char **av = rd_xmalloc((npass + nfiles + 6) * sizeof *av);
   size_t ac = 0;
   for (size_t i = 0; i < npass; i++) av[ac++] = pass[i];
   av[ac++] = "--format";
@@ -77,7 +77,7 @@ int cmd_merge(int argc, char **argv) {
   for (size_t i = 0; i < nfiles; i++) av[ac++] = files[i];
   av[ac] = NULL;
   int rc = cmd_export((int)ac, av);
-  ex_set_offsets(NULL, NULL, 0);
+  rd_set_offsets(NULL, NULL, 0);
   free(av);
   free(abs);
   free(rel);

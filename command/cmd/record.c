@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "vx.h"
+#include "rd.h"
 
 static volatile sig_atomic_t child_pid;
 
@@ -61,17 +61,17 @@ static char *self_dir(void) {
   char *slash = strrchr(buf, '/');
   if (!slash) return NULL;
   *slash = 0;
-  return vx_xstrdup(buf[0] ? buf : "/");
+  return rd_xstrdup(buf[0] ? buf : "/");
 }
 
 static char *join(const char *a, const char *b) {
   char *s;
-  if (asprintf(&s, "%s/%s", a, b) < 0) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+  if (asprintf(&s, "%s/%s", a, b) < 0) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
   return s;
 }
 
 static int mkdirs(const char *dir) {
-  char *d = vx_xstrdup(dir);
+  char *d = rd_xstrdup(dir);
   for (char *p = d + 1; *p; p++) {
     if (*p != '/') continue;
     *p = 0;
@@ -120,9 +120,9 @@ static snapshot take_snapshot(const char *dir) {
     if (!ok) continue;
     if (s.n == cap) {
       cap = cap ? cap * 2 : 32;
-      s.v = vx_xrealloc(s.v, cap * sizeof *s.v);
+      s.v = rd_xrealloc(s.v, cap * sizeof *s.v);
     }
-    s.v[s.n++] = (entry){vx_xstrdup(e->d_name), st.st_ino, st.st_mtim};
+    s.v[s.n++] = (entry){rd_xstrdup(e->d_name), st.st_ino, st.st_mtim};
   }
   closedir(d);
   if (s.n) qsort(s.v, s.n, sizeof *s.v, by_name);
@@ -195,17 +195,17 @@ int cmd_record(int argc, char **argv) {
     const char *a = argv[i];
     if (!strcmp(a, "--")) { i++; break; }
     if (a[0] != '-') break;
-    if (vx_is_help(a)) { help(); return VX_OK; }
+    if (rd_is_help(a)) { help(); return RD_OK; }
     if (!strcmp(a, "--sim")) { sim = 1; continue; }
     if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--lib")) {
-      if (i + 1 >= argc) return vx_usage_error("record", "%s needs a value", a);
+      if (i + 1 >= argc) return rd_usage_error("record", "%s needs a value", a);
       if (!strcmp(a, "--lib")) lib = argv[++i];
       else out = argv[++i];
       continue;
     }
     if (!strcmp(a, "--stacks") || !strcmp(a, "--capture-range") || !strcmp(a, "--delay") ||
         !strcmp(a, "--duration")) {
-      if (i + 1 >= argc) return vx_usage_error("record", "%s needs a value", a);
+      if (i + 1 >= argc) return rd_usage_error("record", "%s needs a value", a);
       const char **dst = a[2] == 's' ? &stacks : a[2] == 'c' ? &range : a[3] == 'e' ? &delay : &duration;
       *dst = argv[++i];
       continue;
@@ -217,30 +217,30 @@ int cmd_record(int argc, char **argv) {
     if (!strncmp(a, "--output=", 9)) { out = a + 9; continue; }
     if (!strncmp(a, "--lib=", 6)) { lib = a + 6; continue; }
     if (!strncmp(a, "-o", 2)) { out = a + 2; continue; }
-    return vx_usage_error("record", "unknown option '%s'", a);
+    return rd_usage_error("record", "unknown option '%s'", a);
   }
-  if (i >= argc) return vx_usage_error("record", "no command given");
+  if (i >= argc) return rd_usage_error("record", "no command given");
   if (stacks && strcmp(stacks, "none") && strcmp(stacks, "native") && strcmp(stacks, "python") &&
       strcmp(stacks, "mixed"))
-    return vx_usage_error("record", "--stacks: expected none, native, python or mixed");
+    return rd_usage_error("record", "--stacks: expected none, native, python or mixed");
   if (range && strcmp(range, "cudaProfilerApi") && strncmp(range, "nvtx:", 5) &&
       strcmp(range, "signal") && strcmp(range, "none"))
-    return vx_usage_error("record", "--capture-range: expected cudaProfilerApi, nvtx:NAME[:N], "
+    return rd_usage_error("record", "--capture-range: expected cudaProfilerApi, nvtx:NAME[:N], "
                           "signal or none");
   const char *secs[2] = {delay, duration};
   for (int k = 0; k < 2; k++) {
     char *e;
     if (secs[k] && (!*secs[k] || strtod(secs[k], &e) < 0 || *e))
-      return vx_usage_error("record", "--%s: expected seconds, e.g. 2 or 0.5", k ? "duration" : "delay");
+      return rd_usage_error("record", "--%s: expected seconds, e.g. 2 or 0.5", k ? "duration" : "delay");
   }
-  if (!*out) return vx_usage_error("record", "empty output directory");
+  if (!*out) return rd_usage_error("record", "empty output directory");
   char **cmd = argv + i;
 
   char *dir = self_dir();
   char *libpath = NULL;
   if (lib) {
     libpath = realpath(lib, NULL);
-    if (!libpath) { vx_error("record: %s: %s", lib, strerror(errno)); free(dir); return VX_BAD_INPUT; }
+    if (!libpath) { rd_error("record: %s: %s", lib, strerror(errno)); free(dir); return RD_BAD_INPUT; }
   } else if (dir) {
     char *c1 = join(dir, "libdlhook.so"), *c2 = join(dir, "../lib/libdlhook.so");
     if (access(c1, R_OK) == 0) libpath = realpath(c1, NULL);
@@ -249,15 +249,15 @@ int cmd_record(int argc, char **argv) {
     free(c2);
   }
   if (!libpath) {
-    vx_error("record: cannot find libdlhook.so next to the dlhook binary (%s) or in ../lib; "
+    rd_error("record: cannot find libdlhook.so next to the dlhook binary (%s) or in ../lib; "
              "use --lib PATH", dir ? dir : "?");
     free(dir);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   if (mkdirs(out) < 0) {
-    vx_error("record: cannot create output directory %s: %s", out, strerror(errno));
+    rd_error("record: cannot create output directory %s: %s", out, strerror(errno));
     free(dir); free(libpath);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
 
   /* environment for the command */
@@ -266,26 +266,26 @@ int cmd_record(int argc, char **argv) {
   if (old && *old) {
     if (asprintf(&preload, "%s:%s", libpath, old) < 0) preload = NULL;
   } else {
-    preload = vx_xstrdup(libpath);
+    preload = rd_xstrdup(libpath);
   }
   size_t ol = strlen(out);
-  char *outenv = vx_xmalloc(ol + 2);
+  char *outenv = rd_xmalloc(ol + 2);
   memcpy(outenv, out, ol + 1);
   if (out[ol - 1] != '/') strcat(outenv, "/");
   if (!preload || setenv("LD_PRELOAD", preload, 1) < 0 || setenv("DLHOOK_OUTPUT", outenv, 1) < 0) {
-    vx_error("record: cannot set the environment");
-    return VX_BAD_INPUT;
+    rd_error("record: cannot set the environment");
+    return RD_BAD_INPUT;
   }
   if (sim) {
     char *simdir = join(dir ? dir : ".", "simcuda"), *llp;
     const char *oldl = getenv("LD_LIBRARY_PATH");
     if (access(simdir, X_OK) != 0)
-      vx_error("record: warning: %s does not exist (build the simulated CUDA stack)", simdir);
+      rd_error("record: warning: %s does not exist (build the simulated CUDA stack)", simdir);
     if (oldl && *oldl) { if (asprintf(&llp, "%s:%s", simdir, oldl) < 0) llp = NULL; }
-    else llp = vx_xstrdup(simdir);
+    else llp = rd_xstrdup(simdir);
     if (!llp || setenv("LD_LIBRARY_PATH", llp, 1) < 0) {
-      vx_error("record: cannot set the environment");
-      return VX_BAD_INPUT;
+      rd_error("record: cannot set the environment");
+      return RD_BAD_INPUT;
     }
     free(llp);
     /* the rtld-audit module that loads the stand-ins in place of a program's own CUDA
@@ -296,10 +296,10 @@ int cmd_record(int argc, char **argv) {
     if ((!redirect || strcmp(redirect, "0")) && access(audit, R_OK) == 0 &&
         !(olda && strstr(olda, audit))) {
       if (olda && *olda) { if (asprintf(&la, "%s:%s", audit, olda) < 0) la = NULL; }
-      else la = vx_xstrdup(audit);
+      else la = rd_xstrdup(audit);
       if (!la || setenv("LD_AUDIT", la, 1) < 0) {
-        vx_error("record: cannot set the environment");
-        return VX_BAD_INPUT;
+        rd_error("record: cannot set the environment");
+        return RD_BAD_INPUT;
       }
     }
     free(la);
@@ -311,8 +311,8 @@ int cmd_record(int argc, char **argv) {
                                   {"DLHOOK_DELAY", delay}, {"DLHOOK_DURATION", duration}};
   for (int k = 0; k < 4; k++)
     if (envs[k][1] && setenv(envs[k][0], envs[k][1], 1) < 0) {
-      vx_error("record: cannot set the environment");
-      return VX_BAD_INPUT;
+      rd_error("record: cannot set the environment");
+      return RD_BAD_INPUT;
     }
 
   snapshot before = take_snapshot(out);
@@ -331,8 +331,8 @@ int cmd_record(int argc, char **argv) {
   pid_t pid = fork();
   if (pid < 0) {
     sigprocmask(SIG_SETMASK, &oldmask, NULL);
-    vx_error("record: fork: %s", strerror(errno));
-    return VX_BAD_INPUT;
+    rd_error("record: fork: %s", strerror(errno));
+    return RD_BAD_INPUT;
   }
   if (pid == 0) {
     sigprocmask(SIG_SETMASK, &oldmask, NULL);

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "export.h"
-#include "vx.h"
+#include "rd.h"
 
 int cmd_stats(int argc, char **argv);
 
@@ -37,7 +37,7 @@ typedef struct agg { char *name; uint64_t count, total, max; int domain; } agg;
 typedef struct aggs {
   agg *v;
   size_t n, cap;
-  ex_u64map ix; /* keyed hash of (name, domain) -> index: a trace may hold any number of names */
+  rd_u64map ix; /* keyed hash of (name, domain) -> index: a trace may hold any number of names */
 } aggs;
 
 /* interned strings of the page */
@@ -60,14 +60,14 @@ typedef struct report {
   uint32_t group;            /* group of the trace being read */
   group *groups;
   size_t ngroups;
-  struct { uint32_t group; vx_mem_sample *v; long n; } mem[64];
+  struct { uint32_t group; rd_mem_sample *v; long n; } mem[64];
   size_t nmem;
   char **procs;              /* one line per process */
   size_t nprocs;
   strtab st;
-  vx_map threads;            /* tid -> thread name (of the trace being read) */
-  vx_map stackstr;           /* stack id -> string index + 1 (of the trace being read) */
-  ex_u64map ext;             /* CUPTI correlation id -> external id (kind 7), this trace */
+  rd_map threads;            /* tid -> thread name (of the trace being read) */
+  rd_map stackstr;           /* stack id -> string index + 1 (of the trace being read) */
+  rd_u64map ext;             /* CUPTI correlation id -> external id (kind 7), this trace */
   size_t first_ev;           /* first event of the trace being read */
 } report;
 
@@ -98,9 +98,9 @@ static uint32_t intern(strtab *t, const char *s) {
   }
   if (t->n == t->cap) {
     t->cap = t->cap ? t->cap * 2 : 1024;
-    t->v = vx_xrealloc(t->v, t->cap * sizeof *t->v);
+    t->v = rd_xrealloc(t->v, t->cap * sizeof *t->v);
   }
-  t->v[t->n] = vx_xstrdup(s);
+  t->v[t->n] = rd_xstrdup(s);
   t->slot[k] = (uint32_t)t->n + 1;
   return (uint32_t)t->n++;
 }
@@ -128,7 +128,7 @@ static void add_ev(report *r, uint32_t lane_i, uint64_t s, uint64_t e, uint32_t 
   if (lane_i >= MAX_LANES) return;
   if (r->nevs == r->capevs) {
     r->capevs = r->capevs ? r->capevs * 2 : 4096;
-    r->evs = vx_xrealloc(r->evs, r->capevs * sizeof *r->evs);
+    r->evs = rd_xrealloc(r->evs, r->capevs * sizeof *r->evs);
   }
   r->evs[r->nevs++] = (ev){s, e, link, lane_i, name, info, stack};
   if (!r->t0 || s < r->t0) r->t0 = s;
@@ -139,10 +139,10 @@ static void add_ev(report *r, uint32_t lane_i, uint64_t s, uint64_t e, uint32_t 
  * counts them with their average duration, all a folded event tells). */
 static void agg_add(aggs *a, const char *name, int domain, uint64_t dur, uint64_t count) {
   uint64_t each = count > 1 ? dur / count : dur;
-  uint64_t h = vx_hash_str(name) ^ vx_hash64((uint64_t)(unsigned)domain);
+  uint64_t h = rd_hash_str(name) ^ rd_hash64((uint64_t)(unsigned)domain);
   uint32_t k;
   size_t i = a->n;
-  if (ex_m_get(&a->ix, h, &k)) {
+  if (rd_m_get(&a->ix, h, &k)) {
     i = k;
     if (a->v[i].domain != domain || strcmp(a->v[i].name, name)) /* a true collision */
       for (i = 0; i < a->n; i++)
@@ -154,12 +154,12 @@ static void agg_add(aggs *a, const char *name, int domain, uint64_t dur, uint64_
     if (each > a->v[i].max) a->v[i].max = each;
     return;
   }
-  if (!ex_m_get(&a->ix, h, &k)) ex_m_put(&a->ix, h, (uint32_t)a->n);
+  if (!rd_m_get(&a->ix, h, &k)) rd_m_put(&a->ix, h, (uint32_t)a->n);
   if (a->n == a->cap) {
     a->cap = a->cap ? a->cap * 2 : 64;
-    a->v = vx_xrealloc(a->v, a->cap * sizeof *a->v);
+    a->v = rd_xrealloc(a->v, a->cap * sizeof *a->v);
   }
-  a->v[a->n++] = (agg){vx_xstrdup(name), count, dur, each, domain};
+  a->v[a->n++] = (agg){rd_xstrdup(name), count, dur, each, domain};
 }
 
 static int by_total(const void *x, const void *y) {
@@ -169,7 +169,7 @@ static int by_total(const void *x, const void *y) {
 
 /* ---------------------------------------------------------------- reading */
 
-static void on_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
+static void on_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
   report *r = ctx;
   (void)t;
   if (p->data_case == DLH__PACKET__DATA_ANCHOR && p->anchor->has_kind) {
@@ -188,27 +188,27 @@ static void on_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
     if (asprintf(&line, "pid %u%s%s%s: %s", pi->pid, pi->host ? " on " : "",
                  pi->host ? pi->host : "", rk, pi->exe ? pi->exe : "?") < 0)
       return;
-    r->procs = vx_xrealloc(r->procs, (r->nprocs + 1) * sizeof *r->procs);
+    r->procs = rd_xrealloc(r->procs, (r->nprocs + 1) * sizeof *r->procs);
     r->procs[r->nprocs++] = line;
   } else if (p->data_case == DLH__PACKET__DATA_THREAD && p->thread->has_tid && p->thread->name) {
-    free(vx_map_put(&r->threads, p->thread->tid, vx_xstrdup(p->thread->name)));
+    free(rd_map_put(&r->threads, p->thread->tid, rd_xstrdup(p->thread->name)));
   }
 }
 
 /* The stack of an API event as text (innermost frame first, 16 frames at most), interned. */
-static uint32_t stack_str(report *r, const vx_trace *t, uint32_t id) {
+static uint32_t stack_str(report *r, const rd_trace *t, uint32_t id) {
   if (!id) return 0;
-  uintptr_t v = (uintptr_t)vx_map_get(&r->stackstr, id);
+  uintptr_t v = (uintptr_t)rd_map_get(&r->stackstr, id);
   if (v) return (uint32_t)(v - 1);
-  const vx_frame *fr;
-  size_t n = vx_stack_frames(t, id, &fr);
+  const rd_frame *fr;
+  size_t n = rd_stack_frames(t, id, &fr);
   char *buf = NULL;
   size_t len = 0;
   FILE *m = open_memstream(&buf, &len);
   if (!m) return 0;
   for (size_t i = 0; i < n && i < 16; i++) {
     char b[160];
-    fprintf(m, "%s%s", i ? "\n" : "", ex_frame_name(&fr[i], b, sizeof b));
+    fprintf(m, "%s%s", i ? "\n" : "", rd_frame_name(&fr[i], b, sizeof b));
     if (fr[i].file && fr[i].line) {
       const char *base = strrchr(fr[i].file, '/');
       fprintf(m, "  %s:%u", base ? base + 1 : fr[i].file, fr[i].line);
@@ -218,7 +218,7 @@ static uint32_t stack_str(report *r, const vx_trace *t, uint32_t id) {
   fclose(m);
   uint32_t k = n ? intern(&r->st, buf) : 0;
   free(buf);
-  vx_map_put(&r->stackstr, id, (void *)(uintptr_t)(k + 1));
+  rd_map_put(&r->stackstr, id, (void *)(uintptr_t)(k + 1));
   return k;
 }
 
@@ -229,7 +229,7 @@ static size_t nccl_type_size(uint64_t dt) {
 
 /* "name=value ..." of the integer and string arguments (pointers left out; NCCL calls get
  * their bytes), interned; 0 when there is nothing to show. */
-static uint32_t args_str(report *r, const vx_trace *t, const vx_func *f, const dlh_api_event *e) {
+static uint32_t args_str(report *r, const rd_trace *t, const rd_func *f, const dlh_api_event *e) {
   if (!f || !e->nargs) return 0;
   char buf[512];
   size_t len = 0;
@@ -245,7 +245,7 @@ static uint32_t args_str(report *r, const vx_trace *t, const vx_func *f, const d
     int w;
     if (ty == 2) continue; /* pointers: not useful to read, and they make every call unique */
     if (ty == 4) {
-      const char *sv = vx_trace_string(t, (uint32_t)e->args[i]);
+      const char *sv = rd_trace_string(t, (uint32_t)e->args[i]);
       w = snprintf(buf + len, sizeof buf - len, "%s%s=%.60s", len ? " " : "", nm, sv ? sv : "?");
     } else if (ty == 3) {
       double d;
@@ -269,38 +269,38 @@ static uint32_t args_str(report *r, const vx_trace *t, const vx_func *f, const d
 
 /* A folded event (count identical calls recorded once) is one timeline event over its span,
  * named "NAME ×COUNT"; the tables count each of its calls. */
-static void on_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_event *e) {
+static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *e) {
   report *r = ctx;
-  const vx_func *f = vx_trace_func(t, e->fn);
+  const rd_func *f = rd_trace_func(t, e->fn);
   int domain = f ? f->domain : 0;
   uint64_t calls = dlh_api_calls(e), end = e->start_ns + dlh_api_span(e);
   if (domain == DLH__DOMAIN__DOMAIN_NVTX) {
-    const char *msg = e->nargs ? vx_trace_string(t, (uint32_t)e->args[0]) : NULL;
-    char *nm = vx_folded_name(msg ? msg : vx_func_name(t, e->fn), calls);
+    const char *msg = e->nargs ? rd_trace_string(t, (uint32_t)e->args[0]) : NULL;
+    char *nm = rd_folded_name(msg ? msg : rd_func_name(t, e->fn), calls);
     add_ev(r, lane_of(r, L_NVTX, tid, 0), e->start_ns, end, intern(&r->st, nm), 0, 0, 0);
     free(nm);
     return;
   }
   r->api_calls += calls;
-  agg_add(&r->calls, vx_func_name(t, e->fn), domain, e->dur_ns, calls);
+  agg_add(&r->calls, rd_func_name(t, e->fn), domain, e->dur_ns, calls);
   if (e->depth == 0) {
-    char *nm = vx_folded_name(vx_func_name(t, e->fn), calls);
+    char *nm = rd_folded_name(rd_func_name(t, e->fn), calls);
     add_ev(r, lane_of(r, L_API, tid, 0), e->start_ns, end, intern(&r->st, nm),
            args_str(r, t, f, e), stack_str(r, t, e->stack), e->corr);
     free(nm);
   }
 }
 
-static void on_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
+static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   report *r = ctx;
   if (g->kind == 7) { /* a launch inside a library call: CUPTI id -> the call's external id */
-    if (g->nvals > 1 && g->corr && g->vals[1] <= UINT32_MAX) ex_m_put(&r->ext, g->corr, (uint32_t)g->vals[1]);
+    if (g->nvals > 1 && g->corr && g->vals[1] <= UINT32_MAX) rd_m_put(&r->ext, g->corr, (uint32_t)g->vals[1]);
     return;
   }
   if (g->kind < 1 || g->kind > 3) return;
   r->gpu_records++;
   char nb[64], info[128];
-  const char *name = ex_gpu_name(t, g, nb, sizeof nb);
+  const char *name = rd_gpu_name(t, g, nb, sizeof nb);
   info[0] = 0;
   if (g->kind == 1 && g->nvals >= 6)
     snprintf(info, sizeof info, "grid=(%" PRIu64 ",%" PRIu64 ",%" PRIu64 ") block=(%" PRIu64
@@ -337,7 +337,7 @@ static void js_str(FILE *f, const char *s) {
   size_t len = 0;
   FILE *m = open_memstream(&buf, &len);
   if (!m) { fputs("\"\"", f); return; }
-  vx_json_str(m, s);
+  rd_json_str(m, s);
   fclose(m);
   for (size_t i = 0; i < len; i++) {
     if (buf[i] == '<') fputs("\\u003c", f); /* only inside strings in JSON */
@@ -368,7 +368,7 @@ static void table(FILE *f, const char *id, const char *title, aggs *a, int calls
     fputs("\">", f);
     html_str(f, g->name);
     fputs("</td>", f);
-    if (calls) fprintf(f, "<td>%s</td>", vx_domain_name(g->domain));
+    if (calls) fprintf(f, "<td>%s</td>", rd_domain_name(g->domain));
     double mean = g->count ? (double)g->total / (double)g->count : 0;
     fprintf(f, "<td data-v=\"%" PRIu64 "\">%" PRIu64 "</td><td data-v=\"%" PRIu64 "\">%s</td>"
                "<td data-v=\"%.0f\">%s</td><td data-v=\"%" PRIu64 "\">%s</td></tr>\n",
@@ -403,7 +403,7 @@ static uint64_t detail_threshold(report *r, size_t *kept) {
   size_t n = 0;
   for (size_t i = 0; i < r->nevs; i++) n += r->lanes[r->evs[i].lane]->kind != L_NVTX;
   if (n <= MAX_DETAIL) { *kept = r->nevs; return 0; }
-  uint64_t *d = vx_xmalloc(n * sizeof *d);
+  uint64_t *d = rd_xmalloc(n * sizeof *d);
   size_t k = 0;
   for (size_t i = 0; i < r->nevs; i++)
     if (r->lanes[r->evs[i].lane]->kind != L_NVTX) d[k++] = r->evs[i].e - r->evs[i].s;
@@ -421,10 +421,10 @@ static uint64_t detail_threshold(report *r, size_t *kept) {
  * memory counters, capture windows. */
 static void data_json(FILE *f, report *r, size_t *shown, uint64_t *threshold) {
   /* lanes in display order; events renumbered to it */
-  lane **order = vx_xmalloc((r->nlanes ? r->nlanes : 1) * sizeof *order);
+  lane **order = rd_xmalloc((r->nlanes ? r->nlanes : 1) * sizeof *order);
   memcpy(order, r->lanes, r->nlanes * sizeof *order);
   qsort(order, r->nlanes, sizeof *order, by_lane);
-  uint32_t *pos = vx_xmalloc((r->nlanes ? r->nlanes : 1) * sizeof *pos);
+  uint32_t *pos = rd_xmalloc((r->nlanes ? r->nlanes : 1) * sizeof *pos);
   for (size_t i = 0; i < r->nlanes; i++)
     for (size_t j = 0; j < r->nlanes; j++)
       if (r->lanes[j] == order[i]) pos[j] = (uint32_t)i;
@@ -519,7 +519,7 @@ static void stats_json(FILE *f, const char *opt, char **files, size_t n) {
     close(fd[1]);
     int dn = open("/dev/null", O_WRONLY);
     if (dn >= 0) dup2(dn, 2); /* the report said what was wrong with the traces already */
-    char **av = vx_xmalloc((n + 4) * sizeof *av);
+    char **av = rd_xmalloc((n + 4) * sizeof *av);
     int ac = 0;
     av[ac++] = "stats";
     av[ac++] = "--json";
@@ -537,7 +537,7 @@ static void stats_json(FILE *f, const char *opt, char **files, size_t n) {
   for (;;) {
     if (len + 65536 > cap) {
       cap = cap ? cap * 2 : 1 << 20;
-      buf = vx_xrealloc(buf, cap);
+      buf = rd_xrealloc(buf, cap);
     }
     k = read(fd[0], buf + len, cap - len);
     if (k < 0 && errno == EINTR) continue;
@@ -608,43 +608,43 @@ static int by_rank_pid(const void *x, const void *y) {
 
 int cmd_report(int argc, char **argv) {
   const char *out = NULL;
-  char **files = vx_xmalloc((size_t)argc * sizeof *files);
+  char **files = rd_xmalloc((size_t)argc * sizeof *files);
   size_t n = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (vx_is_help(a)) { help(); free(files); return VX_OK; }
+    if (rd_is_help(a)) { help(); free(files); return RD_OK; }
     if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-      if (i + 1 >= argc) { free(files); return vx_usage_error("report", "%s needs a value", a); }
+      if (i + 1 >= argc) { free(files); return rd_usage_error("report", "%s needs a value", a); }
       out = argv[++i];
     } else if (!strncmp(a, "--output=", 9)) {
       out = a + 9;
     } else if (a[0] == '-' && a[1]) {
       free(files);
-      return vx_usage_error("report", "unknown option '%s'", a);
+      return rd_usage_error("report", "unknown option '%s'", a);
     } else {
       files[n++] = argv[i];
     }
   }
-  if (!out) { free(files); return vx_usage_error("report", "no output file given (-o FILE.html)"); }
-  if (!n) { free(files); return vx_usage_error("report", "no trace file given"); }
+  if (!out) { free(files); return rd_usage_error("report", "no output file given (-o FILE.html)"); }
+  if (!n) { free(files); return rd_usage_error("report", "no trace file given"); }
 
   report *r = calloc(1, sizeof *r);
-  if (!r) { free(files); return VX_BAD_INPUT; }
+  if (!r) { free(files); return RD_BAD_INPUT; }
   intern(&r->st, ""); /* index 0: none */
-  int rc = VX_OK;
-  ex_opts o;
+  int rc = RD_OK;
+  rd_opts o;
   memset(&o, 0, sizeof o);
   o.quiet = 1;
-  int64_t *abs_off = vx_xmalloc(n * sizeof *abs_off), *rel = vx_xmalloc(n * sizeof *rel);
+  int64_t *abs_off = rd_xmalloc(n * sizeof *abs_off), *rel = rd_xmalloc(n * sizeof *rel);
   /* groups: one per trace (process), ordered launchers first, then by rank */
-  r->groups = vx_xmalloc(n * sizeof *r->groups);
+  r->groups = rd_xmalloc(n * sizeof *r->groups);
   for (size_t i = 0; i < n; i++) {
     group *g = &r->groups[r->ngroups];
     g->pid = 0;
     g->rank = -1;
-    vx_trace t;
-    if (vx_trace_open(&t, files[i]) < 0) { /* said why; left out of the page */
-      rc = VX_BAD_INPUT;
+    rd_trace t;
+    if (rd_trace_open(&t, files[i]) < 0) { /* said why; left out of the page */
+      rc = RD_BAD_INPUT;
       memmove(files + i, files + i + 1, (n - i - 1) * sizeof *files);
       n--;
       i--;
@@ -652,7 +652,7 @@ int cmd_report(int argc, char **argv) {
     }
     const Dlh__Packet *p;
     char exe[64] = "process";
-    if (vx_trace_next(&t, &p) == 1 && p->data_case == DLH__PACKET__DATA_PROCESS) {
+    if (rd_trace_next(&t, &p) == 1 && p->data_case == DLH__PACKET__DATA_PROCESS) {
       g->pid = p->process->pid;
       if (p->process->has_rank && p->process->rank >= 0) g->rank = p->process->rank;
       if (p->process->exe) {
@@ -660,15 +660,15 @@ int cmd_report(int argc, char **argv) {
         snprintf(exe, sizeof exe, "%s", b ? b + 1 : p->process->exe);
       }
     }
-    vx_trace_close(&t);
+    rd_trace_close(&t);
     char label[128];
     if (g->rank >= 0) snprintf(label, sizeof label, "rank %d (pid %u)", g->rank, g->pid);
     else snprintf(label, sizeof label, "%s pid %u%s", exe, g->pid, n > 1 ? " (no rank)" : "");
-    g->label = vx_xstrdup(label);
+    g->label = rd_xstrdup(label);
     r->ngroups++;
   }
   if (!n) {
-    vx_error("report: no trace could be read; nothing written");
+    rd_error("report: no trace could be read; nothing written");
     free(r->groups);
     free(r->st.v[0]);
     free(r->st.v);
@@ -677,60 +677,60 @@ int cmd_report(int argc, char **argv) {
     free(abs_off);
     free(rel);
     free(files);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   qsort(r->groups, r->ngroups, sizeof *r->groups, by_rank_pid);
   /* one timeline: the clock offsets of dlhook merge (anchors, refined on collectives) */
-  vx_ranks_analyze(files, n);
+  rd_ranks_analyze(files, n);
   for (size_t i = 0; i < n; i++) {
     abs_off[i] = 0;
-    if (!vx_ranks_offset(files[i], &abs_off[i])) vx_anchor_offset(files[i], &abs_off[i]);
+    if (!rd_ranks_offset(files[i], &abs_off[i])) rd_anchor_offset(files[i], &abs_off[i]);
     rel[i] = abs_off[i] - abs_off[0];
   }
-  ex_set_offsets(files, rel, n);
+  rd_set_offsets(files, rel, n);
 
   for (size_t i = 0; i < n; i++) {
-    ex_sink s = {r, on_packet, on_api, on_gpu};
-    vx_trace t;
-    if (vx_trace_open(&t, files[i]) < 0) { rc = VX_BAD_INPUT; continue; }
+    rd_sink s = {r, on_packet, on_api, on_gpu};
+    rd_trace t;
+    if (rd_trace_open(&t, files[i]) < 0) { rc = RD_BAD_INPUT; continue; }
     const Dlh__Packet *p;
     r->pid = 0;
-    if (vx_trace_next(&t, &p) == 1 && p->data_case == DLH__PACKET__DATA_PROCESS) r->pid = p->process->pid;
-    vx_trace_close(&t);
+    if (rd_trace_next(&t, &p) == 1 && p->data_case == DLH__PACKET__DATA_PROCESS) r->pid = p->process->pid;
+    rd_trace_close(&t);
     r->group = 0;
     for (size_t g = 0; g < r->ngroups; g++)
       if (r->groups[g].pid == r->pid) r->group = (uint32_t)g;
     r->open_at = 0;
     r->first_ev = r->nevs;
-    vx_map_free(&r->threads, free);
+    rd_map_free(&r->threads, free);
     memset(&r->threads, 0, sizeof r->threads);
-    if (ex_scan(files[i], &o, "report", &s) != VX_OK) rc = VX_BAD_INPUT;
+    if (rd_scan(files[i], &o, "report", &s) != RD_OK) rc = RD_BAD_INPUT;
     /* kernels launched inside library calls link to the call's external id; lane names */
     for (size_t k = r->first_ev; k < r->nevs; k++) {
       uint32_t x;
-      if (r->lanes[r->evs[k].lane]->kind == L_GPU && r->evs[k].link && ex_m_get(&r->ext, r->evs[k].link, &x))
+      if (r->lanes[r->evs[k].lane]->kind == L_GPU && r->evs[k].link && rd_m_get(&r->ext, r->evs[k].link, &x))
         r->evs[k].link = x;
     }
     for (size_t l = 0; l < r->nlanes; l++) { /* thread names are per trace: bake them in now */
       lane *ln = r->lanes[l];
       if (ln->group != r->group || ln->kind == L_GPU || ln->b) continue;
-      const char *tn = vx_map_get(&r->threads, ln->a);
+      const char *tn = rd_map_get(&r->threads, ln->a);
       ln->b = 1 + (tn ? intern(&r->st, tn) : 0);
     }
-    ex_m_free(&r->ext);
+    rd_m_free(&r->ext);
     memset(&r->ext, 0, sizeof r->ext);
-    vx_map_free(&r->stackstr, NULL);
+    rd_map_free(&r->stackstr, NULL);
     memset(&r->stackstr, 0, sizeof r->stackstr);
     if (r->open_at && r->nwin < 256) { r->win[r->nwin].s = r->open_at; r->win[r->nwin++].e = UINT64_MAX; }
-    if (vx_trace_open(&t, files[i]) == 0) {
-      while (vx_trace_next(&t, &p) == 1) {}
-      r->dropped += vx_trace_dropped(&t);
-      vx_trace_close(&t);
+    if (rd_trace_open(&t, files[i]) == 0) {
+      while (rd_trace_next(&t, &p) == 1) {}
+      r->dropped += rd_trace_dropped(&t);
+      rd_trace_close(&t);
     }
     if (r->nmem < 64) {
       uint32_t pid = 0;
-      vx_mem_sample *v = NULL;
-      long k = vx_memory_counter(files[i], &v, &pid);
+      rd_mem_sample *v = NULL;
+      long k = rd_memory_counter(files[i], &v, &pid);
       if (k > 0) {
         for (long q = 0; q < k; q++) v[q].ts_ns += (uint64_t)rel[i];
         r->mem[r->nmem].group = r->group;
@@ -753,20 +753,20 @@ int cmd_report(int argc, char **argv) {
   size_t svglen = 0;
   if (sfd >= 0) {
     close(sfd);
-    ex_opts fo;
+    rd_opts fo;
     memset(&fo, 0, sizeof fo);
     fo.format = "svg";
     fo.out = svgpath;
-    fo.weight = r->kernels_n ? EX_W_GPU : EX_W_CPU;
+    fo.weight = r->kernels_n ? RD_W_GPU : RD_W_CPU;
     fo.quiet = 1;
-    if (ex_flame(&fo, files, n) == VX_OK) {
+    if (ex_flame(&fo, files, n) == RD_OK) {
       FILE *sf = fopen(svgpath, "r");
       if (sf) {
         fseek(sf, 0, SEEK_END);
         long len = ftell(sf);
         fseek(sf, 0, SEEK_SET);
         if (len > 0) {
-          svg = vx_xmalloc((size_t)len + 1);
+          svg = rd_xmalloc((size_t)len + 1);
           svglen = fread(svg, 1, (size_t)len, sf);
           svg[svglen] = 0;
         }
@@ -776,8 +776,8 @@ int cmd_report(int argc, char **argv) {
     unlink(svgpath);
   }
 
-  FILE *f = ex_create(out, 0);
-  if (!f) { rc = VX_BAD_INPUT; goto done; }
+  FILE *f = rd_create(out, 0);
+  if (!f) { rc = RD_BAD_INPUT; goto done; }
   fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
              "<title>dlhook report</title>\n<style>%s</style></head>\n<body>\n", css);
   fputs("<h1>dlhook report</h1>\n<div class=\"muted\">", f);
@@ -848,20 +848,20 @@ int cmd_report(int argc, char **argv) {
   fputs("<script type=\"application/json\" id=\"dlh-data\">{", f);
   if (data) fwrite(data, 1, datalen, f);
   free(data);
-  ex_set_offsets(files, rel, n); /* the step times on the same timeline */
+  rd_set_offsets(files, rel, n); /* the step times on the same timeline */
   fputs(",\n\"stats\":", f);
   fflush(f);
   stats_json(f, NULL, files, n);
-  ex_set_offsets(NULL, NULL, 0);
+  rd_set_offsets(NULL, NULL, 0);
   fputs(",\n\"memory\":", f);
   fflush(f);
   stats_json(f, "--memory", files, n);
   fputs("}</script>\n<script>", f);
   fputs(report_js, f);
   fputs("</script>\n<div class=\"muted\">written by dlhook " DLHOOK_VERSION "</div>\n</body></html>\n", f);
-  if (ex_close(f, out) < 0) rc = VX_BAD_INPUT;
+  if (rd_close(f, out) < 0) rc = RD_BAD_INPUT;
 done:
-  ex_set_offsets(NULL, NULL, 0);
+  rd_set_offsets(NULL, NULL, 0);
   free(svg);
   free(abs_off);
   free(rel);
@@ -875,11 +875,11 @@ done:
   free(r->st.v);
   free(r->st.slot);
   free(r->groups);
-  vx_map_free(&r->threads, free);
+  rd_map_free(&r->threads, free);
   free(r->procs);
   free(r->kernels.v);
-  ex_m_free(&r->kernels.ix);
-  ex_m_free(&r->calls.ix);
+  rd_m_free(&r->kernels.ix);
+  rd_m_free(&r->calls.ix);
   free(r->calls.v);
   free(r->evs);
   free(r);

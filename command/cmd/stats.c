@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "dlh_fmt.h"
-#include "vx.h"
+#include "rd.h"
 
 typedef struct agg {
   char *name;
@@ -20,7 +20,7 @@ typedef struct aggs {
 } aggs;
 
 static size_t agg_slot(const char *name, int domain, size_t cap) {
-  return (size_t)(vx_hash_str(name) ^ vx_hash64((uint64_t)(unsigned)domain)) & (cap - 1);
+  return (size_t)(rd_hash_str(name) ^ rd_hash64((uint64_t)(unsigned)domain)) & (cap - 1);
 }
 
 /* Finds or adds (name, domain); returns its index. Called once per function id per trace
@@ -35,7 +35,7 @@ static size_t agg_find(aggs *a, const char *name, int domain) {
   if ((a->n + 1) * 2 > a->ixcap) { /* grow the index, then find the free slot again */
     size_t nc = a->ixcap ? a->ixcap * 2 : 128;
     uint32_t *nx = calloc(nc, sizeof *nx);
-    if (!nx) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+    if (!nx) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
     for (size_t k = 0; k < a->n; k++) {
       size_t j = agg_slot(a->v[k].name, a->v[k].domain, nc);
       while (nx[j]) j = (j + 1) & (nc - 1);
@@ -49,11 +49,11 @@ static size_t agg_find(aggs *a, const char *name, int domain) {
   a->ix[i] = (uint32_t)a->n + 1;
   if (a->n == a->cap) {
     a->cap = a->cap ? a->cap * 2 : 64;
-    a->v = vx_xrealloc(a->v, a->cap * sizeof *a->v);
+    a->v = rd_xrealloc(a->v, a->cap * sizeof *a->v);
   }
   agg *g = &a->v[a->n];
   memset(g, 0, sizeof *g);
-  g->name = vx_xstrdup(name);
+  g->name = rd_xstrdup(name);
   g->domain = domain;
   return a->n++;
 }
@@ -88,11 +88,11 @@ typedef struct stats {
   uint64_t kernel_ns;
   uint64_t traces, processes, dropped, records, api_calls, api_errors, api_ns;
   uint64_t api_events;   /* API events read: a folded event is one event for many calls */
-  uint64_t folded;       /* calls folded into an earlier call (vx_trace_folded) */
+  uint64_t folded;       /* calls folded into an earlier call (rd_trace_folded) */
   uint64_t unsymbolized; /* stack addresses the recording left without a name */
   pid_tid *threads;
   size_t nthreads, capthreads;
-  vx_libstats *lib;      /* GEMM, convolution, collective tables (libcalls.c) */
+  rd_libstats *lib;      /* GEMM, convolution, collective tables (libcalls.c) */
   struct attached {      /* traces written by `dlhook attach` */
     char *file;
     uint32_t pid;
@@ -104,7 +104,7 @@ typedef struct stats {
   struct memfig {        /* dlhook's own memory in each traced process (Trailer.mem_*) */
     char *file;
     uint32_t pid;
-    vx_mem *m;
+    rd_mem *m;
   } *mem;
   size_t nmem;
 } stats;
@@ -114,32 +114,32 @@ static void add_thread(stats *s, uint32_t pid, uint32_t tid) {
     if (s->threads[i - 1].pid == pid && s->threads[i - 1].tid == tid) return;
   if (s->nthreads == s->capthreads) {
     s->capthreads = s->capthreads ? s->capthreads * 2 : 64;
-    s->threads = vx_xrealloc(s->threads, s->capthreads * sizeof *s->threads);
+    s->threads = rd_xrealloc(s->threads, s->capthreads * sizeof *s->threads);
   }
   s->threads[s->nthreads++] = (pid_tid){pid, tid};
 }
 
 /* the per-trace maps store index+1 */
-static size_t api_index(stats *s, vx_map *m, const vx_trace *t, uint32_t fn) {
-  uintptr_t v = (uintptr_t)vx_map_get(m, fn);
+static size_t api_index(stats *s, rd_map *m, const rd_trace *t, uint32_t fn) {
+  uintptr_t v = (uintptr_t)rd_map_get(m, fn);
   if (v) return v - 1;
-  const vx_func *f = vx_trace_func(t, fn);
-  size_t i = agg_find(&s->api, vx_func_name(t, fn), f ? f->domain : 0);
-  vx_map_put(m, fn, (void *)(uintptr_t)(i + 1));
+  const rd_func *f = rd_trace_func(t, fn);
+  size_t i = agg_find(&s->api, rd_func_name(t, fn), f ? f->domain : 0);
+  rd_map_put(m, fn, (void *)(uintptr_t)(i + 1));
   return i;
 }
 
-static size_t kernel_index(stats *s, vx_map *m, const vx_trace *t, uint32_t name) {
-  uintptr_t v = (uintptr_t)vx_map_get(m, name);
+static size_t kernel_index(stats *s, rd_map *m, const rd_trace *t, uint32_t name) {
+  uintptr_t v = (uintptr_t)rd_map_get(m, name);
   if (v) return v - 1;
-  const char *str = vx_trace_string(t, name);
+  const char *str = rd_trace_string(t, name);
   char tmp[32];
   if (!str) {
     snprintf(tmp, sizeof tmp, name ? "#%u" : "(unnamed)", name);
     str = tmp;
   }
   size_t i = agg_find(&s->kernels, str, 0);
-  vx_map_put(m, name, (void *)(uintptr_t)(i + 1));
+  rd_map_put(m, name, (void *)(uintptr_t)(i + 1));
   return i;
 }
 
@@ -179,7 +179,7 @@ static void add_busy(stats *s, uint32_t pid, uint32_t device, ival *v, size_t n,
   busy += cur_b - cur_a;
   if (s->ndev == s->capdev) {
     s->capdev = s->capdev ? s->capdev * 2 : 8;
-    s->dev = vx_xrealloc(s->dev, s->capdev * sizeof *s->dev);
+    s->dev = rd_xrealloc(s->dev, s->capdev * sizeof *s->dev);
   }
   s->dev[s->ndev++] = (devbusy){pid, device, busy, v[0].a, last, kns, nk};
 }
@@ -194,7 +194,7 @@ typedef struct devivals {
 static devivals *dev_of(devivals **d, size_t *nd, uint32_t device) {
   for (size_t i = 0; i < *nd; i++)
     if ((*d)[i].device == device) return &(*d)[i];
-  *d = vx_xrealloc(*d, (*nd + 1) * sizeof **d);
+  *d = rd_xrealloc(*d, (*nd + 1) * sizeof **d);
   devivals *x = &(*d)[(*nd)++];
   memset(x, 0, sizeof *x);
   x->device = device;
@@ -202,27 +202,27 @@ static devivals *dev_of(devivals **d, size_t *nd, uint32_t device) {
 }
 
 static int stats_one(stats *s, const char *path) {
-  vx_trace t;
-  if (vx_trace_open(&t, path) < 0) return VX_BAD_INPUT;
+  rd_trace t;
+  if (rd_trace_open(&t, path) < 0) return RD_BAD_INPUT;
   s->traces++;
-  vx_map fnmap = {0}, kmap = {0};
+  rd_map fnmap = {0}, kmap = {0};
   devivals *dv = NULL;
   size_t ndv = 0;
   const Dlh__Packet *p;
   int rc, bad = 0;
-  while ((rc = vx_trace_next(&t, &p)) == 1) {
+  while ((rc = rd_trace_next(&t, &p)) == 1) {
     switch (p->data_case) {
       case DLH__PACKET__DATA_PROCESS:
         s->processes++;
         if (p->process->has_attached && p->process->attached) {
-          s->att = vx_xrealloc(s->att, (s->natt + 1) * sizeof *s->att);
+          s->att = rd_xrealloc(s->att, (s->natt + 1) * sizeof *s->att);
           struct attached *a = &s->att[s->natt++];
-          a->file = vx_xstrdup(path);
+          a->file = rd_xstrdup(path);
           a->pid = p->process->pid;
           a->detached = 0;
           a->n = p->process->n_not_hooked;
-          a->not_hooked = vx_xmalloc((a->n + 1) * sizeof *a->not_hooked);
-          for (size_t k = 0; k < a->n; k++) a->not_hooked[k] = vx_xstrdup(p->process->not_hooked[k]);
+          a->not_hooked = rd_xmalloc((a->n + 1) * sizeof *a->not_hooked);
+          for (size_t k = 0; k < a->n; k++) a->not_hooked[k] = rd_xstrdup(p->process->not_hooked[k]);
         }
         break;
       case DLH__PACKET__DATA_TRAILER:
@@ -232,10 +232,10 @@ static int stats_one(stats *s, const char *path) {
       case DLH__PACKET__DATA_FUNCTION: {
         /* a redefinition of an id may change its name: resolve it again */
         uint32_t id = p->function->id;
-        if (!vx_map_get(&fnmap, id)) break;
-        const vx_func *f = vx_trace_func(&t, id);
-        size_t i = agg_find(&s->api, vx_func_name(&t, id), f ? f->domain : 0);
-        vx_map_put(&fnmap, id, (void *)(uintptr_t)(i + 1));
+        if (!rd_map_get(&fnmap, id)) break;
+        const rd_func *f = rd_trace_func(&t, id);
+        size_t i = agg_find(&s->api, rd_func_name(&t, id), f ? f->domain : 0);
+        rd_map_put(&fnmap, id, (void *)(uintptr_t)(i + 1));
         break;
       }
       case DLH__PACKET__DATA_THREAD:
@@ -250,7 +250,7 @@ static int stats_one(stats *s, const char *path) {
           size_t gi = api_index(s, &fnmap, &t, ev.fn); /* may move s->api.v */
           uint64_t calls = dlh_api_calls(&ev);
           account(&s->api.v[gi], ev.dur_ns, ev.ret != 0, calls);
-          vx_libstats_api(s->lib, &t, p->api->tid, &ev);
+          rd_libstats_api(s->lib, &t, p->api->tid, &ev);
           s->api_calls += calls;
           s->api_events++;
           s->api_errors += ev.ret != 0 ? calls : 0;
@@ -264,12 +264,12 @@ static int stats_one(stats *s, const char *path) {
         dlh_gpu_event ev;
         dlh_gpu_iter_init(&it, p->gpu);
         while (dlh_gpu_iter_next(&it, &ev)) {
-          vx_libstats_gpu(s->lib, &ev);
+          rd_libstats_gpu(s->lib, &ev);
           if (ev.kind < 1 || ev.kind > 3) continue; /* kernels, copies, memsets occupy the GPU */
           devivals *d = dev_of(&dv, &ndv, ev.device);
           if (d->n == d->cap) {
             d->cap = d->cap ? d->cap * 2 : 1024;
-            d->v = vx_xrealloc(d->v, d->cap * sizeof *d->v);
+            d->v = rd_xrealloc(d->v, d->cap * sizeof *d->v);
           }
           d->v[d->n++] = (ival){ev.start_ns, ev.start_ns + ev.dur_ns};
           if (ev.kind == 1) {
@@ -298,21 +298,21 @@ static int stats_one(stats *s, const char *path) {
     free(dv[i].v);
   }
   free(dv);
-  vx_libstats_trace_end(s->lib);
-  s->dropped += vx_trace_dropped(&t);
-  s->records += vx_trace_records(&t);
-  s->folded += vx_trace_folded(&t);
+  rd_libstats_trace_end(s->lib);
+  s->dropped += rd_trace_dropped(&t);
+  s->records += rd_trace_records(&t);
+  s->folded += rd_trace_folded(&t);
   if (t.mem) { /* kept: the trace's copy goes with it */
-    s->mem = vx_xrealloc(s->mem, (s->nmem + 1) * sizeof *s->mem);
-    s->mem[s->nmem++] = (struct memfig){vx_xstrdup(path), t.pid, t.mem};
+    s->mem = rd_xrealloc(s->mem, (s->nmem + 1) * sizeof *s->mem);
+    s->mem[s->nmem++] = (struct memfig){rd_xstrdup(path), t.pid, t.mem};
     t.mem = NULL;
   }
   s->unsymbolized += t.pcs_unsymbolized;
-  if (bad) vx_error("%s: inconsistent event batch (skipped its remaining events)", path);
-  vx_map_free(&fnmap, NULL);
-  vx_map_free(&kmap, NULL);
-  vx_trace_close(&t);
-  return rc < 0 || bad ? VX_BAD_INPUT : VX_OK;
+  if (bad) rd_error("%s: inconsistent event batch (skipped its remaining events)", path);
+  rd_map_free(&fnmap, NULL);
+  rd_map_free(&kmap, NULL);
+  rd_trace_close(&t);
+  return rc < 0 || bad ? RD_BAD_INPUT : RD_OK;
 }
 
 static void json_aggs(FILE *f, const aggs *a, int with_domain) {
@@ -320,8 +320,8 @@ static void json_aggs(FILE *f, const aggs *a, int with_domain) {
   for (size_t i = 0; i < a->n; i++) {
     const agg *g = &a->v[i];
     fputs(i ? ",\n  {\"name\":" : "\n  {\"name\":", f);
-    vx_json_str(f, g->name);
-    if (with_domain) fprintf(f, ",\"domain\":\"%s\"", vx_domain_name(g->domain));
+    rd_json_str(f, g->name);
+    if (with_domain) fprintf(f, ",\"domain\":\"%s\"", rd_domain_name(g->domain));
     if (with_domain) fprintf(f, ",\"calls\":%" PRIu64 ",\"errors\":%" PRIu64, g->calls, g->errors);
     else fprintf(f, ",\"count\":%" PRIu64, g->calls);
     fprintf(f, ",\"total_ns\":%" PRIu64 ",\"mean_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 "}",
@@ -334,7 +334,7 @@ static double pct(uint64_t part, uint64_t whole) { return whole ? 100.0 * (doubl
 static double gbps(uint64_t bytes, uint64_t ns) { return ns ? (double)bytes / (double)ns : 0; }
 
 /* {"peak_bytes":P,"bytes":B} of a part (bytes: at the end of the trace, when recorded). */
-static void json_part(FILE *f, const vx_mem_part *p) {
+static void json_part(FILE *f, const rd_mem_part *p) {
   fprintf(f, "{\"peak_bytes\":%" PRIu64, p->peak_bytes);
   if (p->has_bytes) fprintf(f, ",\"bytes\":%" PRIu64, p->bytes);
   putc('}', f);
@@ -348,7 +348,7 @@ static void json_dlhook_memory(FILE *f, const stats *s) {
   uint64_t budget = 0, peak = 0;
   int has_budget = 0, has_peak = 0;
   for (size_t i = 0; i < s->nmem; i++) {
-    const vx_mem *m = s->mem[i].m;
+    const rd_mem *m = s->mem[i].m;
     if (m->has_budget) { has_budget = 1; if (m->budget_bytes > budget) budget = m->budget_bytes; }
     if (m->has_peak) { has_peak = 1; if (m->peak_bytes > peak) peak = m->peak_bytes; }
   }
@@ -358,12 +358,12 @@ static void json_dlhook_memory(FILE *f, const stats *s) {
   /* each part once, with its largest peak over the traces (first-seen order) */
   size_t nall = 0;
   for (size_t i = 0; i < s->nmem; i++) nall += s->mem[i].m->nparts;
-  const vx_mem_part **all = vx_xmalloc((nall ? nall : 1) * sizeof *all);
-  uint64_t *pk = vx_xmalloc((nall ? nall : 1) * sizeof *pk);
+  const rd_mem_part **all = rd_xmalloc((nall ? nall : 1) * sizeof *all);
+  uint64_t *pk = rd_xmalloc((nall ? nall : 1) * sizeof *pk);
   size_t nu = 0;
   for (size_t i = 0; i < s->nmem; i++)
     for (size_t k = 0; k < s->mem[i].m->nparts; k++) {
-      const vx_mem_part *p = &s->mem[i].m->parts[k];
+      const rd_mem_part *p = &s->mem[i].m->parts[k];
       size_t u = 0;
       while (u < nu && strcmp(all[u]->name, p->name)) u++;
       if (u == nu) { all[nu] = p; pk[nu++] = 0; }
@@ -372,23 +372,23 @@ static void json_dlhook_memory(FILE *f, const stats *s) {
   fputs("\"parts\":{", f);
   for (size_t u = 0; u < nu; u++) {
     if (u) putc(',', f);
-    vx_json_str(f, all[u]->name);
+    rd_json_str(f, all[u]->name);
     fprintf(f, ":%" PRIu64, pk[u]);
   }
   free(all);
   free(pk);
   fputs("},\"traces\":[", f);
   for (size_t i = 0; i < s->nmem; i++) {
-    const vx_mem *m = s->mem[i].m;
+    const rd_mem *m = s->mem[i].m;
     fputs(i ? ",{\"file\":" : "{\"file\":", f);
-    vx_json_str(f, s->mem[i].file);
+    rd_json_str(f, s->mem[i].file);
     fprintf(f, ",\"pid\":%u", s->mem[i].pid);
     if (m->has_budget) fprintf(f, ",\"budget_bytes\":%" PRIu64, m->budget_bytes);
     if (m->has_peak) fprintf(f, ",\"peak_bytes\":%" PRIu64, m->peak_bytes);
     fputs(",\"parts\":{", f);
     for (size_t k = 0; k < m->nparts; k++) {
       if (k) putc(',', f);
-      vx_json_str(f, m->parts[k].name);
+      rd_json_str(f, m->parts[k].name);
       putc(':', f);
       json_part(f, &m->parts[k]);
     }
@@ -408,7 +408,7 @@ static void print_json(FILE *f, const stats *s, char **files, size_t nfiles) {
     fprintf(f, "%s{\"pid\":%u,\"device\":%u,\"kernels\":%" PRIu64 ",\"kernel_ns\":%" PRIu64
                ",\"busy_ns\":%" PRIu64 ",\"span_ns\":%" PRIu64 ",\"busy_pct\":",
             i ? "," : "", d->pid, d->device, d->kernels, d->kernel_ns, d->busy, d->last - d->first);
-    vx_json_double(f, pct(d->busy, d->last - d->first));
+    rd_json_double(f, pct(d->busy, d->last - d->first));
     putc('}', f);
   }
   fputs("],\"memcpy\":[", f);
@@ -419,7 +419,7 @@ static void print_json(FILE *f, const stats *s, char **files, size_t nfiles) {
     fprintf(f, "%s{\"kind\":\"%s\",\"count\":%" PRIu64 ",\"bytes\":%" PRIu64
                ",\"total_ns\":%" PRIu64 ",\"gb_per_s\":",
             first ? "" : ",", copy_kind_name[k], c->count, c->bytes, c->ns);
-    vx_json_double(f, gbps(c->bytes, c->ns));
+    rd_json_double(f, gbps(c->bytes, c->ns));
     putc('}', f);
     first = 0;
   }
@@ -432,19 +432,19 @@ static void print_json(FILE *f, const stats *s, char **files, size_t nfiles) {
           s->api_calls, s->api_errors, s->api_ns, s->dropped, s->records, s->traces,
           s->processes, s->nthreads, s->unsymbolized, s->api_events, s->folded);
   json_dlhook_memory(f, s);
-  vx_libstats_json(s->lib, f); /* gemms, convs, collectives */
-  vx_ranks_json(f); /* several ranks: arrival skew and the straggler */
-  vx_steps_json(f, files, nfiles); /* per step and rank: compute, comm, copy, host, idle */
+  rd_libstats_json(s->lib, f); /* gemms, convs, collectives */
+  rd_ranks_json(f); /* several ranks: arrival skew and the straggler */
+  rd_steps_json(f, files, nfiles); /* per step and rank: compute, comm, copy, host, idle */
   if (s->natt) { /* dlhook attach */
     fputs(",\n\"attached\":[", f);
     for (size_t i = 0; i < s->natt; i++) {
       fprintf(f, "%s{\"file\":", i ? "," : "");
-      vx_json_str(f, s->att[i].file);
+      rd_json_str(f, s->att[i].file);
       fprintf(f, ",\"pid\":%u,\"detached\":%s,\"not_hooked\":[", s->att[i].pid,
               s->att[i].detached ? "true" : "false");
       for (size_t k = 0; k < s->att[i].n; k++) {
         if (k) fputc(',', f);
-        vx_json_str(f, s->att[i].not_hooked[k]);
+        rd_json_str(f, s->att[i].not_hooked[k]);
       }
       fputs("]}", f);
     }
@@ -464,7 +464,7 @@ static const char *fmt_ns(char *buf, size_t n, double ns) {
 
 /* dst (4 * width + 4 bytes): src fitted to width columns, safe for a terminal (names come from
  * the trace: control sequences are shown escaped, never sent). */
-static void fit(char *dst, size_t width, const char *src) { vx_term_fit(dst, 4 * width + 4, width, src); }
+static void fit(char *dst, size_t width, const char *src) { rd_term_fit(dst, 4 * width + 4, width, src); }
 
 static void print_table(FILE *f, const stats *s) {
   char name[4 * 57 + 4], b1[32], b2[32], b3[32];
@@ -475,7 +475,7 @@ static void print_table(FILE *f, const stats *s) {
     const agg *g = &s->api.v[i];
     fit(name, 40, g->name);
     fprintf(f, "%-40s %-8s %9" PRIu64 " %6" PRIu64 " %10s %10s %10s\n", name,
-            vx_domain_name(g->domain), g->calls, g->errors, fmt_ns(b1, sizeof b1, (double)g->total),
+            rd_domain_name(g->domain), g->calls, g->errors, fmt_ns(b1, sizeof b1, (double)g->total),
             fmt_ns(b2, sizeof b2, g->calls ? (double)g->total / (double)g->calls : 0),
             fmt_ns(b3, sizeof b3, (double)g->max));
   }
@@ -486,7 +486,7 @@ static void print_table(FILE *f, const stats *s) {
     fprintf(f, "\n%-57s %9s %10s %10s %10s\n", "Kernel", "Count", "Total", "Mean", "Max");
     for (size_t i = 0; i < s->kernels.n; i++) {
       const agg *g = &s->kernels.v[i];
-      char *dm = vx_demangle(g->name);
+      char *dm = rd_demangle(g->name);
       fit(name, 57, dm ? dm : g->name);
       free(dm);
       fprintf(f, "%-57s %9" PRIu64 " %10s %10s %10s\n", name, g->calls,
@@ -519,8 +519,8 @@ static void print_table(FILE *f, const stats *s) {
       }
     }
   }
-  vx_libstats_table(s->lib, f);
-  vx_ranks_table(f);
+  rd_libstats_table(s->lib, f);
+  rd_ranks_table(f);
   fprintf(f, "\n%" PRIu64 " trace%s, %" PRIu64 " process%s, %zu thread%s, %" PRIu64
              " records, %" PRIu64 " dropped\n",
           s->traces, s->traces == 1 ? "" : "s", s->processes, s->processes == 1 ? "" : "es",
@@ -530,12 +530,12 @@ static void print_table(FILE *f, const stats *s) {
                " calls in %" PRIu64 " events\n",
             s->folded, s->folded == 1 ? "" : "s", s->api_calls, s->api_events);
   for (size_t i = 0; i < s->nmem; i++) { /* dlhook's own memory in the traced process */
-    const vx_mem *m = s->mem[i].m;
+    const rd_mem *m = s->mem[i].m;
     char b1[32], b2[32];
     fprintf(f, "dlhook memory");
     if (s->nmem > 1 || s->traces > 1) {
       char nm[4 * 40 + 4];
-      vx_term_fit(nm, sizeof nm, 40, s->mem[i].file);
+      rd_term_fit(nm, sizeof nm, 40, s->mem[i].file);
       for (size_t k = strlen(nm); k > 0 && nm[k - 1] == ' '; k--) nm[k - 1] = 0;
       fprintf(f, " of %s (pid %u)", nm, s->mem[i].pid);
     }
@@ -544,7 +544,7 @@ static void print_table(FILE *f, const stats *s) {
     putc('\n', f);
     for (size_t k = 0; k < m->nparts; k++) {
       char nm[4 * 24 + 4];
-      vx_term_fit(nm, sizeof nm, 24, m->parts[k].name);
+      rd_term_fit(nm, sizeof nm, 24, m->parts[k].name);
       fprintf(f, "  %s peak %12s", nm, dlh_fmt_bytes(b1, sizeof b1, m->parts[k].peak_bytes));
       if (m->parts[k].has_bytes)
         fprintf(f, ", at the end %12s", dlh_fmt_bytes(b2, sizeof b2, m->parts[k].bytes));
@@ -609,32 +609,32 @@ static void help(void) {
 
 int cmd_stats(int argc, char **argv) {
   int json = 0, opts_done = 0, memory = 0;
-  char **files = vx_xmalloc((size_t)argc * sizeof *files);
+  char **files = rd_xmalloc((size_t)argc * sizeof *files);
   size_t nfiles = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (opts_done || a[0] != '-') files[nfiles++] = argv[i];
     else if (!strcmp(a, "--")) opts_done = 1;
-    else if (vx_is_help(a)) { help(); free(files); return VX_OK; }
+    else if (rd_is_help(a)) { help(); free(files); return RD_OK; }
     else if (!strcmp(a, "--json")) json = 1;
     else if (!strcmp(a, "--memory")) memory = 1;
-    else { free(files); return vx_usage_error("stats", "unknown option '%s'", a); }
+    else { free(files); return rd_usage_error("stats", "unknown option '%s'", a); }
   }
   if (nfiles == 0) {
     free(files);
-    return vx_usage_error("stats", "no trace file given");
+    return rd_usage_error("stats", "no trace file given");
   }
   if (memory) { /* the GPU memory ledger (memory.c) */
-    int mrc = vx_memory_stats(files, nfiles, json, stdout);
-    if (fflush(stdout) != 0) mrc = VX_BAD_INPUT;
+    int mrc = rd_memory_stats(files, nfiles, json, stdout);
+    if (fflush(stdout) != 0) mrc = RD_BAD_INPUT;
     free(files);
     return mrc;
   }
   stats s = {0};
-  s.lib = vx_libstats_new();
-  int rc = VX_OK;
+  s.lib = rd_libstats_new();
+  int rc = RD_OK;
   for (size_t i = 0; i < nfiles; i++)
-    if (stats_one(&s, files[i]) != VX_OK) rc = VX_BAD_INPUT;
+    if (stats_one(&s, files[i]) != RD_OK) rc = RD_BAD_INPUT;
   free(s.api.ix); /* the order changes: no more lookups */
   free(s.kernels.ix);
   if (s.api.n) qsort(s.api.v, s.api.n, sizeof *s.api.v, by_total);
@@ -646,7 +646,7 @@ int cmd_stats(int argc, char **argv) {
     else free(s.api.v[i].name);
   }
   s.api.n = keep;
-  vx_ranks_analyze(files, nfiles);
+  rd_ranks_analyze(files, nfiles);
   if (s.traces == 0) { /* nothing could be opened: the errors said why */
   } else if (json) {
     print_json(stdout, &s, files, nfiles);
@@ -654,8 +654,8 @@ int cmd_stats(int argc, char **argv) {
     print_table(stdout, &s);
   }
   if (fflush(stdout) != 0) {
-    vx_error("stats: write error on standard output");
-    rc = VX_BAD_INPUT;
+    rd_error("stats: write error on standard output");
+    rc = RD_BAD_INPUT;
   }
   for (size_t i = 0; i < s.api.n; i++) free(s.api.v[i].name);
   for (size_t i = 0; i < s.kernels.n; i++) free(s.kernels.v[i].name);
@@ -663,7 +663,7 @@ int cmd_stats(int argc, char **argv) {
   free(s.kernels.v);
   free(s.threads);
   free(s.dev);
-  vx_libstats_free(s.lib);
+  rd_libstats_free(s.lib);
   for (size_t i = 0; i < s.natt; i++) {
     for (size_t k = 0; k < s.att[i].n; k++) free(s.att[i].not_hooked[k]);
     free(s.att[i].not_hooked);

@@ -21,7 +21,7 @@
 
 #include "dlh_elfsym.h"
 #include "export.h"
-#include "vx.h"
+#include "rd.h"
 
 static const dlh_elf_api ELF_API = {
     elf_version, elf_begin, elf_cntl, elf_end,   elf_nextscn,
@@ -122,7 +122,7 @@ static int try_file(smod *m, const char *p, int own_path) {
   m->syms = t;
   m->dwfl = d;
   m->dmod = dm;
-  m->file = vx_xstrdup(p);
+  m->file = rd_xstrdup(p);
   return 1;
 }
 
@@ -189,7 +189,7 @@ static int resolve(ctx *c, uint64_t pc, Dlh__SymbolDef *sd, char **fn, char **fi
   if (!name && m->dsyms) name = dlh_symtab_lookup(m->dsyms, a - m->bias, &off);
   *fn = *file = NULL;
   if (name) {
-    *fn = vx_xstrdup(name);
+    *fn = rd_xstrdup(name);
     char *at = strchr(*fn, '@');
     if (at && at != *fn) *at = 0;
     sd->function = *fn;
@@ -203,7 +203,7 @@ static int resolve(ctx *c, uint64_t pc, Dlh__SymbolDef *sd, char **fn, char **fi
     if (f) {
       const char *dir = f[0] != '/' ? dwfl_line_comp_dir(l) : NULL;
       size_t n = strlen(f) + (dir ? strlen(dir) + 1 : 0) + 1;
-      *file = vx_xmalloc(n);
+      *file = rd_xmalloc(n);
       if (dir && *dir) snprintf(*file, n, "%s/%s", dir, f);
       else snprintf(*file, n, "%s", f);
       sd->file = *file;
@@ -237,13 +237,13 @@ int cmd_symbolize(int argc, char **argv) {
   ctx c;
   memset(&c, 0, sizeof c);
   const char *out = NULL, *in = NULL;
-  c.debug_dirs = vx_xmalloc((size_t)argc * sizeof *c.debug_dirs);
-  c.path_dirs = vx_xmalloc((size_t)argc * sizeof *c.path_dirs);
+  c.debug_dirs = rd_xmalloc((size_t)argc * sizeof *c.debug_dirs);
+  c.path_dirs = rd_xmalloc((size_t)argc * sizeof *c.path_dirs);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (vx_is_help(a)) { usage(stdout); return VX_OK; }
+    if (rd_is_help(a)) { usage(stdout); return RD_OK; }
     if (!strcmp(a, "-o") || !strcmp(a, "--debug-dir") || !strcmp(a, "--path")) {
-      if (i + 1 >= argc) return vx_usage_error("symbolize", "%s needs a value", a);
+      if (i + 1 >= argc) return rd_usage_error("symbolize", "%s needs a value", a);
       const char *v = argv[++i];
       if (a[1] == 'o') out = v;
       else if (a[2] == 'd') c.debug_dirs[c.ndebug++] = v;
@@ -251,22 +251,22 @@ int cmd_symbolize(int argc, char **argv) {
     } else if (!strcmp(a, "-v")) {
       c.verbose = 1;
     } else if (a[0] == '-' && a[1]) {
-      return vx_usage_error("symbolize", "unknown option '%s'", a);
+      return rd_usage_error("symbolize", "unknown option '%s'", a);
     } else if (in) {
-      return vx_usage_error("symbolize", "one trace at a time ('%s' and '%s')", in, a);
+      return rd_usage_error("symbolize", "one trace at a time ('%s' and '%s')", in, a);
     } else {
       in = a;
     }
   }
-  if (!in) return vx_usage_error("symbolize", "no trace given");
+  if (!in) return rd_usage_error("symbolize", "no trace given");
 
   /* pass 1: modules, the pcs of stacks, the pcs already named */
   char *err = NULL;
   dlh_reader *r = dlh_reader_open(in, &err);
   if (!r) {
-    vx_error("%s: %s", in, err ? err : "cannot open");
+    rd_error("%s: %s", in, err ? err : "cannot open");
     free(err);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   size_t cap_pcs = 0, cap_named = 0, cap_mods = 0;
   const Dlh__Packet *p;
@@ -276,12 +276,12 @@ int cmd_symbolize(int argc, char **argv) {
       const Dlh__ModuleDef *d = p->module;
       if (c.nmods == cap_mods) {
         cap_mods = cap_mods ? cap_mods * 2 : 64;
-        c.mods = vx_xrealloc(c.mods, cap_mods * sizeof *c.mods);
+        c.mods = rd_xrealloc(c.mods, cap_mods * sizeof *c.mods);
       }
       smod *m = &c.mods[c.nmods++];
       memset(m, 0, sizeof *m);
       m->id = d->id;
-      m->path = vx_xstrdup(d->path ? d->path : "");
+      m->path = rd_xstrdup(d->path ? d->path : "");
       m->start = d->start;
       m->end = d->end;
       m->bias = d->offset;
@@ -295,7 +295,7 @@ int cmd_symbolize(int argc, char **argv) {
         if (d->pc[i] >> 63) continue; /* a Python frame */
         if (c.npcs == cap_pcs) {
           cap_pcs = cap_pcs ? cap_pcs * 2 : 4096;
-          c.pcs = vx_xrealloc(c.pcs, cap_pcs * sizeof *c.pcs);
+          c.pcs = rd_xrealloc(c.pcs, cap_pcs * sizeof *c.pcs);
         }
         c.pcs[c.npcs++] = d->pc[i];
       }
@@ -303,13 +303,13 @@ int cmd_symbolize(int argc, char **argv) {
                p->symbol->function[0]) {
       if (c.nnamed == cap_named) {
         cap_named = cap_named ? cap_named * 2 : 4096;
-        c.named = vx_xrealloc(c.named, cap_named * sizeof *c.named);
+        c.named = rd_xrealloc(c.named, cap_named * sizeof *c.named);
       }
       c.named[c.nnamed++] = p->symbol->pc;
     }
   }
   if (rc < 0)
-    vx_error("%s: damaged trace: %s (%" PRIu64 " complete frames read before it; they are kept)",
+    rd_error("%s: damaged trace: %s (%" PRIu64 " complete frames read before it; they are kept)",
              in, dlh_reader_error(r) ? dlh_reader_error(r) : "read error", dlh_reader_frames(r));
   dlh_reader_close(r);
   c.npcs = uniq(c.pcs, c.npcs);
@@ -317,8 +317,8 @@ int cmd_symbolize(int argc, char **argv) {
 
   /* resolve what is missing */
   size_t ntodo = 0, nres = 0;
-  Dlh__SymbolDef *defs = vx_xmalloc((c.npcs + 1) * sizeof *defs);
-  char **strs = vx_xmalloc((2 * c.npcs + 1) * sizeof *strs);
+  Dlh__SymbolDef *defs = rd_xmalloc((c.npcs + 1) * sizeof *defs);
+  char **strs = rd_xmalloc((2 * c.npcs + 1) * sizeof *strs);
   size_t nstrs = 0;
   for (size_t i = 0; i < c.npcs; i++) {
     if (has(c.named, c.nnamed, c.pcs[i])) continue;
@@ -333,16 +333,16 @@ int cmd_symbolize(int argc, char **argv) {
 
   /* pass 2: write the output (a new file renamed into place: lib/output.c's rules for outputs) */
   const char *dst = out ? out : in;
-  FILE *of = ex_create(dst, 0);
-  if (!of) return VX_BAD_INPUT;
+  FILE *of = rd_create(dst, 0);
+  if (!of) return RD_BAD_INPUT;
   r = dlh_reader_open(in, &err);
   dlh_writer *w = r ? dlh_writer_create(fileno(of), 3) : NULL;
   if (!r || !w) {
-    vx_error("%s: %s", in, err ? err : "cannot rewrite");
+    rd_error("%s: %s", in, err ? err : "cannot rewrite");
     free(err);
     dlh_reader_close(r);
     fclose(of);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   /* the trailer goes last: kept packed (it refers to memory of its packet, e.g. mem_parts,
    * which the next read frees), unpacked again to write it */
@@ -352,7 +352,7 @@ int cmd_symbolize(int argc, char **argv) {
     if (p->data_case == DLH__PACKET__DATA_TRAILER) {
       free(tbuf);
       tlen = dlh__trailer__get_packed_size(p->trailer);
-      tbuf = vx_xmalloc(tlen ? tlen : 1);
+      tbuf = rd_xmalloc(tlen ? tlen : 1);
       dlh__trailer__pack(p->trailer, tbuf);
       continue;
     }
@@ -378,8 +378,8 @@ int cmd_symbolize(int argc, char **argv) {
   int wrc = dlh_writer_flush(w);
   dlh_writer_free(w);
   dlh_reader_close(r);
-  if (wrc != 0) vx_error("%s: cannot write: %s", dst, strerror(errno));
-  if (ex_close(of, dst) < 0 || wrc != 0) return VX_BAD_INPUT;
+  if (wrc != 0) rd_error("%s: cannot write: %s", dst, strerror(errno));
+  if (rd_close(of, dst) < 0 || wrc != 0) return RD_BAD_INPUT;
   printf("%s: %zu stack addresses, %zu without a name before, %zu resolved now, %zu left\n", dst,
          c.npcs, ntodo, nres, ntodo - nres);
 
@@ -398,5 +398,5 @@ int cmd_symbolize(int argc, char **argv) {
   free(c.named);
   free(c.debug_dirs);
   free(c.path_dirs);
-  return rc < 0 ? VX_BAD_INPUT : VX_OK;
+  return rc < 0 ? RD_BAD_INPUT : RD_OK;
 }

@@ -4,7 +4,7 @@
 #ifndef EXPORT_H
 #define EXPORT_H
 
-#include "scan.h"
+#include "rd_scan.h"
 
 /* ---------------------------------------------------------------- links (links.c) */
 
@@ -16,7 +16,7 @@ typedef struct ex_cbid {
 extern const ex_cbid ex_cbids_runtime[], ex_cbids_driver[];
 extern const size_t ex_ncbids_runtime, ex_ncbids_driver;
 /* The CUPTI callback id of API function `fn` of a trace (runtime or driver), or -1. */
-long ex_cupti_cbid(const vx_trace *t, uint32_t fn);
+long ex_cupti_cbid(const rd_trace *t, uint32_t fn);
 
 /* Per-SM limits of a CUDA compute capability (CUDA C Programming Guide, "Technical
  * Specifications per Compute Capability"). */
@@ -59,7 +59,7 @@ typedef struct ex_evrec {
 } ex_evrec;
 
 typedef struct ex_links {
-  ex_u64map ix;         /* corr -> index in link */
+  rd_u64map ix;         /* corr -> index in link */
   ex_link *link;
   size_t nlink, caplink;
   ex_range *range;      /* NVTX ranges sorted by (tid, start) */
@@ -68,8 +68,8 @@ typedef struct ex_links {
   size_t nevrec, capevrec;
   char **labels;        /* interned NVTX labels */
   size_t nlabels;
-  ex_u64map label_ix;
-  ex_u64map ext_ix;     /* CUPTI correlation id -> index in ext (external correlation records) */
+  rd_u64map label_ix;
+  rd_u64map ext_ix;     /* CUPTI correlation id -> index in ext (external correlation records) */
   uint64_t *ext;        /* the library call's correlation id */
   size_t next, capext;
   size_t nsteps;
@@ -86,9 +86,9 @@ typedef struct ex_links {
 
 
 /* Scans a trace once (with o's window) and fills L: GPU work per correlation id, NVTX ranges
- * (sorted, nested, steps numbered), CUDA event records, the process (rank, host). Returns VX_OK
- * or VX_BAD_INPUT (message printed; what was read is kept). */
-int ex_links_scan(ex_links *L, const char *path, const ex_opts *o);
+ * (sorted, nested, steps numbered), CUDA event records, the process (rank, host). Returns RD_OK
+ * or RD_BAD_INPUT (message printed; what was read is kept). */
+int ex_links_scan(ex_links *L, const char *path, const rd_opts *o);
 /* The correlation id of the call a GPU record with CUPTI correlation id `corr` belongs to: the
  * library call's own id when an external correlation record says the work was launched inside
  * it, else corr. */
@@ -108,21 +108,21 @@ size_t ex_drop_gpuless(char **files, size_t n, int keep, int quiet);
 
 /* ---------------------------------------------------------------- formats */
 
-int ex_kineto(const ex_opts *o, char **files, size_t n);
-int ex_perfetto(const ex_opts *o, char **files, size_t n);
-int ex_xplane(const ex_opts *o, char **files, size_t n);
+int ex_kineto(const rd_opts *o, char **files, size_t n);
+int ex_perfetto(const rd_opts *o, char **files, size_t n);
+int ex_xplane(const rd_opts *o, char **files, size_t n);
 /* folded, svg, speedscope, pprof */
-int ex_flame(const ex_opts *o, char **files, size_t n);
+int ex_flame(const rd_opts *o, char **files, size_t n);
 /* dlhook diff: A and B, output by the extension of o->out (.svg, else folded) */
-int ex_flame_diff(const ex_opts *o, const char *a, const char *b);
+int ex_flame_diff(const rd_opts *o, const char *a, const char *b);
 
 /* ---------------------------------------------------------------- command line */
 
 /* Parses the options of `dlhook export` / `dlhook diff` (cmd names the command in messages)
- * into o and the trace files into files[] (*nfiles of them). Returns VX_OK, or VX_USAGE after
+ * into o and the trace files into files[] (*nfiles of them). Returns RD_OK, or RD_USAGE after
  * printing the error; *help_shown = 1 when --help asked for the help text (the caller prints
  * it). */
-int ex_parse_options(const char *cmd, int argc, char **argv, ex_opts *o, char **files,
+int ex_parse_options(const char *cmd, int argc, char **argv, rd_opts *o, char **files,
                      size_t *nfiles, int *help_shown);
 
 #endif

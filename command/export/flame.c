@@ -8,57 +8,57 @@
 
 /* ---------------------------------------------------------------- entry points */
 
-static const char *default_title(const ex_opts *o, int diff) {
+static const char *default_title(const rd_opts *o, int diff) {
   if (o->title) return o->title;
-  if (diff) return o->weight == EX_W_GPU ? "GPU time, differential" :
-                   o->weight == EX_W_CPU ? "API time, differential" : "Bytes, differential";
-  return o->weight == EX_W_GPU ? "GPU time by launching stack" :
-         o->weight == EX_W_CPU ? "Time in API calls" : "Bytes allocated and copied";
+  if (diff) return o->weight == RD_W_GPU ? "GPU time, differential" :
+                   o->weight == RD_W_CPU ? "API time, differential" : "Bytes, differential";
+  return o->weight == RD_W_GPU ? "GPU time by launching stack" :
+         o->weight == RD_W_CPU ? "Time in API calls" : "Bytes allocated and copied";
 }
 
-int ex_flame(const ex_opts *o, char **files, size_t n) {
+int ex_flame(const rd_opts *o, char **files, size_t n) {
   flame f;
   flame_init(&f, o);
-  int rc = VX_OK;
+  int rc = RD_OK;
   for (size_t i = 0; i < n; i++)
-    if (flame_read(&f, files[i]) != VX_OK) rc = VX_BAD_INPUT;
+    if (flame_read(&f, files[i]) != RD_OK) rc = RD_BAD_INPUT;
   flame_totals(&f);
   const char *title = default_title(o, 0);
   if (!strcmp(o->format, "pprof")) {
-    if (flame_write_pprof(&f, o->out, title) != VX_OK) rc = VX_BAD_INPUT;
+    if (flame_write_pprof(&f, o->out, title) != RD_OK) rc = RD_BAD_INPUT;
   } else {
-    FILE *out = ex_create(o->out, 0);
+    FILE *out = rd_create(o->out, 0);
     if (!out) {
-      rc = VX_BAD_INPUT;
+      rc = RD_BAD_INPUT;
     } else {
       if (!strcmp(o->format, "folded")) flame_write_folded(&f, out, 0);
       else if (!strcmp(o->format, "svg")) flame_write_svg(&f, out, 0, title);
       else flame_write_speedscope(&f, out, title);
-      if (ex_close(out, o->out) < 0) rc = VX_BAD_INPUT;
+      if (rd_close(out, o->out) < 0) rc = RD_BAD_INPUT;
     }
   }
   flame_free(&f);
   return rc;
 }
 
-int ex_flame_diff(const ex_opts *o, const char *a, const char *b) {
+int ex_flame_diff(const rd_opts *o, const char *a, const char *b) {
   flame f;
   flame_init(&f, o);
-  int rc = VX_OK;
+  int rc = RD_OK;
   f.side = 0;
-  if (flame_read(&f, a) != VX_OK) rc = VX_BAD_INPUT;
+  if (flame_read(&f, a) != RD_OK) rc = RD_BAD_INPUT;
   f.side = 1;
-  if (flame_read(&f, b) != VX_OK) rc = VX_BAD_INPUT;
+  if (flame_read(&f, b) != RD_OK) rc = RD_BAD_INPUT;
   flame_totals(&f);
   size_t l = strlen(o->out);
   int svg = l >= 4 && !strcmp(o->out + l - 4, ".svg");
-  FILE *out = ex_create(o->out, 0);
+  FILE *out = rd_create(o->out, 0);
   if (!out) {
-    rc = VX_BAD_INPUT;
+    rc = RD_BAD_INPUT;
   } else {
     if (svg) flame_write_svg(&f, out, 1, default_title(o, 1));
     else flame_write_folded(&f, out, 1);
-    if (ex_close(out, o->out) < 0) rc = VX_BAD_INPUT;
+    if (rd_close(out, o->out) < 0) rc = RD_BAD_INPUT;
   }
   flame_free(&f);
   return rc;

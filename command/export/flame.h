@@ -17,36 +17,36 @@ typedef struct node {
 } node;
 
 typedef struct flame {
-  const ex_opts *o;
+  const rd_opts *o;
   int side;           /* 0 or 1 (diff: before, after) */
   /* frames: interned names */
   char **names;
   size_t nnames, capnames;
-  ex_u64map name_ix;     /* hash of name -> chain head; collisions resolved by name_next */
+  rd_u64map name_ix;     /* hash of name -> chain head; collisions resolved by name_next */
   uint32_t *name_next;
   /* tree; node 0 is the root */
   node *nodes;
   size_t nnodes, capnodes;
-  ex_u64map child_ix;    /* parent << 32 | frame -> node */
+  rd_u64map child_ix;    /* parent << 32 | frame -> node */
   /* per trace */
-  ex_u64map leaf_ix;     /* stack << 32 | fn -> node of the call */
-  ex_u64map corr;        /* correlation id -> node of the launching call */
+  rd_u64map leaf_ix;     /* stack << 32 | fn -> node of the call */
+  rd_u64map corr;        /* correlation id -> node of the launching call */
   uint64_t *corr_ring;
   size_t corr_pos;
   /* GPU records whose launch was not seen yet */
   struct pend { uint64_t corr, w; uint32_t frame, next; } *pend; /* next: same corr */
   size_t npend, cappend, nresolved;
   int pass2;          /* second pass: only resolving pending records */
-  ex_u64map pend_ix;  /* corr -> most recent pending index */
-  ex_u64map ext;      /* CUPTI correlation id -> slot in ext_ring (library call not seen yet) */
+  rd_u64map pend_ix;  /* corr -> most recent pending index */
+  rd_u64map ext;      /* CUPTI correlation id -> slot in ext_ring (library call not seen yet) */
   struct extc { uint64_t corr, ext; } *ext_ring; /* the last CORR_LIMIT such ids */
   size_t next;
   uint32_t unknown_frame, nolaunch_frame;
 } flame;
 
 /* Starts an empty tree for the options o (weight, window). */
-void flame_init(flame *f, const ex_opts *o);
-/* Adds the events of one trace, on side f->side; VX_OK, or VX_BAD_INPUT (printed). */
+void flame_init(flame *f, const rd_opts *o);
+/* Adds the events of one trace, on side f->side; RD_OK, or RD_BAD_INPUT (printed). */
 int flame_read(flame *f, const char *path);
 void flame_free(flame *f);
 /* Inclusive totals of every node (after the last flame_read). */
@@ -70,7 +70,7 @@ void flame_path(const flame *f, uint32_t n, FILE *out);
 void flame_write_folded(const flame *f, FILE *out, int diff);
 void flame_write_svg(const flame *f, FILE *out, int diff, const char *title);
 void flame_write_speedscope(const flame *f, FILE *out, const char *title);
-/* pprof writes its own file (gzip'd protobuf): VX_OK or VX_BAD_INPUT. */
+/* pprof writes its own file (gzip'd protobuf): RD_OK or RD_BAD_INPUT. */
 int flame_write_pprof(const flame *f, const char *path, const char *title);
 
 #endif

@@ -18,7 +18,7 @@ typedef struct strtab {
 static int64_t st_add(strtab *s, const char *str) {
   if (s->n == s->cap) {
     s->cap = s->cap ? s->cap * 2 : 64;
-    s->v = vx_xrealloc(s->v, s->cap * sizeof *s->v);
+    s->v = rd_xrealloc(s->v, s->cap * sizeof *s->v);
   }
   s->v[s->n] = (char *)str;
   return (int64_t)s->n++;
@@ -28,9 +28,9 @@ int flame_write_pprof(const flame *f, const char *path, const char *title) {
   Dlhpprof__Profile pr = DLHPPROF__PROFILE__INIT;
   strtab st = {0};
   st_add(&st, "");
-  const char *wname = f->o->weight == EX_W_GPU ? "gpu_time" : f->o->weight == EX_W_CPU ?
+  const char *wname = f->o->weight == RD_W_GPU ? "gpu_time" : f->o->weight == RD_W_CPU ?
                       "cpu_time" : "bytes";
-  const char *cname = f->o->weight == EX_W_CPU ? "calls" : f->o->weight == EX_W_GPU ?
+  const char *cname = f->o->weight == RD_W_CPU ? "calls" : f->o->weight == RD_W_GPU ?
                       "gpu_ops" : "allocations_and_copies";
   Dlhpprof__ValueType vt[2] = {DLHPPROF__VALUE_TYPE__INIT, DLHPPROF__VALUE_TYPE__INIT};
   Dlhpprof__ValueType *vtp[2] = {&vt[0], &vt[1]};
@@ -38,7 +38,7 @@ int flame_write_pprof(const flame *f, const char *path, const char *title) {
   vt[0].type = st_add(&st, cname);
   vt[0].unit = st_add(&st, "count");
   vt[1].type = st_add(&st, wname);
-  vt[1].unit = st_add(&st, f->o->weight == EX_W_BYTES ? "bytes" : "nanoseconds");
+  vt[1].unit = st_add(&st, f->o->weight == RD_W_BYTES ? "bytes" : "nanoseconds");
   pr.n_sample_type = 2;
   pr.sample_type = vtp;
   pr.has_default_sample_type = 1;
@@ -46,18 +46,18 @@ int flame_write_pprof(const flame *f, const char *path, const char *title) {
   pr.period_type = &vt[1];
   pr.has_period = 1;
   pr.period = 1;
-  char *title_ok = vx_utf8_dup(title);
+  char *title_ok = rd_utf8_dup(title);
   int64_t cm = st_add(&st, title_ok);
   pr.n_comment = 1;
   pr.comment = &cm;
   /* one function and one location per frame name */
   size_t nf = f->nnames;
-  Dlhpprof__Function *fn = vx_xmalloc((nf ? nf : 1) * sizeof *fn);
-  Dlhpprof__Function **fnp = vx_xmalloc((nf ? nf : 1) * sizeof *fnp);
-  Dlhpprof__Location *loc = vx_xmalloc((nf ? nf : 1) * sizeof *loc);
-  Dlhpprof__Location **locp = vx_xmalloc((nf ? nf : 1) * sizeof *locp);
-  Dlhpprof__Line *ln = vx_xmalloc((nf ? nf : 1) * sizeof *ln);
-  Dlhpprof__Line **lnp = vx_xmalloc((nf ? nf : 1) * sizeof *lnp);
+  Dlhpprof__Function *fn = rd_xmalloc((nf ? nf : 1) * sizeof *fn);
+  Dlhpprof__Function **fnp = rd_xmalloc((nf ? nf : 1) * sizeof *fnp);
+  Dlhpprof__Location *loc = rd_xmalloc((nf ? nf : 1) * sizeof *loc);
+  Dlhpprof__Location **locp = rd_xmalloc((nf ? nf : 1) * sizeof *locp);
+  Dlhpprof__Line *ln = rd_xmalloc((nf ? nf : 1) * sizeof *ln);
+  Dlhpprof__Line **lnp = rd_xmalloc((nf ? nf : 1) * sizeof *lnp);
   for (size_t i = 0; i < nf; i++) {
     dlhpprof__function__init(&fn[i]);
     fn[i].has_id = fn[i].has_name = fn[i].has_system_name = 1;
@@ -81,13 +81,13 @@ int flame_write_pprof(const flame *f, const char *path, const char *title) {
   /* samples: one per node with a weight */
   size_t ns = 0;
   for (size_t i = 1; i < f->nnodes; i++) ns += f->nodes[i].self[f->side] != 0;
-  Dlhpprof__Sample *sm = vx_xmalloc((ns ? ns : 1) * sizeof *sm);
-  Dlhpprof__Sample **smp = vx_xmalloc((ns ? ns : 1) * sizeof *smp);
-  int64_t *vals = vx_xmalloc((ns ? ns : 1) * 2 * sizeof *vals);
+  Dlhpprof__Sample *sm = rd_xmalloc((ns ? ns : 1) * sizeof *sm);
+  Dlhpprof__Sample **smp = rd_xmalloc((ns ? ns : 1) * sizeof *smp);
+  int64_t *vals = rd_xmalloc((ns ? ns : 1) * 2 * sizeof *vals);
   size_t nlocs = 0;
   for (size_t i = 1; i < f->nnodes; i++)
     if (f->nodes[i].self[f->side]) nlocs += f->nodes[i].depth;
-  uint64_t *locids = vx_xmalloc((nlocs ? nlocs : 1) * sizeof *locids);
+  uint64_t *locids = rd_xmalloc((nlocs ? nlocs : 1) * sizeof *locids);
   size_t k = 0, lp = 0;
   for (size_t i = 1; i < f->nnodes; i++) {
     const node *d = &f->nodes[i];
@@ -108,15 +108,15 @@ int flame_write_pprof(const flame *f, const char *path, const char *title) {
   pr.n_string_table = st.n;
   pr.string_table = st.v;
   size_t len = dlhpprof__profile__get_packed_size(&pr);
-  uint8_t *buf = vx_xmalloc(len ? len : 1);
+  uint8_t *buf = rd_xmalloc(len ? len : 1);
   dlhpprof__profile__pack(&pr, buf);
-  int rc = VX_OK;
-  FILE *z = ex_create(path, 1);
+  int rc = RD_OK;
+  FILE *z = rd_create(path, 1);
   if (!z) {
-    rc = VX_BAD_INPUT;
+    rc = RD_BAD_INPUT;
   } else {
     if (len) fwrite(buf, 1, len, z);
-    if (ex_close(z, path) < 0) rc = VX_BAD_INPUT;
+    if (rd_close(z, path) < 0) rc = RD_BAD_INPUT;
   }
   free(buf);
   free(locids);

@@ -36,22 +36,22 @@ static int ss_visit(void *ctx, uint32_t n) {
 
 void flame_write_speedscope(const flame *f, FILE *out, const char *title) {
   fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"name\":", out);
-  vx_json_str(out, title);
+  rd_json_str(out, title);
   fprintf(out, ",\"exporter\":\"dlhook %s\",\"activeProfileIndex\":0,\n\"shared\":{\"frames\":[",
           DLHOOK_VERSION);
   for (size_t i = 0; i < f->nnames; i++) {
     fputs(i ? ",\n{\"name\":" : "\n{\"name\":", out);
-    vx_json_str(out, f->names[i]);
+    rd_json_str(out, f->names[i]);
     putc('}', out);
   }
   fputs("]},\n\"profiles\":[{\"type\":\"sampled\",\"name\":", out);
-  vx_json_str(out, title);
+  rd_json_str(out, title);
   fprintf(out, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":%" PRIu64 ",\n\"samples\":[",
-          f->o->weight == EX_W_BYTES ? "bytes" : "nanoseconds", f->nodes[0].total[f->side]);
+          f->o->weight == RD_W_BYTES ? "bytes" : "nanoseconds", f->nodes[0].total[f->side]);
   uint32_t maxd = 0;
   for (size_t i = 0; i < f->nnodes; i++)
     if (f->nodes[i].depth > maxd) maxd = f->nodes[i].depth;
-  ssctx c = {f, out, vx_xmalloc(((size_t)maxd + 1) * sizeof *c.stk), 1, 0};
+  ssctx c = {f, out, rd_xmalloc(((size_t)maxd + 1) * sizeof *c.stk), 1, 0};
   walker w = {ss_visit, NULL, &c};
   flame_walk(f, 0, &w);
   fputs("],\n\"weights\":[", out);

@@ -13,7 +13,7 @@
 static void xml_str(FILE *out, const char *s) {
   const unsigned char *p = (const unsigned char *)s;
   while (*p) {
-    size_t k = vx_utf8_seq(p);
+    size_t k = rd_utf8_seq(p);
     switch (*p) {
       case '<': fputs("&lt;", out); break;
       case '>': fputs("&gt;", out); break;
@@ -29,7 +29,7 @@ static void xml_str(FILE *out, const char *s) {
 
 /* value with a unit, human readable (common/dlh_fmt.h) */
 static void fmt_val(char *buf, size_t n, uint64_t v, int weight) {
-  if (weight == EX_W_BYTES) dlh_fmt_bytes(buf, n, v);
+  if (weight == RD_W_BYTES) dlh_fmt_bytes(buf, n, v);
   else dlh_fmt_ns(buf, n, v);
 }
 
@@ -58,9 +58,9 @@ static void color(const svgctx *c, const node *d, char *buf, size_t n) {
     else snprintf(buf, n, "rgb(230,230,230)");
     return;
   }
-  uint64_t h = vx_hash_str(name);
+  uint64_t h = rd_hash_str(name);
   int r, g, b;
-  if (!d->child && c->f->o->weight != EX_W_CPU && d->depth > 1) { /* GPU work: greens */
+  if (!d->child && c->f->o->weight != RD_W_CPU && d->depth > 1) { /* GPU work: greens */
     r = 60 + (int)(h % 60); g = 170 + (int)(h / 7 % 60); b = 80 + (int)(h / 13 % 40);
   } else if (!strncmp(name, "cuda", 4) || !strncmp(name, "cu", 2) || !strncmp(name, "nccl", 4) ||
              !strncmp(name, "cublas", 6) || !strncmp(name, "cudnn", 5)) { /* API: oranges */
@@ -187,7 +187,7 @@ void flame_write_svg(const flame *f, FILE *out, int diff, const char *title) {
   fprintf(out, "<text id=\"search\" class=\"btn\" x=\"%d\" y=\"24\">Search</text>\n", SVG_W - 60);
   fprintf(out, "<text id=\"matched\" x=\"%d\" y=\"%d\"></text>\n", SVG_W - 160, h - 5);
   fprintf(out, "<text id=\"details\" x=\"10\" y=\"%d\"></text>\n", h - 5);
-  c.x = vx_xmalloc(f->nnodes * sizeof *c.x);
+  c.x = rd_xmalloc(f->nnodes * sizeof *c.x);
   c.x[0] = 0;
   walker w = {svg_visit, svg_kids, &c};
   flame_walk(f, 0, &w);

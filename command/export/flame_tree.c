@@ -23,7 +23,7 @@
 /* ---------------------------------------------------------------- frames and the tree */
 
 
-static uint64_t hstr(const char *s) { return vx_hash_str(s); }
+static uint64_t hstr(const char *s) { return rd_hash_str(s); }
 
 static uint32_t frame_intern(flame *f, const char *s);
 
@@ -31,9 +31,9 @@ static uint32_t frame_intern(flame *f, const char *s);
 static uint32_t frame_id(flame *f, const char *name) {
   const unsigned char *q = (const unsigned char *)name;
   size_t k;
-  while (*q && *q != ';' && *q >= 0x20 && *q != 0x7f && (k = vx_utf8_seq(q))) q += k;
+  while (*q && *q != ';' && *q >= 0x20 && *q != 0x7f && (k = rd_utf8_seq(q))) q += k;
   if (!*q) return frame_intern(f, name); /* the usual case: nothing to change */
-  char *s = vx_utf8_dup(name); /* valid UTF-8 for SVG, speedscope JSON and pprof's proto3 */
+  char *s = rd_utf8_dup(name); /* valid UTF-8 for SVG, speedscope JSON and pprof's proto3 */
   for (char *p = s; *p; p++)
     if (*p == ';') *p = ':';
     else if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = ' ';
@@ -45,7 +45,7 @@ static uint32_t frame_id(flame *f, const char *name) {
 static uint32_t frame_intern(flame *f, const char *s) {
   uint64_t h = hstr(s);
   uint32_t id;
-  if (ex_m_get(&f->name_ix, h, &id)) {
+  if (rd_m_get(&f->name_ix, h, &id)) {
     for (uint32_t i = id; i != UINT32_MAX; i = f->name_next[i])
       if (!strcmp(f->names[i], s)) return i;
   } else {
@@ -53,24 +53,24 @@ static uint32_t frame_intern(flame *f, const char *s) {
   }
   if (f->nnames == f->capnames) {
     f->capnames = f->capnames ? f->capnames * 2 : 256;
-    f->names = vx_xrealloc(f->names, f->capnames * sizeof *f->names);
-    f->name_next = vx_xrealloc(f->name_next, f->capnames * sizeof *f->name_next);
+    f->names = rd_xrealloc(f->names, f->capnames * sizeof *f->names);
+    f->name_next = rd_xrealloc(f->name_next, f->capnames * sizeof *f->name_next);
   }
-  char *c = vx_xstrdup(s);
+  char *c = rd_xstrdup(s);
   uint32_t n = (uint32_t)f->nnames++;
   f->names[n] = c;
   f->name_next[n] = id; /* chain: new head */
-  ex_m_put(&f->name_ix, h, n);
+  rd_m_put(&f->name_ix, h, n);
   return n;
 }
 
 static uint32_t child(flame *f, uint32_t parent, uint32_t frame) {
   uint64_t k = (uint64_t)parent << 32 | frame;
   uint32_t n;
-  if (ex_m_get(&f->child_ix, k, &n)) return n;
+  if (rd_m_get(&f->child_ix, k, &n)) return n;
   if (f->nnodes == f->capnodes) {
     f->capnodes = f->capnodes ? f->capnodes * 2 : 1024;
-    f->nodes = vx_xrealloc(f->nodes, f->capnodes * sizeof *f->nodes);
+    f->nodes = rd_xrealloc(f->nodes, f->capnodes * sizeof *f->nodes);
   }
   n = (uint32_t)f->nnodes++;
   node *d = &f->nodes[n];
@@ -80,7 +80,7 @@ static uint32_t child(flame *f, uint32_t parent, uint32_t frame) {
   d->depth = f->nodes[parent].depth + 1;
   d->sibling = f->nodes[parent].child;
   f->nodes[parent].child = n;
-  ex_m_put(&f->child_ix, k, n);
+  rd_m_put(&f->child_ix, k, n);
   return n;
 }
 
@@ -91,10 +91,10 @@ static void add_n(flame *f, uint32_t n, uint64_t w, uint64_t count) {
 }
 static void add(flame *f, uint32_t n, uint64_t w) { add_n(f, n, w, 1); }
 
-void flame_init(flame *f, const ex_opts *o) {
+void flame_init(flame *f, const rd_opts *o) {
   memset(f, 0, sizeof *f);
   f->o = o;
-  f->nodes = vx_xmalloc(1024 * sizeof *f->nodes);
+  f->nodes = rd_xmalloc(1024 * sizeof *f->nodes);
   f->capnodes = 1024;
   f->nnodes = 1;
   memset(&f->nodes[0], 0, sizeof f->nodes[0]);
@@ -105,67 +105,67 @@ void flame_init(flame *f, const ex_opts *o) {
 /* ---------------------------------------------------------------- per-trace definitions */
 
 static void per_trace_reset(flame *f) {
-  ex_m_free(&f->leaf_ix);
-  ex_m_free(&f->corr);
+  rd_m_free(&f->leaf_ix);
+  rd_m_free(&f->corr);
   free(f->corr_ring);
   f->corr_ring = NULL;
   f->corr_pos = 0;
 }
 
 /* The node of an API call: its stack's frames (outermost first), then the function. */
-static uint32_t call_node(flame *f, const vx_trace *t, uint32_t stack, uint32_t fn) {
+static uint32_t call_node(flame *f, const rd_trace *t, uint32_t stack, uint32_t fn) {
   uint64_t k = (uint64_t)stack << 32 | fn;
   uint32_t n;
-  if (ex_m_get(&f->leaf_ix, k, &n)) return n;
+  if (rd_m_get(&f->leaf_ix, k, &n)) return n;
   n = 0;
-  const vx_frame *fr = NULL;
-  size_t nfr = stack ? vx_stack_frames(t, stack, &fr) : 0;
+  const rd_frame *fr = NULL;
+  size_t nfr = stack ? rd_stack_frames(t, stack, &fr) : 0;
   for (size_t i = nfr; i-- > 0;) { /* outermost first */
     char buf[64];
-    n = child(f, n, frame_id(f, ex_frame_name(&fr[i], buf, sizeof buf)));
+    n = child(f, n, frame_id(f, rd_frame_name(&fr[i], buf, sizeof buf)));
   }
-  n = child(f, n, frame_id(f, vx_func_name(t, fn)));
-  ex_m_put(&f->leaf_ix, k, n);
+  n = child(f, n, frame_id(f, rd_func_name(t, fn)));
+  rd_m_put(&f->leaf_ix, k, n);
   return n;
 }
 
 static void corr_remember(flame *f, uint64_t corr, uint32_t n) {
-  if (!f->corr_ring) f->corr_ring = vx_xmalloc(CORR_LIMIT * sizeof *f->corr_ring);
+  if (!f->corr_ring) f->corr_ring = rd_xmalloc(CORR_LIMIT * sizeof *f->corr_ring);
   size_t slot = f->corr_pos % CORR_LIMIT;
-  if (f->corr_pos >= CORR_LIMIT) ex_m_del(&f->corr, f->corr_ring[slot]);
+  if (f->corr_pos >= CORR_LIMIT) rd_m_del(&f->corr, f->corr_ring[slot]);
   f->corr_ring[slot] = corr;
   f->corr_pos++;
-  ex_m_put(&f->corr, corr, n);
+  rd_m_put(&f->corr, corr, n);
 }
 
 static int is_alloc(const char *name) {
   return strstr(name, "alloc") || strstr(name, "Alloc");
 }
 
-static void on_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_event *ev) {
+static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
   flame *f = ctx;
   uint32_t i;
-  if (ev->corr && f->pend_ix.n && ex_m_get(&f->pend_ix, ev->corr, &i)) {
+  if (ev->corr && f->pend_ix.n && rd_m_get(&f->pend_ix, ev->corr, &i)) {
     uint32_t n = call_node(f, t, ev->stack, ev->fn);
     for (; i != UINT32_MAX; i = f->pend[i].next) {
       add(f, child(f, n, f->pend[i].frame), f->pend[i].w);
       f->pend[i].w = UINT64_MAX; /* resolved */
       f->nresolved++;
     }
-    ex_m_del(&f->pend_ix, ev->corr);
+    rd_m_del(&f->pend_ix, ev->corr);
   }
   if (f->pass2) return;
   int w = f->o->weight;
-  if (w == EX_W_CPU) {
-    const vx_func *fd = vx_trace_func(t, ev->fn);
+  if (w == RD_W_CPU) {
+    const rd_func *fd = rd_trace_func(t, ev->fn);
     if (ev->depth == 0 && !(fd && fd->domain == DLH__DOMAIN__DOMAIN_NVTX))
       add_n(f, call_node(f, t, ev->stack, ev->fn), ev->dur_ns, dlh_api_calls(ev));
     return;
   }
-  if (w == EX_W_BYTES) {
+  if (w == RD_W_BYTES) {
     uint64_t sz;
-    if (is_alloc(vx_func_name(t, ev->fn)) && !strstr(vx_func_name(t, ev->fn), "Free") &&
-        ex_arg(t, ev, "size|bytesize|bytes|sizeInBytes|byteSize", &sz) && sz)
+    if (is_alloc(rd_func_name(t, ev->fn)) && !strstr(rd_func_name(t, ev->fn), "Free") &&
+        rd_arg(t, ev, "size|bytesize|bytes|sizeInBytes|byteSize", &sz) && sz)
       add_n(f, call_node(f, t, ev->stack, ev->fn), sz * dlh_api_calls(ev), dlh_api_calls(ev));
   }
   if (ev->corr) corr_remember(f, ev->corr, call_node(f, t, ev->stack, ev->fn));
@@ -174,13 +174,13 @@ static void on_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_eve
 /* Drops resolved pending records and rebuilds the index. */
 static void pend_compact(flame *f) {
   size_t j = 0;
-  ex_m_free(&f->pend_ix);
+  rd_m_free(&f->pend_ix);
   for (size_t i = 0; i < f->npend; i++) {
     if (f->pend[i].w == UINT64_MAX) continue;
     f->pend[j] = f->pend[i];
     uint32_t head;
-    f->pend[j].next = ex_m_get(&f->pend_ix, f->pend[j].corr, &head) ? head : UINT32_MAX;
-    ex_m_put(&f->pend_ix, f->pend[j].corr, (uint32_t)j);
+    f->pend[j].next = rd_m_get(&f->pend_ix, f->pend[j].corr, &head) ? head : UINT32_MAX;
+    rd_m_put(&f->pend_ix, f->pend[j].corr, (uint32_t)j);
     j++;
   }
   f->npend = j;
@@ -191,10 +191,10 @@ static void pend_compact(flame *f) {
  * a few packets on). Returns -1 when too many are waiting. */
 static int pend_add(flame *f, uint64_t corr, uint64_t w, uint32_t fr) {
   uint32_t x, head;
-  if (f->ext.n && ex_m_get(&f->ext, corr, &x)) { /* launched inside a library call */
-    ex_m_del(&f->ext, corr);
+  if (f->ext.n && rd_m_get(&f->ext, corr, &x)) { /* launched inside a library call */
+    rd_m_del(&f->ext, corr);
     corr = f->ext_ring[x].ext;
-    if (ex_m_get(&f->corr, corr, &head)) {
+    if (rd_m_get(&f->corr, corr, &head)) {
       add(f, child(f, head, fr), w);
       return 0;
     }
@@ -204,49 +204,49 @@ static int pend_add(flame *f, uint64_t corr, uint64_t w, uint32_t fr) {
     if (f->npend == f->cappend) {
       if (f->cappend >= PENDING_LIMIT) return -1;
       f->cappend = f->cappend ? f->cappend * 2 : 4096;
-      f->pend = vx_xrealloc(f->pend, f->cappend * sizeof *f->pend);
+      f->pend = rd_xrealloc(f->pend, f->cappend * sizeof *f->pend);
     }
   }
   uint32_t i = (uint32_t)f->npend++;
-  f->pend[i] = (struct pend){corr, w, fr, ex_m_get(&f->pend_ix, corr, &head) ? head : UINT32_MAX};
-  ex_m_put(&f->pend_ix, corr, i);
+  f->pend[i] = (struct pend){corr, w, fr, rd_m_get(&f->pend_ix, corr, &head) ? head : UINT32_MAX};
+  rd_m_put(&f->pend_ix, corr, i);
   return 0;
 }
 
-static void on_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
+static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   flame *f = ctx;
   if (f->pass2) return;
   if (g->kind == 7) { /* external correlation: the CUPTI id inherits the library call's node */
     uint32_t n;
     if (g->nvals < 2) return;
-    if (ex_m_get(&f->corr, g->vals[1], &n)) {
+    if (rd_m_get(&f->corr, g->vals[1], &n)) {
       corr_remember(f, g->corr, n);
     } else {
-      if (!f->ext_ring) f->ext_ring = vx_xmalloc(CORR_LIMIT * sizeof *f->ext_ring);
+      if (!f->ext_ring) f->ext_ring = rd_xmalloc(CORR_LIMIT * sizeof *f->ext_ring);
       size_t slot = f->next++ % CORR_LIMIT;
       uint32_t old;
-      if (f->next > CORR_LIMIT && ex_m_get(&f->ext, f->ext_ring[slot].corr, &old) && old == slot)
-        ex_m_del(&f->ext, f->ext_ring[slot].corr);
+      if (f->next > CORR_LIMIT && rd_m_get(&f->ext, f->ext_ring[slot].corr, &old) && old == slot)
+        rd_m_del(&f->ext, f->ext_ring[slot].corr);
       f->ext_ring[slot] = (struct extc){g->corr, g->vals[1]};
-      ex_m_put(&f->ext, g->corr, (uint32_t)slot);
+      rd_m_put(&f->ext, g->corr, (uint32_t)slot);
     }
     return;
   }
   uint64_t w;
-  if (f->o->weight == EX_W_GPU) {
+  if (f->o->weight == RD_W_GPU) {
     if (g->kind < 1 || g->kind > 3) return;
     w = g->dur;
-  } else if (f->o->weight == EX_W_BYTES) {
+  } else if (f->o->weight == RD_W_BYTES) {
     if ((g->kind != 2 && g->kind != 3) || g->nvals < 1) return;
     w = g->vals[0];
   } else {
     return;
   }
   char buf[64];
-  uint32_t fr = frame_id(f, ex_gpu_name(t, g, buf, sizeof buf)), n;
+  uint32_t fr = frame_id(f, rd_gpu_name(t, g, buf, sizeof buf)), n;
   if (!g->corr) {
     add(f, child(f, child(f, 0, f->nolaunch_frame), fr), w);
-  } else if (ex_m_get(&f->corr, g->corr, &n)) {
+  } else if (rd_m_get(&f->corr, g->corr, &n)) {
     add(f, child(f, n, fr), w);
   } else if (pend_add(f, g->corr, w, fr) < 0) {
     add(f, child(f, child(f, 0, f->unknown_frame), fr), w);
@@ -255,29 +255,29 @@ static void on_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
 
 /* Reads one trace into the tree (two passes when launches were missed). */
 int flame_read(flame *f, const char *path) {
-  ex_sink s = {f, NULL, on_api, on_gpu};
-  int rc = ex_scan(path, f->o, "reading", &s);
+  rd_sink s = {f, NULL, on_api, on_gpu};
+  int rc = rd_scan(path, f->o, "reading", &s);
   if (f->npend > f->nresolved) { /* launches of library calls: their external id */
     for (size_t i = 0; i < f->npend; i++) {
       uint32_t x;
-      if (f->pend[i].w != UINT64_MAX && ex_m_get(&f->ext, f->pend[i].corr, &x))
+      if (f->pend[i].w != UINT64_MAX && rd_m_get(&f->ext, f->pend[i].corr, &x))
         f->pend[i].corr = f->ext_ring[x].ext;
     }
     pend_compact(f);
   }
-  ex_m_free(&f->ext);
+  rd_m_free(&f->ext);
   f->next = 0;
-  if (f->npend > f->nresolved && rc == VX_OK) {
+  if (f->npend > f->nresolved && rc == RD_OK) {
     per_trace_reset(f);
     f->pass2 = 1;
-    rc = ex_scan(path, f->o, "joining launches", &s);
+    rc = rd_scan(path, f->o, "joining launches", &s);
     f->pass2 = 0;
   }
   for (size_t i = 0; i < f->npend; i++)
     if (f->pend[i].w != UINT64_MAX)
       add(f, child(f, child(f, 0, f->unknown_frame), f->pend[i].frame), f->pend[i].w);
   f->npend = f->nresolved = 0;
-  ex_m_free(&f->pend_ix);
+  rd_m_free(&f->pend_ix);
   per_trace_reset(f);
   return rc;
 }
@@ -287,9 +287,9 @@ void flame_free(flame *f) {
   for (size_t i = 0; i < f->nnames; i++) free(f->names[i]);
   free(f->names);
   free(f->name_next);
-  ex_m_free(&f->name_ix);
+  rd_m_free(&f->name_ix);
   free(f->nodes);
-  ex_m_free(&f->child_ix);
+  rd_m_free(&f->child_ix);
   free(f->pend);
   free(f->ext_ring);
 }
@@ -312,7 +312,7 @@ static int by_name_ctx_cmp(const void *a, const void *b, void *ctx) {
 uint32_t *flame_children(const flame *f, uint32_t n, size_t *cnt) {
   size_t k = 0;
   for (uint32_t c = f->nodes[n].child; c; c = f->nodes[c].sibling) k++;
-  uint32_t *v = vx_xmalloc((k ? k : 1) * sizeof *v);
+  uint32_t *v = rd_xmalloc((k ? k : 1) * sizeof *v);
   k = 0;
   for (uint32_t c = f->nodes[n].child; c; c = f->nodes[c].sibling) v[k++] = c;
   qsort_r(v, k, sizeof *v, by_name_ctx_cmp, (void *)f);
@@ -323,7 +323,7 @@ uint32_t *flame_children(const flame *f, uint32_t n, size_t *cnt) {
 
 void flame_walk(const flame *f, uint32_t root, const walker *w) {
   size_t n = 0, cap = 64;
-  uint32_t *st = vx_xmalloc(cap * sizeof *st);
+  uint32_t *st = rd_xmalloc(cap * sizeof *st);
   st[n++] = root;
   while (n) {
     uint32_t x = st[--n];
@@ -333,7 +333,7 @@ void flame_walk(const flame *f, uint32_t root, const walker *w) {
     if (w->kids) w->kids(w->ctx, x, c, k);
     if (n + k > cap) {
       while (n + k > cap) cap *= 2;
-      st = vx_xrealloc(st, cap * sizeof *st);
+      st = rd_xrealloc(st, cap * sizeof *st);
     }
     for (size_t i = k; i-- > 0;) st[n++] = c[i]; /* first child on top */
     free(c);

@@ -63,31 +63,31 @@ typedef struct nccl_info {   /* the collective(s) behind an NCCL launch */
 } nccl_info;
 
 typedef struct kctx {
-  const ex_opts *o;
+  const rd_opts *o;
   FILE *f;
   ex_links *L;
   uint32_t pid;
   int rank, world;           /* rank -1: not written */
   Dlh__DeviceInfo **dev;     /* copies: id, name, total_mem, sm_count, cc */
   size_t ndev;
-  vx_map dev_ix;             /* id -> index + 1 into dev */
+  rd_map dev_ix;             /* id -> index + 1 into dev */
   uint32_t *gpu_pids;        /* devices seen in GPU records (for process_name metadata) */
   size_t ngpu;
   uint32_t next_ext;         /* External ids */
   uint32_t *range_ext;       /* External id of each NVTX range of L */
-  vx_map names;              /* key -> name escaped as a JSON string: fn id (API), 1<<31 |
+  rd_map names;              /* key -> name escaped as a JSON string: fn id (API), 1<<31 |
                                 string id (kernels and NVTX messages) */
-  ex_u64map ann_ix;          /* (range, device, stream) -> gpu_user_annotation span */
+  rd_u64map ann_ix;          /* (range, device, stream) -> gpu_user_annotation span */
   span *ann;
   uint64_t *ann_key;
   size_t nann, capann;
-  ex_u64map nccl_ix;         /* correlation id -> nccl_info */
+  rd_u64map nccl_ix;         /* correlation id -> nccl_info */
   nccl_info *nccl;
   size_t nnccl, capnccl;
   struct { uint32_t tid; nccl_info g; int open; } *grp; /* per thread: collectives of a group */
   size_t ngrp;
   uint64_t flows_s, flows_f;
-  ex_u64map streams;         /* (device, stream) already named */
+  rd_u64map streams;         /* (device, stream) already named */
   uint64_t ev_idx;           /* "Ev Idx": the index of a CPU event among them, as Kineto counts */
   uint64_t meta_ts;          /* ts of metadata events (the trace's start) */
 } kctx;
@@ -122,17 +122,17 @@ static char *json_escaped(const char *s) {
   char *e = NULL;
   size_t n = 0;
   FILE *m = open_memstream(&e, &n);
-  if (!m) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
-  vx_json_str(m, s);
-  if (fclose(m) != 0 || !e) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+  if (!m) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
+  rd_json_str(m, s);
+  if (fclose(m) != 0 || !e) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
   return e;
 }
 
 /* A name as a JSON string, escaped once and cached under key (0 = do not cache). */
 static void w_name(kctx *k, uint32_t key, const char *s) {
-  if (!key) { vx_json_str(k->f, s); return; }
-  char *e = vx_map_get(&k->names, key);
-  if (!e) vx_map_put(&k->names, key, e = json_escaped(s));
+  if (!key) { rd_json_str(k->f, s); return; }
+  char *e = rd_map_get(&k->names, key);
+  if (!e) rd_map_put(&k->names, key, e = json_escaped(s));
   w_s(k->f, e);
 }
 
@@ -196,9 +196,9 @@ static const char *nccl_type_torch(int64_t t) {
   return t >= 0 && t < 12 ? n[t] : "";
 }
 
-static int64_t argi(const vx_trace *t, const dlh_api_event *ev, const char *names, int64_t dflt) {
+static int64_t argi(const rd_trace *t, const dlh_api_event *ev, const char *names, int64_t dflt) {
   uint64_t v;
-  return ex_arg(t, ev, names, &v) ? (int64_t)v : dflt;
+  return rd_arg(t, ev, names, &v) ? (int64_t)v : dflt;
 }
 
 static void w_dims(FILE *f, const int64_t *d, int n) {
@@ -208,7 +208,7 @@ static void w_dims(FILE *f, const int64_t *d, int n) {
 }
 
 /* "Input Dims" / "Input type" of a GEMM or convolution (from the recorded library args). */
-static int w_shapes(FILE *f, const vx_trace *t, const dlh_api_event *ev, int dom) {
+static int w_shapes(FILE *f, const rd_trace *t, const dlh_api_event *ev, int dom) {
   if (dom == DLH__DOMAIN__DOMAIN_CUBLAS || dom == DLH__DOMAIN__DOMAIN_CUBLASLT) {
     int64_t m = argi(t, ev, "m", -1), n = argi(t, ev, "n", -1), kk = argi(t, ev, "k", -1);
     if (m < 0 || n < 0 || kk < 0) return 0;
@@ -252,7 +252,7 @@ static const char *coll_name(const char *fn) {
 }
 
 /* The collective of an NCCL call, or 0 when it is not one. */
-static int nccl_of(const vx_trace *t, const dlh_api_event *ev, const char *fname, nccl_info *c) {
+static int nccl_of(const rd_trace *t, const dlh_api_event *ev, const char *fname, nccl_info *c) {
   const char *cn = coll_name(fname);
   if (!cn) return 0;
   memset(c, 0, sizeof *c);
@@ -295,20 +295,20 @@ static void w_nccl(kctx *k, const nccl_info *c) {
 
 static void put_nccl(kctx *k, uint64_t corr, const nccl_info *c) {
   uint32_t i;
-  if (!ex_m_get(&k->nccl_ix, corr, &i)) {
+  if (!rd_m_get(&k->nccl_ix, corr, &i)) {
     if (k->nnccl == k->capnccl) {
       k->capnccl = k->capnccl ? k->capnccl * 2 : 64;
-      k->nccl = vx_xrealloc(k->nccl, k->capnccl * sizeof *k->nccl);
+      k->nccl = rd_xrealloc(k->nccl, k->capnccl * sizeof *k->nccl);
     }
     i = (uint32_t)k->nnccl++;
-    ex_m_put(&k->nccl_ix, corr, i);
+    rd_m_put(&k->nccl_ix, corr, i);
   }
   k->nccl[i] = *c;
 }
 
 /* ---------------------------------------------------------------- packets */
 
-static void k_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
+static void k_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
   kctx *k = ctx;
   switch (p->data_case) {
     case DLH__PACKET__DATA_PROCESS: {
@@ -323,41 +323,41 @@ static void k_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
         const char *b = strrchr(e, '/');
         snprintf(nm, sizeof nm, "%s", b ? b + 1 : e);
       }
-      vx_json_str(k->f, nm);
+      rd_json_str(k->f, nm);
       fprintf(k->f, "}},\n{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":%u,\"tid\":0,"
                     "\"ts\":%" PRIu64 ",\"args\":{\"labels\":\"CPU\"}}", pi->pid, k->meta_ts);
       break;
     }
     case DLH__PACKET__DATA_FUNCTION: /* (re)definition: drop a cached name */
-      if (vx_map_get(&k->names, p->function->id & 0x7fffffff))
-        free(vx_map_put(&k->names, p->function->id & 0x7fffffff,
+      if (rd_map_get(&k->names, p->function->id & 0x7fffffff))
+        free(rd_map_put(&k->names, p->function->id & 0x7fffffff,
                         json_escaped(p->function->name ? p->function->name : "")));
       break;
     case DLH__PACKET__DATA_STRING:
-      if (vx_map_get(&k->names, 1u << 31 | p->string->id))
-        free(vx_map_put(&k->names, 1u << 31 | p->string->id,
+      if (rd_map_get(&k->names, 1u << 31 | p->string->id))
+        free(rd_map_put(&k->names, 1u << 31 | p->string->id,
                         json_escaped(p->string->value ? p->string->value : "")));
       break;
     case DLH__PACKET__DATA_THREAD:
       fprintf(k->f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,"
                     "\"ts\":%" PRIu64 ",\"args\":{\"name\":", k->pid, p->thread->tid, k->meta_ts);
-      vx_json_str(k->f, p->thread->name ? p->thread->name : "");
+      rd_json_str(k->f, p->thread->name ? p->thread->name : "");
       fputs("}}", k->f);
       break;
     case DLH__PACKET__DATA_DEVICE: {
       const Dlh__DeviceInfo *d = p->device;
-      Dlh__DeviceInfo *c = vx_xmalloc(sizeof *c);
+      Dlh__DeviceInfo *c = rd_xmalloc(sizeof *c);
       *c = *d;
-      c->name = vx_xstrdup(d->name ? d->name : "");
-      uintptr_t i = (uintptr_t)vx_map_get(&k->dev_ix, d->id);
+      c->name = rd_xstrdup(d->name ? d->name : "");
+      uintptr_t i = (uintptr_t)rd_map_get(&k->dev_ix, d->id);
       if (i) { /* redefined */
         free(k->dev[i - 1]->name);
         free(k->dev[i - 1]);
         k->dev[i - 1] = c;
       } else {
-        k->dev = vx_xrealloc(k->dev, (k->ndev + 1) * sizeof *k->dev);
+        k->dev = rd_xrealloc(k->dev, (k->ndev + 1) * sizeof *k->dev);
         k->dev[k->ndev++] = c;
-        vx_map_put(&k->dev_ix, d->id, (void *)(uintptr_t)k->ndev);
+        rd_map_put(&k->dev_ix, d->id, (void *)(uintptr_t)k->ndev);
       }
       break;
     }
@@ -411,7 +411,7 @@ static long range_of(const kctx *k, uint32_t tid, const dlh_api_event *ev) {
 
 /* A cuda_runtime launch written inside a library call for each GPU record it caused: placed
  * just before the first record starts (and inside the call), 1 µs or less each. */
-static void synth_launches(kctx *k, const vx_trace *t, uint32_t tid, const dlh_api_event *ev,
+static void synth_launches(kctx *k, const rd_trace *t, uint32_t tid, const dlh_api_event *ev,
                            const ex_link *l, uint32_t ext) {
   FILE *f = k->f;
   uint64_t n = l->ngpu ? l->ngpu : 1, dur = ev->dur_ns;
@@ -420,7 +420,7 @@ static void synth_launches(kctx *k, const vx_trace *t, uint32_t tid, const dlh_a
   uint64_t end = ev->start_ns + dur, s0 = l->first_gpu > n * d ? l->first_gpu - n * d : 0;
   if (s0 + n * d > end) s0 = end - n * d;
   if (s0 < ev->start_ns) s0 = ev->start_ns;
-  const char *real = vx_func_name(t, ev->fn);
+  const char *real = rd_func_name(t, ev->fn);
   for (uint64_t i = 0; i < n; i++) {
     uint64_t corr = i == 0 ? ev->corr : SYN_CORR(ev->corr, i < 4095 ? i : 4095);
     w_head(k, "cuda_runtime", tid, s0 + i * d, d);
@@ -446,17 +446,17 @@ static void w_calls(kctx *k, const dlh_api_event *ev) {
   w_u(k->f, ev->dur_ns);
 }
 
-static void k_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_event *ev) {
+static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
   kctx *k = ctx;
   FILE *f = k->f;
-  const vx_func *fn = vx_trace_func(t, ev->fn);
+  const rd_func *fn = rd_trace_func(t, ev->fn);
   int dom = fn ? fn->domain : 0;
-  const char *fname = vx_func_name(t, ev->fn);
+  const char *fname = rd_func_name(t, ev->fn);
   uint32_t ext = ++k->next_ext;
   if (dom == DLH__DOMAIN__DOMAIN_NVTX) {
     uint64_t msg;
     const char *label =
-        ex_arg(t, ev, "message|name", &msg) ? vx_trace_string(t, (uint32_t)msg) : NULL;
+        rd_arg(t, ev, "message|name", &msg) ? rd_trace_string(t, (uint32_t)msg) : NULL;
     long r = range_of(k, tid, ev);
     if (r >= 0) k->range_ext[r] = ext;
     long step = r >= 0 ? k->L->range[r].step : -1;
@@ -520,7 +520,7 @@ static void k_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
     size_t g;
     for (g = 0; g < k->ngrp && k->grp[g].tid != tid; g++) {}
     if (g == k->ngrp) {
-      k->grp = vx_xrealloc(k->grp, (k->ngrp + 1) * sizeof *k->grp);
+      k->grp = rd_xrealloc(k->grp, (k->ngrp + 1) * sizeof *k->grp);
       memset(&k->grp[g], 0, sizeof k->grp[g]);
       k->grp[g].tid = tid;
       k->ngrp++;
@@ -556,7 +556,7 @@ static void note_device(kctx *k, uint32_t dev) {
   size_t i;
   for (i = 0; i < k->ngpu && k->gpu_pids[i] != dev; i++) {}
   if (i < k->ngpu) return;
-  k->gpu_pids = vx_xrealloc(k->gpu_pids, (k->ngpu + 1) * sizeof *k->gpu_pids);
+  k->gpu_pids = rd_xrealloc(k->gpu_pids, (k->ngpu + 1) * sizeof *k->gpu_pids);
   k->gpu_pids[k->ngpu++] = dev;
   char nm[48];
   if (k->L->rank >= 0) snprintf(nm, sizeof nm, "rank %d", k->L->rank);
@@ -568,7 +568,7 @@ static void note_device(kctx *k, uint32_t dev) {
 }
 
 /* Extends the gpu_user_annotation of every NVTX range around the launch to this record. */
-static void note_annotation(kctx *k, const ex_link *l, const ex_gpu *g) {
+static void note_annotation(kctx *k, const ex_link *l, const rd_gpu *g) {
   if (!l->launch) return;
   for (long r = ex_links_range_at(k->L, l->tid, l->launch); r >= 0; r = k->L->range[r].parent) {
     /* steps stay on the CPU: HTA takes the last "ProfilerStep" start of any event as the end of
@@ -576,16 +576,16 @@ static void note_annotation(kctx *k, const ex_link *l, const ex_gpu *g) {
     if (k->L->range[r].step >= 0) continue;
     uint64_t key = (uint64_t)r << 32 ^ (uint64_t)g->device << 24 ^ g->stream;
     uint32_t i;
-    if (!ex_m_get(&k->ann_ix, key, &i)) {
+    if (!rd_m_get(&k->ann_ix, key, &i)) {
       if (k->nann == k->capann) {
         k->capann = k->capann ? k->capann * 2 : 256;
-        k->ann = vx_xrealloc(k->ann, k->capann * sizeof *k->ann);
-        k->ann_key = vx_xrealloc(k->ann_key, k->capann * sizeof *k->ann_key);
+        k->ann = rd_xrealloc(k->ann, k->capann * sizeof *k->ann);
+        k->ann_key = rd_xrealloc(k->ann_key, k->capann * sizeof *k->ann_key);
       }
       i = (uint32_t)k->nann++;
       k->ann[i] = (span){g->start, g->start + g->dur};
       k->ann_key[i] = (uint64_t)r << 40 | (uint64_t)(g->device & 0xff) << 32 | g->stream;
-      ex_m_put(&k->ann_ix, key, i);
+      rd_m_put(&k->ann_ix, key, i);
     } else {
       if (g->start < k->ann[i].start) k->ann[i].start = g->start;
       if (g->start + g->dur > k->ann[i].end) k->ann[i].end = g->start + g->dur;
@@ -593,7 +593,7 @@ static void note_annotation(kctx *k, const ex_link *l, const ex_gpu *g) {
   }
 }
 
-static void k_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
+static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   kctx *k = ctx;
   FILE *f = k->f;
   const char *cat;
@@ -606,8 +606,8 @@ static void k_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
   }
   note_device(k, g->device);
   uint32_t seen;
-  if (!ex_m_get(&k->streams, (uint64_t)g->device << 32 | g->stream, &seen)) {
-    ex_m_put(&k->streams, (uint64_t)g->device << 32 | g->stream, 1);
+  if (!rd_m_get(&k->streams, (uint64_t)g->device << 32 | g->stream, &seen)) {
+    rd_m_put(&k->streams, (uint64_t)g->device << 32 | g->stream, 1);
     fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,\"tid\":%u,\"ts\":%" PRIu64
                ",\"args\":{\"name\":\"stream %u \"}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\","
                "\"pid\":%u,\"tid\":%u,\"ts\":%" PRIu64 ",\"args\":{\"sort_index\":%u}}",
@@ -617,14 +617,14 @@ static void k_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
   ex_link *l = g->kind != 4 ? ex_links_get(k->L, corr) : NULL;
   int lib = 0;
   if (l) {
-    const vx_func *fn = l->fn ? vx_trace_func(t, l->fn) : NULL;
+    const rd_func *fn = l->fn ? rd_trace_func(t, l->fn) : NULL;
     lib = fn && is_library(fn->domain);
     uint32_t i = l->seen++;
     if (lib && i > 0) corr = SYN_CORR(corr, i < 4095 ? i : 4095);
     note_annotation(k, l, g);
   }
   char buf[64];
-  const char *name = ex_gpu_name(t, g, buf, sizeof buf);
+  const char *name = rd_gpu_name(t, g, buf, sizeof buf);
   const ex_evrec *wait = NULL;
   if (g->kind == 4) {
     uint64_t st = g->nvals ? g->vals[0] : 0;
@@ -668,18 +668,18 @@ static void k_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
     double bps, wps, occ;
     if (ex_occupancy(device_of(k, g->device), v, g->nvals, &bps, &wps, &occ)) {
       w_s(f, ",\"blocks per SM\":");
-      vx_json_double(f, bps);
+      rd_json_double(f, bps);
       w_s(f, ",\"warps per SM\":");
-      vx_json_double(f, wps);
+      rd_json_double(f, wps);
       w_s(f, ",\"est. achieved occupancy %\":");
       w_u(f, (uint64_t)(occ + 0.5));
     }
     uint32_t ni;
-    if (ex_m_get(&k->nccl_ix, ex_links_corr(k->L, g->corr), &ni)) w_nccl(k, &k->nccl[ni]);
+    if (rd_m_get(&k->nccl_ix, ex_links_corr(k->L, g->corr), &ni)) w_nccl(k, &k->nccl[ni]);
   } else if ((g->kind == 2 || g->kind == 3) && g->nvals >= 1) {
     fprintf(f, ",\"bytes\":%" PRIu64 ",\"memory bandwidth (GB/s)\":", v[0]);
-    vx_json_double(f, g->dur ? (double)v[0] / (double)g->dur : 0);
-    if (g->kind == 2 && g->nvals >= 2) fprintf(f, ",\"kind\":\"%s\"", ex_memcpy_kind(v[1]));
+    rd_json_double(f, g->dur ? (double)v[0] / (double)g->dur : 0);
+    if (g->kind == 2 && g->nvals >= 2) fprintf(f, ",\"kind\":\"%s\"", rd_memcpy_kind(v[1]));
   } else if (g->kind == 4) {
     w_s(f, ",\"wait_on_stream\":");
     if (wait) w_u(f, wait->stream); else w_s(f, "-1");
@@ -699,7 +699,7 @@ static void w_device_properties(kctx *k) {
     const Dlh__DeviceInfo *d = k->dev[i];
     ex_arch a = ex_arch_of(d->cc_major, d->cc_minor);
     fprintf(f, "%s\n{\"id\":%u,\"name\":", i ? "," : "", d->id);
-    vx_json_str(f, d->name);
+    rd_json_str(f, d->name);
     fprintf(f, ",\"totalGlobalMem\":%" PRIu64 ",\"computeMajor\":%u,\"computeMinor\":%u,"
                "\"maxThreadsPerBlock\":1024,\"maxThreadsPerMultiprocessor\":%u,"
                "\"regsPerBlock\":65536,\"regsPerMultiprocessor\":65536,\"warpSize\":32,"
@@ -719,7 +719,7 @@ static void w_annotations(kctx *k) {
     const ex_range *R = &k->L->range[r];
     w_s(f, ",\n{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":");
     if (R->step >= 0) fprintf(f, "\"ProfilerStep#%ld\"", R->step);
-    else vx_json_str(f, R->label);
+    else rd_json_str(f, R->label);
     w_s(f, ",\"pid\":");
     w_u(f, dev);
     w_s(f, ",\"tid\":");
@@ -736,13 +736,13 @@ static void w_annotations(kctx *k) {
 }
 
 static void w_memory(kctx *k, const char *path) {
-  const ex_opts *o = k->o;
-  vx_mem_sample *mem = NULL;
+  const rd_opts *o = k->o;
+  rd_mem_sample *mem = NULL;
   uint32_t mpid = 0;
-  long nmem = vx_memory_counter(path, &mem, &mpid);
+  long nmem = rd_memory_counter(path, &mem, &mpid);
   uint64_t lo = k->L->start_ns + o->win_start,
            hi = o->win_end == UINT64_MAX ? UINT64_MAX : k->L->start_ns + o->win_end;
-  int64_t off = ex_offset_of(path);
+  int64_t off = rd_offset_of(path);
   for (long i = 0; i < nmem; i++) {
     uint64_t ts = mem[i].ts_ns + (uint64_t)off;
     if (o->have_window && (ts < lo || ts > hi)) continue;
@@ -762,82 +762,82 @@ static void w_memory(kctx *k, const char *path) {
   free(mem);
 }
 
-static int kineto_one(const ex_opts *o, const char *path, size_t index, size_t n) {
+static int kineto_one(const rd_opts *o, const char *path, size_t index, size_t n) {
   kctx k = {0};
   ex_links L;
   k.o = o;
   k.L = &L;
   int rc = ex_links_scan(&L, path, o);
   k.pid = L.pid;
-  k.meta_ts = us_of(L.start_ns + (uint64_t)ex_offset_of(path));
+  k.meta_ts = us_of(L.start_ns + (uint64_t)rd_offset_of(path));
   /* ranks: the trace's own; a lone trace without one is rank 0 of 1; never an invented one */
   k.rank = L.rank >= 0 ? L.rank : n == 1 ? 0 : -1;
   k.world = L.rank >= 0 ? (L.world > 0 ? L.world : (int)n) : 1;
   k.range_ext = calloc(L.nrange ? L.nrange : 1, sizeof *k.range_ext);
-  if (!k.range_ext) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+  if (!k.range_ext) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
   char host[128]; /* the one rule for names derived from traces (lib/output.c) */
-  ex_safe_name(host, sizeof host, L.host, "host");
+  rd_safe_name(host, sizeof host, L.host, "host");
   size_t plen = strlen(o->out) + 64;
-  char *tmp = vx_xmalloc(plen), *final = NULL;
+  char *tmp = rd_xmalloc(plen), *final = NULL;
   uint64_t ms = L.real_ns ? L.real_ns / 1000000 : L.start_ns / 1000000;
   char stem[sizeof host + 96], base[sizeof stem + 16];
   if (L.rank >= 0) snprintf(stem, sizeof stem, "%s_rank%d_%u.%" PRIu64, host, L.rank, L.pid, ms);
   else snprintf(stem, sizeof stem, "%s_%u.%" PRIu64, host, L.pid, ms);
   snprintf(base, sizeof base, "%s.pt.trace.json", stem);
-  snprintf(tmp, plen, "%s/trace.json.gz", o->out); /* names the directory for ex_create */
-  k.f = ex_create(tmp, 1);
-  if (!k.f) { free(tmp); free(k.range_ext); ex_links_free(&L); return VX_BAD_INPUT; }
+  snprintf(tmp, plen, "%s/trace.json.gz", o->out); /* names the directory for rd_create */
+  k.f = rd_create(tmp, 1);
+  if (!k.f) { free(tmp); free(k.range_ext); ex_links_free(&L); return RD_BAD_INPUT; }
   fputs("{\n\"schemaVersion\": 1,\n", k.f);
   if (k.rank >= 0)
     fprintf(k.f, "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d},\n",
             k.rank, k.world);
   fprintf(k.f, "\"trace_id\": \"%016" PRIX64 "%08X\",\n", L.real_ns ? L.real_ns : L.start_ns, L.pid);
   fprintf(k.f, "\"record_shapes\": 1,\n\"profile_memory\": 1,\n\"host_name\": ");
-  vx_json_str(k.f, L.host);
+  rd_json_str(k.f, L.host);
   fprintf(k.f, ",\n\"traceName\": ");
-  vx_json_str(k.f, base);
+  rd_json_str(k.f, base);
   fprintf(k.f, ",\n\"displayTimeUnit\": \"ms\",\n\"traceEvents\": [\n"
           "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%u,\"tid\":0,\"ts\":%" PRIu64 ","
           "\"args\":{\"sort_index\":%d}}", k.pid, k.meta_ts, k.rank >= 0 ? k.rank : 0);
-  ex_sink calls = {&k, k_packet, k_api, NULL};
-  if (ex_scan(path, o, "exporting", &calls) != VX_OK) rc = VX_BAD_INPUT;
-  ex_sink gpu = {&k, NULL, NULL, k_gpu};
-  if (ex_scan(path, o, "exporting", &gpu) != VX_OK) rc = VX_BAD_INPUT;
+  rd_sink calls = {&k, k_packet, k_api, NULL};
+  if (rd_scan(path, o, "exporting", &calls) != RD_OK) rc = RD_BAD_INPUT;
+  rd_sink gpu = {&k, NULL, NULL, k_gpu};
+  if (rd_scan(path, o, "exporting", &gpu) != RD_OK) rc = RD_BAD_INPUT;
   w_annotations(&k);
   w_memory(&k, path);
   w_device_properties(&k);
   /* ts + baseTimeNanoseconds = Unix time (ns), as in Kineto's traces */
-  int64_t bt = L.real_ns ? (int64_t)(L.real_ns - L.anchor_trace_ns) - ex_offset_of(path) : 0;
+  int64_t bt = L.real_ns ? (int64_t)(L.real_ns - L.anchor_trace_ns) - rd_offset_of(path) : 0;
   fprintf(k.f, ",\n\"baseTimeNanoseconds\": %" PRId64 "\n}\n", bt);
   for (size_t i = 0; i < k.ndev; i++) { free(k.dev[i]->name); free(k.dev[i]); }
   free(k.dev);
-  vx_map_free(&k.dev_ix, NULL);
+  rd_map_free(&k.dev_ix, NULL);
   free(k.gpu_pids);
   free(k.range_ext);
   free(k.ann);
   free(k.ann_key);
   free(k.nccl);
   free(k.grp);
-  ex_m_free(&k.ann_ix);
-  ex_m_free(&k.nccl_ix);
-  ex_m_free(&k.streams);
-  vx_map_free(&k.names, free);
+  rd_m_free(&k.ann_ix);
+  rd_m_free(&k.nccl_ix);
+  rd_m_free(&k.streams);
+  rd_map_free(&k.names, free);
   ex_links_free(&L);
   /* never replaces a file: two traces with one name (same host, pid and millisecond) or an
    * earlier export get stem-2, stem-3, ... */
-  final = ex_close_new(k.f, o->out, stem, ".pt.trace.json.gz");
-  if (!final) rc = VX_BAD_INPUT;
+  final = rd_close_new(k.f, o->out, stem, ".pt.trace.json.gz");
+  if (!final) rc = RD_BAD_INPUT;
   else if (!o->quiet) fprintf(stderr, "dlhook: wrote %s\n", final);
   free(tmp);
   free(final);
   return rc;
 }
 
-int ex_kineto(const ex_opts *o, char **files, size_t n) {
-  if (ex_mkdirs(o->out) < 0 || ex_dir_safe(o->out) < 0) return VX_BAD_INPUT;
+int ex_kineto(const rd_opts *o, char **files, size_t n) {
+  if (rd_mkdirs(o->out) < 0 || rd_dir_safe(o->out) < 0) return RD_BAD_INPUT;
   n = ex_drop_gpuless(files, n, o->keep_gpuless, o->quiet);
-  int rc = VX_OK;
+  int rc = RD_OK;
   for (size_t i = 0; i < n; i++)
-    if (kineto_one(o, files[i], i, n) != VX_OK) rc = VX_BAD_INPUT;
+    if (kineto_one(o, files[i], i, n) != RD_OK) rc = RD_BAD_INPUT;
   return rc;
 }

@@ -33,8 +33,8 @@ static long find_cbid(const ex_cbid *tab, size_t n, const char *name) {
   return -1;
 }
 
-long ex_cupti_cbid(const vx_trace *t, uint32_t fn) {
-  const vx_func *f = vx_trace_func(t, fn);
+long ex_cupti_cbid(const rd_trace *t, uint32_t fn) {
+  const rd_func *f = rd_trace_func(t, fn);
   int dom = f ? f->domain : (int)(fn >> 16);
   /* calls seen only by CUPTI carry their callback id: DLH_FN_ID(domain, 0x8000 | cbid) */
   if ((fn & 0x8000) && (dom == DLH__DOMAIN__DOMAIN_CUDART || dom == DLH__DOMAIN__DOMAIN_DRIVER))
@@ -85,23 +85,23 @@ int ex_occupancy(const Dlh__DeviceInfo *d, const uint64_t *v, uint32_t nvals, do
 /* ---------------------------------------------------------------- steps */
 
 /* Step number of an NVTX range name: with step_range set, a range named exactly step_range gives
- * `counter`; else the number in "ProfilerStep#N", "step N" ... (vx_step_number); -1 when none. */
+ * `counter`; else the number in "ProfilerStep#N", "step N" ... (rd_step_number); -1 when none. */
 static long step_of(const char *step_range, const char *name, long counter) {
   if (step_range) return strcmp(name, step_range) ? -1 : counter;
-  return vx_step_number(name);
+  return rd_step_number(name);
 }
 
 /* ---------------------------------------------------------------- the scan */
 
 typedef struct lscan {
   ex_links *L;
-  const ex_opts *o;
+  const rd_opts *o;
 } lscan;
 
 static void *grow(void *p, size_t *cap, size_t n, size_t size) {
   if (n < *cap) return p;
   *cap = *cap ? *cap * 2 : 256;
-  return vx_xrealloc(p, *cap * size);
+  return rd_xrealloc(p, *cap * size);
 }
 
 static uint64_t hash_str(const char *s) {
@@ -114,14 +114,14 @@ static const char *intern_label(ex_links *L, const char *s) {
   uint64_t h = hash_str(s);
   uint32_t i;
   /* a hash collision between two labels only merges them for display: accept it */
-  if (ex_m_get(&L->label_ix, h, &i)) return L->labels[i];
-  L->labels = vx_xrealloc(L->labels, (L->nlabels + 1) * sizeof *L->labels);
-  L->labels[L->nlabels] = vx_xstrdup(s);
-  ex_m_put(&L->label_ix, h, (uint32_t)L->nlabels);
+  if (rd_m_get(&L->label_ix, h, &i)) return L->labels[i];
+  L->labels = rd_xrealloc(L->labels, (L->nlabels + 1) * sizeof *L->labels);
+  L->labels[L->nlabels] = rd_xstrdup(s);
+  rd_m_put(&L->label_ix, h, (uint32_t)L->nlabels);
   return L->labels[L->nlabels++];
 }
 
-static void l_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
+static void l_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
   ex_links *L = ((lscan *)ctx)->L;
   if (p->data_case == DLH__PACKET__DATA_PROCESS && !L->have_process) {
     const Dlh__ProcessInfo *pi = p->process;
@@ -140,12 +140,12 @@ static void l_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
   (void)t;
 }
 
-static void l_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_event *ev) {
+static void l_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
   ex_links *L = ((lscan *)ctx)->L;
-  const vx_func *fn = vx_trace_func(t, ev->fn);
+  const rd_func *fn = rd_trace_func(t, ev->fn);
   uint64_t msg;
-  if (!fn || fn->domain != DLH__DOMAIN__DOMAIN_NVTX || !ex_arg(t, ev, "message|name", &msg)) return;
-  const char *label = vx_trace_string(t, (uint32_t)msg);
+  if (!fn || fn->domain != DLH__DOMAIN__DOMAIN_NVTX || !rd_arg(t, ev, "message|name", &msg)) return;
+  const char *label = rd_trace_string(t, (uint32_t)msg);
   if (!label) return;
   L->range = grow(L->range, &L->caprange, L->nrange, sizeof *L->range);
   ex_range *r = &L->range[L->nrange++];
@@ -157,15 +157,15 @@ static void l_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
   r->label = intern_label(L, label);
 }
 
-static void l_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
+static void l_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   ex_links *L = ((lscan *)ctx)->L;
   if (g->kind == 7) { /* external correlation: vals = kind, the library call's id */
     uint32_t i;
     if (g->nvals < 2 || !g->corr || !g->vals[1]) return;
-    if (!ex_m_get(&L->ext_ix, g->corr, &i)) {
+    if (!rd_m_get(&L->ext_ix, g->corr, &i)) {
       L->ext = grow(L->ext, &L->capext, L->next, sizeof *L->ext);
       i = (uint32_t)L->next++;
-      ex_m_put(&L->ext_ix, g->corr, i);
+      rd_m_put(&L->ext_ix, g->corr, i);
     }
     L->ext[i] = g->vals[1];
     return;
@@ -179,12 +179,12 @@ static void l_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
   L->gpu_records++;
   if (g->kind == 4 || !g->corr) return;
   uint32_t i;
-  if (!ex_m_get(&L->ix, g->corr, &i)) {
+  if (!rd_m_get(&L->ix, g->corr, &i)) {
     L->link = grow(L->link, &L->caplink, L->nlink, sizeof *L->link);
     i = (uint32_t)L->nlink++;
     memset(&L->link[i], 0, sizeof L->link[i]);
     L->link[i].first_gpu = g->start;
-    ex_m_put(&L->ix, g->corr, i);
+    rd_m_put(&L->ix, g->corr, i);
   }
   ex_link *k = &L->link[i];
   k->ngpu++;
@@ -205,35 +205,35 @@ static int evrec_cmp(const void *a, const void *b) {
   return x->start < y->start ? -1 : x->start > y->start;
 }
 
-int ex_links_scan(ex_links *L, const char *path, const ex_opts *o) {
+int ex_links_scan(ex_links *L, const char *path, const rd_opts *o) {
   memset(L, 0, sizeof *L);
   L->rank = L->local_rank = L->world = -1;
   snprintf(L->host, sizeof L->host, "host");
   lscan c = {L, o};
-  ex_sink s = {&c, l_packet, l_api, l_gpu};
-  ex_opts q = *o;
+  rd_sink s = {&c, l_packet, l_api, l_gpu};
+  rd_opts q = *o;
   q.quiet = 1;
-  int rc = ex_scan(path, &q, "reading", &s);
+  int rc = rd_scan(path, &q, "reading", &s);
   /* GPU work launched inside a library call belongs to the library call's id: re-key those
    * links in place (no copy of the tables: they are the largest part of an export's memory) */
   for (size_t i = 0; i < L->ext_ix.cap; i++) {
     if (!L->ext_ix.vals[i]) continue;
     uint64_t c = L->ext_ix.keys[i], e = L->ext[L->ext_ix.vals[i] - 1];
     uint32_t from, to;
-    if (c == e || !ex_m_get(&L->ix, c, &from)) continue;
-    ex_m_del(&L->ix, c);
-    if (ex_m_get(&L->ix, e, &to)) { /* several CUPTI ids of one library call: merge */
+    if (c == e || !rd_m_get(&L->ix, c, &from)) continue;
+    rd_m_del(&L->ix, c);
+    if (rd_m_get(&L->ix, e, &to)) { /* several CUPTI ids of one library call: merge */
       L->link[to].ngpu += L->link[from].ngpu;
       if (L->link[from].first_gpu < L->link[to].first_gpu) L->link[to].first_gpu = L->link[from].first_gpu;
       L->link[from].ngpu = 0;
     } else {
-      ex_m_put(&L->ix, e, from);
+      rd_m_put(&L->ix, e, from);
     }
   }
   if (L->nrange) qsort(L->range, L->nrange, sizeof *L->range, range_cmp);
   if (L->nevrec) qsort(L->evrec, L->nevrec, sizeof *L->evrec, evrec_cmp);
   /* nesting: the innermost earlier range of the thread that still covers this one */
-  int32_t *stack = vx_xmalloc((L->nrange + 1) * sizeof *stack);
+  int32_t *stack = rd_xmalloc((L->nrange + 1) * sizeof *stack);
   size_t sp = 0;
   for (size_t i = 0; i < L->nrange; i++) {
     ex_range *r = &L->range[i];
@@ -244,7 +244,7 @@ int ex_links_scan(ex_links *L, const char *path, const ex_opts *o) {
   }
   free(stack);
   /* steps, in time order (with --step-range: numbered by occurrence) */
-  ex_range **order = vx_xmalloc((L->nrange + 1) * sizeof *order);
+  ex_range **order = rd_xmalloc((L->nrange + 1) * sizeof *order);
   size_t ns = 0;
   for (size_t i = 0; i < L->nrange; i++)
     if (step_of(o->step_range, L->range[i].label, 0) >= 0) order[ns++] = &L->range[i];
@@ -261,12 +261,12 @@ int ex_links_scan(ex_links *L, const char *path, const ex_opts *o) {
 
 uint64_t ex_links_corr(const ex_links *L, uint64_t corr) {
   uint32_t i;
-  return L->next && corr && ex_m_get(&L->ext_ix, corr, &i) ? L->ext[i] : corr;
+  return L->next && corr && rd_m_get(&L->ext_ix, corr, &i) ? L->ext[i] : corr;
 }
 
 ex_link *ex_links_get(ex_links *L, uint64_t corr) {
   uint32_t i;
-  return corr && ex_m_get(&L->ix, corr, &i) ? &L->link[i] : NULL;
+  return corr && rd_m_get(&L->ix, corr, &i) ? &L->link[i] : NULL;
 }
 
 long ex_links_range_at(const ex_links *L, uint32_t tid, uint64_t ts) {
@@ -296,9 +296,9 @@ const ex_evrec *ex_links_evrec(const ex_links *L, uint64_t event, uint64_t ts) {
 }
 
 void ex_links_free(ex_links *L) {
-  ex_m_free(&L->ix);
-  ex_m_free(&L->label_ix);
-  ex_m_free(&L->ext_ix);
+  rd_m_free(&L->ix);
+  rd_m_free(&L->label_ix);
+  rd_m_free(&L->ext_ix);
   free(L->ext);
   for (size_t i = 0; i < L->nlabels; i++) free(L->labels[i]);
   free(L->labels);
@@ -313,17 +313,17 @@ void ex_links_free(ex_links *L) {
 /* Whether a trace recorded GPU work or a CUDA device (a launcher or shell that only called
  * cudaGetDeviceCount did not). Returns 1, 0, or -1 when it cannot be read. */
 static int trace_has_gpu(const char *path) {
-  vx_trace t;
-  if (vx_trace_open(&t, path) < 0) return -1;
+  rd_trace t;
+  if (rd_trace_open(&t, path) < 0) return -1;
   const Dlh__Packet *p;
   int rc, gpu = 0;
-  while (!gpu && (rc = vx_trace_next(&t, &p)) == 1) {
+  while (!gpu && (rc = rd_trace_next(&t, &p)) == 1) {
     if (p->data_case == DLH__PACKET__DATA_DEVICE) gpu = 1;
     else if (p->data_case == DLH__PACKET__DATA_GPU)
       for (size_t i = 0; i < p->gpu->n_kind && !gpu; i++)
         gpu = p->gpu->kind[i] >= 1 && p->gpu->kind[i] <= 4;
   }
-  vx_trace_close(&t);
+  rd_trace_close(&t);
   return gpu;
 }
 
@@ -333,14 +333,14 @@ size_t ex_drop_gpuless(char **files, size_t n, int keep, int quiet) {
   for (size_t i = 0; i < n; i++) {
     /* a trace that cannot be read stays: the export reports it */
     if (trace_has_gpu(files[i]) == 0) {
-      if (!quiet) vx_error("%s: no GPU work (a launcher or shell?): left out (--keep-gpuless keeps it)", files[i]);
+      if (!quiet) rd_error("%s: no GPU work (a launcher or shell?): left out (--keep-gpuless keeps it)", files[i]);
       dropped++;
       continue;
     }
     files[m++] = files[i];
   }
   if (m == 0 && dropped) { /* nothing but GPU-less traces: export them rather than nothing */
-    if (!quiet) vx_error("every trace is without GPU work: exporting them all");
+    if (!quiet) rd_error("every trace is without GPU work: exporting them all");
     return n;
   }
   return m;

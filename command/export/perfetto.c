@@ -32,7 +32,7 @@
 #define DLH_MAX_EXPORT_ARGS 24  /* library call args written as slice args, at most */
 
 typedef struct pctx {
-  const ex_opts *o;
+  const rd_opts *o;
   ex_links *L;
   char pname[64];            /* "rank N" or the program's name */
   FILE *f;
@@ -40,12 +40,12 @@ typedef struct pctx {
   uint32_t trace_ix, pid;
   int first;                 /* next packet clears incremental state */
   uint64_t next_iid;
-  ex_u64map names;           /* (trace, kind, id) -> iid */
-  ex_u64map tracks;          /* uuids already described */
-  ex_u64map uuids;           /* track key -> uuid */
+  rd_u64map names;           /* (trace, kind, id) -> iid */
+  rd_u64map tracks;          /* uuids already described */
+  rd_u64map uuids;           /* track key -> uuid */
   uint64_t next_uuid;
-  ex_u64map frames;          /* hash of a frame name -> frame iid (= its function name iid) */
-  ex_u64map stacks;          /* trace << 32 | StackDef id -> callstack iid */
+  rd_u64map frames;          /* hash of a frame name -> frame iid (= its function name iid) */
+  rd_u64map stacks;          /* trace << 32 | StackDef id -> callstack iid */
   uint64_t next_frame, next_stack;
   uint8_t *buf;
   size_t cap;
@@ -58,10 +58,10 @@ typedef struct pctx {
 static const char *utf8_name(pctx *c, const char *name) {
   const unsigned char *q = (const unsigned char *)name;
   size_t k;
-  while (*q && (k = vx_utf8_seq(q))) q += k;
+  while (*q && (k = rd_utf8_seq(q))) q += k;
   if (!*q) return name;
-  c->fixed = vx_xrealloc(c->fixed, (c->nfixed + 1) * sizeof *c->fixed);
-  return c->fixed[c->nfixed++] = vx_utf8_dup(name);
+  c->fixed = rd_xrealloc(c->fixed, (c->nfixed + 1) * sizeof *c->fixed);
+  return c->fixed[c->nfixed++] = rd_utf8_dup(name);
 }
 
 enum { IID_CORR = 1, IID_STREAM, IID_BYTES, IID_RESULT, IID_DEVICE, IID_GRID, IID_BLOCK,
@@ -88,11 +88,11 @@ static void emit(pctx *c, Dlhperfetto__TracePacket *tp) {
   size_t n = dlhperfetto__trace_packet__get_packed_size(tp);
   if (n > c->cap) {
     c->cap = n * 2;
-    c->buf = vx_xrealloc(c->buf, c->cap);
+    c->buf = rd_xrealloc(c->buf, c->cap);
   }
   dlhperfetto__trace_packet__pack(tp, c->buf);
   putc(0x0a, c->f); /* Trace.packet, field 1, length-delimited */
-  ex_put_varint(c->f, n);
+  rd_put_varint(c->f, n);
   fwrite(c->buf, 1, n, c->f);
   c->packets++;
 }
@@ -101,9 +101,9 @@ static void emit(pctx *c, Dlhperfetto__TracePacket *tp) {
 static uint64_t intern(pctx *c, uint64_t key, const char *name, Dlhperfetto__InternedData *id,
                        Dlhperfetto__EventName *slot) {
   uint32_t v;
-  if (ex_m_get(&c->names, key, &v)) return v;
+  if (rd_m_get(&c->names, key, &v)) return v;
   uint64_t iid = c->next_iid++;
-  ex_m_put(&c->names, key, (uint32_t)iid);
+  rd_m_put(&c->names, key, (uint32_t)iid);
   dlhperfetto__event_name__init(slot);
   slot->has_iid = 1;
   slot->iid = iid;
@@ -115,8 +115,8 @@ static uint64_t intern(pctx *c, uint64_t key, const char *name, Dlhperfetto__Int
 static void describe_full(pctx *c, uint64_t uuid, uint64_t parent, const char *name, int pid,
                           int tid, int force, char **cmdline, size_t ncmd, int counter_unit) {
   uint32_t v;
-  if (!force && ex_m_get(&c->tracks, uuid, &v)) return;
-  ex_m_put(&c->tracks, uuid, 1);
+  if (!force && rd_m_get(&c->tracks, uuid, &v)) return;
+  rd_m_put(&c->tracks, uuid, 1);
   Dlhperfetto__TrackDescriptor td = DLHPERFETTO__TRACK_DESCRIPTOR__INIT;
   Dlhperfetto__ProcessDescriptor pd = DLHPERFETTO__PROCESS_DESCRIPTOR__INIT;
   Dlhperfetto__ThreadDescriptor th = DLHPERFETTO__THREAD_DESCRIPTOR__INIT;
@@ -176,9 +176,9 @@ static void counter(pctx *c, uint64_t track, uint64_t ts, int64_t v) {
  * and stream of each trace. */
 static uint64_t uuid_of(pctx *c, uint64_t key) {
   uint32_t v;
-  if (!ex_m_get(&c->uuids, key, &v)) {
+  if (!rd_m_get(&c->uuids, key, &v)) {
     v = (uint32_t)c->next_uuid++;
-    ex_m_put(&c->uuids, key, v);
+    rd_m_put(&c->uuids, key, v);
   }
   return v;
 }
@@ -200,7 +200,7 @@ static uint64_t flow_id(const pctx *c, uint64_t corr) {
   return ((uint64_t)c->trace_ix << 56 | (uint64_t)c->pid << 32) ^ corr;
 }
 
-static void p_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
+static void p_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
   pctx *c = ctx;
   if (p->data_case == DLH__PACKET__DATA_PROCESS) {
     const Dlh__ProcessInfo *pi = p->process;
@@ -258,7 +258,7 @@ static void slice(pctx *c, uint64_t track, uint64_t ts, uint64_t dur, uint64_t n
 
 /* A PerfSample at the start of a call, with the call's stack interned (function names,
  * frames and the callstack are sent once, then referred to by iid). */
-static void stack_sample(pctx *c, const vx_trace *t, uint32_t tid, const dlh_api_event *ev) {
+static void stack_sample(pctx *c, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
   uint64_t key = (uint64_t)c->trace_ix << 32 | ev->stack;
   uint32_t cs;
   Dlhperfetto__InternedData id = DLHPERFETTO__INTERNED_DATA__INIT;
@@ -267,24 +267,24 @@ static void stack_sample(pctx *c, const vx_trace *t, uint32_t tid, const dlh_api
   Dlhperfetto__Callstack cst = DLHPERFETTO__CALLSTACK__INIT, *cstp = &cst;
   uint64_t *ids = NULL;
   char (*bufs)[64] = NULL;
-  if (!ex_m_get(&c->stacks, key, &cs)) {
-    const vx_frame *fr;
-    size_t n = vx_stack_frames(t, ev->stack, &fr);
+  if (!rd_m_get(&c->stacks, key, &cs)) {
+    const rd_frame *fr;
+    size_t n = rd_stack_frames(t, ev->stack, &fr);
     if (!n) return;
-    strs = vx_xmalloc(n * sizeof *strs);
-    strp = vx_xmalloc(n * sizeof *strp);
-    frs = vx_xmalloc(n * sizeof *frs);
-    frp = vx_xmalloc(n * sizeof *frp);
-    ids = vx_xmalloc(n * sizeof *ids);
-    bufs = vx_xmalloc(n * sizeof *bufs);
+    strs = rd_xmalloc(n * sizeof *strs);
+    strp = rd_xmalloc(n * sizeof *strp);
+    frs = rd_xmalloc(n * sizeof *frs);
+    frp = rd_xmalloc(n * sizeof *frp);
+    ids = rd_xmalloc(n * sizeof *ids);
+    bufs = rd_xmalloc(n * sizeof *bufs);
     size_t nnew = 0;
     for (size_t i = 0; i < n; i++) {
-      const char *name = ex_frame_name(&fr[n - 1 - i], bufs[i], sizeof bufs[i]);
+      const char *name = rd_frame_name(&fr[n - 1 - i], bufs[i], sizeof bufs[i]);
       uint64_t h = hash_name(name);
       uint32_t fid;
-      if (!ex_m_get(&c->frames, h, &fid)) {
+      if (!rd_m_get(&c->frames, h, &fid)) {
         fid = (uint32_t)c->next_frame++;
-        ex_m_put(&c->frames, h, fid);
+        rd_m_put(&c->frames, h, fid);
         dlhperfetto__interned_string__init(&strs[nnew]);
         strs[nnew].has_iid = 1;
         strs[nnew].iid = fid;
@@ -302,7 +302,7 @@ static void stack_sample(pctx *c, const vx_trace *t, uint32_t tid, const dlh_api
       ids[i] = fid;
     }
     cs = (uint32_t)c->next_stack++;
-    ex_m_put(&c->stacks, key, cs);
+    rd_m_put(&c->stacks, key, cs);
     cst.has_iid = 1;
     cst.iid = cs;
     cst.n_frame_ids = n;
@@ -332,10 +332,10 @@ static void stack_sample(pctx *c, const vx_trace *t, uint32_t tid, const dlh_api
   free(bufs);
 }
 
-static void p_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_event *ev) {
+static void p_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
   pctx *c = ctx;
   describe(c, thread_uuid(c, tid), proc_uuid(c), "", (int)c->pid, (int)tid, 0);
-  const vx_func *fn = vx_trace_func(t, ev->fn);
+  const rd_func *fn = rd_trace_func(t, ev->fn);
   Dlhperfetto__InternedData id = DLHPERFETTO__INTERNED_DATA__INIT;
   Dlhperfetto__EventName en, *enp = &en;
   id.event_names = &enp;
@@ -343,15 +343,15 @@ static void p_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
   const char *label = NULL;
   char *folded = NULL;
   uint64_t calls = dlh_api_calls(ev);
-  if (fn && fn->domain == DLH__DOMAIN__DOMAIN_NVTX && ex_arg(t, ev, "message|name", &msg))
-    label = vx_trace_string(t, (uint32_t)msg);
+  if (fn && fn->domain == DLH__DOMAIN__DOMAIN_NVTX && rd_arg(t, ev, "message|name", &msg))
+    label = rd_trace_string(t, (uint32_t)msg);
   if (calls > 1) { /* a folded event: its own name, "NAME ×COUNT" */
-    folded = vx_folded_name(label ? label : vx_func_name(t, ev->fn), calls);
+    folded = rd_folded_name(label ? label : rd_func_name(t, ev->fn), calls);
     iid = intern(c, 5ull << 60 | hash_name(folded), folded, &id, &en);
   } else if (label) {
     iid = intern(c, 2ull << 60 | (uint64_t)c->trace_ix << 32 | (uint32_t)msg, label, &id, &en);
   } else {
-    iid = intern(c, 1ull << 60 | (uint64_t)c->trace_ix << 32 | ev->fn, vx_func_name(t, ev->fn),
+    iid = intern(c, 1ull << 60 | (uint64_t)c->trace_ix << 32 | ev->fn, rd_func_name(t, ev->fn),
                  &id, &en);
   }
   Dlhperfetto__DebugAnnotation a[4 + DLH_MAX_EXPORT_ARGS], *ap[4 + DLH_MAX_EXPORT_ARGS];
@@ -374,7 +374,7 @@ static void p_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
         case 0: d->has_int_value = 1; d->int_value = (int64_t)v; break;
         case 2: d->has_pointer_value = 1; d->pointer_value = v; break;
         case 3: d->has_double_value = 1; memcpy(&d->double_value, &v, sizeof v); break;
-        case 4: d->string_value = (char *)(vx_trace_string(t, (uint32_t)v) ? vx_trace_string(t, (uint32_t)v) : ""); break;
+        case 4: d->string_value = (char *)(rd_trace_string(t, (uint32_t)v) ? rd_trace_string(t, (uint32_t)v) : ""); break;
         case 5: d->has_bool_value = 1; d->bool_value = v != 0; break;
         default: d->has_uint_value = 1; d->uint_value = v; break;
       }
@@ -393,30 +393,30 @@ static void p_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_even
   free(folded);
 }
 
-static void p_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
+static void p_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   pctx *c = ctx;
   if (g->kind < 1 || g->kind > 4) return;
   char nm[64];
   uint64_t du = dev_uuid(c, g->device), su = stream_uuid(c, g->device, g->stream);
   uint32_t v;
-  if (!ex_m_get(&c->tracks, du, &v)) {
+  if (!rd_m_get(&c->tracks, du, &v)) {
     if (c->L->rank >= 0) snprintf(nm, sizeof nm, "GPU %u (rank %d)", g->device, c->L->rank);
     else snprintf(nm, sizeof nm, "GPU %u (pid %u)", g->device, c->pid);
     describe(c, du, 0, nm, 0, 0, 0);
   }
-  if (!ex_m_get(&c->tracks, su, &v)) {
+  if (!rd_m_get(&c->tracks, su, &v)) {
     snprintf(nm, sizeof nm, "Stream %u", g->stream);
     describe(c, su, du, nm, 0, 0, 0);
   }
   uint64_t bu = g->kind != 4 ? busy_uuid(c, g->device, g->stream) : 0;
-  if (bu && !ex_m_get(&c->tracks, bu, &v)) {
+  if (bu && !rd_m_get(&c->tracks, bu, &v)) {
     snprintf(nm, sizeof nm, "Stream %u busy", g->stream);
     describe_full(c, bu, du, nm, 0, 0, 0, NULL, 0, DLHPERFETTO__COUNTER_DESCRIPTOR__UNIT__UNIT_COUNT);
   }
   Dlhperfetto__InternedData id = DLHPERFETTO__INTERNED_DATA__INIT;
   Dlhperfetto__EventName en, *enp = &en;
   id.event_names = &enp;
-  const char *name = ex_gpu_name(t, g, nm, sizeof nm);
+  const char *name = rd_gpu_name(t, g, nm, sizeof nm);
   uint64_t key = g->name ? 3ull << 60 | (uint64_t)c->trace_ix << 32 | g->name
                          : 4ull << 60 | hash_name(name);
   uint64_t iid = intern(c, key, name, &id, &en);
@@ -445,12 +445,12 @@ static void p_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
   }
 }
 
-int ex_perfetto(const ex_opts *o, char **files, size_t n) {
+int ex_perfetto(const rd_opts *o, char **files, size_t n) {
   n = ex_drop_gpuless(files, n, o->keep_gpuless, o->quiet);
   pctx c = {0};
   c.o = o;
-  c.f = ex_create(o->out, 0);
-  if (!c.f) return VX_BAD_INPUT;
+  c.f = rd_create(o->out, 0);
+  if (!c.f) return RD_BAD_INPUT;
   setvbuf(c.f, NULL, _IOFBF, 1 << 20);
   c.first = 1;
   c.next_iid = 1;
@@ -474,22 +474,22 @@ int ex_perfetto(const ex_opts *o, char **files, size_t n) {
   Dlhperfetto__TracePacket tp = DLHPERFETTO__TRACE_PACKET__INIT;
   tp.interned_data = &id;
   emit(&c, &tp);
-  int rc = VX_OK;
+  int rc = RD_OK;
   for (size_t i = 0; i < n; i++) {
     c.trace_ix = (uint32_t)i;
     c.path = files[i];
     ex_links L;
     c.L = &L;
-    if (ex_links_scan(&L, files[i], o) != VX_OK) rc = VX_BAD_INPUT;
-    ex_sink calls = {&c, p_packet, p_api, NULL};
-    if (ex_scan(files[i], o, "exporting", &calls) != VX_OK) rc = VX_BAD_INPUT;
-    ex_sink gpu = {&c, NULL, NULL, p_gpu};
-    if (ex_scan(files[i], o, "exporting", &gpu) != VX_OK) rc = VX_BAD_INPUT;
+    if (ex_links_scan(&L, files[i], o) != RD_OK) rc = RD_BAD_INPUT;
+    rd_sink calls = {&c, p_packet, p_api, NULL};
+    if (rd_scan(files[i], o, "exporting", &calls) != RD_OK) rc = RD_BAD_INPUT;
+    rd_sink gpu = {&c, NULL, NULL, p_gpu};
+    if (rd_scan(files[i], o, "exporting", &gpu) != RD_OK) rc = RD_BAD_INPUT;
     /* the live device memory of the process (memory.c replays its allocations and frees) */
-    vx_mem_sample *mem = NULL;
+    rd_mem_sample *mem = NULL;
     uint32_t mpid = 0;
-    long nmem = vx_memory_counter(files[i], &mem, &mpid);
-    int64_t off = ex_offset_of(files[i]);
+    long nmem = rd_memory_counter(files[i], &mem, &mpid);
+    int64_t off = rd_offset_of(files[i]);
     uint64_t lo = L.start_ns + (uint64_t)off + o->win_start,
              hi = o->win_end == UINT64_MAX ? UINT64_MAX : L.start_ns + (uint64_t)off + o->win_end;
     if (nmem > 0) describe_full(&c, mem_uuid(&c), proc_uuid(&c), "GPU memory (live bytes)", 0, 0, 0,
@@ -502,12 +502,12 @@ int ex_perfetto(const ex_opts *o, char **files, size_t n) {
     free(mem);
     ex_links_free(&L);
   }
-  if (ex_close(c.f, o->out) < 0) rc = VX_BAD_INPUT;
-  ex_m_free(&c.names);
-  ex_m_free(&c.tracks);
-  ex_m_free(&c.frames);
-  ex_m_free(&c.uuids);
-  ex_m_free(&c.stacks);
+  if (rd_close(c.f, o->out) < 0) rc = RD_BAD_INPUT;
+  rd_m_free(&c.names);
+  rd_m_free(&c.tracks);
+  rd_m_free(&c.frames);
+  rd_m_free(&c.uuids);
+  rd_m_free(&c.stacks);
   free(c.buf);
   for (size_t i = 0; i < c.nfixed; i++) free(c.fixed[i]);
   free(c.fixed);

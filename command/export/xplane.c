@@ -78,8 +78,8 @@ typedef struct xp {
   Dlh__DeviceInfo props;
   xl *lines;
   size_t nlines;
-  ex_u64map line_ix;     /* key -> line index */
-  ex_u64map meta_ix;     /* key -> metadata id */
+  rd_u64map line_ix;     /* key -> line index */
+  rd_u64map meta_ix;     /* key -> metadata id */
   char **meta;           /* metadata id - 1 -> name */
   size_t nmeta;
 } xp;
@@ -91,14 +91,14 @@ typedef struct xop {     /* what a call's GPU work is, for tf_op */
 } xop;
 
 typedef struct xctx {
-  const ex_opts *o;
+  const rd_opts *o;
   ex_links *L;
   xop *ops;
   size_t nops;
-  ex_u64map op_ix;       /* hash of name and type -> index in ops */
+  rd_u64map op_ix;       /* hash of name and type -> index in ops */
   xp *planes;            /* [0] = host */
   size_t nplanes;
-  vx_map plane_ix;       /* device id -> index into planes (as a pointer-sized value) */
+  rd_map plane_ix;       /* device id -> index into planes (as a pointer-sized value) */
   uint64_t base;         /* line timestamp_ns */
   int have_base;
   uint64_t real_ns;
@@ -116,10 +116,10 @@ static size_t vlen(uint64_t v) {
 }
 
 static xp *plane_for_device(xctx *c, uint32_t dev) {
-  uintptr_t ix = (uintptr_t)vx_map_get(&c->plane_ix, dev); /* device ids come from the trace */
+  uintptr_t ix = (uintptr_t)rd_map_get(&c->plane_ix, dev); /* device ids come from the trace */
   if (ix) return &c->planes[ix];
-  vx_map_put(&c->plane_ix, dev, (void *)(uintptr_t)c->nplanes);
-  c->planes = vx_xrealloc(c->planes, (c->nplanes + 1) * sizeof *c->planes);
+  rd_map_put(&c->plane_ix, dev, (void *)(uintptr_t)c->nplanes);
+  c->planes = rd_xrealloc(c->planes, (c->nplanes + 1) * sizeof *c->planes);
   xp *p = &c->planes[c->nplanes++];
   memset(p, 0, sizeof *p);
   p->id = (int64_t)c->nplanes;
@@ -130,29 +130,29 @@ static xp *plane_for_device(xctx *c, uint32_t dev) {
 
 static xl *line_for(xctx *c, xp *p, uint64_t key, const char *name) {
   uint32_t i;
-  if (ex_m_get(&p->line_ix, key, &i)) return &p->lines[i];
-  p->lines = vx_xrealloc(p->lines, (p->nlines + 1) * sizeof *p->lines);
+  if (rd_m_get(&p->line_ix, key, &i)) return &p->lines[i];
+  p->lines = rd_xrealloc(p->lines, (p->nlines + 1) * sizeof *p->lines);
   xl *l = &p->lines[p->nlines];
   l->id = (int64_t)key;
-  l->name = vx_utf8_dup(name); /* xplane.proto is proto3 upstream: strings must be UTF-8 */
+  l->name = rd_utf8_dup(name); /* xplane.proto is proto3 upstream: strings must be UTF-8 */
   l->spill = tmpfile();
   l->times = tmpfile();
   l->bytes = l->n = l->last_ts = l->last_dur = 0;
   l->unsorted = 0;
   if (!l->spill || !l->times) {
-    vx_error("export: cannot create a temporary file: %s", strerror(errno));
-    exit(VX_BAD_INPUT);
+    rd_error("export: cannot create a temporary file: %s", strerror(errno));
+    exit(RD_BAD_INPUT);
   }
-  ex_m_put(&p->line_ix, key, (uint32_t)p->nlines++);
+  rd_m_put(&p->line_ix, key, (uint32_t)p->nlines++);
   return l;
 }
 
 static int64_t meta_for(xp *p, uint64_t key, const char *name) {
   uint32_t id;
-  if (ex_m_get(&p->meta_ix, key, &id)) return id;
-  p->meta = vx_xrealloc(p->meta, (p->nmeta + 1) * sizeof *p->meta);
-  p->meta[p->nmeta++] = vx_utf8_dup(name);
-  ex_m_put(&p->meta_ix, key, (uint32_t)p->nmeta);
+  if (rd_m_get(&p->meta_ix, key, &id)) return id;
+  p->meta = rd_xrealloc(p->meta, (p->nmeta + 1) * sizeof *p->meta);
+  p->meta[p->nmeta++] = rd_utf8_dup(name);
+  rd_m_put(&p->meta_ix, key, (uint32_t)p->nmeta);
   return (int64_t)p->nmeta;
 }
 
@@ -174,10 +174,10 @@ static void put_event(xctx *c, xl *l, int64_t meta, uint64_t ts, uint64_t dur, D
   e.n_stats = nst;
   e.stats = st;
   size_t n = dlhxplane__xevent__get_packed_size(&e);
-  if (n > c->cap) { c->cap = n * 2; c->buf = vx_xrealloc(c->buf, c->cap); }
+  if (n > c->cap) { c->cap = n * 2; c->buf = rd_xrealloc(c->buf, c->cap); }
   dlhxplane__xevent__pack(&e, c->buf);
   putc(0x22, l->spill); /* XLine.events, field 4 */
-  ex_put_varint(l->spill, n);
+  rd_put_varint(l->spill, n);
   fwrite(c->buf, 1, n, l->spill);
   l->bytes += 1 + vlen(n) + n;
   /* xprof nests events by walking each line in order (parents first): keep the times to sort
@@ -215,8 +215,8 @@ static void copy_line_events(xctx *c, xl *l, FILE *out) {
     if (copied != l->bytes) c->io_error = 1;
     return;
   }
-  uint8_t *b = vx_xmalloc(l->bytes ? l->bytes : 1);
-  xent *e = vx_xmalloc((l->n ? l->n : 1) * sizeof *e);
+  uint8_t *b = rd_xmalloc(l->bytes ? l->bytes : 1);
+  xent *e = rd_xmalloc((l->n ? l->n : 1) * sizeof *e);
   if (fread(b, 1, l->bytes, l->spill) != l->bytes) { c->io_error = 1; l->n = 0; }
   uint64_t pos = 0;
   for (uint64_t i = 0; i < l->n; i++) {
@@ -254,7 +254,7 @@ static Dlhxplane__XStat *sstat(Dlhxplane__XStat *s, int64_t id, char *v) {
   return s;
 }
 
-static void x_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
+static void x_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
   xctx *c = ctx;
   switch (p->data_case) {
     case DLH__PACKET__DATA_PROCESS:
@@ -266,7 +266,7 @@ static void x_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
     case DLH__PACKET__DATA_THREAD: {
       xl *l = line_for(c, &c->planes[0], p->thread->tid, "");
       free(l->name);
-      l->name = vx_utf8_dup(p->thread->name && *p->thread->name ? p->thread->name : "thread");
+      l->name = rd_utf8_dup(p->thread->name && *p->thread->name ? p->thread->name : "thread");
       break;
     }
     case DLH__PACKET__DATA_ANCHOR:
@@ -297,8 +297,8 @@ static void op_append(char *buf, size_t n, size_t *len, const char *s) {
 
 /* The op (tf_op) of the GPU work of a call: its NVTX path (steps left out) and, for a library
  * call, the call; the type from the call. Returns its index in c->ops. */
-static uint32_t op_of(xctx *c, const vx_trace *t, uint32_t tid, const dlh_api_event *ev,
-                      const vx_func *fn) {
+static uint32_t op_of(xctx *c, const rd_trace *t, uint32_t tid, const dlh_api_event *ev,
+                      const rd_func *fn) {
   char name[512];
   size_t len = 0;
   name[0] = 0;
@@ -310,7 +310,7 @@ static uint32_t op_of(xctx *c, const vx_trace *t, uint32_t tid, const dlh_api_ev
     if (len) op_append(name, sizeof name, &len, "/");
     op_append(name, sizeof name, &len, c->L->range[chain[depth]].label);
   }
-  const char *fname = vx_func_name(t, ev->fn), *type = "Kernel";
+  const char *fname = rd_func_name(t, ev->fn), *type = "Kernel";
   int kernel_named = 1;
   if (fn->domain == DLH__DOMAIN__DOMAIN_CUBLAS || fn->domain == DLH__DOMAIN__DOMAIN_CUBLASLT) {
     type = "MatMul";
@@ -338,33 +338,33 @@ static uint32_t op_of(xctx *c, const vx_trace *t, uint32_t tid, const dlh_api_ev
   }
   uint64_t h = hash_name(name) ^ hash_name(type) * 31 ^ (uint64_t)kernel_named;
   uint32_t i;
-  if (ex_m_get(&c->op_ix, h, &i)) return i;
-  c->ops = vx_xrealloc(c->ops, (c->nops + 1) * sizeof *c->ops);
-  c->ops[c->nops] = (xop){vx_xstrdup(name), type, kernel_named};
-  ex_m_put(&c->op_ix, h, (uint32_t)c->nops);
+  if (rd_m_get(&c->op_ix, h, &i)) return i;
+  c->ops = rd_xrealloc(c->ops, (c->nops + 1) * sizeof *c->ops);
+  c->ops[c->nops] = (xop){rd_xstrdup(name), type, kernel_named};
+  rd_m_put(&c->op_ix, h, (uint32_t)c->nops);
   return (uint32_t)c->nops++;
 }
 
-static void x_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_event *ev) {
+static void x_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
   xctx *c = ctx;
   if (!c->have_base) { c->base = ev->start_ns; c->have_base = 1; }
   char nm[32];
   snprintf(nm, sizeof nm, "Thread %u", tid);
   xl *l = line_for(c, &c->planes[0], tid, nm);
-  const vx_func *fn = vx_trace_func(t, ev->fn);
+  const rd_func *fn = rd_trace_func(t, ev->fn);
   uint64_t msg;
   const char *label = NULL;
-  if (fn && fn->domain == DLH__DOMAIN__DOMAIN_NVTX && ex_arg(t, ev, "message|name", &msg))
-    label = vx_trace_string(t, (uint32_t)msg);
+  if (fn && fn->domain == DLH__DOMAIN__DOMAIN_NVTX && rd_arg(t, ev, "message|name", &msg))
+    label = rd_trace_string(t, (uint32_t)msg);
   uint64_t calls = dlh_api_calls(ev);
   int64_t meta;
   if (calls > 1) {
-    char *folded = vx_folded_name(label ? label : vx_func_name(t, ev->fn), calls);
+    char *folded = rd_folded_name(label ? label : rd_func_name(t, ev->fn), calls);
     meta = meta_for(&c->planes[0], 3ull << 62 | hash_name(folded) >> 2, folded);
     free(folded);
   } else {
     meta = label ? meta_for(&c->planes[0], 1ull << 62 | hash_name(label) >> 2, label)
-                 : meta_for(&c->planes[0], ev->fn, vx_func_name(t, ev->fn));
+                 : meta_for(&c->planes[0], ev->fn, rd_func_name(t, ev->fn));
   }
   Dlhxplane__XStat s[8], *sp[8];
   size_t ns = 0;
@@ -424,7 +424,7 @@ static const char *mem_kind(uint64_t k) {
   return k < sizeof n / sizeof *n ? n[k] : "unknown";
 }
 
-static void x_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
+static void x_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   xctx *c = ctx;
   if (g->kind < 1 || g->kind > 3) return;
   if (!c->have_base) { c->base = g->start; c->have_base = 1; }
@@ -432,10 +432,10 @@ static void x_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
   char nm[64], det[192];
   snprintf(nm, sizeof nm, "Stream #%u", g->stream);
   xl *l = line_for(c, p, g->stream, nm);
-  const char *name = ex_gpu_name(t, g, nm, sizeof nm);
+  const char *name = rd_gpu_name(t, g, nm, sizeof nm);
   char mc[32];
   if (g->kind == 2) { /* as xprof names (and classifies) copies: MemcpyHToD, MemcpyDToH, ... */
-    const char *kind = ex_memcpy_kind(g->nvals > 1 ? g->vals[1] : 0);
+    const char *kind = rd_memcpy_kind(g->nvals > 1 ? g->vals[1] : 0);
     snprintf(mc, sizeof mc, "Memcpy%c%s%c", kind[0], kind[1] == 't' ? "To" : "", kind[strlen(kind) - 1]);
     if (strlen(kind) != 4) snprintf(mc, sizeof mc, "Memcpy%s", kind);
     name = mc;
@@ -525,7 +525,7 @@ static void add_step_spans(xctx *c) {
 
 static void put_bytes(FILE *f, int tag, const uint8_t *b, size_t n) {
   putc(tag, f);
-  ex_put_varint(f, n);
+  rd_put_varint(f, n);
   fwrite(b, 1, n, f);
 }
 
@@ -537,7 +537,7 @@ static uint8_t *pack_line_header(const xl *l, uint64_t base, size_t *n) {
   h.has_timestamp_ns = 1;
   h.timestamp_ns = (int64_t)base;
   *n = dlhxplane__xline__get_packed_size(&h);
-  uint8_t *b = vx_xmalloc(*n ? *n : 1);
+  uint8_t *b = rd_xmalloc(*n ? *n : 1);
   dlhxplane__xline__pack(&h, b);
   return b;
 }
@@ -559,12 +559,12 @@ static void write_plane(xctx *c, FILE *out, xp *p) {
     h.stats = stp;
   }
   size_t hn = dlhxplane__xplane__get_packed_size(&h);
-  uint8_t *hb = vx_xmalloc(hn ? hn : 1);
+  uint8_t *hb = rd_xmalloc(hn ? hn : 1);
   dlhxplane__xplane__pack(&h, hb);
   /* metadata entries */
   size_t total = hn, nent = p->nmeta + S_NSTATS - 1;
-  uint8_t **eb = vx_xmalloc(nent * sizeof *eb);
-  size_t *en = vx_xmalloc(nent * sizeof *en);
+  uint8_t **eb = rd_xmalloc(nent * sizeof *eb);
+  size_t *en = rd_xmalloc(nent * sizeof *en);
   for (size_t i = 0; i < nent; i++) {
     if (i < p->nmeta) {
       Dlhxplane__XEventMetadata m = DLHXPLANE__XEVENT_METADATA__INIT;
@@ -576,7 +576,7 @@ static void write_plane(xctx *c, FILE *out, xp *p) {
       e.key = m.id;
       e.value = &m;
       en[i] = dlhxplane__event_metadata_entry__get_packed_size(&e);
-      eb[i] = vx_xmalloc(en[i]);
+      eb[i] = rd_xmalloc(en[i]);
       dlhxplane__event_metadata_entry__pack(&e, eb[i]);
     } else {
       Dlhxplane__XStatMetadata m = DLHXPLANE__XSTAT_METADATA__INIT;
@@ -588,26 +588,26 @@ static void write_plane(xctx *c, FILE *out, xp *p) {
       e.key = m.id;
       e.value = &m;
       en[i] = dlhxplane__stat_metadata_entry__get_packed_size(&e);
-      eb[i] = vx_xmalloc(en[i]);
+      eb[i] = rd_xmalloc(en[i]);
       dlhxplane__stat_metadata_entry__pack(&e, eb[i]);
     }
     total += 1 + vlen(en[i]) + en[i];
   }
   /* lines */
-  uint8_t **lb = vx_xmalloc((p->nlines ? p->nlines : 1) * sizeof *lb);
-  size_t *ln = vx_xmalloc((p->nlines ? p->nlines : 1) * sizeof *ln);
+  uint8_t **lb = rd_xmalloc((p->nlines ? p->nlines : 1) * sizeof *lb);
+  size_t *ln = rd_xmalloc((p->nlines ? p->nlines : 1) * sizeof *ln);
   for (size_t i = 0; i < p->nlines; i++) {
     lb[i] = pack_line_header(&p->lines[i], c->base, &ln[i]);
     uint64_t len = ln[i] + p->lines[i].bytes;
     total += 1 + vlen(len) + len;
   }
   putc(0x0a, out); /* XSpace.planes */
-  ex_put_varint(out, total);
+  rd_put_varint(out, total);
   fwrite(hb, 1, hn, out);
   for (size_t i = 0; i < p->nlines; i++) {
     xl *l = &p->lines[i];
     putc(0x1a, out); /* XPlane.lines */
-    ex_put_varint(out, ln[i] + l->bytes);
+    rd_put_varint(out, ln[i] + l->bytes);
     fwrite(lb[i], 1, ln[i], out);
     copy_line_events(c, l, out);
     free(lb[i]);
@@ -632,14 +632,14 @@ static void free_plane(xp *p) {
   free(p->lines);
   for (size_t i = 0; i < p->nmeta; i++) free(p->meta[i]);
   free(p->meta);
-  ex_m_free(&p->line_ix);
-  ex_m_free(&p->meta_ix);
+  rd_m_free(&p->line_ix);
+  rd_m_free(&p->meta_ix);
 }
 
-static int xplane_one(const ex_opts *o, const char *path, const char *run, int suffix) {
+static int xplane_one(const rd_opts *o, const char *path, const char *run, int suffix) {
   xctx c = {0};
   c.o = o;
-  c.planes = vx_xmalloc(sizeof *c.planes);
+  c.planes = rd_xmalloc(sizeof *c.planes);
   memset(c.planes, 0, sizeof *c.planes);
   c.nplanes = 1;
   c.planes[0].id = 1;
@@ -654,47 +654,47 @@ static int xplane_one(const ex_opts *o, const char *path, const char *run, int s
   else snprintf(c.host, sizeof c.host, "%s", L.host);
   char raw[sizeof c.host];
   snprintf(raw, sizeof raw, "%s", c.host);
-  ex_safe_name(c.host, sizeof c.host, raw, "localhost"); /* a host name is the trace's word */
+  rd_safe_name(c.host, sizeof c.host, raw, "localhost"); /* a host name is the trace's word */
   for (char *h = c.host; *h; h++) /* xprof takes the host from the name up to the first '.' */
     if (*h == '/' || *h == '.' || *h == ' ') *h = '_';
-  ex_sink calls = {&c, x_packet, x_api, NULL};
-  if (ex_scan(path, o, "exporting", &calls) != VX_OK) rc = VX_BAD_INPUT;
-  ex_sink gpu = {&c, NULL, NULL, x_gpu};
-  if (ex_scan(path, o, "exporting", &gpu) != VX_OK) rc = VX_BAD_INPUT;
+  rd_sink calls = {&c, x_packet, x_api, NULL};
+  if (rd_scan(path, o, "exporting", &calls) != RD_OK) rc = RD_BAD_INPUT;
+  rd_sink gpu = {&c, NULL, NULL, x_gpu};
+  if (rd_scan(path, o, "exporting", &gpu) != RD_OK) rc = RD_BAD_INPUT;
   add_step_spans(&c);
   size_t dl = strlen(o->out) + strlen(run) + sizeof c.host + 64;
-  char *dir = vx_xmalloc(dl), *file = vx_xmalloc(dl + 64), stem[sizeof c.host + 16], *done = NULL;
+  char *dir = rd_xmalloc(dl), *file = rd_xmalloc(dl + 64), stem[sizeof c.host + 16], *done = NULL;
   snprintf(dir, dl, "%s/plugins/profile/%s", o->out, run);
   snprintf(stem, sizeof stem, "%s", c.host);
   snprintf(file, dl + 64, "%s/%s.xplane.pb", dir, stem);
-  FILE *out = ex_mkdirs(dir) < 0 ? NULL : ex_create(file, 0);
+  FILE *out = rd_mkdirs(dir) < 0 ? NULL : rd_create(file, 0);
   if (!out) {
-    rc = VX_BAD_INPUT;
+    rc = RD_BAD_INPUT;
   } else {
     setvbuf(out, NULL, _IOFBF, 1 << 20);
     for (size_t i = 0; i < c.nplanes; i++) write_plane(&c, out, &c.planes[i]);
     put_bytes(out, 0x22, (const uint8_t *)c.host, strlen(c.host)); /* XSpace.hostnames */
-    if (c.io_error) vx_error("%s: temporary file error", file);
+    if (c.io_error) rd_error("%s: temporary file error", file);
     /* two traces of one host and pid in one run get distinct names, nothing is replaced */
-    done = ex_close_new(out, dir, stem, ".xplane.pb");
-    if (!done || c.io_error) rc = VX_BAD_INPUT;
+    done = rd_close_new(out, dir, stem, ".xplane.pb");
+    if (!done || c.io_error) rc = RD_BAD_INPUT;
     else if (!o->quiet) fprintf(stderr, "dlhook: wrote %s\n", done);
   }
   free(done);
   for (size_t i = 0; i < c.nplanes; i++) free_plane(&c.planes[i]);
   free(c.planes);
-  vx_map_free(&c.plane_ix, NULL);
+  rd_map_free(&c.plane_ix, NULL);
   free(c.buf);
   for (size_t i = 0; i < c.nops; i++) free(c.ops[i].name);
   free(c.ops);
-  ex_m_free(&c.op_ix);
+  rd_m_free(&c.op_ix);
   ex_links_free(&L);
   free(dir);
   free(file);
   return rc;
 }
 
-int ex_xplane(const ex_opts *o, char **files, size_t n) {
+int ex_xplane(const rd_opts *o, char **files, size_t n) {
   /* run name: the time of the export, as TensorBoard's profiler names runs. The run directory
    * is always a new one, made by this export (a name taken, by an earlier export or by anyone,
    * moves on to NAME_2, NAME_3, ...), so nothing in it was planted. */
@@ -704,30 +704,30 @@ int ex_xplane(const ex_opts *o, char **files, size_t n) {
   gmtime_r(&now, &tm);
   strftime(base, sizeof base, "%Y_%m_%d_%H_%M_%S", &tm);
   size_t pl = strlen(o->out) + 32;
-  char *prof = vx_xmalloc(pl), *dir = vx_xmalloc(pl + sizeof run);
+  char *prof = rd_xmalloc(pl), *dir = rd_xmalloc(pl + sizeof run);
   snprintf(prof, pl, "%s/plugins/profile", o->out);
-  if (ex_mkdirs(prof) < 0 || ex_dir_safe(prof) < 0) {
+  if (rd_mkdirs(prof) < 0 || rd_dir_safe(prof) < 0) {
     free(prof);
     free(dir);
-    return VX_BAD_INPUT;
+    return RD_BAD_INPUT;
   }
   snprintf(run, sizeof run, "%s", base);
   for (unsigned i = 2;; i++) {
     snprintf(dir, pl + sizeof run, "%s/%s", prof, run);
     if (mkdir(dir, 0777) == 0) break;
     if (errno != EEXIST || i > 100000) {
-      vx_error("%s: %s", dir, strerror(errno));
+      rd_error("%s: %s", dir, strerror(errno));
       free(prof);
       free(dir);
-      return VX_BAD_INPUT;
+      return RD_BAD_INPUT;
     }
     snprintf(run, sizeof run, "%s_%u", base, i);
   }
   free(prof);
   free(dir);
-  int rc = VX_OK;
+  int rc = RD_OK;
   n = ex_drop_gpuless(files, n, o->keep_gpuless, o->quiet);
   for (size_t i = 0; i < n; i++)
-    if (xplane_one(o, files[i], run, n > 1) != VX_OK) rc = VX_BAD_INPUT;
+    if (xplane_one(o, files[i], run, n > 1) != RD_OK) rc = RD_BAD_INPUT;
   return rc;
 }

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "dlh_fmt.h"
-#include "vx.h"
+#include "rd.h"
 
 enum { K_GEMM = 1, K_CONV, K_COLL, K_GROUP_END };
 
@@ -46,7 +46,7 @@ typedef struct row {
 
 typedef struct corr_ns { uint64_t corr, ns; } corr_ns;
 
-struct vx_libstats {
+struct rd_libstats {
   op *ops;
   size_t nops, capops;
   corr_ns *k;
@@ -55,36 +55,36 @@ struct vx_libstats {
   size_t nrows, caprows;
   char **names;
   size_t nnames;
-  vx_map name_ix;   /* 32 bits of the keyed hash of a name -> index + 1 of its first holder */
+  rd_map name_ix;   /* 32 bits of the keyed hash of a name -> index + 1 of its first holder */
   /* per-thread open group: ops of each tid waiting for their ncclGroupEnd */
   struct { uint64_t tid; size_t first; } *open;
   size_t nopen;
   size_t ngroups;
 };
 
-static const char *intern(vx_libstats *s, const char *name) {
-  uint32_t h = (uint32_t)vx_hash_str(name);
-  uintptr_t i = (uintptr_t)vx_map_get(&s->name_ix, h);
+static const char *intern(rd_libstats *s, const char *name) {
+  uint32_t h = (uint32_t)rd_hash_str(name);
+  uintptr_t i = (uintptr_t)rd_map_get(&s->name_ix, h);
   if (i && !strcmp(s->names[i - 1], name)) return s->names[i - 1];
   if (i) /* two names, one hash: rare, and not aimed at (the hash is keyed) */
     for (size_t k = 0; k < s->nnames; k++)
       if (!strcmp(s->names[k], name)) return s->names[k];
-  s->names = vx_xrealloc(s->names, (s->nnames + 1) * sizeof *s->names);
-  s->names[s->nnames++] = vx_xstrdup(name);
-  if (!i) vx_map_put(&s->name_ix, h, (void *)(uintptr_t)s->nnames);
+  s->names = rd_xrealloc(s->names, (s->nnames + 1) * sizeof *s->names);
+  s->names[s->nnames++] = rd_xstrdup(name);
+  if (!i) rd_map_put(&s->name_ix, h, (void *)(uintptr_t)s->nnames);
   return s->names[s->nnames - 1];
 }
 
-vx_libstats *vx_libstats_new(void) {
-  vx_libstats *s = vx_xmalloc(sizeof *s);
+rd_libstats *rd_libstats_new(void) {
+  rd_libstats *s = rd_xmalloc(sizeof *s);
   memset(s, 0, sizeof *s);
   return s;
 }
 
-void vx_libstats_free(vx_libstats *s) {
+void rd_libstats_free(rd_libstats *s) {
   if (!s) return;
   for (size_t i = 0; i < s->nnames; i++) free(s->names[i]);
-  vx_map_free(&s->name_ix, NULL);
+  rd_map_free(&s->name_ix, NULL);
   free(s->names);
   free(s->ops);
   free(s->k);
@@ -94,12 +94,12 @@ void vx_libstats_free(vx_libstats *s) {
 }
 
 /* The value of the arg named `name` of an event (as int64; doubles converted), or dflt. */
-static int arg_index(const vx_func *f, const char *name) {
+static int arg_index(const rd_func *f, const char *name) {
   for (size_t i = 0; i < f->nargs; i++)
     if (!strcmp(f->argname[i], name)) return (int)i;
   return -1;
 }
-static int64_t argi(const vx_func *f, const dlh_api_event *ev, const char *name, int64_t dflt) {
+static int64_t argi(const rd_func *f, const dlh_api_event *ev, const char *name, int64_t dflt) {
   int i = arg_index(f, name);
   if (i < 0 || (uint32_t)i >= ev->nargs) return dflt;
   if (f->argtype[i] == 3) {
@@ -109,7 +109,7 @@ static int64_t argi(const vx_func *f, const dlh_api_event *ev, const char *name,
   }
   return (int64_t)ev->args[i];
 }
-static double argd(const vx_func *f, const dlh_api_event *ev, const char *name) {
+static double argd(const rd_func *f, const dlh_api_event *ev, const char *name) {
   int i = arg_index(f, name);
   if (i < 0 || (uint32_t)i >= ev->nargs) return 0;
   if (f->argtype[i] == 3) {
@@ -129,18 +129,18 @@ static int is_collective(const char *n) {
   return 0;
 }
 
-static op *new_op(vx_libstats *s) {
+static op *new_op(rd_libstats *s) {
   if (s->nops == s->capops) {
     s->capops = s->capops ? s->capops * 2 : 256;
-    s->ops = vx_xrealloc(s->ops, s->capops * sizeof *s->ops);
+    s->ops = rd_xrealloc(s->ops, s->capops * sizeof *s->ops);
   }
   op *o = &s->ops[s->nops++];
   memset(o, 0, sizeof *o);
   return o;
 }
 
-void vx_libstats_api(vx_libstats *s, const vx_trace *t, uint32_t tid, const dlh_api_event *ev) {
-  const vx_func *f = vx_trace_func(t, ev->fn);
+void rd_libstats_api(rd_libstats *s, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
+  const rd_func *f = rd_trace_func(t, ev->fn);
   if (!f || !f->name) return;
   const char *n = f->name;
   int dom = f->domain;
@@ -208,7 +208,7 @@ void vx_libstats_api(vx_libstats *s, const vx_trace *t, uint32_t tid, const dlh_
       size_t i = 0;
       while (i < s->nopen && s->open[i].tid != tid) i++;
       if (i == s->nopen) {
-        s->open = vx_xrealloc(s->open, (s->nopen + 1) * sizeof *s->open);
+        s->open = rd_xrealloc(s->open, (s->nopen + 1) * sizeof *s->open);
         s->open[s->nopen].tid = tid;
         s->open[s->nopen++].first = s->nops - 1;
       }
@@ -216,11 +216,11 @@ void vx_libstats_api(vx_libstats *s, const vx_trace *t, uint32_t tid, const dlh_
   }
 }
 
-void vx_libstats_gpu(vx_libstats *s, const dlh_gpu_event *ev) {
+void rd_libstats_gpu(rd_libstats *s, const dlh_gpu_event *ev) {
   if (ev->kind != 1 || !ev->corr) return;
   if (s->nk == s->capk) {
     s->capk = s->capk ? s->capk * 2 : 1024;
-    s->k = vx_xrealloc(s->k, s->capk * sizeof *s->k);
+    s->k = rd_xrealloc(s->k, s->capk * sizeof *s->k);
   }
   s->k[s->nk++] = (corr_ns){ev->corr, ev->dur_ns};
 }
@@ -231,7 +231,7 @@ static int by_corr(const void *x, const void *y) {
 }
 
 /* GPU time of the kernels with correlation id corr; *found set when there is any. */
-static uint64_t gpu_ns(const vx_libstats *s, uint64_t corr, int *found) {
+static uint64_t gpu_ns(const rd_libstats *s, uint64_t corr, int *found) {
   *found = 0;
   if (!corr || !s->nk) return 0;
   size_t lo = 0, hi = s->nk;
@@ -245,7 +245,7 @@ static uint64_t gpu_ns(const vx_libstats *s, uint64_t corr, int *found) {
   return ns;
 }
 
-static void add_row(vx_libstats *s, const op *o, uint64_t ns, int gpu) {
+static void add_row(rd_libstats *s, const op *o, uint64_t ns, int gpu) {
   int nv = o->kind == K_GEMM ? 7 : o->kind == K_CONV ? 13 : 3;
   row *r = NULL;
   for (size_t i = 0; i < s->nrows && !r; i++) {
@@ -256,7 +256,7 @@ static void add_row(vx_libstats *s, const op *o, uint64_t ns, int gpu) {
   if (!r) {
     if (s->nrows == s->caprows) {
       s->caprows = s->caprows ? s->caprows * 2 : 64;
-      s->rows = vx_xrealloc(s->rows, s->caprows * sizeof *s->rows);
+      s->rows = rd_xrealloc(s->rows, s->caprows * sizeof *s->rows);
     }
     r = &s->rows[s->nrows++];
     memset(r, 0, sizeof *r);
@@ -271,14 +271,14 @@ static void add_row(vx_libstats *s, const op *o, uint64_t ns, int gpu) {
   r->gpu_calls += gpu ? o->count : 0;
 }
 
-void vx_libstats_trace_end(vx_libstats *s) {
+void rd_libstats_trace_end(rd_libstats *s) {
   if (s->nk) qsort(s->k, s->nk, sizeof *s->k, by_corr);
   /* bytes of each group, for sharing its time */
   uint64_t *gbytes = NULL;
   uint64_t *gcount = NULL; /* calls of each group */
   if (s->ngroups) {
-    gbytes = vx_xmalloc((s->ngroups + 1) * sizeof *gbytes);
-    gcount = vx_xmalloc((s->ngroups + 1) * sizeof *gcount);
+    gbytes = rd_xmalloc((s->ngroups + 1) * sizeof *gbytes);
+    gcount = rd_xmalloc((s->ngroups + 1) * sizeof *gcount);
     memset(gbytes, 0, (s->ngroups + 1) * sizeof *gbytes);
     memset(gcount, 0, (s->ngroups + 1) * sizeof *gcount);
     for (size_t i = 0; i < s->nops; i++)
@@ -356,7 +356,7 @@ static int by_time(const void *x, const void *y) {
   return (a->calls < b->calls) - (a->calls > b->calls);
 }
 
-static void sort_rows(vx_libstats *s) {
+static void sort_rows(rd_libstats *s) {
   if (s->nrows) qsort(s->rows, s->nrows, sizeof *s->rows, by_time);
 }
 
@@ -367,7 +367,7 @@ static const char *conv_dir(int64_t dir) {
 
 static const char *op_name(const char *fn) { return !strncmp(fn, "nccl", 4) ? fn + 4 : fn; }
 
-void vx_libstats_json(vx_libstats *s, FILE *f) {
+void rd_libstats_json(rd_libstats *s, FILE *f) {
   sort_rows(s);
   static const char *const list[] = {NULL, "gemms", "convs", "collectives"};
   for (int kind = K_GEMM; kind <= K_COLL; kind++) {
@@ -378,7 +378,7 @@ void vx_libstats_json(vx_libstats *s, FILE *f) {
       if (r->kind != kind) continue;
       fputs(first ? "\n  {\"function\":" : ",\n  {\"function\":", f);
       first = 0;
-      vx_json_str(f, r->fn);
+      rd_json_str(f, r->fn);
       if (kind == K_GEMM)
         fprintf(f, ",\"m\":%" PRId64 ",\"n\":%" PRId64 ",\"k\":%" PRId64 ",\"batch\":%" PRId64
                    ",\"transa\":%" PRId64 ",\"transb\":%" PRId64,
@@ -399,15 +399,15 @@ void vx_libstats_json(vx_libstats *s, FILE *f) {
               r->gpu_calls == r->calls ? "gpu" : r->gpu_calls ? "mixed" : "call");
       if (kind != K_COLL) {
         fputs(",\"flops\":", f);
-        vx_json_double(f, r->flops);
+        rd_json_double(f, r->flops);
         fputs(",\"tflops_per_s\":", f);
-        vx_json_double(f, tflops(r));
+        rd_json_double(f, tflops(r));
       } else {
         double a = algbw(r);
         fputs(",\"algbw_gb_per_s\":", f);
-        vx_json_double(f, a);
+        rd_json_double(f, a);
         fputs(",\"busbw_gb_per_s\":", f);
-        vx_json_double(f, a * busbw_factor(r->fn, r->v[2]));
+        rd_json_double(f, a * busbw_factor(r->fn, r->v[2]));
       }
       putc('}', f);
     }
@@ -428,9 +428,9 @@ static const char *fmt_bytes(char *buf, size_t n, double b) {
 }
 
 /* dst (4 * width + 4 bytes): src fitted to width columns, safe for a terminal. */
-static void fitn(char *dst, size_t width, const char *src) { vx_term_fit(dst, 4 * width + 4, width, src); }
+static void fitn(char *dst, size_t width, const char *src) { rd_term_fit(dst, 4 * width + 4, width, src); }
 
-void vx_libstats_table(vx_libstats *s, FILE *f) {
+void rd_libstats_table(rd_libstats *s, FILE *f) {
   sort_rows(s);
   char fn[4 * 40 + 4], shape[64], b1[32], b2[32];
   int have[4] = {0};

@@ -3,7 +3,7 @@
  * bytes (per device and in all), what is still allocated at exit (leaks, with the stack that
  * allocated them) and, at each out-of-memory error (cudaErrorMemoryAllocation), the live
  * allocations of that moment with their stacks. Exporters draw the live-bytes counter track
- * with vx_memory_counter().
+ * with rd_memory_counter().
  *
  * Allocations: cudaMalloc, cudaMallocAsync, cudaMallocFromPoolAsync, cudaMallocManaged,
  * cudaMallocPitch, cudaMalloc3D (the wrappers record the returned pointer as `ptr` and the size)
@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "dlh_fmt.h"
-#include "vx.h"
+#include "rd.h"
 
 enum { OP_ALLOC = 1, OP_FREE = 2, OP_SETDEV = 3 };
 
@@ -41,7 +41,7 @@ typedef struct fn_kind {
   int ptr, size, stream, pitch, height, depth, dev; /* argument indexes, -1 = absent */
 } fn_kind;
 
-static int arg_index(const vx_func *f, const char *name) {
+static int arg_index(const rd_func *f, const char *name) {
   for (size_t i = 0; i < f->nargs; i++)
     if (f->argname[i] && !strcmp(f->argname[i], name)) return (int)i;
   return -1;
@@ -49,7 +49,7 @@ static int arg_index(const vx_func *f, const char *name) {
 
 static int starts(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 
-static fn_kind classify(const vx_func *f) {
+static fn_kind classify(const rd_func *f) {
   fn_kind k = {0, -1, -1, -1, -1, -1, -1, -1};
   if (!f || !f->name) return k;
   const char *n = f->name;
@@ -126,16 +126,16 @@ typedef struct ledger {
   size_t n, cap;
   oom *ooms;
   size_t nooms;
-  vx_mem_sample *samples;
+  rd_mem_sample *samples;
   size_t nsamples, capsamples;
 } ledger;
 
 static void sample(ledger *l, uint64_t ts, int dev, uint64_t ptr, int64_t bytes, uint32_t tid) {
   if (l->nsamples == l->capsamples) {
     l->capsamples = l->capsamples ? l->capsamples * 2 : 256;
-    l->samples = vx_xrealloc(l->samples, l->capsamples * sizeof *l->samples);
+    l->samples = rd_xrealloc(l->samples, l->capsamples * sizeof *l->samples);
   }
-  l->samples[l->nsamples++] = (vx_mem_sample){ts, (uint32_t)dev, l->dev_live[dev], l->live, ptr, bytes, tid};
+  l->samples[l->nsamples++] = (rd_mem_sample){ts, (uint32_t)dev, l->dev_live[dev], l->live, ptr, bytes, tid};
 }
 
 static void replay(ledger *l, mem_ev *ev, size_t n) {
@@ -155,7 +155,7 @@ static void replay(ledger *l, mem_ev *ev, size_t n) {
       if (e->ret != 0 || !e->ptr) {
         l->failed += e->count;
         if (e->ret == 2) { /* cudaErrorMemoryAllocation (CUDA_ERROR_OUT_OF_MEMORY is 2 too) */
-          l->ooms = vx_xrealloc(l->ooms, (l->nooms + 1) * sizeof *l->ooms);
+          l->ooms = rd_xrealloc(l->ooms, (l->nooms + 1) * sizeof *l->ooms);
           oom *o = &l->ooms[l->nooms++];
           o->ts = e->ts;
           o->requested = e->bytes;
@@ -164,14 +164,14 @@ static void replay(ledger *l, mem_ev *ev, size_t n) {
           o->fn = e->fn;
           o->stack = e->stack;
           o->nlive = l->n;
-          o->live = vx_xmalloc((l->n ? l->n : 1) * sizeof *o->live);
+          o->live = rd_xmalloc((l->n ? l->n : 1) * sizeof *o->live);
           memcpy(o->live, l->v, l->n * sizeof *l->v);
         }
         continue;
       }
       if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 64;
-        l->v = vx_xrealloc(l->v, l->cap * sizeof *l->v);
+        l->v = rd_xrealloc(l->v, l->cap * sizeof *l->v);
       }
       l->v[l->n++] = (live_alloc){e->ptr, e->bytes, e->stream, e->ts, e->stack, e->fn, dev};
       l->allocs++;
@@ -198,17 +198,17 @@ static void replay(ledger *l, mem_ev *ev, size_t n) {
 }
 
 /* Reads the memory calls of an open trace into *out; returns the count. */
-static size_t read_events(vx_trace *t, mem_ev **out, int *rc) {
-  vx_map kinds = {0}; /* fn id -> fn_kind* */
+static size_t read_events(rd_trace *t, mem_ev **out, int *rc) {
+  rd_map kinds = {0}; /* fn id -> fn_kind* */
   mem_ev *ev = NULL;
   size_t n = 0, cap = 0;
   const Dlh__Packet *p;
   int r;
-  while ((r = vx_trace_next(t, &p)) == 1) {
+  while ((r = rd_trace_next(t, &p)) == 1) {
     if (p->data_case == DLH__PACKET__DATA_FUNCTION) {
       /* redefined: classify again (a NULL value would break the map's probe chains) */
-      fn_kind *old = vx_map_get(&kinds, p->function->id);
-      if (old) *old = classify(vx_trace_func(t, p->function->id));
+      fn_kind *old = rd_map_get(&kinds, p->function->id);
+      if (old) *old = classify(rd_trace_func(t, p->function->id));
       continue;
     }
     if (p->data_case != DLH__PACKET__DATA_API) continue;
@@ -216,11 +216,11 @@ static size_t read_events(vx_trace *t, mem_ev **out, int *rc) {
     dlh_api_event e;
     dlh_api_iter_init(&it, p->api);
     while (dlh_api_iter_next(&it, &e)) {
-      fn_kind *k = vx_map_get(&kinds, e.fn);
+      fn_kind *k = rd_map_get(&kinds, e.fn);
       if (!k) {
-        k = vx_xmalloc(sizeof *k);
-        *k = classify(vx_trace_func(t, e.fn));
-        vx_map_put(&kinds, e.fn, k);
+        k = rd_xmalloc(sizeof *k);
+        *k = classify(rd_trace_func(t, e.fn));
+        rd_map_put(&kinds, e.fn, k);
       }
       if (!k->op) continue;
 #define ARG(i) ((i) >= 0 && (uint32_t)(i) < e.nargs ? e.args[i] : 0)
@@ -242,14 +242,14 @@ static size_t read_events(vx_trace *t, mem_ev **out, int *rc) {
 #undef ARG
       if (n == cap) {
         cap = cap ? cap * 2 : 1024;
-        ev = vx_xrealloc(ev, cap * sizeof *ev);
+        ev = rd_xrealloc(ev, cap * sizeof *ev);
       }
       ev[n++] = m;
     }
-    if (it.bad) *rc = VX_BAD_INPUT;
+    if (it.bad) *rc = RD_BAD_INPUT;
   }
-  if (r < 0) *rc = VX_BAD_INPUT;
-  vx_map_free(&kinds, free);
+  if (r < 0) *rc = RD_BAD_INPUT;
+  rd_map_free(&kinds, free);
   *out = ev;
   return n;
 }
@@ -261,18 +261,18 @@ static void ledger_free(ledger *l) {
   free(l->samples);
 }
 
-long vx_memory_counter(const char *path, vx_mem_sample **out, uint32_t *pid) {
+long rd_memory_counter(const char *path, rd_mem_sample **out, uint32_t *pid) {
   *out = NULL;
-  vx_trace t;
-  if (vx_trace_open(&t, path) < 0) return -1;
-  int rc = VX_OK;
+  rd_trace t;
+  if (rd_trace_open(&t, path) < 0) return -1;
+  int rc = RD_OK;
   mem_ev *ev;
   size_t n = read_events(&t, &ev, &rc);
   ledger l = {0};
   replay(&l, ev, n);
   free(ev);
   if (pid) *pid = t.pid;
-  vx_trace_close(&t);
+  rd_trace_close(&t);
   *out = l.samples;
   l.samples = NULL;
   long ns = (long)l.nsamples;
@@ -283,7 +283,7 @@ long vx_memory_counter(const char *path, vx_mem_sample **out, uint32_t *pid) {
 /* ---------------------------------------------------------------- output */
 
 /* The first frame of a stack that is not inside dlhook or the CUDA libraries: "where". */
-static const char *frame_label(const vx_frame *f, char *buf, size_t cap) {
+static const char *frame_label(const rd_frame *f, char *buf, size_t cap) {
   if (f->function && f->file && f->line)
     snprintf(buf, cap, "%s (%s:%u)", f->function, strrchr(f->file, '/') ? strrchr(f->file, '/') + 1 : f->file, f->line);
   else if (f->function) snprintf(buf, cap, "%s", f->function);
@@ -291,31 +291,31 @@ static const char *frame_label(const vx_frame *f, char *buf, size_t cap) {
   return buf;
 }
 
-static int ours(const vx_frame *f) {
+static int ours(const rd_frame *f) {
   const char *m = f->module;
   if (!m) return 0;
   const char *b = strrchr(m, '/') ? strrchr(m, '/') + 1 : m;
   return !strncmp(b, "libdlhook", 9) || !strncmp(b, "libcudart", 9) || !strncmp(b, "libcuda.", 8);
 }
 
-static void json_stack(FILE *f, const vx_trace *t, uint32_t stack) {
-  const vx_frame *fr;
-  size_t n = vx_stack_frames(t, stack, &fr);
+static void json_stack(FILE *f, const rd_trace *t, uint32_t stack) {
+  const rd_frame *fr;
+  size_t n = rd_stack_frames(t, stack, &fr);
   char buf[512];
   putc('[', f);
   int first = 1;
   for (size_t i = 0; i < n; i++) {
     if (ours(&fr[i])) continue;
     if (!first) putc(',', f);
-    vx_json_str(f, frame_label(&fr[i], buf, sizeof buf));
+    rd_json_str(f, frame_label(&fr[i], buf, sizeof buf));
     first = 0;
   }
   putc(']', f);
 }
 
-static const char *where(const vx_trace *t, uint32_t stack, char *buf, size_t cap) {
-  const vx_frame *fr;
-  size_t n = vx_stack_frames(t, stack, &fr);
+static const char *where(const rd_trace *t, uint32_t stack, char *buf, size_t cap) {
+  const rd_frame *fr;
+  size_t n = rd_stack_frames(t, stack, &fr);
   for (size_t i = 0; i < n; i++)
     if (!ours(&fr[i])) return frame_label(&fr[i], buf, cap);
   snprintf(buf, cap, "%s", stack ? "(stack outside the program)" : "(no stack recorded)");
@@ -324,11 +324,11 @@ static const char *where(const vx_trace *t, uint32_t stack, char *buf, size_t ca
 
 static const char *fmt_bytes(char *buf, size_t n, uint64_t b) { return dlh_fmt_bytes(buf, n, b); }
 
-static void json_alloc(FILE *f, const vx_trace *t, const live_alloc *a) {
+static void json_alloc(FILE *f, const rd_trace *t, const live_alloc *a) {
   fprintf(f, "{\"ptr\":\"0x%" PRIx64 "\",\"bytes\":%" PRIu64 ",\"device\":%d,\"stream\":\"0x%" PRIx64
              "\",\"ts_ns\":%" PRIu64 ",\"function\":",
           a->ptr, a->bytes, a->device, a->stream, a->ts);
-  vx_json_str(f, vx_func_name(t, a->fn));
+  rd_json_str(f, rd_func_name(t, a->fn));
   fputs(",\"stack\":", f);
   json_stack(f, t, a->stack);
   putc('}', f);
@@ -337,18 +337,18 @@ static void json_alloc(FILE *f, const vx_trace *t, const live_alloc *a) {
 /* s fitted to a terminal cell of width columns in buf (4 * width + 4 bytes), returned; the
  * padding is taken off again for the last field of a line. */
 static const char *term(char *buf, size_t width, const char *s) {
-  vx_term_fit(buf, 4 * width + 4, width, s);
+  rd_term_fit(buf, 4 * width + 4, width, s);
   return buf;
 }
 static const char *term_end(char *buf, size_t width, const char *s) {
-  vx_term_fit(buf, 4 * width + 4, width, s);
+  rd_term_fit(buf, 4 * width + 4, width, s);
   size_t n = strlen(buf), w = strlen(s);
   while (n > w && buf[n - 1] == ' ') buf[--n] = 0; /* only padding: s itself is longer */
   return buf;
 }
 
-int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
-  int rc = VX_OK;
+int rd_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
+  int rc = RD_OK;
   uint64_t total_peak = 0, leaked = 0, nleaks = 0;
   int ntr = 0;
   if (json) fputs("{\"traces\":[", f);
@@ -356,8 +356,8 @@ int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
                "allocs", "frees", "peak", "at exit", "leaks");
   /* 30+9+7+10+10+12+12+8 = 98 columns */
   for (size_t i = 0; i < nfiles; i++) {
-    vx_trace t;
-    if (vx_trace_open(&t, files[i]) < 0) { rc = VX_BAD_INPUT; continue; }
+    rd_trace t;
+    if (rd_trace_open(&t, files[i]) < 0) { rc = RD_BAD_INPUT; continue; }
     mem_ev *ev;
     size_t n = read_events(&t, &ev, &rc);
     ledger l = {0};
@@ -371,7 +371,7 @@ int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
     char b1[32], b2[32], b3[32], name[4 * 30 + 4], c1[4 * 24 + 4], c2[4 * 62 + 4];
     if (json) {
       fprintf(f, "%s\n {\"path\":", ntr++ ? "," : "");
-      vx_json_str(f, files[i]);
+      rd_json_str(f, files[i]);
       fprintf(f, ",\"pid\":%u,\"allocations\":%" PRIu64 ",\"frees\":%" PRIu64
                  ",\"alloc_bytes\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64
                  ",\"peak_bytes\":%" PRIu64 ",\"peak_ns\":%" PRIu64 ",\"live_at_exit_bytes\":%" PRIu64
@@ -394,7 +394,7 @@ int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
       for (size_t k = 0; k < l.nooms; k++) {
         const oom *o = &l.ooms[k];
         fprintf(f, "%s{\"ts_ns\":%" PRIu64 ",\"function\":", k ? "," : "", o->ts);
-        vx_json_str(f, vx_func_name(&t, o->fn));
+        rd_json_str(f, rd_func_name(&t, o->fn));
         fprintf(f, ",\"requested_bytes\":%" PRIu64 ",\"live_bytes\":%" PRIu64 ",\"calls\":%" PRIu64
                    ",\"stack\":", o->requested, o->live_bytes, o->calls);
         json_stack(f, &t, o->stack);
@@ -408,7 +408,7 @@ int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
       fputs("]}", f);
     } else {
       const char *base = strrchr(files[i], '/') ? strrchr(files[i], '/') + 1 : files[i];
-      vx_term_fit(name, sizeof name, 30, base);
+      rd_term_fit(name, sizeof name, 30, base);
       fprintf(f, "%-30s %8u %6s %9" PRIu64 " %9" PRIu64 " %11s %11s %7zu\n", name, t.pid, "all",
               l.allocs, l.frees, fmt_bytes(b1, sizeof b1, l.peak), fmt_bytes(b2, sizeof b2, lb), l.n);
       int ndev = 0;
@@ -422,20 +422,20 @@ int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
         fprintf(f, "  %-12s %-22s %s\n", "leaked", "allocated by", "at");
         for (size_t k = 0; k < l.n && k < 20; k++)
           fprintf(f, "  %-12s %s %s\n", fmt_bytes(b1, sizeof b1, l.v[k].bytes),
-                  term(c1, 22, vx_func_name(&t, l.v[k].fn)),
+                  term(c1, 22, rd_func_name(&t, l.v[k].fn)),
                   term_end(c2, 62, where(&t, l.v[k].stack, b3, sizeof b3)));
         if (l.n > 20) fprintf(f, "  ... %zu more\n", l.n - 20);
       }
       for (size_t k = 0; k < l.nooms; k++) {
         const oom *o = &l.ooms[k];
-        fprintf(f, "  out of memory: %s of %s at %s\n", term_end(c1, 24, vx_func_name(&t, o->fn)),
+        fprintf(f, "  out of memory: %s of %s at %s\n", term_end(c1, 24, rd_func_name(&t, o->fn)),
                 fmt_bytes(b1, sizeof b1, o->requested), term_end(c2, 50, where(&t, o->stack, b3, sizeof b3)));
         if (o->calls > 1) fprintf(f, "  (%" PRIu64 " calls in a row, folded)\n", o->calls);
         fprintf(f, "  live then: %zu allocation%s, %s\n", o->nlive, o->nlive == 1 ? "" : "s",
                 fmt_bytes(b2, sizeof b2, o->live_bytes));
         for (size_t m = 0; m < o->nlive && m < 20; m++)
           fprintf(f, "    %-12s %s %s\n", fmt_bytes(b1, sizeof b1, o->live[m].bytes),
-                  term(c1, 22, vx_func_name(&t, o->live[m].fn)),
+                  term(c1, 22, rd_func_name(&t, o->live[m].fn)),
                   term_end(c2, 60, where(&t, o->live[m].stack, b2, sizeof b2)));
       }
       if (l.unmatched_frees)
@@ -443,7 +443,7 @@ int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
                 l.unmatched_frees);
     }
     ledger_free(&l);
-    vx_trace_close(&t);
+    rd_trace_close(&t);
   }
   if (json)
     fprintf(f, "],\n\"peak_bytes\":%" PRIu64 ",\"leaked_bytes\":%" PRIu64 ",\"leak_count\":%" PRIu64
@@ -452,8 +452,8 @@ int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
     /* all leaks of all traces, again at the top level (each with its pid) */
     int first = 1;
     for (size_t i = 0; i < nfiles; i++) {
-      vx_trace t;
-      if (vx_trace_open(&t, files[i]) < 0) continue;
+      rd_trace t;
+      if (rd_trace_open(&t, files[i]) < 0) continue;
       mem_ev *ev;
       int rc2 = 0;
       size_t n = read_events(&t, &ev, &rc2);
@@ -466,13 +466,13 @@ int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
         /* json_alloc without its opening brace */
         fprintf(f, "\"ptr\":\"0x%" PRIx64 "\",\"bytes\":%" PRIu64 ",\"device\":%d,\"function\":",
                 l.v[k].ptr, l.v[k].bytes, l.v[k].device);
-        vx_json_str(f, vx_func_name(&t, l.v[k].fn));
+        rd_json_str(f, rd_func_name(&t, l.v[k].fn));
         fputs(",\"stack\":", f);
         json_stack(f, &t, l.v[k].stack);
         putc('}', f);
       }
       ledger_free(&l);
-      vx_trace_close(&t);
+      rd_trace_close(&t);
     }
     fputs("]}\n", f);
   } else {

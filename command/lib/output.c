@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "scan.h"
+#include "rd_scan.h"
 
 /* ---------------------------------------------------------------- output files
  *
@@ -20,36 +20,36 @@
  * readers never see half a file. The directory must belong to the user (or root) or be sticky:
  * elsewhere others could swap the file after it is written. */
 
-typedef struct ex_out {
+typedef struct rd_out {
   FILE *f;
   char *tmp;
-  struct ex_out *next;
-} ex_out;
-static ex_out *outs;
+  struct rd_out *next;
+} rd_out;
+static rd_out *outs;
 
 /* The directory part of path ("." when none), malloc'd. */
 static char *dir_of(const char *path) {
   const char *sl = strrchr(path, '/');
-  if (!sl) return vx_xstrdup(".");
-  if (sl == path) return vx_xstrdup("/");
-  char *d = vx_xstrdup(path);
+  if (!sl) return rd_xstrdup(".");
+  if (sl == path) return rd_xstrdup("/");
+  char *d = rd_xstrdup(path);
   d[sl - path] = 0;
   return d;
 }
 
-int ex_dir_safe(const char *dir) {
+int rd_dir_safe(const char *dir) {
   struct stat st;
   if (stat(dir, &st) < 0) {
-    vx_error("%s: %s", dir, strerror(errno));
+    rd_error("%s: %s", dir, strerror(errno));
     return -1;
   }
   if (!S_ISDIR(st.st_mode)) {
-    vx_error("%s: not a directory", dir);
+    rd_error("%s: not a directory", dir);
     return -1;
   }
   if (st.st_uid != geteuid() && st.st_uid != 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) &&
       !(st.st_mode & S_ISVTX)) {
-    vx_error("%s: writable by others and not sticky (others could replace what dlhook writes "
+    rd_error("%s: writable by others and not sticky (others could replace what dlhook writes "
              "there); choose a directory of your own", dir);
     return -1;
   }
@@ -91,7 +91,7 @@ static int open_in_place(const char *path) {
   return fd < 0 ? -2 : fd;
 }
 
-FILE *ex_create(const char *path, int gz) {
+FILE *rd_create(const char *path, int gz) {
   if (!gz && !strcmp(path, "-")) return stdout;
   int fd = open_in_place(path);
   if (fd != -1) {
@@ -105,20 +105,20 @@ FILE *ex_create(const char *path, int gz) {
       fd = -1;
     }
     if (!f) {
-      vx_error("%s: %s", path, strerror(errno ? errno : EIO));
+      rd_error("%s: %s", path, strerror(errno ? errno : EIO));
       if (fd >= 0) close(fd);
     }
-    return f; /* not registered: ex_close just closes it */
+    return f; /* not registered: rd_close just closes it */
   }
   char *dir = dir_of(path);
-  if (ex_dir_safe(dir) < 0) { free(dir); return NULL; }
+  if (rd_dir_safe(dir) < 0) { free(dir); return NULL; }
   size_t tl = strlen(dir) + 32;
-  char *tmp = vx_xmalloc(tl);
+  char *tmp = rd_xmalloc(tl);
   snprintf(tmp, tl, "%s/.dlhook-out-XXXXXX", dir);
   free(dir);
   fd = mkostemp(tmp, O_CLOEXEC);
   if (fd < 0) {
-    vx_error("%s: %s", path, strerror(errno));
+    rd_error("%s: %s", path, strerror(errno));
     free(tmp);
     return NULL;
   }
@@ -143,22 +143,22 @@ FILE *ex_create(const char *path, int gz) {
   }
   if (!f) {
     if (fd >= 0) close(fd);
-    vx_error("%s: cannot start %s", path, gz ? "gzip" : "writing");
+    rd_error("%s: cannot start %s", path, gz ? "gzip" : "writing");
     unlink(tmp);
     free(tmp);
     return NULL;
   }
-  ex_out *o = vx_xmalloc(sizeof *o);
-  *o = (ex_out){f, tmp, outs};
+  rd_out *o = rd_xmalloc(sizeof *o);
+  *o = (rd_out){f, tmp, outs};
   outs = o;
   return f;
 }
 
 /* Takes f's registration off the list; returns its temporary name (malloc'd) or NULL. */
 static char *out_take(FILE *f) {
-  for (ex_out **pp = &outs; *pp; pp = &(*pp)->next) {
+  for (rd_out **pp = &outs; *pp; pp = &(*pp)->next) {
     if ((*pp)->f != f) continue;
-    ex_out *o = *pp;
+    rd_out *o = *pp;
     char *tmp = o->tmp;
     *pp = o->next;
     free(o);
@@ -172,11 +172,11 @@ static int out_finish(FILE *f, const char *path) {
   int bad = ferror(f);
   if (fflush(f) != 0) bad = 1;
   if (fclose(f) != 0) bad = 1;
-  if (bad) vx_error("%s: write error", path);
+  if (bad) rd_error("%s: write error", path);
   return bad ? -1 : 0;
 }
 
-int ex_close(FILE *f, const char *path) {
+int rd_close(FILE *f, const char *path) {
   char *tmp = out_take(f);
   int rc = out_finish(f, path);
   if (!tmp) return rc;
@@ -186,11 +186,11 @@ int ex_close(FILE *f, const char *path) {
       ((!S_ISREG(l.st_mode) && !S_ISLNK(l.st_mode)) ||
        (S_ISLNK(l.st_mode) && readlink(path, lt, sizeof lt - 1) > 0 && !strncmp(lt, "/proc/", 6)))) {
     /* a directory, a device, a link into /proc: never replaced */
-    vx_error("%s: exists and is not a file", path);
+    rd_error("%s: exists and is not a file", path);
     rc = -1;
   }
   if (rc == 0 && rename(tmp, path) < 0) {
-    vx_error("%s: %s", path, strerror(errno));
+    rd_error("%s: %s", path, strerror(errno));
     rc = -1;
   }
   if (rc < 0) unlink(tmp);
@@ -198,10 +198,10 @@ int ex_close(FILE *f, const char *path) {
   return rc;
 }
 
-char *ex_close_new(FILE *f, const char *dir, const char *stem, const char *ext) {
+char *rd_close_new(FILE *f, const char *dir, const char *stem, const char *ext) {
   char *tmp = out_take(f);
   size_t cap = strlen(dir) + strlen(stem) + strlen(ext) + 32;
-  char *path = vx_xmalloc(cap);
+  char *path = rd_xmalloc(cap);
   snprintf(path, cap, "%s/%s%s", dir, stem, ext);
   int rc = out_finish(f, path);
   if (rc == 0 && tmp) {
@@ -210,7 +210,7 @@ char *ex_close_new(FILE *f, const char *dir, const char *stem, const char *ext) 
        * export, or anyone) moves this one on to stem-2, stem-3, ... */
       if (link(tmp, path) == 0) break;
       if (errno != EEXIST || i > 100000) {
-        vx_error("%s: %s", path, strerror(errno));
+        rd_error("%s: %s", path, strerror(errno));
         rc = -1;
         break;
       }
@@ -223,7 +223,7 @@ char *ex_close_new(FILE *f, const char *dir, const char *stem, const char *ext) 
   return path;
 }
 
-void ex_safe_name(char *dst, size_t cap, const char *src, const char *dflt) {
+void rd_safe_name(char *dst, size_t cap, const char *src, const char *dflt) {
   size_t o = 0;
   if (!cap) return;
   for (const char *s = src ? src : ""; *s && o + 1 < cap && o < 64; s++) {
@@ -236,14 +236,14 @@ void ex_safe_name(char *dst, size_t cap, const char *src, const char *dflt) {
   if (!o) snprintf(dst, cap, "%s", dflt);
 }
 
-int ex_mkdirs(const char *path) {
-  char *d = vx_xstrdup(path);
+int rd_mkdirs(const char *path) {
+  char *d = rd_xstrdup(path);
   for (char *p = d + 1;; p++) {
     if (*p == '/' || !*p) {
       char c = *p;
       *p = 0;
       if (mkdir(d, 0777) < 0 && errno != EEXIST) {
-        vx_error("%s: %s", d, strerror(errno));
+        rd_error("%s: %s", d, strerror(errno));
         free(d);
         return -1;
       }
@@ -255,25 +255,25 @@ int ex_mkdirs(const char *path) {
   return 0;
 }
 
-const char *ex_memcpy_kind(uint64_t k) {
+const char *rd_memcpy_kind(uint64_t k) {
   static const char *const n[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
                                   "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
   return k < sizeof n / sizeof *n ? n[k] : "Unknown";
 }
 
-const char *ex_gpu_name(const vx_trace *t, const ex_gpu *g, char *buf, size_t n) {
+const char *rd_gpu_name(const rd_trace *t, const rd_gpu *g, char *buf, size_t n) {
   if (g->kname && *g->kname) return g->kname;
   switch (g->kind) {
     case 1: snprintf(buf, n, g->name ? "kernel#%u" : "kernel", g->name); break;
-    case 2: snprintf(buf, n, "Memcpy %s", ex_memcpy_kind(g->nvals > 1 ? g->vals[1] : 0)); break;
+    case 2: snprintf(buf, n, "Memcpy %s", rd_memcpy_kind(g->nvals > 1 ? g->vals[1] : 0)); break;
     case 3: snprintf(buf, n, "Memset"); break;
     case 4: snprintf(buf, n, "Sync"); break;
-    default: snprintf(buf, n, "%s", vx_gpu_kind_name(g->kind)); break;
+    default: snprintf(buf, n, "%s", rd_gpu_kind_name(g->kind)); break;
   }
   return buf;
 }
 
-const char *ex_frame_name(const vx_frame *fr, char *buf, size_t n) {
+const char *rd_frame_name(const rd_frame *fr, char *buf, size_t n) {
   const char *name = fr->function;
   if ((!name || !*name) && fr->python && fr->file) name = fr->file;
   if (name && *name) return name;
@@ -290,7 +290,7 @@ const char *ex_frame_name(const vx_frame *fr, char *buf, size_t n) {
   return buf;
 }
 
-void ex_put_varint(FILE *f, uint64_t v) {
+void rd_put_varint(FILE *f, uint64_t v) {
   while (v >= 0x80) {
     putc((int)(v & 0x7f) | 0x80, f);
     v >>= 7;

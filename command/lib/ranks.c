@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vx.h"
+#include "rd.h"
 
 typedef struct coll { int64_t start, end; } coll;
 typedef struct rtrace {
@@ -42,12 +42,12 @@ static int is_nccl_kernel(const char *name) {
 }
 
 static int load(rtrace *r, const char *path) {
-  vx_trace t;
-  if (vx_trace_open(&t, path) < 0) return -1;
+  rd_trace t;
+  if (rd_trace_open(&t, path) < 0) return -1;
   const Dlh__Packet *p;
   int rc, have_anchor = 0;
   r->rank = -1;
-  while ((rc = vx_trace_next(&t, &p)) == 1) {
+  while ((rc = rd_trace_next(&t, &p)) == 1) {
     if (p->data_case == DLH__PACKET__DATA_PROCESS) {
       r->rank = p->process->has_rank ? p->process->rank : -1;
       r->pid = p->process->pid;
@@ -59,16 +59,16 @@ static int load(rtrace *r, const char *path) {
       dlh_gpu_event ev;
       dlh_gpu_iter_init(&it, p->gpu);
       while (dlh_gpu_iter_next(&it, &ev)) {
-        if (ev.kind != 1 || !is_nccl_kernel(vx_trace_string(&t, ev.name))) continue;
+        if (ev.kind != 1 || !is_nccl_kernel(rd_trace_string(&t, ev.name))) continue;
         if (r->n == r->cap) {
           r->cap = r->cap ? r->cap * 2 : 256;
-          r->c = vx_xrealloc(r->c, r->cap * sizeof *r->c);
+          r->c = rd_xrealloc(r->c, r->cap * sizeof *r->c);
         }
         r->c[r->n++] = (coll){(int64_t)ev.start_ns, (int64_t)(ev.start_ns + ev.dur_ns)};
       }
     }
   }
-  vx_trace_close(&t);
+  rd_trace_close(&t);
   return rc < 0 ? -1 : 0;
 }
 
@@ -89,7 +89,7 @@ static int by_rank(const void *a, const void *b) {
   return x->rank - y->rank;
 }
 
-typedef struct vx_ranks {
+typedef struct rd_ranks {
   rtrace *r;
   size_t n;
   size_t ncoll;             /* collectives matched across all ranks */
@@ -98,15 +98,15 @@ typedef struct vx_ranks {
   double *mean_wait;        /* per rank: time from its arrival to the last arrival */
   uint64_t *last_count;     /* per rank: collectives it arrived last at */
   double mean_skew, max_skew;
-} vx_ranks;
+} rd_ranks;
 
-static vx_ranks R;
+static rd_ranks R;
 
 /* Analyses several traces (at least 2 with ranks and collectives). Returns 1 when there is
  * something to report. Damaged traces count with what was readable. */
-int vx_ranks_analyze(char **files, size_t n) {
+int rd_ranks_analyze(char **files, size_t n) {
   if (n < 2) return 0;
-  R.r = vx_xmalloc(n * sizeof *R.r);
+  R.r = rd_xmalloc(n * sizeof *R.r);
   memset(R.r, 0, n * sizeof *R.r);
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
@@ -124,7 +124,7 @@ int vx_ranks_analyze(char **files, size_t n) {
   for (size_t i = 1; i < R.n; i++) if (R.r[i].n < m) m = R.r[i].n;
   R.ncoll = m;
   /* refine offsets: median of end-time differences against the first rank */
-  int64_t *d = vx_xmalloc((m ? m : 1) * sizeof *d);
+  int64_t *d = rd_xmalloc((m ? m : 1) * sizeof *d);
   for (size_t i = 1; i < R.n && m; i++) {
     for (size_t c = 0; c < m; c++)
       d[c] = (R.r[0].c[c].end + R.r[0].offset) - (R.r[i].c[c].end + R.r[i].offset);
@@ -132,17 +132,17 @@ int vx_ranks_analyze(char **files, size_t n) {
     R.r[i].offset += d[m / 2];
   }
   free(d);
-  R.mean_delay = vx_xmalloc(R.n * sizeof *R.mean_delay);
-  R.mean_wait = vx_xmalloc(R.n * sizeof *R.mean_wait);
-  R.last_count = vx_xmalloc(R.n * sizeof *R.last_count);
-  R.last_delay = vx_xmalloc(R.n * sizeof *R.last_delay);
+  R.mean_delay = rd_xmalloc(R.n * sizeof *R.mean_delay);
+  R.mean_wait = rd_xmalloc(R.n * sizeof *R.mean_wait);
+  R.last_count = rd_xmalloc(R.n * sizeof *R.last_count);
+  R.last_delay = rd_xmalloc(R.n * sizeof *R.last_delay);
   memset(R.last_delay, 0, R.n * sizeof *R.last_delay);
   memset(R.mean_delay, 0, R.n * sizeof *R.mean_delay);
   memset(R.mean_wait, 0, R.n * sizeof *R.mean_wait);
   memset(R.last_count, 0, R.n * sizeof *R.last_count);
   double skew_sum = 0;
   R.max_skew = 0;
-  double *dl = vx_xmalloc(R.n * (m ? m : 1) * sizeof *dl); /* delay[rank][collective] */
+  double *dl = rd_xmalloc(R.n * (m ? m : 1) * sizeof *dl); /* delay[rank][collective] */
   for (size_t c = 0; c < m; c++) {
     int64_t first = INT64_MAX, last = INT64_MIN;
     size_t last_i = 0;
@@ -187,7 +187,7 @@ int vx_ranks_analyze(char **files, size_t n) {
   return m > 0;
 }
 
-int vx_ranks_offset(const char *path, int64_t *offset) {
+int rd_ranks_offset(const char *path, int64_t *offset) {
   for (size_t i = 0; i < R.n; i++)
     if (R.r[i].path && !strcmp(R.r[i].path, path)) {
       *offset = R.r[i].offset;
@@ -197,17 +197,17 @@ int vx_ranks_offset(const char *path, int64_t *offset) {
 }
 
 /* The (realtime - trace clock) offset of a trace's first anchor; 0 when it has none. */
-int vx_anchor_offset(const char *path, int64_t *offset) {
-  vx_trace t;
-  if (vx_trace_open(&t, path) < 0) return 0;
+int rd_anchor_offset(const char *path, int64_t *offset) {
+  rd_trace t;
+  if (rd_trace_open(&t, path) < 0) return 0;
   const Dlh__Packet *p;
   int found = 0;
-  while (!found && vx_trace_next(&t, &p) == 1)
+  while (!found && rd_trace_next(&t, &p) == 1)
     if (p->data_case == DLH__PACKET__DATA_ANCHOR && p->anchor->has_realtime_ns) {
       *offset = (int64_t)p->anchor->realtime_ns - (int64_t)p->anchor->trace_ns;
       found = 1;
     }
-  vx_trace_close(&t);
+  rd_trace_close(&t);
   return found;
 }
 
@@ -221,7 +221,7 @@ static size_t straggler(void) {
 }
 
 /* `"ranks":[...],"collectives":{...},"straggler":{...}` members (leading comma included). */
-void vx_ranks_json(FILE *f) {
+void rd_ranks_json(FILE *f) {
   if (!R.ncoll) return;
   fputs(",\n\"ranks\":[", f);
   for (size_t i = 0; i < R.n; i++)
@@ -237,7 +237,7 @@ void vx_ranks_json(FILE *f) {
           R.r[s].rank, R.last_delay[s], R.last_count[s], R.ncoll);
 }
 
-void vx_ranks_table(FILE *f) {
+void rd_ranks_table(FILE *f) {
   if (!R.ncoll) return;
   fprintf(f, "\n%-6s %8s %12s %14s %14s %13s\n", "Rank", "pid", "collectives", "mean delay",
           "mean wait", "arrived last");

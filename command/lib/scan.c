@@ -10,20 +10,20 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "scan.h"
+#include "rd_scan.h"
 
-static uint64_t ex_events_scanned; /* for the progress line */
+static uint64_t rd_events_scanned; /* for the progress line */
 
 /* Per-trace clock offsets set by `dlhook merge` (ns added to every time of that trace). */
 static char **off_paths;
 static const int64_t *off_vals;
 static size_t off_n;
-void ex_set_offsets(char **paths, const int64_t *offsets, size_t n) {
+void rd_set_offsets(char **paths, const int64_t *offsets, size_t n) {
   off_paths = paths;
   off_vals = offsets;
   off_n = n;
 }
-int64_t ex_offset_of(const char *path) {
+int64_t rd_offset_of(const char *path) {
   for (size_t i = 0; i < off_n; i++)
     if (!strcmp(off_paths[i], path)) return off_vals[i];
   return 0;
@@ -51,13 +51,13 @@ static void progress_tick(progress *pg, dlh_reader *r) {
   pg->shown = 1;
   double pct = pg->size ? 100.0 * (double)dlh_reader_offset(r) / (double)pg->size : 0;
   fprintf(stderr, "\rdlhook: %s %s: %5.1f%%, %" PRIu64 " events, %.0f events/s ", pg->what,
-          pg->path, pct > 100 ? 100 : pct, ex_events_scanned,
-          (double)ex_events_scanned / (t - pg->t0));
+          pg->path, pct > 100 ? 100 : pct, rd_events_scanned,
+          (double)rd_events_scanned / (t - pg->t0));
 }
 
-int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s) {
-  vx_trace t;
-  if (vx_trace_open(&t, path) < 0) return VX_BAD_INPUT;
+int rd_scan(const char *path, const rd_opts *o, const char *what, rd_sink *s) {
+  rd_trace t;
+  if (rd_trace_open(&t, path) < 0) return RD_BAD_INPUT;
   struct stat st;
   /* DLHOOK_PROGRESS_AFTER: seconds before progress shows (default 1; for tests) */
   const char *pa = getenv("DLHOOK_PROGRESS_AFTER");
@@ -68,13 +68,13 @@ int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s) {
   const Dlh__Packet *p;
   int rc, bad = 0;
   uint64_t tick = 0;
-  const int64_t off = ex_offset_of(path); /* dlhook merge: this trace on the common timeline */
-  vx_map knames = {0}; /* StringDef id -> demangled name (or a copy), for kernel names */
-  while ((rc = vx_trace_next(&t, &p)) == 1) {
-    if (p->data_case == DLH__PACKET__DATA_STRING && vx_map_get(&knames, p->string->id)) {
+  const int64_t off = rd_offset_of(path); /* dlhook merge: this trace on the common timeline */
+  rd_map knames = {0}; /* StringDef id -> demangled name (or a copy), for kernel names */
+  while ((rc = rd_trace_next(&t, &p)) == 1) {
+    if (p->data_case == DLH__PACKET__DATA_STRING && rd_map_get(&knames, p->string->id)) {
       const char *raw = p->string->value ? p->string->value : ""; /* redefined */
-      char *k = vx_demangle(raw);
-      free(vx_map_put(&knames, p->string->id, k ? k : vx_xstrdup(raw)));
+      char *k = rd_demangle(raw);
+      free(rd_map_put(&knames, p->string->id, k ? k : rd_xstrdup(raw)));
     }
     if (p->data_case == DLH__PACKET__DATA_PROCESS && !have_base && p->process->has_start_ns) {
       base = p->process->start_ns + (uint64_t)off;
@@ -90,7 +90,7 @@ int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s) {
       uint32_t tid = p->api->tid;
       dlh_api_iter_init(&it, p->api);
       while (dlh_api_iter_next(&it, &ev)) {
-        ex_events_scanned++;
+        rd_events_scanned++;
         ev.start_ns += (uint64_t)off;
         /* a folded event covers its span (first call's start to last call's end) */
         if (ev.start_ns >= hi || ev.start_ns + dlh_api_span(&ev) < lo) continue;
@@ -110,7 +110,7 @@ int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s) {
       uint64_t ts = b->base_start_ns;
       size_t vpos = 0;
       for (size_t i = 0; i < n; i++) {
-        ex_gpu g;
+        rd_gpu g;
         ts += b->n_start_delta ? (uint64_t)b->start_delta[i] : 0;
         g.kind = b->kind[i];
         g.start = g.kind == 7 ? ts : ts + (uint64_t)off;
@@ -120,13 +120,13 @@ int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s) {
         g.name = b->n_name ? b->name[i] : 0;
         g.kname = NULL;
         if (g.name) {
-          char *k = vx_map_get(&knames, g.name);
+          char *k = rd_map_get(&knames, g.name);
           if (!k) {
-            const char *raw = vx_trace_string(&t, g.name);
+            const char *raw = rd_trace_string(&t, g.name);
             if (raw) {
-              k = vx_demangle(raw);
-              if (!k) k = vx_xstrdup(raw);
-              vx_map_put(&knames, g.name, k);
+              k = rd_demangle(raw);
+              if (!k) k = rd_xstrdup(raw);
+              rd_map_put(&knames, g.name, k);
             }
           }
           g.kname = k;
@@ -137,7 +137,7 @@ int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s) {
         if (vpos + g.nvals > b->n_vals) { bad = 1; break; }
         g.vals = b->vals ? b->vals + vpos : NULL; /* no values at all: NULL (+ 0 is UB) */
         vpos += g.nvals;
-        ex_events_scanned++;
+        rd_events_scanned++;
         if (g.kind != 7 && (g.start >= hi || g.start + g.dur < lo)) continue;
         if (s->gpu) s->gpu(s->ctx, &t, &g);
       }
@@ -149,35 +149,35 @@ int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s) {
   if (pg.shown) {
     double el = now_s() - pg.t0;
     fprintf(stderr, "\rdlhook: %s %s: done, %" PRIu64 " events in %.1f s%20s\n", what, path,
-            ex_events_scanned, el, "");
+            rd_events_scanned, el, "");
   }
-  if (bad) vx_error("%s: inconsistent event batch (skipped its remaining events)", path);
-  vx_map_free(&knames, free);
-  vx_trace_close(&t);
-  return rc < 0 || bad ? VX_BAD_INPUT : VX_OK;
+  if (bad) rd_error("%s: inconsistent event batch (skipped its remaining events)", path);
+  rd_map_free(&knames, free);
+  rd_trace_close(&t);
+  return rc < 0 || bad ? RD_BAD_INPUT : RD_OK;
 }
 
 /* ---------------------------------------------------------------- u64 -> u32 hash map */
 
 
-static size_t h64(uint64_t k, size_t cap) { return (size_t)vx_hash64(k) & (cap - 1); }
+static size_t h64(uint64_t k, size_t cap) { return (size_t)rd_hash64(k) & (cap - 1); }
 
 
-static void ex_m_grow(ex_u64map *m) {
-  ex_u64map n = {0};
+static void rd_m_grow(rd_u64map *m) {
+  rd_u64map n = {0};
   n.cap = m->cap ? m->cap * 2 : 1024;
-  n.keys = vx_xmalloc(n.cap * sizeof *n.keys);
+  n.keys = rd_xmalloc(n.cap * sizeof *n.keys);
   n.vals = calloc(n.cap, sizeof *n.vals);
-  if (!n.vals) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+  if (!n.vals) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
   for (size_t i = 0; i < m->cap; i++)
-    if (m->vals[i]) ex_m_put(&n, m->keys[i], m->vals[i] - 1);
+    if (m->vals[i]) rd_m_put(&n, m->keys[i], m->vals[i] - 1);
   free(m->keys);
   free(m->vals);
   *m = n;
 }
 
-void ex_m_put(ex_u64map *m, uint64_t k, uint32_t v) {
-  if ((m->n + 1) * 4 > m->cap * 3) ex_m_grow(m);
+void rd_m_put(rd_u64map *m, uint64_t k, uint32_t v) {
+  if ((m->n + 1) * 4 > m->cap * 3) rd_m_grow(m);
   size_t i = h64(k, m->cap);
   for (; m->vals[i]; i = (i + 1) & (m->cap - 1))
     if (m->keys[i] == k) { m->vals[i] = v + 1; return; }
@@ -187,7 +187,7 @@ void ex_m_put(ex_u64map *m, uint64_t k, uint32_t v) {
 }
 
 /* Returns 1 and sets *v when found. */
-int ex_m_get(const ex_u64map *m, uint64_t k, uint32_t *v) {
+int rd_m_get(const rd_u64map *m, uint64_t k, uint32_t *v) {
   if (!m->cap) return 0;
   for (size_t i = h64(k, m->cap); m->vals[i]; i = (i + 1) & (m->cap - 1))
     if (m->keys[i] == k) { *v = m->vals[i] - 1; return 1; }
@@ -195,7 +195,7 @@ int ex_m_get(const ex_u64map *m, uint64_t k, uint32_t *v) {
 }
 
 /* Removes k (backward-shift deletion keeps probe chains intact). */
-void ex_m_del(ex_u64map *m, uint64_t k) {
+void rd_m_del(rd_u64map *m, uint64_t k) {
   if (!m->cap) return;
   size_t i = h64(k, m->cap);
   for (; m->vals[i]; i = (i + 1) & (m->cap - 1))
@@ -215,7 +215,7 @@ void ex_m_del(ex_u64map *m, uint64_t k) {
   }
 }
 
-void ex_m_free(ex_u64map *m) {
+void rd_m_free(rd_u64map *m) {
   free(m->keys);
   free(m->vals);
   memset(m, 0, sizeof *m);
@@ -223,8 +223,8 @@ void ex_m_free(ex_u64map *m) {
 
 /* ---------------------------------------------------------------- helpers */
 
-int ex_arg(const vx_trace *t, const dlh_api_event *ev, const char *names, uint64_t *v) {
-  const vx_func *f = vx_trace_func(t, ev->fn);
+int rd_arg(const rd_trace *t, const dlh_api_event *ev, const char *names, uint64_t *v) {
+  const rd_func *f = rd_trace_func(t, ev->fn);
   if (!f) return 0;
   for (size_t i = 0; i < f->nargs && i < ev->nargs; i++) {
     const char *a = f->argname[i];

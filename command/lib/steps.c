@@ -15,8 +15,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "scan.h"
-#include "vx.h"
+#include "rd_scan.h"
+#include "rd.h"
 
 enum { C_COMPUTE, C_COMM, C_COPY, C_HOST, C_NCAT };
 
@@ -41,13 +41,13 @@ static void push(sctx *c, uint64_t s, uint64_t e, int cat) {
   if (c->n >= MAX_EVENTS) { c->too_many = 1; return; }
   if (c->n == c->cap) {
     c->cap = c->cap ? c->cap * 2 : 4096;
-    c->ev = vx_xrealloc(c->ev, c->cap * sizeof *c->ev);
+    c->ev = rd_xrealloc(c->ev, c->cap * sizeof *c->ev);
   }
   c->ev[c->n++] = (sev){s, e, cat};
 }
 
 /* Step number of an NVTX range name, -1 when the name does not look like a step. */
-long vx_step_number(const char *name) {
+long rd_step_number(const char *name) {
   if (!name) return -1;
   const char *p = name;
   if (!strncmp(p, "ProfilerStep#", 13)) p += 13;
@@ -63,7 +63,7 @@ long vx_step_number(const char *name) {
   return *end ? -1 : v;
 }
 
-static void on_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
+static void on_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
   sctx *c = ctx;
   (void)t;
   if (p->data_case == DLH__PACKET__DATA_PROCESS) {
@@ -72,20 +72,20 @@ static void on_packet(void *ctx, const vx_trace *t, const Dlh__Packet *p) {
   }
 }
 
-static void on_api(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_event *e) {
+static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *e) {
   sctx *c = ctx;
   (void)tid;
-  const vx_func *f = vx_trace_func(t, e->fn);
+  const rd_func *f = rd_trace_func(t, e->fn);
   if (f && f->domain == DLH__DOMAIN__DOMAIN_NVTX) {
     if (!e->nargs) return;
-    const char *msg = vx_trace_string(t, (uint32_t)e->args[0]);
-    long num = vx_step_number(msg);
+    const char *msg = rd_trace_string(t, (uint32_t)e->args[0]);
+    long num = rd_step_number(msg);
     if (num < 0) return;
     if (c->nst == c->capst) {
       c->capst = c->capst ? c->capst * 2 : 64;
-      c->st = vx_xrealloc(c->st, c->capst * sizeof *c->st);
+      c->st = rd_xrealloc(c->st, c->capst * sizeof *c->st);
     }
-    c->st[c->nst++] = (srange){e->start_ns, e->start_ns + dlh_api_span(e), num, vx_xstrdup(msg)};
+    c->st[c->nst++] = (srange){e->start_ns, e->start_ns + dlh_api_span(e), num, rd_xstrdup(msg)};
     return;
   }
   /* A folded event tells only the summed duration of its calls, not where each lies in its
@@ -97,11 +97,11 @@ static int is_collective(const char *name) {
   return name && (strstr(name, "nccl") || strstr(name, "Nccl") || strstr(name, "NCCL"));
 }
 
-static void on_gpu(void *ctx, const vx_trace *t, const ex_gpu *g) {
+static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   sctx *c = ctx;
   if (!g->dur) return;
   if (g->kind == 1) {
-    const char *n = g->kname ? g->kname : vx_trace_string(t, g->name);
+    const char *n = g->kname ? g->kname : rd_trace_string(t, g->name);
     push(c, g->start, g->start + g->dur, is_collective(n) ? C_COMM : C_COMPUTE);
   } else if (g->kind == 2 || g->kind == 3) {
     push(c, g->start, g->start + g->dur, C_COPY);
@@ -126,19 +126,19 @@ static int by_t(const void *a, const void *b) {
   return x->t < y->t ? -1 : x->t > y->t;
 }
 
-typedef struct vx_step_row {
+typedef struct rd_step_row {
   int rank;
   uint32_t pid;
   long num;
   char *name;
   uint64_t start, dur, cat[C_NCAT + 1]; /* cat[C_NCAT] = idle */
-} vx_step_row;
+} rd_step_row;
 
 static void add_edges(edge **ed, size_t *ne, size_t *cap, const sev *v, uint64_t s, uint64_t e) {
   if (v->e <= s || v->s >= e) return;
   if (*ne + 2 > *cap) {
     *cap = *cap ? *cap * 2 : 256;
-    *ed = vx_xrealloc(*ed, *cap * sizeof **ed);
+    *ed = rd_xrealloc(*ed, *cap * sizeof **ed);
   }
   (*ed)[(*ne)++] = (edge){v->s > s ? v->s : s, v->cat, 1};
   (*ed)[(*ne)++] = (edge){v->e < e ? v->e : e, v->cat, -1};
@@ -176,19 +176,19 @@ static void breakdown(const sctx *c, uint64_t maxdur, const sev *lng, size_t nl,
   free(ed);
 }
 
-static vx_step_row *rows;
+static rd_step_row *rows;
 static size_t nrows, nskipped;
 
 /* Reads the traces and fills rows[]. Returns the number of rows. */
 static size_t analyze(char **files, size_t n) {
-  ex_opts o;
+  rd_opts o;
   memset(&o, 0, sizeof o);
   o.quiet = 1;
   for (size_t i = 0; i < n; i++) {
     sctx c = {0};
     c.rank = -1;
-    ex_sink sk = {&c, on_packet, on_api, on_gpu};
-    ex_scan(files[i], &o, "steps", &sk);
+    rd_sink sk = {&c, on_packet, on_api, on_gpu};
+    rd_scan(files[i], &o, "steps", &sk);
     if (c.too_many) nskipped++;
     if (c.nst && !c.too_many) {
       qsort(c.ev, c.n, sizeof *c.ev, by_s);
@@ -199,7 +199,7 @@ static size_t analyze(char **files, size_t n) {
       sev *lng = NULL;
       size_t nl = 0;
       if (c.n) {
-        uint64_t *d = vx_xmalloc(c.n * sizeof *d);
+        uint64_t *d = rd_xmalloc(c.n * sizeof *d);
         for (size_t k = 0; k < c.n; k++) d[k] = c.ev[k].e - c.ev[k].s;
         qsort(d, c.n, sizeof *d, by_u64);
         maxdur = d[c.n - 1 - c.n / 1000];
@@ -207,7 +207,7 @@ static size_t analyze(char **files, size_t n) {
         size_t keep = 0;
         for (size_t k = 0; k < c.n; k++) {
           if (c.ev[k].e - c.ev[k].s > maxdur) {
-            lng = vx_xrealloc(lng, (nl + 1) * sizeof *lng);
+            lng = rd_xrealloc(lng, (nl + 1) * sizeof *lng);
             lng[nl++] = c.ev[k];
           } else {
             c.ev[keep++] = c.ev[k];
@@ -215,9 +215,9 @@ static size_t analyze(char **files, size_t n) {
         }
         c.n = keep;
       }
-      rows = vx_xrealloc(rows, (nrows + c.nst) * sizeof *rows);
+      rows = rd_xrealloc(rows, (nrows + c.nst) * sizeof *rows);
       for (size_t k = 0; k < c.nst; k++) {
-        vx_step_row *r = &rows[nrows++];
+        rd_step_row *r = &rows[nrows++];
         memset(r, 0, sizeof *r);
         r->rank = c.rank;
         r->pid = c.pid;
@@ -237,7 +237,7 @@ static size_t analyze(char **files, size_t n) {
   return nrows;
 }
 
-void vx_steps_json(FILE *f, char **files, size_t n) {
+void rd_steps_json(FILE *f, char **files, size_t n) {
   static const char *const key[C_NCAT + 1] = {"compute_ns", "comm_ns", "copy_ns", "host_ns",
                                                 "idle_ns"};
   analyze(files, n);
@@ -246,10 +246,10 @@ void vx_steps_json(FILE *f, char **files, size_t n) {
         "copies and memsets > host (GPU idle, a thread inside a CUDA call) > idle\",\"rows\":[", f);
   size_t slow = 0;
   for (size_t i = 0; i < nrows; i++) {
-    const vx_step_row *r = &rows[i];
+    const rd_step_row *r = &rows[i];
     fprintf(f, "%s\n{\"rank\":%d,\"pid\":%u,\"step\":%ld,\"name\":", i ? "," : "", r->rank,
             r->pid, r->num);
-    vx_json_str(f, r->name);
+    rd_json_str(f, r->name);
     fprintf(f, ",\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64, r->start, r->dur);
     for (int k = 0; k <= C_NCAT; k++) fprintf(f, ",\"%s\":%" PRIu64, key[k], r->cat[k]);
     putc('}', f);

@@ -1,62 +1,62 @@
 /* symbols.c — call stacks of a trace: StackDef, ModuleDef, SymbolDef and PyFrameDef packets
  * (format/dlhook.proto) turned into symbolized frames for dump and the exporters
- * (vx_stack_frames). StackDef, ModuleDef and PyFrameDef precede their first use in a trace;
+ * (rd_stack_frames). StackDef, ModuleDef and PyFrameDef precede their first use in a trace;
  * SymbolDef packets may come later (the recorder resolves names in the background, `dlhook
- * symbolize` appends them), so vx_trace_open reads every definition in a first pass before any
+ * symbolize` appends them), so rd_trace_open reads every definition in a first pass before any
  * event is looked at. A pc without a SymbolDef is shown as module+offset. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "vx.h"
+#include "rd.h"
 
 
-typedef struct vx_module {
+typedef struct rd_module {
   char *path;
   uint64_t start, end, bias;
   size_t order;     /* definition order: a later module wins over an earlier one in its range */
-} vx_module;
+} rd_module;
 
-typedef struct vx_symbol {
+typedef struct rd_symbol {
   uint64_t pc;
   char *function, *file;
   uint32_t line, module;
-} vx_symbol;
+} rd_symbol;
 
-typedef struct vx_pyframe {
+typedef struct rd_pyframe {
   char *function, *file;
   uint32_t line;
-} vx_pyframe;
+} rd_pyframe;
 
-typedef struct vx_stack {
+typedef struct rd_stack {
   size_t n;
   uint64_t *raw;
   int truncated;
-  vx_frame *frames; /* built on first use */
-} vx_stack;
+  rd_frame *frames; /* built on first use */
+} rd_stack;
 
-typedef struct vx_stacks {
-  vx_map modules;   /* ModuleDef.id -> vx_module* */
-  vx_map pyframes;  /* PyFrameDef.id -> vx_pyframe* */
-  vx_map stacks;    /* StackDef.id -> vx_stack* */
-  vx_symbol *syms;  /* open addressing on pc; pc 0 = empty */
+typedef struct rd_stacks {
+  rd_map modules;   /* ModuleDef.id -> rd_module* */
+  rd_map pyframes;  /* PyFrameDef.id -> rd_pyframe* */
+  rd_map stacks;    /* StackDef.id -> rd_stack* */
+  rd_symbol *syms;  /* open addressing on pc; pc 0 = empty */
   size_t nsyms, capsyms;
-  vx_module **modlist; /* in definition order (owns the modules) */
+  rd_module **modlist; /* in definition order (owns the modules) */
   size_t nmods;
-  vx_module **bystart; /* sorted by start, then order: binary search (built on first lookup) */
+  rd_module **bystart; /* sorted by start, then order: binary search (built on first lookup) */
   size_t nsorted;
-} vx_stacks;
+} rd_stacks;
 
-static vx_stacks *get(vx_trace *t) {
+static rd_stacks *get(rd_trace *t) {
   if (!t->stacks) {
-    t->stacks = vx_xmalloc(sizeof *t->stacks);
+    t->stacks = rd_xmalloc(sizeof *t->stacks);
     memset(t->stacks, 0, sizeof *t->stacks);
   }
   return t->stacks;
 }
 
-static size_t pc_slot(uint64_t pc, size_t cap) { return (size_t)vx_hash64(pc) & (cap - 1); }
+static size_t pc_slot(uint64_t pc, size_t cap) { return (size_t)rd_hash64(pc) & (cap - 1); }
 
-static vx_symbol *sym_find(const vx_stacks *s, uint64_t pc) {
+static rd_symbol *sym_find(const rd_stacks *s, uint64_t pc) {
   if (!s->capsyms || !pc) return NULL;
   for (size_t i = pc_slot(pc, s->capsyms);; i = (i + 1) & (s->capsyms - 1)) {
     if (!s->syms[i].pc) return NULL;
@@ -64,11 +64,11 @@ static vx_symbol *sym_find(const vx_stacks *s, uint64_t pc) {
   }
 }
 
-static vx_symbol *sym_insert(vx_stacks *s, uint64_t pc) {
+static rd_symbol *sym_insert(rd_stacks *s, uint64_t pc) {
   if ((s->nsyms + 1) * 2 > s->capsyms) {
     size_t nc = s->capsyms ? s->capsyms * 2 : 1024;
-    vx_symbol *n = calloc(nc, sizeof *n);
-    if (!n) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+    rd_symbol *n = calloc(nc, sizeof *n);
+    if (!n) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
     for (size_t i = 0; i < s->capsyms; i++) {
       if (!s->syms[i].pc) continue;
       size_t j = pc_slot(s->syms[i].pc, nc);
@@ -87,65 +87,65 @@ static vx_symbol *sym_insert(vx_stacks *s, uint64_t pc) {
   return &s->syms[i];
 }
 
-static char *dup_or_null(const char *v) { return v && *v ? vx_xstrdup(v) : NULL; }
+static char *dup_or_null(const char *v) { return v && *v ? rd_xstrdup(v) : NULL; }
 
 static void stack_free(void *p) {
-  vx_stack *st = p;
+  rd_stack *st = p;
   free(st->raw);
   free(st->frames);
   free(st);
 }
 
 static void pyframe_free(void *p) {
-  vx_pyframe *f = p;
+  rd_pyframe *f = p;
   free(f->function);
   free(f->file);
   free(f);
 }
 
 static void module_free(void *p) {
-  vx_module *m = p;
+  rd_module *m = p;
   free(m->path);
   free(m);
 }
 
-void vx_stacks_define(vx_trace *t, const Dlh__Packet *p) {
-  vx_stacks *s = get(t);
+void rd_stacks_define(rd_trace *t, const Dlh__Packet *p) {
+  rd_stacks *s = get(t);
   switch (p->data_case) {
     case DLH__PACKET__DATA_STACK: {
       const Dlh__StackDef *d = p->stack;
-      vx_stack *st = vx_xmalloc(sizeof *st);
+      rd_stack *st = rd_xmalloc(sizeof *st);
       st->n = d->n_pc;
-      st->raw = vx_xmalloc(d->n_pc * sizeof *st->raw + 1);
+      st->raw = rd_xmalloc(d->n_pc * sizeof *st->raw + 1);
       memcpy(st->raw, d->pc, d->n_pc * sizeof *st->raw);
       st->truncated = d->has_truncated && d->truncated;
       st->frames = NULL;
-      vx_stack *old = vx_map_put(&s->stacks, d->id, st);
+      rd_stack *old = rd_map_put(&s->stacks, d->id, st);
       if (old) stack_free(old);
       break;
     }
     case DLH__PACKET__DATA_MODULE: {
       const Dlh__ModuleDef *d = p->module;
-      vx_module *m = vx_xmalloc(sizeof *m);
-      m->path = vx_xstrdup(d->path ? d->path : "");
+      rd_module *m = rd_xmalloc(sizeof *m);
+      m->path = rd_xstrdup(d->path ? d->path : "");
       m->start = d->start;
       m->end = d->end;
       m->bias = d->has_offset ? d->offset : 0;
       m->order = s->nmods;
-      s->modlist = vx_xrealloc(s->modlist, (s->nmods + 1) * sizeof *s->modlist);
+      s->modlist = rd_xrealloc(s->modlist, (s->nmods + 1) * sizeof *s->modlist);
       s->modlist[s->nmods++] = m;
       /* the map only indexes; modlist owns the modules */
-      if (d->has_id) vx_map_put(&s->modules, d->id, m);
+      if (d->has_id) rd_map_put(&s->modules, d->id, m);
       break;
     }
     case DLH__PACKET__DATA_SYMBOL: {
       const Dlh__SymbolDef *d = p->symbol;
       if (!d->pc) break;
-      vx_symbol *y = sym_insert(s, d->pc);
+      rd_symbol *y = sym_insert(s, d->pc);
       free(y->function);
       free(y->file);
       y->function = NULL;
-      if (d->function && !strncmp(d->function, "_Z", 2)) y->function = vx_demangle(d->function);
+      if (d->function && !strncmp(d->function, "_Z", 2)) y->function = rd_demangle(d->function);
       if (!y->function) y->function = dup_or_null(d->function);
       y->file = dup_or_null(d->file);
       y->line = d->line;
@@ -154,11 +154,11 @@ void vx_stacks_define(vx_trace *t, const Dlh__Packet *p) {
     }
     case DLH__PACKET__DATA_PY_FRAME: {
       const Dlh__PyFrameDef *d = p->py_frame;
-      vx_pyframe *f = vx_xmalloc(sizeof *f);
+      rd_pyframe *f = rd_xmalloc(sizeof *f);
       f->function = dup_or_null(d->function);
       f->file = dup_or_null(d->file);
       f->line = d->line;
-      vx_pyframe *old = vx_map_put(&s->pyframes, d->id, f);
+      rd_pyframe *old = rd_map_put(&s->pyframes, d->id, f);
       if (old) pyframe_free(old);
       break;
     }
@@ -168,21 +168,21 @@ void vx_stacks_define(vx_trace *t, const Dlh__Packet *p) {
 }
 
 static int cmp_start(const void *a, const void *b) {
-  const vx_module *x = *(vx_module *const *)a, *y = *(vx_module *const *)b;
+  const rd_module *x = *(rd_module *const *)a, *y = *(rd_module *const *)b;
   if (x->start != y->start) return x->start < y->start ? -1 : 1;
   return x->order < y->order ? -1 : x->order > y->order;
 }
 
 /* The module whose range holds pc: among those starting at or below pc, the latest defined
  * that still covers it (a range reused after dlclose), looking back at most 16 neighbours. */
-static const vx_module *module_of(vx_stacks *s, uint64_t pc, uint32_t id) {
+static const rd_module *module_of(rd_stacks *s, uint64_t pc, uint32_t id) {
   if (id) {
-    const vx_module *m = vx_map_get(&s->modules, id);
+    const rd_module *m = rd_map_get(&s->modules, id);
     if (m) return m;
   }
   if (s->nsorted != s->nmods) {
     free(s->bystart);
-    s->bystart = vx_xmalloc(s->nmods * sizeof *s->bystart);
+    s->bystart = rd_xmalloc(s->nmods * sizeof *s->bystart);
     memcpy(s->bystart, s->modlist, s->nmods * sizeof *s->bystart);
     qsort(s->bystart, s->nmods, sizeof *s->bystart, cmp_start);
     s->nsorted = s->nmods;
@@ -192,28 +192,28 @@ static const vx_module *module_of(vx_stacks *s, uint64_t pc, uint32_t id) {
     size_t mid = lo + (hi - lo) / 2;
     if (s->bystart[mid]->start <= pc) lo = mid + 1; else hi = mid;
   }
-  const vx_module *best = NULL;
+  const rd_module *best = NULL;
   for (size_t i = lo, k = 0; i > 0 && k < 16; i--, k++) {
-    const vx_module *m = s->bystart[i - 1];
+    const rd_module *m = s->bystart[i - 1];
     if (pc < m->end && (!best || m->order > best->order)) best = m;
   }
   return best;
 }
 
-size_t vx_stack_frames(const vx_trace *t, uint32_t stack_id, const vx_frame **out) {
+size_t rd_stack_frames(const rd_trace *t, uint32_t stack_id, const rd_frame **out) {
   if (out) *out = NULL;
-  vx_stacks *s = t->stacks;
+  rd_stacks *s = t->stacks;
   if (!s || !stack_id) return 0;
-  vx_stack *st = vx_map_get(&s->stacks, stack_id);
+  rd_stack *st = rd_map_get(&s->stacks, stack_id);
   if (!st || !st->n) return 0;
   if (!st->frames) {
-    st->frames = vx_xmalloc(st->n * sizeof *st->frames);
+    st->frames = rd_xmalloc(st->n * sizeof *st->frames);
     for (size_t i = 0; i < st->n; i++) {
-      vx_frame *f = &st->frames[i];
+      rd_frame *f = &st->frames[i];
       uint64_t v = st->raw[i];
       memset(f, 0, sizeof *f);
       if (v & DLH_PYFRAME_TAG) {
-        const vx_pyframe *py = vx_map_get(&s->pyframes, (uint32_t)v);
+        const rd_pyframe *py = rd_map_get(&s->pyframes, (uint32_t)v);
         f->python = 1;
         if (py) {
           f->function = py->function;
@@ -223,8 +223,8 @@ size_t vx_stack_frames(const vx_trace *t, uint32_t stack_id, const vx_frame **ou
         continue;
       }
       f->pc = v;
-      const vx_symbol *y = sym_find(s, v);
-      const vx_module *m = module_of(s, v, y ? y->module : 0);
+      const rd_symbol *y = sym_find(s, v);
+      const rd_module *m = module_of(s, v, y ? y->module : 0);
       if (y) {
         f->function = y->function;
         f->file = y->file;
@@ -241,12 +241,12 @@ size_t vx_stack_frames(const vx_trace *t, uint32_t stack_id, const vx_frame **ou
   return st->n;
 }
 
-void vx_stacks_free(vx_trace *t) {
-  vx_stacks *s = t->stacks;
+void rd_stacks_free(rd_trace *t) {
+  rd_stacks *s = t->stacks;
   if (!s) return;
-  vx_map_free(&s->stacks, stack_free);
-  vx_map_free(&s->pyframes, pyframe_free);
-  vx_map_free(&s->modules, NULL);
+  rd_map_free(&s->stacks, stack_free);
+  rd_map_free(&s->pyframes, pyframe_free);
+  rd_map_free(&s->modules, NULL);
   for (size_t i = 0; i < s->nmods; i++) module_free(s->modlist[i]);
   free(s->modlist);
   free(s->bystart);

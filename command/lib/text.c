@@ -3,11 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vx.h"
+#include "rd.h"
 
 /* ---------------------------------------------------------------- JSON */
 
-size_t vx_utf8_seq(const unsigned char *p) {
+size_t rd_utf8_seq(const unsigned char *p) {
   unsigned c = p[0];
   if (c < 0x80) return 1;
   size_t n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
@@ -23,14 +23,14 @@ size_t vx_utf8_seq(const unsigned char *p) {
   return n;
 }
 
-char *vx_utf8_dup(const char *s) {
+char *rd_utf8_dup(const char *s) {
   const unsigned char *p = (const unsigned char *)(s ? s : "");
   size_t len = strlen((const char *)p), bad = 0;
   for (size_t i = 0, k; i < len; i += k ? k : 1)
-    if (!(k = vx_utf8_seq(p + i))) bad++;
-  char *d = vx_xmalloc(len + 2 * bad + 1), *o = d;
+    if (!(k = rd_utf8_seq(p + i))) bad++;
+  char *d = rd_xmalloc(len + 2 * bad + 1), *o = d;
   for (size_t i = 0, k; i < len; i += k ? k : 1) {
-    k = vx_utf8_seq(p + i);
+    k = rd_utf8_seq(p + i);
     if (k) {
       memcpy(o, p + i, k);
       o += k;
@@ -46,7 +46,7 @@ char *vx_utf8_dup(const char *s) {
 /* One character of a terminal cell: its bytes as shown (escaped or not) and its length in the
  * source. Returns the bytes written to out (at most 4). */
 static size_t term_char(const unsigned char *p, char out[5], size_t *srclen) {
-  size_t k = vx_utf8_seq(p);
+  size_t k = rd_utf8_seq(p);
   *srclen = k ? k : 1;
   /* C0, DEL, C1 (U+0080..U+009F, e.g. CSI) and bytes that are not UTF-8: shown as \xNN */
   if (k == 0 || (k == 1 && (*p < 0x20 || *p == 0x7f)) || (k == 2 && p[0] == 0xc2 && p[1] < 0xa0)) {
@@ -57,7 +57,7 @@ static size_t term_char(const unsigned char *p, char out[5], size_t *srclen) {
   return k;
 }
 
-void vx_term_fit(char *dst, size_t cap, size_t width, const char *src) {
+void rd_term_fit(char *dst, size_t cap, size_t width, const char *src) {
   const unsigned char *p = (const unsigned char *)(src ? src : "");
   char ch[5];
   size_t o = 0, cols = 0, total = 0, sl;
@@ -86,7 +86,7 @@ void vx_term_fit(char *dst, size_t cap, size_t width, const char *src) {
   dst[o] = 0;
 }
 
-void vx_json_str(FILE *f, const char *s) {
+void rd_json_str(FILE *f, const char *s) {
   if (!s) { fputs("null", f); return; }
   const unsigned char *p = (const unsigned char *)s;
   putc('"', f);
@@ -105,7 +105,7 @@ void vx_json_str(FILE *f, const char *s) {
       p++;
       continue;
     }
-    size_t n = vx_utf8_seq(p);
+    size_t n = rd_utf8_seq(p);
     if (n) {
       fwrite(p, 1, n, f);
       p += n;
@@ -117,7 +117,7 @@ void vx_json_str(FILE *f, const char *s) {
   putc('"', f);
 }
 
-void vx_json_double(FILE *f, double d) {
+void rd_json_double(FILE *f, double d) {
   if (d != d || d > 1.7976931348623157e308 || d < -1.7976931348623157e308) {
     fputs("null", f);
     return;
@@ -128,7 +128,7 @@ void vx_json_double(FILE *f, double d) {
 /* __cxa_demangle from the C++ runtime (linked with -lstdc++). */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
-char *vx_demangle(const char *name) {
+char *rd_demangle(const char *name) {
   if (!name || name[0] != '_' || name[1] != 'Z') return NULL;
   int status = 0;
   char *d = __cxa_demangle(name, NULL, NULL, &status);
@@ -142,11 +142,11 @@ char *vx_demangle(const char *name) {
 
 /* ---------------------------------------------------------------- folded events */
 
-char *vx_folded_name(const char *name, uint64_t count) {
+char *rd_folded_name(const char *name, uint64_t count) {
   if (!name) name = "";
-  if (count <= 1) return vx_xstrdup(name);
+  if (count <= 1) return rd_xstrdup(name);
   size_t n = strlen(name) + 32;
-  char *s = vx_xmalloc(n);
+  char *s = rd_xmalloc(n);
   /* U+00D7 MULTIPLICATION SIGN, as UTF-8 */
   snprintf(s, n, "%s \xc3\x97%llu", name, (unsigned long long)count);
   return s;

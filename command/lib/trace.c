@@ -7,11 +7,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vx.h"
+#include "rd.h"
 
 /* ---------------------------------------------------------------- traces */
 
-static void mem_free(vx_mem *m) {
+static void mem_free(rd_mem *m) {
   if (!m) return;
   for (size_t i = 0; i < m->nparts; i++) free(m->parts[i].name);
   free(m->parts);
@@ -19,7 +19,7 @@ static void mem_free(vx_mem *m) {
 }
 
 static void func_free(void *p) {
-  vx_func *f = p;
+  rd_func *f = p;
   if (!f) return;
   for (size_t i = 0; i < f->nargs; i++) free(f->argname[i]);
   free(f->argname);
@@ -28,13 +28,13 @@ static void func_free(void *p) {
   free(f);
 }
 
-int vx_trace_open(vx_trace *t, const char *path) {
+int rd_trace_open(rd_trace *t, const char *path) {
   memset(t, 0, sizeof *t);
   t->path = path;
   char *err = NULL;
   t->r = dlh_reader_open(path, &err);
   if (!t->r) {
-    vx_error("%s: %s", path, err ? err : "cannot open");
+    rd_error("%s: %s", path, err ? err : "cannot open");
     free(err);
     return -1;
   }
@@ -46,7 +46,7 @@ int vx_trace_open(vx_trace *t, const char *path) {
       case DLH__PACKET__DATA_MODULE:
       case DLH__PACKET__DATA_SYMBOL:
       case DLH__PACKET__DATA_PY_FRAME:
-        vx_stacks_define(t, p);
+        rd_stacks_define(t, p);
         break;
       default:
         break;
@@ -55,39 +55,39 @@ int vx_trace_open(vx_trace *t, const char *path) {
   dlh_reader_close(t->r);
   t->r = dlh_reader_open(path, &err);
   if (!t->r) {
-    vx_error("%s: %s", path, err ? err : "cannot open");
+    rd_error("%s: %s", path, err ? err : "cannot open");
     free(err);
-    vx_stacks_free(t);
+    rd_stacks_free(t);
     return -1;
   }
   t->defs_read = 1;
   return 0;
 }
 
-static void define(vx_trace *t, const Dlh__Packet *p) {
+static void define(rd_trace *t, const Dlh__Packet *p) {
   switch (p->data_case) {
     case DLH__PACKET__DATA_FUNCTION: {
       const Dlh__FunctionDesc *d = p->function;
-      vx_func *f = vx_xmalloc(sizeof *f);
+      rd_func *f = rd_xmalloc(sizeof *f);
       f->id = d->id;
-      f->name = vx_xstrdup(d->name ? d->name : "");
+      f->name = rd_xstrdup(d->name ? d->name : "");
       f->domain = d->has_domain ? (int)d->domain : 0;
       f->nargs = d->n_args;
-      f->argname = vx_xmalloc(d->n_args * sizeof *f->argname);
-      f->argtype = vx_xmalloc(d->n_args * sizeof *f->argtype);
+      f->argname = rd_xmalloc(d->n_args * sizeof *f->argname);
+      f->argtype = rd_xmalloc(d->n_args * sizeof *f->argtype);
       for (size_t i = 0; i < d->n_args; i++) {
         const Dlh__ArgDesc *a = d->args[i];
         char tmp[32];
         snprintf(tmp, sizeof tmp, "arg%zu", i);
-        f->argname[i] = vx_xstrdup(a && a->name && *a->name ? a->name : tmp);
+        f->argname[i] = rd_xstrdup(a && a->name && *a->name ? a->name : tmp);
         f->argtype[i] = a && a->has_type ? a->type : 1;
       }
-      func_free(vx_map_put(&t->funcs, d->id, f));
+      func_free(rd_map_put(&t->funcs, d->id, f));
       break;
     }
     case DLH__PACKET__DATA_STRING:
-      free(vx_map_put(&t->strings, p->string->id,
-                      vx_xstrdup(p->string->value ? p->string->value : "")));
+      free(rd_map_put(&t->strings, p->string->id,
+                      rd_xstrdup(p->string->value ? p->string->value : "")));
       break;
     case DLH__PACKET__DATA_PROCESS:
       t->have_process = 1;
@@ -106,21 +106,21 @@ static void define(vx_trace *t, const Dlh__Packet *p) {
       mem_free(t->mem);
       t->mem = NULL;
       if (tr->has_mem_budget_bytes || tr->has_mem_peak_bytes || tr->n_mem_parts) {
-        vx_mem *m = vx_xmalloc(sizeof *m);
+        rd_mem *m = rd_xmalloc(sizeof *m);
         memset(m, 0, sizeof *m);
         m->has_budget = tr->has_mem_budget_bytes;
         m->budget_bytes = tr->mem_budget_bytes;
         m->has_peak = tr->has_mem_peak_bytes;
         m->peak_bytes = tr->mem_peak_bytes;
-        /* the recorder writes a dozen parts; a trace with more keeps the first VX_MAX_MEM_PARTS
+        /* the recorder writes a dozen parts; a trace with more keeps the first RD_MAX_MEM_PARTS
          * (their readers compare names pairwise) */
-        size_t np = tr->n_mem_parts < VX_MAX_MEM_PARTS ? tr->n_mem_parts : VX_MAX_MEM_PARTS;
-        m->parts = vx_xmalloc((np ? np : 1) * sizeof *m->parts);
+        size_t np = tr->n_mem_parts < RD_MAX_MEM_PARTS ? tr->n_mem_parts : RD_MAX_MEM_PARTS;
+        m->parts = rd_xmalloc((np ? np : 1) * sizeof *m->parts);
         for (size_t i = 0; i < np; i++) {
           const Dlh__MemPart *mp = tr->mem_parts[i];
           if (!mp) continue;
-          vx_mem_part *x = &m->parts[m->nparts++];
-          x->name = vx_xstrdup(mp->name ? mp->name : "");
+          rd_mem_part *x = &m->parts[m->nparts++];
+          x->name = rd_xstrdup(mp->name ? mp->name : "");
           x->peak_bytes = mp->peak_bytes;
           x->bytes = mp->bytes;
           x->has_bytes = mp->has_bytes;
@@ -150,7 +150,7 @@ static void define(vx_trace *t, const Dlh__Packet *p) {
     case DLH__PACKET__DATA_MODULE:
     case DLH__PACKET__DATA_SYMBOL:
     case DLH__PACKET__DATA_PY_FRAME:
-      if (!t->defs_read) vx_stacks_define(t, p);
+      if (!t->defs_read) rd_stacks_define(t, p);
       break;
     case DLH__PACKET__DATA_GPU:
       t->gpu_events += p->gpu->n_kind;
@@ -160,7 +160,7 @@ static void define(vx_trace *t, const Dlh__Packet *p) {
   }
 }
 
-int vx_trace_next(vx_trace *t, const Dlh__Packet **p) {
+int rd_trace_next(rd_trace *t, const Dlh__Packet **p) {
   int rc = dlh_reader_next(t->r, p);
   if (rc == 1) {
     t->packets++;
@@ -168,66 +168,66 @@ int vx_trace_next(vx_trace *t, const Dlh__Packet **p) {
   } else if (rc < 0) {
     const char *m = dlh_reader_error(t->r);
     if (dlh_reader_skipped(t->r))
-      vx_error("%s: damaged trace: %s", t->path, m ? m : "read error");
+      rd_error("%s: damaged trace: %s", t->path, m ? m : "read error");
     else
-      vx_error("%s: damaged trace: %s (%llu complete frames read before it)", t->path,
+      rd_error("%s: damaged trace: %s (%llu complete frames read before it)", t->path,
                m ? m : "read error", (unsigned long long)dlh_reader_frames(t->r));
   }
   return rc;
 }
 
-void vx_trace_close(vx_trace *t) {
+void rd_trace_close(rd_trace *t) {
   dlh_reader_close(t->r);
-  vx_map_free(&t->funcs, func_free);
-  vx_map_free(&t->strings, free);
-  vx_stacks_free(t);
+  rd_map_free(&t->funcs, func_free);
+  rd_map_free(&t->strings, free);
+  rd_stacks_free(t);
   mem_free(t->mem);
   t->mem = NULL;
   t->r = NULL;
 }
 
-const vx_func *vx_trace_func(const vx_trace *t, uint32_t id) { return vx_map_get(&t->funcs, id); }
+const rd_func *rd_trace_func(const rd_trace *t, uint32_t id) { return rd_map_get(&t->funcs, id); }
 
-const char *vx_trace_string(const vx_trace *t, uint32_t id) { return vx_map_get(&t->strings, id); }
+const char *rd_trace_string(const rd_trace *t, uint32_t id) { return rd_map_get(&t->strings, id); }
 
-const char *vx_domain_name(int d) {
+const char *rd_domain_name(int d) {
   static const char *const names[] = {"unknown", "cudart", "driver", "cublas", "cublasLt",
                                       "cudnn",   "nccl",   "nvtx",   "dlhook"};
   return d >= 0 && d < (int)(sizeof names / sizeof *names) ? names[d] : "unknown";
 }
 
-const char *vx_func_name(const vx_trace *t, uint32_t id) {
+const char *rd_func_name(const rd_trace *t, uint32_t id) {
   static char buf[32];
-  const vx_func *f = vx_trace_func(t, id);
+  const rd_func *f = rd_trace_func(t, id);
   if (f && f->name[0]) return f->name;
   snprintf(buf, sizeof buf, "fn#%u", id);
   return buf;
 }
 
-uint64_t vx_trace_records(const vx_trace *t) {
+uint64_t rd_trace_records(const rd_trace *t) {
   if (t->have_trailer) return t->trailer_records;
   if (t->have_counters) return t->counters_records;
   return t->api_events + t->gpu_events;
 }
 
-uint64_t vx_trace_calls(const vx_trace *t) {
+uint64_t rd_trace_calls(const rd_trace *t) {
   if (t->have_trailer && t->have_trailer_calls) return t->trailer_calls;
   if (!t->have_trailer && t->have_counters && t->have_counters_calls) return t->counters_calls;
-  return vx_trace_records(t);
+  return rd_trace_records(t);
 }
 
-uint64_t vx_trace_folded(const vx_trace *t) {
+uint64_t rd_trace_folded(const rd_trace *t) {
   if (t->have_trailer && t->have_trailer_folded) return t->trailer_folded;
   return t->api_calls - t->api_events;
 }
 
-uint64_t vx_trace_dropped(const vx_trace *t) {
+uint64_t rd_trace_dropped(const rd_trace *t) {
   if (t->have_trailer) return t->trailer_dropped;
   if (t->have_counters) return t->counters_dropped;
   return 0;
 }
 
-const char *vx_gpu_kind_name(uint32_t kind) {
+const char *rd_gpu_kind_name(uint32_t kind) {
   static const char *const names[] = {"gpu", "kernel", "memcpy", "memset",
                                       "sync", "event", "overhead"};
   return kind < sizeof names / sizeof *names ? names[kind] : "gpu";

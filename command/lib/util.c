@@ -8,11 +8,11 @@
 #include <unistd.h>
 
 #include "dlh_msg.h"
-#include "vx.h"
+#include "rd.h"
 
 /* ---------------------------------------------------------------- messages and memory */
 
-void vx_error(const char *fmt, ...) {
+void rd_error(const char *fmt, ...) {
   va_list ap;
   fflush(stdout);
   fflush(stderr);
@@ -21,7 +21,7 @@ void vx_error(const char *fmt, ...) {
   va_end(ap);
 }
 
-int vx_usage_error(const char *cmd, const char *fmt, ...) {
+int rd_usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
   fflush(stdout);
   fprintf(stderr, "dlhook%s%s: ", cmd ? " " : "", cmd ? cmd : "");
@@ -29,40 +29,40 @@ int vx_usage_error(const char *cmd, const char *fmt, ...) {
   vfprintf(stderr, fmt, ap);
   va_end(ap);
   fprintf(stderr, " (see 'dlhook%s%s --help')\n", cmd ? " " : "", cmd ? cmd : "");
-  return VX_USAGE;
+  return RD_USAGE;
 }
 
-int vx_is_help(const char *arg) { return !strcmp(arg, "--help") || !strcmp(arg, "-h"); }
+int rd_is_help(const char *arg) { return !strcmp(arg, "--help") || !strcmp(arg, "-h"); }
 
-void *vx_xmalloc(size_t n) {
+void *rd_xmalloc(size_t n) {
   void *p = malloc(n ? n : 1);
-  if (!p) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+  if (!p) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
   return p;
 }
 
-void *vx_xrealloc(void *p, size_t n) {
+void *rd_xrealloc(void *p, size_t n) {
   p = realloc(p, n ? n : 1);
-  if (!p) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+  if (!p) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
   return p;
 }
 
-char *vx_xstrdup(const char *s) {
+char *rd_xstrdup(const char *s) {
   size_t n = strlen(s ? s : "") + 1;
-  char *d = vx_xmalloc(n);
+  char *d = rd_xmalloc(n);
   memcpy(d, s ? s : "", n);
   return d;
 }
 
 /* ---------------------------------------------------------------- id map */
 
-/* The hash of every id map of the command is keyed by a per-process random seed (vx_hash64 in
- * vx.h): ids come from the trace, and a trace built so that its ids share one slot of a fixed
+/* The hash of every id map of the command is keyed by a per-process random seed (rd_hash64 in
+ * rd.h): ids come from the trace, and a trace built so that its ids share one slot of a fixed
  * hash would make each lookup linear (46,000 such function ids took `dlhook stats` from 0.25 s
  * to 75 s). */
-uint64_t vx_hash_seed[2];
+uint64_t rd_hash_seed[2];
 
-void vx_hash_seed_init(void) {
-  if (vx_hash_seed[1]) return;
+void rd_hash_seed_init(void) {
+  if (rd_hash_seed[1]) return;
   uint64_t s[2] = {0, 0};
   if (getrandom(s, sizeof s, GRND_NONBLOCK) != (ssize_t)sizeof s) { /* no entropy yet: mix */
     struct timespec ts;
@@ -71,20 +71,20 @@ void vx_hash_seed_init(void) {
             (uint64_t)(uintptr_t)&ts;
     s[1] ^= (uint64_t)ts.tv_sec * 0xc2b2ae3d27d4eb4full ^ (uint64_t)(uintptr_t)s;
   }
-  vx_hash_seed[0] = s[0];
-  vx_hash_seed[1] = s[1] | 1;
+  rd_hash_seed[0] = s[0];
+  rd_hash_seed[1] = s[1] | 1;
 }
 
-uint64_t vx_hash_str(const char *s) {
-  if (!vx_hash_seed[1]) vx_hash_seed_init();
-  uint64_t h = 1469598103934665603ull ^ vx_hash_seed[0];
+uint64_t rd_hash_str(const char *s) {
+  if (!rd_hash_seed[1]) rd_hash_seed_init();
+  uint64_t h = 1469598103934665603ull ^ rd_hash_seed[0];
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return vx_hash64(h);
+  return rd_hash64(h);
 }
 
-static size_t slot(uint32_t key, size_t cap) { return (size_t)vx_hash64(key) & (cap - 1); }
+static size_t slot(uint32_t key, size_t cap) { return (size_t)rd_hash64(key) & (cap - 1); }
 
-void *vx_map_get(const vx_map *m, uint32_t key) {
+void *rd_map_get(const rd_map *m, uint32_t key) {
   if (!m->cap) return NULL;
   for (size_t i = slot(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
     if (!m->vals[i]) return NULL;
@@ -92,13 +92,13 @@ void *vx_map_get(const vx_map *m, uint32_t key) {
   }
 }
 
-void *vx_map_put(vx_map *m, uint32_t key, void *val) {
+void *rd_map_put(rd_map *m, uint32_t key, void *val) {
   if ((m->n + 1) * 2 > m->cap) {
     size_t nc = m->cap ? m->cap * 2 : 64;
-    vx_map n = {vx_xmalloc(nc * sizeof(uint32_t)), calloc(nc, sizeof(void *)), nc, 0};
-    if (!n.vals) { vx_error("out of memory"); exit(VX_BAD_INPUT); }
+    rd_map n = {rd_xmalloc(nc * sizeof(uint32_t)), calloc(nc, sizeof(void *)), nc, 0};
+    if (!n.vals) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
     for (size_t i = 0; i < m->cap; i++)
-      if (m->vals[i]) vx_map_put(&n, m->keys[i], m->vals[i]);
+      if (m->vals[i]) rd_map_put(&n, m->keys[i], m->vals[i]);
     free(m->keys);
     free(m->vals);
     *m = n;
@@ -117,7 +117,7 @@ void *vx_map_put(vx_map *m, uint32_t key, void *val) {
   return NULL;
 }
 
-void vx_map_free(vx_map *m, void (*free_val)(void *)) {
+void rd_map_free(rd_map *m, void (*free_val)(void *)) {
   if (free_val)
     for (size_t i = 0; i < m->cap; i++)
       if (m->vals[i]) free_val(m->vals[i]);

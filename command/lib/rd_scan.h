@@ -1,4 +1,4 @@
-/* scan.h — what the exporters and the analyses of the command share: the exporters' options,
+/* rd_scan.h — what the exporters and the analyses of the command share: the exporters' options,
  * the streaming scan of a trace (window filter, merge offsets, progress: scan.c), a u64 map,
  * argument lookup, and the output helpers (output.c). */
 #ifndef DLH_SCAN_H
@@ -7,112 +7,112 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "vx.h"
+#include "rd.h"
 
 /* flame graph weights (--weight) */
-enum { EX_W_GPU = 0, EX_W_CPU = 1, EX_W_BYTES = 2 };
+enum { RD_W_GPU = 0, RD_W_CPU = 1, RD_W_BYTES = 2 };
 
-typedef struct ex_opts {
+typedef struct rd_opts {
   const char *format;
   const char *out;
-  int weight;                   /* EX_W_* */
+  int weight;                   /* RD_W_* */
   int have_window;
   uint64_t win_start, win_end;  /* relative to the trace's start, ns; end UINT64_MAX = open */
   const char *step_range;       /* NVTX range name that marks a step (kineto ProfilerStep#N) */
   const char *title;
   int quiet;                    /* no progress on stderr */
   int keep_gpuless;             /* --keep-gpuless: export processes that did no GPU work */
-} ex_opts;
+} rd_opts;
 
 /* One GPU record of a GpuBatch, decoded. vals points into the packet. */
-typedef struct ex_gpu {
+typedef struct rd_gpu {
   uint32_t kind, device, stream, context, name;
   const char *kname;  /* name (StringDef) demangled when it is a C++ name; NULL when none */
   uint64_t start, dur, corr;
   const uint64_t *vals;
   uint32_t nvals;
-} ex_gpu;
+} rd_gpu;
 
 /* What a trace scan delivers. Any callback may be NULL. The packets and events are valid only
  * during the call. `t` has the definitions (functions, strings) read so far. */
-typedef struct ex_sink {
+typedef struct rd_sink {
   void *ctx;
   /* every packet that is not an ApiBatch or GpuBatch (process, thread, device, stack, ...) */
-  void (*packet)(void *ctx, const vx_trace *t, const Dlh__Packet *p);
+  void (*packet)(void *ctx, const rd_trace *t, const Dlh__Packet *p);
   /* API events inside the window (a folded event, count > 1, stands for count calls: see
    * dlh_api_calls and dlh_api_span) */
-  void (*api)(void *ctx, const vx_trace *t, uint32_t tid, const dlh_api_event *ev);
+  void (*api)(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev);
   /* GPU records inside the window (external-correlation records, kind 7, always) */
-  void (*gpu)(void *ctx, const vx_trace *t, const ex_gpu *g);
-} ex_sink;
+  void (*gpu)(void *ctx, const rd_trace *t, const rd_gpu *g);
+} rd_sink;
 
 /* Reads a whole trace in file order and calls the sink. Shows progress on stderr once the
  * scan takes more than a second (unless o->quiet); `what` names the pass in it.
- * Returns VX_OK, or VX_BAD_INPUT when the trace cannot be opened or is damaged (everything
+ * Returns RD_OK, or RD_BAD_INPUT when the trace cannot be opened or is damaged (everything
  * readable was delivered; the message is printed). */
-int ex_scan(const char *path, const ex_opts *o, const char *what, ex_sink *s);
+int rd_scan(const char *path, const rd_opts *o, const char *what, rd_sink *s);
 
-/* dlhook merge: from now on ex_scan adds offsets[i] ns to every time of paths[i] (the arrays
+/* dlhook merge: from now on rd_scan adds offsets[i] ns to every time of paths[i] (the arrays
  * stay owned by the caller and must outlive the scans). */
-void ex_set_offsets(char **paths, const int64_t *offsets, size_t n);
+void rd_set_offsets(char **paths, const int64_t *offsets, size_t n);
 
-/* The offset ex_set_offsets gave a trace (0 when none). */
-int64_t ex_offset_of(const char *path);
+/* The offset rd_set_offsets gave a trace (0 when none). */
+int64_t rd_offset_of(const char *path);
 
 /* ---------------------------------------------------------------- helpers */
 
 /* uint64 -> uint32 hash map (open addressing, linear probing). */
-typedef struct ex_u64map {
+typedef struct rd_u64map {
   uint64_t *keys;
   uint32_t *vals; /* 0 = empty slot; stored values are value + 1 */
   size_t cap, n;
-} ex_u64map;
+} rd_u64map;
 /* Inserts or replaces. Aborts on OOM. */
-void ex_m_put(ex_u64map *m, uint64_t k, uint32_t v);
+void rd_m_put(rd_u64map *m, uint64_t k, uint32_t v);
 /* Returns 1 and sets *v when k is present. */
-int ex_m_get(const ex_u64map *m, uint64_t k, uint32_t *v);
-void ex_m_del(ex_u64map *m, uint64_t k);
-void ex_m_free(ex_u64map *m);
+int rd_m_get(const rd_u64map *m, uint64_t k, uint32_t *v);
+void rd_m_del(rd_u64map *m, uint64_t k);
+void rd_m_free(rd_u64map *m);
 
 
 /* The value of the argument named `name` (or any of the |-separated names) of an API event;
  * returns 1 and sets *v, or 0 when the function has no such argument. */
-int ex_arg(const vx_trace *t, const dlh_api_event *ev, const char *names, uint64_t *v);
+int rd_arg(const rd_trace *t, const dlh_api_event *ev, const char *names, uint64_t *v);
 
 /* Opens an output for writing; gz != 0 writes gzip; "-" (without gz) is stdout; a device or pipe
  * (or the user's or root's symlink to one: /dev/stdout) is written into as it is. The data goes
  * to a new file with a random name (O_EXCL) in PATH's directory, which must be the user's (or
- * root's) or sticky; ex_close renames it to PATH, replacing what is there (a planted symlink
+ * root's) or sticky; rd_close renames it to PATH, replacing what is there (a planted symlink
  * included, never following it): for paths the user named. Returns NULL after printing why. */
-FILE *ex_create(const char *path, int gz);
-/* Closes an ex_create output, reports write errors (returns -1, the temporary file removed). */
-int ex_close(FILE *f, const char *path);
-/* Closes an ex_create output (created under DIR) as DIR/STEM EXT without replacing anything:
+FILE *rd_create(const char *path, int gz);
+/* Closes an rd_create output, reports write errors (returns -1, the temporary file removed). */
+int rd_close(FILE *f, const char *path);
+/* Closes an rd_create output (created under DIR) as DIR/STEM EXT without replacing anything:
  * when that name exists, DIR/STEM-2 EXT, -3, ... For names derived from traces. Returns the
  * name used (malloc'd) or NULL after printing why. */
-char *ex_close_new(FILE *f, const char *dir, const char *stem, const char *ext);
-/* Checks that dlhook may write into directory DIR (see ex_create). Returns 0 or -1 after printing
+char *rd_close_new(FILE *f, const char *dir, const char *stem, const char *ext);
+/* Checks that dlhook may write into directory DIR (see rd_create). Returns 0 or -1 after printing
  * why. */
-int ex_dir_safe(const char *dir);
+int rd_dir_safe(const char *dir);
 /* The one rule for file names derived from traces (host names): ASCII letters, digits, '-', '_'
  * and '.' (not first) are kept, every other byte becomes '_', at most 64 bytes; empty gives
  * dflt. The result is never hidden, never a path, never needs quoting. */
-void ex_safe_name(char *dst, size_t cap, const char *src, const char *dflt);
+void rd_safe_name(char *dst, size_t cap, const char *src, const char *dflt);
 
 /* Creates a directory and its parents (mkdir -p). Returns 0 or -1 after printing why. */
-int ex_mkdirs(const char *path);
+int rd_mkdirs(const char *path);
 
 /* Name of a CUPTI memcpy kind (1 HtoD, 2 DtoH, ...): "HtoD", "DtoH", "DtoD", ... */
-const char *ex_memcpy_kind(uint64_t kind);
+const char *rd_memcpy_kind(uint64_t kind);
 
 /* Kernel or record name of a GPU record: its (demangled) name, or "Memcpy HtoD", "Memset"... */
-const char *ex_gpu_name(const vx_trace *t, const ex_gpu *g, char *buf, size_t n);
+const char *rd_gpu_name(const rd_trace *t, const rd_gpu *g, char *buf, size_t n);
 
 /* Display name of a stack frame: its function, else (Python) its file, else "[module]" or
  * "0xPC" written into buf. */
-const char *ex_frame_name(const vx_frame *fr, char *buf, size_t n);
+const char *rd_frame_name(const rd_frame *fr, char *buf, size_t n);
 
 /* Writes a varint (protobuf base-128) to f. */
-void ex_put_varint(FILE *f, uint64_t v);
+void rd_put_varint(FILE *f, uint64_t v);
 
 #endif

@@ -1,7 +1,7 @@
-/* vx.h — shared pieces of the dlhook command: trace loading with definition tables, JSON
+/* rd.h — shared pieces of the dlhook command: trace loading with definition tables, JSON
  * output, messages. One file per subcommand (dump.c, stats.c, record.c) uses these. */
-#ifndef VX_H
-#define VX_H
+#ifndef RD_H
+#define RD_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -9,67 +9,67 @@
 #include "dlh_format.h"
 
 /* exit codes */
-#define VX_OK 0
-#define VX_BAD_INPUT 1
-#define VX_USAGE 2
+#define RD_OK 0
+#define RD_BAD_INPUT 1
+#define RD_USAGE 2
 
 /* ---------------------------------------------------------------- messages */
 
 /* Prints "dlhook: <message>\n" to stderr. */
-void vx_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Prints a usage error ("dlhook CMD: message" plus a hint to --help). Returns VX_USAGE. */
-int vx_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void rd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints a usage error ("dlhook CMD: message" plus a hint to --help). Returns RD_USAGE. */
+int rd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* True when arg is "--help" or "-h". */
-int vx_is_help(const char *arg);
+int rd_is_help(const char *arg);
 
 /* ---------------------------------------------------------------- id maps */
 
 /* A 64-bit hash keyed by a random per-process seed (trace contents cannot aim at one slot). */
-extern uint64_t vx_hash_seed[2];
-void vx_hash_seed_init(void);
-static inline uint64_t vx_hash64(uint64_t k) {
-  if (__builtin_expect(!vx_hash_seed[1], 0)) vx_hash_seed_init();
-  k ^= vx_hash_seed[0];
-  k *= vx_hash_seed[1];
+extern uint64_t rd_hash_seed[2];
+void rd_hash_seed_init(void);
+static inline uint64_t rd_hash64(uint64_t k) {
+  if (__builtin_expect(!rd_hash_seed[1], 0)) rd_hash_seed_init();
+  k ^= rd_hash_seed[0];
+  k *= rd_hash_seed[1];
   k ^= k >> 29;
   k *= 0xd6e8feb86659fd93ull;
   k ^= k >> 32;
   return k;
 }
 /* The same for a string. */
-uint64_t vx_hash_str(const char *s);
+uint64_t rd_hash_str(const char *s);
 
-/* uint32 id -> pointer, open addressing (vx_hash64); grows as needed. */
-typedef struct vx_map {
+/* uint32 id -> pointer, open addressing (rd_hash64); grows as needed. */
+typedef struct rd_map {
   uint32_t *keys;
   void **vals;
   size_t cap, n;
-} vx_map;
-void *vx_map_get(const vx_map *m, uint32_t key);
+} rd_map;
+void *rd_map_get(const rd_map *m, uint32_t key);
 /* Inserts or replaces; returns the old value (for the caller to free) or NULL. Aborts on OOM. */
-void *vx_map_put(vx_map *m, uint32_t key, void *val);
-void vx_map_free(vx_map *m, void (*free_val)(void *));
+void *rd_map_put(rd_map *m, uint32_t key, void *val);
+void rd_map_free(rd_map *m, void (*free_val)(void *));
 
-void *vx_xmalloc(size_t n);
-void *vx_xrealloc(void *p, size_t n);
-char *vx_xstrdup(const char *s);
+void *rd_xmalloc(size_t n);
+void *rd_xrealloc(void *p, size_t n);
+char *rd_xstrdup(const char *s);
 
 /* ---------------------------------------------------------------- traces */
 
-typedef struct vx_func {
+typedef struct rd_func {
   uint32_t id;
   char *name;
   int domain;       /* Dlh__Domain */
   size_t nargs;
   char **argname;
   uint32_t *argtype; /* ArgDesc.type */
-} vx_func;
+} rd_func;
 
-typedef struct vx_trace {
+typedef struct rd_trace {
   const char *path;
   dlh_reader *r;
-  vx_map funcs;     /* FunctionDesc.id -> vx_func* */
-  vx_map strings;   /* StringDef.id -> char* */
+  rd_map funcs;     /* FunctionDesc.id -> rd_func* */
+  rd_map strings;   /* StringDef.id -> char* */
   int have_process;
   uint32_t pid;
   int have_trailer, have_counters;
@@ -82,64 +82,64 @@ typedef struct vx_trace {
   uint64_t trailer_folded;       /* Trailer.folded: calls folded into an earlier one */
   uint64_t api_events, gpu_events, packets;
   uint64_t api_calls;            /* calls of the API events read so far (sum of their counts) */
-  struct vx_mem *mem;            /* the trailer's memory figures, NULL when it has none */
-  struct vx_stacks *stacks; /* symbols.c: stacks, modules, symbols, Python frames */
+  struct rd_mem *mem;            /* the trailer's memory figures, NULL when it has none */
+  struct rd_stacks *stacks; /* symbols.c: stacks, modules, symbols, Python frames */
   int defs_read;    /* the first pass read every stack definition (symbols.c) */
   uint64_t pcs_unsymbolized; /* Trailer.pcs_unsymbolized */
-} vx_trace;
+} rd_trace;
 
 /* Opens a trace and reads its stack definitions (StackDef, ModuleDef, SymbolDef, PyFrameDef:
  * symbols may follow the events that use them) in a first pass; on failure prints
  * "dlhook: PATH: why" and returns -1. */
-int vx_trace_open(vx_trace *t, const char *path);
+int rd_trace_open(rd_trace *t, const char *path);
 /* Next packet, after recording definitions (functions, strings, process, trailer, counters).
  * Returns 1, 0 at the clean end, -1 when the rest is damaged (message already printed). */
-int vx_trace_next(vx_trace *t, const Dlh__Packet **p);
-void vx_trace_close(vx_trace *t);
+int rd_trace_next(rd_trace *t, const Dlh__Packet **p);
+void rd_trace_close(rd_trace *t);
 
-const vx_func *vx_trace_func(const vx_trace *t, uint32_t id);
-const char *vx_trace_string(const vx_trace *t, uint32_t id);
+const rd_func *rd_trace_func(const rd_trace *t, uint32_t id);
+const char *rd_trace_string(const rd_trace *t, uint32_t id);
 /* "cudart", "driver", ... ("unknown" for anything else). */
-const char *vx_domain_name(int domain);
+const char *rd_domain_name(int domain);
 /* Display name of a function id: its name, or "fn#ID" when undefined (static buffer). */
-const char *vx_func_name(const vx_trace *t, uint32_t id);
+const char *rd_func_name(const rd_trace *t, uint32_t id);
 /* Records and dropped of a trace: from the trailer, else the last counters; records falls
  * back to the events read. */
-uint64_t vx_trace_records(const vx_trace *t);
-uint64_t vx_trace_dropped(const vx_trace *t);
+uint64_t rd_trace_records(const rd_trace *t);
+uint64_t rd_trace_dropped(const rd_trace *t);
 /* Calls recorded in a trace, folded repeats included: Trailer.calls, else the last
  * Counters.calls; a trace without them (format version 1, which folds nothing) falls back to
- * vx_trace_records. */
-uint64_t vx_trace_calls(const vx_trace *t);
+ * rd_trace_records. */
+uint64_t rd_trace_calls(const rd_trace *t);
 /* Calls folded into an earlier call: Trailer.folded, else what the events read so far say
  * (api_calls - api_events). */
-uint64_t vx_trace_folded(const vx_trace *t);
+uint64_t rd_trace_folded(const rd_trace *t);
 
 /* The memory dlhook held in the recorded process (Trailer.mem_*), copied out of the trailer. */
-typedef struct vx_mem_part {
+typedef struct rd_mem_part {
   char *name;
   uint64_t peak_bytes, bytes;
   int has_bytes;
-} vx_mem_part;
-#define VX_MAX_MEM_PARTS 256
-typedef struct vx_mem {
+} rd_mem_part;
+#define RD_MAX_MEM_PARTS 256
+typedef struct rd_mem {
   int has_budget, has_peak;
   uint64_t budget_bytes, peak_bytes;
-  vx_mem_part *parts;
+  rd_mem_part *parts;
   size_t nparts;
-} vx_mem;
+} rd_mem;
 
 /* "NAME ×COUNT" (malloc'd, the caller frees) for an event that stands for COUNT > 1 folded
  * calls, else a copy of NAME: the label timelines give a folded event. */
-char *vx_folded_name(const char *name, uint64_t count);
+char *rd_folded_name(const char *name, uint64_t count);
 
 /* ---------------------------------------------------------------- stacks (symbols.c) */
 
 /* One frame of a recorded call stack. Strings are owned by the trace (valid until
- * vx_trace_close); function/file/module are NULL when unknown, line is 0 when unknown.
+ * rd_trace_close); function/file/module are NULL when unknown, line is 0 when unknown.
  * Python frames (python = 1) have pc 0, function = the code object's qualified name,
  * file = the .py path, module = NULL. */
-typedef struct vx_frame {
+typedef struct rd_frame {
   uint64_t pc;
   const char *function;
   const char *file;
@@ -148,65 +148,65 @@ typedef struct vx_frame {
   uint64_t modoff;  /* pc - the module's load bias (the address in the file), if has_modoff */
   int has_modoff;
   int python;
-} vx_frame;
+} rd_frame;
 
 /* The frames of stack `stack_id` (ApiBatch.stack) as read so far, innermost first: sets *out
  * to an array owned by the trace and returns its length; 0 (and *out = NULL) when the id is 0
  * or undefined. Native and Python frames are interleaved as the trace records them (mixed
  * mode: Python frames in place of the interpreter's frames). */
-size_t vx_stack_frames(const vx_trace *t, uint32_t stack_id, const vx_frame **out);
+size_t rd_stack_frames(const rd_trace *t, uint32_t stack_id, const rd_frame **out);
 /* trace.c -> symbols.c: records a StackDef, ModuleDef, SymbolDef or PyFrameDef packet;
  * frees them all. */
-void vx_stacks_define(vx_trace *t, const Dlh__Packet *p);
-void vx_stacks_free(vx_trace *t);
+void rd_stacks_define(rd_trace *t, const Dlh__Packet *p);
+void rd_stacks_free(rd_trace *t);
 
 /* Demangled C++ name (malloc'd, caller frees), or NULL when name is not a mangled name. */
-char *vx_demangle(const char *name);
+char *rd_demangle(const char *name);
 
 /* ---------------------------------------------------------------- ranks (ranks.c) */
 
 /* Aligns several traces of one job and matches their collectives; returns 1 when there are
- * at least 2 ranked traces with collectives. Then vx_ranks_json / vx_ranks_table print the
+ * at least 2 ranked traces with collectives. Then rd_ranks_json / rd_ranks_table print the
  * per-rank arrival delays, waits and the straggler. */
-int vx_ranks_analyze(char **files, size_t n);
-void vx_ranks_json(FILE *f);
-void vx_ranks_table(FILE *f);
-/* After vx_ranks_analyze: the refined (realtime - trace clock) offset of a ranked trace. */
-int vx_ranks_offset(const char *path, int64_t *offset);
+int rd_ranks_analyze(char **files, size_t n);
+void rd_ranks_json(FILE *f);
+void rd_ranks_table(FILE *f);
+/* After rd_ranks_analyze: the refined (realtime - trace clock) offset of a ranked trace. */
+int rd_ranks_offset(const char *path, int64_t *offset);
 /* The (realtime - trace clock) offset of a trace's first clock anchor. Returns 0 if none. */
-int vx_anchor_offset(const char *path, int64_t *offset);
+int rd_anchor_offset(const char *path, int64_t *offset);
 
 /* ---------------------------------------------------------------- steps (steps.c) */
 
 /* Step number of an NVTX range name ("ProfilerStep#3", "step 3", "Step 3"), -1 when none. */
-long vx_step_number(const char *name);
+long rd_step_number(const char *name);
 /* `,"steps":{"rows":[{rank,pid,step,name,start_ns,dur_ns,compute_ns,comm_ns,copy_ns,host_ns,
  * idle_ns}],"slowest_step":{...},"slowest_rank":{...}}` (leading comma included): the step
  * breakdown of the traces (steps.c says how time is divided). */
-void vx_steps_json(FILE *f, char **files, size_t n);
+void rd_steps_json(FILE *f, char **files, size_t n);
 
 /* GpuBatch kinds */
-const char *vx_gpu_kind_name(uint32_t kind);
+const char *rd_gpu_kind_name(uint32_t kind);
 
 /* ---------------------------------------------------------------- library tables (libcalls.c) */
 
 /* GEMM, convolution and collective tables of `dlhook stats`, from the recorded library args.
- * Feed each trace's API and GPU events, then vx_libstats_trace_end() once per trace. */
-typedef struct vx_libstats vx_libstats;
-vx_libstats *vx_libstats_new(void);
-void vx_libstats_api(vx_libstats *s, const vx_trace *t, uint32_t tid, const dlh_api_event *ev);
-void vx_libstats_gpu(vx_libstats *s, const dlh_gpu_event *ev);
-void vx_libstats_trace_end(vx_libstats *s);
+ * Feed each trace's API and GPU events, then rd_libstats_trace_end() once per trace. */
+typedef struct rd_libstats rd_libstats;
+rd_libstats *rd_libstats_new(void);
+void rd_libstats_api(rd_libstats *s, const rd_trace *t, uint32_t tid, const dlh_api_event *ev);
+void rd_libstats_gpu(rd_libstats *s, const dlh_gpu_event *ev);
+void rd_libstats_trace_end(rd_libstats *s);
 /* `,"gemms":[...],"convs":[...],"collectives":[...]` (leading comma included). */
-void vx_libstats_json(vx_libstats *s, FILE *f);
+void rd_libstats_json(rd_libstats *s, FILE *f);
 /* The three tables (each only when it has rows), 100 columns at most. */
-void vx_libstats_table(vx_libstats *s, FILE *f);
-void vx_libstats_free(vx_libstats *s);
+void rd_libstats_table(rd_libstats *s, FILE *f);
+void rd_libstats_free(rd_libstats *s);
 
 /* ---------------------------------------------------------------- GPU memory (memory.c) */
 
 /* One point of the live device memory counter: after an allocation or free at ts_ns. */
-typedef struct vx_mem_sample {
+typedef struct rd_mem_sample {
   uint64_t ts_ns;
   uint32_t device;
   uint64_t device_live_bytes;  /* live bytes of that device */
@@ -214,34 +214,34 @@ typedef struct vx_mem_sample {
   uint64_t ptr;                /* the allocation allocated or freed */
   int64_t bytes;               /* its size: > 0 allocated, < 0 freed */
   uint32_t tid;                /* thread of the call */
-} vx_mem_sample;
+} rd_mem_sample;
 
 /* The live-bytes counter track of trace `path` for exporters: replays its allocations and frees
  * (memory.c says which calls count) and sets *out to the samples in time order (malloc'd, the
  * caller frees) and *pid to the process id. Returns the number of samples, -1 when the trace
  * cannot be opened (message printed). */
-long vx_memory_counter(const char *path, vx_mem_sample **out, uint32_t *pid);
+long rd_memory_counter(const char *path, rd_mem_sample **out, uint32_t *pid);
 /* `dlhook stats --memory [--json]`: peak, leaks (with stacks), out-of-memory snapshots of the
- * traces, as a table or one JSON object. Returns VX_OK or VX_BAD_INPUT. */
-int vx_memory_stats(char **files, size_t nfiles, int json, FILE *f);
+ * traces, as a table or one JSON object. Returns RD_OK or RD_BAD_INPUT. */
+int rd_memory_stats(char **files, size_t nfiles, int json, FILE *f);
 
 /* ---------------------------------------------------------------- JSON output */
 
 /* Length of the valid UTF-8 sequence at p (1 for ASCII, NUL included), 0 when p does not start
  * one (stray continuation byte, overlong form, surrogate, beyond U+10FFFF, cut sequence). */
-size_t vx_utf8_seq(const unsigned char *p);
+size_t rd_utf8_seq(const unsigned char *p);
 /* A copy of s (NULL = "") with each byte that is not valid UTF-8 replaced by U+FFFD: what every
  * name derived from a trace goes through before it reaches XML, JSON or a protobuf string.
  * malloc'd; the caller frees. */
-char *vx_utf8_dup(const char *s);
+char *rd_utf8_dup(const char *s);
 /* src made safe and fitted for a terminal table cell of `width` columns (width >= 4): control
  * characters (C0, DEL, C1 such as CSI) and bytes that are not UTF-8 are shown as \xNN, a longer
  * text is cut at a character boundary and ends in "...", a shorter one is padded with spaces.
  * dst holds cap bytes (4 * width + 4 is always enough). */
-void vx_term_fit(char *dst, size_t cap, size_t width, const char *src);
+void rd_term_fit(char *dst, size_t cap, size_t width, const char *src);
 
 /* Writes s as a JSON string (quotes included); NULL writes null. Invalid UTF-8 becomes U+FFFD. */
-void vx_json_str(FILE *f, const char *s);
-void vx_json_double(FILE *f, double d);
+void rd_json_str(FILE *f, const char *s);
+void rd_json_double(FILE *f, double d);
 
 #endif
