@@ -183,6 +183,14 @@ dlh_reader *dlh_reader_open(const char *path, char **err);
  * (instead of 0) and dlh_reader_error() names the first one skipped, with its offset. */
 int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out);
 
+/* Makes dlh_reader_next pass over, without decoding them, the packets whose data case c has bit
+ * (1 << c) set in `cases` (Dlh__Packet__DataCase values; 0, the default, decodes every packet).
+ * For a reader that wants only some kinds, e.g. the definitions of a trace before its events:
+ * such a packet costs its decompression and a look at its first bytes. Limits still apply to
+ * the packets passed over (they count as packets of their frame and of the trace). */
+void dlh_reader_skip(dlh_reader *r, uint64_t cases);
+#define DLH_CASE_BIT(c) (1ull << (unsigned)(c))
+
 /* The error message after dlh_reader_next returned -1 (or NULL). Owned by the reader. */
 const char *dlh_reader_error(const dlh_reader *r);
 

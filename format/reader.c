@@ -49,6 +49,7 @@ struct dlh_reader {
   size_t mem_used;      /* bytes allocated for the packet being decoded */
   int mem_over;         /* ... and whether one allocation was refused */
   ProtobufCAllocator alloc;
+  uint64_t skip_cases;  /* dlh_reader_skip: data cases passed over undecoded */
 };
 
 static char *vfmt(const char *fmt, va_list ap) {
@@ -451,6 +452,32 @@ static const char *over_limit(dlh_reader *r, const Dlh__Packet *p, char *buf, si
   return NULL;
 }
 
+/* Whether the encoded packet `p` (len bytes) is one field of a data case in `cases`: its first
+ * tag is that field, length-delimited, and its length covers the whole packet (a packet of
+ * several fields, which our writer never writes, is decoded as usual). */
+static int passes_over(uint64_t cases, const uint8_t *p, size_t len) {
+  uint64_t tag = 0, n = 0;
+  size_t i = 0;
+  for (;; i++) {
+    if (i >= len || i >= 5) return 0;
+    tag |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+    if (!(p[i] & 0x80)) break;
+  }
+  size_t j = ++i;
+  for (;; i++) {
+    if (i >= len || i - j >= 10) return 0;
+    n |= (uint64_t)(p[i] & 0x7f) << (7 * (i - j));
+    if (!(p[i] & 0x80)) break;
+  }
+  i++;
+  uint64_t field = tag >> 3;
+  return (tag & 7) == 2 && field < 64 && (cases >> field & 1) && n == len - i;
+}
+
+void dlh_reader_skip(dlh_reader *r, uint64_t cases) {
+  if (r) r->skip_cases = cases;
+}
+
 static void free_pkt(dlh_reader *r) {
   if (r->pkt) {
     protobuf_c_message_free_unpacked(&r->pkt->base, &r->alloc);
@@ -510,6 +537,7 @@ int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out) {
       r->frame_pos = r->frame_len;
       continue;
     }
+    if (r->skip_cases && passes_over(r->skip_cases, p + i, (size_t)len)) continue;
     r->mem_used = 0;
     r->mem_over = 0;
     Dlh__Packet *pkt = dlh__packet__unpack(&r->alloc, (size_t)len, p + i);

@@ -126,6 +126,8 @@ int ex_parse_options(const char *cmd, int argc, char **argv, rd_opts *o, char **
   return RD_OK;
 }
 
+int ex_merging;
+
 int cmd_export(int argc, char **argv) {
   rd_opts o = {0};
   char **files = rd_xmalloc((size_t)argc * sizeof *files);
@@ -147,11 +149,14 @@ int cmd_export(int argc, char **argv) {
   else if (n == 0) rc = rd_usage_error("export", "no trace file given");
   else {
     rc = -1;
+    o.merge = ex_merging;
+    o.offsets = o.merge ? rd_xmalloc(n * sizeof *o.offsets) : NULL;
     for (size_t i = 0; i < sizeof fmts / sizeof *fmts; i++)
       if (!strcmp(o.format, fmts[i].name)) rc = fmts[i].run(&o, files, n);
     if (rc == -1)
       rc = rd_usage_error("export", "unknown format '%s' (kineto, perfetto, tensorboard, "
                           "folded, svg, speedscope, pprof)", o.format);
+    free(o.offsets);
   }
   free(files);
   return rc;

@@ -54,18 +54,8 @@ int cmd_merge(int argc, char **argv) {
     free(pass);
     return rd_usage_error("merge", !out ? "-o OUT is required" : "no trace file given");
   }
-  int64_t *abs = rd_xmalloc(nfiles * sizeof *abs), *rel = rd_xmalloc(nfiles * sizeof *rel);
-  rd_ranks_analyze(files, nfiles);
-  for (size_t i = 0; i < nfiles; i++) {
-    abs[i] = 0;
-    if (!rd_ranks_offset(files[i], &abs[i]) && !rd_anchor_offset(files[i], &abs[i]))
-      rd_error("merge: %s has no clock anchor; its times are taken as they are", files[i]);
-  }
-  for (size_t i = 0; i < nfiles; i++) {
-    rel[i] = abs[i] - abs[0];
-    if (rel[i]) fprintf(stderr, "dlhook: merge: %s: clock offset %+.3f ms\n", files[i], (double)rel[i] / 1e6);
-  }
-  rd_set_offsets(files, rel, nfiles);
+  /* the export aligns the clocks after the first pass of every trace (links.c, ex_each) */
+  ex_merging = 1;
   char **av = rd_xmalloc((npass + nfiles + 6) * sizeof *av);
   size_t ac = 0;
   for (size_t i = 0; i < npass; i++) av[ac++] = pass[i];
@@ -77,10 +67,8 @@ int cmd_merge(int argc, char **argv) {
   for (size_t i = 0; i < nfiles; i++) av[ac++] = files[i];
   av[ac] = NULL;
   int rc = cmd_export((int)ac, av);
-  rd_set_offsets(NULL, NULL, 0);
+  ex_merging = 0;
   free(av);
-  free(abs);
-  free(rel);
   free(files);
   free(pass);
   return rc;

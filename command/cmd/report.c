@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "export.h"
+#include "flame.h"
 #include "rd.h"
 
 int cmd_stats(int argc, char **argv);
@@ -505,59 +506,20 @@ static void data_json(FILE *f, report *r, size_t *shown, uint64_t *threshold) {
   fputs("]", f);
 }
 
-/* Runs `dlhook stats --json [OPT] FILES...` in a child and copies its JSON into f (with '<'
- * written as \u003c so that it stays inside the <script> element); "null" when it fails. */
-static void stats_json(FILE *f, const char *opt, char **files, size_t n) {
-  int fd[2];
-  fflush(NULL);
-  if (pipe(fd) != 0) { fputs("null", f); return; }
-  pid_t pid = fork();
-  if (pid < 0) { close(fd[0]); close(fd[1]); fputs("null", f); return; }
-  if (pid == 0) {
-    close(fd[0]);
-    dup2(fd[1], 1);
-    close(fd[1]);
-    int dn = open("/dev/null", O_WRONLY);
-    if (dn >= 0) dup2(dn, 2); /* the report said what was wrong with the traces already */
-    char **av = rd_xmalloc((n + 4) * sizeof *av);
-    int ac = 0;
-    av[ac++] = "stats";
-    av[ac++] = "--json";
-    if (opt) av[ac++] = (char *)opt;
-    for (size_t i = 0; i < n; i++) av[ac++] = files[i];
-    av[ac] = NULL;
-    int rc = cmd_stats(ac, av);
-    fflush(stdout);
-    _exit(rc);
-  }
-  close(fd[1]);
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  ssize_t k;
-  for (;;) {
-    if (len + 65536 > cap) {
-      cap = cap ? cap * 2 : 1 << 20;
-      buf = rd_xrealloc(buf, cap);
-    }
-    k = read(fd[0], buf + len, cap - len);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;
-    len += (size_t)k;
-  }
-  close(fd[0]);
-  int st;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+/* Copies a JSON object into f, '<' written as \u003c so that it stays inside the <script>
+ * element; "null" when it is not one. */
+static void json_inline(FILE *f, const char *buf, size_t len) {
   while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) len--;
-  if (!len || buf[0] != '{' || buf[len - 1] != '}') {
+  if (!buf || !len || buf[0] != '{' || buf[len - 1] != '}') {
     fputs("null", f);
-  } else {
-    for (size_t i = 0; i < len; i++) {
-      if (buf[i] == '<') fputs("\\u003c", f); /* only inside strings in JSON */
-      else putc(buf[i], f);
-    }
+    return;
   }
-  free(buf);
+  for (size_t i = 0; i < len; i++) {
+    if (buf[i] == '<') fputs("\\u003c", f); /* only inside strings in JSON */
+    else putc(buf[i], f);
+  }
 }
+
 
 static const char css[] =
     "body{font-family:system-ui,sans-serif;margin:20px;color:#222;background:#fff}"
@@ -599,6 +561,11 @@ static void help(void) {
          "Past 300,000 events the timeline keeps the longest 300,000 (NVTX ranges always).\n");
 }
 
+static void count_kernel(void *ctx, const rd_trace *t, const rd_gpu *g) {
+  (void)t;
+  if (g->kind == 1) ++*(uint64_t *)ctx;
+}
+
 static int by_rank_pid(const void *x, const void *y) {
   const group *a = x, *b = y;
   if ((a->rank < 0) != (b->rank < 0)) return a->rank < 0 ? -1 : 1; /* launchers first */
@@ -636,34 +603,40 @@ int cmd_report(int argc, char **argv) {
   memset(&o, 0, sizeof o);
   o.quiet = 1;
   int64_t *abs_off = rd_xmalloc(n * sizeof *abs_off), *rel = rd_xmalloc(n * sizeof *rel);
+  /* Each trace is read twice: the first pass (definitions, and the collectives of the clock
+   * alignment, the memory ledger and whether there are kernels), then the second into the page
+   * and the flame graph. */
+  rd_trace *T = rd_xmalloc(n * sizeof *T);
+  rd_memcol **mc = rd_xmalloc(n * sizeof *mc);
+  rd_ranks_in **rk = rd_xmalloc(n * sizeof *rk);
+  uint64_t kernels = 0;
   /* groups: one per trace (process), ordered launchers first, then by rank */
   r->groups = rd_xmalloc(n * sizeof *r->groups);
   for (size_t i = 0; i < n; i++) {
-    group *g = &r->groups[r->ngroups];
-    g->pid = 0;
-    g->rank = -1;
-    rd_trace t;
-    if (rd_trace_open(&t, files[i]) < 0) { /* said why; left out of the page */
+    mc[i] = rd_memcol_new();
+    rk[i] = rd_ranks_in_new(files[i]);
+    rd_sink ms = rd_memory_sink(mc[i]), rs = rd_ranks_in_sink(rk[i]), ks = {&kernels, NULL, NULL, count_kernel, 0};
+    rd_tee tee = {{&ms, &rs, &ks}, 3};
+    rd_sink all = rd_tee_sink(&tee);
+    if (rd_open(&T[i], files[i], &o, &all) != RD_OK && T[i].opens == 0) { /* said why; left out */
       rc = RD_BAD_INPUT;
+      rd_trace_close(&T[i]);
+      rd_memcol_free(mc[i]);
+      free(rk[i]);
       memmove(files + i, files + i + 1, (n - i - 1) * sizeof *files);
+      memmove(T + i, T + i + 1, (n - i - 1) * sizeof *T);
       n--;
       i--;
       continue;
     }
-    const Dlh__Packet *p;
-    char exe[64] = "process";
-    if (rd_trace_next(&t, &p) == 1 && p->data_case == DLH__PACKET__DATA_PROCESS) {
-      g->pid = p->process->pid;
-      if (p->process->has_rank && p->process->rank >= 0) g->rank = p->process->rank;
-      if (p->process->exe) {
-        const char *b = strrchr(p->process->exe, '/');
-        snprintf(exe, sizeof exe, "%s", b ? b + 1 : p->process->exe);
-      }
-    }
-    rd_trace_close(&t);
+    rd_ranks_in_end(rk[i], &T[i]);
+    group *g = &r->groups[r->ngroups];
+    g->pid = T[i].pid;
+    g->rank = T[i].rank;
     char label[128];
     if (g->rank >= 0) snprintf(label, sizeof label, "rank %d (pid %u)", g->rank, g->pid);
-    else snprintf(label, sizeof label, "%s pid %u%s", exe, g->pid, n > 1 ? " (no rank)" : "");
+    else snprintf(label, sizeof label, "%s pid %u%s", T[i].exe[0] ? T[i].exe : "process", g->pid,
+                  n > 1 ? " (no rank)" : "");
     g->label = rd_xstrdup(label);
     r->ngroups++;
   }
@@ -677,26 +650,40 @@ int cmd_report(int argc, char **argv) {
     free(abs_off);
     free(rel);
     free(files);
+    free(T);
+    free(mc);
+    free(rk);
     return RD_BAD_INPUT;
   }
   qsort(r->groups, r->ngroups, sizeof *r->groups, by_rank_pid);
   /* one timeline: the clock offsets of dlhook merge (anchors, refined on collectives) */
-  rd_ranks_analyze(files, n);
+  rd_ranks_finish(rk, n);
   for (size_t i = 0; i < n; i++) {
     abs_off[i] = 0;
-    if (!rd_ranks_offset(files[i], &abs_off[i])) rd_anchor_offset(files[i], &abs_off[i]);
+    if (!rd_ranks_offset(files[i], &abs_off[i]) && T[i].have_anchor)
+      abs_off[i] = (int64_t)T[i].anchor_real_ns - (int64_t)T[i].anchor_trace_ns;
     rel[i] = abs_off[i] - abs_off[0];
   }
+  rd_ranks_free();
+  free(rk);
   rd_set_offsets(files, rel, n);
 
+  /* the flame graph (export/flame.c's tree) is fed by the same pass */
+  rd_opts fo;
+  memset(&fo, 0, sizeof fo);
+  fo.format = "svg";
+  fo.weight = kernels ? RD_W_GPU : RD_W_CPU;
+  fo.quiet = 1;
+  flame fl;
+  flame_init(&fl, &fo);
+  int flame_ok = 1;
+  /* the stats of the page (dlhook stats --json), from the same pass, on the common timeline */
+  rd_stats_run *sr = rd_stats_run_new(n, 1);
   for (size_t i = 0; i < n; i++) {
-    rd_sink s = {r, on_packet, on_api, on_gpu};
-    rd_trace t;
-    if (rd_trace_open(&t, files[i]) < 0) { rc = RD_BAD_INPUT; continue; }
-    const Dlh__Packet *p;
-    r->pid = 0;
-    if (rd_trace_next(&t, &p) == 1 && p->data_case == DLH__PACKET__DATA_PROCESS) r->pid = p->process->pid;
-    rd_trace_close(&t);
+    rd_sink s = {r, on_packet, on_api, on_gpu, 0}, fs = flame_sink(&fl);
+    rd_tee tee = {{&s, &fs, rd_stats_run_begin(sr, i, files[i])}, 3};
+    rd_sink all = rd_tee_sink(&tee);
+    r->pid = T[i].pid;
     r->group = 0;
     for (size_t g = 0; g < r->ngroups; g++)
       if (r->groups[g].pid == r->pid) r->group = (uint32_t)g;
@@ -704,7 +691,10 @@ int cmd_report(int argc, char **argv) {
     r->first_ev = r->nevs;
     rd_map_free(&r->threads, free);
     memset(&r->threads, 0, sizeof r->threads);
-    if (rd_scan(files[i], &o, "report", &s) != RD_OK) rc = RD_BAD_INPUT;
+    int prc = rd_pass(&T[i], &o, "report", &all);
+    if (prc != RD_OK) rc = RD_BAD_INPUT;
+    if (flame_trace_end(&fl, &T[i], prc) != RD_OK) flame_ok = 0;
+    rd_stats_run_end(sr, i, &T[i]);
     /* kernels launched inside library calls link to the call's external id; lane names */
     for (size_t k = r->first_ev; k < r->nevs; k++) {
       uint32_t x;
@@ -722,58 +712,53 @@ int cmd_report(int argc, char **argv) {
     rd_map_free(&r->stackstr, NULL);
     memset(&r->stackstr, 0, sizeof r->stackstr);
     if (r->open_at && r->nwin < 256) { r->win[r->nwin].s = r->open_at; r->win[r->nwin++].e = UINT64_MAX; }
-    if (rd_trace_open(&t, files[i]) == 0) {
-      while (rd_trace_next(&t, &p) == 1) {}
-      r->dropped += rd_trace_dropped(&t);
-      rd_trace_close(&t);
-    }
-    if (r->nmem < 64) {
-      uint32_t pid = 0;
-      rd_mem_sample *v = NULL;
-      long k = rd_memory_counter(files[i], &v, &pid);
-      if (k > 0) {
-        for (long q = 0; q < k; q++) v[q].ts_ns += (uint64_t)rel[i];
-        r->mem[r->nmem].group = r->group;
-        r->mem[r->nmem].v = v;
-        r->mem[r->nmem++].n = k;
-      } else {
-        free(v);
-      }
+    r->dropped += rd_trace_dropped(&T[i]);
+    rd_mem_sample *v = NULL;
+    long k = rd_memcol_samples(mc[i], &v, 1);
+    if (k > 0 && r->nmem < 64) {
+      for (long q = 0; q < k; q++) v[q].ts_ns += (uint64_t)rel[i];
+      r->mem[r->nmem].group = r->group;
+      r->mem[r->nmem].v = v;
+      r->mem[r->nmem++].n = k;
+    } else {
+      free(v);
     }
   }
   for (size_t w = 0; w < r->nwin; w++)
     if (r->win[w].e == UINT64_MAX) r->win[w].e = r->t1;
 
-  /* the flame graph, by export/flame.c, into a temporary file that is then inlined */
-  const char *tmp = getenv("TMPDIR");
-  char svgpath[4096];
-  snprintf(svgpath, sizeof svgpath, "%s/dlhook-report-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  int sfd = mkstemp(svgpath);
+  /* the flame graph's SVG (flame_svg.c), inlined into the page */
   char *svg = NULL;
   size_t svglen = 0;
-  if (sfd >= 0) {
-    close(sfd);
-    rd_opts fo;
-    memset(&fo, 0, sizeof fo);
-    fo.format = "svg";
-    fo.out = svgpath;
-    fo.weight = r->kernels_n ? RD_W_GPU : RD_W_CPU;
-    fo.quiet = 1;
-    if (ex_flame(&fo, files, n) == RD_OK) {
-      FILE *sf = fopen(svgpath, "r");
-      if (sf) {
-        fseek(sf, 0, SEEK_END);
-        long len = ftell(sf);
-        fseek(sf, 0, SEEK_SET);
-        if (len > 0) {
-          svg = rd_xmalloc((size_t)len + 1);
-          svglen = fread(svg, 1, (size_t)len, sf);
-          svg[svglen] = 0;
-        }
-        fclose(sf);
-      }
+  if (flame_ok) {
+    flame_totals(&fl);
+    FILE *sf = open_memstream(&svg, &svglen);
+    if (sf) {
+      flame_write_svg(&fl, sf, 0, fo.weight == RD_W_GPU ? "GPU time by launching stack" : "Time in API calls");
+      if (fclose(sf) != 0 || !svglen) { free(svg); svg = NULL; svglen = 0; }
     }
-    unlink(svgpath);
+  }
+  flame_free(&fl);
+  /* the memory ledger of the page (dlhook stats --memory --json), from what was read */
+  char *mjson = NULL;
+  size_t mjlen = 0;
+  FILE *mj = open_memstream(&mjson, &mjlen);
+  if (mj) {
+    rd_memory_stats_of(files, T, mc, n, 1, mj);
+    if (fclose(mj) != 0) mjlen = 0;
+  } else {
+    for (size_t i = 0; i < n; i++) { rd_trace_close(&T[i]); rd_memcol_free(mc[i]); }
+  }
+  free(T);
+  free(mc);
+  char *sjson = NULL;
+  size_t sjlen = 0;
+  FILE *sj = open_memstream(&sjson, &sjlen);
+  if (sj) {
+    rd_stats_run_finish(sr, 1, sj);
+    if (fclose(sj) != 0) sjlen = 0;
+  } else {
+    rd_stats_run_finish(sr, 1, NULL);
   }
 
   FILE *f = rd_create(out, 0);
@@ -848,14 +833,15 @@ int cmd_report(int argc, char **argv) {
   fputs("<script type=\"application/json\" id=\"dlh-data\">{", f);
   if (data) fwrite(data, 1, datalen, f);
   free(data);
-  rd_set_offsets(files, rel, n); /* the step times on the same timeline */
   fputs(",\n\"stats\":", f);
-  fflush(f);
-  stats_json(f, NULL, files, n);
-  rd_set_offsets(NULL, NULL, 0);
+  json_inline(f, sjson, sjlen);
+  free(sjson);
+  sjson = NULL;
   fputs(",\n\"memory\":", f);
   fflush(f);
-  stats_json(f, "--memory", files, n);
+  json_inline(f, mjson, mjlen);
+  free(mjson);
+  mjson = NULL;
   fputs("}</script>\n<script>", f);
   fputs(report_js, f);
   fputs("</script>\n<div class=\"muted\">written by dlhook " DLHOOK_VERSION "</div>\n</body></html>\n", f);
@@ -863,6 +849,8 @@ int cmd_report(int argc, char **argv) {
 done:
   rd_set_offsets(NULL, NULL, 0);
   free(svg);
+  free(sjson);
+  free(mjson);
   free(abs_off);
   free(rel);
   for (size_t i = 0; i < r->nlanes; i++) free(r->lanes[i]);

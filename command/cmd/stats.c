@@ -5,6 +5,7 @@
 
 #include "dlh_fmt.h"
 #include "rd.h"
+#include "rd_scan.h"
 
 typedef struct agg {
   char *name;
@@ -201,118 +202,159 @@ static devivals *dev_of(devivals **d, size_t *nd, uint32_t device) {
   return x;
 }
 
-static int stats_one(stats *s, const char *path) {
-  rd_trace t;
-  if (rd_trace_open(&t, path) < 0) return RD_BAD_INPUT;
-  s->traces++;
-  rd_map fnmap = {0}, kmap = {0};
-  devivals *dv = NULL;
-  size_t ndv = 0;
-  const Dlh__Packet *p;
-  int rc, bad = 0;
-  while ((rc = rd_trace_next(&t, &p)) == 1) {
-    switch (p->data_case) {
-      case DLH__PACKET__DATA_PROCESS:
-        s->processes++;
-        if (p->process->has_attached && p->process->attached) {
-          s->att = rd_xrealloc(s->att, (s->natt + 1) * sizeof *s->att);
-          struct attached *a = &s->att[s->natt++];
-          a->file = rd_xstrdup(path);
-          a->pid = p->process->pid;
-          a->detached = 0;
-          a->n = p->process->n_not_hooked;
-          a->not_hooked = rd_xmalloc((a->n + 1) * sizeof *a->not_hooked);
-          for (size_t k = 0; k < a->n; k++) a->not_hooked[k] = rd_xstrdup(p->process->not_hooked[k]);
-        }
-        break;
-      case DLH__PACKET__DATA_TRAILER:
-        if (p->trailer->exit_reason == 2 && s->natt && !strcmp(s->att[s->natt - 1].file, path))
-          s->att[s->natt - 1].detached = 1;
-        break;
-      case DLH__PACKET__DATA_FUNCTION: {
-        /* a redefinition of an id may change its name: resolve it again */
-        uint32_t id = p->function->id;
-        if (!rd_map_get(&fnmap, id)) break;
-        const rd_func *f = rd_trace_func(&t, id);
-        size_t i = agg_find(&s->api, rd_func_name(&t, id), f ? f->domain : 0);
-        rd_map_put(&fnmap, id, (void *)(uintptr_t)(i + 1));
-        break;
+/* One trace's pass: the per-trace maps and device intervals. */
+typedef struct one {
+  stats *s;
+  const char *path;
+  rd_map fnmap, kmap;
+  devivals *dv;
+  size_t ndv;
+} one;
+
+static void s_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
+  one *o = ctx;
+  stats *s = o->s;
+  switch (p->data_case) {
+    case DLH__PACKET__DATA_PROCESS:
+      s->processes++;
+      if (p->process->has_attached && p->process->attached) {
+        s->att = rd_xrealloc(s->att, (s->natt + 1) * sizeof *s->att);
+        struct attached *a = &s->att[s->natt++];
+        a->file = rd_xstrdup(o->path);
+        a->pid = p->process->pid;
+        a->detached = 0;
+        a->n = p->process->n_not_hooked;
+        a->not_hooked = rd_xmalloc((a->n + 1) * sizeof *a->not_hooked);
+        for (size_t k = 0; k < a->n; k++) a->not_hooked[k] = rd_xstrdup(p->process->not_hooked[k]);
       }
-      case DLH__PACKET__DATA_THREAD:
-        add_thread(s, t.pid, p->thread->tid);
-        break;
-      case DLH__PACKET__DATA_API: {
-        dlh_api_iter it;
-        dlh_api_event ev;
-        add_thread(s, t.pid, p->api->tid);
-        dlh_api_iter_init(&it, p->api);
-        while (dlh_api_iter_next(&it, &ev)) {
-          size_t gi = api_index(s, &fnmap, &t, ev.fn); /* may move s->api.v */
-          uint64_t calls = dlh_api_calls(&ev);
-          account(&s->api.v[gi], ev.dur_ns, ev.ret != 0, calls);
-          rd_libstats_api(s->lib, &t, p->api->tid, &ev);
-          s->api_calls += calls;
-          s->api_events++;
-          s->api_errors += ev.ret != 0 ? calls : 0;
-          s->api_ns += ev.dur_ns;
-        }
-        if (it.bad) bad = 1;
-        break;
-      }
-      case DLH__PACKET__DATA_GPU: {
-        dlh_gpu_iter it;
-        dlh_gpu_event ev;
-        dlh_gpu_iter_init(&it, p->gpu);
-        while (dlh_gpu_iter_next(&it, &ev)) {
-          rd_libstats_gpu(s->lib, &ev);
-          if (ev.kind < 1 || ev.kind > 3) continue; /* kernels, copies, memsets occupy the GPU */
-          devivals *d = dev_of(&dv, &ndv, ev.device);
-          if (d->n == d->cap) {
-            d->cap = d->cap ? d->cap * 2 : 1024;
-            d->v = rd_xrealloc(d->v, d->cap * sizeof *d->v);
-          }
-          d->v[d->n++] = (ival){ev.start_ns, ev.start_ns + ev.dur_ns};
-          if (ev.kind == 1) {
-            size_t gi = kernel_index(s, &kmap, &t, ev.name);
-            account(&s->kernels.v[gi], ev.dur_ns, 0, 1);
-            s->kernel_ns += ev.dur_ns;
-            d->kernel_ns += ev.dur_ns;
-            d->kernels++;
-          } else {
-            copystat *c = ev.kind == 3 ? &s->memsets
-                          : &s->copies[ev.nvals > 1 && ev.vals[1] < NCOPYKIND ? ev.vals[1] : 0];
-            c->count++;
-            c->bytes += ev.nvals ? ev.vals[0] : 0;
-            c->ns += ev.dur_ns;
-          }
-        }
-        if (it.bad) bad = 1;
-        break;
-      }
-      default:
-        break;
+      break;
+    case DLH__PACKET__DATA_TRAILER:
+      if (p->trailer->exit_reason == 2 && s->natt && !strcmp(s->att[s->natt - 1].file, o->path))
+        s->att[s->natt - 1].detached = 1;
+      break;
+    case DLH__PACKET__DATA_FUNCTION: {
+      /* a redefinition of an id may change its name: resolve it again */
+      uint32_t id = p->function->id;
+      if (!rd_map_get(&o->fnmap, id)) break;
+      const rd_func *f = rd_trace_func(t, id);
+      size_t i = agg_find(&s->api, rd_func_name(t, id), f ? f->domain : 0);
+      rd_map_put(&o->fnmap, id, (void *)(uintptr_t)(i + 1));
+      break;
     }
+    case DLH__PACKET__DATA_THREAD:
+      add_thread(s, t->pid, p->thread->tid);
+      break;
+    default:
+      break;
   }
-  for (size_t i = 0; i < ndv; i++) {
-    add_busy(s, t.pid, dv[i].device, dv[i].v, dv[i].n, dv[i].kernel_ns, dv[i].kernels);
-    free(dv[i].v);
+}
+
+static void s_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
+  one *o = ctx;
+  stats *s = o->s;
+  if (!s->nthreads || s->threads[s->nthreads - 1].tid != tid || s->threads[s->nthreads - 1].pid != t->pid)
+    add_thread(s, t->pid, tid);
+  size_t gi = api_index(s, &o->fnmap, t, ev->fn); /* may move s->api.v */
+  uint64_t calls = dlh_api_calls(ev);
+  account(&s->api.v[gi], ev->dur_ns, ev->ret != 0, calls);
+  rd_libstats_api(s->lib, t, tid, ev);
+  s->api_calls += calls;
+  s->api_events++;
+  s->api_errors += ev->ret != 0 ? calls : 0;
+  s->api_ns += ev->dur_ns;
+}
+
+static void s_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
+  one *o = ctx;
+  stats *s = o->s;
+  dlh_gpu_event ev = {g->kind, g->start, g->dur, g->corr, g->device, g->context, g->stream,
+                      g->name, g->nvals, g->vals};
+  rd_libstats_gpu(s->lib, &ev);
+  if (ev.kind < 1 || ev.kind > 3) return; /* kernels, copies, memsets occupy the GPU */
+  devivals *d = dev_of(&o->dv, &o->ndv, ev.device);
+  if (d->n == d->cap) {
+    d->cap = d->cap ? d->cap * 2 : 1024;
+    d->v = rd_xrealloc(d->v, d->cap * sizeof *d->v);
   }
-  free(dv);
+  d->v[d->n++] = (ival){ev.start_ns, ev.start_ns + ev.dur_ns};
+  if (ev.kind == 1) {
+    size_t gi = kernel_index(s, &o->kmap, t, ev.name);
+    account(&s->kernels.v[gi], ev.dur_ns, 0, 1);
+    s->kernel_ns += ev.dur_ns;
+    d->kernel_ns += ev.dur_ns;
+    d->kernels++;
+  } else {
+    copystat *c = ev.kind == 3 ? &s->memsets
+                  : &s->copies[ev.nvals > 1 && ev.vals[1] < NCOPYKIND ? ev.vals[1] : 0];
+    c->count++;
+    c->bytes += ev.nvals ? ev.vals[0] : 0;
+    c->ns += ev.dur_ns;
+  }
+}
+
+/* A run of dlhook stats over traces, for cmd_stats and dlhook report (rd_stats_run in rd.h):
+ * the totals, the step analysis (JSON only), the collectives of several ranks, and the sinks
+ * of the trace being read. */
+struct rd_stats_run {
+  stats s;
+  rd_steps *steps;
+  rd_ranks_in **ranks;
+  size_t n;
+  one o;
+  rd_sink own, st, rk, all;
+  rd_tee tee;
+};
+
+rd_stats_run *rd_stats_run_new(size_t nfiles, int json) {
+  rd_stats_run *x = rd_xmalloc(sizeof *x);
+  memset(x, 0, sizeof *x);
+  x->s.lib = rd_libstats_new();
+  x->steps = json ? rd_steps_new() : NULL;
+  x->n = nfiles;
+  x->ranks = calloc(nfiles ? nfiles : 1, sizeof *x->ranks);
+  if (!x->ranks) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
+  return x;
+}
+
+rd_sink *rd_stats_run_begin(rd_stats_run *x, size_t i, const char *path) {
+  x->s.traces++;
+  x->o = (one){&x->s, path, {0}, {0}, NULL, 0};
+  x->own = (rd_sink){&x->o, s_packet, s_api, s_gpu, 0};
+  x->tee = (rd_tee){{&x->own}, 1};
+  if (x->steps) { x->st = rd_steps_sink(x->steps); x->tee.s[x->tee.n++] = &x->st; }
+  if (x->n > 1 && i < x->n) {
+    x->ranks[i] = rd_ranks_in_new(path);
+    x->rk = rd_ranks_in_sink(x->ranks[i]);
+    x->tee.s[x->tee.n++] = &x->rk;
+  }
+  x->all = rd_tee_sink(&x->tee);
+  return &x->all;
+}
+
+void rd_stats_run_end(rd_stats_run *x, size_t i, rd_trace *t) {
+  stats *s = &x->s;
+  one *o = &x->o;
+  if (x->steps) rd_steps_end(x->steps);
+  if (x->n > 1 && i < x->n && x->ranks[i]) rd_ranks_in_end(x->ranks[i], t);
+  for (size_t k = 0; k < o->ndv; k++) {
+    add_busy(s, t->pid, o->dv[k].device, o->dv[k].v, o->dv[k].n, o->dv[k].kernel_ns, o->dv[k].kernels);
+    free(o->dv[k].v);
+  }
+  free(o->dv);
+  o->dv = NULL;
+  o->ndv = 0;
   rd_libstats_trace_end(s->lib);
-  s->dropped += rd_trace_dropped(&t);
-  s->records += rd_trace_records(&t);
-  s->folded += rd_trace_folded(&t);
-  if (t.mem) { /* kept: the trace's copy goes with it */
+  s->dropped += rd_trace_dropped(t);
+  s->records += rd_trace_records(t);
+  s->folded += rd_trace_folded(t);
+  if (t->mem) { /* kept: the trace's copy goes with it */
     s->mem = rd_xrealloc(s->mem, (s->nmem + 1) * sizeof *s->mem);
-    s->mem[s->nmem++] = (struct memfig){rd_xstrdup(path), t.pid, t.mem};
-    t.mem = NULL;
+    s->mem[s->nmem++] = (struct memfig){rd_xstrdup(o->path), t->pid, t->mem};
+    t->mem = NULL;
   }
-  s->unsymbolized += t.pcs_unsymbolized;
-  if (bad) rd_error("%s: inconsistent event batch (skipped its remaining events)", path);
-  rd_map_free(&fnmap, NULL);
-  rd_map_free(&kmap, NULL);
-  rd_trace_close(&t);
-  return rc < 0 || bad ? RD_BAD_INPUT : RD_OK;
+  s->unsymbolized += t->pcs_unsymbolized;
+  rd_map_free(&o->fnmap, NULL);
+  rd_map_free(&o->kmap, NULL);
 }
 
 static void json_aggs(FILE *f, const aggs *a, int with_domain) {
@@ -397,7 +439,7 @@ static void json_dlhook_memory(FILE *f, const stats *s) {
   fputs("]}", f);
 }
 
-static void print_json(FILE *f, const stats *s, char **files, size_t nfiles) {
+static void print_json(FILE *f, const stats *s, rd_steps *steps) {
   fputs("{\"api\":", f);
   json_aggs(f, &s->api, 1);
   fputs(",\n\"kernels\":", f);
@@ -434,7 +476,7 @@ static void print_json(FILE *f, const stats *s, char **files, size_t nfiles) {
   json_dlhook_memory(f, s);
   rd_libstats_json(s->lib, f); /* gemms, convs, collectives */
   rd_ranks_json(f); /* several ranks: arrival skew and the straggler */
-  rd_steps_json(f, files, nfiles); /* per step and rank: compute, comm, copy, host, idle */
+  rd_steps_json(f, steps); /* per step and rank: compute, comm, copy, host, idle */
   if (s->natt) { /* dlhook attach */
     fputs(",\n\"attached\":[", f);
     for (size_t i = 0; i < s->natt; i++) {
@@ -630,11 +672,29 @@ int cmd_stats(int argc, char **argv) {
     free(files);
     return mrc;
   }
-  stats s = {0};
-  s.lib = rd_libstats_new();
+  rd_stats_run *x = rd_stats_run_new(nfiles, json);
   int rc = RD_OK;
-  for (size_t i = 0; i < nfiles; i++)
-    if (stats_one(&s, files[i]) != RD_OK) rc = RD_BAD_INPUT;
+  rd_opts opt;
+  memset(&opt, 0, sizeof opt);
+  opt.quiet = 1;
+  for (size_t i = 0; i < nfiles; i++) {
+    rd_trace t;
+    if (rd_open(&t, files[i], &opt, NULL) != RD_OK && t.opens == 0) { rc = RD_BAD_INPUT; continue; }
+    if (rd_pass(&t, &opt, NULL, rd_stats_run_begin(x, i, files[i])) != RD_OK) rc = RD_BAD_INPUT;
+    rd_stats_run_end(x, i, &t);
+    rd_trace_close(&t);
+  }
+  rd_stats_run_finish(x, json, stdout);
+  if (fflush(stdout) != 0) {
+    rd_error("stats: write error on standard output");
+    rc = RD_BAD_INPUT;
+  }
+  free(files);
+  return rc;
+}
+
+void rd_stats_run_finish(rd_stats_run *x, int json, FILE *out) {
+  stats s = x->s;
   free(s.api.ix); /* the order changes: no more lookups */
   free(s.kernels.ix);
   if (s.api.n) qsort(s.api.v, s.api.n, sizeof *s.api.v, by_total);
@@ -646,16 +706,15 @@ int cmd_stats(int argc, char **argv) {
     else free(s.api.v[i].name);
   }
   s.api.n = keep;
-  rd_ranks_analyze(files, nfiles);
-  if (s.traces == 0) { /* nothing could be opened: the errors said why */
+  rd_ranks_finish(x->ranks, x->n);
+  free(x->ranks);
+  rd_steps *steps = x->steps;
+  if (s.traces == 0 || !out) { /* nothing could be opened (the errors said why), or no output */
   } else if (json) {
-    print_json(stdout, &s, files, nfiles);
+    print_json(out, &s, steps);
+    steps = NULL;
   } else {
-    print_table(stdout, &s);
-  }
-  if (fflush(stdout) != 0) {
-    rd_error("stats: write error on standard output");
-    rc = RD_BAD_INPUT;
+    print_table(out, &s);
   }
   for (size_t i = 0; i < s.api.n; i++) free(s.api.v[i].name);
   for (size_t i = 0; i < s.kernels.n; i++) free(s.kernels.v[i].name);
@@ -677,7 +736,7 @@ int cmd_stats(int argc, char **argv) {
     free(s.mem[i].file);
   }
   free(s.mem);
-  free(files);
-  return rc;
+  if (steps) rd_steps_json(NULL, steps);
+  rd_ranks_free();
+  free(x);
 }
-

@@ -41,6 +41,7 @@ typedef struct ex_link {
   uint32_t tid;        /* thread of the call */
   uint32_t ext;        /* External id the call gave its GPU work */
   uint32_t op;         /* exporter's op name id (xplane), 0 = none */
+  int held;            /* the second pass holds its GPU records until its end (links.c) */
 } ex_link;
 
 /* An NVTX range of a thread, with the innermost range that encloses it (parent, -1 = none). */
@@ -85,10 +86,6 @@ typedef struct ex_links {
 } ex_links;
 
 
-/* Scans a trace once (with o's window) and fills L: GPU work per correlation id, NVTX ranges
- * (sorted, nested, steps numbered), CUDA event records, the process (rank, host). Returns RD_OK
- * or RD_BAD_INPUT (message printed; what was read is kept). */
-int ex_links_scan(ex_links *L, const char *path, const rd_opts *o);
 /* The correlation id of the call a GPU record with CUPTI correlation id `corr` belongs to: the
  * library call's own id when an external correlation record says the work was launched inside
  * it, else corr. */
@@ -102,9 +99,49 @@ long ex_links_range_at(const ex_links *L, uint32_t tid, uint64_t ts);
 const ex_evrec *ex_links_evrec(const ex_links *L, uint64_t event, uint64_t ts);
 void ex_links_free(ex_links *L);
 
-/* Drops the traces without GPU work from files[] unless keep; returns the new count, and
- * prints which were left out (unless quiet). */
-size_t ex_drop_gpuless(char **files, size_t n, int keep, int quiet);
+/* One trace of an export, between its two passes (rd_scan.h):
+ *   ex_input_open   the first pass: definitions, the links above (GPU work per correlation id,
+ *                   NVTX ranges, event records, the process; with o's window), the live device
+ *                   memory samples, and with `ranks` the collectives for dlhook merge. Returns
+ *                   RD_OK or RD_BAD_INPUT (message printed; in->opened says whether it could be
+ *                   opened at all).
+ *   ex_input_pass   the second pass: every packet, call and GPU record to s in file order, but
+ *                   for the GPU records of a call that comes later in the file: those are held
+ *                   and given to s at the end of the pass, so that s always sees a call before
+ *                   its GPU work (a few dozen bytes per record held; CUPTI's buffers are usually
+ *                   written after the calls).
+ *   ex_input_close  frees it. */
+typedef struct ex_input {
+  const char *path;
+  rd_trace t;
+  ex_links L;
+  rd_mem_sample *samples;  /* live device memory (trace clock), nmem of them */
+  long nmem;
+  int opened, has_gpu, later;
+  struct rd_memcol *mem;
+  struct rd_ranks_in *ranks;
+  rd_sink *out;
+  void *held;
+  size_t nheld, capheld;
+  uint64_t *vals;
+  size_t nvals, capvals;
+} ex_input;
+int ex_input_open(ex_input *in, const char *path, const rd_opts *o, int ranks);
+int ex_input_pass(ex_input *in, const rd_opts *o, rd_sink *s);
+void ex_input_close(ex_input *in);
+/* Adds off ns to every time of the links (dlhook merge, after the first passes). */
+void ex_input_shift(ex_input *in, int64_t off);
+
+/* Exports traces one after another: each one's first pass, then fn(ctx, in, index, n), which
+ * runs its second pass. Traces without GPU work (no device, no GPU record: a launcher or shell)
+ * are left out, said on stderr, unless o->keep_gpuless, a single trace, or none has GPU work.
+ * With o->merge (dlhook merge), every first pass comes first, then the common timeline (clock
+ * anchors refined on the collectives, as rd_ranks), then the second passes. Returns RD_OK or
+ * RD_BAD_INPUT when any trace was damaged or could not be read. */
+typedef int (*ex_one_fn)(void *ctx, ex_input *in, size_t index, size_t n);
+/* Set by dlhook merge before it runs the export: the traces go on one timeline. */
+extern int ex_merging;
+int ex_each(const rd_opts *o, char **files, size_t n, ex_one_fn fn, void *ctx);
 
 /* ---------------------------------------------------------------- formats */
 

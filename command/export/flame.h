@@ -48,6 +48,11 @@ typedef struct flame {
 void flame_init(flame *f, const rd_opts *o);
 /* Adds the events of one trace, on side f->side; RD_OK, or RD_BAD_INPUT (printed). */
 int flame_read(flame *f, const char *path);
+/* The same as pieces, for a reader that feeds the tree from its own pass (dlhook report): the
+ * sink of the tree, and flame_trace_end(f, t, rc) after each trace's pass (rc: the pass's
+ * result); returns RD_OK or RD_BAD_INPUT. */
+rd_sink flame_sink(flame *f);
+int flame_trace_end(flame *f, rd_trace *t, int rc);
 void flame_free(flame *f);
 /* Inclusive totals of every node (after the last flame_read). */
 void flame_totals(flame *f);

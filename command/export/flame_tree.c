@@ -253,24 +253,36 @@ static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   }
 }
 
-/* Reads one trace into the tree (two passes when launches were missed). */
-int flame_read(flame *f, const char *path) {
-  rd_sink s = {f, NULL, on_api, on_gpu};
-  int rc = rd_scan(path, f->o, "reading", &s);
-  if (f->npend > f->nresolved) { /* launches of library calls: their external id */
-    for (size_t i = 0; i < f->npend; i++) {
-      uint32_t x;
-      if (f->pend[i].w != UINT64_MAX && rd_m_get(&f->ext, f->pend[i].corr, &x))
-        f->pend[i].corr = f->ext_ring[x].ext;
+rd_sink flame_sink(flame *f) { return (rd_sink){f, NULL, on_api, on_gpu, 0}; }
+
+/* GPU records still waiting for their call: launched inside a library call (their external
+ * id), and calls seen before their records whose node is still remembered. */
+static void resolve_pending(flame *f) {
+  if (f->npend <= f->nresolved) return;
+  for (size_t i = 0; i < f->npend; i++) {
+    uint32_t x, n;
+    if (f->pend[i].w == UINT64_MAX) continue;
+    if (rd_m_get(&f->ext, f->pend[i].corr, &x)) f->pend[i].corr = f->ext_ring[x].ext;
+    if (rd_m_get(&f->corr, f->pend[i].corr, &n)) {
+      add(f, child(f, n, f->pend[i].frame), f->pend[i].w);
+      f->pend[i].w = UINT64_MAX;
+      f->nresolved++;
     }
-    pend_compact(f);
   }
+  pend_compact(f);
+}
+
+int flame_trace_end(flame *f, rd_trace *t, int rc) {
+  resolve_pending(f);
   rd_m_free(&f->ext);
   f->next = 0;
   if (f->npend > f->nresolved && rc == RD_OK) {
+    /* calls no longer remembered (more than CORR_LIMIT launches before their GPU records):
+     * once more over the calls, the only case that reads a trace a third time */
     per_trace_reset(f);
     f->pass2 = 1;
-    rc = rd_scan(path, f->o, "joining launches", &s);
+    rd_sink s = flame_sink(f);
+    rc = rd_scan(t->path, f->o, "joining launches", &s);
     f->pass2 = 0;
   }
   for (size_t i = 0; i < f->npend; i++)
@@ -279,6 +291,17 @@ int flame_read(flame *f, const char *path) {
   f->npend = f->nresolved = 0;
   rd_m_free(&f->pend_ix);
   per_trace_reset(f);
+  return rc;
+}
+
+/* Reads one trace into the tree. */
+int flame_read(flame *f, const char *path) {
+  rd_trace t;
+  if (rd_open(&t, path, f->o, NULL) != RD_OK && t.opens == 0) return RD_BAD_INPUT;
+  rd_sink s = flame_sink(f);
+  int rc = rd_pass(&t, f->o, "reading", &s);
+  rc = flame_trace_end(f, &t, rc);
+  rd_trace_close(&t);
   return rc;
 }
 

@@ -40,7 +40,7 @@
  *                 trace with a rank, or a lone trace: rank 0 of 1), baseTimeNanoseconds (ts + base
  *                 = Unix time), traceEvents, traceName (the file's name).
  *   times:        whole µs (see put_us).
- * Three passes over the trace: links.c's scan, then the calls, then the GPU records.
+ * Two passes over the trace (links.c's ex_input): the links, then calls and GPU records.
  * Memory: a few dozen bytes per GPU record and NVTX range (the links), nothing per call. */
 #include <ctype.h>
 #include <inttypes.h>
@@ -735,11 +735,8 @@ static void w_annotations(kctx *k) {
   }
 }
 
-static void w_memory(kctx *k, const char *path) {
+static void w_memory(kctx *k, const char *path, const rd_mem_sample *mem, long nmem) {
   const rd_opts *o = k->o;
-  rd_mem_sample *mem = NULL;
-  uint32_t mpid = 0;
-  long nmem = rd_memory_counter(path, &mem, &mpid);
   uint64_t lo = k->L->start_ns + o->win_start,
            hi = o->win_end == UINT64_MAX ? UINT64_MAX : k->L->start_ns + o->win_end;
   int64_t off = rd_offset_of(path);
@@ -759,15 +756,17 @@ static void w_memory(kctx *k, const char *path) {
             mem[i].device_live_bytes, mem[i].device_live_bytes, mem[i].bytes, mem[i].device,
             mem[i].ptr, k->ev_idx++);
   }
-  free(mem);
 }
 
-static int kineto_one(const rd_opts *o, const char *path, size_t index, size_t n) {
+static int kineto_one(void *ctx, ex_input *in, size_t index, size_t n) {
+  const rd_opts *o = ctx;
+  const char *path = in->path;
   kctx k = {0};
-  ex_links L;
+  ex_links L = in->L;
   k.o = o;
-  k.L = &L;
-  int rc = ex_links_scan(&L, path, o);
+  k.L = &in->L;
+  int rc = RD_OK;
+  (void)index;
   k.pid = L.pid;
   k.meta_ts = us_of(L.start_ns + (uint64_t)rd_offset_of(path));
   /* ranks: the trace's own; a lone trace without one is rank 0 of 1; never an invented one */
@@ -786,7 +785,7 @@ static int kineto_one(const rd_opts *o, const char *path, size_t index, size_t n
   snprintf(base, sizeof base, "%s.pt.trace.json", stem);
   snprintf(tmp, plen, "%s/trace.json.gz", o->out); /* names the directory for rd_create */
   k.f = rd_create(tmp, 1);
-  if (!k.f) { free(tmp); free(k.range_ext); ex_links_free(&L); return RD_BAD_INPUT; }
+  if (!k.f) { free(tmp); free(k.range_ext); return RD_BAD_INPUT; }
   fputs("{\n\"schemaVersion\": 1,\n", k.f);
   if (k.rank >= 0)
     fprintf(k.f, "\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d},\n",
@@ -799,12 +798,10 @@ static int kineto_one(const rd_opts *o, const char *path, size_t index, size_t n
   fprintf(k.f, ",\n\"displayTimeUnit\": \"ms\",\n\"traceEvents\": [\n"
           "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%u,\"tid\":0,\"ts\":%" PRIu64 ","
           "\"args\":{\"sort_index\":%d}}", k.pid, k.meta_ts, k.rank >= 0 ? k.rank : 0);
-  rd_sink calls = {&k, k_packet, k_api, NULL};
-  if (rd_scan(path, o, "exporting", &calls) != RD_OK) rc = RD_BAD_INPUT;
-  rd_sink gpu = {&k, NULL, NULL, k_gpu};
-  if (rd_scan(path, o, "exporting", &gpu) != RD_OK) rc = RD_BAD_INPUT;
+  rd_sink all = {&k, k_packet, k_api, k_gpu, 0};
+  if (ex_input_pass(in, o, &all) != RD_OK) rc = RD_BAD_INPUT;
   w_annotations(&k);
-  w_memory(&k, path);
+  w_memory(&k, path, in->samples, in->nmem);
   w_device_properties(&k);
   /* ts + baseTimeNanoseconds = Unix time (ns), as in Kineto's traces */
   int64_t bt = L.real_ns ? (int64_t)(L.real_ns - L.anchor_trace_ns) - rd_offset_of(path) : 0;
@@ -822,7 +819,6 @@ static int kineto_one(const rd_opts *o, const char *path, size_t index, size_t n
   rd_m_free(&k.nccl_ix);
   rd_m_free(&k.streams);
   rd_map_free(&k.names, free);
-  ex_links_free(&L);
   /* never replaces a file: two traces with one name (same host, pid and millisecond) or an
    * earlier export get stem-2, stem-3, ... */
   final = rd_close_new(k.f, o->out, stem, ".pt.trace.json.gz");
@@ -835,9 +831,5 @@ static int kineto_one(const rd_opts *o, const char *path, size_t index, size_t n
 
 int ex_kineto(const rd_opts *o, char **files, size_t n) {
   if (rd_mkdirs(o->out) < 0 || rd_dir_safe(o->out) < 0) return RD_BAD_INPUT;
-  n = ex_drop_gpuless(files, n, o->keep_gpuless, o->quiet);
-  int rc = RD_OK;
-  for (size_t i = 0; i < n; i++)
-    if (kineto_one(o, files[i], i, n) != RD_OK) rc = RD_BAD_INPUT;
-  return rc;
+  return ex_each(o, files, n, kineto_one, (void *)o);
 }

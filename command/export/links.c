@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "export.h"
+#include "rd.h"
 
 /* ---------------------------------------------------------------- CUPTI callback ids */
 
@@ -205,15 +206,8 @@ static int evrec_cmp(const void *a, const void *b) {
   return x->start < y->start ? -1 : x->start > y->start;
 }
 
-int ex_links_scan(ex_links *L, const char *path, const rd_opts *o) {
-  memset(L, 0, sizeof *L);
-  L->rank = L->local_rank = L->world = -1;
-  snprintf(L->host, sizeof L->host, "host");
-  lscan c = {L, o};
-  rd_sink s = {&c, l_packet, l_api, l_gpu};
-  rd_opts q = *o;
-  q.quiet = 1;
-  int rc = rd_scan(path, &q, "reading", &s);
+/* Ends the first pass of L: library work re-keyed, ranges sorted and nested, steps numbered. */
+static void links_finish(ex_links *L, const rd_opts *o) {
   /* GPU work launched inside a library call belongs to the library call's id: re-key those
    * links in place (no copy of the tables: they are the largest part of an export's memory) */
   for (size_t i = 0; i < L->ext_ix.cap; i++) {
@@ -256,7 +250,6 @@ int ex_links_scan(ex_links *L, const char *path, const rd_opts *o) {
   if (ns) L->step_tid = order[0]->tid;
   L->nsteps = ns;
   free(order);
-  return rc;
 }
 
 uint64_t ex_links_corr(const ex_links *L, uint64_t corr) {
@@ -308,40 +301,166 @@ void ex_links_free(ex_links *L) {
   memset(L, 0, sizeof *L);
 }
 
-/* ---------------------------------------------------------------- GPU-less processes */
+/* ---------------------------------------------------------------- the two passes of an export */
 
-/* Whether a trace recorded GPU work or a CUDA device (a launcher or shell that only called
- * cudaGetDeviceCount did not). Returns 1, 0, or -1 when it cannot be read. */
-static int trace_has_gpu(const char *path) {
-  rd_trace t;
-  if (rd_trace_open(&t, path) < 0) return -1;
-  const Dlh__Packet *p;
-  int rc, gpu = 0;
-  while (!gpu && (rc = rd_trace_next(&t, &p)) == 1) {
-    if (p->data_case == DLH__PACKET__DATA_DEVICE) gpu = 1;
-    else if (p->data_case == DLH__PACKET__DATA_GPU)
-      for (size_t i = 0; i < p->gpu->n_kind && !gpu; i++)
-        gpu = p->gpu->kind[i] >= 1 && p->gpu->kind[i] <= 4;
+typedef struct held { rd_gpu g; size_t vals; } held;
+
+/* The exporter's GPU records in the second pass: a record whose call comes later in the file
+ * (its link has no call yet) is held, with every later record of the same call, until the end
+ * of the pass, so that the exporter always writes a record after its call, in file order. */
+static void in_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
+  ex_input *in = ctx;
+  ex_link *l = g->kind >= 1 && g->kind <= 3 ? ex_links_get(&in->L, ex_links_corr(&in->L, g->corr)) : NULL;
+  if (l && (!l->fn || l->held)) {
+    l->held = 1;
+    if (in->nheld == in->capheld) {
+      in->capheld = in->capheld ? in->capheld * 2 : 256;
+      in->held = rd_xrealloc(in->held, in->capheld * sizeof(held));
+    }
+    held *h = &((held *)in->held)[in->nheld++];
+    h->g = *g;
+    h->vals = in->nvals;
+    if (in->nvals + g->nvals > in->capvals) {
+      while (in->nvals + g->nvals > in->capvals) in->capvals = in->capvals ? in->capvals * 2 : 1024;
+      in->vals = rd_xrealloc(in->vals, in->capvals * sizeof *in->vals);
+    }
+    if (g->nvals) memcpy(in->vals + in->nvals, g->vals, g->nvals * sizeof *g->vals);
+    in->nvals += g->nvals;
+    return;
   }
-  rd_trace_close(&t);
-  return gpu;
+  if (in->out->gpu) in->out->gpu(in->out->ctx, t, g);
+}
+static void in_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
+  ex_input *in = ctx;
+  if (in->out->api) in->out->api(in->out->ctx, t, tid, ev);
+}
+static void in_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
+  ex_input *in = ctx;
+  if (in->out->packet) in->out->packet(in->out->ctx, t, p);
 }
 
-size_t ex_drop_gpuless(char **files, size_t n, int keep, int quiet) {
-  if (keep) return n;
-  size_t m = 0, dropped = 0;
+int ex_input_open(ex_input *in, const char *path, const rd_opts *o, int ranks) {
+  memset(in, 0, sizeof *in);
+  in->path = path;
+  ex_links *L = &in->L;
+  L->rank = L->local_rank = L->world = -1;
+  snprintf(L->host, sizeof L->host, "host");
+  lscan c = {L, o};
+  rd_sink links = {&c, l_packet, l_api, l_gpu, 0}, mem, rk;
+  in->mem = rd_memcol_new();
+  mem = rd_memory_sink(in->mem);
+  rd_tee tee = {{&links, &mem}, 2};
+  if (ranks) {
+    in->ranks = rd_ranks_in_new(path);
+    rk = rd_ranks_in_sink(in->ranks);
+    tee.s[tee.n++] = &rk;
+  }
+  rd_sink all = rd_tee_sink(&tee);
+  rd_opts q = *o;
+  q.quiet = 1;
+  int rc = rd_open(&in->t, path, &q, &all);
+  in->opened = in->t.opens > 0;
+  links_finish(L, o);
+  in->nmem = rd_memcol_samples(in->mem, &in->samples, 0);
+  in->mem = NULL;
+  if (ranks) rd_ranks_in_end(in->ranks, &in->t);
+  in->has_gpu = in->t.devices > 0 || L->gpu_records > 0;
+  return rc;
+}
+
+void ex_input_shift(ex_input *in, int64_t off) {
+  ex_links *L = &in->L;
+  for (size_t i = 0; i < L->nlink; i++) L->link[i].first_gpu += (uint64_t)off;
+  for (size_t i = 0; i < L->nrange; i++) {
+    L->range[i].start += (uint64_t)off;
+    L->range[i].end += (uint64_t)off;
+  }
+  for (size_t i = 0; i < L->nevrec; i++) L->evrec[i].start += (uint64_t)off;
+}
+
+int ex_input_pass(ex_input *in, const rd_opts *o, rd_sink *s) {
+  in->out = s;
+  rd_sink mine = {in, in_packet, in_api, in_gpu, 0};
+  int rc = rd_pass(&in->t, o, "exporting", &mine);
+  for (size_t i = 0; i < in->nheld; i++) { /* the held records, in file order */
+    held *h = &((held *)in->held)[i];
+    h->g.vals = h->g.nvals ? in->vals + h->vals : NULL;
+    if (h->g.name) h->g.kname = rd_map_get(&in->t.knames, h->g.name);
+    if (s->gpu) s->gpu(s->ctx, &in->t, &h->g);
+  }
+  free(in->held);
+  free(in->vals);
+  in->held = NULL;
+  in->vals = NULL;
+  in->nheld = in->capheld = in->nvals = in->capvals = 0;
+  return rc;
+}
+
+void ex_input_close(ex_input *in) {
+  free(in->samples);
+  free(in->held);
+  free(in->vals);
+  ex_links_free(&in->L);
+  rd_trace_close(&in->t);
+  memset(in, 0, sizeof *in);
+}
+
+int ex_each(const rd_opts *o, char **files, size_t n, ex_one_fn fn, void *ctx) {
+  int rc = RD_OK;
+  int merging = o->merge && n > 1;
+  ex_input *in = calloc(n ? n : 1, sizeof *in);
+  rd_ranks_in **rk = calloc(n ? n : 1, sizeof *rk);
+  if (!in || !rk) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
+  /* every trace's first pass first: which traces have GPU work, and for dlhook merge the
+   * common timeline, are known before anything is written */
+  size_t ngpu = 0;
   for (size_t i = 0; i < n; i++) {
-    /* a trace that cannot be read stays: the export reports it */
-    if (trace_has_gpu(files[i]) == 0) {
-      if (!quiet) rd_error("%s: no GPU work (a launcher or shell?): left out (--keep-gpuless keeps it)", files[i]);
-      dropped++;
+    if (ex_input_open(&in[i], files[i], o, merging) != RD_OK) rc = RD_BAD_INPUT;
+    rk[i] = in[i].ranks;
+    in[i].ranks = NULL;
+    ngpu += in[i].opened && in[i].has_gpu;
+  }
+  if (merging) { /* clock anchors, refined on the collectives (rd_ranks) */
+    rd_ranks_finish(rk, n);
+    int64_t *abs = rd_xmalloc(n * sizeof *abs);
+    for (size_t i = 0; i < n; i++) {
+      abs[i] = 0;
+      if (!rd_ranks_offset(files[i], &abs[i])) {
+        if (in[i].t.have_anchor) abs[i] = (int64_t)in[i].t.anchor_real_ns - (int64_t)in[i].t.anchor_trace_ns;
+        else if (in[i].opened) rd_error("merge: %s has no clock anchor; its times are taken as they are", files[i]);
+      }
+    }
+    for (size_t i = 0; i < n; i++) {
+      o->offsets[i] = abs[i] - abs[0];
+      if (o->offsets[i])
+        fprintf(stderr, "dlhook: merge: %s: clock offset %+.3f ms\n", files[i], (double)o->offsets[i] / 1e6);
+      ex_input_shift(&in[i], o->offsets[i]);
+    }
+    free(abs);
+    rd_ranks_free();
+    rd_set_offsets(files, o->offsets, n);
+  }
+  free(rk);
+  /* traces without GPU work (a launcher, a shell) are left out unless --keep-gpuless, or
+   * every trace is one */
+  int keep = o->keep_gpuless || ngpu == 0;
+  if (!o->keep_gpuless && ngpu == 0 && n > 1 && !o->quiet)
+    rd_error("every trace is without GPU work: exporting them all");
+  size_t nout = 0;
+  for (size_t i = 0; i < n; i++) nout += in[i].opened && (keep || in[i].has_gpu);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!in[i].opened) { rc = RD_BAD_INPUT; ex_input_close(&in[i]); continue; }
+    if (!keep && !in[i].has_gpu) {
+      if (!o->quiet)
+        rd_error("%s: no GPU work (a launcher or shell?): left out (--keep-gpuless keeps it)", files[i]);
+      ex_input_close(&in[i]);
       continue;
     }
-    files[m++] = files[i];
+    if (fn(ctx, &in[i], k++, nout) != RD_OK) rc = RD_BAD_INPUT;
+    ex_input_close(&in[i]);
   }
-  if (m == 0 && dropped) { /* nothing but GPU-less traces: export them rather than nothing */
-    if (!quiet) rd_error("every trace is without GPU work: exporting them all");
-    return n;
-  }
-  return m;
+  if (merging) rd_set_offsets(NULL, NULL, 0);
+  free(in);
+  return rc;
 }

@@ -445,8 +445,36 @@ static void p_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   }
 }
 
+/* One trace into the common output: its second pass, then its live device memory. */
+static int perfetto_one(void *ctx, ex_input *in, size_t index, size_t n) {
+  pctx *cp = ctx, c_unused;
+  (void)c_unused;
+  (void)n;
+  const rd_opts *o = cp->o;
+  int rc = RD_OK;
+  cp->trace_ix = (uint32_t)index;
+  cp->path = in->path;
+  cp->L = &in->L;
+  rd_sink all = {cp, p_packet, p_api, p_gpu, 0};
+  if (ex_input_pass(in, o, &all) != RD_OK) rc = RD_BAD_INPUT;
+  /* the live device memory of the process (memory.c replays its allocations and frees) */
+  const rd_mem_sample *mem = in->samples;
+  long nmem = in->nmem;
+  int64_t off = rd_offset_of(in->path);
+  uint64_t lo = in->L.start_ns + (uint64_t)off + o->win_start,
+           hi = o->win_end == UINT64_MAX ? UINT64_MAX : in->L.start_ns + (uint64_t)off + o->win_end;
+  if (nmem > 0) describe_full(cp, mem_uuid(cp), proc_uuid(cp), "GPU memory (live bytes)", 0, 0, 0,
+                              NULL, 0, DLHPERFETTO__COUNTER_DESCRIPTOR__UNIT__UNIT_SIZE_BYTES);
+  for (long m = 0; m < nmem; m++) {
+    uint64_t ts = mem[m].ts_ns + (uint64_t)off;
+    if (o->have_window && (ts < lo || ts > hi)) continue;
+    counter(cp, mem_uuid(cp), ts, (int64_t)mem[m].live_bytes);
+  }
+  cp->L = NULL;
+  return rc;
+}
+
 int ex_perfetto(const rd_opts *o, char **files, size_t n) {
-  n = ex_drop_gpuless(files, n, o->keep_gpuless, o->quiet);
   pctx c = {0};
   c.o = o;
   c.f = rd_create(o->out, 0);
@@ -474,34 +502,7 @@ int ex_perfetto(const rd_opts *o, char **files, size_t n) {
   Dlhperfetto__TracePacket tp = DLHPERFETTO__TRACE_PACKET__INIT;
   tp.interned_data = &id;
   emit(&c, &tp);
-  int rc = RD_OK;
-  for (size_t i = 0; i < n; i++) {
-    c.trace_ix = (uint32_t)i;
-    c.path = files[i];
-    ex_links L;
-    c.L = &L;
-    if (ex_links_scan(&L, files[i], o) != RD_OK) rc = RD_BAD_INPUT;
-    rd_sink calls = {&c, p_packet, p_api, NULL};
-    if (rd_scan(files[i], o, "exporting", &calls) != RD_OK) rc = RD_BAD_INPUT;
-    rd_sink gpu = {&c, NULL, NULL, p_gpu};
-    if (rd_scan(files[i], o, "exporting", &gpu) != RD_OK) rc = RD_BAD_INPUT;
-    /* the live device memory of the process (memory.c replays its allocations and frees) */
-    rd_mem_sample *mem = NULL;
-    uint32_t mpid = 0;
-    long nmem = rd_memory_counter(files[i], &mem, &mpid);
-    int64_t off = rd_offset_of(files[i]);
-    uint64_t lo = L.start_ns + (uint64_t)off + o->win_start,
-             hi = o->win_end == UINT64_MAX ? UINT64_MAX : L.start_ns + (uint64_t)off + o->win_end;
-    if (nmem > 0) describe_full(&c, mem_uuid(&c), proc_uuid(&c), "GPU memory (live bytes)", 0, 0, 0,
-                                NULL, 0, DLHPERFETTO__COUNTER_DESCRIPTOR__UNIT__UNIT_SIZE_BYTES);
-    for (long m = 0; m < nmem; m++) {
-      uint64_t ts = mem[m].ts_ns + (uint64_t)off;
-      if (o->have_window && (ts < lo || ts > hi)) continue;
-      counter(&c, mem_uuid(&c), ts, (int64_t)mem[m].live_bytes);
-    }
-    free(mem);
-    ex_links_free(&L);
-  }
+  int rc = ex_each(o, files, n, perfetto_one, &c);
   if (rd_close(c.f, o->out) < 0) rc = RD_BAD_INPUT;
   rd_m_free(&c.names);
   rd_m_free(&c.tracks);

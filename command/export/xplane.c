@@ -636,7 +636,14 @@ static void free_plane(xp *p) {
   rd_m_free(&p->meta_ix);
 }
 
-static int xplane_one(const rd_opts *o, const char *path, const char *run, int suffix) {
+typedef struct xrun { const rd_opts *o; const char *run; } xrun;
+
+static int xplane_one(void *ctx, ex_input *in, size_t index, size_t n) {
+  const xrun *xr = ctx;
+  const rd_opts *o = xr->o;
+  const char *run = xr->run;
+  int suffix = n > 1;
+  (void)index;
   xctx c = {0};
   c.o = o;
   c.planes = rd_xmalloc(sizeof *c.planes);
@@ -644,9 +651,9 @@ static int xplane_one(const rd_opts *o, const char *path, const char *run, int s
   c.nplanes = 1;
   c.planes[0].id = 1;
   snprintf(c.planes[0].name, sizeof c.planes[0].name, "/host:CPU");
-  ex_links L;
-  c.L = &L;
-  int rc = ex_links_scan(&L, path, o);
+  ex_links L = in->L;
+  c.L = &in->L;
+  int rc = RD_OK;
   c.pid = L.pid;
   /* hosts are named by rank ("rank3"); a trace without one by its host (and pid) */
   if (L.rank >= 0) snprintf(c.host, sizeof c.host, "rank%d", L.rank);
@@ -657,10 +664,8 @@ static int xplane_one(const rd_opts *o, const char *path, const char *run, int s
   rd_safe_name(c.host, sizeof c.host, raw, "localhost"); /* a host name is the trace's word */
   for (char *h = c.host; *h; h++) /* xprof takes the host from the name up to the first '.' */
     if (*h == '/' || *h == '.' || *h == ' ') *h = '_';
-  rd_sink calls = {&c, x_packet, x_api, NULL};
-  if (rd_scan(path, o, "exporting", &calls) != RD_OK) rc = RD_BAD_INPUT;
-  rd_sink gpu = {&c, NULL, NULL, x_gpu};
-  if (rd_scan(path, o, "exporting", &gpu) != RD_OK) rc = RD_BAD_INPUT;
+  rd_sink all = {&c, x_packet, x_api, x_gpu, 0};
+  if (ex_input_pass(in, o, &all) != RD_OK) rc = RD_BAD_INPUT;
   add_step_spans(&c);
   size_t dl = strlen(o->out) + strlen(run) + sizeof c.host + 64;
   char *dir = rd_xmalloc(dl), *file = rd_xmalloc(dl + 64), stem[sizeof c.host + 16], *done = NULL;
@@ -688,7 +693,6 @@ static int xplane_one(const rd_opts *o, const char *path, const char *run, int s
   for (size_t i = 0; i < c.nops; i++) free(c.ops[i].name);
   free(c.ops);
   rd_m_free(&c.op_ix);
-  ex_links_free(&L);
   free(dir);
   free(file);
   return rc;
@@ -725,9 +729,6 @@ int ex_xplane(const rd_opts *o, char **files, size_t n) {
   }
   free(prof);
   free(dir);
-  int rc = RD_OK;
-  n = ex_drop_gpuless(files, n, o->keep_gpuless, o->quiet);
-  for (size_t i = 0; i < n; i++)
-    if (xplane_one(o, files[i], run, n > 1) != RD_OK) rc = RD_BAD_INPUT;
-  return rc;
+  xrun xr = {o, run};
+  return ex_each(o, files, n, xplane_one, &xr);
 }

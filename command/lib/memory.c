@@ -23,6 +23,7 @@
 
 #include "dlh_fmt.h"
 #include "rd.h"
+#include "rd_scan.h"
 
 enum { OP_ALLOC = 1, OP_FREE = 2, OP_SETDEV = 3 };
 
@@ -197,61 +198,75 @@ static void replay(ledger *l, mem_ev *ev, size_t n) {
   }
 }
 
-/* Reads the memory calls of an open trace into *out; returns the count. */
-static size_t read_events(rd_trace *t, mem_ev **out, int *rc) {
-  rd_map kinds = {0}; /* fn id -> fn_kind* */
-  mem_ev *ev = NULL;
-  size_t n = 0, cap = 0;
-  const Dlh__Packet *p;
-  int r;
-  while ((r = rd_trace_next(t, &p)) == 1) {
-    if (p->data_case == DLH__PACKET__DATA_FUNCTION) {
-      /* redefined: classify again (a NULL value would break the map's probe chains) */
-      fn_kind *old = rd_map_get(&kinds, p->function->id);
-      if (old) *old = classify(rd_trace_func(t, p->function->id));
-      continue;
-    }
-    if (p->data_case != DLH__PACKET__DATA_API) continue;
-    dlh_api_iter it;
-    dlh_api_event e;
-    dlh_api_iter_init(&it, p->api);
-    while (dlh_api_iter_next(&it, &e)) {
-      fn_kind *k = rd_map_get(&kinds, e.fn);
-      if (!k) {
-        k = rd_xmalloc(sizeof *k);
-        *k = classify(rd_trace_func(t, e.fn));
-        rd_map_put(&kinds, e.fn, k);
-      }
-      if (!k->op) continue;
-#define ARG(i) ((i) >= 0 && (uint32_t)(i) < e.nargs ? e.args[i] : 0)
-      mem_ev m = {0};
-      m.ts = e.start_ns + dlh_api_span(&e);
-      m.count = dlh_api_calls(&e);
-      m.op = k->op;
-      m.ret = e.ret;
-      m.tid = p->api->tid;
-      m.stack = e.stack;
-      m.fn = e.fn;
-      m.ptr = ARG(k->ptr);
-      m.stream = ARG(k->stream);
-      if (k->op == OP_SETDEV) m.device = (int)ARG(k->dev);
-      if (k->op == OP_ALLOC) {
-        if (k->size >= 0) m.bytes = ARG(k->size);
-        else m.bytes = ARG(k->pitch) * ARG(k->height) * (ARG(k->depth) ? ARG(k->depth) : 1);
-      }
-#undef ARG
-      if (n == cap) {
-        cap = cap ? cap * 2 : 1024;
-        ev = rd_xrealloc(ev, cap * sizeof *ev);
-      }
-      ev[n++] = m;
-    }
-    if (it.bad) *rc = RD_BAD_INPUT;
+/* The memory calls of one trace, gathered by a sink (rd_memory_sink). */
+struct rd_memcol {
+  rd_map kinds;   /* fn id -> fn_kind* */
+  mem_ev *ev;
+  size_t n, cap;
+};
+
+static void m_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
+  rd_memcol *c = ctx;
+  if (p->data_case != DLH__PACKET__DATA_FUNCTION) return;
+  /* redefined: classify again (a NULL value would break the map's probe chains) */
+  fn_kind *old = rd_map_get(&c->kinds, p->function->id);
+  if (old) *old = classify(rd_trace_func(t, p->function->id));
+}
+
+static void m_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *e) {
+  rd_memcol *c = ctx;
+  fn_kind *k = rd_map_get(&c->kinds, e->fn);
+  if (!k) {
+    k = rd_xmalloc(sizeof *k);
+    *k = classify(rd_trace_func(t, e->fn));
+    rd_map_put(&c->kinds, e->fn, k);
   }
-  if (r < 0) *rc = RD_BAD_INPUT;
-  rd_map_free(&kinds, free);
-  *out = ev;
-  return n;
+  if (!k->op) return;
+#define ARG(i) ((i) >= 0 && (uint32_t)(i) < e->nargs ? e->args[i] : 0)
+  mem_ev m = {0};
+  m.ts = e->start_ns + dlh_api_span(e) - (uint64_t)rd_offset_of(t->path); /* trace clock */
+  m.count = dlh_api_calls(e);
+  m.op = k->op;
+  m.ret = e->ret;
+  m.tid = tid;
+  m.stack = e->stack;
+  m.fn = e->fn;
+  m.ptr = ARG(k->ptr);
+  m.stream = ARG(k->stream);
+  if (k->op == OP_SETDEV) m.device = (int)ARG(k->dev);
+  if (k->op == OP_ALLOC) {
+    if (k->size >= 0) m.bytes = ARG(k->size);
+    else m.bytes = ARG(k->pitch) * ARG(k->height) * (ARG(k->depth) ? ARG(k->depth) : 1);
+  }
+#undef ARG
+  if (c->n == c->cap) {
+    c->cap = c->cap ? c->cap * 2 : 1024;
+    c->ev = rd_xrealloc(c->ev, c->cap * sizeof *c->ev);
+  }
+  c->ev[c->n++] = m;
+}
+
+rd_memcol *rd_memcol_new(void) {
+  rd_memcol *c = rd_xmalloc(sizeof *c);
+  memset(c, 0, sizeof *c);
+  return c;
+}
+
+/* Every memory call counts, whatever the window: the live bytes at the window's start include
+ * what was allocated before it. */
+rd_sink rd_memory_sink(rd_memcol *c) { return (rd_sink){c, m_packet, m_api, NULL, 1}; }
+
+/* Reads the memory calls of an open trace (its second pass) into *out; returns the count. */
+static size_t read_events(rd_trace *t, mem_ev **out, int *rc) {
+  rd_memcol c = {0};
+  rd_opts o;
+  memset(&o, 0, sizeof o);
+  o.quiet = 1;
+  rd_sink s = rd_memory_sink(&c);
+  if (rd_pass(t, &o, NULL, &s) != RD_OK) *rc = RD_BAD_INPUT;
+  rd_map_free(&c.kinds, free);
+  *out = c.ev;
+  return c.n;
 }
 
 static void ledger_free(ledger *l) {
@@ -261,18 +276,17 @@ static void ledger_free(ledger *l) {
   free(l->samples);
 }
 
-long rd_memory_counter(const char *path, rd_mem_sample **out, uint32_t *pid) {
-  *out = NULL;
-  rd_trace t;
-  if (rd_trace_open(&t, path) < 0) return -1;
-  int rc = RD_OK;
-  mem_ev *ev;
-  size_t n = read_events(&t, &ev, &rc);
+void rd_memcol_free(rd_memcol *c) {
+  if (!c) return;
+  rd_map_free(&c->kinds, free);
+  free(c->ev);
+  free(c);
+}
+
+long rd_memcol_samples(rd_memcol *c, rd_mem_sample **out, int keep) {
   ledger l = {0};
-  replay(&l, ev, n);
-  free(ev);
-  if (pid) *pid = t.pid;
-  rd_trace_close(&t);
+  replay(&l, c->ev, c->n);
+  if (!keep) rd_memcol_free(c);
   *out = l.samples;
   l.samples = NULL;
   long ns = (long)l.nsamples;
@@ -348,18 +362,38 @@ static const char *term_end(char *buf, size_t width, const char *s) {
 }
 
 int rd_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
+  return rd_memory_stats_of(files, NULL, NULL, nfiles, json, f);
+}
+
+int rd_memory_stats_of(char **files, rd_trace *T, rd_memcol **mc, size_t nfiles, int json, FILE *f) {
   int rc = RD_OK;
   uint64_t total_peak = 0, leaked = 0, nleaks = 0;
   int ntr = 0;
+  /* with --json every trace's ledger is printed twice (per trace, and all leaks at the top
+   * level): kept from the first reading, not read again */
+  rd_trace *kt = json ? calloc(nfiles ? nfiles : 1, sizeof *kt) : NULL;
+  ledger *kl = json ? calloc(nfiles ? nfiles : 1, sizeof *kl) : NULL;
+  char *kok = json ? calloc(nfiles ? nfiles : 1, 1) : NULL;
+  if (json && (!kt || !kl || !kok)) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
   if (json) fputs("{\"traces\":[", f);
   else fprintf(f, "%-30s %8s %6s %9s %9s %11s %11s %7s\n", "GPU memory", "pid", "device",
                "allocs", "frees", "peak", "at exit", "leaks");
   /* 30+9+7+10+10+12+12+8 = 98 columns */
   for (size_t i = 0; i < nfiles; i++) {
     rd_trace t;
-    if (rd_trace_open(&t, files[i]) < 0) { rc = RD_BAD_INPUT; continue; }
     mem_ev *ev;
-    size_t n = read_events(&t, &ev, &rc);
+    size_t n;
+    if (T) { /* read already: the trace and its memory calls are handed over */
+      t = T[i];
+      ev = mc[i]->ev;
+      n = mc[i]->n;
+      mc[i]->ev = NULL;
+      rd_memcol_free(mc[i]);
+      mc[i] = NULL;
+    } else {
+      if (rd_trace_open(&t, files[i]) < 0) { rc = RD_BAD_INPUT; continue; }
+      n = read_events(&t, &ev, &rc);
+    }
     ledger l = {0};
     replay(&l, ev, n);
     free(ev);
@@ -442,8 +476,14 @@ int rd_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
         fprintf(f, "  %" PRIu64 " frees of memory allocated before the trace (or its capture window)\n",
                 l.unmatched_frees);
     }
-    ledger_free(&l);
-    rd_trace_close(&t);
+    if (json) {
+      kt[i] = t;
+      kl[i] = l;
+      kok[i] = 1;
+    } else {
+      ledger_free(&l);
+      rd_trace_close(&t);
+    }
   }
   if (json)
     fprintf(f, "],\n\"peak_bytes\":%" PRIu64 ",\"leaked_bytes\":%" PRIu64 ",\"leak_count\":%" PRIu64
@@ -452,14 +492,9 @@ int rd_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
     /* all leaks of all traces, again at the top level (each with its pid) */
     int first = 1;
     for (size_t i = 0; i < nfiles; i++) {
-      rd_trace t;
-      if (rd_trace_open(&t, files[i]) < 0) continue;
-      mem_ev *ev;
-      int rc2 = 0;
-      size_t n = read_events(&t, &ev, &rc2);
-      ledger l = {0};
-      replay(&l, ev, n);
-      free(ev);
+      if (!kok[i]) continue;
+      rd_trace t = kt[i];
+      ledger l = kl[i];
       for (size_t k = 0; k < l.n; k++) {
         fprintf(f, "%s\n {\"pid\":%u,", first ? "" : ",", t.pid);
         first = 0;
@@ -473,6 +508,7 @@ int rd_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
       }
       ledger_free(&l);
       rd_trace_close(&t);
+      kok[i] = 0;
     }
     fputs("]}\n", f);
   } else {
@@ -481,5 +517,10 @@ int rd_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
             fmt_bytes(b1, sizeof b1, total_peak), nleaks, nleaks == 1 ? "" : "s",
             fmt_bytes(b2, sizeof b2, leaked));
   }
+  for (size_t i = 0; json && i < nfiles; i++)
+    if (kok[i]) { ledger_free(&kl[i]); rd_trace_close(&kt[i]); }
+  free(kt);
+  free(kl);
+  free(kok);
   return rc;
 }

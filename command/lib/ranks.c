@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "rd.h"
+#include "rd_scan.h"
 
 typedef struct coll { int64_t start, end; } coll;
 typedef struct rtrace {
@@ -41,35 +42,35 @@ static int is_nccl_kernel(const char *name) {
                   strstr(name, "ncclDevKernel") != NULL);
 }
 
-static int load(rtrace *r, const char *path) {
-  rd_trace t;
-  if (rd_trace_open(&t, path) < 0) return -1;
-  const Dlh__Packet *p;
-  int rc, have_anchor = 0;
-  r->rank = -1;
-  while ((rc = rd_trace_next(&t, &p)) == 1) {
-    if (p->data_case == DLH__PACKET__DATA_PROCESS) {
-      r->rank = p->process->has_rank ? p->process->rank : -1;
-      r->pid = p->process->pid;
-    } else if (p->data_case == DLH__PACKET__DATA_ANCHOR && !have_anchor) {
-      r->offset = (int64_t)p->anchor->realtime_ns - (int64_t)p->anchor->trace_ns;
-      have_anchor = 1;
-    } else if (p->data_case == DLH__PACKET__DATA_GPU) {
-      dlh_gpu_iter it;
-      dlh_gpu_event ev;
-      dlh_gpu_iter_init(&it, p->gpu);
-      while (dlh_gpu_iter_next(&it, &ev)) {
-        if (ev.kind != 1 || !is_nccl_kernel(rd_trace_string(&t, ev.name))) continue;
-        if (r->n == r->cap) {
-          r->cap = r->cap ? r->cap * 2 : 256;
-          r->c = rd_xrealloc(r->c, r->cap * sizeof *r->c);
-        }
-        r->c[r->n++] = (coll){(int64_t)ev.start_ns, (int64_t)(ev.start_ns + ev.dur_ns)};
-      }
-    }
+/* The collectives of one trace, gathered by a sink during a pass (raw trace-clock times). */
+static void r_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
+  rtrace *r = ctx;
+  r->rank = t->rank;
+  r->pid = t->pid;
+  if (g->kind != 1 || !is_nccl_kernel(g->kname)) return;
+  if (r->n == r->cap) {
+    r->cap = r->cap ? r->cap * 2 : 256;
+    r->c = rd_xrealloc(r->c, r->cap * sizeof *r->c);
   }
-  rd_trace_close(&t);
-  return rc < 0 ? -1 : 0;
+  int64_t off = rd_offset_of(t->path); /* gathered before offsets are set: 0 */
+  r->c[r->n++] = (coll){(int64_t)g->start - off, (int64_t)(g->start + g->dur) - off};
+}
+
+rd_ranks_in *rd_ranks_in_new(const char *path) {
+  rtrace *r = rd_xmalloc(sizeof *r);
+  memset(r, 0, sizeof *r);
+  r->path = path;
+  r->rank = -1;
+  return (rd_ranks_in *)r;
+}
+
+rd_sink rd_ranks_in_sink(rd_ranks_in *x) { return (rd_sink){x, NULL, NULL, r_gpu, 0}; }
+
+void rd_ranks_in_end(rd_ranks_in *x, const rd_trace *t) {
+  rtrace *r = (rtrace *)x;
+  r->rank = t->rank;
+  r->pid = t->pid;
+  r->offset = t->have_anchor ? (int64_t)t->anchor_real_ns - (int64_t)t->anchor_trace_ns : 0;
 }
 
 static int by_start(const void *a, const void *b) {
@@ -102,20 +103,23 @@ typedef struct rd_ranks {
 
 static rd_ranks R;
 
-/* Analyses several traces (at least 2 with ranks and collectives). Returns 1 when there is
- * something to report. Damaged traces count with what was readable. */
-int rd_ranks_analyze(char **files, size_t n) {
-  if (n < 2) return 0;
-  R.r = rd_xmalloc(n * sizeof *R.r);
-  memset(R.r, 0, n * sizeof *R.r);
+/* The analysis of the gathered traces (rd.h). */
+int rd_ranks_finish(rd_ranks_in **in, size_t n) {
+  rd_ranks_free();
+  R.r = rd_xmalloc((n ? n : 1) * sizeof *R.r);
+  memset(R.r, 0, (n ? n : 1) * sizeof *R.r);
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
-    rtrace t = {0};
-    t.path = files[i];
-    load(&t, files[i]);
-    if (t.rank < 0 || t.n == 0) { free(t.c); continue; }
-    qsort(t.c, t.n, sizeof *t.c, by_start);
-    R.r[k++] = t;
+    rtrace *t = (rtrace *)in[i];
+    if (!t) continue;
+    if (n >= 2 && t->rank >= 0 && t->n) {
+      qsort(t->c, t->n, sizeof *t->c, by_start);
+      R.r[k++] = *t;
+    } else {
+      free(t->c);
+    }
+    free(t);
+    in[i] = NULL;
   }
   R.n = k;
   if (k < 2) return 0;
@@ -187,6 +191,16 @@ int rd_ranks_analyze(char **files, size_t n) {
   return m > 0;
 }
 
+void rd_ranks_free(void) {
+  for (size_t i = 0; i < R.n; i++) free(R.r[i].c);
+  free(R.r);
+  free(R.mean_delay);
+  free(R.mean_wait);
+  free(R.last_count);
+  free(R.last_delay);
+  memset(&R, 0, sizeof R);
+}
+
 int rd_ranks_offset(const char *path, int64_t *offset) {
   for (size_t i = 0; i < R.n; i++)
     if (R.r[i].path && !strcmp(R.r[i].path, path)) {
@@ -194,21 +208,6 @@ int rd_ranks_offset(const char *path, int64_t *offset) {
       return 1;
     }
   return 0;
-}
-
-/* The (realtime - trace clock) offset of a trace's first anchor; 0 when it has none. */
-int rd_anchor_offset(const char *path, int64_t *offset) {
-  rd_trace t;
-  if (rd_trace_open(&t, path) < 0) return 0;
-  const Dlh__Packet *p;
-  int found = 0;
-  while (!found && rd_trace_next(&t, &p) == 1)
-    if (p->data_case == DLH__PACKET__DATA_ANCHOR && p->anchor->has_realtime_ns) {
-      *offset = (int64_t)p->anchor->realtime_ns - (int64_t)p->anchor->trace_ns;
-      found = 1;
-    }
-  rd_trace_close(&t);
-  return found;
 }
 
 static size_t straggler(void) {

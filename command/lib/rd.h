@@ -70,8 +70,22 @@ typedef struct rd_trace {
   dlh_reader *r;
   rd_map funcs;     /* FunctionDesc.id -> rd_func* */
   rd_map strings;   /* StringDef.id -> char* */
+  int pass;         /* 1: the first read (definitions), 2: the second (rd_trace_rewind) */
+  int opens, done;  /* times the file was opened; the second pass could not open it */
+  /* ProcessInfo (the first), the first clock anchor with a realtime, devices: known after the
+   * first pass */
   int have_process;
   uint32_t pid;
+  int rank, local_rank, world; /* -1 = not given */
+  int have_start;
+  uint64_t start_ns;             /* ProcessInfo.start_ns (trace clock) */
+  char host[128];                /* "host" when not given */
+  char exe[64];                  /* the program's file name, "" when not given */
+  int have_anchor;
+  uint64_t anchor_real_ns, anchor_trace_ns;
+  uint32_t devices;              /* DeviceInfo packets */
+  rd_map knames;                 /* StringDef id -> demangled kernel name (rd_scan.h's rd_gpu) */
+  uint64_t win_lo, win_hi;       /* the pass's time window (rd_scan.h), [0, UINT64_MAX] none */
   int have_trailer, have_counters;
   uint64_t trailer_records, trailer_dropped;
   uint64_t counters_records, counters_dropped;
@@ -88,12 +102,24 @@ typedef struct rd_trace {
   uint64_t pcs_unsymbolized; /* Trailer.pcs_unsymbolized */
 } rd_trace;
 
-/* Opens a trace and reads its stack definitions (StackDef, ModuleDef, SymbolDef, PyFrameDef:
- * symbols may follow the events that use them) in a first pass; on failure prints
- * "dlhook: PATH: why" and returns -1. */
+/* A trace is read at most twice. The first pass reads its definitions (functions, strings,
+ * stacks, modules, symbols, Python frames: symbols may follow the events that use them), the
+ * process, clock anchors, devices, trailer and counters; it decodes the event batches only when
+ * a consumer wants them in that pass (rd_open in rd_scan.h). The second pass streams everything
+ * in file order to the consumers, with every definition known from the start.
+ *
+ * rd_trace_open: the first pass without events, then t is ready for the second
+ * (rd_trace_next from the start). On failure prints "dlhook: PATH: why" and returns -1. */
 int rd_trace_open(rd_trace *t, const char *path);
+/* The pieces of rd_trace_open for readers that want the events in the first pass too:
+ * rd_trace_begin opens the file (events != 0: event batches are decoded), rd_trace_next reads
+ * it, rd_trace_rewind ends the first pass (the second opens the file again at its first
+ * rd_trace_next). rd_trace_begin returns 0, or -1 after printing why. */
+int rd_trace_begin(rd_trace *t, const char *path, int events);
+void rd_trace_rewind(rd_trace *t);
 /* Next packet, after recording definitions (functions, strings, process, trailer, counters).
- * Returns 1, 0 at the clean end, -1 when the rest is damaged (message already printed). */
+ * Returns 1, 0 at the clean end, -1 when the rest is damaged (message printed by the second
+ * pass only, so that it is said once). */
 int rd_trace_next(rd_trace *t, const Dlh__Packet **p);
 void rd_trace_close(rd_trace *t);
 
@@ -165,25 +191,47 @@ char *rd_demangle(const char *name);
 
 /* ---------------------------------------------------------------- ranks (ranks.c) */
 
-/* Aligns several traces of one job and matches their collectives; returns 1 when there are
- * at least 2 ranked traces with collectives. Then rd_ranks_json / rd_ranks_table print the
- * per-rank arrival delays, waits and the straggler. */
-int rd_ranks_analyze(char **files, size_t n);
+/* Aligns several traces of one job and matches their collectives. Each trace's collectives are
+ * gathered during one of its passes by the sink of an rd_ranks_in (rd_ranks_in_end after the
+ * pass, with the trace); rd_ranks_finish(in, n) then analyses them (and frees them); it returns
+ * 1 when there are at least 2 ranked traces with collectives. Then rd_ranks_json /
+ * rd_ranks_table print the per-rank arrival delays, waits and the straggler. */
+typedef struct rd_ranks_in rd_ranks_in;
+rd_ranks_in *rd_ranks_in_new(const char *path);
+struct rd_sink rd_ranks_in_sink(rd_ranks_in *x);
+void rd_ranks_in_end(rd_ranks_in *x, const rd_trace *t);
+int rd_ranks_finish(rd_ranks_in **in, size_t n);
+void rd_ranks_free(void);
 void rd_ranks_json(FILE *f);
 void rd_ranks_table(FILE *f);
-/* After rd_ranks_analyze: the refined (realtime - trace clock) offset of a ranked trace. */
+/* After rd_ranks_finish: the refined (realtime - trace clock) offset of a ranked trace. */
 int rd_ranks_offset(const char *path, int64_t *offset);
-/* The (realtime - trace clock) offset of a trace's first clock anchor. Returns 0 if none. */
-int rd_anchor_offset(const char *path, int64_t *offset);
 
 /* ---------------------------------------------------------------- steps (steps.c) */
 
 /* Step number of an NVTX range name ("ProfilerStep#3", "step 3", "Step 3"), -1 when none. */
 long rd_step_number(const char *name);
-/* `,"steps":{"rows":[{rank,pid,step,name,start_ns,dur_ns,compute_ns,comm_ns,copy_ns,host_ns,
- * idle_ns}],"slowest_step":{...},"slowest_rank":{...}}` (leading comma included): the step
- * breakdown of the traces (steps.c says how time is divided). */
-void rd_steps_json(FILE *f, char **files, size_t n);
+/* The step breakdown of traces (steps.c says how time is divided): rd_steps_sink gathers one
+ * trace during a pass, rd_steps_end after each trace; rd_steps_json then prints
+ * `,"steps":{"rows":[{rank,pid,step,name,start_ns,dur_ns,compute_ns,comm_ns,copy_ns,host_ns,
+ * idle_ns}],"slowest_step":{...},"slowest_rank":{...}}` (leading comma included) and frees x. */
+typedef struct rd_steps rd_steps;
+rd_steps *rd_steps_new(void);
+struct rd_sink rd_steps_sink(rd_steps *x);
+void rd_steps_end(rd_steps *x);
+void rd_steps_json(FILE *f, rd_steps *x);
+
+/* ---------------------------------------------------------------- dlhook stats (cmd/stats.c) */
+
+/* A run of dlhook stats over n traces, fed by the reader's passes: rd_stats_run_begin gives the
+ * sink for trace i's second pass (valid until rd_stats_run_end), rd_stats_run_end after it;
+ * rd_stats_run_finish prints the table (or with json the JSON object of `stats --json`) to out
+ * and frees x. dlhook report uses it to read each trace only twice. */
+typedef struct rd_stats_run rd_stats_run;
+rd_stats_run *rd_stats_run_new(size_t nfiles, int json);
+struct rd_sink *rd_stats_run_begin(rd_stats_run *x, size_t i, const char *path);
+void rd_stats_run_end(rd_stats_run *x, size_t i, rd_trace *t);
+void rd_stats_run_finish(rd_stats_run *x, int json, FILE *out);
 
 /* GpuBatch kinds */
 const char *rd_gpu_kind_name(uint32_t kind);
@@ -216,14 +264,22 @@ typedef struct rd_mem_sample {
   uint32_t tid;                /* thread of the call */
 } rd_mem_sample;
 
-/* The live-bytes counter track of trace `path` for exporters: replays its allocations and frees
- * (memory.c says which calls count) and sets *out to the samples in time order (malloc'd, the
- * caller frees) and *pid to the process id. Returns the number of samples, -1 when the trace
- * cannot be opened (message printed). */
-long rd_memory_counter(const char *path, rd_mem_sample **out, uint32_t *pid);
+/* The live-bytes counter track of a trace for exporters: the sink of an rd_memcol gathers its
+ * allocations and frees during a pass (all of them, whatever the window), rd_memcol_samples
+ * replays them (memory.c says which calls count), sets *out to the samples in time order
+ * (trace clock, malloc'd, the caller frees), frees c and returns the number of samples. */
+typedef struct rd_memcol rd_memcol;
+rd_memcol *rd_memcol_new(void);
+struct rd_sink rd_memory_sink(rd_memcol *c);
+long rd_memcol_samples(rd_memcol *c, rd_mem_sample **out, int keep);
+/* keep: c stays (for rd_memory_stats_of), freed by rd_memcol_free (accepts NULL). */
+void rd_memcol_free(rd_memcol *c);
 /* `dlhook stats --memory [--json]`: peak, leaks (with stacks), out-of-memory snapshots of the
  * traces, as a table or one JSON object. Returns RD_OK or RD_BAD_INPUT. */
 int rd_memory_stats(char **files, size_t nfiles, int json, FILE *f);
+/* The same for traces read already (dlhook report): T[i] after its passes and the memory calls
+ * that mc[i] gathered; both are taken over (closed and freed). */
+int rd_memory_stats_of(char **files, rd_trace *T, rd_memcol **mc, size_t nfiles, int json, FILE *f);
 
 /* ---------------------------------------------------------------- JSON output */
 

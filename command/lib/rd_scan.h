@@ -22,6 +22,8 @@ typedef struct rd_opts {
   const char *title;
   int quiet;                    /* no progress on stderr */
   int keep_gpuless;             /* --keep-gpuless: export processes that did no GPU work */
+  int merge;                    /* dlhook merge: the traces on one timeline (ex_each) */
+  int64_t *offsets;             /* with merge: room for one clock offset per trace */
 } rd_opts;
 
 /* One GPU record of a GpuBatch, decoded. vals points into the packet. */
@@ -44,13 +46,35 @@ typedef struct rd_sink {
   void (*api)(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev);
   /* GPU records inside the window (external-correlation records, kind 7, always) */
   void (*gpu)(void *ctx, const rd_trace *t, const rd_gpu *g);
+  /* 1: every event, whatever the window (o->have_window): for a ledger that must see what
+   * happened before the window */
+  int unwindowed;
 } rd_sink;
 
-/* Reads a whole trace in file order and calls the sink. Shows progress on stderr once the
- * scan takes more than a second (unless o->quiet); `what` names the pass in it.
- * Returns RD_OK, or RD_BAD_INPUT when the trace cannot be opened or is damaged (everything
- * readable was delivered; the message is printed). */
+/* Reading a trace takes at most two passes over its file (rd.h, "traces"):
+ *   rd_open   the first pass: definitions, process, anchors, devices, trailer; with `pre`, also
+ *             every packet and event to pre (window and offsets applied as in rd_pass), for
+ *             what must be known before the output is written (links, clock offsets, memory);
+ *             without, the event batches are not even decoded. Returns RD_OK, or RD_BAD_INPUT
+ *             when the file cannot be opened (message printed; t->opens is 0) or pre saw a
+ *             damaged batch. t must be closed with rd_trace_close either way.
+ *   rd_pass   the second pass: every packet and event in file order to s, with every
+ *             definition known. Shows progress on stderr once it takes more than a second
+ *             (unless o->quiet); `what` names it. Returns RD_OK, or RD_BAD_INPUT when the trace
+ *             is damaged (everything readable was delivered; the message is printed once).
+ *   rd_scan   rd_open without pre, rd_pass, rd_trace_close.
+ * Several consumers share one pass through an rd_tee. */
+int rd_open(rd_trace *t, const char *path, const rd_opts *o, rd_sink *pre);
+int rd_pass(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s);
 int rd_scan(const char *path, const rd_opts *o, const char *what, rd_sink *s);
+
+/* Up to 8 consumers of one pass, called in order for each packet and event (NULL entries and
+ * callbacks are left out). */
+typedef struct rd_tee {
+  rd_sink *s[8];
+  size_t n;
+} rd_tee;
+rd_sink rd_tee_sink(rd_tee *x);
 
 /* dlhook merge: from now on rd_scan adds offsets[i] ns to every time of paths[i] (the arrays
  * stay owned by the caller and must outlive the scans). */

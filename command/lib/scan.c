@@ -55,35 +55,51 @@ static void progress_tick(progress *pg, dlh_reader *r) {
           (double)rd_events_scanned / (t - pg->t0));
 }
 
-int rd_scan(const char *path, const rd_opts *o, const char *what, rd_sink *s) {
-  rd_trace t;
-  if (rd_trace_open(&t, path) < 0) return RD_BAD_INPUT;
+/* The demangled name of kernel name `id` (kept per trace, for both passes). */
+static const char *kernel_name(rd_trace *t, uint32_t id) {
+  char *k = rd_map_get(&t->knames, id);
+  if (k) return k;
+  const char *raw = rd_trace_string(t, id);
+  if (!raw) return NULL;
+  k = rd_demangle(raw);
+  if (!k) k = rd_xstrdup(raw);
+  rd_map_put(&t->knames, id, k);
+  return k;
+}
+
+/* Streams the rest of t's current pass to s (window, offsets, kernel names), decoding only
+ * through format/'s iterators. Returns RD_OK or RD_BAD_INPUT. */
+static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
   struct stat st;
   /* DLHOOK_PROGRESS_AFTER: seconds before progress shows (default 1; for tests) */
   const char *pa = getenv("DLHOOK_PROGRESS_AFTER");
-  progress pg = {now_s(), 0, pa ? atof(pa) : 1.0, stat(path, &st) == 0 ? (uint64_t)st.st_size : 0,
-                 0, o->quiet, what, path};
-  uint64_t base = 0, lo = 0, hi = UINT64_MAX;
-  int have_base = 0;
+  progress pg = {now_s(), 0, pa ? atof(pa) : 1.0, stat(t->path, &st) == 0 ? (uint64_t)st.st_size : 0,
+                 0, o->quiet || !what, what, t->path};
+  uint64_t lo = 0, hi = UINT64_MAX;
   const Dlh__Packet *p;
   int rc, bad = 0;
   uint64_t tick = 0;
-  const int64_t off = rd_offset_of(path); /* dlhook merge: this trace on the common timeline */
-  rd_map knames = {0}; /* StringDef id -> demangled name (or a copy), for kernel names */
-  while ((rc = rd_trace_next(&t, &p)) == 1) {
-    if (p->data_case == DLH__PACKET__DATA_STRING && rd_map_get(&knames, p->string->id)) {
+  const int64_t off = rd_offset_of(t->path); /* dlhook merge: this trace on the common timeline */
+  /* the window is relative to the process's start, known from the first pass (or, in the
+   * first, from the ProcessInfo that opens the file) */
+  int have_base = t->have_process && t->have_start;
+  uint64_t base = t->start_ns + (uint64_t)off;
+  while ((rc = rd_trace_next(t, &p)) == 1) {
+    if (p->data_case == DLH__PACKET__DATA_STRING && rd_map_get(&t->knames, p->string->id)) {
       const char *raw = p->string->value ? p->string->value : ""; /* redefined */
       char *k = rd_demangle(raw);
-      free(rd_map_put(&knames, p->string->id, k ? k : rd_xstrdup(raw)));
+      free(rd_map_put(&t->knames, p->string->id, k ? k : rd_xstrdup(raw)));
     }
-    if (p->data_case == DLH__PACKET__DATA_PROCESS && !have_base && p->process->has_start_ns) {
-      base = p->process->start_ns + (uint64_t)off;
+    if (!have_base && t->have_process && t->have_start) {
+      base = t->start_ns + (uint64_t)off;
       have_base = 1;
     }
     if (o->have_window) {
       lo = base + o->win_start;
       hi = o->win_end == UINT64_MAX ? UINT64_MAX : base + o->win_end;
     }
+    t->win_lo = lo;
+    t->win_hi = hi;
     if (p->data_case == DLH__PACKET__DATA_API) {
       dlh_api_iter it;
       dlh_api_event ev;
@@ -93,69 +109,97 @@ int rd_scan(const char *path, const rd_opts *o, const char *what, rd_sink *s) {
         rd_events_scanned++;
         ev.start_ns += (uint64_t)off;
         /* a folded event covers its span (first call's start to last call's end) */
-        if (ev.start_ns >= hi || ev.start_ns + dlh_api_span(&ev) < lo) continue;
-        if (s->api) s->api(s->ctx, &t, tid, &ev);
+        if (!s->unwindowed && (ev.start_ns >= hi || ev.start_ns + dlh_api_span(&ev) < lo)) continue;
+        if (s->api) s->api(s->ctx, t, tid, &ev);
       }
       if (it.bad) bad = 1;
     } else if (p->data_case == DLH__PACKET__DATA_GPU) {
-      const Dlh__GpuBatch *b = p->gpu;
-      size_t n = b->n_kind;
-      if ((b->n_start_delta && b->n_start_delta != n) || (b->n_dur && b->n_dur != n) ||
-          (b->n_corr && b->n_corr != n) || (b->n_stream && b->n_stream != n) ||
-          (b->n_name && b->n_name != n) || (b->n_nvals && b->n_nvals != n) ||
-          (b->n_context && b->n_context != n) || (b->n_devices && b->n_devices != n)) {
-        bad = 1;
-        continue;
-      }
-      uint64_t ts = b->base_start_ns;
-      size_t vpos = 0;
-      for (size_t i = 0; i < n; i++) {
+      dlh_gpu_iter it;
+      dlh_gpu_event ev;
+      dlh_gpu_iter_init(&it, p->gpu);
+      while (dlh_gpu_iter_next(&it, &ev)) {
         rd_gpu g;
-        ts += b->n_start_delta ? (uint64_t)b->start_delta[i] : 0;
-        g.kind = b->kind[i];
-        g.start = g.kind == 7 ? ts : ts + (uint64_t)off;
-        g.dur = b->n_dur ? b->dur[i] : 0;
-        g.corr = b->n_corr ? b->corr[i] : 0;
-        g.stream = b->n_stream ? b->stream[i] : 0;
-        g.name = b->n_name ? b->name[i] : 0;
-        g.kname = NULL;
-        if (g.name) {
-          char *k = rd_map_get(&knames, g.name);
-          if (!k) {
-            const char *raw = rd_trace_string(&t, g.name);
-            if (raw) {
-              k = rd_demangle(raw);
-              if (!k) k = rd_xstrdup(raw);
-              rd_map_put(&knames, g.name, k);
-            }
-          }
-          g.kname = k;
-        }
-        g.context = b->n_context ? b->context[i] : 0;
-        g.device = b->n_devices ? b->devices[i] : b->device;
-        g.nvals = b->n_nvals ? b->nvals[i] : 0;
-        if (vpos + g.nvals > b->n_vals) { bad = 1; break; }
-        g.vals = b->vals ? b->vals + vpos : NULL; /* no values at all: NULL (+ 0 is UB) */
-        vpos += g.nvals;
+        g.kind = ev.kind;
+        g.start = g.kind == 7 ? ev.start_ns : ev.start_ns + (uint64_t)off;
+        g.dur = ev.dur_ns;
+        g.corr = ev.corr;
+        g.stream = ev.stream;
+        g.name = ev.name;
+        g.kname = ev.name ? kernel_name(t, ev.name) : NULL;
+        g.context = ev.context;
+        g.device = ev.device;
+        g.nvals = ev.nvals;
+        g.vals = ev.vals;
         rd_events_scanned++;
-        if (g.kind != 7 && (g.start >= hi || g.start + g.dur < lo)) continue;
-        if (s->gpu) s->gpu(s->ctx, &t, &g);
+        if (!s->unwindowed && g.kind != 7 && (g.start >= hi || g.start + g.dur < lo)) continue;
+        if (s->gpu) s->gpu(s->ctx, t, &g);
       }
+      if (it.bad) bad = 1;
     } else if (s->packet) {
-      s->packet(s->ctx, &t, p);
+      s->packet(s->ctx, t, p);
     }
-    if (++tick % 64 == 0) progress_tick(&pg, t.r);
+    if (++tick % 64 == 0) progress_tick(&pg, t->r);
   }
   if (pg.shown) {
     double el = now_s() - pg.t0;
-    fprintf(stderr, "\rdlhook: %s %s: done, %" PRIu64 " events in %.1f s%20s\n", what, path,
+    fprintf(stderr, "\rdlhook: %s %s: done, %" PRIu64 " events in %.1f s%20s\n", what, t->path,
             rd_events_scanned, el, "");
   }
-  if (bad) rd_error("%s: inconsistent event batch (skipped its remaining events)", path);
-  rd_map_free(&knames, free);
-  rd_trace_close(&t);
+  if (bad && t->pass == 2) rd_error("%s: inconsistent event batch (skipped its remaining events)", t->path);
   return rc < 0 || bad ? RD_BAD_INPUT : RD_OK;
 }
+
+int rd_open(rd_trace *t, const char *path, const rd_opts *o, rd_sink *pre) {
+  if (rd_trace_begin(t, path, pre != NULL) < 0) return RD_BAD_INPUT;
+  int rc = RD_OK;
+  if (pre) {
+    rc = stream(t, o, NULL, pre);
+  } else {
+    const Dlh__Packet *p;
+    while (rd_trace_next(t, &p) == 1) {}
+  }
+  rd_trace_rewind(t);
+  return rc;
+}
+
+int rd_pass(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
+  if (t->pass != 2 || t->r) { /* a second pass over the same open trace would be a third read */
+    rd_error("%s: internal: rd_pass without rd_open", t->path);
+    return RD_BAD_INPUT;
+  }
+  return stream(t, o, what, s);
+}
+
+int rd_scan(const char *path, const rd_opts *o, const char *what, rd_sink *s) {
+  rd_trace t;
+  if (rd_open(&t, path, o, NULL) != RD_OK && t.opens == 0) return RD_BAD_INPUT;
+  int rc = rd_pass(&t, o, what, s);
+  rd_trace_close(&t);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- several consumers */
+
+static void tee_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
+  rd_tee *x = ctx;
+  for (size_t i = 0; i < x->n; i++)
+    if (x->s[i] && x->s[i]->packet) x->s[i]->packet(x->s[i]->ctx, t, p);
+}
+static void tee_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
+  rd_tee *x = ctx;
+  int in = !(ev->start_ns >= t->win_hi || ev->start_ns + dlh_api_span(ev) < t->win_lo);
+  for (size_t i = 0; i < x->n; i++)
+    if (x->s[i] && x->s[i]->api && (in || x->s[i]->unwindowed)) x->s[i]->api(x->s[i]->ctx, t, tid, ev);
+}
+static void tee_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
+  rd_tee *x = ctx;
+  int in = g->kind == 7 || !(g->start >= t->win_hi || g->start + g->dur < t->win_lo);
+  for (size_t i = 0; i < x->n; i++)
+    if (x->s[i] && x->s[i]->gpu && (in || x->s[i]->unwindowed)) x->s[i]->gpu(x->s[i]->ctx, t, g);
+}
+
+/* The tee takes every event and applies the window for each consumer. */
+rd_sink rd_tee_sink(rd_tee *x) { return (rd_sink){x, tee_packet, tee_api, tee_gpu, 1}; }
 
 /* ---------------------------------------------------------------- u64 -> u32 hash map */
 

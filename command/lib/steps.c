@@ -179,16 +179,24 @@ static void breakdown(const sctx *c, uint64_t maxdur, const sev *lng, size_t nl,
 static rd_step_row *rows;
 static size_t nrows, nskipped;
 
-/* Reads the traces and fills rows[]. Returns the number of rows. */
-static size_t analyze(char **files, size_t n) {
-  rd_opts o;
-  memset(&o, 0, sizeof o);
-  o.quiet = 1;
-  for (size_t i = 0; i < n; i++) {
-    sctx c = {0};
-    c.rank = -1;
-    rd_sink sk = {&c, on_packet, on_api, on_gpu};
-    rd_scan(files[i], &o, "steps", &sk);
+/* The step analysis of the traces read so far: rd_steps_sink gathers one trace's steps and
+ * events during a pass, rd_steps_end turns them into rows. */
+struct rd_steps { sctx c; };
+
+rd_steps *rd_steps_new(void) {
+  rd_steps *x = rd_xmalloc(sizeof *x);
+  memset(x, 0, sizeof *x);
+  x->c.rank = -1;
+  return x;
+}
+
+rd_sink rd_steps_sink(rd_steps *x) { return (rd_sink){&x->c, on_packet, on_api, on_gpu, 0}; }
+
+void rd_steps_end(rd_steps *x) {
+  sctx c = x->c;
+  memset(&x->c, 0, sizeof x->c);
+  x->c.rank = -1;
+  {
     if (c.too_many) nskipped++;
     if (c.nst && !c.too_many) {
       qsort(c.ev, c.n, sizeof *c.ev, by_s);
@@ -234,13 +242,13 @@ static size_t analyze(char **files, size_t n) {
     free(c.st);
     free(c.ev);
   }
-  return nrows;
 }
 
-void rd_steps_json(FILE *f, char **files, size_t n) {
+void rd_steps_json(FILE *f, rd_steps *x) {
   static const char *const key[C_NCAT + 1] = {"compute_ns", "comm_ns", "copy_ns", "host_ns",
                                                 "idle_ns"};
-  analyze(files, n);
+  free(x);
+  if (!f) goto out; /* only freed */
   fputs(",\n\"steps\":{\"definition\":\"NVTX ranges named ProfilerStep#N or step N; per step "
         "and rank, exclusive by priority: compute kernels > communication (NCCL) kernels > "
         "copies and memsets > host (GPU idle, a thread inside a CUDA call) > idle\",\"rows\":[", f);
@@ -285,6 +293,7 @@ void rd_steps_json(FILE *f, char **files, size_t n) {
             best, best_own, best_mean);
   }
   fputs("}", f);
+out:
   for (size_t i = 0; i < nrows; i++) free(rows[i].name);
   free(rows);
   rows = NULL;

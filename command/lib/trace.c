@@ -28,39 +28,42 @@ static void func_free(void *p) {
   free(f);
 }
 
-int rd_trace_open(rd_trace *t, const char *path) {
+/* Opens t->path for reading (the first or the second time). */
+static int open_reader(rd_trace *t) {
+  char *err = NULL;
+  t->r = dlh_reader_open(t->path, &err);
+  if (!t->r) {
+    rd_error("%s: %s", t->path, err ? err : "cannot open");
+    free(err);
+    return -1;
+  }
+  t->opens++;
+  return 0;
+}
+
+int rd_trace_begin(rd_trace *t, const char *path, int events) {
   memset(t, 0, sizeof *t);
   t->path = path;
-  char *err = NULL;
-  t->r = dlh_reader_open(path, &err);
-  if (!t->r) {
-    rd_error("%s: %s", path, err ? err : "cannot open");
-    free(err);
-    return -1;
-  }
-  /* First pass: the stack definitions of the whole file (damage is reported by the second) */
-  const Dlh__Packet *p;
-  while (dlh_reader_next(t->r, &p) == 1) {
-    switch (p->data_case) {
-      case DLH__PACKET__DATA_STACK:
-      case DLH__PACKET__DATA_MODULE:
-      case DLH__PACKET__DATA_SYMBOL:
-      case DLH__PACKET__DATA_PY_FRAME:
-        rd_stacks_define(t, p);
-        break;
-      default:
-        break;
-    }
-  }
+  t->pass = 1;
+  if (open_reader(t) < 0) return -1;
+  /* without events, the first pass is the definitions alone: the event batches (nearly all of
+   * a trace's bytes) are decompressed but not decoded */
+  if (!events) dlh_reader_skip(t->r, DLH_CASE_BIT(DLH__PACKET__DATA_API) | DLH_CASE_BIT(DLH__PACKET__DATA_GPU));
+  return 0;
+}
+
+void rd_trace_rewind(rd_trace *t) {
   dlh_reader_close(t->r);
-  t->r = dlh_reader_open(path, &err);
-  if (!t->r) {
-    rd_error("%s: %s", path, err ? err : "cannot open");
-    free(err);
-    rd_stacks_free(t);
-    return -1;
-  }
+  t->r = NULL;
+  t->pass = 2;
   t->defs_read = 1;
+}
+
+int rd_trace_open(rd_trace *t, const char *path) {
+  if (rd_trace_begin(t, path, 0) < 0) return -1;
+  const Dlh__Packet *p;
+  while (rd_trace_next(t, &p) == 1) {}
+  rd_trace_rewind(t);
   return 0;
 }
 
@@ -89,9 +92,31 @@ static void define(rd_trace *t, const Dlh__Packet *p) {
       free(rd_map_put(&t->strings, p->string->id,
                       rd_xstrdup(p->string->value ? p->string->value : "")));
       break;
-    case DLH__PACKET__DATA_PROCESS:
+    case DLH__PACKET__DATA_PROCESS: {
+      const Dlh__ProcessInfo *pi = p->process;
+      if (t->have_process) break; /* the first one is the process's */
       t->have_process = 1;
-      t->pid = p->process->pid;
+      t->pid = pi->pid;
+      t->rank = pi->has_rank && pi->rank >= 0 ? pi->rank : -1;
+      t->local_rank = pi->has_local_rank && pi->local_rank >= 0 ? pi->local_rank : -1;
+      t->world = pi->has_world_size && pi->world_size > 0 ? pi->world_size : -1;
+      t->have_start = pi->has_start_ns;
+      t->start_ns = pi->start_ns;
+      snprintf(t->host, sizeof t->host, "%s", pi->host && *pi->host ? pi->host : "host");
+      const char *e = pi->exe && *pi->exe ? pi->exe : pi->n_cmdline && pi->cmdline[0] ? pi->cmdline[0] : "";
+      const char *b = strrchr(e, '/');
+      snprintf(t->exe, sizeof t->exe, "%s", b ? b + 1 : e);
+      break;
+    }
+    case DLH__PACKET__DATA_ANCHOR:
+      if (!t->have_anchor && p->anchor->has_realtime_ns && p->anchor->realtime_ns) {
+        t->have_anchor = 1;
+        t->anchor_real_ns = p->anchor->realtime_ns;
+        t->anchor_trace_ns = p->anchor->trace_ns;
+      }
+      break;
+    case DLH__PACKET__DATA_DEVICE:
+      t->devices++;
       break;
     case DLH__PACKET__DATA_TRAILER: {
       const Dlh__Trailer *tr = p->trailer;
@@ -138,6 +163,7 @@ static void define(rd_trace *t, const Dlh__Packet *p) {
       break;
     case DLH__PACKET__DATA_API: {
       const Dlh__ApiBatch *b = p->api;
+      if (t->pass == 1) break; /* counted by the pass that delivers the events */
       t->api_events += b->n_start_delta;
       /* a folded event stands for count calls; no count column: one call each */
       uint64_t calls = b->n_start_delta;
@@ -153,6 +179,7 @@ static void define(rd_trace *t, const Dlh__Packet *p) {
       if (!t->defs_read) rd_stacks_define(t, p);
       break;
     case DLH__PACKET__DATA_GPU:
+      if (t->pass == 1) break;
       t->gpu_events += p->gpu->n_kind;
       break;
     default:
@@ -161,11 +188,15 @@ static void define(rd_trace *t, const Dlh__Packet *p) {
 }
 
 int rd_trace_next(rd_trace *t, const Dlh__Packet **p) {
+  if (!t->r && (t->pass != 2 || t->done || open_reader(t) < 0)) { /* the second pass opens again */
+    t->done = 1;
+    return -1;
+  }
   int rc = dlh_reader_next(t->r, p);
   if (rc == 1) {
-    t->packets++;
+    if (t->pass == 2) t->packets++;
     define(t, *p);
-  } else if (rc < 0) {
+  } else if (rc < 0 && t->pass == 2) { /* damage is reported once, by the second pass */
     const char *m = dlh_reader_error(t->r);
     if (dlh_reader_skipped(t->r))
       rd_error("%s: damaged trace: %s", t->path, m ? m : "read error");
@@ -180,6 +211,7 @@ void rd_trace_close(rd_trace *t) {
   dlh_reader_close(t->r);
   rd_map_free(&t->funcs, func_free);
   rd_map_free(&t->strings, free);
+  rd_map_free(&t->knames, free);
   rd_stacks_free(t);
   mem_free(t->mem);
   t->mem = NULL;
