@@ -156,16 +156,12 @@ static void account(agg *g, uint64_t dur, int err, uint64_t count) {
   if (each > g->max) g->max = each;
 }
 
-static int by_start(const void *x, const void *y) {
-  const ival *a = x, *b = y;
-  return a->a < b->a ? -1 : a->a > b->a;
-}
-
 /* Adds one trace's intervals of one device (sorted here) to the totals. */
 static void add_busy(stats *s, uint32_t pid, uint32_t device, ival *v, size_t n, uint64_t kns,
                      uint64_t nk) {
   if (!n) return;
-  qsort(v, n, sizeof *v, by_start);
+  _Static_assert(sizeof(ival) == sizeof(rd_pair), "ival is an rd_pair keyed by its start");
+  rd_sort_pairs((rd_pair *)v, n);
   uint64_t busy = 0, cur_a = v[0].a, cur_b = v[0].b, last = v[0].b;
   for (size_t i = 1; i < n; i++) {
     if (v[i].b > last) last = v[i].b;
@@ -330,6 +326,9 @@ rd_sink *rd_stats_run_begin(rd_stats_run *x, size_t i, const char *path) {
   x->all = rd_tee_sink(&x->tee);
   return &x->all;
 }
+
+/* The trace just begun could not be opened: it does not count. */
+void rd_stats_run_drop(rd_stats_run *x) { x->s.traces--; }
 
 void rd_stats_run_end(rd_stats_run *x, size_t i, rd_trace *t) {
   stats *s = &x->s;
@@ -678,9 +677,11 @@ int cmd_stats(int argc, char **argv) {
   memset(&opt, 0, sizeof opt);
   opt.quiet = 1;
   for (size_t i = 0; i < nfiles; i++) {
+    /* stats uses no stack: one pass, definitions as they come */
     rd_trace t;
-    if (rd_open(&t, files[i], &opt, NULL) != RD_OK && t.opens == 0) { rc = RD_BAD_INPUT; continue; }
-    if (rd_pass(&t, &opt, NULL, rd_stats_run_begin(x, i, files[i])) != RD_OK) rc = RD_BAD_INPUT;
+    int r1 = rd_read_once(&t, files[i], &opt, NULL, rd_stats_run_begin(x, i, files[i]));
+    if (r1 != RD_OK) rc = RD_BAD_INPUT;
+    if (t.opens == 0) { rd_stats_run_drop(x); rd_trace_close(&t); continue; }
     rd_stats_run_end(x, i, &t);
     rd_trace_close(&t);
   }

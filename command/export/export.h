@@ -41,7 +41,6 @@ typedef struct ex_link {
   uint32_t tid;        /* thread of the call */
   uint32_t ext;        /* External id the call gave its GPU work */
   uint32_t op;         /* exporter's op name id (xplane), 0 = none */
-  int held;            /* the second pass holds its GPU records until its end (links.c) */
 } ex_link;
 
 /* An NVTX range of a thread, with the innermost range that encloses it (parent, -1 = none). */
@@ -107,9 +106,10 @@ void ex_links_free(ex_links *L);
  *                   opened at all).
  *   ex_input_pass   the second pass: every packet, call and GPU record to s in file order, but
  *                   for the GPU records of a call that comes later in the file: those are held
- *                   and given to s at the end of the pass, so that s always sees a call before
- *                   its GPU work (a few dozen bytes per record held; CUPTI's buffers are usually
- *                   written after the calls).
+ *                   with every record after them, and given to s once that call has been seen:
+ *                   s sees a call before its GPU work and the GPU records in file order (about
+ *                   100 bytes per record held: CUPTI's batches usually follow the calls; at
+ *                   most 128 Ki records are held, then the oldest goes out without its call).
  *   ex_input_close  frees it. */
 typedef struct ex_input {
   const char *path;
@@ -122,7 +122,7 @@ typedef struct ex_input {
   struct rd_ranks_in *ranks;
   rd_sink *out;
   void *held;
-  size_t nheld, capheld;
+  size_t head, nheld, capheld;
   uint64_t *vals;
   size_t nvals, capvals;
 } ex_input;

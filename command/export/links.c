@@ -303,36 +303,73 @@ void ex_links_free(ex_links *L) {
 
 /* ---------------------------------------------------------------- the two passes of an export */
 
-typedef struct held { rd_gpu g; size_t vals; } held;
+typedef struct held { rd_gpu g; size_t vals; ex_link *l; } held;
+
+/* Records held at most: past this the oldest goes out even without its call (memory stays
+ * bounded; only a trace whose GPU records come this far ahead of their calls loses links). */
+#define HELD_MAX (128u << 10)
+
+/* Gives s the held records from the oldest on, while the oldest's call has been seen (or force
+ * is set), so that records go out in file order. */
+static void release(ex_input *in, const rd_trace *t, int force) {
+  held *hv = in->held;
+  while (in->head < in->nheld) {
+    held *h = &hv[in->head];
+    if (!force && h->l && !h->l->fn) break;
+    in->head++;
+    h->g.vals = h->g.nvals ? in->vals + h->vals : NULL;
+    if (h->g.name) h->g.kname = rd_map_get(&t->knames, h->g.name);
+    if (in->out->gpu) in->out->gpu(in->out->ctx, t, &h->g);
+    if (force) force--;
+  }
+  if (in->head == in->nheld) { /* empty: start over */
+    in->head = in->nheld = in->nvals = 0;
+  } else if (in->head > 4096 && in->head * 2 > in->nheld) { /* move the rest to the front */
+    size_t v0 = hv[in->head].vals;
+    memmove(in->vals, in->vals + v0, (in->nvals - v0) * sizeof *in->vals);
+    in->nvals -= v0;
+    for (size_t i = in->head; i < in->nheld; i++) hv[i].vals -= v0;
+    memmove(hv, hv + in->head, (in->nheld - in->head) * sizeof *hv);
+    in->nheld -= in->head;
+    in->head = 0;
+  }
+}
 
 /* The exporter's GPU records in the second pass: a record whose call comes later in the file
- * (its link has no call yet) is held, with every later record of the same call, until the end
- * of the pass, so that the exporter always writes a record after its call, in file order. */
+ * (its link has no call yet) is held, and every record after it, until that call has been seen:
+ * the exporter always writes a call before its GPU work, and GPU records in file order. */
 static void in_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   ex_input *in = ctx;
   ex_link *l = g->kind >= 1 && g->kind <= 3 ? ex_links_get(&in->L, ex_links_corr(&in->L, g->corr)) : NULL;
-  if (l && (!l->fn || l->held)) {
-    l->held = 1;
-    if (in->nheld == in->capheld) {
-      in->capheld = in->capheld ? in->capheld * 2 : 256;
-      in->held = rd_xrealloc(in->held, in->capheld * sizeof(held));
-    }
-    held *h = &((held *)in->held)[in->nheld++];
-    h->g = *g;
-    h->vals = in->nvals;
-    if (in->nvals + g->nvals > in->capvals) {
-      while (in->nvals + g->nvals > in->capvals) in->capvals = in->capvals ? in->capvals * 2 : 1024;
-      in->vals = rd_xrealloc(in->vals, in->capvals * sizeof *in->vals);
-    }
-    if (g->nvals) memcpy(in->vals + in->nvals, g->vals, g->nvals * sizeof *g->vals);
-    in->nvals += g->nvals;
+  if (in->head == in->nheld && !(l && !l->fn)) {
+    if (in->out->gpu) in->out->gpu(in->out->ctx, t, g);
     return;
   }
-  if (in->out->gpu) in->out->gpu(in->out->ctx, t, g);
+  if (in->nheld - in->head >= HELD_MAX) release(in, t, 1);
+  if (in->nheld == in->capheld) {
+    in->capheld = in->capheld ? in->capheld * 2 : 256;
+    in->held = rd_xrealloc(in->held, in->capheld * sizeof(held));
+  }
+  held *h = &((held *)in->held)[in->nheld++];
+  h->g = *g;
+  h->vals = in->nvals;
+  h->l = l;
+  if (in->nvals + g->nvals > in->capvals) {
+    while (in->nvals + g->nvals > in->capvals) in->capvals = in->capvals ? in->capvals * 2 : 1024;
+    in->vals = rd_xrealloc(in->vals, in->capvals * sizeof *in->vals);
+  }
+  if (g->nvals) memcpy(in->vals + in->nvals, g->vals, g->nvals * sizeof *g->vals);
+  in->nvals += g->nvals;
 }
+
 static void in_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
   ex_input *in = ctx;
   if (in->out->api) in->out->api(in->out->ctx, t, tid, ev);
+  /* the call of the oldest held record: it and what follows it go out */
+  if (in->head < in->nheld) {
+    held *h = &((held *)in->held)[in->head];
+    if (!h->l || h->l->fn) release(in, t, 0);
+  }
 }
 static void in_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
   ex_input *in = ctx;
@@ -382,17 +419,13 @@ int ex_input_pass(ex_input *in, const rd_opts *o, rd_sink *s) {
   in->out = s;
   rd_sink mine = {in, in_packet, in_api, in_gpu, 0};
   int rc = rd_pass(&in->t, o, "exporting", &mine);
-  for (size_t i = 0; i < in->nheld; i++) { /* the held records, in file order */
-    held *h = &((held *)in->held)[i];
-    h->g.vals = h->g.nvals ? in->vals + h->vals : NULL;
-    if (h->g.name) h->g.kname = rd_map_get(&in->t.knames, h->g.name);
-    if (s->gpu) s->gpu(s->ctx, &in->t, &h->g);
-  }
+  /* what is still held: its calls never came (written without them) */
+  release(in, &in->t, (int)(in->nheld - in->head));
   free(in->held);
   free(in->vals);
   in->held = NULL;
   in->vals = NULL;
-  in->nheld = in->capheld = in->nvals = in->capvals = 0;
+  in->nheld = in->capheld = in->nvals = in->capvals = in->head = 0;
   return rc;
 }
 

@@ -225,11 +225,6 @@ void rd_libstats_gpu(rd_libstats *s, const dlh_gpu_event *ev) {
   s->k[s->nk++] = (corr_ns){ev->corr, ev->dur_ns};
 }
 
-static int by_corr(const void *x, const void *y) {
-  const corr_ns *a = x, *b = y;
-  return a->corr < b->corr ? -1 : a->corr > b->corr;
-}
-
 /* GPU time of the kernels with correlation id corr; *found set when there is any. */
 static uint64_t gpu_ns(const rd_libstats *s, uint64_t corr, int *found) {
   *found = 0;
@@ -272,7 +267,8 @@ static void add_row(rd_libstats *s, const op *o, uint64_t ns, int gpu) {
 }
 
 void rd_libstats_trace_end(rd_libstats *s) {
-  if (s->nk) qsort(s->k, s->nk, sizeof *s->k, by_corr);
+  _Static_assert(sizeof(corr_ns) == sizeof(rd_pair), "corr_ns is an rd_pair keyed by corr");
+  rd_sort_pairs((rd_pair *)s->k, s->nk);
   /* bytes of each group, for sharing its time */
   uint64_t *gbytes = NULL;
   uint64_t *gcount = NULL; /* calls of each group */

@@ -51,6 +51,10 @@ void *rd_map_put(rd_map *m, uint32_t key, void *val);
 void rd_map_free(rd_map *m, void (*free_val)(void *));
 
 void *rd_xmalloc(size_t n);
+/* Two 64-bit words sorted by the first: rd_sort_pairs sorts v by key in O(n) (a radix sort;
+ * input already in order costs one look). */
+typedef struct rd_pair { uint64_t key, val; } rd_pair;
+void rd_sort_pairs(rd_pair *v, size_t n);
 void *rd_xrealloc(void *p, size_t n);
 char *rd_xstrdup(const char *s);
 
@@ -72,6 +76,7 @@ typedef struct rd_trace {
   rd_map strings;   /* StringDef.id -> char* */
   int pass;         /* 1: the first read (definitions), 2: the second (rd_trace_rewind) */
   int opens, done;  /* times the file was opened; the second pass could not open it */
+  int only;         /* rd_read_once: the first pass is the only one */
   /* ProcessInfo (the first), the first clock anchor with a realtime, devices: known after the
    * first pass */
   int have_process;
@@ -231,6 +236,8 @@ typedef struct rd_stats_run rd_stats_run;
 rd_stats_run *rd_stats_run_new(size_t nfiles, int json);
 struct rd_sink *rd_stats_run_begin(rd_stats_run *x, size_t i, const char *path);
 void rd_stats_run_end(rd_stats_run *x, size_t i, rd_trace *t);
+/* After rd_stats_run_begin, when the trace could not be opened at all. */
+void rd_stats_run_drop(rd_stats_run *x);
 void rd_stats_run_finish(rd_stats_run *x, int json, FILE *out);
 
 /* GpuBatch kinds */

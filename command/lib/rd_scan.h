@@ -63,10 +63,14 @@ typedef struct rd_sink {
  *             (unless o->quiet); `what` names it. Returns RD_OK, or RD_BAD_INPUT when the trace
  *             is damaged (everything readable was delivered; the message is printed once).
  *   rd_scan   rd_open without pre, rd_pass, rd_trace_close.
+ *   rd_read_once  one pass only, definitions as they come, for consumers that need no
+ *             definition that may follow its use (stacks, symbols: `dlhook symbolize` appends
+ *             them): dlhook stats. Returns as rd_pass; t must be closed.
  * Several consumers share one pass through an rd_tee. */
 int rd_open(rd_trace *t, const char *path, const rd_opts *o, rd_sink *pre);
 int rd_pass(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s);
 int rd_scan(const char *path, const rd_opts *o, const char *what, rd_sink *s);
+int rd_read_once(rd_trace *t, const char *path, const rd_opts *o, const char *what, rd_sink *s);
 
 /* Up to 8 consumers of one pass, called in order for each packet and event (NULL entries and
  * callbacks are left out). */

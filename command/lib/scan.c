@@ -145,7 +145,7 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
     fprintf(stderr, "\rdlhook: %s %s: done, %" PRIu64 " events in %.1f s%20s\n", what, t->path,
             rd_events_scanned, el, "");
   }
-  if (bad && t->pass == 2) rd_error("%s: inconsistent event batch (skipped its remaining events)", t->path);
+  if (bad && (t->pass == 2 || t->only)) rd_error("%s: inconsistent event batch (skipped its remaining events)", t->path);
   return rc < 0 || bad ? RD_BAD_INPUT : RD_OK;
 }
 
@@ -159,6 +159,15 @@ int rd_open(rd_trace *t, const char *path, const rd_opts *o, rd_sink *pre) {
     while (rd_trace_next(t, &p) == 1) {}
   }
   rd_trace_rewind(t);
+  return rc;
+}
+
+int rd_read_once(rd_trace *t, const char *path, const rd_opts *o, const char *what, rd_sink *s) {
+  if (rd_trace_begin(t, path, 1) < 0) return RD_BAD_INPUT;
+  t->only = 1;
+  int rc = stream(t, o, what, s);
+  dlh_reader_close(t->r);
+  t->r = NULL;
   return rc;
 }
 

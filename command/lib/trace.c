@@ -196,7 +196,7 @@ int rd_trace_next(rd_trace *t, const Dlh__Packet **p) {
   if (rc == 1) {
     if (t->pass == 2) t->packets++;
     define(t, *p);
-  } else if (rc < 0 && t->pass == 2) { /* damage is reported once, by the second pass */
+  } else if (rc < 0 && (t->pass == 2 || t->only)) { /* damage is said once, by the last pass */
     const char *m = dlh_reader_error(t->r);
     if (dlh_reader_skipped(t->r))
       rd_error("%s: damaged trace: %s", t->path, m ? m : "read error");

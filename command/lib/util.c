@@ -126,3 +126,27 @@ void rd_map_free(rd_map *m, void (*free_val)(void *)) {
   memset(m, 0, sizeof *m);
 }
 
+
+/* ---------------------------------------------------------------- sorting */
+
+void rd_sort_pairs(rd_pair *v, size_t n) {
+  size_t i = 1;
+  while (i < n && v[i - 1].key <= v[i].key) i++;
+  if (i >= n) return; /* in order already: GPU records mostly are */
+  /* LSD radix sort on the key, 8 bits a pass; passes where every key has the same byte skip */
+  rd_pair *tmp = rd_xmalloc(n * sizeof *tmp), *a = v, *b = tmp;
+  uint64_t diff = 0;
+  for (size_t k = 1; k < n; k++) diff |= v[k].key ^ v[0].key;
+  for (unsigned shift = 0; shift < 64; shift += 8) {
+    if (!(diff >> shift & 0xff)) continue;
+    size_t cnt[257] = {0};
+    for (size_t k = 0; k < n; k++) cnt[(a[k].key >> shift & 0xff) + 1]++;
+    for (int d = 0; d < 256; d++) cnt[d + 1] += cnt[d];
+    for (size_t k = 0; k < n; k++) b[cnt[a[k].key >> shift & 0xff]++] = a[k];
+    rd_pair *x = a;
+    a = b;
+    b = x;
+  }
+  if (a != v) memcpy(v, a, n * sizeof *v);
+  free(tmp);
+}
