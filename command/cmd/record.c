@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "rd.h"
+#include "rd_opts.h"
 
 static volatile sig_atomic_t child_pid;
 
@@ -25,33 +26,50 @@ static void forward(int sig, siginfo_t *si, void *uc) {
 
 static const int fwd_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
-static void help(void) {
-  printf("usage: dlhook record [-o DIR] [--stacks MODE] [--sim] [--capture-range=MODE]\n"
-         "                     [--delay S] [--duration S] [--lib PATH] [--] CMD [ARGS...]\n"
-         "\n"
-         "Runs CMD with libdlhook.so preloaded (LD_PRELOAD) and writes its trace(s) to DIR.\n"
-         "Returns CMD's exit status (128+N if it was killed by signal N), then lists on stderr\n"
-         "the trace files written during the run, each with a short summary: calls, GPU\n"
-         "records, dropped records, kernels and their GPU time.\n"
-         "\n"
-         "options:\n"
-         "  -o, --output DIR  directory for the traces (default: .; created if missing)\n"
-         "  --sim             run against the simulated CUDA libraries built next to dlhook\n"
-         "                    (<dir of dlhook>/simcuda, prepended to LD_LIBRARY_PATH; its\n"
-         "                    simcuda-audit.so, in LD_AUDIT, loads them in place of the\n"
-         "                    program's own copies, e.g. a PyTorch wheel's)\n"
-         "  --lib PATH        the libdlhook.so to preload (default: next to dlhook, or\n"
-         "                    ../lib/libdlhook.so relative to it)\n"
-         "  --stacks MODE     call stacks: none, native, python or mixed (DLHOOK_STACKS)\n"
-         "  --capture-range=MODE\n"
-         "                    record only part of the run (DLHOOK_CAPTURE_RANGE):\n"
-         "                    cudaProfilerApi  between cudaProfilerStart and cudaProfilerStop\n"
-         "                    nvtx:NAME[:N]    inside NVTX ranges named NAME (NAME* = prefix),\n"
-         "                                     the first N only when given\n"
-         "                    signal           from outside: dlhook ctl PID start|stop\n"
-         "  --delay S         record nothing during the first S seconds (DLHOOK_DELAY)\n"
-         "  --duration S      record nothing after DELAY + S seconds (DLHOOK_DURATION)\n");
-}
+/* DLHOOK_CAPTURE_RANGE's forms (preload/capture.c reads them). */
+static const rd_choice capture_ranges[] = {
+    {"cudaProfilerApi", "between cudaProfilerStart and cudaProfilerStop", 0},
+    {"nvtx:NAME[:N]", "inside NVTX ranges named NAME (NAME* = prefix), the first N only when given", 0},
+    {"signal", "from outside: dlhook ctl PID start|stop", 0},
+    {"none", "the whole run (the default)", 0},
+    {NULL, NULL, 0}};
+
+enum { OPT_SIM = RD_KEY(0), OPT_LIB, OPT_STACKS, OPT_RANGE, OPT_DELAY, OPT_DURATION };
+static const rd_option options[] = {
+    {"output", 'o', "DIR", "directory for the traces (default: .; created if missing)", NULL, 0},
+    {"sim", OPT_SIM, NULL,
+     "run against the simulated CUDA libraries built next to dlhook (<dir of dlhook>/simcuda, "
+     "prepended to LD_LIBRARY_PATH; its simcuda-audit.so, in LD_AUDIT, loads them in place of "
+     "the program's own copies, e.g. a PyTorch wheel's)", NULL, 0},
+    {"lib", OPT_LIB, "PATH",
+     "the libdlhook.so to preload (default: next to dlhook, or ../lib/libdlhook.so relative to "
+     "it)", NULL, 0},
+    {"stacks", OPT_STACKS, "MODE", "call stacks (DLHOOK_STACKS):", rd_stack_modes, 0},
+    {"capture-range", OPT_RANGE, "MODE", "record only part of the run (DLHOOK_CAPTURE_RANGE):",
+     capture_ranges, 0},
+    {"delay", OPT_DELAY, "S", "record nothing during the first S seconds (DLHOOK_DELAY)", NULL, 0},
+    {"duration", OPT_DURATION, "S", "record nothing after DELAY + S seconds (DLHOOK_DURATION)", NULL, 0},
+    {NULL, 0, NULL, NULL, NULL, 0}};
+
+const rd_command cmd_record_spec = {
+    .name = "record",
+    .synopsis = "[OPTIONS] [--] PROGRAM [ARGS...]",
+    .summary = "run a program under the profiler and write its trace",
+    .about = "Runs PROGRAM with libdlhook.so preloaded (LD_PRELOAD) and writes its trace(s) to "
+             "DIR. Returns PROGRAM's exit status (128+N if it was killed by signal N), then lists "
+             "on stderr the trace files written during the run, each with a short summary: calls, "
+             "GPU records, dropped records, kernels and their GPU time.\n\n"
+             "Options end at PROGRAM (or at --): the options after it are PROGRAM's own.",
+    .examples = " dlhook record -o traces -- python train.py --epochs 1\n"
+                " dlhook record --stacks=mixed --capture-range=nvtx:train_step:5 ./train\n"
+                " dlhook record --capture-range=signal ./train &\n"
+                " dlhook ctl $! start",
+    .exit_status = "PROGRAM's exit status (128+N when signal N killed it); 2 on a usage error; 1 "
+                   "when PROGRAM cannot run or the output directory cannot be created (126 or "
+                   "127 as a shell says when PROGRAM cannot be executed or found).",
+    .options = options,
+    .in_order = 1,
+};
 
 static char *self_dir(void) {
   char buf[PATH_MAX];
@@ -190,43 +208,23 @@ static void summarize(const char *path) {
 int cmd_record(int argc, char **argv) {
   const char *out = ".", *lib = NULL, *stacks = NULL, *range = NULL, *delay = NULL,
              *duration = NULL;
-  int sim = 0, i = 1;
-  for (; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--")) { i++; break; }
-    if (a[0] != '-') break;
-    if (rd_is_help(a)) { help(); return RD_OK; }
-    if (!strcmp(a, "--sim")) { sim = 1; continue; }
-    if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--lib")) {
-      if (i + 1 >= argc) return rd_usage_error("record", "%s needs a value", a);
-      if (!strcmp(a, "--lib")) lib = argv[++i];
-      else out = argv[++i];
-      continue;
+  int sim = 0, opt;
+  rd_getopt g;
+  rd_getopt_init(&g, &cmd_record_spec, argc, argv);
+  while ((opt = rd_getopt_next(&g)) > 0) {
+    switch (opt) {
+      case 'o': out = g.arg; break;
+      case OPT_SIM: sim = 1; break;
+      case OPT_LIB: lib = g.arg; break;
+      case OPT_STACKS: stacks = g.arg; break;
+      case OPT_RANGE: range = g.arg; break;
+      case OPT_DELAY: delay = g.arg; break;
+      case OPT_DURATION: duration = g.arg; break;
     }
-    if (!strcmp(a, "--stacks") || !strcmp(a, "--capture-range") || !strcmp(a, "--delay") ||
-        !strcmp(a, "--duration")) {
-      if (i + 1 >= argc) return rd_usage_error("record", "%s needs a value", a);
-      const char **dst = a[2] == 's' ? &stacks : a[2] == 'c' ? &range : a[3] == 'e' ? &delay : &duration;
-      *dst = argv[++i];
-      continue;
-    }
-    if (!strncmp(a, "--stacks=", 9)) { stacks = a + 9; continue; }
-    if (!strncmp(a, "--capture-range=", 16)) { range = a + 16; continue; }
-    if (!strncmp(a, "--delay=", 8)) { delay = a + 8; continue; }
-    if (!strncmp(a, "--duration=", 11)) { duration = a + 11; continue; }
-    if (!strncmp(a, "--output=", 9)) { out = a + 9; continue; }
-    if (!strncmp(a, "--lib=", 6)) { lib = a + 6; continue; }
-    if (!strncmp(a, "-o", 2)) { out = a + 2; continue; }
-    return rd_usage_error("record", "unknown option '%s'", a);
   }
+  if (opt < 0) return g.status;
+  int i = g.optind;
   if (i >= argc) return rd_usage_error("record", "no command given");
-  if (stacks && strcmp(stacks, "none") && strcmp(stacks, "native") && strcmp(stacks, "python") &&
-      strcmp(stacks, "mixed"))
-    return rd_usage_error("record", "--stacks: expected none, native, python or mixed");
-  if (range && strcmp(range, "cudaProfilerApi") && strncmp(range, "nvtx:", 5) &&
-      strcmp(range, "signal") && strcmp(range, "none"))
-    return rd_usage_error("record", "--capture-range: expected cudaProfilerApi, nvtx:NAME[:N], "
-                          "signal or none");
   const char *secs[2] = {delay, duration};
   for (int k = 0; k < 2; k++) {
     char *e;
