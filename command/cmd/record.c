@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -205,6 +206,129 @@ static void summarize(const char *path) {
   dlh_reader_close(r);
 }
 
+/* The libdlhook.so to preload: LIB when given, else the one next to dlhook (dir) or in ../lib.
+ * Returns its real path (malloc'd), or NULL after printing why. */
+static char *find_lib(const char *lib, const char *dir) {
+  char *libpath = NULL;
+  if (lib) {
+    libpath = realpath(lib, NULL);
+    if (!libpath) rd_error("record: %s: %s", lib, strerror(errno));
+    return libpath;
+  }
+  if (dir) {
+    char *c1 = join(dir, "libdlhook.so"), *c2 = join(dir, "../lib/libdlhook.so");
+    if (access(c1, R_OK) == 0) libpath = realpath(c1, NULL);
+    else if (access(c2, R_OK) == 0) libpath = realpath(c2, NULL);
+    free(c1);
+    free(c2);
+  }
+  if (!libpath)
+    rd_error("record: cannot find libdlhook.so next to the dlhook binary (%s) or in ../lib; "
+             "use --lib PATH", dir ? dir : "?");
+  return libpath;
+}
+
+/* Sets NAME to VALUE, in front of what NAME held (a ':'-separated list). Returns 0 or -1. */
+static int prepend_env(const char *name, const char *value) {
+  const char *old = getenv(name);
+  char *v;
+  if (old && *old) {
+    if (asprintf(&v, "%s:%s", value, old) < 0) return -1;
+  } else {
+    v = rd_xstrdup(value);
+  }
+  int rc = setenv(name, v, 1);
+  free(v);
+  return rc;
+}
+
+/* --sim: the simulated CUDA libraries built next to dlhook (DIR/simcuda) first in
+ * LD_LIBRARY_PATH, and the rtld-audit module that loads them in place of a program's own CUDA
+ * libraries (wheels' RPATH'ed copies) in LD_AUDIT, as tests/simcuda/run does. Returns 0 or -1. */
+static int set_sim_env(const char *dir) {
+  char *simdir = join(dir ? dir : ".", "simcuda");
+  if (access(simdir, X_OK) != 0)
+    rd_error("record: warning: %s does not exist (build the simulated CUDA stack)", simdir);
+  int rc = prepend_env("LD_LIBRARY_PATH", simdir);
+  char *audit = join(simdir, "simcuda-audit.so");
+  const char *olda = getenv("LD_AUDIT");
+  const char *redirect = getenv("SIMCUDA_REDIRECT");
+  if (rc == 0 && (!redirect || strcmp(redirect, "0")) && access(audit, R_OK) == 0 &&
+      !(olda && strstr(olda, audit)))
+    rc = prepend_env("LD_AUDIT", audit);
+  free(audit);
+  free(simdir);
+  return rc;
+}
+
+/* Runs cmd with the signals of fwd_signals sent to dlhook passed on to it; returns its exit
+ * status (128+N when signal N killed it), or -1 when it could not be started. */
+static int run_child(char **cmd, int announce) {
+  struct sigaction sa, saved[sizeof fwd_signals / sizeof *fwd_signals];
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = forward;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigset_t block, oldmask;
+  sigemptyset(&block);
+  for (size_t k = 0; k < sizeof fwd_signals / sizeof *fwd_signals; k++)
+    sigaddset(&block, fwd_signals[k]);
+  sigprocmask(SIG_BLOCK, &block, &oldmask);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) {
+    sigprocmask(SIG_SETMASK, &oldmask, NULL);
+    rd_error("record: fork: %s", strerror(errno));
+    return -1;
+  }
+  if (pid == 0) {
+    sigprocmask(SIG_SETMASK, &oldmask, NULL);
+    execvp(cmd[0], cmd);
+    int e = errno;
+    fprintf(stderr, "dlhook: record: cannot run %s: %s\n", cmd[0], strerror(e));
+    _exit(e == ENOENT ? 127 : 126);
+  }
+  child_pid = pid;
+  if (announce)
+    fprintf(stderr, "dlhook: recording process %ld; start and stop it with: dlhook ctl %ld "
+            "start|stop\n", (long)pid, (long)pid);
+  for (size_t k = 0; k < sizeof fwd_signals / sizeof *fwd_signals; k++)
+    sigaction(fwd_signals[k], &sa, &saved[k]);
+  sigprocmask(SIG_SETMASK, &oldmask, NULL);
+
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) { status = 0; break; }
+  }
+  for (size_t k = 0; k < sizeof fwd_signals / sizeof *fwd_signals; k++)
+    sigaction(fwd_signals[k], &saved[k], NULL);
+  child_pid = 0;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}
+
+/* Lists on stderr, with a summary each, the traces in out that are not in `before` (new, or
+ * rewritten since). */
+static void list_traces(const char *out, const snapshot *before, const char *prog) {
+  snapshot after = take_snapshot(out);
+  size_t ntraces = 0;
+  for (size_t k = 0; k < after.n; k++) {
+    entry key = {after.v[k].name, 0, {0, 0}};
+    entry *old_e = before->n ? bsearch(&key, before->v, before->n, sizeof *before->v, by_name) : NULL;
+    if (old_e && old_e->ino == after.v[k].ino && old_e->mtime.tv_sec == after.v[k].mtime.tv_sec &&
+        old_e->mtime.tv_nsec == after.v[k].mtime.tv_nsec)
+      continue;
+    char *path = join(out, after.v[k].name);
+    if (is_trace(path)) {
+      if (ntraces++ == 0) fprintf(stderr, "dlhook: traces written to %s:\n", out);
+      summarize(path);
+    }
+    free(path);
+  }
+  if (ntraces == 0)
+    fprintf(stderr, "dlhook: no trace was written to %s (did %s load libdlhook.so?)\n", out, prog);
+  free_snapshot(&after);
+}
+
 int cmd_record(int argc, char **argv) {
   const char *out = ".", *lib = NULL, *stacks = NULL, *range = NULL, *delay = NULL,
              *duration = NULL;
@@ -223,8 +347,7 @@ int cmd_record(int argc, char **argv) {
     }
   }
   if (opt < 0) return g.status;
-  int i = g.optind;
-  if (i >= argc) return rd_usage_error("record", "no command given");
+  if (g.optind >= argc) return rd_usage_error("record", "no command given");
   const char *secs[2] = {delay, duration};
   for (int k = 0; k < 2; k++) {
     char *e;
@@ -232,154 +355,40 @@ int cmd_record(int argc, char **argv) {
       return rd_usage_error("record", "--%s: expected seconds, e.g. 2 or 0.5", k ? "duration" : "delay");
   }
   if (!*out) return rd_usage_error("record", "empty output directory");
-  char **cmd = argv + i;
+  char **cmd = argv + g.optind;
 
   char *dir = self_dir();
-  char *libpath = NULL;
-  if (lib) {
-    libpath = realpath(lib, NULL);
-    if (!libpath) { rd_error("record: %s: %s", lib, strerror(errno)); free(dir); return RD_BAD_INPUT; }
-  } else if (dir) {
-    char *c1 = join(dir, "libdlhook.so"), *c2 = join(dir, "../lib/libdlhook.so");
-    if (access(c1, R_OK) == 0) libpath = realpath(c1, NULL);
-    else if (access(c2, R_OK) == 0) libpath = realpath(c2, NULL);
-    free(c1);
-    free(c2);
-  }
-  if (!libpath) {
-    rd_error("record: cannot find libdlhook.so next to the dlhook binary (%s) or in ../lib; "
-             "use --lib PATH", dir ? dir : "?");
-    free(dir);
-    return RD_BAD_INPUT;
-  }
+  char *libpath = find_lib(lib, dir);
+  int rc = RD_BAD_INPUT;
+  if (!libpath) goto done;
   if (mkdirs(out) < 0) {
     rd_error("record: cannot create output directory %s: %s", out, strerror(errno));
-    free(dir); free(libpath);
-    return RD_BAD_INPUT;
+    goto done;
   }
 
-  /* environment for the command */
-  const char *old = getenv("LD_PRELOAD");
-  char *preload;
-  if (old && *old) {
-    if (asprintf(&preload, "%s:%s", libpath, old) < 0) preload = NULL;
-  } else {
-    preload = rd_xstrdup(libpath);
-  }
+  /* the environment of the command: the preload, the output directory, the settings */
   size_t ol = strlen(out);
   char *outenv = rd_xmalloc(ol + 2);
   memcpy(outenv, out, ol + 1);
   if (out[ol - 1] != '/') strcat(outenv, "/");
-  if (!preload || setenv("LD_PRELOAD", preload, 1) < 0 || setenv("DLHOOK_OUTPUT", outenv, 1) < 0) {
-    rd_error("record: cannot set the environment");
-    return RD_BAD_INPUT;
-  }
-  if (sim) {
-    char *simdir = join(dir ? dir : ".", "simcuda"), *llp;
-    const char *oldl = getenv("LD_LIBRARY_PATH");
-    if (access(simdir, X_OK) != 0)
-      rd_error("record: warning: %s does not exist (build the simulated CUDA stack)", simdir);
-    if (oldl && *oldl) { if (asprintf(&llp, "%s:%s", simdir, oldl) < 0) llp = NULL; }
-    else llp = rd_xstrdup(simdir);
-    if (!llp || setenv("LD_LIBRARY_PATH", llp, 1) < 0) {
-      rd_error("record: cannot set the environment");
-      return RD_BAD_INPUT;
-    }
-    free(llp);
-    /* the rtld-audit module that loads the stand-ins in place of a program's own CUDA
-     * libraries (wheels' RPATH'ed copies), as tests/simcuda/run does */
-    char *audit = join(simdir, "simcuda-audit.so"), *la = NULL;
-    const char *olda = getenv("LD_AUDIT");
-    const char *redirect = getenv("SIMCUDA_REDIRECT");
-    if ((!redirect || strcmp(redirect, "0")) && access(audit, R_OK) == 0 &&
-        !(olda && strstr(olda, audit))) {
-      if (olda && *olda) { if (asprintf(&la, "%s:%s", audit, olda) < 0) la = NULL; }
-      else la = rd_xstrdup(audit);
-      if (!la || setenv("LD_AUDIT", la, 1) < 0) {
-        rd_error("record: cannot set the environment");
-        return RD_BAD_INPUT;
-      }
-    }
-    free(la);
-    free(audit);
-    free(simdir);
-  }
-
+  int env_rc = prepend_env("LD_PRELOAD", libpath) | setenv("DLHOOK_OUTPUT", outenv, 1);
+  free(outenv);
+  if (sim) env_rc |= set_sim_env(dir);
   const char *const envs[4][2] = {{"DLHOOK_STACKS", stacks}, {"DLHOOK_CAPTURE_RANGE", range},
                                   {"DLHOOK_DELAY", delay}, {"DLHOOK_DURATION", duration}};
   for (int k = 0; k < 4; k++)
-    if (envs[k][1] && setenv(envs[k][0], envs[k][1], 1) < 0) {
-      rd_error("record: cannot set the environment");
-      return RD_BAD_INPUT;
-    }
+    if (envs[k][1]) env_rc |= setenv(envs[k][0], envs[k][1], 1);
+  if (env_rc) {
+    rd_error("record: cannot set the environment");
+    goto done;
+  }
 
   snapshot before = take_snapshot(out);
-
-  struct sigaction sa, saved[sizeof fwd_signals / sizeof *fwd_signals];
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = forward;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  sigset_t block, oldmask;
-  sigemptyset(&block);
-  for (size_t k = 0; k < sizeof fwd_signals / sizeof *fwd_signals; k++)
-    sigaddset(&block, fwd_signals[k]);
-  sigprocmask(SIG_BLOCK, &block, &oldmask);
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid < 0) {
-    sigprocmask(SIG_SETMASK, &oldmask, NULL);
-    rd_error("record: fork: %s", strerror(errno));
-    return RD_BAD_INPUT;
-  }
-  if (pid == 0) {
-    sigprocmask(SIG_SETMASK, &oldmask, NULL);
-    execvp(cmd[0], cmd);
-    int e = errno;
-    fprintf(stderr, "dlhook: record: cannot run %s: %s\n", cmd[0], strerror(e));
-    _exit(e == ENOENT ? 127 : 126);
-  }
-  child_pid = pid;
-  if (range && !strcmp(range, "signal"))
-    fprintf(stderr, "dlhook: recording process %ld; start and stop it with: dlhook ctl %ld "
-            "start|stop\n", (long)pid, (long)pid);
-  for (size_t k = 0; k < sizeof fwd_signals / sizeof *fwd_signals; k++)
-    sigaction(fwd_signals[k], &sa, &saved[k]);
-  sigprocmask(SIG_SETMASK, &oldmask, NULL);
-
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) { status = 0; break; }
-  }
-  for (size_t k = 0; k < sizeof fwd_signals / sizeof *fwd_signals; k++)
-    sigaction(fwd_signals[k], &saved[k], NULL);
-  child_pid = 0;
-  int rc = WIFEXITED(status) ? WEXITSTATUS(status)
-           : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
-
-  /* traces written during the run */
-  snapshot after = take_snapshot(out);
-  size_t ntraces = 0;
-  for (size_t k = 0; k < after.n; k++) {
-    entry key = {after.v[k].name, 0, {0, 0}};
-    entry *old_e = before.n ? bsearch(&key, before.v, before.n, sizeof *before.v, by_name) : NULL;
-    if (old_e && old_e->ino == after.v[k].ino && old_e->mtime.tv_sec == after.v[k].mtime.tv_sec &&
-        old_e->mtime.tv_nsec == after.v[k].mtime.tv_nsec)
-      continue;
-    char *path = join(out, after.v[k].name);
-    if (is_trace(path)) {
-      if (ntraces++ == 0) fprintf(stderr, "dlhook: traces written to %s:\n", out);
-      summarize(path);
-    }
-    free(path);
-  }
-  if (ntraces == 0)
-    fprintf(stderr, "dlhook: no trace was written to %s (did %s load libdlhook.so?)\n", out,
-            cmd[0]);
+  rc = run_child(cmd, range && !strcasecmp(range, "signal"));
+  if (rc < 0) rc = RD_BAD_INPUT;
+  else list_traces(out, &before, cmd[0]);
   free_snapshot(&before);
-  free_snapshot(&after);
-  free(preload);
-  free(outenv);
+done:
   free(libpath);
   free(dir);
   return rc;
