@@ -33,18 +33,20 @@ static int parse_time(const char *s, size_t len, uint64_t dflt, uint64_t *out) {
 /* The formats: the one list that --format accepts, that --help and the manual pages show, and
  * that exporters[] below runs (in the same order). */
 static const rd_choice formats[] = {
-    {"kineto", "PyTorch profiler Chrome-trace JSON, gzipped, one file per trace: "
-     "OUT/<host>_rank<R>_<pid>.<ms>.pt.trace.json.gz (Holistic Trace Analysis, Perfetto UI, "
-     "chrome://tracing, TensorBoard's PyTorch plugin)", 0},
+    {"kineto", "PyTorch profiler Chrome-trace JSON, gzipped, one file per trace in the directory "
+     "OUT: <host>_rank<R>_<pid>.<ms>.pt.trace.json.gz (<host>_<pid>... without a rank; the "
+     "PyTorch profiler's layout): Holistic Trace Analysis, TensorBoard's PyTorch plugin, "
+     "ui.perfetto.dev, chrome://tracing", 0},
     {"perfetto", "Perfetto's native protobuf trace (OUT is a file; streamed, interned names; for "
      "traces too large for JSON): ui.perfetto.dev", 0},
-    {"tensorboard", "an xprof run: OUT/plugins/profile/<run>/rank<R>.xplane.pb (tensorboard "
-     "--logdir OUT, or xprof)", 0},
+    {"tensorboard", "an xprof run in the logdir OUT: plugins/profile/<run>/rank<R>.xplane.pb "
+     "(<host>[_<pid>] without a rank): tensorboard --logdir OUT (profile plugin), or xprof", 0},
     {"xplane", NULL, 1}, /* the old name of tensorboard */
-    {"folded", "flame graph stacks, one 'frame;frame;frame WEIGHT' line per stack", 0},
-    {"svg", "interactive flame graph (zoom, search, tooltips)", 0},
+    {"folded", "flame graph stacks, one 'frame;frame;frame WEIGHT' line per stack: "
+     "flamegraph.pl, inferno, speedscope", 0},
+    {"svg", "interactive flame graph (click to zoom, search, tooltips): any browser", 0},
     {"speedscope", "speedscope's JSON file format (speedscope.app)", 0},
-    {"pprof", "gzipped profile.proto (go tool pprof, pprof -http)", 0},
+    {"pprof", "gzipped profile.proto: go tool pprof -http=: OUT", 0},
     {NULL, NULL, 0}};
 static int (*const exporters[])(const rd_opts *, char **, size_t) = {
     ex_kineto, ex_perfetto, ex_xplane, ex_xplane, ex_flame, ex_flame, ex_flame, ex_flame};

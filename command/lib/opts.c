@@ -279,10 +279,13 @@ static void help_option_line(FILE *f, const rd_option *o) {
   int w = 0;
   for (const rd_choice *c = o->choices; c->name; c++)
     if (!c->hidden && (int)strlen(c->name) > w) w = (int)strlen(c->name);
+  /* "name  help" side by side; with long names each help goes below its name instead */
+  int below = HELP_COL + 2 + w + 2 > WIDTH / 2 - 4;
   for (const rd_choice *c = o->choices; c->name; c++) {
     if (c->hidden) continue;
-    int ind = HELP_COL + 2 + w + 2;
-    fprintf(f, "%*s%-*s  ", HELP_COL + 2, "", w, c->name);
+    int ind = below ? HELP_COL + 6 : HELP_COL + 2 + w + 2;
+    if (below) fprintf(f, "%*s%s\n%*s", HELP_COL + 2, "", c->name, ind, "");
+    else fprintf(f, "%*s%-*s  ", HELP_COL + 2, "", w, c->name);
     col = ind;
     if (c->help) fill(f, c->help, strlen(c->help), ind, &col);
     fputc('\n', f);
