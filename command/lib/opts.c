@@ -199,26 +199,26 @@ int rd_getopt_next(rd_getopt *g) {
 /* ---------------------------------------------------------------- help */
 
 /* Writes the words of text[0..len) filled between column `indent` and WIDTH; the cursor is at
- * column *col (text starts right there). Ends without a newline. */
-static void fill(FILE *f, const char *text, size_t len, int indent, int *col) {
+ * column *col. The first word goes right there, after a space when `sep`, or on a new line when
+ * it does not fit. Ends without a newline. */
+static void fill(FILE *f, const char *text, size_t len, int indent, int *col, int sep) {
   const char *p = text, *end = text + len;
-  int first = 1;
-  while (p < end) {
+  for (;;) {
     while (p < end && isspace((unsigned char)*p)) p++;
     const char *w = p;
     while (p < end && !isspace((unsigned char)*p)) p++;
     int wl = (int)(p - w);
     if (!wl) break;
-    if (!first && *col + 1 + wl > WIDTH) {
+    if (*col > indent && *col + sep + wl > WIDTH) {
       fprintf(f, "\n%*s", indent, "");
       *col = indent;
-    } else if (!first) {
+    } else if (sep) {
       fputc(' ', f);
       (*col)++;
     }
     fwrite(w, 1, (size_t)wl, f);
     *col += wl;
-    first = 0;
+    sep = 1;
   }
 }
 
@@ -237,7 +237,7 @@ static void paragraphs(FILE *f, const char *text, int indent) {
     } else {
       int col = indent;
       fprintf(f, "%*s", indent, "");
-      fill(f, p, len, indent, &col);
+      fill(f, p, len, indent, &col, 0);
       fputc('\n', f);
     }
     if (!e) break;
@@ -254,25 +254,20 @@ static int has_choice_help(const rd_choice *c) {
 
 static void help_option_line(FILE *f, const rd_option *o) {
   char left[128];
-  int n = snprintf(left, sizeof left, "  %s%c%s--%s%s%s", has_short(o) ? "-" : "",
-                   has_short(o) ? o->key : ' ', has_short(o) ? ", " : "", o->name,
-                   o->arg ? " " : "", o->arg ? o->arg : "");
-  if (!has_short(o)) n = snprintf(left, sizeof left, "  --%s%s%s", o->name, o->arg ? " " : "",
-                                  o->arg ? o->arg : "");
-  int col;
-  if (n + 2 > HELP_COL) {
-    fprintf(f, "%s\n%*s", left, HELP_COL, "");
-  } else {
-    fprintf(f, "%-*s", HELP_COL, left);
-  }
-  col = HELP_COL;
-  fill(f, o->help, strlen(o->help), HELP_COL, &col);
+  int n;
+  if (has_short(o))
+    n = snprintf(left, sizeof left, "  -%c, --%s%s%s", o->key, o->name, o->arg ? " " : "",
+                 o->arg ? o->arg : "");
+  else
+    n = snprintf(left, sizeof left, "  --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+  if (n + 2 > HELP_COL) fprintf(f, "%s\n%*s", left, HELP_COL, "");
+  else fprintf(f, "%-*s", HELP_COL, left);
+  int col = HELP_COL;
+  fill(f, o->help, strlen(o->help), HELP_COL, &col, 0);
   if (o->choices && !has_choice_help(o->choices)) {
     char text[1100];
     snprintf(text, sizeof text, "(%s)", rd_choices_text(o->choices));
-    fputc(' ', f);
-    col++;
-    fill(f, text, strlen(text), HELP_COL, &col);
+    fill(f, text, strlen(text), HELP_COL, &col, 1);
   }
   fputc('\n', f);
   if (!has_choice_help(o->choices)) return;
@@ -287,7 +282,7 @@ static void help_option_line(FILE *f, const rd_option *o) {
     if (below) fprintf(f, "%*s%s\n%*s", HELP_COL + 2, "", c->name, ind, "");
     else fprintf(f, "%*s%-*s  ", HELP_COL + 2, "", w, c->name);
     col = ind;
-    if (c->help) fill(f, c->help, strlen(c->help), ind, &col);
+    if (c->help) fill(f, c->help, strlen(c->help), ind, &col, 0);
     fputc('\n', f);
   }
 }
