@@ -7,6 +7,7 @@ BUILD     := $(O)
 endif
 CUDA_HOME ?= /usr/local/cuda
 PREFIX    ?= /usr/local
+MANDIR    ?= $(PREFIX)/share/man/man1
 DESTDIR   ?=
 CC        ?= cc
 CXX       ?= c++
@@ -128,12 +129,14 @@ demo: all
 	@echo "      Perfetto: train.pftrace (ui.perfetto.dev); GPU-time flame graph: gpu-flame.svg"
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)
 	install -m 0755 $(BUILD)/libdlhook.so $(DESTDIR)$(PREFIX)/lib/libdlhook.so
 	install -m 0755 $(BUILD)/dlhook $(DESTDIR)$(PREFIX)/bin/dlhook
+	install -m 0644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libdlhook.so $(DESTDIR)$(PREFIX)/bin/dlhook
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/,$(notdir $(MAN_PAGES)))
 
 clean:
 	rm -rf $(BUILD) $(CLEAN_EXTRA)
@@ -148,7 +151,7 @@ help:
 	@echo "  make test-deps   build everything the tests need, without running them or installing anything"
 	@echo "  make bench       install uftrace, run the overhead benchmarks"
 	@echo "  make fuzz        install clang, run libFuzzer on the trace reader and exporters (FUZZ_SECONDS=60)"
-	@echo "  make install     install lib/libdlhook.so and bin/dlhook under DESTDIR/PREFIX ($(PREFIX))"
+	@echo "  make install     install lib/libdlhook.so, bin/dlhook and the manual pages under DESTDIR/PREFIX ($(PREFIX))"
 	@echo "  make uninstall   remove them"
 	@echo "  make deps        install the missing Debian packages the build needs (scripts/bootstrap-deps; root or sudo)"
 	@echo "  make test-tools  install the test suite's Debian packages (go, Open MPI, protoc, xmllint, chromium)"
@@ -161,7 +164,8 @@ help:
 	@echo "  make static-deps only those static archives ($(BUILD)/deps, scripts/build-static-deps)"
 	@echo "  make regen       regenerate the API wrappers in hooks/ and the simulator's stubs from the CUDA headers"
 	@echo "  make regen-hooks, make regen-simcuda   only one of the two"
-	@echo "  make settings-doc  rewrite README's settings table from preload/dlh_settings.def"
+	@echo "  make settings-doc  rewrite the settings table of docs/settings.md from preload/dlh_settings.def"
+	@echo "  make man         rewrite docs/man/*.1 from the commands' option tables (dlhook help --man)"
 	@echo "  scripts/check-layering   the import graph against docs/LAYOUT.md's table (also in make test)"
 	@echo "  make dlhook, make format, make hooks, make simcuda   build only that part"
 	@echo "  make clean       remove $(BUILD)/ (the venv and the static deps too)"

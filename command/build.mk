@@ -3,8 +3,10 @@
 #   cmd/      one file per subcommand (record, ctl, dump, stats, export, diff, merge, report,
 #             symbolize)
 #   export/   the exporters, one file per format, and what they share (links, the flame tree)
-#   lib/      reading traces (trace.c, symbols.c, the streaming scan), helpers, and the analyses
-#             that stats, report and the exporters share (library calls, memory, ranks, steps)
+#   lib/      reading traces (trace.c, symbols.c, the streaming scan), the option parser every
+#             command uses (opts.c: options, --help and manual pages from one table), helpers,
+#             and the analyses that stats, report and the exporters share (library calls,
+#             memory, ranks, steps)
 CMD_SRCS := $(wildcard command/*.c command/cmd/*.c command/export/*.c command/lib/*.c)
 CMD_OBJS := $(patsubst command/%.c,$(BUILD)/command/%.o,$(CMD_SRCS))
 CMD_CFLAGS = $(CFLAGS) $(COMMON_CFLAGS) $(FORMAT_CFLAGS) -Icommand/lib -Icommand/export -I$(BUILD)/command
@@ -83,3 +85,15 @@ $(BUILD)/command/report_js.h: command/report.js
 	@echo "  GEN     $@"
 	$(Q)awk '{ gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); print "\"" $$0 "\\n\"" }' $< >$@.tmp && mv $@.tmp $@
 $(BUILD)/command/cmd/report.o: $(BUILD)/command/report_js.h
+
+# `make man`: the manual pages in docs/man/ (committed, installed by `make install`), written by
+# `dlhook help --man` from each command's option table and texts; tests/cli/t_man_pages.sh fails
+# when they are out of step with the command.
+MAN_PAGES := $(wildcard docs/man/*.1)
+man: $(BUILD)/dlhook
+	$(Q)mkdir -p docs/man
+	$(Q)$(BUILD)/dlhook help --man dlhook >docs/man/dlhook.1
+	$(Q)for c in $$($(BUILD)/dlhook help --commands); do \
+	  $(BUILD)/dlhook help --man $$c >docs/man/dlhook-$$c.1 || exit 1; done
+	@echo "  MAN     docs/man/*.1"
+.PHONY: man

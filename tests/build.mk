@@ -19,13 +19,13 @@ TEST_DEPS += $(TEST_PROGS)
 # tests/record/: capture ranges and the GPU memory ledger
 TEST_DEPS += $(BUILD)/tests/progs/capture $(BUILD)/tests/progs/memory
 
-# the README's settings table from the one table of settings (tests/cli/t_settings_doc.sh;
-# `make settings-doc` writes it into README.md)
+# the settings table of docs/settings.md from the one table of settings
+# (tests/cli/t_settings_doc.sh; `make settings-doc` writes it there)
 $(BUILD)/tests/bin/settings_doc: tests/cli/settings_doc.c preload/dlh_settings.def
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	$(Q)$(CC) -O1 -Wall -Ipreload -o $@ $<
 TEST_DEPS += $(BUILD)/tests/bin/settings_doc
 settings-doc: $(BUILD)/tests/bin/settings_doc
-	$(Q)python3 scripts/update-readme-block README.md settings "$$($(BUILD)/tests/bin/settings_doc)"
+	$(Q)python3 scripts/update-readme-block docs/settings.md settings "$$($(BUILD)/tests/bin/settings_doc)"
 .PHONY: settings-doc

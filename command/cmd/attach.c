@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "rd.h"
+#include "rd_opts.h"
 
 #if defined(__x86_64__) && defined(__linux__)
 #define ATTACH_SUPPORTED 1
@@ -63,39 +64,71 @@
 #define ATTACH_SUPPORTED 0
 #endif
 
-static void attach_help(void) {
-  printf("usage: dlhook attach [-v] PID [-o DIR] [--duration S] [--stacks MODE] [--lib PATH]\n"
-         "       dlhook detach [-v] PID\n"
-         "\n"
-         "attach loads libdlhook.so into the running process PID (ptrace; x86-64 Linux), makes\n"
-         "the CUDA, cuBLAS(Lt), cuDNN and NCCL calls it already bound go through dlhook, and\n"
-         "subscribes to CUPTI: from now on its calls and GPU work are recorded into a new trace\n"
-         "in DIR (default: the current directory). It returns once recording runs and prints\n"
-         "the trace's path. detach (or the end of --duration) restores every patched entry,\n"
-         "unsubscribes CUPTI, and finishes the trace; the process runs on as before. Attaching\n"
-         "again starts another trace.\n"
-         "\n"
-         "  -o DIR          directory of the trace (created if needed)\n"
-         "  --duration S    stop by itself after S seconds (e.g. 3 or 0.5)\n"
-         "  --stacks MODE   none, native, python or mixed (default: mixed in Python, else\n"
-         "                  native)\n"
-         "  --lib PATH      the libdlhook.so to load (default: next to dlhook or ../lib)\n"
-         "  -v              say which thread of the process runs the injected calls\n"
-         "\n"
-         "Only processes of your own user; kernel.yama.ptrace_scope 1 needs CAP_SYS_PTRACE (or\n"
-         "sudo) unless PID is a child of dlhook, 2 needs CAP_SYS_PTRACE, 3 forbids it. A process\n"
-         "without any CUDA library loaded is refused (nothing to record).\n");
-}
+enum { OPT_DURATION = RD_KEY(0), OPT_STACKS, OPT_LIB };
+static const rd_option attach_options[] = {
+    {"output", 'o', "DIR", "directory of the trace (default: the current directory; created if "
+     "needed)", NULL, 0},
+    {"duration", OPT_DURATION, "S", "stop by itself after S seconds (e.g. 3 or 0.5)", NULL, 0},
+    {"stacks", OPT_STACKS, "MODE", "call stacks (default: mixed in Python, else native):",
+     rd_stack_modes, 0},
+    {"lib", OPT_LIB, "PATH", "the libdlhook.so to load (default: next to dlhook or ../lib)", NULL, 0},
+    {"verbose", 'v', NULL, "say which thread of the process runs the injected calls", NULL, 0},
+    {NULL, 0, NULL, NULL, NULL, 0}};
+static const rd_option detach_options[] = {
+    {"verbose", 'v', NULL, "say which thread of the process runs the injected calls", NULL, 0},
+    {NULL, 0, NULL, NULL, NULL, 0}};
+
+#define ATTACH_LIMITS                                                                          \
+  "Only processes of your own user; kernel.yama.ptrace_scope 1 needs CAP_SYS_PTRACE (or sudo) " \
+  "unless PID is a child of dlhook, 2 needs CAP_SYS_PTRACE, 3 forbids it. A process without "   \
+  "any CUDA library loaded is refused (nothing to record)."
+
+const rd_command cmd_attach_spec = {
+    .name = "attach",
+    .synopsis = "[-v] PID [-o DIR] [--duration S] [--stacks MODE] [--lib PATH]",
+    .summary = "profile a running process started without dlhook (ptrace)",
+    .about = "Loads libdlhook.so into the running process PID (ptrace; x86-64 Linux), makes the "
+             "CUDA, cuBLAS(Lt), cuDNN and NCCL calls it already bound go through dlhook, and "
+             "subscribes to CUPTI: from now on its calls and GPU work are recorded into a new "
+             "trace in DIR. It returns once recording runs and prints the trace's path. `dlhook "
+             "detach PID` (or the end of --duration) restores every patched entry, unsubscribes "
+             "CUPTI, and finishes the trace; the process runs on as before. Attaching again "
+             "starts another trace.",
+    .notes = ATTACH_LIMITS,
+    .examples = " dlhook attach -o traces --duration 10 $(pgrep -f train.py)\n"
+                " dlhook attach 4242 && sleep 5 && dlhook detach 4242",
+    .options = attach_options,
+};
+
+const rd_command cmd_detach_spec = {
+    .name = "detach",
+    .synopsis = "[-v] PID",
+    .summary = "stop profiling a process dlhook attached to; finish its trace",
+    .about = "Stops the recording `dlhook attach` started in process PID: restores every patched "
+             "entry, unsubscribes CUPTI, finishes the trace and prints its path. The process "
+             "runs on as before. A process that runs under dlhook from its start (LD_PRELOAD) is "
+             "not attached: its trace ends when it exits.",
+    .notes = ATTACH_LIMITS,
+    .options = detach_options,
+};
 
 #if !ATTACH_SUPPORTED
 
 int cmd_attach(int argc, char **argv) {
-  if (argc > 1 && rd_is_help(argv[1])) { attach_help(); return RD_OK; }
+  rd_getopt g;
+  int opt;
+  rd_getopt_init(&g, &cmd_attach_spec, argc, argv);
+  while ((opt = rd_getopt_next(&g)) > 0) {}
+  if (opt < 0) return g.status;
   rd_error("attach: not supported on this architecture (x86-64 Linux only)");
   return RD_BAD_INPUT;
 }
 int cmd_detach(int argc, char **argv) {
-  if (argc > 1 && rd_is_help(argv[1])) { attach_help(); return RD_OK; }
+  rd_getopt g;
+  int opt;
+  rd_getopt_init(&g, &cmd_detach_spec, argc, argv);
+  while ((opt = rd_getopt_next(&g)) > 0) {}
+  if (opt < 0) return g.status;
   rd_error("detach: not supported on this architecture (x86-64 Linux only)");
   return RD_BAD_INPUT;
 }
@@ -844,24 +877,23 @@ enum { AT_OK = 0, AT_ALREADY = 1, AT_PRELOADED = 2, AT_FAILED = 3, AT_NOT_ATTACH
 
 int cmd_attach(int argc, char **argv) {
   const char *out = ".", *duration = NULL, *stacks = NULL, *lib = NULL, *pids = NULL;
-  int verbose = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (rd_is_help(a)) { attach_help(); return RD_OK; }
-    if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { verbose = 1; continue; }
-    const char **dst = !strcmp(a, "-o") || !strcmp(a, "--output") ? &out
-                       : !strcmp(a, "--duration") ? &duration
-                       : !strcmp(a, "--stacks") ? &stacks
-                       : !strcmp(a, "--lib") ? &lib : NULL;
-    if (dst) {
-      if (i + 1 >= argc) return rd_usage_error("attach", "%s needs a value", a);
-      *dst = argv[++i];
-      continue;
+  int verbose = 0, opt;
+  rd_getopt g;
+  rd_getopt_init(&g, &cmd_attach_spec, argc, argv);
+  while ((opt = rd_getopt_next(&g)) > 0) {
+    switch (opt) {
+      case 'o': out = g.arg; break;
+      case OPT_DURATION: duration = g.arg; break;
+      case OPT_STACKS: stacks = g.arg; break;
+      case OPT_LIB: lib = g.arg; break;
+      case 'v': verbose = 1; break;
+      case RD_OPERAND:
+        if (pids) return rd_usage_error("attach", "one PID only ('%s' and '%s')", pids, g.arg);
+        pids = g.arg;
+        break;
     }
-    if (a[0] == '-') return rd_usage_error("attach", "unknown option '%s'", a);
-    if (pids) return rd_usage_error("attach", "one PID only ('%s' and '%s')", pids, a);
-    pids = a;
   }
+  if (opt < 0) return g.status;
   if (!pids) return rd_usage_error("attach", "expected a PID");
   long pid = parse_pid("attach", pids);
   if (pid < 0) return RD_USAGE;
@@ -871,9 +903,6 @@ int cmd_attach(int argc, char **argv) {
     if (!*duration || *e || !(v > 0) || v > 1e7)
       return rd_usage_error("attach", "--duration: expected seconds, e.g. 3 or 0.5");
   }
-  if (stacks && strcasecmp(stacks, "none") && strcasecmp(stacks, "native") &&
-      strcasecmp(stacks, "python") && strcasecmp(stacks, "mixed"))
-    return rd_usage_error("attach", "--stacks: expected none, native, python or mixed");
   if (!*out) return rd_usage_error("attach", "empty output directory");
   if (strchr(out, '\n')) return rd_usage_error("attach", "-o: a directory name with a newline");
 
@@ -1027,11 +1056,18 @@ done:
 }
 
 int cmd_detach(int argc, char **argv) {
-  if (argc > 1 && rd_is_help(argv[1])) { attach_help(); return RD_OK; }
-  int verbose = argc == 3 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--verbose"));
-  if (verbose) argv++, argc--;
-  if (argc != 2) return rd_usage_error("detach", "expected a PID");
-  long pid = parse_pid("detach", argv[1]);
+  const char *pids = NULL;
+  int verbose = 0, opt;
+  rd_getopt g;
+  rd_getopt_init(&g, &cmd_detach_spec, argc, argv);
+  while ((opt = rd_getopt_next(&g)) > 0) {
+    if (opt == 'v') verbose = 1;
+    else if (pids) return rd_usage_error("detach", "expected a PID");
+    else pids = g.arg;
+  }
+  if (opt < 0) return g.status;
+  if (!pids) return rd_usage_error("detach", "expected a PID");
+  long pid = parse_pid("detach", pids);
   if (pid < 0) return RD_USAGE;
   int rc = check_target("detach", pid);
   if (rc) return rc;

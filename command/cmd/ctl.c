@@ -16,16 +16,31 @@
 
 #include "dlh_signame.h"
 #include "rd.h"
+#include "rd_opts.h"
 
-static void help(void) {
-  printf("usage: dlhook ctl PID start|stop|toggle\n"
-         "\n"
-         "Opens (start) or closes (stop) the capture window of process PID, which must run under\n"
-         "libdlhook.so with DLHOOK_CAPTURE_RANGE=signal (recording starts closed; dlhook record\n"
-         "--capture-range=signal) or with DLHOOK_SIGNAL set (recording starts open). The signal\n"
-         "is DLHOOK_SIGNAL of that process (default SIGUSR2), sent with sigqueue; a plain\n"
-         "`kill -USR2 PID` toggles. Each window is marked in the trace.\n");
-}
+/* The actions, in the order of their sigqueue values: toggle 0 (a plain kill), start 1, stop 2. */
+static const rd_choice actions[] = {{"toggle", NULL, 0}, {"start", NULL, 0}, {"stop", NULL, 0}, {NULL, NULL, 0}};
+
+static const rd_option options[] = {{NULL, 0, NULL, NULL, NULL, 0}};
+
+const rd_command cmd_ctl_spec = {
+    .name = "ctl",
+    .synopsis = "PID start|stop|toggle",
+    .summary = "start or stop recording of a running process (capture ranges)",
+    .about = "Opens (start) or closes (stop) the capture window of process PID, which must run "
+             "under libdlhook.so with DLHOOK_CAPTURE_RANGE=signal (recording starts closed; "
+             "dlhook record --capture-range=signal) or with DLHOOK_SIGNAL set (recording starts "
+             "open). The signal is DLHOOK_SIGNAL of that process (default SIGUSR2), sent with "
+             "sigqueue; a plain `kill -USR2 PID` toggles. Each window is marked in the trace.\n\n"
+             "Before anything is sent, the process must really have dlhook loaded, be recording "
+             "and catch that signal: a process without dlhook's handler is never sent a signal "
+             "that could kill it, and each refusal says why.",
+    .examples = " dlhook record --capture-range=signal -o traces ./train &\n"
+                " dlhook ctl $! start\n"
+                " sleep 10\n"
+                " dlhook ctl $! stop",
+    .options = options,
+};
 
 /* The value of NAME in /proc/PID/environ (malloc'd), or NULL. Sets *readable. */
 static char *environ_of(long pid, const char *name, int *readable) {
@@ -84,16 +99,22 @@ static int catches(long pid, int sig) {
 }
 
 int cmd_ctl(int argc, char **argv) {
-  if (argc > 1 && rd_is_help(argv[1])) { help(); return RD_OK; }
-  if (argc != 3) return rd_usage_error("ctl", "expected PID and start, stop or toggle");
+  const char *args[3] = {NULL, NULL, NULL};
+  int n = 0, opt;
+  rd_getopt g;
+  rd_getopt_init(&g, &cmd_ctl_spec, argc, argv);
+  while ((opt = rd_getopt_next(&g)) > 0)
+    if (n < 3) args[n++] = g.arg; /* only operands: ctl has no options but --help */
+  if (opt < 0) return g.status;
+  if (n != 2) return rd_usage_error("ctl", "expected PID and start, stop or toggle");
   char *end;
-  long pid = strtol(argv[1], &end, 10);
-  if (*end || pid <= 0) return rd_usage_error("ctl", "'%s' is not a process id", argv[1]);
-  int value;
-  if (!strcmp(argv[2], "start")) value = 1;
-  else if (!strcmp(argv[2], "stop")) value = 2;
-  else if (!strcmp(argv[2], "toggle")) value = 0;
-  else return rd_usage_error("ctl", "unknown action '%s' (start, stop or toggle)", argv[2]);
+  long pid = strtol(args[0], &end, 10);
+  if (*end || pid <= 0) return rd_usage_error("ctl", "'%s' is not a process id", args[0]);
+  int value = -1;
+  for (int i = 0; actions[i].name; i++)
+    if (!strcmp(args[1], actions[i].name)) value = i;
+  if (value < 0)
+    return rd_usage_error("ctl", "unknown action '%s' (%s)", args[1], rd_choices_text(actions));
   int readable;
   char *range = environ_of(pid, "DLHOOK_CAPTURE_RANGE", &readable);
   if (!readable) {

@@ -4,23 +4,26 @@
 
 #include "export.h"
 
-static void diff_help(void) {
-  printf("usage: dlhook diff [--weight gpu|cpu|bytes] [--window START:END] -o OUT BEFORE AFTER\n"
-         "\n"
-         "A differential flame graph of two traces: frames are sized by AFTER and coloured by\n"
-         "the change from BEFORE (red: grew, blue: shrank; stacks only in BEFORE are shown\n"
-         "with zero width in AFTER's graph and listed in the folded output).\n"
-         "OUT ending in .svg writes the SVG; anything else writes folded lines\n"
-         "'frame;frame;frame BEFORE AFTER'.\n");
-}
+const rd_command cmd_diff_spec = {
+    .name = "diff",
+    .synopsis = "[--weight WEIGHT] [--window START:END] -o OUT BEFORE AFTER",
+    .summary = "differential flame graph of two traces",
+    .about = "A differential flame graph of two traces: frames are sized by AFTER and coloured "
+             "by the change from BEFORE (red: grew, blue: shrank; stacks only in BEFORE are "
+             "shown with zero width in AFTER's graph and listed in the folded output). OUT "
+             "ending in .svg writes the SVG; anything else writes folded lines 'frame;frame;frame "
+             "BEFORE AFTER'. The options are those of dlhook export.",
+    .examples = " dlhook diff -o change.svg before.dlh after.dlh\n"
+                " dlhook diff --weight=cpu -o change.folded before.dlh after.dlh",
+    .common = ex_options,
+};
 
 int cmd_diff(int argc, char **argv) {
   rd_opts o = {0};
   char **files = rd_xmalloc((size_t)argc * sizeof *files);
   size_t n = 0;
-  int shown, rc = ex_parse_options("diff", argc, argv, &o, files, &n, &shown);
+  int shown, rc = ex_parse_options(&cmd_diff_spec, argc, argv, &o, files, &n, &shown);
   if (rc != RD_OK || shown) {
-    if (shown) diff_help();
     free(files);
     return rc;
   }
@@ -30,4 +33,3 @@ int cmd_diff(int argc, char **argv) {
   free(files);
   return rc;
 }
-

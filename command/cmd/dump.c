@@ -2,13 +2,19 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "rd.h"
+#include "rd_opts.h"
 
-static const char *const known_types[] = {
-  "process", "thread", "api", "nvtx", "kernel", "memcpy", "memset", "sync", "event", "overhead", "gpu",
-  "device", "summary", "function", "string", "stack", "module", "symbol", "pyframe", "anchor",
-  "counters", "trailer", NULL};
+/* The types of the objects dump prints: the choices of --type. */
+static const rd_choice known_types[] = {
+    {"process", NULL, 0}, {"thread", NULL, 0},  {"api", NULL, 0},      {"nvtx", NULL, 0},
+    {"kernel", NULL, 0},  {"memcpy", NULL, 0},  {"memset", NULL, 0},   {"sync", NULL, 0},
+    {"event", NULL, 0},   {"overhead", NULL, 0}, {"gpu", NULL, 0},     {"device", NULL, 0},
+    {"summary", NULL, 0}, {"function", NULL, 0}, {"string", NULL, 0},  {"stack", NULL, 0},
+    {"module", NULL, 0},  {"symbol", NULL, 0},  {"pyframe", NULL, 0},  {"anchor", NULL, 0},
+    {"counters", NULL, 0}, {"trailer", NULL, 0}, {NULL, NULL, 0}};
 /* shown without --all or --type */
 static const char *const default_types[] = {
   "process", "thread", "api", "nvtx", "kernel", "memcpy", "memset", "sync", "event", "overhead", "gpu",
@@ -35,29 +41,34 @@ static int want(const dump_opts *o, const char *type) {
   return o->all || in_list(default_types, type);
 }
 
-static void help(void) {
-  printf("usage: dlhook dump [--type T[,T...]] [--all] TRACE...\n"
-         "\n"
-         "Prints the events of each trace as JSON, one object per line, in file order:\n"
-         "a \"process\" line, \"thread\" lines, \"api\" calls and \"nvtx\" ranges (name, domain, pid, tid, start_ns,\n"
-         "dur_ns, ret, corr, depth, args, and when recorded \"stack\": the call stack, innermost\n"
-         "frame first, each {function, file, line, module, pc} or, for Python frames,\n"
-         "{function, file, line, python: true}), GPU activity (\"kernel\", \"memcpy\", \"memset\",\n"
-         "\"sync\", ...) and a closing \"summary\" line (records, dropped, calls, folded).\n"
-         "A folded event (consecutive identical calls of a thread recorded once) has \"count\"\n"
-         "(its calls), \"span_ns\" (first call's start to last call's end) and dur_ns the sum of\n"
-         "the calls' own durations.\n"
-         "\n"
-         "options:\n"
-         "  --type T   only objects of these types (repeatable or comma-separated); types:\n"
-         "             process thread api nvtx kernel memcpy memset sync event overhead gpu device\n"
-         "             summary function string stack module symbol pyframe anchor counters\n"
-         "             trailer\n"
-         "  --all      also print definitions (function, string, stack, module, symbol, pyframe),\n"
-         "             clock anchors, counters and the trailer\n"
-         "\n"
-         "A damaged trace prints everything readable, then an error on stderr (exit 1).\n");
-}
+enum { OPT_TYPE = RD_KEY(0), OPT_ALL };
+static const rd_option options[] = {
+    {"type", OPT_TYPE, "TYPE[,TYPE...]",
+     "only objects of these types (repeatable or comma-separated):", known_types, RD_OPT_LIST},
+    {"all", OPT_ALL, NULL,
+     "also print definitions (function, string, stack, module, symbol, pyframe), clock "
+     "anchors, counters and the trailer", NULL, 0},
+    {NULL, 0, NULL, NULL, NULL, 0}};
+
+const rd_command cmd_dump_spec = {
+    .name = "dump",
+    .synopsis = "[--type TYPE[,TYPE...]] [--all] TRACE...",
+    .summary = "print the events of traces as JSON lines",
+    .about = "Prints the events of each trace as JSON, one object per line, in file order: a "
+             "\"process\" line, \"thread\" lines, \"api\" calls and \"nvtx\" ranges (name, "
+             "domain, pid, tid, start_ns, dur_ns, ret, corr, depth, args, and when recorded "
+             "\"stack\": the call stack, innermost frame first, each {function, file, line, "
+             "module, pc} or, for Python frames, {function, file, line, python: true}), GPU "
+             "activity (\"kernel\", \"memcpy\", \"memset\", \"sync\", ...) and a closing "
+             "\"summary\" line (records, dropped, calls, folded).\n\n"
+             "A folded event (consecutive identical calls of a thread recorded once) has "
+             "\"count\" (its calls), \"span_ns\" (first call's start to last call's end) and "
+             "dur_ns the sum of the calls' own durations.",
+    .notes = "A damaged trace prints everything readable, then an error on stderr (exit 1).",
+    .examples = " dlhook dump trace.dlh | head\n"
+                " dlhook dump --type=kernel,memcpy traces/*.dlh | jq -s 'length'",
+    .options = options,
+};
 
 static void print_arg(FILE *f, const rd_trace *t, uint32_t type, uint64_t v) {
   switch (type) {
@@ -388,33 +399,24 @@ int cmd_dump(int argc, char **argv) {
   char **files = rd_xmalloc((size_t)argc * sizeof *files);
   size_t nfiles = 0;
   o.types = rd_xmalloc((size_t)argc * 20 * sizeof *o.types);
-  int opts_done = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (opts_done || a[0] != '-' || !strcmp(a, "-")) {
-      files[nfiles++] = argv[i];
-    } else if (!strcmp(a, "--")) {
-      opts_done = 1;
-    } else if (rd_is_help(a)) {
-      help();
-      free(files); free(o.types);
-      return RD_OK;
-    } else if (!strcmp(a, "--all")) {
+  rd_getopt g;
+  int opt;
+  rd_getopt_init(&g, &cmd_dump_spec, argc, argv);
+  while ((opt = rd_getopt_next(&g)) > 0) {
+    if (opt == OPT_ALL) {
       o.all = 1;
-    } else if (!strcmp(a, "--type") || !strncmp(a, "--type=", 7)) {
-      char *v = a[6] == '=' ? argv[i] + 7 : (i + 1 < argc ? argv[++i] : NULL);
-      if (!v) { free(files); free(o.types); return rd_usage_error("dump", "--type needs a value"); }
-      for (char *save = NULL, *tok = strtok_r(v, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (!in_list(known_types, tok)) {
-          free(files); free(o.types);
-          return rd_usage_error("dump", "unknown event type '%s'", tok);
-        }
-        if (o.ntypes < (size_t)argc * 20) o.types[o.ntypes++] = tok;
-      }
+    } else if (opt == OPT_TYPE) { /* the parser checked each type */
+      for (char *save = NULL, *tok = strtok_r((char *)g.arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        for (size_t k = 0; known_types[k].name; k++)
+          if (!strcasecmp(tok, known_types[k].name) && o.ntypes < (size_t)argc * 20)
+            o.types[o.ntypes++] = (char *)known_types[k].name;
     } else {
-      free(files); free(o.types);
-      return rd_usage_error("dump", "unknown option '%s'", a);
+      files[nfiles++] = (char *)g.arg;
     }
+  }
+  if (opt < 0) {
+    free(files); free(o.types);
+    return g.status;
   }
   if (nfiles == 0) {
     free(files); free(o.types);

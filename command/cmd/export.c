@@ -30,134 +30,124 @@ static int parse_time(const char *s, size_t len, uint64_t dflt, uint64_t *out) {
   return 0;
 }
 
-static void help(void) {
-  printf("usage: dlhook export --format FORMAT -o OUT [options] TRACE...\n"
-         "\n"
-         "Converts traces for the viewers people already use.\n"
-         "\n"
-         "formats:\n"
-         "  kineto      PyTorch profiler Chrome-trace JSON, gzipped, one file per trace:\n"
-         "              OUT/<host>_rank<R>_<pid>.<ms>.pt.trace.json.gz (Holistic Trace\n"
-         "              Analysis, Perfetto UI, chrome://tracing, TensorBoard's PyTorch plugin)\n"
-         "  perfetto    Perfetto's native protobuf trace (OUT is a file; streamed, interned\n"
-         "              names; for traces too large for JSON): ui.perfetto.dev\n"
-         "  tensorboard an xprof run: OUT/plugins/profile/<run>/rank<R>.xplane.pb\n"
-         "              (tensorboard --logdir OUT, or xprof)\n"
-         "  folded      flame graph stacks, one 'frame;frame;frame WEIGHT' line per stack\n"
-         "  svg         interactive flame graph (zoom, search, tooltips)\n"
-         "  speedscope  speedscope's JSON file format (speedscope.app)\n"
-         "  pprof       gzipped profile.proto (go tool pprof, pprof -http)\n"
-         "\n"
-         "options:\n"
-         "  -f, --format FORMAT    one of the formats above\n"
-         "  -o, --output OUT       output file (directory for kineto and tensorboard)\n"
-         "  --weight gpu|cpu|bytes flame graph weight: GPU time of the work a call launched,\n"
-         "                         with the kernel as leaf (default); time inside the calls;\n"
-         "                         bytes allocated or copied\n"
-         "  --window START:END     only events that overlap this window, times from the\n"
-         "                         trace's start in s (or with a unit: ns, us, ms, s); either\n"
-         "                         side may be empty (\"2:\" = from 2 s to the end)\n"
-         "  --step-range NAME      kineto: NVTX ranges named NAME mark profiler steps\n"
-         "                         (default: ranges named like 'step N' or 'ProfilerStep#N')\n"
-         "  --title TEXT           svg title\n"
-         "  --keep-gpuless         also export processes that did no GPU work (launchers,\n"
-         "                         shells; left out of kineto, perfetto and tensorboard by\n"
-         "                         default)\n"
-         "  -q, --quiet            no progress on stderr\n"
-         "\n"
-         "Several traces (ranks, processes) go into one flame graph, one Perfetto file or one\n"
-         "xprof run; kineto writes one file per trace. Exports stream: memory stays bounded by\n"
-         "the number of distinct stacks (flame graphs) or of threads and streams.\n");
-}
+/* The formats: the one list that --format accepts, that --help and the manual pages show, and
+ * that exporters[] below runs (in the same order). */
+static const rd_choice formats[] = {
+    {"kineto", "PyTorch profiler Chrome-trace JSON, gzipped, one file per trace in the directory "
+     "OUT: <host>_rank<R>_<pid>.<ms>.pt.trace.json.gz (<host>_<pid>... without a rank; the "
+     "PyTorch profiler's layout): Holistic Trace Analysis, TensorBoard's PyTorch plugin, "
+     "ui.perfetto.dev, chrome://tracing", 0},
+    {"perfetto", "Perfetto's native protobuf trace (OUT is a file; streamed, interned names; for "
+     "traces too large for JSON): ui.perfetto.dev", 0},
+    {"tensorboard", "an xprof run in the logdir OUT: plugins/profile/<run>/rank<R>.xplane.pb "
+     "(<host>[_<pid>] without a rank): tensorboard --logdir OUT (profile plugin), or xprof", 0},
+    {"xplane", NULL, 1}, /* the old name of tensorboard */
+    {"folded", "flame graph stacks, one 'frame;frame;frame WEIGHT' line per stack: "
+     "flamegraph.pl, inferno, speedscope", 0},
+    {"svg", "interactive flame graph (click to zoom, search, tooltips): any browser", 0},
+    {"speedscope", "speedscope's JSON file format (speedscope.app)", 0},
+    {"pprof", "gzipped profile.proto: go tool pprof -http=: OUT", 0},
+    {NULL, NULL, 0}};
+static int (*const exporters[])(const rd_opts *, char **, size_t) = {
+    ex_kineto, ex_perfetto, ex_xplane, ex_xplane, ex_flame, ex_flame, ex_flame, ex_flame};
+_Static_assert(sizeof exporters / sizeof *exporters == sizeof formats / sizeof *formats - 1,
+               "one exporter per format");
 
-int ex_parse_options(const char *cmd, int argc, char **argv, rd_opts *o, char **files,
+/* --weight: the index of a value is its RD_W_* */
+static const rd_choice weights[] = {
+    {"gpu", "GPU time of the work a call launched, with the kernel as leaf (the default)", 0},
+    {"cpu", "time inside the calls", 0},
+    {"bytes", "bytes allocated or copied", 0},
+    {NULL, NULL, 0}};
+_Static_assert(RD_W_GPU == 0 && RD_W_CPU == 1 && RD_W_BYTES == 2, "weights[] is in RD_W_ order");
+
+enum { OPT_WEIGHT = RD_KEY(0), OPT_WINDOW, OPT_STEP_RANGE, OPT_TITLE, OPT_KEEP_GPULESS };
+
+const rd_option ex_format_option[] = {
+    {"format", 'f', "FORMAT", "the output format:", formats, 0},
+    {NULL, 0, NULL, NULL, NULL, 0}};
+
+const rd_option ex_options[] = {
+    {"output", 'o', "OUT", "output file (directory for kineto and tensorboard)", NULL, 0},
+    {"weight", OPT_WEIGHT, "WEIGHT", "flame graph weight:", weights, 0},
+    {"window", OPT_WINDOW, "START:END",
+     "only events that overlap this window, times from the trace's start in s (or with a unit: "
+     "ns, us, ms, s); either side may be empty (\"2:\" = from 2 s to the end)", NULL, 0},
+    {"step-range", OPT_STEP_RANGE, "NAME",
+     "kineto: NVTX ranges named NAME mark profiler steps (default: ranges named like 'step N' or "
+     "'ProfilerStep#N')", NULL, 0},
+    {"title", OPT_TITLE, "TEXT", "svg title", NULL, 0},
+    {"keep-gpuless", OPT_KEEP_GPULESS, NULL,
+     "also export processes that did no GPU work (launchers, shells; left out of kineto, "
+     "perfetto and tensorboard by default)", NULL, 0},
+    {"quiet", 'q', NULL, "no progress on stderr", NULL, 0},
+    {NULL, 0, NULL, NULL, NULL, 0}};
+
+const rd_command cmd_export_spec = {
+    .name = "export",
+    .synopsis = "--format FORMAT -o OUT [OPTIONS] TRACE...",
+    .summary = "convert traces for TensorBoard, Perfetto, HTA, flame graphs",
+    .about = "Converts traces for the viewers people already use.",
+    .notes = "Several traces (ranks, processes) go into one flame graph, one Perfetto file or one "
+             "xprof run; kineto writes one file per trace. Exports stream: memory stays bounded "
+             "by the number of distinct stacks (flame graphs) or of threads and streams.",
+    .examples = " dlhook export -f kineto -o tb/ traces/*.dlh\n"
+                " dlhook export --format=perfetto -o run.pftrace traces/*.dlh\n"
+                " dlhook export -f svg --weight=cpu --window 2:5 -o flame.svg trace.dlh",
+    .options = ex_format_option,
+    .common = ex_options,
+};
+
+int ex_parse_options(const rd_command *cmd, int argc, char **argv, rd_opts *o, char **files,
                      size_t *nfiles, int *help_shown) {
-  int opts_done = 0;
   *help_shown = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-#define NEED_ARG()                                                         \
-  if (i + 1 >= argc) return rd_usage_error(cmd, "%s needs a value", a); \
-  const char *v = argv[++i]
-    if (opts_done || a[0] != '-' || !a[1]) {
-      files[(*nfiles)++] = argv[i];
-    } else if (!strcmp(a, "--")) {
-      opts_done = 1;
-    } else if (rd_is_help(a)) {
-      *help_shown = 1;
-      return RD_OK;
-    } else if (!strcmp(a, "-f") || !strcmp(a, "--format")) {
-      NEED_ARG();
-      o->format = v;
-    } else if (!strncmp(a, "--format=", 9)) {
-      o->format = a + 9;
-    } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-      NEED_ARG();
-      o->out = v;
-    } else if (!strcmp(a, "--weight")) {
-      NEED_ARG();
-      if (!strcmp(v, "gpu")) o->weight = RD_W_GPU;
-      else if (!strcmp(v, "cpu")) o->weight = RD_W_CPU;
-      else if (!strcmp(v, "bytes")) o->weight = RD_W_BYTES;
-      else return rd_usage_error(cmd, "--weight must be gpu, cpu or bytes, not '%s'", v);
-    } else if (!strcmp(a, "--window")) {
-      NEED_ARG();
-      const char *c = strchr(v, ':');
-      if (!c || parse_time(v, (size_t)(c - v), 0, &o->win_start) < 0 ||
-          parse_time(c + 1, strlen(c + 1), UINT64_MAX, &o->win_end) < 0 ||
-          o->win_end <= o->win_start)
-        return rd_usage_error(cmd, "bad --window '%s' (START:END, e.g. 1.5:3 or 200ms:)", v);
-      o->have_window = 1;
-    } else if (!strcmp(a, "--step-range")) {
-      NEED_ARG();
-      o->step_range = v;
-    } else if (!strcmp(a, "--title")) {
-      NEED_ARG();
-      o->title = v;
-    } else if (!strcmp(a, "--keep-gpuless")) {
-      o->keep_gpuless = 1;
-    } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-      o->quiet = 1;
-    } else {
-      return rd_usage_error(cmd, "unknown option '%s'", a);
+  rd_getopt g;
+  int opt;
+  rd_getopt_init(&g, cmd, argc, argv);
+  while ((opt = rd_getopt_next(&g)) > 0) {
+    const char *v = g.arg, *c;
+    switch (opt) {
+      case RD_OPERAND: files[(*nfiles)++] = (char *)v; break;
+      case 'f': o->format = formats[g.choice].name; break;
+      case 'o': o->out = v; break;
+      case OPT_WEIGHT: o->weight = g.choice; break;
+      case OPT_WINDOW:
+        c = strchr(v, ':');
+        if (!c || parse_time(v, (size_t)(c - v), 0, &o->win_start) < 0 ||
+            parse_time(c + 1, strlen(c + 1), UINT64_MAX, &o->win_end) < 0 ||
+            o->win_end <= o->win_start)
+          return rd_usage_error(cmd->name, "bad --window '%s' (START:END, e.g. 1.5:3 or 200ms:)", v);
+        o->have_window = 1;
+        break;
+      case OPT_STEP_RANGE: o->step_range = v; break;
+      case OPT_TITLE: o->title = v; break;
+      case OPT_KEEP_GPULESS: o->keep_gpuless = 1; break;
+      case 'q': o->quiet = 1; break;
     }
-#undef NEED_ARG
   }
-  return RD_OK;
+  if (opt < 0) *help_shown = g.status == RD_OK;
+  return opt < 0 ? g.status : RD_OK;
 }
 
-int ex_merging;
+int ex_run(const rd_opts *o, char **files, size_t n) {
+  for (size_t i = 0; formats[i].name; i++)
+    if (!strcmp(o->format, formats[i].name)) return exporters[i](o, files, n);
+  return rd_usage_error("export", "unknown format '%s' (%s)", o->format, rd_choices_text(formats));
+}
 
 int cmd_export(int argc, char **argv) {
   rd_opts o = {0};
   char **files = rd_xmalloc((size_t)argc * sizeof *files);
   size_t n = 0;
-  int shown, rc = ex_parse_options("export", argc, argv, &o, files, &n, &shown);
+  int shown, rc = ex_parse_options(&cmd_export_spec, argc, argv, &o, files, &n, &shown);
   if (rc != RD_OK || shown) {
-    if (shown) help();
     free(files);
     return rc;
   }
-  static const struct {
-    const char *name;
-    int (*run)(const rd_opts *, char **, size_t);
-  } fmts[] = {{"kineto", ex_kineto},     {"perfetto", ex_perfetto},     {"tensorboard", ex_xplane},
-              {"xplane", ex_xplane},     {"folded", ex_flame},          {"svg", ex_flame},
-              {"speedscope", ex_flame},  {"pprof", ex_flame}};
   if (!o.format) rc = rd_usage_error("export", "no --format given");
   else if (!o.out) rc = rd_usage_error("export", "no output given (-o OUT)");
   else if (n == 0) rc = rd_usage_error("export", "no trace file given");
-  else {
-    rc = -1;
-    o.merge = ex_merging;
-    o.offsets = o.merge ? rd_xmalloc(n * sizeof *o.offsets) : NULL;
-    for (size_t i = 0; i < sizeof fmts / sizeof *fmts; i++)
-      if (!strcmp(o.format, fmts[i].name)) rc = fmts[i].run(&o, files, n);
-    if (rc == -1)
-      rc = rd_usage_error("export", "unknown format '%s' (kineto, perfetto, tensorboard, "
-                          "folded, svg, speedscope, pprof)", o.format);
-    free(o.offsets);
-  }
+  else rc = ex_run(&o, files, n);
   free(files);
   return rc;
 }

@@ -7,12 +7,14 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "rd.h"
+#include "rd_opts.h"
 
 static volatile sig_atomic_t child_pid;
 
@@ -25,33 +27,50 @@ static void forward(int sig, siginfo_t *si, void *uc) {
 
 static const int fwd_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
-static void help(void) {
-  printf("usage: dlhook record [-o DIR] [--stacks MODE] [--sim] [--capture-range=MODE]\n"
-         "                     [--delay S] [--duration S] [--lib PATH] [--] CMD [ARGS...]\n"
-         "\n"
-         "Runs CMD with libdlhook.so preloaded (LD_PRELOAD) and writes its trace(s) to DIR.\n"
-         "Returns CMD's exit status (128+N if it was killed by signal N), then lists on stderr\n"
-         "the trace files written during the run, each with a short summary: calls, GPU\n"
-         "records, dropped records, kernels and their GPU time.\n"
-         "\n"
-         "options:\n"
-         "  -o, --output DIR  directory for the traces (default: .; created if missing)\n"
-         "  --sim             run against the simulated CUDA libraries built next to dlhook\n"
-         "                    (<dir of dlhook>/simcuda, prepended to LD_LIBRARY_PATH; its\n"
-         "                    simcuda-audit.so, in LD_AUDIT, loads them in place of the\n"
-         "                    program's own copies, e.g. a PyTorch wheel's)\n"
-         "  --lib PATH        the libdlhook.so to preload (default: next to dlhook, or\n"
-         "                    ../lib/libdlhook.so relative to it)\n"
-         "  --stacks MODE     call stacks: none, native, python or mixed (DLHOOK_STACKS)\n"
-         "  --capture-range=MODE\n"
-         "                    record only part of the run (DLHOOK_CAPTURE_RANGE):\n"
-         "                    cudaProfilerApi  between cudaProfilerStart and cudaProfilerStop\n"
-         "                    nvtx:NAME[:N]    inside NVTX ranges named NAME (NAME* = prefix),\n"
-         "                                     the first N only when given\n"
-         "                    signal           from outside: dlhook ctl PID start|stop\n"
-         "  --delay S         record nothing during the first S seconds (DLHOOK_DELAY)\n"
-         "  --duration S      record nothing after DELAY + S seconds (DLHOOK_DURATION)\n");
-}
+/* DLHOOK_CAPTURE_RANGE's forms (preload/capture.c reads them). */
+static const rd_choice capture_ranges[] = {
+    {"cudaProfilerApi", "between cudaProfilerStart and cudaProfilerStop", 0},
+    {"nvtx:NAME[:N]", "inside NVTX ranges named NAME (NAME* = prefix), the first N only when given", 0},
+    {"signal", "from outside: dlhook ctl PID start|stop", 0},
+    {"none", "the whole run (the default)", 0},
+    {NULL, NULL, 0}};
+
+enum { OPT_SIM = RD_KEY(0), OPT_LIB, OPT_STACKS, OPT_RANGE, OPT_DELAY, OPT_DURATION };
+static const rd_option options[] = {
+    {"output", 'o', "DIR", "directory for the traces (default: .; created if missing)", NULL, 0},
+    {"sim", OPT_SIM, NULL,
+     "run against the simulated CUDA libraries built next to dlhook (<dir of dlhook>/simcuda, "
+     "prepended to LD_LIBRARY_PATH; its simcuda-audit.so, in LD_AUDIT, loads them in place of "
+     "the program's own copies, e.g. a PyTorch wheel's)", NULL, 0},
+    {"lib", OPT_LIB, "PATH",
+     "the libdlhook.so to preload (default: next to dlhook, or ../lib/libdlhook.so relative to "
+     "it)", NULL, 0},
+    {"stacks", OPT_STACKS, "MODE", "call stacks (DLHOOK_STACKS):", rd_stack_modes, 0},
+    {"capture-range", OPT_RANGE, "MODE", "record only part of the run (DLHOOK_CAPTURE_RANGE):",
+     capture_ranges, 0},
+    {"delay", OPT_DELAY, "S", "record nothing during the first S seconds (DLHOOK_DELAY)", NULL, 0},
+    {"duration", OPT_DURATION, "S", "record nothing after DELAY + S seconds (DLHOOK_DURATION)", NULL, 0},
+    {NULL, 0, NULL, NULL, NULL, 0}};
+
+const rd_command cmd_record_spec = {
+    .name = "record",
+    .synopsis = "[OPTIONS] [--] PROGRAM [ARGS...]",
+    .summary = "run a program under the profiler and write its trace",
+    .about = "Runs PROGRAM with libdlhook.so preloaded (LD_PRELOAD) and writes its trace(s) to "
+             "DIR. Returns PROGRAM's exit status (128+N if it was killed by signal N), then lists "
+             "on stderr the trace files written during the run, each with a short summary: calls, "
+             "GPU records, dropped records, kernels and their GPU time.\n\n"
+             "Options end at PROGRAM (or at --): the options after it are PROGRAM's own.",
+    .examples = " dlhook record -o traces -- python train.py --epochs 1\n"
+                " dlhook record --stacks=mixed --capture-range=nvtx:train_step:5 ./train\n"
+                " dlhook record --capture-range=signal ./train &\n"
+                " dlhook ctl $! start",
+    .exit_status = "PROGRAM's exit status (128+N when signal N killed it); 2 on a usage error; 1 "
+                   "when PROGRAM cannot run or the output directory cannot be created (126 or "
+                   "127 as a shell says when PROGRAM cannot be executed or found).",
+    .options = options,
+    .in_order = 1,
+};
 
 static char *self_dir(void) {
   char buf[PATH_MAX];
@@ -187,136 +206,64 @@ static void summarize(const char *path) {
   dlh_reader_close(r);
 }
 
-int cmd_record(int argc, char **argv) {
-  const char *out = ".", *lib = NULL, *stacks = NULL, *range = NULL, *delay = NULL,
-             *duration = NULL;
-  int sim = 0, i = 1;
-  for (; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--")) { i++; break; }
-    if (a[0] != '-') break;
-    if (rd_is_help(a)) { help(); return RD_OK; }
-    if (!strcmp(a, "--sim")) { sim = 1; continue; }
-    if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strcmp(a, "--lib")) {
-      if (i + 1 >= argc) return rd_usage_error("record", "%s needs a value", a);
-      if (!strcmp(a, "--lib")) lib = argv[++i];
-      else out = argv[++i];
-      continue;
-    }
-    if (!strcmp(a, "--stacks") || !strcmp(a, "--capture-range") || !strcmp(a, "--delay") ||
-        !strcmp(a, "--duration")) {
-      if (i + 1 >= argc) return rd_usage_error("record", "%s needs a value", a);
-      const char **dst = a[2] == 's' ? &stacks : a[2] == 'c' ? &range : a[3] == 'e' ? &delay : &duration;
-      *dst = argv[++i];
-      continue;
-    }
-    if (!strncmp(a, "--stacks=", 9)) { stacks = a + 9; continue; }
-    if (!strncmp(a, "--capture-range=", 16)) { range = a + 16; continue; }
-    if (!strncmp(a, "--delay=", 8)) { delay = a + 8; continue; }
-    if (!strncmp(a, "--duration=", 11)) { duration = a + 11; continue; }
-    if (!strncmp(a, "--output=", 9)) { out = a + 9; continue; }
-    if (!strncmp(a, "--lib=", 6)) { lib = a + 6; continue; }
-    if (!strncmp(a, "-o", 2)) { out = a + 2; continue; }
-    return rd_usage_error("record", "unknown option '%s'", a);
-  }
-  if (i >= argc) return rd_usage_error("record", "no command given");
-  if (stacks && strcmp(stacks, "none") && strcmp(stacks, "native") && strcmp(stacks, "python") &&
-      strcmp(stacks, "mixed"))
-    return rd_usage_error("record", "--stacks: expected none, native, python or mixed");
-  if (range && strcmp(range, "cudaProfilerApi") && strncmp(range, "nvtx:", 5) &&
-      strcmp(range, "signal") && strcmp(range, "none"))
-    return rd_usage_error("record", "--capture-range: expected cudaProfilerApi, nvtx:NAME[:N], "
-                          "signal or none");
-  const char *secs[2] = {delay, duration};
-  for (int k = 0; k < 2; k++) {
-    char *e;
-    if (secs[k] && (!*secs[k] || strtod(secs[k], &e) < 0 || *e))
-      return rd_usage_error("record", "--%s: expected seconds, e.g. 2 or 0.5", k ? "duration" : "delay");
-  }
-  if (!*out) return rd_usage_error("record", "empty output directory");
-  char **cmd = argv + i;
-
-  char *dir = self_dir();
+/* The libdlhook.so to preload: LIB when given, else the one next to dlhook (dir) or in ../lib.
+ * Returns its real path (malloc'd), or NULL after printing why. */
+static char *find_lib(const char *lib, const char *dir) {
   char *libpath = NULL;
   if (lib) {
     libpath = realpath(lib, NULL);
-    if (!libpath) { rd_error("record: %s: %s", lib, strerror(errno)); free(dir); return RD_BAD_INPUT; }
-  } else if (dir) {
+    if (!libpath) rd_error("record: %s: %s", lib, strerror(errno));
+    return libpath;
+  }
+  if (dir) {
     char *c1 = join(dir, "libdlhook.so"), *c2 = join(dir, "../lib/libdlhook.so");
     if (access(c1, R_OK) == 0) libpath = realpath(c1, NULL);
     else if (access(c2, R_OK) == 0) libpath = realpath(c2, NULL);
     free(c1);
     free(c2);
   }
-  if (!libpath) {
+  if (!libpath)
     rd_error("record: cannot find libdlhook.so next to the dlhook binary (%s) or in ../lib; "
              "use --lib PATH", dir ? dir : "?");
-    free(dir);
-    return RD_BAD_INPUT;
-  }
-  if (mkdirs(out) < 0) {
-    rd_error("record: cannot create output directory %s: %s", out, strerror(errno));
-    free(dir); free(libpath);
-    return RD_BAD_INPUT;
-  }
+  return libpath;
+}
 
-  /* environment for the command */
-  const char *old = getenv("LD_PRELOAD");
-  char *preload;
+/* Sets NAME to VALUE, in front of what NAME held (a ':'-separated list). Returns 0 or -1. */
+static int prepend_env(const char *name, const char *value) {
+  const char *old = getenv(name);
+  char *v;
   if (old && *old) {
-    if (asprintf(&preload, "%s:%s", libpath, old) < 0) preload = NULL;
+    if (asprintf(&v, "%s:%s", value, old) < 0) return -1;
   } else {
-    preload = rd_xstrdup(libpath);
+    v = rd_xstrdup(value);
   }
-  size_t ol = strlen(out);
-  char *outenv = rd_xmalloc(ol + 2);
-  memcpy(outenv, out, ol + 1);
-  if (out[ol - 1] != '/') strcat(outenv, "/");
-  if (!preload || setenv("LD_PRELOAD", preload, 1) < 0 || setenv("DLHOOK_OUTPUT", outenv, 1) < 0) {
-    rd_error("record: cannot set the environment");
-    return RD_BAD_INPUT;
-  }
-  if (sim) {
-    char *simdir = join(dir ? dir : ".", "simcuda"), *llp;
-    const char *oldl = getenv("LD_LIBRARY_PATH");
-    if (access(simdir, X_OK) != 0)
-      rd_error("record: warning: %s does not exist (build the simulated CUDA stack)", simdir);
-    if (oldl && *oldl) { if (asprintf(&llp, "%s:%s", simdir, oldl) < 0) llp = NULL; }
-    else llp = rd_xstrdup(simdir);
-    if (!llp || setenv("LD_LIBRARY_PATH", llp, 1) < 0) {
-      rd_error("record: cannot set the environment");
-      return RD_BAD_INPUT;
-    }
-    free(llp);
-    /* the rtld-audit module that loads the stand-ins in place of a program's own CUDA
-     * libraries (wheels' RPATH'ed copies), as tests/simcuda/run does */
-    char *audit = join(simdir, "simcuda-audit.so"), *la = NULL;
-    const char *olda = getenv("LD_AUDIT");
-    const char *redirect = getenv("SIMCUDA_REDIRECT");
-    if ((!redirect || strcmp(redirect, "0")) && access(audit, R_OK) == 0 &&
-        !(olda && strstr(olda, audit))) {
-      if (olda && *olda) { if (asprintf(&la, "%s:%s", audit, olda) < 0) la = NULL; }
-      else la = rd_xstrdup(audit);
-      if (!la || setenv("LD_AUDIT", la, 1) < 0) {
-        rd_error("record: cannot set the environment");
-        return RD_BAD_INPUT;
-      }
-    }
-    free(la);
-    free(audit);
-    free(simdir);
-  }
+  int rc = setenv(name, v, 1);
+  free(v);
+  return rc;
+}
 
-  const char *const envs[4][2] = {{"DLHOOK_STACKS", stacks}, {"DLHOOK_CAPTURE_RANGE", range},
-                                  {"DLHOOK_DELAY", delay}, {"DLHOOK_DURATION", duration}};
-  for (int k = 0; k < 4; k++)
-    if (envs[k][1] && setenv(envs[k][0], envs[k][1], 1) < 0) {
-      rd_error("record: cannot set the environment");
-      return RD_BAD_INPUT;
-    }
+/* --sim: the simulated CUDA libraries built next to dlhook (DIR/simcuda) first in
+ * LD_LIBRARY_PATH, and the rtld-audit module that loads them in place of a program's own CUDA
+ * libraries (wheels' RPATH'ed copies) in LD_AUDIT, as tests/simcuda/run does. Returns 0 or -1. */
+static int set_sim_env(const char *dir) {
+  char *simdir = join(dir ? dir : ".", "simcuda");
+  if (access(simdir, X_OK) != 0)
+    rd_error("record: warning: %s does not exist (build the simulated CUDA stack)", simdir);
+  int rc = prepend_env("LD_LIBRARY_PATH", simdir);
+  char *audit = join(simdir, "simcuda-audit.so");
+  const char *olda = getenv("LD_AUDIT");
+  const char *redirect = getenv("SIMCUDA_REDIRECT");
+  if (rc == 0 && (!redirect || strcmp(redirect, "0")) && access(audit, R_OK) == 0 &&
+      !(olda && strstr(olda, audit)))
+    rc = prepend_env("LD_AUDIT", audit);
+  free(audit);
+  free(simdir);
+  return rc;
+}
 
-  snapshot before = take_snapshot(out);
-
+/* Runs cmd with the signals of fwd_signals sent to dlhook passed on to it; returns its exit
+ * status (128+N when signal N killed it), or -1 when it could not be started. */
+static int run_child(char **cmd, int announce) {
   struct sigaction sa, saved[sizeof fwd_signals / sizeof *fwd_signals];
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = forward;
@@ -332,7 +279,7 @@ int cmd_record(int argc, char **argv) {
   if (pid < 0) {
     sigprocmask(SIG_SETMASK, &oldmask, NULL);
     rd_error("record: fork: %s", strerror(errno));
-    return RD_BAD_INPUT;
+    return -1;
   }
   if (pid == 0) {
     sigprocmask(SIG_SETMASK, &oldmask, NULL);
@@ -342,7 +289,7 @@ int cmd_record(int argc, char **argv) {
     _exit(e == ENOENT ? 127 : 126);
   }
   child_pid = pid;
-  if (range && !strcmp(range, "signal"))
+  if (announce)
     fprintf(stderr, "dlhook: recording process %ld; start and stop it with: dlhook ctl %ld "
             "start|stop\n", (long)pid, (long)pid);
   for (size_t k = 0; k < sizeof fwd_signals / sizeof *fwd_signals; k++)
@@ -356,15 +303,17 @@ int cmd_record(int argc, char **argv) {
   for (size_t k = 0; k < sizeof fwd_signals / sizeof *fwd_signals; k++)
     sigaction(fwd_signals[k], &saved[k], NULL);
   child_pid = 0;
-  int rc = WIFEXITED(status) ? WEXITSTATUS(status)
-           : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}
 
-  /* traces written during the run */
+/* Lists on stderr, with a summary each, the traces in out that are not in `before` (new, or
+ * rewritten since). */
+static void list_traces(const char *out, const snapshot *before, const char *prog) {
   snapshot after = take_snapshot(out);
   size_t ntraces = 0;
   for (size_t k = 0; k < after.n; k++) {
     entry key = {after.v[k].name, 0, {0, 0}};
-    entry *old_e = before.n ? bsearch(&key, before.v, before.n, sizeof *before.v, by_name) : NULL;
+    entry *old_e = before->n ? bsearch(&key, before->v, before->n, sizeof *before->v, by_name) : NULL;
     if (old_e && old_e->ino == after.v[k].ino && old_e->mtime.tv_sec == after.v[k].mtime.tv_sec &&
         old_e->mtime.tv_nsec == after.v[k].mtime.tv_nsec)
       continue;
@@ -376,12 +325,70 @@ int cmd_record(int argc, char **argv) {
     free(path);
   }
   if (ntraces == 0)
-    fprintf(stderr, "dlhook: no trace was written to %s (did %s load libdlhook.so?)\n", out,
-            cmd[0]);
-  free_snapshot(&before);
+    fprintf(stderr, "dlhook: no trace was written to %s (did %s load libdlhook.so?)\n", out, prog);
   free_snapshot(&after);
-  free(preload);
+}
+
+int cmd_record(int argc, char **argv) {
+  const char *out = ".", *lib = NULL, *stacks = NULL, *range = NULL, *delay = NULL,
+             *duration = NULL;
+  int sim = 0, opt;
+  rd_getopt g;
+  rd_getopt_init(&g, &cmd_record_spec, argc, argv);
+  while ((opt = rd_getopt_next(&g)) > 0) {
+    switch (opt) {
+      case 'o': out = g.arg; break;
+      case OPT_SIM: sim = 1; break;
+      case OPT_LIB: lib = g.arg; break;
+      case OPT_STACKS: stacks = g.arg; break;
+      case OPT_RANGE: range = g.arg; break;
+      case OPT_DELAY: delay = g.arg; break;
+      case OPT_DURATION: duration = g.arg; break;
+    }
+  }
+  if (opt < 0) return g.status;
+  if (g.optind >= argc) return rd_usage_error("record", "no command given");
+  const char *secs[2] = {delay, duration};
+  for (int k = 0; k < 2; k++) {
+    char *e;
+    if (secs[k] && (!*secs[k] || strtod(secs[k], &e) < 0 || *e))
+      return rd_usage_error("record", "--%s: expected seconds, e.g. 2 or 0.5", k ? "duration" : "delay");
+  }
+  if (!*out) return rd_usage_error("record", "empty output directory");
+  char **cmd = argv + g.optind;
+
+  char *dir = self_dir();
+  char *libpath = find_lib(lib, dir);
+  int rc = RD_BAD_INPUT;
+  if (!libpath) goto done;
+  if (mkdirs(out) < 0) {
+    rd_error("record: cannot create output directory %s: %s", out, strerror(errno));
+    goto done;
+  }
+
+  /* the environment of the command: the preload, the output directory, the settings */
+  size_t ol = strlen(out);
+  char *outenv = rd_xmalloc(ol + 2);
+  memcpy(outenv, out, ol + 1);
+  if (out[ol - 1] != '/') strcat(outenv, "/");
+  int env_rc = prepend_env("LD_PRELOAD", libpath) | setenv("DLHOOK_OUTPUT", outenv, 1);
   free(outenv);
+  if (sim) env_rc |= set_sim_env(dir);
+  const char *const envs[4][2] = {{"DLHOOK_STACKS", stacks}, {"DLHOOK_CAPTURE_RANGE", range},
+                                  {"DLHOOK_DELAY", delay}, {"DLHOOK_DURATION", duration}};
+  for (int k = 0; k < 4; k++)
+    if (envs[k][1]) env_rc |= setenv(envs[k][0], envs[k][1], 1);
+  if (env_rc) {
+    rd_error("record: cannot set the environment");
+    goto done;
+  }
+
+  snapshot before = take_snapshot(out);
+  rc = run_child(cmd, range && !strcasecmp(range, "signal"));
+  if (rc < 0) rc = RD_BAD_INPUT;
+  else list_traces(out, &before, cmd[0]);
+  free_snapshot(&before);
+done:
   free(libpath);
   free(dir);
   return rc;

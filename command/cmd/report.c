@@ -15,6 +15,7 @@
 #include "export.h"
 #include "flame.h"
 #include "rd.h"
+#include "rd_opts.h"
 
 int cmd_stats(int argc, char **argv);
 
@@ -547,19 +548,26 @@ static const char report_js[] =
 #include "report_js.h"
     ;
 
-static void help(void) {
-  printf("usage: dlhook report -o FILE.html TRACE...\n"
-         "\n"
-         "Writes one self-contained HTML page (inline CSS, JavaScript and SVG; it loads nothing\n"
-         "from the network) about the traces: headline numbers; the step view (per step and\n"
-         "rank: compute, communication, copies, host overhead, idle; the slowest step, the\n"
-         "slowest rank, the straggler); the timeline (lanes grouped by rank, then threads,\n"
-         "NVTX ranges, GPU streams and live device memory; time axis, wheel and box zoom,\n"
-         "pan, tooltips with arguments and stacks, click a call to highlight the GPU work it\n"
-         "launched); the GPU-time flame graph; sortable tables of kernels, calls, GEMMs,\n"
-         "convolutions, collectives and memory (from dlhook stats --json).\n"
-         "Past 300,000 events the timeline keeps the longest 300,000 (NVTX ranges always).\n");
-}
+static const rd_option options[] = {
+    {"output", 'o', "FILE.html", "the page to write (required)", NULL, 0},
+    {NULL, 0, NULL, NULL, NULL, 0}};
+
+const rd_command cmd_report_spec = {
+    .name = "report",
+    .synopsis = "-o FILE.html TRACE...",
+    .summary = "one self-contained HTML page: flame graph, timeline, tables",
+    .about = "Writes one self-contained HTML page (inline CSS, JavaScript and SVG; it loads "
+             "nothing from the network) about the traces: headline numbers; the step view (per "
+             "step and rank: compute, communication, copies, host overhead, idle; the slowest "
+             "step, the slowest rank, the straggler); the timeline (lanes grouped by rank, then "
+             "threads, NVTX ranges, GPU streams and live device memory; time axis, wheel and box "
+             "zoom, pan, tooltips with arguments and stacks, click a call to highlight the GPU "
+             "work it launched); the GPU-time flame graph; sortable tables of kernels, calls, "
+             "GEMMs, convolutions, collectives and memory (from dlhook stats --json).\n\n"
+             "Past 300,000 events the timeline keeps the longest 300,000 (NVTX ranges always).",
+    .examples = " dlhook report -o report.html traces/*.dlh",
+    .options = options,
+};
 
 static void count_kernel(void *ctx, const rd_trace *t, const rd_gpu *g) {
   (void)t;
@@ -577,21 +585,14 @@ int cmd_report(int argc, char **argv) {
   const char *out = NULL;
   char **files = rd_xmalloc((size_t)argc * sizeof *files);
   size_t n = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (rd_is_help(a)) { help(); free(files); return RD_OK; }
-    if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-      if (i + 1 >= argc) { free(files); return rd_usage_error("report", "%s needs a value", a); }
-      out = argv[++i];
-    } else if (!strncmp(a, "--output=", 9)) {
-      out = a + 9;
-    } else if (a[0] == '-' && a[1]) {
-      free(files);
-      return rd_usage_error("report", "unknown option '%s'", a);
-    } else {
-      files[n++] = argv[i];
-    }
+  rd_getopt g;
+  int opt;
+  rd_getopt_init(&g, &cmd_report_spec, argc, argv);
+  while ((opt = rd_getopt_next(&g)) > 0) {
+    if (opt == 'o') out = g.arg;
+    else files[n++] = (char *)g.arg;
   }
+  if (opt < 0) { free(files); return g.status; }
   if (!out) { free(files); return rd_usage_error("report", "no output file given (-o FILE.html)"); }
   if (!n) { free(files); return rd_usage_error("report", "no trace file given"); }
 

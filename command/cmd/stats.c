@@ -5,6 +5,7 @@
 
 #include "dlh_fmt.h"
 #include "rd.h"
+#include "rd_opts.h"
 #include "rd_scan.h"
 
 typedef struct agg {
@@ -602,65 +603,75 @@ static void print_table(FILE *f, const stats *s) {
   }
 }
 
-static void help(void) {
-  printf("usage: dlhook stats [--json] [--memory] TRACE...\n"
-         "\n"
-         "Summarises the traces: per API function (name, domain) the calls, errors (result not\n"
-         "0), total, mean and max duration, sorted by total time; kernels by name; records and\n"
-         "dropped records; number of traces, processes and threads; repeated calls folded and\n"
-         "the memory dlhook itself held, when the traces recorded them.\n"
-         "\n"
-         "Folded repeats (consecutive identical calls of a thread recorded as one event) count\n"
-         "every call: calls and errors add the event's count, the total its summed duration;\n"
-         "their max is the folded calls' average duration (the event tells only their sum).\n"
-         "\n"
-         "options:\n"
-         "  --json     print one JSON object: {\"api\":[{name,domain,calls,errors,total_ns,\n"
-         "             mean_ns,max_ns}...],\"kernels\":[{name,count,total_ns,mean_ns,max_ns}...],\n"
-         "             \"gpu\":{kernel_ns,devices:[{pid,device,kernels,kernel_ns,busy_ns,\n"
-         "             span_ns,busy_pct}],memcpy:[{kind,count,bytes,total_ns,gb_per_s}],\n"
-         "             memset:{count,bytes,total_ns}},\"calls\",\"dropped\",\"records\",\"traces\",\n"
-         "             ...,\"api_events\",\"folded\" (calls folded into an earlier call),\n"
-         "             \"dlhook_memory\":{budget_bytes,peak_bytes,parts:{NAME:peak_bytes},\n"
-         "             traces:[{file,pid,budget_bytes,peak_bytes,parts:{NAME:{peak_bytes,\n"
-         "             bytes}}}]} (when recorded: dlhook's own memory, not the GPU's),\n"
-         "             \"gemms\":[{function,m,n,k,batch,transa,transb,dtype,calls,total_ns,\n"
-         "             mean_ns,time,flops,tflops_per_s}],\"convs\":[{function,direction,N,C,H,W,\n"
-         "             K,R,S,pad,stride,dilation,groups,dtype,calls,total_ns,...,tflops_per_s}],\n"
-         "             \"collectives\":[{function,op,bytes,nranks,dtype,calls,total_ns,mean_ns,\n"
-         "             time,algbw_gb_per_s,busbw_gb_per_s}],\"steps\":{rows:[{rank,pid,step,\n"
-         "             name,start_ns,dur_ns,compute_ns,comm_ns,copy_ns,host_ns,idle_ns}],\n"
-         "             slowest_step,slowest_rank}} (steps: NVTX ranges named like steps;\n"
-         "             the five parts are exclusive and add up to dur_ns)\n"
-         "\n"
-         "GEMM, convolution and collective tables: outermost library calls grouped by shape;\n"
-         "time is the GPU time of the kernels linked to the call (\"time\":\"gpu\") or else\n"
-         "the call's duration (\"call\", marked * in the table). Grouped NCCL operations\n"
-         "share the GPU time of their ncclGroupEnd in proportion to their bytes.\n"
-         "\n"
-         "--memory: the GPU memory ledger instead: per process the allocations, frees, peak\n"
-         "live device bytes, what is still allocated at exit (leaks, with the stack that\n"
-         "allocated them) and the live allocations at each out-of-memory error. --json:\n"
-         "{\"traces\":[{path,pid,allocations,frees,peak_bytes,live_at_exit_bytes,devices,\n"
-         "leaks:[{ptr,bytes,device,stream,function,stack}],ooms:[{function,requested_bytes,\n"
-         "live_bytes,calls,stack,live:[...]}]}],\"peak_bytes\",\"leaked_bytes\",\"leaks\":[...]}\n"
-         "\n"
-         "A damaged trace counts everything readable, then reports an error (exit 1).\n");
-}
+enum { OPT_JSON = RD_KEY(0), OPT_MEMORY };
+static const rd_option options[] = {
+    {"json", OPT_JSON, NULL, "print one JSON object instead of the tables (its fields: below)", NULL, 0},
+    {"memory", OPT_MEMORY, NULL, "the GPU memory ledger instead (below)", NULL, 0},
+    {NULL, 0, NULL, NULL, NULL, 0}};
+
+const rd_command cmd_stats_spec = {
+    .name = "stats",
+    .synopsis = "[--json] [--memory] TRACE...",
+    .summary = "summarise API calls and kernels of traces",
+    .about = "Summarises the traces: per API function (name, domain) the calls, errors (result "
+             "not 0), total, mean and max duration, sorted by total time; kernels by name; "
+             "records and dropped records; number of traces, processes and threads; repeated "
+             "calls folded and the memory dlhook itself held, when the traces recorded them.\n\n"
+             "Folded repeats (consecutive identical calls of a thread recorded as one event) "
+             "count every call: calls and errors add the event's count, the total its summed "
+             "duration; their max is the folded calls' average duration (the event tells only "
+             "their sum).",
+    .notes = "--json prints one object:\n\n"
+             " {\"api\":[{name,domain,calls,errors,total_ns,mean_ns,max_ns}...],\n"
+             "  \"kernels\":[{name,count,total_ns,mean_ns,max_ns}...],\n"
+             "  \"gpu\":{kernel_ns,devices:[{pid,device,kernels,kernel_ns,busy_ns,span_ns,\n"
+             "         busy_pct}],memcpy:[{kind,count,bytes,total_ns,gb_per_s}],\n"
+             "         memset:{count,bytes,total_ns}},\n"
+             "  \"calls\",\"dropped\",\"records\",\"traces\",...,\"api_events\",\n"
+             "  \"folded\" (calls folded into an earlier call),\n"
+             "  \"dlhook_memory\":{budget_bytes,peak_bytes,parts:{NAME:peak_bytes},\n"
+             "         traces:[{file,pid,budget_bytes,peak_bytes,parts:{NAME:{peak_bytes,\n"
+             "         bytes}}}]} (when recorded: dlhook's own memory, not the GPU's),\n"
+             "  \"gemms\":[{function,m,n,k,batch,transa,transb,dtype,calls,total_ns,\n"
+             "         mean_ns,time,flops,tflops_per_s}],\n"
+             "  \"convs\":[{function,direction,N,C,H,W,K,R,S,pad,stride,dilation,groups,\n"
+             "         dtype,calls,total_ns,...,tflops_per_s}],\n"
+             "  \"collectives\":[{function,op,bytes,nranks,dtype,calls,total_ns,mean_ns,\n"
+             "         time,algbw_gb_per_s,busbw_gb_per_s}],\n"
+             "  \"steps\":{rows:[{rank,pid,step,name,start_ns,dur_ns,compute_ns,comm_ns,\n"
+             "         copy_ns,host_ns,idle_ns}],slowest_step,slowest_rank}}\n\n"
+             "(steps: NVTX ranges named like steps; the five parts are exclusive and add up to "
+             "dur_ns)\n\n"
+             "GEMM, convolution and collective tables: outermost library calls grouped by shape; "
+             "time is the GPU time of the kernels linked to the call (\"time\":\"gpu\") or else "
+             "the call's duration (\"call\", marked * in the table). Grouped NCCL operations "
+             "share the GPU time of their ncclGroupEnd in proportion to their bytes.\n\n"
+             "--memory: the GPU memory ledger instead: per process the allocations, frees, peak "
+             "live device bytes, what is still allocated at exit (leaks, with the stack that "
+             "allocated them) and the live allocations at each out-of-memory error. With --json:\n\n"
+             " {\"traces\":[{path,pid,allocations,frees,peak_bytes,live_at_exit_bytes,devices,\n"
+             "   leaks:[{ptr,bytes,device,stream,function,stack}],ooms:[{function,\n"
+             "   requested_bytes,live_bytes,calls,stack,live:[...]}]}],\n"
+             "  \"peak_bytes\",\"leaked_bytes\",\"leaks\":[...]}\n\n"
+             "A damaged trace counts everything readable, then reports an error (exit 1).",
+    .examples = " dlhook stats traces/*.dlh\n"
+                " dlhook stats --json traces/*.dlh | jq '.kernels[:5]'\n"
+                " dlhook stats --memory traces/*.dlh",
+    .options = options,
+};
 
 int cmd_stats(int argc, char **argv) {
-  int json = 0, opts_done = 0, memory = 0;
+  int json = 0, memory = 0, opt;
   char **files = rd_xmalloc((size_t)argc * sizeof *files);
   size_t nfiles = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (opts_done || a[0] != '-') files[nfiles++] = argv[i];
-    else if (!strcmp(a, "--")) opts_done = 1;
-    else if (rd_is_help(a)) { help(); free(files); return RD_OK; }
-    else if (!strcmp(a, "--json")) json = 1;
-    else if (!strcmp(a, "--memory")) memory = 1;
-    else { free(files); return rd_usage_error("stats", "unknown option '%s'", a); }
+  rd_getopt g;
+  rd_getopt_init(&g, &cmd_stats_spec, argc, argv);
+  while ((opt = rd_getopt_next(&g)) > 0) {
+    if (opt == OPT_JSON) json = 1;
+    else if (opt == OPT_MEMORY) memory = 1;
+    else files[nfiles++] = (char *)g.arg;
   }
+  if (opt < 0) { free(files); return g.status; }
   if (nfiles == 0) {
     free(files);
     return rd_usage_error("stats", "no trace file given");
@@ -673,13 +684,13 @@ int cmd_stats(int argc, char **argv) {
   }
   rd_stats_run *x = rd_stats_run_new(nfiles, json);
   int rc = RD_OK;
-  rd_opts opt;
-  memset(&opt, 0, sizeof opt);
-  opt.quiet = 1;
+  rd_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.quiet = 1;
   for (size_t i = 0; i < nfiles; i++) {
     /* stats uses no stack: one pass, definitions as they come */
     rd_trace t;
-    int r1 = rd_read_once(&t, files[i], &opt, NULL, rd_stats_run_begin(x, i, files[i]));
+    int r1 = rd_read_once(&t, files[i], &ro, NULL, rd_stats_run_begin(x, i, files[i]));
     if (r1 != RD_OK) rc = RD_BAD_INPUT;
     if (t.opens == 0) { rd_stats_run_drop(x); rd_trace_close(&t); continue; }
     rd_stats_run_end(x, i, &t);

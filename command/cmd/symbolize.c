@@ -22,6 +22,7 @@
 #include "dlh_elfsym.h"
 #include "export.h"
 #include "rd.h"
+#include "rd_opts.h"
 
 static const dlh_elf_api ELF_API = {
     elf_version, elf_begin, elf_cntl, elf_end,   elf_nextscn,
@@ -218,20 +219,31 @@ static int resolve(ctx *c, uint64_t pc, Dlh__SymbolDef *sd, char **fn, char **fi
   return 1;
 }
 
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: dlhook symbolize [-o OUT] [--debug-dir DIR]... [--path DIR]... [-v] TRACE\n"
-          "\n"
-          "Adds function names and file:line to the stack addresses of TRACE that the recording\n"
-          "left unresolved (shown as module+0xoffset until then). Modules are matched by build-id:\n"
-          "  --debug-dir DIR  DIR/.build-id/xx/rest.debug, DIR/xx/rest.debug, or the debuginfod\n"
-          "                   cache layout DIR/BUILDID/debuginfo and DIR/BUILDID/executable\n"
-          "  --path DIR       DIR/NAME for a module recorded as .../NAME (binaries copied from\n"
-          "                   the machine that recorded the trace)\n"
-          "then the recorded path and /usr/lib/debug. A file with another build-id is never used.\n"
-          "  -o OUT           write OUT (default: replace TRACE)\n"
-          "  -v               say which file each module was resolved from\n");
-}
+enum { OPT_DEBUG_DIR = RD_KEY(0), OPT_PATH };
+static const rd_option options[] = {
+    {"output", 'o', "OUT", "write OUT (default: replace TRACE)", NULL, 0},
+    {"debug-dir", OPT_DEBUG_DIR, "DIR",
+     "look for debug files in DIR (repeatable): DIR/.build-id/xx/rest.debug, DIR/xx/rest.debug, "
+     "or the debuginfod cache layout DIR/BUILDID/debuginfo and DIR/BUILDID/executable", NULL, 0},
+    {"path", OPT_PATH, "DIR",
+     "look for DIR/NAME for a module recorded as .../NAME (repeatable; binaries copied from the "
+     "machine that recorded the trace)", NULL, 0},
+    {"verbose", 'v', NULL, "say which file each module was resolved from", NULL, 0},
+    {NULL, 0, NULL, NULL, NULL, 0}};
+
+const rd_command cmd_symbolize_spec = {
+    .name = "symbolize",
+    .synopsis = "[-o OUT] [--debug-dir DIR]... [--path DIR]... [-v] TRACE",
+    .summary = "add names to the stack addresses a recording left unresolved",
+    .about = "Adds function names and file:line to the stack addresses of TRACE that the "
+             "recording left unresolved (shown as module+0xoffset until then). Modules are "
+             "matched by build-id: in the --debug-dir directories, in the --path directories, "
+             "then at the recorded path and in /usr/lib/debug. A file with another build-id is "
+             "never used.",
+    .examples = " dlhook symbolize --debug-dir ~/.cache/debuginfod_client trace.dlh\n"
+                " dlhook symbolize --path ./bin -o named.dlh trace.dlh",
+    .options = options,
+};
 
 int cmd_symbolize(int argc, char **argv) {
   ctx c;
@@ -239,25 +251,22 @@ int cmd_symbolize(int argc, char **argv) {
   const char *out = NULL, *in = NULL;
   c.debug_dirs = rd_xmalloc((size_t)argc * sizeof *c.debug_dirs);
   c.path_dirs = rd_xmalloc((size_t)argc * sizeof *c.path_dirs);
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (rd_is_help(a)) { usage(stdout); return RD_OK; }
-    if (!strcmp(a, "-o") || !strcmp(a, "--debug-dir") || !strcmp(a, "--path")) {
-      if (i + 1 >= argc) return rd_usage_error("symbolize", "%s needs a value", a);
-      const char *v = argv[++i];
-      if (a[1] == 'o') out = v;
-      else if (a[2] == 'd') c.debug_dirs[c.ndebug++] = v;
-      else c.path_dirs[c.npath++] = v;
-    } else if (!strcmp(a, "-v")) {
-      c.verbose = 1;
-    } else if (a[0] == '-' && a[1]) {
-      return rd_usage_error("symbolize", "unknown option '%s'", a);
-    } else if (in) {
-      return rd_usage_error("symbolize", "one trace at a time ('%s' and '%s')", in, a);
-    } else {
-      in = a;
+  rd_getopt g;
+  int opt;
+  rd_getopt_init(&g, &cmd_symbolize_spec, argc, argv);
+  while ((opt = rd_getopt_next(&g)) > 0) {
+    switch (opt) {
+      case 'o': out = g.arg; break;
+      case OPT_DEBUG_DIR: c.debug_dirs[c.ndebug++] = g.arg; break;
+      case OPT_PATH: c.path_dirs[c.npath++] = g.arg; break;
+      case 'v': c.verbose = 1; break;
+      case RD_OPERAND:
+        if (in) return rd_usage_error("symbolize", "one trace at a time ('%s' and '%s')", in, g.arg);
+        in = g.arg;
+        break;
     }
   }
+  if (opt < 0) return g.status;
   if (!in) return rd_usage_error("symbolize", "no trace given");
 
   /* pass 1: modules, the pcs of stacks, the pcs already named */

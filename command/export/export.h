@@ -1,9 +1,10 @@
 /* export.h — the exporters (command/export/): GPU-to-call links and their tables (links.c,
  * cupti_cbids.c), the entry point of each format (kineto.c, perfetto.c, xplane.c, flame.c), and
- * the options of `dlhook export` and `dlhook diff` (cmd/export.c). */
+ * the options of `dlhook export`, `dlhook diff` and `dlhook merge` (cmd/export.c). */
 #ifndef EXPORT_H
 #define EXPORT_H
 
+#include "rd_opts.h"
 #include "rd_scan.h"
 
 /* ---------------------------------------------------------------- links (links.c) */
@@ -139,8 +140,7 @@ void ex_input_shift(ex_input *in, int64_t off);
  * anchors refined on the collectives, as rd_ranks), then the second passes. Returns RD_OK or
  * RD_BAD_INPUT when any trace was damaged or could not be read. */
 typedef int (*ex_one_fn)(void *ctx, ex_input *in, size_t index, size_t n);
-/* Set by dlhook merge before it runs the export: the traces go on one timeline. */
-extern int ex_merging;
+
 int ex_each(const rd_opts *o, char **files, size_t n, ex_one_fn fn, void *ctx);
 
 /* ---------------------------------------------------------------- formats */
@@ -155,11 +155,17 @@ int ex_flame_diff(const rd_opts *o, const char *a, const char *b);
 
 /* ---------------------------------------------------------------- command line */
 
-/* Parses the options of `dlhook export` / `dlhook diff` (cmd names the command in messages)
- * into o and the trace files into files[] (*nfiles of them). Returns RD_OK, or RD_USAGE after
- * printing the error; *help_shown = 1 when --help asked for the help text (the caller prints
- * it). */
-int ex_parse_options(const char *cmd, int argc, char **argv, rd_opts *o, char **files,
+/* The options of `dlhook export`, `dlhook diff` and `dlhook merge` (cmd/export.c): ex_options
+ * are shared by the three, ex_format_option (--format, with the one list of formats) by export
+ * and merge. */
+extern const rd_option ex_options[], ex_format_option[];
+/* Parses argv by cmd's tables (ex_options among them) into o, the trace files into files[]
+ * (*nfiles of them; files has room for argc). Returns RD_OK; or, after printing the help
+ * (*help_shown = 1, returns RD_OK) or a usage error (returns RD_USAGE), the status to exit
+ * with. */
+int ex_parse_options(const rd_command *cmd, int argc, char **argv, rd_opts *o, char **files,
                      size_t *nfiles, int *help_shown);
+/* Runs the exporter of o->format (a name of ex_format_option's list) on the traces. */
+int ex_run(const rd_opts *o, char **files, size_t n);
 
 #endif

@@ -19,8 +19,6 @@
 void rd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints a usage error ("dlhook CMD: message" plus a hint to --help). Returns RD_USAGE. */
 int rd_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* True when arg is "--help" or "-h". */
-int rd_is_help(const char *arg);
 
 /* ---------------------------------------------------------------- id maps */
 

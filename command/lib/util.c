@@ -32,8 +32,6 @@ int rd_usage_error(const char *cmd, const char *fmt, ...) {
   return RD_USAGE;
 }
 
-int rd_is_help(const char *arg) { return !strcmp(arg, "--help") || !strcmp(arg, "-h"); }
-
 void *rd_xmalloc(size_t n) {
   void *p = malloc(n ? n : 1);
   if (!p) { rd_error("out of memory"); exit(RD_BAD_INPUT); }

@@ -1,6 +1,6 @@
-/* settings_doc.c — prints the README's settings table (Markdown) from the one table of DLHOOK_*
- * settings, preload/dlh_settings.def. `make settings-doc` writes it into README.md;
- * tests/cli/t_settings_doc.sh checks that README.md holds exactly this. */
+/* settings_doc.c — prints the settings table of docs/settings.md (Markdown) from the one table
+ * of DLHOOK_* settings, preload/dlh_settings.def. `make settings-doc` writes it into
+ * docs/settings.md; tests/cli/t_settings_doc.sh checks that docs/settings.md holds exactly this. */
 #include <signal.h>
 #include <stdio.h>
 
