@@ -47,6 +47,8 @@ struct dlh_reader {
   uint64_t packets, packets_max;  /* packets so far, and the budget */
   uint64_t def_bytes, def_bytes_max; /* string bytes of definitions so far, and the budget */
   size_t mem_used;      /* bytes allocated for the packet being decoded */
+  uint8_t *arena;       /* where the decoded packet lives (reused: one packet at a time) */
+  size_t arena_cap, arena_used, arena_want;
   int mem_over;         /* ... and whether one allocation was refused */
   ProtobufCAllocator alloc;
   uint64_t skip_cases;  /* dlh_reader_skip: data cases passed over undecoded */
@@ -98,12 +100,38 @@ static void *pkt_alloc(void *data, size_t size) {
     return NULL;
   }
   r->mem_used += size;
+  /* the packet's memory comes from the reader's arena, reset for each packet: no malloc, free
+   * or page faults per packet; what does not fit is malloc'd, and the arena grows for next time */
+  size_t a = (size + 15) & ~(size_t)15;
+  if (a <= r->arena_cap - r->arena_used) {
+    void *p = r->arena + r->arena_used;
+    r->arena_used += a;
+    return p;
+  }
+  if (r->mem_used > r->arena_want) r->arena_want = r->mem_used;
   return malloc(size);
 }
 
 static void pkt_free(void *data, void *p) {
-  (void)data;
+  dlh_reader *r = data;
+  if ((uint8_t *)p >= r->arena && (uint8_t *)p < r->arena + r->arena_cap) return;
   free(p);
+}
+
+/* Before decoding a packet: the arena is empty again (the last packet was freed), and as large
+ * as the largest packet so far needed (at most DLH_MAX_PACKET_MEMORY plus alignment). */
+static void arena_reset(dlh_reader *r) {
+  r->arena_used = 0;
+  if (r->arena_want > r->arena_cap) {
+    size_t cap = r->arena_want + (r->arena_want >> 2) + 4096;
+    uint8_t *a = malloc(cap);
+    if (a) {
+      free(r->arena);
+      r->arena = a;
+      r->arena_cap = cap;
+    }
+    r->arena_want = 0;
+  }
 }
 
 static void set_err(char **err, char *msg) {
@@ -540,6 +568,7 @@ int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out) {
     if (r->skip_cases && passes_over(r->skip_cases, p + i, (size_t)len)) continue;
     r->mem_used = 0;
     r->mem_over = 0;
+    arena_reset(r);
     Dlh__Packet *pkt = dlh__packet__unpack(&r->alloc, (size_t)len, p + i);
     if (!pkt && r->mem_over) {
       skip(r, "packet at byte %zu of the frame at offset %llu needs more than %u MiB decoded "
@@ -582,6 +611,7 @@ void dlh_reader_close(dlh_reader *r) {
   free(r->err);
   free(r->skip_msg);
   free(r->last);
+  free(r->arena);
   free(r);
 }
 

@@ -204,6 +204,8 @@ typedef struct one {
   stats *s;
   const char *path;
   rd_map fnmap, kmap;
+  uint32_t last_fn;  /* the last function id seen, and its index + 1 (0: none) */
+  size_t last_gi;
   devivals *dv;
   size_t ndv;
 } one;
@@ -236,6 +238,7 @@ static void s_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
       const rd_func *f = rd_trace_func(t, id);
       size_t i = agg_find(&s->api, rd_func_name(t, id), f ? f->domain : 0);
       rd_map_put(&o->fnmap, id, (void *)(uintptr_t)(i + 1));
+      o->last_gi = 0;
       break;
     }
     case DLH__PACKET__DATA_THREAD:
@@ -251,7 +254,13 @@ static void s_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
   stats *s = o->s;
   if (!s->nthreads || s->threads[s->nthreads - 1].tid != tid || s->threads[s->nthreads - 1].pid != t->pid)
     add_thread(s, t->pid, tid);
-  size_t gi = api_index(s, &o->fnmap, t, ev->fn); /* may move s->api.v */
+  size_t gi; /* api_index may move s->api.v */
+  if (o->last_gi && o->last_fn == ev->fn) gi = o->last_gi - 1;
+  else {
+    gi = api_index(s, &o->fnmap, t, ev->fn);
+    o->last_fn = ev->fn;
+    o->last_gi = gi + 1;
+  }
   uint64_t calls = dlh_api_calls(ev);
   account(&s->api.v[gi], ev->dur_ns, ev->ret != 0, calls);
   rd_libstats_api(s->lib, t, tid, ev);
@@ -315,7 +324,7 @@ rd_stats_run *rd_stats_run_new(size_t nfiles, int json) {
 
 rd_sink *rd_stats_run_begin(rd_stats_run *x, size_t i, const char *path) {
   x->s.traces++;
-  x->o = (one){&x->s, path, {0}, {0}, NULL, 0};
+  x->o = (one){&x->s, path, {0}, {0}, 0, 0, NULL, 0};
   x->own = (rd_sink){&x->o, s_packet, s_api, s_gpu, 0};
   x->tee = (rd_tee){{&x->own}, 1};
   if (x->steps) { x->st = rd_steps_sink(x->steps); x->tee.s[x->tee.n++] = &x->st; }

@@ -90,15 +90,23 @@ typedef struct kctx {
   rd_u64map streams;         /* (device, stream) already named */
   uint64_t ev_idx;           /* "Ev Idx": the index of a CPU event among them, as Kineto counts */
   uint64_t meta_ts;          /* ts of metadata events (the trace's start) */
+  struct {                   /* the last function written (calls come in runs) */
+    uint32_t fn;
+    uint64_t gen;            /* rd_trace.fn_gen when it was looked up; UINT64_MAX: none */
+    const rd_func *f;
+    const char *name, *shown;
+    long cbid;
+    char unnamed[24];
+  } c;
 } kctx;
 
 /* Fast writers for the per-event hot path (no format parsing, no per-call locking). */
-static void w_s(FILE *f, const char *s) { fputs_unlocked(s, f); }
+static inline void w_s(FILE *f, const char *s) { rd_put(f, s, strlen(s)); }
 
-static void w_u(FILE *f, uint64_t v) {
+static inline void w_u(FILE *f, uint64_t v) {
   char b[24], *p = b + sizeof b;
   do { *--p = (char)('0' + v % 10); v /= 10; } while (v);
-  fwrite_unlocked(p, 1, (size_t)(b + sizeof b - p), f);
+  rd_put(f, p, (size_t)(b + sizeof b - p));
 }
 
 static void w_i(FILE *f, int64_t v) {
@@ -449,9 +457,20 @@ static void w_calls(kctx *k, const dlh_api_event *ev) {
 static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
   kctx *k = ctx;
   FILE *f = k->f;
-  const rd_func *fn = rd_trace_func(t, ev->fn);
+  if (k->c.fn != ev->fn || k->c.gen != t->fn_gen) {
+    k->c.fn = ev->fn;
+    k->c.gen = t->fn_gen;
+    k->c.f = rd_trace_func(t, ev->fn);
+    if (k->c.f && k->c.f->name[0]) k->c.name = k->c.f->name;
+    else snprintf(k->c.unnamed, sizeof k->c.unnamed, "fn#%u", ev->fn), k->c.name = k->c.unnamed;
+    int d = k->c.f ? k->c.f->domain : 0;
+    int rt = d == DLH__DOMAIN__DOMAIN_CUDART || d == DLH__DOMAIN__DOMAIN_DRIVER;
+    k->c.shown = rt ? known_launch_name(k->c.name) : NULL;
+    k->c.cbid = rt ? ex_cupti_cbid(t, ev->fn) : -1;
+  }
+  const rd_func *fn = k->c.f;
   int dom = fn ? fn->domain : 0;
-  const char *fname = rd_func_name(t, ev->fn);
+  const char *fname = k->c.name;
   uint32_t ext = ++k->next_ext;
   if (dom == DLH__DOMAIN__DOMAIN_NVTX) {
     uint64_t msg;
@@ -494,14 +513,14 @@ static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
     l = NULL; /* a second call with the same id (nested): the outer one owns the work */
   }
   int runtime = dom == DLH__DOMAIN__DOMAIN_CUDART || dom == DLH__DOMAIN__DOMAIN_DRIVER;
-  const char *shown = runtime ? known_launch_name(fname) : NULL;
+  const char *shown = runtime ? k->c.shown : NULL;
   w_head(k, category(dom), tid, ev->start_ns, dlh_api_span(ev));
   if (shown) { putc_unlocked('"', f); w_s(f, shown); putc_unlocked('"', f); }
   else w_name(k, ev->fn & 0x7fffffff, fname);
   w_s(f, ",\"args\":{\"External id\":");
   w_u(f, ext);
   if (runtime) {
-    long cb = ex_cupti_cbid(t, ev->fn);
+    long cb = k->c.cbid;
     if (cb >= 0) { w_s(f, ",\"cbid\":"); w_u(f, (uint64_t)cb); }
     if (ev->corr) { w_s(f, ",\"correlation\":"); w_u(f, ev->corr); }
   }
@@ -762,6 +781,7 @@ static int kineto_one(void *ctx, ex_input *in, size_t index, size_t n) {
   const rd_opts *o = ctx;
   const char *path = in->path;
   kctx k = {0};
+  k.c.gen = UINT64_MAX;
   ex_links L = in->L;
   k.o = o;
   k.L = &in->L;

@@ -47,6 +47,10 @@ typedef struct row {
 typedef struct corr_ns { uint64_t corr, ns; } corr_ns;
 
 struct rd_libstats {
+  const rd_trace *c_t;  /* the last function looked up (rd_libstats_api) */
+  uint32_t c_fn;
+  uint64_t c_gen;
+  const rd_func *c_f;
   op *ops;
   size_t nops, capops;
   corr_ns *k;
@@ -140,7 +144,16 @@ static op *new_op(rd_libstats *s) {
 }
 
 void rd_libstats_api(rd_libstats *s, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
-  const rd_func *f = rd_trace_func(t, ev->fn);
+  const rd_func *f;
+  if (s->c_t == t && s->c_fn == ev->fn && s->c_gen == t->fn_gen) { /* calls come in runs */
+    f = s->c_f;
+  } else {
+    f = rd_trace_func(t, ev->fn);
+    s->c_t = t;
+    s->c_fn = ev->fn;
+    s->c_gen = t->fn_gen;
+    s->c_f = f;
+  }
   if (!f || !f->name) return;
   const char *n = f->name;
   int dom = f->domain;
@@ -267,6 +280,7 @@ static void add_row(rd_libstats *s, const op *o, uint64_t ns, int gpu) {
 }
 
 void rd_libstats_trace_end(rd_libstats *s) {
+  s->c_t = NULL; /* the next trace may sit at the same address */
   _Static_assert(sizeof(corr_ns) == sizeof(rd_pair), "corr_ns is an rd_pair keyed by corr");
   rd_sort_pairs((rd_pair *)s->k, s->nk);
   /* bytes of each group, for sharing its time */

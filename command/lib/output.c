@@ -135,7 +135,7 @@ FILE *rd_create(const char *path, int gz) {
       cookie_io_functions_t io = {NULL, gz_write, NULL, gz_close};
       f = fopencookie(z, "w", io);
       if (!f) gzclose(z);
-      else setvbuf(f, NULL, _IOFBF, 1 << 16);
+      else setvbuf(f, NULL, _IOFBF, 1 << 20); /* larger than gzip's: it compresses in place */
     } else {
       close(fd);
     }

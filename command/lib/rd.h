@@ -71,6 +71,7 @@ typedef struct rd_trace {
   const char *path;
   dlh_reader *r;
   rd_map funcs;     /* FunctionDesc.id -> rd_func* */
+  uint64_t fn_gen;  /* counts function definitions: a cached rd_func* is valid while it stays */
   rd_map strings;   /* StringDef.id -> char* */
   int pass;         /* 1: the first read (definitions), 2: the second (rd_trace_rewind) */
   int opens, done;  /* times the file was opened; the second pass could not open it */

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "rd.h"
 
@@ -139,6 +140,20 @@ const char *rd_gpu_name(const rd_trace *t, const rd_gpu *g, char *buf, size_t n)
 /* Display name of a stack frame: its function, else (Python) its file, else "[module]" or
  * "0xPC" written into buf. */
 const char *rd_frame_name(const rd_frame *fr, char *buf, size_t n);
+
+/* Appends n bytes to f: straight into the stream's buffer when they fit (what glibc's
+ * putc_unlocked does for one byte), else fwrite. For exporters that write millions of short
+ * pieces: each fputs or fwrite call costs more than the bytes it copies. */
+static inline void rd_put(FILE *f, const char *s, size_t n) {
+#ifdef __GLIBC__
+  if ((size_t)(f->_IO_write_end - f->_IO_write_ptr) >= n) {
+    memcpy(f->_IO_write_ptr, s, n);
+    f->_IO_write_ptr += n;
+    return;
+  }
+#endif
+  fwrite_unlocked(s, 1, n, f);
+}
 
 /* Writes a varint (protobuf base-128) to f. */
 void rd_put_varint(FILE *f, uint64_t v);

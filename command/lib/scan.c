@@ -208,7 +208,10 @@ static void tee_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
 }
 
 /* The tee takes every event and applies the window for each consumer. */
-rd_sink rd_tee_sink(rd_tee *x) { return (rd_sink){x, tee_packet, tee_api, tee_gpu, 1}; }
+rd_sink rd_tee_sink(rd_tee *x) {
+  if (x->n == 1 && x->s[0]) return *x->s[0]; /* one consumer: no tee in the way */
+  return (rd_sink){x, tee_packet, tee_api, tee_gpu, 1};
+}
 
 /* ---------------------------------------------------------------- u64 -> u32 hash map */
 

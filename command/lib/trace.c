@@ -86,6 +86,7 @@ static void define(rd_trace *t, const Dlh__Packet *p) {
         f->argtype[i] = a && a->has_type ? a->type : 1;
       }
       func_free(rd_map_put(&t->funcs, d->id, f));
+      t->fn_gen++;
       break;
     }
     case DLH__PACKET__DATA_STRING:
