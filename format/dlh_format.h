@@ -127,7 +127,7 @@ int dlh_writer_thread_end(dlh_writer *w, uint32_t tid);
 
 /* One GPU activity record (GpuBatch in format/dlhook.proto says what vals hold per kind). */
 typedef struct dlh_gpu_event {
-  uint32_t kind;      /* 1 kernel, 2 memcpy, 3 memset, 4 sync, 5 event, 6 overhead, 7 ext corr */
+  uint32_t kind;      /* DLH__GPU_RECORD_KIND__KERNEL, __MEMCPY, ... (GpuRecordKind) */
   uint64_t start_ns, dur_ns;
   uint64_t corr;
   uint32_t device, context, stream;

@@ -19,8 +19,8 @@
  * thread and the signal handler never lose each other's updates; 0 means "open".
  *
  * Each transition is queued (lock-free, async-signal-safe) with its tick; the writer thread
- * writes it as a ClockAnchor of kind 3 (window opens) or 4 (window closes). GPU records are
- * kept only when the call that caused them (its correlation id) was recorded. */
+ * writes it as a ClockAnchor of kind CAPTURE_OPEN or CAPTURE_CLOSE (ClockAnchorKind). GPU
+ * records are kept only when the call that caused them (its correlation id) was recorded. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -82,7 +82,8 @@ void dlh_capture_emit(struct dlh_writer *writer) {
     /* realtime of the same moment: now minus how long ago it was */
     uint64_t mono = dlh_mono_ns(), real = dlh_real_ns();
     c.realtime_ns = real - (mono > c.trace_ns ? mono - c.trace_ns : 0);
-    c.kind = marks[marks_written].open ? 3 : 4;
+    c.kind = marks[marks_written].open ? DLH__CLOCK_ANCHOR_KIND__CAPTURE_OPEN
+                                         : DLH__CLOCK_ANCHOR_KIND__CAPTURE_CLOSE;
     p.data_case = DLH__PACKET__DATA_ANCHOR;
     p.anchor = &c;
     dlh_writer_packet(writer, &p);

@@ -367,7 +367,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const CUpti_ActivityKernel10 *k = (const void *)r;
-      e.kind = 1;
+      e.kind = DLH__GPU_RECORD_KIND__KERNEL;
       span(&e, k->start, k->end);
       e.corr = k->correlationId;
       e.device = k->deviceId;
@@ -385,7 +385,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const CUpti_ActivityMemcpy6 *m = (const void *)r;
-      e.kind = 2;
+      e.kind = DLH__GPU_RECORD_KIND__MEMCPY;
       span(&e, m->start, m->end);
       e.corr = m->correlationId;
       e.device = m->deviceId;
@@ -399,7 +399,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const CUpti_ActivityMemset4 *m = (const void *)r;
-      e.kind = 3;
+      e.kind = DLH__GPU_RECORD_KIND__MEMSET;
       span(&e, m->start, m->end);
       e.corr = m->correlationId;
       e.device = m->deviceId;
@@ -413,7 +413,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
       const CUpti_ActivitySynchronization2 *s = (const void *)r;
-      e.kind = 4;
+      e.kind = DLH__GPU_RECORD_KIND__SYNC;
       span(&e, s->start, s->end);
       e.corr = s->correlationId;
       e.context = s->contextId;
@@ -424,7 +424,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     }
     case CUPTI_ACTIVITY_KIND_CUDA_EVENT: {
       const CUpti_ActivityCudaEvent2 *c = (const void *)r;
-      e.kind = 5;
+      e.kind = DLH__GPU_RECORD_KIND__EVENT;
       e.start_ns = c->deviceTimestamp;
       e.corr = c->correlationId;
       e.device = c->deviceId;
@@ -436,7 +436,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     }
     case CUPTI_ACTIVITY_KIND_OVERHEAD: {
       const CUpti_ActivityOverhead3 *o = (const void *)r;
-      e.kind = 6;
+      e.kind = DLH__GPU_RECORD_KIND__OVERHEAD;
       span(&e, o->start, o->end);
       v[0] = o->overheadKind; v[1] = o->objectKind;
       e.nvals = 2;
@@ -444,7 +444,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
       const CUpti_ActivityExternalCorrelation *x = (const void *)r;
-      e.kind = 7;
+      e.kind = DLH__GPU_RECORD_KIND__EXTERNAL_CORRELATION;
       e.corr = x->correlationId;
       v[0] = x->externalKind; v[1] = x->externalId;
       e.nvals = 2;
@@ -456,7 +456,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     default:
       return 0;
   }
-  if (e.kind != 7) e.corr = outer_corr(e.corr);
+  if (e.kind != DLH__GPU_RECORD_KIND__EXTERNAL_CORRELATION) e.corr = outer_corr(e.corr);
   /* capture ranges: only the GPU work of recorded calls */
   if (dlh_capture_filtering && !dlh_capture_corr_kept(e.corr) &&
       !dlh_capture_corr_kept(outer_corr(e.corr)))

@@ -64,6 +64,21 @@ uint32_t dlh_intern(struct dlh_writer *w, const char *s) {
 #define FN_BITS (16u << 16)       /* fn ids: 4 bits of domain, 16 of index */
 static uint8_t *fn_seen;          /* bitmap over fn ids: FunctionDesc written */
 
+/* A function id carries its domain as dlh_hook.h numbers it, and FunctionDesc.domain is written
+ * as that number: the two lists must agree. */
+#define DLH_SAME_DOMAIN(x)                                                                     \
+  _Static_assert((int)DLH_DOMAIN_##x == (int)DLH__DOMAIN__DOMAIN_##x,                          \
+                 "DLH_DOMAIN_" #x " (dlh_hook.h) differs from dlh.Domain (dlhook.proto)")
+DLH_SAME_DOMAIN(CUDART);
+DLH_SAME_DOMAIN(DRIVER);
+DLH_SAME_DOMAIN(CUBLAS);
+DLH_SAME_DOMAIN(CUBLASLT);
+DLH_SAME_DOMAIN(CUDNN);
+DLH_SAME_DOMAIN(NCCL);
+DLH_SAME_DOMAIN(NVTX);
+DLH_SAME_DOMAIN(DLHOOK);
+#undef DLH_SAME_DOMAIN
+
 static void write_function(dlh_writer *w, uint32_t id) {
   int domain = (int)(id >> 16);
   const dlh_fn_desc *d = dlh_fn_lookup(id, NULL);

@@ -220,7 +220,7 @@ void dlh_capture_init(void);            /* constructor, after dlh_config_load */
  * when this pop/end closes a matching range: call dlh_capture_nvtx_close() after storing it. */
 int dlh_capture_nvtx(int op, uint64_t aux, const char *msg);
 void dlh_capture_nvtx_close(void);
-void dlh_capture_emit(struct dlh_writer *writer);    /* writer: window marks as ClockAnchor kinds 3 and 4 */
+void dlh_capture_emit(struct dlh_writer *writer);    /* writer: window marks as ClockAnchors (CAPTURE_OPEN, CAPTURE_CLOSE) */
 void dlh_capture_keep_corr(uint64_t corr); /* writer: a recorded call's correlation id */
 void dlh_capture_request(int req);      /* `dlhook ctl`: 1 open, 2 close, 0 toggle (signal-safe) */
 

@@ -51,7 +51,7 @@ static void put(Dlh__Packet *p) {
   if (dlh_writer_packet(W, p) != 0) { /* allocation failure: packet lost */ }
 }
 
-static void write_anchor(dlh_anchor a, uint32_t kind) {
+static void write_anchor(dlh_anchor a, Dlh__ClockAnchorKind kind) {
   Dlh__Packet p = DLH__PACKET__INIT;
   Dlh__ClockAnchor c = DLH__CLOCK_ANCHOR__INIT;
   c.has_trace_ns = c.has_realtime_ns = c.has_ticks = c.has_kind = 1;
@@ -562,7 +562,7 @@ static void finish(void) {
    * (the rest stays module+offset, for `dlhook symbolize`). */
   size_t left = dlh_stacks_symbolize(W, deadline);
   dlh_stacks_symbolize_stop();
-  write_anchor(a, 2);
+  write_anchor(a, DLH__CLOCK_ANCHOR_KIND__END);
   write_counters(1);
   flush_frame();
   if (!write_failed && !dlh_cfg.quiet) {
@@ -597,7 +597,7 @@ static int write_start(void) {
   frame_start_bytes = dlh_writer_bytes(W);
   frame_events = 0;
   write_process_info(first.ns);
-  write_anchor(first, 0);
+  write_anchor(first, DLH__CLOCK_ANCHOR_KIND__START);
   flush_frame();
   return write_failed ? -1 : 0;
 }
@@ -635,7 +635,7 @@ static void *writer_main(void *arg) {
         now - last_flush >= (uint64_t)dlh_cfg.flush_ms * 1000000ull) {
       dlh_cupti_flush(0);
       drain_all();
-      write_anchor(dlh_clock_last(), 1);
+      write_anchor(dlh_clock_last(), DLH__CLOCK_ANCHOR_KIND__PERIODIC);
       write_counters(0);
       flush_frame();
       last_flush = now;

@@ -100,8 +100,8 @@ static void call(uint32_t fn, uint32_t st, uint32_t kname, uint32_t device) {
   corr++;
   dlh_api_event ev = {.start_ns = clk, .dur_ns = 1000, .fn = fn, .corr = corr, .stack = st};
   if (dlh_writer_api(w, 100, &ev) < 0) die("event failed");
-  dlh_gpu_event g = {.kind = 1, .start_ns = clk + 500, .dur_ns = 2000, .corr = corr,
-                     .device = device, .stream = 7, .name = kname};
+  dlh_gpu_event g = {.kind = DLH__GPU_RECORD_KIND__KERNEL, .start_ns = clk + 500, .dur_ns = 2000,
+                     .corr = corr, .device = device, .stream = 7, .name = kname};
   if (dlh_writer_gpu(w, &g) < 0) die("gpu event failed");
   clk += 5000;
 }

@@ -217,7 +217,7 @@ int main(int argc, char **argv) {
   uint64_t dur[NG], corr[NG], vals[NG];
   size_t nv = 0;
   for (int i = 0; i < NG; i++) {
-    kind[i] = i < 120 ? 1 : 2;
+    kind[i] = i < 120 ? DLH__GPU_RECORD_KIND__KERNEL : DLH__GPU_RECORD_KIND__MEMCPY;
     sdelta[i] = i ? 600 : 0;
     dur[i] = i < 100 ? 500 : i < 120 ? 1000 : 300;
     corr[i] = i < 100 ? (uint64_t)i + 1 : 0;

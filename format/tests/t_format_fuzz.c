@@ -17,7 +17,9 @@ static void make_trace(const char *path) {
     fd_.has_id = 1; fd_.id = (uint32_t)f; fd_.name = "cudaFoo"; fd_.n_args = 1; fd_.args = &ap;
     p.data_case = DLH__PACKET__DATA_FUNCTION; p.function = &fd_;
     REQUIRE(dlh_writer_packet(w, &p) == 0);
-    uint32_t kind[3] = {1, 2, 3}, nv[3] = {1, 0, 2};
+    uint32_t kind[3] = {DLH__GPU_RECORD_KIND__KERNEL, DLH__GPU_RECORD_KIND__MEMCPY,
+                       DLH__GPU_RECORD_KIND__MEMSET};
+    uint32_t nv[3] = {1, 0, 2};
     int64_t sd[3] = {0, 5, 5};
     uint64_t dur[3] = {1, 2, 3}, vals[3] = {7, 8, 9};
     Dlh__GpuBatch g = DLH__GPU_BATCH__INIT;

@@ -47,14 +47,16 @@ static void put_all_kinds(dlh_writer *w) {
 
   Dlh__ClockAnchor ca = DLH__CLOCK_ANCHOR__INIT;
   ca.has_trace_ns = 1; ca.trace_ns = 5; ca.has_realtime_ns = 1; ca.realtime_ns = UINT64_MAX;
-  ca.has_ticks = 1; ca.ticks = 77; ca.has_kind = 1; ca.kind = 1;
+  ca.has_ticks = 1; ca.ticks = 77; ca.has_kind = 1;
+  ca.kind = DLH__CLOCK_ANCHOR_KIND__PERIODIC;
   p.data_case = DLH__PACKET__DATA_ANCHOR; p.anchor = &ca; put(w, &p);
 
   Dlh__StringDef sd = DLH__STRING_DEF__INIT;
   sd.has_id = 1; sd.id = 9; sd.value = "_Z6kernelPfi";
   p.data_case = DLH__PACKET__DATA_STRING; p.string = &sd; put(w, &p);
 
-  uint32_t kind[] = {1, 2}, stream[] = {7, 7}, name[] = {9, 0}, nvals[] = {1, 0}, ctx[] = {1, 1};
+  uint32_t kind[] = {DLH__GPU_RECORD_KIND__KERNEL, DLH__GPU_RECORD_KIND__MEMCPY};
+  uint32_t stream[] = {7, 7}, name[] = {9, 0}, nvals[] = {1, 0}, ctx[] = {1, 1};
   int64_t sdel[] = {100, -5};
   uint64_t dur[] = {10, 20}, corr[] = {3, 4}, vals[] = {256};
   Dlh__GpuBatch gb = DLH__GPU_BATCH__INIT;
