@@ -69,7 +69,7 @@ static void set_closed(unsigned bits, int closed) {
   if ((old == 0) != (now == 0)) mark(now == 0);
 }
 
-void dlh_capture_emit(struct dlh_writer *writer) {
+void dlh_capture_emit(struct dlh_encoder *enc) {
   uint32_t n = atomic_load(&nmarks);
   if (n > NMARKS) n = NMARKS;
   while (marks_written < n &&
@@ -86,7 +86,7 @@ void dlh_capture_emit(struct dlh_writer *writer) {
                                          : DLH__CLOCK_ANCHOR_KIND__CAPTURE_CLOSE;
     p.data_case = DLH__PACKET__DATA_ANCHOR;
     p.anchor = &c;
-    dlh_writer_packet(writer, &p);
+    dlh_enc_packet(enc, &p);
     marks_written++;
   }
 }

@@ -337,7 +337,7 @@ static uint64_t outer_corr(uint64_t corr) {
 }
 
 
-static void device_info(dlh_writer *w, const CUpti_ActivityDevice5 *d) {
+static void device_info(dlh_encoder *w, const CUpti_ActivityDevice5 *d) {
   Dlh__Packet p = DLH__PACKET__INIT;
   Dlh__DeviceInfo di = DLH__DEVICE_INFO__INIT;
   di.has_id = di.has_total_mem = di.has_sm_count = di.has_cc_major = di.has_cc_minor = 1;
@@ -349,7 +349,7 @@ static void device_info(dlh_writer *w, const CUpti_ActivityDevice5 *d) {
   di.cc_minor = d->computeCapabilityMinor;
   p.data_case = DLH__PACKET__DATA_DEVICE;
   p.device = &di;
-  dlh_writer_packet(w, &p);
+  dlh_enc_packet(w, &p);
 }
 
 /* start and duration of a record (a record whose end precedes its start lasts 0) */
@@ -358,7 +358,7 @@ static void span(dlh_gpu_event *e, uint64_t start, uint64_t end) {
   e->dur_ns = end > start ? end - start : 0;
 }
 
-static int convert(dlh_writer *w, const CUpti_Activity *r) {
+static int convert(dlh_encoder *w, const CUpti_Activity *r) {
   dlh_gpu_event e;
   uint64_t v[10];
   memset(&e, 0, sizeof e);
@@ -461,11 +461,11 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
   if (dlh_capture_filtering && !dlh_capture_corr_kept(e.corr) &&
       !dlh_capture_corr_kept(outer_corr(e.corr)))
     return 0;
-  dlh_writer_gpu(w, &e);
+  dlh_enc_gpu(w, &e);
   return 1;
 }
 
-int dlh_cupti_drain(struct dlh_writer *writer) {
+int dlh_cupti_drain(struct dlh_encoder *enc) {
   done_buf *d = atomic_exchange(&done_list, NULL);
   if (!d) return 0;
   done_buf *rev = NULL; /* oldest first */
@@ -478,7 +478,7 @@ int dlh_cupti_drain(struct dlh_writer *writer) {
   int n = 0;
   for (d = rev; d;) {
     CUpti_Activity *r = NULL;
-    while (cu.ActivityGetNextRecord(d->buf, d->valid, &r) == CUPTI_SUCCESS) n += convert(writer, r);
+    while (cu.ActivityGetNextRecord(d->buf, d->valid, &r) == CUPTI_SUCCESS) n += convert(enc, r);
     done_buf *next = d->next;
     free_buf(d->buf);
     free(d);

@@ -164,9 +164,9 @@ void dlh_ring_after_fork_child(void);
 extern volatile unsigned dlh_trace_gen;  /* ring.c: bumped when a new trace starts (attach) */
 
 /* ---- what a trace defines once (defs.c; writer thread) ---- */
-struct dlh_writer;
-uint32_t dlh_intern(struct dlh_writer *w, const char *s); /* StringDef id of s (0 = none) */
-void dlh_def_fn(struct dlh_writer *w, uint32_t fn);       /* FunctionDesc before first use */
+struct dlh_encoder;
+uint32_t dlh_intern(struct dlh_encoder *w, const char *s); /* StringDef id of s (0 = none) */
+void dlh_def_fn(struct dlh_encoder *w, uint32_t fn);         /* FunctionDesc before first use */
 int dlh_defs_start(void);                /* a trace starts: 0, or -1 (no memory) */
 uint64_t dlh_defs_mem(void);             /* bytes held (the writer's part of the budget) */
 void dlh_defs_new_trace(void);           /* dlhook attach, again: everything defined anew */
@@ -191,7 +191,7 @@ enum { DLH_NVTX_PUSH = 1, DLH_NVTX_POP, DLH_NVTX_MARK, DLH_NVTX_START, DLH_NVTX_
 #define DLH_NVTX_MAX_DEPTH 64
 void dlh_nvtx_setup_injection(void);
 enum { DLH_NVTX_FN_RANGE = 0, DLH_NVTX_FN_MARK = 1, DLH_NVTX_FN_STARTEND = 2 }; /* fns.c */
-void dlh_nvtx_convert(struct dlh_writer *writer, struct dlh_thread *t, const uint64_t *w, uint64_t nwords);
+void dlh_nvtx_convert(struct dlh_encoder *enc, struct dlh_thread *t, const uint64_t *w, uint64_t nwords);
 
 /* ---- CUPTI (cupti.c) ---- */
 void dlh_corr_map(uint64_t corr, uint64_t outer);  /* writer: GPU work of corr -> outer call */
@@ -199,7 +199,8 @@ void dlh_cupti_setup_injection(void);   /* constructor: point CUDA_INJECTION64_P
 void dlh_cupti_lazy_init(void);         /* first intercepted call when another tool injects */
 void dlh_cupti_start(void);             /* InitializeInjection (runtime.c): set CUPTI up */
 void dlh_cupti_flush(int forced);       /* ask CUPTI to deliver its activity buffers */
-int dlh_cupti_drain(struct dlh_writer *writer);      /* writer thread: convert delivered buffers; returns records */
+/* writer thread: converts the delivered buffers into enc; returns the records converted */
+int dlh_cupti_drain(struct dlh_encoder *enc);
 uint64_t dlh_cupti_dropped(void);       /* activity records CUPTI dropped */
 void dlh_cupti_after_fork_child(void);
 
@@ -220,7 +221,8 @@ void dlh_capture_init(void);            /* constructor, after dlh_config_load */
  * when this pop/end closes a matching range: call dlh_capture_nvtx_close() after storing it. */
 int dlh_capture_nvtx(int op, uint64_t aux, const char *msg);
 void dlh_capture_nvtx_close(void);
-void dlh_capture_emit(struct dlh_writer *writer);    /* writer: window marks as ClockAnchors (CAPTURE_OPEN, CAPTURE_CLOSE) */
+/* writer thread: the window marks into enc, as ClockAnchors (CAPTURE_OPEN, CAPTURE_CLOSE) */
+void dlh_capture_emit(struct dlh_encoder *enc);
 void dlh_capture_keep_corr(uint64_t corr); /* writer: a recorded call's correlation id */
 void dlh_capture_request(int req);      /* `dlhook ctl`: 1 open, 2 close, 0 toggle (signal-safe) */
 

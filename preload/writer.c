@@ -29,7 +29,7 @@
 
 /* ---------------------------------------------------------------- writer state */
 
-static dlh_writer *W;
+static dlh_encoder *W;
 static dlh_anchor first;             /* the trace's first anchor (its start) */
 static int attached;                 /* the trace is one of dlhook attach (ProcessInfo) */
 static char **not_hooked;            /* ... and what it could not hook */
@@ -48,7 +48,7 @@ static uint64_t calls, folded;       /* calls recorded (folded repeats included)
 static int write_failed;
 
 static void put(Dlh__Packet *p) {
-  if (dlh_writer_packet(W, p) != 0) { /* allocation failure: packet lost */ }
+  if (dlh_enc_packet(W, p) != 0) { /* allocation failure: packet lost */ }
 }
 
 static void write_anchor(dlh_anchor a, Dlh__ClockAnchorKind kind) {
@@ -127,7 +127,7 @@ static void write_thread(struct dlh_thread *t) {
 /* The parts of the memory budget that the writer thread measures: its own buffers, the stack
  * tables and the symbol indexes. */
 static void measure_memory(void) {
-  dlh_mem_set(DLH_MEM_WRITER, dlh_writer_mem(W) + dlh_defs_mem());
+  dlh_mem_set(DLH_MEM_WRITER, dlh_enc_mem(W) + dlh_defs_mem());
   dlh_mem_set(DLH_MEM_STACKS, dlh_stacks_table_bytes());
   dlh_mem_set(DLH_MEM_SYMBOLS, dlh_stacks_index_bytes());
 }
@@ -236,7 +236,7 @@ static void take_last(struct dlh_thread *t, const uint64_t *w) {
 }
 
 /* An API record the fast path of drain() did not take (a tick outside the segment, a link, the
- * batch's first event or a column to grow): as an event, through dlh_writer_api. */
+ * batch's first event or a column to grow): as an event, through dlh_enc_api. */
 static __attribute__((noinline)) void api_slow(struct dlh_thread *t, const uint64_t *w,
                                                uint64_t corr, uint32_t stack) {
   uint64_t h = w[0];
@@ -253,7 +253,7 @@ static __attribute__((noinline)) void api_slow(struct dlh_thread *t, const uint6
   ev.nargs = dlh_rec_nargs(h);
   if (ev.nargs > DLH_MAX_ARGS) ev.nargs = DLH_MAX_ARGS;
   ev.args = w + DLH_REC_HDR_WORDS + c;
-  dlh_writer_api(W, t->tid, &ev);
+  dlh_enc_api(W, t->tid, &ev);
 }
 
 /* The API record at *tail (no correlation id, its ticks in the segment, its function noted and
@@ -312,7 +312,7 @@ static __attribute__((noinline)) uint64_t drain_run(dlh_tbatch *b, const uint64_
  * ticks fall in the tick segment of the last conversion (nearly all: see seg) is converted here,
  * with no event struct: a run of records like it by drain_run, else one by dlh_tbatch_put; the
  * rest (the batch's first event, a column to grow or start, a tick outside the segment) goes
- * through api_slow and dlh_writer_api. The last API record's fields, which a FOLD record
+ * through api_slow and dlh_enc_api. The last API record's fields, which a FOLD record
  * repeats, are taken once: before a FOLD record and at the end of the pass (the record stays in
  * the ring until the tail moves). */
 static uint64_t drain(struct dlh_thread *t) {
@@ -322,7 +322,7 @@ static uint64_t drain(struct dlh_thread *t) {
   if (tail == head) goto out;
   uint64_t uncounted = 0; /* events not yet given to frame_count: it runs every 4096 */
   if (!t->announced) write_thread(t);
-  dlh_tbatch *b = dlh_writer_tbatch(W, t->tid); /* NULL (no memory): every record slow */
+  dlh_tbatch *b = dlh_enc_tbatch(W, t->tid); /* NULL (no memory): every record slow */
   uint64_t s_lo, s_span, s_ns, s_mult;
   tick_seg(&s_lo, &s_span, &s_ns, &s_mult);
   const uint64_t *last = NULL; /* the last API record of this pass */
@@ -363,7 +363,7 @@ static uint64_t drain(struct dlh_thread *t) {
         if (dlh_tbatch_put(b, s_ns + tick_seg_scale(x, s_mult), tick_seg_scale(d, s_mult), fn,
                            dlh_rec_ret(w3), 0, stack, depth, na, w + DLH_REC_HDR_WORDS) != 0) {
           api_slow(t, w, 0, stack);
-          b = dlh_writer_tbatch(W, t->tid);
+          b = dlh_enc_tbatch(W, t->tid);
           tick_seg(&s_lo, &s_span, &s_ns, &s_mult);
         }
         goto taken;
@@ -382,7 +382,7 @@ static uint64_t drain(struct dlh_thread *t) {
                                       tick_seg_scale(d, s_mult), fn, dlh_rec_ret(w3), corr,
                                       stack, depth, na, w + DLH_REC_HDR_WORDS + c) != 0)) {
         api_slow(t, w, corr, stack);
-        b = dlh_writer_tbatch(W, t->tid);
+        b = dlh_enc_tbatch(W, t->tid);
         tick_seg(&s_lo, &s_span, &s_ns, &s_mult); /* a conversion may have moved it */
       }
     taken:
@@ -410,7 +410,7 @@ static uint64_t drain(struct dlh_thread *t) {
       fold_event(t, w, &ev);
       calls += ev.count;
       folded += ev.count;
-      dlh_writer_api(W, t->tid, &ev);
+      dlh_enc_api(W, t->tid, &ev);
       tick_seg(&s_lo, &s_span, &s_ns, &s_mult);
       n++;
       if (DLH_UNLIKELY(++uncounted == 4096)) { frame_count(uncounted); uncounted = 0; }
@@ -435,7 +435,7 @@ static uint64_t drain_all(void) {
     if (st != DLH_T_ACTIVE && st != DLH_T_EXITED) continue; /* retired, or being reused */
     n += drain(t);
     if (st == DLH_T_EXITED && atomic_load(&t->head) == atomic_load(&t->tail)) {
-      dlh_writer_thread_end(W, t->tid); /* its batch out, its columns freed */
+      dlh_enc_thread_end(W, t->tid); /* its batch out, its columns freed */
       dlh_ring_release(t);
     }
   }
@@ -490,7 +490,7 @@ static int check_fd(void) {
     int up = fd_up(fd); /* a number that is not our file is never closed (it is the program's) */
     if (up >= 0 && lseek(up, 0, SEEK_END) >= 0) {
       out_fd = up;
-      if (W) dlh_writer_set_fd(W, out_fd);
+      if (W) dlh_enc_set_fd(W, out_fd);
       return 0;
     }
     sleep_ms(1);
@@ -514,8 +514,8 @@ static uint64_t frame_events, frame_limit = 4096, frame_start_bytes;
 static void flush_frame(void) {
   if (write_failed) return;
   if (check_fd() != 0) return;
-  int rc = dlh_writer_flush(W);
-  if (rc != 0 && errno == EBADF && check_fd() == 0) rc = dlh_writer_flush(W); /* closed under us */
+  int rc = dlh_enc_flush(W);
+  if (rc != 0 && errno == EBADF && check_fd() == 0) rc = dlh_enc_flush(W); /* closed under us */
   if (rc != 0) {
     write_failed = 1;
     dlh_warn("cannot write the trace %s (%s); recording stopped, the program goes on",
@@ -523,14 +523,14 @@ static void flush_frame(void) {
     dlh_recording = 0;
     return;
   }
-  uint64_t bytes = dlh_writer_bytes(W) - frame_start_bytes;
+  uint64_t bytes = dlh_enc_bytes(W) - frame_start_bytes;
   if (frame_events >= 64 && bytes > 0) {
     uint64_t fit = (uint64_t)FRAME_TARGET * frame_events / bytes;
     frame_limit = (frame_limit + fit) / 2;
     if (frame_limit < 256) frame_limit = 256;
     if (frame_limit > (1u << 20)) frame_limit = 1u << 20;
   }
-  frame_start_bytes = dlh_writer_bytes(W);
+  frame_start_bytes = dlh_enc_bytes(W);
   frame_events = 0;
   /* the writer's buffers only grow, the tables too: measured once a frame, the peaks hold */
   measure_memory();
@@ -547,7 +547,7 @@ static void frame_count(uint64_t n) {
   } else if ((before >> 10) != (frame_events >> 10)) {
     uint64_t cap = dlh_cfg.mem_limit / 16;
     if (cap < (1u << 20)) cap = 1u << 20;
-    if (dlh_writer_pending_bytes(W) > cap) flush_frame();
+    if (dlh_enc_pending_bytes(W) > cap) flush_frame();
   }
 }
 
@@ -588,13 +588,13 @@ static void futex_wait(_Atomic uint32_t *word, uint32_t seen, int ms) {
  * a write that fails (RLIMIT_FSIZE, full disk) never signals or stops the program's thread. */
 static int write_start(void) {
   if (check_fd() != 0) return -1;
-  W = dlh_writer_create(out_fd, dlh_cfg.zstd_level);
+  W = dlh_enc_create(out_fd, dlh_cfg.zstd_level);
   if (!W) {
     dlh_warn("cannot write the trace file %s (%s); the program runs untraced", dlh_cfg.output,
              strerror(errno));
     return -1;
   }
-  frame_start_bytes = dlh_writer_bytes(W);
+  frame_start_bytes = dlh_enc_bytes(W);
   frame_events = 0;
   write_process_info(first.ns);
   write_anchor(first, DLH__CLOCK_ANCHOR_KIND__START);
@@ -807,7 +807,7 @@ void dlh_writer_reset_for_attach(void) {
   attached = 0;
   not_hooked = NULL;
   n_not_hooked = 0;
-  if (W) dlh_writer_free(W);
+  if (W) dlh_enc_free(W);
   W = NULL;
   out_fd = -1;
   frame_events = 0;

@@ -33,10 +33,10 @@
 
 #include "dlh_format.h"
 
-static dlh_writer *w;
+static dlh_encoder *w;
 
 static void pkt(Dlh__Packet *p) {
-  if (dlh_writer_packet(w, p) < 0) { fprintf(stderr, "gentrace: packet failed\n"); exit(1); }
+  if (dlh_enc_packet(w, p) < 0) { fprintf(stderr, "gentrace: packet failed\n"); exit(1); }
 }
 
 static void func(uint32_t id, const char *name, Dlh__Domain dom, int n, const char **names,
@@ -130,7 +130,7 @@ static void call_n(uint32_t tid, uint64_t start, uint32_t fn, uint64_t dur, uint
   dlh_api_event ev = {.start_ns = start, .dur_ns = dur, .fn = fn, .ret = ret, .corr = corr,
                       .stack = stk, .depth = depth, .nargs = n, .args = args,
                       .count = count > 1 ? count : 0, .span_ns = count > 1 ? span : 0};
-  if (dlh_writer_api(w, tid, &ev) < 0) { fprintf(stderr, "gentrace: event failed\n"); exit(1); }
+  if (dlh_enc_api(w, tid, &ev) < 0) { fprintf(stderr, "gentrace: event failed\n"); exit(1); }
   nevents++;
   ncalls += count > 1 ? count : 1;
   nfolded += count > 1 ? count - 1 : 0;
@@ -172,7 +172,7 @@ int main(int argc, char **argv) {
   if (events) steps = (events + 17ul * (unsigned long)threads - 1) / (17ul * (unsigned long)threads);
   int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) { perror(argv[1]); return 1; }
-  w = dlh_writer_create(fd, 1);
+  w = dlh_enc_create(fd, 1);
   if (!w) { perror("gentrace: writer"); return 1; }
 
   uint64_t t0 = 1000000000ull;
@@ -333,7 +333,7 @@ int main(int argc, char **argv) {
     }
     if (s % 256 == 255) {
       gpu_flush();
-      if (dlh_writer_flush(w) < 0) { perror("gentrace: flush"); return 1; }
+      if (dlh_enc_flush(w) < 0) { perror("gentrace: flush"); return 1; }
     }
   }
   gpu_flush();
@@ -347,7 +347,7 @@ int main(int argc, char **argv) {
   }
   p.data_case = DLH__PACKET__DATA_TRAILER; p.trailer = &tr;
   pkt(&p);
-  dlh_writer_free(w);
+  dlh_enc_free(w);
   if (close(fd) < 0) { perror("gentrace: close"); return 1; }
   return 0;
 }
