@@ -103,7 +103,7 @@ static __attribute__((noinline)) double ring_batch(uint32_t fn, long n) {
 static void wait_drained(void) {
   struct dlh_thread *t = dlh_self;
   if (!t) return;
-  for (int i = 0; i < 2000 && atomic_load(&t->tail) != t->head_local; i++) usleep(500);
+  for (int i = 0; i < 2000 && atomic_load(&t->shared.tail) != t->prod.head_local; i++) usleep(500);
 }
 
 /* ---------------------------------------------------------------- encode + read */
@@ -209,7 +209,7 @@ int main(int argc, char **argv) {
     int saved_mode = dlh_stack_mode;
     dlh_stack_mode = 0;
     long batch = 8192, batches = 63;
-    uint64_t drop0 = atomic_load(&dlh_self->dropped);
+    uint64_t drop0 = atomic_load(&dlh_self->shared.dropped);
     for (int r = 0; r < REPS; r++) {
       double b[64];
       int nb = batches < 64 ? (int)batches : 64;
@@ -220,7 +220,7 @@ int main(int argc, char **argv) {
       qsort(b, (size_t)nb, sizeof *b, cmp_d);
       v[r] = b[nb / 2];
     }
-    uint64_t dropped = atomic_load(&dlh_self->dropped) - drop0;
+    uint64_t dropped = atomic_load(&dlh_self->shared.dropped) - drop0;
     char note[96];
     snprintf(note, sizeof note, "%llu dropped", (unsigned long long)dropped);
     row("ring store: begin+end (1 arg)", v, "ns/call", note);
@@ -228,7 +228,7 @@ int main(int argc, char **argv) {
     row("  of which not the 2 timestamps", v, "ns/call", NULL);
     /* flat out, no waiting: how fast the writer drains one thread */
     wait_drained();
-    drop0 = atomic_load(&dlh_self->dropped);
+    drop0 = atomic_load(&dlh_self->shared.dropped);
     long flat = (long)(4e6 * scale);
     for (int r = 0; r < REPS; r++) { /* median of 64 back-to-back batches: no wait between */
       double b[64];
@@ -236,7 +236,7 @@ int main(int argc, char **argv) {
       qsort(b, 64, sizeof *b, cmp_d);
       v[r] = (b[31] + b[32]) / 2;
     }
-    dropped = atomic_load(&dlh_self->dropped) - drop0;
+    dropped = atomic_load(&dlh_self->shared.dropped) - drop0;
     snprintf(note, sizeof note, "%llu of %ld dropped (writer behind)", (unsigned long long)dropped,
              flat / REPS / 64 * 64 * REPS);
     row("ring store: flat out, no pauses", v, "ns/call", note);

@@ -149,14 +149,14 @@ int dlh_capture_nvtx(int op, uint64_t aux, const char *msg) {
   switch (op) {
     case DLH_NVTX_PUSH:
       if (!t) return 0;
-      t->capture_nvtx_depth++;
-      if (!t->capture_match_depth && nvtx_matches(msg) && nvtx_take())
-        t->capture_match_depth = t->capture_nvtx_depth;
+      t->capture.nvtx_depth++;
+      if (!t->capture.match_depth && nvtx_matches(msg) && nvtx_take())
+        t->capture.match_depth = t->capture.nvtx_depth;
       return 0;
     case DLH_NVTX_POP:
-      if (!t || t->capture_nvtx_depth == 0) return 0;
-      if (t->capture_match_depth && t->capture_nvtx_depth-- == t->capture_match_depth) {
-        t->capture_match_depth = 0;
+      if (!t || t->capture.nvtx_depth == 0) return 0;
+      if (t->capture.match_depth && t->capture.nvtx_depth-- == t->capture.match_depth) {
+        t->capture.match_depth = 0;
         return 1;
       }
       return 0;

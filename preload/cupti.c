@@ -251,27 +251,28 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
    * driver API): Start opens the window before the call is recorded, Stop closes it after. */
   int profiler = DLH_UNLIKELY(dlh_capture_mode == DLH_CAPTURE_PROFILER) ? profiler_call(dom, cbid) : 0;
   if (cb->callbackSite == CUPTI_API_ENTER) {
-    if (profiler > 0 && t->cupti_depth == 0) dlh_capture_profiler(1);
-    if (t->cupti_depth++ > 0) return;   /* a driver call inside a runtime call: the outer one counts */
+    if (profiler > 0 && t->cupti.depth == 0) dlh_capture_profiler(1);
+    if (t->cupti.depth++ > 0) return; /* a driver call inside a runtime call: the outer counts */
     if (t->hot.depth > 0) {   /* a wrapper records this call: its GPU work links to the outermost */
-      t->cupti_rec = 0;
+      t->cupti.rec = 0;
       if (polls(dom, cbid)) return;
       if (DLH_UNLIKELY(dlh_capture_filtering)) dlh_capture_keep_corr(cb->correlationId);
       dlh_record_link(t, cb->correlationId);
       return;
     }
-    t->cupti_rec = dlh_call_begin(&t->cupti_call);
-    if (DLH_UNLIKELY(dlh_capture_filtering) && t->cupti_rec) dlh_capture_keep_corr(cb->correlationId);
+    t->cupti.rec = dlh_call_begin(&t->cupti.call);
+    if (DLH_UNLIKELY(dlh_capture_filtering) && t->cupti.rec)
+      dlh_capture_keep_corr(cb->correlationId);
     return;
   }
-  if (t->cupti_depth == 0 || --t->cupti_depth > 0) return;
-  if (t->cupti_rec) {
-    t->cupti_rec = 0;
+  if (t->cupti.depth == 0 || --t->cupti.depth > 0) return;
+  if (t->cupti.rec) {
+    t->cupti.rec = 0;
     uint64_t a[DLH_MAX_ARGS];
     uint32_t na = call_args(dom, cbid, cb->functionParams, a);
     int64_t ret = cb->functionReturnValue ? (int64_t) * (const int *)cb->functionReturnValue : 0;
-    t->pending_corr = polls(dom, cbid) ? 0 : cb->correlationId;
-    dlh_call_end(&t->cupti_call, fn_id(dom, cbid, cb->functionName), ret, na, a);
+    t->prod.pending_corr = polls(dom, cbid) ? 0 : cb->correlationId;
+    dlh_call_end(&t->cupti.call, fn_id(dom, cbid, cb->functionName), ret, na, a);
   }
   if (profiler < 0) dlh_capture_profiler(0);
 }

@@ -197,7 +197,7 @@ static void emit(dlh_encoder *w, struct dlh_thread *t, uint32_t fn, uint64_t t0,
   ev.depth = depth;
   ev.nargs = 4;
   ev.args = args;
-  dlh_enc_api(w, t->tid, &ev);
+  dlh_enc_api(w, t->os.tid, &ev);
   dlh_def_fn(w, ev.fn);
 }
 
@@ -212,25 +212,26 @@ void dlh_nvtx_convert(struct dlh_encoder *enc, struct dlh_thread *t, const uint6
     domain = dlh_intern(enc, ((const dom *)(uintptr_t)w[2])->name);
   switch (op) {
     case DLH_NVTX_PUSH:
-      if (t->nvtx_depth < DLH_NVTX_MAX_DEPTH) {
-        t->nvtx[t->nvtx_depth].t0 = ts;
-        t->nvtx[t->nvtx_depth].msg = msg;
-        t->nvtx[t->nvtx_depth].dom = domain;
-        t->nvtx[t->nvtx_depth].color = color;
-        t->nvtx[t->nvtx_depth].cat = cat;
+      if (t->writer.nvtx_depth < DLH_NVTX_MAX_DEPTH) {
+        t->writer.nvtx[t->writer.nvtx_depth].t0 = ts;
+        t->writer.nvtx[t->writer.nvtx_depth].msg = msg;
+        t->writer.nvtx[t->writer.nvtx_depth].dom = domain;
+        t->writer.nvtx[t->writer.nvtx_depth].color = color;
+        t->writer.nvtx[t->writer.nvtx_depth].cat = cat;
       }
-      t->nvtx_depth++;
+      t->writer.nvtx_depth++;
       break;
     case DLH_NVTX_POP:
-      if (t->nvtx_depth == 0) break; /* unbalanced pop: nothing to close */
-      t->nvtx_depth--;
-      if (t->nvtx_depth < DLH_NVTX_MAX_DEPTH) {
-        typeof(t->nvtx[0]) *r = &t->nvtx[t->nvtx_depth];
-        emit(enc, t, DLH_NVTX_FN_RANGE, r->t0, ts, t->nvtx_depth, r->msg, r->dom, r->color, r->cat);
+      if (t->writer.nvtx_depth == 0) break; /* unbalanced pop: nothing to close */
+      t->writer.nvtx_depth--;
+      if (t->writer.nvtx_depth < DLH_NVTX_MAX_DEPTH) {
+        typeof(t->writer.nvtx[0]) *r = &t->writer.nvtx[t->writer.nvtx_depth];
+        emit(enc, t, DLH_NVTX_FN_RANGE, r->t0, ts, t->writer.nvtx_depth, r->msg, r->dom, r->color,
+             r->cat);
       }
       break;
     case DLH_NVTX_MARK:
-      emit(enc, t, DLH_NVTX_FN_MARK, ts, ts, t->nvtx_depth, msg, domain, color, cat);
+      emit(enc, t, DLH_NVTX_FN_MARK, ts, ts, t->writer.nvtx_depth, msg, domain, color, cat);
       break;
     case DLH_NVTX_START: {
       unsigned slot = (unsigned)(w[2] % NOPEN);

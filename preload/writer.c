@@ -113,15 +113,15 @@ static void write_thread(struct dlh_thread *t) {
   Dlh__Packet p = DLH__PACKET__INIT;
   Dlh__ThreadInfo ti = DLH__THREAD_INFO__INIT;
   char name[17];
-  memcpy(name, t->name, 16);
+  memcpy(name, t->os.name, 16);
   name[16] = 0;
   ti.has_tid = 1;
-  ti.tid = t->tid;
+  ti.tid = t->os.tid;
   ti.name = name;
   p.data_case = DLH__PACKET__DATA_THREAD;
   p.thread = &ti;
   put(&p);
-  t->announced = 1;
+  t->writer.announced = 1;
 }
 
 /* The parts of the memory budget that the writer thread measures: its own buffers, the stack
@@ -136,7 +136,7 @@ static void write_counters(int final) {
   uint64_t drop = 0;
   uint32_t nthreads = 0;
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
-    drop += atomic_load_explicit(&t->dropped, memory_order_relaxed);
+    drop += atomic_load_explicit(&t->shared.dropped, memory_order_relaxed);
     nthreads++;
   }
   drop += dlh_cupti_dropped();
@@ -189,12 +189,12 @@ static void fold_event(struct dlh_thread *t, uint64_t *w, dlh_api_event *ev) {
   uint64_t last_end, dur_sum;
   uint64_t count = dlh_fold_take(w, &last_end, &dur_sum);
   memset(ev, 0, sizeof *ev);
-  ev->fn = t->last_fn;
-  ev->nargs = t->last_nargs;
-  ev->args = t->last_args;
-  ev->ret = t->last_ret;
-  ev->stack = t->last_stack;
-  ev->depth = t->last_depth;
+  ev->fn = t->writer.last_fn;
+  ev->nargs = t->writer.last_nargs;
+  ev->args = t->writer.last_args;
+  ev->ret = t->writer.last_ret;
+  ev->stack = t->writer.last_stack;
+  ev->depth = t->writer.last_depth;
   ev->start_ns = dlh_tick_ns_fast(w[1]);
   uint64_t end = dlh_tick_ns_fast(last_end);
   ev->span_ns = end > ev->start_ns ? end - ev->start_ns : 0;
@@ -226,13 +226,13 @@ static void take_last(struct dlh_thread *t, const uint64_t *w) {
   unsigned c = (dlh_rec_flags(h) & DLH_REC_F_CORR) ? 1 : 0;
   uint32_t na = dlh_rec_nargs(h);
   if (na > DLH_MAX_ARGS) na = DLH_MAX_ARGS;
-  t->has_last = 1;
-  t->last_fn = dlh_rec_fn(h);
-  t->last_nargs = na;
-  t->last_depth = dlh_rec_depth(h);
-  t->last_stack = dlh_rec_stack(w[3]);
-  t->last_ret = dlh_rec_ret(w[3]);
-  memcpy(t->last_args, w + DLH_REC_HDR_WORDS + c, na * sizeof *w);
+  t->writer.has_last = 1;
+  t->writer.last_fn = dlh_rec_fn(h);
+  t->writer.last_nargs = na;
+  t->writer.last_depth = dlh_rec_depth(h);
+  t->writer.last_stack = dlh_rec_stack(w[3]);
+  t->writer.last_ret = dlh_rec_ret(w[3]);
+  memcpy(t->writer.last_args, w + DLH_REC_HDR_WORDS + c, na * sizeof *w);
 }
 
 /* An API record the fast path of drain() did not take (a tick outside the segment, a link, the
@@ -253,7 +253,7 @@ static __attribute__((noinline)) void api_slow(struct dlh_thread *t, const uint6
   ev.nargs = dlh_rec_nargs(h);
   if (ev.nargs > DLH_MAX_ARGS) ev.nargs = DLH_MAX_ARGS;
   ev.args = w + DLH_REC_HDR_WORDS + c;
-  dlh_enc_api(W, t->tid, &ev);
+  dlh_enc_api(W, t->os.tid, &ev);
 }
 
 /* The API record at *tail (no correlation id, its ticks in the segment, its function noted and
@@ -316,21 +316,22 @@ static __attribute__((noinline)) uint64_t drain_run(dlh_tbatch *b, const uint64_
  * repeats, are taken once: before a FOLD record and at the end of the pass (the record stays in
  * the ring until the tail moves). */
 static uint64_t drain(struct dlh_thread *t) {
-  if (!t->buf) return 0;
-  uint64_t head = atomic_load_explicit(&t->head, memory_order_acquire);
-  uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed), cap = t->cap, n = 0;
+  if (!t->prod.buf) return 0;
+  uint64_t head = atomic_load_explicit(&t->shared.head, memory_order_acquire);
+  uint64_t tail = atomic_load_explicit(&t->shared.tail, memory_order_relaxed);
+  uint64_t cap = t->prod.cap, n = 0;
   if (tail == head) goto out;
   uint64_t uncounted = 0; /* events not yet given to frame_count: it runs every 4096 */
-  if (!t->announced) write_thread(t);
-  dlh_tbatch *b = dlh_enc_tbatch(W, t->tid); /* NULL (no memory): every record slow */
+  if (!t->writer.announced) write_thread(t);
+  dlh_tbatch *b = dlh_enc_tbatch(W, t->os.tid); /* NULL (no memory): every record slow */
   uint64_t s_lo, s_span, s_ns, s_mult;
   tick_seg(&s_lo, &s_span, &s_ns, &s_mult);
   const uint64_t *last = NULL; /* the last API record of this pass */
   uint64_t noted = ~0ull;      /* the function whose FunctionDesc was checked last */
   while (tail < head) {
-    uint64_t pos = tail & (cap - 1), *w = t->buf + pos;
+    uint64_t pos = tail & (cap - 1), *w = t->prod.buf + pos;
     /* the lines the producer wrote on another core, fetched ahead of their use */
-    __builtin_prefetch(t->buf + ((pos + 64) & (cap - 1)));
+    __builtin_prefetch(t->prod.buf + ((pos + 64) & (cap - 1)));
     uint64_t h = w[0], nw = dlh_rec_nwords(h);
     unsigned kind = dlh_rec_kind(h);
     if (DLH_LIKELY(kind == DLH_REC_API && nw >= DLH_REC_HDR_WORDS)) {
@@ -344,16 +345,16 @@ static uint64_t drain(struct dlh_thread *t) {
       uint32_t stack = dlh_rec_stack(w3), depth = dlh_rec_depth(h), na = dlh_rec_nargs(h);
       if (na > DLH_MAX_ARGS) na = DLH_MAX_ARGS;
       /* the common record: no correlation id (and no links waiting for a depth 0 call) */
-      if (DLH_LIKELY(!dlh_rec_flags(h) && (depth || !t->nlinks) && b && x < s_span &&
+      if (DLH_LIKELY(!dlh_rec_flags(h) && (depth || !t->writer.nlinks) && b && x < s_span &&
                      x + d < s_span)) {
         if (stack) dlh_stacks_define(W, stack); /* StackDef & co. before the batch using it */
-        const uint64_t *nx = t->buf + ((tail + nw) & (cap - 1)); /* a run: the next is alike */
+        const uint64_t *nx = t->prod.buf + ((tail + nw) & (cap - 1)); /* a run: the next is alike */
         uint64_t k = tail + nw < head && nx[0] == h && nx[3] == w3
-                         ? drain_run(b, t->buf, cap - 1, &tail, head, 4096 - uncounted, s_lo,
+                         ? drain_run(b, t->prod.buf, cap - 1, &tail, head, 4096 - uncounted, s_lo,
                                      s_span, s_ns, s_mult)
                          : 0;
         if (k) { /* this record and the ones like it that follow */
-          last = t->buf + ((tail - nw) & (cap - 1));
+          last = t->prod.buf + ((tail - nw) & (cap - 1));
           n += k;
           calls += k;
           uncounted += k;
@@ -363,7 +364,7 @@ static uint64_t drain(struct dlh_thread *t) {
         if (dlh_tbatch_put(b, s_ns + tick_seg_scale(x, s_mult), tick_seg_scale(d, s_mult), fn,
                            dlh_rec_ret(w3), 0, stack, depth, na, w + DLH_REC_HDR_WORDS) != 0) {
           api_slow(t, w, 0, stack);
-          b = dlh_enc_tbatch(W, t->tid);
+          b = dlh_enc_tbatch(W, t->os.tid);
           tick_seg(&s_lo, &s_span, &s_ns, &s_mult);
         }
         goto taken;
@@ -371,10 +372,10 @@ static uint64_t drain(struct dlh_thread *t) {
       unsigned c = (dlh_rec_flags(h) & DLH_REC_F_CORR) ? 1 : 0;
       uint64_t corr = c ? w[DLH_REC_HDR_WORDS] : 0;
       if (stack) dlh_stacks_define(W, stack); /* StackDef & co. before the batch using it */
-      if (depth == 0 && t->nlinks) { /* the outermost call owns the GPU work launched inside */
-        if (!corr) corr = t->links[0];
-        for (uint32_t i = 0; i < t->nlinks; i++) dlh_corr_map(t->links[i], corr);
-        t->nlinks = 0;
+      if (depth == 0 && t->writer.nlinks) { /* the outermost call owns the GPU work inside it */
+        if (!corr) corr = t->writer.links[0];
+        for (uint32_t i = 0; i < t->writer.nlinks; i++) dlh_corr_map(t->writer.links[i], corr);
+        t->writer.nlinks = 0;
       }
       if (dlh_capture_filtering && corr) dlh_capture_keep_corr(corr);
       if (DLH_UNLIKELY(!b || x >= s_span || x + d >= s_span ||
@@ -382,7 +383,7 @@ static uint64_t drain(struct dlh_thread *t) {
                                       tick_seg_scale(d, s_mult), fn, dlh_rec_ret(w3), corr,
                                       stack, depth, na, w + DLH_REC_HDR_WORDS + c) != 0)) {
         api_slow(t, w, corr, stack);
-        b = dlh_enc_tbatch(W, t->tid);
+        b = dlh_enc_tbatch(W, t->os.tid);
         tick_seg(&s_lo, &s_span, &s_ns, &s_mult); /* a conversion may have moved it */
       }
     taken:
@@ -393,7 +394,7 @@ static uint64_t drain(struct dlh_thread *t) {
       continue;
     }
     if (kind == DLH_REC_LINK && nw == DLH_REC_LINK_WORDS) {
-      if (t->nlinks < DLH_MAX_LINKS) t->links[t->nlinks++] = w[1];
+      if (t->writer.nlinks < DLH_MAX_LINKS) t->writer.links[t->writer.nlinks++] = w[1];
       tail += nw;
       continue;
     }
@@ -405,12 +406,12 @@ static uint64_t drain(struct dlh_thread *t) {
     if (kind == DLH_REC_FOLD && nw == DLH_REC_FOLD_WORDS) {
       tail += nw;
       if (last) { take_last(t, last); last = NULL; }
-      if (!t->has_last) continue; /* its call was in an earlier trace (dlhook attach) */
+      if (!t->writer.has_last) continue; /* its call was in an earlier trace (dlhook attach) */
       dlh_api_event ev;
       fold_event(t, w, &ev);
       calls += ev.count;
       folded += ev.count;
-      dlh_enc_api(W, t->tid, &ev);
+      dlh_enc_api(W, t->os.tid, &ev);
       tick_seg(&s_lo, &s_span, &s_ns, &s_mult);
       n++;
       if (DLH_UNLIKELY(++uncounted == 4096)) { frame_count(uncounted); uncounted = 0; }
@@ -421,9 +422,9 @@ static uint64_t drain(struct dlh_thread *t) {
   if (last) take_last(t, last);
   frame_count(uncounted);
   if (tail > head) tail = head; /* a damaged record never moves the tail past the head */
-  atomic_store_explicit(&t->tail, tail, memory_order_release);
+  atomic_store_explicit(&t->shared.tail, tail, memory_order_release);
 out:
-  atomic_store_explicit(&t->wake_sent, 0, memory_order_relaxed);
+  atomic_store_explicit(&t->shared.wake_sent, 0, memory_order_relaxed);
   return n;
 }
 
@@ -431,11 +432,11 @@ static uint64_t drain_all(void) {
   dlh_clock_add(dlh_clock_take());
   uint64_t n = 0;
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
-    int st = atomic_load(&t->state);
+    int st = atomic_load(&t->shared.state);
     if (st != DLH_T_ACTIVE && st != DLH_T_EXITED) continue; /* retired, or being reused */
     n += drain(t);
-    if (st == DLH_T_EXITED && atomic_load(&t->head) == atomic_load(&t->tail)) {
-      dlh_enc_thread_end(W, t->tid); /* its batch out, its columns freed */
+    if (st == DLH_T_EXITED && atomic_load(&t->shared.head) == atomic_load(&t->shared.tail)) {
+      dlh_enc_thread_end(W, t->os.tid); /* its batch out, its columns freed */
       dlh_ring_release(t);
     }
   }
@@ -819,11 +820,11 @@ void dlh_writer_reset_for_attach(void) {
   dlh_defs_new_trace();
   dlh_trace_gen++; /* a call of the new trace never folds into one of the old */
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
-    t->announced = 0;
-    t->has_last = 0;
-    t->nlinks = 0;
-    t->nvtx_depth = 0;
-    atomic_store(&t->dropped, 0);
+    t->writer.announced = 0;
+    t->writer.has_last = 0;
+    t->writer.nlinks = 0;
+    t->writer.nvtx_depth = 0;
+    atomic_store(&t->shared.dropped, 0);
   }
   dlh_cupti_new_trace();
   dlh_stacks_reset_for_attach();
