@@ -4,7 +4,7 @@
  *   timestamps      rdtsc (dlh_ticks), rdtscp, clock_gettime(MONOTONIC / MONOTONIC_RAW)
  *   ring store      dlh_call_begin + dlh_call_end of a 1-argument call (two timestamps and one
  *                   40-byte record), in batches that fit the ring, the writer thread draining
- *   encode + zstd   dlh_writer_api + dlh_writer_flush (format/) into a temporary file: a
+ *   encode + zstd   dlh_enc_api + dlh_enc_flush (format/) into a temporary file: a
  *                   repetitive call and a varied launch-loop-like mix, events/s and MB/s of
  *                   ring records consumed, bytes per event on disk
  *   reader          dlh_reader_next + dlh_api_iter over those files: events/s, MB/s of file
@@ -103,7 +103,7 @@ static __attribute__((noinline)) double ring_batch(uint32_t fn, long n) {
 static void wait_drained(void) {
   struct dlh_thread *t = dlh_self;
   if (!t) return;
-  for (int i = 0; i < 2000 && atomic_load(&t->tail) != t->head_local; i++) usleep(500);
+  for (int i = 0; i < 2000 && atomic_load(&t->shared.tail) != t->prod.head_local; i++) usleep(500);
 }
 
 /* ---------------------------------------------------------------- encode + read */
@@ -116,8 +116,8 @@ static char tmpdir[4096];
 static double encode(int kind, long n, const char *path, uint64_t *bytes, uint64_t *ringbytes) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0) { perror(path); exit(1); }
-  dlh_writer *w = dlh_writer_create(fd, 3);
-  if (!w) { fprintf(stderr, "micro: dlh_writer_create failed\n"); exit(1); }
+  dlh_encoder *w = dlh_enc_create(fd, 3);
+  if (!w) { fprintf(stderr, "micro: dlh_enc_create failed\n"); exit(1); }
   static const uint32_t nargs_of[4] = {5, 6, 14, 2};
   uint32_t fns[4] = {fn_id("cudaMemcpyAsync"), fn_id("__cudaLaunchKernel"),
                      DLH_FN_ID(DLH_DOMAIN_CUBLAS, 1), fn_id("cudaStreamSynchronize")};
@@ -145,15 +145,15 @@ static double encode(int kind, long n, const char *path, uint64_t *bytes, uint64
       ev.corr = k < 3 ? ++corr : 0;
     }
     ev.args = args;
-    dlh_writer_api(w, 1234, &ev);
+    dlh_enc_api(w, 1234, &ev);
     rb += (DLH_REC_HDR_WORDS + ev.nargs + (ev.corr != 0)) * 8;
-    if ((i & ((1 << 20) - 1)) == (1 << 20) - 1) dlh_writer_flush(w); /* like the writer thread */
+    if ((i & ((1 << 20) - 1)) == (1 << 20) - 1) dlh_enc_flush(w); /* like the writer thread */
   }
-  dlh_writer_flush(w);
+  dlh_enc_flush(w);
   double ns = (double)(now() - t0) / n;
-  *bytes = dlh_writer_bytes(w);
+  *bytes = dlh_enc_bytes(w);
   *ringbytes = rb;
-  dlh_writer_free(w);
+  dlh_enc_free(w);
   close(fd);
   return ns;
 }
@@ -209,7 +209,7 @@ int main(int argc, char **argv) {
     int saved_mode = dlh_stack_mode;
     dlh_stack_mode = 0;
     long batch = 8192, batches = 63;
-    uint64_t drop0 = atomic_load(&dlh_self->dropped);
+    uint64_t drop0 = atomic_load(&dlh_self->shared.dropped);
     for (int r = 0; r < REPS; r++) {
       double b[64];
       int nb = batches < 64 ? (int)batches : 64;
@@ -220,7 +220,7 @@ int main(int argc, char **argv) {
       qsort(b, (size_t)nb, sizeof *b, cmp_d);
       v[r] = b[nb / 2];
     }
-    uint64_t dropped = atomic_load(&dlh_self->dropped) - drop0;
+    uint64_t dropped = atomic_load(&dlh_self->shared.dropped) - drop0;
     char note[96];
     snprintf(note, sizeof note, "%llu dropped", (unsigned long long)dropped);
     row("ring store: begin+end (1 arg)", v, "ns/call", note);
@@ -228,7 +228,7 @@ int main(int argc, char **argv) {
     row("  of which not the 2 timestamps", v, "ns/call", NULL);
     /* flat out, no waiting: how fast the writer drains one thread */
     wait_drained();
-    drop0 = atomic_load(&dlh_self->dropped);
+    drop0 = atomic_load(&dlh_self->shared.dropped);
     long flat = (long)(4e6 * scale);
     for (int r = 0; r < REPS; r++) { /* median of 64 back-to-back batches: no wait between */
       double b[64];
@@ -236,7 +236,7 @@ int main(int argc, char **argv) {
       qsort(b, 64, sizeof *b, cmp_d);
       v[r] = (b[31] + b[32]) / 2;
     }
-    dropped = atomic_load(&dlh_self->dropped) - drop0;
+    dropped = atomic_load(&dlh_self->shared.dropped) - drop0;
     snprintf(note, sizeof note, "%llu of %ld dropped (writer behind)", (unsigned long long)dropped,
              flat / REPS / 64 * 64 * REPS);
     row("ring store: flat out, no pauses", v, "ns/call", note);

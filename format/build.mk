@@ -1,4 +1,4 @@
-# format: the trace file library (protobuf-c schema + framed zstd writer/reader).
+# format: the trace file library (protobuf-c schema + framed zstd encoder/reader).
 # Defines for other folders:
 #   FORMAT_OBJS    all objects (PIC), link them into libdlhook.so or dlhook
 #   FORMAT_CFLAGS  include flags for dlh_format.h and the generated dlhook.pb-c.h

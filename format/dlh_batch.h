@@ -1,5 +1,5 @@
 /* dlh_batch.h — one thread's open ApiBatch and the encoder of its columns: shared by
- * format/writer.c (dlh_writer_api) and the recorder's drain loop (preload/writer.c), which
+ * format/encoder.c (dlh_enc_api) and the recorder's drain loop (preload/writer.c), which
  * writes the common events straight from the ring's records into the columns: no event struct,
  * no call per event. Not part of the public API (dlh_format.h).
  *
@@ -51,9 +51,9 @@ typedef struct dlh_tbatch {
 } dlh_tbatch;
 
 /* The open batch of thread tid (made when there is none), or NULL when memory is short. The
- * pointer stays valid until a batch of another tid is made (dlh_writer_api, dlh_writer_tbatch)
- * or dlh_writer_free. */
-dlh_tbatch *dlh_writer_tbatch(dlh_writer *w, uint32_t tid);
+ * pointer stays valid until a batch of another tid is made (dlh_enc_api, dlh_enc_tbatch)
+ * or dlh_enc_free. */
+dlh_tbatch *dlh_enc_tbatch(dlh_encoder *enc, uint32_t tid);
 
 static inline uint64_t dlh_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 
@@ -150,7 +150,7 @@ static inline struct dlh_last_args *dlh_tbatch_last_find(const dlh_tbatch *t, ui
 
 /* The last-args entry of an event of fn with na args: *e, NULL when fn has none (an event
  * without args needs none: no entry and an entry of no args are the same base). Returns -1
- * when one has to be made (dlh_writer_api does that). */
+ * when one has to be made (dlh_enc_api does that). */
 static inline int dlh_tbatch_last(const dlh_tbatch *t, uint32_t fn, uint32_t na,
                                   struct dlh_last_args **e) {
   struct dlh_last_args *x = t->la;
@@ -160,7 +160,7 @@ static inline int dlh_tbatch_last(const dlh_tbatch *t, uint32_t fn, uint32_t na,
 }
 
 /* The fast path: an event of one call written into the batch when that needs nothing but
- * stores. Returns 0, or -1 when it needs dlh_writer_api (the batch's first event, columns to
+ * stores. Returns 0, or -1 when it needs dlh_enc_api (the batch's first event, columns to
  * grow or to start, a function other than the last one's with args): nothing was written then. */
 static inline int dlh_tbatch_put(dlh_tbatch *t, uint64_t start, uint64_t dur, uint32_t fn,
                                  int64_t ret, uint64_t corr, uint32_t stack, uint32_t depth,

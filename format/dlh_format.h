@@ -1,13 +1,14 @@
-/* dlh_format.h — the trace file library shared by libdlhook.so (writer) and dlhook (reader).
+/* dlh_format.h — the trace file library shared by libdlhook.so (encoder) and dlhook (reader).
  *
  * A trace file is an 16-byte header (magic "DLHTRACE", u32 LE version, u32 LE flags) followed by
  * independent zstd frames. Each frame decompresses to a sequence of dlh.Packet messages
  * (format/dlhook.proto), each preceded by its length as a varint. A damaged or truncated tail
  * loses at most the frame it is in: every complete frame before it is still read.
  *
- * Writer side: packets are appended to an in-memory frame buffer; dlh_writer_flush() compresses
- * the buffer into one zstd frame and write()s it. The writer never allocates on behalf of the
- * profiled program's threads: it is used only by the writer thread (and the exit path).
+ * Encoder side (dlh_enc_*, format/encoder.c): packets are appended to an in-memory frame
+ * buffer; dlh_enc_flush() compresses the buffer into one zstd frame and write()s it. The encoder
+ * never allocates on behalf of the profiled program's threads: it is used only by the recorder's
+ * writer thread (preload/writer.c, dlh_writer_*) and its exit path.
  *
  * Reader side: dlh_reader_next() returns one decoded packet at a time.
  */
@@ -30,15 +31,15 @@
  * packet over a limit is reported with its offset and skipped, and reading goes on with the
  * next one; dlh_reader_next() returns -1 at the end instead of 0 (see there). */
 
-/* Decompressed bytes of one frame. The writer starts a new frame once DLH_FRAME_AUTOFLUSH
+/* Decompressed bytes of one frame. The encoder starts a new frame once DLH_FRAME_AUTOFLUSH
  * (32 MiB) is buffered, so a frame holds at most that plus one batch (< 16 MiB). A frame
- * whose header does not state its content size (the writer always does) counts as over. */
+ * whose header does not state its content size (the encoder always does) counts as over. */
 #define DLH_MAX_FRAME_CONTENT (64u << 20)
 /* Packets in one frame (a real frame averages more than 32 bytes per packet). */
 #define DLH_MAX_FRAME_PACKETS (1u << 20)
 /* Memory one decoded packet may take (a full ApiBatch with 16 args per event needs ~12 MiB). */
 #define DLH_MAX_PACKET_MEMORY (32u << 20)
-/* Events per ApiBatch / records per GpuBatch (the writer emits a batch at 65,536). */
+/* Events per ApiBatch / records per GpuBatch (the encoder emits a batch at 65,536). */
 #define DLH_MAX_BATCH_EVENTS 65536u
 /* Recorded args per API event on average over a batch (DLH_MAX_ARGS in the recorder is 16),
  * kind-specific values per GPU record on average over a batch. */
@@ -75,20 +76,20 @@
 #define DLH_DEF_BYTES_BASE (64u << 20)
 #define DLH_DEF_BYTES_PER_BYTE 32u
 
-/* ---------------------------------------------------------------- writer */
+/* ---------------------------------------------------------------- encoder */
 
-typedef struct dlh_writer dlh_writer;
+typedef struct dlh_encoder dlh_encoder;
 
-/* Creates a writer on an open file descriptor and writes the file header.
+/* Creates an encoder on an open file descriptor and writes the file header.
  * zstd_level: compression level (1..19; 0 = default 3). The fd stays owned by the caller.
  * Returns NULL on allocation failure or if the header could not be written. */
-dlh_writer *dlh_writer_create(int fd, int zstd_level);
+dlh_encoder *dlh_enc_create(int fd, int zstd_level);
 
 /* Appends one packet (any oneof case) to the current frame buffer. Returns 0, or -1 on
- * allocation failure (the packet is lost; the writer stays usable). */
-int dlh_writer_packet(dlh_writer *w, const Dlh__Packet *p);
+ * allocation failure (the packet is lost; the encoder stays usable). */
+int dlh_enc_packet(dlh_encoder *enc, const Dlh__Packet *p);
 
-/* One API call event, as the writer thread hands it over. */
+/* One API call event, as the writer thread hands it to the encoder. */
 typedef struct dlh_api_event {
   uint64_t start_ns;
   uint64_t dur_ns;
@@ -114,20 +115,20 @@ static inline uint64_t dlh_api_span(const dlh_api_event *ev) {
  * ev->args is copied (nargs values; args may be NULL when nargs is 0).
  * Encoding of ApiBatch.corr_delta: delta from the previous non-zero correlation id of the
  * batch (starting at 0); 0 = this event has none; INT64_MIN = same id as the previous one.
- * Batches are turned into ApiBatch packets by dlh_writer_flush() (or when a batch grows
+ * Batches are turned into ApiBatch packets by dlh_enc_flush() (or when a batch grows
  * past an internal limit). Returns 0, or -1 on allocation failure (event lost, counted). */
-int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev);
+int dlh_enc_api(dlh_encoder *enc, uint32_t tid, const dlh_api_event *ev);
 
-/* Thread `tid` has ended and all its events were given to dlh_writer_api: its open batch is
+/* Thread `tid` has ended and all its events were given to dlh_enc_api: its open batch is
  * emitted into the current frame now and the batch's columns are freed, so that a program that
- * creates threads without end keeps the writer's memory bounded. A later event of the same tid
+ * creates threads without end keeps the encoder's memory bounded. A later event of the same tid
  * starts a new batch. Returns 0, or -1 when the batch could not be encoded (events counted
  * as lost). */
-int dlh_writer_thread_end(dlh_writer *w, uint32_t tid);
+int dlh_enc_thread_end(dlh_encoder *enc, uint32_t tid);
 
 /* One GPU activity record (GpuBatch in format/dlhook.proto says what vals hold per kind). */
 typedef struct dlh_gpu_event {
-  uint32_t kind;      /* 1 kernel, 2 memcpy, 3 memset, 4 sync, 5 event, 6 overhead, 7 ext corr */
+  uint32_t kind;      /* DLH__GPU_RECORD_KIND__KERNEL, __MEMCPY, ... (GpuRecordKind) */
   uint64_t start_ns, dur_ns;
   uint64_t corr;
   uint32_t device, context, stream;
@@ -137,34 +138,34 @@ typedef struct dlh_gpu_event {
 } dlh_gpu_event;
 
 /* Appends a GPU record to the open GpuBatch (emitted at flush or when it grows large).
- * Returns 0, or -1 on allocation failure (record lost, counted in dlh_writer_lost). */
-int dlh_writer_gpu(dlh_writer *w, const dlh_gpu_event *ev);
+ * Returns 0, or -1 on allocation failure (record lost, counted in dlh_enc_lost). */
+int dlh_enc_gpu(dlh_encoder *enc, const dlh_gpu_event *ev);
 
 /* Encodes pending batches, compresses everything appended since the last flush into one
  * zstd frame and writes it (retrying short writes and EINTR). Returns 0 on success (also when
  * there was nothing to write), -1 on a write error (errno set; the frame is discarded, except
- * on EBADF: the fd was closed under the writer, and the frame is written first by the next
- * flush, typically after dlh_writer_set_fd). */
-int dlh_writer_flush(dlh_writer *w);
+ * on EBADF: the fd was closed under the encoder, and the frame is written first by the next
+ * flush, typically after dlh_enc_set_fd). */
+int dlh_enc_flush(dlh_encoder *enc);
 
-/* Makes the writer write to fd from now on (the same file, reopened: the caller moved or
+/* Makes the encoder write to fd from now on (the same file, reopened: the caller moved or
  * recovered its descriptor). */
-void dlh_writer_set_fd(dlh_writer *w, int fd);
+void dlh_enc_set_fd(dlh_encoder *enc, int fd);
 
 /* Bytes written to the fd so far (header included). */
-uint64_t dlh_writer_bytes(const dlh_writer *w);
+uint64_t dlh_enc_bytes(const dlh_encoder *enc);
 
-/* Events lost to allocation failures in dlh_writer_api / batch encoding so far. */
-uint64_t dlh_writer_lost(const dlh_writer *w);
+/* Events lost to allocation failures in dlh_enc_api / batch encoding so far. */
+uint64_t dlh_enc_lost(const dlh_encoder *enc);
 
 /* Bytes of the frame being built (encoded packets and open batches), before compression. */
-uint64_t dlh_writer_pending_bytes(const dlh_writer *w);
+uint64_t dlh_enc_pending_bytes(const dlh_encoder *enc);
 
-/* Bytes of memory the writer holds (its buffers, columns and zstd context). */
-uint64_t dlh_writer_mem(const dlh_writer *w);
+/* Bytes of memory the encoder holds (its buffers, columns and zstd context). */
+uint64_t dlh_enc_mem(const dlh_encoder *enc);
 
-/* Flushes (best effort) and frees the writer. Accepts NULL. Does not close the fd. */
-void dlh_writer_free(dlh_writer *w);
+/* Flushes (best effort) and frees the encoder. Accepts NULL. Does not close the fd. */
+void dlh_enc_free(dlh_encoder *enc);
 
 /* ---------------------------------------------------------------- reader */
 

@@ -1,4 +1,4 @@
-/* dlh_format_int.h — helpers shared by writer.c and reader.c; not part of the public API. */
+/* dlh_format_int.h — helpers shared by encoder.c and reader.c; not part of the public API. */
 #ifndef DLH_FORMAT_INT_H
 #define DLH_FORMAT_INT_H
 

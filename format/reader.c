@@ -546,7 +546,7 @@ int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out) {
                   r->frame_pos, (unsigned long long)r->frame_off);
     size_t at = r->frame_pos;
     r->frame_pos += i + (size_t)len;
-    if (len == 0) { /* the writer never writes an empty packet: the frame is not ours */
+    if (len == 0) { /* the encoder never writes an empty packet: the frame is not ours */
       skip(r, "empty packet at byte %zu of the frame at offset %llu (the rest of the frame "
            "skipped)", at, (unsigned long long)r->frame_off);
       r->frame_pos = r->frame_len;

@@ -76,11 +76,11 @@ int dlhook_attach_stop_reason(char *out, unsigned long cap, int reason, unsigned
  * subscription ended): its callback nesting starts over (CUPTI is not subscribed here yet). */
 static void dlh_attach_discard_rings(void) {
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
-    t->cupti_depth = 0;
-    t->cupti_rec = 0;
-    if (atomic_load(&t->state) != DLH_T_ACTIVE || !t->buf) continue;
-    atomic_store_explicit(&t->tail, atomic_load_explicit(&t->head, memory_order_acquire),
-                          memory_order_release);
+    t->cupti.depth = 0;
+    t->cupti.rec = 0;
+    if (atomic_load(&t->shared.state) != DLH_T_ACTIVE || !t->prod.buf) continue;
+    uint64_t head = atomic_load_explicit(&t->shared.head, memory_order_acquire);
+    atomic_store_explicit(&t->shared.tail, head, memory_order_release);
   }
 }
 
@@ -568,8 +568,9 @@ static void wait_calls_out(const struct dlh_thread *me) {
   for (int i = 0; i < 500; i++) {
     int busy = 0;
     for (struct dlh_thread *t = atomic_load(&dlh_threads); t && !busy; t = t->next)
-      if (t != me && atomic_load(&t->state) == DLH_T_ACTIVE &&
-          (__atomic_load_n(&t->hot.depth, __ATOMIC_ACQUIRE) || __atomic_load_n(&t->cupti_rec, __ATOMIC_ACQUIRE)))
+      if (t != me && atomic_load(&t->shared.state) == DLH_T_ACTIVE &&
+          (__atomic_load_n(&t->hot.depth, __ATOMIC_ACQUIRE) ||
+           __atomic_load_n(&t->cupti.rec, __ATOMIC_ACQUIRE)))
         busy = 1;
     if (!busy) return;
     struct timespec ts = {0, 1000000};

@@ -19,8 +19,8 @@
  * thread and the signal handler never lose each other's updates; 0 means "open".
  *
  * Each transition is queued (lock-free, async-signal-safe) with its tick; the writer thread
- * writes it as a ClockAnchor of kind 3 (window opens) or 4 (window closes). GPU records are
- * kept only when the call that caused them (its correlation id) was recorded. */
+ * writes it as a ClockAnchor of kind CAPTURE_OPEN or CAPTURE_CLOSE (ClockAnchorKind). GPU
+ * records are kept only when the call that caused them (its correlation id) was recorded. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -69,7 +69,7 @@ static void set_closed(unsigned bits, int closed) {
   if ((old == 0) != (now == 0)) mark(now == 0);
 }
 
-void dlh_capture_emit(struct dlh_writer *writer) {
+void dlh_capture_emit(struct dlh_encoder *enc) {
   uint32_t n = atomic_load(&nmarks);
   if (n > NMARKS) n = NMARKS;
   while (marks_written < n &&
@@ -82,10 +82,11 @@ void dlh_capture_emit(struct dlh_writer *writer) {
     /* realtime of the same moment: now minus how long ago it was */
     uint64_t mono = dlh_mono_ns(), real = dlh_real_ns();
     c.realtime_ns = real - (mono > c.trace_ns ? mono - c.trace_ns : 0);
-    c.kind = marks[marks_written].open ? 3 : 4;
+    c.kind = marks[marks_written].open ? DLH__CLOCK_ANCHOR_KIND__CAPTURE_OPEN
+                                         : DLH__CLOCK_ANCHOR_KIND__CAPTURE_CLOSE;
     p.data_case = DLH__PACKET__DATA_ANCHOR;
     p.anchor = &c;
-    dlh_writer_packet(writer, &p);
+    dlh_enc_packet(enc, &p);
     marks_written++;
   }
 }
@@ -148,14 +149,14 @@ int dlh_capture_nvtx(int op, uint64_t aux, const char *msg) {
   switch (op) {
     case DLH_NVTX_PUSH:
       if (!t) return 0;
-      t->capture_nvtx_depth++;
-      if (!t->capture_match_depth && nvtx_matches(msg) && nvtx_take())
-        t->capture_match_depth = t->capture_nvtx_depth;
+      t->capture.nvtx_depth++;
+      if (!t->capture.match_depth && nvtx_matches(msg) && nvtx_take())
+        t->capture.match_depth = t->capture.nvtx_depth;
       return 0;
     case DLH_NVTX_POP:
-      if (!t || t->capture_nvtx_depth == 0) return 0;
-      if (t->capture_match_depth && t->capture_nvtx_depth-- == t->capture_match_depth) {
-        t->capture_match_depth = 0;
+      if (!t || t->capture.nvtx_depth == 0) return 0;
+      if (t->capture.match_depth && t->capture.nvtx_depth-- == t->capture.match_depth) {
+        t->capture.match_depth = 0;
         return 1;
       }
       return 0;

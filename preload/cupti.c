@@ -251,27 +251,28 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
    * driver API): Start opens the window before the call is recorded, Stop closes it after. */
   int profiler = DLH_UNLIKELY(dlh_capture_mode == DLH_CAPTURE_PROFILER) ? profiler_call(dom, cbid) : 0;
   if (cb->callbackSite == CUPTI_API_ENTER) {
-    if (profiler > 0 && t->cupti_depth == 0) dlh_capture_profiler(1);
-    if (t->cupti_depth++ > 0) return;   /* a driver call inside a runtime call: the outer one counts */
+    if (profiler > 0 && t->cupti.depth == 0) dlh_capture_profiler(1);
+    if (t->cupti.depth++ > 0) return; /* a driver call inside a runtime call: the outer counts */
     if (t->hot.depth > 0) {   /* a wrapper records this call: its GPU work links to the outermost */
-      t->cupti_rec = 0;
+      t->cupti.rec = 0;
       if (polls(dom, cbid)) return;
       if (DLH_UNLIKELY(dlh_capture_filtering)) dlh_capture_keep_corr(cb->correlationId);
       dlh_record_link(t, cb->correlationId);
       return;
     }
-    t->cupti_rec = dlh_call_begin(&t->cupti_call);
-    if (DLH_UNLIKELY(dlh_capture_filtering) && t->cupti_rec) dlh_capture_keep_corr(cb->correlationId);
+    t->cupti.rec = dlh_call_begin(&t->cupti.call);
+    if (DLH_UNLIKELY(dlh_capture_filtering) && t->cupti.rec)
+      dlh_capture_keep_corr(cb->correlationId);
     return;
   }
-  if (t->cupti_depth == 0 || --t->cupti_depth > 0) return;
-  if (t->cupti_rec) {
-    t->cupti_rec = 0;
+  if (t->cupti.depth == 0 || --t->cupti.depth > 0) return;
+  if (t->cupti.rec) {
+    t->cupti.rec = 0;
     uint64_t a[DLH_MAX_ARGS];
     uint32_t na = call_args(dom, cbid, cb->functionParams, a);
     int64_t ret = cb->functionReturnValue ? (int64_t) * (const int *)cb->functionReturnValue : 0;
-    t->pending_corr = polls(dom, cbid) ? 0 : cb->correlationId;
-    dlh_call_end(&t->cupti_call, fn_id(dom, cbid, cb->functionName), ret, na, a);
+    t->prod.pending_corr = polls(dom, cbid) ? 0 : cb->correlationId;
+    dlh_call_end(&t->cupti.call, fn_id(dom, cbid, cb->functionName), ret, na, a);
   }
   if (profiler < 0) dlh_capture_profiler(0);
 }
@@ -337,7 +338,7 @@ static uint64_t outer_corr(uint64_t corr) {
 }
 
 
-static void device_info(dlh_writer *w, const CUpti_ActivityDevice5 *d) {
+static void device_info(dlh_encoder *w, const CUpti_ActivityDevice5 *d) {
   Dlh__Packet p = DLH__PACKET__INIT;
   Dlh__DeviceInfo di = DLH__DEVICE_INFO__INIT;
   di.has_id = di.has_total_mem = di.has_sm_count = di.has_cc_major = di.has_cc_minor = 1;
@@ -349,7 +350,7 @@ static void device_info(dlh_writer *w, const CUpti_ActivityDevice5 *d) {
   di.cc_minor = d->computeCapabilityMinor;
   p.data_case = DLH__PACKET__DATA_DEVICE;
   p.device = &di;
-  dlh_writer_packet(w, &p);
+  dlh_enc_packet(w, &p);
 }
 
 /* start and duration of a record (a record whose end precedes its start lasts 0) */
@@ -358,7 +359,7 @@ static void span(dlh_gpu_event *e, uint64_t start, uint64_t end) {
   e->dur_ns = end > start ? end - start : 0;
 }
 
-static int convert(dlh_writer *w, const CUpti_Activity *r) {
+static int convert(dlh_encoder *w, const CUpti_Activity *r) {
   dlh_gpu_event e;
   uint64_t v[10];
   memset(&e, 0, sizeof e);
@@ -367,7 +368,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const CUpti_ActivityKernel10 *k = (const void *)r;
-      e.kind = 1;
+      e.kind = DLH__GPU_RECORD_KIND__KERNEL;
       span(&e, k->start, k->end);
       e.corr = k->correlationId;
       e.device = k->deviceId;
@@ -385,7 +386,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const CUpti_ActivityMemcpy6 *m = (const void *)r;
-      e.kind = 2;
+      e.kind = DLH__GPU_RECORD_KIND__MEMCPY;
       span(&e, m->start, m->end);
       e.corr = m->correlationId;
       e.device = m->deviceId;
@@ -399,7 +400,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const CUpti_ActivityMemset4 *m = (const void *)r;
-      e.kind = 3;
+      e.kind = DLH__GPU_RECORD_KIND__MEMSET;
       span(&e, m->start, m->end);
       e.corr = m->correlationId;
       e.device = m->deviceId;
@@ -413,7 +414,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
       const CUpti_ActivitySynchronization2 *s = (const void *)r;
-      e.kind = 4;
+      e.kind = DLH__GPU_RECORD_KIND__SYNC;
       span(&e, s->start, s->end);
       e.corr = s->correlationId;
       e.context = s->contextId;
@@ -424,7 +425,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     }
     case CUPTI_ACTIVITY_KIND_CUDA_EVENT: {
       const CUpti_ActivityCudaEvent2 *c = (const void *)r;
-      e.kind = 5;
+      e.kind = DLH__GPU_RECORD_KIND__EVENT;
       e.start_ns = c->deviceTimestamp;
       e.corr = c->correlationId;
       e.device = c->deviceId;
@@ -436,7 +437,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     }
     case CUPTI_ACTIVITY_KIND_OVERHEAD: {
       const CUpti_ActivityOverhead3 *o = (const void *)r;
-      e.kind = 6;
+      e.kind = DLH__GPU_RECORD_KIND__OVERHEAD;
       span(&e, o->start, o->end);
       v[0] = o->overheadKind; v[1] = o->objectKind;
       e.nvals = 2;
@@ -444,7 +445,7 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
       const CUpti_ActivityExternalCorrelation *x = (const void *)r;
-      e.kind = 7;
+      e.kind = DLH__GPU_RECORD_KIND__EXTERNAL_CORRELATION;
       e.corr = x->correlationId;
       v[0] = x->externalKind; v[1] = x->externalId;
       e.nvals = 2;
@@ -456,16 +457,16 @@ static int convert(dlh_writer *w, const CUpti_Activity *r) {
     default:
       return 0;
   }
-  if (e.kind != 7) e.corr = outer_corr(e.corr);
+  if (e.kind != DLH__GPU_RECORD_KIND__EXTERNAL_CORRELATION) e.corr = outer_corr(e.corr);
   /* capture ranges: only the GPU work of recorded calls */
   if (dlh_capture_filtering && !dlh_capture_corr_kept(e.corr) &&
       !dlh_capture_corr_kept(outer_corr(e.corr)))
     return 0;
-  dlh_writer_gpu(w, &e);
+  dlh_enc_gpu(w, &e);
   return 1;
 }
 
-int dlh_cupti_drain(struct dlh_writer *writer) {
+int dlh_cupti_drain(struct dlh_encoder *enc) {
   done_buf *d = atomic_exchange(&done_list, NULL);
   if (!d) return 0;
   done_buf *rev = NULL; /* oldest first */
@@ -478,7 +479,7 @@ int dlh_cupti_drain(struct dlh_writer *writer) {
   int n = 0;
   for (d = rev; d;) {
     CUpti_Activity *r = NULL;
-    while (cu.ActivityGetNextRecord(d->buf, d->valid, &r) == CUPTI_SUCCESS) n += convert(writer, r);
+    while (cu.ActivityGetNextRecord(d->buf, d->valid, &r) == CUPTI_SUCCESS) n += convert(enc, r);
     done_buf *next = d->next;
     free_buf(d->buf);
     free(d);

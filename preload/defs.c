@@ -22,7 +22,7 @@ static uint64_t hash_str(const char *s) {
   return h;
 }
 
-uint32_t dlh_intern(struct dlh_writer *w, const char *s) {
+uint32_t dlh_intern(struct dlh_encoder *w, const char *s) {
   if (!s) return 0;
   if (names_n + 1 > names_cap / 2) {
     size_t nc = names_cap ? names_cap * 2 : 1024;
@@ -55,7 +55,7 @@ uint32_t dlh_intern(struct dlh_writer *w, const char *s) {
   sd.value = copy;
   p.data_case = DLH__PACKET__DATA_STRING;
   p.string = &sd;
-  dlh_writer_packet(w, &p);
+  dlh_enc_packet(w, &p);
   return names[j].id;
 }
 
@@ -64,7 +64,22 @@ uint32_t dlh_intern(struct dlh_writer *w, const char *s) {
 #define FN_BITS (16u << 16)       /* fn ids: 4 bits of domain, 16 of index */
 static uint8_t *fn_seen;          /* bitmap over fn ids: FunctionDesc written */
 
-static void write_function(dlh_writer *w, uint32_t id) {
+/* A function id carries its domain as dlh_hook.h numbers it, and FunctionDesc.domain is written
+ * as that number: the two lists must agree. */
+#define DLH_SAME_DOMAIN(x)                                                                     \
+  _Static_assert((int)DLH_DOMAIN_##x == (int)DLH__DOMAIN__DOMAIN_##x,                          \
+                 "DLH_DOMAIN_" #x " (dlh_hook.h) differs from dlh.Domain (dlhook.proto)")
+DLH_SAME_DOMAIN(CUDART);
+DLH_SAME_DOMAIN(DRIVER);
+DLH_SAME_DOMAIN(CUBLAS);
+DLH_SAME_DOMAIN(CUBLASLT);
+DLH_SAME_DOMAIN(CUDNN);
+DLH_SAME_DOMAIN(NCCL);
+DLH_SAME_DOMAIN(NVTX);
+DLH_SAME_DOMAIN(DLHOOK);
+#undef DLH_SAME_DOMAIN
+
+static void write_function(dlh_encoder *w, uint32_t id) {
   int domain = (int)(id >> 16);
   const dlh_fn_desc *d = dlh_fn_lookup(id, NULL);
   Dlh__Packet p = DLH__PACKET__INIT;
@@ -93,10 +108,10 @@ static void write_function(dlh_writer *w, uint32_t id) {
   }
   p.data_case = DLH__PACKET__DATA_FUNCTION;
   p.function = &f;
-  dlh_writer_packet(w, &p);
+  dlh_enc_packet(w, &p);
 }
 
-void dlh_def_fn(struct dlh_writer *w, uint32_t fn) {
+void dlh_def_fn(struct dlh_encoder *w, uint32_t fn) {
   uint32_t bit = ((fn >> 16) & 0xf) << 16 | (fn & 0xffff);
   if (!fn_seen || !(fn_seen[bit >> 3] & (1u << (bit & 7)))) {
     if (fn_seen) fn_seen[bit >> 3] |= (uint8_t)(1u << (bit & 7));

@@ -24,7 +24,7 @@
 #define DLH_LIKELY(x) __builtin_expect(!!(x), 1)
 #define DLH_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-/* Domains: same numbers as dlh.Domain in format/dlhook.proto. */
+/* Domains: same numbers as dlh.Domain in format/dlhook.proto (preload/defs.c checks). */
 enum {
   DLH_DOMAIN_CUDART = 1, DLH_DOMAIN_DRIVER = 2, DLH_DOMAIN_CUBLAS = 3, DLH_DOMAIN_CUBLASLT = 4,
   DLH_DOMAIN_CUDNN = 5, DLH_DOMAIN_NCCL = 6, DLH_DOMAIN_NVTX = 7, DLH_DOMAIN_DLHOOK = 8,

@@ -48,50 +48,78 @@ void dlh_config_after_fork(void);   /* forked child: same settings, its own trac
 /* ---- rings and records: ring.h ---- */
 #define DLH_MAX_LINKS 64
 
+/* A recording thread's state, grouped by the part that owns each field. The producer's groups
+ * (hot, prod) come first and stay within the first two cache lines of the page-aligned struct
+ * (checked below); the words the writer thread writes (shared.tail) are on lines of their own. */
 struct dlh_thread {
-  struct dlh_thread_hot hot;           /* depth, blocked: must stay first */
-  uint64_t *buf;                       /* ring of `cap` words, cap a power of two */
-  uint64_t cap;
-  uint64_t head_local;                 /* producer's view of head */
-  uint64_t tail_cache;                 /* producer's last view of tail */
-  uint64_t room_end;                   /* head_local may reach this without a look at the tail
+  struct dlh_thread_hot hot;           /* depth, blocked (dlh_hook.h): must stay first */
+  /* The producer: this thread's stores into its ring on the hot path (ring.c). Only this thread
+   * writes them; the writer reads the ring through buf and cap, which thread.c sets. */
+  struct dlh_thread_prod {
+    uint64_t *buf;                     /* ring of `cap` words, cap a power of two */
+    uint64_t cap;
+    uint64_t head_local;               /* the producer's view of shared.head */
+    uint64_t tail_cache;               /* the producer's last view of shared.tail */
+    uint64_t room_end;                 /* head_local may reach this without a look at the tail
                                           or a wrap (ring.c: reserve_words; 0: look) */
-  uint64_t pending_corr;               /* CUPTI: the correlation id of the call being stored */
-  const uint64_t *last_api;            /* the last record stored when it is an API record that
-                                          later calls may fold into, else NULL (ring.c) */
-  uint64_t *fold_rec;                  /* the FOLD record after it, or NULL */
-  unsigned fold_gen;                   /* dlh_trace_gen when last_api was stored */
-  volatile uint32_t storing;           /* inside reserve..publish (a signal handler may interrupt) */
-  uint32_t tid;
-  char name[16];
-  void *altstack;                      /* dlhook's alternate signal stack of this thread, or NULL */
-  size_t altstack_size;
-  _Atomic uint64_t head __attribute__((aligned(64)));  /* written by the producer */
-  _Atomic uint64_t tail __attribute__((aligned(64)));  /* written by the writer */
-  _Atomic uint64_t dropped;
-  _Atomic int wake_sent;               /* producer asked the writer to drain this ring */
-  _Atomic int state;                   /* DLH_T_* */
-  dlh_stack_cache stack_cache;         /* unwind/: this thread's recent stacks; kept when the
-                                          struct is reused (emptied at attach) */
-  int announced;                       /* writer: ThreadInfo written */
-  int has_last;                        /* writer: the last API record taken (FOLD repeats it) */
-  uint32_t last_fn, last_nargs, last_depth, last_stack;
-  int64_t last_ret;
-  uint64_t last_args[DLH_MAX_ARGS];
-  uint32_t nlinks;                     /* writer: LINK records waiting for their outer call */
-  uint64_t links[DLH_MAX_LINKS];
-  uint32_t nvtx_depth;                 /* writer: open NVTX push ranges of this thread */
-  struct { uint64_t t0; uint32_t msg, dom, color, cat; } nvtx[64];
-  /* CUPTI callbacks of this thread (cupti.c) */
-  uint32_t cupti_depth;                /* nesting of runtime/driver API callbacks */
-  int cupti_rec;                       /* 1: the outermost callback records the call itself */
-  dlh_call cupti_call;
-  /* DLHOOK_CAPTURE_RANGE=nvtx:NAME (capture.c) */
-  int capture_nvtx_depth;              /* push nesting of this thread */
-  int capture_match_depth;             /* depth just inside this thread's open match, 0 = none */
-  struct dlh_thread *next;             /* global list (push-only); stays last: thread_reuse() in
-                                          thread.c clears the fields from `announced` up to it */
+    uint64_t pending_corr;             /* the correlation id of the call being stored, set by
+                                          the CUPTI callback around it (cupti.c) */
+    const uint64_t *last_api;          /* the last record stored when it is an API record that
+                                          later calls may fold into, else NULL */
+    uint64_t *fold_rec;                /* the FOLD record after it, or NULL */
+    unsigned fold_gen;                 /* dlh_trace_gen when last_api was stored */
+    volatile uint32_t storing;         /* inside reserve..publish (a signal may interrupt it) */
+  } prod;
+  /* The thread as the system knows it (thread.c, at the thread's first recorded call). */
+  struct dlh_thread_os {
+    uint32_t tid;
+    char name[16];
+    void *altstack;                    /* dlhook's alternate signal stack of this thread, or NULL */
+    size_t altstack_size;
+  } os;
+  /* What the producer, the writer and the thread layer tell each other, in atomics. */
+  struct dlh_thread_shared {
+    _Atomic uint64_t head __attribute__((aligned(64)));  /* written by the producer */
+    _Atomic uint64_t tail __attribute__((aligned(64)));  /* written by the writer */
+    _Atomic uint64_t dropped;          /* records lost to a full ring (ring.c) */
+    _Atomic int wake_sent;             /* the producer asked the writer to drain this ring */
+    _Atomic int state;                 /* DLH_T_*: thread.c, and the writer (retired) */
+  } shared;
+  /* Call stacks: unwind/'s cache of this thread's recent stacks, used by ring.c; kept when the
+   * struct is reused (emptied at attach). */
+  dlh_stack_cache stack_cache;
+  /* The writer thread's state of this thread (writer.c; NVTX's conversion, nvtx.c). */
+  struct dlh_thread_writer {
+    int announced;                     /* ThreadInfo written */
+    int has_last;                      /* the last API record taken (a FOLD record repeats it) */
+    uint32_t last_fn, last_nargs, last_depth, last_stack;
+    int64_t last_ret;
+    uint64_t last_args[DLH_MAX_ARGS];
+    uint32_t nlinks;                   /* LINK records waiting for their outer call */
+    uint64_t links[DLH_MAX_LINKS];
+    uint32_t nvtx_depth;               /* open NVTX push ranges of this thread */
+    struct { uint64_t t0; uint32_t msg, dom, color, cat; } nvtx[64];
+  } writer;
+  /* CUPTI callbacks of this thread (cupti.c). */
+  struct dlh_thread_cupti {
+    uint32_t depth;                    /* nesting of runtime/driver API callbacks */
+    int rec;                           /* 1: the outermost callback records the call itself */
+    dlh_call call;
+  } cupti;
+  /* DLHOOK_CAPTURE_RANGE=nvtx:NAME (capture.c). */
+  struct dlh_thread_capture {
+    int nvtx_depth;                    /* push nesting of this thread */
+    int match_depth;                   /* depth just inside this thread's open match, 0 = none */
+  } capture;
+  struct dlh_thread *next;             /* the global list (thread.c; push-only) */
 };
+/* The hot path reads dlh_thread_hot through a cast of the struct (dlh_hook.h); ring.c's fast
+ * path touches hot, prod and shared.head only: the first two cache lines and head's own. */
+_Static_assert(offsetof(struct dlh_thread, hot) == 0, "dlh_thread_hot must stay first");
+_Static_assert(offsetof(struct dlh_thread, prod) + sizeof(struct dlh_thread_prod) <= 128,
+               "the producer's fields must stay in the first two cache lines");
+_Static_assert(offsetof(struct dlh_thread, shared.tail) - offsetof(struct dlh_thread, shared.head)
+                   >= 64, "head and tail must be on different cache lines");
 enum { DLH_T_ACTIVE = 1, DLH_T_EXITED = 2, DLH_T_RETIRED = 3,
        DLH_T_CLAIMED = 4 /* a retired struct being reused for a new thread (thread.c) */ };
 
@@ -164,9 +192,9 @@ void dlh_ring_after_fork_child(void);
 extern volatile unsigned dlh_trace_gen;  /* ring.c: bumped when a new trace starts (attach) */
 
 /* ---- what a trace defines once (defs.c; writer thread) ---- */
-struct dlh_writer;
-uint32_t dlh_intern(struct dlh_writer *w, const char *s); /* StringDef id of s (0 = none) */
-void dlh_def_fn(struct dlh_writer *w, uint32_t fn);       /* FunctionDesc before first use */
+struct dlh_encoder;
+uint32_t dlh_intern(struct dlh_encoder *w, const char *s); /* StringDef id of s (0 = none) */
+void dlh_def_fn(struct dlh_encoder *w, uint32_t fn);         /* FunctionDesc before first use */
 int dlh_defs_start(void);                /* a trace starts: 0, or -1 (no memory) */
 uint64_t dlh_defs_mem(void);             /* bytes held (the writer's part of the budget) */
 void dlh_defs_new_trace(void);           /* dlhook attach, again: everything defined anew */
@@ -191,7 +219,7 @@ enum { DLH_NVTX_PUSH = 1, DLH_NVTX_POP, DLH_NVTX_MARK, DLH_NVTX_START, DLH_NVTX_
 #define DLH_NVTX_MAX_DEPTH 64
 void dlh_nvtx_setup_injection(void);
 enum { DLH_NVTX_FN_RANGE = 0, DLH_NVTX_FN_MARK = 1, DLH_NVTX_FN_STARTEND = 2 }; /* fns.c */
-void dlh_nvtx_convert(struct dlh_writer *writer, struct dlh_thread *t, const uint64_t *w, uint64_t nwords);
+void dlh_nvtx_convert(struct dlh_encoder *enc, struct dlh_thread *t, const uint64_t *w, uint64_t nwords);
 
 /* ---- CUPTI (cupti.c) ---- */
 void dlh_corr_map(uint64_t corr, uint64_t outer);  /* writer: GPU work of corr -> outer call */
@@ -199,7 +227,8 @@ void dlh_cupti_setup_injection(void);   /* constructor: point CUDA_INJECTION64_P
 void dlh_cupti_lazy_init(void);         /* first intercepted call when another tool injects */
 void dlh_cupti_start(void);             /* InitializeInjection (runtime.c): set CUPTI up */
 void dlh_cupti_flush(int forced);       /* ask CUPTI to deliver its activity buffers */
-int dlh_cupti_drain(struct dlh_writer *writer);      /* writer thread: convert delivered buffers; returns records */
+/* writer thread: converts the delivered buffers into enc; returns the records converted */
+int dlh_cupti_drain(struct dlh_encoder *enc);
 uint64_t dlh_cupti_dropped(void);       /* activity records CUPTI dropped */
 void dlh_cupti_after_fork_child(void);
 
@@ -220,7 +249,8 @@ void dlh_capture_init(void);            /* constructor, after dlh_config_load */
  * when this pop/end closes a matching range: call dlh_capture_nvtx_close() after storing it. */
 int dlh_capture_nvtx(int op, uint64_t aux, const char *msg);
 void dlh_capture_nvtx_close(void);
-void dlh_capture_emit(struct dlh_writer *writer);    /* writer: window marks as ClockAnchor kinds 3 and 4 */
+/* writer thread: the window marks into enc, as ClockAnchors (CAPTURE_OPEN, CAPTURE_CLOSE) */
+void dlh_capture_emit(struct dlh_encoder *enc);
 void dlh_capture_keep_corr(uint64_t corr); /* writer: a recorded call's correlation id */
 void dlh_capture_request(int req);      /* `dlhook ctl`: 1 open, 2 close, 0 toggle (signal-safe) */
 

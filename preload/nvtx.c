@@ -187,7 +187,7 @@ void dlh_nvtx_setup_injection(void) {
 #define NOPEN 4096 /* start/end ranges open at once, direct-mapped by id */
 static struct { uint64_t id, t0; uint32_t msg, color, cat; } open_ranges[NOPEN];
 
-static void emit(dlh_writer *w, struct dlh_thread *t, uint32_t fn, uint64_t t0, uint64_t t1,
+static void emit(dlh_encoder *w, struct dlh_thread *t, uint32_t fn, uint64_t t0, uint64_t t1,
                  uint32_t depth, uint32_t msg, uint32_t domain, uint32_t color, uint32_t cat) {
   uint64_t args[4] = {msg, domain, color, cat};
   dlh_api_event ev = {0};
@@ -197,41 +197,41 @@ static void emit(dlh_writer *w, struct dlh_thread *t, uint32_t fn, uint64_t t0, 
   ev.depth = depth;
   ev.nargs = 4;
   ev.args = args;
-  dlh_writer_api(w, t->tid, &ev);
+  dlh_enc_api(w, t->os.tid, &ev);
   dlh_def_fn(w, ev.fn);
 }
 
-void dlh_nvtx_convert(struct dlh_writer *writer, struct dlh_thread *t, const uint64_t *w, uint64_t nw) {
-  dlh_writer *wr = writer;
+void dlh_nvtx_convert(struct dlh_encoder *enc, struct dlh_thread *t, const uint64_t *w, uint64_t nw) {
   unsigned op = (unsigned)(w[0] & 0xff);
   uint64_t ts = dlh_tick_ns(w[1]);
   const char *text = nw > 4 ? (const char *)(w + 4) : NULL;
-  uint32_t msg = text ? dlh_intern(wr, text) : 0;
+  uint32_t msg = text ? dlh_intern(enc, text) : 0;
   uint32_t color = (uint32_t)w[3], cat = (uint32_t)(w[3] >> 32);
   uint32_t domain = 0;
   if ((op == DLH_NVTX_PUSH || op == DLH_NVTX_MARK) && w[2])
-    domain = dlh_intern(wr, ((const dom *)(uintptr_t)w[2])->name);
+    domain = dlh_intern(enc, ((const dom *)(uintptr_t)w[2])->name);
   switch (op) {
     case DLH_NVTX_PUSH:
-      if (t->nvtx_depth < DLH_NVTX_MAX_DEPTH) {
-        t->nvtx[t->nvtx_depth].t0 = ts;
-        t->nvtx[t->nvtx_depth].msg = msg;
-        t->nvtx[t->nvtx_depth].dom = domain;
-        t->nvtx[t->nvtx_depth].color = color;
-        t->nvtx[t->nvtx_depth].cat = cat;
+      if (t->writer.nvtx_depth < DLH_NVTX_MAX_DEPTH) {
+        t->writer.nvtx[t->writer.nvtx_depth].t0 = ts;
+        t->writer.nvtx[t->writer.nvtx_depth].msg = msg;
+        t->writer.nvtx[t->writer.nvtx_depth].dom = domain;
+        t->writer.nvtx[t->writer.nvtx_depth].color = color;
+        t->writer.nvtx[t->writer.nvtx_depth].cat = cat;
       }
-      t->nvtx_depth++;
+      t->writer.nvtx_depth++;
       break;
     case DLH_NVTX_POP:
-      if (t->nvtx_depth == 0) break; /* unbalanced pop: nothing to close */
-      t->nvtx_depth--;
-      if (t->nvtx_depth < DLH_NVTX_MAX_DEPTH) {
-        typeof(t->nvtx[0]) *r = &t->nvtx[t->nvtx_depth];
-        emit(wr, t, DLH_NVTX_FN_RANGE, r->t0, ts, t->nvtx_depth, r->msg, r->dom, r->color, r->cat);
+      if (t->writer.nvtx_depth == 0) break; /* unbalanced pop: nothing to close */
+      t->writer.nvtx_depth--;
+      if (t->writer.nvtx_depth < DLH_NVTX_MAX_DEPTH) {
+        typeof(t->writer.nvtx[0]) *r = &t->writer.nvtx[t->writer.nvtx_depth];
+        emit(enc, t, DLH_NVTX_FN_RANGE, r->t0, ts, t->writer.nvtx_depth, r->msg, r->dom, r->color,
+             r->cat);
       }
       break;
     case DLH_NVTX_MARK:
-      emit(wr, t, DLH_NVTX_FN_MARK, ts, ts, t->nvtx_depth, msg, domain, color, cat);
+      emit(enc, t, DLH_NVTX_FN_MARK, ts, ts, t->writer.nvtx_depth, msg, domain, color, cat);
       break;
     case DLH_NVTX_START: {
       unsigned slot = (unsigned)(w[2] % NOPEN);
@@ -245,7 +245,7 @@ void dlh_nvtx_convert(struct dlh_writer *writer, struct dlh_thread *t, const uin
     case DLH_NVTX_END: {
       unsigned slot = (unsigned)(w[2] % NOPEN);
       if (open_ranges[slot].id != w[2]) break;
-      emit(wr, t, DLH_NVTX_FN_STARTEND, open_ranges[slot].t0, ts, 0, open_ranges[slot].msg, 0,
+      emit(enc, t, DLH_NVTX_FN_STARTEND, open_ranges[slot].t0, ts, 0, open_ranges[slot].msg, 0,
            open_ranges[slot].color, open_ranges[slot].cat);
       open_ranges[slot].id = 0;
       break;

@@ -36,64 +36,64 @@ void dlh_writer_wake(void) {
 
 /* The words of a record (storing already set): the slow part of reserve_words. */
 static __attribute__((noinline)) uint64_t *reserve_slow(struct dlh_thread *t, uint64_t n) {
-  uint64_t cap = t->cap, h = t->head_local;
+  uint64_t cap = t->prod.cap, h = t->prod.head_local;
   uint64_t pos = h & (cap - 1);
   uint64_t need = n + (pos + n > cap ? cap - pos : 0);
-  if (h + need - t->tail_cache > cap / 2) {
+  if (h + need - t->prod.tail_cache > cap / 2) {
     /* Half full as far as we know: look at the real tail, wake the writer once if needed. */
-    t->tail_cache = atomic_load_explicit(&t->tail, memory_order_acquire);
-    if (h + need - t->tail_cache > cap / 2 &&
-        !atomic_load_explicit(&t->wake_sent, memory_order_relaxed)) {
-      atomic_store_explicit(&t->wake_sent, 1, memory_order_relaxed);
+    t->prod.tail_cache = atomic_load_explicit(&t->shared.tail, memory_order_acquire);
+    if (h + need - t->prod.tail_cache > cap / 2 &&
+        !atomic_load_explicit(&t->shared.wake_sent, memory_order_relaxed)) {
+      atomic_store_explicit(&t->shared.wake_sent, 1, memory_order_relaxed);
       dlh_writer_wake();
     }
-    if (h + need - t->tail_cache > cap) {
-      atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+    if (h + need - t->prod.tail_cache > cap) {
+      atomic_fetch_add_explicit(&t->shared.dropped, 1, memory_order_relaxed);
       return NULL;
     }
   }
   if (pos + n > cap) { /* wrap: pad to the end of the ring */
-    t->buf[pos] = dlh_rec_header(0, 0, 0, DLH_REC_PAD, 0, 0);
+    t->prod.buf[pos] = dlh_rec_header(0, 0, 0, DLH_REC_PAD, 0, 0);
     h += cap - pos;
-    t->head_local = h;
+    t->prod.head_local = h;
     pos = 0;
   }
   /* Until the next wrap or half the ring past the tail as we know it, the fast path's one
    * comparison says all of the above. */
-  uint64_t wrap = (h & ~(cap - 1)) + cap, half = t->tail_cache + cap / 2;
-  t->room_end = wrap < half ? wrap : half;
-  return t->buf + pos;
+  uint64_t wrap = (h & ~(cap - 1)) + cap, half = t->prod.tail_cache + cap / 2;
+  t->prod.room_end = wrap < half ? wrap : half;
+  return t->prod.buf + pos;
 }
 
 /* Reserves n words at head_local (moved past a PAD record at the wrap); NULL: dropped and
  * counted. room_end <= the next wrap and <= tail_cache + cap / 2, so a record that fits below it
  * needs neither a PAD record nor a look at the tail. */
 static inline uint64_t *reserve_words(struct dlh_thread *t, uint64_t n) {
-  uint64_t h = t->head_local;
-  if (DLH_LIKELY(h + n <= t->room_end)) return t->buf + (h & (t->cap - 1));
+  uint64_t h = t->prod.head_local;
+  if (DLH_LIKELY(h + n <= t->prod.room_end)) return t->prod.buf + (h & (t->prod.cap - 1));
   return reserve_slow(t, n);
 }
 
 static inline void publish_words(struct dlh_thread *t, uint64_t n) {
-  t->head_local += n;
-  atomic_store_explicit(&t->head, t->head_local, memory_order_release);
+  t->prod.head_local += n;
+  atomic_store_explicit(&t->shared.head, t->prod.head_local, memory_order_release);
 }
 
 static inline int store_begin(struct dlh_thread *t) {
-  if (DLH_UNLIKELY(t->storing)) {
+  if (DLH_UNLIKELY(t->prod.storing)) {
     /* A signal handler's call interrupted this thread's own store: the words between reserve
      * and publish are not ours to take. Dropped and counted. */
-    atomic_fetch_add_explicit(&t->dropped, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&t->shared.dropped, 1, memory_order_relaxed);
     return 0;
   }
-  t->storing = 1;
+  t->prod.storing = 1;
   atomic_signal_fence(memory_order_seq_cst);
   return 1;
 }
 
 static inline void store_end(struct dlh_thread *t) {
   atomic_signal_fence(memory_order_seq_cst);
-  t->storing = 0;
+  t->prod.storing = 0;
 }
 
 /* A record other than an API record or a FOLD record (LINK, NVTX): the next call does not fold
@@ -107,7 +107,7 @@ uint64_t *dlh_ring_reserve(struct dlh_thread *t, uint64_t n) {
 
 void dlh_ring_publish(struct dlh_thread *t, uint64_t n) {
   publish_words(t, n);
-  t->last_api = NULL;
+  t->prod.last_api = NULL;
   store_end(t);
 }
 
@@ -123,7 +123,7 @@ _Static_assert(DLH_API_KEY(0x12345, 3) == ((uint64_t)0x12345 | (uint64_t)3 << 32
 /* A new FOLD record after the last API record (its first repeat), when the writer took the one
  * before (sealed) or there is none yet; dropped and counted when the ring is full. */
 static void fold_new(struct dlh_thread *t, uint64_t t0, uint64_t t1) {
-  uint64_t a = t->head_local;
+  uint64_t a = t->prod.head_local;
   uint64_t *w = reserve_words(t, DLH_REC_FOLD_WORDS);
   if (!w) return;
   w[0] = dlh_rec_header(0, 0, 0, DLH_REC_FOLD, 0, DLH_REC_FOLD_WORDS);
@@ -133,19 +133,20 @@ static void fold_new(struct dlh_thread *t, uint64_t t0, uint64_t t1) {
   w[5] = t1;        /* slot of count 1 */
   w[6] = t1 - t0;
   publish_words(t, DLH_REC_FOLD_WORDS);
-  t->fold_rec = w;
+  t->prod.fold_rec = w;
   /* FOLD records alone (one per writer pass) come round the ring to the API record they repeat:
    * once the words [a, head) written now come near it, later calls no longer fold into it. */
-  uint64_t dist = (a - (uint64_t)(t->last_api - t->buf)) & (t->cap - 1);
-  if (dist == 0 || dist + (t->head_local - a) > t->cap - (DLH_REC_HDR_WORDS + 1 + DLH_MAX_ARGS))
-    t->last_api = NULL;
+  uint64_t dist = (a - (uint64_t)(t->prod.last_api - t->prod.buf)) & (t->prod.cap - 1);
+  if (dist == 0 ||
+      dist + (t->prod.head_local - a) > t->prod.cap - (DLH_REC_HDR_WORDS + 1 + DLH_MAX_ARGS))
+    t->prod.last_api = NULL;
 }
 
 /* Adds a repeat of the thread's last API record to its FOLD record while the writer has not
  * taken it: returns 0 when there is none or the writer sealed it (then the CAS fails). */
 static inline __attribute__((always_inline)) int fold_add(struct dlh_thread *t, uint64_t t0,
                                                           uint64_t t1) {
-  uint64_t *f = t->fold_rec;
+  uint64_t *f = t->prod.fold_rec;
   if (DLH_UNLIKELY(f == NULL)) return 0;
   uint64_t c = __atomic_load_n(&f[2], __ATOMIC_RELAXED);
   if (DLH_UNLIKELY(c & DLH_FOLD_SEALED)) return 0;
@@ -163,8 +164,8 @@ static inline __attribute__((always_inline)) int fold_add(struct dlh_thread *t, 
 static inline __attribute__((always_inline)) int folds(const struct dlh_thread *t, uint64_t h0,
                                                        uint64_t w3, const uint64_t *args,
                                                        uint32_t nargs) {
-  const uint64_t *last = t->last_api;
-  if (!last || last[0] != h0 || last[3] != w3 || t->fold_gen != dlh_trace_gen) return 0;
+  const uint64_t *last = t->prod.last_api;
+  if (!last || last[0] != h0 || last[3] != w3 || t->prod.fold_gen != dlh_trace_gen) return 0;
   for (uint32_t i = 0; i < nargs; i++)
     if (last[DLH_REC_HDR_WORDS + i] != args[i]) return 0;
   return 1;
@@ -174,11 +175,11 @@ static inline __attribute__((always_inline)) int folds(const struct dlh_thread *
 static inline __attribute__((always_inline)) void api_published(struct dlh_thread *t,
                                                                 const uint64_t *w, uint64_t h,
                                                                 uint64_t n) {
-  t->head_local = h + n;
-  atomic_store_explicit(&t->head, h + n, memory_order_release);
-  t->last_api = dlh_cfg.fold ? w : NULL;
-  t->fold_gen = dlh_trace_gen;
-  t->fold_rec = NULL;
+  t->prod.head_local = h + n;
+  atomic_store_explicit(&t->shared.head, h + n, memory_order_release);
+  t->prod.last_api = dlh_cfg.fold ? w : NULL;
+  t->prod.fold_gen = dlh_trace_gen;
+  t->prod.fold_rec = NULL;
 }
 
 static inline __attribute__((always_inline)) void api_fill(uint64_t *a, const uint64_t *args,
@@ -199,8 +200,8 @@ static __attribute__((noinline)) void call_store_full(dlh_call *c, uint64_t key,
                                                       const uint64_t *args, uint64_t t1) {
   struct dlh_thread *t = c->t;
   uint64_t h0 = key | (uint64_t)(uint8_t)c->depth << 40;
-  uint64_t corr = t->pending_corr;
-  t->pending_corr = 0; /* this call's, whether its record is stored or dropped */
+  uint64_t corr = t->prod.pending_corr;
+  t->prod.pending_corr = 0; /* this call's, whether its record is stored or dropped */
   if (!store_begin(t)) return;
   /* The call stack, interned (unwind/capture.c): lock-free, no malloc. */
   uint32_t stack = dlh_stack_mode ? dlh_stack_capture(&t->stack_cache) : 0;
@@ -211,7 +212,7 @@ static __attribute__((noinline)) void call_store_full(dlh_call *c, uint64_t key,
     return;
   }
   uint64_t n = dlh_rec_nwords(h0) + (corr != 0);
-  uint64_t *w = reserve_words(t, n), h = t->head_local;
+  uint64_t *w = reserve_words(t, n), h = t->prod.head_local;
   if (w) {
     /* a call with a correlation id never folds, nor does the next call into it */
     w[0] = corr ? dlh_rec_header(dlh_rec_fn(h0), dlh_rec_nargs(h0), dlh_rec_depth(h0),
@@ -239,8 +240,8 @@ static inline __attribute__((always_inline)) int call_store(dlh_call *c, uint64_
   struct dlh_thread *t = c->t;
   uint32_t depth = c->depth;
   t->hot.depth = depth;
-  if (DLH_UNLIKELY(t->pending_corr | t->storing | (unsigned)dlh_stack_mode)) return 0;
-  t->storing = 1;
+  if (DLH_UNLIKELY(t->prod.pending_corr | t->prod.storing | (unsigned)dlh_stack_mode)) return 0;
+  t->prod.storing = 1;
   atomic_signal_fence(memory_order_seq_cst);
   uint64_t h0 = key | (uint64_t)(uint8_t)depth << 40;
   uint64_t w3 = dlh_rec_ret_stack(ret, 0), t0 = c->t0;
@@ -251,12 +252,12 @@ static inline __attribute__((always_inline)) int call_store(dlh_call *c, uint64_
       fold_new_end(t, t0, t1);
     return 1;
   }
-  uint64_t h = t->head_local, n = DLH_REC_HDR_WORDS + nargs;
-  if (DLH_UNLIKELY(h + n > t->room_end)) { /* a look at the tail or a wrap: out of line */
+  uint64_t h = t->prod.head_local, n = DLH_REC_HDR_WORDS + nargs;
+  if (DLH_UNLIKELY(h + n > t->prod.room_end)) { /* a look at the tail or a wrap: out of line */
     store_end(t);
     return 0;
   }
-  uint64_t *w = t->buf + (h & (t->cap - 1));
+  uint64_t *w = t->prod.buf + (h & (t->prod.cap - 1));
   w[0] = h0;
   w[1] = t0;
   w[2] = t1 - t0;
@@ -346,16 +347,16 @@ uint64_t *dlh_ring_alloc(uint64_t *cap_words) {
 
 /* Called by the writer once an exited thread's ring is drained. */
 void dlh_ring_release(struct dlh_thread *t) {
-  struct free_ring *f = (struct free_ring *)t->buf;
+  struct free_ring *f = (struct free_ring *)t->prod.buf;
   if (f) {
-    f->cap = t->cap;
+    f->cap = t->prod.cap;
     free_lock_take();
     f->next = free_rings;
     free_rings = f;
     free_lock_give();
   }
-  t->buf = NULL;
-  atomic_store(&t->state, DLH_T_RETIRED);
+  t->prod.buf = NULL;
+  atomic_store(&t->shared.state, DLH_T_RETIRED);
 }
 
 /* fork child: the parent's rings stay mapped in the child and are not reused (only the forking

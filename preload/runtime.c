@@ -38,7 +38,7 @@ static void exit_flush(void) {
   /* _exit from a signal handler that interrupted this thread inside a CUDA call or inside
    * dlhook: CUPTI's locks may be held by the interrupted code; its buffers are left alone. */
   struct dlh_thread *t = dlh_self;
-  if (!t || (!t->hot.depth && !t->hot.blocked && !t->cupti_depth)) dlh_cupti_flush(1);
+  if (!t || (!t->hot.depth && !t->hot.blocked && !t->cupti.depth)) dlh_cupti_flush(1);
   dlh_writer_stop(0, 0);
 }
 

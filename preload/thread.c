@@ -28,26 +28,33 @@ static struct dlh_thread dead_thread = {.hot = {.blocked = 1u << 30}};
 static void thread_exit(void *arg) {
   struct dlh_thread *t = arg;
   t->hot.blocked = 1;              /* later calls of this dying thread pass through */
-  dlh_altstack_release(t->altstack, t->altstack_size);
-  t->altstack = NULL;
+  dlh_altstack_release(t->os.altstack, t->os.altstack_size);
+  t->os.altstack = NULL;
   dlh_self = &dead_thread;         /* t is reused once the writer retires it */
-  atomic_store(&t->state, DLH_T_EXITED);
+  atomic_store(&t->shared.state, DLH_T_EXITED);
 }
 
 /* Takes the struct of a thread that ended (RETIRED: ring drained and given back) for a new
  * thread, so that a program creating threads without end keeps a list as long as its most
- * threads alive at once. The writer skips a claimed struct; `dropped` keeps counting (the
- * totals include the dead threads' drops) and `next` keeps the list. */
+ * threads alive at once. The writer skips a claimed struct. Every group of the struct starts
+ * empty, but for shared.dropped, which keeps counting (the totals include the dead threads'
+ * drops), shared.state (claimed), stack_cache (emptied by dlh_thread_attach) and `next`, which
+ * keeps the list. */
 static struct dlh_thread *thread_reuse(void) {
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
     int st = DLH_T_RETIRED;
-    if (atomic_load_explicit(&t->state, memory_order_relaxed) != DLH_T_RETIRED ||
-        !atomic_compare_exchange_strong(&t->state, &st, DLH_T_CLAIMED))
+    if (atomic_load_explicit(&t->shared.state, memory_order_relaxed) != DLH_T_RETIRED ||
+        !atomic_compare_exchange_strong(&t->shared.state, &st, DLH_T_CLAIMED))
       continue;
-    memset(t, 0, offsetof(struct dlh_thread, dropped)); /* hot .. tail */
-    atomic_store(&t->wake_sent, 0);
-    size_t w0 = offsetof(struct dlh_thread, announced);   /* writer and CUPTI state */
-    memset((char *)t + w0, 0, offsetof(struct dlh_thread, next) - w0);
+    memset(&t->hot, 0, sizeof t->hot);
+    memset(&t->prod, 0, sizeof t->prod);
+    memset(&t->os, 0, sizeof t->os);
+    atomic_store(&t->shared.head, 0);
+    atomic_store(&t->shared.tail, 0);
+    atomic_store(&t->shared.wake_sent, 0);
+    memset(&t->writer, 0, sizeof t->writer);
+    memset(&t->cupti, 0, sizeof t->cupti);
+    memset(&t->capture, 0, sizeof t->capture);
     return t;
   }
   return NULL;
@@ -68,15 +75,15 @@ dlh_thread *dlh_thread_attach(void) {
   }
   t->hot.blocked = 1;              /* no recording of what we call while attaching */
   dlh_self = t;
-  if (dlh_cfg.signals) t->altstack = dlh_altstack_setup(&t->altstack_size);
+  if (dlh_cfg.signals) t->os.altstack = dlh_altstack_setup(&t->os.altstack_size);
   dlh_stack_cache_reset(&t->stack_cache); /* a reused dlh_thread: its stacks were another thread's */
-  t->buf = dlh_ring_alloc(&t->cap);
-  if (!t->buf) {                   /* stays blocked: this thread passes through */
+  t->prod.buf = dlh_ring_alloc(&t->prod.cap);
+  if (!t->prod.buf) {                   /* stays blocked: this thread passes through */
     return NULL;
   }
-  t->tid = (uint32_t)syscall(SYS_gettid);
-  prctl(PR_GET_NAME, t->name, 0, 0, 0);
-  atomic_store(&t->state, DLH_T_ACTIVE);
+  t->os.tid = (uint32_t)syscall(SYS_gettid);
+  prctl(PR_GET_NAME, t->os.name, 0, 0, 0);
+  atomic_store(&t->shared.state, DLH_T_ACTIVE);
   pthread_setspecific(thread_key, t);
   if (fresh) {
     struct dlh_thread *old = atomic_load(&dlh_threads);

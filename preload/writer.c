@@ -29,7 +29,7 @@
 
 /* ---------------------------------------------------------------- writer state */
 
-static dlh_writer *W;
+static dlh_encoder *W;
 static dlh_anchor first;             /* the trace's first anchor (its start) */
 static int attached;                 /* the trace is one of dlhook attach (ProcessInfo) */
 static char **not_hooked;            /* ... and what it could not hook */
@@ -48,10 +48,10 @@ static uint64_t calls, folded;       /* calls recorded (folded repeats included)
 static int write_failed;
 
 static void put(Dlh__Packet *p) {
-  if (dlh_writer_packet(W, p) != 0) { /* allocation failure: packet lost */ }
+  if (dlh_enc_packet(W, p) != 0) { /* allocation failure: packet lost */ }
 }
 
-static void write_anchor(dlh_anchor a, uint32_t kind) {
+static void write_anchor(dlh_anchor a, Dlh__ClockAnchorKind kind) {
   Dlh__Packet p = DLH__PACKET__INIT;
   Dlh__ClockAnchor c = DLH__CLOCK_ANCHOR__INIT;
   c.has_trace_ns = c.has_realtime_ns = c.has_ticks = c.has_kind = 1;
@@ -113,21 +113,21 @@ static void write_thread(struct dlh_thread *t) {
   Dlh__Packet p = DLH__PACKET__INIT;
   Dlh__ThreadInfo ti = DLH__THREAD_INFO__INIT;
   char name[17];
-  memcpy(name, t->name, 16);
+  memcpy(name, t->os.name, 16);
   name[16] = 0;
   ti.has_tid = 1;
-  ti.tid = t->tid;
+  ti.tid = t->os.tid;
   ti.name = name;
   p.data_case = DLH__PACKET__DATA_THREAD;
   p.thread = &ti;
   put(&p);
-  t->announced = 1;
+  t->writer.announced = 1;
 }
 
 /* The parts of the memory budget that the writer thread measures: its own buffers, the stack
  * tables and the symbol indexes. */
 static void measure_memory(void) {
-  dlh_mem_set(DLH_MEM_WRITER, dlh_writer_mem(W) + dlh_defs_mem());
+  dlh_mem_set(DLH_MEM_WRITER, dlh_enc_mem(W) + dlh_defs_mem());
   dlh_mem_set(DLH_MEM_STACKS, dlh_stacks_table_bytes());
   dlh_mem_set(DLH_MEM_SYMBOLS, dlh_stacks_index_bytes());
 }
@@ -136,7 +136,7 @@ static void write_counters(int final) {
   uint64_t drop = 0;
   uint32_t nthreads = 0;
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
-    drop += atomic_load_explicit(&t->dropped, memory_order_relaxed);
+    drop += atomic_load_explicit(&t->shared.dropped, memory_order_relaxed);
     nthreads++;
   }
   drop += dlh_cupti_dropped();
@@ -189,12 +189,12 @@ static void fold_event(struct dlh_thread *t, uint64_t *w, dlh_api_event *ev) {
   uint64_t last_end, dur_sum;
   uint64_t count = dlh_fold_take(w, &last_end, &dur_sum);
   memset(ev, 0, sizeof *ev);
-  ev->fn = t->last_fn;
-  ev->nargs = t->last_nargs;
-  ev->args = t->last_args;
-  ev->ret = t->last_ret;
-  ev->stack = t->last_stack;
-  ev->depth = t->last_depth;
+  ev->fn = t->writer.last_fn;
+  ev->nargs = t->writer.last_nargs;
+  ev->args = t->writer.last_args;
+  ev->ret = t->writer.last_ret;
+  ev->stack = t->writer.last_stack;
+  ev->depth = t->writer.last_depth;
   ev->start_ns = dlh_tick_ns_fast(w[1]);
   uint64_t end = dlh_tick_ns_fast(last_end);
   ev->span_ns = end > ev->start_ns ? end - ev->start_ns : 0;
@@ -226,17 +226,17 @@ static void take_last(struct dlh_thread *t, const uint64_t *w) {
   unsigned c = (dlh_rec_flags(h) & DLH_REC_F_CORR) ? 1 : 0;
   uint32_t na = dlh_rec_nargs(h);
   if (na > DLH_MAX_ARGS) na = DLH_MAX_ARGS;
-  t->has_last = 1;
-  t->last_fn = dlh_rec_fn(h);
-  t->last_nargs = na;
-  t->last_depth = dlh_rec_depth(h);
-  t->last_stack = dlh_rec_stack(w[3]);
-  t->last_ret = dlh_rec_ret(w[3]);
-  memcpy(t->last_args, w + DLH_REC_HDR_WORDS + c, na * sizeof *w);
+  t->writer.has_last = 1;
+  t->writer.last_fn = dlh_rec_fn(h);
+  t->writer.last_nargs = na;
+  t->writer.last_depth = dlh_rec_depth(h);
+  t->writer.last_stack = dlh_rec_stack(w[3]);
+  t->writer.last_ret = dlh_rec_ret(w[3]);
+  memcpy(t->writer.last_args, w + DLH_REC_HDR_WORDS + c, na * sizeof *w);
 }
 
 /* An API record the fast path of drain() did not take (a tick outside the segment, a link, the
- * batch's first event or a column to grow): as an event, through dlh_writer_api. */
+ * batch's first event or a column to grow): as an event, through dlh_enc_api. */
 static __attribute__((noinline)) void api_slow(struct dlh_thread *t, const uint64_t *w,
                                                uint64_t corr, uint32_t stack) {
   uint64_t h = w[0];
@@ -253,7 +253,7 @@ static __attribute__((noinline)) void api_slow(struct dlh_thread *t, const uint6
   ev.nargs = dlh_rec_nargs(h);
   if (ev.nargs > DLH_MAX_ARGS) ev.nargs = DLH_MAX_ARGS;
   ev.args = w + DLH_REC_HDR_WORDS + c;
-  dlh_writer_api(W, t->tid, &ev);
+  dlh_enc_api(W, t->os.tid, &ev);
 }
 
 /* The API record at *tail (no correlation id, its ticks in the segment, its function noted and
@@ -312,25 +312,26 @@ static __attribute__((noinline)) uint64_t drain_run(dlh_tbatch *b, const uint64_
  * ticks fall in the tick segment of the last conversion (nearly all: see seg) is converted here,
  * with no event struct: a run of records like it by drain_run, else one by dlh_tbatch_put; the
  * rest (the batch's first event, a column to grow or start, a tick outside the segment) goes
- * through api_slow and dlh_writer_api. The last API record's fields, which a FOLD record
+ * through api_slow and dlh_enc_api. The last API record's fields, which a FOLD record
  * repeats, are taken once: before a FOLD record and at the end of the pass (the record stays in
  * the ring until the tail moves). */
 static uint64_t drain(struct dlh_thread *t) {
-  if (!t->buf) return 0;
-  uint64_t head = atomic_load_explicit(&t->head, memory_order_acquire);
-  uint64_t tail = atomic_load_explicit(&t->tail, memory_order_relaxed), cap = t->cap, n = 0;
+  if (!t->prod.buf) return 0;
+  uint64_t head = atomic_load_explicit(&t->shared.head, memory_order_acquire);
+  uint64_t tail = atomic_load_explicit(&t->shared.tail, memory_order_relaxed);
+  uint64_t cap = t->prod.cap, n = 0;
   if (tail == head) goto out;
   uint64_t uncounted = 0; /* events not yet given to frame_count: it runs every 4096 */
-  if (!t->announced) write_thread(t);
-  dlh_tbatch *b = dlh_writer_tbatch(W, t->tid); /* NULL (no memory): every record slow */
+  if (!t->writer.announced) write_thread(t);
+  dlh_tbatch *b = dlh_enc_tbatch(W, t->os.tid); /* NULL (no memory): every record slow */
   uint64_t s_lo, s_span, s_ns, s_mult;
   tick_seg(&s_lo, &s_span, &s_ns, &s_mult);
   const uint64_t *last = NULL; /* the last API record of this pass */
   uint64_t noted = ~0ull;      /* the function whose FunctionDesc was checked last */
   while (tail < head) {
-    uint64_t pos = tail & (cap - 1), *w = t->buf + pos;
+    uint64_t pos = tail & (cap - 1), *w = t->prod.buf + pos;
     /* the lines the producer wrote on another core, fetched ahead of their use */
-    __builtin_prefetch(t->buf + ((pos + 64) & (cap - 1)));
+    __builtin_prefetch(t->prod.buf + ((pos + 64) & (cap - 1)));
     uint64_t h = w[0], nw = dlh_rec_nwords(h);
     unsigned kind = dlh_rec_kind(h);
     if (DLH_LIKELY(kind == DLH_REC_API && nw >= DLH_REC_HDR_WORDS)) {
@@ -344,16 +345,16 @@ static uint64_t drain(struct dlh_thread *t) {
       uint32_t stack = dlh_rec_stack(w3), depth = dlh_rec_depth(h), na = dlh_rec_nargs(h);
       if (na > DLH_MAX_ARGS) na = DLH_MAX_ARGS;
       /* the common record: no correlation id (and no links waiting for a depth 0 call) */
-      if (DLH_LIKELY(!dlh_rec_flags(h) && (depth || !t->nlinks) && b && x < s_span &&
+      if (DLH_LIKELY(!dlh_rec_flags(h) && (depth || !t->writer.nlinks) && b && x < s_span &&
                      x + d < s_span)) {
         if (stack) dlh_stacks_define(W, stack); /* StackDef & co. before the batch using it */
-        const uint64_t *nx = t->buf + ((tail + nw) & (cap - 1)); /* a run: the next is alike */
+        const uint64_t *nx = t->prod.buf + ((tail + nw) & (cap - 1)); /* a run: the next is alike */
         uint64_t k = tail + nw < head && nx[0] == h && nx[3] == w3
-                         ? drain_run(b, t->buf, cap - 1, &tail, head, 4096 - uncounted, s_lo,
+                         ? drain_run(b, t->prod.buf, cap - 1, &tail, head, 4096 - uncounted, s_lo,
                                      s_span, s_ns, s_mult)
                          : 0;
         if (k) { /* this record and the ones like it that follow */
-          last = t->buf + ((tail - nw) & (cap - 1));
+          last = t->prod.buf + ((tail - nw) & (cap - 1));
           n += k;
           calls += k;
           uncounted += k;
@@ -363,7 +364,7 @@ static uint64_t drain(struct dlh_thread *t) {
         if (dlh_tbatch_put(b, s_ns + tick_seg_scale(x, s_mult), tick_seg_scale(d, s_mult), fn,
                            dlh_rec_ret(w3), 0, stack, depth, na, w + DLH_REC_HDR_WORDS) != 0) {
           api_slow(t, w, 0, stack);
-          b = dlh_writer_tbatch(W, t->tid);
+          b = dlh_enc_tbatch(W, t->os.tid);
           tick_seg(&s_lo, &s_span, &s_ns, &s_mult);
         }
         goto taken;
@@ -371,10 +372,10 @@ static uint64_t drain(struct dlh_thread *t) {
       unsigned c = (dlh_rec_flags(h) & DLH_REC_F_CORR) ? 1 : 0;
       uint64_t corr = c ? w[DLH_REC_HDR_WORDS] : 0;
       if (stack) dlh_stacks_define(W, stack); /* StackDef & co. before the batch using it */
-      if (depth == 0 && t->nlinks) { /* the outermost call owns the GPU work launched inside */
-        if (!corr) corr = t->links[0];
-        for (uint32_t i = 0; i < t->nlinks; i++) dlh_corr_map(t->links[i], corr);
-        t->nlinks = 0;
+      if (depth == 0 && t->writer.nlinks) { /* the outermost call owns the GPU work inside it */
+        if (!corr) corr = t->writer.links[0];
+        for (uint32_t i = 0; i < t->writer.nlinks; i++) dlh_corr_map(t->writer.links[i], corr);
+        t->writer.nlinks = 0;
       }
       if (dlh_capture_filtering && corr) dlh_capture_keep_corr(corr);
       if (DLH_UNLIKELY(!b || x >= s_span || x + d >= s_span ||
@@ -382,7 +383,7 @@ static uint64_t drain(struct dlh_thread *t) {
                                       tick_seg_scale(d, s_mult), fn, dlh_rec_ret(w3), corr,
                                       stack, depth, na, w + DLH_REC_HDR_WORDS + c) != 0)) {
         api_slow(t, w, corr, stack);
-        b = dlh_writer_tbatch(W, t->tid);
+        b = dlh_enc_tbatch(W, t->os.tid);
         tick_seg(&s_lo, &s_span, &s_ns, &s_mult); /* a conversion may have moved it */
       }
     taken:
@@ -393,7 +394,7 @@ static uint64_t drain(struct dlh_thread *t) {
       continue;
     }
     if (kind == DLH_REC_LINK && nw == DLH_REC_LINK_WORDS) {
-      if (t->nlinks < DLH_MAX_LINKS) t->links[t->nlinks++] = w[1];
+      if (t->writer.nlinks < DLH_MAX_LINKS) t->writer.links[t->writer.nlinks++] = w[1];
       tail += nw;
       continue;
     }
@@ -405,12 +406,12 @@ static uint64_t drain(struct dlh_thread *t) {
     if (kind == DLH_REC_FOLD && nw == DLH_REC_FOLD_WORDS) {
       tail += nw;
       if (last) { take_last(t, last); last = NULL; }
-      if (!t->has_last) continue; /* its call was in an earlier trace (dlhook attach) */
+      if (!t->writer.has_last) continue; /* its call was in an earlier trace (dlhook attach) */
       dlh_api_event ev;
       fold_event(t, w, &ev);
       calls += ev.count;
       folded += ev.count;
-      dlh_writer_api(W, t->tid, &ev);
+      dlh_enc_api(W, t->os.tid, &ev);
       tick_seg(&s_lo, &s_span, &s_ns, &s_mult);
       n++;
       if (DLH_UNLIKELY(++uncounted == 4096)) { frame_count(uncounted); uncounted = 0; }
@@ -421,9 +422,9 @@ static uint64_t drain(struct dlh_thread *t) {
   if (last) take_last(t, last);
   frame_count(uncounted);
   if (tail > head) tail = head; /* a damaged record never moves the tail past the head */
-  atomic_store_explicit(&t->tail, tail, memory_order_release);
+  atomic_store_explicit(&t->shared.tail, tail, memory_order_release);
 out:
-  atomic_store_explicit(&t->wake_sent, 0, memory_order_relaxed);
+  atomic_store_explicit(&t->shared.wake_sent, 0, memory_order_relaxed);
   return n;
 }
 
@@ -431,11 +432,11 @@ static uint64_t drain_all(void) {
   dlh_clock_add(dlh_clock_take());
   uint64_t n = 0;
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
-    int st = atomic_load(&t->state);
+    int st = atomic_load(&t->shared.state);
     if (st != DLH_T_ACTIVE && st != DLH_T_EXITED) continue; /* retired, or being reused */
     n += drain(t);
-    if (st == DLH_T_EXITED && atomic_load(&t->head) == atomic_load(&t->tail)) {
-      dlh_writer_thread_end(W, t->tid); /* its batch out, its columns freed */
+    if (st == DLH_T_EXITED && atomic_load(&t->shared.head) == atomic_load(&t->shared.tail)) {
+      dlh_enc_thread_end(W, t->os.tid); /* its batch out, its columns freed */
       dlh_ring_release(t);
     }
   }
@@ -490,7 +491,7 @@ static int check_fd(void) {
     int up = fd_up(fd); /* a number that is not our file is never closed (it is the program's) */
     if (up >= 0 && lseek(up, 0, SEEK_END) >= 0) {
       out_fd = up;
-      if (W) dlh_writer_set_fd(W, out_fd);
+      if (W) dlh_enc_set_fd(W, out_fd);
       return 0;
     }
     sleep_ms(1);
@@ -514,8 +515,8 @@ static uint64_t frame_events, frame_limit = 4096, frame_start_bytes;
 static void flush_frame(void) {
   if (write_failed) return;
   if (check_fd() != 0) return;
-  int rc = dlh_writer_flush(W);
-  if (rc != 0 && errno == EBADF && check_fd() == 0) rc = dlh_writer_flush(W); /* closed under us */
+  int rc = dlh_enc_flush(W);
+  if (rc != 0 && errno == EBADF && check_fd() == 0) rc = dlh_enc_flush(W); /* closed under us */
   if (rc != 0) {
     write_failed = 1;
     dlh_warn("cannot write the trace %s (%s); recording stopped, the program goes on",
@@ -523,14 +524,14 @@ static void flush_frame(void) {
     dlh_recording = 0;
     return;
   }
-  uint64_t bytes = dlh_writer_bytes(W) - frame_start_bytes;
+  uint64_t bytes = dlh_enc_bytes(W) - frame_start_bytes;
   if (frame_events >= 64 && bytes > 0) {
     uint64_t fit = (uint64_t)FRAME_TARGET * frame_events / bytes;
     frame_limit = (frame_limit + fit) / 2;
     if (frame_limit < 256) frame_limit = 256;
     if (frame_limit > (1u << 20)) frame_limit = 1u << 20;
   }
-  frame_start_bytes = dlh_writer_bytes(W);
+  frame_start_bytes = dlh_enc_bytes(W);
   frame_events = 0;
   /* the writer's buffers only grow, the tables too: measured once a frame, the peaks hold */
   measure_memory();
@@ -547,7 +548,7 @@ static void frame_count(uint64_t n) {
   } else if ((before >> 10) != (frame_events >> 10)) {
     uint64_t cap = dlh_cfg.mem_limit / 16;
     if (cap < (1u << 20)) cap = 1u << 20;
-    if (dlh_writer_pending_bytes(W) > cap) flush_frame();
+    if (dlh_enc_pending_bytes(W) > cap) flush_frame();
   }
 }
 
@@ -562,7 +563,7 @@ static void finish(void) {
    * (the rest stays module+offset, for `dlhook symbolize`). */
   size_t left = dlh_stacks_symbolize(W, deadline);
   dlh_stacks_symbolize_stop();
-  write_anchor(a, 2);
+  write_anchor(a, DLH__CLOCK_ANCHOR_KIND__END);
   write_counters(1);
   flush_frame();
   if (!write_failed && !dlh_cfg.quiet) {
@@ -588,16 +589,16 @@ static void futex_wait(_Atomic uint32_t *word, uint32_t seen, int ms) {
  * a write that fails (RLIMIT_FSIZE, full disk) never signals or stops the program's thread. */
 static int write_start(void) {
   if (check_fd() != 0) return -1;
-  W = dlh_writer_create(out_fd, dlh_cfg.zstd_level);
+  W = dlh_enc_create(out_fd, dlh_cfg.zstd_level);
   if (!W) {
     dlh_warn("cannot write the trace file %s (%s); the program runs untraced", dlh_cfg.output,
              strerror(errno));
     return -1;
   }
-  frame_start_bytes = dlh_writer_bytes(W);
+  frame_start_bytes = dlh_enc_bytes(W);
   frame_events = 0;
   write_process_info(first.ns);
-  write_anchor(first, 0);
+  write_anchor(first, DLH__CLOCK_ANCHOR_KIND__START);
   flush_frame();
   return write_failed ? -1 : 0;
 }
@@ -635,7 +636,7 @@ static void *writer_main(void *arg) {
         now - last_flush >= (uint64_t)dlh_cfg.flush_ms * 1000000ull) {
       dlh_cupti_flush(0);
       drain_all();
-      write_anchor(dlh_clock_last(), 1);
+      write_anchor(dlh_clock_last(), DLH__CLOCK_ANCHOR_KIND__PERIODIC);
       write_counters(0);
       flush_frame();
       last_flush = now;
@@ -807,7 +808,7 @@ void dlh_writer_reset_for_attach(void) {
   attached = 0;
   not_hooked = NULL;
   n_not_hooked = 0;
-  if (W) dlh_writer_free(W);
+  if (W) dlh_enc_free(W);
   W = NULL;
   out_fd = -1;
   frame_events = 0;
@@ -819,11 +820,11 @@ void dlh_writer_reset_for_attach(void) {
   dlh_defs_new_trace();
   dlh_trace_gen++; /* a call of the new trace never folds into one of the old */
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
-    t->announced = 0;
-    t->has_last = 0;
-    t->nlinks = 0;
-    t->nvtx_depth = 0;
-    atomic_store(&t->dropped, 0);
+    t->writer.announced = 0;
+    t->writer.has_last = 0;
+    t->writer.nlinks = 0;
+    t->writer.nvtx_depth = 0;
+    atomic_store(&t->shared.dropped, 0);
   }
   dlh_cupti_new_trace();
   dlh_stacks_reset_for_attach();

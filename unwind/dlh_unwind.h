@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-struct dlh_writer;
+struct dlh_encoder;
 
 /* Stack modes (DLHOOK_STACKS; -1 = not set: mixed when Python is present, else native). */
 enum { DLH_STACKS_NONE = 0, DLH_STACKS_NATIVE = 1, DLH_STACKS_PYTHON = 2, DLH_STACKS_MIXED = 3 };
@@ -71,13 +71,13 @@ const char *dlh_stacks_mode_name(void);
  * defined in the trace that `w` writes, appending the packets to w's current frame. Never waits
  * for symbols: the stack's new pcs are queued for dlh_stacks_symbolize. Idempotent per writer;
  * a new writer (after fork) starts over. */
-void dlh_stacks_define(struct dlh_writer *w, uint32_t id);
+void dlh_stacks_define(struct dlh_encoder *w, uint32_t id);
 
 /* Writer thread: appends to w's current frame the SymbolDef packets of the pcs that the
  * symbolizer thread resolved since the last call (function names from each module's sorted
  * symbol index, then file:line from DWARF), waiting for more until no pc is left or
  * CLOCK_MONOTONIC reaches deadline_ns (0: no wait). Returns the number of pcs still to do. */
-size_t dlh_stacks_symbolize(struct dlh_writer *w, uint64_t deadline_ns);
+size_t dlh_stacks_symbolize(struct dlh_encoder *w, uint64_t deadline_ns);
 /* Starts the symbolizer thread (when stacks are on and settings.symbolize): called by
  * the thread that starts the writer, right after it. */
 void dlh_stacks_start_symbolizer(void);

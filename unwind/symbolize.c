@@ -37,7 +37,7 @@ typedef struct module {
   uint8_t build_id[64];
   size_t build_id_len;
   uint32_t id;
-  int emitted;                  /* ModuleDef written to the current writer */
+  int emitted;                  /* ModuleDef written to the current encoder */
   int sym_state;                /* 0 = index not built, 1 = built, -1 = no symbols */
   int no_lines;                 /* libdwfl found no DWARF in it */
   dlh_symtab *syms;
@@ -529,7 +529,7 @@ static void after_fork_child(void) {
 
 /* ---------------------------------------------------------------- per-writer state */
 
-static struct dlh_writer *cur_w;
+static struct dlh_encoder *cur_enc;
 static uint8_t *stack_done, *pyf_done;   /* bitmaps over ids */
 static uint64_t *pc_set;                 /* open addressing; 0 = empty */
 static size_t pc_cap, pc_n;
@@ -564,9 +564,9 @@ static int pc_seen(uint64_t pc) {
   return 0;
 }
 
-static void put(struct dlh_writer *w, Dlh__Packet *p) { (void)dlh_writer_packet(w, p); }
+static void put(struct dlh_encoder *w, Dlh__Packet *p) { (void)dlh_enc_packet(w, p); }
 
-static void emit_module(struct dlh_writer *w, module *m) {
+static void emit_module(struct dlh_encoder *w, module *m) {
   Dlh__Packet p = DLH__PACKET__INIT;
   Dlh__ModuleDef md = DLH__MODULE_DEF__INIT;
   md.path = m->path;
@@ -586,7 +586,7 @@ static void emit_module(struct dlh_writer *w, module *m) {
   m->emitted = 1;
 }
 
-static void emit_result(struct dlh_writer *w, const result *r) {
+static void emit_result(struct dlh_encoder *w, const result *r) {
   Dlh__Packet p = DLH__PACKET__INIT;
   Dlh__SymbolDef sd = DLH__SYMBOL_DEF__INIT;
   sd.has_pc = 1;
@@ -601,7 +601,7 @@ static void emit_result(struct dlh_writer *w, const result *r) {
   put(w, &p);
 }
 
-static void emit_pyframe(struct dlh_writer *w, uint32_t id) {
+static void emit_pyframe(struct dlh_encoder *w, uint32_t id) {
   const dlh_pyf_rec *r = dlh_pyf_recs[id];
   if (!r) return;
   Dlh__Packet p = DLH__PACKET__INIT;
@@ -616,7 +616,7 @@ static void emit_pyframe(struct dlh_writer *w, uint32_t id) {
   put(w, &p);
 }
 
-static int new_writer(struct dlh_writer *w) {
+static int new_encoder(struct dlh_encoder *w) {
   if (!stack_done) stack_done = calloc(1, (dlh_stack_max_id + 8) / 8 + 1);
   if (!pyf_done) pyf_done = calloc(1, (dlh_pyf_max_id + 8) / 8 + 1);
   if (!stack_done || !pyf_done) return -1;
@@ -632,13 +632,13 @@ static int new_writer(struct dlh_writer *w) {
   atomic_store(&need_report, 1);
   for (size_t i = 0; i < nmods; i++) mods[i]->emitted = 0;
   for (size_t i = 0; i < nlive; i++) emit_module(w, live[i]); /* the map at start */
-  cur_w = w;
+  cur_enc = w;
   return 0;
 }
 
-void dlh_stacks_define(struct dlh_writer *w, uint32_t id) {
+void dlh_stacks_define(struct dlh_encoder *w, uint32_t id) {
   if (!w || !id || id > dlh_stack_max_id) return;
-  if (w != cur_w && new_writer(w) != 0) return;
+  if (w != cur_enc && new_encoder(w) != 0) return;
   if (bit_test_set(stack_done, id)) return;
   const dlh_stack_rec *r = dlh_stack_recs[id];
   if (!r) return;
@@ -676,7 +676,7 @@ void dlh_stacks_define(struct dlh_writer *w, uint32_t id) {
 }
 
 /* Writes the SymbolDefs of the results posted so far; returns the pcs still to do. */
-static size_t collect(struct dlh_writer *w) {
+static size_t collect(struct dlh_encoder *w) {
   pthread_mutex_lock(&sym_mu);
   result *r = res_head;
   res_head = NULL;
@@ -695,8 +695,8 @@ static size_t collect(struct dlh_writer *w) {
   return left;
 }
 
-size_t dlh_stacks_symbolize(struct dlh_writer *w, uint64_t deadline_ns) {
-  if (!w || w != cur_w) return 0;
+size_t dlh_stacks_symbolize(struct dlh_encoder *w, uint64_t deadline_ns) {
+  if (!w || w != cur_enc) return 0;
   size_t left = collect(w);
   while (left && dlh_unwind_cfg.symbolize && dlh_unwind_now_ns() < deadline_ns) {
     struct timespec ts = {0, 1000000};
@@ -752,5 +752,5 @@ void dlh_stacks_reset_for_attach(void) {
     n_resolved = n_unresolved = 0;
   }
   pthread_mutex_unlock(&sym_mu);
-  cur_w = NULL;
+  cur_enc = NULL;
 }

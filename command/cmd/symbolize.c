@@ -345,7 +345,7 @@ int cmd_symbolize(int argc, char **argv) {
   FILE *of = rd_create(dst, 0);
   if (!of) return RD_BAD_INPUT;
   r = dlh_reader_open(in, &err);
-  dlh_writer *w = r ? dlh_writer_create(fileno(of), 3) : NULL;
+  dlh_encoder *w = r ? dlh_enc_create(fileno(of), 3) : NULL;
   if (!r || !w) {
     rd_error("%s: %s", in, err ? err : "cannot rewrite");
     free(err);
@@ -365,13 +365,13 @@ int cmd_symbolize(int argc, char **argv) {
       dlh__trailer__pack(p->trailer, tbuf);
       continue;
     }
-    dlh_writer_packet(w, p); /* as they are: folded events keep their count and span */
+    dlh_enc_packet(w, p); /* as they are: folded events keep their count and span */
   }
   for (size_t i = 0; i < nres; i++) {
     Dlh__Packet sp = DLH__PACKET__INIT;
     sp.data_case = DLH__PACKET__DATA_SYMBOL;
     sp.symbol = &defs[i];
-    dlh_writer_packet(w, &sp);
+    dlh_enc_packet(w, &sp);
   }
   Dlh__Trailer *trailer = tbuf ? dlh__trailer__unpack(NULL, tlen, tbuf) : NULL;
   if (trailer) {
@@ -380,12 +380,12 @@ int cmd_symbolize(int argc, char **argv) {
     trailer->pcs_unsymbolized = ntodo - nres;
     tp.data_case = DLH__PACKET__DATA_TRAILER;
     tp.trailer = trailer;
-    dlh_writer_packet(w, &tp);
+    dlh_enc_packet(w, &tp);
     dlh__trailer__free_unpacked(trailer, NULL);
   }
   free(tbuf);
-  int wrc = dlh_writer_flush(w);
-  dlh_writer_free(w);
+  int wrc = dlh_enc_flush(w);
+  dlh_enc_free(w);
   dlh_reader_close(r);
   if (wrc != 0) rd_error("%s: cannot write: %s", dst, strerror(errno));
   if (rd_close(of, dst) < 0 || wrc != 0) return RD_BAD_INPUT;

@@ -33,10 +33,10 @@
 
 #include "dlh_format.h"
 
-static dlh_writer *w;
+static dlh_encoder *w;
 
 static void pkt(Dlh__Packet *p) {
-  if (dlh_writer_packet(w, p) < 0) { fprintf(stderr, "gentrace: packet failed\n"); exit(1); }
+  if (dlh_enc_packet(w, p) < 0) { fprintf(stderr, "gentrace: packet failed\n"); exit(1); }
 }
 
 static void func(uint32_t id, const char *name, Dlh__Domain dom, int n, const char **names,
@@ -106,8 +106,8 @@ static void gpu_flush(void) {
   ng = ngv = 0;
 }
 
-static void gpu(uint32_t kind, uint64_t start, uint64_t dur, uint64_t corr, uint32_t stream,
-                uint32_t name, int nv, const uint64_t *v) {
+static void gpu(Dlh__GpuRecordKind kind, uint64_t start, uint64_t dur, uint64_t corr,
+                uint32_t stream, uint32_t name, int nv, const uint64_t *v) {
   if (ng == GMAX || ngv + (size_t)nv > GMAX * 10) gpu_flush();
   if (!ng) { gbase = start; glast = start; }
   gkind[ng] = kind; gdelta[ng] = (int64_t)(start - glast); glast = start;
@@ -130,7 +130,7 @@ static void call_n(uint32_t tid, uint64_t start, uint32_t fn, uint64_t dur, uint
   dlh_api_event ev = {.start_ns = start, .dur_ns = dur, .fn = fn, .ret = ret, .corr = corr,
                       .stack = stk, .depth = depth, .nargs = n, .args = args,
                       .count = count > 1 ? count : 0, .span_ns = count > 1 ? span : 0};
-  if (dlh_writer_api(w, tid, &ev) < 0) { fprintf(stderr, "gentrace: event failed\n"); exit(1); }
+  if (dlh_enc_api(w, tid, &ev) < 0) { fprintf(stderr, "gentrace: event failed\n"); exit(1); }
   nevents++;
   ncalls += count > 1 ? count : 1;
   nfolded += count > 1 ? count - 1 : 0;
@@ -172,7 +172,7 @@ int main(int argc, char **argv) {
   if (events) steps = (events + 17ul * (unsigned long)threads - 1) / (17ul * (unsigned long)threads);
   int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) { perror(argv[1]); return 1; }
-  w = dlh_writer_create(fd, 1);
+  w = dlh_enc_create(fd, 1);
   if (!w) { perror("gentrace: writer"); return 1; }
 
   uint64_t t0 = 1000000000ull;
@@ -187,7 +187,8 @@ int main(int argc, char **argv) {
   pkt(&p);
   Dlh__ClockAnchor an = DLH__CLOCK_ANCHOR__INIT;
   an.has_trace_ns = 1; an.trace_ns = t0; an.has_realtime_ns = 1;
-  an.realtime_ns = 1764400000000000000ull; an.has_kind = 1; an.kind = 0;
+  an.realtime_ns = 1764400000000000000ull; an.has_kind = 1;
+  an.kind = DLH__CLOCK_ANCHOR_KIND__START;
   p.data_case = DLH__PACKET__DATA_ANCHOR; p.anchor = &an;
   pkt(&p);
   for (int t = 0; t < threads; t++) {
@@ -276,7 +277,7 @@ int main(int argc, char **argv) {
       CALL(3, 150, c_f2, 3, 0, 4, a_la);
       uint64_t c_ge = ++ext, c_gi = ++corr;
       CALL(7, 600, c_ge, 4, 0, 4, a_ge);
-      CALL(8, 100, 0, 4, 1, 4, a_la); /* inner launch: its CUPTI id arrives via kind 7 */
+      CALL(8, 100, 0, 4, 1, 4, a_la); /* inner launch: its CUPTI id arrives in an EXTERNAL_CORRELATION record */
       uint64_t c_b = ++corr;
       CALL(3, 150, c_b, 5, 0, 4, a_la);
       uint64_t c_m = ++corr;
@@ -289,21 +290,24 @@ int main(int argc, char **argv) {
       {
         uint64_t x = gt;
         if (gpu_first) gpu_flush();
-        gpu(2, x, 400, c_cp, 13, 0, 6, cv); x += 500;
-        gpu(1, x, 1000 + 100 * k, c_f1, 7, 1, 10, kv); x += 1000 + 100 * k + 50; k++;
-        gpu(1, x, 1000 + 100 * k, c_f2, 7, 1, 10, kv); x += 1000 + 100 * k + 50; k++;
+        gpu(DLH__GPU_RECORD_KIND__MEMCPY, x, 400, c_cp, 13, 0, 6, cv); x += 500;
+        gpu(DLH__GPU_RECORD_KIND__KERNEL, x, 1000 + 100 * k, c_f1, 7, 1, 10, kv);
+        x += 1000 + 100 * k + 50; k++;
+        gpu(DLH__GPU_RECORD_KIND__KERNEL, x, 1000 + 100 * k, c_f2, 7, 1, 10, kv);
+        x += 1000 + 100 * k + 50; k++;
         uint64_t ev7[2] = {2, c_ge};
-        gpu(7, 0, 0, c_gi, 0, 0, 2, ev7);
-        gpu(1, x, 1000 + 100 * k, c_gi, 7, 2, 10, kv); x += 1000 + 100 * k + 50; k++;
+        gpu(DLH__GPU_RECORD_KIND__EXTERNAL_CORRELATION, 0, 0, c_gi, 0, 0, 2, ev7);
+        gpu(DLH__GPU_RECORD_KIND__KERNEL, x, 1000 + 100 * k, c_gi, 7, 2, 10, kv);
+        x += 1000 + 100 * k + 50; k++;
         uint64_t bd = (1000 + 100 * k) * slow;
-        gpu(1, x, bd, c_b, 7, 3, 10, kv); x += bd + 50; k++;
-        gpu(3, x, 100, c_m, 7, 0, 5, mv); x += 150;
-        gpu(4, x, 10, 0, 7, 0, 2, sv); x += 10;
+        gpu(DLH__GPU_RECORD_KIND__KERNEL, x, bd, c_b, 7, 3, 10, kv); x += bd + 50; k++;
+        gpu(DLH__GPU_RECORD_KIND__MEMSET, x, 100, c_m, 7, 0, 5, mv); x += 150;
+        gpu(DLH__GPU_RECORD_KIND__SYNC, x, 10, 0, 7, 0, 2, sv); x += 10;
         if (nlate) {
           uint64_t l = late[s % nlate] * 1000ull, end = x + 1000000;
           if (l > 990000) l = 990000;
           uint64_t nv[10] = {1, 1, 1, 512, 1, 1, 0, 0, 1024, 0};
-          gpu(1, x + l, end - (x + l), 0, 21, 4, 10, nv);
+          gpu(DLH__GPU_RECORD_KIND__KERNEL, x + l, end - (x + l), 0, 21, 4, 10, nv);
           x = end + 50;
         }
         gpu_end = x;
@@ -329,7 +333,7 @@ int main(int argc, char **argv) {
     }
     if (s % 256 == 255) {
       gpu_flush();
-      if (dlh_writer_flush(w) < 0) { perror("gentrace: flush"); return 1; }
+      if (dlh_enc_flush(w) < 0) { perror("gentrace: flush"); return 1; }
     }
   }
   gpu_flush();
@@ -343,7 +347,7 @@ int main(int argc, char **argv) {
   }
   p.data_case = DLH__PACKET__DATA_TRAILER; p.trailer = &tr;
   pkt(&p);
-  dlh_writer_free(w);
+  dlh_enc_free(w);
   if (close(fd) < 0) { perror("gentrace: close"); return 1; }
   return 0;
 }

@@ -36,7 +36,7 @@
 
 #define GOOD_EVENTS 5
 
-static dlh_writer *w;
+static dlh_encoder *w;
 static int fd;
 static uint64_t clk = 1000000000, corr;
 
@@ -46,11 +46,11 @@ static void die(const char *m) {
 }
 
 static void pkt(Dlh__Packet *p) {
-  if (dlh_writer_packet(w, p) < 0) die("packet failed");
+  if (dlh_enc_packet(w, p) < 0) die("packet failed");
 }
 
 static void flush(void) {
-  if (dlh_writer_flush(w) < 0) die("flush failed");
+  if (dlh_enc_flush(w) < 0) die("flush failed");
 }
 
 static void func(uint32_t id, const char *name) {
@@ -99,10 +99,10 @@ static void module(uint32_t id, const char *path, uint64_t start, uint64_t end) 
 static void call(uint32_t fn, uint32_t st, uint32_t kname, uint32_t device) {
   corr++;
   dlh_api_event ev = {.start_ns = clk, .dur_ns = 1000, .fn = fn, .corr = corr, .stack = st};
-  if (dlh_writer_api(w, 100, &ev) < 0) die("event failed");
-  dlh_gpu_event g = {.kind = 1, .start_ns = clk + 500, .dur_ns = 2000, .corr = corr,
-                     .device = device, .stream = 7, .name = kname};
-  if (dlh_writer_gpu(w, &g) < 0) die("gpu event failed");
+  if (dlh_enc_api(w, 100, &ev) < 0) die("event failed");
+  dlh_gpu_event g = {.kind = DLH__GPU_RECORD_KIND__KERNEL, .start_ns = clk + 500, .dur_ns = 2000,
+                     .corr = corr, .device = device, .stream = 7, .name = kname};
+  if (dlh_enc_gpu(w, &g) < 0) die("gpu event failed");
   clk += 5000;
 }
 
@@ -172,7 +172,7 @@ int main(int argc, char **argv) {
   }
   fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) { perror(argv[2]); return 1; }
-  w = dlh_writer_create(fd, 0);
+  w = dlh_enc_create(fd, 0);
   if (!w) die("writer");
 
   Dlh__ProcessInfo pi = DLH__PROCESS_INFO__INIT;
@@ -329,7 +329,7 @@ int main(int argc, char **argv) {
   Dlh__Trailer tr = DLH__TRAILER__INIT;
   p.data_case = DLH__PACKET__DATA_TRAILER; p.trailer = &tr;
   pkt(&p);
-  dlh_writer_free(w);
+  dlh_enc_free(w);
   close(fd);
   return 0;
 }

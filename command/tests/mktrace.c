@@ -38,11 +38,11 @@
 #include "dlh_format.h"
 #include "fuzzgen.h"
 
-static dlh_writer *w;
+static dlh_encoder *w;
 static uint64_t clk = 1000000;
 
 static void pkt(Dlh__Packet *p) {
-  if (dlh_writer_packet(w, p) < 0) { fprintf(stderr, "mktrace: packet failed\n"); exit(1); }
+  if (dlh_enc_packet(w, p) < 0) { fprintf(stderr, "mktrace: packet failed\n"); exit(1); }
 }
 
 static void func(uint32_t id, const char *name, Dlh__Domain dom, int n, const char **names,
@@ -76,7 +76,7 @@ static void call(uint32_t tid, uint32_t fn, uint64_t dur, int64_t ret, uint64_t 
   dlh_api_event ev = {.start_ns = clk, .dur_ns = dur, .fn = fn, .ret = ret, .corr = corr,
                       .nargs = n, .args = args};
   clk += dur + 7;
-  if (dlh_writer_api(w, tid, &ev) < 0) { fprintf(stderr, "mktrace: event failed\n"); exit(1); }
+  if (dlh_enc_api(w, tid, &ev) < 0) { fprintf(stderr, "mktrace: event failed\n"); exit(1); }
 }
 
 /* A folded event: count identical calls, dur their summed durations, span first start to last
@@ -86,7 +86,7 @@ static void folded(uint32_t tid, uint32_t fn, uint64_t count, uint64_t dur, uint
   dlh_api_event ev = {.start_ns = clk, .dur_ns = dur, .fn = fn, .ret = ret, .nargs = n,
                       .args = args, .count = count, .span_ns = span};
   clk += span + 7;
-  if (dlh_writer_api(w, tid, &ev) < 0) { fprintf(stderr, "mktrace: event failed\n"); exit(1); }
+  if (dlh_enc_api(w, tid, &ev) < 0) { fprintf(stderr, "mktrace: event failed\n"); exit(1); }
 }
 
 static void counters(uint64_t records, uint64_t dropped, uint64_t calls) {
@@ -100,7 +100,7 @@ static void counters(uint64_t records, uint64_t dropped, uint64_t calls) {
 }
 
 static void flush(void) {
-  if (dlh_writer_flush(w) < 0) { perror("mktrace: flush"); exit(1); }
+  if (dlh_enc_flush(w) < 0) { perror("mktrace: flush"); exit(1); }
 }
 
 int main(int argc, char **argv) {
@@ -123,7 +123,7 @@ int main(int argc, char **argv) {
   if (fuzz) fold = 1; /* the fuzzed traces have every column */
   int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) { perror(argv[1]); return 1; }
-  w = dlh_writer_create(fd, 0);
+  w = dlh_enc_create(fd, 0);
   if (!w) { perror("mktrace: writer"); return 1; }
 
   char *cmdline[] = {"./app", "--flag=\"q\""};
@@ -217,7 +217,7 @@ int main(int argc, char **argv) {
   uint64_t dur[NG], corr[NG], vals[NG];
   size_t nv = 0;
   for (int i = 0; i < NG; i++) {
-    kind[i] = i < 120 ? 1 : 2;
+    kind[i] = i < 120 ? DLH__GPU_RECORD_KIND__KERNEL : DLH__GPU_RECORD_KIND__MEMCPY;
     sdelta[i] = i ? 600 : 0;
     dur[i] = i < 100 ? 500 : i < 120 ? 1000 : 300;
     corr[i] = i < 100 ? (uint64_t)i + 1 : 0;
@@ -258,7 +258,7 @@ int main(int argc, char **argv) {
     p.data_case = DLH__PACKET__DATA_TRAILER; p.trailer = &tr;
     pkt(&p);
   }
-  dlh_writer_free(w);
+  dlh_enc_free(w);
   if (close(fd) < 0) { perror("mktrace: close"); return 1; }
   if (fuzz) {
     FILE *f = fopen(argv[1], "rb");

@@ -19,9 +19,9 @@ static uint64_t bound[NFRAMES + 1]; /* bound[k] = file offset after frame k (bou
 static void make_trace(const char *path) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   REQUIRE(fd >= 0);
-  dlh_writer *w = dlh_writer_create(fd, 1);
+  dlh_encoder *w = dlh_enc_create(fd, 1);
   REQUIRE(w);
-  bound[0] = dlh_writer_bytes(w);
+  bound[0] = dlh_enc_bytes(w);
   uint64_t seed = 12345, t = 1000;
   for (int f = 1; f <= NFRAMES; f++) {
     Dlh__Packet p = DLH__PACKET__INIT;
@@ -30,19 +30,19 @@ static void make_trace(const char *path) {
     snprintf(name, sizeof name, "frame-%d", f);
     sd.has_id = 1; sd.id = (uint32_t)f; sd.value = name;
     p.data_case = DLH__PACKET__DATA_STRING; p.string = &sd;
-    REQUIRE(dlh_writer_packet(w, &p) == 0);
+    REQUIRE(dlh_enc_packet(w, &p) == 0);
     for (int i = 0; i < 20 * f; i++) {
       uint64_t r = ft_rand(&seed);
       uint64_t args[2] = {r, r >> 32};
       dlh_api_event ev = {.start_ns = t += r % 999, .dur_ns = r % 77, .fn = (uint32_t)(r % 4),
                           .ret = (int64_t)(r % 2), .corr = r % 3 ? t : 0,
                           .nargs = (uint32_t)(r % 3), .args = args};
-      REQUIRE(dlh_writer_api(w, (uint32_t)(r % 3), &ev) == 0);
+      REQUIRE(dlh_enc_api(w, (uint32_t)(r % 3), &ev) == 0);
     }
-    REQUIRE(dlh_writer_flush(w) == 0);
-    bound[f] = dlh_writer_bytes(w);
+    REQUIRE(dlh_enc_flush(w) == 0);
+    bound[f] = dlh_enc_bytes(w);
   }
-  dlh_writer_free(w);
+  dlh_enc_free(w);
   close(fd);
 }
 

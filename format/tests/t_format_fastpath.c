@@ -1,5 +1,5 @@
 /* Fast paths: the recorder's drain loop writes most events straight into a batch's columns
- * (dlh_tbatch_put, dlh_run_* in dlh_batch.h) instead of through dlh_writer_api. The same events
+ * (dlh_tbatch_put, dlh_run_* in dlh_batch.h) instead of through dlh_enc_api. The same events
  * written both ways must give the same file, byte for byte, and read back as written: runs of
  * one function (args changing, return value, nargs, stack and depth constant), functions
  * alternating, events with correlation ids, other stacks or depths and folded repeats in
@@ -58,9 +58,9 @@ static int plain(const dlh_api_event *ev) { return !ev->corr && ev->count <= 1; 
 
 /* Writes evs[i..] (at most lim events) the fast ways where they can be; returns the events
  * taken. */
-static size_t write_fast(dlh_writer *w, size_t i, size_t lim) {
+static size_t write_fast(dlh_encoder *w, size_t i, size_t lim) {
   const event *e = &evs[i];
-  dlh_tbatch *t = dlh_writer_tbatch(w, e->tid);
+  dlh_tbatch *t = dlh_enc_tbatch(w, e->tid);
   REQUIRE(t);
   if (plain(&e->ev)) { /* a run, as drain_run in preload/writer.c writes it */
     dlh_run r;
@@ -102,7 +102,7 @@ static size_t write_fast(dlh_writer *w, size_t i, size_t lim) {
     by_put++;
     return 1;
   }
-  REQUIRE(dlh_writer_api(w, e->tid, &e->ev) == 0);
+  REQUIRE(dlh_enc_api(w, e->tid, &e->ev) == 0);
   by_api++;
   return 1;
 }
@@ -110,27 +110,27 @@ static size_t write_fast(dlh_writer *w, size_t i, size_t lim) {
 static void write_file(const char *path, int fast) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   REQUIRE(fd >= 0);
-  dlh_writer *w = dlh_writer_create(fd, 1);
+  dlh_encoder *w = dlh_enc_create(fd, 1);
   REQUIRE(w);
   rng = 12345;
   size_t next_flush = 50000;
   for (size_t i = 0; i < N;) {
     /* a flush between any two events (the same points in both files) */
     if (i >= next_flush) {
-      REQUIRE(dlh_writer_flush(w) == 0);
+      REQUIRE(dlh_enc_flush(w) == 0);
       next_flush = i + 1 + rnd() % 150000;
     }
     size_t k = 1;
     if (fast) {
       k = write_fast(w, i, next_flush - i); /* runs end at the flush points */
     } else {
-      REQUIRE(dlh_writer_api(w, evs[i].tid, &evs[i].ev) == 0);
+      REQUIRE(dlh_enc_api(w, evs[i].tid, &evs[i].ev) == 0);
     }
     i += k;
   }
-  REQUIRE(dlh_writer_flush(w) == 0);
-  CHECK(dlh_writer_lost(w) == 0);
-  dlh_writer_free(w);
+  REQUIRE(dlh_enc_flush(w) == 0);
+  CHECK(dlh_enc_lost(w) == 0);
+  dlh_enc_free(w);
   close(fd);
 }
 
@@ -139,7 +139,7 @@ int main(void) {
   char *slow = ft_path("fastpath-slow.dlh"), *fast = ft_path("fastpath-fast.dlh");
   write_file(slow, 0);
   write_file(fast, 1);
-  printf("fast file: %zu events in %zu runs, %zu by dlh_tbatch_put, %zu by dlh_writer_api\n",
+  printf("fast file: %zu events in %zu runs, %zu by dlh_tbatch_put, %zu by dlh_enc_api\n",
          by_run, runs, by_put, by_api);
   CHECK(by_run > N / 2 && by_put > 1000 && by_api > 500); /* every path taken */
   size_t ls, lf;

@@ -6,7 +6,7 @@
 static void make_trace(const char *path) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   REQUIRE(fd >= 0);
-  dlh_writer *w = dlh_writer_create(fd, 1);
+  dlh_encoder *w = dlh_enc_create(fd, 1);
   REQUIRE(w);
   uint64_t seed = 99, t = 0;
   for (int f = 0; f < 4; f++) {
@@ -16,26 +16,28 @@ static void make_trace(const char *path) {
     Dlh__FunctionDesc fd_ = DLH__FUNCTION_DESC__INIT;
     fd_.has_id = 1; fd_.id = (uint32_t)f; fd_.name = "cudaFoo"; fd_.n_args = 1; fd_.args = &ap;
     p.data_case = DLH__PACKET__DATA_FUNCTION; p.function = &fd_;
-    REQUIRE(dlh_writer_packet(w, &p) == 0);
-    uint32_t kind[3] = {1, 2, 3}, nv[3] = {1, 0, 2};
+    REQUIRE(dlh_enc_packet(w, &p) == 0);
+    uint32_t kind[3] = {DLH__GPU_RECORD_KIND__KERNEL, DLH__GPU_RECORD_KIND__MEMCPY,
+                       DLH__GPU_RECORD_KIND__MEMSET};
+    uint32_t nv[3] = {1, 0, 2};
     int64_t sd[3] = {0, 5, 5};
     uint64_t dur[3] = {1, 2, 3}, vals[3] = {7, 8, 9};
     Dlh__GpuBatch g = DLH__GPU_BATCH__INIT;
     g.n_kind = 3; g.kind = kind; g.n_start_delta = 3; g.start_delta = sd; g.n_dur = 3;
     g.dur = dur; g.n_nvals = 3; g.nvals = nv; g.n_vals = 3; g.vals = vals;
     p.data_case = DLH__PACKET__DATA_GPU; p.gpu = &g;
-    REQUIRE(dlh_writer_packet(w, &p) == 0);
+    REQUIRE(dlh_enc_packet(w, &p) == 0);
     for (int i = 0; i < 200; i++) {
       uint64_t r = ft_rand(&seed), args[4] = {r, r >> 3, r >> 7, r >> 11};
       dlh_api_event ev = {.start_ns = t += r % 100, .dur_ns = r % 50, .fn = (uint32_t)(r % 4),
                           .corr = r % 2 ? t : 0, .stack = (uint32_t)(r % 3),
                           .depth = (uint32_t)(r % 2), .nargs = (uint32_t)(r % 5), .args = args,
                           .count = r % 7 == 3 ? 2 + r % 50 : 0, .span_ns = r % 1000};
-      REQUIRE(dlh_writer_api(w, (uint32_t)(r % 2), &ev) == 0);
+      REQUIRE(dlh_enc_api(w, (uint32_t)(r % 2), &ev) == 0);
     }
-    REQUIRE(dlh_writer_flush(w) == 0);
+    REQUIRE(dlh_enc_flush(w) == 0);
   }
-  dlh_writer_free(w);
+  dlh_enc_free(w);
   close(fd);
 }
 

@@ -15,14 +15,14 @@ static unsigned char *exp_pkt[64];
 static size_t exp_len[64];
 static size_t nexp;
 
-static void put(dlh_writer *w, const Dlh__Packet *p) {
+static void put(dlh_encoder *w, const Dlh__Packet *p) {
   REQUIRE(nexp < 64);
   exp_pkt[nexp] = ft_pack(p, &exp_len[nexp]);
   nexp++;
-  REQUIRE(dlh_writer_packet(w, p) == 0);
+  REQUIRE(dlh_enc_packet(w, p) == 0);
 }
 
-static void put_all_kinds(dlh_writer *w) {
+static void put_all_kinds(dlh_encoder *w) {
   Dlh__Packet p = DLH__PACKET__INIT;
   char *cmd[] = {"python3", "train.py", "--épochs=3"};
   Dlh__ProcessInfo pi = DLH__PROCESS_INFO__INIT;
@@ -47,14 +47,16 @@ static void put_all_kinds(dlh_writer *w) {
 
   Dlh__ClockAnchor ca = DLH__CLOCK_ANCHOR__INIT;
   ca.has_trace_ns = 1; ca.trace_ns = 5; ca.has_realtime_ns = 1; ca.realtime_ns = UINT64_MAX;
-  ca.has_ticks = 1; ca.ticks = 77; ca.has_kind = 1; ca.kind = 1;
+  ca.has_ticks = 1; ca.ticks = 77; ca.has_kind = 1;
+  ca.kind = DLH__CLOCK_ANCHOR_KIND__PERIODIC;
   p.data_case = DLH__PACKET__DATA_ANCHOR; p.anchor = &ca; put(w, &p);
 
   Dlh__StringDef sd = DLH__STRING_DEF__INIT;
   sd.has_id = 1; sd.id = 9; sd.value = "_Z6kernelPfi";
   p.data_case = DLH__PACKET__DATA_STRING; p.string = &sd; put(w, &p);
 
-  uint32_t kind[] = {1, 2}, stream[] = {7, 7}, name[] = {9, 0}, nvals[] = {1, 0}, ctx[] = {1, 1};
+  uint32_t kind[] = {DLH__GPU_RECORD_KIND__KERNEL, DLH__GPU_RECORD_KIND__MEMCPY};
+  uint32_t stream[] = {7, 7}, name[] = {9, 0}, nvals[] = {1, 0}, ctx[] = {1, 1};
   int64_t sdel[] = {100, -5};
   uint64_t dur[] = {10, 20}, corr[] = {3, 4}, vals[] = {256};
   Dlh__GpuBatch gb = DLH__GPU_BATCH__INIT;
@@ -94,7 +96,7 @@ static void put_all_kinds(dlh_writer *w) {
   p.data_case = DLH__PACKET__DATA_DEVICE; p.device = &di; put(w, &p);
 }
 
-static void put_trailer(dlh_writer *w) {
+static void put_trailer(dlh_encoder *w) {
   Dlh__Packet p = DLH__PACKET__INIT;
   Dlh__Trailer tr = DLH__TRAILER__INIT;
   tr.has_records = 1; tr.records = 99; tr.has_dropped = 1; tr.dropped = 1; tr.has_end_ns = 1;
@@ -107,9 +109,9 @@ int main(void) {
   char *path = ft_path("roundtrip.dlh");
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   REQUIRE(fd >= 0);
-  dlh_writer *w = dlh_writer_create(fd, 0);
+  dlh_encoder *w = dlh_enc_create(fd, 0);
   REQUIRE(w);
-  CHECK(dlh_writer_bytes(w) == DLH_HEADER_SIZE);
+  CHECK(dlh_enc_bytes(w) == DLH_HEADER_SIZE);
 
   /* events: 5 threads, ~200K events in all (thread 0 crosses the 64K batch limit) */
   size_t nev = 200000;
@@ -144,16 +146,16 @@ int main(void) {
       e->ev.count = 2 + (r >> 30) % 100000;
       e->ev.span_ns = e->ev.dur_ns + (r >> 12) % 1000000;
     }
-    REQUIRE(dlh_writer_api(w, e->tid, &e->ev) == 0);
-    if (i % 30000 == 29999) { REQUIRE(dlh_writer_flush(w) == 0); nframes++; }
+    REQUIRE(dlh_enc_api(w, e->tid, &e->ev) == 0);
+    if (i % 30000 == 29999) { REQUIRE(dlh_enc_flush(w) == 0); nframes++; }
   }
   put_trailer(w);
-  REQUIRE(dlh_writer_flush(w) == 0);
+  REQUIRE(dlh_enc_flush(w) == 0);
   nframes++;
-  CHECK(dlh_writer_flush(w) == 0); /* nothing pending: no frame */
-  uint64_t bytes = dlh_writer_bytes(w);
-  CHECK(dlh_writer_lost(w) == 0);
-  dlh_writer_free(w);
+  CHECK(dlh_enc_flush(w) == 0); /* nothing pending: no frame */
+  uint64_t bytes = dlh_enc_bytes(w);
+  CHECK(dlh_enc_lost(w) == 0);
+  dlh_enc_free(w);
   close(fd);
   size_t flen;
   free(ft_read_file(path, &flen));
@@ -242,7 +244,7 @@ int main(void) {
   CHECK(dlh_api_iter_next(&it, &e) == 0 && it.bad); /* args overrun */
   dlh_api_iter_init(&it, NULL);
   CHECK(dlh_api_iter_next(&it, &e) == 0);
-  dlh_writer_free(NULL);
+  dlh_enc_free(NULL);
   dlh_reader_close(NULL);
 
   unlink(path);

@@ -8,7 +8,7 @@ int main(void) {
   char *path = ft_path("size.dlh");
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   REQUIRE(fd >= 0);
-  dlh_writer *w = dlh_writer_create(fd, 0);
+  dlh_encoder *w = dlh_enc_create(fd, 0);
   REQUIRE(w);
   const size_t n = 1000000;
   uint64_t args[2] = {0x7f0012340000ull, 256};
@@ -17,13 +17,13 @@ int main(void) {
   for (size_t i = 0; i < n; i++) {
     dlh_api_event ev = {.start_ns = 1000000 + i * 1500, .dur_ns = 700, .fn = 3, .ret = 0,
                         .corr = 100 + i, .nargs = 2, .args = args};
-    REQUIRE(dlh_writer_api(w, 77, &ev) == 0);
-    if (i % 100000 == 99999) REQUIRE(dlh_writer_flush(w) == 0); /* writer thread, ~periodic */
+    REQUIRE(dlh_enc_api(w, 77, &ev) == 0);
+    if (i % 100000 == 99999) REQUIRE(dlh_enc_flush(w) == 0); /* writer thread, ~periodic */
   }
-  REQUIRE(dlh_writer_flush(w) == 0);
+  REQUIRE(dlh_enc_flush(w) == 0);
   clock_gettime(CLOCK_MONOTONIC, &t1);
-  uint64_t bytes = dlh_writer_bytes(w);
-  dlh_writer_free(w);
+  uint64_t bytes = dlh_enc_bytes(w);
+  dlh_enc_free(w);
   close(fd);
   double per = (double)(bytes - DLH_HEADER_SIZE) / (double)n;
   double ns = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / n;

@@ -1,5 +1,5 @@
 /* Write failures: a frame that cannot be written completely (here: the file size limit, as
- * with a full disk) makes dlh_writer_flush return -1 and is cut off again, so the file stays
+ * with a full disk) makes dlh_enc_flush return -1 and is cut off again, so the file stays
  * readable and frames written after the condition clears follow it cleanly. */
 #include <errno.h>
 #include <signal.h>
@@ -7,13 +7,13 @@
 
 #include "ftest.h"
 
-static void events(dlh_writer *w, uint32_t fn, int n, uint64_t *seed) {
+static void events(dlh_encoder *w, uint32_t fn, int n, uint64_t *seed) {
   static uint64_t t;
   for (int i = 0; i < n; i++) {
     uint64_t r = ft_rand(seed), args[3] = {r, r * 3, r * 7}; /* incompressible on purpose */
     dlh_api_event ev = {.start_ns = t += r % 1000, .dur_ns = r % 100, .fn = fn, .nargs = 3,
                         .args = args};
-    REQUIRE(dlh_writer_api(w, 1, &ev) == 0);
+    REQUIRE(dlh_enc_api(w, 1, &ev) == 0);
   }
 }
 
@@ -22,12 +22,12 @@ int main(void) {
   char *path = ft_path("writefail.dlh");
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   REQUIRE(fd >= 0);
-  dlh_writer *w = dlh_writer_create(fd, 1);
+  dlh_encoder *w = dlh_enc_create(fd, 1);
   REQUIRE(w);
   uint64_t seed = 5;
   events(w, 1, 100, &seed);
-  REQUIRE(dlh_writer_flush(w) == 0);
-  uint64_t good = dlh_writer_bytes(w);
+  REQUIRE(dlh_enc_flush(w) == 0);
+  uint64_t good = dlh_enc_bytes(w);
 
   struct rlimit old, lim;
   REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
@@ -39,14 +39,14 @@ int main(void) {
   }
   events(w, 2, 1000, &seed);
   errno = 0;
-  CHECK(dlh_writer_flush(w) == -1);
+  CHECK(dlh_enc_flush(w) == -1);
   CHECK(errno == EFBIG);
-  CHECK(dlh_writer_bytes(w) == good);
+  CHECK(dlh_enc_bytes(w) == good);
   REQUIRE(setrlimit(RLIMIT_FSIZE, &old) == 0);
   events(w, 3, 100, &seed);
-  CHECK(dlh_writer_flush(w) == 0);
-  uint64_t total = dlh_writer_bytes(w);
-  dlh_writer_free(w);
+  CHECK(dlh_enc_flush(w) == 0);
+  uint64_t total = dlh_enc_bytes(w);
+  dlh_enc_free(w);
   close(fd);
 
   size_t len;

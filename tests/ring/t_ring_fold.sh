@@ -34,10 +34,10 @@ static void *reader(void *arg) {
   (void)arg;
   for (;;) {
     int fin = atomic_load(&done);
-    uint64_t head = atomic_load_explicit(&T.head, memory_order_acquire);
-    uint64_t tail = atomic_load_explicit(&T.tail, memory_order_relaxed);
+    uint64_t head = atomic_load_explicit(&T.shared.head, memory_order_acquire);
+    uint64_t tail = atomic_load_explicit(&T.shared.tail, memory_order_relaxed);
     while (tail < head) {
-      uint64_t pos = tail & (T.cap - 1), *w = T.buf + pos, h = w[0], nw = dlh_rec_nwords(h);
+      uint64_t pos = tail & (T.prod.cap - 1), *w = T.prod.buf + pos, h = w[0], nw = dlh_rec_nwords(h);
       switch (dlh_rec_kind(h)) {
         case DLH_REC_API:
           last_fn = dlh_rec_fn(h);
@@ -54,13 +54,13 @@ static void *reader(void *arg) {
           records++;
           break;
         }
-        case DLH_REC_PAD: nw = T.cap - pos; break;
+        case DLH_REC_PAD: nw = T.prod.cap - pos; break;
         default: printf("bad record kind %u\n", dlh_rec_kind(h)); exit(1);
       }
       tail += nw;
     }
-    atomic_store_explicit(&T.tail, tail, memory_order_release);
-    if (fin && tail == atomic_load(&T.head)) return NULL;
+    atomic_store_explicit(&T.shared.tail, tail, memory_order_release);
+    if (fin && tail == atomic_load(&T.shared.head)) return NULL;
   }
 }
 
@@ -68,8 +68,8 @@ int main(int argc, char **argv) {
   long n = argc > 1 ? atol(argv[1]) : 2000000;
   dlh_cfg.ring_bytes = 4096;
   dlh_cfg.fold = 1;
-  T.buf = dlh_ring_alloc(&T.cap);
-  if (!T.buf || T.cap != 512) { printf("ring_alloc: cap %lu\n", (unsigned long)T.cap); return 1; }
+  T.prod.buf = dlh_ring_alloc(&T.prod.cap);
+  if (!T.prod.buf || T.prod.cap != 512) { printf("ring_alloc: cap %lu\n", (unsigned long)T.prod.cap); return 1; }
   pthread_t th;
   pthread_create(&th, NULL, reader, NULL);
   uint64_t made[3] = {0}, made_dur = 0, ticks = 1000;
@@ -78,14 +78,14 @@ int main(int argc, char **argv) {
     int fn = (i % 97) < (i % 61) ? 1 : 2;
     uint64_t arg = fn == 1 ? 7 : (uint64_t)i;
     dlh_call c = {&T, ticks, 0};
-    uint64_t dropped0 = atomic_load(&T.dropped);
+    uint64_t dropped0 = atomic_load(&T.shared.dropped);
     T.hot.depth = 1;
     /* both entry points (wrappers of calls with one recorded argument take the second) */
     if (i & 4)
       dlh_call_store(&c, DLH_API_KEY(fn, 1), fn == 1 ? 600 : 0, &arg, ticks + 5 + (uint64_t)(i & 3));
     else
       dlh_call_store1(&c, DLH_API_KEY(fn, 1), fn == 1 ? 600 : 0, ticks + 5 + (uint64_t)(i & 3), arg);
-    if (atomic_load(&T.dropped) == dropped0) {
+    if (atomic_load(&T.shared.dropped) == dropped0) {
       made[fn]++;
       if (fn == 1) made_dur += 5 + (uint64_t)(i & 3);
     } else {
@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
   pthread_join(th, NULL);
   printf("repeated: made %lu read %lu; distinct: made %lu read %lu; dropped %lu; records %lu, "
          "FOLD records %lu\n", (unsigned long)made[1], (unsigned long)got_calls[1],
-         (unsigned long)made[2], (unsigned long)got_calls[2], (unsigned long)T.dropped,
+         (unsigned long)made[2], (unsigned long)got_calls[2], (unsigned long)T.shared.dropped,
          (unsigned long)records, (unsigned long)fold_events);
   if (made[1] != got_calls[1] || made[2] != got_calls[2] || made_dur != got_dur) {
     printf("FAIL: calls or durations differ (dur made %lu read %lu)\n", (unsigned long)made_dur,
@@ -112,49 +112,49 @@ int main(int argc, char **argv) {
   /* a dropped call's correlation id does not stay for the next call */
   memset(&T, 0, sizeof T);
   dlh_cfg.ring_bytes = 4096;
-  T.buf = dlh_ring_alloc(&T.cap);
-  T.storing = 1; /* as if a signal handler's call interrupted a store: dropped */
+  T.prod.buf = dlh_ring_alloc(&T.prod.cap);
+  T.prod.storing = 1; /* as if a signal handler's call interrupted a store: dropped */
   dlh_call c = {&T, 1, 0};
-  T.pending_corr = 42;
+  T.prod.pending_corr = 42;
   dlh_call_store(&c, DLH_API_KEY(3, 0), 0, NULL, 2);
-  T.storing = 0;
+  T.prod.storing = 0;
   /* folding off from here (the setting is read as an API record is stored): one record per call */
   dlh_cfg.fold = 0;
   dlh_call_store(&c, DLH_API_KEY(3, 0), 0, NULL, 2);
-  if (T.dropped != 1 || dlh_rec_flags(T.buf[0]) & DLH_REC_F_CORR) {
+  if (T.shared.dropped != 1 || dlh_rec_flags(T.prod.buf[0]) & DLH_REC_F_CORR) {
     printf("FAIL: stale correlation id after a drop\n");
     return 1;
   }
   dlh_call_store(&c, DLH_API_KEY(3, 0), 0, NULL, 2);
-  if (dlh_rec_kind(T.buf[4]) != DLH_REC_API) { printf("FAIL: folded with DLHOOK_FOLD=0\n"); return 1; }
+  if (dlh_rec_kind(T.prod.buf[4]) != DLH_REC_API) { printf("FAIL: folded with DLHOOK_FOLD=0\n"); return 1; }
   /* One call repeated, the writer taking each FOLD record at once (here, in the same thread):
    * FOLD records alone come round the ring to the API record they repeat, which is stored again
    * before its words are written over; every repeat is counted once. */
   memset(&T, 0, sizeof T);
   dlh_cfg.fold = 1;
-  T.buf = dlh_ring_alloc(&T.cap);
+  T.prod.buf = dlh_ring_alloc(&T.prod.cap);
   uint64_t tail = 0, apis = 0, reps = 0;
   for (int i = 0; i < 1000; i++) {
     uint64_t arg = 7;
     dlh_call c1 = {&T, 100, 0};
     dlh_call_store(&c1, DLH_API_KEY(1, 1), 0, &arg, 105);
-    for (uint64_t head = atomic_load(&T.head); tail < head;) {
-      uint64_t pos = tail & (T.cap - 1), *w = T.buf + pos, nw = dlh_rec_nwords(w[0]), e, d;
+    for (uint64_t head = atomic_load(&T.shared.head); tail < head;) {
+      uint64_t pos = tail & (T.prod.cap - 1), *w = T.prod.buf + pos, nw = dlh_rec_nwords(w[0]), e, d;
       if (dlh_rec_kind(w[0]) == DLH_REC_API) {
         if (w[0] != DLH_API_KEY(1, 1) || w[4] != 7) { printf("FAIL: API record damaged\n"); return 1; }
         apis++;
       } else if (dlh_rec_kind(w[0]) == DLH_REC_FOLD) {
         reps += dlh_fold_take(w, &e, &d);
       } else if (dlh_rec_kind(w[0]) == DLH_REC_PAD) {
-        nw = T.cap - pos;
+        nw = T.prod.cap - pos;
       }
       tail += nw;
     }
-    atomic_store(&T.tail, tail);
+    atomic_store(&T.shared.tail, tail);
   }
-  if (apis + reps != 1000 || apis < 2 || T.dropped) {
+  if (apis + reps != 1000 || apis < 2 || T.shared.dropped) {
     printf("FAIL: repeats round the ring: %lu API records + %lu repeats, %lu dropped\n",
-           (unsigned long)apis, (unsigned long)reps, (unsigned long)T.dropped);
+           (unsigned long)apis, (unsigned long)reps, (unsigned long)T.shared.dropped);
     return 1;
   }
   printf("ok\n");

@@ -1,10 +1,10 @@
-/* writer.c — framed zstd trace writer (see dlh_format.h for the file layout).
+/* encoder.c — the framed zstd trace encoder, dlh_enc_* (dlh_format.h has the file layout).
  *
  * Packets are packed into `raw` (varint length + protobuf bytes). API events are kept per
  * thread in growable columns and become ApiBatch packets at flush time (or when a thread's
- * batch reaches DLH_BATCH_MAX events). dlh_writer_flush() compresses `raw` into one zstd frame
+ * batch reaches DLH_BATCH_MAX events). dlh_enc_flush() compresses `raw` into one zstd frame
  * (content size and checksum in the frame header) and writes it. Every buffer is reused across
- * flushes, so a steady-state writer does not allocate.
+ * flushes, so a steady-state encoder does not allocate.
  *
  * Correlation ids are stored as deltas from the previous non-zero id of the same batch;
  * a delta of 0 means "no correlation id" and INT64_MIN stands for "same id as the previous one".
@@ -39,7 +39,7 @@ typedef struct dlh_gbatch {
   uint64_t *dur, *corr, *vals;
 } dlh_gbatch;
 
-struct dlh_writer {
+struct dlh_encoder {
   int fd;
   dlh_gbatch gb;
   ZSTD_CCtx *cctx;
@@ -104,55 +104,55 @@ int dlh_write_all(int fd, const void *data, size_t len) {
 #define put_varint dlh_put_varint
 
 /* Appends varint(len) + packed message to the raw frame buffer. */
-static int append_msg(dlh_writer *w, const ProtobufCMessage *m) {
+static int append_msg(dlh_encoder *enc, const ProtobufCMessage *m) {
   size_t sz = protobuf_c_message_get_packed_size(m);
-  if (buf_reserve(&w->raw, sz + 10) < 0) return -1;
-  size_t n = put_varint(w->raw.p + w->raw.len, sz);
-  size_t k = protobuf_c_message_pack(m, w->raw.p + w->raw.len + n);
+  if (buf_reserve(&enc->raw, sz + 10) < 0) return -1;
+  size_t n = put_varint(enc->raw.p + enc->raw.len, sz);
+  size_t k = protobuf_c_message_pack(m, enc->raw.p + enc->raw.len + n);
   if (k != sz) return -1;
-  w->raw.len += n + k;
-  w->raw_packets++;
+  enc->raw.len += n + k;
+  enc->raw_packets++;
   return 0;
 }
 
 /* Whether the frame being built should go out now: DLH_FRAME_AUTOFLUSH bytes, or half of
  * DLH_MAX_FRAME_PACKETS packets (a frame of tiny packets stays within the reader's limit). */
-static int frame_full(const dlh_writer *w) {
-  return w->raw.len >= DLH_FRAME_AUTOFLUSH || w->raw_packets >= DLH_MAX_FRAME_PACKETS / 2;
+static int frame_full(const dlh_encoder *enc) {
+  return enc->raw.len >= DLH_FRAME_AUTOFLUSH || enc->raw_packets >= DLH_MAX_FRAME_PACKETS / 2;
 }
 
 /* ---------------------------------------------------------------- thread batches */
 
-static dlh_tbatch *tbatch_get(dlh_writer *w, uint32_t tid) {
-  size_t mask = w->hcap - 1;
+static dlh_tbatch *tbatch_get(dlh_encoder *enc, uint32_t tid) {
+  size_t mask = enc->hcap - 1;
   size_t h = (tid * 2654435761u) & mask;
-  while (w->hash[h]) {
-    dlh_tbatch *t = &w->tb[w->hash[h] - 1];
+  while (enc->hash[h]) {
+    dlh_tbatch *t = &enc->tb[enc->hash[h] - 1];
     if (t->tid == tid) return t;
     h = (h + 1) & mask;
   }
   /* new thread */
-  if (w->ntb + 1 > w->hcap / 2) {
-    size_t nc = w->hcap * 2;
+  if (enc->ntb + 1 > enc->hcap / 2) {
+    size_t nc = enc->hcap * 2;
     uint32_t *nh = calloc(nc, sizeof *nh);
     if (!nh) return NULL;
-    for (size_t i = 0; i < w->ntb; i++) {
-      size_t j = (w->tb[i].tid * 2654435761u) & (nc - 1);
+    for (size_t i = 0; i < enc->ntb; i++) {
+      size_t j = (enc->tb[i].tid * 2654435761u) & (nc - 1);
       while (nh[j]) j = (j + 1) & (nc - 1);
       nh[j] = (uint32_t)(i + 1);
     }
-    free(w->hash);
-    w->hash = nh;
-    w->hcap = nc;
+    free(enc->hash);
+    enc->hash = nh;
+    enc->hcap = nc;
     mask = nc - 1;
     h = (tid * 2654435761u) & mask;
-    while (w->hash[h]) h = (h + 1) & mask;
+    while (enc->hash[h]) h = (h + 1) & mask;
   }
-  if (grow((void **)&w->tb, &w->captb, w->ntb + 1, sizeof *w->tb) < 0) return NULL;
-  dlh_tbatch *t = &w->tb[w->ntb];
+  if (grow((void **)&enc->tb, &enc->captb, enc->ntb + 1, sizeof *enc->tb) < 0) return NULL;
+  dlh_tbatch *t = &enc->tb[enc->ntb];
   memset(t, 0, sizeof *t);
   t->tid = tid;
-  w->hash[h] = (uint32_t)(++w->ntb);
+  enc->hash[h] = (uint32_t)(++enc->ntb);
   return t;
 }
 
@@ -166,7 +166,7 @@ static size_t varint_len(uint64_t v) {
  * written by hand: Packet.api (field 4) holding tid, base_start_ns and the packed columns (a
  * column of zeros only, stack or depth, or of ones only, count and span, is left out: the
  * reader takes an empty column as all default). */
-static int tbatch_emit(dlh_writer *w, dlh_tbatch *t) {
+static int tbatch_emit(dlh_encoder *enc, dlh_tbatch *t) {
   if (t->n == 0) return 0;
   int keep[NCOLS];
   size_t inner = 1 + varint_len(t->tid) + 1 + varint_len(t->base_start);
@@ -176,11 +176,11 @@ static int tbatch_emit(dlh_writer *w, dlh_tbatch *t) {
   }
   size_t outer = 1 + varint_len(inner) + inner;
   int rc = 0;
-  if (buf_reserve(&w->raw, outer + 10) < 0) {
+  if (buf_reserve(&enc->raw, outer + 10) < 0) {
     rc = -1;
-    w->lost += t->n;
+    enc->lost += t->n;
   } else {
-    uint8_t *p = w->raw.p + w->raw.len;
+    uint8_t *p = enc->raw.p + enc->raw.len;
     p += put_varint(p, outer);
     *p++ = (4 << 3) | 2;
     p += put_varint(p, inner);
@@ -195,8 +195,8 @@ static int tbatch_emit(dlh_writer *w, dlh_tbatch *t) {
       memcpy(p, t->col[c].p, t->col[c].len);
       p += t->col[c].len;
     }
-    w->raw.len = (size_t)(p - w->raw.p);
-    w->raw_packets++;
+    enc->raw.len = (size_t)(p - enc->raw.p);
+    enc->raw_packets++;
   }
   t->n = 0;
   for (int c = 0; c < NCOLS; c++) t->col[c].len = 0;
@@ -206,12 +206,12 @@ static int tbatch_emit(dlh_writer *w, dlh_tbatch *t) {
   t->stamp++;        /* every function starts again from 0 in the next batch */
   t->last_used = 0;
   t->la = NULL;
-  w->pending--;
+  enc->pending--;
   return rc;
 }
 
-static int gbatch_emit(dlh_writer *w) {
-  dlh_gbatch *g = &w->gb;
+static int gbatch_emit(dlh_encoder *enc) {
+  dlh_gbatch *g = &enc->gb;
   if (g->n == 0) return 0;
   Dlh__GpuBatch b = DLH__GPU_BATCH__INIT;
   b.has_base_start_ns = 1;
@@ -232,23 +232,23 @@ static int gbatch_emit(dlh_writer *w) {
   Dlh__Packet p = DLH__PACKET__INIT;
   p.data_case = DLH__PACKET__DATA_GPU;
   p.gpu = &b;
-  int rc = append_msg(w, &p.base);
-  if (rc < 0) w->lost += g->n;
+  int rc = append_msg(enc, &p.base);
+  if (rc < 0) enc->lost += g->n;
   g->n = 0;
   g->nvals_total = 0;
   return rc;
 }
 
-int dlh_writer_gpu(dlh_writer *w, const dlh_gpu_event *ev) {
-  if (!w || !ev) return -1;
-  dlh_gbatch *g = &w->gb;
+int dlh_enc_gpu(dlh_encoder *enc, const dlh_gpu_event *ev) {
+  if (!enc || !ev) return -1;
+  dlh_gbatch *g = &enc->gb;
   size_t n = g->n;
   if (n + 1 > g->cap) {
     size_t nc = g->cap ? g->cap * 2 : 1024;
 #define GROW_COL(col)                                        \
     do {                                                     \
       void *q = realloc(g->col, nc * sizeof *g->col);        \
-      if (!q) { w->lost++; return -1; }                      \
+      if (!q) { enc->lost++; return -1; }                      \
       g->col = q;                                            \
     } while (0)
     GROW_COL(kind); GROW_COL(stream); GROW_COL(name); GROW_COL(nvals); GROW_COL(context);
@@ -258,7 +258,7 @@ int dlh_writer_gpu(dlh_writer *w, const dlh_gpu_event *ev) {
   }
   uint32_t nv = ev->vals ? ev->nvals : 0;
   if (nv && grow((void **)&g->vals, &g->vals_cap, g->nvals_total + nv, sizeof *g->vals) < 0) {
-    w->lost++;
+    enc->lost++;
     return -1;
   }
   if (n == 0) g->base_start = g->last_start = ev->start_ns;
@@ -276,24 +276,24 @@ int dlh_writer_gpu(dlh_writer *w, const dlh_gpu_event *ev) {
   g->nvals_total += nv;
   g->n = n + 1;
   if (g->n >= DLH_BATCH_MAX) {
-    if (gbatch_emit(w) < 0) return -1;
-    if (frame_full(w)) return dlh_writer_flush(w);
+    if (gbatch_emit(enc) < 0) return -1;
+    if (frame_full(enc)) return dlh_enc_flush(enc);
   }
   return 0;
 }
 
-static int write_frame(dlh_writer *w);
+static int write_frame(dlh_encoder *enc);
 
 /* Emits every open batch (a batch that cannot be encoded is counted as lost); a frame is
  * written out whenever DLH_FRAME_AUTOFLUSH is reached in between, so that many threads'
  * batches never make a frame over DLH_MAX_FRAME_CONTENT. Returns 0, or -1 when writing such a
  * frame failed (errno set). */
-static int emit_all(dlh_writer *w) {
+static int emit_all(dlh_encoder *enc) {
   int rc = 0, e = 0;
-  gbatch_emit(w);
-  for (size_t i = 0; i < w->ntb && w->pending > 0; i++) {
-    if (frame_full(w) && write_frame(w) < 0) { rc = -1; e = errno; }
-    if (w->tb[i].n) tbatch_emit(w, &w->tb[i]);
+  gbatch_emit(enc);
+  for (size_t i = 0; i < enc->ntb && enc->pending > 0; i++) {
+    if (frame_full(enc) && write_frame(enc) < 0) { rc = -1; e = errno; }
+    if (enc->tb[i].n) tbatch_emit(enc, &enc->tb[i]);
   }
   if (rc) errno = e;
   return rc;
@@ -301,50 +301,50 @@ static int emit_all(dlh_writer *w) {
 
 /* ---------------------------------------------------------------- public API */
 
-dlh_writer *dlh_writer_create(int fd, int zstd_level) {
-  dlh_writer *w = calloc(1, sizeof *w);
-  if (!w) return NULL;
-  w->fd = fd;
-  w->cctx = ZSTD_createCCtx();
-  w->hcap = 64;
-  w->hash = calloc(w->hcap, sizeof *w->hash);
-  if (!w->cctx || !w->hash) goto fail;
+dlh_encoder *dlh_enc_create(int fd, int zstd_level) {
+  dlh_encoder *enc = calloc(1, sizeof *enc);
+  if (!enc) return NULL;
+  enc->fd = fd;
+  enc->cctx = ZSTD_createCCtx();
+  enc->hcap = 64;
+  enc->hash = calloc(enc->hcap, sizeof *enc->hash);
+  if (!enc->cctx || !enc->hash) goto fail;
   if (zstd_level <= 0) zstd_level = 3;
   if (zstd_level > ZSTD_maxCLevel()) zstd_level = ZSTD_maxCLevel();
-  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, zstd_level);
-  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
-  ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
+  ZSTD_CCtx_setParameter(enc->cctx, ZSTD_c_compressionLevel, zstd_level);
+  ZSTD_CCtx_setParameter(enc->cctx, ZSTD_c_contentSizeFlag, 1);
+  ZSTD_CCtx_setParameter(enc->cctx, ZSTD_c_checksumFlag, 1);
   uint8_t hdr[DLH_HEADER_SIZE];
   memcpy(hdr, DLH_MAGIC, 8);
   dlh_put_le32(hdr + 8, DLH_FORMAT_VERSION);
   dlh_put_le32(hdr + 12, 0);
   if (dlh_write_all(fd, hdr, sizeof hdr) < 0) goto fail;
-  w->bytes = sizeof hdr;
-  return w;
+  enc->bytes = sizeof hdr;
+  return enc;
 fail:
-  ZSTD_freeCCtx(w->cctx);
-  free(w->hash);
-  free(w);
+  ZSTD_freeCCtx(enc->cctx);
+  free(enc->hash);
+  free(enc);
   return NULL;
 }
 
-int dlh_writer_packet(dlh_writer *w, const Dlh__Packet *p) {
-  if (!w || !p) return -1;
+int dlh_enc_packet(dlh_encoder *enc, const Dlh__Packet *p) {
+  if (!enc || !p) return -1;
   /* The trailer closes the file: pending events go before it. */
-  if (p->data_case == DLH__PACKET__DATA_TRAILER) emit_all(w);
-  if (append_msg(w, &p->base) < 0) return -1;
-  if (frame_full(w)) return dlh_writer_flush(w);
+  if (p->data_case == DLH__PACKET__DATA_TRAILER) emit_all(enc);
+  if (append_msg(enc, &p->base) < 0) return -1;
+  if (frame_full(enc)) return dlh_enc_flush(enc);
   return 0;
 }
 
-int dlh_writer_thread_end(dlh_writer *w, uint32_t tid) {
-  if (!w || !w->hcap) return 0;
-  size_t mask = w->hcap - 1, h = (tid * 2654435761u) & mask;
+int dlh_enc_thread_end(dlh_encoder *enc, uint32_t tid) {
+  if (!enc || !enc->hcap) return 0;
+  size_t mask = enc->hcap - 1, h = (tid * 2654435761u) & mask;
   dlh_tbatch *t = NULL;
-  for (; w->hash[h]; h = (h + 1) & mask)
-    if (w->tb[w->hash[h] - 1].tid == tid) { t = &w->tb[w->hash[h] - 1]; break; }
+  for (; enc->hash[h]; h = (h + 1) & mask)
+    if (enc->tb[enc->hash[h] - 1].tid == tid) { t = &enc->tb[enc->hash[h] - 1]; break; }
   if (!t) return 0;
-  int rc = t->n ? tbatch_emit(w, t) : 0;
+  int rc = t->n ? tbatch_emit(enc, t) : 0;
   for (int c = 0; c < NCOLS; c++) {
     free(t->col[c].p);
     t->col[c].p = NULL;
@@ -416,22 +416,22 @@ static int tbatch_activate(dlh_tbatch *t, int c) {
   return 0;
 }
 
-dlh_tbatch *dlh_writer_tbatch(dlh_writer *w, uint32_t tid) {
-  if (w->last_tb && w->tb[w->last_tb - 1].tid == tid) return &w->tb[w->last_tb - 1];
-  dlh_tbatch *t = tbatch_get(w, tid);
-  if (t) w->last_tb = (size_t)(t - w->tb) + 1;
+dlh_tbatch *dlh_enc_tbatch(dlh_encoder *enc, uint32_t tid) {
+  if (enc->last_tb && enc->tb[enc->last_tb - 1].tid == tid) return &enc->tb[enc->last_tb - 1];
+  dlh_tbatch *t = tbatch_get(enc, tid);
+  if (t) enc->last_tb = (size_t)(t - enc->tb) + 1;
   return t;
 }
 
 /* Any event (the slow path of dlh_tbatch_put: dlh_batch.h): makes room for it, starts the
  * columns and the last-args entry it needs, then writes it with the fast path's code. */
-int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev) {
-  if (!w || !ev) return -1;
-  dlh_tbatch *t = dlh_writer_tbatch(w, tid);
-  if (!t) { w->lost++; return -1; }
+int dlh_enc_api(dlh_encoder *enc, uint32_t tid, const dlh_api_event *ev) {
+  if (!enc || !ev) return -1;
+  dlh_tbatch *t = dlh_enc_tbatch(enc, tid);
+  if (!t) { enc->lost++; return -1; }
   if (t->n >= DLH_BATCH_MAX) { /* filled up by dlh_tbatch_put: out first (as below) */
-    tbatch_emit(w, t);
-    if (frame_full(w)) dlh_writer_flush(w);
+    tbatch_emit(enc, t);
+    if (frame_full(enc)) dlh_enc_flush(enc);
   }
   if (!t->active) t->active = ~LAZY_COLS & ((1u << NCOLS) - 1); /* a new batch */
   uint32_t na = ev->args ? ev->nargs : 0;
@@ -444,124 +444,124 @@ int dlh_writer_api(dlh_writer *w, uint32_t tid, const dlh_api_event *ev) {
       (ev->depth && !(t->active & (1u << COL_DEPTH)) && tbatch_activate(t, COL_DEPTH) < 0) ||
       (count > 1 && !(t->active & (1u << COL_COUNT)) &&
        (tbatch_activate(t, COL_COUNT) < 0 || tbatch_activate(t, COL_SPAN) < 0))) {
-    w->lost++;
+    enc->lost++;
     return -1;
   }
   /* the base of this event's args_delta: looked up (or made) before anything is written, so
-   * that a failure loses the event whole and the reader's bases stay the writer's */
+   * that a failure loses the event whole and the reader's bases stay the encoder's */
   struct dlh_last_args *e = NULL;
   if (na || t->last_cap) {
     e = t->la && t->la->fn == ev->fn ? t->la : last_args_of(t, ev->fn);
     if (!e) {
-      w->lost++;
+      enc->lost++;
       return -1;
     }
   }
   if (t->n == 0) {
     t->base_start = t->last_start = ev->start_ns;
-    w->pending++;
+    enc->pending++;
   }
   dlh_tbatch_write(t, e, ev->start_ns, ev->dur_ns, ev->fn, ev->ret, ev->corr, ev->stack,
                    ev->depth, na, ev->args, count, ev->span_ns);
   if (t->n >= DLH_BATCH_MAX) {
-    if (tbatch_emit(w, t) < 0) return -1;
-    if (frame_full(w)) return dlh_writer_flush(w);
+    if (tbatch_emit(enc, t) < 0) return -1;
+    if (frame_full(enc)) return dlh_enc_flush(enc);
   }
   return 0;
 }
 
-int dlh_writer_flush(dlh_writer *w) {
-  if (!w) return -1;
-  if (w->held) { /* the frame of a flush that found its fd closed: first, on the new fd */
-    if (dlh_write_all(w->fd, w->out.p, w->held) < 0) return -1;
-    w->bytes += w->held;
-    w->held = 0;
+int dlh_enc_flush(dlh_encoder *enc) {
+  if (!enc) return -1;
+  if (enc->held) { /* the frame of a flush that found its fd closed: first, on the new fd */
+    if (dlh_write_all(enc->fd, enc->out.p, enc->held) < 0) return -1;
+    enc->bytes += enc->held;
+    enc->held = 0;
   }
-  int rc = emit_all(w), e = errno;
-  if (write_frame(w) < 0) return -1;
+  int rc = emit_all(enc), e = errno;
+  if (write_frame(enc) < 0) return -1;
   if (rc) errno = e;
   return rc;
 }
 
 /* Compresses `raw` into one zstd frame and writes it. Returns 0 or -1 (errno set). */
-static int write_frame(dlh_writer *w) {
-  if (w->raw.len == 0) return 0;
-  size_t bound = ZSTD_compressBound(w->raw.len);
-  w->out.len = 0;
-  if (buf_reserve(&w->out, bound) < 0) {
-    w->raw.len = 0;
-    w->raw_packets = 0;
+static int write_frame(dlh_encoder *enc) {
+  if (enc->raw.len == 0) return 0;
+  size_t bound = ZSTD_compressBound(enc->raw.len);
+  enc->out.len = 0;
+  if (buf_reserve(&enc->out, bound) < 0) {
+    enc->raw.len = 0;
+    enc->raw_packets = 0;
     errno = ENOMEM;
     return -1;
   }
-  size_t z = ZSTD_compress2(w->cctx, w->out.p, w->out.cap, w->raw.p, w->raw.len);
-  w->raw.len = 0;
-  w->raw_packets = 0;
+  size_t z = ZSTD_compress2(enc->cctx, enc->out.p, enc->out.cap, enc->raw.p, enc->raw.len);
+  enc->raw.len = 0;
+  enc->raw_packets = 0;
   if (ZSTD_isError(z)) {
-    ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_only);
+    ZSTD_CCtx_reset(enc->cctx, ZSTD_reset_session_only);
     errno = EIO;
     return -1;
   }
   /* A frame that could not be written completely (disk full, file size limit) is cut off
    * again where possible, so the file stays readable and later frames can follow it. */
-  off_t at = lseek(w->fd, 0, SEEK_CUR);
-  if (dlh_write_all(w->fd, w->out.p, z) < 0) {
+  off_t at = lseek(enc->fd, 0, SEEK_CUR);
+  if (dlh_write_all(enc->fd, enc->out.p, z) < 0) {
     int e = errno;
-    if (e == EBADF) { /* nothing was written: kept for the next flush (after dlh_writer_set_fd) */
-      w->held = z;
+    if (e == EBADF) { /* nothing was written: kept for the next flush (after dlh_enc_set_fd) */
+      enc->held = z;
       errno = e;
       return -1;
     }
-    if (at >= 0 && ftruncate(w->fd, at) == 0) lseek(w->fd, at, SEEK_SET);
+    if (at >= 0 && ftruncate(enc->fd, at) == 0) lseek(enc->fd, at, SEEK_SET);
     errno = e;
     return -1;
   }
-  w->bytes += z;
+  enc->bytes += z;
   return 0;
 }
 
-void dlh_writer_set_fd(dlh_writer *w, int fd) {
-  if (w) w->fd = fd;
+void dlh_enc_set_fd(dlh_encoder *enc, int fd) {
+  if (enc) enc->fd = fd;
 }
 
-uint64_t dlh_writer_bytes(const dlh_writer *w) { return w ? w->bytes : 0; }
+uint64_t dlh_enc_bytes(const dlh_encoder *enc) { return enc ? enc->bytes : 0; }
 
-uint64_t dlh_writer_lost(const dlh_writer *w) { return w ? w->lost : 0; }
+uint64_t dlh_enc_lost(const dlh_encoder *enc) { return enc ? enc->lost : 0; }
 
-uint64_t dlh_writer_pending_bytes(const dlh_writer *w) {
-  if (!w) return 0;
-  uint64_t b = w->raw.len;
-  for (size_t i = 0; i < w->ntb; i++)
-    if (w->tb[i].n)
-      for (int c = 0; c < NCOLS; c++) b += w->tb[i].col[c].len;
-  return b + w->gb.n * 48 + w->gb.nvals_total * 8;
+uint64_t dlh_enc_pending_bytes(const dlh_encoder *enc) {
+  if (!enc) return 0;
+  uint64_t b = enc->raw.len;
+  for (size_t i = 0; i < enc->ntb; i++)
+    if (enc->tb[i].n)
+      for (int c = 0; c < NCOLS; c++) b += enc->tb[i].col[c].len;
+  return b + enc->gb.n * 48 + enc->gb.nvals_total * 8;
 }
 
-uint64_t dlh_writer_mem(const dlh_writer *w) {
-  if (!w) return 0;
-  uint64_t m = sizeof *w + w->raw.cap + w->out.cap + w->captb * sizeof *w->tb +
-               w->hcap * sizeof *w->hash + ZSTD_sizeof_CCtx(w->cctx);
-  for (size_t i = 0; i < w->ntb; i++)
-    for (int c = 0; c < NCOLS; c++) m += w->tb[i].col[c].cap;
-  const dlh_gbatch *g = &w->gb;
+uint64_t dlh_enc_mem(const dlh_encoder *enc) {
+  if (!enc) return 0;
+  uint64_t m = sizeof *enc + enc->raw.cap + enc->out.cap + enc->captb * sizeof *enc->tb +
+               enc->hcap * sizeof *enc->hash + ZSTD_sizeof_CCtx(enc->cctx);
+  for (size_t i = 0; i < enc->ntb; i++)
+    for (int c = 0; c < NCOLS; c++) m += enc->tb[i].col[c].cap;
+  const dlh_gbatch *g = &enc->gb;
   m += g->cap * (6 * sizeof(uint32_t) + 3 * sizeof(uint64_t)) + g->vals_cap * sizeof(uint64_t);
   return m;
 }
 
-void dlh_writer_free(dlh_writer *w) {
-  if (!w) return;
-  dlh_writer_flush(w);
-  for (size_t i = 0; i < w->ntb; i++) {
-    for (int c = 0; c < NCOLS; c++) free(w->tb[i].col[c].p);
-    free(w->tb[i].last);
+void dlh_enc_free(dlh_encoder *enc) {
+  if (!enc) return;
+  dlh_enc_flush(enc);
+  for (size_t i = 0; i < enc->ntb; i++) {
+    for (int c = 0; c < NCOLS; c++) free(enc->tb[i].col[c].p);
+    free(enc->tb[i].last);
   }
-  dlh_gbatch *g = &w->gb;
+  dlh_gbatch *g = &enc->gb;
   free(g->kind); free(g->stream); free(g->name); free(g->nvals); free(g->context);
   free(g->devices); free(g->start_delta); free(g->dur); free(g->corr); free(g->vals);
-  free(w->tb);
-  free(w->hash);
-  free(w->raw.p);
-  free(w->out.p);
-  ZSTD_freeCCtx(w->cctx);
-  free(w);
+  free(enc->tb);
+  free(enc->hash);
+  free(enc->raw.p);
+  free(enc->out.p);
+  ZSTD_freeCCtx(enc->cctx);
+  free(enc);
 }
