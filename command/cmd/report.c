@@ -175,8 +175,8 @@ static void on_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
   report *r = ctx;
   (void)t;
   if (p->data_case == DLH__PACKET__DATA_ANCHOR && p->anchor->has_kind) {
-    if (p->anchor->kind == 3) r->open_at = p->anchor->trace_ns;
-    else if (p->anchor->kind == 4 && r->open_at && r->nwin < 256) {
+    if (p->anchor->kind == DLH__CLOCK_ANCHOR_KIND__CAPTURE_OPEN) r->open_at = p->anchor->trace_ns;
+    else if (p->anchor->kind == DLH__CLOCK_ANCHOR_KIND__CAPTURE_CLOSE && r->open_at && r->nwin < 256) {
       r->win[r->nwin].s = r->open_at;
       r->win[r->nwin++].e = p->anchor->trace_ns;
       r->open_at = 0;
@@ -295,24 +295,24 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
 
 static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   report *r = ctx;
-  if (g->kind == 7) { /* a launch inside a library call: CUPTI id -> the call's external id */
+  if (g->kind == RD_EXTCORR) { /* a launch inside a library call: CUPTI id -> the call's external id */
     if (g->nvals > 1 && g->corr && g->vals[1] <= UINT32_MAX) rd_m_put(&r->ext, g->corr, (uint32_t)g->vals[1]);
     return;
   }
-  if (g->kind < 1 || g->kind > 3) return;
+  if (!rd_gpu_busy(g->kind)) return;
   r->gpu_records++;
   char nb[64], info[128];
   const char *name = rd_gpu_name(t, g, nb, sizeof nb);
   info[0] = 0;
-  if (g->kind == 1 && g->nvals >= 6)
+  if (g->kind == RD_KERNEL && g->nvals >= 6)
     snprintf(info, sizeof info, "grid=(%" PRIu64 ",%" PRIu64 ",%" PRIu64 ") block=(%" PRIu64
              ",%" PRIu64 ",%" PRIu64 ")", g->vals[0], g->vals[1], g->vals[2], g->vals[3],
              g->vals[4], g->vals[5]);
-  else if ((g->kind == 2 || g->kind == 3) && g->nvals >= 1)
+  else if ((g->kind == RD_MEMCPY || g->kind == RD_MEMSET) && g->nvals >= 1)
     snprintf(info, sizeof info, "bytes=%" PRIu64, g->vals[0]);
   add_ev(r, lane_of(r, L_GPU, g->device, g->stream), g->start, g->start + g->dur,
          intern(&r->st, name), info[0] ? intern(&r->st, info) : 0, 0, g->corr);
-  if (g->kind == 1) {
+  if (g->kind == RD_KERNEL) {
     agg_add(&r->kernels, name, 0, g->dur, 1);
     r->kernels_n++;
     r->kernel_ns += g->dur;
@@ -571,7 +571,7 @@ const rd_command cmd_report_spec = {
 
 static void count_kernel(void *ctx, const rd_trace *t, const rd_gpu *g) {
   (void)t;
-  if (g->kind == 1) ++*(uint64_t *)ctx;
+  if (g->kind == RD_KERNEL) ++*(uint64_t *)ctx;
 }
 
 static int by_rank_pid(const void *x, const void *y) {

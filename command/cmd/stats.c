@@ -276,21 +276,21 @@ static void s_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   dlh_gpu_event ev = {g->kind, g->start, g->dur, g->corr, g->device, g->context, g->stream,
                       g->name, g->nvals, g->vals};
   rd_libstats_gpu(s->lib, &ev);
-  if (ev.kind < 1 || ev.kind > 3) return; /* kernels, copies, memsets occupy the GPU */
+  if (!rd_gpu_busy(ev.kind)) return; /* kernels, copies, memsets occupy the GPU */
   devivals *d = dev_of(&o->dv, &o->ndv, ev.device);
   if (d->n == d->cap) {
     d->cap = d->cap ? d->cap * 2 : 1024;
     d->v = rd_xrealloc(d->v, d->cap * sizeof *d->v);
   }
   d->v[d->n++] = (ival){ev.start_ns, ev.start_ns + ev.dur_ns};
-  if (ev.kind == 1) {
+  if (ev.kind == RD_KERNEL) {
     size_t gi = kernel_index(s, &o->kmap, t, ev.name);
     account(&s->kernels.v[gi], ev.dur_ns, 0, 1);
     s->kernel_ns += ev.dur_ns;
     d->kernel_ns += ev.dur_ns;
     d->kernels++;
   } else {
-    copystat *c = ev.kind == 3 ? &s->memsets
+    copystat *c = ev.kind == RD_MEMSET ? &s->memsets
                   : &s->copies[ev.nvals > 1 && ev.vals[1] < NCOPYKIND ? ev.vals[1] : 0];
     c->count++;
     c->bytes += ev.nvals ? ev.vals[0] : 0;

@@ -216,7 +216,7 @@ static int pend_add(flame *f, uint64_t corr, uint64_t w, uint32_t fr) {
 static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   flame *f = ctx;
   if (f->pass2) return;
-  if (g->kind == 7) { /* external correlation: the CUPTI id inherits the library call's node */
+  if (g->kind == RD_EXTCORR) { /* external correlation: the CUPTI id inherits the library call's node */
     uint32_t n;
     if (g->nvals < 2) return;
     if (rd_m_get(&f->corr, g->vals[1], &n)) {
@@ -234,10 +234,10 @@ static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   }
   uint64_t w;
   if (f->o->weight == RD_W_GPU) {
-    if (g->kind < 1 || g->kind > 3) return;
+    if (!rd_gpu_busy(g->kind)) return;
     w = g->dur;
   } else if (f->o->weight == RD_W_BYTES) {
-    if ((g->kind != 2 && g->kind != 3) || g->nvals < 1) return;
+    if ((g->kind != RD_MEMCPY && g->kind != RD_MEMSET) || g->nvals < 1) return;
     w = g->vals[0];
   } else {
     return;

@@ -617,10 +617,10 @@ static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   FILE *f = k->f;
   const char *cat;
   switch (g->kind) {
-    case 1: cat = "kernel"; break;
-    case 2: cat = "gpu_memcpy"; break;
-    case 3: cat = "gpu_memset"; break;
-    case 4: cat = "cuda_sync"; break;
+    case RD_KERNEL: cat = "kernel"; break;
+    case RD_MEMCPY: cat = "gpu_memcpy"; break;
+    case RD_MEMSET: cat = "gpu_memset"; break;
+    case RD_SYNC: cat = "cuda_sync"; break;
     default: return;
   }
   note_device(k, g->device);
@@ -633,7 +633,7 @@ static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
             g->device, g->stream, k->meta_ts, g->stream, g->device, g->stream, k->meta_ts, g->stream);
   }
   uint64_t corr = ex_links_corr(k->L, g->corr);
-  ex_link *l = g->kind != 4 ? ex_links_get(k->L, corr) : NULL;
+  ex_link *l = g->kind != RD_SYNC ? ex_links_get(k->L, corr) : NULL;
   int lib = 0;
   if (l) {
     const rd_func *fn = l->fn ? rd_trace_func(t, l->fn) : NULL;
@@ -645,7 +645,7 @@ static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   char buf[64];
   const char *name = rd_gpu_name(t, g, buf, sizeof buf);
   const ex_evrec *wait = NULL;
-  if (g->kind == 4) {
+  if (g->kind == RD_SYNC) {
     uint64_t st = g->nvals ? g->vals[0] : 0;
     name = st == 1 ? "Event Sync" : st == 2 ? "Stream Wait Event" : st == 3 ? "Stream Sync" :
            st == 4 ? "Context Sync" : "Sync";
@@ -654,7 +654,7 @@ static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   w_s(f, ",\n{\"ph\":\"X\",\"cat\":\"");
   w_s(f, cat);
   w_s(f, "\",\"name\":");
-  w_name(k, g->kind == 1 && g->name ? 1u << 31 | g->name : 0, name);
+  w_name(k, g->kind == RD_KERNEL && g->name ? 1u << 31 | g->name : 0, name);
   w_s(f, ",\"pid\":");
   w_u(f, g->device);
   w_s(f, ",\"tid\":");
@@ -674,7 +674,7 @@ static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   w_s(f, ",\"correlation\":");
   w_u(f, corr);
   const uint64_t *v = g->vals;
-  if (g->kind == 1 && g->nvals >= 9) {
+  if (g->kind == RD_KERNEL && g->nvals >= 9) {
     w_s(f, ",\"registers per thread\":");
     w_u(f, v[6]);
     w_s(f, ",\"shared memory\":");
@@ -695,18 +695,18 @@ static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
     }
     uint32_t ni;
     if (rd_m_get(&k->nccl_ix, ex_links_corr(k->L, g->corr), &ni)) w_nccl(k, &k->nccl[ni]);
-  } else if ((g->kind == 2 || g->kind == 3) && g->nvals >= 1) {
+  } else if ((g->kind == RD_MEMCPY || g->kind == RD_MEMSET) && g->nvals >= 1) {
     fprintf(f, ",\"bytes\":%" PRIu64 ",\"memory bandwidth (GB/s)\":", v[0]);
     rd_json_double(f, g->dur ? (double)v[0] / (double)g->dur : 0);
-    if (g->kind == 2 && g->nvals >= 2) fprintf(f, ",\"kind\":\"%s\"", rd_memcpy_kind(v[1]));
-  } else if (g->kind == 4) {
+    if (g->kind == RD_MEMCPY && g->nvals >= 2) fprintf(f, ",\"kind\":\"%s\"", rd_memcpy_kind(v[1]));
+  } else if (g->kind == RD_SYNC) {
     w_s(f, ",\"wait_on_stream\":");
     if (wait) w_u(f, wait->stream); else w_s(f, "-1");
     w_s(f, ",\"wait_on_cuda_event_record_corr_id\":");
     if (wait) w_u(f, wait->corr); else w_s(f, "-1");
   }
   w_s(f, "}}");
-  if (l && l->fn && g->kind != 4) w_flow(k, 'f', corr, g->device, g->stream, g->start);
+  if (l && l->fn && g->kind != RD_SYNC) w_flow(k, 'f', corr, g->device, g->stream, g->start);
 }
 
 /* ---------------------------------------------------------------- files */

@@ -160,7 +160,7 @@ static void l_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
 
 static void l_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   ex_links *L = ((lscan *)ctx)->L;
-  if (g->kind == 7) { /* external correlation: vals = kind, the library call's id */
+  if (g->kind == RD_EXTCORR) { /* external correlation: vals = kind, the library call's id */
     uint32_t i;
     if (g->nvals < 2 || !g->corr || !g->vals[1]) return;
     if (!rd_m_get(&L->ext_ix, g->corr, &i)) {
@@ -171,14 +171,14 @@ static void l_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
     L->ext[i] = g->vals[1];
     return;
   }
-  if (g->kind == 5 && g->nvals >= 1) {
+  if (g->kind == RD_EVENT && g->nvals >= 1) {
     L->evrec = grow(L->evrec, &L->capevrec, L->nevrec, sizeof *L->evrec);
     L->evrec[L->nevrec++] = (ex_evrec){g->vals[0], g->start, g->corr, g->stream};
     return;
   }
-  if (g->kind < 1 || g->kind > 4) return;
+  if (!rd_gpu_work(g->kind)) return;
   L->gpu_records++;
-  if (g->kind == 4 || !g->corr) return;
+  if (g->kind == RD_SYNC || !g->corr) return;
   uint32_t i;
   if (!rd_m_get(&L->ix, g->corr, &i)) {
     L->link = grow(L->link, &L->caplink, L->nlink, sizeof *L->link);
@@ -340,7 +340,7 @@ static void release(ex_input *in, const rd_trace *t, int force) {
  * the exporter always writes a call before its GPU work, and GPU records in file order. */
 static void in_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   ex_input *in = ctx;
-  ex_link *l = g->kind >= 1 && g->kind <= 3 ? ex_links_get(&in->L, ex_links_corr(&in->L, g->corr)) : NULL;
+  ex_link *l = rd_gpu_busy(g->kind) ? ex_links_get(&in->L, ex_links_corr(&in->L, g->corr)) : NULL;
   if (in->head == in->nheld && !(l && !l->fn)) {
     if (in->out->gpu) in->out->gpu(in->out->ctx, t, g);
     return;

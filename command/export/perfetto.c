@@ -395,7 +395,7 @@ static void p_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
 
 static void p_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   pctx *c = ctx;
-  if (g->kind < 1 || g->kind > 4) return;
+  if (!rd_gpu_work(g->kind)) return;
   char nm[64];
   uint64_t du = dev_uuid(c, g->device), su = stream_uuid(c, g->device, g->stream);
   uint32_t v;
@@ -408,7 +408,7 @@ static void p_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
     snprintf(nm, sizeof nm, "Stream %u", g->stream);
     describe(c, su, du, nm, 0, 0, 0);
   }
-  uint64_t bu = g->kind != 4 ? busy_uuid(c, g->device, g->stream) : 0;
+  uint64_t bu = g->kind != RD_SYNC ? busy_uuid(c, g->device, g->stream) : 0;
   if (bu && !rd_m_get(&c->tracks, bu, &v)) {
     snprintf(nm, sizeof nm, "Stream %u busy", g->stream);
     describe_full(c, bu, du, nm, 0, 0, 0, NULL, 0, DLHPERFETTO__COUNTER_DESCRIPTOR__UNIT__UNIT_COUNT);
@@ -424,7 +424,7 @@ static void p_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   char grid[64], block[64];
   size_t na = 0;
   ap[na] = ann(&a[na], IID_CORR); a[na].has_uint_value = 1; a[na].uint_value = g->corr; na++;
-  if (g->kind == 1 && g->nvals >= 6) { /* launch geometry, as "x,y,z" */
+  if (g->kind == RD_KERNEL && g->nvals >= 6) { /* launch geometry, as "x,y,z" */
     snprintf(grid, sizeof grid, "%" PRIu64 ",%" PRIu64 ",%" PRIu64, g->vals[0], g->vals[1], g->vals[2]);
     snprintf(block, sizeof block, "%" PRIu64 ",%" PRIu64 ",%" PRIu64, g->vals[3], g->vals[4], g->vals[5]);
     ap[na] = ann(&a[na], IID_GRID); a[na].string_value = grid; na++;
@@ -432,11 +432,11 @@ static void p_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   }
   ap[na] = ann(&a[na], IID_STREAM); a[na].has_uint_value = 1; a[na].uint_value = g->stream; na++;
   ap[na] = ann(&a[na], IID_DEVICE); a[na].has_uint_value = 1; a[na].uint_value = g->device; na++;
-  if ((g->kind == 2 || g->kind == 3) && g->nvals) {
+  if ((g->kind == RD_MEMCPY || g->kind == RD_MEMSET) && g->nvals) {
     ap[na] = ann(&a[na], IID_BYTES); a[na].has_uint_value = 1; a[na].uint_value = g->vals[0]; na++;
   }
   uint64_t corr = ex_links_corr(c->L, g->corr);
-  ex_link *l = g->kind != 4 ? ex_links_get(c->L, corr) : NULL;
+  ex_link *l = g->kind != RD_SYNC ? ex_links_get(c->L, corr) : NULL;
   uint64_t fl = flow_id(c, corr);
   slice(c, su, g->start, g->dur, iid, &id, ap, na, NULL, l && l->fn ? &fl : NULL);
   if (bu) {

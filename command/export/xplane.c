@@ -426,7 +426,7 @@ static const char *mem_kind(uint64_t k) {
 
 static void x_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   xctx *c = ctx;
-  if (g->kind < 1 || g->kind > 3) return;
+  if (!rd_gpu_busy(g->kind)) return;
   if (!c->have_base) { c->base = g->start; c->have_base = 1; }
   xp *p = plane_for_device(c, g->device);
   char nm[64], det[192];
@@ -434,7 +434,7 @@ static void x_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   xl *l = line_for(c, p, g->stream, nm);
   const char *name = rd_gpu_name(t, g, nm, sizeof nm);
   char mc[32];
-  if (g->kind == 2) { /* as xprof names (and classifies) copies: MemcpyHToD, MemcpyDToH, ... */
+  if (g->kind == RD_MEMCPY) { /* as xprof names (and classifies) copies: MemcpyHToD, MemcpyDToH, ... */
     const char *kind = rd_memcpy_kind(g->nvals > 1 ? g->vals[1] : 0);
     snprintf(mc, sizeof mc, "Memcpy%c%s%c", kind[0], kind[1] == 't' ? "To" : "", kind[strlen(kind) - 1]);
     if (strlen(kind) != 4) snprintf(mc, sizeof mc, "Memcpy%s", kind);
@@ -449,7 +449,7 @@ static void x_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
     const xop *op = &c->ops[lk->op - 1];
     size_t len = strlen(op->name);
     snprintf(tfop, sizeof tfop, "%s", op->name);
-    if (op->kernel_named && g->kind == 1) {
+    if (op->kernel_named && g->kind == RD_KERNEL) {
       /* the kernel's short name: no return type, template arguments, parameters or scope */
       char sh[256];
       const char *k = name;
@@ -467,9 +467,9 @@ static void x_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
       op_append(tfop, sizeof tfop, &len, b ? b + 1 : sh);
     } else if (op->kernel_named || !*op->name) {
       if (len) op_append(tfop, sizeof tfop, &len, "/");
-      op_append(tfop, sizeof tfop, &len, g->kind == 2 ? "memcpy" : g->kind == 3 ? "memset" : "kernel");
+      op_append(tfop, sizeof tfop, &len, g->kind == RD_MEMCPY ? "memcpy" : g->kind == RD_MEMSET ? "memset" : "kernel");
     }
-    const char *type = g->kind == 2 ? mc : g->kind == 3 ? "Memset" : *op->type ? op->type : "Kernel";
+    const char *type = g->kind == RD_MEMCPY ? mc : g->kind == RD_MEMSET ? "Memset" : *op->type ? op->type : "Kernel";
     snprintf(tfop + len, sizeof tfop - len, ":%s", type);
     sp[ns] = sstat(&s[ns], S_TF_OP, tfop); ns++;
   }
@@ -479,19 +479,19 @@ static void x_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   sp[ns] = ustat(&s[ns], S_STREAM, g->stream); ns++;
   const uint64_t *v = g->vals;
   det[0] = 0;
-  if (g->kind == 1 && g->nvals >= 9) {
+  if (g->kind == RD_KERNEL && g->nvals >= 9) {
     double bps, wps, occ = 0;
     if (!ex_occupancy(p->have_dev ? &p->props : NULL, v, g->nvals, &bps, &wps, &occ)) occ = 0;
     snprintf(det, sizeof det, "regs:%" PRIu64 " static_shared:%" PRIu64 " dynamic_shared:%"
              PRIu64 " grid:%" PRIu64 ",%" PRIu64 ",%" PRIu64 " block:%" PRIu64 ",%" PRIu64 ",%"
              PRIu64 " occ_pct:%.1f", v[6], v[7], v[8], v[0], v[1], v[2], v[3], v[4], v[5], occ);
     sp[ns] = sstat(&s[ns], S_KERNEL, det); ns++;
-  } else if (g->kind == 2 && g->nvals >= 4) {
+  } else if (g->kind == RD_MEMCPY && g->nvals >= 4) {
     snprintf(det, sizeof det, "kind_src:%s kind_dst:%s size:%" PRIu64 " dest:%u async:%u",
              mem_kind(v[2]), mem_kind(v[3]), v[0], g->device,
              g->nvals >= 5 ? (unsigned)(v[4] & 1) : 0);
     sp[ns] = sstat(&s[ns], S_MEMCPY, det); ns++;
-  } else if (g->kind == 3 && g->nvals >= 1) {
+  } else if (g->kind == RD_MEMSET && g->nvals >= 1) {
     snprintf(det, sizeof det, "num_bytes:%" PRIu64 " async:%u", v[0],
              g->nvals >= 4 ? (unsigned)(v[3] & 1) : 0);
     sp[ns] = sstat(&s[ns], S_MEMSET, det); ns++;

@@ -230,7 +230,7 @@ void rd_libstats_api(rd_libstats *s, const rd_trace *t, uint32_t tid, const dlh_
 }
 
 void rd_libstats_gpu(rd_libstats *s, const dlh_gpu_event *ev) {
-  if (ev->kind != 1 || !ev->corr) return;
+  if (ev->kind != RD_KERNEL || !ev->corr) return;
   if (s->nk == s->capk) {
     s->capk = s->capk ? s->capk * 2 : 1024;
     s->k = rd_xrealloc(s->k, s->capk * sizeof *s->k);

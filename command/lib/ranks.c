@@ -47,7 +47,7 @@ static void r_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   rtrace *r = ctx;
   r->rank = t->rank;
   r->pid = t->pid;
-  if (g->kind != 1 || !is_nccl_kernel(g->kname)) return;
+  if (g->kind != RD_KERNEL || !is_nccl_kernel(g->kname)) return;
   if (r->n == r->cap) {
     r->cap = r->cap ? r->cap * 2 : 256;
     r->c = rd_xrealloc(r->c, r->cap * sizeof *r->c);

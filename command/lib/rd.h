@@ -239,7 +239,21 @@ void rd_stats_run_end(rd_stats_run *x, size_t i, rd_trace *t);
 void rd_stats_run_drop(rd_stats_run *x);
 void rd_stats_run_finish(rd_stats_run *x, int json, FILE *out);
 
-/* GpuBatch kinds */
+/* GPU record kinds (GpuBatch.kind): dlhook.proto's GpuRecordKind, by shorter names. */
+enum {
+  RD_KERNEL = DLH__GPU_RECORD_KIND__KERNEL,
+  RD_MEMCPY = DLH__GPU_RECORD_KIND__MEMCPY,
+  RD_MEMSET = DLH__GPU_RECORD_KIND__MEMSET,
+  RD_SYNC = DLH__GPU_RECORD_KIND__SYNC,
+  RD_EVENT = DLH__GPU_RECORD_KIND__EVENT,
+  RD_OVERHEAD = DLH__GPU_RECORD_KIND__OVERHEAD,
+  RD_EXTCORR = DLH__GPU_RECORD_KIND__EXTERNAL_CORRELATION,
+};
+/* Kernels, copies and memsets: what occupies the GPU. */
+static inline int rd_gpu_busy(uint32_t kind) { return kind >= RD_KERNEL && kind <= RD_MEMSET; }
+/* The same and synchronizations: the GPU work of a trace. */
+static inline int rd_gpu_work(uint32_t kind) { return kind >= RD_KERNEL && kind <= RD_SYNC; }
+/* "kernel", "memcpy", ... ("gpu" for a kind this reader does not know). */
 const char *rd_gpu_kind_name(uint32_t kind);
 
 /* ---------------------------------------------------------------- library tables (libcalls.c) */

@@ -120,7 +120,7 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
       while (dlh_gpu_iter_next(&it, &ev)) {
         rd_gpu g;
         g.kind = ev.kind;
-        g.start = g.kind == 7 ? ev.start_ns : ev.start_ns + (uint64_t)off;
+        g.start = g.kind == RD_EXTCORR ? ev.start_ns : ev.start_ns + (uint64_t)off;
         g.dur = ev.dur_ns;
         g.corr = ev.corr;
         g.stream = ev.stream;
@@ -131,7 +131,7 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
         g.nvals = ev.nvals;
         g.vals = ev.vals;
         rd_events_scanned++;
-        if (!s->unwindowed && g.kind != 7 && (g.start >= hi || g.start + g.dur < lo)) continue;
+        if (!s->unwindowed && g.kind != RD_EXTCORR && (g.start >= hi || g.start + g.dur < lo)) continue;
         if (s->gpu) s->gpu(s->ctx, t, &g);
       }
       if (it.bad) bad = 1;
@@ -202,7 +202,7 @@ static void tee_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_ev
 }
 static void tee_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   rd_tee *x = ctx;
-  int in = g->kind == 7 || !(g->start >= t->win_hi || g->start + g->dur < t->win_lo);
+  int in = g->kind == RD_EXTCORR || !(g->start >= t->win_hi || g->start + g->dur < t->win_lo);
   for (size_t i = 0; i < x->n; i++)
     if (x->s[i] && x->s[i]->gpu && (in || x->s[i]->unwindowed)) x->s[i]->gpu(x->s[i]->ctx, t, g);
 }

@@ -100,10 +100,10 @@ static int is_collective(const char *name) {
 static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   sctx *c = ctx;
   if (!g->dur) return;
-  if (g->kind == 1) {
+  if (g->kind == RD_KERNEL) {
     const char *n = g->kname ? g->kname : rd_trace_string(t, g->name);
     push(c, g->start, g->start + g->dur, is_collective(n) ? C_COMM : C_COMPUTE);
-  } else if (g->kind == 2 || g->kind == 3) {
+  } else if (g->kind == RD_MEMCPY || g->kind == RD_MEMSET) {
     push(c, g->start, g->start + g->dur, C_COPY);
   }
 }

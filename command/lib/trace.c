@@ -261,7 +261,9 @@ uint64_t rd_trace_dropped(const rd_trace *t) {
 }
 
 const char *rd_gpu_kind_name(uint32_t kind) {
-  static const char *const names[] = {"gpu", "kernel", "memcpy", "memset",
-                                      "sync", "event", "overhead"};
-  return kind < sizeof names / sizeof *names ? names[kind] : "gpu";
+  static const char *const names[] = {[RD_KERNEL] = "kernel", [RD_MEMCPY] = "memcpy",
+                                      [RD_MEMSET] = "memset", [RD_SYNC] = "sync",
+                                      [RD_EVENT] = "event",   [RD_OVERHEAD] = "overhead"};
+  if (kind < sizeof names / sizeof *names && names[kind]) return names[kind];
+  return "gpu";
 }
