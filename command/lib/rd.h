@@ -1,5 +1,21 @@
-/* rd.h — shared pieces of the dlhook command: trace loading with definition tables, JSON
- * output, messages. One file per subcommand (dump.c, stats.c, record.c) uses these. */
+/* rd.h — the reading library of the dlhook command (command/lib/, prefix rd_): everything the
+ * subcommands (cmd/) and the exporters (export/, prefix ex_) share to read traces.
+ *
+ * What it offers:
+ *   traces    rd_trace: a trace read at most twice. The first pass knows the definitions
+ *             (functions, strings, stacks, modules, symbols, Python frames), the process,
+ *             clock anchors, devices, trailer and counters; the second streams the events in
+ *             file order. Decoding goes through format/'s iterators only (trace.c, scan.c).
+ *   passes    rd_scan.h: rd_open / rd_pass / rd_read_once / rd_scan, sinks (rd_sink) that
+ *             receive packets, calls and GPU records with the time window and merge offsets
+ *             applied, and rd_tee to feed several consumers from one pass.
+ *   analyses  consumers of those passes, shared by stats, report and the exporters: library
+ *             calls (libcalls.c), the GPU memory ledger (memory.c), clock alignment and the
+ *             straggler (ranks.c), the step breakdown (steps.c), the stats run (cmd/stats.c).
+ *   stacks    frames of a stack id, demangling (symbols.c).
+ *   options   rd_opts.h: the one option parser of every command (opts.c).
+ *   output    rd_scan.h: files written atomically, gzip, safe names (output.c); JSON and
+ *             terminal text (text.c); messages and exit codes (util.c). */
 #ifndef RD_H
 #define RD_H
 
