@@ -242,7 +242,7 @@ static struct link_map *object_of(void *p) {
 #ifdef DLFO_STRUCT_HAS_EH_DBASE
   static find_object_fn find;
   static int looked;
-  if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+  if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE) && dlh_real_dlvsym) {
     find_object_fn f =
         dlh_real_dlvsym ? (find_object_fn)dlh_real_dlvsym(RTLD_DEFAULT, "_dl_find_object",
                                                           "GLIBC_2.35")
@@ -312,6 +312,37 @@ static struct link_map *loaded_library(const char *soname) {
   return (struct link_map *)h;
 }
 
+/* ---------------------------------------------------------------- a second copy */
+
+/* Every copy of libdlhook.so exports dlhook_attach_start, and no other library does. */
+#define DLH_COPY_MARK "dlhook_attach_start"
+
+const char *dlh_earlier_copy(void) {
+  static int state; /* 0: not looked yet, 1: this copy is the first, 2: another one is */
+  static const char *first;
+  int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+  if (s) return s == 2 ? first : NULL;
+  ensure_real();
+  struct link_map *self = self_map();
+  if (!self) return NULL;
+  const char *found = NULL;
+  for (struct link_map *l = _r_debug.r_map; l && l != self && !found; l = l->l_next)
+    if (map_lookup(l, DLH_COPY_MARK)) found = l->l_name && l->l_name[0] ? l->l_name : "?";
+  __atomic_store_n(&first, found, __ATOMIC_RELAXED);
+  __atomic_store_n(&state, found ? 2 : 1, __ATOMIC_RELEASE);
+  return found;
+}
+
+/* Only the objects loaded at start-up are looked at: the rest of the link map may change under
+ * a concurrent dlopen or dlclose. */
+const char *dlh_later_copy(void) {
+  ensure_real();
+  struct link_map *self = self_map();
+  for (struct link_map *l = self ? startup_next(self) : NULL; l; l = startup_next(l))
+    if (map_lookup(l, DLH_COPY_MARK)) return l->l_name && l->l_name[0] ? l->l_name : "?";
+  return NULL;
+}
+
 /* ---------------------------------------------------------------- decisions */
 
 /* The interposer chain. A CUDA function can have several definitions in the global scope: the
@@ -362,6 +393,7 @@ __attribute__((visibility("hidden"), used)) void *dlh_dlsym_pre(void *handle, co
                                                                 int *done) {
   ensure_real();
   if (handle == RTLD_DEFAULT || !name || !dlh_real_dlsym) return NULL;
+  if (!dlh_attach_mode && dlh_earlier_copy()) return NULL; /* the first copy answers */
   if (strncmp(name, "cu", 2) && strncmp(name, "__cuda", 6) && strncmp(name, "nccl", 4)) return NULL;
   const dlh_sym *e = NULL;
   unsigned t = 0;
@@ -401,6 +433,7 @@ __attribute__((visibility("hidden"), used)) void *dlh_dlsym_pre(void *handle, co
 /* Called by the dlopen stub before it jumps to the real dlopen. */
 __attribute__((visibility("hidden"), used)) void dlh_dlopen_pre(const char *file, int flags) {
   ensure_real();
+  if (!dlh_attach_mode && dlh_earlier_copy()) return; /* the first copy warns */
   static int warned;
   if ((flags & RTLD_DEEPBIND) && file && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
     dlh_warn("%s is opened with RTLD_DEEPBIND: the CUDA library calls made from it are not "
