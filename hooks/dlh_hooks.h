@@ -19,8 +19,10 @@
 
 typedef struct dlh_sym {
   const char *name;   /* exported name of the wrapper (= the real function's name) */
-  void *wrapper;      /* dlhook's wrapper */
-  void **real;        /* the wrapper's cache of the real function: set from the handle's symbol */
+  void *wrapper;      /* the name's address as bound in the global scope: dlhook's wrapper only
+                       * when no other interposer comes first (preload/dlsym.c looks its own up) */
+  void **real;        /* the wrapper's cache of the real function (set by preload/attach.c and,
+                       * once attached, from the handle's symbol) */
 } dlh_sym;
 
 #define DLH_HOOKS_DECLARE(lib, LIB)                 \

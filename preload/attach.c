@@ -55,6 +55,7 @@
 
 #include "dlh_format.h"
 #include "dlh_internal.h"
+#include "dlh_sleep.h"
 #include "dlh_hooks.h"
 
 /* Results of the entry points (command/cmd/attach.c has the same numbers). */
@@ -559,8 +560,7 @@ done:
 static void barrier_all_threads(void) {
   if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
   if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0) return;
-  struct timespec ts = {0, 5000000}; /* no membarrier: store buffers drain in far less */
-  nanosleep(&ts, NULL);
+  dlh_sleep_ns(5000000); /* no membarrier: store buffers drain in far less */
 }
 
 static void wait_calls_out(const struct dlh_thread *me) {
@@ -573,8 +573,7 @@ static void wait_calls_out(const struct dlh_thread *me) {
            __atomic_load_n(&t->cupti.rec, __ATOMIC_ACQUIRE)))
         busy = 1;
     if (!busy) return;
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
+    dlh_sleep_ns(1000000);
   }
 }
 

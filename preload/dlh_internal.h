@@ -287,6 +287,12 @@ int dlh_foreign_process(void);           /* async-signal-safe: getpid() != dlh_p
 extern int dlh_attach_mode;              /* loaded late by `dlhook attach` */
 extern void *dlh_attach_handle;          /* attach.c: dlhook's own handle while attached */
 int dlh_attach_detect(void);             /* constructor: 1 = loaded by attach, do nothing */
+/* Other copies of libdlhook.so in the process (a renamed copy, two builds in LD_PRELOAD), by the
+ * order of the link map (dlsym.c): the path of one loaded before this copy (which then records
+ * the process while this one passes every call through), or of one loaded after it at start-up;
+ * NULL when there is none. */
+const char *dlh_earlier_copy(void);
+const char *dlh_later_copy(void);
 void *dlh_attach_wrapper(const char *name); /* dlhook's own definition of name (NULL: none) */
 
 /* ---- dlhook attach (attach.c; the injector is command/cmd/attach.c) ---- */

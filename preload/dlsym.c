@@ -5,8 +5,10 @@
  * `dlsym` and `dlvsym`: when the handle is not RTLD_DEFAULT/RTLD_NEXT, the name is one that
  * dlhook wraps (the generated dlh_syms_<lib>[] tables) and the symbol the real dlsym finds lies
  * in that very library (not in, say, cuDNN's sub-library libcudnn_cnn.so.9), the wrapper is
- * returned instead, with its cache of the real function set to the symbol of that handle: a
- * library opened RTLD_LOCAL, invisible to RTLD_NEXT, is still forwarded to.
+ * returned instead; it forwards to the next definition after dlhook, which for a library opened
+ * RTLD_LOCAL, invisible to RTLD_NEXT, is the library's own (dlh_resolve). Other interposers of
+ * the same functions (the program's own shims) keep their place in the chain: see "The
+ * interposer chain" below.
  *
  * Caller-relative semantics are kept: glibc's dlsym/dlvsym/dlopen look at their return address
  * (RTLD_NEXT, the caller's namespace and scope, $ORIGIN). The exported entry points are small
@@ -108,17 +110,10 @@ static const char *bs_basename(const char *p) {
   return b;
 }
 
-/* The default-version definition of `name` in one loaded object (GNU hash table only). */
-static int elf_find_cb(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  struct elf_find *f = arg;
-  const char *base = info->dlpi_name ? bs_basename(info->dlpi_name) : NULL;
-  if (!base || !bs_streq(base, f->soname)) return 0;
-  const ElfW(Dyn) *dyn = NULL;
-  for (int i = 0; i < info->dlpi_phnum; i++)
-    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-      dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-  if (!dyn) return 0;
+/* The default-version (or unversioned) definition of `name` in the loaded object at load address
+ * base with dynamic section dyn, found through its GNU hash table; NULL when it defines no such
+ * symbol or has no GNU hash table. */
+static void *dyn_lookup(ElfW(Addr) base, const ElfW(Dyn) *dyn, const char *name) {
   uintptr_t symtab = 0, strtab = 0, gnuhash = 0, versym = 0;
   for (; dyn->d_tag != DT_NULL; dyn++) {
     uintptr_t v = dyn->d_un.d_ptr;
@@ -130,10 +125,10 @@ static int elf_find_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     }
   }
   /* ld.so relocates these in place on most architectures; where it does not, add the base. */
-#define FIX(p) if ((p) && (p) < info->dlpi_addr) (p) += info->dlpi_addr
+#define FIX(p) if ((p) && (p) < base) (p) += base
   FIX(symtab); FIX(strtab); FIX(gnuhash); FIX(versym);
 #undef FIX
-  if (!symtab || !strtab || !gnuhash) return 0;
+  if (!symtab || !strtab || !gnuhash) return NULL;
   const ElfW(Sym) *syms = (const ElfW(Sym) *)symtab;
   const char *strs = (const char *)strtab;
   const uint16_t *vs = (const uint16_t *)versym;
@@ -142,20 +137,33 @@ static int elf_find_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   const ElfW(Addr) *bloom = (const ElfW(Addr) *)&ht[4];
   const uint32_t *buckets = (const uint32_t *)&bloom[bloom_size];
   const uint32_t *chain = &buckets[nbuckets];
-  if (!nbuckets) return 0;
-  uint32_t h = gnu_hash(f->name);
+  if (!nbuckets) return NULL;
+  uint32_t h = gnu_hash(name);
   uint32_t i = buckets[h % nbuckets];
-  if (i < symoffset) return 0;
+  if (i < symoffset) return NULL;
   for (;; i++) {
     uint32_t h2 = chain[i - symoffset];
-    if ((h | 1) == (h2 | 1) && bs_streq(strs + syms[i].st_name, f->name) &&
-        syms[i].st_shndx != SHN_UNDEF && (!vs || !(vs[i] & 0x8000))) {
-      f->found = (void *)(info->dlpi_addr + syms[i].st_value);
-      return 1;
-    }
+    if ((h | 1) == (h2 | 1) && bs_streq(strs + syms[i].st_name, name) &&
+        syms[i].st_shndx != SHN_UNDEF && (!vs || !(vs[i] & 0x8000)))
+      return (void *)(base + syms[i].st_value);
     if (h2 & 1) break;
   }
-  return 0;
+  return NULL;
+}
+
+/* The default-version definition of `name` in the loaded object named soname. */
+static int elf_find_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  struct elf_find *f = arg;
+  const char *base = info->dlpi_name ? bs_basename(info->dlpi_name) : NULL;
+  if (!base || !bs_streq(base, f->soname)) return 0;
+  const ElfW(Dyn) *dyn = NULL;
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+      dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+  if (!dyn) return 0;
+  f->found = dyn_lookup(info->dlpi_addr, dyn, f->name);
+  return f->found != NULL;
 }
 
 static void *elf_find(const char *soname, const char *name) {
@@ -219,30 +227,163 @@ static void ensure_real(void) {
   __atomic_store_n(&dlh_real_dlsym, s, __ATOMIC_RELEASE);
 }
 
-/* ---------------------------------------------------------------- decisions */
+/* ---------------------------------------------------------------- the loaded objects */
 
-static int from_self(void *caller) {
-  static void *self_base;
-  Dl_info di;
-  void *b = __atomic_load_n(&self_base, __ATOMIC_RELAXED);
-  if (!b) {
-    if (!dladdr((void *)&ensure_real, &di)) return 0;
-    b = di.dli_fbase;
-    __atomic_store_n(&self_base, b, __ATOMIC_RELAXED);
+/* The loaded objects are told apart without dladdr, which scans the symbol table of the object
+ * (linear: libtorch_cuda.so has 236,000 symbols): glibc 2.35+'s _dl_find_object answers in
+ * logarithmic time, and an object's definitions are looked up in its GNU hash table. */
+#ifdef DLFO_STRUCT_HAS_EH_DBASE
+typedef int (*find_object_fn)(void *, struct dl_find_object *);
+#endif
+
+/* The link map of the loaded object that contains address p; NULL when none does. */
+static struct link_map *object_of(void *p) {
+  if (!p) return NULL;
+#ifdef DLFO_STRUCT_HAS_EH_DBASE
+  static find_object_fn find;
+  static int looked;
+  if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE) && dlh_real_dlvsym) {
+    find_object_fn f =
+        dlh_real_dlvsym ? (find_object_fn)dlh_real_dlvsym(RTLD_DEFAULT, "_dl_find_object",
+                                                          "GLIBC_2.35")
+                        : NULL;
+    __atomic_store_n(&find, f, __ATOMIC_RELAXED);
+    __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
   }
-  return caller && dladdr(caller, &di) && di.dli_fbase == b;
-}
-
-/* Whether p is defined in the loaded library named soname. */
-static int in_library(void *p, const char *soname) {
+  find_object_fn f = __atomic_load_n(&find, __ATOMIC_RELAXED);
+  if (f) {
+    struct dl_find_object o;
+    return f(p, &o) == 0 ? o.dlfo_link_map : NULL;
+  }
+#endif
   Dl_info di;
   struct link_map *lm = NULL;
-  if (!dladdr1(p, &di, (void **)&lm, RTLD_DL_LINKMAP) || !lm) return 0;
+  return dladdr1(p, &di, (void **)&lm, RTLD_DL_LINKMAP) ? lm : NULL;
+}
+
+/* libdlhook.so's own link map. */
+static struct link_map *self_map(void) {
+  static struct link_map *self;
+  struct link_map *m = __atomic_load_n(&self, __ATOMIC_RELAXED);
+  if (!m) {
+    m = object_of((void *)&ensure_real);
+    __atomic_store_n(&self, m, __ATOMIC_RELAXED);
+  }
+  return m;
+}
+
+/* The definition of `name` in one loaded object; NULL when it has none. */
+static void *map_lookup(const struct link_map *m, const char *name) {
+  return m && m->l_ld ? dyn_lookup(m->l_addr, m->l_ld, name) : NULL;
+}
+
+/* The last of the objects loaded at start-up (the program, LD_PRELOAD, their needed libraries):
+ * those form the global scope, in the order of the link map; objects opened later with dlopen
+ * come after it. Noted by the constructor; before it, every loaded object counts. */
+static struct link_map *startup_last;
+
+__attribute__((constructor)) static void note_startup(void) {
+  struct link_map *l = _r_debug.r_map;
+  while (l && l->l_next) l = l->l_next;
+  __atomic_store_n(&startup_last, l, __ATOMIC_RELEASE);
+}
+
+/* The object after m in the global scope, NULL after the last. */
+static struct link_map *startup_next(const struct link_map *m) {
+  return m == __atomic_load_n(&startup_last, __ATOMIC_ACQUIRE) ? NULL : m->l_next;
+}
+
+/* Whether m comes after `after` in the global scope (both loaded at start-up). */
+static int startup_after(const struct link_map *m, const struct link_map *after) {
+  for (const struct link_map *l = after ? startup_next(after) : NULL; l; l = startup_next(l))
+    if (l == m) return 1;
+  return 0;
+}
+
+/* Whether m is one of the objects loaded at start-up. */
+static int startup_object(const struct link_map *m) {
+  return m && (m == _r_debug.r_map || startup_after(m, _r_debug.r_map));
+}
+
+/* The loaded library named soname (a handle is its link map in glibc); NULL when not loaded. */
+static struct link_map *loaded_library(const char *soname) {
   void *h = dlh_real_dlopen ? dlh_real_dlopen(soname, RTLD_LAZY | RTLD_NOLOAD) : NULL;
-  if (!h) return 0;
-  int same = (void *)h == (void *)lm;
+  if (h) dlclose(h);
+  return (struct link_map *)h;
+}
+
+/* ---------------------------------------------------------------- a second copy */
+
+/* Every copy of libdlhook.so exports dlhook_attach_start, and no other library does. */
+#define DLH_COPY_MARK "dlhook_attach_start"
+
+const char *dlh_earlier_copy(void) {
+  static int state; /* 0: not looked yet, 1: this copy is the first, 2: another one is */
+  static const char *first;
+  int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+  if (s) return s == 2 ? first : NULL;
+  ensure_real();
+  struct link_map *self = self_map();
+  if (!self) return NULL;
+  const char *found = NULL;
+  for (struct link_map *l = _r_debug.r_map; l && l != self && !found; l = l->l_next)
+    if (map_lookup(l, DLH_COPY_MARK)) found = l->l_name && l->l_name[0] ? l->l_name : "?";
+  __atomic_store_n(&first, found, __ATOMIC_RELAXED);
+  __atomic_store_n(&state, found ? 2 : 1, __ATOMIC_RELEASE);
+  return found;
+}
+
+/* Only the objects loaded at start-up are looked at: the rest of the link map may change under
+ * a concurrent dlopen or dlclose. */
+const char *dlh_later_copy(void) {
+  ensure_real();
+  struct link_map *self = self_map();
+  for (struct link_map *l = self ? startup_next(self) : NULL; l; l = startup_next(l))
+    if (map_lookup(l, DLH_COPY_MARK)) return l->l_name && l->l_name[0] ? l->l_name : "?";
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- decisions */
+
+/* The interposer chain. A CUDA function can have several definitions in the global scope: the
+ * program's own shims (GPU sharing, checkpointing), libdlhook.so, any other preloaded tool, then
+ * the library itself, which a program that opened it RTLD_LOCAL (Python, plugin hosts) reaches
+ * only through its handle. Every call goes once through each of them, in the order of the
+ * global scope, and no lookup ever answers with a definition that leads back to its caller:
+ *   - dlhook's wrapper forwards to the next definition after dlhook (dlh_resolve: RTLD_NEXT,
+ *     else the library's own);
+ *   - a handle lookup made by an interposer that comes after dlhook (the wrapper calls it) gets
+ *     the library's own definition; one made by an interposer before dlhook gets the wrapper;
+ *   - a handle lookup made by any other code (the program, a plugin) gets the head of the
+ *     chain: the first definition in the global scope, the one a linked call reaches;
+ *   - an interposer's RTLD_NEXT lookup is glibc's, except where glibc finds nothing (the library
+ *     is not in the global scope): then it gets the library's own definition.
+ * An interposer is an object loaded at start-up that exports the name (other than the library
+ * itself). Loaded by `dlhook attach`, dlhook is outside the global scope: handle lookups get the
+ * wrapper, RTLD_NEXT is glibc's. */
+
+/* Whether object m is an interposer of name that comes before or after libdlhook.so in the global
+ * scope: -1 before, 1 after, 0 not an interposer. lib: the library itself. */
+static int interposer_side(const struct link_map *m, const char *name, const struct link_map *lib) {
+  if (!m || m == lib || !startup_object(m) || !map_lookup(m, name)) return 0;
+  return startup_after(m, self_map()) ? 1 : -1;
+}
+
+/* dlsym(RTLD_NEXT, name) (dlvsym when ver is set) made from object `from`, name wrapped in
+ * library lib: NULL (glibc answers) unless `from` is an interposer of name and no object after it
+ * in the global scope defines name; then the library's own definition, with *done set. */
+static void *next_definition(const struct link_map *from, const char *name, const char *ver,
+                             int lib, int *done) {
+  if (!startup_object(from) || !map_lookup(from, name)) return NULL;
+  for (const struct link_map *l = startup_next(from); l; l = startup_next(l))
+    if (map_lookup(l, name)) return NULL;
+  void *h = dlh_real_dlopen ? dlh_real_dlopen(dlh_lib_sonames[lib], RTLD_LAZY | RTLD_NOLOAD) : NULL;
+  if (!h) return NULL;
+  void *p = ver ? (dlh_real_dlvsym ? dlh_real_dlvsym(h, name, ver) : NULL)
+                : dlh_real_dlsym(h, name);
   dlclose(h);
-  return same;
+  if (p) *done = 1;
+  return p;
 }
 
 /* Called by the dlsym/dlvsym stubs (ver NULL for dlsym). Sets *done and returns the answer when
@@ -251,29 +392,48 @@ __attribute__((visibility("hidden"), used)) void *dlh_dlsym_pre(void *handle, co
                                                                 const char *ver, void *caller,
                                                                 int *done) {
   ensure_real();
-  if (handle == RTLD_DEFAULT || handle == RTLD_NEXT || !name || !dlh_real_dlsym) return NULL;
+  if (handle == RTLD_DEFAULT || !name || !dlh_real_dlsym) return NULL;
+  if (!dlh_attach_mode && dlh_earlier_copy()) return NULL; /* the first copy answers */
   if (strncmp(name, "cu", 2) && strncmp(name, "__cuda", 6) && strncmp(name, "nccl", 4)) return NULL;
   const dlh_sym *e = NULL;
   unsigned t = 0;
   for (; t < NTABLES && !e; t++) e = table_find(t, name);
-  if (!e || from_self(caller)) return NULL;
+  if (!e) return NULL;
   t--;
+  struct link_map *self = self_map(), *from = object_of(caller);
+  if (!self || from == self) return NULL; /* dlhook's own lookups are never substituted */
+  if (handle == RTLD_NEXT)
+    return dlh_attach_mode ? NULL : next_definition(from, name, ver, tables[t].lib, done);
   /* An explicit handle: the lookup does not depend on the caller. */
   void *p = ver ? (dlh_real_dlvsym ? dlh_real_dlvsym(handle, name, ver) : NULL)
                 : dlh_real_dlsym(handle, name);
   *done = 1;
-  /* loaded by `dlhook attach`: the table's address may be the real function (attach.c) */
-  void *wrapper = dlh_attach_mode ? dlh_attach_wrapper(name) : e->wrapper;
-  if (!p || !wrapper || p == wrapper || !in_library(p, dlh_lib_sonames[tables[t].lib])) return p;
-  void *expect = NULL;
-  if (__atomic_compare_exchange_n(e->real, &expect, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-    dlh_pin_library(p); /* the cache outlives a dlclose of the handle */
-  return wrapper;
+  /* dlhook's own definition: the tables' addresses are bound in the global scope, where the
+   * first definition may be another interposer's (or, once attached, the library's). */
+  void *wrapper = dlh_attach_mode ? dlh_attach_wrapper(name) : map_lookup(self, name);
+  struct link_map *lib = loaded_library(dlh_lib_sonames[tables[t].lib]);
+  if (!p || !wrapper || p == wrapper || !lib || object_of(p) != lib) return p;
+  if (dlh_attach_mode) {
+    void *expect = NULL;
+    if (__atomic_compare_exchange_n(e->real, &expect, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      dlh_pin_library(p); /* the cache outlives a dlclose of the handle */
+    return wrapper;
+  }
+  int side = interposer_side(from, name, lib);
+  if (side > 0) return p; /* dlhook's wrapper calls this interposer: the end of the chain */
+  if (side == 0) {
+    /* The head of the chain, when an interposer comes before dlhook; it reaches the wrapper. */
+    void *head = dlh_real_dlsym(RTLD_DEFAULT, name);
+    struct link_map *hm = object_of(head);
+    if (head && head != wrapper && hm && hm != lib && hm != self) return head;
+  }
+  return wrapper; /* it forwards to the next definition after dlhook (dlh_resolve) */
 }
 
 /* Called by the dlopen stub before it jumps to the real dlopen. */
 __attribute__((visibility("hidden"), used)) void dlh_dlopen_pre(const char *file, int flags) {
   ensure_real();
+  if (!dlh_attach_mode && dlh_earlier_copy()) return; /* the first copy warns */
   static int warned;
   if ((flags & RTLD_DEEPBIND) && file && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
     dlh_warn("%s is opened with RTLD_DEEPBIND: the CUDA library calls made from it are not "

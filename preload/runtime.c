@@ -84,6 +84,12 @@ DLH_EXPORT void quick_exit(int status) {
  * another tool owns CUDA_INJECTION64_PATH. 0 when recording goes on. */
 static int start_services(void) {
   if (dlh_writer_ensure() != 0) return -1;
+  static int copy_checked; /* once per process: a later copy of libdlhook.so stands aside */
+  const char *later = __atomic_exchange_n(&copy_checked, 1, __ATOMIC_RELAXED) ? NULL
+                                                                            : dlh_later_copy();
+  if (later)
+    dlh_warn("libdlhook.so is loaded twice: this copy records the process, the one loaded later "
+             "(%s) passes every call through", later);
   dlh_cupti_lazy_init();
   return 0;
 }
@@ -128,6 +134,9 @@ __attribute__((constructor)) static void dlh_init(void) {
   dlh_config_load();
   if (!dlh_cfg.enabled) return;
   if (setuid_program()) return; /* never trace setuid/setgid programs */
+  /* A second copy of libdlhook.so in this process: the first one loaded records (and warns);
+   * this one starts nothing, and its wrappers pass every call through (dlh_recording stays 0). */
+  if (dlh_earlier_copy()) return;
   if (dlh_threads_init(start_services) != 0) {
     dlh_warn("cannot create a thread key; tracing disabled");
     return;

@@ -26,6 +26,7 @@
 #include "dlh_format.h"
 #include "dlh_hooks.h"
 #include "dlh_internal.h"
+#include "dlh_sleep.h"
 
 /* ---------------------------------------------------------------- writer state */
 
@@ -449,10 +450,7 @@ static uint64_t drain_all(void) {
 
 /* ---------------------------------------------------------------- the trace fd */
 
-static void sleep_ms(unsigned ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
-}
+static void sleep_ms(unsigned ms) { dlh_sleep_ns((uint64_t)ms * 1000000u); }
 
 static int same_file(int fd) {
   struct stat st;

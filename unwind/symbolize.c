@@ -27,6 +27,7 @@
 
 #include "dlh_elfsym.h"
 #include "dlh_format.h"
+#include "dlh_sleep.h"
 #include "unwind_int.h"
 
 /* ---------------------------------------------------------------- module map */
@@ -733,8 +734,7 @@ void dlh_stacks_reset_for_attach(void) {
   pthread_mutex_lock(&sym_mu);
   for (int i = 0; i < 2000 && sym_running; i++) { /* the old symbolizer leaves after its pc */
     pthread_mutex_unlock(&sym_mu);
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
+    dlh_sleep_ns(1000000); /* in the thread `dlhook detach` runs its call in (dlh_sleep.h) */
     pthread_mutex_lock(&sym_mu);
   }
   if (!sym_running) {

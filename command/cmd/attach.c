@@ -22,7 +22,7 @@
  *   4. The saved stack bytes, registers and FPU state are put back and the thread detached with
  *      the trap signal suppressed; a thread that was inside a system call then restarts it
  *      (-ERESTARTSYS & co. and orig_rax were restored as they were; -ERESTART_RESTARTBLOCK,
- *      whose restart_block the calls overwrote, by executing the system call again).
+ *      a timed sleep or wait, resumes with the time it had left: see resume_state).
  * Any failure restores what was changed and detaches every thread; no thread is ever left
  * stopped. SIGINT/SIGTERM/SIGHUP are held while a call runs in the target: leaving in the middle
  * would let that call return to address 0.
@@ -519,7 +519,7 @@ static int thread_rank(const tstate *t) {
     return 0;
   long long nr = (long long)t->regs.orig_rax;
   if (nr < 0) return 1;
-  /* a timed sleep resumes through restart_block: restarted from the start (resume_state) */
+  /* a timed sleep resumes through restart_block, with the time it had left (resume_state) */
   if ((long long)t->regs.rax == -ERESTART_RESTARTBLOCK) return 3;
   switch (nr) {
     case 7: case 23: case 35: case 230: case 232: case 233: case 270: case 271: case 281:
@@ -710,18 +710,84 @@ restore:
   return rc;
 }
 
-/* Called with the chosen thread's registers saved: how it is to resume. A system call it was
- * stopped in with -ERESTARTSYS, -ERESTARTNOINTR or -ERESTARTNOHAND is restarted by the kernel
- * from the registers alone (restored as they were). -ERESTART_RESTARTBLOCK (nanosleep,
- * clock_nanosleep, poll and futex waits with a timeout) resumes through the thread's
- * restart_block, which the calls just made overwrote (any nanosleep resets it): the thread would
- * see EINTR. Such a call is made again from the start instead (the `syscall` instruction
- * re-executed with the same arguments; a relative timeout then starts over). */
+#define PROBE_FAILED (-1000000LL)
+
+/* Resumes the chosen thread (in a ptrace-stop inside signal delivery) into restart_syscall under
+ * PTRACE_SYSCALL, with an interrupt pending from its syscall-entry-stop on, so that the restarted
+ * wait returns at once; then, interrupted again at the syscall-exit-stop, lets it stop inside
+ * signal delivery (the interrupt's stop), where its registers can be set for the real
+ * resumption. Returns restart_syscall's result, or PROBE_FAILED (the thread is then gone, or
+ * could not be resumed). A signal for the program that comes meanwhile is kept for the detach. */
+static long long probe_restart(chosen *c) {
+  pid_t tid = c->t->tid;
+  struct user_regs_struct r = c->saved;
+  r.rax = 219; /* __NR_restart_syscall */
+  r.rip -= 2;  /* the `syscall` instruction */
+  r.orig_rax = (unsigned long long)-1;
+  if (ptrace(PTRACE_SETOPTIONS, tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD) != 0 ||
+      ptrace(PTRACE_SETREGS, tid, NULL, &r) != 0 || ptrace(PTRACE_SYSCALL, tid, NULL, NULL) != 0)
+    return PROBE_FAILED;
+  long long res = PROBE_FAILED;
+  for (int phase = 0; phase < 3;) { /* 0: to the entry, 1: to the exit, 2: to the interrupt */
+    int st;
+    if (wait_stop(tid, &st) != 0) {
+      c->t->tid = 0; /* the process ended */
+      return PROBE_FAILED;
+    }
+    int sig = WSTOPSIG(st), ev = st >> 16;
+    int sysstop = ev == 0 && sig == (SIGTRAP | 0x80);
+    if (sysstop && phase == 0) {
+      phase = 1;
+      if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0) return PROBE_FAILED;
+    } else if (sysstop && phase == 1) {
+      struct user_regs_struct now;
+      if (ptrace(PTRACE_GETREGS, tid, NULL, &now) != 0) return PROBE_FAILED;
+      res = (long long)now.rax;
+      phase = 2; /* this stop took the interrupt: one more, for the stop in signal delivery */
+      if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) != 0) return PROBE_FAILED;
+    } else if (ev == PTRACE_EVENT_STOP && phase == 2) {
+      phase = 3;
+      break;
+    } else if (ev == 0 && !sysstop && !c->t->pending_sig) {
+      c->t->pending_sig = sig; /* the program's own signal: delivered at the detach */
+    }
+    if (ptrace(phase == 2 ? PTRACE_CONT : PTRACE_SYSCALL, tid, NULL, NULL) != 0)
+      return PROBE_FAILED;
+  }
+  return res;
+}
+
+/* Called with the chosen thread's registers saved, after the calls: how it is to resume. A
+ * system call it was stopped in with -ERESTARTSYS, -ERESTARTNOINTR or -ERESTARTNOHAND is
+ * restarted by the kernel from the registers alone (restored as they were).
+ * -ERESTART_RESTARTBLOCK (nanosleep, clock_nanosleep, poll and futex waits with a timeout)
+ * resumes through the thread's restart_block, which holds what is left of the wait (a sleep's
+ * expiry). dlhook's own code leaves it alone (it sleeps with ppoll), but a call made in the
+ * thread may have replaced it (any nanosleep resets it, a signal handler's return too), and the
+ * thread would then see EINTR. So the restart is tried first (probe_restart):
+ * -ERESTART_RESTARTBLOCK again means the restart_block is intact, and the registers are restored
+ * as they were: the wait goes on for the time it had left. Another result means the wait ended
+ * meanwhile: the call returns it. -EINTR means it was replaced: only then is the call made again
+ * from the start (the `syscall` instruction re-executed with the same arguments; a relative
+ * timeout then starts over), unless the thread was in restart_syscall already (a wait stopped
+ * twice), whose original call is not known any more: it returns EINTR, as the kernel would. */
 static void resume_state(target *tg, chosen *c) {
   struct user_regs_struct *r = &c->saved;
   if ((long long)r->orig_rax < 0 || (long long)r->rax != -ERESTART_RESTARTBLOCK) return;
   unsigned char insn[2];
   if (mem_rw(tg, 0, r->rip - 2, insn, 2) != 0 || insn[0] != 0x0f || insn[1] != 0x05) return;
+  long long res = probe_restart(c);
+  if (res == -ERESTART_RESTARTBLOCK || !c->t->tid) return;
+  if (res != -EINTR && res != PROBE_FAILED) {
+    r->rax = (unsigned long long)res; /* the wait's own result, as if it had been restarted */
+    r->orig_rax = (unsigned long long)-1;
+    return;
+  }
+  if (r->orig_rax == 219) { /* already a restart_syscall: no call left to make again */
+    r->rax = (unsigned long long)-EINTR;
+    r->orig_rax = (unsigned long long)-1;
+    return;
+  }
   r->rax = r->orig_rax;
   r->rip -= 2;
   r->orig_rax = (unsigned long long)-1;

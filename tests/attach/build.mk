@@ -15,3 +15,11 @@ $(BUILD)/tests/attach/libattach_plugin.so: tests/attach/plugin.c | $(CUDA_STAMP)
 	$(Q)$(CC) -O1 -g -Wall -fPIC -shared -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIB) -lcublas -Wl,-z,lazy
 
 TEST_DEPS += $(BUILD)/tests/attach/libattach_plugin.so
+
+# a program that measures its own sleep while attached to (t_attach_sleep.sh)
+$(BUILD)/tests/attach/sleeper: tests/attach/sleeper.c | $(CUDA_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) -O1 -g -Wall -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIB) -lcudart
+
+TEST_DEPS += $(BUILD)/tests/attach/sleeper

@@ -12,3 +12,26 @@ $(HOST_DIR)/libfakepreload.so: tests/host/fakepreload.c
 	$(Q)$(CC) -O1 -g -Wall -shared -fPIC -o $@ $<
 
 TEST_DEPS += $(HOST_DIR)/hostprog $(HOST_DIR)/libfakepreload.so
+
+# The interposer chain (t_interposer_chain.sh): a program linked with the runtime, one that
+# opens it with dlopen, and a shim of the program's own on cudaMalloc, built for each way of
+# finding the real function.
+$(HOST_DIR)/chainprog-linked: tests/host/chainprog.c | $(CUDA_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) -O1 -g -Wall -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIB) -lcudart
+$(HOST_DIR)/chainprog-dlopen: tests/host/chainprog.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) -O1 -g -Wall -DCHAIN_DLOPEN -o $@ $< -ldl
+$(HOST_DIR)/libchainshim-handle.so: tests/host/chainshim.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) -O1 -g -Wall -shared -fPIC -DCHAIN_HANDLE -o $@ $< -ldl
+$(HOST_DIR)/libchainshim-next.so: tests/host/chainshim.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) -O1 -g -Wall -shared -fPIC -DCHAIN_NEXT -o $@ $< -ldl
+
+TEST_DEPS += $(HOST_DIR)/chainprog-linked $(HOST_DIR)/chainprog-dlopen \
+  $(HOST_DIR)/libchainshim-handle.so $(HOST_DIR)/libchainshim-next.so
