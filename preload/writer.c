@@ -679,6 +679,19 @@ static int open_output(void) {
   return -1;
 }
 
+/* The trace could not be started (no writer thread, no definitions): the file holds nothing a
+ * reader accepts (`dlhook stats` called it an empty file), so one created here is removed, while
+ * its name still is our file, and closed. */
+static void discard_output(int created) {
+  struct stat st;
+  if (out_fd >= 0 && same_file(out_fd)) {
+    if (created && lstat(dlh_cfg.output, &st) == 0 && st.st_dev == out_dev && st.st_ino == out_ino)
+      unlink(dlh_cfg.output);
+    close(out_fd);
+  }
+  out_fd = -1;
+}
+
 int dlh_writer_start(int fd) {
   first = dlh_clock_restart();
   out_fd = fd >= 0 ? fd : open_output();
@@ -693,9 +706,7 @@ int dlh_writer_start(int fd) {
   }
   if (dlh_defs_start() != 0) {
     dlh_warn("cannot set up the trace writer (%s); the program runs untraced", strerror(errno));
-    close(out_fd);
-    unlink(dlh_cfg.output);
-    out_fd = -1;
+    discard_output(fd < 0);
     return -1;
   }
   writer_pid = getpid();
@@ -713,9 +724,8 @@ int dlh_writer_start(int fd) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
   if (perr != 0) {
-    dlh_warn("cannot start the writer thread; the program runs untraced");
-    close(out_fd);
-    out_fd = -1;
+    dlh_warn("cannot start the writer thread (%s); the program runs untraced", strerror(perr));
+    discard_output(fd < 0);
     return -1;
   }
   dlh_stacks_start_symbolizer();

@@ -1,0 +1,67 @@
+/* limitsprog.c — ordinary programs living within limits the system or they themselves set (a
+ * seccomp filter, file descriptor and address-space limits, their own file on fd 2), for the
+ * tests/host/ scenarios. Every call is into the real CUDA runtime (no GPU needed: calls fail,
+ * and are still recorded). Each mode prints what the program observed; the tests compare it with
+ * an untraced run.
+ *   limitsprog nothreads N   installs a seccomp filter that refuses new threads (clone with
+ *                            CLONE_THREAD: EPERM; clone3: ENOSYS, as container runtimes answer
+ *                            for calls they do not know), makes N calls, says what its own
+ *                            pthread_create returned */
+#define _GNU_SOURCE
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void calls(long n) {
+  int c;
+  for (long i = 0; i < n; i++) cudaGetDeviceCount(&c);
+}
+
+/* ---------------------------------------------------------------- nothreads */
+
+static void *nothing(void *arg) { return arg; }
+
+static int mode_nothreads(long n) {
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+      BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {.len = sizeof f / sizeof *f, .filter = f};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+      prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+    printf("no seccomp filter: %s\n", strerror(errno));
+    return 77;
+  }
+  calls(n);
+  pthread_t t;
+  int r = pthread_create(&t, NULL, nothing, NULL);
+  if (r == 0) pthread_join(t, NULL);
+  printf("%ld calls; own pthread_create: %s\n", n, r ? strerror(r) : "ok");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IONBF, 0);
+  if (argc < 2) { fprintf(stderr, "usage: limitsprog MODE ARGS (see the header)\n"); return 2; }
+  const char *m = argv[1];
+  long n = argc > 2 ? atol(argv[argc - 1]) : 100;
+  if (!strcmp(m, "nothreads")) return mode_nothreads(n);
+  fprintf(stderr, "limitsprog: unknown mode %s\n", m);
+  return 2;
+}
