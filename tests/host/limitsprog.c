@@ -6,10 +6,13 @@
  *   limitsprog nothreads N   installs a seccomp filter that refuses new threads (clone with
  *                            CLONE_THREAD: EPERM; clone3: ENOSYS, as container runtimes answer
  *                            for calls they do not know), makes N calls, says what its own
- *                            pthread_create returned */
+ *                            pthread_create returned
+ *   limitsprog stderr FILE N closes fd 2 and opens FILE (its data file, which gets fd 2), makes
+ *                            N calls, writes its own lines to fd 2, exits 0 */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
@@ -56,12 +59,26 @@ static int mode_nothreads(long n) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- stderr */
+
+static int mode_stderr(const char *file, long n) {
+  close(2);
+  int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd != 2) return 2;
+  calls(n);
+  for (int i = 0; i < 3; i++) dprintf(2, "data line %d\n", i);
+  calls(n);
+  dprintf(2, "last data line\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   if (argc < 2) { fprintf(stderr, "usage: limitsprog MODE ARGS (see the header)\n"); return 2; }
   const char *m = argv[1];
   long n = argc > 2 ? atol(argv[argc - 1]) : 100;
   if (!strcmp(m, "nothreads")) return mode_nothreads(n);
+  if (!strcmp(m, "stderr") && argc > 3) return mode_stderr(argv[2], n);
   fprintf(stderr, "limitsprog: unknown mode %s\n", m);
   return 2;
 }
