@@ -196,7 +196,7 @@ static void output_path(void) {
     if (!expand(o, dir, sizeof dir)) goto toolong;
     size_t dl = strlen(dir);
     while (dl > 1 && dir[dl - 1] == '/') dir[--dl] = 0;
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) { /* the writer reports open errors */ }
+    if (dlh_output_mkdir(dir, 0755) != 0 && errno != EEXIST) { /* the writer reports open errors */ }
     if ((size_t)snprintf(dlh_cfg.output, sizeof dlh_cfg.output, "%s/%s", dir, base) >=
         sizeof dlh_cfg.output)
       goto toolong;
@@ -207,6 +207,21 @@ static void output_path(void) {
 toolong:
   dlh_warn("DLHOOK_OUTPUT is too long; writing %s in the current directory", base);
   snprintf(dlh_cfg.output, sizeof dlh_cfg.output, "%s", base);
+}
+
+/* DLHOOK_OUTPUT=/dev/null records nothing (and says so once); a device, FIFO or socket, or a
+ * name in a device directory (/dev/full, /dev/stdout), is refused with one warning: a trace is
+ * a file of its own, never a stream into something else (the program's stdout, a FIFO that may
+ * have no reader). Either way the program runs untraced. */
+static void refuse_special_output(void) {
+  const char *what;
+  if (!dlh_cfg.enabled) return;
+  int kind = dlh_output_kind(dlh_cfg.output, &what);
+  if (kind == DLH_OUTPUT_NULL)
+    dlh_info("DLHOOK_OUTPUT is /dev/null: nothing is recorded");
+  else if (kind == DLH_OUTPUT_SPECIAL)
+    dlh_warn("cannot record to %s (%s); the program runs untraced", dlh_cfg.output, what);
+  if (kind != DLH_OUTPUT_FILE) dlh_cfg.enabled = 0;
 }
 
 static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
@@ -249,6 +264,7 @@ void dlh_config_load(void) {
   dlh_cfg.world_size = env_int_any(size_vars, -1);
   output_setting = val[S_DLHOOK_OUTPUT].s;
   output_path();
+  refuse_special_output();
 }
 
 /* In a forked child: the parent's settings stay (the program may have cleared its environment

@@ -485,7 +485,7 @@ static int check_fd(void) {
   /* The old number is the program's now: never closed by us. A program that is busy taking
    * over numbers may take the new one too: a few tries. */
   for (int i = 0; i < 4; i++) {
-    int fd = open(dlh_cfg.output, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = dlh_output_open(dlh_cfg.output, O_WRONLY, 0);
     if (fd < 0) break;
     int up = fd_up(fd); /* a number that is not our file is never closed (it is the program's) */
     if (up >= 0 && lseek(up, 0, SEEK_END) >= 0) {
@@ -658,7 +658,7 @@ static int open_output(void) {
     else if ((size_t)snprintf(path, sizeof path, "%.*s.%d%s", (int)(ext ? len - 4 : len),
                               dlh_cfg.output, i, ext ? ".dlh" : "") >= sizeof path)
       break;
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = dlh_output_open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
     if (fd >= 0) {
       if (i) snprintf(dlh_cfg.output, sizeof dlh_cfg.output, "%s", path);
       struct stat st, at;
