@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -224,6 +225,28 @@ static void refuse_special_output(void) {
   if (kind != DLH_OUTPUT_FILE) dlh_cfg.enabled = 0;
 }
 
+/* Under a finite RLIMIT_AS (ulimit -v) every byte of address space dlhook reserves is one the
+ * program cannot have: the stack arena and tables (137 MiB), a ring per thread (8 MiB) and the
+ * stacks of its two threads (8 MiB each) made the program's own allocations fail where it ran
+ * untraced (libcudart failed to load). There the memory budget, unless DLHOOK_MEM_MB is given,
+ * is a sixteenth of the limit (at least 4 MiB, at most the default) and rings are at most an
+ * eighth of it (dlhook says so once); the stack arena and the threads' stacks shrink too
+ * (stacks.c, writer.c). */
+static void fit_address_space(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+  dlh_cfg.as_limit = (uint64_t)rl.rlim_cur;
+  uint64_t share = dlh_cfg.as_limit / 16, before = dlh_cfg.mem_limit;
+  if (share < (4u << 20)) share = 4u << 20;
+  if (!given(S_DLHOOK_MEM_MB) && dlh_cfg.mem_limit > share) dlh_cfg.mem_limit = share;
+  if (!given(S_DLHOOK_RING_KB) && dlh_cfg.ring_bytes > dlh_cfg.mem_limit / 8)
+    dlh_cfg.ring_bytes = dlh_cfg.mem_limit / 8;
+  if (dlh_cfg.mem_limit < before)
+    dlh_info("RLIMIT_AS is %llu MiB: dlhook keeps to a %llu MiB budget (DLHOOK_MEM_MB) and "
+             "reserves less address space", (unsigned long long)(dlh_cfg.as_limit >> 20),
+             (unsigned long long)(dlh_cfg.mem_limit >> 20));
+}
+
 static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
                                         "PMIX_RANK", "SLURM_PROCID", NULL};
 static const char *const local_vars[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
@@ -240,6 +263,7 @@ void dlh_config_load(void) {
   dlh_cfg.enabled = !val[S_DLHOOK_DISABLE].v;
   dlh_cfg.ring_bytes = (uint64_t)val[S_DLHOOK_RING_KB].v * 1024;
   dlh_cfg.mem_limit = (uint64_t)val[S_DLHOOK_MEM_MB].v << 20;
+  fit_address_space(); /* after DLHOOK_RING_KB and DLHOOK_MEM_MB: it may lower both */
   dlh_cfg.fold = (int)val[S_DLHOOK_FOLD].v;
   dlh_cfg.flush_ms = (unsigned)val[S_DLHOOK_FLUSH_MS].v;
   dlh_cfg.exit_ms = (unsigned)val[S_DLHOOK_EXIT_MS].v;

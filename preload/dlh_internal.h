@@ -38,6 +38,7 @@ typedef struct dlh_config {
   uint64_t duration_ns;  /* DLHOOK_DURATION seconds: nothing recorded after delay + duration */
   int ctl_signal;        /* DLHOOK_SIGNAL: the signal of `dlhook ctl` (default SIGUSR2) */
   int ctl_signal_set;    /* DLHOOK_SIGNAL was given */
+  uint64_t as_limit;     /* the soft RLIMIT_AS at start-up, 0 when unlimited (config.c) */
 } dlh_config;
 
 extern dlh_config dlh_cfg;

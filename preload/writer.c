@@ -715,6 +715,7 @@ int dlh_writer_start(int fd) {
   pthread_attr_t attr; /* never joined: it ends by itself after the final drain */
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  if (dlh_cfg.as_limit) pthread_attr_setstacksize(&attr, 1u << 20); /* a tight RLIMIT_AS */
   /* created with every signal blocked (writer_main keeps them blocked): a signal arriving in
    * between must go to one of the program's threads, never run its handler on ours */
   sigset_t all, old;

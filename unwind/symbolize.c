@@ -500,6 +500,7 @@ void dlh_stacks_start_symbolizer(void) {
   pthread_t tid;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  if (dlh_unwind_cfg.thread_stack) pthread_attr_setstacksize(&attr, dlh_unwind_cfg.thread_stack);
   /* created with every signal blocked: a signal arriving before the thread blocks them itself
    * must go to one of the program's threads, never run the program's handler on this one */
   sigset_t all, old;

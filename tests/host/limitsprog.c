@@ -11,7 +11,10 @@
  *                            N calls, writes its own lines to fd 2, exits 0
  *   limitsprog nofile N      makes N calls, then opens /dev/null until EMFILE (three times,
  *                            closing them in between), prints the most it could open, makes
- *                            N calls more */
+ *                            N calls more
+ *   limitsprog as MB N       allocates and touches MB MiB at start-up (what a program loads
+ *                            before its first CUDA call: libraries, data), then makes N
+ *                            calls; says whether it could, and prints its VmPeak on stderr */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
 #include <errno.h>
@@ -97,6 +100,33 @@ static int mode_nofile(long n) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- as */
+
+static long vm_peak_kb(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long kb = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmPeak:", 7)) kb = atol(line + 7);
+  if (f) fclose(f);
+  return kb;
+}
+
+static int mode_as(long mb, long n) {
+  size_t bytes = (size_t)mb << 20;
+  char *p = malloc(bytes);
+  if (!p) {
+    printf("cannot allocate %ld MiB\n", mb);
+    return 1;
+  }
+  for (size_t i = 0; i < bytes; i += 4096) p[i] = 1; /* its libraries and data, at start-up */
+  calls(n);
+  printf("allocated %ld MiB, then made %ld calls\n", mb, n);
+  fprintf(stderr, "vm_peak_kb %ld\n", vm_peak_kb());
+  free(p);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   if (argc < 2) { fprintf(stderr, "usage: limitsprog MODE ARGS (see the header)\n"); return 2; }
@@ -105,6 +135,7 @@ int main(int argc, char **argv) {
   if (!strcmp(m, "nothreads")) return mode_nothreads(n);
   if (!strcmp(m, "stderr") && argc > 3) return mode_stderr(argv[2], n);
   if (!strcmp(m, "nofile")) return mode_nofile(n);
+  if (!strcmp(m, "as") && argc > 3) return mode_as(atol(argv[2]), n);
   fprintf(stderr, "limitsprog: unknown mode %s\n", m);
   return 2;
 }
