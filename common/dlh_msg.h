@@ -9,7 +9,14 @@
 /* 1: dlh_info prints nothing (DLHOOK_QUIET); warnings still print. */
 extern int dlh_msg_quiet;
 
-/* Writes "dlhook: <prefix><fmt...>\n" to fd 2 (truncated to 1 KiB). */
+/* From now on messages go to fd 2 only while it is the stream it is now (same dev and inode):
+ * libdlhook.so binds it in its constructor, so that a program that closes fd 2 and opens its own
+ * file there never finds dlhook's lines in it; with fd 2 closed now, no message is written.
+ * Without it (the dlhook command), messages always go to fd 2. */
+void dlh_msg_bind_stderr(void);
+
+/* Writes "dlhook: <prefix><fmt...>\n" to fd 2 (truncated to 1 KiB), unless fd 2 is no longer
+ * the stream bound by dlh_msg_bind_stderr. */
 void dlh_vmsg(const char *prefix, const char *fmt, va_list ap);
 /* "dlhook: warning: ...": something did not work and dlhook carries on without it. */
 void dlh_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

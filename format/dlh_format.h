@@ -16,6 +16,7 @@
 #define DLH_FORMAT_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include "dlhook.pb-c.h"
 
@@ -170,6 +171,12 @@ void dlh_enc_free(dlh_encoder *enc);
 /* ---------------------------------------------------------------- reader */
 
 typedef struct dlh_reader dlh_reader;
+
+/* Opens a file to read a trace from, never blocking: a FIFO, device, socket or directory is
+ * refused without waiting for a writer. Returns a stdio stream (the caller fcloses it), or NULL
+ * with *err (if err is not NULL) set to a malloc'd message ("cannot read: a FIFO, not a regular
+ * file") that the caller frees. */
+FILE *dlh_open_input(const char *path, char **err);
 
 /* Opens a trace file. On failure returns NULL and, if err is not NULL, sets *err to a
  * malloc'd message ("not a dlhook trace (bad magic)", "empty file", "unsupported format

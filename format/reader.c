@@ -9,11 +9,13 @@
  * (dlh_format.h) is skipped, remembered, and reported at the end.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "dlh_format.h"
@@ -139,13 +141,41 @@ static void set_err(char **err, char *msg) {
   else free(msg);
 }
 
-dlh_reader *dlh_reader_open(const char *path, char **err) {
+/* What a file that is not a regular one is, for the refusal. */
+static const char *kind_of(mode_t m) {
+  return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+       : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "a special file";
+}
+
+FILE *dlh_open_input(const char *path, char **err) {
   if (err) *err = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) {
+  /* O_NONBLOCK: opening a FIFO for reading waits for a writer without it (a FIFO planted as
+   * x.dlh in a shared directory hung every subcommand); it is cleared once the file is known to
+   * be a regular one. O_NOCTTY: a terminal given as input never becomes ours. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
     set_err(err, fmt("cannot open: %s", strerror(errno)));
     return NULL;
   }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) set_err(err, fmt("cannot read: %s", strerror(errno)));
+    else set_err(err, fmt("cannot read: %s, not a regular file", kind_of(st.st_mode)));
+    close(fd);
+    return NULL;
+  }
+  int fl = fcntl(fd, F_GETFL);
+  FILE *f = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+  if (!f) {
+    set_err(err, fmt("cannot open: %s", strerror(errno)));
+    close(fd);
+  }
+  return f;
+}
+
+dlh_reader *dlh_reader_open(const char *path, char **err) {
+  FILE *f = dlh_open_input(path, err);
+  if (!f) return NULL;
   uint8_t hdr[DLH_HEADER_SIZE];
   size_t n = fread(hdr, 1, sizeof hdr, f);
   if (n < sizeof hdr && ferror(f)) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -196,7 +197,7 @@ static void output_path(void) {
     if (!expand(o, dir, sizeof dir)) goto toolong;
     size_t dl = strlen(dir);
     while (dl > 1 && dir[dl - 1] == '/') dir[--dl] = 0;
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) { /* the writer reports open errors */ }
+    if (dlh_output_mkdir(dir, 0755) != 0 && errno != EEXIST) { /* the writer reports open errors */ }
     if ((size_t)snprintf(dlh_cfg.output, sizeof dlh_cfg.output, "%s/%s", dir, base) >=
         sizeof dlh_cfg.output)
       goto toolong;
@@ -207,6 +208,43 @@ static void output_path(void) {
 toolong:
   dlh_warn("DLHOOK_OUTPUT is too long; writing %s in the current directory", base);
   snprintf(dlh_cfg.output, sizeof dlh_cfg.output, "%s", base);
+}
+
+/* DLHOOK_OUTPUT=/dev/null records nothing (and says so once); a device, FIFO or socket, or a
+ * name in a device directory (/dev/full, /dev/stdout), is refused with one warning: a trace is
+ * a file of its own, never a stream into something else (the program's stdout, a FIFO that may
+ * have no reader). Either way the program runs untraced. */
+static void refuse_special_output(void) {
+  const char *what;
+  if (!dlh_cfg.enabled) return;
+  int kind = dlh_output_kind(dlh_cfg.output, &what);
+  if (kind == DLH_OUTPUT_NULL)
+    dlh_info("DLHOOK_OUTPUT is /dev/null: nothing is recorded");
+  else if (kind == DLH_OUTPUT_SPECIAL)
+    dlh_warn("cannot record to %s (%s); the program runs untraced", dlh_cfg.output, what);
+  if (kind != DLH_OUTPUT_FILE) dlh_cfg.enabled = 0;
+}
+
+/* Under a finite RLIMIT_AS (ulimit -v) every byte of address space dlhook reserves is one the
+ * program cannot have: the stack arena and tables (137 MiB), a ring per thread (8 MiB) and the
+ * stacks of its two threads (8 MiB each) made the program's own allocations fail where it ran
+ * untraced (libcudart failed to load). There the memory budget, unless DLHOOK_MEM_MB is given,
+ * is a sixteenth of the limit (at least 4 MiB, at most the default) and rings are at most an
+ * eighth of it (dlhook says so once); the stack arena and the threads' stacks shrink too
+ * (stacks.c, writer.c). */
+static void fit_address_space(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+  dlh_cfg.as_limit = (uint64_t)rl.rlim_cur;
+  uint64_t share = dlh_cfg.as_limit / 16, before = dlh_cfg.mem_limit;
+  if (share < (4u << 20)) share = 4u << 20;
+  if (!given(S_DLHOOK_MEM_MB) && dlh_cfg.mem_limit > share) dlh_cfg.mem_limit = share;
+  if (!given(S_DLHOOK_RING_KB) && dlh_cfg.ring_bytes > dlh_cfg.mem_limit / 8)
+    dlh_cfg.ring_bytes = dlh_cfg.mem_limit / 8;
+  if (dlh_cfg.mem_limit < before)
+    dlh_info("RLIMIT_AS is %llu MiB: dlhook keeps to a %llu MiB budget (DLHOOK_MEM_MB) and "
+             "reserves less address space", (unsigned long long)(dlh_cfg.as_limit >> 20),
+             (unsigned long long)(dlh_cfg.mem_limit >> 20));
 }
 
 static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK",
@@ -225,6 +263,7 @@ void dlh_config_load(void) {
   dlh_cfg.enabled = !val[S_DLHOOK_DISABLE].v;
   dlh_cfg.ring_bytes = (uint64_t)val[S_DLHOOK_RING_KB].v * 1024;
   dlh_cfg.mem_limit = (uint64_t)val[S_DLHOOK_MEM_MB].v << 20;
+  fit_address_space(); /* after DLHOOK_RING_KB and DLHOOK_MEM_MB: it may lower both */
   dlh_cfg.fold = (int)val[S_DLHOOK_FOLD].v;
   dlh_cfg.flush_ms = (unsigned)val[S_DLHOOK_FLUSH_MS].v;
   dlh_cfg.exit_ms = (unsigned)val[S_DLHOOK_EXIT_MS].v;
@@ -249,6 +288,7 @@ void dlh_config_load(void) {
   dlh_cfg.world_size = env_int_any(size_vars, -1);
   output_setting = val[S_DLHOOK_OUTPUT].s;
   output_path();
+  refuse_special_output();
 }
 
 /* In a forked child: the parent's settings stay (the program may have cleared its environment

@@ -38,6 +38,7 @@ typedef struct dlh_config {
   uint64_t duration_ns;  /* DLHOOK_DURATION seconds: nothing recorded after delay + duration */
   int ctl_signal;        /* DLHOOK_SIGNAL: the signal of `dlhook ctl` (default SIGUSR2) */
   int ctl_signal_set;    /* DLHOOK_SIGNAL was given */
+  uint64_t as_limit;     /* the soft RLIMIT_AS at start-up, 0 when unlimited (config.c) */
 } dlh_config;
 
 extern dlh_config dlh_cfg;
@@ -276,6 +277,21 @@ int dlh_fd_floor(void);                  /* dlhook's fds go at or above this num
 int dlh_fd_move_up(int fd);              /* moves an fd of dlhook's above the program's range */
 void dlh_fds_resolve(void);              /* constructor, first: the real pipe2 */
 void dlh_fds_init(void);                 /* constructor, after dlh_stacks_init: libunwind's code */
+
+/* output.c: the trace's path, walked without following another user's symlinks (whatever
+ * fs.protected_symlinks says); nothing is created in /dev or on a pseudo file system. */
+enum { DLH_OUTPUT_FILE, DLH_OUTPUT_NULL, DLH_OUTPUT_SPECIAL };
+/* openat(2) of path's last component (O_NOFOLLOW and O_CLOEXEC added) in its directory, reached
+ * through trusted symlinks only (EPERM otherwise); with O_CREAT, EPERM in a device directory.
+ * Returns the fd, or -1 with errno. */
+int dlh_output_open(const char *path, int flags, mode_t mode);
+/* mkdir(2) of dir's last component, reached the same way (EPERM in a device directory). */
+int dlh_output_mkdir(const char *dir, mode_t mode);
+/* What path names as an output: DLH_OUTPUT_NULL for /dev/null, DLH_OUTPUT_SPECIAL for a device,
+ * FIFO, socket or directory, a name in a device directory or behind another user's directory
+ * symlink (*what names it for a message: "a FIFO", "in a device directory"), DLH_OUTPUT_FILE
+ * otherwise (a file to create, or one that exists). */
+int dlh_output_kind(const char *path, const char **what);
 
 /* ---- process identity (process.c) ----
  * dlh_pid is the traced process. A vfork child (CPython's subprocess) or a raw clone runs in

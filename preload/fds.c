@@ -7,14 +7,26 @@
  * first use (in a program thread, at the first call stack), and when a read of that pipe fails it
  * closes both numbers and makes a new pipe. pipe2() is wrapped: a pipe made by libunwind (the
  * caller is libunwind.so or libdlhook.so itself, which has no other use for pipes) is moved up,
- * so the program's low numbers are neither taken nor, later, closed or written by libunwind. */
+ * so the program's low numbers are neither taken nor, later, closed or written by libunwind.
+ *
+ * Moving fds up keeps the program's numbers, not its budget: every fd counts against the soft
+ * RLIMIT_NOFILE (numbers above it do not exist), and under RLIMIT_NOFILE=64 the program had 3
+ * fds fewer. libunwind needs no pipe, only one fd that it can read one byte from (or get EAGAIN)
+ * and write one byte of memory into (EFAULT when that memory is not readable): a datagram
+ * socket connected to itself is such an fd, and libunwind gets it as both "ends" of its pipe.
+ * dlhook then holds two fds: the trace and that socket (a pipe where sockets are refused).
+ * libunwind closes both "ends" when a read fails (the program closed the number): the second
+ * close of the same number fails, unless another thread of the program took the number in the
+ * instant between the two, the same window the two numbers of a pipe had. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -93,9 +105,36 @@ static int from_unwinder(void *pc) {
   return 0;
 }
 
+/* One fd that behaves as libunwind's validation pipe: a Unix datagram socket bound to an
+ * automatic (abstract) name and connected to itself. Returns it, or -1. */
+static int self_socket(int flags) {
+  int type = SOCK_DGRAM | SOCK_CLOEXEC | (flags & O_NONBLOCK ? SOCK_NONBLOCK : 0);
+  int fd = socket(AF_UNIX, type, 0);
+  if (fd < 0) return -1;
+  struct sockaddr_un a;
+  memset(&a, 0, sizeof a);
+  a.sun_family = AF_UNIX;
+  socklen_t len = sizeof(sa_family_t); /* autobind */
+  if (bind(fd, (struct sockaddr *)&a, len) != 0 ||
+      (len = sizeof a, getsockname(fd, (struct sockaddr *)&a, &len)) != 0 ||
+      connect(fd, (struct sockaddr *)&a, len) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 DLH_EXPORT int pipe2(int fds[2], int flags) {
   if (!real_pipe2) real_pipe2 = (int (*)(int[2], int))dlsym(RTLD_NEXT, "pipe2"); /* before init */
   if (!real_pipe2) { errno = ENOSYS; return -1; }
+  if ((flags & O_CLOEXEC) && from_unwinder(__builtin_return_address(0))) {
+    int e = errno, fd = self_socket(flags);
+    if (fd >= 0) {
+      fds[0] = fds[1] = dlh_fd_move_up(fd);
+      errno = e;
+      return 0;
+    }
+  }
   int r = real_pipe2(fds, flags);
   if (r == 0 && (flags & O_CLOEXEC) && from_unwinder(__builtin_return_address(0))) {
     int e = errno;

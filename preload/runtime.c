@@ -131,6 +131,7 @@ __attribute__((constructor)) static void dlh_init(void) {
    * privileged user. Nothing at all is done: no setting read, no file, no thread. */
   if (getauxval(AT_SECURE)) return;
   dlh_pid = getpid();
+  dlh_msg_bind_stderr(); /* dlhook's messages go only to the stream fd 2 is now */
   dlh_config_load();
   if (!dlh_cfg.enabled) return;
   if (setuid_program()) return; /* never trace setuid/setgid programs */

@@ -18,5 +18,9 @@ const dlh_unwind_settings *dlh_stacks_settings(void) {
   s.symbolize = dlh_cfg.symbolize;
   s.fd_move_up = dlh_fd_move_up;
   s.thread_enter = thread_enter;
+  /* Under a finite RLIMIT_AS (config.c) the arena is a thirty-second of the limit (at most its
+   * default), the thread's stack 1 MiB. */
+  s.arena_bytes = dlh_cfg.as_limit / 32;
+  s.thread_stack = dlh_cfg.as_limit ? (size_t)1 << 20 : 0;
   return &s;
 }

@@ -484,7 +484,7 @@ static int check_fd(void) {
   /* The old number is the program's now: never closed by us. A program that is busy taking
    * over numbers may take the new one too: a few tries. */
   for (int i = 0; i < 4; i++) {
-    int fd = open(dlh_cfg.output, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = dlh_output_open(dlh_cfg.output, O_WRONLY, 0);
     if (fd < 0) break;
     int up = fd_up(fd); /* a number that is not our file is never closed (it is the program's) */
     if (up >= 0 && lseek(up, 0, SEEK_END) >= 0) {
@@ -657,7 +657,7 @@ static int open_output(void) {
     else if ((size_t)snprintf(path, sizeof path, "%.*s.%d%s", (int)(ext ? len - 4 : len),
                               dlh_cfg.output, i, ext ? ".dlh" : "") >= sizeof path)
       break;
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = dlh_output_open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
     if (fd >= 0) {
       if (i) snprintf(dlh_cfg.output, sizeof dlh_cfg.output, "%s", path);
       struct stat st, at;
@@ -678,6 +678,19 @@ static int open_output(void) {
   return -1;
 }
 
+/* The trace could not be started (no writer thread, no definitions): the file holds nothing a
+ * reader accepts (`dlhook stats` called it an empty file), so one created here is removed, while
+ * its name still is our file, and closed. */
+static void discard_output(int created) {
+  struct stat st;
+  if (out_fd >= 0 && same_file(out_fd)) {
+    if (created && lstat(dlh_cfg.output, &st) == 0 && st.st_dev == out_dev && st.st_ino == out_ino)
+      unlink(dlh_cfg.output);
+    close(out_fd);
+  }
+  out_fd = -1;
+}
+
 int dlh_writer_start(int fd) {
   first = dlh_clock_restart();
   out_fd = fd >= 0 ? fd : open_output();
@@ -692,9 +705,7 @@ int dlh_writer_start(int fd) {
   }
   if (dlh_defs_start() != 0) {
     dlh_warn("cannot set up the trace writer (%s); the program runs untraced", strerror(errno));
-    close(out_fd);
-    unlink(dlh_cfg.output);
-    out_fd = -1;
+    discard_output(fd < 0);
     return -1;
   }
   writer_pid = getpid();
@@ -703,6 +714,7 @@ int dlh_writer_start(int fd) {
   pthread_attr_t attr; /* never joined: it ends by itself after the final drain */
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  if (dlh_cfg.as_limit) pthread_attr_setstacksize(&attr, 1u << 20); /* a tight RLIMIT_AS */
   /* created with every signal blocked (writer_main keeps them blocked): a signal arriving in
    * between must go to one of the program's threads, never run its handler on ours */
   sigset_t all, old;
@@ -712,9 +724,8 @@ int dlh_writer_start(int fd) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
   if (perr != 0) {
-    dlh_warn("cannot start the writer thread; the program runs untraced");
-    close(out_fd);
-    out_fd = -1;
+    dlh_warn("cannot start the writer thread (%s); the program runs untraced", strerror(perr));
+    discard_output(fd < 0);
     return -1;
   }
   dlh_stacks_start_symbolizer();

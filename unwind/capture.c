@@ -134,8 +134,9 @@ int dlh_capture_setup(const dlh_unwind_settings *settings) {
     pyf_tab = map(sizeof(slot) << PYF_BITS);
     dlh_stack_recs = map(sizeof(void *) << STACK_BITS);
     dlh_pyf_recs = map(sizeof(void *) << PYF_BITS);
-    arena = map(ARENA_BYTES);
-    arena_size = ARENA_BYTES;
+    arena_size = settings->arena_bytes && settings->arena_bytes < ARENA_BYTES ? settings->arena_bytes
+                                                                               : ARENA_BYTES;
+    arena = map(arena_size);
     dlh_stack_max_id = (1u << STACK_BITS) / 4 * 3;
     dlh_pyf_max_id = (1u << PYF_BITS) / 4 * 3;
     if (!stack_tab || !pyf_tab || !dlh_stack_recs || !dlh_pyf_recs || !arena) {

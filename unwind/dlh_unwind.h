@@ -19,6 +19,7 @@
 #ifndef DLH_UNWIND_H
 #define DLH_UNWIND_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct dlh_encoder;
@@ -37,6 +38,11 @@ typedef struct dlh_unwind_settings {
   /* Called first on each thread the service starts (the symbolizer): the caller makes sure that
    * nothing this thread calls is recorded. */
   void (*thread_enter)(void);
+  /* Address space reserved for interned stacks (0, or more than 128 MiB: 128 MiB), and the
+   * stack size of the threads the service starts (0: the system's default): smaller under a
+   * finite RLIMIT_AS. */
+  uint64_t arena_bytes;
+  size_t thread_stack;
 } dlh_unwind_settings;
 
 /* The effective mode after dlh_stacks_init(): 0 = no stacks (hooks skip the capture). */

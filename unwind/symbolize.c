@@ -207,15 +207,26 @@ static int find_debuginfo(Dwfl_Module *mod, void **ud, const char *modname, Dwar
   return -1;
 }
 
-/* libdw keeps the ELF file of every module open for the life of the process: its fd goes above
- * the program's range (settings.fd_move_up), so that the program's low numbers stay free and a program
- * that closes every fd or dup2()s over low numbers never has libdw read its files. An Elf that
- * libdw made itself (*elfp set: from memory) holds its fd: left as it is. */
+/* libdw keeps the ELF file of every module open for the life of the process, and every fd
+ * counts against the program's RLIMIT_NOFILE wherever it is numbered. So the file is mapped
+ * (ELF_C_READ_MMAP, as the symbol index does) and its fd closed: libdw gets the Elf, and no fd.
+ * Where that fails, the fd goes above the program's range (settings.fd_move_up), so that the
+ * program's low numbers stay free and a program that closes every fd or dup2()s over low
+ * numbers never has libdw read its files. An Elf that libdw made itself (*elfp set: from
+ * memory) is left as it is. */
 static int (*proc_find_elf)(Dwfl_Module *, void **, const char *, Dwarf_Addr, char **, Elf **);
 static int find_elf_high(Dwfl_Module *mod, void **ud, const char *name, Dwarf_Addr base,
                          char **file, Elf **elfp) {
   int fd = proc_find_elf(mod, ud, name, base, file, elfp);
-  return fd >= 0 && !*elfp && dlh_unwind_cfg.fd_move_up ? dlh_unwind_cfg.fd_move_up(fd) : fd;
+  if (fd < 0 || *elfp) return fd;
+  Elf *e = D.elf_ok ? D.elf.begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+  if (e && D.elf.cntl(e, ELF_C_FDREAD) == 0) { /* all of it mapped (or read): fd not needed */
+    close(fd);
+    *elfp = e;
+    return -1;
+  }
+  if (e) D.elf.end(e);
+  return dlh_unwind_cfg.fd_move_up ? dlh_unwind_cfg.fd_move_up(fd) : fd;
 }
 
 static void dwfl_report_all(void) {
@@ -490,6 +501,7 @@ void dlh_stacks_start_symbolizer(void) {
   pthread_t tid;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  if (dlh_unwind_cfg.thread_stack) pthread_attr_setstacksize(&attr, dlh_unwind_cfg.thread_stack);
   /* created with every signal blocked: a signal arriving before the thread blocks them itself
    * must go to one of the program's threads, never run the program's handler on this one */
   sigset_t all, old;

@@ -6,12 +6,16 @@ $(HOST_DIR)/hostprog: tests/host/hostprog.c | $(CUDA_STAMP)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	$(Q)$(CC) -O1 -g -Wall -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIB) -lcudart -lpthread -ldl
+$(HOST_DIR)/limitsprog: tests/host/limitsprog.c | $(CUDA_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) -O1 -g -Wall -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIB) -lcudart -lpthread -ldl
 $(HOST_DIR)/libfakepreload.so: tests/host/fakepreload.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	$(Q)$(CC) -O1 -g -Wall -shared -fPIC -o $@ $<
 
-TEST_DEPS += $(HOST_DIR)/hostprog $(HOST_DIR)/libfakepreload.so
+TEST_DEPS += $(HOST_DIR)/hostprog $(HOST_DIR)/libfakepreload.so $(HOST_DIR)/limitsprog
 
 # The interposer chain (t_interposer_chain.sh): a program linked with the runtime, one that
 # opens it with dlopen, and a shim of the program's own on cudaMalloc, built for each way of
