@@ -581,6 +581,112 @@ static int by_rank_pid(const void *x, const void *y) {
   return a->pid < b->pid ? -1 : a->pid > b->pid;
 }
 
+/* Frees the report and everything it holds. */
+static void report_free(report *r) {
+  for (size_t i = 0; i < r->nlanes; i++) free(r->lanes[i]);
+  for (size_t i = 0; i < r->nmem; i++) free(r->mem[i].v);
+  for (size_t i = 0; i < r->kernels.n; i++) free(r->kernels.v[i].name);
+  for (size_t i = 0; i < r->calls.n; i++) free(r->calls.v[i].name);
+  for (size_t i = 0; i < r->nprocs; i++) free(r->procs[i]);
+  for (size_t i = 0; i < r->ngroups; i++) free(r->groups[i].label);
+  for (size_t i = 0; i < r->st.n; i++) free(r->st.v[i]);
+  free(r->st.v);
+  free(r->st.slot);
+  free(r->groups);
+  rd_map_free(&r->threads, free);
+  free(r->procs);
+  free(r->kernels.v);
+  rd_m_free(&r->kernels.ix);
+  rd_m_free(&r->calls.ix);
+  free(r->calls.v);
+  free(r->evs);
+  free(r);
+}
+
+/* Writes the page: head, KPIs, the steps, timeline, flame graph and tables (data_json and
+ * report.js draw them in the browser), with the stats and memory JSON of the same traces. */
+static void write_page(FILE *f, report *r, size_t n, const char *svg, const char *sjson,
+                       size_t sjlen, const char *mjson, size_t mjlen) {
+  fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+             "<title>dlhook report</title>\n<style>%s</style></head>\n<body>\n", css);
+  fputs("<h1>dlhook report</h1>\n<div class=\"muted\">", f);
+  for (size_t i = 0; i < r->nprocs; i++) {
+    html_str(f, r->procs[i]);
+    fputs("<br>", f);
+  }
+  fputs("</div>\n", f);
+  char b1[32], b2[32];
+  fprintf(f, "<div id=\"kpis\"><span class=\"kpi\"><b>%zu</b>trace%s</span>"
+             "<span class=\"kpi\"><b>%" PRIu64 "</b>API calls</span>"
+             "<span class=\"kpi\"><b>%" PRIu64 "</b>kernels</span>"
+             "<span class=\"kpi\"><b>%s</b>kernel time</span>"
+             "<span class=\"kpi\"><b>%s</b>traced span</span>"
+             "<span class=\"kpi\"><b>%" PRIu64 "</b>dropped records</span></div>\n",
+          n, n == 1 ? "" : "s", r->api_calls, r->kernels_n, fmt_ns(b1, sizeof b1, (double)r->kernel_ns),
+          fmt_ns(b2, sizeof b2, (double)(r->t1 > r->t0 ? r->t1 - r->t0 : 0)), r->dropped);
+
+  fputs("<h2>Steps</h2>\n<div id=\"steps\"><p class=\"muted\">(needs JavaScript)</p></div>\n", f);
+
+  size_t shown = 0;
+  uint64_t threshold = 0;
+  char *data = NULL;
+  size_t datalen = 0;
+  FILE *dm = open_memstream(&data, &datalen);
+  if (dm) {
+    data_json(dm, r, &shown, &threshold);
+    fclose(dm);
+  }
+  fputs("<h2>Timeline</h2>\n<div class=\"muted\">Wheel: zoom; drag: pan; shift+drag or drag on "
+        "the time axis: zoom to the box; click a call: highlight the GPU work it launched "
+        "(orange). Lanes: blue API calls per thread, purple NVTX ranges, green GPU work per "
+        "stream, red live device memory, yellow capture windows. Events under a pixel are "
+        "merged (darker: more of them).", f);
+  if (threshold)
+    fprintf(f, " This trace has %zu events: the timeline shows the %zu longest (%s and more) "
+               "and every NVTX range; the tables count everything.",
+            r->nevs, shown, fmt_ns(b1, sizeof b1, (double)threshold));
+  fputs("</div>\n<div><button id=\"tl-reset\">reset zoom</button></div>\n"
+        "<div id=\"tl\"><canvas id=\"tl-canvas\"></canvas><div id=\"tl-tip\"></div></div>\n"
+        "<div id=\"tl-selection\"></div>\n", f);
+
+  fprintf(f, "<h2>Flame graph: %s</h2>\n<div id=\"flamegraph\" class=\"scroll\">\n",
+          r->kernels_n ? "GPU time by launching stack" : "API time by stack (no GPU activity)");
+  if (svg) {
+    /* flame_svg.c's script takes the document element as its <svg>: inside a page it is the
+     * flame graph's own element */
+    const char *body = strstr(svg, "<svg");
+    if (!body) body = svg;
+    const char *doc = "svg=document.documentElement";
+    char *at = strstr(body, doc);
+    if (at) {
+      fwrite(body, 1, (size_t)(at - body), f);
+      fputs("svg=document.querySelector('#flamegraph svg')", f);
+      fputs(at + strlen(doc), f);
+    } else {
+      fputs(body, f);
+    }
+  } else {
+    fputs("<p>(no flame graph could be drawn)</p>\n", f);
+  }
+  fputs("</div>\n", f);
+
+  fputs("<h2>Tables</h2>\n<div class=\"muted\">Click a column to sort.</div>\n", f);
+  table(f, "top-kernels", "Top kernels", &r->kernels, 0, 50);
+  table(f, "top-calls", "Top calls", &r->calls, 1, 50);
+  fputs("<div id=\"stats\"></div>\n<h2>GPU memory</h2>\n<div id=\"memory\"></div>\n", f);
+  fputs("<script type=\"application/json\" id=\"dlh-data\">{", f);
+  if (data) fwrite(data, 1, datalen, f);
+  free(data);
+  fputs(",\n\"stats\":", f);
+  json_inline(f, sjson, sjlen);
+  fputs(",\n\"memory\":", f);
+  fflush(f);
+  json_inline(f, mjson, mjlen);
+  fputs("}</script>\n<script>", f);
+  fputs(report_js, f);
+  fputs("</script>\n<div class=\"muted\">written by dlhook " DLHOOK_VERSION "</div>\n</body></html>\n", f);
+}
+
 int cmd_report(int argc, char **argv) {
   const char *out = NULL;
   char **files = rd_xmalloc((size_t)argc * sizeof *files);
@@ -764,88 +870,7 @@ int cmd_report(int argc, char **argv) {
 
   FILE *f = rd_create(out, 0);
   if (!f) { rc = RD_BAD_INPUT; goto done; }
-  fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-             "<title>dlhook report</title>\n<style>%s</style></head>\n<body>\n", css);
-  fputs("<h1>dlhook report</h1>\n<div class=\"muted\">", f);
-  for (size_t i = 0; i < r->nprocs; i++) {
-    html_str(f, r->procs[i]);
-    fputs("<br>", f);
-  }
-  fputs("</div>\n", f);
-  char b1[32], b2[32];
-  fprintf(f, "<div id=\"kpis\"><span class=\"kpi\"><b>%zu</b>trace%s</span>"
-             "<span class=\"kpi\"><b>%" PRIu64 "</b>API calls</span>"
-             "<span class=\"kpi\"><b>%" PRIu64 "</b>kernels</span>"
-             "<span class=\"kpi\"><b>%s</b>kernel time</span>"
-             "<span class=\"kpi\"><b>%s</b>traced span</span>"
-             "<span class=\"kpi\"><b>%" PRIu64 "</b>dropped records</span></div>\n",
-          n, n == 1 ? "" : "s", r->api_calls, r->kernels_n, fmt_ns(b1, sizeof b1, (double)r->kernel_ns),
-          fmt_ns(b2, sizeof b2, (double)(r->t1 > r->t0 ? r->t1 - r->t0 : 0)), r->dropped);
-
-  fputs("<h2>Steps</h2>\n<div id=\"steps\"><p class=\"muted\">(needs JavaScript)</p></div>\n", f);
-
-  size_t shown = 0;
-  uint64_t threshold = 0;
-  char *data = NULL;
-  size_t datalen = 0;
-  FILE *dm = open_memstream(&data, &datalen);
-  if (dm) {
-    data_json(dm, r, &shown, &threshold);
-    fclose(dm);
-  }
-  fputs("<h2>Timeline</h2>\n<div class=\"muted\">Wheel: zoom; drag: pan; shift+drag or drag on "
-        "the time axis: zoom to the box; click a call: highlight the GPU work it launched "
-        "(orange). Lanes: blue API calls per thread, purple NVTX ranges, green GPU work per "
-        "stream, red live device memory, yellow capture windows. Events under a pixel are "
-        "merged (darker: more of them).", f);
-  if (threshold)
-    fprintf(f, " This trace has %zu events: the timeline shows the %zu longest (%s and more) "
-               "and every NVTX range; the tables count everything.",
-            r->nevs, shown, fmt_ns(b1, sizeof b1, (double)threshold));
-  fputs("</div>\n<div><button id=\"tl-reset\">reset zoom</button></div>\n"
-        "<div id=\"tl\"><canvas id=\"tl-canvas\"></canvas><div id=\"tl-tip\"></div></div>\n"
-        "<div id=\"tl-selection\"></div>\n", f);
-
-  fprintf(f, "<h2>Flame graph: %s</h2>\n<div id=\"flamegraph\" class=\"scroll\">\n",
-          r->kernels_n ? "GPU time by launching stack" : "API time by stack (no GPU activity)");
-  if (svg) {
-    /* flame_svg.c's script takes the document element as its <svg>: inside a page it is the
-     * flame graph's own element */
-    char *body = strstr(svg, "<svg");
-    if (!body) body = svg;
-    const char *doc = "svg=document.documentElement";
-    char *at = strstr(body, doc);
-    if (at) {
-      fwrite(body, 1, (size_t)(at - body), f);
-      fputs("svg=document.querySelector('#flamegraph svg')", f);
-      fputs(at + strlen(doc), f);
-    } else {
-      fputs(body, f);
-    }
-  } else {
-    fputs("<p>(no flame graph could be drawn)</p>\n", f);
-  }
-  fputs("</div>\n", f);
-
-  fputs("<h2>Tables</h2>\n<div class=\"muted\">Click a column to sort.</div>\n", f);
-  table(f, "top-kernels", "Top kernels", &r->kernels, 0, 50);
-  table(f, "top-calls", "Top calls", &r->calls, 1, 50);
-  fputs("<div id=\"stats\"></div>\n<h2>GPU memory</h2>\n<div id=\"memory\"></div>\n", f);
-  fputs("<script type=\"application/json\" id=\"dlh-data\">{", f);
-  if (data) fwrite(data, 1, datalen, f);
-  free(data);
-  fputs(",\n\"stats\":", f);
-  json_inline(f, sjson, sjlen);
-  free(sjson);
-  sjson = NULL;
-  fputs(",\n\"memory\":", f);
-  fflush(f);
-  json_inline(f, mjson, mjlen);
-  free(mjson);
-  mjson = NULL;
-  fputs("}</script>\n<script>", f);
-  fputs(report_js, f);
-  fputs("</script>\n<div class=\"muted\">written by dlhook " DLHOOK_VERSION "</div>\n</body></html>\n", f);
+  write_page(f, r, n, svg, sjson, sjlen, mjson, mjlen);
   if (rd_close(f, out) < 0) rc = RD_BAD_INPUT;
 done:
   rd_set_offsets(NULL, NULL, 0);
@@ -854,24 +879,7 @@ done:
   free(mjson);
   free(abs_off);
   free(rel);
-  for (size_t i = 0; i < r->nlanes; i++) free(r->lanes[i]);
-  for (size_t i = 0; i < r->nmem; i++) free(r->mem[i].v);
-  for (size_t i = 0; i < r->kernels.n; i++) free(r->kernels.v[i].name);
-  for (size_t i = 0; i < r->calls.n; i++) free(r->calls.v[i].name);
-  for (size_t i = 0; i < r->nprocs; i++) free(r->procs[i]);
-  for (size_t i = 0; i < r->ngroups; i++) free(r->groups[i].label);
-  for (size_t i = 0; i < r->st.n; i++) free(r->st.v[i]);
-  free(r->st.v);
-  free(r->st.slot);
-  free(r->groups);
-  rd_map_free(&r->threads, free);
-  free(r->procs);
-  free(r->kernels.v);
-  rd_m_free(&r->kernels.ix);
-  rd_m_free(&r->calls.ix);
-  free(r->calls.v);
-  free(r->evs);
-  free(r);
+  report_free(r);
   free(files);
   return rc;
 }

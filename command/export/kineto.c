@@ -804,7 +804,8 @@ static int kineto_one(void *ctx, ex_input *in, size_t index, size_t n) {
   else snprintf(stem, sizeof stem, "%s_%u.%" PRIu64, host, L.pid, ms);
   snprintf(base, sizeof base, "%s.pt.trace.json", stem);
   snprintf(tmp, plen, "%s/trace.json.gz", o->out); /* names the directory for rd_create */
-  k.f = rd_create(tmp, 1);
+  k.f = rd_create(tmp, !o->no_gzip);
+  if (k.f && o->no_gzip) setvbuf(k.f, NULL, _IOFBF, 1 << 20);
   if (!k.f) { free(tmp); free(k.range_ext); return RD_BAD_INPUT; }
   fputs("{\n\"schemaVersion\": 1,\n", k.f);
   if (k.rank >= 0)
@@ -841,7 +842,7 @@ static int kineto_one(void *ctx, ex_input *in, size_t index, size_t n) {
   rd_map_free(&k.names, free);
   /* never replaces a file: two traces with one name (same host, pid and millisecond) or an
    * earlier export get stem-2, stem-3, ... */
-  final = rd_close_new(k.f, o->out, stem, ".pt.trace.json.gz");
+  final = rd_close_new(k.f, o->out, stem, o->no_gzip ? ".pt.trace.json" : ".pt.trace.json.gz");
   if (!final) rc = RD_BAD_INPUT;
   else if (!o->quiet) fprintf(stderr, "dlhook: wrote %s\n", final);
   free(tmp);

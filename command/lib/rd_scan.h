@@ -23,6 +23,7 @@ typedef struct rd_opts {
   const char *title;
   int quiet;                    /* no progress on stderr */
   int keep_gpuless;             /* --keep-gpuless: export processes that did no GPU work */
+  int no_gzip;                  /* --no-gzip: kineto files as plain JSON */
   int merge;                    /* dlhook merge: the traces on one timeline (ex_each) */
   int64_t *offsets;             /* with merge: room for one clock offset per trace */
 } rd_opts;

@@ -63,4 +63,13 @@ kb = ta.get_gpu_kernel_breakdown(visualize=False)[0]
 print(kb.to_string())
 assert "COMPUTATION" in set(kb["kernel_type"])
 PY
+# --no-gzip: the same events as plain JSON (.pt.trace.json, torch.profiler's default)
+"$DLHOOK_BIN" export -q --no-gzip -f kineto -o plain r0.dlh || fail "export kineto --no-gzip"
+p0=$(ls plain/genhost_rank0_4242.*.pt.trace.json) || fail "no plain .pt.trace.json: $(ls plain)"
+python3 - "$p0" r0.json <<'PY' || fail "--no-gzip differs from the gzipped export"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+key = lambda j: sorted(json.dumps(e, sort_keys=True) for e in j["traceEvents"])
+assert key(a) == key(b), "events differ"
+PY
 echo ok
