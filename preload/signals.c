@@ -49,6 +49,17 @@ static int app_is_default(const struct sigaction *a) {
   return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_DFL;
 }
 
+/* Whether the process goes on after slot i's signal arrives under action a, with no handler of
+ * its own to run: the signal is ignored, or it is SIGINT/SIGTERM with the default action in the
+ * init process of a PID namespace (a container's pid 1), where the kernel discards a signal
+ * that has the default action (only a fault is forced on it). dlhook then stays out of the way:
+ * a front handler would make the kernel deliver the signal (EINTR in the program's calls), and
+ * its flush-and-re-raise would finish the trace of a process that goes on. */
+static int app_goes_on(int i, const struct sigaction *a) {
+  if (!(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_IGN) return 1;
+  return i < NSIG_FLUSH && app_is_default(a) && getpid() == 1;
+}
+
 /* dlhook's front action for slot i, given the program's action a: the program's flags and mask
  * (so that EINTR, nesting and the stack are what the program asked for), SA_SIGINFO always;
  * SA_ONSTACK also when dlhook's flush is the last thing that runs (fatal signal, no handler of
@@ -114,7 +125,7 @@ void dlh_signals_install(void) {
   for (int i = 0; i < NSIG_HOOKED; i++) {
     struct sigaction old, ours;
     if (real_sigaction(hooked[i], NULL, &old) != 0) continue;
-    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) continue; /* e.g. nohup */
+    if (app_goes_on(i, &old)) continue; /* e.g. nohup; a later sigaction() may install it */
     front_action(i, &old, &ours);
     app_action[i] = old;
     installed[i] = 1;
@@ -138,8 +149,8 @@ DLH_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
   }
   struct sigaction prev = app_action[i];
   if (act) {
-    if (!(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_IGN) {
-      /* The program ignores it from now on: step aside entirely. */
+    if (app_goes_on(i, act)) {
+      /* The program goes on after this signal from now on: step aside entirely. */
       installed[i] = 0;
       int r = real_sigaction(sig, act, NULL);
       if (r == 0 && old) *old = prev;
