@@ -35,14 +35,20 @@
 static const int hooked[NSIG_HOOKED] = {SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
 static struct sigaction app_action[NSIG_HOOKED]; /* what the program asked for */
 static int installed[NSIG_HOOKED];
+static int armed; /* dlh_signals_install ran: a later sigaction() may put the front in place */
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 
 static void on_signal(int sig, siginfo_t *si, void *uc);
 
-static int slot(int sig) {
+static int hooked_slot(int sig) {
   for (int i = 0; i < NSIG_HOOKED; i++)
-    if (hooked[i] == sig && installed[i]) return i;
+    if (hooked[i] == sig) return i;
   return -1;
+}
+
+static int slot(int sig) {
+  int i = hooked_slot(sig);
+  return i >= 0 && installed[i] ? i : -1;
 }
 
 static int app_is_default(const struct sigaction *a) {
@@ -122,6 +128,7 @@ void dlh_signals_install(void) {
   dlh_altstack_init();
   resolve_real();
   if (!real_sigaction) return;
+  armed = 1;
   for (int i = 0; i < NSIG_HOOKED; i++) {
     struct sigaction old, ours;
     if (real_sigaction(hooked[i], NULL, &old) != 0) continue;
@@ -139,7 +146,24 @@ DLH_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
   int i = slot(sig);
   if (i < 0 && sig == dlh_cfg.ctl_signal && dlh_ctl_installed && !dlh_foreign_process())
     return dlh_ctl_sigaction(sig, act, old);
-  if (i < 0) return real_sigaction(sig, act, old);
+  if (i < 0) {
+    i = hooked_slot(sig);
+    if (i < 0 || !armed || !act || app_goes_on(i, act) || dlh_foreign_process())
+      return real_sigaction(sig, act, old);
+    /* The signal was ignored (at start-up: nohup, `trap '' TERM`) and the program now gives it
+     * a handler or the default: the process may die of it, so the front goes in place. */
+    struct sigaction prev, ours;
+    if (real_sigaction(sig, NULL, &prev) != 0) return -1;
+    app_action[i] = *act;
+    front_action(i, act, &ours);
+    installed[i] = 1; /* before the kernel has it: a signal that comes at once is handled */
+    if (real_sigaction(sig, &ours, NULL) != 0) {
+      installed[i] = 0;
+      return -1; /* e.g. a bad mask: the program's error */
+    }
+    if (old) *old = prev;
+    return 0;
+  }
   if (dlh_foreign_process()) {
     /* A vfork child: its kernel table is its own, our memory is the parent's. */
     struct sigaction prev = app_action[i];
