@@ -9,7 +9,8 @@
  *   silentprog dfl N           puts SIGTERM's default action back, N calls, raise(SIGTERM)
  *   silentprog daemon N M      N calls, daemon(3) (the parent ends in libc's own _exit), then
  *                              M calls in the daemon, which says "daemon done" and exits
- *   silentprog rmdir DIR N     N calls, removes DIR and the files in it (the trace's), N calls */
+ *   silentprog rmdir DIR N     N calls, a pause of 0.3 s, removes DIR and the files in it (the
+ *                              trace's), N calls */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
 #include <dirent.h>
@@ -31,6 +32,7 @@ static void on_term(int sig) {
 
 static int mode_rmdir(const char *dir, long n) {
   calls(n);
+  usleep(300 * 1000); /* the trace's first frames are written (DLHOOK_FLUSH_MS=100) */
   DIR *d = opendir(dir);
   struct dirent *e;
   char path[4096];
