@@ -110,7 +110,8 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
     a->sa_handler = SIG_DFL;
     struct sigaction ours;
     front_action(i, a, &ours);
-    real_sigaction(sig, &ours, NULL);
+    if (app_goes_on(i, a)) installed[i] = 0; /* pid 1: the default goes on, dlhook steps aside */
+    real_sigaction(sig, installed[i] ? &ours : a, NULL);
   }
   if (!(call.sa_flags & SA_NODEFER)) sigaddset(&call.sa_mask, sig);
   pthread_sigmask(SIG_BLOCK, &call.sa_mask, NULL); /* the program's mask; restored on return */

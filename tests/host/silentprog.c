@@ -3,6 +3,8 @@
  * calls fail, and are still recorded). Each mode prints what the program did.
  *   silentprog goes-on N       N calls, SIGTERM to itself, N more calls (as pid 1 of a PID
  *                              namespace, where the default action of SIGTERM is to go on)
+ *   silentprog goes-on-once N  the same with a one-shot handler (SA_RESETHAND) that prints,
+ *                              and a second SIGTERM, under the default, after N more calls
  *   silentprog reraise N       its own SIGTERM handler puts the default back and re-raises;
  *                              N calls, then SIGTERM to itself (run with SIGTERM ignored at
  *                              start, as `nohup` or a shell's `trap '' TERM` leave it)
@@ -24,6 +26,8 @@ static void calls(long n) {
   int c;
   for (long i = 0; i < n; i++) cudaGetDeviceCount(&c);
 }
+
+static void on_term_once(int sig) { (void)sig; write(1, "handler ran\n", 12); }
 
 static void on_term(int sig) {
   signal(sig, SIG_DFL);
@@ -54,6 +58,20 @@ int main(int argc, char **argv) {
   long n = atol(argv[argc > 3 && !strcmp(m, "rmdir") ? 3 : 2]);
   setvbuf(stdout, NULL, _IONBF, 0);
   if (!strcmp(m, "goes-on")) {
+    calls(n);
+    kill(getpid(), SIGTERM);
+    calls(n);
+    printf("pid %d went on after SIGTERM\n", (int)getpid());
+    return 0;
+  }
+  if (!strcmp(m, "goes-on-once")) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term_once;
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGTERM, &sa, NULL);
+    calls(n);
+    kill(getpid(), SIGTERM);
     calls(n);
     kill(getpid(), SIGTERM);
     calls(n);
