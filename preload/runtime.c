@@ -101,6 +101,14 @@ DLH_EXPORT int InitializeInjection(void) {
   return 1;
 }
 
+/* The parent's records reach its trace before it forks: a parent that ends right after the fork
+ * inside libc loses nothing (daemon(3) ends it with libc's own _exit, which no wrapper sees).
+ * A vfork child forks nothing of ours (pthread_atfork handlers do not run for vfork). */
+static void fork_prepare(void) {
+  if (!initialised || !dlh_recording || dlh_foreign_process()) return;
+  dlh_writer_flush_wait(1000);
+}
+
 static void fork_child(void) {
   dlh_ring_after_fork_child();
   dlh_pid = getpid();
@@ -147,6 +155,9 @@ __attribute__((constructor)) static void dlh_init(void) {
   dlh_fds_init(); /* after libunwind is loaded */
   dlh_capture_init();
   dlh_ctl_init();
+  /* Registered last, so that it runs first (prepare handlers run in reverse order): unwind/'s
+   * takes the lock that the writer's module scan needs, and the flush would wait for nothing. */
+  pthread_atfork(fork_prepare, NULL, NULL);
   initialised = 1;
   /* The trace file and the writer thread come with the first recorded call (dlh_writer_ensure):
    * processes that never call CUDA (shells, launchers) leave no trace behind. */
@@ -173,6 +184,7 @@ int dlh_runtime_late_init(void) {
   dlh_fds_init();
   dlh_capture_init();
   dlh_ctl_init();
+  pthread_atfork(fork_prepare, NULL, NULL); /* last: see dlh_init */
   initialised = 1;
   atexit(at_exit); /* an exit while attached finishes the trace */
   return 0;

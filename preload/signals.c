@@ -35,18 +35,35 @@
 static const int hooked[NSIG_HOOKED] = {SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
 static struct sigaction app_action[NSIG_HOOKED]; /* what the program asked for */
 static int installed[NSIG_HOOKED];
+static int armed; /* dlh_signals_install ran: a later sigaction() may put the front in place */
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
 
 static void on_signal(int sig, siginfo_t *si, void *uc);
 
-static int slot(int sig) {
+static int hooked_slot(int sig) {
   for (int i = 0; i < NSIG_HOOKED; i++)
-    if (hooked[i] == sig && installed[i]) return i;
+    if (hooked[i] == sig) return i;
   return -1;
+}
+
+static int slot(int sig) {
+  int i = hooked_slot(sig);
+  return i >= 0 && installed[i] ? i : -1;
 }
 
 static int app_is_default(const struct sigaction *a) {
   return !(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_DFL;
+}
+
+/* Whether the process goes on after slot i's signal arrives under action a, with no handler of
+ * its own to run: the signal is ignored, or it is SIGINT/SIGTERM with the default action in the
+ * init process of a PID namespace (a container's pid 1), where the kernel discards a signal
+ * that has the default action (only a fault is forced on it). dlhook then stays out of the way:
+ * a front handler would make the kernel deliver the signal (EINTR in the program's calls), and
+ * its flush-and-re-raise would finish the trace of a process that goes on. */
+static int app_goes_on(int i, const struct sigaction *a) {
+  if (!(a->sa_flags & SA_SIGINFO) && a->sa_handler == SIG_IGN) return 1;
+  return i < NSIG_FLUSH && app_is_default(a) && getpid() == 1;
 }
 
 /* dlhook's front action for slot i, given the program's action a: the program's flags and mask
@@ -93,7 +110,8 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
     a->sa_handler = SIG_DFL;
     struct sigaction ours;
     front_action(i, a, &ours);
-    real_sigaction(sig, &ours, NULL);
+    if (app_goes_on(i, a)) installed[i] = 0; /* pid 1: the default goes on, dlhook steps aside */
+    real_sigaction(sig, installed[i] ? &ours : a, NULL);
   }
   if (!(call.sa_flags & SA_NODEFER)) sigaddset(&call.sa_mask, sig);
   pthread_sigmask(SIG_BLOCK, &call.sa_mask, NULL); /* the program's mask; restored on return */
@@ -111,10 +129,11 @@ void dlh_signals_install(void) {
   dlh_altstack_init();
   resolve_real();
   if (!real_sigaction) return;
+  armed = 1;
   for (int i = 0; i < NSIG_HOOKED; i++) {
     struct sigaction old, ours;
     if (real_sigaction(hooked[i], NULL, &old) != 0) continue;
-    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) continue; /* e.g. nohup */
+    if (app_goes_on(i, &old)) continue; /* e.g. nohup; a later sigaction() may install it */
     front_action(i, &old, &ours);
     app_action[i] = old;
     installed[i] = 1;
@@ -128,7 +147,24 @@ DLH_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
   int i = slot(sig);
   if (i < 0 && sig == dlh_cfg.ctl_signal && dlh_ctl_installed && !dlh_foreign_process())
     return dlh_ctl_sigaction(sig, act, old);
-  if (i < 0) return real_sigaction(sig, act, old);
+  if (i < 0) {
+    i = hooked_slot(sig);
+    if (i < 0 || !armed || !act || app_goes_on(i, act) || dlh_foreign_process())
+      return real_sigaction(sig, act, old);
+    /* The signal was ignored (at start-up: nohup, `trap '' TERM`) and the program now gives it
+     * a handler or the default: the process may die of it, so the front goes in place. */
+    struct sigaction prev, ours;
+    if (real_sigaction(sig, NULL, &prev) != 0) return -1;
+    app_action[i] = *act;
+    front_action(i, act, &ours);
+    installed[i] = 1; /* before the kernel has it: a signal that comes at once is handled */
+    if (real_sigaction(sig, &ours, NULL) != 0) {
+      installed[i] = 0;
+      return -1; /* e.g. a bad mask: the program's error */
+    }
+    if (old) *old = prev;
+    return 0;
+  }
   if (dlh_foreign_process()) {
     /* A vfork child: its kernel table is its own, our memory is the parent's. */
     struct sigaction prev = app_action[i];
@@ -138,8 +174,8 @@ DLH_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
   }
   struct sigaction prev = app_action[i];
   if (act) {
-    if (!(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_IGN) {
-      /* The program ignores it from now on: step aside entirely. */
+    if (app_goes_on(i, act)) {
+      /* The program goes on after this signal from now on: step aside entirely. */
       installed[i] = 0;
       int r = real_sigaction(sig, act, NULL);
       if (r == 0 && old) *old = prev;

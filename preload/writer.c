@@ -475,12 +475,90 @@ static int fd_up(int fd) {
   return hi;
 }
 
+static int open_output(void); /* below */
+
+/* The trace file was unlinked while the program runs (its directory removed, a cleanup of
+ * /tmp): whatever is written to it from now on is lost with it. It is made again at its path
+ * (the directory too, the one level dlhook makes at start-up), every byte written so far copied
+ * over from the open file (/proc/self/fd), and the trace goes on there: the trace at the path is
+ * whole. One warning says so, or that it could not be done (the trace is then lost with the
+ * file; the program goes on). A file moved away keeps its name elsewhere: it is written on. */
+static int revive_warned, revive_failed; /* one warning; a failure is not tried again */
+
+static int write_all(int fd, const char *p, size_t n) {
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+static void revive(void) {
+  if (revive_failed) return;
+  char dir[sizeof dlh_cfg.output], self[64], buf[1 << 16];
+  snprintf(dir, sizeof dir, "%s", dlh_cfg.output);
+  char *slash = strrchr(dir, '/');
+  if (slash && slash != dir) {
+    *slash = 0;
+    if (dlh_output_mkdir(dir, 0755) != 0 && errno != EEXIST) { /* open_output says why */ }
+  }
+  snprintf(self, sizeof self, "/proc/self/fd/%d", out_fd);
+  int in = open(self, O_RDONLY | O_CLOEXEC), old_fd = out_fd, ok = 0, e = 0;
+  dev_t old_dev = out_dev;
+  ino_t old_ino = out_ino;
+  int fd = in >= 0 ? open_output() : -1;
+  if (fd >= 0) {
+    ok = 1;
+    for (;;) {
+      ssize_t n = read(in, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) { ok = n == 0; break; }
+      if (write_all(fd, buf, (size_t)n) != 0) { ok = 0; break; }
+    }
+    if (!ok) {
+      e = errno;
+      if (same_file(fd)) { unlink(dlh_cfg.output); close(fd); }
+    }
+  } else {
+    e = errno;
+  }
+  if (in >= 0) close(in);
+  if (!ok) { /* on with the unlinked file */
+    out_dev = old_dev;
+    out_ino = old_ino;
+    if (!revive_warned)
+      dlh_warn("the trace file %s was removed while the program runs and cannot be made again "
+               "(%s); the trace is lost with it, the program goes on", dlh_cfg.output, strerror(e));
+    revive_warned = revive_failed = 1;
+    return;
+  }
+  struct stat st;
+  if (fstat(old_fd, &st) == 0 && st.st_dev == old_dev && st.st_ino == old_ino) close(old_fd);
+  out_fd = fd;
+  if (W) dlh_enc_set_fd(W, out_fd);
+  if (!revive_warned)
+    dlh_warn("the trace file was removed while the program runs; it was written again at %s "
+             "with everything recorded so far, and recording goes on", dlh_cfg.output);
+  revive_warned = 1;
+}
+
 /* Before each write: is out_fd still our trace file? A program that closed every fd (closefrom,
  * close_range) or dup2()ed its own file over ours must not get trace bytes. Then the trace is
  * reopened by name (the same file: dev and ino checked) at a fresh high fd; else recording stops
- * with one warning. Returns 0 when out_fd may be written. */
+ * with one warning. A trace file that was unlinked is made again (revive). Returns 0 when out_fd
+ * may be written. */
 static int check_fd(void) {
-  if (same_file(out_fd)) return 0;
+  struct stat st;
+  if (out_fd >= 0 && fstat(out_fd, &st) == 0 && st.st_dev == out_dev && st.st_ino == out_ino) {
+    struct stat at; /* a file system that shows no links for a file with a name: its path says */
+    if (st.st_nlink == 0 && !(lstat(dlh_cfg.output, &at) == 0 && at.st_dev == out_dev &&
+                              at.st_ino == out_ino))
+      revive();
+    return 0;
+  }
   /* The old number is the program's now: never closed by us. A program that is busy taking
    * over numbers may take the new one too: a few tries. */
   for (int i = 0; i < 4; i++) {

@@ -17,6 +17,13 @@ $(HOST_DIR)/libfakepreload.so: tests/host/fakepreload.c
 
 TEST_DEPS += $(HOST_DIR)/hostprog $(HOST_DIR)/libfakepreload.so $(HOST_DIR)/limitsprog
 
+# Calls dlhook used to lose without a word: signals, daemon(3), a removed trace directory.
+$(HOST_DIR)/silentprog: tests/host/silentprog.c | $(CUDA_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) -O1 -g -Wall -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIB) -lcudart
+TEST_DEPS += $(HOST_DIR)/silentprog
+
 # The interposer chain (t_interposer_chain.sh): a program linked with the runtime, one that
 # opens it with dlopen, and a shim of the program's own on cudaMalloc, built for each way of
 # finding the real function.
