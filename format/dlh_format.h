@@ -76,14 +76,6 @@
  * a PyTorch process's ~40 MiB of names come in a file of more than 5 MiB). */
 #define DLH_DEF_BYTES_BASE (64u << 20)
 #define DLH_DEF_BYTES_PER_BYTE 32u
-/* Events (API events plus GPU records; a folded event counts once, whatever the calls it
- * stands for) at most DLH_EVENTS_BASE + DLH_EVENTS_PER_BYTE x file size. Every exporter and
- * the report spend memory and time per event, so this is what bounds them; recorded traces
- * hold at most ~2 events per byte (a tight loop of distinct calls), runs of millions of
- * identical events compressed to a few bytes each do not. Event batches beyond the budget are
- * skipped (undecoded) and reported. */
-#define DLH_EVENTS_BASE (512u << 10)
-#define DLH_EVENTS_PER_BYTE 8u
 
 /* ---------------------------------------------------------------- encoder */
 

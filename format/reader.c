@@ -48,8 +48,6 @@ struct dlh_reader {
   uint64_t content, content_max;  /* decompressed bytes so far, and the budget */
   uint64_t packets, packets_max;  /* packets so far, and the budget */
   uint64_t def_bytes, def_bytes_max; /* string bytes of definitions so far, and the budget */
-  uint64_t events, events_max;    /* API events and GPU records so far, and the budget */
-  int events_over;                /* the budget is spent: later batches are passed over */
   size_t mem_used;      /* bytes allocated for the packet being decoded */
   uint8_t *arena;       /* where the decoded packet lives (reused: one packet at a time) */
   size_t arena_cap, arena_used, arena_want;
@@ -223,7 +221,6 @@ dlh_reader *dlh_reader_open(const char *path, char **err) {
   r->content_max = DLH_CONTENT_BASE + DLH_MAX_RATIO * size;
   r->packets_max = DLH_PACKETS_BASE + DLH_PACKETS_PER_BYTE * size;
   r->def_bytes_max = DLH_DEF_BYTES_BASE + (uint64_t)DLH_DEF_BYTES_PER_BYTE * size;
-  r->events_max = DLH_EVENTS_BASE + (uint64_t)DLH_EVENTS_PER_BYTE * size;
   return r;
 oom:
   set_err(err, NULL);
@@ -491,17 +488,6 @@ static const char *over_limit(dlh_reader *r, const Dlh__Packet *p, char *buf, si
              p->gpu->n_vals, DLH_MAX_BATCH_EVENTS);
     return buf;
   }
-  if (p->data_case == DLH__PACKET__DATA_API || p->data_case == DLH__PACKET__DATA_GPU) {
-    uint64_t ev = p->data_case == DLH__PACKET__DATA_API ? p->api->n_fn : p->gpu->n_kind;
-    if (ev > r->events_max - r->events) {
-      r->events_over = 1;
-      snprintf(buf, n, "a batch that takes the trace over %llu events (API events "
-               "and GPU records: %u Ki, and %u per byte of the file; later batches skipped)",
-               (unsigned long long)r->events_max, DLH_EVENTS_BASE >> 10, DLH_EVENTS_PER_BYTE);
-      return buf;
-    }
-    r->events += ev;
-  }
   uint64_t bytes = 0;
   const char *w = p->data_case == DLH__PACKET__DATA_API || p->data_case == DLH__PACKET__DATA_GPU
                       ? NULL : strings_over(&p->base, 0, &bytes); /* batches hold no strings */
@@ -610,12 +596,6 @@ int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out) {
       continue;
     }
     if (r->skip_cases && passes_over(r->skip_cases, p + i, (size_t)len)) continue;
-    if (r->events_over &&
-        passes_over(DLH_CASE_BIT(DLH__PACKET__DATA_API) | DLH_CASE_BIT(DLH__PACKET__DATA_GPU),
-                    p + i, (size_t)len)) {
-      r->skipped++; /* over the event budget, told by the first batch's message */
-      continue;
-    }
     r->mem_used = 0;
     r->mem_over = 0;
     arena_reset(r);
@@ -628,7 +608,7 @@ int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out) {
     if (!pkt)
       return fail(r, "undecodable packet at byte %zu of the frame at offset %llu", at,
                   (unsigned long long)r->frame_off);
-    char buf[200];
+    char buf[160];
     const char *why = over_limit(r, pkt, buf, sizeof buf);
     if (why) {
       skip(r, "packet at byte %zu of the frame at offset %llu: %s (skipped)", at,

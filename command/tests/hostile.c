@@ -24,12 +24,6 @@
  *   devices      GPU records on devices 0..3 in one batch (GpuBatch.devices)
  *   mangled      kernel and function names that demangle through deep nesting (60,000 levels
  *                of pointers, of template arguments), under the 64 KiB string limit
- *   folded       400 API events folded 65,536 times each (ApiBatch.count): 26 M calls, ~1 KB
- *   repeats      26 M identical sub-microsecond API calls, one event each, in highly
- *                compressible batches: ~15 KB
- *   repeats-big  the same with 64 M calls: ~45 KB
- *   modules      100,000 modules and 20,000 stacks of DLH_MAX_STACK_DEPTH frames (each frame
- *                in another module), each stack used by one call: 5 M frames in ~200 KB
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -178,7 +172,7 @@ int main(int argc, char **argv) {
   }
   fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) { perror(argv[2]); return 1; }
-  w = dlh_enc_create(fd, !strncmp(kind, "repeats", 7) || !strcmp(kind, "modules") ? 19 : 0);
+  w = dlh_enc_create(fd, 0);
   if (!w) die("writer");
 
   Dlh__ProcessInfo pi = DLH__PROCESS_INFO__INIT;
@@ -325,33 +319,6 @@ int main(int argc, char **argv) {
     call(3, 1, 3, 0);
     free(a);
     free(b);
-  } else if (!strcmp(kind, "folded")) {
-    for (int i = 0; i < 400; i++) {
-      dlh_api_event ev = {.start_ns = clk, .dur_ns = 65536ull * 300, .fn = 1, .stack = 1,
-                          .count = 65536, .span_ns = 65536ull * 400};
-      if (dlh_enc_api(w, 100, &ev) < 0) die("event failed");
-      clk += 65536ull * 400 + 1000;
-    }
-  } else if (!strcmp(kind, "repeats") || !strcmp(kind, "repeats-big")) {
-    uint64_t n = !strcmp(kind, "repeats") ? 26000000ull : 64000000ull;
-    for (uint64_t i = 0; i < n; i++) {
-      dlh_api_event ev = {.start_ns = clk, .dur_ns = 300, .fn = 1, .stack = 1};
-      if (dlh_enc_api(w, 100, &ev) < 0) die("event failed");
-      clk += 400;
-    }
-  } else if (!strcmp(kind, "modules")) {
-    char nm[64];
-    for (uint32_t i = 0; i < 100000; i++) {
-      snprintf(nm, sizeof nm, "/opt/lib/libm%u.so", i);
-      module(16 + i, nm, 0x10000000ull + (uint64_t)i * 0x10000, 0x10000000ull + (uint64_t)i * 0x10000 + 0x8000);
-    }
-    uint64_t pcs[DLH_MAX_STACK_DEPTH];
-    for (uint32_t s = 0; s < 20000; s++) {
-      for (uint32_t k = 0; k < DLH_MAX_STACK_DEPTH; k++)
-        pcs[k] = 0x10000000ull + (uint64_t)((s + k * 97) % 100000) * 0x10000 + 0x100;
-      stack(16 + s, DLH_MAX_STACK_DEPTH, pcs);
-    }
-    for (uint32_t s = 0; s < 20000; s++) call(1, 16 + s, 1, 0);
   } else if (!strcmp(kind, "devices")) {
     for (uint32_t d = 0; d < 4; d++) call(1, 1, 1, d);
   } else {
