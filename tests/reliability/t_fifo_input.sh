@@ -24,6 +24,11 @@ for input in shared/x.dlh adir.dlh /dev/null; do
   done
 done
 # dlhook record looks at the files that appeared in its output directory: a FIFO among them
+# (not with an ASan build: record preloads libdlhook.so before the ASan runtime)
+if [ -n "${ASAN_LIB:-}" ]; then
+  echo "ok: 24 refusals without blocking ($(head -n 1 cmd.err)); record not exercised under ASan"
+  exit 0
+fi
 mkdir rec
 timeout 60 "$DLHOOK_BIN" record -o "$T/rec" -- sh -c 'mkfifo "$1/planted.dlh"; exec "$2" out 100' sh "$T/rec" "$V" \
   >rec.out 2>rec.err; rc=$?
