@@ -105,7 +105,7 @@ static void *pkt_alloc(void *data, size_t size) {
   /* the packet's memory comes from the reader's arena, reset for each packet: no malloc, free
    * or page faults per packet; what does not fit is malloc'd, and the arena grows for next time */
   size_t a = (size + 15) & ~(size_t)15;
-  if (a <= r->arena_cap - r->arena_used) {
+  if (r->arena && a <= r->arena_cap - r->arena_used) {
     void *p = r->arena + r->arena_used;
     r->arena_used += a;
     return p;
@@ -116,7 +116,7 @@ static void *pkt_alloc(void *data, size_t size) {
 
 static void pkt_free(void *data, void *p) {
   dlh_reader *r = data;
-  if ((uint8_t *)p >= r->arena && (uint8_t *)p < r->arena + r->arena_cap) return;
+  if (r->arena && (uint8_t *)p >= r->arena && (uint8_t *)p < r->arena + r->arena_cap) return;
   free(p);
 }
 
