@@ -309,12 +309,14 @@ struct rd_stats_run {
   one o;
   rd_sink own, st, rk, all;
   rd_tee tee;
+  rd_ops *ops;  /* the PyTorch tables */
 };
 
 rd_stats_run *rd_stats_run_new(size_t nfiles, int json) {
   rd_stats_run *x = rd_xmalloc(sizeof *x);
   memset(x, 0, sizeof *x);
   x->s.lib = rd_libstats_new();
+  x->ops = rd_ops_new();
   x->steps = json ? rd_steps_new() : NULL;
   x->n = nfiles;
   x->ranks = calloc(nfiles ? nfiles : 1, sizeof *x->ranks);
@@ -336,6 +338,8 @@ rd_sink *rd_stats_run_begin(rd_stats_run *x, size_t i, const char *path) {
   x->all = rd_tee_sink(&x->tee);
   return &x->all;
 }
+
+rd_ops *rd_stats_run_ops(rd_stats_run *x) { return x->ops; }
 
 /* The trace just begun could not be opened: it does not count. */
 void rd_stats_run_drop(rd_stats_run *x) { x->s.traces--; }
@@ -448,7 +452,7 @@ static void json_dlhook_memory(FILE *f, const stats *s) {
   fputs("]}", f);
 }
 
-static void print_json(FILE *f, const stats *s, rd_steps *steps) {
+static void print_json(FILE *f, const stats *s, rd_steps *steps, rd_ops *ops) {
   fputs("{\"api\":", f);
   json_aggs(f, &s->api, 1);
   fputs(",\n\"kernels\":", f);
@@ -486,6 +490,7 @@ static void print_json(FILE *f, const stats *s, rd_steps *steps) {
   rd_libstats_json(s->lib, f); /* gemms, convs, collectives */
   rd_ranks_json(f); /* several ranks: arrival skew and the straggler */
   rd_steps_json(f, steps); /* per step and rank: compute, comm, copy, host, idle */
+  if (ops) rd_ops_json(f, ops); /* operators, modules, source lines (PyTorch) */
   if (s->natt) { /* dlhook attach */
     fputs(",\n\"attached\":[", f);
     for (size_t i = 0; i < s->natt; i++) {
@@ -517,7 +522,7 @@ static const char *fmt_ns(char *buf, size_t n, double ns) {
  * the trace: control sequences are shown escaped, never sent). */
 static void fit(char *dst, size_t width, const char *src) { rd_term_fit(dst, 4 * width + 4, width, src); }
 
-static void print_table(FILE *f, const stats *s) {
+static void print_table(FILE *f, const stats *s, rd_ops *ops) {
   char name[4 * 57 + 4], b1[32], b2[32], b3[32];
   /* 40 + 9 + 10 + 7 + 11 + 11 + 11 = 99 columns */
   fprintf(f, "%-40s %-8s %9s %6s %10s %10s %10s\n", "Function", "Domain", "Calls", "Errors",
@@ -602,6 +607,7 @@ static void print_table(FILE *f, const stats *s) {
       putc('\n', f);
     }
   }
+  if (ops) rd_ops_table(f, ops);
   if (s->unsymbolized)
     fprintf(f, "%" PRIu64 " stack addresses without a name (recording ended first): "
                "dlhook symbolize TRACE names them\n", s->unsymbolized);
@@ -703,6 +709,13 @@ int cmd_stats(int argc, char **argv) {
     if (r1 != RD_OK) rc = RD_BAD_INPUT;
     if (t.opens == 0) { rd_stats_run_drop(x); rd_trace_close(&t); continue; }
     rd_stats_run_end(x, i, &t);
+    /* a PyTorch trace with stacks: its operators need every definition (symbols may follow
+     * the calls), so a second pass */
+    if (rd_ops_wanted(rd_stats_run_ops(x), &t)) {
+      rd_sink os = rd_ops_sink(rd_stats_run_ops(x), &t);
+      if (rd_read_again(&t, &ro, NULL, &os) != RD_OK) rc = RD_BAD_INPUT;
+      rd_ops_trace_end(rd_stats_run_ops(x));
+    }
     rd_trace_close(&t);
   }
   rd_stats_run_finish(x, json, stdout);
@@ -732,11 +745,12 @@ void rd_stats_run_finish(rd_stats_run *x, int json, FILE *out) {
   rd_steps *steps = x->steps;
   if (s.traces == 0 || !out) { /* nothing could be opened (the errors said why), or no output */
   } else if (json) {
-    print_json(out, &s, steps);
+    print_json(out, &s, steps, x->ops);
     steps = NULL;
   } else {
-    print_table(out, &s);
+    print_table(out, &s, x->ops);
   }
+  rd_ops_free(x->ops);
   for (size_t i = 0; i < s.api.n; i++) free(s.api.v[i].name);
   for (size_t i = 0; i < s.kernels.n; i++) free(s.kernels.v[i].name);
   free(s.api.v);

@@ -89,6 +89,9 @@ typedef struct kctx {
   uint64_t flows_s, flows_f;
   rd_u64map streams;         /* (device, stream) already named */
   uint64_t ev_idx;           /* "Ev Idx": the index of a CPU event among them, as Kineto counts */
+  rd_trace *t;               /* the trace being written (PyTorch's view of its stacks) */
+  rd_spans *sp;              /* operators, autograd nodes and Python frames of each thread */
+  uint64_t ops, pyframes;    /* cpu_op and python_function events derived from the stacks */
   uint64_t meta_ts;          /* ts of metadata events (the trace's start) */
   struct {                   /* the last function written (calls come in runs) */
     uint32_t fn;
@@ -454,6 +457,54 @@ static void w_calls(kctx *k, const dlh_api_event *ev) {
   w_u(k->f, ev->dur_ns);
 }
 
+/* An instance of a layer derived from the stacks (torch.c): aten operators and autograd nodes
+ * as cpu_op events (a node as torch.profiler writes it: "autograd::engine::evaluate_function:
+ * X" around "X"), Python frames as python_function events, named "FILE(LINE): FUNCTION" as
+ * torch.profiler's stack tracer names them (LINE: where the frame was at its first call). */
+static void k_span(void *ctx, const rd_span *sp) {
+  kctx *k = ctx;
+  FILE *f = k->f;
+  const rd_layer *l = sp->layer;
+  uint64_t dur = sp->end - sp->start;
+  if (l->kind == RD_LAYER_PY) {
+    char nm[64];
+    w_head(k, "python_function", sp->tid, sp->start, dur);
+    char *lbl = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&lbl, &n);
+    if (!m) return;
+    fprintf(m, "%s(%u): %s", l->file ? l->file : "?", l->line, l->name);
+    fclose(m);
+    w_name(k, 0, lbl);
+    free(lbl);
+    w_s(f, ",\"args\":{\"Python id\":");
+    w_u(f, sp->id);
+    w_s(f, ",\"Python parent id\":");
+    w_u(f, sp->parent);
+    snprintf(nm, sizeof nm, ",\"Python thread\":%u}}", sp->tid);
+    w_s(f, nm);
+    k->pyframes++;
+    return;
+  }
+  for (int pass = l->kind == RD_LAYER_NODE ? 0 : 1; pass < 2; pass++) {
+    w_head(k, "cpu_op", sp->tid, sp->start, dur);
+    if (pass == 0) {
+      w_s(f, "\"autograd::engine::evaluate_function: ");
+      w_s(f, l->name); /* a C++ identifier (torch.c): nothing to escape */
+      w_s(f, "\"");
+    } else {
+      w_name(k, 0, l->name);
+    }
+    w_s(f, ",\"args\":{\"External id\":");
+    w_u(f, pass == 1 ? sp->id : ++k->next_ext);
+    w_s(f, ",\"Record function id\":0,\"Sequence number\":0,\"Fwd thread id\":0,"
+           "\"Input Dims\":[],\"Input type\":[],\"Ev Idx\":");
+    w_u(f, k->ev_idx++);
+    w_s(f, ",\"derived\":\"stack\"}}");
+    k->ops++;
+  }
+}
+
 static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
   kctx *k = ctx;
   FILE *f = k->f;
@@ -471,6 +522,13 @@ static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
   const rd_func *fn = k->c.f;
   int dom = fn ? fn->domain : 0;
   const char *fname = k->c.name;
+  /* the operator around the call (torch.c): its External id goes on the runtime call and on
+   * the GPU work, as torch.profiler links op -> launch -> kernel */
+  uint32_t op_ext = 0;
+  if (ev->stack && k->sp) {
+    const rd_torch *c = rd_torch_of(k->t, ev->stack);
+    if (c->n) rd_spans_add(k->sp, tid, ev->start_ns, ev->start_ns + dlh_api_span(ev), c, &op_ext);
+  }
   uint32_t ext = ++k->next_ext;
   if (dom == DLH__DOMAIN__DOMAIN_NVTX) {
     uint64_t msg;
@@ -508,7 +566,7 @@ static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
     l->fn = ev->fn;
     l->tid = tid;
     l->launch = ev->start_ns ? ev->start_ns : 1;
-    l->ext = ext;
+    l->ext = op_ext ? op_ext : ext;
   } else if (l && l->fn != ev->fn) {
     l = NULL; /* a second call with the same id (nested): the outer one owns the work */
   }
@@ -518,7 +576,7 @@ static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
   if (shown) { putc_unlocked('"', f); w_s(f, shown); putc_unlocked('"', f); }
   else w_name(k, ev->fn & 0x7fffffff, fname);
   w_s(f, ",\"args\":{\"External id\":");
-  w_u(f, ext);
+  w_u(f, runtime && op_ext ? op_ext : ext);
   if (runtime) {
     long cb = k->c.cbid;
     if (cb >= 0) { w_s(f, ",\"cbid\":"); w_u(f, (uint64_t)cb); }
@@ -565,7 +623,7 @@ static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
   w_calls(k, ev);
   w_s(f, "}}");
   if (!l) return;
-  if (is_library(dom)) synth_launches(k, t, tid, ev, l, ext);
+  if (is_library(dom)) synth_launches(k, t, tid, ev, l, op_ext ? op_ext : ext);
   else w_flow(k, 's', ev->corr, k->pid, tid, ev->start_ns);
 }
 
@@ -820,7 +878,11 @@ static int kineto_one(void *ctx, ex_input *in, size_t index, size_t n) {
           "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%u,\"tid\":0,\"ts\":%" PRIu64 ","
           "\"args\":{\"sort_index\":%d}}", k.pid, k.meta_ts, k.rank >= 0 ? k.rank : 0);
   rd_sink all = {&k, k_packet, k_api, k_gpu, 0};
+  k.t = &in->t;
+  k.sp = rd_spans_new(k_span, &k, &k.next_ext);
   if (ex_input_pass(in, o, &all) != RD_OK) rc = RD_BAD_INPUT;
+  rd_spans_free(k.sp); /* what is still open */
+  k.sp = NULL;
   w_annotations(&k);
   w_memory(&k, path, in->samples, in->nmem);
   w_device_properties(&k);

@@ -13,6 +13,8 @@
  *             calls (libcalls.c), the GPU memory ledger (memory.c), clock alignment and the
  *             straggler (ranks.c), the step breakdown (steps.c), the stats run (cmd/stats.c).
  *   stacks    frames of a stack id, demangling (symbols.c).
+ *   PyTorch   aten operators, autograd nodes, Python frames, modules and the user's line of a
+ *             stack, and their instances on a thread (torch.c), for every output.
  *   options   rd_opts.h: the one option parser of every command (opts.c).
  *   output    rd_scan.h: files written atomically, gzip, safe names (output.c); JSON and
  *             terminal text (text.c); messages and exit codes (util.c). */
@@ -92,6 +94,7 @@ typedef struct rd_trace {
   int pass;         /* 1: the first read (definitions), 2: the second (rd_trace_rewind) */
   int opens, done;  /* times the file was opened; the second pass could not open it */
   int only;         /* rd_read_once: the first pass is the only one */
+  int quiet_damage; /* rd_read_again: damage was said by the first pass */
   /* ProcessInfo (the first), the first clock anchor with a realtime, devices: known after the
    * first pass */
   int have_process;
@@ -118,6 +121,7 @@ typedef struct rd_trace {
   uint64_t api_calls;            /* calls of the API events read so far (sum of their counts) */
   struct rd_mem *mem;            /* the trailer's memory figures, NULL when it has none */
   struct rd_stacks *stacks; /* symbols.c: stacks, modules, symbols, Python frames */
+  struct rd_torchs *torch;  /* torch.c: PyTorch's view of each stack */
   int defs_read;    /* the first pass read every stack definition (symbols.c) */
   uint64_t pcs_unsymbolized; /* Trailer.pcs_unsymbolized */
 } rd_trace;
@@ -201,6 +205,9 @@ typedef struct rd_frame {
  * or undefined. Native and Python frames are interleaved as the trace records them (mixed
  * mode: Python frames in place of the interpreter's frames). */
 size_t rd_stack_frames(const rd_trace *t, uint32_t stack_id, const rd_frame **out);
+/* The raw entries of a stack (pcs, and Python frame ids tagged DLH_PYFRAME_TAG), innermost
+ * first; 0 when undefined. */
+size_t rd_stack_raw(const rd_trace *t, uint32_t stack_id, const uint64_t **out, int *truncated);
 /* trace.c -> symbols.c: records a StackDef, ModuleDef, SymbolDef or PyFrameDef packet;
  * frees them all. */
 void rd_stacks_define(rd_trace *t, const Dlh__Packet *p);
@@ -208,6 +215,91 @@ void rd_stacks_free(rd_trace *t);
 
 /* Demangled C++ name (malloc'd, caller frees), or NULL when name is not a mangled name. */
 char *rd_demangle(const char *name);
+
+/* ---------------------------------------------------------------- PyTorch (torch.c) */
+
+/* What PyTorch was doing during a call, derived from its stack (torch.c says how): layers,
+ * outermost first, each an aten operator ("aten::addmm", named as torch.profiler names it), an
+ * autograd node ("AddmmBackward0"; rd_torch_node_label gives torch.profiler's
+ * "autograd::engine::evaluate_function: AddmmBackward0") or a Python frame ("Block.forward",
+ * with its file and line). Strings are interned per trace (equal names, equal pointers) and
+ * live until rd_trace_close. */
+enum { RD_LAYER_PY = 1, RD_LAYER_NODE = 2, RD_LAYER_OP = 3 };
+typedef struct rd_layer {
+  int kind;
+  const char *name;
+  const char *file;  /* Python frames: the .py file (NULL when unknown) */
+  uint32_t line;
+  uint64_t key;      /* tells instances apart: the frame's identity, its call site and the layer
+                        outside it */
+  int cut;           /* the outermost layer of a truncated stack: key without the layer outside */
+  const char *module; /* a module's forward(): the module path down to it, else NULL */
+} rd_layer;
+typedef struct rd_torch {
+  uint32_t n;
+  rd_layer *l;
+  int op;                      /* index of the innermost operator layer, -1 = none */
+  int node;                    /* index of the autograd node layer, -1 = none */
+  const char *op_path;         /* "aten::linear > aten::addmm", NULL = no operator */
+  const char *module;          /* "LM.forward > Block.forward", NULL = no module */
+  const char *user;            /* "train.py:57": the innermost frame of the user's code, or NULL */
+  const char *user_function;   /* its function */
+} rd_torch;
+/* PyTorch's view of stack `stack_id` of t (computed once per stack, after the definitions are
+ * read: rd_open's first pass, or the end of rd_read_once); never NULL (n = 0 without layers). */
+const rd_torch *rd_torch_of(rd_trace *t, uint32_t stack_id);
+static inline const char *rd_torch_op(const rd_torch *x) { return x->op >= 0 ? x->l[x->op].name : NULL; }
+const char *rd_torch_node_label(const rd_torch *x, char *buf, size_t cap);
+/* "aten::" and the operator name of dispatcher struct s (n bytes: "fill__Scalar" ->
+ * "aten::fill_") into buf; returns the length. */
+size_t rd_aten_name(const char *s, size_t n, char *buf, size_t cap);
+/* Whether a Python file is the user's own code (not site-packages, the standard library,
+ * torch/ or frozen). */
+int rd_torch_user_file(const char *file);
+void rd_torch_free(rd_trace *t);
+
+/* Whether a trace loaded a module whose path contains `part` ("libtorch_cpu."), and how many
+ * stacks it defines (symbols.c). */
+int rd_stacks_have_module(const rd_trace *t, const char *part);
+size_t rd_stacks_count(const rd_trace *t);
+
+/* The operator, module and source-line tables of dlhook stats and report (ops.c): for each
+ * trace that rd_ops_wanted says has PyTorch with stacks, a pass through rd_ops_sink (with every
+ * definition known), then rd_ops_trace_end. rd_ops_json writes `,"pytorch":{...}` (leading
+ * comma), rd_ops_table the terminal tables; rd_ops_none says in one line why there is no
+ * table (NULL when there is one). */
+typedef struct rd_ops rd_ops;
+rd_ops *rd_ops_new(void);
+int rd_ops_wanted(rd_ops *x, const rd_trace *t);
+struct rd_sink rd_ops_sink(rd_ops *x, rd_trace *t);
+void rd_ops_trace_end(rd_ops *x);
+const char *rd_ops_none(const rd_ops *x);
+void rd_ops_json(FILE *f, rd_ops *x);
+void rd_ops_table(FILE *f, rd_ops *x);
+void rd_ops_free(rd_ops *x);
+
+/* Instances of the layers on each thread, from its calls in time order: consecutive calls whose
+ * layer has the same key are one instance, from the first call's start to the last one's end
+ * (an operator that made no recorded call is not seen). rd_spans_add takes one call and returns
+ * the id of the innermost open layer (0 = none) and in *op_id that of the innermost operator or
+ * autograd node (a stack truncated at the outer end is placed inside the open layers it agrees
+ * with); ids count up from *next_id (or from 1). Each instance goes to emit once it is
+ * closed (a later call outside it, rd_spans_flush, rd_spans_free), parent = the enclosing
+ * instance's id (0 = none). */
+typedef struct rd_span {
+  uint32_t tid, depth;
+  const rd_layer *layer;
+  uint64_t start, end;
+  uint32_t id, parent;
+} rd_span;
+typedef void (*rd_span_fn)(void *ctx, const rd_span *s);
+typedef struct rd_spans rd_spans;
+rd_spans *rd_spans_new(rd_span_fn emit, void *ctx, uint32_t *next_id);
+uint32_t rd_spans_add(rd_spans *x, uint32_t tid, uint64_t start, uint64_t end, const rd_torch *c,
+                      uint32_t *op_id);
+void rd_spans_flush(rd_spans *x, uint32_t tid);
+/* Emits what is still open, then frees x (accepts NULL). */
+void rd_spans_free(rd_spans *x);
 
 /* ---------------------------------------------------------------- ranks (ranks.c) */
 
@@ -254,6 +346,9 @@ void rd_stats_run_end(rd_stats_run *x, size_t i, rd_trace *t);
 /* After rd_stats_run_begin, when the trace could not be opened at all. */
 void rd_stats_run_drop(rd_stats_run *x);
 void rd_stats_run_finish(rd_stats_run *x, int json, FILE *out);
+/* The PyTorch tables of the run (ops.c), for the caller to feed: each trace that
+ * rd_ops_wanted accepts, through a pass of rd_ops_sink, then rd_ops_trace_end. */
+struct rd_ops *rd_stats_run_ops(rd_stats_run *x);
 
 /* GPU record kinds (GpuBatch.kind): dlhook.proto's GpuRecordKind, by shorter names. */
 enum {

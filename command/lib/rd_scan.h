@@ -67,12 +67,16 @@ typedef struct rd_sink {
  *   rd_scan   rd_open without pre, rd_pass, rd_trace_close.
  *   rd_read_once  one pass only, definitions as they come, for consumers that need no
  *             definition that may follow its use (stacks, symbols: `dlhook symbolize` appends
- *             them): dlhook stats. Returns as rd_pass; t must be closed.
+ *             them): dlhook stats. Returns as rd_pass; t must be closed. rd_read_again then
+ *             makes the second pass when a trace needs it after all (PyTorch operators).
  * Several consumers share one pass through an rd_tee. */
 int rd_open(rd_trace *t, const char *path, const rd_opts *o, rd_sink *pre);
 int rd_pass(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s);
 int rd_scan(const char *path, const rd_opts *o, const char *what, rd_sink *s);
 int rd_read_once(rd_trace *t, const char *path, const rd_opts *o, const char *what, rd_sink *s);
+/* After rd_read_once, for a consumer that turned out to need every definition (dlhook stats on
+ * a PyTorch trace: the operators): the second pass, every definition known. */
+int rd_read_again(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s);
 
 /* Up to 8 consumers of one pass, called in order for each packet and event (NULL entries and
  * callbacks are left out). */

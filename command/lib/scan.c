@@ -145,7 +145,7 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
     fprintf(stderr, "\rdlhook: %s %s: done, %" PRIu64 " events in %.1f s%20s\n", what, t->path,
             rd_events_scanned, el, "");
   }
-  if (bad && (t->pass == 2 || t->only)) rd_error("%s: inconsistent event batch (skipped its remaining events)", t->path);
+  if (bad && (t->pass == 2 || t->only) && !t->quiet_damage) rd_error("%s: inconsistent event batch (skipped its remaining events)", t->path);
   return rc < 0 || bad ? RD_BAD_INPUT : RD_OK;
 }
 
@@ -169,6 +169,18 @@ int rd_read_once(rd_trace *t, const char *path, const rd_opts *o, const char *wh
   dlh_reader_close(t->r);
   t->r = NULL;
   return rc;
+}
+
+int rd_read_again(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
+  if (!t->only || t->r || t->opens != 1) {
+    rd_error("%s: internal: rd_read_again without rd_read_once", t->path);
+    return RD_BAD_INPUT;
+  }
+  t->only = 0;
+  t->pass = 2;
+  t->defs_read = 1;
+  t->quiet_damage = 1; /* the first pass said it */
+  return stream(t, o, what, s);
 }
 
 int rd_pass(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {

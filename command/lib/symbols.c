@@ -241,6 +241,28 @@ size_t rd_stack_frames(const rd_trace *t, uint32_t stack_id, const rd_frame **ou
   return st->n;
 }
 
+int rd_stacks_have_module(const rd_trace *t, const char *part) {
+  const rd_stacks *s = t->stacks;
+  if (!s) return 0;
+  for (size_t i = 0; i < s->nmods; i++)
+    if (strstr(s->modlist[i]->path, part)) return 1;
+  return 0;
+}
+
+size_t rd_stacks_count(const rd_trace *t) { return t->stacks ? t->stacks->stacks.n : 0; }
+
+size_t rd_stack_raw(const rd_trace *t, uint32_t stack_id, const uint64_t **out, int *truncated) {
+  *out = NULL;
+  *truncated = 0;
+  rd_stacks *s = t->stacks;
+  if (!s || !stack_id) return 0;
+  rd_stack *st = rd_map_get(&s->stacks, stack_id);
+  if (!st) return 0;
+  *out = st->raw;
+  *truncated = st->truncated;
+  return st->n;
+}
+
 void rd_stacks_free(rd_trace *t) {
   rd_stacks *s = t->stacks;
   if (!s) return;

@@ -197,7 +197,7 @@ int rd_trace_next(rd_trace *t, const Dlh__Packet **p) {
   if (rc == 1) {
     if (t->pass == 2) t->packets++;
     define(t, *p);
-  } else if (rc < 0 && (t->pass == 2 || t->only)) { /* damage is said once, by the last pass */
+  } else if (rc < 0 && (t->pass == 2 || t->only) && !t->quiet_damage) { /* damage is said once, by the last pass */
     const char *m = dlh_reader_error(t->r);
     if (dlh_reader_skipped(t->r))
       rd_error("%s: damaged trace: %s", t->path, m ? m : "read error");
@@ -213,6 +213,7 @@ void rd_trace_close(rd_trace *t) {
   rd_map_free(&t->funcs, func_free);
   rd_map_free(&t->strings, free);
   rd_map_free(&t->knames, free);
+  rd_torch_free(t);
   rd_stacks_free(t);
   mem_free(t->mem);
   t->mem = NULL;
