@@ -47,7 +47,7 @@
       if (level > 0) o.label = '';
       return o;
     }
-    if (L.kind === 1) { // NVTX: one row per nesting level
+    if (L.kind === 1 || L.kind === 3) { // NVTX, PyTorch modules and ops: one row per nesting level
       var stack = [], rows = [];
       for (var i = 0; i < n; i++) {
         while (stack.length && stack[stack.length - 1] <= s[i]) stack.pop();
@@ -76,7 +76,7 @@
   var ctx = cv.getContext('2d');
   var LABEL = 190, AXIS = 24, LH = 16, GH = 18, MEMH = 36;
   var v0 = 0, v1 = Math.max(D.span, 1), W = 800, sel = null, hl = [];
-  var COLORS = ['#3b6fb6', '#8a5cc2', '#2e9e4f'];
+  var COLORS = ['#3b6fb6', '#8a5cc2', '#2e9e4f', '#c0392b'];
   // layout: group header, then its lanes, then its memory counter
   var rows = [], y = AXIS;
   D.groups.forEach(function (G, gi) {
@@ -184,7 +184,8 @@
         flush(); runX = col; runEnd = col + 1; runCount = 1; continue;
       }
       flush();
-      ctx.fillStyle = L.kind === 1 ? ['#8a5cc2', '#a07ad0', '#b698dc', '#ccb6e8'][L.level % 4] : base;
+      ctx.fillStyle = L.kind === 1 ? ['#8a5cc2', '#a07ad0', '#b698dc', '#ccb6e8'][L.level % 4]
+        : L.kind === 3 ? ['#c0392b', '#d35400', '#e67e22', '#b9770e'][L.level % 4] : base;
       ctx.fillRect(a, ry + 1, b - a, LH - 2);
       if (b - a > 40) {
         ctx.fillStyle = '#fff';
@@ -439,6 +440,18 @@
 
   // ------------------------------------------------------------ tables from dlhook stats --json
   var T = D.stats || {}, M = D.memory || {}, th = '';
+  var P = T.pytorch || {};
+  var topShape = function (arr) {
+    return (arr || []).map(function (o) {
+      var c = {}; Object.keys(o).forEach(function (k) { if (k !== 'shapes') c[k] = o[k]; });
+      c.top_shape = o.shapes && o.shapes.length ? o.shapes[0].shape : '';
+      return c;
+    });
+  };
+  if (P.none) th += '<p class="muted" id="pytorch-none">PyTorch operators: ' + esc(P.none) + '</p>';
+  th += objTable('pytorch-ops', 'PyTorch operators (innermost op of each call; GPU time of the work it launched)', topShape(P.operators), 100);
+  th += objTable('pytorch-modules', 'PyTorch modules (forward() frames)', P.modules, 100);
+  th += objTable('pytorch-lines', 'Source lines (the innermost frame of your code)', P.lines, 100);
   th += objTable('gemms', 'GEMMs (by shape)', T.gemms);
   th += objTable('convs', 'Convolutions (by shape)', T.convs);
   th += objTable('collectives', 'Collectives', T.collectives);

@@ -22,7 +22,9 @@ int cmd_stats(int argc, char **argv);
 #define MAX_LANES 4096
 #define MAX_DETAIL 300000  /* events embedded with their details; see detail_threshold() */
 
-enum { L_API = 0, L_NVTX = 1, L_GPU = 2 };
+/* lanes: a thread's calls, its NVTX ranges, a GPU stream, a thread's PyTorch modules and
+ * operators (torch.c) */
+enum { L_API = 0, L_NVTX = 1, L_GPU = 2, L_OPS = 3 };
 
 typedef struct lane {
   uint32_t pid, kind, a, b;  /* L_API/L_NVTX: a = tid; L_GPU: a = device, b = stream */
@@ -70,6 +72,8 @@ typedef struct report {
   rd_map threads;            /* tid -> thread name (of the trace being read) */
   rd_map stackstr;           /* stack id -> string index + 1 (of the trace being read) */
   rd_u64map ext;             /* CUPTI correlation id -> external id (kind 7), this trace */
+  rd_trace *cur;             /* the trace being read */
+  rd_spans *sp;              /* its modules and operators (the PyTorch lanes) */
   size_t first_ev;           /* first event of the trace being read */
 } report;
 
@@ -269,10 +273,28 @@ static uint32_t args_str(report *r, const rd_trace *t, const rd_func *f, const d
   return buf[0] ? intern(&r->st, buf) : 0;
 }
 
+/* A module (forward() frame) or an operator instance: one event of its thread's PyTorch lane
+ * (nested by time, like NVTX ranges). */
+static void on_span(void *ctx, const rd_span *sp) {
+  report *r = ctx;
+  const rd_layer *l = sp->layer;
+  char buf[512];
+  const char *nm = l->kind == RD_LAYER_OP ? l->name
+                   : l->kind == RD_LAYER_NODE ? (snprintf(buf, sizeof buf,
+                                                          "autograd::engine::evaluate_function: %s",
+                                                          l->name), buf)
+                   : l->module ? l->name : NULL;
+  if (nm) add_ev(r, lane_of(r, L_OPS, sp->tid, 0), sp->start, sp->end, intern(&r->st, nm), 0, 0, 0);
+}
+
 /* A folded event (count identical calls recorded once) is one timeline event over its span,
  * named "NAME ×COUNT"; the tables count each of its calls. */
 static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *e) {
   report *r = ctx;
+  if (r->sp && e->stack) {
+    const rd_torch *c = rd_torch_of(r->cur, e->stack);
+    if (c->n) rd_spans_add(r->sp, tid, e->start_ns, e->start_ns + dlh_api_span(e), c, NULL);
+  }
   const rd_func *f = rd_trace_func(t, e->fn);
   int domain = f ? f->domain : 0;
   uint64_t calls = dlh_api_calls(e), end = e->start_ns + dlh_api_span(e);
@@ -382,9 +404,10 @@ static void table(FILE *f, const char *id, const char *title, aggs *a, int calls
 }
 
 static int by_lane(const void *x, const void *y) {
+  static const int order[] = {[L_API] = 0, [L_OPS] = 1, [L_NVTX] = 2, [L_GPU] = 3};
   const lane *a = *(lane *const *)x, *b = *(lane *const *)y;
   if (a->group != b->group) return a->group < b->group ? -1 : 1;
-  if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+  if (a->kind != b->kind) return order[a->kind] < order[b->kind] ? -1 : 1;
   if (a->a != b->a) return a->a < b->a ? -1 : 1;
   return a->b < b->b ? -1 : a->b > b->b;
 }
@@ -450,6 +473,7 @@ static void data_json(FILE *f, report *r, size_t *shown, uint64_t *threshold) {
     const lane *l = r->lanes[li];
     char label[160];
     if (l->kind == L_GPU) snprintf(label, sizeof label, "GPU %u stream %u", l->a, l->b);
+    else if (l->kind == L_OPS) snprintf(label, sizeof label, "PyTorch thread %u", l->a);
     else {
       const char *tn = l->b > 1 ? r->st.v[l->b - 1] : NULL;
       snprintf(label, sizeof label, "%s%.40s%sthread %u", l->kind == L_NVTX ? "NVTX " : "",
@@ -787,9 +811,15 @@ int cmd_report(int argc, char **argv) {
   /* the stats of the page (dlhook stats --json), from the same pass, on the common timeline */
   rd_stats_run *sr = rd_stats_run_new(n, 1);
   for (size_t i = 0; i < n; i++) {
-    rd_sink s = {r, on_packet, on_api, on_gpu, 0}, fs = flame_sink(&fl);
+    rd_sink s = {r, on_packet, on_api, on_gpu, 0}, fs = flame_sink(&fl), os;
     rd_tee tee = {{&s, &fs, rd_stats_run_begin(sr, i, files[i])}, 3};
+    int torch = rd_ops_wanted(rd_stats_run_ops(sr), &T[i]);
+    if (torch) { /* the operator tables and the PyTorch lanes */
+      os = rd_ops_sink(rd_stats_run_ops(sr), &T[i]);
+      tee.s[tee.n++] = &os;
+    }
     rd_sink all = rd_tee_sink(&tee);
+    r->cur = &T[i];
     r->pid = T[i].pid;
     r->group = 0;
     for (size_t g = 0; g < r->ngroups; g++)
@@ -798,8 +828,12 @@ int cmd_report(int argc, char **argv) {
     r->first_ev = r->nevs;
     rd_map_free(&r->threads, free);
     memset(&r->threads, 0, sizeof r->threads);
+    r->sp = torch ? rd_spans_new(on_span, r, NULL) : NULL;
     int prc = rd_pass(&T[i], &o, "report", &all);
     if (prc != RD_OK) rc = RD_BAD_INPUT;
+    rd_spans_free(r->sp); /* the instances still open go to this trace's lanes */
+    r->sp = NULL;
+    if (torch) rd_ops_trace_end(rd_stats_run_ops(sr));
     if (flame_trace_end(&fl, &T[i], prc) != RD_OK) flame_ok = 0;
     rd_stats_run_end(sr, i, &T[i]);
     /* kernels launched inside library calls link to the call's external id; lane names */

@@ -91,6 +91,9 @@ typedef struct kctx {
   uint64_t ev_idx;           /* "Ev Idx": the index of a CPU event among them, as Kineto counts */
   rd_trace *t;               /* the trace being written (PyTorch's view of its stacks) */
   rd_spans *sp;              /* operators, autograd nodes and Python frames of each thread */
+  rd_map kthr;               /* tid -> kthread: a thread's events while an operator is open */
+  rd_u64map slot_ix;         /* span id of an open operator -> its slot (index + 1) */
+  FILE *main_f;              /* the output file (f is a thread's buffer while it writes there) */
   uint64_t ops, pyframes;    /* cpu_op and python_function events derived from the stacks */
   uint64_t meta_ts;          /* ts of metadata events (the trace's start) */
   struct {                   /* the last function written (calls come in runs) */
@@ -321,6 +324,7 @@ static void put_nccl(kctx *k, uint64_t corr, const nccl_info *c) {
 
 static void k_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
   kctx *k = ctx;
+  if (k->main_f) k->f = k->main_f;
   switch (p->data_case) {
     case DLH__PACKET__DATA_PROCESS: {
       const Dlh__ProcessInfo *pi = p->process;
@@ -457,6 +461,83 @@ static void w_calls(kctx *k, const dlh_api_event *ev) {
   w_u(k->f, ev->dur_ns);
 }
 
+/* While an operator (or autograd node) of a thread is open, that thread's events go to a
+ * buffer, and each operator to a slot reserved where it opened: once the outermost one closes,
+ * the buffer is written with every operator before the calls and operators inside it. Readers
+ * that nest events by time (HTA's call graph, Perfetto) take the earlier of two events with the
+ * same start and duration (in whole µs) as the parent. */
+typedef struct kslot { size_t pos; char *text; size_t len; } kslot;
+typedef struct kthread {
+  FILE *ms;
+  char *buf;
+  size_t len;
+  kslot *slot;
+  size_t nslot, capslot;
+  uint32_t open_ops;
+  uint64_t *slot_of;         /* span id -> slot index + 1 (small map: ids of open slots) */
+} kthread;
+
+static kthread *kthread_of(kctx *k, uint32_t tid) {
+  kthread *th = rd_map_get(&k->kthr, tid);
+  if (!th) {
+    th = rd_xmalloc(sizeof *th);
+    memset(th, 0, sizeof *th);
+    rd_map_put(&k->kthr, tid, th);
+  }
+  return th;
+}
+
+/* Writes a thread's buffer and slots to the output, in order, and empties it. */
+static void kthread_flush(kctx *k, kthread *th) {
+  if (!th->ms) return;
+  fflush(th->ms);
+  size_t prev = 0;
+  for (size_t i = 0; i < th->nslot; i++) {
+    kslot *sl = &th->slot[i];
+    if (sl->pos > prev) rd_put(k->main_f, th->buf + prev, sl->pos - prev);
+    if (sl->text) rd_put(k->main_f, sl->text, sl->len);
+    free(sl->text);
+    prev = sl->pos;
+  }
+  if (th->len > prev) rd_put(k->main_f, th->buf + prev, th->len - prev);
+  fclose(th->ms);
+  free(th->buf);
+  th->ms = NULL;
+  th->buf = NULL;
+  th->len = 0;
+  th->nslot = 0;
+}
+
+static void kthread_free(void *p) {
+  kthread *th = p;
+  free(th->slot);
+  free(th);
+}
+
+/* k->f for an event of thread tid: its buffer while an operator is open there */
+static void route(kctx *k, uint32_t tid) {
+  kthread *th = rd_map_get(&k->kthr, tid);
+  k->f = th && th->open_ops ? th->ms : k->main_f;
+}
+
+static void k_open(void *ctx, const rd_span *sp) {
+  kctx *k = ctx;
+  if (sp->layer->kind == RD_LAYER_PY) return;
+  kthread *th = kthread_of(k, sp->tid);
+  if (!th->ms) {
+    th->ms = open_memstream(&th->buf, &th->len);
+    if (!th->ms) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
+  }
+  fflush(th->ms);
+  if (th->nslot == th->capslot) {
+    th->capslot = th->capslot ? th->capslot * 2 : 16;
+    th->slot = rd_xrealloc(th->slot, th->capslot * sizeof *th->slot);
+  }
+  th->slot[th->nslot++] = (kslot){th->len, NULL, 0};
+  rd_m_put(&k->slot_ix, (uint64_t)sp->id, (uint32_t)th->nslot);
+  th->open_ops++;
+}
+
 /* An instance of a layer derived from the stacks (torch.c): aten operators and autograd nodes
  * as cpu_op events (a node as torch.profiler writes it: "autograd::engine::evaluate_function:
  * X" around "X"), Python frames as python_function events, named "FILE(LINE): FUNCTION" as
@@ -468,6 +549,9 @@ static void k_span(void *ctx, const rd_span *sp) {
   uint64_t dur = sp->end - sp->start;
   if (l->kind == RD_LAYER_PY) {
     char nm[64];
+    FILE *saved = k->f;
+    route(k, sp->tid);
+    f = k->f;
     w_head(k, "python_function", sp->tid, sp->start, dur);
     char *lbl = NULL;
     size_t n = 0;
@@ -484,8 +568,19 @@ static void k_span(void *ctx, const rd_span *sp) {
     snprintf(nm, sizeof nm, ",\"Python thread\":%u}}", sp->tid);
     w_s(f, nm);
     k->pyframes++;
+    k->f = saved;
     return;
   }
+  kthread *th = rd_map_get(&k->kthr, sp->tid);
+  uint32_t si = 0;
+  if (!th || !rd_m_get(&k->slot_ix, sp->id, &si) || !si) return; /* opened before: cannot be */
+  rd_m_del(&k->slot_ix, sp->id);
+  char *text = NULL;
+  size_t tlen = 0;
+  FILE *saved = k->f;
+  k->f = open_memstream(&text, &tlen);
+  if (!k->f) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
+  f = k->f;
   for (int pass = l->kind == RD_LAYER_NODE ? 0 : 1; pass < 2; pass++) {
     w_head(k, "cpu_op", sp->tid, sp->start, dur);
     if (pass == 0) {
@@ -503,6 +598,11 @@ static void k_span(void *ctx, const rd_span *sp) {
     w_s(f, ",\"derived\":\"stack\"}}");
     k->ops++;
   }
+  fclose(k->f);
+  k->f = saved;
+  th->slot[si - 1].text = text;
+  th->slot[si - 1].len = tlen;
+  if (--th->open_ops == 0) kthread_flush(k, th);
 }
 
 static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
@@ -527,8 +627,14 @@ static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
   uint32_t op_ext = 0;
   if (ev->stack && k->sp) {
     const rd_torch *c = rd_torch_of(k->t, ev->stack);
-    if (c->n) rd_spans_add(k->sp, tid, ev->start_ns, ev->start_ns + dlh_api_span(ev), c, &op_ext);
+    rd_span_at at;
+    if (c->n) {
+      rd_spans_add(k->sp, tid, ev->start_ns, ev->start_ns + dlh_api_span(ev), c, &at);
+      op_ext = at.op_id;
+    }
   }
+  if (k->kthr.n) route(k, tid);
+  f = k->f;
   uint32_t ext = ++k->next_ext;
   if (dom == DLH__DOMAIN__DOMAIN_NVTX) {
     uint64_t msg;
@@ -672,6 +778,7 @@ static void note_annotation(kctx *k, const ex_link *l, const rd_gpu *g) {
 
 static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   kctx *k = ctx;
+  if (k->main_f) k->f = k->main_f;
   FILE *f = k->f;
   const char *cat;
   switch (g->kind) {
@@ -879,10 +986,15 @@ static int kineto_one(void *ctx, ex_input *in, size_t index, size_t n) {
           "\"args\":{\"sort_index\":%d}}", k.pid, k.meta_ts, k.rank >= 0 ? k.rank : 0);
   rd_sink all = {&k, k_packet, k_api, k_gpu, 0};
   k.t = &in->t;
+  k.main_f = k.f;
   k.sp = rd_spans_new(k_span, &k, &k.next_ext);
+  rd_spans_on_open(k.sp, k_open);
   if (ex_input_pass(in, o, &all) != RD_OK) rc = RD_BAD_INPUT;
   rd_spans_free(k.sp); /* what is still open */
   k.sp = NULL;
+  k.f = k.main_f;
+  rd_map_free(&k.kthr, kthread_free);
+  rd_m_free(&k.slot_ix);
   w_annotations(&k);
   w_memory(&k, path, in->samples, in->nmem);
   w_device_properties(&k);

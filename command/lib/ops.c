@@ -37,12 +37,14 @@ typedef struct tstate {  /* per thread during a pass: closed children's time by 
 
 struct rd_ops {
   otab ops, mods, lines;
-  uint64_t traces, torch_traces, torch_nostack, gpu_ns, gpu_attr_ns;
+  uint64_t traces, torch_traces, nostack, gpu_ns, gpu_attr_ns;
   /* the trace of the current pass */
   rd_trace *t;
   rd_spans *sp;
   rd_map threads;       /* tid -> tstate* */
-  rd_u64map corr_stack; /* correlation id -> stack id of the call */
+  rd_u64map corr_at;    /* correlation id -> index into at of the call */
+  struct cat { const char *op, *mod, *user; } *at;
+  size_t nat, capat;
   rd_u64map ext;        /* CUPTI correlation id -> index into extv (the library call's id) */
   uint64_t *extv;
   size_t next, capext;
@@ -97,9 +99,9 @@ void rd_ops_free(rd_ops *x) {
 
 int rd_ops_wanted(rd_ops *x, const rd_trace *t) {
   x->traces++;
+  if (!rd_stacks_count(t)) { x->nostack++; return 0; } /* --stacks none: no modules either */
   if (!rd_stacks_have_module(t, "libtorch_cpu.")) return 0;
   x->torch_traces++;
-  if (!rd_stacks_count(t)) { x->torch_nostack++; return 0; }
   return 1;
 }
 
@@ -140,6 +142,7 @@ static void on_span(void *ctx, const rd_span *sp) {
     r = row_of(&x->mods, l->module);
     r->instances++;
     r->host_ns += dur;
+    r->self_ns += dur > child ? dur - child : 0;
     return;
   }
   if (l->kind == RD_LAYER_OP) r = row_of(&x->ops, l->name);
@@ -191,23 +194,51 @@ static int shape_of(const rd_trace *t, const dlh_api_event *ev, char *buf, size_
   return 0;
 }
 
+/* The row names of a call: its operator (or autograd node), module path and user line, from
+ * where rd_spans placed it (which knows the layers a truncated stack lost). */
+static struct cat names_of(rd_ops *x, const rd_torch *t, const rd_span_at *at) {
+  struct cat c = {NULL, NULL, NULL};
+  char buf[512];
+  if (at->op) c.op = at->op->name;
+  else if (at->node) {
+    snprintf(buf, sizeof buf, "autograd::engine::evaluate_function: %s", at->node->name);
+    c.op = row_of(&x->ops, buf)->name;
+  }
+  if (at->module_path) c.mod = row_of(&x->mods, at->module_path)->name;
+  if (t->user) { /* the call's own line; a truncated stack: the line of its open frame */
+    c.user = row_of(&x->lines, t->user)->name;
+  } else if (at->user) {
+    snprintf(buf, sizeof buf, "%s:%u", at->user->file, at->user->line);
+    c.user = row_of(&x->lines, buf)->name;
+  }
+  return c;
+}
+
 static void o_api(void *ctx, const rd_trace *ct, uint32_t tid, const dlh_api_event *ev) {
   rd_ops *x = ctx;
   if (!ev->stack) return;
   const rd_torch *c = rd_torch_of(x->t, ev->stack);
   (void)ct;
   if (!c->n) return;
-  rd_spans_add(x->sp, tid, ev->start_ns, ev->start_ns + dlh_api_span(ev), c, NULL);
-  if (ev->corr) rd_m_put(&x->corr_stack, ev->corr, ev->stack);
-  const char *op = rd_torch_op(c);
+  rd_span_at at;
+  rd_spans_add(x->sp, tid, ev->start_ns, ev->start_ns + dlh_api_span(ev), c, &at);
+  struct cat n = names_of(x, c, &at);
+  if (ev->corr && (n.op || n.mod || n.user)) {
+    if (x->nat == x->capat) {
+      x->capat = x->capat ? x->capat * 2 : 1024;
+      x->at = rd_xrealloc(x->at, x->capat * sizeof *x->at);
+    }
+    x->at[x->nat] = n;
+    rd_m_put(&x->corr_at, ev->corr, (uint32_t)x->nat++);
+  }
   char buf[512];
-  if (op || c->node >= 0) {
-    orow *r = row_of(&x->ops, op ? op : rd_torch_node_label(c, buf, sizeof buf));
+  if (n.op) {
+    orow *r = row_of(&x->ops, n.op);
     r->calls += dlh_api_calls(ev);
     if (ev->depth == 0 && shape_of(x->t, ev, buf, sizeof buf)) add_shape(r, buf);
   }
-  if (c->module) row_of(&x->mods, c->module)->calls += dlh_api_calls(ev);
-  if (c->user) row_of(&x->lines, c->user)->calls += dlh_api_calls(ev);
+  if (n.mod) row_of(&x->mods, n.mod)->calls += dlh_api_calls(ev);
+  if (n.user) row_of(&x->lines, n.user)->calls += dlh_api_calls(ev);
 }
 
 static void o_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
@@ -247,19 +278,16 @@ void rd_ops_trace_end(rd_ops *x) {
   rd_spans_free(x->sp);
   x->sp = NULL;
   rd_map_free(&x->threads, tstate_free);
-  char buf[512];
   for (size_t i = 0; i < x->npend; i++) {
     const pending *p = &x->pend[i];
-    uint32_t stack = 0, e;
-    if (!rd_m_get(&x->corr_stack, p->corr, &stack) && rd_m_get(&x->ext, p->corr, &e))
-      rd_m_get(&x->corr_stack, x->extv[e], &stack);
-    if (!stack) continue;
-    const rd_torch *c = rd_torch_of(x->t, stack);
-    const char *op = rd_torch_op(c);
-    orow *rows[3] = {op || c->node >= 0 ? row_of(&x->ops, op ? op : rd_torch_node_label(c, buf, sizeof buf)) : NULL,
-                     c->module ? row_of(&x->mods, c->module) : NULL,
-                     c->user ? row_of(&x->lines, c->user) : NULL};
-    if (rows[0] || rows[1] || rows[2]) x->gpu_attr_ns += p->dur;
+    uint32_t ai, e;
+    if (!rd_m_get(&x->corr_at, p->corr, &ai) &&
+        !(rd_m_get(&x->ext, p->corr, &e) && rd_m_get(&x->corr_at, x->extv[e], &ai)))
+      continue;
+    const struct cat *n = &x->at[ai];
+    orow *rows[3] = {n->op ? row_of(&x->ops, n->op) : NULL, n->mod ? row_of(&x->mods, n->mod) : NULL,
+                     n->user ? row_of(&x->lines, n->user) : NULL};
+    x->gpu_attr_ns += p->dur;
     for (int k = 0; k < 3; k++) {
       if (!rows[k]) continue;
       rows[k]->gpu_ns += p->dur;
@@ -274,7 +302,10 @@ void rd_ops_trace_end(rd_ops *x) {
   x->extv = NULL;
   x->next = x->capext = 0;
   rd_m_free(&x->ext);
-  rd_m_free(&x->corr_stack);
+  rd_m_free(&x->corr_at);
+  free(x->at);
+  x->at = NULL;
+  x->nat = x->capat = 0;
   x->t = NULL;
 }
 
@@ -296,9 +327,9 @@ static void sort_tab(otab *tb) {
 
 const char *rd_ops_none(const rd_ops *x) {
   if (x->ops.n || x->mods.n || x->lines.n) return NULL;
+  if (x->traces && x->nostack == x->traces)
+    return "recorded without call stacks (--stacks none): nothing to derive operators from";
   if (!x->torch_traces) return "no PyTorch in these traces (no libtorch loaded): nothing to derive";
-  if (x->torch_nostack == x->torch_traces)
-    return "recorded with --stacks none: no stacks to derive operators from";
   return "no call inside a PyTorch operator, module or user line";
 }
 
@@ -361,10 +392,12 @@ static void table(FILE *f, const char *title, const char *col, const otab *tb, i
     rd_term_fit(name, sizeof name, 48, r->name);
     sh[0] = 0;
     if (shapes && r->shape[0].s) rd_term_fit(sh, sizeof sh, 30, r->shape[0].s);
+    /* lines have no instances: their count is the calls made from them, no host time */
     fprintf(f, "  %s %8" PRIu64 " %10s %10s %10s %7" PRIu64 "%s%s\n", name,
-            r->instances ? r->instances : r->calls, fmt_ns(a, sizeof a, r->host_ns),
-            fmt_ns(b, sizeof b, r->self_ns), fmt_ns(c, sizeof c, r->gpu_ns), r->kernels,
-            sh[0] ? "  " : "", sh);
+            r->instances ? r->instances : r->calls,
+            r->instances ? fmt_ns(a, sizeof a, r->host_ns) : "-",
+            r->instances ? fmt_ns(b, sizeof b, r->self_ns) : "-", fmt_ns(c, sizeof c, r->gpu_ns),
+            r->kernels, sh[0] ? "  " : "", sh);
   }
   if (tb->n > max) fprintf(f, "  ... %zu more (--json has them all)\n", tb->n - max);
 }
@@ -381,5 +414,6 @@ void rd_ops_table(FILE *f, rd_ops *x) {
   table(f, "PyTorch operators (innermost op of each call; GPU time of the work it launched):",
         "operator", &x->ops, 1, 25);
   table(f, "Modules (Python forward() frames, outermost first):", "module", &x->mods, 0, 15);
-  table(f, "Source lines (innermost frame of the user's code):", "line", &x->lines, 0, 15);
+  table(f, "Source lines (innermost frame of the user's code; count: calls made from it):", "line",
+        &x->lines, 0, 15);
 }

@@ -281,9 +281,8 @@ void rd_ops_free(rd_ops *x);
 /* Instances of the layers on each thread, from its calls in time order: consecutive calls whose
  * layer has the same key are one instance, from the first call's start to the last one's end
  * (an operator that made no recorded call is not seen). rd_spans_add takes one call and returns
- * the id of the innermost open layer (0 = none) and in *op_id that of the innermost operator or
- * autograd node (a stack truncated at the outer end is placed inside the open layers it agrees
- * with); ids count up from *next_id (or from 1). Each instance goes to emit once it is
+ * the id of the innermost open layer (0 = none), and in *at where the call is (a stack
+ * truncated at the outer end is placed inside the open layers it agrees with); ids count up from *next_id (or from 1). Each instance goes to emit once it is
  * closed (a later call outside it, rd_spans_flush, rd_spans_free), parent = the enclosing
  * instance's id (0 = none). */
 typedef struct rd_span {
@@ -295,9 +294,21 @@ typedef struct rd_span {
 typedef void (*rd_span_fn)(void *ctx, const rd_span *s);
 typedef struct rd_spans rd_spans;
 rd_spans *rd_spans_new(rd_span_fn emit, void *ctx, uint32_t *next_id);
+/* What a call is inside once rd_spans_add placed it: the innermost open operator or autograd
+ * node (one of op and node: whichever is innermost), module (forward() frame: its layer's module has the whole path) and frame of the user's code
+ * (NULL = none), and op_id, the id of the innermost operator or node instance (0 = none).
+ * Unlike the call's own rd_torch, it knows the outer layers a truncated stack lost. */
+typedef struct rd_span_at {
+  const rd_layer *op, *node, *module, *user;
+  const char *module_path;  /* the open modules, outermost first (valid until the next call) */
+  uint32_t op_id;
+} rd_span_at;
 uint32_t rd_spans_add(rd_spans *x, uint32_t tid, uint64_t start, uint64_t end, const rd_torch *c,
-                      uint32_t *op_id);
+                      rd_span_at *at);
 void rd_spans_flush(rd_spans *x, uint32_t tid);
+/* open(ctx, s) is called when an instance opens (s->end: its first call's end), before the
+ * call that opens it is returned: for writers that must put a parent before its children. */
+void rd_spans_on_open(rd_spans *x, rd_span_fn open);
 /* Emits what is still open, then frees x (accepts NULL). */
 void rd_spans_free(rd_spans *x);
 

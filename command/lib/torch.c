@@ -186,10 +186,22 @@ static size_t node_name(const char *f, char *buf, size_t cap) {
   return w < 0 || (size_t)w >= cap ? 0 : (size_t)w;
 }
 
+/* A torch source tree outside site-packages (a development install): .../torch/<one of these> */
+static const char *const torch_parts[] = {
+    "nn/", "optim/", "autograd/", "utils/", "cuda/", "amp/", "distributed/", "_dynamo/",
+    "_inductor/", "fx/", "jit/", "profiler/", "backends/", "_subclasses/", "_functorch/",
+    "_prims/", "_refs/", "_decomp/", "export/", "compiler/", "_higher_order_ops/", "__init__.py",
+    "_tensor.py", "functional.py", "_ops.py", "overrides.py", "_compile.py", "_jit_internal.py",
+    "serialization.py", "random.py", "storage.py", NULL};
+
 int rd_torch_user_file(const char *file) {
   if (!file || !*file || file[0] == '<') return 0;
   if (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/")) return 0;
-  if (strstr(file, "/torch/") || !strncmp(file, "torch/", 6)) return 0;
+  for (const char *p = file; (p = strstr(p, "torch/")) != NULL; p += 6) {
+    if (p != file && p[-1] != '/') continue;
+    for (int i = 0; torch_parts[i]; i++)
+      if (!strncmp(p + 6, torch_parts[i], strlen(torch_parts[i]))) return 0;
+  }
   const char *p = strstr(file, "/lib/python");
   if (p && p[11] >= '0' && p[11] <= '9') return 0; /* .../lib/python3.11/ */
   return 1;
@@ -322,11 +334,12 @@ typedef struct thread_open {
 } thread_open;
 
 struct rd_spans {
-  rd_span_fn emit;
+  rd_span_fn emit, open;
   void *ctx;
   uint32_t *next_id;
   uint32_t own_next;
   rd_map threads;  /* tid -> thread_open* */
+  char path[2048]; /* rd_span_at.module_path */
   thread_open **all;
   size_t nall;
 };
@@ -338,6 +351,15 @@ rd_spans *rd_spans_new(rd_span_fn emit, void *ctx, uint32_t *next_id) {
   x->ctx = ctx;
   x->next_id = next_id ? next_id : &x->own_next;
   return x;
+}
+
+void rd_spans_on_open(rd_spans *x, rd_span_fn open) { x->open = open; }
+
+static void opened(rd_spans *x, thread_open *th, size_t i) {
+  if (!x->open) return;
+  const open_layer *o = &th->v[i];
+  rd_span s = {th->tid, (uint32_t)i, o->l, o->start, o->end, o->id, i ? th->v[i - 1].id : 0};
+  x->open(x->ctx, &s);
 }
 
 static void close_from(rd_spans *x, thread_open *th, size_t from) {
@@ -380,7 +402,7 @@ static size_t align(const thread_open *th, const rd_torch *c, size_t *p, size_t 
 }
 
 uint32_t rd_spans_add(rd_spans *x, uint32_t tid, uint64_t start, uint64_t end, const rd_torch *c,
-                      uint32_t *op_id) {
+                      rd_span_at *at) {
   thread_open *th = rd_map_get(&x->threads, tid);
   if (!th) {
     th = rd_xmalloc(sizeof *th);
@@ -400,6 +422,7 @@ uint32_t rd_spans_add(rd_spans *x, uint32_t tid, uint64_t start, uint64_t end, c
     for (size_t i = 0; i < q; i++)
       th->v[i] = (open_layer){&c->l[i], th->v[q].start, th->v[q].end, ++*x->next_id};
     th->n += q;
+    for (size_t i = 0; i < q; i++) opened(x, th, i);
     th->v[q].l = &c->l[q]; /* the full context replaces the cut one */
     p = 0;
     j += q;
@@ -412,15 +435,31 @@ uint32_t rd_spans_add(rd_spans *x, uint32_t tid, uint64_t start, uint64_t end, c
   for (size_t i = j; i < c->n; i++) {
     uint32_t id = ++*x->next_id;
     th->v[th->n++] = (open_layer){&c->l[i], start, end, id};
+    opened(x, th, th->n - 1);
   }
-  uint32_t inner = 0;
-  if (op_id) *op_id = 0;
-  for (size_t i = th->n; i-- > 0;) {
-    if (!inner) inner = th->v[i].id;
-    if (th->v[i].l->kind == RD_LAYER_OP || th->v[i].l->kind == RD_LAYER_NODE) {
-      if (op_id) *op_id = th->v[i].id;
-      break;
+  uint32_t inner = th->n ? th->v[th->n - 1].id : 0;
+  if (at) {
+    memset(at, 0, sizeof *at);
+    for (size_t i = th->n; i-- > 0;) {
+      const open_layer *o = &th->v[i];
+      int k = o->l->kind;
+      if ((k == RD_LAYER_OP || k == RD_LAYER_NODE) && !at->op_id) { /* the innermost of them */
+        at->op_id = o->id;
+        if (k == RD_LAYER_OP) at->op = o->l; else at->node = o->l;
+      }
+      if (k == RD_LAYER_PY && o->l->module && !at->module) at->module = o->l;
+      if (k == RD_LAYER_PY && !at->user && rd_torch_user_file(o->l->file)) at->user = o->l;
     }
+    size_t n = 0; /* the module path of the open layers */
+    x->path[0] = 0;
+    for (size_t i = 0; i < th->n; i++) {
+      const rd_layer *l = th->v[i].l;
+      if (l->kind != RD_LAYER_PY || !l->module) continue;
+      int w = snprintf(x->path + n, sizeof x->path - n, "%s%s", n ? " > " : "", l->name);
+      if (w < 0 || (size_t)w >= sizeof x->path - n) break;
+      n += (size_t)w;
+    }
+    at->module_path = n ? x->path : NULL;
   }
   return inner;
 }
