@@ -6,7 +6,7 @@
 
 const rd_command cmd_diff_spec = {
     .name = "diff",
-    .synopsis = "[--weight WEIGHT] [--window START:END] -o OUT BEFORE AFTER",
+    .synopsis = "[--weight WEIGHT] [--fold FOLD] [--window START:END] -o OUT BEFORE AFTER",
     .summary = "differential flame graph of two traces",
     .about = "A differential flame graph of two traces: frames are sized by AFTER and coloured "
              "by the change from BEFORE (red: grew, blue: shrank; stacks only in BEFORE are "

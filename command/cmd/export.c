@@ -61,7 +61,22 @@ static const rd_choice weights[] = {
     {NULL, NULL, 0}};
 _Static_assert(RD_W_GPU == 0 && RD_W_CPU == 1 && RD_W_BYTES == 2, "weights[] is in RD_W_ order");
 
-enum { OPT_WEIGHT = RD_KEY(0), OPT_WINDOW, OPT_STEP_RANGE, OPT_TITLE, OPT_KEEP_GPULESS, OPT_NO_GZIP };
+/* --fold: the index of a value is its RD_FOLD_* */
+static const rd_choice folds[] = {
+    {"stack", "the recorded call stack, native and Python frames (the default)", 0},
+    {"op", "PyTorch's operator path, outermost first (aten::linear;aten::addmm), below the "
+     "autograd node (autograd::engine::evaluate_function: AddmmBackward0) for backward work; "
+     "calls outside any operator under [no operator]", 0},
+    {"module", "the module path: the forward() frames (Sequential.forward;Conv2d.forward); "
+     "calls outside any module under [no module]", 0},
+    {"line", "the Python frames down to the innermost line of the user's own code, that line "
+     "as FILE:LINE (train.py:57); calls without one under [no user line]", 0},
+    {NULL, NULL, 0}};
+_Static_assert(RD_FOLD_STACK == 0 && RD_FOLD_OP == 1 && RD_FOLD_MODULE == 2 && RD_FOLD_LINE == 3,
+               "folds[] is in RD_FOLD_ order");
+
+enum { OPT_WEIGHT = RD_KEY(0), OPT_WINDOW, OPT_STEP_RANGE, OPT_TITLE, OPT_KEEP_GPULESS, OPT_NO_GZIP,
+       OPT_FOLD };
 
 const rd_option ex_format_option[] = {
     {"format", 'f', "FORMAT", "the output format:", formats, 0},
@@ -70,6 +85,10 @@ const rd_option ex_format_option[] = {
 const rd_option ex_options[] = {
     {"output", 'o', "OUT", "output file (directory for kineto and tensorboard)", NULL, 0},
     {"weight", OPT_WEIGHT, "WEIGHT", "flame graph weight:", weights, 0},
+    {"fold", OPT_FOLD, "FOLD",
+     "flame graph frames (the GPU time, API time or bytes of each call go to its folded "
+     "stack; the kernel or, for --weight cpu and bytes, the API function stays the leaf):",
+     folds, 0},
     {"window", OPT_WINDOW, "START:END",
      "only events that overlap this window, times from the trace's start in s (or with a unit: "
      "ns, us, ms, s); either side may be empty (\"2:\" = from 2 s to the end)", NULL, 0},
@@ -97,7 +116,8 @@ const rd_command cmd_export_spec = {
              "by the number of distinct stacks (flame graphs) or of threads and streams.",
     .examples = " dlhook export -f kineto -o tb/ traces/*.dlh\n"
                 " dlhook export --format=perfetto -o run.pftrace traces/*.dlh\n"
-                " dlhook export -f svg --weight=cpu --window 2:5 -o flame.svg trace.dlh",
+                " dlhook export -f svg --weight=cpu --window 2:5 -o flame.svg trace.dlh\n"
+                " dlhook export -f folded --fold op -o ops.folded trace.dlh",
     .options = ex_format_option,
     .common = ex_options,
 };
@@ -115,6 +135,7 @@ int ex_parse_options(const rd_command *cmd, int argc, char **argv, rd_opts *o, c
       case 'f': o->format = formats[g.choice].name; break;
       case 'o': o->out = v; break;
       case OPT_WEIGHT: o->weight = g.choice; break;
+      case OPT_FOLD: o->fold = g.choice; break;
       case OPT_WINDOW:
         c = strchr(v, ':');
         if (!c || parse_time(v, (size_t)(c - v), 0, &o->win_start) < 0 ||

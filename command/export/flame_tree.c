@@ -112,12 +112,58 @@ static void per_trace_reset(flame *f) {
   f->corr_pos = 0;
 }
 
-/* The node of an API call: its stack's frames (outermost first), then the function. */
+/* --fold op|module|line: the node of stack's PyTorch layers (rd_torch_of), outermost first;
+ * a stack without any goes under one "[no ...]" frame, so that totals are kept. */
+static uint32_t torch_nodes(flame *f, const rd_trace *t, uint32_t stack) {
+  const rd_torch *x = rd_torch_of((rd_trace *)t, stack); /* derived once per stack */
+  uint32_t n = 0;
+  int fold = f->o->fold, any = 0;
+  char buf[512];
+  if (fold == RD_FOLD_LINE && x->user) {
+    /* the Python frames outside the innermost user frame, then that frame as FILE:LINE */
+    uint32_t last = UINT32_MAX;
+    for (uint32_t i = 0; i < x->n; i++)
+      if (x->l[i].kind == RD_LAYER_PY && x->l[i].file && rd_torch_user_file(x->l[i].file)) last = i;
+    for (uint32_t i = 0; last != UINT32_MAX && i < last; i++)
+      if (x->l[i].kind == RD_LAYER_PY) n = child(f, n, frame_id(f, x->l[i].name));
+    n = child(f, n, frame_id(f, x->user));
+    return n;
+  }
+  for (uint32_t i = 0; i < x->n; i++) {
+    const rd_layer *l = &x->l[i];
+    if (fold == RD_FOLD_OP && l->kind == RD_LAYER_OP) {
+      n = child(f, n, frame_id(f, l->name));
+      any = 1;
+    } else if (fold == RD_FOLD_OP && l->kind == RD_LAYER_NODE) {
+      rd_torch t1 = *x;
+      t1.node = (int)i;
+      n = child(f, n, frame_id(f, rd_torch_node_label(&t1, buf, sizeof buf)));
+      any = 1;
+    } else if (fold == RD_FOLD_MODULE && l->kind == RD_LAYER_PY && l->module) {
+      n = child(f, n, frame_id(f, l->name));
+      any = 1;
+    }
+  }
+  if (!any)
+    n = child(f, 0, frame_id(f, fold == RD_FOLD_OP ? "[no operator]" :
+                                fold == RD_FOLD_MODULE ? "[no module]" : "[no user line]"));
+  return n;
+}
+
+/* The node of an API call: its stack's frames (outermost first), then the function (for
+ * --fold, torch_nodes' frames instead of the stack's). */
 static uint32_t call_node(flame *f, const rd_trace *t, uint32_t stack, uint32_t fn) {
   uint64_t k = (uint64_t)stack << 32 | fn;
   uint32_t n;
   if (rd_m_get(&f->leaf_ix, k, &n)) return n;
   n = 0;
+  if (f->o->fold != RD_FOLD_STACK) {
+    n = torch_nodes(f, t, stack);
+    /* the kernel is the leaf of GPU weights; the API function otherwise */
+    if (f->o->weight != RD_W_GPU) n = child(f, n, frame_id(f, rd_func_name(t, fn)));
+    rd_m_put(&f->leaf_ix, k, n);
+    return n;
+  }
   const rd_frame *fr = NULL;
   size_t nfr = stack ? rd_stack_frames(t, stack, &fr) : 0;
   for (size_t i = nfr; i-- > 0;) { /* outermost first */

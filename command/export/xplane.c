@@ -20,7 +20,10 @@
  *   - `tf_op` = "NAME:TYPE" on every kernel, copy and memset: NAME is the NVTX path of the call
  *     that launched it (steps left out) and the library call or kernel, TYPE its kind (MatMul,
  *     Conv2D, Conv2DBackpropInput/Filter, Nccl<Collective>, Kernel, Memcpy...), so Framework
- *     Op Stats has a row per op and Kernel Stats an op name per kernel;
+ *     Op Stats has a row per op and Kernel Stats an op name per kernel; work launched inside
+ *     a PyTorch operator (rd_torch_op) is NAME = its module path (else its operator path)
+ *     and the operator, TYPE = the aten operator ("Sequential.forward/Linear.forward/
+ *     aten::addmm:aten::addmm"), so Framework Op Stats lists aten operators;
  *   - copies are named MemcpyHToD / MemcpyDToH / ... as xprof classifies them;
  *   - a folded event (count identical calls of a thread recorded once) is one event from the
  *     first call's start to the last call's end, named "NAME ×COUNT" (name and display name:
@@ -88,6 +91,7 @@ typedef struct xop {     /* what a call's GPU work is, for tf_op */
   char *name;            /* NVTX path / library call (or the path alone: + kernel name) */
   const char *type;
   int kernel_named;      /* append the kernel's short name to name */
+  int aten;              /* type is a PyTorch operator (malloc'd) */
 } xop;
 
 typedef struct xctx {
@@ -332,15 +336,47 @@ static uint32_t op_of(xctx *c, const rd_trace *t, uint32_t tid, const dlh_api_ev
     kernel_named = 0; /* copies and memsets: typed by the record's kind */
     type = "";
   }
-  if (!kernel_named) {
+  const rd_torch *tx = ev->stack ? rd_torch_of((rd_trace *)t, ev->stack) : NULL;
+  const char *aten = tx ? rd_torch_op(tx) : NULL;
+  if (aten) {
+    /* a PyTorch operator launched it: NAME the module path (else the operator path), TYPE the
+     * aten operator, as xprof shows TensorFlow's op name and op type */
+    const char *path = tx->module ? tx->module : tx->op_path;
+    if (len) op_append(name, sizeof name, &len, "/");
+    for (const char *p = path; *p;) {
+      const char *e = strstr(p, " > ");
+      char part[256];
+      size_t k = e ? (size_t)(e - p) : strlen(p);
+      if (k >= sizeof part) k = sizeof part - 1;
+      memcpy(part, p, k);
+      part[k] = 0;
+      op_append(name, sizeof name, &len, part);
+      if (!e) break;
+      op_append(name, sizeof name, &len, "/");
+      p = e + 3;
+    }
+    if (tx->module) {
+      op_append(name, sizeof name, &len, "/");
+      op_append(name, sizeof name, &len, aten);
+    }
+    kernel_named = 0;
+  } else if (!kernel_named) {
     if (len) op_append(name, sizeof name, &len, "/");
     op_append(name, sizeof name, &len, fname);
   }
-  uint64_t h = hash_name(name) ^ hash_name(type) * 31 ^ (uint64_t)kernel_named;
+  uint64_t h = hash_name(name) ^ hash_name(aten ? aten : type) * 31 ^ (uint64_t)kernel_named;
   uint32_t i;
   if (rd_m_get(&c->op_ix, h, &i)) return i;
   c->ops = rd_xrealloc(c->ops, (c->nops + 1) * sizeof *c->ops);
-  c->ops[c->nops] = (xop){rd_xstrdup(name), type, kernel_named};
+
+  if (aten) { /* xprof takes a TYPE of letters, digits and '_' only */
+    char tb[256];
+    size_t tl = 0;
+    tb[0] = 0;
+    op_append(tb, sizeof tb, &tl, aten);
+    type = rd_xstrdup(tb);
+  }
+  c->ops[c->nops] = (xop){rd_xstrdup(name), type, kernel_named, aten != NULL};
   rd_m_put(&c->op_ix, h, (uint32_t)c->nops);
   return (uint32_t)c->nops++;
 }
@@ -469,7 +505,8 @@ static void x_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
       if (len) op_append(tfop, sizeof tfop, &len, "/");
       op_append(tfop, sizeof tfop, &len, g->kind == RD_MEMCPY ? "memcpy" : g->kind == RD_MEMSET ? "memset" : "kernel");
     }
-    const char *type = g->kind == RD_MEMCPY ? mc : g->kind == RD_MEMSET ? "Memset" : *op->type ? op->type : "Kernel";
+    const char *type = op->aten ? op->type : g->kind == RD_MEMCPY ? mc :
+                       g->kind == RD_MEMSET ? "Memset" : *op->type ? op->type : "Kernel";
     snprintf(tfop + len, sizeof tfop - len, ":%s", type);
     sp[ns] = sstat(&s[ns], S_TF_OP, tfop); ns++;
   }
@@ -690,7 +727,10 @@ static int xplane_one(void *ctx, ex_input *in, size_t index, size_t n) {
   free(c.planes);
   rd_map_free(&c.plane_ix, NULL);
   free(c.buf);
-  for (size_t i = 0; i < c.nops; i++) free(c.ops[i].name);
+  for (size_t i = 0; i < c.nops; i++) {
+    free(c.ops[i].name);
+    if (c.ops[i].aten) free((char *)c.ops[i].type);
+  }
   free(c.ops);
   rd_m_free(&c.op_ix);
   free(dir);

@@ -13,10 +13,14 @@
 /* flame graph weights (--weight) */
 enum { RD_W_GPU = 0, RD_W_CPU = 1, RD_W_BYTES = 2 };
 
+/* --fold: the frames of a flame graph (the index of a value in export.c's folds[]) */
+enum { RD_FOLD_STACK = 0, RD_FOLD_OP = 1, RD_FOLD_MODULE = 2, RD_FOLD_LINE = 3 };
+
 typedef struct rd_opts {
   const char *format;
   const char *out;
   int weight;                   /* RD_W_* */
+  int fold;                     /* flame graphs: RD_FOLD_* (--fold) */
   int have_window;
   uint64_t win_start, win_end;  /* relative to the trace's start, ns; end UINT64_MAX = open */
   const char *step_range;       /* NVTX range name that marks a step (kineto ProfilerStep#N) */
