@@ -35,7 +35,7 @@ static const rd_choice capture_ranges[] = {
     {"none", "the whole run (the default)", 0},
     {NULL, NULL, 0}};
 
-enum { OPT_SIM = RD_KEY(0), OPT_LIB, OPT_STACKS, OPT_RANGE, OPT_DELAY, OPT_DURATION };
+enum { OPT_SIM = RD_KEY(0), OPT_LIB, OPT_STACKS, OPT_RANGE, OPT_DELAY, OPT_DURATION, OPT_TORCH_MEM };
 static const rd_option options[] = {
     {"output", 'o', "DIR", "directory for the traces (default: .; created if missing)", NULL, 0},
     {"sim", OPT_SIM, NULL,
@@ -50,6 +50,18 @@ static const rd_option options[] = {
      capture_ranges, 0},
     {"delay", OPT_DELAY, "S", "record nothing during the first S seconds (DLHOOK_DELAY)", NULL, 0},
     {"duration", OPT_DURATION, "S", "record nothing after DELAY + S seconds (DLHOOK_DURATION)", NULL, 0},
+    {"torch-memory", OPT_TORCH_MEM, NULL,
+     "make PyTorch's GPU memory visible tensor by tensor: adds backend:cudaMallocAsync to "
+     "PYTORCH_CUDA_ALLOC_CONF (after a comma when it is set already; when it names a backend "
+     "already, that one is kept, with a warning). PyTorch then allocates and frees every "
+     "tensor with cudaMallocAsync/cudaFreeAsync instead of its caching allocator, so dlhook "
+     "records each one and "
+     "`dlhook stats --memory` attributes it to the aten operator, module and line that allocated "
+     "it (without this option dlhook sees only the large segments the caching allocator asks "
+     "CUDA for). It changes how the program allocates: the caching allocator's own segment reuse "
+     "is off (CUDA's stream-ordered pool reuses memory instead), which changes allocation timing "
+     "and can change fragmentation, the peak and the speed; it does not change the program's "
+     "results.", NULL, 0},
     {NULL, 0, NULL, NULL, NULL, 0}};
 
 const rd_command cmd_record_spec = {
@@ -62,6 +74,7 @@ const rd_command cmd_record_spec = {
              "GPU records, dropped records, kernels and their GPU time.\n\n"
              "Options end at PROGRAM (or at --): the options after it are PROGRAM's own.",
     .examples = " dlhook record -o traces -- python train.py --epochs 1\n"
+                " dlhook record --torch-memory -o traces -- python train.py\n"
                 " dlhook record --stacks=mixed --capture-range=nvtx:train_step:5 ./train\n"
                 " dlhook record --capture-range=signal ./train &\n"
                 " dlhook ctl $! start",
@@ -242,6 +255,25 @@ static int prepend_env(const char *name, const char *value) {
   return rc;
 }
 
+/* --torch-memory: backend:cudaMallocAsync in PYTORCH_CUDA_ALLOC_CONF, after the user's own
+ * settings; a backend the user named is kept (warned). Returns 0 or -1. */
+static int set_torch_memory_env(void) {
+  static const char key[] = "PYTORCH_CUDA_ALLOC_CONF", want[] = "backend:cudaMallocAsync";
+  const char *old = getenv(key);
+  if (!old || !*old) return setenv(key, want, 1);
+  if (strstr(old, "backend")) {
+    if (!strstr(old, "backend:cudaMallocAsync"))
+      rd_error("record: warning: --torch-memory: %s=%s names a backend already; kept (tensor "
+               "allocations stay invisible unless it is cudaMallocAsync)", key, old);
+    return 0;
+  }
+  char *v;
+  if (asprintf(&v, "%s,%s", old, want) < 0) return -1;
+  int rc = setenv(key, v, 1);
+  free(v);
+  return rc;
+}
+
 /* --sim: the simulated CUDA libraries built next to dlhook (DIR/simcuda) first in
  * LD_LIBRARY_PATH, and the rtld-audit module that loads them in place of a program's own CUDA
  * libraries (wheels' RPATH'ed copies) in LD_AUDIT, as tests/simcuda/run does. Returns 0 or -1. */
@@ -332,13 +364,14 @@ static void list_traces(const char *out, const snapshot *before, const char *pro
 int cmd_record(int argc, char **argv) {
   const char *out = ".", *lib = NULL, *stacks = NULL, *range = NULL, *delay = NULL,
              *duration = NULL;
-  int sim = 0, opt;
+  int sim = 0, torch_mem = 0, opt;
   rd_getopt g;
   rd_getopt_init(&g, &cmd_record_spec, argc, argv);
   while ((opt = rd_getopt_next(&g)) > 0) {
     switch (opt) {
       case 'o': out = g.arg; break;
       case OPT_SIM: sim = 1; break;
+      case OPT_TORCH_MEM: torch_mem = 1; break;
       case OPT_LIB: lib = g.arg; break;
       case OPT_STACKS: stacks = g.arg; break;
       case OPT_RANGE: range = g.arg; break;
@@ -374,6 +407,7 @@ int cmd_record(int argc, char **argv) {
   int env_rc = prepend_env("LD_PRELOAD", libpath) | setenv("DLHOOK_OUTPUT", outenv, 1);
   free(outenv);
   if (sim) env_rc |= set_sim_env(dir);
+  if (torch_mem) env_rc |= set_torch_memory_env();
   const char *const envs[4][2] = {{"DLHOOK_STACKS", stacks}, {"DLHOOK_CAPTURE_RANGE", range},
                                   {"DLHOOK_DELAY", delay}, {"DLHOOK_DURATION", duration}};
   for (int k = 0; k < 4; k++)

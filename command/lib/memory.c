@@ -16,7 +16,13 @@
  * (cudaMallocHost, cudaHostAlloc) are not device memory and are left out. A free of a pointer
  * the trace never saw allocated (before a capture window) is counted as unmatched. A folded
  * event (count identical calls recorded once: in practice a failing allocation retried) counts
- * count failures and keeps one out-of-memory snapshot, at the end of its last call. */
+ * count failures and keeps one out-of-memory snapshot, at the end of its last call.
+ *
+ * In PyTorch's terms (traces of a program that loaded libtorch, with stacks): every allocation
+ * counts for the innermost aten operator, the module path and the user's line of its stack
+ * (rd_torch_of), in three tables of bytes and allocations, the bytes of it live at the peak and
+ * the bytes still live at exit. PyTorch's caching allocator asks CUDA for large segments only:
+ * `dlhook record --torch-memory` makes it allocate every tensor through cudaMallocAsync. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +113,15 @@ typedef struct live_alloc {
   uint64_t ptr, bytes, stream, ts;
   uint32_t stack, fn;
   int device;
+  size_t rec;           /* its entry in ledger.recs */
 } live_alloc;
+
+/* Every successful allocation, for the tables by operator, module and line. */
+typedef struct alloc_rec {
+  uint64_t bytes;
+  uint32_t stack;
+  size_t at, freed;     /* event indexes of the allocation and its free (SIZE_MAX: never) */
+} alloc_rec;
 
 typedef struct oom {
   uint64_t ts, requested, live_bytes;
@@ -129,6 +143,9 @@ typedef struct ledger {
   size_t nooms;
   rd_mem_sample *samples;
   size_t nsamples, capsamples;
+  alloc_rec *recs;
+  size_t nrecs, caprecs;
+  size_t peak_at;       /* event index of the allocation that reached the peak */
 } ledger;
 
 static void sample(ledger *l, uint64_t ts, int dev, uint64_t ptr, int64_t bytes, uint32_t tid) {
@@ -174,12 +191,17 @@ static void replay(ledger *l, mem_ev *ev, size_t n) {
         l->cap = l->cap ? l->cap * 2 : 64;
         l->v = rd_xrealloc(l->v, l->cap * sizeof *l->v);
       }
-      l->v[l->n++] = (live_alloc){e->ptr, e->bytes, e->stream, e->ts, e->stack, e->fn, dev};
+      if (l->nrecs == l->caprecs) {
+        l->caprecs = l->caprecs ? l->caprecs * 2 : 64;
+        l->recs = rd_xrealloc(l->recs, l->caprecs * sizeof *l->recs);
+      }
+      l->recs[l->nrecs] = (alloc_rec){e->bytes, e->stack, i, SIZE_MAX};
+      l->v[l->n++] = (live_alloc){e->ptr, e->bytes, e->stream, e->ts, e->stack, e->fn, dev, l->nrecs++};
       l->allocs++;
       l->alloc_bytes += e->bytes;
       l->live += e->bytes;
       l->dev_live[dev] += e->bytes;
-      if (l->live > l->peak) { l->peak = l->live; l->peak_ts = e->ts; }
+      if (l->live > l->peak) { l->peak = l->live; l->peak_ts = e->ts; l->peak_at = i; }
       if (l->dev_live[dev] > l->dev_peak[dev]) l->dev_peak[dev] = l->dev_live[dev];
       sample(l, e->ts, dev, e->ptr, (int64_t)e->bytes, e->tid);
     } else if (e->op == OP_FREE) {
@@ -191,6 +213,7 @@ static void replay(ledger *l, mem_ev *ev, size_t n) {
       memmove(&l->v[j - 1], &l->v[j], (l->n - j) * sizeof *l->v);
       l->n--;
       l->frees++;
+      l->recs[a.rec].freed = i;
       l->live -= a.bytes;
       l->dev_live[a.device] -= a.bytes;
       sample(l, e->ts, a.device, a.ptr, -(int64_t)a.bytes, e->tid);
@@ -274,6 +297,7 @@ static void ledger_free(ledger *l) {
   free(l->ooms);
   free(l->v);
   free(l->samples);
+  free(l->recs);
 }
 
 void rd_memcol_free(rd_memcol *c) {
@@ -361,6 +385,110 @@ static const char *term_end(char *buf, size_t width, const char *s) {
   return buf;
 }
 
+/* ---------------------------------------------------------------- by operator, module, line */
+
+typedef struct by_row {
+  const char *name;     /* interned by torch.c: equal names, equal pointers */
+  uint64_t allocs, bytes, peak_live, leaked;
+} by_row;
+typedef struct by_tab {
+  by_row *v;
+  size_t n, cap;
+} by_tab;
+enum { BY_OP, BY_MODULE, BY_LINE, NBY };
+static const char *const by_key[NBY] = {"by_operator", "by_module", "by_line"};
+static const char *const by_title[NBY] = {"operator", "module", "user line"};
+
+static void by_add(by_tab *tb, const char *name, const alloc_rec *r, int at_peak) {
+  if (!name) return;
+  size_t k = 0;
+  while (k < tb->n && tb->v[k].name != name) k++;
+  if (k == tb->n) {
+    if (tb->n == tb->cap) {
+      tb->cap = tb->cap ? tb->cap * 2 : 32;
+      tb->v = rd_xrealloc(tb->v, tb->cap * sizeof *tb->v);
+    }
+    tb->v[tb->n++] = (by_row){name, 0, 0, 0, 0};
+  }
+  by_row *w = &tb->v[k];
+  w->allocs++;
+  w->bytes += r->bytes;
+  if (at_peak) w->peak_live += r->bytes;
+  if (r->freed == SIZE_MAX) w->leaked += r->bytes;
+}
+
+static int by_bytes(const void *x, const void *y) {
+  const by_row *a = x, *b = y;
+  if (a->bytes != b->bytes) return a->bytes < b->bytes ? 1 : -1;
+  return strcmp(a->name, b->name);
+}
+
+/* The three tables of trace t's ledger l (empty without PyTorch); returns whether t loaded
+ * libtorch. */
+static int by_tables(rd_trace *t, const ledger *l, by_tab tb[NBY]) {
+  memset(tb, 0, NBY * sizeof *tb);
+  if (!rd_stacks_have_module(t, "libtorch_cpu.")) return 0;
+  uint32_t last_stack = 0;
+  const rd_torch *c = NULL;
+  for (size_t k = 0; k < l->nrecs; k++) {
+    const alloc_rec *r = &l->recs[k];
+    if (!r->stack) continue;
+    if (!c || r->stack != last_stack) { c = rd_torch_of(t, r->stack); last_stack = r->stack; }
+    int at_peak = l->peak && r->at <= l->peak_at && (r->freed == SIZE_MAX || r->freed > l->peak_at);
+    by_add(&tb[BY_OP], rd_torch_op(c), r, at_peak);
+    by_add(&tb[BY_MODULE], c->module, r, at_peak);
+    by_add(&tb[BY_LINE], c->user, r, at_peak);
+  }
+  for (int b = 0; b < NBY; b++)
+    if (tb[b].n) qsort(tb[b].v, tb[b].n, sizeof *tb[b].v, by_bytes);
+  return 1;
+}
+
+static void by_json(FILE *f, const by_tab tb[NBY]) {
+  for (int b = 0; b < NBY; b++) {
+    fprintf(f, ",\n  \"%s\":[", by_key[b]);
+    for (size_t k = 0; k < tb[b].n; k++) {
+      const by_row *w = &tb[b].v[k];
+      fputs(k ? ",{\"name\":" : "{\"name\":", f);
+      rd_json_str(f, w->name);
+      fprintf(f, ",\"allocations\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"peak_live_bytes\":%" PRIu64
+                 ",\"leaked_bytes\":%" PRIu64 "}", w->allocs, w->bytes, w->peak_live, w->leaked);
+    }
+    putc(']', f);
+  }
+}
+
+static void by_table(FILE *f, const by_tab tb[NBY], int torch, int have_recs) {
+  int any = 0;
+  for (int b = 0; b < NBY; b++) any |= tb[b].n != 0;
+  if (!any) {
+    if (have_recs)
+      fprintf(f, "  by operator, module, line: %s\n",
+              torch ? "no allocation inside a PyTorch operator, module or user line (recorded "
+                      "without stacks?)"
+                    : "none (no PyTorch in this trace)");
+    return;
+  }
+  char name[4 * 44 + 4], b1[32], b2[32], b3[32];
+  for (int b = 0; b < NBY; b++) {
+    if (!tb[b].n) continue;
+    rd_term_fit(name, sizeof name, 44, by_title[b]);
+    fprintf(f, "  %s %9s %11s %11s %11s\n", name, "allocs", "bytes", "at peak", "at exit");
+    for (size_t k = 0; k < tb[b].n && k < 15; k++) {
+      const by_row *w = &tb[b].v[k];
+      rd_term_fit(name, sizeof name, 44, w->name);
+      fprintf(f, "  %s %9" PRIu64 " %11s %11s %11s\n", name, w->allocs,
+              fmt_bytes(b1, sizeof b1, w->bytes), fmt_bytes(b2, sizeof b2, w->peak_live),
+              fmt_bytes(b3, sizeof b3, w->leaked));
+    }
+    if (tb[b].n > 15) fprintf(f, "  ... %zu more\n", tb[b].n - 15);
+  }
+}
+
+static void by_free(by_tab tb[NBY]) {
+  for (int b = 0; b < NBY; b++) free(tb[b].v);
+}
+
 int rd_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
   return rd_memory_stats_of(files, NULL, NULL, nfiles, json, f);
 }
@@ -403,6 +531,8 @@ int rd_memory_stats_of(char **files, rd_trace *T, rd_memcol **mc, size_t nfiles,
     leaked += lb;
     nleaks += l.n;
     char b1[32], b2[32], b3[32], name[4 * 30 + 4], c1[4 * 24 + 4], c2[4 * 62 + 4];
+    by_tab tb[NBY];
+    int torch = by_tables(&t, &l, tb);
     if (json) {
       fprintf(f, "%s\n {\"path\":", ntr++ ? "," : "");
       rd_json_str(f, files[i]);
@@ -439,7 +569,9 @@ int rd_memory_stats_of(char **files, rd_trace *T, rd_memcol **mc, size_t nfiles,
         }
         fputs("]}", f);
       }
-      fputs("]}", f);
+      putc(']', f);
+      by_json(f, tb);
+      putc('}', f);
     } else {
       const char *base = strrchr(files[i], '/') ? strrchr(files[i], '/') + 1 : files[i];
       rd_term_fit(name, sizeof name, 30, base);
@@ -475,7 +607,9 @@ int rd_memory_stats_of(char **files, rd_trace *T, rd_memcol **mc, size_t nfiles,
       if (l.unmatched_frees)
         fprintf(f, "  %" PRIu64 " frees of memory allocated before the trace (or its capture window)\n",
                 l.unmatched_frees);
+      by_table(f, tb, torch, l.nrecs != 0);
     }
+    by_free(tb);
     if (json) {
       kt[i] = t;
       kl[i] = l;

@@ -21,4 +21,8 @@ fi
 "$DLHOOK_BIN" stats --memory "$tr" >mem.txt || fail "stats --memory (table) failed"
 grep -q "9.00 MiB" mem.txt || { cat mem.txt; fail "table lacks the peak"; }
 awk 'length > 100 { exit 1 }' mem.txt || { cat mem.txt; fail "table wider than 100 columns"; }
+# no PyTorch: the tables by operator, module and line are empty, said in one line
+pyassert mem.json 'all(t[b] == [] for t in j["traces"] for b in ("by_operator", "by_module", "by_line"))'
+grep -q "by operator, module, line: none (no PyTorch in this trace)" mem.txt ||
+  { cat mem.txt; fail "table does not say there is no PyTorch"; }
 echo ok
