@@ -208,8 +208,7 @@ static struct cat names_of(rd_ops *x, const rd_torch *t, const rd_span_at *at) {
   if (t->user) { /* the call's own line; a truncated stack: the line of its open frame */
     c.user = row_of(&x->lines, t->user)->name;
   } else if (at->user) {
-    snprintf(buf, sizeof buf, "%s:%u", at->user->file, at->user->line);
-    c.user = row_of(&x->lines, buf)->name;
+    c.user = row_of(&x->lines, at->user->user)->name;
   }
   return c;
 }

@@ -205,6 +205,8 @@ typedef struct rd_frame {
  * or undefined. Native and Python frames are interleaved as the trace records them (mixed
  * mode: Python frames in place of the interpreter's frames). */
 size_t rd_stack_frames(const rd_trace *t, uint32_t stack_id, const rd_frame **out);
+/* One raw stack entry (a pc, or a Python frame id tagged DLH_PYFRAME_TAG) as a frame. */
+void rd_frame_of(const rd_trace *t, uint64_t raw, rd_frame *out);
 /* The raw entries of a stack (pcs, and Python frame ids tagged DLH_PYFRAME_TAG), innermost
  * first; 0 when undefined. */
 size_t rd_stack_raw(const rd_trace *t, uint32_t stack_id, const uint64_t **out, int *truncated);
@@ -234,6 +236,7 @@ typedef struct rd_layer {
                         outside it */
   int cut;           /* the outermost layer of a truncated stack: key without the layer outside */
   const char *module; /* a module's forward(): the module path down to it, else NULL */
+  const char *user;   /* a frame of the user's code (rd_torch_user_file): "file:line", else NULL */
 } rd_layer;
 typedef struct rd_torch {
   uint32_t n;

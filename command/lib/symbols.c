@@ -200,6 +200,39 @@ static const rd_module *module_of(rd_stacks *s, uint64_t pc, uint32_t id) {
   return best;
 }
 
+/* One entry of a stack (pc, or tagged Python frame id) as a frame. */
+static void frame_of(rd_stacks *s, uint64_t v, rd_frame *f) {
+  memset(f, 0, sizeof *f);
+  if (v & DLH_PYFRAME_TAG) {
+    const rd_pyframe *py = rd_map_get(&s->pyframes, (uint32_t)v);
+    f->python = 1;
+    if (py) {
+      f->function = py->function;
+      f->file = py->file;
+      f->line = py->line;
+    }
+    return;
+  }
+  f->pc = v;
+  const rd_symbol *y = sym_find(s, v);
+  const rd_module *m = module_of(s, v, y ? y->module : 0);
+  if (y) {
+    f->function = y->function;
+    f->file = y->file;
+    f->line = y->line;
+  }
+  f->module = m && m->path[0] ? m->path : NULL;
+  if (m && v >= m->bias) {
+    f->modoff = v - m->bias; /* the address in the file: addr2line -e module 0xmodoff */
+    f->has_modoff = 1;
+  }
+}
+
+void rd_frame_of(const rd_trace *t, uint64_t raw, rd_frame *out) {
+  if (!t->stacks) { memset(out, 0, sizeof *out); out->python = !!(raw & DLH_PYFRAME_TAG); return; }
+  frame_of(t->stacks, raw, out);
+}
+
 size_t rd_stack_frames(const rd_trace *t, uint32_t stack_id, const rd_frame **out) {
   if (out) *out = NULL;
   rd_stacks *s = t->stacks;
@@ -208,34 +241,7 @@ size_t rd_stack_frames(const rd_trace *t, uint32_t stack_id, const rd_frame **ou
   if (!st || !st->n) return 0;
   if (!st->frames) {
     st->frames = rd_xmalloc(st->n * sizeof *st->frames);
-    for (size_t i = 0; i < st->n; i++) {
-      rd_frame *f = &st->frames[i];
-      uint64_t v = st->raw[i];
-      memset(f, 0, sizeof *f);
-      if (v & DLH_PYFRAME_TAG) {
-        const rd_pyframe *py = rd_map_get(&s->pyframes, (uint32_t)v);
-        f->python = 1;
-        if (py) {
-          f->function = py->function;
-          f->file = py->file;
-          f->line = py->line;
-        }
-        continue;
-      }
-      f->pc = v;
-      const rd_symbol *y = sym_find(s, v);
-      const rd_module *m = module_of(s, v, y ? y->module : 0);
-      if (y) {
-        f->function = y->function;
-        f->file = y->file;
-        f->line = y->line;
-      }
-      f->module = m && m->path[0] ? m->path : NULL;
-      if (m && v >= m->bias) {
-        f->modoff = v - m->bias; /* the address in the file: addr2line -e module 0xmodoff */
-        f->has_modoff = 1;
-      }
-    }
+    for (size_t i = 0; i < st->n; i++) frame_of(s, st->raw[i], &st->frames[i]);
   }
   if (out) *out = st->frames;
   return st->n;

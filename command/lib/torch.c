@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rd.h"
+#include "rd_scan.h"
 
 typedef struct aten_op { const char *s, *name; } aten_op;
 static const aten_op aten_ops[] = {
@@ -76,8 +76,18 @@ static void intern_free(intern *in) {
 
 /* ---------------------------------------------------------------- per trace */
 
+typedef struct fclass {
+  int kind;
+  const char *name, *file;
+  uint32_t line;
+  const char *user;    /* a frame of the user's code: "file:line" */
+} fclass;
+
 typedef struct rd_torchs {
   rd_map by_stack;      /* stack id -> rd_torch* (the empty one for stacks without layers) */
+  rd_u64map by_frame;   /* raw stack entry (pc or Python frame id) -> index into fc */
+  fclass *fc;
+  size_t nfc, capfc;
   intern names;
   int is_torch;         /* -1 unknown */
 } rd_torchs;
@@ -100,6 +110,8 @@ static void torch_free_one(void *p) {
 void rd_torch_free(rd_trace *t) {
   if (!t->torch) return;
   rd_map_free(&t->torch->by_stack, torch_free_one);
+  rd_m_free(&t->torch->by_frame);
+  free(t->torch->fc);
   intern_free(&t->torch->names);
   free(t->torch);
   t->torch = NULL;
@@ -211,6 +223,40 @@ int rd_torch_user_file(const char *file) {
 
 static uint64_t mix(uint64_t h, uint64_t v) { return rd_hash64(h * 0x9e3779b97f4a7c15ull ^ v); }
 
+/* What one frame is: an operator, an autograd node, a Python frame, or nothing (kind 0). */
+static fclass classify(rd_torchs *ts, const rd_frame *f, char *buf, size_t cap) {
+  fclass c = {0, NULL, NULL, 0, NULL};
+  if (f->python) {
+    if (f->function || f->file) {
+      c.kind = RD_LAYER_PY;
+      c.name = intern_s(&ts->names, f->function ? f->function : "?");
+      c.file = f->file ? intern_s(&ts->names, f->file) : NULL;
+      c.line = f->line;
+      if (rd_torch_user_file(c.file)) {
+        snprintf(buf, cap, "%s:%u", c.file, c.line);
+        c.user = intern_s(&ts->names, buf);
+      }
+    }
+  } else if (f->function) {
+    size_t sn;
+    const char *s = op_struct(f->function, &sn);
+    if (s) {
+      size_t w = rd_aten_name(s, sn, buf, cap);
+      if (w && w < cap) {
+        c.kind = RD_LAYER_OP;
+        c.name = intern_n(&ts->names, buf, w);
+      }
+    } else {
+      size_t w = node_name(f->function, buf, cap);
+      if (w) {
+        c.kind = RD_LAYER_NODE;
+        c.name = intern_n(&ts->names, buf, w);
+      }
+    }
+  }
+  return c;
+}
+
 static const rd_torch empty_torch = {.op = -1, .node = -1};
 
 const rd_torch *rd_torch_of(rd_trace *t, uint32_t stack_id) {
@@ -218,11 +264,9 @@ const rd_torch *rd_torch_of(rd_trace *t, uint32_t stack_id) {
   rd_torchs *ts = state(t);
   rd_torch *x = rd_map_get(&ts->by_stack, stack_id);
   if (x) return x;
-  const rd_frame *fr;
   const uint64_t *raw;
-  size_t n = rd_stack_frames(t, stack_id, &fr);
   int truncated = 0;
-  size_t nraw = rd_stack_raw(t, stack_id, &raw, &truncated);
+  size_t n = rd_stack_raw(t, stack_id, &raw, &truncated), nraw = n;
   x = rd_xmalloc(sizeof *x);
   *x = empty_torch;
   if (n && nraw == n) {
@@ -235,33 +279,26 @@ const rd_torch *rd_torch_of(rd_trace *t, uint32_t stack_id) {
     uint64_t since = seed, outer_id = seed;
     char buf[512];
     for (size_t k = n; k-- > 0;) { /* outermost first */
-      const rd_frame *f = &fr[k];
       rd_layer y;
       memset(&y, 0, sizeof y);
-      if (f->python) {
-        if (f->function || f->file) {
-          y.kind = RD_LAYER_PY;
-          y.name = intern_s(&ts->names, f->function ? f->function : "?");
-          y.file = f->file ? intern_s(&ts->names, f->file) : NULL;
-          y.line = f->line;
+      uint32_t ci;
+      if (!rd_m_get(&ts->by_frame, raw[k], &ci)) { /* each frame is classified once */
+        rd_frame fr;
+        rd_frame_of(t, raw[k], &fr);
+        fclass fc = classify(ts, &fr, buf, sizeof buf);
+        if (ts->nfc == ts->capfc) {
+          ts->capfc = ts->capfc ? ts->capfc * 2 : 1024;
+          ts->fc = rd_xrealloc(ts->fc, ts->capfc * sizeof *ts->fc);
         }
-      } else if (f->function) {
-        size_t sn;
-        const char *s = op_struct(f->function, &sn);
-        if (s) {
-          size_t w = rd_aten_name(s, sn, buf, sizeof buf);
-          if (w && w < sizeof buf) {
-            y.kind = RD_LAYER_OP;
-            y.name = intern_n(&ts->names, buf, w);
-          }
-        } else {
-          size_t w = node_name(f->function, buf, sizeof buf);
-          if (w) {
-            y.kind = RD_LAYER_NODE;
-            y.name = intern_n(&ts->names, buf, w);
-          }
-        }
+        ci = (uint32_t)ts->nfc;
+        ts->fc[ts->nfc++] = fc;
+        rd_m_put(&ts->by_frame, raw[k], ci);
       }
+      y.kind = ts->fc[ci].kind;
+      y.name = ts->fc[ci].name;
+      y.file = ts->fc[ci].file;
+      y.line = ts->fc[ci].line;
+      const char *user = ts->fc[ci].user;
       if (!y.kind) {
         since = mix(since, raw[k]);
         continue;
@@ -269,6 +306,7 @@ const rd_torch *rd_torch_of(rd_trace *t, uint32_t stack_id) {
       uint64_t id = mix((uint64_t)(uintptr_t)y.name, (uint64_t)(uintptr_t)y.file);
       y.cut = nl == 0 && truncated;
       y.key = mix(mix(outer_id, since), id);
+      y.user = user;
       l[nl++] = y;
       outer_id = id;
       since = mix(seed, raw[k]);
@@ -276,38 +314,32 @@ const rd_torch *rd_torch_of(rd_trace *t, uint32_t stack_id) {
     x->n = (uint32_t)nl;
     x->l = nl ? rd_xrealloc(l, nl * sizeof *l) : (free(l), NULL);
     /* the derived views */
-    char *mod = NULL, *ops = NULL;
+    char mod[2048], ops[2048];
     size_t nmod = 0, nops = 0;
-    FILE *mf = open_memstream(&mod, &nmod), *of = open_memstream(&ops, &nops);
-    if (!mf || !of) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
-    int nm = 0, no = 0;
+    mod[0] = ops[0] = 0;
     for (size_t i = 0; i < nl; i++) {
-      const rd_layer *y = &x->l[i];
+      rd_layer *y = &x->l[i];
       if (y->kind == RD_LAYER_OP) {
         x->op = (int)i;
-        fprintf(of, "%s%s", no++ ? " > " : "", y->name);
+        int w = snprintf(ops + nops, sizeof ops - nops, "%s%s", nops ? " > " : "", y->name);
+        if (w > 0 && (size_t)w < sizeof ops - nops) nops += (size_t)w;
       } else if (y->kind == RD_LAYER_NODE) {
         x->node = (int)i;
       } else if (y->kind == RD_LAYER_PY) {
         size_t ln = strlen(y->name);
         if (ln > 8 && !strcmp(y->name + ln - 8, ".forward")) {
-          fprintf(mf, "%s%s", nm++ ? " > " : "", y->name);
-          fflush(mf);
-          x->l[i].module = intern_s(&ts->names, mod);
+          int w = snprintf(mod + nmod, sizeof mod - nmod, "%s%s", nmod ? " > " : "", y->name);
+          if (w > 0 && (size_t)w < sizeof mod - nmod) nmod += (size_t)w;
+          y->module = intern_n(&ts->names, mod, nmod);
         }
-        if (rd_torch_user_file(y->file)) {
-          snprintf(buf, sizeof buf, "%s:%u", y->file, y->line);
-          x->user = intern_s(&ts->names, buf);
+        if (y->user) {
+          x->user = y->user;
           x->user_function = y->name;
         }
       }
     }
-    fclose(mf);
-    fclose(of);
-    x->module = nm ? intern_s(&ts->names, mod) : NULL;
-    x->op_path = no ? intern_s(&ts->names, ops) : NULL;
-    free(mod);
-    free(ops);
+    x->module = nmod ? intern_n(&ts->names, mod, nmod) : NULL;
+    x->op_path = nops ? intern_n(&ts->names, ops, nops) : NULL;
   }
   rd_map_put(&ts->by_stack, stack_id, x);
   return x;
@@ -448,7 +480,7 @@ uint32_t rd_spans_add(rd_spans *x, uint32_t tid, uint64_t start, uint64_t end, c
         if (k == RD_LAYER_OP) at->op = o->l; else at->node = o->l;
       }
       if (k == RD_LAYER_PY && o->l->module && !at->module) at->module = o->l;
-      if (k == RD_LAYER_PY && !at->user && rd_torch_user_file(o->l->file)) at->user = o->l;
+      if (k == RD_LAYER_PY && !at->user && o->l->user) at->user = o->l;
     }
     size_t n = 0; /* the module path of the open layers */
     x->path[0] = 0;
