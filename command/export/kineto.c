@@ -474,18 +474,9 @@ typedef struct kthread {
   kslot *slot;
   size_t nslot, capslot;
   uint32_t open_ops;
-  uint64_t *slot_of;         /* span id -> slot index + 1 (small map: ids of open slots) */
 } kthread;
 
-static kthread *kthread_of(kctx *k, uint32_t tid) {
-  kthread *th = rd_map_get(&k->kthr, tid);
-  if (!th) {
-    th = rd_xmalloc(sizeof *th);
-    memset(th, 0, sizeof *th);
-    rd_map_put(&k->kthr, tid, th);
-  }
-  return th;
-}
+static kthread *kthread_of(kctx *k, uint32_t tid) { return rd_map_get_new(&k->kthr, tid, sizeof(kthread)); }
 
 /* Writes a thread's buffer and slots to the output, in order, and empties it. */
 static void kthread_flush(kctx *k, kthread *th) {

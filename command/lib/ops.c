@@ -107,15 +107,7 @@ int rd_ops_wanted(rd_ops *x, const rd_trace *t) {
 
 /* ---------------------------------------------------------------- the pass */
 
-static tstate *thread_of(rd_ops *x, uint32_t tid) {
-  tstate *s = rd_map_get(&x->threads, tid);
-  if (!s) {
-    s = rd_xmalloc(sizeof *s);
-    memset(s, 0, sizeof *s);
-    rd_map_put(&x->threads, tid, s);
-  }
-  return s;
-}
+static tstate *thread_of(rd_ops *x, uint32_t tid) { return rd_map_get_new(&x->threads, tid, sizeof(tstate)); }
 
 static void tstate_free(void *p) {
   tstate *s = p;

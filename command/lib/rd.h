@@ -62,6 +62,8 @@ typedef struct rd_map {
   size_t cap, n;
 } rd_map;
 void *rd_map_get(const rd_map *m, uint32_t key);
+/* The value of key, or a new zeroed one of size bytes put there. */
+void *rd_map_get_new(rd_map *m, uint32_t key, size_t size);
 /* Inserts or replaces; returns the old value (for the caller to free) or NULL. Aborts on OOM. */
 void *rd_map_put(rd_map *m, uint32_t key, void *val);
 void rd_map_free(rd_map *m, void (*free_val)(void *));

@@ -90,6 +90,16 @@ void *rd_map_get(const rd_map *m, uint32_t key) {
   }
 }
 
+void *rd_map_get_new(rd_map *m, uint32_t key, size_t size) {
+  void *v = rd_map_get(m, key);
+  if (!v) {
+    v = rd_xmalloc(size);
+    memset(v, 0, size);
+    rd_map_put(m, key, v);
+  }
+  return v;
+}
+
 void *rd_map_put(rd_map *m, uint32_t key, void *val) {
   if ((m->n + 1) * 2 > m->cap) {
     size_t nc = m->cap ? m->cap * 2 : 64;
