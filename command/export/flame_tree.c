@@ -123,7 +123,7 @@ static uint32_t torch_nodes(flame *f, const rd_trace *t, uint32_t stack) {
     /* the Python frames outside the innermost user frame, then that frame as FILE:LINE */
     uint32_t last = UINT32_MAX;
     for (uint32_t i = 0; i < x->n; i++)
-      if (x->l[i].kind == RD_LAYER_PY && x->l[i].file && rd_torch_user_file(x->l[i].file)) last = i;
+      if (x->l[i].user) last = i; /* a frame of the user's code (torch.c) */
     for (uint32_t i = 0; last != UINT32_MAX && i < last; i++)
       if (x->l[i].kind == RD_LAYER_PY) n = child(f, n, frame_id(f, x->l[i].name));
     n = child(f, n, frame_id(f, x->user));

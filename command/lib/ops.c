@@ -52,8 +52,6 @@ struct rd_ops {
   size_t npend, cappend;
 };
 
-static char *xstrdup_safe(const char *s) { return rd_utf8_dup(s); }
-
 static orow *row_of(otab *tb, const char *name) {
   uint64_t h = rd_hash_str(name);
   uint32_t i;
@@ -68,7 +66,7 @@ static orow *row_of(otab *tb, const char *name) {
   }
   orow *r = &tb->v[tb->n];
   memset(r, 0, sizeof *r);
-  r->name = xstrdup_safe(name);
+  r->name = rd_utf8_dup(name);
   if (!rd_m_get(&tb->ix, h, &i)) rd_m_put(&tb->ix, h, (uint32_t)tb->n);
   tb->n++;
   return r;

@@ -248,7 +248,6 @@ typedef struct rd_torch {
   const char *op_path;         /* "aten::linear > aten::addmm", NULL = no operator */
   const char *module;          /* "LM.forward > Block.forward", NULL = no module */
   const char *user;            /* "train.py:57": the innermost frame of the user's code, or NULL */
-  const char *user_function;   /* its function */
 } rd_torch;
 /* PyTorch's view of stack `stack_id` of t (computed once per stack, after the definitions are
  * read: rd_open's first pass, or the end of rd_read_once); never NULL (n = 0 without layers). */
@@ -288,7 +287,7 @@ void rd_ops_free(rd_ops *x);
  * (an operator that made no recorded call is not seen). rd_spans_add takes one call and returns
  * the id of the innermost open layer (0 = none), and in *at where the call is (a stack
  * truncated at the outer end is placed inside the open layers it agrees with); ids count up from *next_id (or from 1). Each instance goes to emit once it is
- * closed (a later call outside it, rd_spans_flush, rd_spans_free), parent = the enclosing
+ * closed (a later call outside it, rd_spans_free), parent = the enclosing
  * instance's id (0 = none). */
 typedef struct rd_span {
   uint32_t tid, depth;
@@ -310,7 +309,6 @@ typedef struct rd_span_at {
 } rd_span_at;
 uint32_t rd_spans_add(rd_spans *x, uint32_t tid, uint64_t start, uint64_t end, const rd_torch *c,
                       rd_span_at *at);
-void rd_spans_flush(rd_spans *x, uint32_t tid);
 /* open(ctx, s) is called when an instance opens (s->end: its first call's end), before the
  * call that opens it is returned: for writers that must put a parent before its children. */
 void rd_spans_on_open(rd_spans *x, rd_span_fn open);

@@ -305,10 +305,10 @@ const rd_torch *rd_torch_of(rd_trace *t, uint32_t stack_id) {
   if (x) return x;
   const uint64_t *raw;
   int truncated = 0;
-  size_t n = rd_stack_raw(t, stack_id, &raw, &truncated), nraw = n;
+  size_t n = rd_stack_raw(t, stack_id, &raw, &truncated);
   x = rd_xmalloc(sizeof *x);
   *x = empty_torch;
-  if (n && nraw == n) {
+  if (n) {
     rd_layer *l = rd_xmalloc(n * sizeof *l);
     size_t nl = 0;
     /* a layer's key: its own identity, the frames between it and the next layer outside (its
@@ -371,10 +371,7 @@ const rd_torch *rd_torch_of(rd_trace *t, uint32_t stack_id) {
           if (w > 0 && (size_t)w < sizeof mod - nmod) nmod += (size_t)w;
           y->module = intern_n(&ts->names, mod, nmod);
         }
-        if (y->user) {
-          x->user = y->user;
-          x->user_function = y->name;
-        }
+        if (y->user) x->user = y->user;
       }
     }
     x->module = nmod ? intern_n(&ts->names, mod, nmod) : NULL;
@@ -533,11 +530,6 @@ uint32_t rd_spans_add(rd_spans *x, uint32_t tid, uint64_t start, uint64_t end, c
     at->module_path = n ? x->path : NULL;
   }
   return inner;
-}
-
-void rd_spans_flush(rd_spans *x, uint32_t tid) {
-  thread_open *th = rd_map_get(&x->threads, tid);
-  if (th) close_from(x, th, 0);
 }
 
 void rd_spans_free(rd_spans *x) {
