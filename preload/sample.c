@@ -28,8 +28,8 @@
  * costs one clock read. No signal is ever sent to a waiting thread.
  *
  * Samples are taken while recording and inside the capture window; sampling starts at the
- * first CUDA call (registration aside) or at start-up (DLHOOK_SAMPLE=always), and a forked
- * child of a sampled process (DataLoader workers) samples from its start. */
+ * first CUDA call (registration aside) or at start-up (DLHOOK_SAMPLE=always), and a child that
+ * a sampled Python process forks (DataLoader workers) samples from its start. */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -61,6 +61,7 @@ static _Atomic uint64_t lost;
 static int sampled_parent;             /* this process is a fork child of a sampled one */
 static _Atomic int running;            /* the sampler thread is in its loop */
 static int (*real_sa)(int, const struct sigaction *, struct sigaction *); /* libc's sigaction */
+static int (*ensure_writer)(void);     /* dlh_sample_init's: starts the trace (runtime.c) */
 
 /* ---------------------------------------------------------------- the threads' timers */
 
@@ -358,7 +359,7 @@ static void *sampler_main(void *arg) {
   /* A fork child, or a process sampled from start-up (DLHOOK_SAMPLE=always): one that execs or
    * exits at once (a shell, a launcher's helpers) leaves no trace behind. */
   if (sampled_parent || dlh_cfg.sample == 1) dlh_sleep_ns(20 * 1000000ull);
-  if (atomic_load(&stop_req) || dlh_writer_ensure() != 0) return NULL;
+  if (atomic_load(&stop_req) || !ensure_writer || ensure_writer() != 0) return NULL;
   struct dlh_thread *me = dlh_thread_attach_sampled();
   if (!me) return NULL;
   atomic_store(&running, 1);
@@ -459,7 +460,8 @@ static void start(void) {
                     strerror(err));
 }
 
-void dlh_sample_init(void) {
+void dlh_sample_init(int (*start_trace)(void)) {
+  ensure_writer = start_trace;
   hz = dlh_cfg.sample == 2 ? 0 : dlh_cfg.sample_hz;
   period_ns = hz ? 1000000000ull / hz : 0;
   if (hz && dlh_cfg.sample == 1) start();
@@ -520,7 +522,9 @@ void dlh_sample_after_fork_child(void) {
   atomic_store(&stop_req, 0);
   atomic_store(&lost, 0);
   atomic_store(&running, 0);
-  if (was) { /* the handler stays in place; the timers come with the child's sampler */
+  /* A Python process's fork (multiprocessing: DataLoader workers): sampled from its start.
+   * Other forks (a C program's helper) leave no trace unless they call CUDA. */
+  if (was && dlh_py_this_ts()) { /* the handler stays in place; the child's sampler arms timers */
     sampled_parent = 1;
     start();
   }

@@ -47,8 +47,11 @@ static struct {
 #define NONE ((size_t)-1)
 #define RD(type, base, off) (*(type *)((uintptr_t)(base) + (off)))
 
-int dlh_py_init(void) {
+static int (*fd_up)(int);           /* dlh_unwind_settings.fd_move_up */
+
+int dlh_py_init(int (*fd_move_up)(int)) {
   dlh_py_active = 0;
+  fd_up = fd_move_up;
   const char *(*getver)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
   if (!getver) return 0;
   const char *v = getver();
@@ -117,7 +120,7 @@ static int copy_in(void *dst, uintptr_t src, size_t n) {
     if (got == (ssize_t)n) return 0;
     if (got >= 0 || errno == EFAULT || errno == ESRCH) return -1;
     mem_fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC); /* ENOSYS, EPERM: a filter */
-    if (mem_fd >= 0 && dlh_unwind_cfg.fd_move_up) mem_fd = dlh_unwind_cfg.fd_move_up(mem_fd);
+    if (mem_fd >= 0 && fd_up) mem_fd = fd_up(mem_fd);
     if (mem_fd < 0) mem_fd = -1;
   }
   if (mem_fd < 0) return -1;
