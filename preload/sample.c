@@ -83,8 +83,10 @@ typedef struct tslot {
   uint64_t cpu, wall;                  /* its CPU clock and the wall clock, last tick */
   uint64_t wait_cpu;                   /* its CPU clock at its last wait stack, ~0: none */
   uint32_t wait_stack, wait_state;
+  uintptr_t wait_ts;                   /* the thread state its wait stack was read from */
   uint64_t wait_ns;                    /* off-CPU time not yet sampled */
   struct dlh_thread *thr;              /* its recording state (Python thread state), or NULL */
+  uintptr_t ts;                        /* its PyThreadState from the interpreter's list, or 0 */
 } tslot;
 static tslot *slots;
 
@@ -270,6 +272,7 @@ static void slot_free(tslot *s) {
   atomic_store(&s->armed, 0);
   if (id >= 0) syscall(SYS_timer_delete, id);
   s->thr = NULL;
+  s->ts = 0;
   atomic_store(&s->mstate, 0);
   atomic_store(&s->tid, TOMB);
 }
@@ -280,8 +283,10 @@ static void slot_init(tslot *s, uint32_t tid, uint64_t now) {
   s->cpu = thread_cpu_ns(tid, &gone);
   s->wall = now;
   s->wait_cpu = ~0ull;
+  s->wait_ts = 0;
   s->wait_ns = 0;
   s->thr = NULL;
+  s->ts = 0;
 }
 
 /* /proc/self/task: new threads get a timer, gone ones lose theirs. */
@@ -311,11 +316,21 @@ static void rescan(uint32_t gen, uint32_t me, uint64_t now) {
     arm(s);
   }
   closedir(d);
-  /* the recording state of each thread, for its Python thread state */
+  /* the recording state of each thread, for its Python thread state; the states of those that
+   * never showed theirs come from the interpreter's list */
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
     if (atomic_load(&t->shared.state) != DLH_T_ACTIVE) continue;
     tslot *s = slot_find(t->os.tid, 0);
     if (s) s->thr = t;
+    if (t->os.py_ts) dlh_py_calibrate(t->os.py_ts, t->os.tid);
+  }
+  enum { NLIST = 512 };
+  static uint32_t ltid[NLIST];
+  static uintptr_t lts[NLIST];
+  int nl = dlh_py_thread_states(ltid, lts, NLIST);
+  for (int k = 0; k < nl; k++) {
+    tslot *s = slot_find(ltid[k], 0);
+    if (s && s->gen == gen) s->ts = lts[k];
   }
   for (uint32_t i = 0; i < NSLOT; i++) {
     tslot *s = &slots[i];
@@ -337,11 +352,14 @@ static void wait_samples(struct dlh_thread *me, uint64_t now, uint64_t tk) {
     s->wall = now;
     if (dwall > dcpu) s->wait_ns += dwall - dcpu;
     if (s->wait_ns < period_ns / 2) continue;
-    if (cpu != s->wait_cpu) { /* it ran since its last wait stack: read where it waits now */
+    struct dlh_thread *t = s->thr;
+    uintptr_t ts = t && t->os.tid == tid && t->os.py_ts ? t->os.py_ts : s->ts;
+    /* it ran since its last wait stack, or its thread state is known only now: read where it
+     * waits (a thread that did not run waits where it did) */
+    if (cpu != s->wait_cpu || ts != s->wait_ts) {
       uint32_t state = blocked_in(tid);
       if (!state) continue; /* running right now: its CPU samples say where */
-      struct dlh_thread *t = s->thr;
-      uintptr_t ts = t && t->os.tid == tid ? t->os.py_ts : 0;
+      s->wait_ts = ts;
       s->wait_stack = ts ? dlh_stack_capture_python_of(ts) : 0;
       s->wait_state = state;
       s->wait_cpu = cpu;

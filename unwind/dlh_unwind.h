@@ -80,6 +80,12 @@ uint32_t dlh_stack_capture_signal(dlh_stack_cache *cache, uintptr_t pc);
  * gives a shorter stack, never a fault), interned as a stack of Python frames only. 0 when
  * there are none or Python frames are not read in this process. */
 uint32_t dlh_stack_capture_python_of(uintptr_t ts);
+/* Sampler thread: learns where a PyThreadState keeps its thread's id, from the state ts of
+ * thread tid (given by that thread itself; two different threads settle it). Then
+ * dlh_py_thread_states lists the interpreter's thread states with their thread ids (checked
+ * copies), at most max; 0 while not settled, or where states do not keep the id (3.10). */
+void dlh_py_calibrate(uintptr_t ts, uint32_t tid);
+int dlh_py_thread_states(uint32_t *tids, uintptr_t *states, int max);
 /* The calling thread's PyThreadState (0: none, or no supported CPython); async-signal-safe. */
 uintptr_t dlh_py_this_ts(void);
 
