@@ -72,6 +72,8 @@ struct dlh_thread {
     uint64_t *fold_rec;                /* the FOLD record after it, or NULL */
     unsigned fold_gen;                 /* dlh_trace_gen when last_api was stored */
     volatile uint32_t storing;         /* inside reserve..publish (a signal may interrupt it) */
+    volatile uint32_t sampling;        /* a host sample is being stored: a drop is not a call's
+                                          (sample.c counts it) */
   } prod;
   /* The thread as the system knows it (thread.c, at the thread's first recorded call). */
   struct dlh_thread_os {

@@ -40,10 +40,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include "dlh_internal.h"
@@ -187,7 +187,9 @@ static uint64_t thread_cpu_ns(uint32_t tid, int *gone) {
 
 static void put_sample(struct dlh_thread *t, uint32_t tid, unsigned kind, uint64_t tk,
                        uint64_t weight, uint32_t stack, uint32_t state) {
+  t->prod.sampling = 1; /* a full ring drops the sample, counted here, not as a call */
   uint64_t *w = dlh_ring_reserve(t, DLH_REC_SAMPLE_WORDS);
+  t->prod.sampling = 0;
   if (!w) {
     atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
     return;
@@ -198,18 +200,6 @@ static void put_sample(struct dlh_thread *t, uint32_t tid, unsigned kind, uint64
   w[3] = (uint64_t)stack | (uint64_t)tid << 32;
   w[4] = state;
   dlh_ring_publish(t, DLH_REC_SAMPLE_WORDS);
-}
-
-static inline uintptr_t interrupted_pc(void *ucv) {
-  ucontext_t *uc = ucv;
-#if defined(__x86_64__)
-  return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-#elif defined(__aarch64__)
-  return (uintptr_t)uc->uc_mcontext.pc;
-#else
-  (void)uc;
-  return 0;
-#endif
 }
 
 /* The CPU timer's signal, in the thread that used the CPU time. */
@@ -229,7 +219,7 @@ static void on_cpu_sample(int sig, siginfo_t *si, void *uc) {
   uint64_t weight = (uint64_t)(1 + (si->si_overrun > 0 ? si->si_overrun : 0)) * period_ns;
   t->os.py_ts = dlh_py_this_ts();
   t->hot.blocked++; /* nothing the walk calls is recorded */
-  uint32_t stack = dlh_stack_capture_signal(&t->stack_cache, interrupted_pc(uc));
+  uint32_t stack = dlh_stack_capture_signal(&t->stack_cache, uc);
   t->hot.blocked--;
   put_sample(t, t->os.tid, DLH__SAMPLE_KIND__SAMPLE_CPU, tk, weight, stack, 0);
 out:
@@ -388,9 +378,15 @@ static void *sampler_main(void *arg) {
   active = 1;
   struct timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
+  nlink_t nthreads = 0;
   for (uint64_t tick = 0; !atomic_load(&stop_req); tick++) {
     uint64_t now = dlh_mono_ns();
-    if (tick % rescan_every == 0) rescan(++gen, tid, now);
+    /* a new thread is seen within a tick: the link count of /proc/self/task is its threads + 2
+     * (one stat); a full scan at least 10 times a second (ids reused, masks restored) */
+    struct stat st;
+    int changed = stat("/proc/self/task", &st) == 0 && st.st_nlink != nthreads;
+    if (changed) nthreads = st.st_nlink;
+    if (changed || tick % rescan_every == 0) rescan(++gen, tid, now);
     if (dlh_recording) wait_samples(me, now, dlh_ticks());
     next.tv_nsec += (long)period_ns;
     while (next.tv_nsec >= 1000000000L) { next.tv_nsec -= 1000000000L; next.tv_sec++; }

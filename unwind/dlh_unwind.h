@@ -63,17 +63,20 @@ typedef struct dlh_stack_cache {
   unsigned miss_known;          /* the last miss was a stack seen before */
   volatile unsigned busy;       /* > 0: the thread is inside a walk (a signal handler that
                                    interrupted it must not walk: dlh_stack_capture_signal) */
+  unsigned tls_ready;           /* libunwind's thread-local storage exists in the thread */
 } dlh_stack_cache;
 
 /* Hot path: captures the calling thread's stack (dlhook's own frames skipped) and returns its
  * interned id, or 0 when stacks are off or the stack could not be interned. cache: the calling
  * thread's cache, or NULL (no cache: every capture walks). No lock, no malloc. */
 uint32_t dlh_stack_capture(dlh_stack_cache *cache);
-/* In a signal handler (host sampling): the stack of the code the signal interrupted at pc,
- * innermost first, with the thread's Python frames spliced in as by dlh_stack_capture. Returns
+/* In a signal handler (host sampling): the stack of the code the signal interrupted (uc: the
+ * handler's ucontext_t), innermost first, with the thread's Python frames spliced in as by
+ * dlh_stack_capture. No malloc: in a thread whose libunwind storage does not exist yet (it never
+ * made a recorded call) only its Python frames are taken. Returns
  * 0 (no walk) when the thread was interrupted inside a walk of its own (cache->busy), while a
  * fork is in progress, or when stacks are off. No lock, no malloc. */
-uint32_t dlh_stack_capture_signal(dlh_stack_cache *cache, uintptr_t pc);
+uint32_t dlh_stack_capture_signal(dlh_stack_cache *cache, void *uc);
 
 /* Host sampling, from another thread: the Python frames of the thread whose PyThreadState is
  * ts (from dlh_py_this_ts, in that thread), read with checked copies (a frame freed meanwhile
