@@ -72,6 +72,13 @@ regen-cbids:
 	$(Q)$(PYTHON) scripts/gen_cbids.py --cuda-home $(CUDA_HOME)
 .PHONY: regen-cbids
 
+# Test helper: a trace with host samples of known contents (tests/cli/t_cli_samples.sh).
+$(BUILD)/tests/bin/mksamples: command/tests/mksamples.c $(FORMAT_OBJS)
+	$(Q)mkdir -p $(@D)
+	@echo "  CCLD    $@"
+	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -MMD -MP -o $@ $< $(FORMAT_OBJS) $(LDFLAGS) $(FORMAT_LIBS)
+TEST_DEPS += $(BUILD)/tests/bin/mksamples
+
 # Test helper: traces built as an attacker would (tests/hostile/).
 $(BUILD)/tests/bin/hostile: command/tests/hostile.c $(FORMAT_OBJS)
 	$(Q)mkdir -p $(@D)

@@ -746,7 +746,7 @@ int cmd_report(int argc, char **argv) {
   for (size_t i = 0; i < n; i++) {
     mc[i] = rd_memcol_new();
     rk[i] = rd_ranks_in_new(files[i]);
-    rd_sink ms = rd_memory_sink(mc[i]), rs = rd_ranks_in_sink(rk[i]), ks = {&kernels, NULL, NULL, count_kernel, 0};
+    rd_sink ms = rd_memory_sink(mc[i]), rs = rd_ranks_in_sink(rk[i]), ks = {&kernels, NULL, NULL, count_kernel, 0, NULL};
     rd_tee tee = {{&ms, &rs, &ks}, 3};
     rd_sink all = rd_tee_sink(&tee);
     if (rd_open(&T[i], files[i], &o, &all) != RD_OK && T[i].opens == 0) { /* said why; left out */

@@ -60,7 +60,10 @@ static void color(const svgctx *c, const node *d, char *buf, size_t n) {
   }
   uint64_t h = rd_hash_str(name);
   int r, g, b;
-  if (!d->child && c->f->o->weight != RD_W_CPU && d->depth > 1) { /* GPU work: greens */
+  int wt = c->f->o->weight;
+  if (!d->child && wt == RD_W_WAIT && name[0] == '[') { /* what a thread waited in: blues */
+    r = 70 + (int)(h % 40); g = 130 + (int)(h / 7 % 50); b = 210 + (int)(h / 13 % 45);
+  } else if (!d->child && (wt == RD_W_GPU || wt == RD_W_BYTES) && d->depth > 1) { /* GPU work: greens */
     r = 60 + (int)(h % 60); g = 170 + (int)(h / 7 % 60); b = 80 + (int)(h / 13 % 40);
   } else if (!strncmp(name, "cuda", 4) || !strncmp(name, "cu", 2) || !strncmp(name, "nccl", 4) ||
              !strncmp(name, "cublas", 6) || !strncmp(name, "cudnn", 5)) { /* API: oranges */
