@@ -19,7 +19,7 @@ static const rd_choice known_types[] = {
 /* shown without --all or --type */
 static const char *const default_types[] = {
   "process", "thread", "api", "nvtx", "kernel", "memcpy", "memset", "sync", "event", "overhead", "gpu",
-  "device", "summary", "sample", NULL};
+  "device", "summary", NULL};
 
 typedef struct dump_opts {
   char **types; /* NULL-terminated; NULL = default set */
@@ -63,7 +63,8 @@ const rd_command cmd_dump_spec = {
              "activity (\"kernel\", \"memcpy\", \"memset\", \"sync\", ...) and a closing "
              "\"summary\" line (records, dropped, calls, folded; with host sampling also "
              "sample_events, samples and samples_lost).\n\n"
-             "Host samples (DLHOOK_SAMPLE_HZ) print as \"sample\" lines: kind (cpu: the thread "
+             "Host samples (DLHOOK_SAMPLE_HZ) print, with --all or --type sample, as \"sample\" "
+             "lines: kind (cpu: the thread "
              "was running; wait: it was blocked), pid, tid, time_ns, weight_ns (the CPU or wall "
              "time the sample stands for), syscall and syscall_name (what a waiting thread was "
              "blocked in, x86-64 numbers), in_call (the CUDA call in flight) and stack.\n\n"

@@ -620,7 +620,8 @@ static void k_sample(void *ctx, const rd_trace *t, const rd_sample *s) {
   uint32_t line;
   rd_sample_where(t, s->stack, &fn, &file, &line, buf, sizeof buf);
   if (file) {
-    snprintf(src, sizeof src, "%s:%u", file, line);
+    if (line) snprintf(src, sizeof src, "%s:%u", file, line);
+    else snprintf(src, sizeof src, "%s", file);
     w_s(f, ",\"source\":");
     rd_json_str(f, src);
   }

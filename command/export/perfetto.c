@@ -433,7 +433,8 @@ static void p_sample(void *ctx, const rd_trace *t, const rd_sample *s) {
   uint32_t line;
   rd_sample_where(t, s->stack, &fn, &file, &line, buf, sizeof buf);
   if (file) {
-    snprintf(src, sizeof src, "%s:%u", file, line);
+    if (line) snprintf(src, sizeof src, "%s:%u", file, line);
+    else snprintf(src, sizeof src, "%s", file);
     ap[na] = ann(&a[na], IID_SOURCE); a[na].string_value = (char *)utf8_name(c, src); na++;
   }
   slice(c, su, start, dur, iid, &id, ap, na, NULL, NULL);

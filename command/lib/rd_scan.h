@@ -176,13 +176,15 @@ int rd_mkdirs(const char *path);
 const char *rd_syscall_name(uint32_t nr);
 const char *rd_wait_label(const rd_trace *t, const rd_sample *s, char *buf, size_t n);
 /* Where a stack's host time goes (samples.c): the innermost frame of the user's own Python
- * code (rd_torch_user_file), else the innermost Python frame, else the innermost native frame.
- * Sets *fn (its function; "[no stack]" for stack 0 or an undefined one), *file (NULL when
- * unknown) and *line; buf (cap bytes) may hold the name of a native frame without a symbol. */
+ * code (rd_torch_user_file), else the innermost Python frame (*fn its function, *file and
+ * *line its source), else the innermost native frame (*fn its function, *file its module,
+ * *line 0). *fn is "[no stack]" for stack 0 or an undefined one, *file NULL when unknown; buf
+ * (cap bytes) may hold the name of a native frame without a symbol. */
 void rd_sample_where(const rd_trace *t, uint32_t stack, const char **fn, const char **file,
                      uint32_t *line, char *buf, size_t cap);
 /* The name timelines give a sample: rd_sample_where's function; a wait sample's followed by
- * its rd_wait_label ("load [wait: futex]", "step [in cudaStreamSynchronize]"). Into buf. */
+ * its rd_wait_label ("load [wait: futex]", "step [in cudaStreamSynchronize]"), or that label
+ * alone when the sample has no Python frames ("[wait: read]"). Into buf. */
 const char *rd_sample_label(const rd_trace *t, const rd_sample *s, char *buf, size_t n);
 /* The syscall part alone: "[wait: futex]", "[wait: syscall 17]" or "[wait]". */
 const char *rd_wait_state_label(uint32_t state, char *buf, size_t n);

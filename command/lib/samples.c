@@ -8,8 +8,8 @@
  * resolved after the pass, when every definition is known. Then:
  *   by thread  on-CPU and wait time and samples of each thread (its ThreadInfo name);
  *   by line    the innermost frame of the user's own Python code (rd_torch_user_file), else the
- *              innermost Python frame, else (native-only stacks) the innermost native frame:
- *              function, file and line;
+ *              innermost Python frame: function, file and line; else (native-only stacks) the
+ *              innermost native function, with its module as file and line 0;
  *   by op      on-CPU samples only: the innermost aten operator or autograd node of the stack
  *              (torch.c; wait stacks have no native frames);
  *   by wait    what the waiting threads were in: the CUDA call in flight, else the system call.
@@ -228,9 +228,14 @@ void rd_sample_where(const rd_trace *t, uint32_t stack, const char **fn, const c
     if (rd_torch_user_file(fr[i].file)) user = &fr[i];
   }
   const rd_frame *w = user ? user : py ? py : &fr[0];
-  *fn = w->python ? (w->function ? w->function : "?") : rd_frame_name(w, buf, cap);
-  *file = w->file;
-  *line = w->line;
+  if (w->python) {
+    *fn = w->function ? w->function : "?";
+    *file = w->file;
+    *line = w->line;
+  } else { /* a native function: one row whatever line it was at, named with its module */
+    *fn = rd_frame_name(w, buf, cap);
+    *file = w->module;
+  }
 }
 
 const char *rd_sample_label(const rd_trace *t, const rd_sample *s, char *buf, size_t n) {
@@ -238,7 +243,8 @@ const char *rd_sample_label(const rd_trace *t, const rd_sample *s, char *buf, si
   const char *fn, *file;
   uint32_t line;
   rd_sample_where(t, s->stack, &fn, &file, &line, nb, sizeof nb);
-  if (s->kind == RD_SAMPLE_WAIT) snprintf(buf, n, "%s %s", fn, rd_wait_label(t, s, wb, sizeof wb));
+  if (s->kind == RD_SAMPLE_WAIT && !s->stack) rd_wait_label(t, s, buf, n); /* no Python frames */
+  else if (s->kind == RD_SAMPLE_WAIT) snprintf(buf, n, "%s %s", fn, rd_wait_label(t, s, wb, sizeof wb));
   else snprintf(buf, n, "%s", fn);
   return buf;
 }
@@ -267,6 +273,7 @@ void rd_samples_trace_end(rd_samples *x, rd_trace *t) {
     uint32_t line;
     int added;
     rd_sample_where(t, g->stack, &fn, &file, &line, buf, sizeof buf);
+    if (!g->stack && g->kind == RD_SAMPLE_WAIT) fn = "[no Python frames]"; /* a native thread */
     snprintf(key, sizeof key, "%s\n%s\n%u", fn, file ? file : "", line);
     srow *r = stab_row(&x->lines, key, &added);
     if (added) {
@@ -402,7 +409,8 @@ static void table_tab(FILE *f, const rd_samples *x, const stab *tb, const char *
     const srow *r = &tb->v[i];
     fit(c1, 40, lines ? r->function : r->key);
     if (lines) {
-      if (r->file) snprintf(loc, sizeof loc, "%s:%u", r->file, r->line);
+      if (r->file && r->line) snprintf(loc, sizeof loc, "%s:%u", r->file, r->line);
+      else if (r->file) snprintf(loc, sizeof loc, "%s", r->file);
       else snprintf(loc, sizeof loc, "-");
       /* the end of a long path says more than its start */
       size_t l = strlen(loc);

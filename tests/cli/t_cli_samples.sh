@@ -22,8 +22,8 @@ assert (th["loader"]["cpu_ns"], th["loader"]["wait_ns"], th["loader"]["wait"]) =
 L = [(x["function"], x["file"], x["line"], x["cpu_ns"], x["wait_ns"]) for x in s["by_line"]]
 assert L == [("load", "/work/app/train.py", 30, 3000000, 19000000),
              ("step", "/work/app/train.py", 20, 10000000, 8000000),
-             ("compute_kernel_host", "native.c", 5, 5000000, 0),
-             ("[no stack]", None, 0, 0, 500000)], L
+             ("compute_kernel_host", "/work/app/libnative.so", 0, 5000000, 0),
+             ("[no Python frames]", None, 0, 0, 500000)], L
 total = 18000000 + 27500000
 for x in s["by_line"]:
     assert abs(x["share"] - (x["cpu_ns"] + x["wait_ns"]) / total) < 1e-12, x
@@ -56,7 +56,7 @@ if [ -s plain.dlh ]; then
 fi
 
 # dump: one line per sample, decoded
-"$D" dump s.dlh >d.jsonl 2>err || fail "dump: exit $?: $(cat err)"
+"$D" dump --type process,sample,summary s.dlh >d.jsonl 2>err || fail "dump: exit $?: $(cat err)"
 python3 - d.jsonl <<'PY' || fail "dump samples"
 import json, sys
 l = [json.loads(x) for x in open(sys.argv[1])]
@@ -75,6 +75,7 @@ sm = l[-1]
 assert sm["type"] == "summary" and sm["sample_events"] == 30 and sm["samples"] == 30 and sm["samples_lost"] == 7, sm
 print("ok: dump samples")
 PY
+"$D" dump s.dlh | grep -q '"type":"sample"' && fail "samples in dump's default output"
 "$D" dump --all --type counters s.dlh | grep -q '"samples":30,"samples_lost":7' || fail "counters"
 
 # a damaged batch (weight_ns shorter than the other columns): its first 3 samples count
@@ -82,6 +83,6 @@ PY
 "$D" stats --json bad.dlh >b.json 2>err && fail "stats on a damaged batch exited 0"
 grep -q 'inconsistent event batch' err || fail "no damage message: $(cat err)"
 pyassert b.json 'j["samples"]["wait"] == 4 + 3 and j["samples"]["wait_ns"] == 8000000 + 9000000'
-"$D" dump bad.dlh >bd.jsonl 2>err && fail "dump on a damaged batch exited 0"
+"$D" dump --type sample bad.dlh >bd.jsonl 2>err && fail "dump on a damaged batch exited 0"
 [ "$(grep -c '"type":"sample"' bd.jsonl)" = 22 ] || fail "dump of the damaged trace: $(grep -c '"type":"sample"' bd.jsonl) samples"
 echo "ok: samples in stats and dump"
