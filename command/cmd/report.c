@@ -451,21 +451,29 @@ static int by_u64(const void *x, const void *y) {
   return a < b ? -1 : a > b;
 }
 
-/* Past MAX_DETAIL events, only events at least this long are embedded (NVTX ranges always). */
-static uint64_t detail_threshold(report *r, size_t *kept) {
+/* Past MAX_DETAIL events of a budget, only its events at least this long are embedded; NVTX
+ * ranges always. Calls and GPU work share one budget, host samples (samples = 1) have their
+ * own, so that a long sampled run keeps its calls on the timeline. *kept: the events embedded
+ * of that budget (all of them when it returns 0). */
+static int in_budget(const report *r, const ev *v, int samples) {
+  uint32_t k = r->lanes[v->lane]->kind;
+  return k != L_NVTX && (k == L_SAMPLES) == samples;
+}
+static uint64_t detail_threshold(report *r, int samples, size_t *kept) {
   size_t n = 0;
-  for (size_t i = 0; i < r->nevs; i++) n += r->lanes[r->evs[i].lane]->kind != L_NVTX;
-  if (n <= MAX_DETAIL) { *kept = r->nevs; return 0; }
+  for (size_t i = 0; i < r->nevs; i++) n += in_budget(r, &r->evs[i], samples);
+  *kept = n;
+  if (n <= MAX_DETAIL) return 0;
   uint64_t *d = rd_xmalloc(n * sizeof *d);
   size_t k = 0;
   for (size_t i = 0; i < r->nevs; i++)
-    if (r->lanes[r->evs[i].lane]->kind != L_NVTX) d[k++] = r->evs[i].e - r->evs[i].s;
+    if (in_budget(r, &r->evs[i], samples)) d[k++] = r->evs[i].e - r->evs[i].s;
   qsort(d, n, sizeof *d, by_u64);
   uint64_t th = d[n - MAX_DETAIL] + 1;
   free(d);
   k = 0;
   for (size_t i = 0; i < r->nevs; i++)
-    k += r->lanes[r->evs[i].lane]->kind == L_NVTX || r->evs[i].e - r->evs[i].s >= th;
+    k += in_budget(r, &r->evs[i], samples) && r->evs[i].e - r->evs[i].s >= th;
   *kept = k;
   return th;
 }
@@ -486,7 +494,12 @@ static void data_json(FILE *f, report *r, size_t *shown, uint64_t *threshold) {
   free(order);
   free(pos);
   if (r->nevs) qsort(r->evs, r->nevs, sizeof *r->evs, by_ev);
-  *threshold = detail_threshold(r, shown);
+  size_t kept[2], nvtx = 0;
+  uint64_t th[2];
+  for (int q = 0; q < 2; q++) th[q] = detail_threshold(r, q, &kept[q]);
+  for (size_t i = 0; i < r->nevs; i++) nvtx += r->lanes[r->evs[i].lane]->kind == L_NVTX;
+  *shown = kept[0] + kept[1] + nvtx;
+  *threshold = th[0];
 
   fprintf(f, "\"t0\":%" PRIu64 ",\"span\":%" PRIu64 ",\n\"groups\":[", r->t0,
           r->t1 > r->t0 ? r->t1 - r->t0 : 0);
@@ -518,7 +531,8 @@ static void data_json(FILE *f, report *r, size_t *shown, uint64_t *threshold) {
       uint64_t prev = r->t0;
       for (size_t q = from; q < e; q++) {
         const ev *v = &r->evs[q];
-        if (*threshold && l->kind != L_NVTX && v->e - v->s < *threshold) continue;
+        uint64_t lth = l->kind == L_NVTX ? 0 : th[l->kind == L_SAMPLES];
+        if (lth && v->e - v->s < lth) continue;
         uint64_t x;
         switch (col) {
           case 0: x = v->s - prev; prev = v->s; break; /* starts: deltas */
@@ -712,6 +726,9 @@ static void write_page(FILE *f, report *r, size_t n, const char *svg, const char
     fprintf(f, " This trace has %zu events: the timeline shows the %zu longest (%s and more) "
                "and every NVTX range; the tables count everything.",
             r->nevs, shown, fmt_ns(b1, sizeof b1, (double)threshold));
+  else if (shown < r->nevs)
+    fprintf(f, " The timeline shows the longest %d host samples of %" PRIu64 "; the tables and "
+               "flame graphs count them all.", MAX_DETAIL, r->samples[0] + r->samples[1]);
   fputs("</div>\n<div><button id=\"tl-reset\">reset zoom</button></div>\n"
         "<div id=\"tl\"><canvas id=\"tl-canvas\"></canvas><div id=\"tl-tip\"></div></div>\n"
         "<div id=\"tl-selection\"></div>\n", f);

@@ -402,19 +402,22 @@ static void fit(char *dst, size_t width, const char *src) { rd_term_fit(dst, 4 *
 #define TABLE_ROWS 15
 
 static void table_tab(FILE *f, const rd_samples *x, const stab *tb, const char *title, int lines) {
-  char c1[4 * 40 + 4], c2[4 * 32 + 4], b1[32], b2[32], loc[1024];
-  if (lines) fprintf(f, "\n%-40s %-32s %10s %10s %6s\n", title, "File:line", "On-CPU", "Wait", "Share");
+  /* 38 + 30 + 10 + 10 + 6 and the spaces: 98 columns (stats' tables stay within 100) */
+  char c1[4 * 40 + 4], c2[4 * 30 + 4], b1[32], b2[32], loc[1024];
+  if (lines) fprintf(f, "\n%-38s %-30s %10s %10s %6s\n", title, "File:line", "On-CPU", "Wait", "Share");
   else fprintf(f, "\n%-40s %10s %10s %6s\n", title, "On-CPU", "Wait", "Share");
   for (size_t i = 0; i < tb->n && i < TABLE_ROWS; i++) {
     const srow *r = &tb->v[i];
-    fit(c1, 40, lines ? r->function : r->key);
+    fit(c1, lines ? 38 : 40, lines ? r->function : r->key);
     if (lines) {
       if (r->file && r->line) snprintf(loc, sizeof loc, "%s:%u", r->file, r->line);
       else if (r->file) snprintf(loc, sizeof loc, "%s", r->file);
       else snprintf(loc, sizeof loc, "-");
       /* the end of a long path says more than its start */
       size_t l = strlen(loc);
-      fit(c2, 32, l > 32 ? loc + l - 32 : loc);
+      const char *tail = l > 30 ? loc + l - 30 : loc;
+      while (tail > loc && ((unsigned char)*tail & 0xc0) == 0x80) tail++; /* a whole character */
+      fit(c2, 30, tail);
       fprintf(f, "%s %s %10s %10s %5.1f%%\n", c1, c2, dlh_fmt_ns(b1, sizeof b1, r->ns[0]),
               dlh_fmt_ns(b2, sizeof b2, r->ns[1]), 100 * share(x, row_ns(r)));
     } else {
