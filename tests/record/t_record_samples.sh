@@ -59,8 +59,8 @@ assert abs(m - total_cpu) <= 0.15 * total_cpu + 20e6, (m, total_cpu)
 b = sum(x["cpu_ns"] for x in s["by_line"] if x["function"] == "busy" and x["file"].endswith("prog.py"))
 assert abs(b - busy_cpu) <= 0.15 * busy_cpu + 10e6, (b, busy_cpu)
 # the sleep: a clock_nanosleep wait of at least about 0.25 s at main()'s line, within main()'s
-# wall time and start-up (more than the sleep on a loaded machine: the recorder counts the time a thread
-# waited for a CPU into its next wait sample)
+# wall time and start-up (more than the sleep on a loaded machine: the recorder counts the time
+# a thread waited for a CPU into its next wait sample)
 w = {x["name"]: x["wait_ns"] for x in s["by_wait"]}
 assert 0.2e9 <= w.get("[wait: clock_nanosleep]", 0) <= main_wall + 0.5e9, (w, main_wall)
 sl = [x for x in s["by_line"] if x["function"] == "main" and x["file"].endswith("prog.py")]
