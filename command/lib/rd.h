@@ -11,7 +11,8 @@
  *             applied, and rd_tee to feed several consumers from one pass.
  *   analyses  consumers of those passes, shared by stats, report and the exporters: library
  *             calls (libcalls.c), the GPU memory ledger (memory.c), clock alignment and the
- *             straggler (ranks.c), the step breakdown (steps.c), the stats run (cmd/stats.c).
+ *             straggler (ranks.c), the step breakdown (steps.c), host time from the samples
+ *             (samples.c), the stats run (cmd/stats.c).
  *   stacks    frames of a stack id, demangling (symbols.c).
  *   PyTorch   aten operators, autograd nodes, Python frames, modules and the user's line of a
  *             stack, and their instances on a thread (torch.c), for every output.
