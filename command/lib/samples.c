@@ -266,7 +266,7 @@ void rd_samples_trace_end(rd_samples *x, rd_trace *t) {
     const char *nm = rd_map_get(&x->tnames, h->tid);
     h->name = rd_xstrdup(nm ? nm : "");
   }
-  char buf[512], key[2048];
+  char buf[512];
   for (size_t i = 0; i < x->ng; i++) {
     const sgroup *g = &x->g[i];
     const char *fn, *file;
@@ -274,8 +274,11 @@ void rd_samples_trace_end(rd_samples *x, rd_trace *t) {
     int added;
     rd_sample_where(t, g->stack, &fn, &file, &line, buf, sizeof buf);
     if (!g->stack && g->kind == RD_SAMPLE_WAIT) fn = "[no Python frames]"; /* a native thread */
-    snprintf(key, sizeof key, "%s\n%s\n%u", fn, file ? file : "", line);
+    size_t kl = strlen(fn) + (file ? strlen(file) : 0) + 16;
+    char *key = rd_xmalloc(kl); /* names reach 64 KiB: the whole of them tells rows apart */
+    snprintf(key, kl, "%s\n%s\n%u", fn, file ? file : "", line);
     srow *r = stab_row(&x->lines, key, &added);
+    free(key);
     if (added) {
       r->function = rd_xstrdup(fn);
       r->file = file ? rd_xstrdup(file) : NULL;
