@@ -72,6 +72,8 @@ struct dlh_thread {
     uint64_t *fold_rec;                /* the FOLD record after it, or NULL */
     unsigned fold_gen;                 /* dlh_trace_gen when last_api was stored */
     volatile uint32_t storing;         /* inside reserve..publish (a signal may interrupt it) */
+    volatile uint32_t sampling;        /* a host sample is being stored: a drop is not a call's
+                                          (sample.c counts it) */
   } prod;
   /* The thread as the system knows it (thread.c, at the thread's first recorded call). */
   struct dlh_thread_os {
@@ -270,7 +272,9 @@ int dlh_capture_corr_kept(uint64_t corr);  /* writer: whether GPU work of corr i
 
 /* ---- host sampling (sample.c) ---- */
 extern int dlh_sample_sig;               /* the signal of the CPU-time timers (0: none) */
-void dlh_sample_init(void);              /* constructor: settings; DLHOOK_SAMPLE=always starts */
+/* constructor: settings; DLHOOK_SAMPLE=always starts. start_trace: dlh_writer_ensure (the
+ * sampler thread of a process that did not call CUDA yet starts the trace with it) */
+void dlh_sample_init(int (*start_trace)(void));
 void dlh_sample_on_call(uint32_t fn);    /* writer: a recorded call (the first CUDA call starts) */
 void dlh_sample_stop(void);              /* async-signal-safe: no sample from now on */
 void dlh_sample_after_fork_child(void);  /* a sampled parent's child is sampled from its start */
