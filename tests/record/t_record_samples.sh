@@ -37,7 +37,9 @@ def main():
 
 main()
 EOF
-DLHOOK_SAMPLE_HZ=1000 DLHOOK_SAMPLE=always DLHOOK_QUIET=1 traced "$T/py" python3 prog.py >out.txt 2>err.txt \
+# the interpreter itself (python3 may be a launcher script, pyenv's shim: one trace per process)
+PYBIN=$(python3 -c 'import sys; print(sys.executable)') || skip "no python3"
+DLHOOK_SAMPLE_HZ=1000 DLHOOK_SAMPLE=always DLHOOK_QUIET=1 traced "$T/py" "$PYBIN" prog.py >out.txt 2>err.txt \
   || { cat err.txt; fail "python under dlhook failed"; }
 tr=$(one_trace "$T/py")
 "$D" stats --json "$tr" >s.json || fail "stats --json"
