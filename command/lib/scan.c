@@ -116,7 +116,8 @@ static int stream_samples(rd_trace *t, const Dlh__SampleBatch *b, int64_t off, u
 }
 
 /* Streams the rest of t's current pass to s (window, offsets, kernel names), decoding only
- * through format/'s iterators. Returns RD_OK or RD_BAD_INPUT. */
+ * through format/'s iterators (and rd_sample_iter above for host samples). Returns RD_OK or
+ * RD_BAD_INPUT. */
 static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
   struct stat st;
   /* DLHOOK_PROGRESS_AFTER: seconds before progress shows (default 1; for tests) */
