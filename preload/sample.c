@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,10 +59,12 @@ static volatile int active;            /* the handler records */
 static _Atomic int started;            /* the sampler thread was started (once per process) */
 static _Atomic int stop_req, ended;    /* sampling ends for good (exit, the program's handler) */
 static _Atomic uint64_t lost;
+static _Atomic uint64_t faults;        /* Python walks cut short by a fault (the guard) */
 static int sampled_parent;             /* this process is a fork child of a sampled one */
 static _Atomic int running;            /* the sampler thread is in its loop */
 static int (*real_sa)(int, const struct sigaction *, struct sigaction *); /* libc's sigaction */
 static int (*ensure_writer)(void);     /* dlh_sample_init's: starts the trace (runtime.c) */
+static int (*py_initialized)(void);    /* Py_IsInitialized, looked up at start-up */
 
 /* ---------------------------------------------------------------- the threads' timers */
 
@@ -219,7 +222,26 @@ static void on_cpu_sample(int sig, siginfo_t *si, void *uc) {
   uint64_t weight = (uint64_t)(1 + (si->si_overrun > 0 ? si->si_overrun : 0)) * period_ns;
   t->os.py_ts = dlh_py_this_ts();
   t->hot.blocked++; /* nothing the walk calls is recorded */
-  uint32_t stack = dlh_stack_capture_signal(&t->stack_cache, uc);
+  /* The Python frames under the fault guard: the interpreter may be between two stores of a
+   * frame push or pop (CPython 3.11 sets tstate->cframe before its current_frame), and a
+   * pointer read there may lead to unmapped memory. A fault (dlhook's SIGSEGV/SIGBUS front
+   * handler, signals.c) jumps back here and the sample keeps its native frames only. Without
+   * that front (DLHOOK_SIGNALS=0) Python frames are not read in the handler. */
+  dlh_py_snap py;
+  py.n = 0;
+  if (dlh_signals_fault_front()) {
+    sigjmp_buf jb;
+    unsigned busy = t->stack_cache.busy;
+    if (sigsetjmp(jb, 1) == 0) {
+      t->os.probe = &jb;
+      dlh_stack_python_snap(&t->stack_cache, &py);
+    } else {
+      t->stack_cache.busy = busy;
+      atomic_fetch_add_explicit(&faults, 1, memory_order_relaxed);
+    }
+    t->os.probe = NULL;
+  }
+  uint32_t stack = dlh_stack_capture_signal(&t->stack_cache, uc, &py);
   t->hot.blocked--;
   put_sample(t, t->os.tid, DLH__SAMPLE_KIND__SAMPLE_CPU, tk, weight, stack, 0);
 out:
@@ -451,9 +473,12 @@ static void start(void) {
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_cpu_sample;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigfillset(&sa.sa_mask); /* nothing of the program's runs inside the walk */
+    sigfillset(&sa.sa_mask); /* nothing of the program's runs inside the walk; a fault of the */
+    sigdelset(&sa.sa_mask, SIGSEGV);          /* guarded Python walk reaches the front handler */
+    sigdelset(&sa.sa_mask, SIGBUS);
     if (sig && real_sa(sig, &sa, NULL) == 0) {
       dlh_sample_sig = sig;
+      dlh_signals_route(sig, dlh_sample_sigaction);
     } else {
       cpu_timers = 0;
       dlh_warn("no free real-time signal for the CPU-time timers; only wait samples are taken");
@@ -476,6 +501,7 @@ static void start(void) {
 
 void dlh_sample_init(int (*start_trace)(void)) {
   ensure_writer = start_trace;
+  py_initialized = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
   hz = dlh_cfg.sample == 2 ? 0 : dlh_cfg.sample_hz;
   period_ns = hz ? 1000000000ull / hz : 0;
   if (hz && dlh_cfg.sample == 1) start();
@@ -538,7 +564,7 @@ void dlh_sample_after_fork_child(void) {
   atomic_store(&running, 0);
   /* A Python process's fork (multiprocessing: DataLoader workers): sampled from its start.
    * Other forks (a C program's helper) leave no trace unless they call CUDA. */
-  if (was && dlh_py_this_ts()) { /* the handler stays in place; the child's sampler arms timers */
+  if (was && py_initialized && py_initialized()) { /* the handler stays in place; the child's sampler arms timers */
     sampled_parent = 1;
     start();
   }

@@ -292,18 +292,24 @@ static uint32_t intern_stack(const uint64_t *frames, uint32_t n, uint32_t trunca
 }
 
 /* Interns one Python frame (code, lasti); resolves names and line the first time. */
+/* Its names are read before a slot is claimed: a signal handler's walk reads them under a
+ * fault guard (host sampling, preload/sample.c), and a fault must not leave a slot claimed. */
 static uint32_t intern_pyframe(uint64_t code, int64_t lasti) {
   uint64_t h = mix(mix(0x84222325cbf29ce4ull, code), (uint64_t)lasti) | 1;
   const uint64_t mask = (1u << PYF_BITS) - 1;
+  char fn[256], file[1024];
+  uint32_t line = 0;
+  int resolved = 0;
   for (uint64_t i = h >> 20, probes = 0; probes < 64; i++, probes++) {
     slot *s = &pyf_tab[i & mask];
     uint64_t k = atomic_load_explicit(&s->key, memory_order_acquire);
     if (k == 0) {
+      if (!resolved) {
+        dlh_py_resolve(code, lasti, &line, fn, sizeof fn, file, sizeof file);
+        resolved = 1;
+      }
       if (atomic_compare_exchange_strong(&s->key, &k, h)) {
         uint32_t id = atomic_fetch_add_explicit(&pyf_next, 1, memory_order_relaxed) + 1;
-        char fn[256], file[1024];
-        uint32_t line = 0;
-        dlh_py_resolve(code, lasti, &line, fn, sizeof fn, file, sizeof file);
         size_t fl = strlen(fn), pl = strlen(file);
         dlh_pyf_rec *r = id <= dlh_pyf_max_id ? arena_alloc(sizeof *r + fl + pl + 2) : NULL;
         if (!r) {
@@ -320,6 +326,7 @@ static uint32_t intern_pyframe(uint64_t code, int64_t lasti) {
         atomic_store_explicit(&s->id, id, memory_order_release);
         return id;
       }
+      /* lost the race: k now holds the winner's key */
     }
     if (k == h) {
       uint32_t id = wait_id(s);
@@ -379,7 +386,8 @@ static inline _Atomic int *unwind_stripe(const dlh_stack_cache *cache) {
   return &in_unwind[((uintptr_t)cache >> 6) % NSTRIPE].n;
 }
 
-static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, void *uc);
+static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, void *uc,
+                             const dlh_py_snap *snap);
 
 static __attribute__((noinline)) uint32_t capture_miss(dlh_stack_cache *cache, uint64_t sp,
                                                        int *fresh) {
@@ -457,7 +465,7 @@ static inline __attribute__((always_inline)) uint32_t capture_any(dlh_stack_cach
    * from the last one of this thread: a program whose stacks are all different (torch's
    * import: ~44,000 distinct registration stacks) pays the cheap walk only, one that cycles
    * through more call sites than the cache holds pays one cursor walk a miss, as before. */
-  if (py_mode || !sc_step) return capture_slow(cache, NULL, NULL);
+  if (py_mode || !sc_step) return capture_slow(cache, NULL, NULL, NULL);
   if (cache && cache->miss_known) {
     int fresh = 0;
     uint32_t id = capture_miss(cache, sp, &fresh);
@@ -465,7 +473,7 @@ static inline __attribute__((always_inline)) uint32_t capture_any(dlh_stack_cach
     return id;
   }
   int fresh = 0;
-  uint32_t id = capture_slow(cache, &fresh, NULL);
+  uint32_t id = capture_slow(cache, &fresh, NULL, NULL);
   if (id && !fresh &&
       !atomic_load_explicit(&dlh_stack_recs[id]->nocache, memory_order_relaxed)) {
     id = capture_miss(cache, sp, NULL);
@@ -499,11 +507,26 @@ uint32_t dlh_stack_capture(dlh_stack_cache *cache) {
   return id;
 }
 
-uint32_t dlh_stack_capture_signal(dlh_stack_cache *cache, void *uc) {
+int dlh_stack_python_snap(dlh_stack_cache *cache, dlh_py_snap *snap) {
+  snap->n = 0;
+  if (!py_mode || !dlh_py_active || !cache || cache->busy) return 0;
+  dlh_pyframe py[DLH_PY_SNAP];
+  int max = (int)depth_max + 1 < DLH_PY_SNAP ? (int)depth_max + 1 : DLH_PY_SNAP;
+  int n = dlh_py_walk(py, max);
+  for (int i = 0; i < n; i++) {
+    snap->id[i] = intern_pyframe(py[i].code, py[i].lasti);
+    snap->end[i] = (uint8_t)py[i].group_end;
+    snap->n = i + 1;
+  }
+  return snap->n;
+}
+
+uint32_t dlh_stack_capture_signal(dlh_stack_cache *cache, void *uc, const dlh_py_snap *py) {
   if (!dlh_stack_mode || !cache || cache->busy) return 0;
+  static const dlh_py_snap none;
   cache->busy++;
   atomic_signal_fence(memory_order_seq_cst);
-  uint32_t id = capture_slow(cache, NULL, uc);
+  uint32_t id = capture_slow(cache, NULL, uc, py ? py : &none);
   atomic_signal_fence(memory_order_seq_cst);
   cache->busy--;
   return id;
@@ -552,19 +575,30 @@ static int walk_signal(void *uc, void **pcs, int max) {
 
 /* uc: NULL for a hook (dlhook's own leading frames and CUPTI's are skipped); in a signal
  * handler, the interrupted context: the walk starts at its pc (walk_signal). */
-static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, void *uc) {
+static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, void *uc,
+                             const dlh_py_snap *snap) {
   uint32_t depth = depth_max, n = 0, truncated = 0;
   void *pcs[depth + 8];
   uint64_t out[depth + 1];
-  dlh_pyframe py[py_mode ? depth + 1 : 1];
+  /* the thread's Python frames, interned (a signal handler's come walked under its guard) */
+  uint32_t pid[depth + 1];
+  uint8_t pend[depth + 1];
   int npy = 0, got = 0, skip = 0;
-  if (py_mode && dlh_py_active) npy = dlh_py_walk(py, (int)depth + 1);
+  if (snap) {
+    npy = snap->n < (int)depth + 1 ? snap->n : (int)depth + 1;
+    for (int i = 0; i < npy; i++) { pid[i] = snap->id[i]; pend[i] = snap->end[i]; }
+  } else if (py_mode && dlh_py_active) {
+    dlh_pyframe py[depth + 1];
+    npy = dlh_py_walk(py, (int)depth + 1);
+    for (int i = 0; i < npy; i++) {
+      pid[i] = intern_pyframe(py[i].code, py[i].lasti);
+      pend[i] = (uint8_t)py[i].group_end;
+    }
+  }
   if (dlh_stack_mode == DLH_STACKS_PYTHON && npy > 0) {
     /* Python frames only */
-    for (int i = 0; i < npy && n < depth; i++) {
-      uint32_t id = intern_pyframe(py[i].code, py[i].lasti);
-      if (id) out[n++] = DLH_PYFRAME_TAG | id;
-    }
+    for (int i = 0; i < npy && n < depth; i++)
+      if (pid[i]) out[n++] = DLH_PYFRAME_TAG | pid[i];
     truncated = npy > (int)depth;
     return n ? intern_stack(out, n, truncated) : 0;
   }
@@ -594,9 +628,8 @@ static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, void *uc) {
       /* an interpreter frame: its Python frames take its place */
       for (; g < npy; g++) {
         if (n >= depth) { truncated = 1; break; }
-        uint32_t id = intern_pyframe(py[g].code, py[g].lasti);
-        if (id) out[n++] = DLH_PYFRAME_TAG | id;
-        if (py[g].group_end) { g++; break; }
+        if (pid[g]) out[n++] = DLH_PYFRAME_TAG | pid[g];
+        if (pend[g]) { g++; break; }
       }
       continue;
     }
@@ -607,8 +640,7 @@ static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, void *uc) {
   /* Python frames whose interpreter frames were not seen (deeper than the native stack) */
   for (; g < npy && !truncated; g++) {
     if (n >= depth) { truncated = 1; break; }
-    uint32_t id = intern_pyframe(py[g].code, py[g].lasti);
-    if (id) out[n++] = DLH_PYFRAME_TAG | id;
+    if (pid[g]) out[n++] = DLH_PYFRAME_TAG | pid[g];
   }
   if (!n) return 0;
   return intern_stack_f(out, n, truncated, fresh);

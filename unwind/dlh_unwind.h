@@ -70,13 +70,23 @@ typedef struct dlh_stack_cache {
  * interned id, or 0 when stacks are off or the stack could not be interned. cache: the calling
  * thread's cache, or NULL (no cache: every capture walks). No lock, no malloc. */
 uint32_t dlh_stack_capture(dlh_stack_cache *cache);
-/* In a signal handler (host sampling): the stack of the code the signal interrupted (uc: the
- * handler's ucontext_t), innermost first, with the thread's Python frames spliced in as by
- * dlh_stack_capture. No malloc: in a thread whose libunwind storage does not exist yet (it never
- * made a recorded call) only its Python frames are taken. Returns
- * 0 (no walk) when the thread was interrupted inside a walk of its own (cache->busy), while a
- * fork is in progress, or when stacks are off. No lock, no malloc. */
-uint32_t dlh_stack_capture_signal(dlh_stack_cache *cache, void *uc);
+/* In a signal handler (host sampling), in two steps. First the thread's Python frames, interned:
+ * the interrupted interpreter may be between two stores of a frame push or pop, so the caller
+ * runs this under a fault guard (a fault ends it; nothing is left half done). Returns the
+ * frames taken (0 when Python frames are not read, or the thread is inside a walk). */
+#define DLH_PY_SNAP 128
+typedef struct dlh_py_snap {
+  int n;
+  uint32_t id[DLH_PY_SNAP];     /* interned Python frames, innermost first (0: not interned) */
+  uint8_t end[DLH_PY_SNAP];     /* the last frame of one interpreter call */
+} dlh_py_snap;
+int dlh_stack_python_snap(dlh_stack_cache *cache, dlh_py_snap *snap);
+/* Then the stack of the code the signal interrupted (uc: the handler's ucontext_t), innermost
+ * first, with py (may be NULL) spliced in as by dlh_stack_capture. No malloc: in a thread whose
+ * libunwind storage does not exist yet (it never made a recorded call) only the Python frames
+ * are kept. Returns 0 (no walk) when the thread was interrupted inside a walk of its own
+ * (cache->busy), while a fork is in progress, or when stacks are off. */
+uint32_t dlh_stack_capture_signal(dlh_stack_cache *cache, void *uc, const dlh_py_snap *py);
 
 /* Host sampling, from another thread: the Python frames of the thread whose PyThreadState is
  * ts (from dlh_py_this_ts, in that thread), read with checked copies (a frame freed meanwhile
