@@ -370,7 +370,12 @@ static void wait_samples(struct dlh_thread *me, uint64_t now, uint64_t tk) {
      * waits (a thread that did not run waits where it did) */
     if (cpu != s->wait_cpu || ts != s->wait_ts) {
       uint32_t state = blocked_in(tid);
-      if (!state) continue; /* running right now: its CPU samples say where */
+      if (!state) {
+        /* running right now: it waited for a CPU, not in a call; that time has no place of its
+         * own to go to (the next blocked wait must not carry it) */
+        s->wait_ns = 0;
+        continue;
+      }
       s->wait_ts = ts;
       s->wait_stack = ts ? dlh_stack_capture_python_of(ts) : 0;
       s->wait_state = state;
