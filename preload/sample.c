@@ -391,10 +391,11 @@ static void wait_samples(struct dlh_thread *me, uint64_t now, uint64_t tk) {
 static void *sampler_main(void *arg) {
   (void)arg;
   pthread_setname_np(pthread_self(), "dlhook-sampler");
-  /* A fork child, or a process sampled from start-up (DLHOOK_SAMPLE=always): one that execs or
-   * exits at once (a shell, a launcher's helpers) leaves no trace behind. */
-  if (sampled_parent || dlh_cfg.sample == 1) dlh_sleep_ns(20 * 1000000ull);
-  if (atomic_load(&stop_req) || !ensure_writer || ensure_writer() != 0) return NULL;
+  /* A fork child, or a process sampled from start-up (DLHOOK_SAMPLE=always): sampled from now
+   * on, but its trace starts only 20 ms later, so that one that execs or exits at once (a
+   * shell, a launcher's helpers) leaves no trace behind; the samples wait in the rings. */
+  uint64_t trace_at = sampled_parent || dlh_cfg.sample == 1 ? dlh_mono_ns() + 20 * 1000000ull : 0;
+  if (atomic_load(&stop_req) || !ensure_writer || (!trace_at && ensure_writer() != 0)) return NULL;
   struct dlh_thread *me = dlh_thread_attach_sampled();
   if (!me) return NULL;
   atomic_store(&running, 1);
@@ -408,6 +409,10 @@ static void *sampler_main(void *arg) {
   nlink_t nthreads = 0;
   for (uint64_t tick = 0; !atomic_load(&stop_req); tick++) {
     uint64_t now = dlh_mono_ns();
+    if (trace_at && now >= trace_at) {
+      trace_at = 0;
+      if (ensure_writer() != 0) break;
+    }
     /* a new thread is seen within a tick: the link count of /proc/self/task is its threads + 2
      * (one stat); a full scan at least 10 times a second (ids reused, masks restored) */
     struct stat st;
