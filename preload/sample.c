@@ -147,8 +147,23 @@ static void arm(tslot *s) {
   if (blocked(s) || atomic_load(&stop_req)) disarm(s);
 }
 
-/* Whether thread tid blocks the signal now (its SigBlk mask). */
+/* The system calls that wait with a mask of their own for a while (rt_sigsuspend,
+ * rt_sigtimedwait, pselect6, ppoll, epoll_pwait, epoll_pwait2, io_pgetevents: x86-64 numbers):
+ * while a thread waits in one, its SigBlk is that temporary mask, not its own. */
+static int temp_mask_call(uint32_t state) {
+  switch (state ? state - 1 : ~0u) {
+    case 130: case 128: case 270: case 271: case 281: case 441: case 333: return 1;
+    default: return 0;
+  }
+}
+
+static uint32_t blocked_in(uint32_t tid); /* below */
+
+/* Whether thread tid blocks the signal now (its SigBlk mask); 1 also when that cannot be told:
+ * the mask cannot be read, or the thread waits with a temporary mask (before or after the
+ * read), e.g. sigsuspend or sigtimedwait on everything in a thread that blocks everything. */
 static int thread_blocks(uint32_t tid) {
+  if (temp_mask_call(blocked_in(tid))) return 1;
   char path[64], buf[2048];
   snprintf(path, sizeof path, "/proc/self/task/%u/status", tid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -160,7 +175,8 @@ static int thread_blocks(uint32_t tid) {
   const char *p = strstr(buf, "SigBlk:");
   if (!p) return 1;
   unsigned long long mask = strtoull(p + 7, NULL, 16);
-  return (int)((mask >> (dlh_sample_sig - 1)) & 1);
+  if ((mask >> (dlh_sample_sig - 1)) & 1) return 1;
+  return temp_mask_call(blocked_in(tid));
 }
 
 /* A timer on thread tid's CPU clock that signals that thread. */
@@ -539,6 +555,7 @@ int dlh_sample_sigaction(int sig, const struct sigaction *act, struct sigaction 
   struct sigaction dfl;
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
+  if (atomic_load(&ended)) return real(sig, act, old); /* the program's already */
   if (!act) {
     if (old) *old = dfl;
     return 0;
@@ -551,7 +568,8 @@ int dlh_sample_sigaction(int sig, const struct sigaction *act, struct sigaction 
   }
   dlh_sample_sig = 0;
   int r = real(sig, act, NULL);
-  if (r == 0 && old) *old = dfl;
+  if (r == 0 && old) *old = dfl; /* it had no handler: dlhook took only a free signal */
+  dlh_signals_route(0, NULL);    /* from now on sigaction() goes straight to the kernel */
   return r;
 }
 
