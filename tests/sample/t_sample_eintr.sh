@@ -1,0 +1,22 @@
+# Host sampling must not make system calls fail with EINTR (or sleeps end early): the program
+# tests/sample/eintr.c runs 19 kinds of blocking call with 1 ms timeouts in their own threads
+# (poll, select, pselect, ppoll, epoll_wait, epoll_pwait, nanosleep, clock_nanosleep relative
+# and absolute, sigtimedwait, semtimedop, recv/accept/read with SO_RCVTIMEO, read on a pipe,
+# futex wait, pthread_cond_timedwait, sem_timedwait, usleep), each after a CPU burst of 0 to
+# 3 ms, next to two threads that only burn CPU. signal(7): most of these return EINTR when a
+# handler runs, SA_RESTART or not; the sampler relies on CPU-time timer signals arriving only
+# on the way back to user mode and never while a thread waits.
+# Runs: bare once (as control, bare with the program's own per-thread CPU-time timers at
+# 1 kHz, what the sampler arms: EINTR there would be the kernel's, not dlhook's), then under
+# dlhook at 1 kHz twice, with a CUDA call first and with DLHOOK_SAMPLE=1 and no CUDA at all.
+# EINTR_SECS (default 6) per run; tests/sample/eintr-long runs it for minutes.
+. "$ROOT/tests/lib.sh"
+. "$ROOT/tests/sample/lib.sh"
+P=$BUILD/tests/sample/eintr
+need "$P"; need "$DLHOOK_LIB"; need "$DLHOOK_BIN"
+S=${EINTR_SECS:-6}
+bare "$P" 3 nocuda selftimer >control.out 2>control.err; rc=$?
+[ "$rc" -eq 0 ] || echo "note: the control run (no dlhook, own timers) saw EINTR: $(grep -v 'eintr 0, short 0\|enough\|calls$' control.out | tr '\n' ' ')"
+same_as_bare eintr 1 1 "$P" "$S"
+same_as_bare eintr_nocuda 1 1 "$P" "$S" nocuda
+echo ok
