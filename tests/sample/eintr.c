@@ -16,8 +16,8 @@
  * SIGEV_THREAD_ID, 1 kHz) with an SA_RESTART handler on SIGRTMAX-1, so that EINTR seen then
  * comes from the kernel's rules, not from dlhook.
  * stdout (deterministic): one line per thread, "KIND: eintr E, short S, unexpected U" and
- * "KIND: enough calls" when the thread made at least 20 calls (a burner: 2 bursts), then "result: ok" or
- * "result: EINTR". The number of calls of each thread (depends on the machine's speed) goes to
+ * "KIND: enough calls" when the thread made at least 20 calls (a burner: 2 bursts), then
+ * "result: ok", "result: EINTR" or "result: unexpected". The number of calls of each thread (depends on the machine's speed) goes to
  * stderr. Exit 0; 3 when any call failed with EINTR or slept short; 4 when only unexpected
  * results (another error, data on a socket that should have none) were seen. */
 #define _GNU_SOURCE
