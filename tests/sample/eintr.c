@@ -2,7 +2,7 @@
  * under host sampling (a CPU-time timer per thread, a real-time signal) no call may fail with
  * EINTR or come back early, as without dlhook. tests/sample/t_sample_eintr.sh runs it bare and
  * traced and compares the output.
- *   eintr SECS [nocuda] [selftimer]
+ *   eintr SECS [nocuda] [selftimer|kicker]
  * One thread per kind of call (poll, select, pselect, ppoll, epoll_wait, epoll_pwait, nanosleep,
  * clock_nanosleep relative and TIMER_ABSTIME, sigtimedwait, semtimedop, recv and accept and
  * read on sockets with SO_RCVTIMEO, read on a pipe fed by a writer thread, futex wait with a
@@ -14,7 +14,9 @@
  * CUDA call). "selftimer" (the control experiment, run bare): the program arms what dlhook's
  * sampler arms, a CPU-time timer per thread (timer_create on the thread's CPU clock,
  * SIGEV_THREAD_ID, 1 kHz) with an SA_RESTART handler on SIGRTMAX-1, so that EINTR seen then
- * comes from the kernel's rules, not from dlhook.
+ * comes from the kernel's rules, not from dlhook. "kicker" (the check of the check, bare): a
+ * thread sends that signal (SA_RESTART handler) to every other thread every 2 ms with tgkill,
+ * wherever they are: poll, nanosleep and the like must then see EINTR (exit 3).
  * stdout (deterministic): one line per thread, "KIND: eintr E, short S, unexpected U" and
  * "KIND: enough calls" when the thread made at least 20 calls (a burner: 2 bursts), then
  * "result: ok", "result: EINTR" or "result: unexpected". The number of calls of each thread (depends on the machine's speed) goes to
@@ -63,6 +65,18 @@ static atomic_int stop;
 static int selftimer;          /* "selftimer": the program's own per-thread CPU-time timers */
 static atomic_long self_ticks; /* their signals */
 static void on_tick(int sig) { (void)sig; atomic_fetch_add(&self_ticks, 1); }
+static int kicker;              /* "kicker": a thread signals all the others */
+static atomic_int ntids;
+static pid_t tids[64];
+static void *kick(void *arg) {
+  (void)arg;
+  while (!atomic_load(&stop)) {
+    struct timespec t = {0, 2000000};
+    nanosleep(&t, NULL);
+    for (int i = 0; i < atomic_load(&ntids); i++) syscall(SYS_tgkill, getpid(), tids[i], SIGRTMAX - 1);
+  }
+  return NULL;
+}
 static void arm_selftimer(void) {
   struct sigevent ev = {0};
   timer_t t;
@@ -151,6 +165,7 @@ static void *waiter(void *arg) {
   pthread_cond_init(&cv, &ca);
   sem_init(&psem, 0, 0);
   if (selftimer) arm_selftimer();
+  if (kicker) tids[atomic_fetch_add(&ntids, 1)] = (pid_t)syscall(SYS_gettid);
   switch (k) {
     case K_POLL: case K_SELECT: case K_PSELECT: case K_PPOLL: case K_EPOLL_WAIT: case K_EPOLL_PWAIT:
       if (pipe(pfd)) return NULL; /* nobody ever writes: every wait times out */
@@ -314,8 +329,9 @@ int main(int argc, char **argv) {
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "nocuda")) cuda = 0;
     if (!strcmp(argv[i], "selftimer")) selftimer = 1;
+    if (!strcmp(argv[i], "kicker")) kicker = 1;
   }
-  if (selftimer) {
+  if (selftimer || kicker) {
     struct sigaction sa = {0};
     sa.sa_handler = on_tick;
     sa.sa_flags = SA_RESTART;
@@ -340,12 +356,15 @@ int main(int argc, char **argv) {
     pthread_create(&th[k], NULL, waiter, (void *)(intptr_t)k);
   }
   pthread_create(&wr, NULL, pipe_writer, NULL);
+  pthread_t kt;
+  if (kicker) pthread_create(&kt, NULL, kick, NULL);
   struct timespec d = ts_of((long)(secs * 1e9));
   while (nanosleep(&d, &d) && errno == EINTR) {}
   atomic_store(&stop, 1);
   for (int k = 0; k < NKIND; k++)
     if (!(k == K_SEMTIMEDOP && semid < 0)) pthread_join(th[k], NULL);
   pthread_join(wr, NULL);
+  if (kicker) pthread_join(kt, NULL);
   if (semid >= 0) semctl(semid, 0, IPC_RMID);
   long eintr = 0, unexpected = 0;
   for (int k = 0; k < NKIND; k++) {
@@ -361,7 +380,7 @@ int main(int argc, char **argv) {
     eintr += st[k].eintr + st[k].shorts;
     unexpected += st[k].unexpected;
   }
-  if (selftimer) fprintf(stderr, "selftimer: %ld signals\n", atomic_load(&self_ticks));
+  if (selftimer || kicker) fprintf(stderr, "selftimer: %ld signals\n", atomic_load(&self_ticks));
   printf("result: %s\n", eintr ? "EINTR" : unexpected ? "unexpected" : "ok");
   return eintr ? 3 : unexpected ? 4 : 0;
 }
