@@ -38,6 +38,8 @@ typedef struct dlh_config {
   uint64_t duration_ns;  /* DLHOOK_DURATION seconds: nothing recorded after delay + duration */
   int ctl_signal;        /* DLHOOK_SIGNAL: the signal of `dlhook ctl` (default SIGUSR2) */
   int ctl_signal_set;    /* DLHOOK_SIGNAL was given */
+  unsigned sample_hz;    /* DLHOOK_SAMPLE_HZ: host samples per second of a thread (0: off) */
+  int sample;            /* DLHOOK_SAMPLE: 0 from the first CUDA call, 1 always, 2 off */
   uint64_t as_limit;     /* the soft RLIMIT_AS at start-up, 0 when unlimited (config.c) */
 } dlh_config;
 
@@ -77,6 +79,8 @@ struct dlh_thread {
     char name[16];
     void *altstack;                    /* dlhook's alternate signal stack of this thread, or NULL */
     size_t altstack_size;
+    uintptr_t py_ts;                   /* its PyThreadState as last seen by itself (sample.c) */
+    int internal;                      /* dlhook's sampler thread: never announced (ThreadInfo) */
   } os;
   /* What the producer, the writer and the thread layer tell each other, in atomics. */
   struct dlh_thread_shared {
@@ -263,6 +267,23 @@ void dlh_ctl_init(void);                 /* constructor, after dlh_capture_init 
 int dlh_ctl_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 int dlh_capture_corr_kept(uint64_t corr);  /* writer: whether GPU work of corr is kept */
 
+
+/* ---- host sampling (sample.c) ---- */
+extern int dlh_sample_sig;               /* the signal of the CPU-time timers (0: none) */
+/* constructor: settings; DLHOOK_SAMPLE=always starts. start_trace: dlh_writer_ensure (the
+ * sampler thread of a process that did not call CUDA yet starts the trace with it) */
+void dlh_sample_init(int (*start_trace)(void));
+void dlh_sample_on_call(uint32_t fn);    /* writer: a recorded call (the first CUDA call starts) */
+void dlh_sample_stop(void);              /* async-signal-safe: no sample from now on */
+void dlh_sample_after_fork_child(void);  /* a sampled parent's child is sampled from its start */
+void dlh_sample_reset_for_attach(void);  /* after a trace of dlhook attach ended */
+uint64_t dlh_sample_lost(void);          /* samples not taken or not stored */
+unsigned dlh_sample_rate(void);          /* samples per second while sampling, else 0 */
+/* signals.c's sigaction() for dlh_sample_sig: the program takes the signal, sampling ends */
+int dlh_sample_sigaction(int sig, const struct sigaction *act, struct sigaction *old,
+                         int (*real)(int, const struct sigaction *, struct sigaction *));
+/* thread.c: a thread's state for its first sample (no services started: they run) */
+dlh_thread *dlh_thread_attach_sampled(void);
 
 /* ---- signals (signals.c) ---- */
 void dlh_signals_install(void);

@@ -333,8 +333,9 @@ uint64_t *dlh_ring_alloc(uint64_t *cap_words) {
     f->cap = 0;
     return (uint64_t *)f;
   }
-  uint64_t bytes = 4096;
-  while (bytes < dlh_cfg.ring_bytes && bytes < (1ull << 40)) bytes *= 2;
+  uint64_t bytes = 4096, want = *cap_words ? *cap_words * 8 : dlh_cfg.ring_bytes;
+  if (want > dlh_cfg.ring_bytes) want = dlh_cfg.ring_bytes;
+  while (bytes < want && bytes < (1ull << 40)) bytes *= 2;
   uint64_t floor = bytes < RING_MIN_BYTES ? bytes : RING_MIN_BYTES;
   while (bytes > floor && !dlh_mem_fits(bytes)) bytes /= 2;
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,

@@ -14,6 +14,9 @@
  *         call this thread records (a kernel launched by cublasLtMatmul inside cublasSgemm
  *         links to the cublasSgemm call).
  *   NVTX  see nvtx.c.
+ *   SAMPLE  a host sample (sample.c), flags = its SampleKind: word 1: ticks; word 2: weight in
+ *         ns; word 3: stack id | tid << 32 (the sampled thread: the sampler thread's ring holds
+ *         other threads' wait samples); word 4: state (system call + 1) | api fn << 32.
  *   FOLD  repeats of the thread's previous API record (same function, args, return value,
  *         stack and depth; neither carries a correlation id): word 1: first repeat's start
  *         ticks; word 2: repeats (count) | DLH_FOLD_SEALED; words 3-4 and 5-6: two slots of
@@ -32,11 +35,13 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-enum { DLH_REC_PAD = 0, DLH_REC_API = 1, DLH_REC_LINK = 2, DLH_REC_NVTX = 3, DLH_REC_FOLD = 4 };
+enum { DLH_REC_PAD = 0, DLH_REC_API = 1, DLH_REC_LINK = 2, DLH_REC_NVTX = 3, DLH_REC_FOLD = 4,
+       DLH_REC_SAMPLE = 5 };
 #define DLH_REC_F_CORR 1u
 #define DLH_REC_HDR_WORDS 4
 #define DLH_REC_LINK_WORDS 2
 #define DLH_REC_FOLD_WORDS 7
+#define DLH_REC_SAMPLE_WORDS 5
 #define DLH_FOLD_SEALED (1ull << 63)
 
 static inline uint64_t dlh_rec_header(uint32_t fn, uint32_t nargs, uint32_t depth, unsigned kind,
@@ -66,8 +71,9 @@ uint64_t *dlh_ring_reserve(struct dlh_thread *t, uint64_t n);
 void dlh_ring_publish(struct dlh_thread *t, uint64_t n);
 void dlh_ring_abandon(struct dlh_thread *t);        /* reserved, nothing written */
 
-/* Ring memory: a ring for a new thread (recycled, or mapped within the memory budget), and the
- * writer giving an exited thread's ring back. */
+/* Ring memory: a ring for a new thread (recycled, or mapped within the memory budget; *cap_words
+ * non-zero on entry: at most that many words), and the writer giving an exited thread's ring
+ * back. */
 uint64_t *dlh_ring_alloc(uint64_t *cap_words);
 void dlh_ring_release(struct dlh_thread *t);
 

@@ -119,6 +119,7 @@ static void fork_child(void) {
   dlh_mem_after_fork_child();
   dlh_cupti_after_fork_child();
   dlh_writer_after_fork_child();
+  dlh_sample_after_fork_child();
 }
 
 static int setuid_program(void) {
@@ -167,6 +168,7 @@ __attribute__((constructor)) static void dlh_init(void) {
   dlh_nvtx_setup_injection();
   dlh_exec_init();
   dlh_recording = 1;
+  dlh_sample_init(dlh_writer_ensure); /* DLHOOK_SAMPLE=always: the sampler starts now */
 }
 
 /* ---------------------------------------------------------------- dlhook attach */
@@ -187,5 +189,6 @@ int dlh_runtime_late_init(void) {
   pthread_atfork(fork_prepare, NULL, NULL); /* last: see dlh_init */
   initialised = 1;
   atexit(at_exit); /* an exit while attached finishes the trace */
+  dlh_sample_init(dlh_writer_ensure);
   return 0;
 }

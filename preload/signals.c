@@ -147,6 +147,8 @@ DLH_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
   int i = slot(sig);
   if (i < 0 && sig == dlh_cfg.ctl_signal && dlh_ctl_installed && !dlh_foreign_process())
     return dlh_ctl_sigaction(sig, act, old);
+  if (i < 0 && dlh_sample_sig && sig == dlh_sample_sig && !dlh_foreign_process())
+    return dlh_sample_sigaction(sig, act, old, real_sigaction);
   if (i < 0) {
     i = hooked_slot(sig);
     if (i < 0 || !armed || !act || app_goes_on(i, act) || dlh_foreign_process())

@@ -60,7 +60,11 @@ static struct dlh_thread *thread_reuse(void) {
   return NULL;
 }
 
-dlh_thread *dlh_thread_attach(void) {
+static dlh_thread *attach(int services);
+dlh_thread *dlh_thread_attach(void) { return attach(1); }
+dlh_thread *dlh_thread_attach_sampled(void) { return attach(0); }
+
+static dlh_thread *attach(int services) {
   if (!start_services || !dlh_recording) return NULL;
   struct dlh_thread *t = thread_reuse();
   int fresh = !t;
@@ -77,11 +81,14 @@ dlh_thread *dlh_thread_attach(void) {
   dlh_self = t;
   if (dlh_cfg.signals) t->os.altstack = dlh_altstack_setup(&t->os.altstack_size);
   dlh_stack_cache_reset(&t->stack_cache); /* a reused dlh_thread: its stacks were another thread's */
+  /* a thread met first by a sample (it never called CUDA yet): samples need little room */
+  t->prod.cap = services ? 0 : (1u << 20) / 8;
   t->prod.buf = dlh_ring_alloc(&t->prod.cap);
   if (!t->prod.buf) {                   /* stays blocked: this thread passes through */
     return NULL;
   }
   t->os.tid = (uint32_t)syscall(SYS_gettid);
+  t->os.py_ts = dlh_py_this_ts(); /* the sampler reads its Python frames while it waits */
   prctl(PR_GET_NAME, t->os.name, 0, 0, 0);
   atomic_store(&t->shared.state, DLH_T_ACTIVE);
   pthread_setspecific(thread_key, t);
@@ -89,7 +96,7 @@ dlh_thread *dlh_thread_attach(void) {
     struct dlh_thread *old = atomic_load(&dlh_threads);
     do t->next = old; while (!atomic_compare_exchange_weak(&dlh_threads, &old, t));
   }
-  if (start_services() != 0) return NULL; /* stays blocked: recording is off */
+  if (services && start_services() != 0) return NULL; /* stays blocked: recording is off */
   t->hot.blocked = 0;
   return t;
 }

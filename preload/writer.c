@@ -45,6 +45,7 @@ static _Atomic uint64_t flush_req, flush_done;
 static int stop_reason, stop_signal;
 static pid_t writer_pid;             /* the process this writer belongs to */
 static uint64_t records, dropped_total;
+static uint64_t samples_total;      /* host samples written (SampleBatch) */
 static uint64_t calls, folded;       /* calls recorded (folded repeats included), repeats folded */
 static int write_failed;
 
@@ -98,6 +99,10 @@ static void write_process_info(uint64_t start_ns) {
   pi.format_version = DLH_FORMAT_VERSION;
   pi.stacks_mode = (char *)dlh_stacks_mode_name();
   pi.start_ns = start_ns;
+  if (dlh_cfg.sample_hz && dlh_cfg.sample != 2) {
+    pi.has_sample_hz = 1;
+    pi.sample_hz = dlh_cfg.sample_hz;
+  }
   if (attached) { /* dlhook attach: attached, what could not be hooked */
     pi.has_attached = 1;
     pi.attached = 1;
@@ -152,6 +157,9 @@ static void write_counters(int final) {
     c.has_calls = c.has_mem_bytes = 1;
     c.calls = calls;
     c.mem_bytes = dlh_mem_total();
+    c.has_samples = c.has_samples_lost = 1;
+    c.samples = samples_total;
+    c.samples_lost = dlh_sample_lost();
     p.data_case = DLH__PACKET__DATA_COUNTERS;
     p.counters = &c;
     put(&p);
@@ -316,6 +324,103 @@ static __attribute__((noinline)) uint64_t drain_run(dlh_tbatch *b, const uint64_
  * through api_slow and dlh_enc_api. The last API record's fields, which a FOLD record
  * repeats, are taken once: before a FOLD record and at the end of the pass (the record stays in
  * the ring until the tail moves). */
+/* ---------------------------------------------------------------- host samples
+ * SAMPLE records come from two rings per thread (its own: on-CPU samples; the sampler thread's:
+ * wait samples); they are gathered per sampled thread over a pass and written as one
+ * SampleBatch each, in time order, at the end of the pass. */
+typedef struct srec { uint64_t t, w; uint32_t kind, stack, state; } srec;
+typedef struct sbatch { uint32_t tid; size_t n, cap; srec *r; } sbatch;
+static sbatch *sbs;
+static size_t nsbs, capsbs;
+
+static sbatch *sample_batch(uint32_t tid) {
+  for (size_t i = 0; i < nsbs; i++)
+    if (sbs[i].tid == tid) return &sbs[i];
+  if (nsbs == capsbs) {
+    size_t cap = capsbs ? capsbs * 2 : 16;
+    sbatch *n = realloc(sbs, cap * sizeof *n);
+    if (!n) return NULL;
+    sbs = n;
+    capsbs = cap;
+  }
+  sbatch *b = &sbs[nsbs++];
+  memset(b, 0, sizeof *b);
+  b->tid = tid;
+  return b;
+}
+
+static void sample_take(const uint64_t *w) {
+  uint32_t tid = (uint32_t)(w[3] >> 32), stack = (uint32_t)w[3];
+  sbatch *b = sample_batch(tid);
+  if (!b) return;
+  if (b->n == b->cap) {
+    size_t cap = b->cap ? b->cap * 2 : 256;
+    srec *r = realloc(b->r, cap * sizeof *r);
+    if (!r) return;
+    b->r = r;
+    b->cap = cap;
+  }
+  if (stack) dlh_stacks_define(W, stack); /* StackDef & co. before the batch using it */
+  b->r[b->n++] = (srec){dlh_tick_ns_fast(w[1]), w[2], dlh_rec_flags(w[0]), stack,
+                        (uint32_t)w[4]};
+}
+
+static int srec_cmp(const void *a, const void *b) {
+  uint64_t x = ((const srec *)a)->t, y = ((const srec *)b)->t;
+  return x < y ? -1 : x > y;
+}
+
+static void samples_flush(void) {
+  for (size_t i = 0; i < nsbs; i++) {
+    sbatch *b = &sbs[i];
+    if (!b->n) continue;
+    size_t n = b->n;
+    qsort(b->r, n, sizeof *b->r, srec_cmp);
+    int64_t *dt = malloc(n * sizeof *dt);
+    uint64_t *wt = malloc(n * sizeof *wt);
+    uint32_t *kd = malloc(n * sizeof *kd), *st = malloc(n * sizeof *st),
+             *sy = malloc(n * sizeof *sy);
+    if (dt && wt && kd && st && sy) {
+      int any_state = 0;
+      uint64_t prev = b->r[0].t;
+      for (size_t k = 0; k < n; k++) {
+        dt[k] = (int64_t)(b->r[k].t - prev);
+        prev = b->r[k].t;
+        wt[k] = b->r[k].w;
+        kd[k] = b->r[k].kind;
+        st[k] = b->r[k].stack;
+        sy[k] = b->r[k].state;
+        any_state |= sy[k] != 0;
+      }
+      Dlh__Packet p = DLH__PACKET__INIT;
+      Dlh__SampleBatch sb = DLH__SAMPLE_BATCH__INIT;
+      sb.has_tid = sb.has_base_ns = 1;
+      sb.tid = b->tid;
+      sb.base_ns = b->r[0].t;
+      sb.n_time_delta = sb.n_kind = sb.n_weight_ns = sb.n_stack = n;
+      sb.time_delta = dt;
+      sb.kind = kd;
+      sb.weight_ns = wt;
+      sb.stack = st;
+      if (any_state) {
+        sb.n_state = n;
+        sb.state = sy;
+      }
+      p.data_case = DLH__PACKET__DATA_SAMPLES;
+      p.samples = &sb;
+      put(&p);
+      samples_total += n;
+      frame_count(n);
+    }
+    free(dt);
+    free(wt);
+    free(kd);
+    free(st);
+    free(sy);
+    b->n = 0;
+  }
+}
+
 static uint64_t drain(struct dlh_thread *t) {
   if (!t->prod.buf) return 0;
   uint64_t head = atomic_load_explicit(&t->shared.head, memory_order_acquire);
@@ -323,7 +428,7 @@ static uint64_t drain(struct dlh_thread *t) {
   uint64_t cap = t->prod.cap, n = 0;
   if (tail == head) goto out;
   uint64_t uncounted = 0; /* events not yet given to frame_count: it runs every 4096 */
-  if (!t->writer.announced) write_thread(t);
+  if (!t->writer.announced && !t->os.internal) write_thread(t);
   dlh_tbatch *b = dlh_enc_tbatch(W, t->os.tid); /* NULL (no memory): every record slow */
   uint64_t s_lo, s_span, s_ns, s_mult;
   tick_seg(&s_lo, &s_span, &s_ns, &s_mult);
@@ -339,6 +444,7 @@ static uint64_t drain(struct dlh_thread *t) {
       uint32_t fn = dlh_rec_fn(h);
       if (DLH_UNLIKELY(fn != noted)) {
         dlh_def_fn(W, fn);
+        dlh_sample_on_call(fn); /* the first CUDA call starts host sampling */
         noted = fn;
       }
       last = w;
@@ -404,6 +510,11 @@ static uint64_t drain(struct dlh_thread *t) {
       tail += nw;
       continue;
     }
+    if (kind == DLH_REC_SAMPLE && nw == DLH_REC_SAMPLE_WORDS) {
+      sample_take(w);
+      tail += nw;
+      continue;
+    }
     if (kind == DLH_REC_FOLD && nw == DLH_REC_FOLD_WORDS) {
       tail += nw;
       if (last) { take_last(t, last); last = NULL; }
@@ -442,6 +553,7 @@ static uint64_t drain_all(void) {
     }
   }
   records += n;
+  samples_flush();
   dlh_capture_emit(W); /* capture window marks */
   uint64_t g = (uint64_t)dlh_cupti_drain(W);
   frame_count(g);
@@ -847,6 +959,7 @@ int dlh_writer_flush_wait(unsigned timeout_ms) {
  * flag, writes a byte and sleeps until the writer thread is done, for at most 5 s). */
 static _Atomic int once; /* dlh_writer_stop ran (reset for a new trace by attach) */
 void dlh_writer_stop(int exit_reason, int sig) {
+  dlh_sample_stop();
   if (out_fd < 0 && !atomic_load(&finished)) return;
   if (atomic_exchange(&once, 1)) {
     for (int i = 0; i < 5000 && !atomic_load(&finished); i++) sleep_ms(1);
@@ -873,6 +986,9 @@ void dlh_writer_after_fork_child(void) {
   frame_start_bytes = 0;
   records = dropped_total = calls = folded = 0;
   write_failed = 0;
+  sbs = NULL; /* the parent's sample batches: leaked, never written twice */
+  nsbs = capsbs = 0;
+  samples_total = 0;
   dlh_defs_after_fork_child();
   atomic_store(&flush_req, 0);
   atomic_store(&flush_done, 0);
@@ -903,6 +1019,8 @@ void dlh_writer_reset_for_attach(void) {
   frame_limit = 4096;
   records = dropped_total = calls = folded = 0;
   write_failed = 0;
+  for (size_t i = 0; i < nsbs; i++) sbs[i].n = 0;
+  samples_total = 0;
   stop_reason = stop_signal = 0;
   dlh_defs_new_trace();
   dlh_trace_gen++; /* a call of the new trace never folds into one of the old */
@@ -915,6 +1033,7 @@ void dlh_writer_reset_for_attach(void) {
   }
   dlh_cupti_new_trace();
   dlh_stacks_reset_for_attach();
+  dlh_sample_reset_for_attach();
   atomic_store(&flush_req, 0);
   atomic_store(&flush_done, 0);
   atomic_store(&stop_req, 0);

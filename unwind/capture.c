@@ -371,7 +371,7 @@ static inline _Atomic int *unwind_stripe(const dlh_stack_cache *cache) {
   return &in_unwind[((uintptr_t)cache >> 6) % NSTRIPE].n;
 }
 
-static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh);
+static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, uintptr_t from_pc);
 
 static __attribute__((noinline)) uint32_t capture_miss(dlh_stack_cache *cache, uint64_t sp,
                                                        int *fresh) {
@@ -441,9 +441,34 @@ static __attribute__((noinline)) uint32_t capture_miss(dlh_stack_cache *cache, u
   return id;
 }
 
+static inline __attribute__((always_inline)) uint32_t capture_any(dlh_stack_cache *cache,
+                                                                   uint64_t sp) {
+  /* A miss. A stack seen before is worth a cache entry, which needs the cursor walk (the
+   * stack slots of the return addresses); a new one is not, and unw_backtrace (its own per-pc
+   * cache makes it the cheaper walk) gives its id. Which kind the next miss is, is guessed
+   * from the last one of this thread: a program whose stacks are all different (torch's
+   * import: ~44,000 distinct registration stacks) pays the cheap walk only, one that cycles
+   * through more call sites than the cache holds pays one cursor walk a miss, as before. */
+  if (py_mode || !sc_step) return capture_slow(cache, NULL, 0);
+  if (cache && cache->miss_known) {
+    int fresh = 0;
+    uint32_t id = capture_miss(cache, sp, &fresh);
+    if (fresh) cache->miss_known = 0;
+    return id;
+  }
+  int fresh = 0;
+  uint32_t id = capture_slow(cache, &fresh, 0);
+  if (id && !fresh &&
+      !atomic_load_explicit(&dlh_stack_recs[id]->nocache, memory_order_relaxed)) {
+    id = capture_miss(cache, sp, NULL);
+    if (cache) cache->miss_known = 1;
+  }
+  return id;
+}
+
 uint32_t dlh_stack_capture(dlh_stack_cache *cache) {
+  uint64_t sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
   if (!py_mode && sc_step) {
-    uint64_t sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
     const sc_entry *t = cache ? cache->entries : NULL;
     if (t) {
       for (int w = 0; w < SC_WAYS; w++) {
@@ -454,33 +479,47 @@ uint32_t dlh_stack_capture(dlh_stack_cache *cache) {
         if (i == e->n) return e->id;
       }
     }
-    /* A miss. A stack seen before is worth a cache entry, which needs the cursor walk (the
-     * stack slots of the return addresses); a new one is not, and unw_backtrace (its own per-pc
-     * cache makes it the cheaper walk) gives its id. Which kind the next miss is, is guessed
-     * from the last one of this thread: a program whose stacks are all different (torch's
-     * import: ~44,000 distinct registration stacks) pays the cheap walk only, one that cycles
-     * through more call sites than the cache holds pays one cursor walk a miss, as before. */
-    if (cache && cache->miss_known) {
-      int fresh = 0;
-      uint32_t id = capture_miss(cache, sp, &fresh);
-      if (fresh) cache->miss_known = 0;
-      return id;
-    }
-    int fresh = 0;
-    uint32_t id = capture_slow(cache, &fresh);
-    if (id && !fresh &&
-        !atomic_load_explicit(&dlh_stack_recs[id]->nocache, memory_order_relaxed)) {
-      id = capture_miss(cache, sp, NULL);
-      if (cache) cache->miss_known = 1;
-    }
-    return id;
   }
-  return capture_slow(cache, NULL);
+  /* a walk: a sampling signal that interrupts it must not walk too (libunwind's per-thread
+   * state, a claimed intern slot this thread would wait for) */
+  if (!cache) return capture_any(NULL, sp);
+  cache->busy++;
+  atomic_signal_fence(memory_order_seq_cst);
+  uint32_t id = capture_any(cache, sp);
+  atomic_signal_fence(memory_order_seq_cst);
+  cache->busy--;
+  return id;
 }
 
-static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh) {
+uint32_t dlh_stack_capture_signal(dlh_stack_cache *cache, uintptr_t pc) {
+  if (!dlh_stack_mode || !cache || cache->busy) return 0;
+  cache->busy++;
+  atomic_signal_fence(memory_order_seq_cst);
+  uint32_t id = capture_slow(cache, NULL, pc ? pc : 1);
+  atomic_signal_fence(memory_order_seq_cst);
+  cache->busy--;
+  return id;
+}
+
+uint32_t dlh_stack_capture_python_of(uintptr_t ts) {
+  if (!py_mode || !dlh_py_active || !ts) return 0;
+  uint32_t depth = depth_max, n = 0;
+  dlh_pyframe py[depth + 1];
+  uint64_t out[depth];
+  int npy = dlh_py_walk_ts(ts, py, (int)depth + 1);
+  for (int i = 0; i < npy && n < depth; i++) {
+    uint32_t id = intern_pyframe(py[i].code, py[i].lasti);
+    if (id) out[n++] = DLH_PYFRAME_TAG | id;
+  }
+  return n ? intern_stack(out, n, npy > (int)depth) : 0;
+}
+
+/* from_pc: 0 for a hook (dlhook's own leading frames and CUPTI's are skipped); in a signal
+ * handler, the interrupted pc: the frames above it (the handler, the signal trampoline) are
+ * skipped (1: the pc is unknown, only the Python frames are kept). */
+static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, uintptr_t from_pc) {
   uint32_t depth = depth_max, n = 0, truncated = 0;
-  void *pcs[depth + 4];
+  void *pcs[depth + 8];
   uint64_t out[depth + 1];
   dlh_pyframe py[py_mode ? depth + 1 : 1];
   int npy = 0, got = 0, skip = 0;
@@ -501,9 +540,14 @@ static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh) {
     atomic_fetch_sub(busy, 1);
     return 0;
   }
-  got = unw_bt(pcs, (int)depth + 4); /* + dlhook's own frames (2 or 3) */
-  while (skip < got && (uintptr_t)pcs[skip] - self_lo < self_hi - self_lo) skip++;
-  while (skip < got - 1 && lead_skip((uintptr_t)pcs[skip])) skip++; /* may scan the loader's list */
+  int extra = from_pc ? 8 : 4;          /* dlhook's own frames (2 or 3; a handler's 5 or 6) */
+  got = unw_bt(pcs, (int)depth + extra);
+  if (from_pc) {
+    while (skip < got && (uintptr_t)pcs[skip] != from_pc) skip++;
+  } else {
+    while (skip < got && (uintptr_t)pcs[skip] - self_lo < self_hi - self_lo) skip++;
+    while (skip < got - 1 && lead_skip((uintptr_t)pcs[skip])) skip++; /* may scan the loader's list */
+  }
   atomic_fetch_sub_explicit(busy, 1, memory_order_release);
   int g = 0; /* next Python frame to splice */
   for (int i = skip; i < got; i++) {
@@ -521,7 +565,7 @@ static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh) {
     if (n >= depth) { truncated = 1; break; }
     out[n++] = pc;
   }
-  if (got == (int)depth + 4) truncated = 1;
+  if (got == (int)depth + extra) truncated = 1;
   /* Python frames whose interpreter frames were not seen (deeper than the native stack) */
   for (; g < npy && !truncated; g++) {
     if (n >= depth) { truncated = 1; break; }

@@ -61,12 +61,28 @@ typedef struct dlh_stack_cache {
   void *entries;                /* capture.c's entries, or NULL */
   unsigned next;                /* entry replaced next */
   unsigned miss_known;          /* the last miss was a stack seen before */
+  volatile unsigned busy;       /* > 0: the thread is inside a walk (a signal handler that
+                                   interrupted it must not walk: dlh_stack_capture_signal) */
 } dlh_stack_cache;
 
 /* Hot path: captures the calling thread's stack (dlhook's own frames skipped) and returns its
  * interned id, or 0 when stacks are off or the stack could not be interned. cache: the calling
  * thread's cache, or NULL (no cache: every capture walks). No lock, no malloc. */
 uint32_t dlh_stack_capture(dlh_stack_cache *cache);
+/* In a signal handler (host sampling): the stack of the code the signal interrupted at pc,
+ * innermost first, with the thread's Python frames spliced in as by dlh_stack_capture. Returns
+ * 0 (no walk) when the thread was interrupted inside a walk of its own (cache->busy), while a
+ * fork is in progress, or when stacks are off. No lock, no malloc. */
+uint32_t dlh_stack_capture_signal(dlh_stack_cache *cache, uintptr_t pc);
+
+/* Host sampling, from another thread: the Python frames of the thread whose PyThreadState is
+ * ts (from dlh_py_this_ts, in that thread), read with checked copies (a frame freed meanwhile
+ * gives a shorter stack, never a fault), interned as a stack of Python frames only. 0 when
+ * there are none or Python frames are not read in this process. */
+uint32_t dlh_stack_capture_python_of(uintptr_t ts);
+/* The calling thread's PyThreadState (0: none, or no supported CPython); async-signal-safe. */
+uintptr_t dlh_py_this_ts(void);
+
 /* Empties a cache (its thread's struct is reused by a new thread). */
 void dlh_stack_cache_reset(dlh_stack_cache *cache);
 

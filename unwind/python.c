@@ -19,10 +19,14 @@
  * call runs one Python frame in 3.10; from 3.11 it runs the frames up to the next entry frame
  * (3.11: is_entry set; 3.12+: a shim frame owned by the C stack, owner 3, that is skipped). */
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "unwind_int.h"
 
@@ -43,8 +47,11 @@ static struct {
 #define NONE ((size_t)-1)
 #define RD(type, base, off) (*(type *)((uintptr_t)(base) + (off)))
 
-int dlh_py_init(void) {
+static int (*fd_up)(int);           /* dlh_unwind_settings.fd_move_up */
+
+int dlh_py_init(int (*fd_move_up)(int)) {
   dlh_py_active = 0;
+  fd_up = fd_move_up;
   const char *(*getver)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
   if (!getver) return 0;
   const char *v = getver();
@@ -101,37 +108,93 @@ int dlh_py_init(void) {
 
 static inline int plausible(uintptr_t p) { return p >= 4096 && (p & 7) == 0 && p < (1ull << 56); }
 
+/* Loads of the walker: direct in the thread itself (its frames cannot change under it), checked
+ * copies for another thread's (a frame may be popped and its memory unmapped meanwhile): one
+ * process_vm_readv of our own pid, which fails with EFAULT where a load would fault; where a
+ * seccomp filter refuses it, a pread of /proc/self/mem (EIO there). */
+static int mem_fd = -2;             /* /proc/self/mem, opened on the first refusal */
+static int copy_in(void *dst, uintptr_t src, size_t n) {
+  if (mem_fd == -2) {
+    struct iovec l = {dst, n}, r = {(void *)src, n};
+    ssize_t got = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+    if (got == (ssize_t)n) return 0;
+    if (got >= 0 || errno == EFAULT || errno == ESRCH) return -1;
+    mem_fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC); /* ENOSYS, EPERM: a filter */
+    if (mem_fd >= 0 && fd_up) mem_fd = fd_up(mem_fd);
+    if (mem_fd < 0) mem_fd = -1;
+  }
+  if (mem_fd < 0) return -1;
+  return pread(mem_fd, dst, n, (off_t)src) == (ssize_t)n ? 0 : -1;
+}
+
+static inline int load(int safe, void *dst, uintptr_t src, size_t n) {
+  if (!safe) {
+    memcpy(dst, (const void *)src, n);
+    return 0;
+  }
+  return copy_in(dst, src, n);
+}
+
+/* The walk from the frame fr (the thread's current frame), direct or checked (safe): the frame
+ * fields needed lie in the first FRAME_BYTES of a frame in every version. */
+#define FRAME_BYTES 104
+static inline __attribute__((always_inline)) int walk(uintptr_t fr, dlh_pyframe *out, int max,
+                                                      int safe) {
+  int n = 0;
+  uint8_t f[FRAME_BYTES];
+  size_t fbytes = P.minor == 10 ? 104 : 72;
+  for (int guard = 0; plausible(fr) && n < max && guard < 4096; guard++) {
+    const uint8_t *fp = (const uint8_t *)fr; /* direct: the fields are loaded in place */
+    if (safe) {
+      if (copy_in(f, fr, fbytes) != 0) break;
+      fp = f;
+    }
+    uintptr_t prev = RD(uintptr_t, fp, P.fr_prev);
+    if (P.minor >= 12 && RD(uint8_t, fp, P.fr_owner) == 3) { /* entry shim of one eval call */
+      if (n) out[n - 1].group_end = 1;
+      fr = prev;
+      continue;
+    }
+    uintptr_t code = RD(uintptr_t, fp, P.fr_code), type = 0;
+    if (plausible(code) && load(safe, &type, code + 8, sizeof type) == 0 && type == P.code_type) {
+      int64_t lasti;
+      if (P.minor == 10) {
+        int li = RD(int, fp, P.fr_instr);
+        lasti = li < 0 ? -1 : (int64_t)li * 2;
+      } else {
+        uintptr_t ip = RD(uintptr_t, fp, P.fr_instr);
+        lasti = ip >= code + P.co_code ? (int64_t)(ip - (code + P.co_code)) : -1;
+      }
+      out[n].code = code;
+      out[n].lasti = lasti;
+      out[n].group_end = P.minor == 10 || (P.minor == 11 && RD(uint8_t, fp, P.fr_entry));
+      n++;
+    }
+    fr = prev;
+  }
+  if (n) out[n - 1].group_end = 1;
+  return n;
+}
+
 int dlh_py_walk(dlh_pyframe *out, int max) {
   uintptr_t ts = (uintptr_t)P.get_ts();
   if (!plausible(ts)) return 0;
   uintptr_t fr = RD(uintptr_t, ts, P.ts_frame);
   if (P.cf_current != NONE) fr = plausible(fr) ? RD(uintptr_t, fr, P.cf_current) : 0;
-  int n = 0;
-  for (int guard = 0; plausible(fr) && n < max && guard < 4096; guard++) {
-    if (P.minor >= 12 && RD(uint8_t, fr, P.fr_owner) == 3) { /* entry shim of one eval call */
-      if (n) out[n - 1].group_end = 1;
-      fr = RD(uintptr_t, fr, P.fr_prev);
-      continue;
-    }
-    uintptr_t code = RD(uintptr_t, fr, P.fr_code);
-    if (plausible(code) && RD(uintptr_t, code, 8) == P.code_type) {
-      int64_t lasti;
-      if (P.minor == 10) {
-        int li = RD(int, fr, P.fr_instr);
-        lasti = li < 0 ? -1 : (int64_t)li * 2;
-      } else {
-        uintptr_t ip = RD(uintptr_t, fr, P.fr_instr);
-        lasti = ip >= code + P.co_code ? (int64_t)(ip - (code + P.co_code)) : -1;
-      }
-      out[n].code = code;
-      out[n].lasti = lasti;
-      out[n].group_end = P.minor == 10 || (P.minor == 11 && RD(uint8_t, fr, P.fr_entry));
-      n++;
-    }
-    fr = RD(uintptr_t, fr, P.fr_prev);
-  }
-  if (n) out[n - 1].group_end = 1;
-  return n;
+  return walk(fr, out, max, 0);
+}
+
+int dlh_py_walk_ts(uintptr_t ts, dlh_pyframe *out, int max) {
+  if (!dlh_py_active || !plausible(ts)) return 0;
+  uintptr_t fr = 0;
+  if (copy_in(&fr, ts + P.ts_frame, sizeof fr) != 0) return 0;
+  if (P.cf_current != NONE && (!plausible(fr) || copy_in(&fr, fr + P.cf_current, sizeof fr) != 0))
+    return 0;
+  return walk(fr, out, max, 1);
+}
+
+uintptr_t dlh_py_this_ts(void) {
+  return dlh_py_active && P.get_ts ? (uintptr_t)P.get_ts() : 0;
 }
 
 /* Copies a str object as UTF-8 (compact strings, which code object names always are). */

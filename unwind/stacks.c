@@ -11,7 +11,7 @@ void dlh_stacks_init(const dlh_unwind_settings *settings) {
   int native = dlh_capture_setup(settings);
   if (native < 0) return;
   dlh_symbolize_preload();
-  int py = dlh_py_init();
+  int py = dlh_py_init(settings->fd_move_up);
   if (want < 0) want = py ? DLH_STACKS_MIXED : DLH_STACKS_NATIVE;
   if ((want == DLH_STACKS_MIXED || want == DLH_STACKS_PYTHON) && !py) want = DLH_STACKS_NATIVE;
   if (want != DLH_STACKS_PYTHON && !native) want = py ? DLH_STACKS_PYTHON : DLH_STACKS_NONE;

@@ -113,9 +113,12 @@ extern uintptr_t dlh_py_eval_lo, dlh_py_eval_hi; /* [lo, hi) of _PyEval_EvalFram
 
 /* Detects CPython in the process (exported symbols of the executable or libpython). Returns 1
  * when the walker can be used; warns once for an unsupported version. */
-int dlh_py_init(void);
+int dlh_py_init(int (*fd_move_up)(int)); /* fd_move_up: dlh_unwind_settings' (may be NULL) */
 /* Hot path: the calling thread's Python frames, innermost first (at most max). */
 int dlh_py_walk(dlh_pyframe *out, int max);
+/* Another thread's frames (host sampling: dlhook's sampler thread): as dlh_py_walk for the
+ * thread state ts, every load a checked copy (process_vm_readv, or /proc/self/mem). */
+int dlh_py_walk_ts(uintptr_t ts, dlh_pyframe *out, int max);
 /* Slow path (first sighting of a frame, in the calling thread): line number, qualified name and
  * file name (UTF-8, truncated to the buffers). */
 void dlh_py_resolve(uint64_t code, int64_t lasti, uint32_t *line, char *fn, size_t fncap,

@@ -35,7 +35,16 @@ static const rd_choice capture_ranges[] = {
     {"none", "the whole run (the default)", 0},
     {NULL, NULL, 0}};
 
-enum { OPT_SIM = RD_KEY(0), OPT_LIB, OPT_STACKS, OPT_RANGE, OPT_DELAY, OPT_DURATION, OPT_TORCH_MEM };
+enum { OPT_SIM = RD_KEY(0), OPT_LIB, OPT_STACKS, OPT_RANGE, OPT_DELAY, OPT_DURATION, OPT_TORCH_MEM,
+       OPT_SAMPLE_HZ, OPT_SAMPLE };
+
+/* DLHOOK_SAMPLE's values (preload/sample.c reads them). */
+static const rd_choice sample_modes[] = {
+    {"cuda", "from the process's first CUDA call; forked children of a sampled process too "
+             "(the default)", 0},
+    {"always", "from start-up, also in processes that never call CUDA (a launcher, a shell)", 0},
+    {"off", "no host samples", 0},
+    {NULL, NULL, 0}};
 static const rd_option options[] = {
     {"output", 'o', "DIR", "directory for the traces (default: .; created if missing)", NULL, 0},
     {"sim", OPT_SIM, NULL,
@@ -48,6 +57,11 @@ static const rd_option options[] = {
     {"stacks", OPT_STACKS, "MODE", "call stacks (DLHOOK_STACKS):", rd_stack_modes, 0},
     {"capture-range", OPT_RANGE, "MODE", "record only part of the run (DLHOOK_CAPTURE_RANGE):",
      capture_ranges, 0},
+    {"sample-hz", OPT_SAMPLE_HZ, "N",
+     "host samples per second of each thread (DLHOOK_SAMPLE_HZ; default 200, 0 = off): on-CPU "
+     "samples with the mixed stack at N per second of the thread's CPU time, wait samples with "
+     "its Python frames and the system call it waits in at N per second of wall time", NULL, 0},
+    {"sample", OPT_SAMPLE, "WHEN", "when host sampling starts (DLHOOK_SAMPLE):", sample_modes, 0},
     {"delay", OPT_DELAY, "S", "record nothing during the first S seconds (DLHOOK_DELAY)", NULL, 0},
     {"duration", OPT_DURATION, "S", "record nothing after DELAY + S seconds (DLHOOK_DURATION)", NULL, 0},
     {"torch-memory", OPT_TORCH_MEM, NULL,
@@ -363,7 +377,7 @@ static void list_traces(const char *out, const snapshot *before, const char *pro
 
 int cmd_record(int argc, char **argv) {
   const char *out = ".", *lib = NULL, *stacks = NULL, *range = NULL, *delay = NULL,
-             *duration = NULL;
+             *duration = NULL, *hz = NULL, *when = NULL;
   int sim = 0, torch_mem = 0, opt;
   rd_getopt g;
   rd_getopt_init(&g, &cmd_record_spec, argc, argv);
@@ -377,6 +391,8 @@ int cmd_record(int argc, char **argv) {
       case OPT_RANGE: range = g.arg; break;
       case OPT_DELAY: delay = g.arg; break;
       case OPT_DURATION: duration = g.arg; break;
+      case OPT_SAMPLE_HZ: hz = g.arg; break;
+      case OPT_SAMPLE: when = g.arg; break;
     }
   }
   if (opt < 0) return g.status;
@@ -387,6 +403,14 @@ int cmd_record(int argc, char **argv) {
     if (secs[k] && (!*secs[k] || strtod(secs[k], &e) < 0 || *e))
       return rd_usage_error("record", "--%s: expected seconds, e.g. 2 or 0.5", k ? "duration" : "delay");
   }
+  if (hz) {
+    char *e;
+    unsigned long v = strtoul(hz, &e, 10);
+    if (!*hz || *e || *hz == '-' || v > 10000)
+      return rd_usage_error("record", "--sample-hz: expected samples per second, 0 to 10000");
+  }
+  if (when && strcmp(when, "cuda") && strcmp(when, "always") && strcmp(when, "off"))
+    return rd_usage_error("record", "--sample: expected cuda, always or off");
   if (!*out) return rd_usage_error("record", "empty output directory");
   char **cmd = argv + g.optind;
 
@@ -408,9 +432,10 @@ int cmd_record(int argc, char **argv) {
   free(outenv);
   if (sim) env_rc |= set_sim_env(dir);
   if (torch_mem) env_rc |= set_torch_memory_env();
-  const char *const envs[4][2] = {{"DLHOOK_STACKS", stacks}, {"DLHOOK_CAPTURE_RANGE", range},
-                                  {"DLHOOK_DELAY", delay}, {"DLHOOK_DURATION", duration}};
-  for (int k = 0; k < 4; k++)
+  const char *const envs[6][2] = {{"DLHOOK_STACKS", stacks}, {"DLHOOK_CAPTURE_RANGE", range},
+                                  {"DLHOOK_DELAY", delay}, {"DLHOOK_DURATION", duration},
+                                  {"DLHOOK_SAMPLE_HZ", hz}, {"DLHOOK_SAMPLE", when}};
+  for (int k = 0; k < 6; k++)
     if (envs[k][1]) env_rc |= setenv(envs[k][0], envs[k][1], 1);
   if (env_rc) {
     rd_error("record: cannot set the environment");

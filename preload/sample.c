@@ -1,0 +1,599 @@
+/* sample.c — host sampling: what the program's threads do between CUDA calls.
+ *
+ * On-CPU samples. Each thread of the program has a POSIX timer on its own CPU-time clock
+ * (timer_create on the thread's clock, SIGEV_THREAD_ID), firing every 1/DLHOOK_SAMPLE_HZ of the
+ * CPU time it uses; the signal's handler takes the mixed stack where the thread was interrupted
+ * and stores a SAMPLE record in the thread's ring (ring.h). Why this never makes a system call
+ * fail with EINTR (signal(7): poll, select, epoll_wait, nanosleep, sigtimedwait, semop with a
+ * timeout, sockets with timeouts fail so even under SA_RESTART): a thread's CPU clock advances
+ * only while it runs, and since Linux 5.11 (x86-64; POSIX_CPU_TIMERS_TASK_WORK) the kernel
+ * handles an expired CPU timer in task work on the thread's return to user mode, after the
+ * system call it was in has returned. The signal is generated and delivered there, between
+ * two instructions of user code, never inside a blocking call. (On older kernels, and on
+ * architectures without that task work, on-CPU sampling stays off: wait samples remain.)
+ *
+ * A pending signal can still reach a program that does not expect it in one way: a thread
+ * that blocks the signal (a signal-handling thread that blocks everything and calls
+ * sigwaitinfo on the full set, or one whose ppoll unblocks all) would see it. So no timer is
+ * armed for a thread that blocks the signal (its SigBlk in /proc/self/task/TID/status), and
+ * pthread_sigmask()/sigprocmask() disarm the calling thread's timer before they block it (and
+ * arm it again when they unblock it). A program that installs a handler for the signal gets
+ * it: sampling ends, every timer is disarmed first (sigaction(), signals.c).
+ *
+ * Wait samples. A sampler thread wakes at the same rate (wall clock) and reads each thread's
+ * CPU clock: a thread that was off the CPU for most of the period gets a wait sample of that
+ * time, with its Python frames read by checked copies (unwind/: dlh_stack_capture_python_of)
+ * and the system call it is blocked in (/proc/self/task/TID/syscall). A thread whose CPU clock
+ * did not move since its last wait sample did not run: its stack is the same, and the sample
+ * costs one clock read. No signal is ever sent to a waiting thread.
+ *
+ * Samples are taken while recording and inside the capture window; sampling starts at the
+ * first CUDA call (registration aside) or at start-up (DLHOOK_SAMPLE=always), and a child that
+ * a sampled Python process forks (DataLoader workers) samples from its start. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "dlh_internal.h"
+#include "dlhook.pb-c.h"
+#include "dlh_sleep.h"
+
+int dlh_sample_sig;
+static unsigned hz;                    /* DLHOOK_SAMPLE_HZ, 0 = off */
+static uint64_t period_ns;
+static int cpu_timers;                 /* the kernel delivers CPU-timer signals safely */
+static volatile int active;            /* the handler records */
+static _Atomic int started;            /* the sampler thread was started (once per process) */
+static _Atomic int stop_req, ended;    /* sampling ends for good (exit, the program's handler) */
+static _Atomic uint64_t lost;
+static int sampled_parent;             /* this process is a fork child of a sampled one */
+static _Atomic int running;            /* the sampler thread is in its loop */
+static int (*real_sa)(int, const struct sigaction *, struct sigaction *); /* libc's sigaction */
+static int (*ensure_writer)(void);     /* dlh_sample_init's: starts the trace (runtime.c) */
+
+/* ---------------------------------------------------------------- the threads' timers */
+
+/* tid -> timer, by open addressing; slots are claimed by the sampler thread (threads it found)
+ * or by a thread that changes its mask; only the sampler frees them (TOMB) once the thread is
+ * gone. */
+#define NSLOT 8192
+#define TOMB 0xffffffffu
+typedef struct tslot {
+  _Atomic uint32_t tid;                /* 0 = empty */
+  _Atomic uint32_t mstate;             /* bit 0: the program blocks dlh_sample_sig in this thread
+                                          (as its last mask change said); bit 1: a change is
+                                          under way; above: a count of the changes */
+  _Atomic int armed;                   /* the timer runs */
+  _Atomic int timer;                   /* kernel timer id, -1 = none */
+  /* the sampler thread's own fields */
+  uint32_t gen;                        /* the last scan that listed the thread */
+  int own;                             /* one of dlhook's threads: never sampled */
+  uint64_t cpu, wall;                  /* its CPU clock and the wall clock, last tick */
+  uint64_t wait_cpu;                   /* its CPU clock at its last wait stack, ~0: none */
+  uint32_t wait_stack, wait_state;
+  uint64_t wait_ns;                    /* off-CPU time not yet sampled */
+  struct dlh_thread *thr;              /* its recording state (Python thread state), or NULL */
+} tslot;
+static tslot *slots;
+
+static inline uint32_t slot_hash(uint32_t tid) { return (tid * 2654435761u) % NSLOT; }
+
+static tslot *slot_find(uint32_t tid, int create) {
+  if (!slots || !tid || tid == TOMB) return NULL;
+  tslot *tomb = NULL;
+  for (uint32_t i = slot_hash(tid), k = 0; k < NSLOT; i = (i + 1) % NSLOT, k++) {
+    uint32_t v = atomic_load(&slots[i].tid);
+    if (v == tid) return &slots[i];
+    if (v == TOMB && !tomb) tomb = &slots[i];
+    if (v == 0) {
+      if (!create) return NULL;
+      tslot *s = tomb ? tomb : &slots[i];
+      uint32_t want = tomb ? TOMB : 0;
+      if (atomic_compare_exchange_strong(&s->tid, &want, tid)) return s;
+      if (want == tid) return s;
+      return slot_find(tid, create); /* another claim won the slot: look again */
+    }
+  }
+  return NULL;
+}
+
+static int sys_timer_settime(int id, uint64_t ns) {
+  struct itimerspec its = {{(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)},
+                           {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)}};
+  return (int)syscall(SYS_timer_settime, id, 0, &its, NULL);
+}
+
+#define M_BLOCKED 1u
+#define M_CHANGING 2u
+#define M_COUNT 4u
+/* Blocked, or about to change: no timer may be armed. */
+static inline int blocked(tslot *s) { return (atomic_load(&s->mstate) & (M_BLOCKED | M_CHANGING)) != 0; }
+
+/* The thread's own mask change: bits set and cleared, the count moved on. */
+static void mask_state(tslot *s, uint32_t set, uint32_t clear) {
+  uint32_t m = atomic_load(&s->mstate);
+  while (!atomic_compare_exchange_weak(&s->mstate, &m, ((m + M_COUNT) & ~clear) | set)) {}
+}
+
+static void disarm(tslot *s) {
+  int id = atomic_load(&s->timer);
+  if (id >= 0 && atomic_exchange(&s->armed, 0)) sys_timer_settime(id, 0);
+}
+
+static void arm(tslot *s) {
+  int id = atomic_load(&s->timer);
+  if (id < 0 || blocked(s) || atomic_load(&stop_req)) return;
+  atomic_store(&s->armed, 1);
+  sys_timer_settime(id, period_ns);
+  /* the thread may have started blocking the signal meanwhile (it sets blocked, then looks at
+   * armed): whoever comes second disarms */
+  if (blocked(s) || atomic_load(&stop_req)) disarm(s);
+}
+
+/* Whether thread tid blocks the signal now (its SigBlk mask). */
+static int thread_blocks(uint32_t tid) {
+  char path[64], buf[2048];
+  snprintf(path, sizeof path, "/proc/self/task/%u/status", tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 1;
+  buf[n] = 0;
+  const char *p = strstr(buf, "SigBlk:");
+  if (!p) return 1;
+  unsigned long long mask = strtoull(p + 7, NULL, 16);
+  return (int)((mask >> (dlh_sample_sig - 1)) & 1);
+}
+
+/* A timer on thread tid's CPU clock that signals that thread. */
+static int timer_for(uint32_t tid) {
+  struct sigevent se;
+  memset(&se, 0, sizeof se);
+  se.sigev_notify = SIGEV_THREAD_ID;
+  se.sigev_signo = dlh_sample_sig;
+  se._sigev_un._tid = (pid_t)tid;
+  clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6); /* CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED */
+  int id = -1;
+  if (syscall(SYS_timer_create, clk, &se, &id) != 0) return -1;
+  return id;
+}
+
+static uint64_t thread_cpu_ns(uint32_t tid, int *gone) {
+  struct timespec ts;
+  clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6);
+  if (clock_gettime(clk, &ts) != 0) {
+    *gone = 1;
+    return 0;
+  }
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------------- the records */
+
+static void put_sample(struct dlh_thread *t, uint32_t tid, unsigned kind, uint64_t tk,
+                       uint64_t weight, uint32_t stack, uint32_t state) {
+  uint64_t *w = dlh_ring_reserve(t, DLH_REC_SAMPLE_WORDS);
+  if (!w) {
+    atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
+    return;
+  }
+  w[0] = dlh_rec_header(0, 0, 0, DLH_REC_SAMPLE, kind, DLH_REC_SAMPLE_WORDS);
+  w[1] = tk;
+  w[2] = weight;
+  w[3] = (uint64_t)stack | (uint64_t)tid << 32;
+  w[4] = state;
+  dlh_ring_publish(t, DLH_REC_SAMPLE_WORDS);
+}
+
+static inline uintptr_t interrupted_pc(void *ucv) {
+  ucontext_t *uc = ucv;
+#if defined(__x86_64__)
+  return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+  return (uintptr_t)uc->uc_mcontext.pc;
+#else
+  (void)uc;
+  return 0;
+#endif
+}
+
+/* The CPU timer's signal, in the thread that used the CPU time. */
+static void on_cpu_sample(int sig, siginfo_t *si, void *uc) {
+  (void)sig;
+  int saved = errno;
+  if (!active || !dlh_recording || dlh_capture_closed || si->si_code != SI_TIMER ||
+      dlh_foreign_process())
+    goto out;
+  struct dlh_thread *t = dlh_self;
+  if (!t) t = dlh_thread_attach_sampled();
+  if (!t || t->hot.blocked || t->prod.storing) {
+    atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
+    goto out;
+  }
+  uint64_t tk = dlh_ticks();
+  uint64_t weight = (uint64_t)(1 + (si->si_overrun > 0 ? si->si_overrun : 0)) * period_ns;
+  t->os.py_ts = dlh_py_this_ts();
+  t->hot.blocked++; /* nothing the walk calls is recorded */
+  uint32_t stack = dlh_stack_capture_signal(&t->stack_cache, interrupted_pc(uc));
+  t->hot.blocked--;
+  put_sample(t, t->os.tid, DLH__SAMPLE_KIND__SAMPLE_CPU, tk, weight, stack, 0);
+out:
+  errno = saved;
+}
+
+/* ---------------------------------------------------------------- the sampler thread */
+
+static uint32_t self_tid(void) { return (uint32_t)syscall(SYS_gettid); }
+
+/* The system call thread tid is blocked in, + 1; 0 when it runs or it cannot be read. Opened
+ * each time: dlhook holds no descriptor per thread (a program may count its free fds). */
+static uint32_t blocked_in(uint32_t tid) {
+  char path[64], buf[32];
+  snprintf(path, sizeof path, "/proc/self/task/%u/syscall", tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  if (buf[0] < '0' || buf[0] > '9') return 0; /* "running" */
+  long nr = strtol(buf, NULL, 10);
+  return nr >= 0 && nr < 100000 ? (uint32_t)nr + 1 : 0;
+}
+
+static int own_thread(uint32_t tid) {
+  char path[64], name[32] = "";
+  snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, name, sizeof name - 1);
+  close(fd);
+  name[n > 0 ? n : 0] = 0;
+  return strncmp(name, "dlhook-", 7) == 0;
+}
+
+static void slot_free(tslot *s) {
+  int id = atomic_exchange(&s->timer, -1);
+  atomic_store(&s->armed, 0);
+  if (id >= 0) syscall(SYS_timer_delete, id);
+  s->thr = NULL;
+  atomic_store(&s->mstate, 0);
+  atomic_store(&s->tid, TOMB);
+}
+
+static void slot_init(tslot *s, uint32_t tid, uint64_t now) {
+  s->own = own_thread(tid);
+  int gone = 0;
+  s->cpu = thread_cpu_ns(tid, &gone);
+  s->wall = now;
+  s->wait_cpu = ~0ull;
+  s->wait_ns = 0;
+  s->thr = NULL;
+}
+
+/* /proc/self/task: new threads get a timer, gone ones lose theirs. */
+static void rescan(uint32_t gen, uint32_t me, uint64_t now) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    uint32_t tid = (uint32_t)strtoul(e->d_name, NULL, 10);
+    if (!tid || tid == me) continue;
+    tslot *s = slot_find(tid, 1);
+    if (!s) continue;
+    if (!s->gen) slot_init(s, tid, now); /* new here (a mask change may have claimed it) */
+    s->gen = gen;
+    if (s->own) continue;
+    if (!cpu_timers || atomic_load(&s->armed)) continue;
+    /* Blocked as its last mask change through us said: a mask restored by the kernel (the
+     * return of a signal handler that blocked it) is seen here; the count makes sure that no
+     * change of the thread's came in between. */
+    uint32_t m = atomic_load(&s->mstate);
+    if (m & M_CHANGING) continue;
+    if (thread_blocks(tid)) continue;
+    if ((m & M_BLOCKED) &&
+        !atomic_compare_exchange_strong(&s->mstate, &m, (m + M_COUNT) & ~M_BLOCKED))
+      continue;
+    if (atomic_load(&s->timer) < 0) atomic_store(&s->timer, timer_for(tid));
+    arm(s);
+  }
+  closedir(d);
+  /* the recording state of each thread, for its Python thread state */
+  for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
+    if (atomic_load(&t->shared.state) != DLH_T_ACTIVE) continue;
+    tslot *s = slot_find(t->os.tid, 0);
+    if (s) s->thr = t;
+  }
+  for (uint32_t i = 0; i < NSLOT; i++) {
+    tslot *s = &slots[i];
+    uint32_t tid = atomic_load(&s->tid);
+    if (tid && tid != TOMB && s->gen && s->gen != gen) { s->gen = 0; slot_free(s); }
+  }
+}
+
+static void wait_samples(struct dlh_thread *me, uint64_t now, uint64_t tk) {
+  for (uint32_t i = 0; i < NSLOT; i++) {
+    tslot *s = &slots[i];
+    uint32_t tid = atomic_load(&s->tid);
+    if (!tid || tid == TOMB || !s->gen || s->own) continue;
+    int gone = 0;
+    uint64_t cpu = thread_cpu_ns(tid, &gone);
+    if (gone) continue; /* freed by the next scan */
+    uint64_t dcpu = cpu > s->cpu ? cpu - s->cpu : 0, dwall = now - s->wall;
+    s->cpu = cpu;
+    s->wall = now;
+    if (dwall > dcpu) s->wait_ns += dwall - dcpu;
+    if (s->wait_ns < period_ns / 2) continue;
+    if (cpu != s->wait_cpu) { /* it ran since its last wait stack: read where it waits now */
+      uint32_t state = blocked_in(tid);
+      if (!state) continue; /* running right now: its CPU samples say where */
+      struct dlh_thread *t = s->thr;
+      uintptr_t ts = t && t->os.tid == tid ? t->os.py_ts : 0;
+      s->wait_stack = ts ? dlh_stack_capture_python_of(ts) : 0;
+      s->wait_state = state;
+      s->wait_cpu = cpu;
+    }
+    if (!dlh_capture_closed)
+      put_sample(me, tid, DLH__SAMPLE_KIND__SAMPLE_WAIT, tk, s->wait_ns, s->wait_stack,
+                 s->wait_state);
+    s->wait_ns = 0;
+  }
+}
+
+static void *sampler_main(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "dlhook-sampler");
+  /* A fork child, or a process sampled from start-up (DLHOOK_SAMPLE=always): one that execs or
+   * exits at once (a shell, a launcher's helpers) leaves no trace behind. */
+  if (sampled_parent || dlh_cfg.sample == 1) dlh_sleep_ns(20 * 1000000ull);
+  if (atomic_load(&stop_req) || !ensure_writer || ensure_writer() != 0) return NULL;
+  struct dlh_thread *me = dlh_thread_attach_sampled();
+  if (!me) return NULL;
+  atomic_store(&running, 1);
+  me->os.internal = 1;
+  me->hot.blocked = 1; /* its calls are never recorded; its ring holds the wait samples */
+  uint32_t tid = self_tid(), gen = 0;
+  unsigned rescan_every = hz / 10 ? hz / 10 : 1; /* 10 scans a second */
+  active = 1;
+  struct timespec next;
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  for (uint64_t tick = 0; !atomic_load(&stop_req); tick++) {
+    uint64_t now = dlh_mono_ns();
+    if (tick % rescan_every == 0) rescan(++gen, tid, now);
+    if (dlh_recording) wait_samples(me, now, dlh_ticks());
+    next.tv_nsec += (long)period_ns;
+    while (next.tv_nsec >= 1000000000L) { next.tv_nsec -= 1000000000L; next.tv_sec++; }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {}
+    uint64_t after = dlh_mono_ns(), due = (uint64_t)next.tv_sec * 1000000000ull + (uint64_t)next.tv_nsec;
+    if (after > due + 100 * period_ns) { /* stopped for long (SIGSTOP): no catching up */
+      next.tv_sec = (time_t)(after / 1000000000u);
+      next.tv_nsec = (long)(after % 1000000000u);
+    }
+  }
+  for (uint32_t i = 0; i < NSLOT; i++) {
+    tslot *s = &slots[i];
+    uint32_t v = atomic_load(&s->tid);
+    if (v && v != TOMB) disarm(s);
+  }
+  atomic_store(&running, 0);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- start, stop */
+
+/* CPU-timer signals come on the return to user mode from Linux 5.11 on (x86-64). */
+static int kernel_delivers_safely(void) {
+#if defined(__x86_64__)
+  struct utsname u;
+  int major = 0, minor = 0;
+  if (uname(&u) != 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2) return 0;
+  return major > 5 || (major == 5 && minor >= 11);
+#else
+  return 0;
+#endif
+}
+
+/* The highest real-time signal with no handler: the program's own signals stay its own. */
+static int pick_signal(void) {
+  for (int sig = SIGRTMAX; sig >= SIGRTMIN + 4; sig--) {
+    struct sigaction old;
+    if (real_sa(sig, NULL, &old) != 0) continue;
+    if (old.sa_handler == SIG_DFL && !(old.sa_flags & SA_SIGINFO)) return sig;
+  }
+  return 0;
+}
+
+static void start(void) {
+  if (!hz || atomic_exchange(&started, 1) || atomic_load(&ended)) return;
+  slots = mmap(NULL, NSLOT * sizeof(tslot), PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (slots == MAP_FAILED) {
+    slots = NULL;
+    dlh_warn("cannot allocate the sampler's table; the program is not sampled");
+    return;
+  }
+  for (uint32_t i = 0; i < NSLOT; i++) atomic_store(&slots[i].timer, -1);
+  cpu_timers = kernel_delivers_safely();
+  if (!real_sa)
+    real_sa = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT,
+                                                                                "sigaction");
+  if (!real_sa) cpu_timers = 0;
+  if (cpu_timers) {
+    int sig = dlh_sample_sig ? dlh_sample_sig : pick_signal(); /* a fork child keeps its own */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_cpu_sample;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&sa.sa_mask); /* nothing of the program's runs inside the walk */
+    if (sig && real_sa(sig, &sa, NULL) == 0) {
+      dlh_sample_sig = sig;
+    } else {
+      cpu_timers = 0;
+      dlh_warn("no free real-time signal for the CPU-time timers; only wait samples are taken");
+    }
+  }
+  pthread_t th;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  if (dlh_cfg.as_limit) pthread_attr_setstacksize(&attr, 1u << 20);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old); /* the sampler runs with every signal blocked */
+  int err = pthread_create(&th, &attr, sampler_main, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&attr);
+  if (err) dlh_warn("cannot start the sampler thread (%s); the program is not sampled",
+                    strerror(err));
+}
+
+void dlh_sample_init(int (*start_trace)(void)) {
+  ensure_writer = start_trace;
+  hz = dlh_cfg.sample == 2 ? 0 : dlh_cfg.sample_hz;
+  period_ns = hz ? 1000000000ull / hz : 0;
+  if (hz && dlh_cfg.sample == 1) start();
+}
+
+void dlh_sample_on_call(uint32_t fn) {
+  if (!hz || atomic_load(&started)) return;
+  const char *name = dlh_fn_name(fn);
+  if (name && !strncmp(name, "__cuda", 6)) return; /* module registration: not a use of CUDA */
+  start();
+}
+
+unsigned dlh_sample_rate(void) { return atomic_load(&started) && !atomic_load(&ended) ? hz : 0; }
+uint64_t dlh_sample_lost(void) { return atomic_load(&lost); }
+
+void dlh_sample_stop(void) {
+  active = 0;
+  atomic_store(&stop_req, 1);
+}
+
+/* The program gives dlh_sample_sig a handler (or asks what it has): the signal is its own from
+ * now on. Every timer is disarmed before its action is in place. */
+int dlh_sample_sigaction(int sig, const struct sigaction *act, struct sigaction *old,
+                         int (*real)(int, const struct sigaction *, struct sigaction *)) {
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  if (!act) {
+    if (old) *old = dfl;
+    return 0;
+  }
+  atomic_store(&ended, 1);
+  dlh_sample_stop();
+  for (uint32_t i = 0; slots && i < NSLOT; i++) {
+    uint32_t v = atomic_load(&slots[i].tid);
+    if (v && v != TOMB) disarm(&slots[i]);
+  }
+  dlh_sample_sig = 0;
+  int r = real(sig, act, NULL);
+  if (r == 0 && old) *old = dfl;
+  return r;
+}
+
+/* dlhook attach, again: the next trace samples as the first did. */
+void dlh_sample_reset_for_attach(void) {
+  for (int i = 0; i < 2000 && atomic_load(&running); i++) dlh_sleep_ns(1000000);
+  if (atomic_load(&ended) || atomic_load(&running)) return;
+  atomic_store(&stop_req, 0);
+  atomic_store(&started, 0);
+}
+
+void dlh_sample_after_fork_child(void) {
+  /* timers and the sampler thread are not inherited; the parent's table is left alone */
+  int was = atomic_load(&started) && !atomic_load(&ended);
+  slots = NULL;
+  active = 0;
+  atomic_store(&started, 0);
+  atomic_store(&stop_req, 0);
+  atomic_store(&lost, 0);
+  atomic_store(&running, 0);
+  /* A Python process's fork (multiprocessing: DataLoader workers): sampled from its start.
+   * Other forks (a C program's helper) leave no trace unless they call CUDA. */
+  if (was && dlh_py_this_ts()) { /* the handler stays in place; the child's sampler arms timers */
+    sampled_parent = 1;
+    start();
+  }
+}
+
+/* ---------------------------------------------------------------- the program's masks */
+
+static int (*real_pthread_sigmask)(int, const sigset_t *, sigset_t *);
+static int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
+
+/* Before a mask change takes effect: the calling thread's timer goes off when the change blocks
+ * the signal; after it: on again when it unblocks it. */
+static int mask_blocks(int how, const sigset_t *set) {
+  int in = sigismember(set, dlh_sample_sig) == 1;
+  if (how == SIG_BLOCK) return in ? 1 : -1;      /* -1: no change */
+  if (how == SIG_UNBLOCK) return in ? 0 : -1;
+  if (how == SIG_SETMASK) return in;
+  return -1;
+}
+
+static tslot *mask_before(int change) {
+  if (change < 0) return NULL;
+  tslot *s = slot_find(self_tid(), 1);
+  if (!s) return NULL;
+  mask_state(s, M_CHANGING | (change == 1 ? M_BLOCKED : 0), 0);
+  if (change == 1) disarm(s);
+  return s;
+}
+
+/* ok: the change took effect (else the thread's mask is as it was; a block that failed leaves
+ * the timer off until the next scan finds the signal unblocked) */
+static void mask_after(tslot *s, int change, int ok) {
+  if (!s) return;
+  mask_state(s, 0, M_CHANGING | (change == 0 && ok ? M_BLOCKED : 0));
+  if (change == 0 && ok && active) arm(s);
+}
+
+/* dlhook's own code (libunwind's locks, the start of its threads) changes masks for a moment:
+ * those changes are not the program's. */
+static int own_change(void) {
+  struct dlh_thread *t = dlh_self;
+  return t && (t->hot.blocked || t->stack_cache.busy);
+}
+
+static int masked_call(int (*real)(int, const sigset_t *, sigset_t *), int how,
+                       const sigset_t *set, sigset_t *old) {
+  int change = set && dlh_sample_sig && slots && !dlh_foreign_process() && !own_change()
+                   ? mask_blocks(how, set) : -1;
+  tslot *s = mask_before(change);
+  int r = real(how, set, old);
+  mask_after(s, change, r == 0);
+  return r;
+}
+
+DLH_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
+  if (!real_pthread_sigmask)
+    real_pthread_sigmask = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT,
+                                                                             "pthread_sigmask");
+  if (!real_pthread_sigmask) return ENOSYS;
+  return masked_call(real_pthread_sigmask, how, set, old);
+}
+
+DLH_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+  if (!real_sigprocmask)
+    real_sigprocmask = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT,
+                                                                         "sigprocmask");
+  if (!real_sigprocmask) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return masked_call(real_sigprocmask, how, set, old);
+}
