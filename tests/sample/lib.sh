@@ -9,12 +9,12 @@ sampling_built() { grep -q DLHOOK_SAMPLE_HZ "$ROOT/preload/dlh_settings.def"; }
 REC_HZ=
 if "$DLHOOK_BIN" record --help 2>&1 | grep -q -e '--sample-hz'; then REC_HZ="--sample-hz $HZ"; fi
 bare() { "$SIMRUN" "$@"; }
-# sampled DIR CMD...: CMD under `dlhook record --sim`, sampling from the start (DLHOOK_SAMPLE=1,
+# sampled DIR CMD...: CMD under `dlhook record --sim`, sampling from the start (DLHOOK_SAMPLE=always,
 # also in a process that never calls CUDA) at $HZ, traces in DIR
 sampled() {
   d=$1; shift
   # shellcheck disable=SC2086
-  DLHOOK_SAMPLE=1 DLHOOK_SAMPLE_HZ=$HZ "$DLHOOK_BIN" record --sim $REC_HZ -o "$d" -- "$@"
+  DLHOOK_SAMPLE=always DLHOOK_SAMPLE_HZ=$HZ "$DLHOOK_BIN" record --sim $REC_HZ -o "$d" -- "$@"
 }
 # samples_in DIR: "CPU WAIT HOW" over every trace in DIR (tests/sample/samples.py)
 samples_in() {

@@ -10,7 +10,7 @@
 # check: EINTR must be seen, exit 3); bare for 3 s with the program's own per-thread CPU-time
 # timers at 1 kHz, what the sampler arms (the control: EINTR there would be the kernel's, not
 # dlhook's; a note only); then bare and under dlhook at 1 kHz, with a CUDA call first, and
-# with DLHOOK_SAMPLE=1 and no CUDA call at all.
+# with DLHOOK_SAMPLE=always and no CUDA call at all.
 # EINTR_SECS (default 6) per run; tests/sample/eintr-long runs it for minutes.
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/sample/lib.sh"
