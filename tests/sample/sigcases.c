@@ -4,10 +4,10 @@
  * tests run each mode bare and under dlhook with a 1 kHz sampling rate and compare. Every mode
  * first calls cudaGetDeviceCount (sampling starts at the first CUDA call) and keeps CPU-burning
  * threads running, so that dlhook's CPU-time timers fire all along.
- *   sigcases sigwait     all signals blocked (in main, before the threads start), a signal
+ *   sigcases sigwait [N] all signals blocked (in main, before the threads start), a signal
  *                        thread burns CPU and takes signals with sigtimedwait and sigwaitinfo
  *                        on the full set, as a program's signal-handling thread does: it must
- *                        get exactly the SIGUSR1s main sends, never another signal
+ *                        get exactly the N (40) SIGUSR1s main sends, never another signal
  *   sigcases prof        its own SIGPROF handler with setitimer(ITIMER_PROF) and a SIGALRM
  *                        handler with ITIMER_REAL, both 10 ms, 25 signals each: the counts
  *                        must follow the process's CPU time and the wall time (loosely: under
@@ -79,7 +79,7 @@ static void sleep_ms(long ms) {
 
 /* ---------------------------------------------------------------- sigwait */
 
-#define SIGWAIT_N 40
+static int SIGWAIT_N = 40; /* sigcases sigwait [N] */
 static atomic_int sw_got; /* SIGUSR1s the signal thread took */
 static int sw_other[NSIG], sw_eintr, sw_spurious;
 
@@ -425,7 +425,10 @@ int main(int argc, char **argv) {
   int n = 0;
   printf("cuda: %s\n", cudaGetDeviceCount(&n) == cudaSuccess ? "ok" : "error");
   const char *m = argv[1];
-  if (!strcmp(m, "sigwait")) return mode_sigwait();
+  if (!strcmp(m, "sigwait")) {
+    if (argc > 2) SIGWAIT_N = atoi(argv[2]);
+    return mode_sigwait();
+  }
   if (!strcmp(m, "prof")) return mode_prof();
   if (!strcmp(m, "vfork")) return mode_vfork();
   if (!strcmp(m, "fork")) return mode_fork();

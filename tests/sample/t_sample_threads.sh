@@ -1,10 +1,12 @@
-# Host sampling must not change the program: 200 short CPU-burning threads (1 to 3 ms each, 4 at a time)
-# created, sampled and exiting (return or pthread_exit), joined with their results
-# (tests/sample/sigcases.c, mode threads). 20 traced runs at 1 kHz against 3 bare ones: same stdout,
-# same exit status; every traced run has on-CPU samples once the recorder samples.
+# Host sampling must not change the program: 200 short CPU-burning threads (1 to 3 ms each,
+# 4 at a time) created, sampled and exiting (return or pthread_exit), joined with their
+# results (tests/sample/sigcases.c, mode threads). 20 traced runs at 1 kHz against 3 bare ones:
+# same stdout, same exit status. On-CPU samples: at least one run must have some, not each
+# (the sampler gives a new thread its timer at its next look at /proc/self/task, 10 a second:
+# a thread that lives for 3 ms is seldom met).
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/sample/lib.sh"
 P=$BUILD/tests/sample/sigcases
 need "$P"; need "$DLHOOK_LIB"; need "$DLHOOK_BIN"
-same_as_bare threads 3 20 "$P" threads
+SAMPLES=some same_as_bare threads 3 20 "$P" threads
 echo ok
