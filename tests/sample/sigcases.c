@@ -89,11 +89,11 @@ static void *signal_thread(void *arg) {
   sigfillset(&all);
   int i = 0;
   while (atomic_load(&sw_got) < SIGWAIT_N) {
-    burn(1500000); /* 1.5 ms of CPU with every signal blocked */
+    burn(500000); /* 0.5 ms of CPU with every signal blocked; most of the time it waits */
     siginfo_t si;
     int r;
     if (i++ % 2) {
-      struct timespec t = {0, 2000000};
+      struct timespec t = {0, 3000000};
       r = sigtimedwait(&all, &si, &t);
       if (r < 0 && errno == EAGAIN) continue;
     } else {
