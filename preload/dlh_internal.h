@@ -72,6 +72,8 @@ struct dlh_thread {
     uint64_t *fold_rec;                /* the FOLD record after it, or NULL */
     unsigned fold_gen;                 /* dlh_trace_gen when last_api was stored */
     volatile uint32_t storing;         /* inside reserve..publish (a signal may interrupt it) */
+    volatile uint32_t sampling;        /* a host sample is being stored: a drop is not a call's
+                                          (sample.c counts it) */
   } prod;
   /* The thread as the system knows it (thread.c, at the thread's first recorded call). */
   struct dlh_thread_os {
@@ -81,6 +83,8 @@ struct dlh_thread {
     size_t altstack_size;
     uintptr_t py_ts;                   /* its PyThreadState as last seen by itself (sample.c) */
     int internal;                      /* dlhook's sampler thread: never announced (ThreadInfo) */
+    void *volatile probe;              /* sigjmp_buf * while a sample reads Python frames under
+                                          the fault guard (signals.c jumps back to it) */
   } os;
   /* What the producer, the writer and the thread layer tell each other, in atomics. */
   struct dlh_thread_shared {
@@ -269,6 +273,14 @@ int dlh_capture_corr_kept(uint64_t corr);  /* writer: whether GPU work of corr i
 
 
 /* ---- host sampling (sample.c) ---- */
+/* What the writer calls of sample.c (wired by runtime.c: no link from writer.c to sample.c). */
+typedef struct dlh_sample_ops {
+  void (*on_call)(uint32_t fn);
+  uint64_t (*lost)(void);
+  void (*stop)(void);
+  void (*reset_for_attach)(void);
+} dlh_sample_ops;
+void dlh_writer_sampling(const dlh_sample_ops *ops); /* writer.c */
 extern int dlh_sample_sig;               /* the signal of the CPU-time timers (0: none) */
 /* constructor: settings; DLHOOK_SAMPLE=always starts. start_trace: dlh_writer_ensure (the
  * sampler thread of a process that did not call CUDA yet starts the trace with it) */
@@ -287,6 +299,12 @@ dlh_thread *dlh_thread_attach_sampled(void);
 
 /* ---- signals (signals.c) ---- */
 void dlh_signals_install(void);
+/* dlhook's front handler is the kernel's action for SIGSEGV and SIGBUS (the fault guard works) */
+int dlh_signals_fault_front(void);
+/* The program's sigaction() for sig goes to fn from now on (sample.c: its timer signal). */
+void dlh_signals_route(int sig, int (*fn)(int, const struct sigaction *, struct sigaction *,
+                                          int (*)(int, const struct sigaction *,
+                                                  struct sigaction *)));
 
 /* ---- alternate signal stacks (altstack.c) ---- */
 void dlh_altstack_init(void);            /* start-up: the size */

@@ -48,7 +48,7 @@ static __attribute__((noinline)) uint64_t *reserve_slow(struct dlh_thread *t, ui
       dlh_writer_wake();
     }
     if (h + need - t->prod.tail_cache > cap) {
-      atomic_fetch_add_explicit(&t->shared.dropped, 1, memory_order_relaxed);
+      if (!t->prod.sampling) atomic_fetch_add_explicit(&t->shared.dropped, 1, memory_order_relaxed);
       return NULL;
     }
   }
@@ -83,7 +83,7 @@ static inline int store_begin(struct dlh_thread *t) {
   if (DLH_UNLIKELY(t->prod.storing)) {
     /* A signal handler's call interrupted this thread's own store: the words between reserve
      * and publish are not ours to take. Dropped and counted. */
-    atomic_fetch_add_explicit(&t->shared.dropped, 1, memory_order_relaxed);
+    if (!t->prod.sampling) atomic_fetch_add_explicit(&t->shared.dropped, 1, memory_order_relaxed);
     return 0;
   }
   t->prod.storing = 1;

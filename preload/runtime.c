@@ -122,6 +122,12 @@ static void fork_child(void) {
   dlh_sample_after_fork_child();
 }
 
+static void wire_sampling(void) {
+  static const dlh_sample_ops ops = {dlh_sample_on_call, dlh_sample_lost, dlh_sample_stop,
+                                     dlh_sample_reset_for_attach};
+  dlh_writer_sampling(&ops);
+}
+
 static int setuid_program(void) {
   return getuid() != geteuid() || getgid() != getegid();
 }
@@ -168,6 +174,7 @@ __attribute__((constructor)) static void dlh_init(void) {
   dlh_nvtx_setup_injection();
   dlh_exec_init();
   dlh_recording = 1;
+  wire_sampling();
   dlh_sample_init(dlh_writer_ensure); /* DLHOOK_SAMPLE=always: the sampler starts now */
 }
 
@@ -189,6 +196,7 @@ int dlh_runtime_late_init(void) {
   pthread_atfork(fork_prepare, NULL, NULL); /* last: see dlh_init */
   initialised = 1;
   atexit(at_exit); /* an exit while attached finishes the trace */
+  wire_sampling();
   dlh_sample_init(dlh_writer_ensure);
   return 0;
 }

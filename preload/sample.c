@@ -35,15 +35,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include "dlh_internal.h"
@@ -58,6 +59,7 @@ static volatile int active;            /* the handler records */
 static _Atomic int started;            /* the sampler thread was started (once per process) */
 static _Atomic int stop_req, ended;    /* sampling ends for good (exit, the program's handler) */
 static _Atomic uint64_t lost;
+static _Atomic uint64_t faults;        /* Python walks cut short by a fault (the guard) */
 static int sampled_parent;             /* this process is a fork child of a sampled one */
 static _Atomic int running;            /* the sampler thread is in its loop */
 static int (*real_sa)(int, const struct sigaction *, struct sigaction *); /* libc's sigaction */
@@ -83,8 +85,10 @@ typedef struct tslot {
   uint64_t cpu, wall;                  /* its CPU clock and the wall clock, last tick */
   uint64_t wait_cpu;                   /* its CPU clock at its last wait stack, ~0: none */
   uint32_t wait_stack, wait_state;
+  uintptr_t wait_ts;                   /* the thread state its wait stack was read from */
   uint64_t wait_ns;                    /* off-CPU time not yet sampled */
   struct dlh_thread *thr;              /* its recording state (Python thread state), or NULL */
+  uintptr_t ts;                        /* its PyThreadState from the interpreter's list, or 0 */
 } tslot;
 static tslot *slots;
 
@@ -185,7 +189,9 @@ static uint64_t thread_cpu_ns(uint32_t tid, int *gone) {
 
 static void put_sample(struct dlh_thread *t, uint32_t tid, unsigned kind, uint64_t tk,
                        uint64_t weight, uint32_t stack, uint32_t state) {
+  t->prod.sampling = 1; /* a full ring drops the sample, counted here, not as a call */
   uint64_t *w = dlh_ring_reserve(t, DLH_REC_SAMPLE_WORDS);
+  t->prod.sampling = 0;
   if (!w) {
     atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
     return;
@@ -196,18 +202,6 @@ static void put_sample(struct dlh_thread *t, uint32_t tid, unsigned kind, uint64
   w[3] = (uint64_t)stack | (uint64_t)tid << 32;
   w[4] = state;
   dlh_ring_publish(t, DLH_REC_SAMPLE_WORDS);
-}
-
-static inline uintptr_t interrupted_pc(void *ucv) {
-  ucontext_t *uc = ucv;
-#if defined(__x86_64__)
-  return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-#elif defined(__aarch64__)
-  return (uintptr_t)uc->uc_mcontext.pc;
-#else
-  (void)uc;
-  return 0;
-#endif
 }
 
 /* The CPU timer's signal, in the thread that used the CPU time. */
@@ -227,7 +221,26 @@ static void on_cpu_sample(int sig, siginfo_t *si, void *uc) {
   uint64_t weight = (uint64_t)(1 + (si->si_overrun > 0 ? si->si_overrun : 0)) * period_ns;
   t->os.py_ts = dlh_py_this_ts();
   t->hot.blocked++; /* nothing the walk calls is recorded */
-  uint32_t stack = dlh_stack_capture_signal(&t->stack_cache, interrupted_pc(uc));
+  /* The Python frames under the fault guard: the interpreter may be between two stores of a
+   * frame push or pop (CPython 3.11 sets tstate->cframe before its current_frame), and a
+   * pointer read there may lead to unmapped memory. A fault (dlhook's SIGSEGV/SIGBUS front
+   * handler, signals.c) jumps back here and the sample keeps its native frames only. Without
+   * that front (DLHOOK_SIGNALS=0) Python frames are not read in the handler. */
+  dlh_py_snap py;
+  py.n = 0;
+  if (dlh_signals_fault_front()) {
+    sigjmp_buf jb;
+    unsigned busy = t->stack_cache.busy;
+    if (sigsetjmp(jb, 1) == 0) {
+      t->os.probe = &jb;
+      dlh_stack_python_snap(&t->stack_cache, &py);
+    } else {
+      t->stack_cache.busy = busy;
+      atomic_fetch_add_explicit(&faults, 1, memory_order_relaxed);
+    }
+    t->os.probe = NULL;
+  }
+  uint32_t stack = dlh_stack_capture_signal(&t->stack_cache, uc, &py);
   t->hot.blocked--;
   put_sample(t, t->os.tid, DLH__SAMPLE_KIND__SAMPLE_CPU, tk, weight, stack, 0);
 out:
@@ -270,6 +283,7 @@ static void slot_free(tslot *s) {
   atomic_store(&s->armed, 0);
   if (id >= 0) syscall(SYS_timer_delete, id);
   s->thr = NULL;
+  s->ts = 0;
   atomic_store(&s->mstate, 0);
   atomic_store(&s->tid, TOMB);
 }
@@ -280,8 +294,10 @@ static void slot_init(tslot *s, uint32_t tid, uint64_t now) {
   s->cpu = thread_cpu_ns(tid, &gone);
   s->wall = now;
   s->wait_cpu = ~0ull;
+  s->wait_ts = 0;
   s->wait_ns = 0;
   s->thr = NULL;
+  s->ts = 0;
 }
 
 /* /proc/self/task: new threads get a timer, gone ones lose theirs. */
@@ -311,11 +327,21 @@ static void rescan(uint32_t gen, uint32_t me, uint64_t now) {
     arm(s);
   }
   closedir(d);
-  /* the recording state of each thread, for its Python thread state */
+  /* the recording state of each thread, for its Python thread state; the states of those that
+   * never showed theirs come from the interpreter's list */
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
     if (atomic_load(&t->shared.state) != DLH_T_ACTIVE) continue;
     tslot *s = slot_find(t->os.tid, 0);
     if (s) s->thr = t;
+    if (t->os.py_ts) dlh_py_calibrate(t->os.py_ts, t->os.tid);
+  }
+  enum { NLIST = 512 };
+  static uint32_t ltid[NLIST];
+  static uintptr_t lts[NLIST];
+  int nl = dlh_py_thread_states(ltid, lts, NLIST);
+  for (int k = 0; k < nl; k++) {
+    tslot *s = slot_find(ltid[k], 0);
+    if (s && s->gen == gen) s->ts = lts[k];
   }
   for (uint32_t i = 0; i < NSLOT; i++) {
     tslot *s = &slots[i];
@@ -337,11 +363,14 @@ static void wait_samples(struct dlh_thread *me, uint64_t now, uint64_t tk) {
     s->wall = now;
     if (dwall > dcpu) s->wait_ns += dwall - dcpu;
     if (s->wait_ns < period_ns / 2) continue;
-    if (cpu != s->wait_cpu) { /* it ran since its last wait stack: read where it waits now */
+    struct dlh_thread *t = s->thr;
+    uintptr_t ts = t && t->os.tid == tid && t->os.py_ts ? t->os.py_ts : s->ts;
+    /* it ran since its last wait stack, or its thread state is known only now: read where it
+     * waits (a thread that did not run waits where it did) */
+    if (cpu != s->wait_cpu || ts != s->wait_ts) {
       uint32_t state = blocked_in(tid);
       if (!state) continue; /* running right now: its CPU samples say where */
-      struct dlh_thread *t = s->thr;
-      uintptr_t ts = t && t->os.tid == tid ? t->os.py_ts : 0;
+      s->wait_ts = ts;
       s->wait_stack = ts ? dlh_stack_capture_python_of(ts) : 0;
       s->wait_state = state;
       s->wait_cpu = cpu;
@@ -370,9 +399,15 @@ static void *sampler_main(void *arg) {
   active = 1;
   struct timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
+  nlink_t nthreads = 0;
   for (uint64_t tick = 0; !atomic_load(&stop_req); tick++) {
     uint64_t now = dlh_mono_ns();
-    if (tick % rescan_every == 0) rescan(++gen, tid, now);
+    /* a new thread is seen within a tick: the link count of /proc/self/task is its threads + 2
+     * (one stat); a full scan at least 10 times a second (ids reused, masks restored) */
+    struct stat st;
+    int changed = stat("/proc/self/task", &st) == 0 && st.st_nlink != nthreads;
+    if (changed) nthreads = st.st_nlink;
+    if (changed || tick % rescan_every == 0) rescan(++gen, tid, now);
     if (dlh_recording) wait_samples(me, now, dlh_ticks());
     next.tv_nsec += (long)period_ns;
     while (next.tv_nsec >= 1000000000L) { next.tv_nsec -= 1000000000L; next.tv_sec++; }
@@ -437,9 +472,12 @@ static void start(void) {
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_cpu_sample;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigfillset(&sa.sa_mask); /* nothing of the program's runs inside the walk */
+    sigfillset(&sa.sa_mask); /* nothing of the program's runs inside the walk; a fault of the */
+    sigdelset(&sa.sa_mask, SIGSEGV);          /* guarded Python walk reaches the front handler */
+    sigdelset(&sa.sa_mask, SIGBUS);
     if (sig && real_sa(sig, &sa, NULL) == 0) {
       dlh_sample_sig = sig;
+      dlh_signals_route(sig, dlh_sample_sigaction);
     } else {
       cpu_timers = 0;
       dlh_warn("no free real-time signal for the CPU-time timers; only wait samples are taken");

@@ -23,6 +23,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -78,7 +79,32 @@ static void front_action(int i, const struct sigaction *a, struct sigaction *our
   if (i >= NSIG_FLUSH && app_is_default(a)) ours->sa_flags |= SA_ONSTACK;
 }
 
+/* A fault inside a guarded read of dlhook's (dlh_thread.prod.probe: host sampling reads a
+ * Python thread's frames in its signal handler, where a frame may be half made): back to the
+ * guard, which drops what it read. */
+static inline void probe_fault(int sig) {
+  struct dlh_thread *t = dlh_self;
+  if ((sig == SIGSEGV || sig == SIGBUS) && t && t->os.probe) siglongjmp(*(sigjmp_buf *)t->os.probe, 1);
+}
+
+int dlh_signals_fault_front(void) {
+  int a = slot(SIGSEGV), b = slot(SIGBUS);
+  return a >= 0 && b >= 0;
+}
+
+/* The signal that host sampling took (sample.c): the program's sigaction() for it goes there. */
+static int route_sig;
+static int (*route_fn)(int, const struct sigaction *, struct sigaction *,
+                       int (*)(int, const struct sigaction *, struct sigaction *));
+void dlh_signals_route(int sig, int (*fn)(int, const struct sigaction *, struct sigaction *,
+                                          int (*)(int, const struct sigaction *,
+                                                  struct sigaction *))) {
+  route_fn = fn;
+  route_sig = sig;
+}
+
 static void on_signal(int sig, siginfo_t *si, void *uc) {
+  probe_fault(sig);
   int saved = errno;
   int i = slot(sig);
   if (i < 0) { errno = saved; return; }
@@ -147,8 +173,8 @@ DLH_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
   int i = slot(sig);
   if (i < 0 && sig == dlh_cfg.ctl_signal && dlh_ctl_installed && !dlh_foreign_process())
     return dlh_ctl_sigaction(sig, act, old);
-  if (i < 0 && dlh_sample_sig && sig == dlh_sample_sig && !dlh_foreign_process())
-    return dlh_sample_sigaction(sig, act, old, real_sigaction);
+  if (i < 0 && route_sig && sig == route_sig && route_fn && !dlh_foreign_process())
+    return route_fn(sig, act, old, real_sigaction);
   if (i < 0) {
     i = hooked_slot(sig);
     if (i < 0 || !armed || !act || app_goes_on(i, act) || dlh_foreign_process())

@@ -46,6 +46,9 @@ static int stop_reason, stop_signal;
 static pid_t writer_pid;             /* the process this writer belongs to */
 static uint64_t records, dropped_total;
 static uint64_t samples_total;      /* host samples written (SampleBatch) */
+static const dlh_sample_ops *sampler; /* host sampling (sample.c), as runtime.c wired it */
+
+void dlh_writer_sampling(const dlh_sample_ops *ops) { sampler = ops; }
 static uint64_t calls, folded;       /* calls recorded (folded repeats included), repeats folded */
 static int write_failed;
 
@@ -159,7 +162,7 @@ static void write_counters(int final) {
     c.mem_bytes = dlh_mem_total();
     c.has_samples = c.has_samples_lost = 1;
     c.samples = samples_total;
-    c.samples_lost = dlh_sample_lost();
+    c.samples_lost = sampler ? sampler->lost() : 0;
     p.data_case = DLH__PACKET__DATA_COUNTERS;
     p.counters = &c;
     put(&p);
@@ -444,7 +447,7 @@ static uint64_t drain(struct dlh_thread *t) {
       uint32_t fn = dlh_rec_fn(h);
       if (DLH_UNLIKELY(fn != noted)) {
         dlh_def_fn(W, fn);
-        dlh_sample_on_call(fn); /* the first CUDA call starts host sampling */
+        if (sampler) sampler->on_call(fn); /* the first CUDA call starts host sampling */
         noted = fn;
       }
       last = w;
@@ -959,7 +962,7 @@ int dlh_writer_flush_wait(unsigned timeout_ms) {
  * flag, writes a byte and sleeps until the writer thread is done, for at most 5 s). */
 static _Atomic int once; /* dlh_writer_stop ran (reset for a new trace by attach) */
 void dlh_writer_stop(int exit_reason, int sig) {
-  dlh_sample_stop();
+  if (sampler) sampler->stop();
   if (out_fd < 0 && !atomic_load(&finished)) return;
   if (atomic_exchange(&once, 1)) {
     for (int i = 0; i < 5000 && !atomic_load(&finished); i++) sleep_ms(1);
@@ -1033,7 +1036,7 @@ void dlh_writer_reset_for_attach(void) {
   }
   dlh_cupti_new_trace();
   dlh_stacks_reset_for_attach();
-  dlh_sample_reset_for_attach();
+  if (sampler) sampler->reset_for_attach();
   atomic_store(&flush_req, 0);
   atomic_store(&flush_done, 0);
   atomic_store(&stop_req, 0);

@@ -39,6 +39,10 @@ static int (*sc_getcontext)(unw_context_t *);
 static int (*sc_init)(unw_cursor_t *, unw_context_t *);
 static int (*sc_step)(unw_cursor_t *);
 static int (*sc_get_reg)(unw_cursor_t *, int, unw_word_t *);
+/* a signal handler's walk, from the interrupted context (libunwind >= 1.3) */
+static int (*sc_init2)(unw_cursor_t *, unw_context_t *, int);
+static void *unw_handle;                 /* libunwind's, for its thread-local storage */
+static size_t unw_tls_modid;             /* its TLS module (0: it has none) */
 static uintptr_t self_lo, self_hi;       /* libdlhook.so's mapped range: frames skipped */
 static unsigned depth_max;               /* DLHOOK_STACK_DEPTH */
 static int py_mode;                      /* splice Python frames (mixed) / only them (python) */
@@ -153,6 +157,9 @@ int dlh_capture_setup(const dlh_unwind_settings *settings) {
       sc_init = (int (*)(unw_cursor_t *, unw_context_t *))dlsym(h, "_ULx86_64_init_local");
       sc_step = (int (*)(unw_cursor_t *))dlsym(h, "_ULx86_64_step");
       sc_get_reg = (int (*)(unw_cursor_t *, int, unw_word_t *))dlsym(h, "_ULx86_64_get_reg");
+      sc_init2 = (int (*)(unw_cursor_t *, unw_context_t *, int))dlsym(h, "_ULx86_64_init_local2");
+      unw_handle = h;
+      if (dlinfo(h, RTLD_DI_TLS_MODID, &unw_tls_modid) != 0) sc_init2 = NULL;
       if (!sc_getcontext || !sc_init || !sc_get_reg) sc_step = NULL;
     }
     if (!unw_bt) {
@@ -285,18 +292,24 @@ static uint32_t intern_stack(const uint64_t *frames, uint32_t n, uint32_t trunca
 }
 
 /* Interns one Python frame (code, lasti); resolves names and line the first time. */
+/* Its names are read before a slot is claimed: a signal handler's walk reads them under a
+ * fault guard (host sampling, preload/sample.c), and a fault must not leave a slot claimed. */
 static uint32_t intern_pyframe(uint64_t code, int64_t lasti) {
   uint64_t h = mix(mix(0x84222325cbf29ce4ull, code), (uint64_t)lasti) | 1;
   const uint64_t mask = (1u << PYF_BITS) - 1;
+  char fn[256], file[1024];
+  uint32_t line = 0;
+  int resolved = 0;
   for (uint64_t i = h >> 20, probes = 0; probes < 64; i++, probes++) {
     slot *s = &pyf_tab[i & mask];
     uint64_t k = atomic_load_explicit(&s->key, memory_order_acquire);
     if (k == 0) {
+      if (!resolved) {
+        dlh_py_resolve(code, lasti, &line, fn, sizeof fn, file, sizeof file);
+        resolved = 1;
+      }
       if (atomic_compare_exchange_strong(&s->key, &k, h)) {
         uint32_t id = atomic_fetch_add_explicit(&pyf_next, 1, memory_order_relaxed) + 1;
-        char fn[256], file[1024];
-        uint32_t line = 0;
-        dlh_py_resolve(code, lasti, &line, fn, sizeof fn, file, sizeof file);
         size_t fl = strlen(fn), pl = strlen(file);
         dlh_pyf_rec *r = id <= dlh_pyf_max_id ? arena_alloc(sizeof *r + fl + pl + 2) : NULL;
         if (!r) {
@@ -313,6 +326,7 @@ static uint32_t intern_pyframe(uint64_t code, int64_t lasti) {
         atomic_store_explicit(&s->id, id, memory_order_release);
         return id;
       }
+      /* lost the race: k now holds the winner's key */
     }
     if (k == h) {
       uint32_t id = wait_id(s);
@@ -364,6 +378,7 @@ typedef struct sc_entry {
 void dlh_stack_cache_reset(dlh_stack_cache *cache) {
   sc_entry *e = cache ? cache->entries : NULL;
   for (int w = 0; e && w < SC_WAYS; w++) e[w].sp = 0;
+  if (cache) cache->tls_ready = 0;
 }
 
 /* The fork guard's stripe of the calling thread (its cache is per thread). */
@@ -371,7 +386,8 @@ static inline _Atomic int *unwind_stripe(const dlh_stack_cache *cache) {
   return &in_unwind[((uintptr_t)cache >> 6) % NSTRIPE].n;
 }
 
-static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, uintptr_t from_pc);
+static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, void *uc,
+                             const dlh_py_snap *snap);
 
 static __attribute__((noinline)) uint32_t capture_miss(dlh_stack_cache *cache, uint64_t sp,
                                                        int *fresh) {
@@ -449,7 +465,7 @@ static inline __attribute__((always_inline)) uint32_t capture_any(dlh_stack_cach
    * from the last one of this thread: a program whose stacks are all different (torch's
    * import: ~44,000 distinct registration stacks) pays the cheap walk only, one that cycles
    * through more call sites than the cache holds pays one cursor walk a miss, as before. */
-  if (py_mode || !sc_step) return capture_slow(cache, NULL, 0);
+  if (py_mode || !sc_step) return capture_slow(cache, NULL, NULL, NULL);
   if (cache && cache->miss_known) {
     int fresh = 0;
     uint32_t id = capture_miss(cache, sp, &fresh);
@@ -457,7 +473,7 @@ static inline __attribute__((always_inline)) uint32_t capture_any(dlh_stack_cach
     return id;
   }
   int fresh = 0;
-  uint32_t id = capture_slow(cache, &fresh, 0);
+  uint32_t id = capture_slow(cache, &fresh, NULL, NULL);
   if (id && !fresh &&
       !atomic_load_explicit(&dlh_stack_recs[id]->nocache, memory_order_relaxed)) {
     id = capture_miss(cache, sp, NULL);
@@ -491,11 +507,26 @@ uint32_t dlh_stack_capture(dlh_stack_cache *cache) {
   return id;
 }
 
-uint32_t dlh_stack_capture_signal(dlh_stack_cache *cache, uintptr_t pc) {
+int dlh_stack_python_snap(dlh_stack_cache *cache, dlh_py_snap *snap) {
+  snap->n = 0;
+  if (!py_mode || !dlh_py_active || !cache || cache->busy) return 0;
+  dlh_pyframe py[DLH_PY_SNAP];
+  int max = (int)depth_max + 1 < DLH_PY_SNAP ? (int)depth_max + 1 : DLH_PY_SNAP;
+  int n = dlh_py_walk(py, max);
+  for (int i = 0; i < n; i++) {
+    snap->id[i] = intern_pyframe(py[i].code, py[i].lasti);
+    snap->end[i] = (uint8_t)py[i].group_end;
+    snap->n = i + 1;
+  }
+  return snap->n;
+}
+
+uint32_t dlh_stack_capture_signal(dlh_stack_cache *cache, void *uc, const dlh_py_snap *py) {
   if (!dlh_stack_mode || !cache || cache->busy) return 0;
+  static const dlh_py_snap none;
   cache->busy++;
   atomic_signal_fence(memory_order_seq_cst);
-  uint32_t id = capture_slow(cache, NULL, pc ? pc : 1);
+  uint32_t id = capture_slow(cache, NULL, uc, py ? py : &none);
   atomic_signal_fence(memory_order_seq_cst);
   cache->busy--;
   return id;
@@ -514,37 +545,78 @@ uint32_t dlh_stack_capture_python_of(uintptr_t ts) {
   return n ? intern_stack(out, n, npy > (int)depth) : 0;
 }
 
-/* from_pc: 0 for a hook (dlhook's own leading frames and CUPTI's are skipped); in a signal
- * handler, the interrupted pc: the frames above it (the handler, the signal trampoline) are
- * skipped (1: the pc is unknown, only the Python frames are kept). */
-static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, uintptr_t from_pc) {
+/* A signal handler's native frames, from the interrupted context uc: libunwind's cursor, never
+ * unw_backtrace, whose trace cache is thread-local storage of the dlopen'ed libunwind: its
+ * first use in a thread allocates it with malloc, which the signal may have interrupted
+ * (a deadlock seen with torch's import). The cursor keeps its state on this stack. */
+/* Whether libunwind's thread-local storage exists in the calling thread (its first use in a
+ * thread, outside any signal handler, allocates it: a hook's walk). Async-signal-safe: glibc's
+ * dlinfo(RTLD_DI_TLS_DATA) looks without allocating. */
+static int unw_tls_ready(dlh_stack_cache *cache) {
+  if (cache->tls_ready || !unw_tls_modid) return 1;
+  void *block = NULL;
+  if (dlinfo(unw_handle, RTLD_DI_TLS_DATA, &block) != 0 || !block) return 0;
+  cache->tls_ready = 1;
+  return 1;
+}
+
+static int walk_signal(void *uc, void **pcs, int max) {
+  if (!sc_init2 || !sc_step || !uc) return 0;
+  unw_cursor_t cur;
+  if (sc_init2(&cur, (unw_context_t *)uc, 1 /* UNW_INIT_SIGNAL_FRAME */) != 0) return 0;
+  int got = 0;
+  do {
+    unw_word_t ip;
+    if (sc_get_reg(&cur, UNW_REG_IP, &ip) != 0 || !ip) break;
+    pcs[got++] = (void *)(uintptr_t)ip;
+  } while (got < max && sc_step(&cur) > 0);
+  return got;
+}
+
+/* uc: NULL for a hook (dlhook's own leading frames and CUPTI's are skipped); in a signal
+ * handler, the interrupted context: the walk starts at its pc (walk_signal). */
+static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, void *uc,
+                             const dlh_py_snap *snap) {
   uint32_t depth = depth_max, n = 0, truncated = 0;
   void *pcs[depth + 8];
   uint64_t out[depth + 1];
-  dlh_pyframe py[py_mode ? depth + 1 : 1];
+  /* the thread's Python frames, interned (a signal handler's come walked under its guard) */
+  uint32_t pid[depth + 1];
+  uint8_t pend[depth + 1];
   int npy = 0, got = 0, skip = 0;
-  if (py_mode && dlh_py_active) npy = dlh_py_walk(py, (int)depth + 1);
+  if (snap) {
+    npy = snap->n < (int)depth + 1 ? snap->n : (int)depth + 1;
+    for (int i = 0; i < npy; i++) { pid[i] = snap->id[i]; pend[i] = snap->end[i]; }
+  } else if (py_mode && dlh_py_active) {
+    dlh_pyframe py[depth + 1];
+    npy = dlh_py_walk(py, (int)depth + 1);
+    for (int i = 0; i < npy; i++) {
+      pid[i] = intern_pyframe(py[i].code, py[i].lasti);
+      pend[i] = (uint8_t)py[i].group_end;
+    }
+  }
   if (dlh_stack_mode == DLH_STACKS_PYTHON && npy > 0) {
     /* Python frames only */
-    for (int i = 0; i < npy && n < depth; i++) {
-      uint32_t id = intern_pyframe(py[i].code, py[i].lasti);
-      if (id) out[n++] = DLH_PYFRAME_TAG | id;
-    }
+    for (int i = 0; i < npy && n < depth; i++)
+      if (pid[i]) out[n++] = DLH_PYFRAME_TAG | pid[i];
     truncated = npy > (int)depth;
     return n ? intern_stack(out, n, truncated) : 0;
   }
-  if (!unw_bt) return 0;
+  if (!unw_bt && !uc) return 0;
   _Atomic int *busy = unwind_stripe(cache);
   atomic_fetch_add(busy, 1);           /* full barrier, then look for a fork in progress */
   if (__builtin_expect(atomic_load_explicit(&fork_pending, memory_order_relaxed), 0)) {
     atomic_fetch_sub(busy, 1);
     return 0;
   }
-  int extra = from_pc ? 8 : 4;          /* dlhook's own frames (2 or 3; a handler's 5 or 6) */
-  got = unw_bt(pcs, (int)depth + extra);
-  if (from_pc) {
-    while (skip < got && (uintptr_t)pcs[skip] != from_pc) skip++;
+  int extra = uc ? 0 : 4;               /* dlhook's own frames (2 or 3) */
+  if (uc) {
+    /* no native frames in a thread whose libunwind storage is not there yet (a thread that
+     * never made a recorded call): its Python frames only */
+    got = unw_tls_ready(cache) ? walk_signal(uc, pcs, (int)depth + 1) : 0;
+    if (got == (int)depth + 1) truncated = 1;
   } else {
+    got = unw_bt(pcs, (int)depth + extra);
     while (skip < got && (uintptr_t)pcs[skip] - self_lo < self_hi - self_lo) skip++;
     while (skip < got - 1 && lead_skip((uintptr_t)pcs[skip])) skip++; /* may scan the loader's list */
   }
@@ -556,21 +628,19 @@ static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, uintptr_t from_
       /* an interpreter frame: its Python frames take its place */
       for (; g < npy; g++) {
         if (n >= depth) { truncated = 1; break; }
-        uint32_t id = intern_pyframe(py[g].code, py[g].lasti);
-        if (id) out[n++] = DLH_PYFRAME_TAG | id;
-        if (py[g].group_end) { g++; break; }
+        if (pid[g]) out[n++] = DLH_PYFRAME_TAG | pid[g];
+        if (pend[g]) { g++; break; }
       }
       continue;
     }
     if (n >= depth) { truncated = 1; break; }
     out[n++] = pc;
   }
-  if (got == (int)depth + extra) truncated = 1;
+  if (!uc && got == (int)depth + extra) truncated = 1;
   /* Python frames whose interpreter frames were not seen (deeper than the native stack) */
   for (; g < npy && !truncated; g++) {
     if (n >= depth) { truncated = 1; break; }
-    uint32_t id = intern_pyframe(py[g].code, py[g].lasti);
-    if (id) out[n++] = DLH_PYFRAME_TAG | id;
+    if (pid[g]) out[n++] = DLH_PYFRAME_TAG | pid[g];
   }
   if (!n) return 0;
   return intern_stack_f(out, n, truncated, fresh);

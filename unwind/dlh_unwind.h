@@ -63,23 +63,42 @@ typedef struct dlh_stack_cache {
   unsigned miss_known;          /* the last miss was a stack seen before */
   volatile unsigned busy;       /* > 0: the thread is inside a walk (a signal handler that
                                    interrupted it must not walk: dlh_stack_capture_signal) */
+  unsigned tls_ready;           /* libunwind's thread-local storage exists in the thread */
 } dlh_stack_cache;
 
 /* Hot path: captures the calling thread's stack (dlhook's own frames skipped) and returns its
  * interned id, or 0 when stacks are off or the stack could not be interned. cache: the calling
  * thread's cache, or NULL (no cache: every capture walks). No lock, no malloc. */
 uint32_t dlh_stack_capture(dlh_stack_cache *cache);
-/* In a signal handler (host sampling): the stack of the code the signal interrupted at pc,
- * innermost first, with the thread's Python frames spliced in as by dlh_stack_capture. Returns
- * 0 (no walk) when the thread was interrupted inside a walk of its own (cache->busy), while a
- * fork is in progress, or when stacks are off. No lock, no malloc. */
-uint32_t dlh_stack_capture_signal(dlh_stack_cache *cache, uintptr_t pc);
+/* In a signal handler (host sampling), in two steps. First the thread's Python frames, interned:
+ * the interrupted interpreter may be between two stores of a frame push or pop, so the caller
+ * runs this under a fault guard (a fault ends it; nothing is left half done). Returns the
+ * frames taken (0 when Python frames are not read, or the thread is inside a walk). */
+#define DLH_PY_SNAP 128
+typedef struct dlh_py_snap {
+  int n;
+  uint32_t id[DLH_PY_SNAP];     /* interned Python frames, innermost first (0: not interned) */
+  uint8_t end[DLH_PY_SNAP];     /* the last frame of one interpreter call */
+} dlh_py_snap;
+int dlh_stack_python_snap(dlh_stack_cache *cache, dlh_py_snap *snap);
+/* Then the stack of the code the signal interrupted (uc: the handler's ucontext_t), innermost
+ * first, with py (may be NULL) spliced in as by dlh_stack_capture. No malloc: in a thread whose
+ * libunwind storage does not exist yet (it never made a recorded call) only the Python frames
+ * are kept. Returns 0 (no walk) when the thread was interrupted inside a walk of its own
+ * (cache->busy), while a fork is in progress, or when stacks are off. */
+uint32_t dlh_stack_capture_signal(dlh_stack_cache *cache, void *uc, const dlh_py_snap *py);
 
 /* Host sampling, from another thread: the Python frames of the thread whose PyThreadState is
  * ts (from dlh_py_this_ts, in that thread), read with checked copies (a frame freed meanwhile
  * gives a shorter stack, never a fault), interned as a stack of Python frames only. 0 when
  * there are none or Python frames are not read in this process. */
 uint32_t dlh_stack_capture_python_of(uintptr_t ts);
+/* Sampler thread: learns where a PyThreadState keeps its thread's id, from the state ts of
+ * thread tid (given by that thread itself; two different threads settle it). Then
+ * dlh_py_thread_states lists the interpreter's thread states with their thread ids (checked
+ * copies), at most max; 0 while not settled, or where states do not keep the id (3.10). */
+void dlh_py_calibrate(uintptr_t ts, uint32_t tid);
+int dlh_py_thread_states(uint32_t *tids, uintptr_t *states, int max);
 /* The calling thread's PyThreadState (0: none, or no supported CPython); async-signal-safe. */
 uintptr_t dlh_py_this_ts(void);
 

@@ -48,6 +48,8 @@ static struct {
 #define RD(type, base, off) (*(type *)((uintptr_t)(base) + (off)))
 
 static int (*fd_up)(int);           /* dlh_unwind_settings.fd_move_up */
+static void *(*interp_head)(void);  /* PyInterpreterState_Head, _ThreadHead (the list) */
+static void *(*thread_head)(void *);
 
 int dlh_py_init(int (*fd_move_up)(int)) {
   dlh_py_active = 0;
@@ -68,6 +70,8 @@ int dlh_py_init(int (*fd_move_up)(int)) {
   P.code_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyCode_Type");
   P.unicode_type = (uintptr_t)dlsym(RTLD_DEFAULT, "PyUnicode_Type");
   void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+  interp_head = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyInterpreterState_Head");
+  thread_head = (void *(*)(void *))dlsym(RTLD_DEFAULT, "PyInterpreterState_ThreadHead");
   if (!P.get_ts || !P.addr2line || !P.code_type || !P.unicode_type || !eval) {
     dlh_warn("Python %d.%d: interpreter symbols not exported; stacks are native", major, minor);
     return 0;
@@ -191,6 +195,53 @@ int dlh_py_walk_ts(uintptr_t ts, dlh_pyframe *out, int max) {
   if (P.cf_current != NONE && (!plausible(fr) || copy_in(&fr, fr + P.cf_current, sizeof fr) != 0))
     return 0;
   return walk(fr, out, max, 1);
+}
+
+/* ---- thread states of threads that never showed theirs (sampler thread) ----
+ * The interpreter's list of thread states (PyInterpreterState_ThreadHead, then `next`, the
+ * second field of PyThreadState in every version) names each state's OS thread in its
+ * native_thread_id (3.11+), whose offset is found at run time: the word equal to the thread's
+ * id in the states of two different threads that showed theirs (dlh_py_calibrate). */
+#define CAL_WORDS 64
+static uint8_t cal_cand[CAL_WORDS];
+static int cal_seen, cal_off = -1;
+static uint32_t cal_last_tid;
+
+void dlh_py_calibrate(uintptr_t ts, uint32_t tid) {
+  if (cal_off != -1 || !dlh_py_active || !plausible(ts) || tid == cal_last_tid) return;
+  uint64_t w[CAL_WORDS];
+  if (copy_in(w, ts, sizeof w) != 0) return;
+  int n = 0, last = 0;
+  for (int i = 3; i < CAL_WORDS; i++) { /* after prev, next, interp */
+    uint8_t ok = w[i] == tid;
+    cal_cand[i] = cal_seen ? (uint8_t)(cal_cand[i] & ok) : ok;
+    if (cal_cand[i]) { n++; last = i; }
+  }
+  cal_seen++;
+  cal_last_tid = tid;
+  if (!n) cal_off = -2;                             /* no such field (3.10): no list */
+  else if (n == 1 && cal_seen >= 2) cal_off = last * 8;
+}
+
+int dlh_py_thread_states(uint32_t *tids, uintptr_t *states, int max) {
+  if (cal_off < 0 || !interp_head || !thread_head) return 0;
+  void *interp = interp_head();
+  if (!interp) return 0;
+  uintptr_t ts = (uintptr_t)thread_head(interp);
+  int n = 0;
+  for (int guard = 0; plausible(ts) && n < max && guard < 4096; guard++) {
+    uint64_t tid = 0;
+    uintptr_t next = 0;
+    if (copy_in(&tid, ts + (size_t)cal_off, sizeof tid) != 0 ||
+        copy_in(&next, ts + 8, sizeof next) != 0)
+      break;
+    if (tid && tid < (1ull << 32)) {
+      tids[n] = (uint32_t)tid;
+      states[n++] = ts;
+    }
+    ts = next;
+  }
+  return n;
 }
 
 uintptr_t dlh_py_this_ts(void) {
