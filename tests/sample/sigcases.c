@@ -329,6 +329,8 @@ static int mode_rt(void) {
     else printf("rt: SIGRTMIN+%d handled %d times, sent %d\n", s - lo, c, RT_ROUNDS);
     struct sigaction back;
     if (sigaction(s, NULL, &back) == 0 && back.sa_sigaction == on_rt) readback++;
+    else fprintf(stderr, "rt: signal %d reads back handler %p flags %#x (ours %p)\n", s,
+                 (void *)back.sa_sigaction, (unsigned)back.sa_flags, (void *)on_rt);
   }
   printf("rt: %d of %d signals handled exactly once per round\n", exact, nrt);
   printf("rt: wrong si_code %d, wrong value %d\n", atomic_load(&rt_badcode), atomic_load(&rt_badval));
