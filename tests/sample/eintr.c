@@ -142,7 +142,9 @@ static void *pipe_writer(void *arg) {
   while (!atomic_load(&stop)) {
     struct timespec t = ts_of(TIMEOUT_NS);
     while (nanosleep(&t, &t) && errno == EINTR) {}
-    if (write(pipe_fds[1], "x", 1) != 1) break;
+    /* non-blocking: the reader reads slower than 1 byte a ms (its bursts), a full pipe
+     * would leave this thread blocked in write() once the reader stopped */
+    if (write(pipe_fds[1], "x", 1) != 1 && errno != EAGAIN) break;
   }
   close(pipe_fds[1]); /* the reader sees EOF and ends */
   return NULL;
@@ -277,7 +279,7 @@ static void *waiter(void *arg) {
         if (r >= 0) st[k].unexpected++;
         break;
       case K_PIPEREAD:
-        r = (int)read(fd, buf, 1); /* blocks until the writer's next byte (about 1 ms) */
+        r = (int)read(fd, buf, sizeof buf); /* all there is, else blocks until the next byte */
         note(k, r, errno, 0);
         if (r == 0) goto out; /* EOF: the writer stopped */
         break;
@@ -350,6 +352,7 @@ int main(int argc, char **argv) {
   pthread_sigmask(SIG_BLOCK, &usr2, NULL);
   semid = semget(IPC_PRIVATE, 1, IPC_CREAT | 0600);
   if (pipe(pipe_fds)) return 1;
+  fcntl(pipe_fds[1], F_SETFL, O_NONBLOCK);
   pthread_t th[NKIND], wr;
   for (int k = 0; k < NKIND; k++) {
     if (k == K_SEMTIMEDOP && semid < 0) continue;
