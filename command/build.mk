@@ -6,7 +6,7 @@
 #   lib/      reading traces (trace.c, symbols.c, the streaming scan), the option parser every
 #             command uses (opts.c: options, --help and manual pages from one table), helpers,
 #             and the analyses that stats, report and the exporters share (library calls,
-#             memory, ranks, steps)
+#             memory, ranks, steps, host samples)
 CMD_SRCS := $(wildcard command/*.c command/cmd/*.c command/export/*.c command/lib/*.c)
 CMD_OBJS := $(patsubst command/%.c,$(BUILD)/command/%.o,$(CMD_SRCS))
 CMD_CFLAGS = $(CFLAGS) $(COMMON_CFLAGS) $(FORMAT_CFLAGS) -Icommand/lib -Icommand/export -I$(BUILD)/command
@@ -71,6 +71,13 @@ regen: regen-cbids
 regen-cbids:
 	$(Q)$(PYTHON) scripts/gen_cbids.py --cuda-home $(CUDA_HOME)
 .PHONY: regen-cbids
+
+# Test helper: a trace with host samples of known contents (tests/cli/t_cli_samples.sh).
+$(BUILD)/tests/bin/mksamples: command/tests/mksamples.c $(FORMAT_OBJS)
+	$(Q)mkdir -p $(@D)
+	@echo "  CCLD    $@"
+	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -MMD -MP -o $@ $< $(FORMAT_OBJS) $(LDFLAGS) $(FORMAT_LIBS)
+TEST_DEPS += $(BUILD)/tests/bin/mksamples
 
 # Test helper: traces built as an attacker would (tests/hostile/).
 $(BUILD)/tests/bin/hostile: command/tests/hostile.c $(FORMAT_OBJS)

@@ -76,7 +76,7 @@
   var ctx = cv.getContext('2d');
   var LABEL = 190, AXIS = 24, LH = 16, GH = 18, MEMH = 36;
   var v0 = 0, v1 = Math.max(D.span, 1), W = 800, sel = null, hl = [];
-  var COLORS = ['#3b6fb6', '#8a5cc2', '#2e9e4f', '#c0392b'];
+  var COLORS = ['#3b6fb6', '#8a5cc2', '#2e9e4f', '#c0392b', '#16a085'];
   // layout: group header, then its lanes, then its memory counter
   var rows = [], y = AXIS;
   D.groups.forEach(function (G, gi) {
@@ -185,7 +185,8 @@
       }
       flush();
       ctx.fillStyle = L.kind === 1 ? ['#8a5cc2', '#a07ad0', '#b698dc', '#ccb6e8'][L.level % 4]
-        : L.kind === 3 ? ['#c0392b', '#d35400', '#e67e22', '#b9770e'][L.level % 4] : base;
+        : L.kind === 3 ? ['#c0392b', '#d35400', '#e67e22', '#b9770e'][L.level % 4]
+        : L.kind === 4 && /^wait/.test(S[L.i[j]]) ? '#95a5b8' : base; // host samples: waits grey
       ctx.fillRect(a, ry + 1, b - a, LH - 2);
       if (b - a > 40) {
         ctx.fillStyle = '#fff';
@@ -452,6 +453,15 @@
   th += objTable('pytorch-ops', 'PyTorch operators (innermost op of each call; GPU time of the work it launched)', topShape(P.operators), 100);
   th += objTable('pytorch-modules', 'PyTorch modules (forward() frames)', P.modules, 100);
   th += objTable('pytorch-lines', 'Source lines (the innermost frame of your code)', P.lines, 100);
+  var SM = T.samples || {};
+  if (SM.cpu || SM.wait) {
+    th += '<p class="muted">Host samples at ' + SM.hz + ' Hz: ' + SM.cpu + ' on-CPU (' + fmt(SM.cpu_ns) + '), ' +
+      SM.wait + ' wait (' + fmt(SM.wait_ns) + '), ' + SM.lost + ' lost. Share: of all sampled time.</p>';
+    th += objTable('samples-threads', 'Host time by thread (samples)', SM.by_thread, 100);
+    th += objTable('samples-lines', 'Host time by function and line (the innermost frame of your code)', SM.by_line, 100);
+    th += objTable('samples-ops', 'Sampled CPU time by operator', SM.by_op, 100);
+    th += objTable('samples-waits', 'Waiting in', SM.by_wait, 100);
+  }
   th += objTable('gemms', 'GEMMs (by shape)', T.gemms);
   th += objTable('convs', 'Convolutions (by shape)', T.convs);
   th += objTable('collectives', 'Collectives', T.collectives);

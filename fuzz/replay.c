@@ -205,7 +205,10 @@ int main(int argc, char **argv) {
     while (!fmt_ok[f] && f < NFMT) f++;
     char xo[4200];
     snprintf(xo, sizeof xo, "%s-%s", xout, f < NFMT ? formats[f] : "none");
-    char *ex[] = {"dlhook", "export", "--format", f < NFMT ? (char *)formats[f] : "folded", "-o", xo, in, NULL};
+    /* the flame graphs take turns at the weights: GPU time, on-CPU and wait samples */
+    static const char *const weights[] = {"gpu", "samples", "wait"};
+    char *ex[] = {"dlhook", "export", "--format", f < NFMT ? (char *)formats[f] : "folded",
+                  "--weight", (char *)weights[(i / NFMT) % 3], "-o", xo, in, NULL};
     struct { char **argv; const char *out; const char *name; } cmds[] = {
         {dump, dout, "dump"}, {stats_j, NULL, "stats --json"}, {stats_t, NULL, "stats"},
         {ex, NULL, f < NFMT ? formats[f] : NULL}};

@@ -64,6 +64,7 @@ static int sampled_parent;             /* this process is a fork child of a samp
 static _Atomic int running;            /* the sampler thread is in its loop */
 static int (*real_sa)(int, const struct sigaction *, struct sigaction *); /* libc's sigaction */
 static int (*ensure_writer)(void);     /* dlh_sample_init's: starts the trace (runtime.c) */
+static int (*py_initialized)(void);    /* Py_IsInitialized, looked up at start-up */
 
 /* ---------------------------------------------------------------- the threads' timers */
 
@@ -369,7 +370,12 @@ static void wait_samples(struct dlh_thread *me, uint64_t now, uint64_t tk) {
      * waits (a thread that did not run waits where it did) */
     if (cpu != s->wait_cpu || ts != s->wait_ts) {
       uint32_t state = blocked_in(tid);
-      if (!state) continue; /* running right now: its CPU samples say where */
+      if (!state) {
+        /* running right now: it waited for a CPU, not in a call; that time has no place of its
+         * own to go to (the next blocked wait must not carry it) */
+        s->wait_ns = 0;
+        continue;
+      }
       s->wait_ts = ts;
       s->wait_stack = ts ? dlh_stack_capture_python_of(ts) : 0;
       s->wait_state = state;
@@ -500,6 +506,7 @@ static void start(void) {
 
 void dlh_sample_init(int (*start_trace)(void)) {
   ensure_writer = start_trace;
+  py_initialized = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
   hz = dlh_cfg.sample == 2 ? 0 : dlh_cfg.sample_hz;
   period_ns = hz ? 1000000000ull / hz : 0;
   if (hz && dlh_cfg.sample == 1) start();
@@ -562,7 +569,7 @@ void dlh_sample_after_fork_child(void) {
   atomic_store(&running, 0);
   /* A Python process's fork (multiprocessing: DataLoader workers): sampled from its start.
    * Other forks (a C program's helper) leave no trace unless they call CUDA. */
-  if (was && dlh_py_this_ts()) { /* the handler stays in place; the child's sampler arms timers */
+  if (was && py_initialized && py_initialized()) { /* the handler stays in place; the child's sampler arms timers */
     sampled_parent = 1;
     start();
   }

@@ -332,7 +332,7 @@ static __attribute__((noinline)) uint64_t drain_run(dlh_tbatch *b, const uint64_
  * wait samples); they are gathered per sampled thread over a pass and written as one
  * SampleBatch each, in time order, at the end of the pass. */
 typedef struct srec { uint64_t t, w; uint32_t kind, stack, state; } srec;
-typedef struct sbatch { uint32_t tid; size_t n, cap; srec *r; } sbatch;
+typedef struct sbatch { uint32_t tid; int named; size_t n, cap; srec *r; } sbatch;
 static sbatch *sbs;
 static size_t nsbs, capsbs;
 
@@ -373,10 +373,36 @@ static int srec_cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* A thread seen only by the sampler (it never made a call, nor took an on-CPU sample yet): its
+ * ThreadInfo, with the name the system has for it, before its first batch. */
+static void sample_thread_name(sbatch *b) {
+  b->named = 1;
+  for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next)
+    if (t->os.tid == b->tid && t->writer.announced) return;
+  char path[64], name[32] = "";
+  snprintf(path, sizeof path, "/proc/self/task/%u/comm", b->tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t n = read(fd, name, sizeof name - 1);
+  close(fd);
+  if (n <= 0) return;
+  name[n] = 0;
+  if (name[n - 1] == '\n') name[n - 1] = 0;
+  Dlh__Packet p = DLH__PACKET__INIT;
+  Dlh__ThreadInfo ti = DLH__THREAD_INFO__INIT;
+  ti.has_tid = 1;
+  ti.tid = b->tid;
+  ti.name = name;
+  p.data_case = DLH__PACKET__DATA_THREAD;
+  p.thread = &ti;
+  put(&p);
+}
+
 static void samples_flush(void) {
   for (size_t i = 0; i < nsbs; i++) {
     sbatch *b = &sbs[i];
     if (!b->n) continue;
+    if (!b->named) sample_thread_name(b);
     size_t n = b->n;
     qsort(b->r, n, sizeof *b->r, srec_cmp);
     int64_t *dt = malloc(n * sizeof *dt);
@@ -1022,7 +1048,7 @@ void dlh_writer_reset_for_attach(void) {
   frame_limit = 4096;
   records = dropped_total = calls = folded = 0;
   write_failed = 0;
-  for (size_t i = 0; i < nsbs; i++) sbs[i].n = 0;
+  for (size_t i = 0; i < nsbs; i++) sbs[i].n = sbs[i].named = 0;
   samples_total = 0;
   stop_reason = stop_signal = 0;
   dlh_defs_new_trace();

@@ -14,6 +14,7 @@
  * (release). Others that meet the same hash wait (bounded) for the id, then compare frames.
  * Table or arena full: id 0 and a counter. */
 #include <dlfcn.h>
+#include <ucontext.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
@@ -378,7 +379,7 @@ typedef struct sc_entry {
 void dlh_stack_cache_reset(dlh_stack_cache *cache) {
   sc_entry *e = cache ? cache->entries : NULL;
   for (int w = 0; e && w < SC_WAYS; w++) e[w].sp = 0;
-  if (cache) cache->tls_ready = 0;
+  if (cache) cache->tls_ready = cache->bt_ready = 0;
 }
 
 /* The fork guard's stripe of the calling thread (its cache is per thread). */
@@ -611,12 +612,22 @@ static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, void *uc,
   }
   int extra = uc ? 0 : 4;               /* dlhook's own frames (2 or 3) */
   if (uc) {
-    /* no native frames in a thread whose libunwind storage is not there yet (a thread that
-     * never made a recorded call): its Python frames only */
-    got = unw_tls_ready(cache) ? walk_signal(uc, pcs, (int)depth + 1) : 0;
-    if (got == (int)depth + 1) truncated = 1;
+    /* unw_backtrace (its per-thread trace cache makes it fast) in a thread that used it
+     * outside any handler already (a recorded call's walk: its cache exists, nothing is
+     * allocated now), from the interrupted pc on; the cursor from the interrupted context
+     * (no cache: slow) where only libunwind's storage exists; else no native frames */
+    if (cache->bt_ready && unw_bt) {
+      uintptr_t pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+      got = unw_bt(pcs, (int)depth + 8);
+      while (skip < got && (uintptr_t)pcs[skip] != pc) skip++;
+      if (got == (int)depth + 8) truncated = 1;
+    } else {
+      got = unw_tls_ready(cache) ? walk_signal(uc, pcs, (int)depth + 1) : 0;
+      if (got == (int)depth + 1) truncated = 1;
+    }
   } else {
     got = unw_bt(pcs, (int)depth + extra);
+    if (cache) cache->bt_ready = 1;
     while (skip < got && (uintptr_t)pcs[skip] - self_lo < self_hi - self_lo) skip++;
     while (skip < got - 1 && lead_skip((uintptr_t)pcs[skip])) skip++; /* may scan the loader's list */
   }

@@ -64,6 +64,8 @@ typedef struct dlh_stack_cache {
   volatile unsigned busy;       /* > 0: the thread is inside a walk (a signal handler that
                                    interrupted it must not walk: dlh_stack_capture_signal) */
   unsigned tls_ready;           /* libunwind's thread-local storage exists in the thread */
+  unsigned bt_ready;            /* the thread ran unw_backtrace outside a handler (its trace
+                                   cache exists) */
 } dlh_stack_cache;
 
 /* Hot path: captures the calling thread's stack (dlhook's own frames skipped) and returns its

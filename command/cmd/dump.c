@@ -6,6 +6,7 @@
 
 #include "rd.h"
 #include "rd_opts.h"
+#include "rd_scan.h"
 
 /* The types of the objects dump prints: the choices of --type. */
 static const rd_choice known_types[] = {
@@ -14,7 +15,7 @@ static const rd_choice known_types[] = {
     {"event", NULL, 0},   {"overhead", NULL, 0}, {"gpu", NULL, 0},     {"device", NULL, 0},
     {"summary", NULL, 0}, {"function", NULL, 0}, {"string", NULL, 0},  {"stack", NULL, 0},
     {"module", NULL, 0},  {"symbol", NULL, 0},  {"pyframe", NULL, 0},  {"anchor", NULL, 0},
-    {"counters", NULL, 0}, {"trailer", NULL, 0}, {NULL, NULL, 0}};
+    {"counters", NULL, 0}, {"trailer", NULL, 0}, {"sample", NULL, 0}, {NULL, NULL, 0}};
 /* shown without --all or --type */
 static const char *const default_types[] = {
   "process", "thread", "api", "nvtx", "kernel", "memcpy", "memset", "sync", "event", "overhead", "gpu",
@@ -60,7 +61,13 @@ const rd_command cmd_dump_spec = {
              "\"stack\": the call stack, innermost frame first, each {function, file, line, "
              "module, pc} or, for Python frames, {function, file, line, python: true}), GPU "
              "activity (\"kernel\", \"memcpy\", \"memset\", \"sync\", ...) and a closing "
-             "\"summary\" line (records, dropped, calls, folded).\n\n"
+             "\"summary\" line (records, dropped, calls, folded; with host sampling also "
+             "sample_events, samples and samples_lost).\n\n"
+             "Host samples (DLHOOK_SAMPLE_HZ) print, with --all or --type sample, as \"sample\" "
+             "lines: kind (cpu: the thread "
+             "was running; wait: it was blocked), pid, tid, time_ns, weight_ns (the CPU or wall "
+             "time the sample stands for), syscall and syscall_name (what a waiting thread was "
+             "blocked in, x86-64 numbers), in_call (the CUDA call in flight) and stack.\n\n"
              "A folded event (consecutive identical calls of a thread recorded once) has "
              "\"count\" (its calls), \"span_ns\" (first call's start to last call's end) and "
              "dur_ns the sum of the calls' own durations.",
@@ -202,6 +209,37 @@ static void dump_gpu(FILE *f, const dump_opts *o, const rd_trace *t, const Dlh__
   }
 }
 
+/* The host samples of a SampleBatch: kind (cpu, wait; a number for a kind this dump does not
+ * know), time, weight, stack, the system call (state) and the CUDA call in flight. */
+static void dump_samples(FILE *f, const rd_trace *t, const Dlh__SampleBatch *b, int *bad) {
+  rd_sample_iter it;
+  rd_sample s;
+  rd_sample_iter_init(&it, b);
+  while (rd_sample_iter_next(&it, &s)) {
+    fprintf(f, "{\"type\":\"sample\",\"kind\":");
+    if (s.kind == RD_SAMPLE_CPU) fputs("\"cpu\"", f);
+    else if (s.kind == RD_SAMPLE_WAIT) fputs("\"wait\"", f);
+    else fprintf(f, "%u", s.kind);
+    fprintf(f, ",\"pid\":%u,\"tid\":%u,\"time_ns\":%" PRIu64 ",\"weight_ns\":%" PRIu64, t->pid,
+            s.tid, s.time, s.weight);
+    if (s.state) {
+      const char *nm = rd_syscall_name(s.state - 1);
+      fprintf(f, ",\"syscall\":%u", s.state - 1);
+      if (nm) fprintf(f, ",\"syscall_name\":\"%s\"", nm);
+    }
+    if (s.api_fn) {
+      fputs(",\"in_call\":", f);
+      rd_json_str(f, rd_func_name(t, s.api_fn));
+    }
+    if (s.stack) {
+      fprintf(f, ",\"stack_id\":%u,\"stack\":", s.stack);
+      print_stack(f, t, s.stack);
+    }
+    fputs("}\n", f);
+  }
+  if (it.bad) *bad = 1;
+}
+
 static void str_array(FILE *f, size_t n, char **v) {
   putc('[', f);
   for (size_t i = 0; i < n; i++) {
@@ -231,6 +269,7 @@ static void dump_packet(FILE *f, const dump_opts *o, const rd_trace *t, const Dl
       fprintf(f, ",\"format_version\":%u,\"stacks_mode\":", pi->format_version);
       rd_json_str(f, pi->stacks_mode);
       fprintf(f, ",\"start_ns\":%" PRIu64, pi->start_ns);
+      if (pi->has_sample_hz) fprintf(f, ",\"sample_hz\":%u", pi->sample_hz);
       if (pi->has_attached && pi->attached) { /* dlhook attach */
         fputs(",\"attached\":true,\"not_hooked\":", f);
         str_array(f, pi->n_not_hooked, pi->not_hooked);
@@ -249,6 +288,9 @@ static void dump_packet(FILE *f, const dump_opts *o, const rd_trace *t, const Dl
       break;
     case DLH__PACKET__DATA_GPU:
       dump_gpu(f, o, t, p->gpu, bad);
+      break;
+    case DLH__PACKET__DATA_SAMPLES:
+      if (want(o, "sample")) dump_samples(f, t, p->samples, bad);
       break;
     case DLH__PACKET__DATA_DEVICE: {
       const Dlh__DeviceInfo *d = p->device;
@@ -333,6 +375,8 @@ static void dump_packet(FILE *f, const dump_opts *o, const rd_trace *t, const Dl
                  ",\"threads\":%u", c->records, c->dropped, c->threads);
       if (c->has_calls) fprintf(f, ",\"calls\":%" PRIu64, c->calls);
       if (c->has_mem_bytes) fprintf(f, ",\"mem_bytes\":%" PRIu64, c->mem_bytes);
+      if (c->has_samples) fprintf(f, ",\"samples\":%" PRIu64, c->samples);
+      if (c->has_samples_lost) fprintf(f, ",\"samples_lost\":%" PRIu64, c->samples_lost);
       fputs("}\n", f);
       break;
     }
@@ -384,10 +428,15 @@ static int dump_one(const dump_opts *o, const char *path) {
      * records); api_calls: the calls of the API events read (a folded event counts its calls) */
     fprintf(f, ",\"pid\":%u,\"records\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"api_events\":%"
                PRIu64 ",\"gpu_events\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"api_calls\":%" PRIu64
-               ",\"folded\":%" PRIu64 ",\"frames\":%" PRIu64 ",\"complete\":%s}\n",
+               ",\"folded\":%" PRIu64 ",\"frames\":%" PRIu64 ",\"complete\":%s",
             t.pid, rd_trace_records(&t), rd_trace_dropped(&t), t.api_events, t.gpu_events,
             rd_trace_calls(&t), t.api_calls, rd_trace_folded(&t), dlh_reader_frames(t.r),
             rc == 0 && t.have_trailer ? "true" : "false");
+    /* host sampling: the samples read, and what the recorder counted (written, lost) */
+    if (t.sample_events || t.have_counters_samples)
+      fprintf(f, ",\"sample_events\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"samples_lost\":%" PRIu64,
+              t.sample_events, rd_trace_samples(&t), rd_trace_samples_lost(&t));
+    fputs("}\n", f);
   }
   if (bad) rd_error("%s: inconsistent event batch (skipped its remaining events)", path);
   rd_trace_close(&t);

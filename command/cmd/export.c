@@ -58,8 +58,14 @@ static const rd_choice weights[] = {
     {"gpu", "GPU time of the work a call launched, with the kernel as leaf (the default)", 0},
     {"cpu", "time inside the calls", 0},
     {"bytes", "bytes allocated or copied", 0},
+    {"samples", "on-CPU time from the host samples (recorded with DLHOOK_SAMPLE_HZ), under "
+     "each sample's mixed Python and native stack", 0},
+    {"wait", "wait time from the host samples: the waiting threads' Python frames, with the "
+     "CUDA call in flight ([in cudaStreamSynchronize]) and the system call ([wait: futex]) "
+     "as leaves", 0},
     {NULL, NULL, 0}};
-_Static_assert(RD_W_GPU == 0 && RD_W_CPU == 1 && RD_W_BYTES == 2, "weights[] is in RD_W_ order");
+_Static_assert(RD_W_GPU == 0 && RD_W_CPU == 1 && RD_W_BYTES == 2 && RD_W_SAMPLES == 3 &&
+               RD_W_WAIT == 4, "weights[] is in RD_W_ order");
 
 /* --fold: the index of a value is its RD_FOLD_* */
 static const rd_choice folds[] = {
@@ -87,7 +93,8 @@ const rd_option ex_options[] = {
     {"weight", OPT_WEIGHT, "WEIGHT", "flame graph weight:", weights, 0},
     {"fold", OPT_FOLD, "FOLD",
      "flame graph frames (the GPU time, API time or bytes of each call go to its folded "
-     "stack; the kernel or, for --weight cpu and bytes, the API function stays the leaf):",
+     "stack; the kernel or, for --weight cpu and bytes, the API function stays the leaf; "
+     "a host sample's time goes to its stack's, with --weight wait's leaves):",
      folds, 0},
     {"window", OPT_WINDOW, "START:END",
      "only events that overlap this window, times from the trace's start in s (or with a unit: "
@@ -117,7 +124,9 @@ const rd_command cmd_export_spec = {
     .examples = " dlhook export -f kineto -o tb/ traces/*.dlh\n"
                 " dlhook export --format=perfetto -o run.pftrace traces/*.dlh\n"
                 " dlhook export -f svg --weight=cpu --window 2:5 -o flame.svg trace.dlh\n"
-                " dlhook export -f folded --fold op -o ops.folded trace.dlh",
+                " dlhook export -f folded --fold op -o ops.folded trace.dlh\n"
+                " dlhook export -f svg --weight samples -o oncpu.svg trace.dlh\n"
+                " dlhook export -f svg --weight wait -o wait.svg trace.dlh",
     .options = ex_format_option,
     .common = ex_options,
 };

@@ -1,9 +1,11 @@
 /* report.c — `dlhook report -o report.html TRACE...`: one self-contained HTML page (inline CSS,
  * JS and SVG; nothing loaded from the network) to read or share: the headline numbers, the
- * GPU-time flame graph (flame_svg.c's interactive SVG, inlined), a timeline overview (one SVG lane
- * per thread, per NVTX thread, per GPU stream, the live device memory of each process, capture
- * windows shaded), top kernels and top calls as HTML tables, and the terminal summaries of
- * `dlhook stats` (GEMM/convolution/collective tables included) and `dlhook stats --memory`. */
+ * GPU-time flame graph (flame_svg.c's interactive SVG, inlined) and, for traces with host samples,
+ * the on-CPU and the wait flame graphs beside it, a timeline overview (one lane per thread, per
+ * thread's host samples, per NVTX thread, per GPU stream, the live device memory of each
+ * process, capture windows shaded), top kernels and top calls as HTML tables, and the terminal
+ * summaries of `dlhook stats` (GEMM/convolution/collective tables and host time included) and
+ * `dlhook stats --memory`. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -12,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "dlh_fmt.h"
 #include "export.h"
 #include "flame.h"
 #include "rd.h"
@@ -23,8 +26,8 @@ int cmd_stats(int argc, char **argv);
 #define MAX_DETAIL 300000  /* events embedded with their details; see detail_threshold() */
 
 /* lanes: a thread's calls, its NVTX ranges, a GPU stream, a thread's PyTorch modules and
- * operators (torch.c) */
-enum { L_API = 0, L_NVTX = 1, L_GPU = 2, L_OPS = 3 };
+ * operators (torch.c), a thread's host samples */
+enum { L_API = 0, L_NVTX = 1, L_GPU = 2, L_OPS = 3, L_SAMPLES = 4 };
 
 typedef struct lane {
   uint32_t pid, kind, a, b;  /* L_API/L_NVTX: a = tid; L_GPU: a = device, b = stream */
@@ -71,6 +74,8 @@ typedef struct report {
   strtab st;
   rd_map threads;            /* tid -> thread name (of the trace being read) */
   rd_map stackstr;           /* stack id -> string index + 1 (of the trace being read) */
+  rd_map last_sample;        /* tid -> time of its last host sample + 1 (the trace being read) */
+  uint64_t samples[2];       /* host samples: on-CPU, wait */
   rd_u64map ext;             /* CUPTI correlation id -> external id (kind 7), this trace */
   rd_trace *cur;             /* the trace being read */
   rd_spans *sp;              /* its modules and operators (the PyTorch lanes) */
@@ -287,6 +292,29 @@ static void on_span(void *ctx, const rd_span *sp) {
   if (nm) add_ev(r, lane_of(r, L_OPS, sp->tid, 0), sp->start, sp->end, intern(&r->st, nm), 0, 0, 0);
 }
 
+/* A host sample: an event of its thread's samples lane that ends at the sample and lasts its
+ * weight, cut at the thread's previous sample (they never overlap); named by rd_sample_label,
+ * its info "on-CPU 1.00 ms" or "wait 2.00 ms". */
+static void on_sample(void *ctx, const rd_trace *t, const rd_sample *s) {
+  report *r = ctx;
+  uintptr_t prev = (uintptr_t)rd_map_get(&r->last_sample, s->tid);
+  if (prev && prev - 1 > s->time) return; /* out of order (a hostile file): left out */
+  rd_map_put(&r->last_sample, s->tid, (void *)(uintptr_t)(s->time + 1));
+  uint64_t dur = s->weight;
+  if (prev && s->time - (prev - 1) < dur) dur = s->time - (prev - 1);
+  /* nor before the process's start (the page's time origin is its first event) */
+  uint64_t floor = t->have_start ? t->start_ns + (uint64_t)rd_offset_of(t->path) : s->time;
+  if (floor > s->time) floor = s->time;
+  if (dur > s->time - floor) dur = s->time - floor;
+  char label[512], info[64], b[32];
+  snprintf(info, sizeof info, "%s %s", s->kind == RD_SAMPLE_WAIT ? "wait" : "on-CPU",
+           dlh_fmt_ns(b, sizeof b, s->weight));
+  r->samples[s->kind == RD_SAMPLE_WAIT]++;
+  add_ev(r, lane_of(r, L_SAMPLES, s->tid, 0), s->time - dur, s->time,
+         intern(&r->st, rd_sample_label(t, s, label, sizeof label)), intern(&r->st, info),
+         stack_str(r, t, s->stack), 0);
+}
+
 /* A folded event (count identical calls recorded once) is one timeline event over its span,
  * named "NAME ×COUNT"; the tables count each of its calls. */
 static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *e) {
@@ -404,7 +432,7 @@ static void table(FILE *f, const char *id, const char *title, aggs *a, int calls
 }
 
 static int by_lane(const void *x, const void *y) {
-  static const int order[] = {[L_API] = 0, [L_OPS] = 1, [L_NVTX] = 2, [L_GPU] = 3};
+  static const int order[] = {[L_API] = 0, [L_SAMPLES] = 1, [L_OPS] = 2, [L_NVTX] = 3, [L_GPU] = 4};
   const lane *a = *(lane *const *)x, *b = *(lane *const *)y;
   if (a->group != b->group) return a->group < b->group ? -1 : 1;
   if (a->kind != b->kind) return order[a->kind] < order[b->kind] ? -1 : 1;
@@ -423,21 +451,29 @@ static int by_u64(const void *x, const void *y) {
   return a < b ? -1 : a > b;
 }
 
-/* Past MAX_DETAIL events, only events at least this long are embedded (NVTX ranges always). */
-static uint64_t detail_threshold(report *r, size_t *kept) {
+/* Past MAX_DETAIL events of a budget, only its events at least this long are embedded; NVTX
+ * ranges always. Calls and GPU work share one budget, host samples (samples = 1) have their
+ * own, so that a long sampled run keeps its calls on the timeline. *kept: the events embedded
+ * of that budget (all of them when it returns 0). */
+static int in_budget(const report *r, const ev *v, int samples) {
+  uint32_t k = r->lanes[v->lane]->kind;
+  return k != L_NVTX && (k == L_SAMPLES) == samples;
+}
+static uint64_t detail_threshold(report *r, int samples, size_t *kept) {
   size_t n = 0;
-  for (size_t i = 0; i < r->nevs; i++) n += r->lanes[r->evs[i].lane]->kind != L_NVTX;
-  if (n <= MAX_DETAIL) { *kept = r->nevs; return 0; }
+  for (size_t i = 0; i < r->nevs; i++) n += in_budget(r, &r->evs[i], samples);
+  *kept = n;
+  if (n <= MAX_DETAIL) return 0;
   uint64_t *d = rd_xmalloc(n * sizeof *d);
   size_t k = 0;
   for (size_t i = 0; i < r->nevs; i++)
-    if (r->lanes[r->evs[i].lane]->kind != L_NVTX) d[k++] = r->evs[i].e - r->evs[i].s;
+    if (in_budget(r, &r->evs[i], samples)) d[k++] = r->evs[i].e - r->evs[i].s;
   qsort(d, n, sizeof *d, by_u64);
   uint64_t th = d[n - MAX_DETAIL] + 1;
   free(d);
   k = 0;
   for (size_t i = 0; i < r->nevs; i++)
-    k += r->lanes[r->evs[i].lane]->kind == L_NVTX || r->evs[i].e - r->evs[i].s >= th;
+    k += in_budget(r, &r->evs[i], samples) && r->evs[i].e - r->evs[i].s >= th;
   *kept = k;
   return th;
 }
@@ -458,7 +494,12 @@ static void data_json(FILE *f, report *r, size_t *shown, uint64_t *threshold) {
   free(order);
   free(pos);
   if (r->nevs) qsort(r->evs, r->nevs, sizeof *r->evs, by_ev);
-  *threshold = detail_threshold(r, shown);
+  size_t kept[2], nvtx = 0;
+  uint64_t th[2];
+  for (int q = 0; q < 2; q++) th[q] = detail_threshold(r, q, &kept[q]);
+  for (size_t i = 0; i < r->nevs; i++) nvtx += r->lanes[r->evs[i].lane]->kind == L_NVTX;
+  *shown = kept[0] + kept[1] + nvtx;
+  *threshold = th[0];
 
   fprintf(f, "\"t0\":%" PRIu64 ",\"span\":%" PRIu64 ",\n\"groups\":[", r->t0,
           r->t1 > r->t0 ? r->t1 - r->t0 : 0);
@@ -476,8 +517,9 @@ static void data_json(FILE *f, report *r, size_t *shown, uint64_t *threshold) {
     else if (l->kind == L_OPS) snprintf(label, sizeof label, "PyTorch thread %u", l->a);
     else {
       const char *tn = l->b > 1 ? r->st.v[l->b - 1] : NULL;
-      snprintf(label, sizeof label, "%s%.40s%sthread %u", l->kind == L_NVTX ? "NVTX " : "",
-               tn ? tn : "", tn ? " " : "", l->a);
+      snprintf(label, sizeof label, "%s%.40s%sthread %u",
+               l->kind == L_NVTX ? "NVTX " : l->kind == L_SAMPLES ? "samples " : "", tn ? tn : "",
+               tn ? " " : "", l->a);
     }
     fprintf(f, "%s\n{\"g\":%u,\"kind\":%u,\"label\":", li ? "," : "", l->group, l->kind);
     js_str(f, label);
@@ -489,7 +531,8 @@ static void data_json(FILE *f, report *r, size_t *shown, uint64_t *threshold) {
       uint64_t prev = r->t0;
       for (size_t q = from; q < e; q++) {
         const ev *v = &r->evs[q];
-        if (*threshold && l->kind != L_NVTX && v->e - v->s < *threshold) continue;
+        uint64_t lth = l->kind == L_NVTX ? 0 : th[l->kind == L_SAMPLES];
+        if (lth && v->e - v->s < lth) continue;
         uint64_t x;
         switch (col) {
           case 0: x = v->s - prev; prev = v->s; break; /* starts: deltas */
@@ -627,10 +670,23 @@ static void report_free(report *r) {
   free(r);
 }
 
+/* A flame graph of the page (flame_svg.c's SVG inlined: its script works inside its own <svg>). */
+static void put_flame(FILE *f, const char *id, const char *title, const char *svg) {
+  fprintf(f, "<h2>Flame graph: %s</h2>\n<div id=\"%s\" class=\"scroll\">\n", title, id);
+  if (svg) {
+    const char *body = strstr(svg, "<svg");
+    fputs(body ? body : svg, f);
+  } else {
+    fputs("<p>(no flame graph could be drawn)</p>\n", f);
+  }
+  fputs("</div>\n", f);
+}
+
 /* Writes the page: head, KPIs, the steps, timeline, flame graph and tables (data_json and
  * report.js draw them in the browser), with the stats and memory JSON of the same traces. */
-static void write_page(FILE *f, report *r, size_t n, const char *svg, const char *sjson,
-                       size_t sjlen, const char *mjson, size_t mjlen) {
+static void write_page(FILE *f, report *r, size_t n, const char *svg, const char *svg_cpu,
+                       const char *svg_wait, const char *sjson, size_t sjlen, const char *mjson,
+                       size_t mjlen) {
   fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
              "<title>dlhook report</title>\n<style>%s</style></head>\n<body>\n", css);
   fputs("<h1>dlhook report</h1>\n<div class=\"muted\">", f);
@@ -662,37 +718,31 @@ static void write_page(FILE *f, report *r, size_t n, const char *svg, const char
   }
   fputs("<h2>Timeline</h2>\n<div class=\"muted\">Wheel: zoom; drag: pan; shift+drag or drag on "
         "the time axis: zoom to the box; click a call: highlight the GPU work it launched "
-        "(orange). Lanes: blue API calls per thread, purple NVTX ranges, green GPU work per "
-        "stream, red live device memory, yellow capture windows. Events under a pixel are "
+        "(orange). Lanes: blue API calls per thread, teal host samples per thread (grey: waiting), "
+        "purple NVTX ranges, green GPU work per stream, red live device memory, yellow capture "
+        "windows. Events under a pixel are "
         "merged (darker: more of them).", f);
   if (threshold)
     fprintf(f, " This trace has %zu events: the timeline shows the %zu longest (%s and more) "
                "and every NVTX range; the tables count everything.",
             r->nevs, shown, fmt_ns(b1, sizeof b1, (double)threshold));
+  else if (shown < r->nevs)
+    fprintf(f, " The timeline shows the longest %d host samples of %" PRIu64 "; the tables and "
+               "flame graphs count them all.", MAX_DETAIL, r->samples[0] + r->samples[1]);
   fputs("</div>\n<div><button id=\"tl-reset\">reset zoom</button></div>\n"
         "<div id=\"tl\"><canvas id=\"tl-canvas\"></canvas><div id=\"tl-tip\"></div></div>\n"
         "<div id=\"tl-selection\"></div>\n", f);
 
-  fprintf(f, "<h2>Flame graph: %s</h2>\n<div id=\"flamegraph\" class=\"scroll\">\n",
-          r->kernels_n ? "GPU time by launching stack" : "API time by stack (no GPU activity)");
-  if (svg) {
-    /* flame_svg.c's script takes the document element as its <svg>: inside a page it is the
-     * flame graph's own element */
-    const char *body = strstr(svg, "<svg");
-    if (!body) body = svg;
-    const char *doc = "svg=document.documentElement";
-    char *at = strstr(body, doc);
-    if (at) {
-      fwrite(body, 1, (size_t)(at - body), f);
-      fputs("svg=document.querySelector('#flamegraph svg')", f);
-      fputs(at + strlen(doc), f);
-    } else {
-      fputs(body, f);
-    }
-  } else {
-    fputs("<p>(no flame graph could be drawn)</p>\n", f);
+  put_flame(f, "flamegraph", r->kernels_n ? "GPU time by launching stack"
+                                          : "API time by stack (no GPU activity)", svg);
+  if (r->samples[0] || r->samples[1]) { /* host sampling: where the threads ran and waited */
+    fprintf(f, "<div class=\"muted\">Host samples: %" PRIu64 " on-CPU, %" PRIu64 " wait "
+               "(host time by thread, function and operator: the tables below).</div>\n",
+            r->samples[0], r->samples[1]);
+    put_flame(f, "flame-cpu", "on-CPU time (host samples)", svg_cpu);
+    put_flame(f, "flame-wait", "wait time (host samples; leaves: the CUDA call in flight, the "
+                               "system call)", svg_wait);
   }
-  fputs("</div>\n", f);
 
   fputs("<h2>Tables</h2>\n<div class=\"muted\">Click a column to sort.</div>\n", f);
   table(f, "top-kernels", "Top kernels", &r->kernels, 0, 50);
@@ -746,7 +796,7 @@ int cmd_report(int argc, char **argv) {
   for (size_t i = 0; i < n; i++) {
     mc[i] = rd_memcol_new();
     rk[i] = rd_ranks_in_new(files[i]);
-    rd_sink ms = rd_memory_sink(mc[i]), rs = rd_ranks_in_sink(rk[i]), ks = {&kernels, NULL, NULL, count_kernel, 0};
+    rd_sink ms = rd_memory_sink(mc[i]), rs = rd_ranks_in_sink(rk[i]), ks = {&kernels, NULL, NULL, count_kernel, 0, NULL};
     rd_tee tee = {{&ms, &rs, &ks}, 3};
     rd_sink all = rd_tee_sink(&tee);
     if (rd_open(&T[i], files[i], &o, &all) != RD_OK && T[i].opens == 0) { /* said why; left out */
@@ -808,11 +858,21 @@ int cmd_report(int argc, char **argv) {
   flame fl;
   flame_init(&fl, &fo);
   int flame_ok = 1;
+  /* and the on-CPU and wait flame graphs of the host samples */
+  rd_opts so[2];
+  flame sfl[2];
+  int sfl_ok[2] = {1, 1};
+  for (int k = 0; k < 2; k++) {
+    so[k] = fo;
+    so[k].weight = k ? RD_W_WAIT : RD_W_SAMPLES;
+    flame_init(&sfl[k], &so[k]);
+  }
   /* the stats of the page (dlhook stats --json), from the same pass, on the common timeline */
   rd_stats_run *sr = rd_stats_run_new(n, 1);
   for (size_t i = 0; i < n; i++) {
-    rd_sink s = {r, on_packet, on_api, on_gpu, 0}, fs = flame_sink(&fl), os;
-    rd_tee tee = {{&s, &fs, rd_stats_run_begin(sr, i, files[i])}, 3};
+    rd_sink s = {r, on_packet, on_api, on_gpu, 0, on_sample}, fs = flame_sink(&fl), os,
+            fc = flame_sink(&sfl[0]), fw = flame_sink(&sfl[1]);
+    rd_tee tee = {{&s, &fs, rd_stats_run_begin(sr, i, files[i]), &fc, &fw}, 5};
     int torch = rd_ops_wanted(rd_stats_run_ops(sr), &T[i]);
     if (torch) { /* the operator tables and the PyTorch lanes */
       os = rd_ops_sink(rd_stats_run_ops(sr), &T[i]);
@@ -835,6 +895,8 @@ int cmd_report(int argc, char **argv) {
     r->sp = NULL;
     if (torch) rd_ops_trace_end(rd_stats_run_ops(sr));
     if (flame_trace_end(&fl, &T[i], prc) != RD_OK) flame_ok = 0;
+    for (int k = 0; k < 2; k++)
+      if (flame_trace_end(&sfl[k], &T[i], prc) != RD_OK) sfl_ok[k] = 0;
     rd_stats_run_end(sr, i, &T[i]);
     /* kernels launched inside library calls link to the call's external id; lane names */
     for (size_t k = r->first_ev; k < r->nevs; k++) {
@@ -852,6 +914,8 @@ int cmd_report(int argc, char **argv) {
     memset(&r->ext, 0, sizeof r->ext);
     rd_map_free(&r->stackstr, NULL);
     memset(&r->stackstr, 0, sizeof r->stackstr);
+    rd_map_free(&r->last_sample, NULL);
+    memset(&r->last_sample, 0, sizeof r->last_sample);
     if (r->open_at && r->nwin < 256) { r->win[r->nwin].s = r->open_at; r->win[r->nwin++].e = UINT64_MAX; }
     r->dropped += rd_trace_dropped(&T[i]);
     rd_mem_sample *v = NULL;
@@ -880,6 +944,17 @@ int cmd_report(int argc, char **argv) {
     }
   }
   flame_free(&fl);
+  char *svgs[2] = {NULL, NULL};
+  for (int k = 0; k < 2; k++) {
+    flame_totals(&sfl[k]);
+    size_t len = 0;
+    FILE *sf = sfl_ok[k] && sfl[k].nodes[0].total[0] ? open_memstream(&svgs[k], &len) : NULL;
+    if (sf) {
+      flame_write_svg(&sfl[k], sf, 0, k ? "Wait time (host samples)" : "On-CPU time (host samples)");
+      if (fclose(sf) != 0 || !len) { free(svgs[k]); svgs[k] = NULL; }
+    }
+    flame_free(&sfl[k]);
+  }
   /* the memory ledger of the page (dlhook stats --memory --json), from what was read */
   char *mjson = NULL;
   size_t mjlen = 0;
@@ -904,11 +979,13 @@ int cmd_report(int argc, char **argv) {
 
   FILE *f = rd_create(out, 0);
   if (!f) { rc = RD_BAD_INPUT; goto done; }
-  write_page(f, r, n, svg, sjson, sjlen, mjson, mjlen);
+  write_page(f, r, n, svg, svgs[0], svgs[1], sjson, sjlen, mjson, mjlen);
   if (rd_close(f, out) < 0) rc = RD_BAD_INPUT;
 done:
   rd_set_offsets(NULL, NULL, 0);
   free(svg);
+  free(svgs[0]);
+  free(svgs[1]);
   free(sjson);
   free(mjson);
   free(abs_off);

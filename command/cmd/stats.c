@@ -307,9 +307,10 @@ struct rd_stats_run {
   rd_ranks_in **ranks;
   size_t n;
   one o;
-  rd_sink own, st, rk, all;
+  rd_sink own, st, rk, sm, all;
   rd_tee tee;
   rd_ops *ops;  /* the PyTorch tables */
+  rd_samples *samples; /* host time from the samples */
 };
 
 rd_stats_run *rd_stats_run_new(size_t nfiles, int json) {
@@ -317,6 +318,7 @@ rd_stats_run *rd_stats_run_new(size_t nfiles, int json) {
   memset(x, 0, sizeof *x);
   x->s.lib = rd_libstats_new();
   x->ops = rd_ops_new();
+  x->samples = rd_samples_new();
   x->steps = json ? rd_steps_new() : NULL;
   x->n = nfiles;
   x->ranks = calloc(nfiles ? nfiles : 1, sizeof *x->ranks);
@@ -327,8 +329,9 @@ rd_stats_run *rd_stats_run_new(size_t nfiles, int json) {
 rd_sink *rd_stats_run_begin(rd_stats_run *x, size_t i, const char *path) {
   x->s.traces++;
   x->o = (one){&x->s, path, {0}, {0}, 0, 0, NULL, 0};
-  x->own = (rd_sink){&x->o, s_packet, s_api, s_gpu, 0};
-  x->tee = (rd_tee){{&x->own}, 1};
+  x->own = (rd_sink){&x->o, s_packet, s_api, s_gpu, 0, NULL};
+  x->sm = rd_samples_sink(x->samples);
+  x->tee = (rd_tee){{&x->own, &x->sm}, 2};
   if (x->steps) { x->st = rd_steps_sink(x->steps); x->tee.s[x->tee.n++] = &x->st; }
   if (x->n > 1 && i < x->n) {
     x->ranks[i] = rd_ranks_in_new(path);
@@ -348,6 +351,7 @@ void rd_stats_run_end(rd_stats_run *x, size_t i, rd_trace *t) {
   stats *s = &x->s;
   one *o = &x->o;
   if (x->steps) rd_steps_end(x->steps);
+  rd_samples_trace_end(x->samples, t);
   if (x->n > 1 && i < x->n && x->ranks[i]) rd_ranks_in_end(x->ranks[i], t);
   for (size_t k = 0; k < o->ndv; k++) {
     add_busy(s, t->pid, o->dv[k].device, o->dv[k].v, o->dv[k].n, o->dv[k].kernel_ns, o->dv[k].kernels);
@@ -452,7 +456,7 @@ static void json_dlhook_memory(FILE *f, const stats *s) {
   fputs("]}", f);
 }
 
-static void print_json(FILE *f, const stats *s, rd_steps *steps, rd_ops *ops) {
+static void print_json(FILE *f, const stats *s, rd_steps *steps, rd_ops *ops, rd_samples *sm) {
   fputs("{\"api\":", f);
   json_aggs(f, &s->api, 1);
   fputs(",\n\"kernels\":", f);
@@ -491,6 +495,7 @@ static void print_json(FILE *f, const stats *s, rd_steps *steps, rd_ops *ops) {
   rd_ranks_json(f); /* several ranks: arrival skew and the straggler */
   rd_steps_json(f, steps); /* per step and rank: compute, comm, copy, host, idle */
   if (ops) rd_ops_json(f, ops); /* operators, modules, source lines (PyTorch) */
+  rd_samples_json(f, sm); /* host time from the samples */
   if (s->natt) { /* dlhook attach */
     fputs(",\n\"attached\":[", f);
     for (size_t i = 0; i < s->natt; i++) {
@@ -522,7 +527,7 @@ static const char *fmt_ns(char *buf, size_t n, double ns) {
  * the trace: control sequences are shown escaped, never sent). */
 static void fit(char *dst, size_t width, const char *src) { rd_term_fit(dst, 4 * width + 4, width, src); }
 
-static void print_table(FILE *f, const stats *s, rd_ops *ops) {
+static void print_table(FILE *f, const stats *s, rd_ops *ops, rd_samples *sm) {
   char name[4 * 57 + 4], b1[32], b2[32], b3[32];
   /* 40 + 9 + 10 + 7 + 11 + 11 + 11 = 99 columns */
   fprintf(f, "%-40s %-8s %9s %6s %10s %10s %10s\n", "Function", "Domain", "Calls", "Errors",
@@ -577,6 +582,7 @@ static void print_table(FILE *f, const stats *s, rd_ops *ops) {
   }
   rd_libstats_table(s->lib, f);
   rd_ranks_table(f);
+  rd_samples_table(f, sm); /* host time from the samples */
   fprintf(f, "\n%" PRIu64 " trace%s, %" PRIu64 " process%s, %zu thread%s, %" PRIu64
              " records, %" PRIu64 " dropped\n",
           s->traces, s->traces == 1 ? "" : "s", s->processes, s->processes == 1 ? "" : "es",
@@ -631,7 +637,10 @@ const rd_command cmd_stats_spec = {
     .about = "Summarises the traces: per API function (name, domain) the calls, errors (result "
              "not 0), total, mean and max duration, sorted by total time; kernels by name; "
              "records and dropped records; number of traces, processes and threads; repeated "
-             "calls folded and the memory dlhook itself held, when the traces recorded them.\n\n"
+             "calls folded and the memory dlhook itself held, when the traces recorded them; "
+             "with host samples (DLHOOK_SAMPLE_HZ), \"Host time (samples)\": on-CPU and wait time "
+             "per thread, by function and line, by operator and by what the threads waited in "
+             "(the first 15 rows of each).\n\n"
              "Folded repeats (consecutive identical calls of a thread recorded as one event) "
              "count every call: calls and errors add the event's count, the total its summed "
              "duration; their max is the folded calls' average duration (the event tells only "
@@ -654,9 +663,24 @@ const rd_command cmd_stats_spec = {
              "  \"collectives\":[{function,op,bytes,nranks,dtype,calls,total_ns,mean_ns,\n"
              "         time,algbw_gb_per_s,busbw_gb_per_s}],\n"
              "  \"steps\":{rows:[{rank,pid,step,name,start_ns,dur_ns,compute_ns,comm_ns,\n"
-             "         copy_ns,host_ns,idle_ns}],slowest_step,slowest_rank}}\n\n"
+             "         copy_ns,host_ns,idle_ns,sample_cpu_ns,sample_wait_ns}],slowest_step,\n"
+             "         slowest_rank},\n"
+             "  \"samples\":{hz,cpu,wait,cpu_ns,wait_ns,lost,written,traces,\n"
+             "         by_thread:[{pid,tid,name,cpu,wait,cpu_ns,wait_ns,share}],\n"
+             "         by_line:[{function,file,line,cpu,wait,cpu_ns,wait_ns,share}],\n"
+             "         by_op:[{name,...}],by_wait:[{name,...}]}}\n\n"
              "(steps: NVTX ranges named like steps; the five parts are exclusive and add up to "
-             "dur_ns)\n\n"
+             "dur_ns; sample_cpu_ns and sample_wait_ns are the host samples taken in the step)\n\n"
+             "samples: the host samples of traces recorded with sampling (DLHOOK_SAMPLE_HZ): cpu "
+             "and wait count on-CPU and wait samples, cpu_ns and wait_ns the time they stand for "
+             "(an on-CPU sample: its thread's CPU time since the previous one; a wait sample: the "
+             "wall time), lost the samples the recorder could not take or keep. by_line puts each "
+             "sample at the innermost frame of the user's own Python code (else the innermost "
+             "Python frame, else the innermost native function), by_op at the innermost aten "
+             "operator or autograd node (PyTorch traces with native stacks), by_wait at what a "
+             "waiting thread was in (\"[in cudaStreamSynchronize]\", \"[wait: futex]\"); share is "
+             "the row's part of all sampled time, 0 to 1. The table shows the first 15 rows "
+             "(JSON: 200).\n\n"
              "GEMM, convolution and collective tables: outermost library calls grouped by shape; "
              "time is the GPU time of the kernels linked to the call (\"time\":\"gpu\") or else "
              "the call's duration (\"call\", marked * in the table). Grouped NCCL operations "
@@ -755,12 +779,13 @@ void rd_stats_run_finish(rd_stats_run *x, int json, FILE *out) {
   rd_steps *steps = x->steps;
   if (s.traces == 0 || !out) { /* nothing could be opened (the errors said why), or no output */
   } else if (json) {
-    print_json(out, &s, steps, x->ops);
+    print_json(out, &s, steps, x->ops, x->samples);
     steps = NULL;
   } else {
-    print_table(out, &s, x->ops);
+    print_table(out, &s, x->ops, x->samples);
   }
   rd_ops_free(x->ops);
+  rd_samples_free(x->samples);
   for (size_t i = 0; i < s.api.n; i++) free(s.api.v[i].name);
   for (size_t i = 0; i < s.kernels.n; i++) free(s.kernels.v[i].name);
   free(s.api.v);

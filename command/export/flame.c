@@ -9,11 +9,14 @@
 /* ---------------------------------------------------------------- entry points */
 
 static const char *default_title(const rd_opts *o, int diff) {
+  static const char *const titles[][2] = {
+      [RD_W_GPU] = {"GPU time by launching stack", "GPU time, differential"},
+      [RD_W_CPU] = {"Time in API calls", "API time, differential"},
+      [RD_W_BYTES] = {"Bytes allocated and copied", "Bytes, differential"},
+      [RD_W_SAMPLES] = {"On-CPU time (host samples)", "On-CPU time, differential"},
+      [RD_W_WAIT] = {"Wait time (host samples)", "Wait time, differential"}};
   if (o->title) return o->title;
-  if (diff) return o->weight == RD_W_GPU ? "GPU time, differential" :
-                   o->weight == RD_W_CPU ? "API time, differential" : "Bytes, differential";
-  return o->weight == RD_W_GPU ? "GPU time by launching stack" :
-         o->weight == RD_W_CPU ? "Time in API calls" : "Bytes allocated and copied";
+  return titles[o->weight][diff != 0];
 }
 
 int ex_flame(const rd_opts *o, char **files, size_t n) {

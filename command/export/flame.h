@@ -30,6 +30,7 @@ typedef struct flame {
   rd_u64map child_ix;    /* parent << 32 | frame -> node */
   /* per trace */
   rd_u64map leaf_ix;     /* stack << 32 | fn -> node of the call */
+  rd_u64map samp_ix;     /* stack -> node of a host sample's frames */
   rd_u64map corr;        /* correlation id -> node of the launching call */
   uint64_t *corr_ring;
   size_t corr_pos;

@@ -28,10 +28,13 @@ int flame_write_pprof(const flame *f, const char *path, const char *title) {
   Dlhpprof__Profile pr = DLHPPROF__PROFILE__INIT;
   strtab st = {0};
   st_add(&st, "");
-  const char *wname = f->o->weight == RD_W_GPU ? "gpu_time" : f->o->weight == RD_W_CPU ?
-                      "cpu_time" : "bytes";
-  const char *cname = f->o->weight == RD_W_CPU ? "calls" : f->o->weight == RD_W_GPU ?
-                      "gpu_ops" : "allocations_and_copies";
+  static const char *const wnames[] = {[RD_W_GPU] = "gpu_time", [RD_W_CPU] = "cpu_time",
+                                       [RD_W_BYTES] = "bytes", [RD_W_SAMPLES] = "sampled_cpu_time",
+                                       [RD_W_WAIT] = "wait_time"};
+  static const char *const cnames[] = {[RD_W_GPU] = "gpu_ops", [RD_W_CPU] = "calls",
+                                       [RD_W_BYTES] = "allocations_and_copies",
+                                       [RD_W_SAMPLES] = "samples", [RD_W_WAIT] = "wait_samples"};
+  const char *wname = wnames[f->o->weight], *cname = cnames[f->o->weight];
   Dlhpprof__ValueType vt[2] = {DLHPPROF__VALUE_TYPE__INIT, DLHPPROF__VALUE_TYPE__INIT};
   Dlhpprof__ValueType *vtp[2] = {&vt[0], &vt[1]};
   vt[0].has_type = vt[0].has_unit = vt[1].has_type = vt[1].has_unit = 1;

@@ -60,7 +60,10 @@ static void color(const svgctx *c, const node *d, char *buf, size_t n) {
   }
   uint64_t h = rd_hash_str(name);
   int r, g, b;
-  if (!d->child && c->f->o->weight != RD_W_CPU && d->depth > 1) { /* GPU work: greens */
+  int wt = c->f->o->weight;
+  if (!d->child && wt == RD_W_WAIT && name[0] == '[') { /* what a thread waited in: blues */
+    r = 70 + (int)(h % 40); g = 130 + (int)(h / 7 % 50); b = 210 + (int)(h / 13 % 45);
+  } else if (!d->child && (wt == RD_W_GPU || wt == RD_W_BYTES) && d->depth > 1) { /* GPU work: greens */
     r = 60 + (int)(h % 60); g = 170 + (int)(h / 7 % 60); b = 80 + (int)(h / 13 % 40);
   } else if (!strncmp(name, "cuda", 4) || !strncmp(name, "cu", 2) || !strncmp(name, "nccl", 4) ||
              !strncmp(name, "cublas", 6) || !strncmp(name, "cudnn", 5)) { /* API: oranges */
@@ -111,26 +114,31 @@ static void svg_kids(void *ctx, uint32_t n, const uint32_t *ch, size_t k) {
 }
 
 /* The viewer: lays the frames out from data-x/data-w/data-d, zooms on click, searches,
- * shows the tooltip title. Written for dlhook. */
+ * shows the tooltip title. Written for dlhook. It works inside its own <svg> (the element
+ * around the script), so that a page can hold several flame graphs (dlhook report); the
+ * keyboard shortcuts are taken only when the SVG is the whole document. */
 static const char svg_script[] =
     "<script type=\"text/ecmascript\"><![CDATA[\n"
+    "(function(){\n"
     "'use strict';\n"
     "var W=" "1200" ",RH=17,TOP=40,PAD=10;\n"
-    "var frames=[],total=0,zx=0,zw=0,zd=0,svg=document.documentElement,H=0,maxd=0;\n"
+    "var me=document.currentScript,svg=me&&me.ownerSVGElement?me.ownerSVGElement:document.documentElement;\n"
+    "var frames=[],total=0,zx=0,zw=0,zd=0,H=0,maxd=0;\n"
+    "function q(id){return svg.querySelector('#'+id);}\n"
     "function init(){\n"
-    "  var gs=document.querySelectorAll('g.f');\n"
+    "  var gs=svg.querySelectorAll('g.f');\n"
     "  for(var i=0;i<gs.length;i++){var g=gs[i];var f={g:g,x:+g.getAttribute('data-x'),"
     "w:+g.getAttribute('data-w'),d:+g.getAttribute('data-d'),"
     "name:g.firstChild.textContent.replace(/ \\([^()]*\\)$/,'')};frames.push(f);"
     "if(f.d>maxd)maxd=f.d;if(f.d==1)total+=f.w;"
     "g.addEventListener('click',(function(f){return function(e){zoom(f);e.stopPropagation();};})(f));"
     "g.addEventListener('mouseover',(function(f){return function(){"
-    "document.getElementById('details').textContent=f.g.firstChild.textContent;};})(f));}\n"
+    "q('details').textContent=f.g.firstChild.textContent;};})(f));}\n"
     "  H=+svg.getAttribute('height');zx=0;zw=total;zd=0;draw();\n"
-    "  document.getElementById('reset').addEventListener('click',function(){zoom(null);});\n"
-    "  document.getElementById('search').addEventListener('click',search);\n"
-    "  document.addEventListener('keydown',function(e){if((e.ctrlKey||e.metaKey)&&e.key=='f')"
-    "{e.preventDefault();search();}if(e.key=='Escape')zoom(null);});\n"
+    "  q('reset').addEventListener('click',function(){zoom(null);});\n"
+    "  q('search').addEventListener('click',search);\n"
+    "  if(svg===document.documentElement)document.addEventListener('keydown',function(e){"
+    "if((e.ctrlKey||e.metaKey)&&e.key=='f'){e.preventDefault();search();}if(e.key=='Escape')zoom(null);});\n"
     "}\n"
     "function draw(){\n"
     "  var sc=(W-2*PAD)/(zw||1);\n"
@@ -144,7 +152,7 @@ static const char svg_script[] =
     "    t.textContent=n<3?'':(f.name.length<=n?f.name:f.name.substr(0,n-2)+'..');}\n"
     "}\n"
     "function zoom(f){if(!f||f.d==0){zx=0;zw=total;zd=0;}else{zx=f.x;zw=f.w;zd=f.d-1;}"
-    "document.getElementById('reset').style.display=f?'':'none';draw();}\n"
+    "q('reset').style.display=f?'':'none';draw();}\n"
     "function search(){var re=prompt('Search (regular expression)','');if(re===null)return;\n"
     "  var m=0,rx;try{rx=new RegExp(re);}catch(e){alert(e);return;}var iv=[];\n"
     "  for(var i=0;i<frames.length;i++){var f=frames[i],r=f.g.childNodes[1];\n"
@@ -154,9 +162,10 @@ static const char svg_script[] =
     "  iv.sort(function(a,b){return a[0]-b[0];});var end=-1;\n"
     "  for(var j=0;j<iv.length;j++){if(iv[j][0]>=end){m+=iv[j][1]-iv[j][0];end=iv[j][1];}"
     "else if(iv[j][1]>end){m+=iv[j][1]-end;end=iv[j][1];}}\n"
-    "  document.getElementById('matched').textContent=re===''?'':'Matched: '+"
+    "  q('matched').textContent=re===''?'':'Matched: '+"
     "(total?(100*m/total).toFixed(2):0)+'%';}\n"
     "window.addEventListener('load',init);\n"
+    "})();\n"
     "]]></script>\n";
 
 void flame_write_svg(const flame *f, FILE *out, int diff, const char *title) {

@@ -6,7 +6,12 @@
  *          launched it (joined by correlation id), with the kernel as leaf;
  *   cpu    time inside the outermost API calls, with the function as leaf;
  *   bytes  bytes allocated (API calls named *alloc* with a size argument) and bytes copied or
- *          set on the GPU (under the launching call).
+ *          set on the GPU (under the launching call);
+ *   samples  the on-CPU host samples (SampleBatch): the CPU time each stands for, under its
+ *          stack (the innermost frame is the leaf);
+ *   wait   the wait samples: the wall time each stands for, under the waiting thread's Python
+ *          frames, with what it waited in as leaf: the CUDA call in flight ("[in
+ *          cudaStreamSynchronize]") and the system call ("[wait: futex]", rd_wait_label).
  * A folded event (count identical calls recorded once) weighs its calls' summed duration (cpu)
  * or count times its size (bytes), and counts count calls (pprof's count sample type).
  * The correlation join keeps the most recent CORR_LIMIT launches in a map; a GPU record whose
@@ -106,6 +111,7 @@ void flame_init(flame *f, const rd_opts *o) {
 
 static void per_trace_reset(flame *f) {
   rd_m_free(&f->leaf_ix);
+  rd_m_free(&f->samp_ix);
   rd_m_free(&f->corr);
   free(f->corr_ring);
   f->corr_ring = NULL;
@@ -148,6 +154,45 @@ static uint32_t torch_nodes(flame *f, const rd_trace *t, uint32_t stack) {
     n = child(f, 0, frame_id(f, fold == RD_FOLD_OP ? "[no operator]" :
                                 fold == RD_FOLD_MODULE ? "[no module]" : "[no user line]"));
   return n;
+}
+
+/* The node of a stack's frames, outermost first (for --fold, torch_nodes' frames instead), no
+ * leaf: a host sample's. Kept per stack in samp_ix. */
+static uint32_t stack_node(flame *f, const rd_trace *t, uint32_t stack) {
+  uint32_t n;
+  if (rd_m_get(&f->samp_ix, stack, &n)) return n;
+  n = 0;
+  if (f->o->fold != RD_FOLD_STACK) {
+    n = torch_nodes(f, t, stack);
+  } else {
+    const rd_frame *fr = NULL;
+    size_t nfr = stack ? rd_stack_frames(t, stack, &fr) : 0;
+    for (size_t i = nfr; i-- > 0;) {
+      char buf[64];
+      n = child(f, n, frame_id(f, rd_frame_name(&fr[i], buf, sizeof buf)));
+    }
+  }
+  rd_m_put(&f->samp_ix, stack, n);
+  return n;
+}
+
+static void on_sample(void *ctx, const rd_trace *t, const rd_sample *s) {
+  flame *f = ctx;
+  if (f->pass2) return;
+  if (f->o->weight == RD_W_SAMPLES && s->kind == RD_SAMPLE_CPU) {
+    uint32_t n = stack_node(f, t, s->stack);
+    if (!n) n = child(f, 0, frame_id(f, "[no stack]"));
+    add(f, n, s->weight);
+  } else if (f->o->weight == RD_W_WAIT && s->kind == RD_SAMPLE_WAIT) {
+    char buf[256];
+    uint32_t n = stack_node(f, t, s->stack);
+    if (s->api_fn) {
+      snprintf(buf, sizeof buf, "[in %s]", rd_func_name(t, s->api_fn));
+      n = child(f, n, frame_id(f, buf));
+    }
+    n = child(f, n, frame_id(f, rd_wait_state_label(s->state, buf, sizeof buf)));
+    add(f, n, s->weight);
+  }
 }
 
 /* The node of an API call: its stack's frames (outermost first), then the function (for
@@ -202,6 +247,7 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
   }
   if (f->pass2) return;
   int w = f->o->weight;
+  if (w == RD_W_SAMPLES || w == RD_W_WAIT) return; /* the samples alone */
   if (w == RD_W_CPU) {
     const rd_func *fd = rd_trace_func(t, ev->fn);
     if (ev->depth == 0 && !(fd && fd->domain == DLH__DOMAIN__DOMAIN_NVTX))
@@ -299,7 +345,7 @@ static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   }
 }
 
-rd_sink flame_sink(flame *f) { return (rd_sink){f, NULL, on_api, on_gpu, 0}; }
+rd_sink flame_sink(flame *f) { return (rd_sink){f, NULL, on_api, on_gpu, 0, on_sample}; }
 
 /* GPU records still waiting for their call: launched inside a library call (their external
  * id), and calls seen before their records whose node is still remembered. */

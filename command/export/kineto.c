@@ -36,6 +36,11 @@
  *                 NAME) are written once, as ProfilerStep#N (the original name in "message").
  *   memory:       "[memory]" instant events (cpu_instant_event) per allocation and free, and a
  *                 live-bytes counter track.
+ *   host samples: instant events (ph i, thread scope) on the sampled thread, cat cpu_sample or
+ *                 wait_sample, at the sample's time, named by rd_sample_label ("step", "load
+ *                 [wait: futex]"), args "weight_ns" (the CPU or wall time it stands for),
+ *                 "source" (FILE:LINE of that frame) and, for wait samples, "waiting in". HTA
+ *                 and TensorBoard pass over instant events of categories they do not know.
  *   top level:    schemaVersion, deviceProperties (Kineto's fields), distributedInfo (only for a
  *                 trace with a rank, or a lone trace: rank 0 of 1), baseTimeNanoseconds (ts + base
  *                 = Unix time), traceEvents, traceName (the file's name).
@@ -596,6 +601,37 @@ static void k_span(void *ctx, const rd_span *sp) {
   if (--th->open_ops == 0) kthread_flush(k, th);
 }
 
+static void k_sample(void *ctx, const rd_trace *t, const rd_sample *s) {
+  kctx *k = ctx;
+  FILE *f = k->main_f ? k->main_f : k->f; /* instants: no nesting, the order does not matter */
+  char label[512], buf[256], src[1024];
+  w_s(f, s->kind == RD_SAMPLE_WAIT ? ",\n{\"ph\":\"i\",\"cat\":\"wait_sample\",\"s\":\"t\",\"name\":"
+                                   : ",\n{\"ph\":\"i\",\"cat\":\"cpu_sample\",\"s\":\"t\",\"name\":");
+  rd_json_str(f, rd_sample_label(t, s, label, sizeof label));
+  w_s(f, ",\"pid\":");
+  w_u(f, k->pid);
+  w_s(f, ",\"tid\":");
+  w_u(f, s->tid);
+  w_s(f, ",\"ts\":");
+  put_us(f, s->time);
+  w_s(f, ",\"args\":{\"weight_ns\":");
+  w_u(f, s->weight);
+  const char *fn, *file;
+  uint32_t line;
+  rd_sample_where(t, s->stack, &fn, &file, &line, buf, sizeof buf);
+  if (file) {
+    if (line) snprintf(src, sizeof src, "%s:%u", file, line);
+    else snprintf(src, sizeof src, "%s", file);
+    w_s(f, ",\"source\":");
+    rd_json_str(f, src);
+  }
+  if (s->kind == RD_SAMPLE_WAIT) {
+    w_s(f, ",\"waiting in\":");
+    rd_json_str(f, rd_wait_label(t, s, buf, sizeof buf));
+  }
+  w_s(f, "}}");
+}
+
 static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
   kctx *k = ctx;
   FILE *f = k->f;
@@ -975,7 +1011,7 @@ static int kineto_one(void *ctx, ex_input *in, size_t index, size_t n) {
   fprintf(k.f, ",\n\"displayTimeUnit\": \"ms\",\n\"traceEvents\": [\n"
           "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%u,\"tid\":0,\"ts\":%" PRIu64 ","
           "\"args\":{\"sort_index\":%d}}", k.pid, k.meta_ts, k.rank >= 0 ? k.rank : 0);
-  rd_sink all = {&k, k_packet, k_api, k_gpu, 0};
+  rd_sink all = {&k, k_packet, k_api, k_gpu, 0, k_sample};
   k.t = &in->t;
   k.main_f = k.f;
   k.sp = rd_spans_new(k_span, &k, &k.next_ext);

@@ -371,6 +371,10 @@ static void in_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
     if (!h->l || h->l->fn) release(in, t, 0);
   }
 }
+static void in_sample(void *ctx, const rd_trace *t, const rd_sample *sm) {
+  ex_input *in = ctx;
+  if (in->out->sample) in->out->sample(in->out->ctx, t, sm);
+}
 static void in_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
   ex_input *in = ctx;
   if (in->out->packet) in->out->packet(in->out->ctx, t, p);
@@ -383,7 +387,7 @@ int ex_input_open(ex_input *in, const char *path, const rd_opts *o, int ranks) {
   L->rank = L->local_rank = L->world = -1;
   snprintf(L->host, sizeof L->host, "host");
   lscan c = {L, o};
-  rd_sink links = {&c, l_packet, l_api, l_gpu, 0}, mem, rk;
+  rd_sink links = {&c, l_packet, l_api, l_gpu, 0, NULL}, mem, rk;
   in->mem = rd_memcol_new();
   mem = rd_memory_sink(in->mem);
   rd_tee tee = {{&links, &mem}, 2};
@@ -417,7 +421,7 @@ void ex_input_shift(ex_input *in, int64_t off) {
 
 int ex_input_pass(ex_input *in, const rd_opts *o, rd_sink *s) {
   in->out = s;
-  rd_sink mine = {in, in_packet, in_api, in_gpu, 0};
+  rd_sink mine = {in, in_packet, in_api, in_gpu, 0, in_sample};
   int rc = rd_pass(&in->t, o, "exporting", &mine);
   /* what is still held: its calls never came (written without them) */
   release(in, &in->t, (int)(in->nheld - in->head));

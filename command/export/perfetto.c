@@ -19,7 +19,11 @@
  *     "NAME ×COUNT" from the first call's start to the last call's end, with debug annotations
  *     calls (COUNT) and calls_dur_ns (the calls' summed durations);
  *   - the call stack of each call is a PerfSample at the call's start whose callstack (frames,
- *     function names) is interned, so Perfetto's flame graph of a selection shows the stacks.
+ *     function names) is interned, so Perfetto's flame graph of a selection shows the stacks;
+ *   - host samples (SampleBatch) are slices on a track "host samples" under their thread, each
+ *     ending at the sample's time and as long as its weight (cut at the thread's previous
+ *     sample, so that they never overlap), named by rd_sample_label ("step", "load [wait:
+ *     futex]"), with annotations sample (cpu or wait), weight_ns and source (FILE:LINE).
  * Memory: the interning and track tables only (names, threads, streams). */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -46,6 +50,7 @@ typedef struct pctx {
   uint64_t next_uuid;
   rd_u64map frames;          /* hash of a frame name -> frame iid (= its function name iid) */
   rd_u64map stacks;          /* trace << 32 | StackDef id -> callstack iid */
+  rd_map last_sample;        /* tid -> the time of the thread's last host sample + 1 (a pointer) */
   uint64_t next_frame, next_stack;
   uint8_t *buf;
   size_t cap;
@@ -65,7 +70,7 @@ static const char *utf8_name(pctx *c, const char *name) {
 }
 
 enum { IID_CORR = 1, IID_STREAM, IID_BYTES, IID_RESULT, IID_DEVICE, IID_GRID, IID_BLOCK,
-       IID_FUNCTION, IID_CALLS, IID_CALLS_DUR, IID_FIRST_FREE };
+       IID_FUNCTION, IID_CALLS, IID_CALLS_DUR, IID_SAMPLE, IID_WEIGHT, IID_SOURCE, IID_FIRST_FREE };
 
 static uint64_t hash_name(const char *s) {
   uint64_t h = 1469598103934665603ull;
@@ -393,6 +398,48 @@ static void p_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
   free(folded);
 }
 
+static uint64_t samples_uuid(pctx *c, uint32_t tid) {
+  return uuid_of(c, 6ull << 60 | (uint64_t)c->trace_ix << 32 | tid);
+}
+
+static void p_sample(void *ctx, const rd_trace *t, const rd_sample *s) {
+  pctx *c = ctx;
+  describe(c, thread_uuid(c, s->tid), proc_uuid(c), "", (int)c->pid, (int)s->tid, 0);
+  uint64_t su = samples_uuid(c, s->tid);
+  describe(c, su, thread_uuid(c, s->tid), "host samples", 0, 0, 0);
+  char label[512], src[1024], buf[256];
+  rd_sample_label(t, s, label, sizeof label);
+  Dlhperfetto__InternedData id = DLHPERFETTO__INTERNED_DATA__INIT;
+  Dlhperfetto__EventName en, *enp = &en;
+  id.event_names = &enp;
+  uint64_t iid = intern(c, 6ull << 60 | hash_name(label), label, &id, &en);
+  /* the slice ends at the sample; it starts weight ns earlier, but not before the thread's
+   * previous sample's end */
+  uintptr_t prev = (uintptr_t)rd_map_get(&c->last_sample, s->tid);
+  if (prev && prev - 1 > s->time) return; /* out of order (a hostile file): left out */
+  uint64_t dur = s->weight;
+  if (prev && s->time - (prev - 1) < dur) dur = s->time - (prev - 1);
+  /* nor before the process's start */
+  uint64_t floor = t->have_start ? t->start_ns + (uint64_t)rd_offset_of(t->path) : 0;
+  if (floor > s->time) floor = s->time;
+  if (dur > s->time - floor) dur = s->time - floor;
+  uint64_t start = s->time - dur;
+  rd_map_put(&c->last_sample, s->tid, (void *)(uintptr_t)(s->time + 1));
+  Dlhperfetto__DebugAnnotation a[3], *ap[3];
+  size_t na = 0;
+  ap[na] = ann(&a[na], IID_SAMPLE); a[na].string_value = s->kind == RD_SAMPLE_WAIT ? "wait" : "cpu"; na++;
+  ap[na] = ann(&a[na], IID_WEIGHT); a[na].has_uint_value = 1; a[na].uint_value = s->weight; na++;
+  const char *fn, *file;
+  uint32_t line;
+  rd_sample_where(t, s->stack, &fn, &file, &line, buf, sizeof buf);
+  if (file) {
+    if (line) snprintf(src, sizeof src, "%s:%u", file, line);
+    else snprintf(src, sizeof src, "%s", file);
+    ap[na] = ann(&a[na], IID_SOURCE); a[na].string_value = (char *)utf8_name(c, src); na++;
+  }
+  slice(c, su, start, dur, iid, &id, ap, na, NULL, NULL);
+}
+
 static void p_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   pctx *c = ctx;
   if (!rd_gpu_work(g->kind)) return;
@@ -455,7 +502,7 @@ static int perfetto_one(void *ctx, ex_input *in, size_t index, size_t n) {
   cp->trace_ix = (uint32_t)index;
   cp->path = in->path;
   cp->L = &in->L;
-  rd_sink all = {cp, p_packet, p_api, p_gpu, 0};
+  rd_sink all = {cp, p_packet, p_api, p_gpu, 0, p_sample};
   if (ex_input_pass(in, o, &all) != RD_OK) rc = RD_BAD_INPUT;
   /* the live device memory of the process (memory.c replays its allocations and frees) */
   const rd_mem_sample *mem = in->samples;
@@ -471,6 +518,7 @@ static int perfetto_one(void *ctx, ex_input *in, size_t index, size_t n) {
     counter(cp, mem_uuid(cp), ts, (int64_t)mem[m].live_bytes);
   }
   cp->L = NULL;
+  rd_map_free(&cp->last_sample, NULL);
   return rc;
 }
 
@@ -487,7 +535,8 @@ int ex_perfetto(const rd_opts *o, char **files, size_t n) {
   c.next_stack = 1;
   /* debug annotation names, interned once */
   static const char *const dn[] = {NULL, "correlation", "stream", "bytes", "result", "device",
-                                   "grid", "block", "function", "calls", "calls_dur_ns"};
+                                   "grid", "block", "function", "calls", "calls_dur_ns",
+                                   "sample", "weight_ns", "source"};
   Dlhperfetto__DebugAnnotationName d[IID_FIRST_FREE], *dp[IID_FIRST_FREE];
   for (int i = 1; i < IID_FIRST_FREE; i++) {
     dlhperfetto__debug_annotation_name__init(&d[i]);

@@ -701,7 +701,7 @@ static int xplane_one(void *ctx, ex_input *in, size_t index, size_t n) {
   rd_safe_name(c.host, sizeof c.host, raw, "localhost"); /* a host name is the trace's word */
   for (char *h = c.host; *h; h++) /* xprof takes the host from the name up to the first '.' */
     if (*h == '/' || *h == '.' || *h == ' ') *h = '_';
-  rd_sink all = {&c, x_packet, x_api, x_gpu, 0};
+  rd_sink all = {&c, x_packet, x_api, x_gpu, 0, NULL};
   if (ex_input_pass(in, o, &all) != RD_OK) rc = RD_BAD_INPUT;
   add_step_spans(&c);
   size_t dl = strlen(o->out) + strlen(run) + sizeof c.host + 64;

@@ -277,7 +277,7 @@ rd_memcol *rd_memcol_new(void) {
 
 /* Every memory call counts, whatever the window: the live bytes at the window's start include
  * what was allocated before it. */
-rd_sink rd_memory_sink(rd_memcol *c) { return (rd_sink){c, m_packet, m_api, NULL, 1}; }
+rd_sink rd_memory_sink(rd_memcol *c) { return (rd_sink){c, m_packet, m_api, NULL, 1, NULL}; }
 
 /* Reads the memory calls of an open trace (its second pass) into *out; returns the count. */
 static size_t read_events(rd_trace *t, mem_ev **out, int *rc) {

@@ -260,7 +260,7 @@ static void o_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
 rd_sink rd_ops_sink(rd_ops *x, rd_trace *t) {
   x->t = t;
   x->sp = rd_spans_new(on_span, x, NULL);
-  return (rd_sink){x, NULL, o_api, o_gpu, 0};
+  return (rd_sink){x, NULL, o_api, o_gpu, 0, NULL};
 }
 
 void rd_ops_trace_end(rd_ops *x) {

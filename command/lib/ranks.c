@@ -64,7 +64,7 @@ rd_ranks_in *rd_ranks_in_new(const char *path) {
   return (rd_ranks_in *)r;
 }
 
-rd_sink rd_ranks_in_sink(rd_ranks_in *x) { return (rd_sink){x, NULL, NULL, r_gpu, 0}; }
+rd_sink rd_ranks_in_sink(rd_ranks_in *x) { return (rd_sink){x, NULL, NULL, r_gpu, 0, NULL}; }
 
 void rd_ranks_in_end(rd_ranks_in *x, const rd_trace *t) {
   rtrace *r = (rtrace *)x;

@@ -11,7 +11,8 @@
  *             applied, and rd_tee to feed several consumers from one pass.
  *   analyses  consumers of those passes, shared by stats, report and the exporters: library
  *             calls (libcalls.c), the GPU memory ledger (memory.c), clock alignment and the
- *             straggler (ranks.c), the step breakdown (steps.c), the stats run (cmd/stats.c).
+ *             straggler (ranks.c), the step breakdown (steps.c), host time from the samples
+ *             (samples.c), the stats run (cmd/stats.c).
  *   stacks    frames of a stack id, demangling (symbols.c).
  *   PyTorch   aten operators, autograd nodes, Python frames, modules and the user's line of a
  *             stack, and their instances on a thread (torch.c), for every output.
@@ -119,6 +120,12 @@ typedef struct rd_trace {
   uint64_t trailer_calls, counters_calls;
   int have_trailer_folded;
   uint64_t trailer_folded;       /* Trailer.folded: calls folded into an earlier one */
+  /* host sampling: ProcessInfo.sample_hz (0 = not sampled), the last Counters.samples and
+   * samples_lost (rd_trace_samples), the samples of the SampleBatches read so far */
+  uint32_t sample_hz;
+  int have_counters_samples;
+  uint64_t counters_samples, counters_samples_lost;
+  uint64_t sample_events;
   uint64_t api_events, gpu_events, packets;
   uint64_t api_calls;            /* calls of the API events read so far (sum of their counts) */
   struct rd_mem *mem;            /* the trailer's memory figures, NULL when it has none */
@@ -163,6 +170,10 @@ uint64_t rd_trace_dropped(const rd_trace *t);
  * Counters.calls; a trace without them (format version 1, which folds nothing) falls back to
  * rd_trace_records. */
 uint64_t rd_trace_calls(const rd_trace *t);
+/* Host samples of a trace: written (the last Counters.samples, else the samples read so far)
+ * and lost in the recorder (the last Counters.samples_lost, else 0). */
+uint64_t rd_trace_samples(const rd_trace *t);
+uint64_t rd_trace_samples_lost(const rd_trace *t);
 /* Calls folded into an earlier call: Trailer.folded, else what the events read so far say
  * (api_calls - api_events). */
 uint64_t rd_trace_folded(const rd_trace *t);
@@ -314,6 +325,24 @@ uint32_t rd_spans_add(rd_spans *x, uint32_t tid, uint64_t start, uint64_t end, c
 void rd_spans_on_open(rd_spans *x, rd_span_fn open);
 /* Emits what is still open, then frees x (accepts NULL). */
 void rd_spans_free(rd_spans *x);
+
+/* ---------------------------------------------------------------- host samples (samples.c) */
+
+/* The host-time tables of dlhook stats and report from the traces' samples (SampleBatch;
+ * samples.c says how they are attributed): rd_samples_sink gathers one trace during a pass
+ * (it also wants the thread packets), rd_samples_trace_end after it (with every definition
+ * read: the stacks are resolved then). rd_samples_json writes `,"samples":{hz,cpu,wait,cpu_ns,
+ * wait_ns,lost,written,traces,by_thread,by_line,by_op,by_wait}` (leading comma),
+ * rd_samples_table the terminal tables (nothing without samples); both sort the rows, once. */
+typedef struct rd_samples rd_samples;
+rd_samples *rd_samples_new(void);
+struct rd_sink rd_samples_sink(rd_samples *x);
+void rd_samples_trace_end(rd_samples *x, rd_trace *t);
+/* Samples gathered so far (0 for NULL). */
+uint64_t rd_samples_count(const rd_samples *x);
+void rd_samples_json(FILE *f, rd_samples *x);
+void rd_samples_table(FILE *f, rd_samples *x);
+void rd_samples_free(rd_samples *x);
 
 /* ---------------------------------------------------------------- ranks (ranks.c) */
 

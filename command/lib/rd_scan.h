@@ -10,8 +10,8 @@
 
 #include "rd.h"
 
-/* flame graph weights (--weight) */
-enum { RD_W_GPU = 0, RD_W_CPU = 1, RD_W_BYTES = 2 };
+/* flame graph weights (--weight): samples and wait are the host samples (SampleBatch) */
+enum { RD_W_GPU = 0, RD_W_CPU = 1, RD_W_BYTES = 2, RD_W_SAMPLES = 3, RD_W_WAIT = 4 };
 
 /* --fold: the frames of a flame graph (the index of a value in export.c's folds[]) */
 enum { RD_FOLD_STACK = 0, RD_FOLD_OP = 1, RD_FOLD_MODULE = 2, RD_FOLD_LINE = 3 };
@@ -41,6 +41,31 @@ typedef struct rd_gpu {
   uint32_t nvals;
 } rd_gpu;
 
+/* One host sample of a SampleBatch, decoded (dlhook.proto, SampleBatch). */
+enum { RD_SAMPLE_CPU = DLH__SAMPLE_KIND__SAMPLE_CPU, RD_SAMPLE_WAIT = DLH__SAMPLE_KIND__SAMPLE_WAIT };
+typedef struct rd_sample {
+  uint32_t tid;
+  uint64_t time;      /* when it was taken (trace clock, merge offset added) */
+  uint32_t kind;      /* RD_SAMPLE_CPU or RD_SAMPLE_WAIT (other kinds are not delivered) */
+  uint64_t weight;    /* ns it stands for: CPU time (on-CPU), wall time (wait) */
+  uint32_t stack;     /* StackDef id, 0 = none; wait stacks hold Python frames only */
+  uint32_t state;     /* wait: the system call blocked in, its x86-64 number + 1; 0 = none */
+  uint32_t api_fn;    /* FunctionDesc id of the CUDA/library call in flight, 0 = none */
+} rd_sample;
+
+/* The samples of a SampleBatch in order, as they are in the file (no offset, every kind):
+ * rd_sample_iter_next returns 1 and fills *s, 0 at the end. A batch whose columns differ in
+ * length (other than empty ones, which mean 0 for all) is damaged: it->bad is set at init, and
+ * the samples up to the shortest column's end are still returned. */
+typedef struct rd_sample_iter {
+  const Dlh__SampleBatch *b;
+  size_t i, cut;
+  uint64_t t;
+  int bad;
+} rd_sample_iter;
+void rd_sample_iter_init(rd_sample_iter *it, const Dlh__SampleBatch *b);
+int rd_sample_iter_next(rd_sample_iter *it, rd_sample *s);
+
 /* What a trace scan delivers. Any callback may be NULL. The packets and events are valid only
  * during the call. `t` has the definitions (functions, strings) read so far. */
 typedef struct rd_sink {
@@ -55,6 +80,9 @@ typedef struct rd_sink {
   /* 1: every event, whatever the window (o->have_window): for a ledger that must see what
    * happened before the window */
   int unwindowed;
+  /* host samples inside the window (taken at or after its start, before its end); last, so
+   * that sinks written as {ctx, packet, api, gpu, unwindowed} have none */
+  void (*sample)(void *ctx, const rd_trace *t, const rd_sample *s);
 } rd_sink;
 
 /* Reading a trace takes at most two passes over its file (rd.h, "traces"):
@@ -139,6 +167,27 @@ void rd_safe_name(char *dst, size_t cap, const char *src, const char *dflt);
 
 /* Creates a directory and its parents (mkdir -p). Returns 0 or -1 after printing why. */
 int rd_mkdirs(const char *path);
+
+/* The name of an x86-64 system call number ("futex", "poll"; NULL when not in dlhook's table of
+ * the calls threads block in), and the frame flame graphs and timelines give a wait sample:
+ * "[in cudaStreamSynchronize]" when a CUDA/library call is in flight, else "[wait: futex]"
+ * ("[wait: syscall 17]" for a number not in the table, "[wait]" when none was recorded).
+ * rd_wait_label writes into buf and returns it. */
+const char *rd_syscall_name(uint32_t nr);
+const char *rd_wait_label(const rd_trace *t, const rd_sample *s, char *buf, size_t n);
+/* Where a stack's host time goes (samples.c): the innermost frame of the user's own Python
+ * code (rd_torch_user_file), else the innermost Python frame (*fn its function, *file and
+ * *line its source), else the innermost native frame (*fn its function, *file its module,
+ * *line 0). *fn is "[no stack]" for stack 0 or an undefined one, *file NULL when unknown; buf
+ * (cap bytes) may hold the name of a native frame without a symbol. */
+void rd_sample_where(const rd_trace *t, uint32_t stack, const char **fn, const char **file,
+                     uint32_t *line, char *buf, size_t cap);
+/* The name timelines give a sample: rd_sample_where's function; a wait sample's followed by
+ * its rd_wait_label ("load [wait: futex]", "step [in cudaStreamSynchronize]"), or that label
+ * alone when the sample has no Python frames ("[wait: read]"). Into buf. */
+const char *rd_sample_label(const rd_trace *t, const rd_sample *s, char *buf, size_t n);
+/* The syscall part alone: "[wait: futex]", "[wait: syscall 17]" or "[wait]". */
+const char *rd_wait_state_label(uint32_t state, char *buf, size_t n);
 
 /* Name of a CUPTI memcpy kind (1 HtoD, 2 DtoH, ...): "HtoD", "DtoH", "DtoD", ... */
 const char *rd_memcpy_kind(uint64_t kind);

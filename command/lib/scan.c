@@ -67,8 +67,57 @@ static const char *kernel_name(rd_trace *t, uint32_t id) {
   return k;
 }
 
+/* The columns come from a file nobody vouches for: time_delta gives the count, every other
+ * column must be as long or empty (= 0 for all). */
+void rd_sample_iter_init(rd_sample_iter *it, const Dlh__SampleBatch *b) {
+  memset(it, 0, sizeof *it);
+  it->b = b;
+  size_t n = b->n_time_delta;
+  const size_t len[] = {b->n_kind, b->n_weight_ns, b->n_stack, b->n_state, b->n_api_fn};
+  it->cut = n;
+  for (size_t k = 0; k < sizeof len / sizeof *len; k++)
+    if (len[k] && len[k] != n) {
+      it->bad = 1;
+      if (len[k] < it->cut) it->cut = len[k];
+    }
+  it->t = b->base_ns;
+}
+
+int rd_sample_iter_next(rd_sample_iter *it, rd_sample *x) {
+  const Dlh__SampleBatch *b = it->b;
+  if (it->i >= it->cut) return 0;
+  size_t i = it->i++;
+  it->t += (uint64_t)b->time_delta[i];
+  x->tid = b->tid;
+  x->time = it->t;
+  x->kind = b->n_kind ? b->kind[i] : RD_SAMPLE_CPU;
+  x->weight = b->n_weight_ns ? b->weight_ns[i] : 0;
+  x->stack = b->n_stack ? b->stack[i] : 0;
+  x->state = b->n_state ? b->state[i] : 0;
+  x->api_fn = b->n_api_fn ? b->api_fn[i] : 0;
+  return 1;
+}
+
+/* The samples of a SampleBatch to s (window and offset applied; kinds this reader does not
+ * know passed over). Returns 1 when the batch is damaged (what was readable was delivered). */
+static int stream_samples(rd_trace *t, const Dlh__SampleBatch *b, int64_t off, uint64_t lo,
+                          uint64_t hi, rd_sink *s) {
+  rd_sample_iter it;
+  rd_sample x;
+  rd_sample_iter_init(&it, b);
+  while (rd_sample_iter_next(&it, &x)) {
+    rd_events_scanned++;
+    x.time += (uint64_t)off;
+    if (x.kind != RD_SAMPLE_CPU && x.kind != RD_SAMPLE_WAIT) continue;
+    if (!s->unwindowed && (x.time >= hi || x.time < lo)) continue;
+    if (s->sample) s->sample(s->ctx, t, &x);
+  }
+  return it.bad;
+}
+
 /* Streams the rest of t's current pass to s (window, offsets, kernel names), decoding only
- * through format/'s iterators. Returns RD_OK or RD_BAD_INPUT. */
+ * through format/'s iterators (and rd_sample_iter above for host samples). Returns RD_OK or
+ * RD_BAD_INPUT. */
 static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
   struct stat st;
   /* DLHOOK_PROGRESS_AFTER: seconds before progress shows (default 1; for tests) */
@@ -135,6 +184,8 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
         if (s->gpu) s->gpu(s->ctx, t, &g);
       }
       if (it.bad) bad = 1;
+    } else if (p->data_case == DLH__PACKET__DATA_SAMPLES) {
+      if (stream_samples(t, p->samples, off, lo, hi, s)) bad = 1;
     } else if (s->packet) {
       s->packet(s->ctx, t, p);
     }
@@ -145,7 +196,8 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
     fprintf(stderr, "\rdlhook: %s %s: done, %" PRIu64 " events in %.1f s%20s\n", what, t->path,
             rd_events_scanned, el, "");
   }
-  if (bad && (t->pass == 2 || t->only) && !t->quiet_damage) rd_error("%s: inconsistent event batch (skipped its remaining events)", t->path);
+  if (bad && (t->pass == 2 || t->only) && !t->quiet_damage)
+    rd_error("%s: inconsistent event batch (skipped its remaining events)", t->path);
   return rc < 0 || bad ? RD_BAD_INPUT : RD_OK;
 }
 
@@ -219,10 +271,17 @@ static void tee_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
     if (x->s[i] && x->s[i]->gpu && (in || x->s[i]->unwindowed)) x->s[i]->gpu(x->s[i]->ctx, t, g);
 }
 
+static void tee_sample(void *ctx, const rd_trace *t, const rd_sample *sm) {
+  rd_tee *x = ctx;
+  int in = sm->time >= t->win_lo && sm->time < t->win_hi;
+  for (size_t i = 0; i < x->n; i++)
+    if (x->s[i] && x->s[i]->sample && (in || x->s[i]->unwindowed)) x->s[i]->sample(x->s[i]->ctx, t, sm);
+}
+
 /* The tee takes every event and applies the window for each consumer. */
 rd_sink rd_tee_sink(rd_tee *x) {
   if (x->n == 1 && x->s[0]) return *x->s[0]; /* one consumer: no tee in the way */
-  return (rd_sink){x, tee_packet, tee_api, tee_gpu, 1};
+  return (rd_sink){x, tee_packet, tee_api, tee_gpu, 1, tee_sample};
 }
 
 /* ---------------------------------------------------------------- u64 -> u32 hash map */

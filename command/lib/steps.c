@@ -7,7 +7,8 @@
  *   host      the GPU is idle while a host thread is inside a CUDA/library call (launch, sync,
  *             allocation overhead)
  *   idle      the GPU is idle and no thread is inside a CUDA call (Python, data loading, sleep)
- * The five are exclusive, by that priority, and add up to the step's duration. The slowest step
+ * The five are exclusive, by that priority, and add up to the step's duration. Beside them, the
+ * host samples taken during the step (all threads of the process): their on-CPU and wait time. The slowest step
  * is the longest (step, rank); the slowest rank the one whose own work (the step minus its
  * communication, which includes waiting for the other ranks) takes longest on average. */
 #include <inttypes.h>
@@ -23,9 +24,13 @@ enum { C_COMPUTE, C_COMM, C_COPY, C_HOST, C_NCAT };
 typedef struct sev { uint64_t s, e; int cat; } sev;
 typedef struct srange { uint64_t s, e; long num; char *name; } srange;
 
+typedef struct ssamp { uint64_t t, ns; int wait; } ssamp;
+
 typedef struct sctx {
   sev *ev;
   size_t n, cap;
+  ssamp *sm;             /* the samples, for their time per step */
+  size_t nsm, capsm;
   srange *st;
   size_t nst, capst;
   int rank;
@@ -93,6 +98,22 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
   if (e->depth == 0 && e->dur_ns) push(c, e->start_ns, e->start_ns + e->dur_ns, C_HOST);
 }
 
+static void on_sample(void *ctx, const rd_trace *t, const rd_sample *x) {
+  sctx *c = ctx;
+  (void)t;
+  if (c->nsm >= MAX_EVENTS) { c->too_many = 1; return; }
+  if (c->nsm == c->capsm) {
+    c->capsm = c->capsm ? c->capsm * 2 : 4096;
+    c->sm = rd_xrealloc(c->sm, c->capsm * sizeof *c->sm);
+  }
+  c->sm[c->nsm++] = (ssamp){x->time, x->weight, x->kind == RD_SAMPLE_WAIT};
+}
+
+static int by_sample_t(const void *a, const void *b) {
+  const ssamp *x = a, *y = b;
+  return x->t < y->t ? -1 : x->t > y->t;
+}
+
 static int is_collective(const char *name) {
   return name && (strstr(name, "nccl") || strstr(name, "Nccl") || strstr(name, "NCCL"));
 }
@@ -132,6 +153,7 @@ typedef struct rd_step_row {
   long num;
   char *name;
   uint64_t start, dur, cat[C_NCAT + 1]; /* cat[C_NCAT] = idle */
+  uint64_t sample_ns[2];                /* on-CPU, wait: the samples taken in [start, end) */
 } rd_step_row;
 
 static void add_edges(edge **ed, size_t *ne, size_t *cap, const sev *v, uint64_t s, uint64_t e) {
@@ -190,7 +212,7 @@ rd_steps *rd_steps_new(void) {
   return x;
 }
 
-rd_sink rd_steps_sink(rd_steps *x) { return (rd_sink){&x->c, on_packet, on_api, on_gpu, 0}; }
+rd_sink rd_steps_sink(rd_steps *x) { return (rd_sink){&x->c, on_packet, on_api, on_gpu, 0, on_sample}; }
 
 void rd_steps_end(rd_steps *x) {
   sctx c = x->c;
@@ -201,6 +223,7 @@ void rd_steps_end(rd_steps *x) {
     if (c.nst && !c.too_many) {
       qsort(c.ev, c.n, sizeof *c.ev, by_s);
       qsort(c.st, c.nst, sizeof *c.st, by_step);
+      if (c.nsm) qsort(c.sm, c.nsm, sizeof *c.sm, by_sample_t);
       /* the longest 0.1% of the events (a long sync, a start-up call) are checked against
        * every step; the others are found by start from the step's start minus maxdur */
       uint64_t maxdur = 0;
@@ -234,6 +257,12 @@ void rd_steps_end(rd_steps *x) {
         r->start = c.st[k].s;
         r->dur = c.st[k].e - c.st[k].s;
         breakdown(&c, maxdur, lng, nl, c.st[k].s, c.st[k].e, r->cat);
+        size_t lo = 0, hi = c.nsm; /* the first sample at or after the step's start */
+        while (lo < hi) {
+          size_t mid = (lo + hi) / 2;
+          if (c.sm[mid].t < c.st[k].s) lo = mid + 1; else hi = mid;
+        }
+        for (size_t q = lo; q < c.nsm && c.sm[q].t < c.st[k].e; q++) r->sample_ns[c.sm[q].wait] += c.sm[q].ns;
       }
       free(lng);
     }
@@ -241,6 +270,7 @@ void rd_steps_end(rd_steps *x) {
       for (size_t k = 0; k < c.nst; k++) free(c.st[k].name);
     free(c.st);
     free(c.ev);
+    free(c.sm);
   }
 }
 
@@ -260,6 +290,7 @@ void rd_steps_json(FILE *f, rd_steps *x) {
     rd_json_str(f, r->name);
     fprintf(f, ",\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64, r->start, r->dur);
     for (int k = 0; k <= C_NCAT; k++) fprintf(f, ",\"%s\":%" PRIu64, key[k], r->cat[k]);
+    fprintf(f, ",\"sample_cpu_ns\":%" PRIu64 ",\"sample_wait_ns\":%" PRIu64, r->sample_ns[0], r->sample_ns[1]);
     putc('}', f);
     if (r->dur > rows[slow].dur) slow = i;
   }

@@ -48,7 +48,9 @@ int rd_trace_begin(rd_trace *t, const char *path, int events) {
   if (open_reader(t) < 0) return -1;
   /* without events, the first pass is the definitions alone: the event batches (nearly all of
    * a trace's bytes) are decompressed but not decoded */
-  if (!events) dlh_reader_skip(t->r, DLH_CASE_BIT(DLH__PACKET__DATA_API) | DLH_CASE_BIT(DLH__PACKET__DATA_GPU));
+  if (!events)
+    dlh_reader_skip(t->r, DLH_CASE_BIT(DLH__PACKET__DATA_API) | DLH_CASE_BIT(DLH__PACKET__DATA_GPU) |
+                              DLH_CASE_BIT(DLH__PACKET__DATA_SAMPLES));
   return 0;
 }
 
@@ -103,6 +105,7 @@ static void define(rd_trace *t, const Dlh__Packet *p) {
       t->world = pi->has_world_size && pi->world_size > 0 ? pi->world_size : -1;
       t->have_start = pi->has_start_ns;
       t->start_ns = pi->start_ns;
+      t->sample_hz = pi->has_sample_hz ? pi->sample_hz : 0;
       snprintf(t->host, sizeof t->host, "%s", pi->host && *pi->host ? pi->host : "host");
       const char *e = pi->exe && *pi->exe ? pi->exe : pi->n_cmdline && pi->cmdline[0] ? pi->cmdline[0] : "";
       const char *b = strrchr(e, '/');
@@ -161,6 +164,16 @@ static void define(rd_trace *t, const Dlh__Packet *p) {
       t->counters_dropped = p->counters->dropped;
       t->have_counters_calls = p->counters->has_calls;
       t->counters_calls = p->counters->calls;
+      if (p->counters->has_samples || p->counters->has_samples_lost) {
+        t->have_counters_samples = 1;
+        t->counters_samples = p->counters->samples;
+        t->counters_samples_lost = p->counters->samples_lost;
+      }
+      break;
+    case DLH__PACKET__DATA_SAMPLES:
+      /* counted once: by the pass that delivers the samples (rd_read_again's is a second) */
+      if (!t->only && (t->pass != 2 || t->quiet_damage)) break;
+      t->sample_events += p->samples->n_time_delta;
       break;
     case DLH__PACKET__DATA_API: {
       const Dlh__ApiBatch *b = p->api;
@@ -248,6 +261,14 @@ uint64_t rd_trace_calls(const rd_trace *t) {
   if (t->have_trailer && t->have_trailer_calls) return t->trailer_calls;
   if (!t->have_trailer && t->have_counters && t->have_counters_calls) return t->counters_calls;
   return rd_trace_records(t);
+}
+
+uint64_t rd_trace_samples(const rd_trace *t) {
+  return t->have_counters_samples ? t->counters_samples : t->sample_events;
+}
+
+uint64_t rd_trace_samples_lost(const rd_trace *t) {
+  return t->have_counters_samples ? t->counters_samples_lost : 0;
 }
 
 uint64_t rd_trace_folded(const rd_trace *t) {

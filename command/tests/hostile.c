@@ -24,6 +24,12 @@
  *   devices      GPU records on devices 0..3 in one batch (GpuBatch.devices)
  *   mangled      kernel and function names that demangle through deep nesting (60,000 levels
  *                of pointers, of template arguments), under the 64 KiB string limit
+ *   samples      a SampleBatch of 60,000 host samples out of time order (deltas of +-2^62),
+ *                of kinds 0, 1 and 7 (unknown), weights near 2^62, undefined stack and
+ *                function ids (the good stack 1 now and then), system call numbers up to
+ *                UINT32_MAX, each sample's (state, function) its own; then a SampleBatch
+ *                whose weight_ns column is shorter than the others (written by
+ *                "samples-short": the command reports the batch, exit 1)
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -319,6 +325,30 @@ int main(int argc, char **argv) {
     call(3, 1, 3, 0);
     free(a);
     free(b);
+  } else if (!strcmp(kind, "samples") || !strcmp(kind, "samples-short")) {
+    enum { NS = 60000 };
+    int64_t *dt = calloc(NS, sizeof *dt);
+    uint64_t *wt = calloc(NS, sizeof *wt);
+    uint32_t *kd = calloc(NS, sizeof *kd), *st = calloc(NS, sizeof *st), *sk = calloc(NS, sizeof *sk),
+             *fn = calloc(NS, sizeof *fn);
+    if (!dt || !wt || !kd || !st || !sk || !fn) die("out of memory");
+    for (uint32_t i = 0; i < NS; i++) {
+      dt[i] = i % 2 ? (int64_t)1 << 62 : -((int64_t)1 << 62) + 7;
+      wt[i] = ((uint64_t)1 << 62) + i;
+      kd[i] = i % 3 == 2 ? 7 : i % 3;
+      st[i] = UINT32_MAX - i;
+      sk[i] = i % 5 ? i : 1;
+      fn[i] = i % 2 ? 0 : 1000 + i;
+    }
+    Dlh__SampleBatch sb = DLH__SAMPLE_BATCH__INIT;
+    sb.has_tid = 1; sb.tid = 1; sb.has_base_ns = 1; sb.base_ns = clk;
+    sb.n_time_delta = NS; sb.time_delta = dt; sb.n_kind = NS; sb.kind = kd;
+    sb.n_weight_ns = !strcmp(kind, "samples") ? NS : NS / 2; sb.weight_ns = wt;
+    sb.n_stack = NS; sb.stack = sk; sb.n_state = NS; sb.state = st; sb.n_api_fn = NS; sb.api_fn = fn;
+    p.data_case = DLH__PACKET__DATA_SAMPLES; p.samples = &sb;
+    pkt(&p);
+    flush();
+    free(dt); free(wt); free(kd); free(st); free(sk); free(fn);
   } else if (!strcmp(kind, "devices")) {
     for (uint32_t d = 0; d < 4; d++) call(1, 1, 1, d);
   } else {
