@@ -2,8 +2,8 @@
 # 4 at a time) created, sampled and exiting (return or pthread_exit), joined with their
 # results (tests/sample/sigcases.c, mode threads). 20 traced runs at 1 kHz against 3 bare ones:
 # same stdout, same exit status. On-CPU samples: at least one run must have some, not each
-# (the sampler gives a new thread its timer at its next look at /proc/self/task, 10 a second:
-# a thread that lives for 3 ms is seldom met).
+# (a new thread gets its timer when the sampler next looks, and its timer fires at the
+# kernel's tick: a thread that lives for 1 to 3 ms may have no sample).
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/sample/lib.sh"
 P=$BUILD/tests/sample/sigcases
