@@ -100,6 +100,7 @@ include tests/simcuda/build.mk
 include examples/build.mk
 include tests/build.mk
 include tests/host/build.mk
+include tests/sample/build.mk
 include tests/reliability/build.mk
 include tests/attach/build.mk
 include bench/build.mk
