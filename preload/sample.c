@@ -75,9 +75,8 @@ static int (*py_initialized)(void);    /* Py_IsInitialized, looked up at start-u
 #define TOMB 0xffffffffu
 typedef struct tslot {
   _Atomic uint32_t tid;                /* 0 = empty */
-  _Atomic uint32_t mstate;             /* bit 0: the program blocks dlh_sample_sig in this thread
-                                          (as its last mask change said); bit 1: a change is
-                                          under way; above: a count of the changes */
+  _Atomic uint32_t mstate;             /* M_* bits: blocked (as its mask is known), a change
+                                          under way, known, fresh; above: a count of changes */
   _Atomic int armed;                   /* the timer runs */
   _Atomic int timer;                   /* kernel timer id, -1 = none */
   /* the sampler thread's own fields */
@@ -122,7 +121,10 @@ static int sys_timer_settime(int id, uint64_t ns) {
 
 #define M_BLOCKED 1u
 #define M_CHANGING 2u
-#define M_COUNT 4u
+#define M_KNOWN 4u                    /* the thread's mask is known exactly: its start in
+                                         pthread_create's trampoline, or a change through us */
+#define M_FRESH 8u                    /* a new thread took the slot (its id was reused) */
+#define M_COUNT 16u
 /* Blocked, or about to change: no timer may be armed. */
 static inline int blocked(tslot *s) { return (atomic_load(&s->mstate) & (M_BLOCKED | M_CHANGING)) != 0; }
 
@@ -140,8 +142,10 @@ static void disarm(tslot *s) {
 static void arm(tslot *s) {
   int id = atomic_load(&s->timer);
   if (id < 0 || blocked(s) || atomic_load(&stop_req)) return;
-  atomic_store(&s->armed, 1);
+  /* running before it says so: a thread that blocks meanwhile and finds armed 0 is disarmed by
+   * the check below; one that finds armed 1 disarms it after this settime */
   sys_timer_settime(id, period_ns);
+  atomic_store(&s->armed, 1);
   /* the thread may have started blocking the signal meanwhile (it sets blocked, then looks at
    * armed): whoever comes second disarms */
   if (blocked(s) || atomic_load(&stop_req)) disarm(s);
@@ -267,6 +271,7 @@ out:
 /* ---------------------------------------------------------------- the sampler thread */
 
 static uint32_t self_tid(void) { return (uint32_t)syscall(SYS_gettid); }
+static void self_mask_known(void); /* below */
 
 /* The system call thread tid is blocked in, + 1; 0 when it runs or it cannot be read. Opened
  * each time: dlhook holds no descriptor per thread (a program may count its free fds). */
@@ -330,16 +335,19 @@ static void rescan(uint32_t gen, uint32_t me, uint64_t now) {
     if (!s->gen) slot_init(s, tid, now); /* new here (a mask change may have claimed it) */
     s->gen = gen;
     if (s->own) continue;
-    if (!cpu_timers || atomic_load(&s->armed)) continue;
-    /* Blocked as its last mask change through us said: a mask restored by the kernel (the
-     * return of a signal handler that blocked it) is seen here; the count makes sure that no
-     * change of the thread's came in between. */
     uint32_t m = atomic_load(&s->mstate);
-    if (m & M_CHANGING) continue;
-    if (thread_blocks(tid)) continue;
-    if ((m & M_BLOCKED) &&
-        !atomic_compare_exchange_strong(&s->mstate, &m, (m + M_COUNT) & ~M_BLOCKED))
-      continue;
+    if (m & M_FRESH) { /* its id was reused: the timer was the dead thread's */
+      int id = atomic_exchange(&s->timer, -1);
+      atomic_store(&s->armed, 0);
+      if (id >= 0) syscall(SYS_timer_delete, id);
+      slot_init(s, tid, now);
+      atomic_fetch_and(&s->mstate, ~M_FRESH);
+      m &= ~M_FRESH;
+    }
+    if (!cpu_timers || atomic_load(&s->armed) || (m & (M_BLOCKED | M_CHANGING))) continue;
+    /* A thread whose mask is not known (made by a raw clone, or there before dlhook came:
+     * attach): its SigBlk, read outside any call that waits with a temporary mask. */
+    if (!(m & M_KNOWN) && thread_blocks(tid)) continue;
     if (atomic_load(&s->timer) < 0) atomic_store(&s->timer, timer_for(tid));
     arm(s);
   }
@@ -478,38 +486,45 @@ static int pick_signal(void) {
   return 0;
 }
 
-static void start(void) {
-  if (!hz || atomic_exchange(&started, 1) || atomic_load(&ended)) return;
+/* The table of threads, the timer signal and its handler: at start-up (and in a fork child,
+ * its own table), before the program can block the signal unseen; a program that gives the
+ * signal a handler later takes it (dlh_sample_sigaction). */
+static int setup(void) {
   slots = mmap(NULL, NSLOT * sizeof(tslot), PROT_READ | PROT_WRITE,
                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (slots == MAP_FAILED) {
     slots = NULL;
     dlh_warn("cannot allocate the sampler's table; the program is not sampled");
-    return;
+    return -1;
   }
   for (uint32_t i = 0; i < NSLOT; i++) atomic_store(&slots[i].timer, -1);
+  if (dlh_sample_sig) return 0; /* a fork child: the handler is in place */
   cpu_timers = kernel_delivers_safely();
   if (!real_sa)
     real_sa = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT,
                                                                                 "sigaction");
   if (!real_sa) cpu_timers = 0;
-  if (cpu_timers) {
-    int sig = dlh_sample_sig ? dlh_sample_sig : pick_signal(); /* a fork child keeps its own */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_cpu_sample;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigfillset(&sa.sa_mask); /* nothing of the program's runs inside the walk; a fault of the */
-    sigdelset(&sa.sa_mask, SIGSEGV);          /* guarded Python walk reaches the front handler */
-    sigdelset(&sa.sa_mask, SIGBUS);
-    if (sig && real_sa(sig, &sa, NULL) == 0) {
-      dlh_sample_sig = sig;
-      dlh_signals_route(sig, dlh_sample_sigaction);
-    } else {
-      cpu_timers = 0;
-      dlh_warn("no free real-time signal for the CPU-time timers; only wait samples are taken");
-    }
+  if (!cpu_timers) return 0;
+  int sig = pick_signal();
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_cpu_sample;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigfillset(&sa.sa_mask); /* nothing of the program's runs inside the walk; a fault of the */
+  sigdelset(&sa.sa_mask, SIGSEGV);          /* guarded Python walk reaches the front handler */
+  sigdelset(&sa.sa_mask, SIGBUS);
+  if (sig && real_sa(sig, &sa, NULL) == 0) {
+    dlh_sample_sig = sig;
+    dlh_signals_route(sig, dlh_sample_sigaction);
+  } else {
+    cpu_timers = 0;
+    dlh_warn("no free real-time signal for the CPU-time timers; only wait samples are taken");
   }
+  return 0;
+}
+
+static void start(void) {
+  if (!hz || !slots || atomic_exchange(&started, 1) || atomic_load(&ended)) return;
   pthread_t th;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -530,7 +545,12 @@ void dlh_sample_init(int (*start_trace)(void)) {
   py_initialized = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
   hz = dlh_cfg.sample == 2 ? 0 : dlh_cfg.sample_hz;
   period_ns = hz ? 1000000000ull / hz : 0;
-  if (hz && dlh_cfg.sample == 1) start();
+  if (!hz || setup() != 0) {
+    hz = 0;
+    return;
+  }
+  self_mask_known(); /* the thread of the constructor (the main thread) */
+  if (dlh_cfg.sample == 1) start();
 }
 
 void dlh_sample_on_call(uint32_t fn) {
@@ -585,6 +605,7 @@ void dlh_sample_after_fork_child(void) {
   /* timers and the sampler thread are not inherited; the parent's table is left alone */
   int was = atomic_load(&started) && !atomic_load(&ended);
   slots = NULL;
+  if (hz && !atomic_load(&ended) && setup() == 0) self_mask_known(); /* the forking thread */
   active = 0;
   atomic_store(&started, 0);
   atomic_store(&stop_req, 0);
@@ -601,6 +622,51 @@ void dlh_sample_after_fork_child(void) {
 /* ---------------------------------------------------------------- the program's masks */
 
 static int (*real_pthread_sigmask)(int, const sigset_t *, sigset_t *);
+
+/* The calling thread's mask, exactly, from itself. */
+static void self_mask_known(void) {
+  if (!slots || !dlh_sample_sig) return;
+  if (!real_pthread_sigmask)
+    real_pthread_sigmask = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT,
+                                                                             "pthread_sigmask");
+  sigset_t cur;
+  if (!real_pthread_sigmask || real_pthread_sigmask(SIG_BLOCK, NULL, &cur) != 0) return;
+  tslot *s = slot_find(self_tid(), 1);
+  if (!s) return;
+  int b = sigismember(&cur, dlh_sample_sig) == 1;
+  uint32_t m = atomic_load(&s->mstate), want;
+  do {
+    want = ((m + M_COUNT) & ~(M_BLOCKED | M_CHANGING)) | M_KNOWN | M_FRESH | (b ? M_BLOCKED : 0);
+  } while (!atomic_compare_exchange_weak(&s->mstate, &m, want));
+}
+
+/* pthread_create: each new thread tells its mask (inherited from its creator) before it runs
+ * the program's code, so that no thread that blocks the signal from its start (a signal-handling
+ * thread made by a creator that blocked everything) ever gets a timer. */
+typedef struct start_arg { void *(*fn)(void *); void *arg; } start_arg;
+static void *thread_start(void *p) {
+  start_arg a = *(start_arg *)p;
+  free(p);
+  self_mask_known();
+  return a.fn(a.arg);
+}
+
+static int (*real_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+DLH_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
+                              void *arg) {
+  if (!real_pthread_create)
+    real_pthread_create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+                                   void *))dlsym(RTLD_NEXT, "pthread_create");
+  if (!real_pthread_create) return ENOSYS;
+  start_arg *a = slots && dlh_sample_sig && !dlh_foreign_process() ? malloc(sizeof *a) : NULL;
+  if (!a) return real_pthread_create(th, attr, fn, arg);
+  a->fn = fn;
+  a->arg = arg;
+  int r = real_pthread_create(th, attr, thread_start, a);
+  if (r != 0) free(a);
+  return r;
+}
+
 static int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
 
 /* Before a mask change takes effect: the calling thread's timer goes off when the change blocks
@@ -626,7 +692,7 @@ static tslot *mask_before(int change) {
  * the timer off until the next scan finds the signal unblocked) */
 static void mask_after(tslot *s, int change, int ok) {
   if (!s) return;
-  mask_state(s, 0, M_CHANGING | (change == 0 && ok ? M_BLOCKED : 0));
+  mask_state(s, ok ? M_KNOWN : 0, M_CHANGING | (change == 0 && ok ? M_BLOCKED : 0));
   if (change == 0 && ok && active) arm(s);
 }
 
