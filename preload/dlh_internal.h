@@ -277,6 +277,7 @@ int dlh_capture_corr_kept(uint64_t corr);  /* writer: whether GPU work of corr i
 typedef struct dlh_sample_ops {
   void (*on_call)(uint32_t fn);
   uint64_t (*lost)(void);
+  uint64_t (*cost_ticks)(void);
   void (*stop)(void);
   void (*reset_for_attach)(void);
 } dlh_sample_ops;
@@ -290,6 +291,7 @@ void dlh_sample_stop(void);              /* async-signal-safe: no sample from no
 void dlh_sample_after_fork_child(void);  /* a sampled parent's child is sampled from its start */
 void dlh_sample_reset_for_attach(void);  /* after a trace of dlhook attach ended */
 uint64_t dlh_sample_lost(void);          /* samples not taken or not stored */
+uint64_t dlh_sample_cost_ticks(void);    /* ticks spent in the on-CPU handler */
 unsigned dlh_sample_rate(void);          /* samples per second while sampling, else 0 */
 /* signals.c's sigaction() for dlh_sample_sig: the program takes the signal, sampling ends */
 int dlh_sample_sigaction(int sig, const struct sigaction *act, struct sigaction *old,

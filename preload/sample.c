@@ -60,6 +60,7 @@ static _Atomic int started;            /* the sampler thread was started (once p
 static _Atomic int stop_req, ended;    /* sampling ends for good (exit, the program's handler) */
 static _Atomic uint64_t lost;
 static _Atomic uint64_t faults;        /* Python walks cut short by a fault (the guard) */
+static _Atomic uint64_t cost_ticks;    /* ticks spent in the on-CPU handler (after its entry) */
 static int sampled_parent;             /* this process is a fork child of a sampled one */
 static _Atomic int running;            /* the sampler thread is in its loop */
 static int (*real_sa)(int, const struct sigaction *, struct sigaction *); /* libc's sigaction */
@@ -264,6 +265,7 @@ static void on_cpu_sample(int sig, siginfo_t *si, void *uc) {
   uint32_t stack = dlh_stack_capture_signal(&t->stack_cache, uc, &py);
   t->hot.blocked--;
   put_sample(t, t->os.tid, DLH__SAMPLE_KIND__SAMPLE_CPU, tk, weight, stack, 0);
+  atomic_fetch_add_explicit(&cost_ticks, dlh_ticks() - tk, memory_order_relaxed);
 out:
   errno = saved;
 }
@@ -562,6 +564,7 @@ void dlh_sample_on_call(uint32_t fn) {
 
 unsigned dlh_sample_rate(void) { return atomic_load(&started) && !atomic_load(&ended) ? hz : 0; }
 uint64_t dlh_sample_lost(void) { return atomic_load(&lost); }
+uint64_t dlh_sample_cost_ticks(void) { return atomic_load(&cost_ticks); }
 
 void dlh_sample_stop(void) {
   active = 0;
@@ -610,6 +613,7 @@ void dlh_sample_after_fork_child(void) {
   atomic_store(&started, 0);
   atomic_store(&stop_req, 0);
   atomic_store(&lost, 0);
+  atomic_store(&cost_ticks, 0);
   atomic_store(&running, 0);
   /* A Python process's fork (multiprocessing: DataLoader workers): sampled from its start.
    * Other forks (a C program's helper) leave no trace unless they call CUDA. */

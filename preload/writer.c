@@ -151,7 +151,9 @@ static void write_counters(int final) {
   drop += dlh_cupti_dropped();
   dropped_total = drop;
   Dlh__Packet p = DLH__PACKET__INIT;
-  if (!final) {
+  /* the last Counters come just before the trailer too: the totals of the whole run (host
+   * samples have no place in the trailer) */
+  {
     Dlh__Counters c = DLH__COUNTERS__INIT;
     c.has_records = c.has_dropped = c.has_threads = 1;
     c.records = records;
@@ -163,10 +165,16 @@ static void write_counters(int final) {
     c.has_samples = c.has_samples_lost = 1;
     c.samples = samples_total;
     c.samples_lost = sampler ? sampler->lost() : 0;
+    uint64_t ct = sampler ? sampler->cost_ticks() : 0;
+    if (ct) {
+      c.has_sample_cost_ns = 1;
+      c.sample_cost_ns = dlh_tick_dur_ns(dlh_clock_last().tk, ct);
+    }
     p.data_case = DLH__PACKET__DATA_COUNTERS;
     p.counters = &c;
     put(&p);
-  } else {
+  }
+  if (final) {
     Dlh__Trailer tr = DLH__TRAILER__INIT;
     tr.has_records = tr.has_dropped = tr.has_end_ns = tr.has_exit_reason = tr.has_signal = 1;
     tr.records = records;

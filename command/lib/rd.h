@@ -124,7 +124,7 @@ typedef struct rd_trace {
    * samples_lost (rd_trace_samples), the samples of the SampleBatches read so far */
   uint32_t sample_hz;
   int have_counters_samples;
-  uint64_t counters_samples, counters_samples_lost;
+  uint64_t counters_samples, counters_samples_lost, counters_sample_cost_ns;
   uint64_t sample_events;
   uint64_t api_events, gpu_events, packets;
   uint64_t api_calls;            /* calls of the API events read so far (sum of their counts) */
@@ -174,6 +174,9 @@ uint64_t rd_trace_calls(const rd_trace *t);
  * and lost in the recorder (the last Counters.samples_lost, else 0). */
 uint64_t rd_trace_samples(const rd_trace *t);
 uint64_t rd_trace_samples_lost(const rd_trace *t);
+/* CPU time the recorder's on-CPU sample handler took in the program's threads (the last
+ * Counters.sample_cost_ns, else 0). */
+uint64_t rd_trace_sample_cost_ns(const rd_trace *t);
 /* Calls folded into an earlier call: Trailer.folded, else what the events read so far say
  * (api_calls - api_events). */
 uint64_t rd_trace_folded(const rd_trace *t);

@@ -123,7 +123,7 @@ typedef struct sgroup {
 
 struct rd_samples {
   /* totals over the traces */
-  uint64_t ns[2], n[2], lost, written;
+  uint64_t ns[2], n[2], lost, written, cost_ns;
   uint32_t hz;
   int traces;           /* traces with samples */
   sthread *th;
@@ -259,6 +259,7 @@ void rd_samples_trace_end(rd_samples *x, rd_trace *t) {
   if (x->trace_n) x->traces++;
   if (t->sample_hz && !x->hz) x->hz = t->sample_hz;
   x->lost += rd_trace_samples_lost(t);
+  x->cost_ns += rd_trace_sample_cost_ns(t);
   x->written += rd_trace_samples(t);
   for (size_t i = 0; i < x->nth; i++) { /* this trace's threads get their names */
     sthread *h = &x->th[i];
@@ -375,8 +376,8 @@ void rd_samples_json(FILE *f, rd_samples *x) {
   sort_all(x);
   fprintf(f, ",\n\"samples\":{\"hz\":%u,", x->hz);
   json_counts(f, x->ns, x->n);
-  fprintf(f, ",\"lost\":%" PRIu64 ",\"written\":%" PRIu64 ",\"traces\":%d", x->lost, x->written,
-          x->traces);
+  fprintf(f, ",\"lost\":%" PRIu64 ",\"written\":%" PRIu64 ",\"traces\":%d,\"handler_ns\":%" PRIu64,
+          x->lost, x->written, x->traces, x->cost_ns);
   fputs(",\n \"by_thread\":[", f);
   for (size_t i = 0; i < x->nth; i++) {
     const sthread *h = &x->th[i];

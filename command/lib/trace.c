@@ -168,6 +168,7 @@ static void define(rd_trace *t, const Dlh__Packet *p) {
         t->have_counters_samples = 1;
         t->counters_samples = p->counters->samples;
         t->counters_samples_lost = p->counters->samples_lost;
+        t->counters_sample_cost_ns = p->counters->sample_cost_ns;
       }
       break;
     case DLH__PACKET__DATA_SAMPLES:
@@ -265,6 +266,10 @@ uint64_t rd_trace_calls(const rd_trace *t) {
 
 uint64_t rd_trace_samples(const rd_trace *t) {
   return t->have_counters_samples ? t->counters_samples : t->sample_events;
+}
+
+uint64_t rd_trace_sample_cost_ns(const rd_trace *t) {
+  return t->have_counters_samples ? t->counters_sample_cost_ns : 0;
 }
 
 uint64_t rd_trace_samples_lost(const rd_trace *t) {
