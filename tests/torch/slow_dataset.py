@@ -1,5 +1,5 @@
 """slow_dataset.py NUM_WORKERS [--steps N] — a training step whose GPU idles while the host
-prepares input: a Linear model on the GPU fed by a DataLoader whose Dataset sleeps 20 ms per
+prepares input: a Linear model on the GPU fed by a DataLoader whose Dataset sleeps 50 ms per
 item (SLEEP_LINE below). With workers, the main thread waits in the DataLoader for them; with
 num_workers=0 it runs __getitem__ itself. Prints one line per step and 'done'."""
 import argparse
@@ -14,7 +14,7 @@ class Slow(Dataset):
         return 64
 
     def __getitem__(self, i):
-        time.sleep(0.02)  # SLEEP_LINE: where the input time goes
+        time.sleep(0.05)  # SLEEP_LINE: where the input time goes
         return torch.full((32,), float(i)), torch.zeros(8)
 
 

@@ -1,14 +1,14 @@
 #!/bin/sh
 # run-tests: timeout=900
 # Host sampling's answer to "why does my GPU idle": tests/torch/slow_dataset.py feeds a model
-# from a Dataset that sleeps 20 ms an item. For the GPU's idle time between steps (no kernel for
+# from a Dataset that sleeps 50 ms an item. For the GPU's idle time between steps (no kernel for
 # more than 20 ms), the main thread's wait samples must be in the DataLoader (num_workers=2:
 # _MultiProcessingDataLoaderIter waiting for its workers), and the workers' traces must put
 # their time at the Dataset's sleep line (Slow.__getitem__ at SLEEP_LINE); with num_workers=0
 # the main thread itself waits at that line during the idle time. Same output as bare.
 . "$ROOT/tests/torch/common.sh"
 S=$ROOT/tests/torch/slow_dataset.py
-LINE=$(grep -n 'SLEEP_LINE' "$S" | head -n 1 | cut -d: -f1)
+LINE=$(grep -n '# SLEEP_LINE' "$S" | head -n 1 | cut -d: -f1)
 for nw in 2 0; do
   run_both "w$nw" "$PY" "$S" "$nw" --steps 6
   "$DLHOOK_BIN" record --sim -o "m$nw" -- "$PY" "$S" "$nw" --steps 6 >"m$nw.out" 2>"m$nw.err" ||
