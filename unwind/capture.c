@@ -40,10 +40,7 @@ static int (*sc_getcontext)(unw_context_t *);
 static int (*sc_init)(unw_cursor_t *, unw_context_t *);
 static int (*sc_step)(unw_cursor_t *);
 static int (*sc_get_reg)(unw_cursor_t *, int, unw_word_t *);
-/* a signal handler's walk, from the interrupted context (libunwind >= 1.3) */
-static int (*sc_init2)(unw_cursor_t *, unw_context_t *, int);
-static void *unw_handle;                 /* libunwind's, for its thread-local storage */
-static size_t unw_tls_modid;             /* its TLS module (0: it has none) */
+
 static uintptr_t self_lo, self_hi;       /* libdlhook.so's mapped range: frames skipped */
 static unsigned depth_max;               /* DLHOOK_STACK_DEPTH */
 static int py_mode;                      /* splice Python frames (mixed) / only them (python) */
@@ -131,6 +128,8 @@ const char *dlh_stacks_mode_name(void) {
   return names[dlh_stack_mode & 3];
 }
 
+static void gcc_setup(void); /* the signal handler's unwinder: below */
+
 int dlh_capture_setup(const dlh_unwind_settings *settings) {
   depth_max = settings->depth ? settings->depth : 64;
   if (depth_max > DLH_STACK_MAX_DEPTH) depth_max = DLH_STACK_MAX_DEPTH;
@@ -158,9 +157,6 @@ int dlh_capture_setup(const dlh_unwind_settings *settings) {
       sc_init = (int (*)(unw_cursor_t *, unw_context_t *))dlsym(h, "_ULx86_64_init_local");
       sc_step = (int (*)(unw_cursor_t *))dlsym(h, "_ULx86_64_step");
       sc_get_reg = (int (*)(unw_cursor_t *, int, unw_word_t *))dlsym(h, "_ULx86_64_get_reg");
-      sc_init2 = (int (*)(unw_cursor_t *, unw_context_t *, int))dlsym(h, "_ULx86_64_init_local2");
-      unw_handle = h;
-      if (dlinfo(h, RTLD_DI_TLS_MODID, &unw_tls_modid) != 0) sc_init2 = NULL;
       if (!sc_getcontext || !sc_init || !sc_get_reg) sc_step = NULL;
     }
     if (!unw_bt) {
@@ -169,6 +165,7 @@ int dlh_capture_setup(const dlh_unwind_settings *settings) {
     }
   }
   dl_iterate_phdr(find_self, (void *)(uintptr_t)&dlh_capture_setup);
+  gcc_setup();
   dlh_modmap_init();
   static int atfork_done;
   if (!atfork_done) {
@@ -379,7 +376,6 @@ typedef struct sc_entry {
 void dlh_stack_cache_reset(dlh_stack_cache *cache) {
   sc_entry *e = cache ? cache->entries : NULL;
   for (int w = 0; e && w < SC_WAYS; w++) e[w].sp = 0;
-  if (cache) cache->tls_ready = cache->bt_ready = 0;
 }
 
 /* The fork guard's stripe of the calling thread (its cache is per thread). */
@@ -550,28 +546,45 @@ uint32_t dlh_stack_capture_python_of(uintptr_t ts) {
  * unw_backtrace, whose trace cache is thread-local storage of the dlopen'ed libunwind: its
  * first use in a thread allocates it with malloc, which the signal may have interrupted
  * (a deadlock seen with torch's import). The cursor keeps its state on this stack. */
-/* Whether libunwind's thread-local storage exists in the calling thread (its first use in a
- * thread, outside any signal handler, allocates it: a hook's walk). Async-signal-safe: glibc's
- * dlinfo(RTLD_DI_TLS_DATA) looks without allocating. */
-static int unw_tls_ready(dlh_stack_cache *cache) {
-  if (cache->tls_ready || !unw_tls_modid) return 1;
-  void *block = NULL;
-  if (dlinfo(unw_handle, RTLD_DI_TLS_DATA, &block) != 0 || !block) return 0;
-  cache->tls_ready = 1;
-  return 1;
+/* A signal handler's native frames. Not libunwind: its caches are thread-local storage of a
+ * dlopen'ed library, and glibc's __tls_get_addr allocates (the DTV of the thread, after any
+ * dlopen of a library with TLS) where the signal may have interrupted malloc: a deadlock seen in
+ * torch's import. libgcc's _Unwind_Backtrace keeps its state on the stack and finds unwind
+ * tables with glibc's _dl_find_object (lock-free, async-signal-safe; glibc >= 2.35, the only
+ * case where it is used: gcc_bt stays NULL otherwise, and samples keep their Python frames and
+ * their pc only). */
+typedef struct gcc_walk { void **pcs; int n, max; } gcc_walk;
+static int (*gcc_bt)(int (*)(void *, void *), void *);
+static uintptr_t (*gcc_ip)(void *);
+
+static int gcc_frame(void *ctx, void *arg) {
+  gcc_walk *w = arg;
+  uintptr_t ip = gcc_ip(ctx);
+  if (!ip || w->n >= w->max) return 5; /* _URC_END_OF_STACK: stop */
+  w->pcs[w->n++] = (void *)ip;
+  return 0;                            /* _URC_NO_REASON: on */
 }
 
-static int walk_signal(void *uc, void **pcs, int max) {
-  if (!sc_init2 || !sc_step || !uc) return 0;
-  unw_cursor_t cur;
-  if (sc_init2(&cur, (unw_context_t *)uc, 1 /* UNW_INIT_SIGNAL_FRAME */) != 0) return 0;
-  int got = 0;
-  do {
-    unw_word_t ip;
-    if (sc_get_reg(&cur, UNW_REG_IP, &ip) != 0 || !ip) break;
-    pcs[got++] = (void *)(uintptr_t)ip;
-  } while (got < max && sc_step(&cur) > 0);
-  return got;
+static int walk_signal(void **pcs, int max) {
+  if (!gcc_bt) return 0;
+  gcc_walk w = {pcs, 0, max};
+  gcc_bt(gcc_frame, &w);
+  return w.n;
+}
+
+static void gcc_setup(void) {
+  if (gcc_bt) return;
+  if (!dlsym(RTLD_DEFAULT, "_dl_find_object")) return; /* libgcc would take the loader's lock */
+  void *g = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!g) return;
+  gcc_ip = (uintptr_t (*)(void *))dlsym(g, "_Unwind_GetIP");
+  int (*bt)(int (*)(void *, void *), void *) =
+      (int (*)(int (*)(void *, void *), void *))dlsym(g, "_Unwind_Backtrace");
+  if (!gcc_ip || !bt) return;
+  void *pcs[4];
+  gcc_walk w = {pcs, 0, 4};
+  bt(gcc_frame, &w); /* its one-time set-up, here rather than in a handler */
+  gcc_bt = bt;
 }
 
 /* uc: NULL for a hook (dlhook's own leading frames and CUPTI's are skipped); in a signal
@@ -612,22 +625,19 @@ static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, void *uc,
   }
   int extra = uc ? 0 : 4;               /* dlhook's own frames (2 or 3) */
   if (uc) {
-    /* unw_backtrace (its per-thread trace cache makes it fast) in a thread that used it
-     * outside any handler already (a recorded call's walk: its cache exists, nothing is
-     * allocated now), from the interrupted pc on; the cursor from the interrupted context
-     * (no cache: slow) where only libunwind's storage exists; else no native frames */
-    if (cache->bt_ready && unw_bt) {
-      uintptr_t pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
-      got = unw_bt(pcs, (int)depth + 8);
-      while (skip < got && (uintptr_t)pcs[skip] != pc) skip++;
-      if (got == (int)depth + 8) truncated = 1;
-    } else {
-      got = unw_tls_ready(cache) ? walk_signal(uc, pcs, (int)depth + 1) : 0;
-      if (got == (int)depth + 1) truncated = 1;
+    /* libgcc's unwinder (see walk_signal), from the handler's frame: the frames above the
+     * interrupted pc (the handler, the signal trampoline) are cut */
+    uintptr_t pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+    got = walk_signal(pcs, (int)depth + 8);
+    while (skip < got && (uintptr_t)pcs[skip] != pc) skip++;
+    if (got == (int)depth + 8) truncated = 1;
+    if (skip == got && pc) { /* no unwind information to step through the signal frame: the pc */
+      pcs[0] = (void *)pc;
+      got = 1;
+      skip = 0;
     }
   } else {
     got = unw_bt(pcs, (int)depth + extra);
-    if (cache) cache->bt_ready = 1;
     while (skip < got && (uintptr_t)pcs[skip] - self_lo < self_hi - self_lo) skip++;
     while (skip < got - 1 && lead_skip((uintptr_t)pcs[skip])) skip++; /* may scan the loader's list */
   }

@@ -63,9 +63,6 @@ typedef struct dlh_stack_cache {
   unsigned miss_known;          /* the last miss was a stack seen before */
   volatile unsigned busy;       /* > 0: the thread is inside a walk (a signal handler that
                                    interrupted it must not walk: dlh_stack_capture_signal) */
-  unsigned tls_ready;           /* libunwind's thread-local storage exists in the thread */
-  unsigned bt_ready;            /* the thread ran unw_backtrace outside a handler (its trace
-                                   cache exists) */
 } dlh_stack_cache;
 
 /* Hot path: captures the calling thread's stack (dlhook's own frames skipped) and returns its
@@ -84,10 +81,11 @@ typedef struct dlh_py_snap {
 } dlh_py_snap;
 int dlh_stack_python_snap(dlh_stack_cache *cache, dlh_py_snap *snap);
 /* Then the stack of the code the signal interrupted (uc: the handler's ucontext_t), innermost
- * first, with py (may be NULL) spliced in as by dlh_stack_capture. No malloc: in a thread whose
- * libunwind storage does not exist yet (it never made a recorded call) only the Python frames
- * are kept. Returns 0 (no walk) when the thread was interrupted inside a walk of its own
- * (cache->busy), while a fork is in progress, or when stacks are off. */
+ * first, with py (may be NULL) spliced in as by dlh_stack_capture. No malloc, no lock, no
+ * thread-local storage: libgcc's unwinder over glibc's _dl_find_object (glibc >= 2.35; before,
+ * the interrupted pc and the Python frames only). Returns 0 (no walk) when the thread was
+ * interrupted inside a walk of its own (cache->busy), while a fork is in progress, or when
+ * stacks are off. */
 uint32_t dlh_stack_capture_signal(dlh_stack_cache *cache, void *uc, const dlh_py_snap *py);
 
 /* Host sampling, from another thread: the Python frames of the thread whose PyThreadState is
