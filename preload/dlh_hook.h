@@ -65,6 +65,8 @@ extern __thread dlh_thread *dlh_self __attribute__((tls_model("initial-exec")));
 struct dlh_thread_hot {           /* the first members of struct dlh_thread */
   uint32_t depth;                 /* API nesting depth of this thread */
   uint32_t blocked;               /* > 0: do not record (inside dlhook, or thread shutting down) */
+  uint64_t stolen;                /* ticks the host-sampling handler took on this thread: a call
+                                     it interrupted does not count them (preload/sample.c) */
 };
 
 /* Slow path: attaches the calling thread (allocates its ring with mmap). Returns NULL when
@@ -95,6 +97,7 @@ static inline uint64_t dlh_ticks(void) {
 typedef struct dlh_call {
   dlh_thread *t;
   uint64_t t0;
+  uint64_t stolen0;               /* the thread's stolen ticks when the call began */
   uint32_t depth;
 } dlh_call;
 
@@ -112,6 +115,7 @@ static inline int dlh_call_begin(dlh_call *c) {
   if (DLH_UNLIKELY(h->blocked)) return 0;
   c->t = t;
   c->depth = h->depth++;
+  c->stolen0 = h->stolen;
   c->t0 = dlh_ticks();
   return 1;
 }
@@ -135,7 +139,8 @@ void dlh_call_store2(dlh_call *c, uint64_t key, int64_t ret, uint64_t t1, uint64
  * full). args: nargs values, encoded as the descriptor's argtypes say. */
 static inline __attribute__((always_inline)) void dlh_call_end(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs,
                                 const uint64_t *args) {
-  uint64_t t1 = dlh_ticks();
+  /* the end less what a host sample's handler took inside the call (it was not the call's) */
+  uint64_t t1 = dlh_ticks() - (((struct dlh_thread_hot *)c->t)->stolen - c->stolen0);
   if (DLH_UNLIKELY(nargs > DLH_MAX_ARGS)) nargs = DLH_MAX_ARGS;
   uint64_t key = DLH_API_KEY(fn, nargs);
   if (__builtin_constant_p(nargs) && nargs == 0)

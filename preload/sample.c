@@ -229,6 +229,7 @@ static void put_sample(struct dlh_thread *t, uint32_t tid, unsigned kind, uint64
 /* The CPU timer's signal, in the thread that used the CPU time. */
 static void on_cpu_sample(int sig, siginfo_t *si, void *uc) {
   (void)sig;
+  uint64_t entry = dlh_ticks();
   int saved = errno;
   if (!active || !dlh_recording || dlh_capture_closed || si->si_code != SI_TIMER ||
       dlh_foreign_process())
@@ -265,7 +266,9 @@ static void on_cpu_sample(int sig, siginfo_t *si, void *uc) {
   uint32_t stack = dlh_stack_capture_signal(&t->stack_cache, uc, &py);
   t->hot.blocked--;
   put_sample(t, t->os.tid, DLH__SAMPLE_KIND__SAMPLE_CPU, tk, weight, stack, 0);
-  atomic_fetch_add_explicit(&cost_ticks, dlh_ticks() - tk, memory_order_relaxed);
+  uint64_t took = dlh_ticks() - entry;
+  atomic_fetch_add_explicit(&cost_ticks, took, memory_order_relaxed);
+  t->hot.stolen += took; /* a call it interrupted ends earlier by as much (dlh_call_end) */
 out:
   errno = saved;
 }

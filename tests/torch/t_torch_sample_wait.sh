@@ -10,8 +10,8 @@
 S=$ROOT/tests/torch/slow_dataset.py
 LINE=$(grep -n '# SLEEP_LINE' "$S" | head -n 1 | cut -d: -f1)
 for nw in 2 0; do
-  run_both "w$nw" "$PY" "$S" "$nw" --steps 6
-  "$DLHOOK_BIN" record --sim -o "m$nw" -- "$PY" "$S" "$nw" --steps 6 >"m$nw.out" 2>"m$nw.err" ||
+  run_both "w$nw" "$PY" "$S" "$nw" --steps 8
+  "$DLHOOK_BIN" record --sim -o "m$nw" -- "$PY" "$S" "$nw" --steps 8 >"m$nw.out" 2>"m$nw.err" ||
     fail "num_workers=$nw: record failed: $(tail -n 5 "m$nw.err")"
   for f in "m$nw"/*.dlh; do
     "$DLHOOK_BIN" dump --type process,sample,kernel "$f" >>"m$nw.jsonl" 2>>"m$nw.dump.err" ||
@@ -25,8 +25,9 @@ kern = sorted((e["start_ns"], e["start_ns"] + e["dur_ns"], e["pid"]) for e in ev
 assert kern, "no kernel"
 main_pid = kern[0][2]
 # the GPU's idle gaps: more than 20 ms without a kernel, between the first and the last one
+# (how many depends on how fast the host runs the steps against the workers: at least 100 ms)
 gaps = [(a[1], b[0]) for a, b in zip(kern, kern[1:]) if b[0] - a[1] > 20e6]
-assert len(gaps) >= 3, ("GPU idle gaps", len(gaps))
+assert gaps and sum(g[1] - g[0] for g in gaps) >= 100e6, ("GPU idle gaps", gaps)
 def in_gap(t): return any(lo <= t < hi for lo, hi in gaps)
 def frames(e): return [(f.get("function", ""), f.get("file", ""), f.get("line", 0)) for f in e.get("stack", [])]
 def at_sleep(e): return any(fn.endswith("__getitem__") and fi.endswith("slow_dataset.py") and ln == line for fn, fi, ln in frames(e))
