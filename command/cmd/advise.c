@@ -34,7 +34,7 @@ const rd_command cmd_advise_spec = {
              "copy calls.\n"
              " malloc-in-loop: cudaMalloc/cudaFree (cuMemAlloc/cuMemFree) after the first step "
              "(without steps: every call of a place but its first), at least 2 from one place; "
-             "cost: their time.\n\n"
+             "cost: their time; threshold 0.1% of the step time.\n\n"
              "With no finding above the thresholds it says \"no findings above the "
              "thresholds\".",
     .notes = "--json prints one object:\n\n"

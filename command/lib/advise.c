@@ -12,7 +12,8 @@
  *   malloc-in-loop cudaMalloc/cudaFree (and the driver's cuMemAlloc/cuMemFree) in the steady
  *                  state: after the first step (with steps), else every call of a place but its
  *                  first, at least 2 such calls from one place; cost = their time per step.
- * Every class also needs a cost of at least ADV_MIN_PCT % of the step time.
+ * Every class also needs a cost of at least ADV_MIN_PCT % of the step time (malloc-in-loop:
+ * ADV_MIN_PCT_MALLOC %, as any steady-state allocation is a defect worth naming).
  *
  * A step is an NVTX range named like one (rd_step_number); without steps the whole span of the
  * trace's calls is one step. The place of a call is the innermost frame of the user's Python code
@@ -25,7 +26,10 @@
 #include "rd.h"
 #include "rd_scan.h"
 
+#ifndef ADV_MIN_PCT
 #define ADV_MIN_PCT 1.0
+#endif
+#define ADV_MIN_PCT_MALLOC 0.1
 #define ADV_MIN_CALLS 3
 
 enum { A_SYNC, A_PAGEABLE, A_MALLOC, A_NCLASS };
@@ -259,7 +263,7 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
     uint64_t min_calls = f->cls == A_MALLOC ? 2 : ADV_MIN_CALLS;
     if (f->cls == A_SYNC && f->calls < f->nsteps) min_calls = f->nsteps;
     double pct = f->step_ns ? 100.0 * (double)f->ns / (double)f->step_ns : 0;
-    if (f->calls >= min_calls && pct >= ADV_MIN_PCT) x->f[w++] = *f;
+    if (f->calls >= min_calls && pct >= (f->cls == A_MALLOC ? ADV_MIN_PCT_MALLOC : ADV_MIN_PCT)) x->f[w++] = *f;
     else { free(f->place); free(f->trace); free(f->fns); }
   }
   x->nf = w;
