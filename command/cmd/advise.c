@@ -22,7 +22,7 @@ const rd_command cmd_advise_spec = {
              "the step time, and how it was estimated), its evidence (the calls, their count and "
              "time), the place in the user's code (the innermost frame of the user's own Python "
              "code, else of the program's executable) and the usual fix. A step is an NVTX range "
-             "named like one (\"ProfilerStep#3\", \"step 3\"); without steps the trace's span is "
+             "named like one (\"ProfilerStep#3\", \"step 3\"), and then only the calls inside steps count; without steps the trace's span is "
              "one step.\n\n"
              "Classes (a finding needs its count and a cost of at least 1% of the step time):\n\n"
              " sync-in-loop: cudaStreamSynchronize, cudaDeviceSynchronize, "

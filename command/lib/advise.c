@@ -15,8 +15,9 @@
  * Every class also needs a cost of at least ADV_MIN_PCT % of the step time (malloc-in-loop:
  * ADV_MIN_PCT_MALLOC %, as any steady-state allocation is a defect worth naming).
  *
- * A step is an NVTX range named like one (rd_step_number); without steps the whole span of the
- * trace's calls is one step. The place of a call is the innermost frame of the user's Python code
+ * A step is an NVTX range named like one (rd_step_number); with steps only the calls inside them
+ * count (not the set-up before the first), without steps the whole span of the trace's calls is
+ * one step. The place of a call is the innermost frame of the user's Python code
  * (rd_torch_of), else the innermost frame in the program's own executable, else the innermost
  * frame that has a name. */
 #include <inttypes.h>
@@ -198,7 +199,14 @@ static int by_cost(const void *a, const void *b) {
 
 void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
   uint64_t nsteps = 1, step_ns = x->hi > x->lo ? x->hi - x->lo : 0, after = 0;
+  uint64_t in_lo = 0, in_hi = UINT64_MAX; /* with steps: only calls inside them count */
   if (x->nst) {
+    in_lo = UINT64_MAX;
+    in_hi = 0;
+    for (size_t i = 0; i < x->nst; i++) {
+      if (x->st_s[i] < in_lo) in_lo = x->st_s[i];
+      if (x->st_e[i] > in_hi) in_hi = x->st_e[i];
+    }
     nsteps = x->nst;
     step_ns = 0;
     after = UINT64_MAX;
@@ -216,6 +224,7 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
     acall *c = &x->c[i];
     int cls = c->cls;
     uint32_t one;
+    if (c->start < in_lo || c->start >= in_hi) continue;
     if (cls < 0) {
       if (!rd_m_get(&x->pageable, c->corr, &one)) continue;
       cls = A_PAGEABLE;
