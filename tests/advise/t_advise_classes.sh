@@ -17,6 +17,8 @@ for c in sync:sync-in-loop:PLANT-SYNC malloc:malloc-in-loop:PLANT-MALLOC pageabl
   pyassert "$mode.json" "[f['class'] for f in j['findings'][:2]].count('$cls') == 1 and \
 any(f['class'] == '$cls' and f['place'].startswith('advise_loop.c:$line ') and f['evidence']['calls'] >= 19 \
 and f['cost_ms_per_step'] > 0 for f in j['findings'][:2])"
+  "$DLHOOK_BIN" stats --json "$tr" >"$mode.stats.json" || fail "stats $mode"
+  pyassert "$mode.stats.json" "j['findings'][:2] and '$cls' in [f['class'] for f in j['findings'][:2]]"
   "$DLHOOK_BIN" advise "$tr" >"$mode.txt" || fail "advise text $mode"
   grep -q "^  [12]\. $cls .* at advise_loop.c:$line " "$mode.txt" || fail "text $mode: $(cat "$mode.txt")"
 done
