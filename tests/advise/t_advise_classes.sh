@@ -28,6 +28,12 @@ tr=$(one_trace out-tuned)
 pyassert tuned.json "j['findings'] == []"
 "$DLHOOK_BIN" advise "$tr" >tuned.txt || fail "advise tuned text"
 grep -q "no findings above the thresholds" tuned.txt || fail "tuned: $(cat tuned.txt)"
+# dlhook report: a Findings section first, fed by the findings of the embedded stats
+"$DLHOOK_BIN" report -o sync.html "$(one_trace out-sync)" >/dev/null 2>&1 || fail "report"
+grep -q '<h2>Findings</h2>' sync.html || fail "report: no Findings section"
+grep -q '"findings":\[{"rank":1,"class":"sync-in-loop"' sync.html || fail "report: no findings data"
+first=$(grep -o '<h2>[A-Za-z]*' sync.html | head -1)
+[ "$first" = "<h2>Findings" ] || fail "report: first section is $first"
 # usage: no trace is a usage error
 "$DLHOOK_BIN" advise >/dev/null 2>&1; [ $? -eq 2 ] || fail "advise without a trace: not exit 2"
 echo ok
