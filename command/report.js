@@ -385,6 +385,18 @@
     return h;
   }
 
+  // ------------------------------------------------------------ findings (dlhook advise)
+  var fd = D.stats && D.stats.findings, fv = document.getElementById('findings');
+  if (fv) {
+    if (!fd || !fd.length) fv.innerHTML = '<p>no findings above the thresholds</p>';
+    else fv.innerHTML = '<ol>' + fd.map(function (f) {
+      return '<li><b>' + esc(f['class']) + '</b> ' + (+f.cost_ms_per_step).toFixed(3) + ' ms/step (' +
+        (+f.cost_pct).toFixed(1) + '%) at <code>' + esc(f.place) + '</code><br>evidence: ' +
+        f.evidence.calls + ' calls of ' + esc(f.evidence.functions) + '<br>estimated: ' + esc(f.estimate) +
+        '<br>fix: ' + esc(f.fix) + '</li>';
+    }).join('') + '</ol>';
+  }
+
   // ------------------------------------------------------------ step view
   var st = D.stats && D.stats.steps, sv = document.getElementById('steps');
   var CAT = [['compute_ns', 'compute', '#2e9e4f'], ['comm_ns', 'communication', '#d35400'],

@@ -19,6 +19,9 @@ TEST_DEPS += $(TEST_PROGS)
 # tests/record/: capture ranges and the GPU memory ledger
 TEST_DEPS += $(BUILD)/tests/progs/capture $(BUILD)/tests/progs/memory
 
+# tests/advise/: planted causes for dlhook advise
+TEST_DEPS += $(BUILD)/tests/progs/advise_loop
+
 # the settings table of docs/settings.md from the one table of settings
 # (tests/cli/t_settings_doc.sh; `make settings-doc` writes it there)
 $(BUILD)/tests/bin/settings_doc: tests/cli/settings_doc.c preload/dlh_settings.def

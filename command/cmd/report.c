@@ -705,6 +705,7 @@ static void write_page(FILE *f, report *r, size_t n, const char *svg, const char
           n, n == 1 ? "" : "s", r->api_calls, r->kernels_n, fmt_ns(b1, sizeof b1, (double)r->kernel_ns),
           fmt_ns(b2, sizeof b2, (double)(r->t1 > r->t0 ? r->t1 - r->t0 : 0)), r->dropped);
 
+  fputs("<h2>Findings</h2>\n<div id=\"findings\"><p class=\"muted\">(needs JavaScript)</p></div>\n", f);
   fputs("<h2>Steps</h2>\n<div id=\"steps\"><p class=\"muted\">(needs JavaScript)</p></div>\n", f);
 
   size_t shown = 0;

@@ -311,6 +311,8 @@ struct rd_stats_run {
   rd_tee tee;
   rd_ops *ops;  /* the PyTorch tables */
   rd_samples *samples; /* host time from the samples */
+  rd_advise *advise;   /* --json: the findings of dlhook advise */
+  rd_sink ad;
 };
 
 rd_stats_run *rd_stats_run_new(size_t nfiles, int json) {
@@ -320,6 +322,7 @@ rd_stats_run *rd_stats_run_new(size_t nfiles, int json) {
   x->ops = rd_ops_new();
   x->samples = rd_samples_new();
   x->steps = json ? rd_steps_new() : NULL;
+  x->advise = json ? rd_advise_new() : NULL;
   x->n = nfiles;
   x->ranks = calloc(nfiles ? nfiles : 1, sizeof *x->ranks);
   if (!x->ranks) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
@@ -333,6 +336,7 @@ rd_sink *rd_stats_run_begin(rd_stats_run *x, size_t i, const char *path) {
   x->sm = rd_samples_sink(x->samples);
   x->tee = (rd_tee){{&x->own, &x->sm}, 2};
   if (x->steps) { x->st = rd_steps_sink(x->steps); x->tee.s[x->tee.n++] = &x->st; }
+  if (x->advise) { x->ad = rd_advise_sink(x->advise); x->tee.s[x->tee.n++] = &x->ad; }
   if (x->n > 1 && i < x->n) {
     x->ranks[i] = rd_ranks_in_new(path);
     x->rk = rd_ranks_in_sink(x->ranks[i]);
@@ -351,6 +355,7 @@ void rd_stats_run_end(rd_stats_run *x, size_t i, rd_trace *t) {
   stats *s = &x->s;
   one *o = &x->o;
   if (x->steps) rd_steps_end(x->steps);
+  if (x->advise) rd_advise_trace_end(x->advise, t);
   rd_samples_trace_end(x->samples, t);
   if (x->n > 1 && i < x->n && x->ranks[i]) rd_ranks_in_end(x->ranks[i], t);
   for (size_t k = 0; k < o->ndv; k++) {
@@ -456,7 +461,8 @@ static void json_dlhook_memory(FILE *f, const stats *s) {
   fputs("]}", f);
 }
 
-static void print_json(FILE *f, const stats *s, rd_steps *steps, rd_ops *ops, rd_samples *sm) {
+static void print_json(FILE *f, const stats *s, rd_steps *steps, rd_ops *ops, rd_samples *sm,
+                       rd_advise *adv) {
   fputs("{\"api\":", f);
   json_aggs(f, &s->api, 1);
   fputs(",\n\"kernels\":", f);
@@ -496,6 +502,10 @@ static void print_json(FILE *f, const stats *s, rd_steps *steps, rd_ops *ops, rd
   rd_steps_json(f, steps); /* per step and rank: compute, comm, copy, host, idle */
   if (ops) rd_ops_json(f, ops); /* operators, modules, source lines (PyTorch) */
   rd_samples_json(f, sm); /* host time from the samples */
+  if (adv) { /* dlhook advise's findings */
+    fputs(",\n\"findings\":", f);
+    rd_advise_json(f, adv);
+  }
   if (s->natt) { /* dlhook attach */
     fputs(",\n\"attached\":[", f);
     for (size_t i = 0; i < s->natt; i++) {
@@ -668,7 +678,8 @@ const rd_command cmd_stats_spec = {
              "  \"samples\":{hz,cpu,wait,cpu_ns,wait_ns,lost,written,traces,\n"
              "         by_thread:[{pid,tid,name,cpu,wait,cpu_ns,wait_ns,share}],\n"
              "         by_line:[{function,file,line,cpu,wait,cpu_ns,wait_ns,share}],\n"
-             "         by_op:[{name,...}],by_wait:[{name,...}]}}\n\n"
+             "         by_op:[{name,...}],by_wait:[{name,...}]},\n"
+             "  \"findings\":[...] (those of dlhook advise --json, ranked)}\n\n"
              "(steps: NVTX ranges named like steps; the five parts are exclusive and add up to "
              "dur_ns; sample_cpu_ns and sample_wait_ns are the host samples taken in the step)\n\n"
              "samples: the host samples of traces recorded with sampling (DLHOOK_SAMPLE_HZ): cpu "
@@ -779,12 +790,13 @@ void rd_stats_run_finish(rd_stats_run *x, int json, FILE *out) {
   rd_steps *steps = x->steps;
   if (s.traces == 0 || !out) { /* nothing could be opened (the errors said why), or no output */
   } else if (json) {
-    print_json(out, &s, steps, x->ops, x->samples);
+    print_json(out, &s, steps, x->ops, x->samples, x->advise);
     steps = NULL;
   } else {
     print_table(out, &s, x->ops, x->samples);
   }
   rd_ops_free(x->ops);
+  rd_advise_free(x->advise);
   rd_samples_free(x->samples);
   for (size_t i = 0; i < s.api.n; i++) free(s.api.v[i].name);
   for (size_t i = 0; i < s.kernels.n; i++) free(s.kernels.v[i].name);

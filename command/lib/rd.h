@@ -379,6 +379,22 @@ struct rd_sink rd_steps_sink(rd_steps *x);
 void rd_steps_end(rd_steps *x);
 void rd_steps_json(FILE *f, rd_steps *x);
 
+/* ---------------------------------------------------------------- findings (advise.c) */
+
+/* The findings of dlhook advise (advise.c lists the classes and thresholds): rd_advise_sink
+ * gathers one trace during its second pass, rd_advise_trace_end after it (with the trace's
+ * stacks known) turns it into findings, ranked by cost. rd_advise_json writes them as a JSON
+ * array, rd_advise_table as the text "Findings" section ("no findings above the thresholds"
+ * when there is none). */
+typedef struct rd_advise rd_advise;
+rd_advise *rd_advise_new(void);
+struct rd_sink rd_advise_sink(rd_advise *x);
+void rd_advise_trace_end(rd_advise *x, rd_trace *t);
+size_t rd_advise_count(const rd_advise *x);
+void rd_advise_json(FILE *f, rd_advise *x);
+void rd_advise_table(FILE *f, rd_advise *x);
+void rd_advise_free(rd_advise *x);
+
 /* ---------------------------------------------------------------- dlhook stats (cmd/stats.c) */
 
 /* A run of dlhook stats over n traces, fed by the reader's passes: rd_stats_run_begin gives the
