@@ -55,9 +55,29 @@ grep -q '^PyTorch operators' lm.txt || fail "no operator table: $(cat lm.txt)"
 grep -q 'aten::mm' lm.txt || fail "no aten::mm in the table"
 grep -q '^Modules' lm.txt || fail "no module table"
 
-# HTA reads the operators of the export
+# The export's own nesting: every kernel's launch (cuda_runtime) lies inside a cpu_op of the same
+# thread that has the launch's External id: exact, whatever the timing.
+python3 - kin_lm/*.pt.trace.json.gz <<'PY' || fail "launches outside their operator in the export"
+import collections, gzip, json, sys
+ev = json.load(gzip.open(sys.argv[1]))["traceEvents"]
+ops = collections.defaultdict(list)
+for e in ev:
+    if e.get("cat") == "cpu_op":
+        ops[e["args"].get("External id")].append(e)
+rt = {e["args"].get("correlation"): e for e in ev if e.get("cat") == "cuda_runtime"}
+ks = [e for e in ev if e.get("cat") == "kernel"]
+out = [k for k in ks if not any(o["tid"] == r["tid"] and o["ts"] <= r["ts"] and r["ts"] + r.get("dur", 0) <= o["ts"] + o["dur"]
+                                for r in [rt.get(k["args"].get("correlation"))] if r
+                                for o in ops.get(r["args"].get("External id"), []))]
+print(f"export nesting: {len(ks) - len(out)} of {len(ks)} kernel launches inside their operator")
+assert ks and not out, out[:3]
+PY
+# HTA reads the operators of the export. HTA's call graph rebuilds the nesting by times alone and
+# put 97-98 % of this workload's kernels under their op in repeated runs (90-97 % with host
+# sampling's jitter), while the export's own links above are exact (a limit, docs/pytorch.md):
+# 90 % is asked of it.
 need_venv_module hta
-"$VPY" "$ROOT/tests/torch/hta_ops.py" kin_lm >hta.out 2>&1 || fail "HTA: $(tail -n 20 hta.out)"
+"$VPY" "$ROOT/tests/torch/hta_ops.py" kin_lm 0.90 >hta.out 2>&1 || fail "HTA: $(tail -n 20 hta.out)"
 cat hta.out
 
 # native stacks: operators and autograd nodes, no Python frames (no modules)
