@@ -81,7 +81,6 @@ struct dlh_thread {
     char name[16];
     void *altstack;                    /* dlhook's alternate signal stack of this thread, or NULL */
     size_t altstack_size;
-    uintptr_t py_ts;                   /* its PyThreadState as last seen by itself (sample.c) */
     int internal;                      /* dlhook's sampler thread: never announced (ThreadInfo) */
     void *volatile probe;              /* sigjmp_buf * while a sample reads Python frames under
                                           the fault guard (signals.c jumps back to it) */

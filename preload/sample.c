@@ -55,7 +55,7 @@ int dlh_sample_sig;
 static unsigned hz;                    /* DLHOOK_SAMPLE_HZ, 0 = off */
 static uint64_t period_ns;
 static int cpu_timers;                 /* the kernel delivers CPU-timer signals safely */
-static volatile int active;            /* the handler records */
+static _Atomic int active;             /* the handler records */
 static _Atomic int started;            /* the sampler thread was started (once per process) */
 static _Atomic int stop_req, ended;    /* sampling ends for good (exit, the program's handler) */
 static _Atomic uint64_t lost;
@@ -88,7 +88,7 @@ typedef struct tslot {
   uint32_t wait_stack, wait_state;
   uintptr_t wait_ts;                   /* the thread state its wait stack was read from */
   uint64_t wait_ns;                    /* off-CPU time not yet sampled */
-  struct dlh_thread *thr;              /* its recording state (Python thread state), or NULL */
+  _Atomic uintptr_t own_ts;            /* its PyThreadState, as it said in an on-CPU sample */
   uintptr_t ts;                        /* its PyThreadState from the interpreter's list, or 0 */
 } tslot;
 static tslot *slots;
@@ -231,7 +231,7 @@ static void on_cpu_sample(int sig, siginfo_t *si, void *uc) {
   (void)sig;
   uint64_t entry = dlh_ticks();
   int saved = errno;
-  if (!active || !dlh_recording || dlh_capture_closed || si->si_code != SI_TIMER ||
+  if (!atomic_load_explicit(&active, memory_order_relaxed) || !dlh_recording || dlh_capture_closed || si->si_code != SI_TIMER ||
       dlh_foreign_process())
     goto out;
   struct dlh_thread *t = dlh_self;
@@ -242,7 +242,8 @@ static void on_cpu_sample(int sig, siginfo_t *si, void *uc) {
   }
   uint64_t tk = dlh_ticks();
   uint64_t weight = (uint64_t)(1 + (si->si_overrun > 0 ? si->si_overrun : 0)) * period_ns;
-  t->os.py_ts = dlh_py_this_ts();
+  tslot *me = slot_find(t->os.tid, 0); /* its Python thread state, for its wait samples */
+  if (me) atomic_store_explicit(&me->own_ts, dlh_py_this_ts(), memory_order_relaxed);
   t->hot.blocked++; /* nothing the walk calls is recorded */
   /* The Python frames under the fault guard: the interpreter may be between two stores of a
    * frame push or pop (CPython 3.11 sets tstate->cframe before its current_frame), and a
@@ -309,7 +310,7 @@ static void slot_free(tslot *s) {
   int id = atomic_exchange(&s->timer, -1);
   atomic_store(&s->armed, 0);
   if (id >= 0) syscall(SYS_timer_delete, id);
-  s->thr = NULL;
+  atomic_store(&s->own_ts, 0);
   s->ts = 0;
   atomic_store(&s->mstate, 0);
   atomic_store(&s->tid, TOMB);
@@ -323,7 +324,7 @@ static void slot_init(tslot *s, uint32_t tid, uint64_t now) {
   s->wait_cpu = ~0ull;
   s->wait_ts = 0;
   s->wait_ns = 0;
-  s->thr = NULL;
+  atomic_store(&s->own_ts, 0);
   s->ts = 0;
 }
 
@@ -357,13 +358,13 @@ static void rescan(uint32_t gen, uint32_t me, uint64_t now) {
     arm(s);
   }
   closedir(d);
-  /* the recording state of each thread, for its Python thread state; the states of those that
-   * never showed theirs come from the interpreter's list */
-  for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
-    if (atomic_load(&t->shared.state) != DLH_T_ACTIVE) continue;
-    tslot *s = slot_find(t->os.tid, 0);
-    if (s) s->thr = t;
-    if (t->os.py_ts) dlh_py_calibrate(t->os.py_ts, t->os.tid);
+  /* the Python thread states the threads gave (calibration), then those of the interpreter's
+   * list for the threads that never gave theirs */
+  for (uint32_t i = 0; i < NSLOT; i++) {
+    tslot *s = &slots[i];
+    uint32_t t = atomic_load(&s->tid);
+    uintptr_t pts = t && t != TOMB && s->gen == gen ? atomic_load(&s->own_ts) : 0;
+    if (pts) dlh_py_calibrate(pts, t);
   }
   enum { NLIST = 512 };
   static uint32_t ltid[NLIST];
@@ -393,8 +394,8 @@ static void wait_samples(struct dlh_thread *me, uint64_t now, uint64_t tk) {
     s->wall = now;
     if (dwall > dcpu) s->wait_ns += dwall - dcpu;
     if (s->wait_ns < period_ns / 2) continue;
-    struct dlh_thread *t = s->thr;
-    uintptr_t ts = t && t->os.tid == tid && t->os.py_ts ? t->os.py_ts : s->ts;
+    uintptr_t own = atomic_load_explicit(&s->own_ts, memory_order_relaxed);
+    uintptr_t ts = own ? own : s->ts;
     /* it ran since its last wait stack, or its thread state is known only now: read where it
      * waits (a thread that did not run waits where it did) */
     if (cpu != s->wait_cpu || ts != s->wait_ts) {
@@ -650,6 +651,10 @@ static void self_mask_known(void) {
 /* pthread_create: each new thread tells its mask (inherited from its creator) before it runs
  * the program's code, so that no thread that blocks the signal from its start (a signal-handling
  * thread made by a creator that blocked everything) ever gets a timer. */
+#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+/* (Not in sanitizer builds: their pthread_create interceptor starts its own thread set-up in
+ * the start routine it passes on, and this trampoline would run before it; there a thread's
+ * mask is read from /proc, as for a thread made without pthread_create.) */
 typedef struct start_arg { void *(*fn)(void *); void *arg; } start_arg;
 static void *thread_start(void *p) {
   start_arg a = *(start_arg *)p;
@@ -673,6 +678,7 @@ DLH_EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(
   if (r != 0) free(a);
   return r;
 }
+#endif
 
 static int (*real_sigprocmask)(int, const sigset_t *, sigset_t *);
 

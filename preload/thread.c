@@ -87,8 +87,8 @@ static dlh_thread *attach(int services) {
   if (!t->prod.buf) {                   /* stays blocked: this thread passes through */
     return NULL;
   }
-  t->os.tid = (uint32_t)syscall(SYS_gettid);
-  t->os.py_ts = dlh_py_this_ts(); /* the sampler reads its Python frames while it waits */
+  /* atomic: the sampler thread reads the ids of the list's structs while one is reused */
+  __atomic_store_n(&t->os.tid, (uint32_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
   prctl(PR_GET_NAME, t->os.name, 0, 0, 0);
   atomic_store(&t->shared.state, DLH_T_ACTIVE);
   pthread_setspecific(thread_key, t);

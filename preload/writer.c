@@ -385,8 +385,11 @@ static int srec_cmp(const void *a, const void *b) {
  * ThreadInfo, with the name the system has for it, before its first batch. */
 static void sample_thread_name(sbatch *b) {
   b->named = 1;
-  for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next)
+  for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
+    int st = atomic_load(&t->shared.state);
+    if (st != DLH_T_ACTIVE && st != DLH_T_EXITED) continue; /* retired, or being reused */
     if (t->os.tid == b->tid && t->writer.announced) return;
+  }
   char path[64], name[32] = "";
   snprintf(path, sizeof path, "/proc/self/task/%u/comm", b->tid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);

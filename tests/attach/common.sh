@@ -71,7 +71,8 @@ last_before = max([s for s, t in log if t < end_ns - 200_000_000] or [a])
 assert b >= last_before, ("last step in the trace", b, "begun well before detach", last_before)
 assert b - a >= min_steps, ("too few steps in the window", a, b)
 for m, s in zip(marks, steps):   # the mark begins after the program logged the step's start
-    assert m["start_ns"] >= began[s], (s, m["start_ns"], began[s])
+    # (ticks become trace-clock ns piecewise between anchors: within a microsecond)
+    assert m["start_ns"] >= began[s] - 1000, (s, m["start_ns"], began[s])
 idx = {id(m): i for i, m in enumerate(api)}
 want = {"cudaMemset": 1, "__cudaPushCallConfiguration": 1, "__cudaPopCallConfiguration": 1,
         "__cudaLaunchKernel": 1, "cublasSgemm_v2": 1, "cudaMemcpy": 1,
