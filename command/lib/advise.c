@@ -276,7 +276,7 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
     else { free(f->place); free(f->trace); free(f->fns); }
   }
   x->nf = w;
-  qsort(x->f, x->nf, sizeof *x->f, by_cost);
+  if (x->nf) qsort(x->f, x->nf, sizeof *x->f, by_cost);
   x->n = x->nst = 0;
   x->lo = x->hi = 0;
   rd_m_free(&x->pageable);
