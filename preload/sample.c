@@ -152,6 +152,20 @@ static void arm(tslot *s) {
   if (blocked(s) || atomic_load(&stop_req)) disarm(s);
 }
 
+/* /proc/self/task/TID/FILE into buf (NUL-terminated); its length, or -1. Opened each time:
+ * dlhook holds no descriptor per thread (a program may count its free fds). */
+static ssize_t task_file(uint32_t tid, const char *file, char *buf, size_t cap) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%u/%s", tid, file);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, cap - 1);
+  close(fd);
+  if (n < 0) return -1;
+  buf[n] = 0;
+  return n;
+}
+
 /* The system calls that wait with a mask of their own for a while (rt_sigsuspend,
  * rt_sigtimedwait, pselect6, ppoll, epoll_pwait, epoll_pwait2, io_pgetevents: x86-64 numbers):
  * while a thread waits in one, its SigBlk is that temporary mask, not its own. */
@@ -169,14 +183,8 @@ static uint32_t blocked_in(uint32_t tid); /* below */
  * read), e.g. sigsuspend or sigtimedwait on everything in a thread that blocks everything. */
 static int thread_blocks(uint32_t tid) {
   if (temp_mask_call(blocked_in(tid))) return 1;
-  char path[64], buf[2048];
-  snprintf(path, sizeof path, "/proc/self/task/%u/status", tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 1;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 1;
-  buf[n] = 0;
+  char buf[2048];
+  if (task_file(tid, "status", buf, sizeof buf) <= 0) return 1;
   const char *p = strstr(buf, "SigBlk:");
   if (!p) return 1;
   unsigned long long mask = strtoull(p + 7, NULL, 16);
@@ -279,31 +287,18 @@ out:
 static uint32_t self_tid(void) { return (uint32_t)syscall(SYS_gettid); }
 static void self_mask_known(void); /* below */
 
-/* The system call thread tid is blocked in, + 1; 0 when it runs or it cannot be read. Opened
- * each time: dlhook holds no descriptor per thread (a program may count its free fds). */
+/* The system call thread tid is blocked in, + 1; 0 when it runs or it cannot be read. */
 static uint32_t blocked_in(uint32_t tid) {
-  char path[64], buf[32];
-  snprintf(path, sizeof path, "/proc/self/task/%u/syscall", tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
+  char buf[32];
+  if (task_file(tid, "syscall", buf, sizeof buf) <= 0) return 0;
   if (buf[0] < '0' || buf[0] > '9') return 0; /* "running" */
   long nr = strtol(buf, NULL, 10);
   return nr >= 0 && nr < 100000 ? (uint32_t)nr + 1 : 0;
 }
 
 static int own_thread(uint32_t tid) {
-  char path[64], name[32] = "";
-  snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, name, sizeof name - 1);
-  close(fd);
-  name[n > 0 ? n : 0] = 0;
-  return strncmp(name, "dlhook-", 7) == 0;
+  char name[32];
+  return task_file(tid, "comm", name, sizeof name) > 0 && strncmp(name, "dlhook-", 7) == 0;
 }
 
 static void slot_free(tslot *s) {
