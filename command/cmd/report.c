@@ -483,14 +483,16 @@ static uint64_t detail_threshold(report *r, int samples, size_t *kept) {
 static void data_json(FILE *f, report *r, size_t *shown, uint64_t *threshold) {
   /* lanes in display order; events renumbered to it */
   lane **order = rd_xmalloc((r->nlanes ? r->nlanes : 1) * sizeof *order);
-  memcpy(order, r->lanes, r->nlanes * sizeof *order);
-  qsort(order, r->nlanes, sizeof *order, by_lane);
+  if (r->nlanes) {
+    memcpy(order, r->lanes, r->nlanes * sizeof *order);
+    qsort(order, r->nlanes, sizeof *order, by_lane);
+  }
   uint32_t *pos = rd_xmalloc((r->nlanes ? r->nlanes : 1) * sizeof *pos);
   for (size_t i = 0; i < r->nlanes; i++)
     for (size_t j = 0; j < r->nlanes; j++)
       if (r->lanes[j] == order[i]) pos[j] = (uint32_t)i;
   for (size_t i = 0; i < r->nevs; i++) r->evs[i].lane = pos[r->evs[i].lane];
-  memcpy(r->lanes, order, r->nlanes * sizeof *order);
+  if (r->nlanes) memcpy(r->lanes, order, r->nlanes * sizeof *order);
   free(order);
   free(pos);
   if (r->nevs) qsort(r->evs, r->nevs, sizeof *r->evs, by_ev);

@@ -183,7 +183,7 @@ static void replay(ledger *l, mem_ev *ev, size_t n) {
           o->stack = e->stack;
           o->nlive = l->n;
           o->live = rd_xmalloc((l->n ? l->n : 1) * sizeof *o->live);
-          memcpy(o->live, l->v, l->n * sizeof *l->v);
+          if (l->n) memcpy(o->live, l->v, l->n * sizeof *l->v);
         }
         continue;
       }

@@ -221,8 +221,8 @@ void rd_steps_end(rd_steps *x) {
   {
     if (c.too_many) nskipped++;
     if (c.nst && !c.too_many) {
-      qsort(c.ev, c.n, sizeof *c.ev, by_s);
-      qsort(c.st, c.nst, sizeof *c.st, by_step);
+      if (c.n) qsort(c.ev, c.n, sizeof *c.ev, by_s);
+      if (c.nst) qsort(c.st, c.nst, sizeof *c.st, by_step);
       if (c.nsm) qsort(c.sm, c.nsm, sizeof *c.sm, by_sample_t);
       /* the longest 0.1% of the events (a long sync, a start-up call) are checked against
        * every step; the others are found by start from the step's start minus maxdur */

@@ -117,7 +117,7 @@ void rd_stacks_define(rd_trace *t, const Dlh__Packet *p) {
       rd_stack *st = rd_xmalloc(sizeof *st);
       st->n = d->n_pc;
       st->raw = rd_xmalloc(d->n_pc * sizeof *st->raw + 1);
-      memcpy(st->raw, d->pc, d->n_pc * sizeof *st->raw);
+      if (d->n_pc) memcpy(st->raw, d->pc, d->n_pc * sizeof *st->raw);
       st->truncated = d->has_truncated && d->truncated;
       st->frames = NULL;
       rd_stack *old = rd_map_put(&s->stacks, d->id, st);
