@@ -1039,11 +1039,13 @@ NOINLINE static void optimizer_step(Net &n, float lr, float momentum) {
 
 // Extra host time of a straggler (e.g. a slow data source): it waits, leaving the CPU to the
 // other ranks (a busy loop on a machine with fewer cores than ranks would slow them too).
+// Host work of the slow rank: ms of computation on the CPU (what a rank's extra host work
+// looks like: on the CPU, in this function, when sampled).
 NOINLINE static double slow_host_work(int ms) {
-  double t0 = now_s();
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0) {}
-  return now_s() - t0;
+  double t0 = now_s(), acc = 0;
+  while (now_s() - t0 < ms / 1000.0)
+    for (int i = 0; i < 1000; i++) acc += 1e-9 * i;
+  return acc;
 }
 
 NOINLINE static float train_step(Net &n, DataLoader &dl, const Options &o, int step) {

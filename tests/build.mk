@@ -20,7 +20,11 @@ TEST_DEPS += $(TEST_PROGS)
 TEST_DEPS += $(BUILD)/tests/progs/capture $(BUILD)/tests/progs/memory
 
 # tests/advise/: planted causes for dlhook advise
-TEST_DEPS += $(BUILD)/tests/progs/advise_loop
+TEST_DEPS += $(BUILD)/tests/progs/advise_loop $(BUILD)/tests/progs/advise_gpu
+$(BUILD)/tests/progs/advise_gpu: tests/progs/advise_gpu.cu | $(CUDA_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "  NVCC    $<"
+	$(Q)$(NVCC) -cudart shared -O1 -g -o $@ $< -lcublas
 
 # the settings table of docs/settings.md from the one table of settings
 # (tests/cli/t_settings_doc.sh; `make settings-doc` writes it there)

@@ -19,27 +19,33 @@ const rd_command cmd_advise_spec = {
     .summary = "rank the known causes of lost time in traces, with their fixes",
     .about = "Looks for known causes of lost time in the traces and lists them, costliest "
              "first. Each finding has a class id, an estimated cost (ms per step and share of "
-             "the step time, and how it was estimated), its evidence (the calls, their count and "
-             "time), the place in the user's code (the innermost frame of the user's own Python "
-             "code, else of the program's executable) and the usual fix. A step is an NVTX range "
-             "named like one (\"ProfilerStep#3\", \"step 3\"), and then only the calls inside steps count; without steps the trace's span is "
-             "one step.\n\n"
-             "Classes (a finding needs its count and a cost of at least 1% of the step time):\n\n"
-             " sync-in-loop: cudaStreamSynchronize, cudaDeviceSynchronize, "
-             "cudaEventSynchronize, synchronous cudaMemcpy (.item(), .cpu()) and their driver "
-             "forms, at least 3 calls from one place and one per step; cost: the host's time "
-             "blocked in them.\n"
-             " pageable-h2d: host-to-device copies whose source is pageable memory (the GPU's "
-             "memcpy record says so), at least 3 from one place; cost: the host's time in those "
-             "copy calls.\n"
-             " malloc-in-loop: cudaMalloc/cudaFree (cuMemAlloc/cuMemFree) after the first step "
-             "(without steps: every call of a place but its first), at least 2 from one place; "
-             "cost: their time; threshold 0.1% of the step time.\n\n"
+             "the step time, and how it was estimated), its evidence (the calls, GPU ops or "
+             "samples, their count and time), the place in the user's code (the innermost frame "
+             "of the user's own Python code, else of the program's executable) and the usual fix. "
+             "A step is an NVTX range named like one (\"ProfilerStep#3\", \"step 3\"); without "
+             "them the steps are found from the repeating calls; only what is inside steps "
+             "counts. Several traces: the same class at the same place is one finding.\n\n"
+             "Classes (thresholds: README, Findings):\n\n"
+             " sync-in-loop: synchronizing calls (.item(), .cpu(), cudaStreamSynchronize) repeated "
+             "from one place.\n"
+             " pageable-h2d: host-to-device copies from pageable memory.\n"
+             " malloc-in-loop: cudaMalloc/cudaFree after the first step.\n"
+             " launch-bound: short kernels with the GPU idle waiting for their launches.\n"
+             " no-tensor-cores: float32 GEMMs without TF32, half GEMMs with shapes not multiples "
+             "of 8.\n"
+             " low-occupancy: kernels whose launch configuration fills < 25% of the GPU.\n"
+             " memory-near-capacity: live device memory >= 90% of the device's.\n"
+             " input-starved: the main thread's samples in the DataLoader (needs samples).\n"
+             " cpu-bound-python: one Python function dominating a host-bound step (needs "
+             "samples).\n"
+             " comm-not-overlapped: NCCL kernel time no compute overlaps.\n"
+             " straggler-rank: several ranks: the rank the others wait for.\n\n"
              "With no finding above the thresholds it says \"no findings above the "
              "thresholds\".",
     .notes = "--json prints one object:\n\n"
              " {\"findings\":[{rank,class,cost_ms_per_step,cost_pct,estimate,\n"
-             "   evidence:{calls,ns,functions,steps,step_ns},place,trace,fix}]}\n\n"
+             "   evidence:{calls,ns,functions,steps,step_ns,steps_from,detail},place,\n"
+             "   dataset_place (input-starved),trace,traces,fix}]}\n\n"
              "exit status: 0 (findings or not), 1 bad or damaged input, 2 usage error",
     .examples = " dlhook advise traces/*.dlh\n"
                 " dlhook advise --json traces/*.dlh | jq '.findings[0]'",
@@ -66,17 +72,29 @@ int cmd_advise(int argc, char **argv) {
   rd_opts ro;
   memset(&ro, 0, sizeof ro);
   ro.quiet = 1;
+  rd_ranks_in **rk = calloc(nfiles, sizeof *rk); /* several traces: the collectives of each */
+  if (!rk) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
   for (size_t i = 0; i < nfiles; i++) {
     rd_trace t;
     if (rd_open(&t, files[i], &ro, NULL) != RD_OK) {
       rc = RD_BAD_INPUT;
       if (t.opens == 0) { rd_trace_close(&t); continue; }
     }
-    rd_sink s = rd_advise_sink(x);
+    rd_sink a = rd_advise_sink(x), r;
+    rd_tee tee = {{&a}, 1};
+    if (nfiles > 1) {
+      rk[i] = rd_ranks_in_new(files[i]);
+      r = rd_ranks_in_sink(rk[i]);
+      tee.s[tee.n++] = &r;
+    }
+    rd_sink s = rd_tee_sink(&tee);
     if (rd_pass(&t, &ro, "advise", &s) != RD_OK) rc = RD_BAD_INPUT;
     rd_advise_trace_end(x, &t);
+    if (rk[i]) rd_ranks_in_end(rk[i], &t);
     rd_trace_close(&t);
   }
+  if (nfiles > 1 && rd_ranks_finish(rk, nfiles)) rd_advise_ranks(x);
+  free(rk);
   if (json) {
     fputs("{\"findings\":", stdout);
     rd_advise_json(stdout, x);
@@ -85,6 +103,7 @@ int cmd_advise(int argc, char **argv) {
     rd_advise_table(stdout, x);
   }
   rd_advise_free(x);
+  rd_ranks_free();
   if (fflush(stdout) != 0) {
     rd_error("advise: write error on standard output");
     rc = RD_BAD_INPUT;

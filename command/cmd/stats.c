@@ -786,6 +786,7 @@ void rd_stats_run_finish(rd_stats_run *x, int json, FILE *out) {
   }
   s.api.n = keep;
   rd_ranks_finish(x->ranks, x->n);
+  if (x->advise) rd_advise_ranks(x->advise);
   free(x->ranks);
   rd_steps *steps = x->steps;
   if (s.traces == 0 || !out) { /* nothing could be opened (the errors said why), or no output */

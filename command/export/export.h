@@ -19,18 +19,6 @@ extern const size_t ex_ncbids_runtime, ex_ncbids_driver;
 /* The CUPTI callback id of API function `fn` of a trace (runtime or driver), or -1. */
 long ex_cupti_cbid(const rd_trace *t, uint32_t fn);
 
-/* Per-SM limits of a CUDA compute capability (CUDA C Programming Guide, "Technical
- * Specifications per Compute Capability"). */
-typedef struct ex_arch {
-  unsigned threads_per_sm, smem_per_sm, smem_optin, max_blocks_per_sm;
-} ex_arch;
-ex_arch ex_arch_of(unsigned major, unsigned minor);
-/* Kineto's occupancy estimates of a kernel record (vals: grid, block, registers, static and
- * dynamic shared memory) on device d: blocks and warps per SM, and the achieved occupancy in %
- * that the per-SM limits allow. Returns 0 when d or the values are missing. */
-int ex_occupancy(const Dlh__DeviceInfo *d, const uint64_t *v, uint32_t nvals, double *bps,
-                 double *wps, double *occ);
-
 /* What a correlation id that caused GPU work (kernels, copies, memsets) leads to. Filled by
  * ex_links_scan (GPU side) and by the exporter while it writes the calls (call side). */
 typedef struct ex_link {

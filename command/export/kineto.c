@@ -877,7 +877,7 @@ static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
     w_u(f, v[3]); putc_unlocked(',', f); w_u(f, v[4]); putc_unlocked(',', f); w_u(f, v[5]);
     putc_unlocked(']', f);
     double bps, wps, occ;
-    if (ex_occupancy(device_of(k, g->device), v, g->nvals, &bps, &wps, &occ)) {
+    if (rd_occupancy(device_of(k, g->device), v, g->nvals, &bps, &wps, &occ)) {
       w_s(f, ",\"blocks per SM\":");
       rd_json_double(f, bps);
       w_s(f, ",\"warps per SM\":");
@@ -908,7 +908,7 @@ static void w_device_properties(kctx *k) {
   fputs("\n],\n\"deviceProperties\": [", f);
   for (size_t i = 0; i < k->ndev; i++) {
     const Dlh__DeviceInfo *d = k->dev[i];
-    ex_arch a = ex_arch_of(d->cc_major, d->cc_minor);
+    rd_arch a = rd_arch_of(d->cc_major, d->cc_minor);
     fprintf(f, "%s\n{\"id\":%u,\"name\":", i ? "," : "", d->id);
     rd_json_str(f, d->name);
     fprintf(f, ",\"totalGlobalMem\":%" PRIu64 ",\"computeMajor\":%u,\"computeMinor\":%u,"

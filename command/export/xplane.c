@@ -518,7 +518,7 @@ static void x_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   det[0] = 0;
   if (g->kind == RD_KERNEL && g->nvals >= 9) {
     double bps, wps, occ = 0;
-    if (!ex_occupancy(p->have_dev ? &p->props : NULL, v, g->nvals, &bps, &wps, &occ)) occ = 0;
+    if (!rd_occupancy(p->have_dev ? &p->props : NULL, v, g->nvals, &bps, &wps, &occ)) occ = 0;
     snprintf(det, sizeof det, "regs:%" PRIu64 " static_shared:%" PRIu64 " dynamic_shared:%"
              PRIu64 " grid:%" PRIu64 ",%" PRIu64 ",%" PRIu64 " block:%" PRIu64 ",%" PRIu64 ",%"
              PRIu64 " occ_pct:%.1f", v[6], v[7], v[8], v[0], v[1], v[2], v[3], v[4], v[5], occ);

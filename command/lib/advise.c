@@ -1,39 +1,72 @@
 /* advise.c — the findings of `dlhook advise`: known causes of lost time, each with a stable class
  * id, an estimated cost per step, its evidence, the place in the user's code and the usual fix.
  *
- * Classes and their thresholds (a finding is reported only above both):
+ * Classes and their thresholds (a finding is reported only above all of them):
  *   sync-in-loop   host-device synchronizations (cudaStreamSynchronize, cudaDeviceSynchronize,
  *                  cudaEventSynchronize, cudaMemcpy, cuStreamSynchronize, cuCtxSynchronize,
  *                  cuMemcpyDtoH...) made repeatedly from one place: at least 3 calls and at least
- *                  one per step; cost = the host's time in those calls per step.
+ *                  one per step, >= 1 % of the step; cost = the host's time in those calls.
  *   pageable-h2d   host-to-device copies whose source is pageable memory (the CUPTI memcpy
  *                  record's src_kind, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE), at least 3 from one
- *                  place; cost = the host's time in the calls that made them per step.
+ *                  place, >= 1 %; cost = the host's time in the calls that made them.
  *   malloc-in-loop cudaMalloc/cudaFree (and the driver's cuMemAlloc/cuMemFree) in the steady
- *                  state: after the first step (with steps), else every call of a place but its
- *                  first, at least 2 such calls from one place; cost = their time per step.
- * Every class also needs a cost of at least ADV_MIN_PCT % of the step time (malloc-in-loop:
- * ADV_MIN_PCT_MALLOC %, as any steady-state allocation is a defect worth naming).
+ *                  state: after the first step, at least 2 such calls from one place, >= 0.1 %
+ *                  (any steady-state allocation is a defect worth naming); cost = their time.
+ *   launch-bound   kernels that ran shorter than the host took between their launches, with the
+ *                  GPU idle before them for at most 100 µs (it waited for the launch, not for a
+ *                  long host phase): at least 20 such kernels, >= 5 %; cost = those idle gaps.
+ *   no-tensor-cores  GEMMs that cannot use tensor cores: float32 data computed in float32 (no
+ *                  TF32 math mode on the cuBLAS handle, no *_FAST_* compute type), or half/bfloat16
+ *                  with m, n or k not a multiple of 8; >= 5 %; cost = the GPU time of their
+ *                  kernels (the time at stake, not the saving).
+ *   low-occupancy  kernels (not NCCL's) whose launch configuration leaves < 25 % of the device's
+ *                  warp slots filled (blocks per SM that threads, registers and shared memory
+ *                  allow, and grids smaller than the device: Kineto's estimate, gpuarch.c),
+ *                  by kernel name, >= 5 %; cost = their GPU time.
+ *   memory-near-capacity  a device's live allocations (the memory ledger) reached >= 90 % of its
+ *                  memory; cost 0 (a risk, not lost time: ranked last).
+ *   input-starved  host samples of the main thread (the one making most CUDA calls) inside the
+ *                  DataLoader (a frame in torch/utils/data/) while the GPU was busy < 90 % of the
+ *                  steps, >= 5 %; cost = the sampled time (on-CPU and wait) there. Needs samples.
+ *   cpu-bound-python  one Python function (the innermost frame of user code) holds >= 20 % of the
+ *                  step in on-CPU samples of the main thread, which is on CPU >= 50 % of the step
+ *                  while the GPU is busy < 50 %; cost = its sampled CPU time. Needs samples.
+ *   comm-not-overlapped  NCCL kernel time that no other kernel of the device overlaps, at least 3
+ *                  collectives from one place, >= 5 %; cost = that exposed time.
+ *   straggler-rank several ranks: the rank that arrived last at most collectives (ranks.c), at
+ *                  least half of them, >= 1 % of its step; cost = the others' wait for it per
+ *                  step; place = what that rank ran on the host before its collectives (its
+ *                  samples), else the collective's own place.
  *
- * A step is an NVTX range named like one (rd_step_number); with steps only the calls inside them
- * count (not the set-up before the first), without steps the whole span of the trace's calls is
- * one step. The place of a call is the innermost frame of the user's Python code
- * (rd_torch_of), else the innermost frame in the program's own executable, else the innermost
- * frame that has a name. */
+ * Steps: an NVTX range named like one (rd_step_number). Without them the loop is found from the
+ * calls: the count c >= 3 that most distinct (function, stack) pairs of outermost calls share is
+ * the number of iterations, and the occurrences of the earliest such pair open the steps (the
+ * last one as long as the median). Without either, the span of the trace's calls is one step.
+ * Only calls, GPU work and samples inside the steps count.
+ *
+ * The place of a call is the innermost frame of the user's Python code (rd_torch_of), else the
+ * innermost frame in the program's own executable, else the innermost frame that has a name. */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rd.h"
 #include "rd_scan.h"
 
-#ifndef ADV_MIN_PCT
 #define ADV_MIN_PCT 1.0
-#endif
 #define ADV_MIN_PCT_MALLOC 0.1
+#define ADV_MIN_PCT_GPU 5.0
 #define ADV_MIN_CALLS 3
+#define ADV_LAUNCH_GAP_NS 100000ull
+#define ADV_LAUNCH_KERNEL_NS 20000ull
+#define ADV_OCC_MIN_NS 10000ull
+#define ADV_LAUNCH_MIN 20
+#define ADV_OCC_PCT 25.0
+#define ADV_MEM_PCT 90.0
 
-enum { A_SYNC, A_PAGEABLE, A_MALLOC, A_NCLASS };
+enum { A_SYNC, A_PAGEABLE, A_MALLOC, A_LAUNCH, A_TENSOR, A_OCC, A_MEM, A_INPUT, A_PYCPU, A_COMM,
+       A_STRAGGLER, A_NCLASS };
 static const struct {
   const char *id, *how, *fix;
 } classes[A_NCLASS] = {
@@ -46,6 +79,38 @@ static const struct {
     {"malloc-in-loop", "host time in allocations and frees after the first step, divided by the steps",
      "allocate once before the loop and reuse the buffers: keep the caching allocator warm and "
      "do not call torch.cuda.empty_cache() in the loop"},
+    {"launch-bound", "GPU idle time before kernels that ran shorter than the host's time between "
+     "launches, divided by the steps",
+     "launch fewer, larger kernels: torch.compile, CUDA graphs (mode=\"reduce-overhead\"), "
+     "foreach/fused optimizers (foreach=True, fused=True), larger batches"},
+    {"no-tensor-cores", "GPU time of the kernels of those GEMMs, divided by the steps (the time "
+     "at stake; tensor cores typically run them several times faster)",
+     "use tensor cores: torch.backends.cuda.matmul.allow_tf32 = True (or "
+     "torch.set_float32_matmul_precision(\"high\")), autocast to bf16/fp16, and shapes that are "
+     "multiples of 8"},
+    {"low-occupancy", "GPU time of those kernels, divided by the steps (the time at stake)",
+     "fill the GPU: larger grids (batch the work), fewer registers per thread "
+     "(__launch_bounds__, -maxrregcount) or less shared memory per block"},
+    {"memory-near-capacity", "none: a risk of out-of-memory errors and allocator thrashing, not "
+     "lost time",
+     "leave headroom: smaller batches with gradient accumulation, activation checkpointing, "
+     "bf16/fp16, or PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation"},
+    {"input-starved", "sampled host time of the main thread in the DataLoader, divided by the "
+     "steps",
+     "feed the GPU ahead: DataLoader(num_workers>0, pin_memory=True, prefetch_factor, "
+     "persistent_workers=True), and make the Dataset's __getitem__ cheaper"},
+    {"cpu-bound-python", "sampled CPU time of the main thread in that function, divided by the "
+     "steps",
+     "move the work out of Python: vectorize it as tensor operations on the GPU, or "
+     "torch.compile the function"},
+    {"comm-not-overlapped", "NCCL kernel time not overlapped by other kernels, divided by the "
+     "steps",
+     "overlap communication with compute: DDP's bucketing (bucket_cap_mb), FSDP prefetching, "
+     "async_op=True with work issued before wait()"},
+    {"straggler-rank", "the other ranks' wait for this rank at the collectives it arrived last "
+     "at, divided by its steps",
+     "balance the ranks: even out data sharding and per-rank host work (logging, checkpointing, "
+     "evaluation on rank 0), and check that rank's input pipeline and node"},
 };
 
 typedef struct acall {
@@ -54,15 +119,72 @@ typedef struct acall {
   int cls; /* A_*, or -1: a copy call (pageable-h2d is decided by its GPU record) */
 } acall;
 
+/* every call with a correlation id, and every outermost call */
+typedef struct xcall {
+  uint64_t start, end, corr;
+  uint32_t stack, fn, tid, depth;
+  uint32_t top; /* index of the outermost call it is inside (itself at depth 0) */
+} xcall;
+
+typedef struct gop {
+  uint64_t s, e, corr;
+  uint32_t dev, kind, name, nccl;
+  uint32_t v[9]; /* kernels: grid, block, registers, static and dynamic shared memory */
+  float occ;     /* kernels: estimated occupancy %, < 0 unknown */
+} gop;
+
+typedef struct agemm {
+  uint32_t call; /* index into xc */
+  int reason;    /* 1 float32 without TF32, 2 half/bf16 shape not a multiple of 8 */
+  int64_t m, n, k;
+} agemm;
+
+typedef struct asample {
+  uint64_t time, weight;
+  uint32_t tid, stack, kind;
+} asample;
+
+typedef struct adev {
+  Dlh__DeviceInfo d;
+} adev;
+
 typedef struct afinding {
   int cls;
-  char *trace, *place, *fns;
+  char *trace, *place, *fns, *detail;
   uint64_t calls, ns, step_ns, nsteps, first;
+  int steps_from;
+  uint32_t ntraces; /* > 1: found in that many traces (coalesced) */
 } afinding;
+
+typedef struct tally {
+  char **k;
+  uint64_t *w;
+  size_t n;
+} tally;
+
+/* what a trace's rank did on the host before its collectives (for straggler-rank) */
+typedef struct precoll {
+  char *path, *place;
+} precoll;
 
 struct rd_advise {
   acall *c;
   size_t n, cap;
+  xcall *xc;
+  size_t nxc, capxc;
+  rd_u64map corr_ix; /* corr -> index into xc */
+  gop *g;
+  size_t ng, capg;
+  agemm *gm;
+  size_t ngm, capgm;
+  rd_u64map math; /* cuBLAS handle -> math mode */
+  rd_u64map push; /* tid -> stack of its last __cudaPushCallConfiguration */
+  asample *sm;
+  size_t nsm, capsm;
+  adev *dev;
+  size_t ndev;
+  rd_memcol *mem;
+  rd_sink memsink;
   rd_u64map pageable; /* corr of a pageable HtoD memcpy record -> 1 */
   uint64_t *st_s, *st_e;
   size_t nst, capst;
@@ -71,8 +193,17 @@ struct rd_advise {
   size_t nf, capf;
   size_t ntraces;
   uint64_t nsteps_all, step_ns_all;
+  int steps_from; /* of the last trace: 0 trace span, 1 NVTX, 2 detected */
+  tally dataset;  /* user lines under the DataLoader's fetch, all traces */
+  precoll *pc;
+  size_t npc;
 };
 
+static int name_in(const char *n, const char *const *names) {
+  for (int i = 0; names[i]; i++)
+    if (!strcmp(n, names[i])) return 1;
+  return 0;
+}
 static int sync_fn(const char *n) {
   static const char *const names[] = {"cudaStreamSynchronize", "cudaDeviceSynchronize",
                                       "cudaEventSynchronize", "cudaThreadSynchronize",
@@ -80,31 +211,55 @@ static int sync_fn(const char *n) {
                                       "cuStreamSynchronize", "cuCtxSynchronize",
                                       "cuEventSynchronize", "cuMemcpyDtoH_v2", "cuMemcpyDtoH",
                                       "cuMemcpy", NULL};
-  for (int i = 0; names[i]; i++)
-    if (!strcmp(n, names[i])) return 1;
-  return 0;
+  return name_in(n, names);
 }
 static int malloc_fn(const char *n) {
   static const char *const names[] = {"cudaMalloc", "cudaFree", "cudaMallocManaged",
                                       "cudaMallocPitch", "cuMemAlloc_v2", "cuMemFree_v2",
                                       "cuMemAlloc", "cuMemFree", NULL};
-  for (int i = 0; names[i]; i++)
-    if (!strcmp(n, names[i])) return 1;
-  return 0;
+  return name_in(n, names);
 }
 static int copy_fn(const char *n) { return !strncmp(n, "cudaMemcpy", 10) || !strncmp(n, "cuMemcpy", 8); }
+static int collective_fn(const char *n) {
+  static const char *const names[] = {"ncclAllReduce", "ncclBroadcast", "ncclBcast", "ncclReduce",
+                                      "ncclAllGather", "ncclReduceScatter", "ncclAlltoAll",
+                                      "ncclGather", "ncclScatter", "ncclGroupEnd", NULL};
+  return name_in(n, names);
+}
+static int nccl_kernel(const char *k) { return k && (!strncmp(k, "nccl", 4) || strstr(k, "ncclDevKernel") || strstr(k, "ncclKernel")); }
+
+#define PUSH(arr, n, cap, init)                                 \
+  do {                                                          \
+    if ((n) == (cap)) {                                         \
+      (cap) = (cap) ? (cap) * 2 : (init);                       \
+      (arr) = rd_xrealloc((arr), (cap) * sizeof *(arr));        \
+    }                                                           \
+  } while (0)
 
 static void push_call(rd_advise *x, const dlh_api_event *e, int cls) {
-  if (x->n == x->cap) {
-    x->cap = x->cap ? x->cap * 2 : 1024;
-    x->c = rd_xrealloc(x->c, x->cap * sizeof *x->c);
-  }
+  PUSH(x->c, x->n, x->cap, 1024);
   x->c[x->n++] = (acall){e->start_ns, e->dur_ns, e->corr, dlh_api_calls(e), e->stack, e->fn, cls};
+}
+
+static void on_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
+  rd_advise *x = ctx;
+  if (x->memsink.packet) x->memsink.packet(x->memsink.ctx, t, p);
+  if (p->data_case != DLH__PACKET__DATA_DEVICE || !p->device) return;
+  for (size_t i = 0; i < x->ndev; i++)
+    if (x->dev[i].d.id == p->device->id) { x->dev[i].d = *p->device; x->dev[i].d.name = NULL; return; }
+  x->dev = rd_xrealloc(x->dev, (x->ndev + 1) * sizeof *x->dev);
+  x->dev[x->ndev].d = *p->device;
+  x->dev[x->ndev++].d.name = NULL;
+}
+
+static int64_t arg_or(const rd_trace *t, const dlh_api_event *e, const char *names, int64_t dflt) {
+  uint64_t v;
+  return rd_arg(t, e, names, &v) ? (int64_t)v : dflt;
 }
 
 static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *e) {
   rd_advise *x = ctx;
-  (void)tid;
+  if (x->memsink.api) x->memsink.api(x->memsink.ctx, t, tid, e);
   const rd_func *f = rd_trace_func(t, e->fn);
   if (!f || !f->name) return;
   if (f->domain == DLH__DOMAIN__DOMAIN_NVTX) {
@@ -118,12 +273,53 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
     x->st_e[x->nst++] = e->start_ns + dlh_api_span(e);
     return;
   }
+  uint32_t stack = e->stack;
+  /* nvcc's <<<>>>: __cudaPushCallConfiguration is called at the launch's line, the launch
+   * itself from the kernel's stub, whose line is the kernel's declaration */
+  if (!strcmp(f->name, "__cudaPushCallConfiguration")) rd_m_put(&x->push, tid, e->stack);
+  else if (!strcmp(f->name, "__cudaLaunchKernel") || !strcmp(f->name, "cudaLaunchKernel")) {
+    uint32_t ps;
+    if (rd_m_get(&x->push, tid, &ps) && ps) stack = ps;
+    rd_m_del(&x->push, tid);
+  }
+  if (e->corr || !e->depth) {
+    PUSH(x->xc, x->nxc, x->capxc, 4096);
+    x->xc[x->nxc] = (xcall){e->start_ns, e->start_ns + dlh_api_span(e), e->corr, stack, e->fn,
+                            tid, e->depth, 0};
+    if (e->corr) rd_m_put(&x->corr_ix, e->corr, (uint32_t)x->nxc);
+    x->nxc++;
+  }
+  if (f->domain == DLH__DOMAIN__DOMAIN_CUBLAS && !strcmp(f->name, "cublasSetMathMode")) {
+    int64_t h = arg_or(t, e, "handle", 0), m = arg_or(t, e, "mode", 0);
+    if (h) rd_m_put(&x->math, (uint64_t)h, (uint32_t)m);
+  }
   if (e->depth) return;
   if (!x->lo || e->start_ns < x->lo) x->lo = e->start_ns;
   if (e->start_ns + dlh_api_span(e) > x->hi) x->hi = e->start_ns + dlh_api_span(e);
   if (sync_fn(f->name)) push_call(x, e, A_SYNC);
   if (malloc_fn(f->name)) push_call(x, e, A_MALLOC);
   if (copy_fn(f->name) && e->corr) push_call(x, e, -1);
+  int gemm = (f->domain == DLH__DOMAIN__DOMAIN_CUBLAS && strstr(f->name, "emm") &&
+              rd_arg(t, e, "flops", &(uint64_t){0})) ||
+             (f->domain == DLH__DOMAIN__DOMAIN_CUBLASLT && !strcmp(f->name, "cublasLtMatmul"));
+  if (gemm) {
+    int64_t dt = arg_or(t, e, "dtype|atype|Atype", -1), comp = arg_or(t, e, "compute|computeType", -1);
+    int64_t m = arg_or(t, e, "m", 0), n = arg_or(t, e, "n", 0), k = arg_or(t, e, "k", 0);
+    int reason = 0;
+    if (dt == 0 /* CUDA_R_32F */) {
+      uint32_t mode = 0;
+      int64_t h = arg_or(t, e, "handle", 0);
+      int tf32 = (h && rd_m_get(&x->math, (uint64_t)h, &mode) && (mode & 0xf) == 3) ||
+                 comp == 74 || comp == 75 || comp == 77; /* CUBLAS_COMPUTE_32F_FAST_* */
+      if (!tf32) reason = 1;
+    } else if ((dt == 2 || dt == 14) && ((m % 8) || (n % 8) || (k % 8))) {
+      reason = 2;
+    }
+    if (reason) {
+      PUSH(x->gm, x->ngm, x->capgm, 256);
+      x->gm[x->ngm++] = (agemm){(uint32_t)(x->nxc - 1), reason, m, n, k};
+    }
+  }
 }
 
 static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
@@ -132,6 +328,21 @@ static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   /* vals: bytes, copy_kind (1 = HtoD), src_kind (1 = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE) */
   if (g->kind == RD_MEMCPY && g->nvals >= 3 && g->vals[1] == 1 && g->vals[2] == 1 && g->corr)
     rd_m_put(&x->pageable, g->corr, 1);
+  if (!rd_gpu_busy(g->kind)) return;
+  PUSH(x->g, x->ng, x->capg, 4096);
+  gop *o = &x->g[x->ng++];
+  memset(o, 0, sizeof *o);
+  *o = (gop){g->start, g->start + g->dur, g->corr, g->device, g->kind, g->name,
+             g->kind == RD_KERNEL && nccl_kernel(g->kname), {0}, -1};
+  if (g->kind == RD_KERNEL)
+    for (uint32_t i = 0; i < 9 && i < g->nvals; i++) o->v[i] = (uint32_t)g->vals[i];
+}
+
+static void on_sample(void *ctx, const rd_trace *t, const rd_sample *s) {
+  rd_advise *x = ctx;
+  (void)t;
+  PUSH(x->sm, x->nsm, x->capsm, 1024);
+  x->sm[x->nsm++] = (asample){s->time, s->weight, s->tid, s->stack, s->kind};
 }
 
 rd_advise *rd_advise_new(void) {
@@ -140,7 +351,23 @@ rd_advise *rd_advise_new(void) {
   return x;
 }
 
-rd_sink rd_advise_sink(rd_advise *x) { return (rd_sink){x, NULL, on_api, on_gpu, 0, NULL}; }
+rd_sink rd_advise_sink(rd_advise *x) {
+  if (!x->mem) {
+    x->mem = rd_memcol_new();
+    x->memsink = rd_memory_sink(x->mem);
+  }
+  /* unwindowed: the memory ledger must see every allocation (as its own sink asks) */
+  return (rd_sink){x, on_packet, on_api, on_gpu, 0, on_sample};
+}
+
+/* ---------------------------------------------------------------- places */
+
+/* A frame of code the user did not write, though it is in the program: nvcc's launch stubs and
+ * the inline functions of the CUDA headers (cuda_runtime.h's cudaLaunchKernel<T>). */
+static int generated(const rd_frame *f) {
+  return (f->function && (!strncmp(f->function, "__device_stub", 13) || strstr(f->function, "__device_stub_"))) ||
+         (f->file && strstr(f->file, "/include/"));
+}
 
 /* The place of a stack in the user's code (malloc'd). */
 static char *place_of(rd_trace *t, uint32_t stack) {
@@ -153,7 +380,7 @@ static char *place_of(rd_trace *t, uint32_t stack) {
   const rd_frame *best = NULL;
   for (size_t i = 0; i < n && t->exe[0]; i++) {
     const char *m = fr[i].module;
-    if (!m) continue;
+    if (!m || generated(&fr[i])) continue;
     const char *b = strrchr(m, '/');
     b = b ? b + 1 : m;
     if (!strcmp(b, t->exe)) { best = &fr[i]; break; }
@@ -179,6 +406,27 @@ static char *place_of(rd_trace *t, uint32_t stack) {
   return rd_xstrdup(buf);
 }
 
+static void tally_add(tally *y, const char *k, uint64_t w) {
+  for (size_t i = 0; i < y->n; i++)
+    if (!strcmp(y->k[i], k)) { y->w[i] += w; return; }
+  y->k = rd_xrealloc(y->k, (y->n + 1) * sizeof *y->k);
+  y->w = rd_xrealloc(y->w, (y->n + 1) * sizeof *y->w);
+  y->k[y->n] = rd_xstrdup(k);
+  y->w[y->n++] = w;
+}
+static size_t tally_top(const tally *y) {
+  size_t b = 0;
+  for (size_t i = 1; i < y->n; i++)
+    if (y->w[i] > y->w[b]) b = i;
+  return b;
+}
+static void tally_free(tally *y) {
+  for (size_t i = 0; i < y->n; i++) free(y->k[i]);
+  free(y->k);
+  free(y->w);
+  memset(y, 0, sizeof *y);
+}
+
 static void add_fn(char **fns, const char *name) {
   if (!*fns) { *fns = rd_xstrdup(name); return; }
   size_t l = strlen(name);
@@ -190,6 +438,23 @@ static void add_fn(char **fns, const char *name) {
   memcpy(*fns + m + 1, name, l + 1);
 }
 
+/* The finding of class cls at place (taken over) in this trace, new or the one there is. */
+static afinding *finding(rd_advise *x, size_t base, int cls, char *place, const rd_trace *t,
+                         uint64_t nsteps, uint64_t step_ns) {
+  for (size_t k = base; k < x->nf; k++)
+    if (x->f[k].cls == cls && !strcmp(x->f[k].place, place)) { free(place); return &x->f[k]; }
+  PUSH(x->f, x->nf, x->capf, 16);
+  afinding *f = &x->f[x->nf++];
+  memset(f, 0, sizeof *f);
+  f->cls = cls;
+  f->place = place;
+  f->trace = rd_xstrdup(t->path);
+  f->nsteps = nsteps;
+  f->step_ns = step_ns;
+  f->steps_from = x->steps_from;
+  return f;
+}
+
 static int by_cost(const void *a, const void *b) {
   const afinding *p = a, *q = b;
   double cp = (double)p->ns / (double)(p->nsteps ? p->nsteps : 1);
@@ -197,9 +462,159 @@ static int by_cost(const void *a, const void *b) {
   return cp < cq ? 1 : cp > cq ? -1 : p->cls - q->cls;
 }
 
+/* ---------------------------------------------------------------- steps */
+
+static int by_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int by_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Steps from the repeating calls (see the top of the file): fills st_s/st_e; 1 when found. */
+static int detect_steps(rd_advise *x) {
+  rd_u64map ix = {0};
+  uint32_t *cnt = NULL, *first = NULL;
+  size_t nk = 0;
+  for (size_t i = 0; i < x->nxc; i++) {
+    const xcall *c = &x->xc[i];
+    if (c->depth || !c->stack) continue;
+    uint64_t key = (uint64_t)c->fn << 32 | c->stack;
+    uint32_t k;
+    if (!rd_m_get(&ix, key, &k)) {
+      k = (uint32_t)nk++;
+      rd_m_put(&ix, key, k);
+      cnt = rd_xrealloc(cnt, nk * sizeof *cnt);
+      first = rd_xrealloc(first, nk * sizeof *first);
+      cnt[k] = 0;
+      first[k] = (uint32_t)i;
+    }
+    cnt[k]++;
+  }
+  /* the iterations: of the counts c >= 3 of keys, the largest that divides the counts of at
+   * least 90 % as many keys as the best one does (the loop's period, not a divisor of it) */
+  uint32_t best = 0, best_keys = 0;
+  uint32_t *sorted = rd_xmalloc((nk ? nk : 1) * sizeof *sorted);
+  for (size_t i = 0; i < nk; i++) sorted[i] = cnt[i];
+  if (nk) qsort(sorted, nk, sizeof *sorted, by_u32);
+  size_t ncand = 0;
+  struct cand { uint32_t c, score; } cand[256];
+  for (size_t i = 0, j; i < nk && ncand < 256; i = j) {
+    for (j = i; j < nk && sorted[j] == sorted[i]; j++) {}
+    if (sorted[i] < 3) continue;
+    ncand++;
+    uint32_t score = 0;
+    for (size_t k = 0; k < nk; k++) score += sorted[k] % sorted[i] == 0;
+    cand[ncand - 1] = (struct cand){sorted[i], score};
+    if (score > best_keys) best_keys = score;
+  }
+  /* the largest candidate that divides nearly as many: the period, not a divisor of it */
+  for (size_t i = 0; i < ncand; i++)
+    if (10 * cand[i].score >= 9 * best_keys && cand[i].c > best) best = cand[i].c;
+  if (best_keys < 2) best = 0;
+  free(sorted);
+  int ok = 0;
+  if (best >= 3) {
+    /* the steps open at every (count / best)-th call of the earliest such key */
+    size_t anchor = SIZE_MAX;
+    uint32_t every = 1;
+    for (size_t k = 0; k < nk; k++)
+      if (cnt[k] >= best && cnt[k] % best == 0 &&
+          (anchor == SIZE_MAX || x->xc[first[k]].start < x->xc[anchor].start))
+        anchor = first[k], every = cnt[k] / best;
+    uint64_t key = (uint64_t)x->xc[anchor].fn << 32 | x->xc[anchor].stack;
+    x->nst = 0;
+    uint64_t seen = 0;
+    for (size_t i = 0; i < x->nxc; i++) {
+      const xcall *c = &x->xc[i];
+      if (c->depth || ((uint64_t)c->fn << 32 | c->stack) != key) continue;
+      if (seen++ % every) continue;
+      PUSH(x->st_s, x->nst, x->capst, 64);
+      x->st_s[x->nst++] = c->start;
+    }
+    x->capst = x->nst;
+    x->st_e = rd_xrealloc(x->st_e, x->capst * sizeof *x->st_e);
+    qsort(x->st_s, x->nst, sizeof *x->st_s, by_u64);
+    uint64_t *d = rd_xmalloc(x->nst * sizeof *d);
+    for (size_t i = 0; i + 1 < x->nst; i++) d[i] = x->st_e[i] = x->st_s[i + 1];
+    for (size_t i = 0; i + 1 < x->nst; i++) d[i] -= x->st_s[i];
+    qsort(d, x->nst - 1, sizeof *d, by_u64);
+    uint64_t med = d[(x->nst - 1) / 2];
+    free(d);
+    uint64_t end = x->st_s[x->nst - 1] + med;
+    x->st_e[x->nst - 1] = end < x->hi ? end : x->hi;
+    ok = 1;
+  }
+  free(cnt);
+  free(first);
+  rd_m_free(&ix);
+  return ok;
+}
+
+/* ---------------------------------------------------------------- per-trace analysis */
+
+static int by_tid_start(const void *a, const void *b, void *ctx) {
+  const xcall *v = ctx;
+  const xcall *p = &v[*(const uint32_t *)a], *q = &v[*(const uint32_t *)b];
+  if (p->tid != q->tid) return p->tid < q->tid ? -1 : 1;
+  if (p->start != q->start) return p->start < q->start ? -1 : 1;
+  return (int)p->depth - (int)q->depth;
+}
+static int by_sample_time(const void *a, const void *b, void *ctx) {
+  const asample *v = ctx;
+  uint64_t p = v[*(const uint32_t *)a].time, q = v[*(const uint32_t *)b].time;
+  return p < q ? -1 : p > q;
+}
+static int by_dev_start(const void *a, const void *b) {
+  const gop *p = a, *q = b;
+  if (p->dev != q->dev) return p->dev < q->dev ? -1 : 1;
+  return p->s < q->s ? -1 : p->s > q->s;
+}
+
+static const Dlh__DeviceInfo *device(const rd_advise *x, uint32_t id) {
+  for (size_t i = 0; i < x->ndev; i++)
+    if (x->dev[i].d.id == id) return &x->dev[i].d;
+  return NULL;
+}
+
+/* the outermost call that launched GPU op o, or NULL */
+static const xcall *launcher(const rd_advise *x, const gop *o) {
+  uint32_t i;
+  if (!o->corr || !rd_m_get(&x->corr_ix, o->corr, &i)) return NULL;
+  return &x->xc[x->xc[i].top];
+}
+
+static int in_win(uint64_t t, uint64_t lo, uint64_t hi) { return t >= lo && t < hi; }
+
+static void detail(afinding *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void detail(afinding *f, const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  free(f->detail);
+  f->detail = rd_xstrdup(buf);
+}
+
+/* Python frames of samples: is f a frame of the DataLoader / its fetcher? */
+static int dl_frame(const rd_frame *f) { return f->python && f->file && strstr(f->file, "torch/utils/data/"); }
+static int fetch_frame(const rd_frame *f) { return f->python && f->file && strstr(f->file, "torch/utils/data/_utils/fetch.py"); }
+static char *py_place(const rd_frame *f) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s:%u", f->file, f->line);
+  return rd_xstrdup(buf);
+}
+
 void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
   uint64_t nsteps = 1, step_ns = x->hi > x->lo ? x->hi - x->lo : 0, after = 0;
-  uint64_t in_lo = 0, in_hi = UINT64_MAX; /* with steps: only calls inside them count */
+  uint64_t in_lo = 0, in_hi = UINT64_MAX; /* with steps: only what is inside them counts */
+  x->steps_from = 0;
+  if (x->nst) x->steps_from = 1;
+  else if (detect_steps(x)) x->steps_from = 2;
   if (x->nst) {
     in_lo = UINT64_MAX;
     in_hi = 0;
@@ -220,36 +635,40 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
   x->nsteps_all += nsteps;
   x->step_ns_all += step_ns;
   size_t base = x->nf;
+
+  /* the outermost call of every call; the main thread: most outermost calls */
+  uint32_t main_tid = 0;
+  {
+    uint32_t *o = rd_xmalloc((x->nxc ? x->nxc : 1) * sizeof *o);
+    for (size_t i = 0; i < x->nxc; i++) o[i] = (uint32_t)i;
+    if (x->nxc) qsort_r(o, x->nxc, sizeof *o, by_tid_start, x->xc);
+    uint32_t top = UINT32_MAX, cur_tid = 0, best_n = 0, n = 0;
+    for (size_t j = 0; j < x->nxc; j++) {
+      xcall *c = &x->xc[o[j]];
+      if (j == 0 || c->tid != cur_tid) {
+        if (n > best_n) best_n = n, main_tid = cur_tid;
+        cur_tid = c->tid, n = 0, top = UINT32_MAX;
+      }
+      if (!c->depth) { top = o[j]; n++; }
+      c->top = (c->depth && top != UINT32_MAX && c->start <= x->xc[top].end) ? top : o[j];
+    }
+    if (n > best_n) main_tid = cur_tid;
+    free(o);
+  }
+
+  /* host-call classes */
   for (size_t i = 0; i < x->n; i++) {
     acall *c = &x->c[i];
     int cls = c->cls;
     uint32_t one;
-    if (c->start < in_lo || c->start >= in_hi) continue;
+    if (!in_win(c->start, in_lo, in_hi)) continue;
     if (cls < 0) {
       if (!rd_m_get(&x->pageable, c->corr, &one)) continue;
       cls = A_PAGEABLE;
     }
-    char *place = place_of(t, c->stack);
-    afinding *f = NULL;
-    for (size_t k = base; k < x->nf; k++)
-      if (x->f[k].cls == cls && !strcmp(x->f[k].place, place)) { f = &x->f[k]; break; }
-    if (!f) {
-      if (x->nf == x->capf) {
-        x->capf = x->capf ? x->capf * 2 : 16;
-        x->f = rd_xrealloc(x->f, x->capf * sizeof *x->f);
-      }
-      f = &x->f[x->nf++];
-      memset(f, 0, sizeof *f);
-      f->cls = cls;
-      f->place = place;
-      f->trace = rd_xstrdup(t->path);
-      f->nsteps = nsteps;
-      f->step_ns = step_ns;
-    } else {
-      free(place);
-    }
+    afinding *f = finding(x, base, cls, place_of(t, c->stack), t, nsteps, step_ns);
     if (cls == A_MALLOC) {
-      /* steady state: after the first step, or (no steps) every call of the place but its first */
+      /* steady state: after the first step, or (no steps) every call of a place but its first */
       uint64_t n = c->calls;
       if (x->nst) {
         if (c->start < after) continue;
@@ -265,25 +684,422 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
     }
     add_fn(&f->fns, rd_trace_func(t, c->fn)->name);
   }
+
+  /* GPU classes: per device in time order */
+  if (x->ng) qsort(x->g, x->ng, sizeof *x->g, by_dev_start);
+  uint64_t gpu_busy = 0; /* the busiest device's busy time inside the steps */
+  {
+    uint64_t lb_n = 0, lb_kns = 0, lb_int = 0;
+    size_t d0 = 0;
+    while (d0 < x->ng) {
+      size_t d1 = d0;
+      while (d1 < x->ng && x->g[d1].dev == x->g[d0].dev) d1++;
+      const Dlh__DeviceInfo *dv = device(x, x->g[d0].dev);
+      uint64_t busy = 0, until = 0, cov_s = 0, cov_e = 0;
+      const xcall *prev_l = NULL;
+      /* merged intervals of non-NCCL kernels, for the overlap of collectives */
+      uint64_t *ms = NULL, *me = NULL;
+      size_t nm = 0;
+      for (size_t i = d0; i < d1; i++) {
+        gop *o = &x->g[i];
+        int in = in_win(o->s, in_lo, in_hi);
+        /* busy time (union) */
+        if (in) {
+          if (o->s > cov_e) { busy += cov_e - cov_s; cov_s = o->s; cov_e = o->e; }
+          else if (o->e > cov_e) cov_e = o->e;
+        }
+        if (o->kind == RD_KERNEL && !o->nccl) {
+          if (nm && o->s <= me[nm - 1]) { if (o->e > me[nm - 1]) me[nm - 1] = o->e; }
+          else {
+            ms = rd_xrealloc(ms, (nm + 1) * sizeof *ms);
+            me = rd_xrealloc(me, (nm + 1) * sizeof *me);
+            ms[nm] = o->s, me[nm++] = o->e;
+          }
+        }
+        if (o->kind == RD_KERNEL) {
+          double bps, wps, occ;
+          if (rd_occupancy(dv, (const uint64_t[9]){o->v[0], o->v[1], o->v[2], o->v[3], o->v[4],
+                                                   o->v[5], o->v[6], o->v[7], o->v[8]},
+                           9, &bps, &wps, &occ))
+            o->occ = (float)occ;
+          const xcall *l = launcher(x, o);
+          uint32_t li;
+          const xcall *own = o->corr && rd_m_get(&x->corr_ix, o->corr, &li) ? &x->xc[li] : NULL;
+          /* launch-bound: idle before it, shorter than the host's time between launches */
+          if (in && own && prev_l && until && o->s > until && o->s - until <= ADV_LAUNCH_GAP_NS &&
+              o->e - o->s < ADV_LAUNCH_KERNEL_NS &&
+              own->start > prev_l->start && o->e - o->s < own->start - prev_l->start && l) {
+            afinding *f = finding(x, base, A_LAUNCH, place_of(t, l->stack), t, nsteps, step_ns);
+            f->calls++;
+            f->ns += o->s - until;
+            add_fn(&f->fns, rd_trace_func(t, own->fn) ? rd_trace_func(t, own->fn)->name : "?");
+            lb_n++, lb_kns += o->e - o->s, lb_int += own->start - prev_l->start;
+          }
+          if (own) prev_l = own;
+          /* low occupancy, by kernel name */
+          const rd_func *lf = l ? rd_trace_func(t, l->fn) : NULL;
+          int lib = lf && lf->domain != DLH__DOMAIN__DOMAIN_CUDART && lf->domain != DLH__DOMAIN__DOMAIN_DRIVER;
+          if (in && !o->nccl && !lib && o->occ >= 0 && o->occ < ADV_OCC_PCT && o->e - o->s >= ADV_OCC_MIN_NS) {
+            const char *kn = rd_trace_string(t, o->name);
+            char key[300];
+            snprintf(key, sizeof key, "%s", kn && *kn ? kn : "[kernel]");
+            char *dm = rd_demangle(key);
+            afinding *f = finding(x, base, A_OCC, l ? place_of(t, l->stack) : rd_xstrdup("[no call]"),
+                                  t, nsteps, step_ns);
+            f->calls++;
+            f->ns += o->e - o->s;
+            add_fn(&f->fns, dm ? dm : key);
+            if (!f->detail || o->occ < (float)f->first / 100.0f) {
+              f->first = (uint64_t)(o->occ * 100);
+              detail(f, "estimated occupancy %.1f %% (grid %ux%ux%u, block %ux%ux%u, %u registers, "
+                        "%u B shared memory)", o->occ, o->v[0], o->v[1], o->v[2], o->v[3], o->v[4],
+                     o->v[5], o->v[6], o->v[7] + o->v[8]);
+            }
+            free(dm);
+          }
+        }
+        if (o->e > until) until = o->e;
+      }
+      busy += cov_e - cov_s;
+      if (busy > gpu_busy) gpu_busy = busy;
+      /* collectives not overlapped by the device's other kernels */
+      size_t m = 0;
+      for (size_t i = d0; i < d1; i++) {
+        gop *o = &x->g[i];
+        if (!o->nccl || !in_win(o->s, in_lo, in_hi)) continue;
+        while (m > 0 && ms[m - 1] > o->s) m--;
+        while (m < nm && me[m] <= o->s) m++;
+        uint64_t cov = 0;
+        for (size_t j = m; j < nm && ms[j] < o->e; j++) {
+          uint64_t a = ms[j] > o->s ? ms[j] : o->s, b = me[j] < o->e ? me[j] : o->e;
+          if (b > a) cov += b - a;
+        }
+        uint64_t dur = o->e - o->s;
+        if (dur <= cov) continue;
+        const xcall *l = launcher(x, o);
+        afinding *f = finding(x, base, A_COMM, l ? place_of(t, l->stack) : rd_xstrdup("[no call]"),
+                              t, nsteps, step_ns);
+        f->calls++;
+        f->ns += dur - cov;
+        if (l && rd_trace_func(t, l->fn)) add_fn(&f->fns, rd_trace_func(t, l->fn)->name);
+      }
+      free(ms);
+      free(me);
+      d0 = d1;
+    }
+    for (size_t k = base; k < x->nf; k++)
+      if (x->f[k].cls == A_LAUNCH && lb_n)
+        detail(&x->f[k], "over the trace: %" PRIu64 " such kernels, %.1f us long on average, "
+                         "launched %.1f us apart",
+               lb_n, (double)lb_kns / (double)lb_n / 1e3, (double)lb_int / (double)lb_n / 1e3);
+  }
+
+  /* GEMMs without tensor cores: the GPU time of their kernels (else the call's time) */
+  if (x->ngm) {
+    rd_u64map gix = {0}; /* top call index -> gm index + 0 */
+    uint64_t *gns = calloc(x->ngm, sizeof *gns);
+    if (!gns) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
+    for (size_t i = 0; i < x->ngm; i++) rd_m_put(&gix, x->gm[i].call, (uint32_t)i);
+    for (size_t i = 0; i < x->ng; i++) {
+      const gop *o = &x->g[i];
+      uint32_t li, gi;
+      if (o->kind != RD_KERNEL || !o->corr || !rd_m_get(&x->corr_ix, o->corr, &li)) continue;
+      if (rd_m_get(&gix, x->xc[li].top, &gi)) gns[gi] += o->e - o->s;
+    }
+    for (size_t i = 0; i < x->ngm; i++) {
+      const agemm *a = &x->gm[i];
+      const xcall *c = &x->xc[a->call];
+      if (!in_win(c->start, in_lo, in_hi)) continue;
+      afinding *f = finding(x, base, A_TENSOR, place_of(t, c->stack), t, nsteps, step_ns);
+      f->calls++;
+      f->ns += gns[i] ? gns[i] : c->end - c->start;
+      add_fn(&f->fns, rd_trace_func(t, c->fn)->name);
+      if (!f->detail)
+        detail(f, a->reason == 1 ? "float32 GEMM computed in float32 (no TF32), e.g. m=%" PRId64
+                                   " n=%" PRId64 " k=%" PRId64
+                                 : "half/bfloat16 GEMM with a dimension not a multiple of 8, e.g. "
+                                   "m=%" PRId64 " n=%" PRId64 " k=%" PRId64,
+               a->m, a->n, a->k);
+    }
+    free(gns);
+    rd_m_free(&gix);
+  }
+
+  /* memory near capacity: the ledger's peak per device */
+  if (x->mem) {
+    rd_mem_sample *ms = NULL;
+    long nms = rd_memcol_samples(x->mem, &ms, 0);
+    x->mem = NULL;
+    memset(&x->memsink, 0, sizeof x->memsink);
+    for (size_t d = 0; d < x->ndev; d++) {
+      const Dlh__DeviceInfo *dv = &x->dev[d].d;
+      if (!dv->total_mem) continue;
+      uint64_t peak = 0, at = 0;
+      for (long i = 0; i < nms; i++)
+        if (ms[i].device == dv->id && ms[i].device_live_bytes > peak) peak = ms[i].device_live_bytes, at = ms[i].ts_ns;
+      double pct = 100.0 * (double)peak / (double)dv->total_mem;
+      if (pct < ADV_MEM_PCT) continue;
+      /* the allocation that made the peak: the allocating call around that moment */
+      const acall *best = NULL;
+      for (size_t i = 0; i < x->n; i++) {
+        const acall *c = &x->c[i];
+        if (c->cls != A_MALLOC || c->start > at || !strstr(rd_trace_func(t, c->fn)->name, "lloc")) continue;
+        if (!best || c->start > best->start) best = c;
+      }
+      afinding *f = finding(x, base, A_MEM, best ? place_of(t, best->stack) : rd_xstrdup("[unknown]"),
+                            t, nsteps, step_ns);
+      f->calls = 1;
+      f->first = 1; /* kept whatever its (zero) cost */
+      if (best) add_fn(&f->fns, rd_trace_func(t, best->fn)->name);
+      detail(f, "device %u: %.2f GiB of %.2f GiB live at the peak (%.1f %%)", dv->id,
+             (double)peak / 1073741824.0, (double)dv->total_mem / 1073741824.0, pct);
+    }
+    free(ms);
+  }
+
+  /* samples: the DataLoader and the Python functions of the main thread */
+  if (x->nsm) {
+    rd_u64map six = {0};
+    struct agg { uint32_t stack, kind; uint64_t w, n; } *ag = NULL;
+    uint64_t *fn_n = NULL;
+    size_t nag = 0;
+    uint64_t main_cpu = 0;
+    for (size_t i = 0; i < x->nsm; i++) {
+      const asample *s = &x->sm[i];
+      if (s->kind == RD_SAMPLE_CPU && s->stack) { /* the Dataset's line, any thread */
+        const rd_frame *fr;
+        size_t n = rd_stack_frames(t, s->stack, &fr);
+        for (size_t j = 0; j < n; j++) {
+          if (!fetch_frame(&fr[j])) continue;
+          for (size_t u = j; u-- > 0;)
+            if (fr[u].python && rd_torch_user_file(fr[u].file)) {
+              char *p = py_place(&fr[u]);
+              tally_add(&x->dataset, p, s->weight);
+              free(p);
+              break;
+            }
+          break;
+        }
+      }
+      if (s->tid != main_tid || !in_win(s->time, in_lo, in_hi)) continue;
+      if (s->kind == RD_SAMPLE_CPU) main_cpu += s->weight;
+      uint64_t key = (uint64_t)s->kind << 32 | s->stack;
+      uint32_t k;
+      if (!rd_m_get(&six, key, &k)) {
+        k = (uint32_t)nag++;
+        rd_m_put(&six, key, k);
+        ag = rd_xrealloc(ag, nag * sizeof *ag);
+        ag[k] = (struct agg){s->stack, s->kind, 0, 0};
+      }
+      ag[k].w += s->weight;
+      ag[k].n++;
+    }
+    tally input = {0}, fn = {0}, line = {0};
+    uint64_t input_w = 0;
+    for (size_t i = 0; i < nag; i++) {
+      const rd_frame *fr;
+      size_t n = rd_stack_frames(t, ag[i].stack, &fr);
+      size_t dl = SIZE_MAX;
+      for (size_t j = n; j-- > 0;) /* the outermost DataLoader frame */
+        if (dl_frame(&fr[j])) { dl = j; break; }
+      if (dl != SIZE_MAX) {
+        input_w += ag[i].w;
+        size_t u = dl + 1;
+        while (u < n && !(fr[u].python && rd_torch_user_file(fr[u].file))) u++;
+        char *p = u < n ? py_place(&fr[u]) : rd_xstrdup("[DataLoader]");
+        tally_add(&input, p, ag[i].w);
+        free(p);
+        continue;
+      }
+      if (ag[i].kind != RD_SAMPLE_CPU) continue;
+      for (size_t j = 0; j < n; j++) {
+        if (!fr[j].python || !rd_torch_user_file(fr[j].file)) continue;
+        char k[1024];
+        snprintf(k, sizeof k, "%s\t%s", fr[j].file, fr[j].function ? fr[j].function : "?");
+        size_t before = fn.n;
+        tally_add(&fn, k, ag[i].w);
+        if (fn.n > before) { fn_n = rd_xrealloc(fn_n, fn.n * sizeof *fn_n); fn_n[fn.n - 1] = 0; }
+        for (size_t q = 0; q < fn.n; q++)
+          if (!strcmp(fn.k[q], k)) { fn_n[q] += ag[i].n; break; }
+        snprintf(k, sizeof k, "%s\t%s\t%s:%u", fr[j].file, fr[j].function ? fr[j].function : "?",
+                 fr[j].file, fr[j].line);
+        tally_add(&line, k, ag[i].w);
+        break;
+      }
+    }
+    double span = (double)(step_ns ? step_ns : 1);
+    double busy = (double)gpu_busy / span;
+    if (input.n && 100.0 * (double)input_w / span >= ADV_MIN_PCT_GPU && busy < 0.9) {
+      size_t b = tally_top(&input);
+      afinding *f = finding(x, base, A_INPUT, rd_xstrdup(input.k[b]), t, nsteps, step_ns);
+      f->ns = input_w;
+      f->calls = 0;
+      for (size_t i = 0; i < x->nsm; i++) f->calls += x->sm[i].tid == main_tid && in_win(x->sm[i].time, in_lo, in_hi);
+      add_fn(&f->fns, "DataLoader.__next__");
+      detail(f, "the GPU was busy %.0f %% of the steps", busy * 100);
+    }
+    if (fn.n && busy < 0.5 && (double)main_cpu >= 0.5 * span) {
+      size_t b = tally_top(&fn);
+      if (100.0 * (double)fn.w[b] / span >= 20.0) {
+        /* its most sampled line */
+        size_t kl = strlen(fn.k[b]), bl = SIZE_MAX;
+        for (size_t i = 0; i < line.n; i++)
+          if (!strncmp(line.k[i], fn.k[b], kl) && line.k[i][kl] == '\t' &&
+              (bl == SIZE_MAX || line.w[i] > line.w[bl]))
+            bl = i;
+        const char *pl = bl != SIZE_MAX ? strrchr(line.k[bl], '\t') + 1 : "[unknown]";
+        afinding *f = finding(x, base, A_PYCPU, rd_xstrdup(pl), t, nsteps, step_ns);
+        f->ns = fn.w[b];
+        f->calls = fn_n[b];
+        add_fn(&f->fns, strchr(fn.k[b], '\t') + 1);
+        detail(f, "the main thread was on CPU %.0f %% of the steps, the GPU busy %.0f %%",
+               100.0 * (double)main_cpu / span, busy * 100);
+      }
+    }
+    tally_free(&input);
+    tally_free(&fn);
+    tally_free(&line);
+    free(fn_n);
+    free(ag);
+    rd_m_free(&six);
+  }
+
+  /* what this rank did on the host before its collectives (for straggler-rank) */
+  {
+    tally pre = {0};
+    const xcall *prev = NULL, *widest = NULL;
+    uint64_t wgap = 0;
+    uint32_t *o = rd_xmalloc((x->nxc ? x->nxc : 1) * sizeof *o);
+    size_t no = 0, nms = 0;
+    uint32_t *msi = rd_xmalloc((x->nsm ? x->nsm : 1) * sizeof *msi);
+    for (size_t i = 0; i < x->nsm; i++)
+      if (x->sm[i].tid == main_tid && x->sm[i].kind == RD_SAMPLE_CPU) msi[nms++] = (uint32_t)i;
+    if (nms) qsort_r(msi, nms, sizeof *msi, by_sample_time, x->sm);
+    for (size_t i = 0; i < x->nxc; i++)
+      if (!x->xc[i].depth && x->xc[i].tid == main_tid) o[no++] = (uint32_t)i;
+    if (no) qsort_r(o, no, sizeof *o, by_tid_start, x->xc);
+    /* before each collective: the widest host gap between two calls since the previous one
+     * (where the rank was busy on the host without calling CUDA), and the samples in it */
+    uint64_t ga = 0, gb = 0;
+    for (size_t j = 0; j < no; j++) {
+      const xcall *c = &x->xc[o[j]];
+      const rd_func *f = rd_trace_func(t, c->fn);
+      if (prev && c->start > prev->end && c->start - prev->end > gb - ga) ga = prev->end, gb = c->start;
+      if (f && f->domain == DLH__DOMAIN__DOMAIN_NCCL && collective_fn(f->name) && gb > ga) {
+        if (gb - ga > wgap) wgap = gb - ga, widest = c;
+        size_t lo = 0, hi = nms;
+        while (lo < hi) {
+          size_t mid = (lo + hi) / 2;
+          if (x->sm[msi[mid]].time < ga) lo = mid + 1;
+          else hi = mid;
+        }
+        for (size_t i = lo; i < nms && x->sm[msi[i]].time <= gb; i++) {
+          const asample *s = &x->sm[msi[i]];
+          char *p = place_of(t, s->stack);
+          tally_add(&pre, p, s->weight);
+          free(p);
+        }
+        ga = gb = 0;
+      }
+      prev = c;
+    }
+    free(o);
+    free(msi);
+    if (pre.n || widest) {
+      x->pc = rd_xrealloc(x->pc, (x->npc + 1) * sizeof *x->pc);
+      x->pc[x->npc].path = rd_xstrdup(t->path);
+      x->pc[x->npc++].place = pre.n ? rd_xstrdup(pre.k[tally_top(&pre)]) : place_of(t, widest->stack);
+    }
+    tally_free(&pre);
+  }
+
   /* thresholds: drop what is below them */
   size_t w = base;
   for (size_t k = base; k < x->nf; k++) {
     afinding *f = &x->f[k];
-    uint64_t min_calls = f->cls == A_MALLOC ? 2 : ADV_MIN_CALLS;
-    if (f->cls == A_SYNC && f->calls < f->nsteps) min_calls = f->nsteps;
     double pct = f->step_ns ? 100.0 * (double)f->ns / (double)f->step_ns : 0;
-    if (f->calls >= min_calls && pct >= (f->cls == A_MALLOC ? ADV_MIN_PCT_MALLOC : ADV_MIN_PCT)) x->f[w++] = *f;
-    else { free(f->place); free(f->trace); free(f->fns); }
+    int keep;
+    switch (f->cls) {
+    case A_SYNC:
+      keep = f->calls >= ADV_MIN_CALLS && f->calls >= f->nsteps && pct >= ADV_MIN_PCT;
+      break;
+    case A_PAGEABLE: keep = f->calls >= ADV_MIN_CALLS && pct >= ADV_MIN_PCT; break;
+    case A_MALLOC: keep = f->calls >= 2 && pct >= ADV_MIN_PCT_MALLOC; break;
+    case A_LAUNCH: keep = f->calls >= ADV_LAUNCH_MIN && pct >= ADV_MIN_PCT_GPU; break;
+    case A_COMM: keep = f->calls >= ADV_MIN_CALLS && pct >= ADV_MIN_PCT_GPU; break;
+    case A_MEM: keep = 1; break;
+    default: keep = pct >= ADV_MIN_PCT_GPU; break;
+    }
+    if (keep) x->f[w++] = *f;
+    else { free(f->place); free(f->trace); free(f->fns); free(f->detail); }
+  }
+  x->nf = w;
+  /* the same finding in several traces (ranks, workers): one, its cost over all their steps */
+  w = base;
+  for (size_t k = base; k < x->nf; k++) {
+    afinding *f = &x->f[k], *o = NULL;
+    for (size_t j = 0; j < base && !o; j++)
+      if (x->f[j].cls == f->cls && !strcmp(x->f[j].place, f->place)) o = &x->f[j];
+    if (!o) { x->f[w++] = *f; continue; }
+    o->calls += f->calls, o->ns += f->ns, o->nsteps += f->nsteps, o->step_ns += f->step_ns;
+    o->ntraces = (o->ntraces ? o->ntraces : 1) + 1;
+    if (f->fns) add_fn(&o->fns, f->fns);
+    free(f->place); free(f->trace); free(f->fns); free(f->detail);
   }
   x->nf = w;
   if (x->nf) qsort(x->f, x->nf, sizeof *x->f, by_cost);
-  x->n = x->nst = 0;
+  x->n = x->nst = x->nxc = x->ng = x->ngm = x->nsm = x->ndev = 0;
   x->lo = x->hi = 0;
   rd_m_free(&x->pageable);
+  rd_m_free(&x->corr_ix);
+  rd_m_free(&x->math);
+  rd_m_free(&x->push);
+  memset(&x->push, 0, sizeof x->push);
   memset(&x->pageable, 0, sizeof x->pageable);
+  memset(&x->corr_ix, 0, sizeof x->corr_ix);
+  memset(&x->math, 0, sizeof x->math);
+}
+
+/* Several ranks (after rd_ranks_finish): the straggler, as a finding of its trace. */
+void rd_advise_ranks(rd_advise *x) {
+  rd_straggler s;
+  if (!x || !rd_ranks_straggler(&s) || !s.path || s.ncoll == 0) return;
+  if (3 * s.last_count < 2 * s.ncoll || s.delay_ns <= 0) return;
+  afinding *src = NULL;
+  for (size_t k = 0; k < x->nf; k++)
+    if (!strcmp(x->f[k].trace, s.path)) { src = &x->f[k]; break; }
+  uint64_t nsteps = src ? src->nsteps : 1, step_ns = src ? src->step_ns : 0;
+  if (!src) { /* no finding of that trace: its steps are those of all traces, on average */
+    nsteps = x->ntraces ? x->nsteps_all / x->ntraces : 1;
+    step_ns = x->ntraces ? x->step_ns_all / x->ntraces : 0;
+  }
+  uint64_t ns = (uint64_t)(s.delay_ns * (double)s.last_count);
+  double pct = step_ns ? 100.0 * (double)ns / (double)step_ns : 0;
+  if (pct < ADV_MIN_PCT_GPU) return;
+  const char *pl = "[unknown]";
+  for (size_t i = 0; i < x->npc; i++)
+    if (!strcmp(x->pc[i].path, s.path)) pl = x->pc[i].place;
+  PUSH(x->f, x->nf, x->capf, 16);
+  afinding *f = &x->f[x->nf++];
+  memset(f, 0, sizeof *f);
+  f->cls = A_STRAGGLER;
+  f->steps_from = src ? src->steps_from : 0;
+  f->place = rd_xstrdup(pl);
+  f->trace = rd_xstrdup(s.path);
+  f->nsteps = nsteps ? nsteps : 1;
+  f->step_ns = step_ns;
+  f->ns = ns;
+  f->calls = s.last_count;
+  f->fns = rd_xstrdup("collectives");
+  detail(f, "rank %d arrived last at %" PRIu64 " of %zu collectives (%zu ranks), %.3f ms after the "
+            "others",
+         s.rank, s.last_count, s.ncoll, s.nranks, s.delay_ns / 1e6);
+  qsort(x->f, x->nf, sizeof *x->f, by_cost);
 }
 
 size_t rd_advise_count(const rd_advise *x) { return x ? x->nf : 0; }
+
+static const char *steps_from_name(int v) { return v == 1 ? "nvtx" : v == 2 ? "detected" : "trace"; }
 
 void rd_advise_json(FILE *out, rd_advise *x) {
   fputs("[", out);
@@ -301,11 +1117,22 @@ void rd_advise_json(FILE *out, rd_advise *x) {
     rd_json_str(out, classes[f->cls].how);
     fprintf(out, ",\"evidence\":{\"calls\":%" PRIu64 ",\"ns\":%" PRIu64 ",\"functions\":", f->calls,
             f->ns);
-    rd_json_str(out, f->fns);
-    fprintf(out, ",\"steps\":%" PRIu64 ",\"step_ns\":%" PRIu64 "},\"place\":", f->nsteps, f->step_ns);
+    rd_json_str(out, f->fns ? f->fns : "");
+    fprintf(out, ",\"steps\":%" PRIu64 ",\"step_ns\":%" PRIu64 ",\"steps_from\":\"%s\"",
+            f->nsteps, f->step_ns, steps_from_name(f->steps_from));
+    if (f->detail) {
+      fputs(",\"detail\":", out);
+      rd_json_str(out, f->detail);
+    }
+    fputs("},\"place\":", out);
     rd_json_str(out, f->place);
+    if (f->cls == A_INPUT && x->dataset.n) {
+      fputs(",\"dataset_place\":", out);
+      rd_json_str(out, x->dataset.k[tally_top(&x->dataset)]);
+    }
     fputs(",\"trace\":", out);
     rd_json_str(out, f->trace);
+    fprintf(out, ",\"traces\":%u", f->ntraces ? f->ntraces : 1);
     fputs(",\"fix\":", out);
     rd_json_str(out, classes[f->cls].fix);
     fputs("}", out);
@@ -316,8 +1143,9 @@ void rd_advise_json(FILE *out, rd_advise *x) {
 void rd_advise_table(FILE *out, rd_advise *x) {
   fputs("Findings\n", out);
   if (!x->nf) {
-    fprintf(out, "  no findings above the thresholds (%zu trace%s, %" PRIu64 " step%s)\n",
-            x->ntraces, x->ntraces == 1 ? "" : "s", x->nsteps_all, x->nsteps_all == 1 ? "" : "s");
+    fprintf(out, "  no findings above the thresholds (%zu trace%s, %" PRIu64 " step%s%s)\n",
+            x->ntraces, x->ntraces == 1 ? "" : "s", x->nsteps_all, x->nsteps_all == 1 ? "" : "s",
+            x->ntraces == 1 && x->steps_from == 2 ? ", detected from the repeating calls" : "");
     return;
   }
   for (size_t k = 0; k < x->nf; k++) {
@@ -328,10 +1156,15 @@ void rd_advise_table(FILE *out, rd_advise *x) {
     rd_term_fit(cell, sizeof cell, 60, f->place);
     fprintf(out, "  %zu. %-15s %8.3f ms/step (%5.1f%%)  at %s\n", k + 1, classes[f->cls].id, ms,
             pct, cell);
-    fprintf(out, "     evidence: %" PRIu64 " calls of %s, %.3f ms in all, over %" PRIu64
+    fprintf(out, "     evidence: %" PRIu64 " %s of %s, %.3f ms in all, over %" PRIu64
                  " step%s of %.3f ms\n",
-            f->calls, f->fns, (double)f->ns / 1e6, f->nsteps, f->nsteps == 1 ? "" : "s",
+            f->calls, f->cls == A_INPUT || f->cls == A_PYCPU ? "samples" : f->cls == A_TENSOR || f->cls == A_LAUNCH || f->cls == A_OCC || f->cls == A_COMM ? "GPU ops" : "calls",
+            f->fns ? f->fns : "", (double)f->ns / 1e6, f->nsteps, f->nsteps == 1 ? "" : "s",
             (double)f->step_ns / 1e6 / (double)f->nsteps);
+    if (f->detail) fprintf(out, "     %s\n", f->detail);
+    if (f->ntraces > 1) fprintf(out, "     in %u traces (cost over all their steps; first: %s)\n", f->ntraces, f->trace);
+    if (f->cls == A_INPUT && x->dataset.n)
+      fprintf(out, "     the Dataset's time: %s\n", x->dataset.k[tally_top(&x->dataset)]);
     fprintf(out, "     estimated: %s\n     fix: %s\n", classes[f->cls].how, classes[f->cls].fix);
   }
 }
@@ -342,11 +1175,24 @@ void rd_advise_free(rd_advise *x) {
     free(x->f[k].place);
     free(x->f[k].trace);
     free(x->f[k].fns);
+    free(x->f[k].detail);
   }
+  for (size_t i = 0; i < x->npc; i++) free(x->pc[i].path), free(x->pc[i].place);
+  free(x->pc);
+  tally_free(&x->dataset);
+  rd_memcol_free(x->mem);
   free(x->f);
   free(x->c);
+  free(x->xc);
+  free(x->g);
+  free(x->gm);
+  free(x->sm);
+  free(x->dev);
   free(x->st_s);
   free(x->st_e);
   rd_m_free(&x->pageable);
+  rd_m_free(&x->corr_ix);
+  rd_m_free(&x->math);
+  rd_m_free(&x->push);
   free(x);
 }

@@ -219,6 +219,18 @@ static size_t straggler(void) {
   return s;
 }
 
+int rd_ranks_straggler(rd_straggler *out) {
+  if (!R.ncoll || R.n < 2) return 0;
+  size_t s = straggler();
+  out->path = R.r[s].path;
+  out->rank = R.r[s].rank;
+  out->last_count = R.last_count[s];
+  out->ncoll = R.ncoll;
+  out->delay_ns = R.last_delay[s];
+  out->nranks = R.n;
+  return 1;
+}
+
 /* `"ranks":[...],"collectives":{...},"straggler":{...}` members (leading comma included). */
 void rd_ranks_json(FILE *f) {
   if (!R.ncoll) return;

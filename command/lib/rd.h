@@ -347,6 +347,20 @@ void rd_samples_json(FILE *f, rd_samples *x);
 void rd_samples_table(FILE *f, rd_samples *x);
 void rd_samples_free(rd_samples *x);
 
+/* ---------------------------------------------------------------- GPU architecture (gpuarch.c) */
+
+/* Per-SM limits of a CUDA compute capability (CUDA C Programming Guide, "Technical
+ * Specifications per Compute Capability"). */
+typedef struct rd_arch {
+  unsigned threads_per_sm, smem_per_sm, smem_optin, max_blocks_per_sm;
+} rd_arch;
+rd_arch rd_arch_of(unsigned major, unsigned minor);
+/* Kineto's occupancy estimates of a kernel record (vals: grid, block, registers, static and
+ * dynamic shared memory) on device d: blocks and warps per SM, and the achieved occupancy in %
+ * that the per-SM limits allow. Returns 0 when d or the values are missing. */
+int rd_occupancy(const Dlh__DeviceInfo *d, const uint64_t *v, uint32_t nvals, double *bps,
+                 double *wps, double *occ);
+
 /* ---------------------------------------------------------------- ranks (ranks.c) */
 
 /* Aligns several traces of one job and matches their collectives. Each trace's collectives are
@@ -364,6 +378,16 @@ void rd_ranks_json(FILE *f);
 void rd_ranks_table(FILE *f);
 /* After rd_ranks_finish: the refined (realtime - trace clock) offset of a ranked trace. */
 int rd_ranks_offset(const char *path, int64_t *offset);
+/* After rd_ranks_finish: the straggler (see ranks.c) of the traces analysed; returns 0 when
+ * fewer than 2 ranks had collectives. path is the caller's (rd_ranks_in_new), valid as long. */
+typedef struct rd_straggler {
+  const char *path;
+  int rank;
+  uint64_t last_count;  /* collectives it arrived last at */
+  size_t ncoll, nranks; /* collectives matched, ranks */
+  double delay_ns;      /* how long the others waited for it there (trimmed mean) */
+} rd_straggler;
+int rd_ranks_straggler(rd_straggler *out);
 
 /* ---------------------------------------------------------------- steps (steps.c) */
 
@@ -390,6 +414,8 @@ typedef struct rd_advise rd_advise;
 rd_advise *rd_advise_new(void);
 struct rd_sink rd_advise_sink(rd_advise *x);
 void rd_advise_trace_end(rd_advise *x, rd_trace *t);
+/* Several traces, after rd_ranks_finish: the straggler rank as a finding (ranked in). */
+void rd_advise_ranks(rd_advise *x);
 size_t rd_advise_count(const rd_advise *x);
 void rd_advise_json(FILE *f, rd_advise *x);
 void rd_advise_table(FILE *f, rd_advise *x);

@@ -1104,6 +1104,19 @@ static void kernel_node(struct gnode *g, const simcu_kernel *k) {
   g->i.regs = k->regs ? k->regs : 32;
   double threads = (double)g->i.grid[0] * g->i.grid[1] * g->i.grid[2] * g->i.block[0] * g->i.block[1] * g->i.block[2];
   double t = threads / (132.0 * 2048.0) * 4000.0;           /* 4 µs per full wave */
+  {
+    /* below half occupancy a GPU hides less latency: such a kernel (by its launch configuration:
+     * blocks per SM that threads, registers and shared memory allow on an H100) runs slower in
+     * proportion, up to 16x. Kernels with a flops/bytes cost (the libraries') keep that cost. */
+    unsigned tpb = g->i.block[0] * g->i.block[1] * g->i.block[2], fit = 32, lim;
+    unsigned wpb = (tpb + 31) / 32;
+    size_t smem = g->i.dyn_smem + g->i.static_smem;
+    if ((lim = 2048 / tpb) < fit) fit = lim;
+    if ((lim = 65536 / (g->i.regs * wpb * 32)) < fit) fit = lim;
+    if (smem && (lim = (unsigned)(233472 / smem)) < fit) fit = lim;
+    double occ = fit ? (double)(fit * wpb) / 64.0 : 1.0 / 64.0;
+    if (occ < 0.5) t *= 0.5 / (occ < 0.5 / 16 ? 0.5 / 16 : occ);
+  }
   double tf = k->flops / peak_flops_per_ns(k->dtype);
   double tb = k->bytes / 3350.0;                               /* 3.35 TB/s HBM3 */
   if (k->flops > 0 || k->bytes > 0) t = tf > tb ? tf : tb;

@@ -1,0 +1,47 @@
+# dlhook advise on planted GPU-side causes (tests/progs/advise_gpu.cu) and on a planted straggler
+# rank (examples/train --slow-rank): each class is ranked first or second and names the planted
+# line (PLANT-* markers); the tuned version of each gives no finding of that class. The programs
+# have no NVTX steps: the steps are found from the repeating calls (10 of them).
+. "$ROOT/tests/lib.sh"
+need "$DLHOOK_BIN"
+need "$DLHOOK_LIB"
+need "$BUILD/simcuda/libcudart.so.13"
+P=$BUILD/tests/progs/advise_gpu
+need "$P"
+SRC=$ROOT/tests/progs/advise_gpu.cu
+for c in launch:fused:launch-bound:PLANT-LAUNCH occupancy:occupied:low-occupancy:PLANT-OCCUPANCY \
+         sgemm:tf32:no-tensor-cores:PLANT-SGEMM memory:headroom:memory-near-capacity:PLANT-MEMORY; do
+  mode=${c%%:*}; rest=${c#*:}; tuned=${rest%%:*}; rest=${rest#*:}; cls=${rest%%:*}; mark=${rest#*:}
+  line=$(grep -n "$mark \*/" "$SRC" | cut -d: -f1)
+  [ -n "$line" ] || fail "no $mark in $SRC"
+  for m in "$mode" "$tuned"; do
+    "$DLHOOK_BIN" record --sim -o "out-$m" -- "$P" "$m" >/dev/null 2>err || fail "record $m: $(cat err)"
+    "$DLHOOK_BIN" advise --json "$(one_trace "out-$m")" >"$m.json" || fail "advise $m"
+  done
+  pyassert "$mode.json" "any(f['class'] == '$cls' and f['place'].startswith('advise_gpu.cu:$line ') \
+and f['evidence']['steps'] == 10 and f['evidence']['steps_from'] == 'detected' for f in j['findings'][:2])"
+  pyassert "$tuned.json" "'$cls' not in [f['class'] for f in j['findings']]"
+  "$DLHOOK_BIN" advise "$(one_trace "out-$mode")" >"$mode.txt" || fail "advise text $mode"
+  grep -q "^  [12]\. $cls .* at advise_gpu.cu:$line " "$mode.txt" || fail "text $mode: $(cat "$mode.txt")"
+done
+# the evidence says why
+pyassert launch.json "[f for f in j['findings'] if f['class'] == 'launch-bound'][0]['evidence']['calls'] >= 5000"
+pyassert occupancy.json "'occupancy 6.2 %' in [f for f in j['findings'] if f['class'] == 'low-occupancy'][0]['evidence']['detail']"
+pyassert sgemm.json "'m=2048 n=2048 k=2048' in [f for f in j['findings'] if f['class'] == 'no-tensor-cores'][0]['evidence']['detail']"
+pyassert memory.json "'(92.' in [f for f in j['findings'] if f['class'] == 'memory-near-capacity'][0]['evidence']['detail']"
+# a straggler rank: 4 ranks, rank 2 does 10 ms more host work before each all-reduce
+need "$BUILD/examples/train"
+"$DLHOOK_BIN" record --sim -o st -- "$BUILD/examples/train" --ranks 4 --steps 12 --slow-rank 2 --slow-ms 10 \
+  >/dev/null 2>err || fail "record straggler: $(cat err)"
+"$DLHOOK_BIN" advise --json st/*.dlh >st.json || fail "advise straggler"
+pyassert st.json "[f for f in j['findings'] if f['class'] == 'straggler-rank'][0]['place'].startswith('train.cu:') \
+and 'slow_host_work' in [f for f in j['findings'] if f['class'] == 'straggler-rank'][0]['place'] \
+and 'rank 2 arrived last' in [f for f in j['findings'] if f['class'] == 'straggler-rank'][0]['evidence']['detail']"
+pyassert st.json "[f['class'] for f in j['findings']].index('straggler-rank') <= 1"
+"$DLHOOK_BIN" stats --json st/*.dlh >st.stats.json || fail "stats straggler"
+pyassert st.stats.json "'straggler-rank' in [f['class'] for f in j['findings']]"
+"$DLHOOK_BIN" record --sim -o st0 -- "$BUILD/examples/train" --ranks 4 --steps 12 >/dev/null 2>err \
+  || fail "record balanced: $(cat err)"
+"$DLHOOK_BIN" advise --json st0/*.dlh >st0.json || fail "advise balanced"
+pyassert st0.json "'straggler-rank' not in [f['class'] for f in j['findings']]"
+echo ok
