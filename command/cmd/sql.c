@@ -28,7 +28,8 @@ static const rd_option analyze_options[] = {
     {"engine", OPT_ENGINE, "ENGINE", "the SQL engine:", engines, 0},
     {"master", OPT_MASTER, "URL", "spark: the cluster's master URL (default local[*])", NULL, 0},
     {"json", OPT_JSON, NULL, "one JSON object: each analysis's rows", NULL, 0},
-    {"only", OPT_ONLY, "NAME[,NAME...]", "only these analyses (the names of --help's list)", NULL,
+    {"only", OPT_ONLY, "NAME[,NAME...]", "only these analyses: steps, ranks, straggler, collective_skew, kernels, "
+     "operators, overlap, memory_peaks", NULL,
      RD_OPT_LIST},
     {NULL, 0, NULL, NULL, NULL, 0}};
 

@@ -31,7 +31,7 @@ def _print_rows(cols, rows, fmt, f=sys.stdout):
         for r in rows:
             f.write(json.dumps(dict(zip(cols, [plain(v) for v in r]))) + "\n")
     elif fmt == "csv":
-        w = csv.writer(f)
+        w = csv.writer(f, lineterminator="\n")
         w.writerow(cols)
         w.writerows([[plain(v) for v in r] for r in rows])
     else:
