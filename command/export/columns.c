@@ -13,9 +13,10 @@
  *                     {u8 type, u8 nullable, u16 name length, name}
  *     type 3 STRINGS  `nrows` strings, each u32 length and its bytes; they are numbered on from
  *                     1 in the order sent (one numbering per stream)
- *     type 4 BATCH    `nrows` rows of table `table`: per column nrows values (int64, int32,
- *                     float64, or a u32 string number, 0 = null), then for a nullable column
- *                     nrows validity bytes; each piece padded to 8 bytes
+ *     type 4 BATCH    `nrows` rows of table `table`: a byte per column (0: the column is null
+ *                     in every row of the batch and sends nothing), then per column sent nrows
+ *                     values (int64, int32, float64, or a u32 string number, 0 = null), then
+ *                     for a nullable column nrows validity bytes; each piece padded to 8 bytes
  *     type 5 END      the stream is complete
  * Types: 'l' int64, 'i' int32, 'd' float64, 's' string, 'b' bool (a byte).
  *
@@ -215,11 +216,19 @@ static void flush_table(cx *c, int ti) {
   send_strings(c);
   const col *cols = tables[ti].cols;
   size_t n = b->nrows;
-  uint64_t size = 0;
-  for (size_t i = 0; i < b->ncols; i++)
-    size += pad8(n * width(cols[i].type)) + (cols[i].nullable ? pad8(n) : 0);
-  put_head(c->f, M_BATCH, ti, (uint32_t)n, size);
+  unsigned char present[32];
   for (size_t i = 0; i < b->ncols; i++) {
+    present[i] = 1;
+    if (cols[i].nullable && !memchr(b->ok[i], 1, n)) present[i] = 0;
+  }
+  uint64_t size = pad8(b->ncols);
+  for (size_t i = 0; i < b->ncols; i++)
+    if (present[i]) size += pad8(n * width(cols[i].type)) + (cols[i].nullable ? pad8(n) : 0);
+  put_head(c->f, M_BATCH, ti, (uint32_t)n, size);
+  fwrite(present, 1, b->ncols, c->f);
+  fwrite(zeros, 1, pad8(b->ncols) - b->ncols, c->f);
+  for (size_t i = 0; i < b->ncols; i++) {
+    if (!present[i]) continue;
     size_t w = width(cols[i].type);
     if (w == 8) {
       fwrite(b->v[i], 8, n, c->f);

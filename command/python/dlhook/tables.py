@@ -113,9 +113,13 @@ class _Trace:
 
     def _batch(self, body, n, cols, schema):
         arrays = []
-        p = 0
-        for cname, t, nullable in cols:
+        present = body[:len(cols)]
+        p = _pad8(len(cols))
+        for ci, (cname, t, nullable) in enumerate(cols):
             atype, w, nt = TYPES[t]
+            if not present[ci]:
+                arrays.append(pa.nulls(n, atype))
+                continue
             data = np.frombuffer(body, dtype=nt, count=n, offset=p)
             p += _pad8(n * w)
             valid = None
@@ -177,7 +181,12 @@ def convert(path, out, job=None):
                 os.makedirs(d, exist_ok=True)
                 final = os.path.join(d, "%d.parquet" % tr.meta["pid"])
                 tmp[name] = (final + ".tmp%d" % os.getpid(), final)
-                writers[name] = pq.ParquetWriter(tmp[name][0], schema, compression="zstd")
+                # dictionaries for the strings only, statistics for the times (what queries
+                # filter on): twice as fast to write as pyarrow's defaults
+                strs = [f.name for f in schema if pa.types.is_dictionary(f.type)]
+                stats = [f.name for f in schema if f.name.endswith("_ns") or f.name == "pid"]
+                writers[name] = pq.ParquetWriter(tmp[name][0], schema, compression="zstd",
+                                                 use_dictionary=strs, write_statistics=stats)
                 rows[name] = 0
             else:
                 name, batch = val
