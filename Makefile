@@ -165,6 +165,7 @@ help:
 	@echo "  make fuzz-tools  install clang and its sanitizer runtimes"
 	@echo "  make check-cuda  check that the CUDA toolkit is at CUDA_HOME ($(CUDA_HOME))"
 	@echo "  make gpu-bundle  $(BUILD)/gpu-bundle(.tar.gz): dlhook with static deps, examples, tests, gpu-acceptance"
+	@echo "  make wheel       dist/dlhook-*.whl: the Python package with the bundle's dlhook and libdlhook.so (pip install)"
 	@echo "                   (downloads and builds libunwind and elfutils once: $(BUILD)/deps)"
 	@echo "  make static-deps only those static archives ($(BUILD)/deps, scripts/build-static-deps)"
 	@echo "  make regen       regenerate the API wrappers in hooks/ and the simulator's stubs from the CUDA headers"
