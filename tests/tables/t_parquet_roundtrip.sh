@@ -2,7 +2,8 @@
 # on the simulator): the hive layout TABLE/job=/host=/rank=/PID.parquet, and every event count
 # of the tables equals `dlhook stats --json` on the same traces (calls per function, folded
 # calls, API events, kernels per process, GPU records, threads, processes, host samples, GEMM
-# FLOPs, collective bytes); timestamps on the job's clock; a missing trace fails clearly.
+# FLOPs, collective bytes); timestamps on the job's clock; a missing trace fails clearly, a
+# damaged one converts what can be read and exits 1.
 # run-tests: serial
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/tables/common.sh"
@@ -70,4 +71,11 @@ PY
 "$DLHOOK_BIN" export --format parquet -o "$T/pq2" "$T/nope.dlh" 2>err.txt; rc=$?
 [ "$rc" = 1 ] || fail "missing trace: exit $rc, expected 1"
 grep -q "nope.dlh" err.txt || fail "missing trace: no message naming it: $(cat err.txt)"
+# a damaged trace (cut short): what could be read is converted, exit status 1
+tr0=$(ls "$T"/tr/*-r0-*.dlh)
+head -c $(( $(wc -c <"$tr0") / 2 )) "$tr0" >"$T/cut.dlh"
+"$DLHOOK_BIN" export --format parquet -q -o "$T/pq3" "$T/cut.dlh" 2>err.txt; rc=$?
+[ "$rc" = 1 ] || fail "damaged trace: exit $rc, expected 1"
+grep -q "cut.dlh" err.txt || fail "damaged trace: no message naming it"
+[ -n "$(find "$T/pq3/calls" -name '*.parquet')" ] || fail "damaged trace: nothing converted"
 echo ok

@@ -161,7 +161,8 @@ def job_of(path):
 
 
 def convert(path, out, job=None):
-    """Writes the tables of one trace under out; returns {table: rows}."""
+    """Writes the tables of one trace under out; returns ({table: rows}, damaged): a damaged
+    trace (the reader's exit status 1) has what could be read written."""
     proc = subprocess.Popen([_dlhook_bin(), "export", "--format", "columns", "-q", "-o", "-",
                              path], stdout=subprocess.PIPE, bufsize=1 << 20)
     tr = _Trace(proc.stdout)
@@ -193,6 +194,8 @@ def convert(path, out, job=None):
                 writers[name].write_batch(batch)
                 rows[name] += batch.num_rows
         ok = True
+    except StreamError as e:
+        raise StreamError("%s: %s" % (path, e))
     finally:
         for w in writers.values():
             w.close()
@@ -208,11 +211,12 @@ def convert(path, out, job=None):
         raise StreamError("%s: the reader exited with %d" % (path, rc))
     for a, b in tmp.values():
         os.replace(a, b)
-    return rows
+    return rows, rc == 1
 
 
 def write_dataset(out, traces, jobs=None, quiet=False, job=None):
-    """Converts traces in parallel into the dataset out. Returns (exit status, {table: rows})."""
+    """Converts traces in parallel into the dataset out. Returns (exit status, {table: rows}):
+    1 when a trace could not be read or was damaged (what could be read is written), else 0."""
     os.makedirs(out, exist_ok=True)
     jobs = jobs or int(os.environ.get("DLHOOK_JOBS") or 0) or os.cpu_count() or 1
     total = {}
@@ -223,13 +227,15 @@ def write_dataset(out, traces, jobs=None, quiet=False, job=None):
     def one(p):
         nonlocal failed
         try:
-            r = convert(p, out, job)
+            r, damaged = convert(p, out, job)
         except (StreamError, OSError) as e:
             with lock:
                 failed += 1
             print("dlhook: %s" % e, file=sys.stderr)
             return
         with lock:
+            if damaged:
+                failed += 1
             for k, v in r.items():
                 total[k] = total.get(k, 0) + v
             done[0] += 1
