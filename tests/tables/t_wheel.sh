@@ -27,7 +27,7 @@ n=$(python -c "import dlhook; print(dlhook.tables('t').calls.num_rows)") || fail
 m=$(python -c "
 import dlhook, glob
 d = dlhook.tables('t').path
-print(int(dlhook.sql(d, 'SELECT count(*) AS n FROM calls').n[0]))") || fail "dlhook.sql failed"
+print(dlhook.sql(d, 'SELECT count(*) AS n FROM calls').column('n')[0].as_py())") || fail "dlhook.sql failed"
 [ "$m" = "$n" ] || fail "dlhook.sql counts $m calls, tables $n"
 if command -v auditwheel >/dev/null 2>&1 || "$T/venv/bin/pip" install -q auditwheel >/dev/null 2>&1; then
   aw=$(command -v auditwheel || echo "$T/venv/bin/auditwheel")

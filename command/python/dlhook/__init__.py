@@ -3,7 +3,7 @@
     import dlhook
     t = dlhook.tables("tables/")          # a dataset of dlhook export --format parquet, or traces
     t.calls.num_rows; t.gpu.to_pandas()
-    dlhook.sql("tables/", "SELECT rank, count(*) FROM calls GROUP BY rank")
+    dlhook.sql("tables/", "SELECT rank, count(*) FROM calls GROUP BY rank")   # a pyarrow Table
     dlhook.start(); ...; dlhook.stop()    # the capture window of this (recorded) process
 """
 import os
@@ -56,18 +56,15 @@ def tables(path):
 
 
 def sql(path, query, engine="duckdb", master=None):
-    """Runs query over a dataset; returns a pandas DataFrame (DuckDB) or a list of rows."""
-    from .query import engine as mk
+    """Runs query over a dataset; returns a pyarrow Table (.to_pandas() for a DataFrame)."""
+    import pyarrow as pa
+    from .query import engine as mk, plain
     e = mk(engine, path, master)
     try:
         cols, rows = e.query(query)
     finally:
         e.close()
-    try:
-        import pandas as pd
-        return pd.DataFrame(rows, columns=cols)
-    except ImportError:
-        return cols, rows
+    return pa.table({c: [plain(r[i]) for r in rows] for i, c in enumerate(cols)})
 
 
 def analyze(path, engine="duckdb", master=None):
