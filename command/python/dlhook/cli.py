@@ -104,6 +104,9 @@ def main(argv=None):
         return EXIT_USAGE
     try:
         return fn(rest)
+    except BrokenPipeError:  # the reader of the output went away (| head): nothing to say
+        sys.stderr.close()
+        return 0
     except ImportError as e:
         print("dlhook %s: %s (the Python that runs it, DLHOOK_PYTHON=%s, needs pyarrow, duckdb%s: "
               "pip install pyarrow duckdb%s)" % (cmd, e, sys.executable,

@@ -1,9 +1,11 @@
 -- operators: PyTorch operators (aten::..., autograd nodes) by name: the calls made inside them
--- and the GPU time of the kernels those calls launched (linked by correlation id); empty for
--- traces without PyTorch.
+-- (innermost operator), the kernels those calls launched and the GPU time of their kernels,
+-- copies and memsets (linked by correlation id), as dlhook stats counts them; empty for traces
+-- without PyTorch.
 WITH k AS (
-  SELECT job, pid, corr, SUM(dur_ns) AS gpu_ns, COUNT(*) AS kernels
-  FROM gpu WHERE kind = 'kernel' AND corr IS NOT NULL
+  SELECT job, pid, corr, SUM(dur_ns) AS gpu_ns,
+         SUM(CASE WHEN kind = 'kernel' THEN 1 ELSE 0 END) AS kernels
+  FROM gpu WHERE kind IN ('kernel', 'memcpy', 'memset') AND corr IS NOT NULL
   GROUP BY job, pid, corr
 )
 SELECT c.op AS operator, SUM(c.count) AS calls, COUNT(DISTINCT c.rank) AS ranks,
