@@ -134,10 +134,14 @@ install: all
 	install -m 0755 $(BUILD)/libdlhook.so $(DESTDIR)$(PREFIX)/lib/libdlhook.so
 	install -m 0755 $(BUILD)/dlhook $(DESTDIR)$(PREFIX)/bin/dlhook
 	install -m 0644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)
+	install -d $(DESTDIR)$(PREFIX)/share/dlhook/python/dlhook/sql
+	install -m 0644 command/python/dlhook/*.py $(DESTDIR)$(PREFIX)/share/dlhook/python/dlhook
+	install -m 0644 command/python/dlhook/sql/*.sql $(DESTDIR)$(PREFIX)/share/dlhook/python/dlhook/sql
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libdlhook.so $(DESTDIR)$(PREFIX)/bin/dlhook
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/,$(notdir $(MAN_PAGES)))
+	rm -rf $(DESTDIR)$(PREFIX)/share/dlhook/python
 
 clean:
 	rm -rf $(BUILD) $(CLEAN_EXTRA)
@@ -155,12 +159,13 @@ help:
 	@echo "  make install     install lib/libdlhook.so, bin/dlhook and the manual pages under DESTDIR/PREFIX ($(PREFIX))"
 	@echo "  make uninstall   remove them"
 	@echo "  make deps        install the missing Debian packages the build needs (scripts/bootstrap-deps; root or sudo)"
-	@echo "  make test-tools  install the test suite's Debian packages (go, Open MPI, protoc, xmllint, chromium)"
+	@echo "  make test-tools  install the test suite's Debian packages (go, Open MPI, protoc, xmllint, chromium, a JDK)"
 	@echo "  make venv        create $(BUILD)/venv with the conformance tests' Python packages (scripts/bootstrap-py)"
 	@echo "  make bench-tools install uftrace (the benchmarks' baseline)"
 	@echo "  make fuzz-tools  install clang and its sanitizer runtimes"
 	@echo "  make check-cuda  check that the CUDA toolkit is at CUDA_HOME ($(CUDA_HOME))"
 	@echo "  make gpu-bundle  $(BUILD)/gpu-bundle(.tar.gz): dlhook with static deps, examples, tests, gpu-acceptance"
+	@echo "  make wheel       dist/dlhook-*.whl: the Python package with the bundle's dlhook and libdlhook.so (pip install)"
 	@echo "                   (downloads and builds libunwind and elfutils once: $(BUILD)/deps)"
 	@echo "  make static-deps only those static archives ($(BUILD)/deps, scripts/build-static-deps)"
 	@echo "  make regen       regenerate the API wrappers in hooks/ and the simulator's stubs from the CUDA headers"

@@ -66,6 +66,14 @@ $(BUILD)/tests/bin/gentrace: command/tests/gentrace.c $(FORMAT_OBJS)
 TEST_DEPS += $(BUILD)/tests/bin/gentrace
 BENCH_DEPS += $(BUILD)/dlhook $(BUILD)/tests/bin/gentrace
 
+# Test and bench helper: N rank traces of one job from recordings of two ranks (tables at scale).
+$(BUILD)/tests/bin/ranksgen: command/tests/ranksgen.c $(FORMAT_OBJS)
+	$(Q)mkdir -p $(@D)
+	@echo "  CCLD    $@"
+	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -MMD -MP -o $@ $< $(FORMAT_OBJS) $(LDFLAGS) $(FORMAT_LIBS)
+TEST_DEPS += $(BUILD)/tests/bin/ranksgen
+BENCH_DEPS += $(BUILD)/tests/bin/ranksgen
+
 # `make regen`: also the CUPTI callback ids of the Kineto export (command/export/cupti_cbids.c).
 regen: regen-cbids
 regen-cbids:

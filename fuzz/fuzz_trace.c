@@ -33,10 +33,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fwrite(data, 1, size, f);
   fclose(f);
   static const char *const formats[] = {"kineto", "perfetto", "tensorboard", "folded", "svg",
-                                        "speedscope", "pprof"};
+                                        "speedscope", "pprof", "columns"};
   char *dump[] = {"dlhook", "dump", path, NULL};
   char *stats[] = {"dlhook", "stats", "--json", path, NULL};
-  char *ex[] = {"dlhook", "export", "--format", (char *)formats[size % 7], "-o", out, path, NULL};
+  char *ex[] = {"dlhook", "export", "--format", (char *)formats[size % (sizeof formats / sizeof *formats)], "-o", out, path, NULL};
   dlh_cmd_main(3, dump);
   dlh_cmd_main(4, stats);
   dlh_cmd_main(7, ex);

@@ -134,7 +134,7 @@ static size_t missing(const lines *A, const lines *B) {
 static void free_lines(lines *L) { free(L->l); free(L->buf); }
 
 static const char *formats[] = {"kineto", "perfetto", "tensorboard", "folded", "svg",
-                                "speedscope", "pprof"};
+                                "speedscope", "pprof", "columns"};
 #define NFMT (sizeof formats / sizeof *formats)
 static int fmt_ok[NFMT];
 

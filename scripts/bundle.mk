@@ -104,3 +104,12 @@ gpu-bundle: $(BUNDLE_TGZ)
 # Built only by `make gpu-bundle` (it downloads and compiles libunwind and elfutils once): the
 # tests of tests/bundle/ run where $(BUNDLE_TGZ) exists (CI builds it before `make test`) and skip
 # elsewhere, saying so.
+
+# `make wheel`: dist/dlhook-VERSION-py3-none-manylinux_X_Y_x86_64.whl (scripts/mkwheel): the
+# Python package, and the bundle's dlhook and libdlhook.so (static deps) in dlhook/_bin/, with a
+# `dlhook` console script; pip install pulls numpy, pyarrow and duckdb (pyspark: dlhook[spark]).
+WHEEL_DIR := dist
+.PHONY: wheel
+wheel: $(BUNDLE)/dlhook $(BUNDLE)/libdlhook.so scripts/mkwheel $(wildcard command/python/dlhook/*.py command/python/dlhook/sql/*.sql)
+	$(Q)rm -f $(WHEEL_DIR)/dlhook-*.whl
+	$(Q)python3 scripts/mkwheel $(WHEEL_DIR) $(BUNDLE)/dlhook $(BUNDLE)/libdlhook.so $(VERSION)

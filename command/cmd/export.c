@@ -47,9 +47,15 @@ static const rd_choice formats[] = {
     {"svg", "interactive flame graph (click to zoom, search, tooltips): any browser", 0},
     {"speedscope", "speedscope's JSON file format (speedscope.app)", 0},
     {"pprof", "gzipped profile.proto: go tool pprof -http=: OUT", 0},
+    {"parquet", "a Parquet dataset in the directory OUT, one file per trace and table, "
+     "partitioned as TABLE/job=J/host=H/rank=R/PID.parquet (calls, gpu, nvtx, memory, stacks, "
+     "samples, operators, threads, processes, anchors; README.md, \"Tables\"), converted one "
+     "process per core with pyarrow: dlhook sql, dlhook analyze, DuckDB, Spark, pandas", 0},
+    {"columns", NULL, 1}, /* one trace as binary columns, for the Parquet writer (columns.c) */
     {NULL, NULL, 0}};
 static int (*const exporters[])(const rd_opts *, char **, size_t) = {
-    ex_kineto, ex_perfetto, ex_xplane, ex_xplane, ex_flame, ex_flame, ex_flame, ex_flame};
+    ex_kineto, ex_perfetto, ex_xplane, ex_xplane, ex_flame, ex_flame, ex_flame, ex_flame,
+    ex_parquet, ex_columns};
 _Static_assert(sizeof exporters / sizeof *exporters == sizeof formats / sizeof *formats - 1,
                "one exporter per format");
 

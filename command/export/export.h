@@ -138,6 +138,10 @@ int ex_perfetto(const rd_opts *o, char **files, size_t n);
 int ex_xplane(const rd_opts *o, char **files, size_t n);
 /* folded, svg, speedscope, pprof */
 int ex_flame(const rd_opts *o, char **files, size_t n);
+/* One trace as the binary column stream of the Parquet writer (columns.c); the Parquet dataset
+ * itself, written by the Python package through rd_python (parquet.c). */
+int ex_columns(const rd_opts *o, char **files, size_t n);
+int ex_parquet(const rd_opts *o, char **files, size_t n);
 /* dlhook diff: A and B, output by the extension of o->out (.svg, else folded) */
 int ex_flame_diff(const rd_opts *o, const char *a, const char *b);
 

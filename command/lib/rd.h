@@ -500,6 +500,13 @@ int rd_memory_stats(char **files, size_t nfiles, int json, FILE *f);
  * that mc[i] gathered; both are taken over (closed and freed). */
 int rd_memory_stats_of(char **files, rd_trace *T, rd_memcol **mc, size_t nfiles, int json, FILE *f);
 
+/* ---------------------------------------------------------------- Python (python.c) */
+
+/* Runs `python -m dlhook.cli CMD ARGS...` (the Python package beside the command: the Parquet
+ * writer, dlhook sql and analyze) with DLHOOK_PYTHON (default python3), and returns its exit
+ * status (RD_BAD_INPUT when it cannot run; the message printed). */
+int rd_python(const char *cmd, int argc, char **argv);
+
 /* ---------------------------------------------------------------- JSON output */
 
 /* Length of the valid UTF-8 sequence at p (1 for ASCII, NUL included), 0 when p does not start

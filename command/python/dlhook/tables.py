@@ -1,0 +1,258 @@
+"""The Parquet dataset of dlhook traces.
+
+`dlhook export --format parquet -o DIR TRACE...` lands in write_dataset(): each trace is read by
+`dlhook export --format columns` (command/export/columns.c), which streams its tables as
+fixed-width binary columns and string dictionaries; here each column becomes an Arrow array over
+the received bytes (no parsing, no per-value Python work) and pyarrow writes the Parquet files.
+One trace at a time per worker, as many workers as cores: the C reader of each trace runs in its
+own process, and pyarrow's writer releases the GIL.
+
+Layout: DIR/TABLE/job=JOB/host=HOST/rank=RANK/PID.parquet, one file per trace and table (rank -1
+for a process without a rank); every table of every trace is written, empty or not, so that each
+table has the same schema everywhere."""
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+MAGIC = b"DLHCOLS1"
+M_META, M_SCHEMA, M_STRINGS, M_BATCH, M_END = 1, 2, 3, 4, 5
+TYPES = {ord("l"): (pa.int64(), 8, np.int64), ord("i"): (pa.int32(), 4, np.int32),
+         ord("d"): (pa.float64(), 8, np.float64), ord("b"): (pa.bool_(), 1, np.uint8),
+         ord("s"): (pa.dictionary(pa.int32(), pa.string()), 4, np.uint32)}
+TABLES = ("processes", "threads", "calls", "nvtx", "gpu", "memory", "stacks", "samples",
+          "operators", "anchors")
+
+
+class StreamError(Exception):
+    pass
+
+
+def _read(f, n):
+    b = f.read(n)
+    if len(b) != n:
+        raise StreamError("column stream cut short")
+    return b
+
+
+def _pad8(n):
+    return (n + 7) & ~7
+
+
+def _safe(s, dflt):
+    s = re.sub(r"[^A-Za-z0-9_.-]", "_", s or "")[:64].lstrip(".")
+    return s or dflt
+
+
+class _Trace:
+    """Decodes one column stream into Arrow record batches, table by table."""
+
+    def __init__(self, f):
+        self.f = f
+        self.meta = None
+        self.schemas = {}
+        self.strings = []
+        self.dict_arr = pa.array([], pa.string())
+        self.dict_len = 0
+
+    def _dictionary(self):
+        if self.dict_len != len(self.strings):
+            self.dict_arr = pa.array(self.strings, pa.string())
+            self.dict_len = len(self.strings)
+        return self.dict_arr
+
+    def messages(self):
+        """Yields ("meta", dict), ("schema", (table, pa.Schema)), ("batch", (table, RecordBatch))."""
+        if _read(self.f, 8) != MAGIC:
+            raise StreamError("not a dlhook column stream")
+        while True:
+            head = _read(self.f, 16)
+            mtype, table, _, nrows, size = struct.unpack("<BBHIQ", head)
+            if mtype == M_END:
+                return
+            body = _read(self.f, size)
+            if mtype == M_META:
+                self.meta = json.loads(body)
+                yield "meta", self.meta
+            elif mtype == M_SCHEMA:
+                (ln,) = struct.unpack_from("<H", body, 0)
+                name = body[2:2 + ln].decode()
+                p = 2 + ln
+                (nc,) = struct.unpack_from("<H", body, p)
+                p += 2
+                cols = []
+                for _ in range(nc):
+                    t, nullable, cl = struct.unpack_from("<BBH", body, p)
+                    p += 4
+                    cols.append((body[p:p + cl].decode(), t, nullable))
+                    p += cl
+                schema = pa.schema([pa.field(c, TYPES[t][0], nullable=bool(nl) or t == ord("s"))
+                                    for c, t, nl in cols])
+                self.schemas[table] = (name, cols, schema)
+                yield "schema", (name, schema)
+            elif mtype == M_STRINGS:
+                p = 0
+                mv = memoryview(body)
+                for _ in range(nrows):
+                    (ln,) = struct.unpack_from("<I", body, p)
+                    self.strings.append(bytes(mv[p + 4:p + 4 + ln]).decode("utf-8", "replace"))
+                    p += 4 + ln
+            elif mtype == M_BATCH:
+                name, cols, schema = self.schemas[table]
+                yield "batch", (name, self._batch(body, nrows, cols, schema))
+            else:
+                raise StreamError("unknown message %d" % mtype)
+
+    def _batch(self, body, n, cols, schema):
+        arrays = []
+        present = body[:len(cols)]
+        p = _pad8(len(cols))
+        for ci, (cname, t, nullable) in enumerate(cols):
+            atype, w, nt = TYPES[t]
+            if not present[ci]:
+                arrays.append(pa.nulls(n, atype))
+                continue
+            data = np.frombuffer(body, dtype=nt, count=n, offset=p)
+            p += _pad8(n * w)
+            valid = None
+            if nullable:
+                valid = np.frombuffer(body, dtype=np.uint8, count=n, offset=p)
+                p += _pad8(n)
+            if t == ord("s"):
+                ok = data != 0
+                if valid is not None:
+                    ok &= valid.astype(bool)
+                idx = data.astype(np.int32) - 1
+                idx[~ok] = 0
+                arrays.append(pa.DictionaryArray.from_arrays(
+                    pa.array(idx, pa.int32(), mask=~ok), self._dictionary()))
+            elif t == ord("b"):
+                arrays.append(pa.array(data.astype(bool), pa.bool_()))
+            else:
+                bitmap = None
+                nulls = 0
+                if valid is not None:
+                    nulls = n - int(np.count_nonzero(valid))
+                    if nulls:
+                        bitmap = pa.py_buffer(np.packbits(valid.astype(bool), bitorder="little"))
+                arrays.append(pa.Array.from_buffers(atype, n, [bitmap, pa.py_buffer(data)],
+                                                    null_count=nulls))
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _dlhook_bin():
+    return os.environ.get("DLHOOK_BIN") or "dlhook"
+
+
+def job_of(path):
+    """The job a trace belongs to: DLHOOK_JOB, else the name of the trace's directory."""
+    j = os.environ.get("DLHOOK_JOB")
+    if j:
+        return j
+    return os.path.basename(os.path.dirname(os.path.abspath(path))) or "job"
+
+
+def convert(path, out, job=None):
+    """Writes the tables of one trace under out; returns ({table: rows}, damaged): a damaged
+    trace (the reader's exit status 1) has what could be read written."""
+    proc = subprocess.Popen([_dlhook_bin(), "export", "--format", "columns", "-q", "-o", "-",
+                             path], stdout=subprocess.PIPE, bufsize=1 << 20)
+    tr = _Trace(proc.stdout)
+    writers, tmp, rows = {}, {}, {}
+    dirs = None
+    ok = False
+    try:
+        for kind, val in tr.messages():
+            if kind == "meta":
+                m = val
+                rank = m["rank"] if m["rank"] >= 0 else -1
+                dirs = "job=%s/host=%s/rank=%d" % (_safe(job or job_of(path), "job"),
+                                                   _safe(m["host"], "host"), rank)
+            elif kind == "schema":
+                name, schema = val
+                d = os.path.join(out, name, dirs)
+                os.makedirs(d, exist_ok=True)
+                final = os.path.join(d, "%d.parquet" % tr.meta["pid"])
+                tmp[name] = (final + ".tmp%d" % os.getpid(), final)
+                # dictionaries for the strings only, statistics for the times (what queries
+                # filter on): twice as fast to write as pyarrow's defaults
+                strs = [f.name for f in schema if pa.types.is_dictionary(f.type)]
+                stats = [f.name for f in schema if f.name.endswith("_ns") or f.name == "pid"]
+                writers[name] = pq.ParquetWriter(tmp[name][0], schema, compression="zstd",
+                                                 use_dictionary=strs, write_statistics=stats)
+                rows[name] = 0
+            else:
+                name, batch = val
+                writers[name].write_batch(batch)
+                rows[name] += batch.num_rows
+        ok = True
+    except StreamError as e:
+        raise StreamError("%s: %s" % (path, e))
+    finally:
+        for w in writers.values():
+            w.close()
+        proc.stdout.close()
+        rc = proc.wait()
+        if not ok or rc not in (0, 1):
+            for a, _ in tmp.values():
+                if os.path.exists(a):
+                    os.unlink(a)
+    if rc == 1:
+        print("dlhook: %s: damaged; what could be read was converted" % path, file=sys.stderr)
+    elif rc != 0:
+        raise StreamError("%s: the reader exited with %d" % (path, rc))
+    for a, b in tmp.values():
+        os.replace(a, b)
+    return rows, rc == 1
+
+
+def write_dataset(out, traces, jobs=None, quiet=False, job=None):
+    """Converts traces in parallel into the dataset out. Returns (exit status, {table: rows}):
+    1 when a trace could not be read or was damaged (what could be read is written), else 0."""
+    os.makedirs(out, exist_ok=True)
+    jobs = jobs or int(os.environ.get("DLHOOK_JOBS") or 0) or os.cpu_count() or 1
+    total = {}
+    failed = 0
+    lock = threading.Lock()
+    done = [0]
+
+    def one(p):
+        nonlocal failed
+        try:
+            r, damaged = convert(p, out, job)
+        except (StreamError, OSError) as e:
+            with lock:
+                failed += 1
+            print("dlhook: %s" % e, file=sys.stderr)
+            return
+        with lock:
+            if damaged:
+                failed += 1
+            for k, v in r.items():
+                total[k] = total.get(k, 0) + v
+            done[0] += 1
+            if not quiet and sys.stderr.isatty():
+                print("\rdlhook: %d/%d traces" % (done[0], len(traces)), end="", file=sys.stderr)
+
+    with ThreadPoolExecutor(max_workers=jobs) as ex:
+        list(ex.map(one, traces))
+    if not quiet and sys.stderr.isatty():
+        print(file=sys.stderr)
+    return (1 if failed else 0), total
+
+
+def read_table(path, table):
+    """One table of a dataset as a pyarrow Table, with the partition columns job, host, rank."""
+    import pyarrow.dataset as ds
+    d = os.path.join(path, table)
+    if not os.path.isdir(d):
+        raise FileNotFoundError("%s: no table %s (not a dlhook parquet dataset?)" % (path, table))
+    return ds.dataset(d, format="parquet", partitioning="hive").to_table()
