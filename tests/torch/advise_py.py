@@ -1,11 +1,13 @@
 """advise_py.py MODE [--steps N] — planted host-side causes for tests/advise/ in a PyTorch loop
 (a small MLP trained on the GPU). MODE is one of
-  item       the loss read with .item() every step (sync-in-loop, at PLANT-ITEM)
+  item       a GPU-bound step (large matmuls) whose loss is read with .item() every step: the
+             host waits for the GPU each step (sync-in-loop, at PLANT-ITEM)
   loader     a DataLoader (num_workers=0) whose Dataset does ~20 ms of Python per batch
              (input-starved, at PLANT-LOADER; the Dataset's line at PLANT-DATASET)
   pycpu      a pure-Python feature function run every step (cpu-bound-python, PLANT-PYCPU)
-  tuned      the same loop done well: input prepared on the GPU once, the loss kept on the GPU
-             and read once at the end
+  tuned      the item loop done well: input prepared on the GPU once, the loss kept on the GPU
+             and read once at the end, TF32 allowed for the matmuls (in item they are float32
+             GEMMs without tensor cores: no-tensor-cores, at PLANT-FP32)
 Prints 'done' and the final loss."""
 import argparse
 
@@ -44,6 +46,12 @@ def main():
     y0 = torch.zeros(16, 8, device=dev)
     it = iter(DataLoader(Slow(), batch_size=4, num_workers=0)) if a.mode == "loader" else None
     total = torch.zeros((), device=dev)
+    heavy = a.mode in ("item", "tuned")
+    if a.mode == "tuned":
+        torch.backends.cuda.matmul.allow_tf32 = True  # tensor cores for the float32 matmuls
+    if heavy:
+        big = torch.randn(4096, 4096, device=dev)
+        wbig = torch.randn(4096, 4096, device=dev) * 1e-3
     for step in range(a.steps):
         if it is not None:
             x, y = next(it)  # PLANT-LOADER
@@ -53,6 +61,11 @@ def main():
         if a.mode == "pycpu":
             f = features(2000)
             x = x + float(f[0]) * 0.0
+        if heavy:
+            h = big
+            for _ in range(8):
+                h = h @ wbig  # PLANT-FP32
+            x = x + h[:16, :64] * 0.0
         loss = ((m(x) - y) ** 2).mean()
         opt.zero_grad()
         loss.backward()

@@ -3,7 +3,7 @@
 # dlhook advise on planted causes in a PyTorch loop (tests/torch/advise_py.py, no NVTX steps:
 # they are found from the repeating calls): .item() every step (sync-in-loop), a DataLoader whose
 # Dataset works in Python (input-starved, with the Dataset's line), a pure-Python function every
-# step (cpu-bound-python); each ranked first or second at its planted line; the tuned loop has
+# step (cpu-bound-python), float32 matmuls without TF32 (no-tensor-cores); each ranked first or second at its planted line; the tuned loop has
 # none of the three. The text output and the report's Findings section name them too.
 . "$ROOT/tests/torch/common.sh"
 S=$ROOT/tests/torch/advise_py.py
@@ -19,11 +19,13 @@ for c in item:sync-in-loop:PLANT-ITEM loader:input-starved:PLANT-LOADER pycpu:cp
   "$DLHOOK_BIN" advise "$(one_trace "out-$mode")" >"$mode.txt" || fail "advise text $mode"
   grep -q "^  [12]\. $cls .* at .*advise_py.py:$line" "$mode.txt" || fail "text $mode: $(cat "$mode.txt")"
 done
+fp=$(ln PLANT-FP32)
+pyassert item.json "any(f['class'] == 'no-tensor-cores' and f['place'] == '$S:$fp' for f in j['findings'][:2])"
 dl=$(ln PLANT-DATASET)
 pyassert loader.json "[f for f in j['findings'] if f['class'] == 'input-starved'][0]['dataset_place'] in ('$S:$dl', '$S:$((dl - 1))')"
 "$DLHOOK_BIN" record --sim -o out-tuned -- "$PY" "$S" tuned >tuned.out 2>tuned.err || fail "record tuned: $(tail -n 5 tuned.err)"
 "$DLHOOK_BIN" advise --json "$(one_trace out-tuned)" >tuned.json || fail "advise tuned"
-pyassert tuned.json "not {'sync-in-loop', 'input-starved', 'cpu-bound-python'} & {f['class'] for f in j['findings']}"
+pyassert tuned.json "not {'sync-in-loop', 'input-starved', 'cpu-bound-python', 'no-tensor-cores'} & {f['class'] for f in j['findings']}"
 "$DLHOOK_BIN" report -o loader.html "$(one_trace out-loader)" >/dev/null 2>&1 || fail "report"
 grep -q '"class":"input-starved"' loader.html || fail "report: no input-starved finding"
 echo ok
