@@ -30,6 +30,14 @@
  *                UINT32_MAX, each sample's (state, function) its own; then a SampleBatch
  *                whose weight_ns column is shorter than the others (written by
  *                "samples-short": the command reports the batch, exit 1)
+ *   manycalls    26 Mi API calls (400 batches of 65,536 alike, unfolded: ~7 B each decoded) in
+ *                a file of ~15 KB, inside the reader's decompressed-bytes budget
+ *   manykernels  6.5 Mi API calls with correlation ids (4 ids, over and over), each with its
+ *                kernel
+ *   folded       the same batches as manycalls with every event folded (count 1,000,000 and
+ *                a span): 26 Mi events standing for 2.6e13 calls
+ *   modules      100,000 module definitions (distinct paths and ranges) and 20,000 stacks of
+ *                256 frames over them, each used by a call
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -178,7 +186,11 @@ int main(int argc, char **argv) {
   }
   fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) { perror(argv[2]); return 1; }
-  w = dlh_enc_create(fd, 0);
+  /* the expanding kinds take the strongest compression, as an attacker would, to make the file
+   * small; the others the recorder's default */
+  int small = !strcmp(kind, "manycalls") || !strcmp(kind, "manykernels") ||
+              !strcmp(kind, "folded") || !strcmp(kind, "modules");
+  w = dlh_enc_create(fd, small ? 19 : 0);
   if (!w) die("writer");
 
   Dlh__ProcessInfo pi = DLH__PROCESS_INFO__INIT;
@@ -349,6 +361,42 @@ int main(int argc, char **argv) {
     pkt(&p);
     flush();
     free(dt); free(wt); free(kd); free(st); free(sk); free(fn);
+  } else if (!strcmp(kind, "manycalls") || !strcmp(kind, "folded")) {
+    int fold = !strcmp(kind, "folded");
+    for (int b = 0; b < 400; b++) {
+      for (uint32_t i = 0; i < DLH_MAX_BATCH_EVENTS; i++) {
+        dlh_api_event ev = {.start_ns = clk, .dur_ns = 1000, .fn = 1};
+        if (fold) { ev.count = 1000000; ev.span_ns = 2000; }
+        if (dlh_enc_api(w, 100, &ev) < 0) die("event failed");
+        clk += 5000;
+      }
+      /* a new frame every 16 batches (~7 MiB decoded): within the frame limits */
+      if (b % 16 == 15) flush();
+    }
+    flush();
+  } else if (!strcmp(kind, "manykernels")) {
+    for (int b = 0; b < 100; b++) {
+      for (uint32_t i = 0; i < DLH_MAX_BATCH_EVENTS; i++) {
+        corr = 1000 + i % 4; /* a few ids over and over: the file stays small */
+        call(1, 0, 1, 0);
+      }
+      if (b % 4 == 3) flush();
+    }
+    flush();
+  } else if (!strcmp(kind, "modules")) {
+    for (uint32_t i = 0; i < 100000; i++) {
+      char path[96];
+      snprintf(path, sizeof path, "/opt/app/lib/libmodule_number_%06u.so", i);
+      module(16 + i, path, 0x10000000ull + 0x10000ull * i, 0x10000000ull + 0x10000ull * i + 0x8000);
+    }
+    static uint64_t pcs[DLH_MAX_STACK_DEPTH];
+    for (uint32_t s = 0; s < 20000; s++) {
+      for (uint32_t k = 0; k < DLH_MAX_STACK_DEPTH; k++)
+        pcs[k] = 0x10000000ull + 0x10000ull * ((s + k) % 100000) + 0x100;
+      stack(16 + s, DLH_MAX_STACK_DEPTH, pcs);
+    }
+    for (uint32_t s = 0; s < 20000; s++) call(1, 16 + s, 1, 0);
+    flush();
   } else if (!strcmp(kind, "devices")) {
     for (uint32_t d = 0; d < 4; d++) call(1, 1, 1, d);
   } else {
