@@ -115,8 +115,11 @@ static inline int dlh_call_begin(dlh_call *c) {
   if (DLH_UNLIKELY(h->blocked)) return 0;
   c->t = t;
   c->depth = h->depth++;
-  c->stolen0 = h->stolen;
+  /* t0 before the stolen ticks, t1 after them (dlh_call_end): a sample's handler counted as
+   * stolen then always ran inside [t0, t1], so the call's duration never goes below 0 */
   c->t0 = dlh_ticks();
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  c->stolen0 = h->stolen;
   return 1;
 }
 
@@ -140,7 +143,10 @@ void dlh_call_store2(dlh_call *c, uint64_t key, int64_t ret, uint64_t t1, uint64
 static inline __attribute__((always_inline)) void dlh_call_end(dlh_call *c, uint32_t fn, int64_t ret, uint32_t nargs,
                                 const uint64_t *args) {
   /* the end less what a host sample's handler took inside the call (it was not the call's) */
-  uint64_t t1 = dlh_ticks() - (((struct dlh_thread_hot *)c->t)->stolen - c->stolen0);
+  uint64_t stolen = ((struct dlh_thread_hot *)c->t)->stolen - c->stolen0;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  uint64_t t1 = dlh_ticks() - stolen;
+  if (DLH_UNLIKELY(t1 < c->t0)) t1 = c->t0; /* ticks of another CPU a little behind */
   if (DLH_UNLIKELY(nargs > DLH_MAX_ARGS)) nargs = DLH_MAX_ARGS;
   uint64_t key = DLH_API_KEY(fn, nargs);
   if (__builtin_constant_p(nargs) && nargs == 0)

@@ -587,6 +587,11 @@ static const xcall *launcher(const rd_advise *x, const gop *o) {
   return &x->xc[x->xc[i].top];
 }
 
+static const char *fname(const rd_trace *t, uint32_t fn) {
+  const rd_func *f = rd_trace_func(t, fn);
+  return f && f->name ? f->name : "?";
+}
+
 static int in_win(uint64_t t, uint64_t lo, uint64_t hi) { return t >= lo && t < hi; }
 
 static void detail(afinding *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -682,7 +687,7 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
       f->calls += c->calls;
       f->ns += c->dur;
     }
-    add_fn(&f->fns, rd_trace_func(t, c->fn)->name);
+    add_fn(&f->fns, fname(t, c->fn));
   }
 
   /* GPU classes: per device in time order */
@@ -813,7 +818,7 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
       afinding *f = finding(x, base, A_TENSOR, place_of(t, c->stack), t, nsteps, step_ns);
       f->calls++;
       f->ns += gns[i] ? gns[i] : c->end - c->start;
-      add_fn(&f->fns, rd_trace_func(t, c->fn)->name);
+      add_fn(&f->fns, fname(t, c->fn));
       if (!f->detail)
         detail(f, a->reason == 1 ? "float32 GEMM computed in float32 (no TF32), e.g. m=%" PRId64
                                    " n=%" PRId64 " k=%" PRId64
@@ -843,14 +848,14 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
       const acall *best = NULL;
       for (size_t i = 0; i < x->n; i++) {
         const acall *c = &x->c[i];
-        if (c->cls != A_MALLOC || c->start > at || !strstr(rd_trace_func(t, c->fn)->name, "lloc")) continue;
+        if (c->cls != A_MALLOC || c->start > at || !strstr(fname(t, c->fn), "lloc")) continue;
         if (!best || c->start > best->start) best = c;
       }
       afinding *f = finding(x, base, A_MEM, best ? place_of(t, best->stack) : rd_xstrdup("[unknown]"),
                             t, nsteps, step_ns);
       f->calls = 1;
       f->first = 1; /* kept whatever its (zero) cost */
-      if (best) add_fn(&f->fns, rd_trace_func(t, best->fn)->name);
+      if (best) add_fn(&f->fns, fname(t, best->fn));
       detail(f, "device %u: %.2f GiB of %.2f GiB live at the peak (%.1f %%)", dv->id,
              (double)peak / 1073741824.0, (double)dv->total_mem / 1073741824.0, pct);
     }

@@ -29,7 +29,8 @@ int rd_occupancy(const Dlh__DeviceInfo *d, const uint64_t *v, uint32_t nvals, do
   *wps = *bps * wpb;
   uint64_t fit = a.max_blocks_per_sm, lim;
   if ((lim = a.threads_per_sm / tpb) < fit) fit = lim;
-  if (v[6] && (lim = 65536 / (v[6] * tpb)) < fit) fit = lim;
+  uint64_t regs = v[6] * tpb; /* registers of a block; a product that overflows is no limit */
+  if (v[6] && regs && regs / v[6] == tpb && (lim = 65536 / regs) < fit) fit = lim;
   if (v[7] + v[8] && (lim = a.smem_per_sm / (v[7] + v[8])) < fit) fit = lim;
   double resident = *bps < (double)fit ? *bps : (double)fit;
   *occ = 100.0 * resident * wpb / (a.threads_per_sm / 32.0);
