@@ -239,7 +239,7 @@ static void on_cpu_sample(int sig, siginfo_t *si, void *uc) {
   (void)sig;
   uint64_t entry = dlh_ticks();
   int saved = errno;
-  if (!atomic_load_explicit(&active, memory_order_relaxed) || !dlh_recording || dlh_capture_closed || si->si_code != SI_TIMER ||
+  if (!atomic_load_explicit(&active, memory_order_relaxed) || !__atomic_load_n(&dlh_recording, __ATOMIC_RELAXED) || dlh_capture_closed || si->si_code != SI_TIMER ||
       dlh_foreign_process())
     goto out;
   struct dlh_thread *t = dlh_self;
@@ -444,7 +444,7 @@ static void *sampler_main(void *arg) {
     int changed = stat("/proc/self/task", &st) == 0 && st.st_nlink != nthreads;
     if (changed) nthreads = st.st_nlink;
     if (changed || tick % rescan_every == 0) rescan(++gen, tid, now);
-    if (dlh_recording) wait_samples(me, now, dlh_ticks());
+    if (__atomic_load_n(&dlh_recording, __ATOMIC_RELAXED)) wait_samples(me, now, dlh_ticks());
     next.tv_nsec += (long)period_ns;
     while (next.tv_nsec >= 1000000000L) { next.tv_nsec -= 1000000000L; next.tv_sec++; }
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {}

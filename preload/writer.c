@@ -728,7 +728,7 @@ static int check_fd(void) {
     dlh_warn("the program closed or replaced the trace file's descriptor and %s cannot be "
              "reopened; recording stopped, the program goes on", dlh_cfg.output);
   write_failed = 1;
-  dlh_recording = 0;
+  __atomic_store_n(&dlh_recording, 0, __ATOMIC_RELAXED);
   out_fd = -1;
   return -1;
 }
@@ -749,7 +749,7 @@ static void flush_frame(void) {
     write_failed = 1;
     dlh_warn("cannot write the trace %s (%s); recording stopped, the program goes on",
              dlh_cfg.output, strerror(errno));
-    dlh_recording = 0;
+    __atomic_store_n(&dlh_recording, 0, __ATOMIC_RELAXED);
     return;
   }
   uint64_t bytes = dlh_enc_bytes(W) - frame_start_bytes;
@@ -782,7 +782,7 @@ static void frame_count(uint64_t n) {
 
 static void finish(void) {
   uint64_t deadline = dlh_mono_ns() + (uint64_t)dlh_cfg.exit_ms * 1000000ull;
-  dlh_recording = 0;
+  __atomic_store_n(&dlh_recording, 0, __ATOMIC_RELAXED);
   drain_all();
   dlh_anchor a = dlh_clock_take();
   dlh_clock_add(a);
@@ -841,7 +841,7 @@ static void *writer_main(void *arg) {
   self_blocked.hot.blocked = 1;
   dlh_self = &self_blocked;
   if (write_start() != 0) {
-    dlh_recording = 0;
+    __atomic_store_n(&dlh_recording, 0, __ATOMIC_RELAXED);
     if (out_fd >= 0 && same_file(out_fd)) close(out_fd);
     out_fd = -1;
     atomic_store(&finished, 1);
@@ -974,7 +974,7 @@ int dlh_writer_ensure(void) {
       atomic_store(&wstate, 2);
       return 0;
     }
-    dlh_recording = 0;
+    __atomic_store_n(&dlh_recording, 0, __ATOMIC_RELAXED);
     atomic_store(&wstate, 3);
     return -1;
   }
