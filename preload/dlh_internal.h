@@ -108,6 +108,7 @@ struct dlh_thread {
     uint64_t last_args[DLH_MAX_ARGS];
     uint32_t nlinks;                   /* LINK records waiting for their outer call */
     uint64_t links[DLH_MAX_LINKS];
+    uint64_t taken;                    /* API and FOLD records taken (the hang watchdog, flight.c) */
     uint32_t nvtx_depth;               /* open NVTX push ranges of this thread */
     struct { uint64_t t0; uint32_t msg, dom, color, cat; } nvtx[64];
   } writer;
@@ -284,7 +285,7 @@ void dlh_flight_stats(dlh_flight_info *fi);
 int dlh_flight_write(int fd);            /* header, definition frames, event frames: 0 or -1 */
 int dlh_flight_open(char *path, size_t cap); /* a new dump file (O_EXCL): fd, or -1 */
 unsigned dlh_flight_dumps(void);         /* dumps written so far */
-void dlh_flight_start(void);             /* the trace starts: the job's request as it stands */
+void dlh_flight_start(uint64_t start_ns); /* the trace starts: the job's request as it stands */
 /* async-signal-safe: a dump is wanted (ctl, SIGINT/SIGTERM with a handler); wakes the writer */
 void dlh_flight_request(int reason, int sig);
 int dlh_flight_take_request(int *sig);   /* the reason asked for, or -1 */

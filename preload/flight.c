@@ -15,9 +15,10 @@
  *
  * Hang watchdog (writer thread, every 100 ms, nothing on the hot path): a thread inside a
  * recorded call has hot.depth > 0; a call that ends always leaves a trace in the thread's ring
- * (a record: head moves; a repeat folded into the FOLD record: its count moves; a full ring:
- * dropped moves). A thread seen with depth > 0 and none of the three moving for DLHOOK_HANG_S
- * has had one call in flight for at least that long.
+ * (a record the writer takes, counted in writer.taken; a repeat folded into the FOLD record: its
+ * count moves; a full ring: dropped moves). A thread seen with depth > 0 and none of the three
+ * moving for DLHOOK_HANG_S has had one call in flight for at least that long. (The ring's head
+ * is no sign: host samples taken inside the call are stored there too.)
  *
  * Job-wide dumps: a process that dumps for a reason of its own (hang, signal, exit status,
  * ctl, out of memory) writes DIR/.dlhook-dump-request (DIR: the directory of its trace name,
@@ -216,7 +217,8 @@ static int read_request(uint32_t *gen, uint32_t *pid, int *rank, int *reason) {
   return 0;
 }
 
-void dlh_flight_start(void) {
+void dlh_flight_start(uint64_t start_ns) {
+  last_t1 = start_ns;
   request_path();
   uint32_t gen, pid;
   int rank, why;
@@ -272,8 +274,8 @@ typedef struct fthread {
   uint64_t since;        /* depth > 0 and sig unchanged since this time (0: not so) */
   int flagged;           /* its hang was reported */
   /* its last host sample */
-  uint64_t s_ns;
-  uint32_t s_stack, s_state, s_kind, has_sample;
+  uint64_t s_ns, c_ns;
+  uint32_t s_stack, s_state, s_kind, has_sample, c_stack;
 } fthread;
 static fthread *fts;
 static size_t nfts, capfts;
@@ -298,16 +300,18 @@ static fthread *ft_of_tid(uint32_t tid, int create) {
 void dlh_flight_sample(uint32_t tid, uint64_t ns, uint32_t kind, uint32_t stack, uint32_t state) {
   fthread *f = ft_of_tid(tid, 1);
   if (!f || ns < f->s_ns) return;
-  f->has_sample = 1;
+  f->has_sample = f->has_sample ? f->has_sample : 1;
+  if (kind == 0 /* SAMPLE_CPU */) { f->c_ns = ns; f->c_stack = stack; }
   f->s_ns = ns;
   f->s_kind = kind;
   f->s_stack = stack;
   f->s_state = state;
 }
 
-/* What shows that a thread's call ended: its ring's head, its FOLD record's count, its drops. */
+/* What shows that a thread's call ended: the API and FOLD records the writer took from its ring
+ * (not its head: host samples go into the ring too), its FOLD record's count, its drops. */
 static uint64_t activity(struct dlh_thread *t) {
-  uint64_t head = atomic_load_explicit(&t->shared.head, memory_order_acquire);
+  uint64_t head = t->writer.taken;
   uint64_t drop = atomic_load_explicit(&t->shared.dropped, memory_order_relaxed);
   uint64_t *f = __atomic_load_n(&t->prod.fold_rec, __ATOMIC_RELAXED);
   uint64_t folds = f ? __atomic_load_n(&f[2], __ATOMIC_RELAXED) : 0;
@@ -366,6 +370,11 @@ size_t dlh_flight_threads(Dlh__FlightThread *out, size_t max) {
       o->sample_ns = f->s_ns;
       o->sample_kind = f->s_kind;
       f->has_sample = 2; /* given */
+      if (f->c_ns) {
+        o->has_cpu_stack = o->has_cpu_sample_ns = 1;
+        o->cpu_stack = f->c_stack;
+        o->cpu_sample_ns = f->c_ns;
+      }
     }
     if (t->writer.has_last) {
       o->has_last_fn = o->has_last_stack = 1;
@@ -388,6 +397,11 @@ size_t dlh_flight_threads(Dlh__FlightThread *out, size_t max) {
     o->state = f->s_state;
     o->sample_ns = f->s_ns;
     o->sample_kind = f->s_kind;
+    if (f->c_ns) {
+      o->has_cpu_stack = o->has_cpu_sample_ns = 1;
+      o->cpu_stack = f->c_stack;
+      o->cpu_sample_ns = f->c_ns;
+    }
   }
   return n;
 }

@@ -601,6 +601,7 @@ static uint64_t drain(struct dlh_thread *t) {
     tail += cap - pos; /* PAD (or a damaged record): on at word 0 */
   }
   if (last) take_last(t, last);
+  t->writer.taken += n;
   frame_count(uncounted);
   if (tail > head) tail = head; /* a damaged record never moves the tail past the head */
   atomic_store_explicit(&t->shared.tail, tail, memory_order_release);
@@ -871,7 +872,7 @@ static int write_start(void) {
       dlh_warn("cannot set up the flight recorder (%s); the program runs untraced", strerror(errno));
       return -1;
     }
-    dlh_flight_start();
+    dlh_flight_start(first.ns);
     frame_start_bytes = 0;
     frame_events = 0;
     write_process_info(first.ns);
