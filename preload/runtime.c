@@ -29,9 +29,12 @@ static void at_exit(void) {
   dlh_writer_stop(0, 0);
 }
 
-static void note_exit_status(int status, void *arg) {
+
+static void at_exit_status(int status, void *arg) {
   (void)arg;
-  if (!dlh_foreign_process()) dlh_flight_exit_status(status);
+  if (!initialised || dlh_foreign_process()) return;
+  dlh_flight_exit_status(status);
+  at_exit();
 }
 
 /* _exit, _Exit and quick_exit skip atexit handlers: Python's multiprocessing (so PyTorch's
@@ -174,10 +177,10 @@ __attribute__((constructor)) static void dlh_init(void) {
   initialised = 1;
   /* The trace file and the writer thread come with the first recorded call (dlh_writer_ensure):
    * processes that never call CUDA (shells, launchers) leave no trace behind. */
-  atexit(at_exit);
-  /* registered after at_exit, so run before it: the status exit() was given (main's return
-   * value included), which the flight recorder dumps on when it is not 0 */
-  if (dlh_cfg.flight) on_exit(note_exit_status, NULL);
+  /* flight mode: on_exit, which is given the status exit() got (main's return value included):
+   * a non-zero status dumps the flight recorder */
+  if (dlh_cfg.flight) on_exit(at_exit_status, NULL);
+  else atexit(at_exit);
   if (dlh_cfg.signals) dlh_signals_install();
   dlh_cupti_setup_injection();
   dlh_nvtx_setup_injection();
