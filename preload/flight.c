@@ -6,9 +6,10 @@
  * stacks, modules, symbols, Python frames, devices, the first clock anchor) are kept for good:
  * they grow with what the program is (its code, its threads), not with time. Event frames
  * (API and GPU batches, samples, periodic anchors, counters) go into a ring that keeps the
- * frames of the last DLHOOK_FLIGHT_S seconds and, whatever the time, no more than a quarter of
- * DLHOOK_MEM_MB (at least 1 MiB) of compressed bytes with the definitions: the oldest event
- * frame is dropped first, the newest is always kept. A dump is the file header, every
+ * frames of the last DLHOOK_FLIGHT_S seconds and, whatever the time, no more compressed bytes
+ * (definitions included) than the memory budget DLHOOK_MEM_MB leaves after the rest of dlhook,
+ * at most half of it (at least 1 MiB): the oldest event frame is dropped first, the newest is
+ * always kept. A dump is the file header, every
  * definition frame, the event frames in order, and a last frame written straight to the file
  * (FlightDump, the END anchor, counters, trailer): a trace like any other, which every command
  * reads.
@@ -56,15 +57,22 @@ static fframe *ring;              /* event frames: ring[(first + i) % rcap], i <
 static size_t rcap, rfirst, rn;
 static uint64_t ring_bytes, evicted, last_t1;
 
+static uint64_t held(void) {
+  return kept_bytes + ring_bytes + capkept * sizeof *kept + rcap * sizeof *ring;
+}
+
+/* What the frames may hold: what the memory budget leaves after everything else dlhook holds
+ * (rings, threads, the writer's buffers, stack and symbol tables), at most half of the budget,
+ * at least 1 MiB. */
 static uint64_t cap_bytes(void) {
-  uint64_t c = dlh_cfg.mem_limit / 4;
+  uint64_t total = dlh_mem_total(), mine = held();
+  uint64_t others = total > mine ? total - mine : 0;
+  uint64_t c = dlh_cfg.mem_limit > others ? dlh_cfg.mem_limit - others : 0;
+  if (c > dlh_cfg.mem_limit / 2) c = dlh_cfg.mem_limit / 2;
   return c < (1u << 20) ? 1u << 20 : c;
 }
 
-static void measure(void) {
-  dlh_mem_set(DLH_MEM_FLIGHT, kept_bytes + ring_bytes + capkept * sizeof *kept +
-                                  rcap * sizeof *ring);
-}
+static void measure(void) { dlh_mem_set(DLH_MEM_FLIGHT, held()); }
 
 static void evict_one(void) {
   fframe *f = &ring[rfirst];
@@ -113,7 +121,7 @@ int dlh_flight_add(const uint8_t *frame, size_t len, int is_kept, uint64_t now) 
   while (rn > 1) {
     const fframe *o = &ring[rfirst];
     if (now > window && o->t1 < now - window) { evict_one(); continue; }
-    if (ring_bytes + kept_bytes > cap) { evict_one(); continue; }
+    if (held() > cap) { evict_one(); continue; }
     break;
   }
   measure();

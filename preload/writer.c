@@ -772,15 +772,13 @@ static uint64_t frame_events, frame_limit = 4096, frame_start_bytes;
 
 static void flush_frame(void) {
   if (write_failed) return;
+  int rc;
   if (flight) { /* into the ring (flight.c): nothing to write, nothing to stop */
     dlh_enc_flush(W);
-    frame_start_bytes = dlh_enc_bytes(W);
-    frame_events = 0;
-    measure_memory();
-    return;
+    goto sized;
   }
   if (check_fd() != 0) return;
-  int rc = dlh_enc_flush(W);
+  rc = dlh_enc_flush(W);
   if (rc != 0 && errno == EBADF && check_fd() == 0) rc = dlh_enc_flush(W); /* closed under us */
   if (rc != 0) {
     write_failed = 1;
@@ -789,6 +787,7 @@ static void flush_frame(void) {
     __atomic_store_n(&dlh_recording, 0, __ATOMIC_RELAXED);
     return;
   }
+sized:;
   uint64_t bytes = dlh_enc_bytes(W) - frame_start_bytes;
   if (frame_events >= 64 && bytes > 0) {
     uint64_t fit = (uint64_t)FRAME_TARGET * frame_events / bytes;

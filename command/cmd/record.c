@@ -66,7 +66,7 @@ static const rd_option options[] = {
     {"duration", OPT_DURATION, "S", "record nothing after DELAY + S seconds (DLHOOK_DURATION)", NULL, 0},
     {"flight-recorder", OPT_FLIGHT, "SECONDS",
      "flight recorder (DLHOOK_MODE=flight): keep the last SECONDS (default 120; "
-     "DLHOOK_FLIGHT_S) of the trace in memory, within a quarter of DLHOOK_MEM_MB, and write it "
+     "DLHOOK_FLIGHT_S) of the trace in memory, within the memory budget (DLHOOK_MEM_MB), and write it "
      "only when the process dies of a signal, gets SIGTERM or SIGINT, exits with a non-zero "
      "status, gets cudaErrorMemoryAllocation, has a call in flight longer than --hang "
      "seconds, or is told to (`dlhook ctl PID dump`); any of these in one process makes every "
