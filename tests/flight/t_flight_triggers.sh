@@ -91,4 +91,29 @@ check_dump ctl "$d"/*.flight.dlh 0 "$t_ctl"
 # a process not in flight mode is never sent the signal
 "$DLHOOK_BIN" ctl $$ dump 2>ctl-refused.err && fail "ctl dump of a process without the flight recorder"
 grep -q "flight recorder\|libdlhook\|DLHOOK" ctl-refused.err || fail "ctl: no reason given: $(cat ctl-refused.err)"
+# cudaErrorMemoryAllocation (the simulator refuses 1 PiB), then the program goes on
+if [ -e "$BUILD/simcuda/libcudart.so.13" ] && [ -x "$SIMRUN" ]; then
+  d="$T/oom"; mkdir -p "$d"
+  DLHOOK_OUTPUT="$d/" "$SIMRUN" env LD_PRELOAD="$DLHOOK_PRELOAD" python3 -c '
+import ctypes, time
+rt = ctypes.CDLL("libcudart.so.13")
+p = ctypes.c_void_p()
+for i in range(3): rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 20))
+for i in range(2): print("oom", rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(1 << 50)))
+time.sleep(0.5)
+print("done")' >oom.out 2>oom.err || fail "oom: the program failed: $(cat oom.err)"
+  [ "$(grep -c '^oom 2$' oom.out)" -eq 2 ] && grep -q '^done$' oom.out || fail "oom: $(cat oom.out)"
+  [ "$(ls "$d" | grep -c '\.flight.*\.dlh$')" -eq 1 ] || fail "oom: expected one dump: $(ls "$d")"
+  "$DLHOOK_BIN" dump --type flight,api "$d"/*.flight.dlh >oom.jsonl || fail "oom: damaged dump"
+  python3 - oom.jsonl <<'PY' || fail "oom: dump not as expected"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+fl = [e for e in ev if e["type"] == "flight"]
+assert len(fl) == 1 and fl[0]["reason"] == 4 and "cudaMalloc" in fl[0]["detail"], fl
+assert any(e["type"] == "api" and e["name"] == "cudaMalloc" and e["ret"] == 2 for e in ev), "no failed cudaMalloc"
+print("oom: one dump (" + fl[0]["detail"] + "), the program went on")
+PY
+else
+  echo "oom: skipped (simulated CUDA stack not built)"
+fi
 echo ok
