@@ -209,6 +209,9 @@ extern volatile unsigned dlh_trace_gen;  /* ring.c: bumped when a new trace star
 /* ---- what a trace defines once (defs.c; writer thread) ---- */
 struct dlh_encoder;
 uint32_t dlh_intern(struct dlh_encoder *w, const char *s); /* StringDef id of s (0 = none) */
+/* Every string interned so far, as StringDef packets into w (a flight recorder dump: their
+ * first definitions may have left the ring). Returns how many. */
+size_t dlh_defs_strings_put(struct dlh_encoder *w);
 void dlh_def_fn(struct dlh_encoder *w, uint32_t fn);         /* FunctionDesc before first use */
 int dlh_defs_start(void);                /* a trace starts: 0, or -1 (no memory) */
 uint64_t dlh_defs_mem(void);             /* bytes held (the writer's part of the budget) */
@@ -282,7 +285,8 @@ typedef struct dlh_flight_info {
   uint64_t evicted, ring_bytes, defs_bytes, first_ns;
 } dlh_flight_info;
 void dlh_flight_stats(dlh_flight_info *fi);
-int dlh_flight_write(int fd);            /* header, definition frames, event frames: 0 or -1 */
+int dlh_flight_write_defs(int fd);       /* the file header and the definition frames: 0 or -1 */
+int dlh_flight_write_ring(int fd);       /* the event frames, oldest first: 0 or -1 */
 int dlh_flight_open(char *path, size_t cap); /* a new dump file (O_EXCL): fd, or -1 */
 unsigned dlh_flight_dumps(void);         /* dumps written so far */
 void dlh_flight_start(uint64_t start_ns); /* the trace starts: the job's request as it stands */

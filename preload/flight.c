@@ -136,10 +136,14 @@ void dlh_flight_stats(dlh_flight_info *fi) {
   fi->first_ns = rn ? ring[rfirst].t0 : 0;
 }
 
-int dlh_flight_write(int fd) {
+int dlh_flight_write_defs(int fd) {
   if (dlh_enc_write_header(fd) != 0) return -1;
   for (size_t i = 0; i < nkept; i++)
     if (dlh_write_all(fd, kept[i].p, kept[i].len) != 0) return -1;
+  return 0;
+}
+
+int dlh_flight_write_ring(int fd) {
   for (size_t i = 0; i < rn; i++) {
     const fframe *f = &ring[(rfirst + i) % rcap];
     if (dlh_write_all(fd, f->p, f->len) != 0) return -1;

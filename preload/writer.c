@@ -861,8 +861,10 @@ static int flight_sink(void *ctx, const uint8_t *frame, size_t len, int kept); /
 static int write_start(void) {
   if (flight) {
     /* definitions (and the START anchor, below) in frames that are never dropped */
+    /* Strings are not among them: a program that names every step (ProfilerStep#N) would grow
+     * them for ever; a dump writes them all from the intern table (defs.c) instead. */
     uint64_t defs = DLH_CASE_BIT(DLH__PACKET__DATA_PROCESS) | DLH_CASE_BIT(DLH__PACKET__DATA_THREAD) |
-                    DLH_CASE_BIT(DLH__PACKET__DATA_FUNCTION) | DLH_CASE_BIT(DLH__PACKET__DATA_STRING) |
+                    DLH_CASE_BIT(DLH__PACKET__DATA_FUNCTION) |
                     DLH_CASE_BIT(DLH__PACKET__DATA_STACK) | DLH_CASE_BIT(DLH__PACKET__DATA_MODULE) |
                     DLH_CASE_BIT(DLH__PACKET__DATA_SYMBOL) | DLH_CASE_BIT(DLH__PACKET__DATA_DEVICE) |
                     DLH_CASE_BIT(DLH__PACKET__DATA_PY_FRAME);
@@ -942,7 +944,14 @@ static void flight_dump(int reason, int code, const char *detail, uint32_t gen, 
   flush_frame();
   char path[sizeof dlh_cfg.output + 32];
   int fd = dlh_flight_open(path, sizeof path);
-  if (fd < 0 || dlh_flight_write(fd) != 0) {
+  int ok = fd >= 0 && dlh_flight_write_defs(fd) == 0;
+  if (ok) { /* the strings (kernel names, NVTX messages) from the intern table, then the ring */
+    dump_fd = fd;
+    dlh_defs_strings_put(W);
+    ok = dlh_enc_flush(W) == 0 && dlh_flight_write_ring(fd) == 0;
+    dump_fd = -1;
+  }
+  if (!ok) {
     if (!dump_warned)
       dlh_warn("flight recorder: cannot write the dump %s (%s); the program goes on",
                fd < 0 ? dlh_cfg.output : path, strerror(errno));
@@ -991,6 +1000,7 @@ static void flight_dump(int reason, int code, const char *detail, uint32_t gen, 
   stop_signal = ss;
   int rc = dlh_enc_flush(W);
   dump_fd = -1;
+  frame_start_bytes = dlh_enc_bytes(W); /* the dump's frames are not the next frame's size */
   if (close(fd) != 0) rc = -1;
   job_quiet_until = dlh_mono_ns() + JOB_QUIET_NS;
   atomic_fetch_add(&dumps_done, 1);
