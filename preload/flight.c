@@ -284,6 +284,7 @@ typedef struct fthread {
   uint32_t tid;
   uint64_t sig;          /* head, fold count and drops as last seen */
   uint64_t since;        /* depth > 0 and sig unchanged since this time (0: not so) */
+  uint64_t seen;         /* the last time the watchdog saw the thread, or it was sampled */
   int flagged;           /* its hang was reported */
   /* its last host sample */
   uint64_t s_ns, c_ns;
@@ -315,6 +316,7 @@ void dlh_flight_sample(uint32_t tid, uint64_t ns, uint32_t kind, uint32_t stack,
   f->has_sample = f->has_sample ? f->has_sample : 1;
   if (kind == 0 /* SAMPLE_CPU */) { f->c_ns = ns; f->c_stack = stack; }
   f->s_ns = ns;
+  f->seen = ns > f->seen ? ns : f->seen;
   f->s_kind = kind;
   f->s_stack = stack;
   f->s_state = state;
@@ -331,14 +333,26 @@ static uint64_t activity(struct dlh_thread *t) {
          (uint64_t)(uintptr_t)f;
 }
 
+/* Threads neither running nor sampled for a minute are forgotten (a program that makes threads
+ * without end must not grow the table). */
+#define FORGET_NS (60ull * 1000000000ull)
+static void forget_old(uint64_t now) {
+  for (size_t i = 0; i < nfts;) {
+    if (now > FORGET_NS && fts[i].seen < now - FORGET_NS) fts[i] = fts[--nfts];
+    else i++;
+  }
+}
+
 int dlh_flight_watch(uint64_t now, uint32_t *tid_out, uint64_t *since_out) {
   int hung = 0;
+  forget_old(now);
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
     int st = atomic_load(&t->shared.state);
     if (st != DLH_T_ACTIVE || t->os.internal || !t->prod.buf) continue;
     fthread *f = ft_of_tid(t->os.tid, 1);
     if (!f) continue;
     if (f->t != t) { f->t = t; f->since = 0; f->flagged = 0; }
+    f->seen = now;
     uint32_t depth = __atomic_load_n(&t->hot.depth, __ATOMIC_RELAXED);
     uint64_t sig = activity(t);
     if (!depth || sig != f->sig) {

@@ -1044,7 +1044,8 @@ static void flight_poll(uint64_t now) {
   flight_next_poll = now + 100 * 1000000ull;
   uint32_t tid = 0;
   uint64_t since = 0;
-  if (dlh_cfg.hang_ns && dlh_flight_watch(now, &tid, &since) && now >= job_quiet_until) {
+  /* the watch runs also without a hang time: the dump says since when a call is in flight */
+  if (dlh_flight_watch(now, &tid, &since) && now >= job_quiet_until) {
     snprintf(detail, sizeof detail, "thread %u: a recorded call in flight for %.1f s (DLHOOK_HANG_S=%.1f)",
              tid, (double)(now - since) / 1e9, (double)dlh_cfg.hang_ns / 1e9);
     flight_trigger(DLH_FLIGHT_HANG, 0, detail, 0);
