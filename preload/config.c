@@ -288,6 +288,7 @@ void dlh_config_load(void) {
   dlh_cfg.flight = (int)val[S_DLHOOK_MODE].v == 1;
   dlh_cfg.flight_ns = (uint64_t)val[S_DLHOOK_FLIGHT_S].v;
   dlh_cfg.hang_ns = (uint64_t)val[S_DLHOOK_HANG_S].v;
+  dlh_cfg.flight_disk = (uint64_t)val[S_DLHOOK_FLIGHT_DISK_MB].v << 20;
   dlh_cfg.rank = env_int_any(rank_vars, -1);
   dlh_cfg.local_rank = env_int_any(local_vars, -1);
   dlh_cfg.world_size = env_int_any(size_vars, -1);

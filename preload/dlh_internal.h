@@ -44,6 +44,7 @@ typedef struct dlh_config {
   int flight;            /* DLHOOK_MODE=flight: the trace kept in memory until a trigger */
   uint64_t flight_ns;    /* DLHOOK_FLIGHT_S: what the flight recorder keeps */
   uint64_t hang_ns;      /* DLHOOK_HANG_S: a call in flight this long dumps (0: never) */
+  uint64_t flight_disk;  /* DLHOOK_FLIGHT_DISK_MB in bytes: all dumps of the process (0: no cap) */
 } dlh_config;
 
 extern dlh_config dlh_cfg;
@@ -286,7 +287,9 @@ typedef struct dlh_flight_info {
 } dlh_flight_info;
 void dlh_flight_stats(dlh_flight_info *fi);
 int dlh_flight_write_defs(int fd);       /* the file header and the definition frames: 0 or -1 */
-int dlh_flight_write_ring(int fd);       /* the event frames, oldest first: 0 or -1 */
+/* the event frames, oldest first, at most max bytes (the newest that fit; 0: all): 0 or -1.
+ * *frames: how many were written, *first_ns: when the first of them starts */
+int dlh_flight_write_ring(int fd, uint64_t max, uint32_t *frames, uint64_t *first_ns);
 int dlh_flight_open(char *path, size_t cap); /* a new dump file (O_EXCL): fd, or -1 */
 unsigned dlh_flight_dumps(void);         /* dumps written so far */
 void dlh_flight_start(uint64_t start_ns); /* the trace starts: the job's request as it stands */

@@ -143,8 +143,13 @@ int dlh_flight_write_defs(int fd) {
   return 0;
 }
 
-int dlh_flight_write_ring(int fd) {
-  for (size_t i = 0; i < rn; i++) {
+int dlh_flight_write_ring(int fd, uint64_t max, uint32_t *frames, uint64_t *first_ns) {
+  size_t from = 0;
+  uint64_t bytes = ring_bytes;
+  while (max && from < rn && bytes > max) bytes -= ring[(rfirst + from++) % rcap].len;
+  *frames = (uint32_t)(rn - from);
+  *first_ns = from < rn ? ring[(rfirst + from) % rcap].t0 : 0;
+  for (size_t i = from; i < rn; i++) {
     const fframe *f = &ring[(rfirst + i) % rcap];
     if (dlh_write_all(fd, f->p, f->len) != 0) return -1;
   }

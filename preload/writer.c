@@ -919,7 +919,8 @@ static int flight_sink(void *ctx, const uint8_t *frame, size_t len, int kept) {
 
 static const char *const flight_reason_names[] = {"dlhook ctl dump", "signal", "exit status",
                                                   "hang", "out of GPU memory", "job request"};
-static int dump_warned;
+static int dump_warned, disk_warned;
+static uint64_t disk_used; /* bytes of the dumps written (DLHOOK_FLIGHT_DISK_MB) */
 static _Atomic unsigned dumps_done; /* dumps written (dlh_writer_dump_wait waits for one) */
 static uint64_t job_quiet_until; /* job requests that come in just after a dump are answered */
 #define JOB_QUIET_NS (10ull * 1000000000ull)
@@ -942,13 +943,31 @@ static void flight_dump(int reason, int code, const char *detail, uint32_t gen, 
   write_anchor(dlh_clock_last(), DLH__CLOCK_ANCHOR_KIND__PERIODIC);
   write_counters(0);
   flush_frame();
+  dlh_flight_info fi;
+  dlh_flight_stats(&fi);
+  /* DLHOOK_FLIGHT_DISK_MB: the definitions and the tail always, the newest frames that fit */
+  uint64_t ring_max = 0;
+  if (dlh_cfg.flight_disk) {
+    uint64_t fixed = fi.defs_bytes + (64u << 10); /* + the strings and the last frame, about */
+    if (disk_used + fixed >= dlh_cfg.flight_disk) {
+      if (!disk_warned)
+        dlh_warn("flight recorder: DLHOOK_FLIGHT_DISK_MB (%llu MiB) is used up by the dumps "
+                 "written; no more dumps from this process", (unsigned long long)(dlh_cfg.flight_disk >> 20));
+      disk_warned = 1;
+      return;
+    }
+    ring_max = dlh_cfg.flight_disk - disk_used - fixed;
+    if (!ring_max) ring_max = 1;
+  }
   char path[sizeof dlh_cfg.output + 32];
   int fd = dlh_flight_open(path, sizeof path);
+  uint32_t nframes = 0;
+  uint64_t first_ns = 0;
   int ok = fd >= 0 && dlh_flight_write_defs(fd) == 0;
   if (ok) { /* the strings (kernel names, NVTX messages) from the intern table, then the ring */
     dump_fd = fd;
     dlh_defs_strings_put(W);
-    ok = dlh_enc_flush(W) == 0 && dlh_flight_write_ring(fd) == 0;
+    ok = dlh_enc_flush(W) == 0 && dlh_flight_write_ring(fd, ring_max, &nframes, &first_ns) == 0;
     dump_fd = -1;
   }
   if (!ok) {
@@ -960,8 +979,7 @@ static void flight_dump(int reason, int code, const char *detail, uint32_t gen, 
     return;
   }
   dump_fd = fd;
-  dlh_flight_info fi;
-  dlh_flight_stats(&fi);
+  fi.first_ns = first_ns; /* the disk cap may have left the oldest frames out */
   Dlh__FlightDump d = DLH__FLIGHT_DUMP__INIT;
   d.has_reason = d.has_signal = d.has_time_ns = d.has_window_ns = d.has_first_ns = 1;
   d.has_frames = d.has_frames_evicted = d.has_ring_bytes = d.has_defs_bytes = d.has_dump_seq = 1;
@@ -970,7 +988,7 @@ static void flight_dump(int reason, int code, const char *detail, uint32_t gen, 
   d.time_ns = t_dump;
   d.window_ns = dlh_cfg.flight_ns;
   d.first_ns = fi.first_ns;
-  d.frames = fi.frames;
+  d.frames = nframes;
   d.frames_evicted = fi.evicted;
   d.ring_bytes = fi.ring_bytes;
   d.defs_bytes = fi.defs_bytes;
@@ -1001,6 +1019,8 @@ static void flight_dump(int reason, int code, const char *detail, uint32_t gen, 
   int rc = dlh_enc_flush(W);
   dump_fd = -1;
   frame_start_bytes = dlh_enc_bytes(W); /* the dump's frames are not the next frame's size */
+  struct stat dst;
+  if (fstat(fd, &dst) == 0) disk_used += (uint64_t)dst.st_size;
   if (close(fd) != 0) rc = -1;
   job_quiet_until = dlh_mono_ns() + JOB_QUIET_NS;
   atomic_fetch_add(&dumps_done, 1);
@@ -1010,7 +1030,7 @@ static void flight_dump(int reason, int code, const char *detail, uint32_t gen, 
   }
   if (!dlh_cfg.quiet)
     dlh_info("flight recorder: wrote %s (%s: %s; %u frames, last %.1f s)", path,
-             flight_reason_names[reason], detail, fi.frames,
+             flight_reason_names[reason], detail, nframes,
              fi.first_ns && t_dump > fi.first_ns ? (double)(t_dump - fi.first_ns) / 1e9 : 0.0);
 }
 

@@ -116,4 +116,39 @@ PY
 else
   echo "oom: skipped (simulated CUDA stack not built)"
 fi
+# DLHOOK_FLIGHT_DISK_MB: tight_loop --vary fills some MB of frames a second
+if [ -x "$BUILD/bench/tight_loop" ]; then
+  d="$T/disk"; mkdir -p "$d"
+  DLHOOK_FLIGHT_S=100 DLHOOK_FLIGHT_DISK_MB=2 DLHOOK_OUTPUT="$d/" LD_PRELOAD="$DLHOOK_PRELOAD" \
+    "$BUILD/bench/tight_loop" 100000000000 --vary >/dev/null 2>disk.stderr &
+  pid=$!
+  sleep 3
+  "$DLHOOK_BIN" ctl "$pid" dump || { kill -9 "$pid"; fail "disk: ctl dump"; }
+  i=0
+  while ! grep -q "flight recorder: wrote" disk.stderr && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+  n=1 # more dumps until the cap is used up
+  while ! grep -q "DLHOOK_FLIGHT_DISK_MB" disk.stderr && [ $n -lt 8 ]; do
+    sleep 0.5
+    "$DLHOOK_BIN" ctl "$pid" dump || { kill -9 "$pid"; fail "disk: ctl dump $n"; }
+    n=$((n + 1)); i=0
+    while [ "$(grep -c "flight recorder: wrote\|DISK_MB" disk.stderr)" -lt $n ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+  done
+  kill -9 "$pid"; wait "$pid" 2>/dev/null
+  grep -q "DLHOOK_FLIGHT_DISK_MB (2 MiB) is used up" disk.stderr || fail "disk: never refused: $(cat disk.stderr)"
+  [ "$(grep -c "DLHOOK_FLIGHT_DISK_MB" disk.stderr)" -eq 1 ] || fail "disk: said more than once"
+  size=$(cat "$d"/*.flight*.dlh | wc -c)
+  [ "$size" -le $((2 << 20)) ] || fail "disk: the dumps have $size bytes, over 2 MiB"
+  for f in "$d"/*.flight*.dlh; do "$DLHOOK_BIN" dump --type summary "$f" >/dev/null || fail "disk: $f damaged"; done
+  "$DLHOOK_BIN" dump --type flight,summary "$d"/*.flight.dlh >disk.jsonl || fail "disk: damaged dump"
+  python3 - disk.jsonl "$size" <<'PY' || fail "disk: dump not as expected"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+fl = [e for e in ev if e["type"] == "flight"][0]
+summ = [e for e in ev if e["type"] == "summary"][0]
+assert summ["complete"] and summ["calls"] > 0, summ
+assert fl["frames"] > 0 and fl["ring_bytes"] > 2 << 20, f"the ring ({fl['ring_bytes']} bytes) did not need cutting"
+print(f"disk: a ring of {fl['ring_bytes'] / 2**20:.1f} MiB dumped with its {fl['frames']} newest frames "
+      f"({(fl['time_ns'] - fl['first_ns']) / 1e9:.2f} s); all dumps {int(sys.argv[2]) / 2**20:.2f} MiB, then refused")
+PY
+fi
 echo ok
