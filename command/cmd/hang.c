@@ -56,9 +56,11 @@ const rd_command cmd_hang_spec = {
 /* ---------------------------------------------------------------- what each dump says */
 
 typedef struct hcomm {
-  uint64_t hash, seq, ops;
+  uint64_t hash, seq, ops;       /* seq: of the last operation issued (returned) */
   int rank, nranks;
   char *op;                      /* its last operation's name */
+  uint32_t tid;                  /* the thread that issued it */
+  const char *inflight;          /* an NCCL call of that thread in flight (blocking): its name */
 } hcomm;
 
 typedef struct hthread {
@@ -127,7 +129,8 @@ static void take_flight(hproc *h, const rd_trace *t, const Dlh__FlightDump *d) {
   for (size_t i = 0; i < d->n_comms; i++) {
     const Dlh__FlightComm *c = d->comms[i];
     const char *name = rd_func_name(t, c->fn);
-    h->comms[i] = (hcomm){c->comm_hash, c->seq, c->ops, c->rank, c->nranks, rd_xstrdup(name ? name : "?")};
+    h->comms[i] = (hcomm){c->comm_hash, c->seq, c->ops, c->rank, c->nranks,
+                          rd_xstrdup(name ? name : "?"), c->tid, NULL};
     note_op(c->comm_hash, c->seq, name ? name : "?");
   }
   h->nthreads = d->n_threads;
@@ -222,6 +225,27 @@ static void frame_text(const rd_frame *f, char *buf, size_t cap) {
   else snprintf(buf, cap, "%s", fn);
 }
 
+/* The recorded call a thread is in, from its on-CPU sample taken inside the call: the outermost
+ * frame named like a CUDA, cuBLAS, cuDNN or NCCL function. NULL when unknown. */
+static const char *inflight_api(const rd_trace *t, const hthread *x) {
+  if (!x->in_call || !x->cpu_ns || x->cpu_ns < x->since_ns) return NULL;
+  const rd_frame *fr;
+  size_t n = rd_stack_frames(t, x->cpu_stack, &fr);
+  for (size_t i = n; i-- > 0;) {
+    const char *f = fr[i].function;
+    if (!f || fr[i].python) continue;
+    if (!strncmp(f, "cuda", 4) || !strncmp(f, "nccl", 4) || !strncmp(f, "pnccl", 5) ||
+        !strncmp(f, "cublas", 6) || !strncmp(f, "cudnn", 5) ||
+        (f[0] == 'c' && f[1] == 'u' && f[2] >= 'A' && f[2] <= 'Z'))
+      return f[0] == 'p' ? f + 1 : f;
+  }
+  return NULL;
+}
+
+/* The seq a rank has entered on a communicator: its last issued one, one more while a
+ * (blocking) NCCL call of the thread that issues them is in flight. */
+static uint64_t entered(const hcomm *c) { return c->seq + (c->inflight ? 1 : 0); }
+
 /* The stack to show for a thread: its last on-CPU sample when that is the newer or the only
  * one with native frames, else its last sample. */
 static uint32_t shown_stack(const hthread *x, uint64_t *at) {
@@ -246,6 +270,8 @@ static void json_thread(FILE *f, hproc *h, const hthread *x, int nframes) {
   rd_json_str(f, x->name);
   fprintf(f, ",\"in_call\":%s", x->in_call || x->depth ? "true" : "false");
   if (x->in_call) fprintf(f, ",\"in_call_s\":%.3f", (double)(h->time_ns - x->since_ns) / 1e9);
+  const char *api = inflight_api(&h->t, x);
+  if (api) { fputs(",\"in_call_fn\":", f); rd_json_str(f, api); }
   if (x->last_call) { fputs(",\"last_call\":", f); rd_json_str(f, x->last_call); }
   char wb[64];
   fputs(",\"wait\":", f);
@@ -280,8 +306,10 @@ static void json_thread(FILE *f, hproc *h, const hthread *x, int nframes) {
 static void text_thread(FILE *f, hproc *h, const hthread *x, int nframes) {
   char wb[64];
   fprintf(f, "  thread %u%s%s%s: ", x->tid, x->name[0] ? " (" : "", x->name, x->name[0] ? ")" : "");
+  const char *api = inflight_api(&h->t, x);
   if (x->in_call)
-    fprintf(f, "a recorded call in flight for %.1f s", (double)(h->time_ns - x->since_ns) / 1e9);
+    fprintf(f, "%s%s in flight for %.1f s", api ? "in " : "a recorded call", api ? api : "",
+            (double)(h->time_ns - x->since_ns) / 1e9);
   else if (x->depth)
     fputs("inside a recorded call", f);
   else
@@ -399,6 +427,11 @@ int cmd_hang(int argc, char **argv) {
       continue;
     }
     thread_names(h);
+    for (size_t c = 0; c < h->ncomms; c++) /* a blocking NCCL call in flight on it */
+      for (size_t i = 0; i < h->nthreads; i++) {
+        const char *api = h->threads[i].tid == h->comms[c].tid ? inflight_api(&h->t, &h->threads[i]) : NULL;
+        if (api && !strncmp(api, "nccl", 4) && strncmp(api, "ncclGroup", 9)) h->comms[c].inflight = api;
+      }
     nh++;
   }
   if (!nh) {
@@ -474,8 +507,8 @@ int cmd_hang(int argc, char **argv) {
     qsort(rows, nr, sizeof *rows, by_rank);
     uint64_t lo = UINT64_MAX, hi = 0;
     for (size_t r = 0; r < nr; r++) {
-      if (rows[r].c->seq < lo) lo = rows[r].c->seq;
-      if (rows[r].c->seq > hi) hi = rows[r].c->seq;
+      if (entered(rows[r].c) < lo) lo = entered(rows[r].c);
+      if (entered(rows[r].c) > hi) hi = entered(rows[r].c);
     }
     uint64_t wait_seq = lo + 1;
     const char *wait_op = hi > lo ? op_name(hashes[ci], wait_seq) : NULL;
@@ -489,7 +522,7 @@ int cmd_hang(int argc, char **argv) {
       fputs(",\"ranks\":[", f);
     } else {
       fprintf(f, "\ncommunicator 0x%016" PRIx64 " (%d ranks, %zu dumped)\n", hashes[ci], nranks, nr);
-      fprintf(f, "  %-5s %-8s %-9s %-22s %s\n", "rank", "pid", "last seq", "last op", "now");
+      fprintf(f, "  %-5s %-8s %-9s %-22s %-11s %s\n", "rank", "pid", "last seq", "last op", "pending", "now");
     }
     for (size_t r = 0; r < nr; r++) {
       hproc *h = rows[r].h;
@@ -497,18 +530,29 @@ int cmd_hang(int argc, char **argv) {
       for (size_t i = 0; i < h->nthreads; i++)
         if (h->threads[i].in_call && (!mt || h->threads[i].since_ns < mt->since_ns)) mt = &h->threads[i];
       char now[96];
-      if (mt) snprintf(now, sizeof now, "in a call for %.1f s (thread %u)", (double)(h->time_ns - mt->since_ns) / 1e9, mt->tid);
+      const char *api = mt ? inflight_api(&h->t, mt) : NULL;
+      if (mt) snprintf(now, sizeof now, "in %s for %.1f s (thread %u)", api ? api : "a call",
+                       (double)(h->time_ns - mt->since_ns) / 1e9, mt->tid);
       else snprintf(now, sizeof now, "not in a CUDA or library call");
-      int miss = hi > lo && rows[r].c->seq < wait_seq;
+      int miss = hi > lo && entered(rows[r].c) < wait_seq;
+      uint64_t ent = entered(rows[r].c);
+      char pend[48] = "-";
+      if (ent > lo && ent == lo + 1) snprintf(pend, sizeof pend, "%" PRIu64, ent);
+      else if (ent > lo) snprintf(pend, sizeof pend, "%" PRIu64 "-%" PRIu64, lo + 1, ent);
+      if (rows[r].c->inflight) snprintf(now, sizeof now, "in %s for %.1f s", rows[r].c->inflight,
+                                        mt ? (double)(h->time_ns - mt->since_ns) / 1e9 : 0.0);
       if (json) {
         fprintf(f, "%s{\"rank\":%d,\"pid\":%u,\"last_seq\":%" PRIu64 ",\"last_op\":", r ? "," : "",
                 rows[r].c->rank, h->pid, rows[r].c->seq);
         rd_json_str(f, rows[r].c->op);
-        fprintf(f, ",\"in_call\":%s,\"entered_waiting\":%s}", mt ? "true" : "false",
-                hi > lo ? (miss ? "false" : "true") : "true");
+        fprintf(f, ",\"entered_seq\":%" PRIu64 ",\"in_call\":%s,\"entered_waiting\":%s", ent,
+                mt ? "true" : "false", hi > lo ? (miss ? "false" : "true") : "true");
+        if (ent > lo) fprintf(f, ",\"pending\":[%" PRIu64 ",%" PRIu64 "]", lo + 1, ent);
+        if (rows[r].c->inflight) { fputs(",\"nccl_in_flight\":", f); rd_json_str(f, rows[r].c->inflight); }
+        putc('}', f);
       } else {
-        fprintf(f, "  %-5d %-8u %-9" PRIu64 " %-22s %s", rows[r].c->rank, h->pid, rows[r].c->seq,
-                rows[r].c->op, now);
+        fprintf(f, "  %-5d %-8u %-9" PRIu64 " %-22s %-11s %s", rows[r].c->rank, h->pid,
+                rows[r].c->seq, rows[r].c->op, pend, now);
         if (miss) fprintf(f, "  <- never entered seq %" PRIu64, wait_seq);
         fputc('\n', f);
       }
@@ -522,12 +566,12 @@ int cmd_hang(int argc, char **argv) {
       }
     }
     int nmiss_here = 0;
-    for (size_t r = 0; r < nr; r++) nmiss_here += hi > lo && rows[r].c->seq < wait_seq;
+    for (size_t r = 0; r < nr; r++) nmiss_here += hi > lo && entered(rows[r].c) < wait_seq;
     if (json) {
       fputs("],\"missing_ranks\":[", f);
       int fst = 1;
       for (size_t r = 0; r < nr; r++)
-        if (hi > lo && rows[r].c->seq < wait_seq) { fprintf(f, "%s%d", fst ? "" : ",", rows[r].c->rank); fst = 0; }
+        if (hi > lo && entered(rows[r].c) < wait_seq) { fprintf(f, "%s%d", fst ? "" : ",", rows[r].c->rank); fst = 0; }
       fputs("],\"no_dump\":", f);
       fprintf(f, "%d}", nranks > (int)nr ? nranks - (int)nr : 0);
     } else if (hi > lo) {
@@ -536,7 +580,7 @@ int cmd_hang(int argc, char **argv) {
       fputs(nmiss_here > 1 ? "s " : " ", f);
       int fst = 1;
       for (size_t r = 0; r < nr; r++)
-        if (rows[r].c->seq < wait_seq) { fprintf(f, "%s%d", fst ? "" : ",", rows[r].c->rank); fst = 0; }
+        if (entered(rows[r].c) < wait_seq) { fprintf(f, "%s%d", fst ? "" : ",", rows[r].c->rank); fst = 0; }
       fprintf(f, " never entered it; the others did (collectives up to seq %" PRIu64 " can have completed)\n", lo);
       if (nranks > (int)nr)
         fprintf(f, "  %d rank%s left no dump (not recording into this directory, or gone)\n",
