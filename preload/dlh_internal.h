@@ -284,8 +284,10 @@ int dlh_flight_add(const uint8_t *frame, size_t len, int kept, uint64_t now_ns);
 typedef struct dlh_flight_info {
   uint32_t frames;
   uint64_t evicted, ring_bytes, defs_bytes, first_ns;
+  uint64_t newest_bytes;                 /* the newest event frame's */
 } dlh_flight_info;
 void dlh_flight_stats(dlh_flight_info *fi);
+void dlh_flight_hold(int on);            /* 1: frames added now drop none by age (a dump) */
 int dlh_flight_write_defs(int fd);       /* the file header and the definition frames: 0 or -1 */
 /* the event frames, oldest first, at most max bytes (the newest that fit; 0: all): 0 or -1.
  * *frames: how many were written, *first_ns: when the first of them starts */

@@ -56,6 +56,9 @@ static uint64_t kept_bytes;
 static fframe *ring;              /* event frames: ring[(first + i) % rcap], i < rn */
 static size_t rcap, rfirst, rn;
 static uint64_t ring_bytes, evicted, last_t1;
+static int hold; /* a dump is being made: the window counts back from its trigger, not from now */
+
+void dlh_flight_hold(int on) { hold = on; }
 
 static uint64_t held(void) {
   return kept_bytes + ring_bytes + capkept * sizeof *kept + rcap * sizeof *ring;
@@ -120,7 +123,7 @@ int dlh_flight_add(const uint8_t *frame, size_t len, int is_kept, uint64_t now) 
   uint64_t window = dlh_cfg.flight_ns, cap = cap_bytes();
   while (rn > 1) {
     const fframe *o = &ring[rfirst];
-    if (now > window && o->t1 < now - window) { evict_one(); continue; }
+    if (!hold && now > window && o->t1 < now - window) { evict_one(); continue; }
     if (held() > cap) { evict_one(); continue; }
     break;
   }
@@ -134,6 +137,7 @@ void dlh_flight_stats(dlh_flight_info *fi) {
   fi->ring_bytes = ring_bytes;
   fi->defs_bytes = kept_bytes;
   fi->first_ns = rn ? ring[rfirst].t0 : 0;
+  fi->newest_bytes = rn ? ring[(rfirst + rn - 1) % rcap].len : 0;
 }
 
 int dlh_flight_write_defs(int fd) {

@@ -938,18 +938,21 @@ static Dlh__FlightComm *fl_comm_ptrs[64];
 static void flight_dump(int reason, int code, const char *detail, uint32_t gen, uint32_t rpid,
                         int rrank, int final) {
   uint64_t t_dump = dlh_mono_ns();
+  /* the frames of the window before the trigger stay, however long draining takes now */
+  dlh_flight_hold(1);
   drain_all();
   if (!final) dlh_stacks_symbolize(W, t_dump + (uint64_t)dlh_cfg.exit_ms * 1000000ull);
   write_anchor(dlh_clock_last(), DLH__CLOCK_ANCHOR_KIND__PERIODIC);
   write_counters(0);
   flush_frame();
+  dlh_flight_hold(0);
   dlh_flight_info fi;
   dlh_flight_stats(&fi);
   /* DLHOOK_FLIGHT_DISK_MB: the definitions and the tail always, the newest frames that fit */
   uint64_t ring_max = 0;
   if (dlh_cfg.flight_disk) {
     uint64_t fixed = fi.defs_bytes + (64u << 10); /* + the strings and the last frame, about */
-    if (disk_used + fixed >= dlh_cfg.flight_disk) {
+    if (disk_used + fixed + fi.newest_bytes > dlh_cfg.flight_disk) { /* not even the newest frame */
       if (!disk_warned)
         dlh_warn("flight recorder: DLHOOK_FLIGHT_DISK_MB (%llu MiB) is used up by the dumps "
                  "written; no more dumps from this process", (unsigned long long)(dlh_cfg.flight_disk >> 20));
@@ -957,7 +960,6 @@ static void flight_dump(int reason, int code, const char *detail, uint32_t gen, 
       return;
     }
     ring_max = dlh_cfg.flight_disk - disk_used - fixed;
-    if (!ring_max) ring_max = 1;
   }
   char path[sizeof dlh_cfg.output + 32];
   int fd = dlh_flight_open(path, sizeof path);
