@@ -72,8 +72,14 @@ static void on_ctl_signal(int sig, siginfo_t *si, void *uc) {
   int request = si && si->si_code == SI_QUEUE &&
                 (si->si_value.sival_int == 1 || si->si_value.sival_int == 2 ||
                  (si->si_value.sival_int == 3 && dlh_cfg.flight));
+  /* Flight mode without signal capture ranges: a plain DLHOOK_SIGNAL (a scheduler's warning
+   * before a time limit: `sbatch --signal=USR2@120`) dumps; the program's handler, if any,
+   * still gets it. */
+  if (!request && dlh_cfg.flight && dlh_capture_mode != DLH_CAPTURE_SIGNAL)
+    dlh_flight_request(DLH_FLIGHT_SIGNAL, sig);
   /* The program's own handler for this signal gets everything but ctl's requests. */
   if (!request && chain(sig, si, uc)) { errno = saved; return; }
+  if (!request && dlh_cfg.flight && dlh_capture_mode != DLH_CAPTURE_SIGNAL) { errno = saved; return; }
   if (request && si->si_value.sival_int == 3) dlh_flight_request(DLH_FLIGHT_CTL, 0); /* dump */
   else dlh_capture_request(request ? si->si_value.sival_int : 0);
   errno = saved;

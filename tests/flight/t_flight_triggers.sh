@@ -1,6 +1,7 @@
 # Flight recorder triggers in one process (DLHOOK_MODE=flight): a program calling CUDA every
 # 100 us for 2.5 s with a 1 s window is killed by SIGSEGV, SIGABRT and SIGTERM sent from
-# outside, exits with status 4, and is asked with `dlhook ctl PID dump` (then SIGKILLed). Each
+# outside, exits with status 4, is asked with `dlhook ctl PID dump` (then SIGKILLed), and gets a
+# plain SIGUSR2 (DLHOOK_SIGNAL, as a scheduler sends before its time limit: it goes on). Each
 # run ends as it would untraced (same wait status), writes nothing before the trigger, and
 # leaves one <trace>.flight.dlh that dlhook dump reads without damage, whose FlightDump names
 # the reason, whose calls (cudaSetDevice(i), i = 0, 1, ...) are one contiguous run of devices
@@ -88,6 +89,19 @@ kill -0 "$pid" 2>/dev/null || fail "ctl: the process did not go on after the dum
 kill -9 "$pid"; wait "$pid" 2>/dev/null
 [ "$(ls "$d" | grep -c '\.flight\.dlh$')" -eq 1 ] || fail "ctl: expected one dump: $(ls "$d")"
 check_dump ctl "$d"/*.flight.dlh 0 "$t_ctl"
+# a plain DLHOOK_SIGNAL (SIGUSR2: a scheduler's warning) dumps; the process goes on
+d="$T/usr2"; mkdir -p "$d"
+DLHOOK_OUTPUT="$d/" LD_PRELOAD="$DLHOOK_PRELOAD" "$R/victim" loop 100 >/dev/null 2>usr2.stderr &
+pid=$!
+sleep 2.5
+t_usr=$(python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONOTONIC))')
+kill -USR2 "$pid"
+i=0
+while [ "$(ls "$d" | grep -c '\.flight\.dlh$')" -eq 0 ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 0.3
+kill -0 "$pid" 2>/dev/null || fail "usr2: the process did not go on"
+kill -9 "$pid"; wait "$pid" 2>/dev/null
+check_dump usr2 "$d"/*.flight.dlh 1 "$t_usr"
 # a process not in flight mode is never sent the signal
 "$DLHOOK_BIN" ctl $$ dump 2>ctl-refused.err && fail "ctl dump of a process without the flight recorder"
 grep -q "flight recorder\|libdlhook\|DLHOOK" ctl-refused.err || fail "ctl: no reason given: $(cat ctl-refused.err)"
