@@ -70,6 +70,8 @@ void *rd_map_put(rd_map *m, uint32_t key, void *val);
 void rd_map_free(rd_map *m, void (*free_val)(void *));
 
 void *rd_xmalloc(size_t n);
+/* calloc that exits like rd_xmalloc when out of memory. */
+void *rd_xcalloc(size_t n, size_t size);
 /* Two 64-bit words sorted by the first: rd_sort_pairs sorts v by key in O(n) (a radix sort;
  * input already in order costs one look). */
 typedef struct rd_pair { uint64_t key, val; } rd_pair;
