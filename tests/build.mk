@@ -24,7 +24,7 @@ TEST_DEPS += $(BUILD)/tests/progs/advise_loop $(BUILD)/tests/progs/advise_gpu
 $(BUILD)/tests/progs/advise_gpu: tests/progs/advise_gpu.cu | $(CUDA_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  NVCC    $<"
-	$(Q)$(NVCC) -cudart shared -O1 -g -o $@ $< -lcublas
+	$(Q)$(NVCC) -cudart shared -O1 -g -o $@ $< -lcublas -lnccl
 
 # the settings table of docs/settings.md from the one table of settings
 # (tests/cli/t_settings_doc.sh; `make settings-doc` writes it there)

@@ -1,4 +1,5 @@
-# dlhook advise on planted GPU-side causes (tests/progs/advise_gpu.cu) and on a planted straggler
+# dlhook advise on planted GPU-side causes (tests/progs/advise_gpu.cu: launch-bound, low occupancy,
+# float32 GEMMs, memory near capacity, an all-reduce not overlapped) and on a planted straggler
 # rank (examples/train --slow-rank): each class is ranked first or second and names the planted
 # line (PLANT-* markers); the tuned version of each gives no finding of that class. The programs
 # have no NVTX steps: the steps are found from the repeating calls (10 of them).
@@ -10,12 +11,14 @@ P=$BUILD/tests/progs/advise_gpu
 need "$P"
 SRC=$ROOT/tests/progs/advise_gpu.cu
 for c in launch:fused:launch-bound:PLANT-LAUNCH occupancy:occupied:low-occupancy:PLANT-OCCUPANCY \
-         sgemm:tf32:no-tensor-cores:PLANT-SGEMM memory:headroom:memory-near-capacity:PLANT-MEMORY; do
+         sgemm:tf32:no-tensor-cores:PLANT-SGEMM memory:headroom:memory-near-capacity:PLANT-MEMORY \
+         comm:overlap:comm-not-overlapped:PLANT-COMM; do
   mode=${c%%:*}; rest=${c#*:}; tuned=${rest%%:*}; rest=${rest#*:}; cls=${rest%%:*}; mark=${rest#*:}
-  line=$(grep -n "$mark \*/" "$SRC" | cut -d: -f1)
+  line=$(grep -n "$mark[ :*]" "$SRC" | grep -v '^[0-9]*://' | cut -d: -f1)
   [ -n "$line" ] || fail "no $mark in $SRC"
   for m in "$mode" "$tuned"; do
-    "$DLHOOK_BIN" record --sim -o "out-$m" -- "$P" "$m" >/dev/null 2>err || fail "record $m: $(cat err)"
+    SIMCUDA_DEVICES=2 "$DLHOOK_BIN" record --sim -o "out-$m" -- "$P" "$m" >/dev/null 2>err ||
+      fail "record $m: $(cat err)"
     "$DLHOOK_BIN" advise --json "$(one_trace "out-$m")" >"$m.json" || fail "advise $m"
   done
   pyassert "$mode.json" "any(f['class'] == '$cls' and f['place'].startswith('advise_gpu.cu:$line ') \
