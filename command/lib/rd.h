@@ -267,6 +267,25 @@ size_t rd_inductor_count(const rd_trace *t);
 /* Whether a Python file is Inductor's generated code (under a torchinductor_ cache directory). */
 int rd_inductor_file(const char *file);
 
+/* ---------------------------------------------------------------- graphs and torch.compile in dlhook stats (graphstats.c) */
+/* Per CUDA graph (nodes, replays, kernels, copies, memsets, GPU time), per graph node (runs, GPU
+ * time, the call that made it with its operator and line) and per torch.compile kernel (the
+ * aten ops fused into it, the line that ran it). Per trace: rd_gstats_gpu for every GPU record
+ * of the first pass; when rd_gstats_wanted, a second pass of rd_gstats_sink (every definition
+ * known); then rd_gstats_trace_end. rd_gstats_json writes `,"graphs":[...],"graph_nodes":[...],
+ * "inductor_kernels":[...]`. */
+typedef struct rd_gstats rd_gstats;
+struct rd_gpu;
+struct rd_sink;
+rd_gstats *rd_gstats_new(void);
+void rd_gstats_gpu(rd_gstats *x, const rd_trace *t, const struct rd_gpu *g);
+int rd_gstats_wanted(const rd_gstats *x);
+struct rd_sink rd_gstats_sink(rd_gstats *x);
+void rd_gstats_trace_end(rd_gstats *x);
+void rd_gstats_table(FILE *f, rd_gstats *x);
+void rd_gstats_json(FILE *f, rd_gstats *x);
+void rd_gstats_free(rd_gstats *x);
+
 /* ---------------------------------------------------------------- PyTorch (torch.c) */
 
 /* What PyTorch was doing during a call, derived from its stack (torch.c says how): layers,
@@ -463,6 +482,7 @@ void rd_advise_free(rd_advise *x);
 typedef struct rd_stats_run rd_stats_run;
 rd_stats_run *rd_stats_run_new(size_t nfiles, int json);
 struct rd_sink *rd_stats_run_begin(rd_stats_run *x, size_t i, const char *path);
+rd_gstats *rd_stats_run_gstats(rd_stats_run *x);
 void rd_stats_run_end(rd_stats_run *x, size_t i, rd_trace *t);
 /* After rd_stats_run_begin, when the trace could not be opened at all. */
 void rd_stats_run_drop(rd_stats_run *x);
