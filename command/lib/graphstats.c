@@ -196,6 +196,21 @@ static void g_api(void *ctx, const rd_trace *ct, uint32_t tid, const dlh_api_eve
     n->op = op ? rd_xstrdup(op) : NULL;
     n->where = where ? rd_xstrdup(where) : NULL;
   }
+  if (pend && !where) { /* no user line: Inductor benchmarking its kernels while it compiles
+                         * (autotuning), or a stack cut at DLHOOK_STACK_DEPTH */
+    const uint64_t *raw;
+    int trunc = 0;
+    size_t nf = rd_stack_raw(t, ev->stack, &raw, &trunc);
+    int tune = 0;
+    for (size_t i = 0; i < nf && !tune; i++) {
+      rd_frame fr;
+      rd_frame_of(t, raw[i], &fr);
+      tune = fr.python && ((fr.function && strstr(fr.function, "bench")) ||
+                           (fr.file && strstr(fr.file, "/benchmarking.py")));
+    }
+    if (tune) where = rd_xstrdup("(Inductor autotuning)");
+    else if (trunc) where = rd_xstrdup("(stack cut at DLHOOK_STACK_DEPTH)");
+  }
   if (pend) { /* every Triton kernel this call launched (graph replays included) */
     for (int32_t k = (int32_t)pi; k >= 0; k = x->pend[k].next) {
       gs_pend *p = &x->pend[k];
