@@ -199,6 +199,7 @@ static void on_graph_node(int cbid, void *graph, uint64_t node, uint64_t orig, i
   gd.nodeType = (CUgraphNodeType)type;
   CUpti_ResourceData d;
   memset(&d, 0, sizeof d);
+  d.context = simi_current_ctx(); /* the graph's context, as a GPU's CUPTI gives it */
   d.resourceDescriptor = &gd;
   s->fn(s->ud, CUPTI_CB_DOMAIN_RESOURCE, (CUpti_CallbackId)cbid, &d);
 }
