@@ -830,7 +830,9 @@ static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   if (l) {
     const rd_func *fn = l->fn ? rd_trace_func(t, l->fn) : NULL;
     lib = fn && is_library(fn->domain);
-    uint32_t i = l->seen++;
+    /* a library call's records each have a launch of their own; its replayed (graph) records
+     * link to its first */
+    uint32_t i = g->launch_corr ? 0 : l->seen++;
     if (lib && i > 0) corr = SYN_CORR(corr, i < 4095 ? i : 4095);
     note_annotation(k, l, g);
   }

@@ -8,7 +8,7 @@
 # aten op, per kernel name) against torch.profiler's trace of the eager forward is >= 98 % for
 # dlhook's eager run and for its graphed run. torch.profiler's own graphed trace links replayed
 # kernels to cudaGraphLaunch only: its agreement with its own eager trace is printed (it has no
-# operator for them). HTA reads the graphed export (its time-based call graph: a 70 % floor). make_graphed_callables (forward and backward
+# operator for them). HTA reads the graphed export and finds each replayed kernel's operator. make_graphed_callables (forward and backward
 # graphs of an MLP's training step) links every replayed kernel to a capture-time stack too.
 . "$ROOT/tests/torch/common.sh"
 . "$ROOT/tests/export/common.sh"
@@ -64,11 +64,11 @@ pyassert graph.json 'any(n["op"] == "aten::gelu" for n in j["graph_nodes"]) and 
 pyassert graph.json '{r["name"]: r for r in j["pytorch"]["operators"]}["aten::gelu"]["gpu_ns"] >= 100 * 2000'
 
 # HTA reads the graphed export and runs its analyses. Its call graph nests a kernel under the
-# cpu_ops around its launch by times alone; for replayed kernels (launch: the capture-time call)
-# it put 880 of 1134 under an aten op (782 under their External id's), where the export's own
-# links (above: 100 %) are exact: 70 % is asked of it.
+# cpu_ops around its launch by times alone; for replayed kernels the launch is the capture-time
+# call (one per captured call, library calls included), so it finds their operator as for eager
+# kernels (1134 of 1134 measured); 90 % is asked of it, as of the eager LM (t_torch_ops.sh).
 need_venv_module hta
-"$VPY" "$ROOT/tests/torch/hta_ops.py" kin_graph 0.70 >hta.out 2>&1 || fail "HTA on the graphed export: $(tail -n 20 hta.out)"
+"$VPY" "$ROOT/tests/torch/hta_ops.py" kin_graph 0.90 >hta.out 2>&1 || fail "HTA on the graphed export: $(tail -n 20 hta.out)"
 grep -m1 -i "call graph" hta.out || head -n 2 hta.out
 
 "$DLHOOK_BIN" record --sim -o rec_graphed -- "$PY" "$G" graphed --steps 20 >rec_graphed.out 2>rec_graphed.err ||
