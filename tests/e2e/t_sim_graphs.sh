@@ -5,7 +5,8 @@
 # whose stack is the capture-time one; dlhook stats counts replays, nodes and GPU time per graph
 # and names each node's making call; the Kineto export links replayed kernels to the capture-time
 # launch (correlation) and names the replay's cudaGraphLaunch; the GPU-weighted flame graph puts
-# the replayed time on the capture-time stacks. cudaGraphLaunch stays one call per replay.
+# the replayed time on the capture-time stacks; the Parquet gpu table has graph, graph_node and
+# launch_corr (SQL per graph). cudaGraphLaunch stays one call per replay.
 . "$ROOT/tests/lib.sh"
 need "$BUILD/simcuda/libcupti.so.13"; need "$BUILD/tests/progs/graphs"; need "$DLHOOK_LIB"
 "$SIMRUN" "$BUILD/tests/progs/graphs" 100 >bare.txt 2>bare.err || fail "bare run failed: $(cat bare.err)"
@@ -83,4 +84,16 @@ print(w)
 assert all(w.get(fn, 0) > 0 for fn in ("capture_scale", "capture_add", "capture_clear", "capture_copy", "build_explicit")), w
 assert w["capture_scale"] == w["capture_add"] and w["build_explicit"] == w["capture_scale"], w
 PY
+# the Parquet/SQL tables: replayed records with their graph, node and launch (when the venv has
+# pyarrow and duckdb)
+VPY=$BUILD/venv/bin/python
+if [ -x "$VPY" ] && "$VPY" -c 'import pyarrow, duckdb' 2>/dev/null; then
+  DLHOOK_PYTHON=$VPY "$DLHOOK_BIN" export -q -f parquet -o pq "$tr" || fail "parquet export"
+  DLHOOK_PYTHON=$VPY "$DLHOOK_BIN" sql --format csv pq "select graph, count(*) as n, count(distinct launch_corr) as replays from gpu where graph_node is not null group by graph order by graph" >sql.csv ||
+    fail "sql"
+  python3 -c 'import csv,sys; r=[(int(x["n"]), int(x["replays"])) for x in csv.DictReader(open("sql.csv"))]; sys.exit(0 if r == [(400, 100), (100, 50)] else "sql: %r" % r)' ||
+    fail "sql per graph: $(cat sql.csv)"
+else
+  echo "sql: skipped (no pyarrow/duckdb in $BUILD/venv)"
+fi
 echo ok
