@@ -433,8 +433,16 @@ uint64_t dlh_cupti_dropped(void) { return atomic_load(&dropped); }
 #define CORR_MAP_SIZE (1u << 20)
 static struct { uint64_t corr, outer; } *corr_map;
 
+/* Calls whose own id is their first link's (a library call: corr == outer, nothing to map),
+ * remembered a while so that a graph node made inside one knows its record was taken. */
+#define TAKEN_SIZE 4096u
+static uint64_t taken[TAKEN_SIZE];
+
 void dlh_corr_map(uint64_t corr, uint64_t outer) {
-  if (corr == outer) return;
+  if (corr == outer) {
+    taken[corr & (TAKEN_SIZE - 1)] = corr;
+    return;
+  }
   if (!corr_map && !(corr_map = calloc(CORR_MAP_SIZE, sizeof *corr_map))) return;
   corr_map[corr & (CORR_MAP_SIZE - 1)].corr = corr;
   corr_map[corr & (CORR_MAP_SIZE - 1)].outer = outer;
@@ -447,7 +455,8 @@ static uint64_t outer_corr(uint64_t corr) {
 }
 
 static int corr_mapped(uint64_t corr) {
-  return corr_map && corr_map[corr & (CORR_MAP_SIZE - 1)].corr == corr;
+  return taken[corr & (TAKEN_SIZE - 1)] == corr ||
+         (corr_map && corr_map[corr & (CORR_MAP_SIZE - 1)].corr == corr);
 }
 
 
@@ -587,6 +596,9 @@ static int convert(dlh_encoder *w, const CUpti_Activity *r) {
 
 int dlh_cupti_drain(struct dlh_encoder *enc) {
   if (atomic_load(&gnode_list) || gnode_wait) graph_nodes_drain(enc); /* before their work */
+  /* a node still waits for its call: the GPU records (its replays among them, perhaps) wait
+   * too, so that readers always meet a node before the work it ran */
+  if (gnode_wait && __atomic_load_n(&dlh_recording, __ATOMIC_RELAXED)) return 0;
   done_buf *d = atomic_exchange(&done_list, NULL);
   if (!d) return 0;
   done_buf *rev = NULL; /* oldest first */

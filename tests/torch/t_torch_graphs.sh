@@ -51,6 +51,16 @@ for e in rep:
     fr = [f for f in st if f.get("file") == sys.argv[2] and f.get("function") == "Block.forward"]
     assert fr, ("capture-time stack without Block.forward", api[x["corr"]]["name"], st[:6])
     lines[fr[0]["line"]] += 1
+# in file order, a node (and the node it copies) comes before any work it ran: readers that take
+# definitions as they come (dlhook stats' one pass, the exporters' first pass) link every record
+seen, late = set(), 0
+for e in ev:
+    if e["type"] == "graphnode":
+        seen.add(e["node"])
+    elif e.get("graph_node"):
+        x = nodes.get(e["graph_node"])
+        late += e["graph_node"] not in seen or (x.get("origin") and x["origin"] not in seen) or made(e["graph_node"])["node"] not in seen
+assert not late, f"{late} replayed records before their node in the file"
 kn = sum(1 for e in rep if e["type"] == "kernel")
 print(f"graph: {len(rep)} replayed records ({kn} kernels) of {len(set(e['graph_node'] for e in rep))} nodes, "
       f"all linked to capture-time stacks; Block.forward lines {dict(sorted(lines.items()))}")
