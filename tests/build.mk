@@ -19,6 +19,9 @@ TEST_DEPS += $(TEST_PROGS)
 # tests/record/: capture ranges and the GPU memory ledger
 TEST_DEPS += $(BUILD)/tests/progs/capture $(BUILD)/tests/progs/memory
 
+# tests/e2e/t_sim_graphs.sh: CUDA graphs (stream capture, explicit nodes, replays)
+TEST_DEPS += $(BUILD)/tests/progs/graphs
+
 # tests/advise/: planted causes for dlhook advise
 TEST_DEPS += $(BUILD)/tests/progs/advise_loop $(BUILD)/tests/progs/advise_gpu
 $(BUILD)/tests/progs/advise_gpu: tests/progs/advise_gpu.cu | $(CUDA_STAMP)

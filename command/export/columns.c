@@ -75,7 +75,8 @@ static const col c_gpu[] = {
     {"stream", 'l', 0}, {"context", 'l', 0}, {"start_ns", 'l', 0}, {"dur_ns", 'l', 0},
     {"end_ns", 'l', 0}, {"corr", 'l', 1}, {"bytes", 'l', 1}, {"copy_kind", 's', 1},
     {"grid_x", 'l', 1}, {"grid_y", 'l', 1}, {"grid_z", 'l', 1}, {"block_x", 'l', 1},
-    {"block_y", 'l', 1}, {"block_z", 'l', 1}, {"external_id", 'l', 1}, {NULL, 0, 0}};
+    {"block_y", 'l', 1}, {"block_z", 'l', 1}, {"external_id", 'l', 1}, {"graph", 'l', 1},
+    {"graph_node", 'l', 1}, {"launch_corr", 'l', 1}, {NULL, 0, 0}};
 static const col c_memory[] = {
     {"pid", 'l', 0}, {"tid", 'l', 0}, {"ts_ns", 'l', 0}, {"device", 'l', 0}, {"ptr", 'l', 0},
     {"bytes", 'l', 0}, {"device_live_bytes", 'l', 0}, {"live_bytes", 'l', 0}, {NULL, 0, 0}};
@@ -429,6 +430,11 @@ static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   if (g->kind == RD_KERNEL)
     for (uint32_t i = 0; i < 6 && i < n; i++) setl(c, T_GPU, r, 12 + i, (int64_t)v[i]);
   if (g->kind == RD_EXTCORR && n >= 2) setl(c, T_GPU, r, 18, (int64_t)v[1]);
+  if (g->graph_node) { /* a CUDA graph's replay: corr is the call that made the node */
+    setl(c, T_GPU, r, 19, (int64_t)g->graph);
+    setl(c, T_GPU, r, 20, (int64_t)g->graph_node);
+    if (g->launch_corr) setl(c, T_GPU, r, 21, (int64_t)g->launch_corr);
+  }
 }
 
 static void on_sample(void *ctx, const rd_trace *t, const rd_sample *s) {
