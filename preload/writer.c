@@ -867,7 +867,10 @@ static int write_start(void) {
                     DLH_CASE_BIT(DLH__PACKET__DATA_FUNCTION) |
                     DLH_CASE_BIT(DLH__PACKET__DATA_STACK) | DLH_CASE_BIT(DLH__PACKET__DATA_MODULE) |
                     DLH_CASE_BIT(DLH__PACKET__DATA_SYMBOL) | DLH_CASE_BIT(DLH__PACKET__DATA_DEVICE) |
-                    DLH_CASE_BIT(DLH__PACKET__DATA_PY_FRAME);
+                    DLH_CASE_BIT(DLH__PACKET__DATA_PY_FRAME) |
+                    /* what later GPU work refers to: CUDA graph nodes (a replay's kernels lead
+                     * through them to the capture), Inductor's kernels */
+                    DLH_CASE_BIT(DLH__PACKET__DATA_GRAPH_NODES) | DLH_CASE_BIT(DLH__PACKET__DATA_INDUCTOR);
     W = dlh_enc_create_sink(flight_sink, NULL, dlh_cfg.zstd_level, defs);
     if (!W) {
       dlh_warn("cannot set up the flight recorder (%s); the program runs untraced", strerror(errno));
