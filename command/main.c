@@ -8,7 +8,7 @@
 
 #define COMMANDS(X)                                                                        \
   X(record) X(ctl) X(attach) X(detach) X(report) X(advise) X(dump) X(stats) X(export) X(diff) \
-  X(merge) X(symbolize) X(sql) X(analyze)
+  X(merge) X(symbolize) X(sql) X(analyze) X(hang)
 #define DECLARE(name)                      \
   int cmd_##name(int argc, char **argv);   \
   extern const rd_command cmd_##name##_spec;

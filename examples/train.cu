@@ -113,6 +113,7 @@ struct Options {
   int ranks = 1;
   int slow_rank = -1;
   int slow_ms = 0;
+  int stall_step = -1;
   int device = -1;
   unsigned long long seed = 1234;
   float lr = 0.05f;
@@ -133,6 +134,8 @@ static void usage(FILE *f) {
           "  --device D       CUDA device (default LOCAL_RANK %% device count)\n"
           "  --slow-rank R    rank R waits --slow-ms on the host before each all-reduce\n"
           "  --slow-ms MS     milliseconds of that extra work (default 0)\n"
+          "  --stall-step S   rank --slow-rank stops at step S in host code, spinning for ever\n"
+          "                   (a hung job: the other ranks wait in their next all-reduce)\n"
           "  --seed S         data and weight seed (default 1234)\n"
           "  --lr LR          learning rate (default 0.05)\n"
           "Under torchrun (RANK, LOCAL_RANK, WORLD_SIZE) or mpirun (OMPI_COMM_WORLD_*) it runs as\n"
@@ -179,6 +182,7 @@ static Options parse_args(int argc, char **argv) {
     else if (!strcmp(flag, "--device")) o.device = (int)parse_int(flag, val, 0, 1023);
     else if (!strcmp(flag, "--slow-rank")) o.slow_rank = (int)parse_int(flag, val, 0, 1023);
     else if (!strcmp(flag, "--slow-ms")) o.slow_ms = (int)parse_int(flag, val, 0, 3600000);
+    else if (!strcmp(flag, "--stall-step")) o.stall_step = (int)parse_int(flag, val, 0, 10000000);
     else if (!strcmp(flag, "--seed")) o.seed = (unsigned long long)parse_int(flag, val, 0, LONG_MAX);
     else if (!strcmp(flag, "--lr")) {
       char *end = NULL;
@@ -1048,6 +1052,21 @@ NOINLINE static double slow_host_work(int ms) {
   return acc;
 }
 
+// --stall-step: host code that never returns (a deadlock, a wait for a file that never comes):
+// this rank issues no further collective, and the others wait in theirs.
+// It computes half of the time and sleeps the other half (the CPU is left to the other ranks).
+NOINLINE static double stall_in_host_code(void) {
+  volatile double acc = 0;
+  for (;;) {
+    double t0 = now_s();
+    while (now_s() - t0 < 0.002)
+      for (int i = 0; i < 1000; i++) acc = acc + 1e-9 * i;
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+  }
+  return acc;
+}
+
 NOINLINE static float train_step(Net &n, DataLoader &dl, const Options &o, int step) {
   char name[64];
   snprintf(name, sizeof name, "ProfilerStep#%d", step);
@@ -1063,6 +1082,7 @@ NOINLINE static float train_step(Net &n, DataLoader &dl, const Options &o, int s
 
   nvtxRangePushA("backward");
   backward(n);
+  if (o.stall_step >= 0 && step == o.stall_step && o.slow_rank == n.rank) stall_in_host_code();
   if (o.slow_ms > 0 && o.slow_rank == n.rank) {
     nvtxRangePushA("slow rank work");
     volatile double sink = slow_host_work(o.slow_ms);

@@ -86,6 +86,25 @@ typedef struct dlh_encoder dlh_encoder;
  * Returns NULL on allocation failure or if the header could not be written. */
 dlh_encoder *dlh_enc_create(int fd, int zstd_level);
 
+/* Sink mode, for the flight recorder (preload/flight.c): frames are handed to sink(ctx, frame,
+ * len, kept) instead of being written to a file (no file header either: dlh_enc_write_header
+ * writes one where the frames are put together). Packets whose data case c has bit (1 << c) set
+ * in kept_cases (DLH_CASE_BIT), and those given to dlh_enc_packet_kept, are packed into frames
+ * of their own, handed over with kept = 1 before the frame of events of the same flush; every
+ * other packet and every batch goes into the frames with kept = 0. The sink returns 0, or -1
+ * (the frame is lost; dlh_enc_flush returns -1). The frame's bytes are the encoder's: the sink
+ * copies what it keeps. Returns NULL on allocation failure. */
+typedef int (*dlh_frame_sink)(void *ctx, const uint8_t *frame, size_t len, int kept);
+dlh_encoder *dlh_enc_create_sink(dlh_frame_sink sink, void *ctx, int zstd_level,
+                                 uint64_t kept_cases);
+
+/* Appends a packet to the kept frames of a sink-mode encoder (to the frame, as
+ * dlh_enc_packet, otherwise). Returns 0 or -1 (allocation failure, or a failed flush). */
+int dlh_enc_packet_kept(dlh_encoder *enc, const Dlh__Packet *p);
+
+/* Writes the 16-byte file header (magic, DLH_FORMAT_VERSION, flags 0) to fd. 0 or -1. */
+int dlh_enc_write_header(int fd);
+
 /* Appends one packet (any oneof case) to the current frame buffer. Returns 0, or -1 on
  * allocation failure (the packet is lost; the encoder stays usable). */
 int dlh_enc_packet(dlh_encoder *enc, const Dlh__Packet *p);

@@ -56,6 +56,13 @@ struct dlh_encoder {
   size_t hcap;     /* power of two */
   size_t pending;  /* number of batches with n > 0 */
   size_t last_tb;  /* index+1 of the batch of the last event (events come a thread at a time) */
+  /* Sink mode (dlh_enc_create_sink): frames go to sink instead of fd; packets of the cases in
+   * kept_cases (and dlh_enc_packet_kept's) are packed into kraw, a frame of their own. */
+  dlh_frame_sink sink;
+  void *sink_ctx;
+  uint64_t kept_cases;
+  dlh_buf kraw;
+  size_t kraw_packets;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -104,22 +111,28 @@ int dlh_write_all(int fd, const void *data, size_t len) {
 
 #define put_varint dlh_put_varint
 
+/* Appends varint(len) + packed message to buffer b (raw or kraw), counting it in *np. */
+static int append_to(dlh_buf *b, size_t *np, const ProtobufCMessage *m) {
+  size_t sz = protobuf_c_message_get_packed_size(m);
+  if (buf_reserve(b, sz + 10) < 0) return -1;
+  size_t n = put_varint(b->p + b->len, sz);
+  size_t k = protobuf_c_message_pack(m, b->p + b->len + n);
+  if (k != sz) return -1;
+  b->len += n + k;
+  (*np)++;
+  return 0;
+}
+
 /* Appends varint(len) + packed message to the raw frame buffer. */
 static int append_msg(dlh_encoder *enc, const ProtobufCMessage *m) {
-  size_t sz = protobuf_c_message_get_packed_size(m);
-  if (buf_reserve(&enc->raw, sz + 10) < 0) return -1;
-  size_t n = put_varint(enc->raw.p + enc->raw.len, sz);
-  size_t k = protobuf_c_message_pack(m, enc->raw.p + enc->raw.len + n);
-  if (k != sz) return -1;
-  enc->raw.len += n + k;
-  enc->raw_packets++;
-  return 0;
+  return append_to(&enc->raw, &enc->raw_packets, m);
 }
 
 /* Whether the frame being built should go out now: DLH_FRAME_AUTOFLUSH bytes, or half of
  * DLH_MAX_FRAME_PACKETS packets (a frame of tiny packets stays within the reader's limit). */
 static int frame_full(const dlh_encoder *enc) {
-  return enc->raw.len >= DLH_FRAME_AUTOFLUSH || enc->raw_packets >= DLH_MAX_FRAME_PACKETS / 2;
+  return enc->raw.len >= DLH_FRAME_AUTOFLUSH || enc->raw_packets >= DLH_MAX_FRAME_PACKETS / 2 ||
+         enc->kraw.len >= DLH_FRAME_AUTOFLUSH || enc->kraw_packets >= DLH_MAX_FRAME_PACKETS / 2;
 }
 
 /* ---------------------------------------------------------------- thread batches */
@@ -312,10 +325,11 @@ static int emit_all(dlh_encoder *enc) {
 
 /* ---------------------------------------------------------------- public API */
 
-dlh_encoder *dlh_enc_create(int fd, int zstd_level) {
+/* An encoder with its buffers and zstd context, no file yet (fd -1). */
+static dlh_encoder *enc_new(int zstd_level) {
   dlh_encoder *enc = calloc(1, sizeof *enc);
   if (!enc) return NULL;
-  enc->fd = fd;
+  enc->fd = -1;
   enc->cctx = ZSTD_createCCtx();
   enc->hcap = 64;
   enc->hash = calloc(enc->hcap, sizeof *enc->hash);
@@ -325,12 +339,6 @@ dlh_encoder *dlh_enc_create(int fd, int zstd_level) {
   ZSTD_CCtx_setParameter(enc->cctx, ZSTD_c_compressionLevel, zstd_level);
   ZSTD_CCtx_setParameter(enc->cctx, ZSTD_c_contentSizeFlag, 1);
   ZSTD_CCtx_setParameter(enc->cctx, ZSTD_c_checksumFlag, 1);
-  uint8_t hdr[DLH_HEADER_SIZE];
-  memcpy(hdr, DLH_MAGIC, 8);
-  dlh_put_le32(hdr + 8, DLH_FORMAT_VERSION);
-  dlh_put_le32(hdr + 12, 0);
-  if (dlh_write_all(fd, hdr, sizeof hdr) < 0) goto fail;
-  enc->bytes = sizeof hdr;
   return enc;
 fail:
   ZSTD_freeCCtx(enc->cctx);
@@ -339,8 +347,51 @@ fail:
   return NULL;
 }
 
+dlh_encoder *dlh_enc_create(int fd, int zstd_level) {
+  dlh_encoder *enc = enc_new(zstd_level);
+  if (!enc) return NULL;
+  enc->fd = fd;
+  if (dlh_enc_write_header(fd) < 0) {
+    ZSTD_freeCCtx(enc->cctx);
+    free(enc->hash);
+    free(enc);
+    return NULL;
+  }
+  enc->bytes = DLH_HEADER_SIZE;
+  return enc;
+}
+
+int dlh_enc_write_header(int fd) {
+  uint8_t hdr[DLH_HEADER_SIZE];
+  memcpy(hdr, DLH_MAGIC, 8);
+  dlh_put_le32(hdr + 8, DLH_FORMAT_VERSION);
+  dlh_put_le32(hdr + 12, 0);
+  return dlh_write_all(fd, hdr, sizeof hdr);
+}
+
+dlh_encoder *dlh_enc_create_sink(dlh_frame_sink sink, void *ctx, int zstd_level,
+                                 uint64_t kept_cases) {
+  if (!sink) return NULL;
+  dlh_encoder *enc = enc_new(zstd_level);
+  if (!enc) return NULL;
+  enc->sink = sink;
+  enc->sink_ctx = ctx;
+  enc->kept_cases = kept_cases;
+  return enc;
+}
+
+int dlh_enc_packet_kept(dlh_encoder *enc, const Dlh__Packet *p) {
+  if (!enc || !p) return -1;
+  if (!enc->sink) return dlh_enc_packet(enc, p);
+  if (append_to(&enc->kraw, &enc->kraw_packets, &p->base) < 0) return -1;
+  if (frame_full(enc)) return dlh_enc_flush(enc);
+  return 0;
+}
+
 int dlh_enc_packet(dlh_encoder *enc, const Dlh__Packet *p) {
   if (!enc || !p) return -1;
+  if (enc->sink && (enc->kept_cases & (1ull << (unsigned)p->data_case)))
+    return dlh_enc_packet_kept(enc, p);
   /* The trailer closes the file: pending events go before it. */
   if (p->data_case == DLH__PACKET__DATA_TRAILER) emit_all(enc);
   if (append_msg(enc, &p->base) < 0) return -1;
@@ -494,8 +545,33 @@ int dlh_enc_flush(dlh_encoder *enc) {
   return rc;
 }
 
+/* Sink mode: compresses b into one zstd frame and hands it to the sink. Returns 0 or -1. */
+static int sink_frame(dlh_encoder *enc, dlh_buf *b, size_t *np, int kept) {
+  if (b->len == 0) return 0;
+  size_t bound = ZSTD_compressBound(b->len);
+  enc->out.len = 0;
+  size_t z = 0;
+  if (buf_reserve(&enc->out, bound) == 0)
+    z = ZSTD_compress2(enc->cctx, enc->out.p, enc->out.cap, b->p, b->len);
+  b->len = 0;
+  *np = 0;
+  if (!enc->out.cap || z == 0 || ZSTD_isError(z)) {
+    ZSTD_CCtx_reset(enc->cctx, ZSTD_reset_session_only);
+    errno = ENOMEM;
+    return -1;
+  }
+  if (enc->sink(enc->sink_ctx, enc->out.p, z, kept) != 0) return -1;
+  enc->bytes += z;
+  return 0;
+}
+
 /* Compresses `raw` into one zstd frame and writes it. Returns 0 or -1 (errno set). */
 static int write_frame(dlh_encoder *enc) {
+  if (enc->sink) { /* the definitions first: a frame of events may use them */
+    int a = sink_frame(enc, &enc->kraw, &enc->kraw_packets, 1);
+    int b = sink_frame(enc, &enc->raw, &enc->raw_packets, 0);
+    return a || b ? -1 : 0;
+  }
   if (enc->raw.len == 0) return 0;
   size_t bound = ZSTD_compressBound(enc->raw.len);
   enc->out.len = 0;
@@ -541,7 +617,7 @@ uint64_t dlh_enc_lost(const dlh_encoder *enc) { return enc ? enc->lost : 0; }
 
 uint64_t dlh_enc_pending_bytes(const dlh_encoder *enc) {
   if (!enc) return 0;
-  uint64_t b = enc->raw.len;
+  uint64_t b = enc->raw.len + enc->kraw.len;
   for (size_t i = 0; i < enc->ntb; i++)
     if (enc->tb[i].n)
       for (int c = 0; c < NCOLS; c++) b += enc->tb[i].col[c].len;
@@ -550,7 +626,7 @@ uint64_t dlh_enc_pending_bytes(const dlh_encoder *enc) {
 
 uint64_t dlh_enc_mem(const dlh_encoder *enc) {
   if (!enc) return 0;
-  uint64_t m = sizeof *enc + enc->raw.cap + enc->out.cap + enc->captb * sizeof *enc->tb +
+  uint64_t m = sizeof *enc + enc->raw.cap + enc->kraw.cap + enc->out.cap + enc->captb * sizeof *enc->tb +
                enc->hcap * sizeof *enc->hash + ZSTD_sizeof_CCtx(enc->cctx);
   for (size_t i = 0; i < enc->ntb; i++)
     for (int c = 0; c < NCOLS; c++) m += enc->tb[i].col[c].cap;
@@ -573,6 +649,7 @@ void dlh_enc_free(dlh_encoder *enc) {
   free(enc->tb);
   free(enc->hash);
   free(enc->raw.p);
+  free(enc->kraw.p);
   free(enc->out.p);
   ZSTD_freeCCtx(enc->cctx);
   free(enc);

@@ -285,6 +285,10 @@ void dlh_config_load(void) {
   dlh_cfg.ctl_signal = (int)val[S_DLHOOK_SIGNAL].v;
   dlh_cfg.ctl_signal_set = given(S_DLHOOK_SIGNAL);
   dlh_cfg.realtime_skew_ns = val[S_DLHOOK_REALTIME_SKEW_NS].v;
+  dlh_cfg.flight = (int)val[S_DLHOOK_MODE].v == 1;
+  dlh_cfg.flight_ns = (uint64_t)val[S_DLHOOK_FLIGHT_S].v;
+  dlh_cfg.hang_ns = (uint64_t)val[S_DLHOOK_HANG_S].v;
+  dlh_cfg.flight_disk = (uint64_t)val[S_DLHOOK_FLIGHT_DISK_MB].v << 20;
   dlh_cfg.rank = env_int_any(rank_vars, -1);
   dlh_cfg.local_rank = env_int_any(local_vars, -1);
   dlh_cfg.world_size = env_int_any(size_vars, -1);

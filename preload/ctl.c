@@ -1,6 +1,7 @@
-/* ctl.c — `dlhook ctl PID start|stop|toggle`: DLHOOK_SIGNAL (default SIGUSR2) opens and closes
- * the capture window (capture.c). The command sends it with sigqueue (value 1 start, 2 stop);
- * a plain `kill -USR2 PID` toggles.
+/* ctl.c — `dlhook ctl PID start|stop|toggle|dump`: DLHOOK_SIGNAL (default SIGUSR2) opens and
+ * closes the capture window (capture.c). The command sends it with sigqueue (value 1 start,
+ * 2 stop, 3 dump: the flight recorder writes its ring, DLHOOK_MODE=flight); a plain
+ * `kill -USR2 PID` toggles. In flight mode the handler is always installed.
  *
  * A program may have a handler of its own for that signal: signals.c's sigaction() wrapper
  * hands such a sigaction here (dlh_ctl_sigaction), the program's handler is remembered and
@@ -69,17 +70,25 @@ static int chain(int sig, siginfo_t *si, void *uc) {
 static void on_ctl_signal(int sig, siginfo_t *si, void *uc) {
   int saved = errno;
   int request = si && si->si_code == SI_QUEUE &&
-                (si->si_value.sival_int == 1 || si->si_value.sival_int == 2);
+                (si->si_value.sival_int == 1 || si->si_value.sival_int == 2 ||
+                 (si->si_value.sival_int == 3 && dlh_cfg.flight));
+  /* Flight mode without signal capture ranges: a plain DLHOOK_SIGNAL (a scheduler's warning
+   * before a time limit: `sbatch --signal=USR2@120`) dumps; the program's handler, if any,
+   * still gets it. */
+  if (!request && dlh_cfg.flight && dlh_capture_mode != DLH_CAPTURE_SIGNAL)
+    dlh_flight_request(DLH_FLIGHT_SIGNAL, sig);
   /* The program's own handler for this signal gets everything but ctl's requests. */
   if (!request && chain(sig, si, uc)) { errno = saved; return; }
-  dlh_capture_request(request ? si->si_value.sival_int : 0);
+  if (!request && dlh_cfg.flight && dlh_capture_mode != DLH_CAPTURE_SIGNAL) { errno = saved; return; }
+  if (request && si->si_value.sival_int == 3) dlh_flight_request(DLH_FLIGHT_CTL, 0); /* dump */
+  else dlh_capture_request(request ? si->si_value.sival_int : 0);
   errno = saved;
 }
 
 /* Constructor (and dlhook attach's late start), after dlh_capture_init: the handler, when
  * DLHOOK_CAPTURE_RANGE=signal or DLHOOK_SIGNAL was given. */
 void dlh_ctl_init(void) {
-  if (dlh_capture_mode != DLH_CAPTURE_SIGNAL && !dlh_cfg.ctl_signal_set) return;
+  if (dlh_capture_mode != DLH_CAPTURE_SIGNAL && !dlh_cfg.ctl_signal_set && !dlh_cfg.flight) return;
   int sig = dlh_cfg.ctl_signal;
   real_sigaction =
       (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT, "sigaction");

@@ -59,6 +59,22 @@ uint32_t dlh_intern(struct dlh_encoder *w, const char *s) {
   return names[j].id;
 }
 
+size_t dlh_defs_strings_put(struct dlh_encoder *w) {
+  size_t n = 0;
+  for (size_t i = 0; i < names_cap; i++) {
+    if (!names[i].s) continue;
+    Dlh__Packet p = DLH__PACKET__INIT;
+    Dlh__StringDef sd = DLH__STRING_DEF__INIT;
+    sd.has_id = 1;
+    sd.id = names[i].id;
+    sd.value = names[i].s;
+    p.data_case = DLH__PACKET__DATA_STRING;
+    p.string = &sd;
+    if (dlh_enc_packet(w, &p) == 0) n++;
+  }
+  return n;
+}
+
 /* ---------------------------------------------------------------- functions */
 
 #define FN_BITS (16u << 16)       /* fn ids: 4 bits of domain, 16 of index */

@@ -41,6 +41,10 @@ typedef struct dlh_config {
   unsigned sample_hz;    /* DLHOOK_SAMPLE_HZ: host samples per second of a thread (0: off) */
   int sample;            /* DLHOOK_SAMPLE: 0 from the first CUDA call, 1 always, 2 off */
   uint64_t as_limit;     /* the soft RLIMIT_AS at start-up, 0 when unlimited (config.c) */
+  int flight;            /* DLHOOK_MODE=flight: the trace kept in memory until a trigger */
+  uint64_t flight_ns;    /* DLHOOK_FLIGHT_S: what the flight recorder keeps */
+  uint64_t hang_ns;      /* DLHOOK_HANG_S: a call in flight this long dumps (0: never) */
+  uint64_t flight_disk;  /* DLHOOK_FLIGHT_DISK_MB in bytes: all dumps of the process (0: no cap) */
 } dlh_config;
 
 extern dlh_config dlh_cfg;
@@ -105,6 +109,7 @@ struct dlh_thread {
     uint64_t last_args[DLH_MAX_ARGS];
     uint32_t nlinks;                   /* LINK records waiting for their outer call */
     uint64_t links[DLH_MAX_LINKS];
+    uint64_t taken;                    /* API and FOLD records taken (the hang watchdog, flight.c) */
     uint32_t nvtx_depth;               /* open NVTX push ranges of this thread */
     struct { uint64_t t0; uint32_t msg, dom, color, cat; } nvtx[64];
   } writer;
@@ -147,7 +152,7 @@ void dlh_threads_after_fork_child(void);
  * structs, CUPTI buffers) or measured by the writer thread (its own buffers, the stack and
  * symbol tables of unwind/). */
 enum { DLH_MEM_RINGS, DLH_MEM_THREADS, DLH_MEM_WRITER, DLH_MEM_STACKS, DLH_MEM_SYMBOLS,
-       DLH_MEM_CUPTI, DLH_MEM_NPARTS };
+       DLH_MEM_CUPTI, DLH_MEM_FLIGHT, DLH_MEM_NPARTS };
 void dlh_mem_add(int part, int64_t bytes);     /* async-signal-safe */
 void dlh_mem_set(int part, uint64_t bytes);    /* a part measured (writer thread) */
 uint64_t dlh_mem_total(void);
@@ -197,6 +202,9 @@ extern _Atomic uint32_t dlh_writer_wake_seq;     /* ring.c: the futex word the w
 int dlh_writer_flush_wait(unsigned timeout_ms);    /* async-signal-safe: flush and wait */
 void dlh_writer_after_fork_child(void);
 int dlh_writer_is_self(void);                      /* async-signal-safe: caller is the writer */
+/* async-signal-safe, flight mode: asks for a dump (DLH_FLIGHT_*) and waits for it; 0, or -1
+ * when not in flight mode or it did not come within timeout_ms */
+int dlh_writer_dump_wait(int reason, int code, unsigned timeout_ms);
 
 void dlh_record_link(struct dlh_thread *t, uint64_t corr);  /* ring.c */
 void dlh_ring_after_fork_child(void);
@@ -205,6 +213,9 @@ extern volatile unsigned dlh_trace_gen;  /* ring.c: bumped when a new trace star
 /* ---- what a trace defines once (defs.c; writer thread) ---- */
 struct dlh_encoder;
 uint32_t dlh_intern(struct dlh_encoder *w, const char *s); /* StringDef id of s (0 = none) */
+/* Every string interned so far, as StringDef packets into w (a flight recorder dump: their
+ * first definitions may have left the ring). Returns how many. */
+size_t dlh_defs_strings_put(struct dlh_encoder *w);
 void dlh_def_fn(struct dlh_encoder *w, uint32_t fn);         /* FunctionDesc before first use */
 int dlh_defs_start(void);                /* a trace starts: 0, or -1 (no memory) */
 uint64_t dlh_defs_mem(void);             /* bytes held (the writer's part of the budget) */
@@ -264,6 +275,45 @@ void dlh_capture_nvtx_close(void);
 void dlh_capture_emit(struct dlh_encoder *enc);
 void dlh_capture_keep_corr(uint64_t corr); /* writer: a recorded call's correlation id */
 void dlh_capture_request(int req);      /* `dlhook ctl`: 1 open, 2 close, 0 toggle (signal-safe) */
+
+/* ---- flight recorder (flight.c; DLHOOK_MODE=flight) ----
+ * Writer thread unless said otherwise. */
+struct Dlh__FlightThread;
+struct Dlh__FlightComm;
+enum { DLH_FLIGHT_CTL = 0, DLH_FLIGHT_SIGNAL = 1, DLH_FLIGHT_EXIT = 2, DLH_FLIGHT_HANG = 3,
+       DLH_FLIGHT_OOM = 4, DLH_FLIGHT_JOB = 5 }; /* FlightReason (dlhook.proto) */
+/* a finished frame from the encoder's sink: kept (definitions) or into the ring. 0 or -1 */
+int dlh_flight_add(const uint8_t *frame, size_t len, int kept, uint64_t now_ns);
+typedef struct dlh_flight_info {
+  uint32_t frames;
+  uint64_t evicted, ring_bytes, defs_bytes, first_ns;
+  uint64_t newest_bytes;                 /* the newest event frame's */
+} dlh_flight_info;
+void dlh_flight_stats(dlh_flight_info *fi);
+void dlh_flight_hold(int on);            /* 1: frames added now drop none by age (a dump) */
+int dlh_flight_write_defs(int fd);       /* the file header and the definition frames: 0 or -1 */
+/* the event frames, oldest first, at most max bytes (the newest that fit; 0: all): 0 or -1.
+ * *frames: how many were written, *first_ns: when the first of them starts */
+int dlh_flight_write_ring(int fd, uint64_t max, uint32_t *frames, uint64_t *first_ns);
+int dlh_flight_open(char *path, size_t cap); /* a new dump file (O_EXCL): fd, or -1 */
+unsigned dlh_flight_dumps(void);         /* dumps written so far */
+void dlh_flight_start(uint64_t start_ns); /* the trace starts: the job's request as it stands */
+/* async-signal-safe: a dump is wanted (ctl, SIGINT/SIGTERM with a handler); wakes the writer */
+void dlh_flight_request(int reason, int sig);
+int dlh_flight_take_request(int *sig);   /* the reason asked for, or -1 */
+void dlh_flight_exit_status(int status); /* async-signal-safe: the status exit() was given */
+int dlh_flight_get_exit_status(void);
+uint32_t dlh_flight_announce(int reason); /* every process of the job dumps: the generation */
+/* another process asked the job to dump: 1, with its generation, pid and rank */
+int dlh_flight_poll_job(uint32_t *gen, uint32_t *pid, int *rank);
+/* a thread with one call in flight for DLHOOK_HANG_S (newly): 1, its tid and since when */
+int dlh_flight_watch(uint64_t now_ns, uint32_t *tid, uint64_t *since_ns);
+void dlh_flight_sample(uint32_t tid, uint64_t ns, uint32_t kind, uint32_t stack, uint32_t state);
+void dlh_flight_nccl(uint32_t fn, const uint64_t *args, uint32_t nargs, uint64_t end_ns,
+                     uint32_t tid, uint32_t stack);
+size_t dlh_flight_threads(struct Dlh__FlightThread *out, size_t max);
+size_t dlh_flight_comms(struct Dlh__FlightComm *out, size_t max);
+void dlh_flight_after_fork_child(void);
 
 /* ---- `dlhook ctl` (ctl.c) ---- */
 #include <signal.h>

@@ -18,6 +18,7 @@ static _Atomic int64_t total, total_peak;
 static const char *const part_names[DLH_MEM_NPARTS] = {
     [DLH_MEM_RINGS] = "rings",     [DLH_MEM_THREADS] = "threads", [DLH_MEM_WRITER] = "writer",
     [DLH_MEM_STACKS] = "stacks",   [DLH_MEM_SYMBOLS] = "symbols", [DLH_MEM_CUPTI] = "cupti",
+    [DLH_MEM_FLIGHT] = "flight",
 };
 
 static void raise_peak(_Atomic int64_t *peak, int64_t v) {

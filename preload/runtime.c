@@ -29,12 +29,21 @@ static void at_exit(void) {
   dlh_writer_stop(0, 0);
 }
 
+
+static void at_exit_status(int status, void *arg) {
+  (void)arg;
+  if (!initialised || dlh_foreign_process()) return;
+  dlh_flight_exit_status(status);
+  at_exit();
+}
+
 /* _exit, _Exit and quick_exit skip atexit handlers: Python's multiprocessing (so PyTorch's
  * DataLoader workers) and many forked workers end with them. The trace is finished first
  * (bounded: dlh_writer_stop waits at most 5 s). A vfork child's _exit (an exec that failed)
  * is not the traced process: it goes straight through. */
-static void exit_flush(void) {
+static void exit_flush(int status) {
   if (!initialised || dlh_foreign_process() || dlh_writer_is_self()) return;
+  dlh_flight_exit_status(status); /* flight mode: a non-zero status dumps */
   /* _exit from a signal handler that interrupted this thread inside a CUDA call or inside
    * dlhook: CUPTI's locks may be held by the interrupted code; its buffers are left alone. */
   struct dlh_thread *t = dlh_self;
@@ -60,19 +69,19 @@ static void call_real_exit(int which, int status) {
 }
 
 DLH_EXPORT void _exit(int status) {
-  exit_flush();
+  exit_flush(status);
   call_real_exit(0, status);
   __builtin_unreachable();
 }
 
 DLH_EXPORT void _Exit(int status) {
-  exit_flush();
+  exit_flush(status);
   call_real_exit(1, status);
   __builtin_unreachable();
 }
 
 DLH_EXPORT void quick_exit(int status) {
-  exit_flush(); /* before the program's at_quick_exit handlers, which may end in _exit */
+  exit_flush(status); /* before the program's at_quick_exit handlers, which may end in _exit */
   call_real_exit(2, status);
   __builtin_unreachable();
 }
@@ -168,7 +177,10 @@ __attribute__((constructor)) static void dlh_init(void) {
   initialised = 1;
   /* The trace file and the writer thread come with the first recorded call (dlh_writer_ensure):
    * processes that never call CUDA (shells, launchers) leave no trace behind. */
-  atexit(at_exit);
+  /* flight mode: on_exit, which is given the status exit() got (main's return value included):
+   * a non-zero status dumps the flight recorder */
+  if (dlh_cfg.flight) on_exit(at_exit_status, NULL);
+  else atexit(at_exit);
   if (dlh_cfg.signals) dlh_signals_install();
   dlh_cupti_setup_injection();
   dlh_nvtx_setup_injection();

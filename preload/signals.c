@@ -128,7 +128,10 @@ static void on_signal(int sig, siginfo_t *si, void *uc) {
     raise(sig);
     return;
   }
-  if (i < NSIG_FLUSH && !foreign) dlh_writer_flush_wait(2000);
+  if (i < NSIG_FLUSH && !foreign) { /* flight mode: SIGINT/SIGTERM dump the ring */
+    if (!dlh_cfg.flight || dlh_writer_dump_wait(DLH_FLIGHT_SIGNAL, sig, 2000) != 0)
+      dlh_writer_flush_wait(2000);
+  }
   errno = saved;
   struct sigaction call = *a;
   if ((a->sa_flags & SA_RESETHAND) && !foreign) { /* one-shot: the next one is the default */

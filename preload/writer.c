@@ -24,6 +24,7 @@
 
 #include "dlh_batch.h"
 #include "dlh_format.h"
+#include "dlh_format_int.h"
 #include "dlh_hooks.h"
 #include "dlh_internal.h"
 #include "dlh_sleep.h"
@@ -51,6 +52,11 @@ static const dlh_sample_ops *sampler; /* host sampling (sample.c), as runtime.c 
 void dlh_writer_sampling(const dlh_sample_ops *ops) { sampler = ops; }
 static uint64_t calls, folded;       /* calls recorded (folded repeats included), repeats folded */
 static int write_failed;
+/* Flight mode (DLHOOK_MODE=flight, flight.c): frames go to the in-memory ring; dump_fd is the
+ * dump being written (the sink then writes the last frame there); oom_seen: a call returned
+ * cudaErrorMemoryAllocation (a dump once). */
+static int flight, dump_fd = -1, oom_seen;
+static uint32_t oom_fn;
 
 static void put(Dlh__Packet *p) {
   if (dlh_enc_packet(W, p) != 0) { /* allocation failure: packet lost */ }
@@ -374,6 +380,7 @@ static void sample_take(const uint64_t *w) {
   if (stack) dlh_stacks_define(W, stack); /* StackDef & co. before the batch using it */
   b->r[b->n++] = (srec){dlh_tick_ns_fast(w[1]), w[2], dlh_rec_flags(w[0]), stack,
                         (uint32_t)w[4]};
+  if (flight) dlh_flight_sample(tid, b->r[b->n - 1].t, dlh_rec_flags(w[0]), stack, (uint32_t)w[4]);
 }
 
 static int srec_cmp(const void *a, const void *b) {
@@ -461,6 +468,23 @@ static void samples_flush(void) {
   }
 }
 
+/* Flight mode: an API record of NCCL (its communicator's last operation, flight.c) or one that
+ * returned 2 (cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY: a dump). */
+static __attribute__((noinline)) void flight_api(struct dlh_thread *t, const uint64_t *w,
+                                                 uint64_t h, uint64_t w3) {
+  uint32_t fn = dlh_rec_fn(h), dom = fn >> 16, na = dlh_rec_nargs(h);
+  if (na > DLH_MAX_ARGS) na = DLH_MAX_ARGS;
+  unsigned c = (dlh_rec_flags(h) & DLH_REC_F_CORR) ? 1 : 0;
+  if (dom == DLH_DOMAIN_NCCL)
+    dlh_flight_nccl(fn, w + DLH_REC_HDR_WORDS + c, na, dlh_tick_ns(w[1] + w[2]), t->os.tid,
+                    dlh_rec_stack(w3));
+  else if ((dom == DLH_DOMAIN_CUDART || dom == DLH_DOMAIN_DRIVER) && dlh_rec_ret(w3) == 2 &&
+           !oom_seen) {
+    oom_seen = 1;
+    oom_fn = fn;
+  }
+}
+
 static uint64_t drain(struct dlh_thread *t) {
   if (!t->prod.buf) return 0;
   uint64_t head = atomic_load_explicit(&t->shared.head, memory_order_acquire);
@@ -491,6 +515,10 @@ static uint64_t drain(struct dlh_thread *t) {
       uint64_t w3 = w[3], x = w[1] - s_lo, d = w[2];
       uint32_t stack = dlh_rec_stack(w3), depth = dlh_rec_depth(h), na = dlh_rec_nargs(h);
       if (na > DLH_MAX_ARGS) na = DLH_MAX_ARGS;
+      /* flight mode: NCCL operations (each communicator's last) and out-of-memory errors; a
+       * run that drain_run takes shares this record's function and return value */
+      if (DLH_UNLIKELY(flight) && ((fn >> 16) == DLH_DOMAIN_NCCL || (uint32_t)w3 == 2))
+        flight_api(t, w, h, w3);
       /* the common record: no correlation id (and no links waiting for a depth 0 call) */
       if (DLH_LIKELY(!dlh_rec_flags(h) && (depth || !t->writer.nlinks) && b && x < s_span &&
                      x + d < s_span)) {
@@ -502,6 +530,7 @@ static uint64_t drain(struct dlh_thread *t) {
                          : 0;
         if (k) { /* this record and the ones like it that follow */
           last = t->prod.buf + ((tail - nw) & (cap - 1));
+          if (DLH_UNLIKELY(flight) && (fn >> 16) == DLH_DOMAIN_NCCL) flight_api(t, last, h, w3);
           n += k;
           calls += k;
           uncounted += k;
@@ -572,6 +601,7 @@ static uint64_t drain(struct dlh_thread *t) {
     tail += cap - pos; /* PAD (or a damaged record): on at word 0 */
   }
   if (last) take_last(t, last);
+  t->writer.taken += n;
   frame_count(uncounted);
   if (tail > head) tail = head; /* a damaged record never moves the tail past the head */
   atomic_store_explicit(&t->shared.tail, tail, memory_order_release);
@@ -742,8 +772,13 @@ static uint64_t frame_events, frame_limit = 4096, frame_start_bytes;
 
 static void flush_frame(void) {
   if (write_failed) return;
+  int rc;
+  if (flight) { /* into the ring (flight.c): nothing to write, nothing to stop */
+    dlh_enc_flush(W);
+    goto sized;
+  }
   if (check_fd() != 0) return;
-  int rc = dlh_enc_flush(W);
+  rc = dlh_enc_flush(W);
   if (rc != 0 && errno == EBADF && check_fd() == 0) rc = dlh_enc_flush(W); /* closed under us */
   if (rc != 0) {
     write_failed = 1;
@@ -752,6 +787,7 @@ static void flush_frame(void) {
     __atomic_store_n(&dlh_recording, 0, __ATOMIC_RELAXED);
     return;
   }
+sized:;
   uint64_t bytes = dlh_enc_bytes(W) - frame_start_bytes;
   if (frame_events >= 64 && bytes > 0) {
     uint64_t fit = (uint64_t)FRAME_TARGET * frame_events / bytes;
@@ -780,6 +816,7 @@ static void frame_count(uint64_t n) {
   }
 }
 
+static void flight_finish(void); /* below */
 static void finish(void) {
   uint64_t deadline = dlh_mono_ns() + (uint64_t)dlh_cfg.exit_ms * 1000000ull;
   __atomic_store_n(&dlh_recording, 0, __ATOMIC_RELAXED);
@@ -791,6 +828,11 @@ static void finish(void) {
    * (the rest stays module+offset, for `dlhook symbolize`). */
   size_t left = dlh_stacks_symbolize(W, deadline);
   dlh_stacks_symbolize_stop();
+  if (flight) {
+    flight_finish();
+    atomic_store(&finished, 1);
+    return;
+  }
   write_anchor(a, DLH__CLOCK_ANCHOR_KIND__END);
   write_counters(1);
   flush_frame();
@@ -815,7 +857,42 @@ static void futex_wait(_Atomic uint32_t *word, uint32_t seen, int ms) {
 
 /* The start of the trace (header, process info, first anchor), written on the writer thread:
  * a write that fails (RLIMIT_FSIZE, full disk) never signals or stops the program's thread. */
+static int flight_sink(void *ctx, const uint8_t *frame, size_t len, int kept); /* below */
 static int write_start(void) {
+  if (flight) {
+    /* definitions (and the START anchor, below) in frames that are never dropped */
+    /* Strings are not among them: a program that names every step (ProfilerStep#N) would grow
+     * them for ever; a dump writes them all from the intern table (defs.c) instead. */
+    uint64_t defs = DLH_CASE_BIT(DLH__PACKET__DATA_PROCESS) | DLH_CASE_BIT(DLH__PACKET__DATA_THREAD) |
+                    DLH_CASE_BIT(DLH__PACKET__DATA_FUNCTION) |
+                    DLH_CASE_BIT(DLH__PACKET__DATA_STACK) | DLH_CASE_BIT(DLH__PACKET__DATA_MODULE) |
+                    DLH_CASE_BIT(DLH__PACKET__DATA_SYMBOL) | DLH_CASE_BIT(DLH__PACKET__DATA_DEVICE) |
+                    DLH_CASE_BIT(DLH__PACKET__DATA_PY_FRAME) |
+                    /* what later GPU work refers to: CUDA graph nodes (a replay's kernels lead
+                     * through them to the capture), Inductor's kernels */
+                    DLH_CASE_BIT(DLH__PACKET__DATA_GRAPH_NODES) | DLH_CASE_BIT(DLH__PACKET__DATA_INDUCTOR);
+    W = dlh_enc_create_sink(flight_sink, NULL, dlh_cfg.zstd_level, defs);
+    if (!W) {
+      dlh_warn("cannot set up the flight recorder (%s); the program runs untraced", strerror(errno));
+      return -1;
+    }
+    dlh_flight_start(first.ns);
+    frame_start_bytes = 0;
+    frame_events = 0;
+    write_process_info(first.ns);
+    Dlh__Packet p = DLH__PACKET__INIT;
+    Dlh__ClockAnchor c = DLH__CLOCK_ANCHOR__INIT;
+    c.has_trace_ns = c.has_realtime_ns = c.has_ticks = c.has_kind = 1;
+    c.trace_ns = first.ns;
+    c.realtime_ns = first.rt + (uint64_t)dlh_cfg.realtime_skew_ns;
+    c.ticks = first.tk;
+    c.kind = DLH__CLOCK_ANCHOR_KIND__START;
+    p.data_case = DLH__PACKET__DATA_ANCHOR;
+    p.anchor = &c;
+    dlh_enc_packet_kept(W, &p);
+    flush_frame();
+    return 0;
+  }
   if (check_fd() != 0) return -1;
   W = dlh_enc_create(out_fd, dlh_cfg.zstd_level);
   if (!W) {
@@ -829,6 +906,200 @@ static int write_start(void) {
   write_anchor(first, DLH__CLOCK_ANCHOR_KIND__START);
   flush_frame();
   return write_failed ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- flight recorder */
+
+/* The encoder's frames in flight mode: definition frames to flight.c's list, event frames into
+ * its ring; while a dump is being written (dump_fd), its last frame goes to the dump file. */
+static int flight_sink(void *ctx, const uint8_t *frame, size_t len, int kept) {
+  (void)ctx;
+  int rc = 0;
+  if (kept || dump_fd < 0) rc = dlh_flight_add(frame, len, kept, dlh_mono_ns());
+  if (dump_fd >= 0 && dlh_write_all(dump_fd, frame, len) != 0) rc = -1;
+  return rc;
+}
+
+static const char *const flight_reason_names[] = {"dlhook ctl dump", "signal", "exit status",
+                                                  "hang", "out of GPU memory", "job request"};
+static int dump_warned, disk_warned;
+static uint64_t disk_used; /* bytes of the dumps written (DLHOOK_FLIGHT_DISK_MB) */
+static _Atomic unsigned dumps_done; /* dumps written (dlh_writer_dump_wait waits for one) */
+static uint64_t job_quiet_until; /* job requests that come in just after a dump are answered */
+#define JOB_QUIET_NS (10ull * 1000000000ull)
+
+#define FLIGHT_MAX_THREADS 512
+static Dlh__FlightThread fl_threads[FLIGHT_MAX_THREADS];
+static Dlh__FlightThread *fl_thread_ptrs[FLIGHT_MAX_THREADS];
+static Dlh__FlightComm fl_comms[64];
+static Dlh__FlightComm *fl_comm_ptrs[64];
+
+/* Writes the ring out as a trace file: everything drained and named first (the stack addresses
+ * for DLHOOK_EXIT_MS at most), then the file header, every definition frame, the event frames,
+ * and a last frame with the FlightDump, the END anchor, the counters and the trailer (exit
+ * reason 3 while the process goes on). final: the process is ending (stop_reason says how). */
+static void flight_dump(int reason, int code, const char *detail, uint32_t gen, uint32_t rpid,
+                        int rrank, int final) {
+  uint64_t t_dump = dlh_mono_ns();
+  /* the frames of the window before the trigger stay, however long draining takes now */
+  dlh_flight_hold(1);
+  drain_all();
+  if (!final) dlh_stacks_symbolize(W, t_dump + (uint64_t)dlh_cfg.exit_ms * 1000000ull);
+  write_anchor(dlh_clock_last(), DLH__CLOCK_ANCHOR_KIND__PERIODIC);
+  write_counters(0);
+  flush_frame();
+  dlh_flight_hold(0);
+  dlh_flight_info fi;
+  dlh_flight_stats(&fi);
+  /* DLHOOK_FLIGHT_DISK_MB: the definitions and the tail always, the newest frames that fit */
+  uint64_t ring_max = 0;
+  if (dlh_cfg.flight_disk) {
+    uint64_t fixed = fi.defs_bytes + (64u << 10); /* + the strings and the last frame, about */
+    if (disk_used + fixed + fi.newest_bytes > dlh_cfg.flight_disk) { /* not even the newest frame */
+      if (!disk_warned)
+        dlh_warn("flight recorder: DLHOOK_FLIGHT_DISK_MB (%llu MiB) is used up by the dumps "
+                 "written; no more dumps from this process", (unsigned long long)(dlh_cfg.flight_disk >> 20));
+      disk_warned = 1;
+      return;
+    }
+    ring_max = dlh_cfg.flight_disk - disk_used - fixed;
+  }
+  char path[sizeof dlh_cfg.output + 32];
+  int fd = dlh_flight_open(path, sizeof path);
+  uint32_t nframes = 0;
+  uint64_t first_ns = 0;
+  int ok = fd >= 0 && dlh_flight_write_defs(fd) == 0;
+  if (ok) { /* the strings (kernel names, NVTX messages) from the intern table, then the ring */
+    dump_fd = fd;
+    dlh_defs_strings_put(W);
+    ok = dlh_enc_flush(W) == 0 && dlh_flight_write_ring(fd, ring_max, &nframes, &first_ns) == 0;
+    dump_fd = -1;
+  }
+  if (!ok) {
+    if (!dump_warned)
+      dlh_warn("flight recorder: cannot write the dump %s (%s); the program goes on",
+               fd < 0 ? dlh_cfg.output : path, strerror(errno));
+    dump_warned = 1;
+    if (fd >= 0) close(fd);
+    return;
+  }
+  dump_fd = fd;
+  fi.first_ns = first_ns; /* the disk cap may have left the oldest frames out */
+  Dlh__FlightDump d = DLH__FLIGHT_DUMP__INIT;
+  d.has_reason = d.has_signal = d.has_time_ns = d.has_window_ns = d.has_first_ns = 1;
+  d.has_frames = d.has_frames_evicted = d.has_ring_bytes = d.has_defs_bytes = d.has_dump_seq = 1;
+  d.reason = (uint32_t)reason;
+  d.signal = (uint32_t)code;
+  d.time_ns = t_dump;
+  d.window_ns = dlh_cfg.flight_ns;
+  d.first_ns = fi.first_ns;
+  d.frames = nframes;
+  d.frames_evicted = fi.evicted;
+  d.ring_bytes = fi.ring_bytes;
+  d.defs_bytes = fi.defs_bytes;
+  d.dump_seq = dlh_flight_dumps();
+  if (gen) {
+    d.has_request_gen = d.has_request_pid = d.has_request_rank = 1;
+    d.request_gen = gen;
+    d.request_pid = rpid;
+    d.request_rank = rrank;
+  }
+  d.detail = (char *)detail;
+  d.n_threads = dlh_flight_threads(fl_threads, FLIGHT_MAX_THREADS);
+  for (size_t i = 0; i < d.n_threads; i++) fl_thread_ptrs[i] = &fl_threads[i];
+  d.threads = fl_thread_ptrs;
+  d.n_comms = dlh_flight_comms(fl_comms, 64);
+  for (size_t i = 0; i < d.n_comms; i++) fl_comm_ptrs[i] = &fl_comms[i];
+  d.comms = fl_comm_ptrs;
+  Dlh__Packet p = DLH__PACKET__INIT;
+  p.data_case = DLH__PACKET__DATA_FLIGHT;
+  p.flight = &d;
+  put(&p);
+  write_anchor(dlh_clock_last(), DLH__CLOCK_ANCHOR_KIND__END);
+  int sr = stop_reason, ss = stop_signal;
+  if (!final) { stop_reason = 3; stop_signal = 0; }
+  write_counters(1);
+  stop_reason = sr;
+  stop_signal = ss;
+  int rc = dlh_enc_flush(W);
+  dump_fd = -1;
+  frame_start_bytes = dlh_enc_bytes(W); /* the dump's frames are not the next frame's size */
+  struct stat dst;
+  if (fstat(fd, &dst) == 0) disk_used += (uint64_t)dst.st_size;
+  if (close(fd) != 0) rc = -1;
+  job_quiet_until = dlh_mono_ns() + JOB_QUIET_NS;
+  atomic_fetch_add(&dumps_done, 1);
+  if (rc != 0 && !dump_warned) {
+    dlh_warn("flight recorder: the dump %s may be incomplete (%s)", path, strerror(errno));
+    dump_warned = 1;
+  }
+  if (!dlh_cfg.quiet)
+    dlh_info("flight recorder: wrote %s (%s: %s; %u frames, last %.1f s)", path,
+             flight_reason_names[reason], detail, nframes,
+             fi.first_ns && t_dump > fi.first_ns ? (double)(t_dump - fi.first_ns) / 1e9 : 0.0);
+}
+
+/* A dump that this process decided (not another's request): every process of the job is asked
+ * to dump too, then this one dumps. */
+static void flight_trigger(int reason, int code, const char *detail, int final) {
+  uint32_t gen = dlh_flight_announce(reason);
+  flight_dump(reason, code, detail, gen, gen ? (uint32_t)getpid() : 0, dlh_cfg.rank, final);
+}
+
+/* Writer loop, flight mode: requests (ctl, signals), an out-of-memory error, the hang watchdog
+ * and the job's request file (these two every 100 ms). */
+static uint64_t flight_next_poll;
+static void flight_poll(uint64_t now) {
+  char detail[256];
+  int code = 0, why = dlh_flight_take_request(&code);
+  if (why >= 0) {
+    if (why == DLH_FLIGHT_SIGNAL) snprintf(detail, sizeof detail, "signal %d", code);
+    else snprintf(detail, sizeof detail, "asked by dlhook ctl");
+    flight_trigger(why, code, detail, 0);
+    return;
+  }
+  if (oom_seen == 1) {
+    oom_seen = 2;
+    const char *name = dlh_fn_name(oom_fn);
+    snprintf(detail, sizeof detail, "%s returned an out-of-memory error", name ? name : "a call");
+    flight_trigger(DLH_FLIGHT_OOM, 2, detail, 0);
+    return;
+  }
+  if (now < flight_next_poll) return;
+  flight_next_poll = now + 100 * 1000000ull;
+  uint32_t tid = 0;
+  uint64_t since = 0;
+  /* the watch runs also without a hang time: the dump says since when a call is in flight */
+  if (dlh_flight_watch(now, &tid, &since) && now >= job_quiet_until) {
+    snprintf(detail, sizeof detail, "thread %u: a recorded call in flight for %.1f s (DLHOOK_HANG_S=%.1f)",
+             tid, (double)(now - since) / 1e9, (double)dlh_cfg.hang_ns / 1e9);
+    flight_trigger(DLH_FLIGHT_HANG, 0, detail, 0);
+    return;
+  }
+  uint32_t gen, pid;
+  int rank;
+  if (dlh_flight_poll_job(&gen, &pid, &rank) && now >= job_quiet_until) {
+    if (rank >= 0) snprintf(detail, sizeof detail, "asked by process %u (rank %d), request %u", pid, rank, gen);
+    else snprintf(detail, sizeof detail, "asked by process %u, request %u", pid, gen);
+    flight_dump(DLH_FLIGHT_JOB, 0, detail, gen, pid, rank, 0);
+  }
+}
+
+/* The end of a flight-mode trace: a dump when the process dies of a signal or exits with a
+ * non-zero status, else nothing is written. */
+static void flight_finish(void) {
+  int status = dlh_flight_get_exit_status();
+  char detail[128];
+  if (stop_reason == 1) {
+    snprintf(detail, sizeof detail, "signal %d", stop_signal);
+    flight_trigger(DLH_FLIGHT_SIGNAL, stop_signal, detail, 1);
+  } else if (stop_reason == 0 && status != 0) {
+    snprintf(detail, sizeof detail, "exit status %d", status);
+    flight_trigger(DLH_FLIGHT_EXIT, status, detail, 1);
+  } else if (!dlh_cfg.quiet && !dlh_flight_dumps()) {
+    dlh_info("flight recorder: no trigger, nothing written (%llu calls, %llu dropped)",
+             (unsigned long long)calls, (unsigned long long)dropped_total);
+  }
 }
 
 static void *writer_main(void *arg) {
@@ -871,6 +1142,7 @@ static void *writer_main(void *arg) {
       since_flush = 0;
       atomic_store(&flush_done, req);
     }
+    if (flight) flight_poll(now);
     interval = n ? 1 : 10;
   }
   finish();
@@ -923,7 +1195,9 @@ static void discard_output(int created) {
 
 int dlh_writer_start(int fd) {
   first = dlh_clock_restart();
-  out_fd = fd >= 0 ? fd : open_output();
+  flight = dlh_cfg.flight && fd < 0; /* dlhook attach (fd given) writes a trace as always */
+  out_fd = fd >= 0 ? fd : flight ? -1 : open_output();
+  if (flight) goto defs;
   if (out_fd < 0) {
     dlh_warn("cannot create the trace file %s (%s); the program runs untraced", dlh_cfg.output,
              strerror(errno));
@@ -933,6 +1207,7 @@ int dlh_writer_start(int fd) {
     struct stat st;
     if (fstat(out_fd, &st) == 0) { out_dev = st.st_dev; out_ino = st.st_ino; }
   }
+defs:
   if (dlh_defs_start() != 0) {
     dlh_warn("cannot set up the trace writer (%s); the program runs untraced", strerror(errno));
     discard_output(fd < 0);
@@ -984,6 +1259,7 @@ int dlh_writer_ensure(void) {
 
 
 int dlh_writer_flush_wait(unsigned timeout_ms) {
+  if (flight) return 0; /* the ring is in memory: nothing to write before a fork or an exec */
   if (out_fd < 0 || atomic_load(&finished)) return -1;
   if (getpid() != writer_pid) return -1; /* a vfork child shares our memory: not its writer */
   uint64_t req = atomic_fetch_add(&flush_req, 1) + 1;
@@ -995,12 +1271,24 @@ int dlh_writer_flush_wait(unsigned timeout_ms) {
   return -1;
 }
 
+int dlh_writer_dump_wait(int reason, int code, unsigned timeout_ms) {
+  if (!flight || atomic_load(&wstate) != 2 || atomic_load(&finished)) return -1;
+  if (getpid() != writer_pid) return -1;
+  unsigned before = atomic_load(&dumps_done);
+  dlh_flight_request(reason, code);
+  for (unsigned i = 0; i < timeout_ms; i++) {
+    if (atomic_load(&dumps_done) != before || atomic_load(&finished)) return 0;
+    sleep_ms(1);
+  }
+  return -1;
+}
+
 /* Final drain: from atexit, or from a fatal signal's handler (async-signal-safe: it only sets a
  * flag, writes a byte and sleeps until the writer thread is done, for at most 5 s). */
 static _Atomic int once; /* dlh_writer_stop ran (reset for a new trace by attach) */
 void dlh_writer_stop(int exit_reason, int sig) {
   if (sampler) sampler->stop();
-  if (out_fd < 0 && !atomic_load(&finished)) return;
+  if (flight ? atomic_load(&wstate) != 2 : out_fd < 0 && !atomic_load(&finished)) return;
   if (atomic_exchange(&once, 1)) {
     for (int i = 0; i < 5000 && !atomic_load(&finished); i++) sleep_ms(1);
     return;
@@ -1027,6 +1315,9 @@ void dlh_writer_after_fork_child(void) {
   records = dropped_total = calls = folded = 0;
   write_failed = 0;
   sbs = NULL; /* the parent's sample batches: leaked, never written twice */
+  dump_fd = -1;
+  oom_seen = 0;
+  dlh_flight_after_fork_child();
   nsbs = capsbs = 0;
   samples_total = 0;
   dlh_defs_after_fork_child();

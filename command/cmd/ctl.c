@@ -19,26 +19,32 @@
 #include "rd_opts.h"
 
 /* The actions, in the order of their sigqueue values: toggle 0 (a plain kill), start 1, stop 2. */
-static const rd_choice actions[] = {{"toggle", NULL, 0}, {"start", NULL, 0}, {"stop", NULL, 0}, {NULL, NULL, 0}};
+static const rd_choice actions[] = {{"toggle", NULL, 0}, {"start", NULL, 0}, {"stop", NULL, 0},
+                                    {"dump", NULL, 0}, {NULL, NULL, 0}};
 
 static const rd_option options[] = {{NULL, 0, NULL, NULL, NULL, 0}};
 
 const rd_command cmd_ctl_spec = {
     .name = "ctl",
-    .synopsis = "PID start|stop|toggle",
-    .summary = "start or stop recording of a running process (capture ranges)",
+    .synopsis = "PID start|stop|toggle|dump",
+    .summary = "start or stop recording of a running process (capture ranges); dump a flight recorder",
     .about = "Opens (start) or closes (stop) the capture window of process PID, which must run "
              "under libdlhook.so with DLHOOK_CAPTURE_RANGE=signal (recording starts closed; "
              "dlhook record --capture-range=signal) or with DLHOOK_SIGNAL set (recording starts "
              "open). The signal is DLHOOK_SIGNAL of that process (default SIGUSR2), sent with "
              "sigqueue; a plain `kill -USR2 PID` toggles. Each window is marked in the trace.\n\n"
+             "dump: process PID runs the flight recorder (DLHOOK_MODE=flight, dlhook record "
+             "--flight-recorder): it writes what its ring holds to <trace name>.flight.dlh and goes "
+             "on recording; every other process recording into the same directory dumps too.\n\n"
              "Before anything is sent, the process must really have dlhook loaded, be recording "
              "and catch that signal: a process without dlhook's handler is never sent a signal "
              "that could kill it, and each refusal says why.",
     .examples = " dlhook record --capture-range=signal -o traces ./train &\n"
                 " dlhook ctl $! start\n"
                 " sleep 10\n"
-                " dlhook ctl $! stop",
+                " dlhook ctl $! stop\n"
+                " dlhook record --flight-recorder -o dumps ./train &\n"
+                " dlhook ctl $! dump",
     .options = options,
 };
 
@@ -106,7 +112,7 @@ int cmd_ctl(int argc, char **argv) {
   while ((opt = rd_getopt_next(&g)) > 0)
     if (n < 3) args[n++] = g.arg; /* only operands: ctl has no options but --help */
   if (opt < 0) return g.status;
-  if (n != 2) return rd_usage_error("ctl", "expected PID and start, stop or toggle");
+  if (n != 2) return rd_usage_error("ctl", "expected PID and start, stop, toggle or dump");
   char *end;
   long pid = strtol(args[0], &end, 10);
   if (*end || pid <= 0) return rd_usage_error("ctl", "'%s' is not a process id", args[0]);
@@ -122,8 +128,17 @@ int cmd_ctl(int argc, char **argv) {
     return RD_BAD_INPUT;
   }
   char *sigs = environ_of(pid, "DLHOOK_SIGNAL", &readable);
+  char *mode = environ_of(pid, "DLHOOK_MODE", &readable);
+  int flight = mode && !strcasecmp(mode, "flight");
+  free(mode);
   int on_demand = (range && (!strcasecmp(range, "signal") || !strcasecmp(range, "manual"))) ||
-                  (sigs && *sigs);
+                  (sigs && *sigs) || flight;
+  if (value == 3 && !flight) {
+    rd_error("ctl: process %ld does not run the flight recorder (DLHOOK_MODE=flight, dlhook "
+             "record --flight-recorder); nothing to dump, not sending it a signal", pid);
+    free(range); free(sigs);
+    return RD_BAD_INPUT;
+  }
   if (!on_demand) {
     rd_error("ctl: process %ld was not started with DLHOOK_CAPTURE_RANGE=signal or DLHOOK_SIGNAL "
              "(dlhook record --capture-range=signal); not sending it a signal", pid);

@@ -16,11 +16,11 @@ static const rd_choice known_types[] = {
     {"summary", NULL, 0}, {"function", NULL, 0}, {"string", NULL, 0},  {"stack", NULL, 0},
     {"module", NULL, 0},  {"symbol", NULL, 0},  {"pyframe", NULL, 0},  {"anchor", NULL, 0},
     {"counters", NULL, 0}, {"trailer", NULL, 0}, {"sample", NULL, 0}, {"graphnode", NULL, 0},
-    {"inductor", NULL, 0}, {NULL, NULL, 0}};
+    {"inductor", NULL, 0}, {"flight", NULL, 0}, {NULL, NULL, 0}};
 /* shown without --all or --type */
 static const char *const default_types[] = {
   "process", "thread", "api", "nvtx", "kernel", "memcpy", "memset", "sync", "event", "overhead", "gpu",
-  "device", "summary", "graphnode", "inductor", NULL};
+  "device", "summary", "graphnode", "inductor", "flight", NULL};
 
 typedef struct dump_opts {
   char **types; /* NULL-terminated; NULL = default set */
@@ -442,6 +442,49 @@ static void dump_packet(FILE *f, const dump_opts *o, const rd_trace *t, const Dl
         putc(']', f);
       }
       fputs("}\n", f);
+      break;
+    }
+    case DLH__PACKET__DATA_FLIGHT: {
+      const Dlh__FlightDump *d = p->flight;
+      if (!want(o, "flight")) break;
+      fprintf(f, "{\"type\":\"flight\",\"reason\":%u,\"signal\":%u,\"time_ns\":%" PRIu64
+                 ",\"window_ns\":%" PRIu64 ",\"first_ns\":%" PRIu64 ",\"frames\":%u"
+                 ",\"frames_evicted\":%" PRIu64 ",\"ring_bytes\":%" PRIu64 ",\"defs_bytes\":%" PRIu64
+                 ",\"dump_seq\":%u",
+              d->reason, d->signal, d->time_ns, d->window_ns, d->first_ns, d->frames,
+              d->frames_evicted, d->ring_bytes, d->defs_bytes, d->dump_seq);
+      if (d->has_request_gen)
+        fprintf(f, ",\"request_gen\":%u,\"request_pid\":%u,\"request_rank\":%d", d->request_gen,
+                d->request_pid, d->request_rank);
+      fputs(",\"detail\":", f);
+      rd_json_str(f, d->detail ? d->detail : "");
+      fputs(",\"threads\":[", f);
+      for (size_t i = 0; i < d->n_threads; i++) {
+        const Dlh__FlightThread *x = d->threads[i];
+        fprintf(f, "%s{\"tid\":%u,\"depth\":%u", i ? "," : "", x->tid, x->depth);
+        if (x->has_in_call_since_ns) fprintf(f, ",\"in_call_since_ns\":%" PRIu64, x->in_call_since_ns);
+        if (x->has_sample_ns)
+          fprintf(f, ",\"sample_ns\":%" PRIu64 ",\"sample_kind\":%u,\"stack_id\":%u,\"state\":%u",
+                  x->sample_ns, x->sample_kind, x->stack, x->state);
+        if (x->has_cpu_sample_ns)
+          fprintf(f, ",\"cpu_sample_ns\":%" PRIu64 ",\"cpu_stack_id\":%u", x->cpu_sample_ns,
+                  x->cpu_stack);
+        if (x->has_last_fn) {
+          fputs(",\"last_call\":", f);
+          rd_json_str(f, rd_func_name(t, x->last_fn));
+        }
+        putc('}', f);
+      }
+      fputs("],\"comms\":[", f);
+      for (size_t i = 0; i < d->n_comms; i++) {
+        const Dlh__FlightComm *c = d->comms[i];
+        fprintf(f, "%s{\"comm_hash\":\"0x%016" PRIx64 "\",\"rank\":%d,\"nranks\":%d,\"seq\":%" PRIu64
+                   ",\"ops\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"tid\":%u,\"name\":",
+                i ? "," : "", c->comm_hash, c->rank, c->nranks, c->seq, c->ops, c->end_ns, c->tid);
+        rd_json_str(f, rd_func_name(t, c->fn));
+        putc('}', f);
+      }
+      fputs("]}\n", f);
       break;
     }
     default:

@@ -36,7 +36,7 @@ static const rd_choice capture_ranges[] = {
     {NULL, NULL, 0}};
 
 enum { OPT_SIM = RD_KEY(0), OPT_LIB, OPT_STACKS, OPT_RANGE, OPT_DELAY, OPT_DURATION, OPT_TORCH_MEM,
-       OPT_SAMPLE_HZ, OPT_SAMPLE };
+       OPT_SAMPLE_HZ, OPT_SAMPLE, OPT_FLIGHT, OPT_HANG };
 
 /* DLHOOK_SAMPLE's values (preload/sample.c reads them). */
 static const rd_choice sample_modes[] = {
@@ -64,6 +64,16 @@ static const rd_option options[] = {
     {"sample", OPT_SAMPLE, "WHEN", "when host sampling starts (DLHOOK_SAMPLE):", sample_modes, 0},
     {"delay", OPT_DELAY, "S", "record nothing during the first S seconds (DLHOOK_DELAY)", NULL, 0},
     {"duration", OPT_DURATION, "S", "record nothing after DELAY + S seconds (DLHOOK_DURATION)", NULL, 0},
+    {"flight-recorder", OPT_FLIGHT, "SECONDS",
+     "flight recorder (DLHOOK_MODE=flight): keep the last SECONDS (default 120; "
+     "DLHOOK_FLIGHT_S) of the trace in memory, within the memory budget (DLHOOK_MEM_MB), and write it "
+     "only when the process dies of a signal, gets SIGTERM or SIGINT, exits with a non-zero "
+     "status, gets cudaErrorMemoryAllocation, has a call in flight longer than --hang "
+     "seconds, or is told to (`dlhook ctl PID dump`); any of these in one process makes every "
+     "process recording into the same directory dump too. The dump is "
+     "<trace name>.flight.dlh; `dlhook hang DIR` reads a job's dumps.", NULL, RD_OPT_OPTIONAL},
+    {"hang", OPT_HANG, "S", "with --flight-recorder: a call in flight longer than S seconds "
+     "dumps the job (DLHOOK_HANG_S, default 300; 0: no hang watchdog)", NULL, 0},
     {"torch-memory", OPT_TORCH_MEM, NULL,
      "make PyTorch's GPU memory visible tensor by tensor: adds backend:cudaMallocAsync to "
      "PYTORCH_CUDA_ALLOC_CONF (after a comma when it is set already; when it names a backend "
@@ -91,7 +101,9 @@ const rd_command cmd_record_spec = {
                 " dlhook record --torch-memory -o traces -- python train.py\n"
                 " dlhook record --stacks=mixed --capture-range=nvtx:train_step:5 ./train\n"
                 " dlhook record --capture-range=signal ./train &\n"
-                " dlhook ctl $! start",
+                " dlhook ctl $! start\n"
+                " dlhook record --flight-recorder=300 --hang=600 -o dumps -- ./train\n"
+                " dlhook hang dumps",
     .exit_status = "PROGRAM's exit status (128+N when signal N killed it); 2 on a usage error; 1 "
                    "when PROGRAM cannot run or the output directory cannot be created (126 or "
                    "127 as a shell says when PROGRAM cannot be executed or found).",
@@ -377,7 +389,8 @@ static void list_traces(const char *out, const snapshot *before, const char *pro
 
 int cmd_record(int argc, char **argv) {
   const char *out = ".", *lib = NULL, *stacks = NULL, *range = NULL, *delay = NULL,
-             *duration = NULL, *hz = NULL, *when = NULL;
+             *duration = NULL, *hz = NULL, *when = NULL, *flight = NULL, *hang = NULL;
+  int flight_on = 0;
   int sim = 0, torch_mem = 0, opt;
   rd_getopt g;
   rd_getopt_init(&g, &cmd_record_spec, argc, argv);
@@ -393,16 +406,20 @@ int cmd_record(int argc, char **argv) {
       case OPT_DURATION: duration = g.arg; break;
       case OPT_SAMPLE_HZ: hz = g.arg; break;
       case OPT_SAMPLE: when = g.arg; break;
+      case OPT_FLIGHT: flight_on = 1; flight = g.arg; break;
+      case OPT_HANG: hang = g.arg; break;
     }
   }
   if (opt < 0) return g.status;
   if (g.optind >= argc) return rd_usage_error("record", "no command given");
-  const char *secs[2] = {delay, duration};
-  for (int k = 0; k < 2; k++) {
+  const char *secs[4] = {delay, duration, flight, hang};
+  static const char *const sec_names[4] = {"delay", "duration", "flight-recorder", "hang"};
+  for (int k = 0; k < 4; k++) {
     char *e;
-    if (secs[k] && (!*secs[k] || strtod(secs[k], &e) < 0 || *e))
-      return rd_usage_error("record", "--%s: expected seconds, e.g. 2 or 0.5", k ? "duration" : "delay");
+    if (secs[k] && (!*secs[k] || strtod(secs[k], &e) < 0 || *e || strtod(secs[k], NULL) > 1e7))
+      return rd_usage_error("record", "--%s: expected seconds, e.g. 2 or 0.5", sec_names[k]);
   }
+  if (hang && !flight_on) return rd_usage_error("record", "--hang needs --flight-recorder");
   if (hz) {
     char *e;
     unsigned long v = strtoul(hz, &e, 10);
@@ -432,10 +449,12 @@ int cmd_record(int argc, char **argv) {
   free(outenv);
   if (sim) env_rc |= set_sim_env(dir);
   if (torch_mem) env_rc |= set_torch_memory_env();
-  const char *const envs[6][2] = {{"DLHOOK_STACKS", stacks}, {"DLHOOK_CAPTURE_RANGE", range},
+  const char *const envs[9][2] = {{"DLHOOK_STACKS", stacks}, {"DLHOOK_CAPTURE_RANGE", range},
                                   {"DLHOOK_DELAY", delay}, {"DLHOOK_DURATION", duration},
-                                  {"DLHOOK_SAMPLE_HZ", hz}, {"DLHOOK_SAMPLE", when}};
-  for (int k = 0; k < 6; k++)
+                                  {"DLHOOK_SAMPLE_HZ", hz}, {"DLHOOK_SAMPLE", when},
+                                  {"DLHOOK_MODE", flight_on ? "flight" : NULL},
+                                  {"DLHOOK_FLIGHT_S", flight}, {"DLHOOK_HANG_S", hang}};
+  for (int k = 0; k < 9; k++)
     if (envs[k][1]) env_rc |= setenv(envs[k][0], envs[k][1], 1);
   if (env_rc) {
     rd_error("record: cannot set the environment");

@@ -44,7 +44,9 @@ void rd_getopt_init(rd_getopt *g, const rd_command *c, int argc, char **argv) {
   for (int t = 0; t < 2; t++)
     for (const rd_option *o = tables[t]; o && o->name; o++) {
       if (n + 2 >= sizeof g->longopts / sizeof *g->longopts) abort(); /* a table too long */
-      g->longopts[n] = (struct option){o->name, o->arg ? required_argument : no_argument, NULL, o->key};
+      g->longopts[n] = (struct option){o->name, !o->arg ? no_argument
+                                                : (o->flags & RD_OPT_OPTIONAL) ? optional_argument
+                                                : required_argument, NULL, o->key};
       g->byindex[n++] = o;
       if (has_short(o)) {
         *s++ = (char)o->key;
@@ -259,7 +261,9 @@ static void help_option_line(FILE *f, const rd_option *o) {
     n = snprintf(left, sizeof left, "  -%c, --%s%s%s", o->key, o->name, o->arg ? " " : "",
                  o->arg ? o->arg : "");
   else
-    n = snprintf(left, sizeof left, "  --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    n = snprintf(left, sizeof left, "  --%s%s%s%s", o->name,
+                 !o->arg ? "" : (o->flags & RD_OPT_OPTIONAL) ? "[=" : " ", o->arg ? o->arg : "",
+                 o->arg && (o->flags & RD_OPT_OPTIONAL) ? "]" : "");
   if (n + 2 > HELP_COL) fprintf(f, "%s\n%*s", left, HELP_COL, "");
   else fprintf(f, "%-*s", HELP_COL, left);
   int col = HELP_COL;
@@ -360,9 +364,9 @@ static void man_option(FILE *f, const rd_option *o) {
   troff_text(f, o->name, strlen(o->name), 0);
   fputs("\\fR", f);
   if (o->arg) {
-    fputs(" \\fI", f);
+    fputs((o->flags & RD_OPT_OPTIONAL) ? "[=\\fI" : " \\fI", f);
     troff_text(f, o->arg, strlen(o->arg), 0);
-    fputs("\\fR", f);
+    fputs((o->flags & RD_OPT_OPTIONAL) ? "\\fR]" : "\\fR", f);
   }
   fputc('\n', f);
   troff_text(f, o->help, strlen(o->help), 0);

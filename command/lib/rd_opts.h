@@ -49,6 +49,8 @@ typedef struct rd_choice {
 /* Option flags. */
 enum {
   RD_OPT_LIST = 1,  /* the value is a comma-separated list of choices (each one is checked) */
+  RD_OPT_OPTIONAL = 2, /* the value may be left out (`--opt` or `--opt=value`, never
+                        * `--opt value`); g.arg is then NULL. Long options only. */
 };
 
 /* One option of a command. Tables end with an entry whose name is NULL. */

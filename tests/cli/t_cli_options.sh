@@ -27,6 +27,16 @@ for c in $("$D" help --commands); do
     esac
     [ "$long" = --help ] && continue
     case $arg in [A-Z]*) ;; *) arg= ;; esac
+    case $long in
+      *\[=*\]) # an optional value: --opt alone, or --opt=value, never --opt value
+        long=${long%%\[=*}
+        run a "$c" "$long" --help
+        [ "$(cat a.rc)" = 0 ] || fail "$c $long --help (optional value): exit $(cat a.rc): $(cat a.err)"
+        run a "$c" "$long=x" --help
+        [ "$(cat a.rc)" = 0 ] || fail "$c $long=x --help (optional value): exit $(cat a.rc): $(cat a.err)"
+        checked=$((checked + 1))
+        continue ;;
+    esac
     if [ -n "$arg" ]; then
       run a "$c" "$long=x" --help; run b "$c" "$long" x --help; same "$c $long=x / $long x"
       if [ -n "$short" ]; then

@@ -17,7 +17,7 @@ cmds=$("$D" help --commands) || fail "dlhook help --commands failed"
 opt_names() {
   awk -v indent="$1" '
     substr($0, 1, indent) ~ /^ *$/ && substr($0, indent + 1, 1) == "-" {
-      for (i = 1; i <= NF; i++) { f = $i; sub(/,$/, "", f); if (f !~ /^-/) break; print f }
+      for (i = 1; i <= NF; i++) { f = $i; sub(/,$/, "", f); sub(/\[=.*$/, "", f); if (f !~ /^-/) break; print f }
     }' | sort -u
 }
 
