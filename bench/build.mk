@@ -9,6 +9,8 @@ BENCH_DIR   := $(BUILD)/bench
 BENCH_PROGS := $(BENCH_DIR)/tight_loop $(BENCH_DIR)/poll_threads $(BENCH_DIR)/launch_loop \
                $(BENCH_DIR)/micro $(BENCH_DIR)/runstat
 BENCH_ARCH  := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+# tests/flight/ drive tight_loop too: `make test` builds it
+TEST_DEPS   += $(BENCH_DIR)/tight_loop
 
 $(BENCH_DIR)/tight_loop: bench/tight_loop.c | $(CUDA_STAMP)
 	@mkdir -p $(dir $@)
