@@ -2,8 +2,9 @@
  * layout), folding repeats, and the ring memory.
  *
  * dlh_call_store, dlh_record_link and the NVTX store are a few word stores into the thread's
- * own ring and one release store of its head: no lock, no malloc, no system call (except one
- * futex wake when the ring is half full). A full ring drops the record and counts it.
+ * own ring and one release store of its head: no lock, no malloc, no system call (except, when
+ * the ring is half full and the writer behind, an mmap of a larger ring or one futex wake). A
+ * full ring drops the record and counts it.
  * Everything here may run in a signal handler that interrupted the same thread anywhere, also
  * inside one of these functions (the `storing` flag: the handler's record is dropped). */
 #include <pthread.h>
@@ -12,6 +13,7 @@
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dlh_internal.h"
@@ -24,6 +26,10 @@ extern dlh_config dlh_cfg __attribute__((visibility("hidden")));
  * repeats a record of the same trace only. */
 volatile unsigned dlh_trace_gen;
 
+/* Bumped by the writer whenever it gives a ring's words back: a thread waiting for room sees
+ * that the writer is at work (wait_room). */
+_Atomic uint64_t dlh_writer_progress;
+
 /* The writer thread sleeps on this futex word between passes; a ring half full wakes it. */
 _Atomic uint32_t dlh_writer_wake_seq;
 
@@ -34,20 +40,29 @@ void dlh_writer_wake(void) {
 
 /* ---------------------------------------------------------------- reserve / publish */
 
+static int grow(struct dlh_thread *t);
+static int wait_room(struct dlh_thread *t, uint64_t want);
+
 /* The words of a record (storing already set): the slow part of reserve_words. */
 static __attribute__((noinline)) uint64_t *reserve_slow(struct dlh_thread *t, uint64_t n) {
-  uint64_t cap = t->prod.cap, h = t->prod.head_local;
-  uint64_t pos = h & (cap - 1);
-  uint64_t need = n + (pos + n > cap ? cap - pos : 0);
+  uint64_t cap, h, pos, need;
+again:
+  cap = t->prod.cap, h = t->prod.head_local;
+  pos = h & (cap - 1);
+  need = n + (pos + n > cap ? cap - pos : 0);
   if (h + need - t->prod.tail_cache > cap / 2) {
-    /* Half full as far as we know: look at the real tail, wake the writer once if needed. */
+    /* Half full as far as we know: look at the real tail; still half full, the writer is
+     * behind: a larger ring if this thread's share of the budget allows, else wake the writer
+     * (once until it drains this ring). */
     t->prod.tail_cache = atomic_load_explicit(&t->shared.tail, memory_order_acquire);
-    if (h + need - t->prod.tail_cache > cap / 2 &&
-        !atomic_load_explicit(&t->shared.wake_sent, memory_order_relaxed)) {
-      atomic_store_explicit(&t->shared.wake_sent, 1, memory_order_relaxed);
-      dlh_writer_wake();
+    if (h + need - t->prod.tail_cache > cap / 2) {
+      if (grow(t)) goto again;
+      if (!atomic_load_explicit(&t->shared.wake_sent, memory_order_relaxed)) {
+        atomic_store_explicit(&t->shared.wake_sent, 1, memory_order_relaxed);
+        dlh_writer_wake();
+      }
     }
-    if (h + need - t->prod.tail_cache > cap) {
+    if (h + need - t->prod.tail_cache > cap && !wait_room(t, h + need - cap)) {
       if (!t->prod.sampling) atomic_fetch_add_explicit(&t->shared.dropped, 1, memory_order_relaxed);
       return NULL;
     }
@@ -63,6 +78,56 @@ static __attribute__((noinline)) uint64_t *reserve_slow(struct dlh_thread *t, ui
   uint64_t wrap = (h & ~(cap - 1)) + cap, half = t->prod.tail_cache + cap / 2;
   t->prod.room_end = wrap < half ? wrap : half;
   return t->prod.buf + pos;
+}
+
+/* The ring is full and cannot grow: the thread waits for the writer to move the tail to `want`
+ * (a futex wait on shared.drained, which the writer bumps whenever it gives words back while
+ * `waiting` is set), as long as the writer drains some ring (dlh_writer_progress) at least
+ * every DLHOOK_RING_WAIT_MS;
+ * never for a host sample. So a thread that calls faster than the writer drains runs at the
+ * writer's pace instead of losing calls. A wait that runs out (the writer stuck, gone, or
+ * starved of CPU) is not tried again until the writer has moved the tail: it costs a thread one
+ * wait, not one per call. Returns 1 when there is room. The wait takes no lock and holds
+ * nothing the writer needs; it only lends the writer the CPU it is short of. */
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static __attribute__((noinline)) int wait_room(struct dlh_thread *t, uint64_t want) {
+  uint64_t tail = t->prod.tail_cache;
+  if (!dlh_cfg.ring_wait_ns || t->prod.sampling) return 0;
+  if (t->prod.wait_off) {
+    if (t->prod.wait_off == tail + 1) return 0;
+    t->prod.wait_off = 0;
+  }
+  uint64_t now = mono_ns(), deadline = now + dlh_cfg.ring_wait_ns, seen = tail;
+  uint64_t busy = atomic_load_explicit(&dlh_writer_progress, memory_order_relaxed);
+  atomic_store(&t->shared.waiting, 1); /* seq_cst: the writer's fence after its tail store */
+  for (;;) {
+    uint32_t seq = atomic_load(&t->shared.drained);
+    tail = atomic_load(&t->shared.tail);
+    if (tail >= want) break;
+    uint64_t b = atomic_load_explicit(&dlh_writer_progress, memory_order_relaxed);
+    if (tail != seen || b != busy) { /* the writer is at work: it has the full time again */
+      seen = tail;
+      busy = b;
+      deadline = now + dlh_cfg.ring_wait_ns;
+    }
+    if (now >= deadline) {
+      t->prod.wait_off = tail + 1;
+      break;
+    }
+    dlh_writer_wake();
+    uint64_t left = deadline - now;
+    struct timespec rel = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+    syscall(SYS_futex, (uint32_t *)&t->shared.drained, FUTEX_WAIT_PRIVATE, seq, &rel, NULL, 0);
+    now = mono_ns();
+  }
+  atomic_store(&t->shared.waiting, 0);
+  t->prod.tail_cache = tail;
+  return tail >= want;
 }
 
 /* Reserves n words at head_local (moved past a PAD record at the wrap); NULL: dropped and
@@ -306,58 +371,156 @@ void dlh_record_link(struct dlh_thread *t, uint64_t corr) {
 /* ---------------------------------------------------------------- ring memory */
 
 /* Rings of exited threads wait for new threads in a list kept in their own first words (no
- * malloc: a thread's first call may come from a signal handler that interrupted malloc). The
- * list's lock is held for a few instructions, never across a call, and never by a thread
- * twice (a thread takes a ring only while attaching, with recording blocked). */
+ * malloc: a thread's first call may come from a signal handler that interrupted malloc). Only
+ * rings of the starting size wait there (a larger one is unmapped: what a busy thread grew to
+ * is not handed to the next thread). The list's lock is held for a few instructions, never
+ * across a call, and never by a thread twice (a thread takes a ring only while attaching, with
+ * recording blocked). */
 struct free_ring { struct free_ring *next; uint64_t cap; };
 static struct free_ring *free_rings;
 static atomic_flag free_lock = ATOMIC_FLAG_INIT;
+/* The threads holding a ring and the bytes of all rings (those waiting in the list included):
+ * a thread's share of the budget for growing its ring. */
+static _Atomic uint64_t rings_live, rings_bytes;
 
 static void free_lock_take(void) {
   while (atomic_flag_test_and_set_explicit(&free_lock, memory_order_acquire)) sched_yield();
 }
 static void free_lock_give(void) { atomic_flag_clear_explicit(&free_lock, memory_order_release); }
 
-/* What a new thread's ring may take: DLHOOK_RING_KB, halved while it does not fit in the memory
- * budget (DLHOOK_MEM_MB, everything dlhook holds counted), down to 64 KiB. */
-#define RING_MIN_BYTES (64u << 10)
+/* A new thread's ring: 16 KiB (a thousand threads that call once hold 16 MiB), or
+ * DLHOOK_RING_KB when smaller. Mapped whatever the budget: a thread's calls are recorded. */
+#define RING_START_BYTES (16u << 10)
 
-uint64_t *dlh_ring_alloc(uint64_t *cap_words) {
-  free_lock_take();
-  struct free_ring *f = free_rings;
-  if (f) free_rings = f->next;
-  free_lock_give();
-  if (f) {
-    *cap_words = f->cap;
-    f->next = NULL;
-    f->cap = 0;
-    return (uint64_t *)f;
-  }
-  uint64_t bytes = 4096, want = *cap_words ? *cap_words * 8 : dlh_cfg.ring_bytes;
-  if (want > dlh_cfg.ring_bytes) want = dlh_cfg.ring_bytes;
-  while (bytes < want && bytes < (1ull << 40)) bytes *= 2;
-  uint64_t floor = bytes < RING_MIN_BYTES ? bytes : RING_MIN_BYTES;
-  while (bytes > floor && !dlh_mem_fits(bytes)) bytes /= 2;
+static uint64_t start_bytes(void) {
+  uint64_t b = 4096;
+  uint64_t max = dlh_cfg.ring_bytes < RING_START_BYTES ? dlh_cfg.ring_bytes : RING_START_BYTES;
+  while (b * 2 <= max) b *= 2;
+  return b;
+}
+
+static uint64_t *map_ring(uint64_t bytes) {
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);
   if (p == MAP_FAILED) return NULL;
   dlh_mem_add(DLH_MEM_RINGS, (int64_t)bytes);
+  atomic_fetch_add_explicit(&rings_bytes, bytes, memory_order_relaxed);
+  return p;
+}
+
+void dlh_ring_free(uint64_t *buf, uint64_t cap_words) {
+  if (!buf) return;
+  munmap(buf, cap_words * 8);
+  dlh_mem_add(DLH_MEM_RINGS, -(int64_t)(cap_words * 8));
+  atomic_fetch_sub_explicit(&rings_bytes, cap_words * 8, memory_order_relaxed);
+}
+
+uint64_t *dlh_ring_alloc(uint64_t *cap_words) {
+  uint64_t bytes = start_bytes();
+  if (*cap_words && *cap_words * 8 < bytes)
+    while (bytes > 4096 && bytes / 2 >= *cap_words * 8) bytes /= 2;
+  free_lock_take();
+  struct free_ring *f = free_rings;
+  if (f && f->cap * 8 <= bytes) free_rings = f->next;
+  else f = NULL;
+  free_lock_give();
+  uint64_t *p;
+  if (f) {
+    bytes = f->cap * 8;
+    f->next = NULL;
+    f->cap = 0;
+    p = (uint64_t *)f;
+  } else if (!(p = map_ring(bytes))) {
+    return NULL;
+  }
+  atomic_fetch_add_explicit(&rings_live, 1, memory_order_relaxed);
   *cap_words = bytes / 8;
   return p;
 }
 
+/* The thread's ring doubled (reserve_slow, the ring half full and the writer behind), when
+ * DLHOOK_RING_KB and the thread's share of the budget allow it: a GROW record in the old ring
+ * sends the writer to the new one, where this thread goes on at the same word counts. The old
+ * ring is the writer's to free; nothing of this thread points into it any more (no record to
+ * fold into). Returns 1 when the thread moved to a larger ring. */
+static __attribute__((noinline)) int grow(struct dlh_thread *t) {
+  uint64_t cap = t->prod.cap, bytes = cap * 16; /* doubled, in bytes */
+  if (bytes > dlh_cfg.ring_bytes || t->prod.no_grow) return 0;
+  uint64_t live = atomic_load_explicit(&rings_live, memory_order_relaxed);
+  int64_t others = (int64_t)dlh_mem_total() -
+                   (int64_t)atomic_load_explicit(&rings_bytes, memory_order_relaxed);
+  /* the rings together: what the rest of dlhook leaves of the budget, at most half of it (the
+   * writer's buffers and the stack tables are measured after the fact, and grow too) */
+  uint64_t room = dlh_cfg.mem_limit > (uint64_t)(others > 0 ? others : 0)
+                      ? dlh_cfg.mem_limit - (uint64_t)(others > 0 ? others : 0) : 0;
+  if (room > dlh_cfg.mem_limit / 2) room = dlh_cfg.mem_limit / 2;
+  if (bytes > room / (live ? live : 1) || !dlh_mem_fits(bytes)) return 0;
+  uint64_t h = t->prod.head_local, pos = h & (cap - 1);
+  uint64_t pad = pos + DLH_REC_GROW_WORDS > cap ? cap - pos : 0;
+  if (h + pad + DLH_REC_GROW_WORDS - t->prod.tail_cache > cap) return 0; /* no room to say so */
+  uint64_t *nb = map_ring(bytes);
+  if (!nb) {
+    t->prod.no_grow = 1; /* out of address space: not again for this thread */
+    return 0;
+  }
+  if (pad) {
+    t->prod.buf[pos] = dlh_rec_header(0, 0, 0, DLH_REC_PAD, 0, 0);
+    h += pad;
+    pos = 0;
+  }
+  uint64_t *w = t->prod.buf + pos;
+  w[0] = dlh_rec_header(0, 0, 0, DLH_REC_GROW, 0, DLH_REC_GROW_WORDS);
+  w[1] = (uint64_t)(uintptr_t)nb;
+  w[2] = bytes / 8;
+  t->prod.buf = nb;
+  t->prod.cap = bytes / 8;
+  t->prod.head_local = h + DLH_REC_GROW_WORDS;
+  t->prod.room_end = 0;
+  t->prod.last_api = NULL;
+  t->prod.fold_rec = NULL;
+  atomic_store_explicit(&t->shared.head, t->prod.head_local, memory_order_release);
+  return 1;
+}
+
 /* Called by the writer once an exited thread's ring is drained. */
 void dlh_ring_release(struct dlh_thread *t) {
-  struct free_ring *f = (struct free_ring *)t->prod.buf;
+  struct free_ring *f = (struct free_ring *)t->writer.buf;
   if (f) {
-    f->cap = t->prod.cap;
-    free_lock_take();
-    f->next = free_rings;
-    free_rings = f;
-    free_lock_give();
+    if (t->writer.cap * 8 == start_bytes()) {
+      f->cap = t->writer.cap;
+      free_lock_take();
+      f->next = free_rings;
+      free_rings = f;
+      free_lock_give();
+    } else {
+      dlh_ring_free(t->writer.buf, t->writer.cap);
+    }
+    atomic_fetch_sub_explicit(&rings_live, 1, memory_order_relaxed);
   }
+  t->writer.buf = NULL;
   t->prod.buf = NULL;
   atomic_store(&t->shared.state, DLH_T_RETIRED);
+}
+
+/* The reader's side, with the writer stopped (dlhook attach, between traces): every record up
+ * to the head dropped, the rings that GROW records replaced freed. */
+void dlh_ring_skip(struct dlh_thread *t) {
+  uint64_t head = atomic_load_explicit(&t->shared.head, memory_order_acquire);
+  uint64_t tail = atomic_load_explicit(&t->shared.tail, memory_order_relaxed);
+  while (tail < head && t->writer.buf) {
+    uint64_t cap = t->writer.cap, pos = tail & (cap - 1), *w = t->writer.buf + pos;
+    uint64_t nw = dlh_rec_nwords(w[0]);
+    if (dlh_rec_kind(w[0]) == DLH_REC_GROW && nw == DLH_REC_GROW_WORDS) {
+      uint64_t *nb = (uint64_t *)(uintptr_t)w[1], ncap = w[2];
+      dlh_ring_free(t->writer.buf, cap);
+      t->writer.buf = nb;
+      t->writer.cap = ncap;
+    } else if (dlh_rec_kind(w[0]) == DLH_REC_PAD || nw == 0) {
+      nw = cap - pos;
+    }
+    tail += nw;
+  }
+  atomic_store_explicit(&t->shared.tail, head, memory_order_release);
 }
 
 /* fork child: the parent's rings stay mapped in the child and are not reused (only the forking
@@ -365,4 +528,6 @@ void dlh_ring_release(struct dlh_thread *t) {
 void dlh_ring_after_fork_child(void) {
   atomic_flag_clear(&free_lock);
   free_rings = NULL;
+  atomic_store(&rings_live, 0);
+  atomic_store(&rings_bytes, 0);
 }
