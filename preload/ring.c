@@ -370,23 +370,51 @@ void dlh_record_link(struct dlh_thread *t, uint64_t corr) {
 
 /* ---------------------------------------------------------------- ring memory */
 
-/* Rings of exited threads wait for new threads in a list kept in their own first words (no
- * malloc: a thread's first call may come from a signal handler that interrupted malloc). Only
- * rings of the starting size wait there (a larger one is unmapped: what a busy thread grew to
- * is not handed to the next thread). The list's lock is held for a few instructions, never
- * across a call, and never by a thread twice (a thread takes a ring only while attaching, with
- * recording blocked). */
+/* Rings given back (an exited thread's, or one a GROW record replaced) wait in lists by size,
+ * kept in their own first words (no malloc: a thread's first call may come from a signal
+ * handler that interrupted malloc), for a new thread or a thread growing its ring: their pages
+ * are already there, and no munmap stops every core of the process to flush its TLB. They stay
+ * counted in the budget; beyond an eighth of it, a ring given back is unmapped instead. The
+ * lists' lock is held for a few instructions, never across a call, and never by a thread twice
+ * (a thread takes a ring while attaching, with recording blocked, or inside its own store,
+ * where a signal handler's store is dropped). */
 struct free_ring { struct free_ring *next; uint64_t cap; };
-static struct free_ring *free_rings;
+#define RING_CLASSES 44 /* log2 of the size in bytes */
+static struct free_ring *free_rings[RING_CLASSES];
+static _Atomic uint64_t free_bytes; /* written under free_lock */
 static atomic_flag free_lock = ATOMIC_FLAG_INIT;
-/* The threads holding a ring and the bytes of all rings (those waiting in the list included):
- * a thread's share of the budget for growing its ring. */
+/* The threads holding a ring and the bytes of all rings (those in the lists and those a GROW
+ * record replaced included): what a thread may grow its ring to. */
 static _Atomic uint64_t rings_live, rings_bytes;
 
 static void free_lock_take(void) {
   while (atomic_flag_test_and_set_explicit(&free_lock, memory_order_acquire)) sched_yield();
 }
 static void free_lock_give(void) { atomic_flag_clear_explicit(&free_lock, memory_order_release); }
+
+static unsigned ring_class(uint64_t bytes) {
+  unsigned c = 63u - (unsigned)__builtin_clzll(bytes);
+  return c < RING_CLASSES ? c : RING_CLASSES - 1;
+}
+
+/* A ring of exactly `bytes` from the lists, or NULL. */
+static uint64_t *take_free(uint64_t bytes) {
+  unsigned c = ring_class(bytes);
+  free_lock_take();
+  struct free_ring *f = free_rings[c];
+  if (f && f->cap * 8 == bytes) {
+    free_rings[c] = f->next;
+    free_bytes -= bytes;
+  } else {
+    f = NULL;
+  }
+  free_lock_give();
+  if (f) {
+    f->next = NULL;
+    f->cap = 0;
+  }
+  return (uint64_t *)f;
+}
 
 /* A new thread's ring: 16 KiB (a thousand threads that call once hold 16 MiB), or
  * DLHOOK_RING_KB when smaller. Mapped whatever the budget: a thread's calls are recorded. */
@@ -410,29 +438,30 @@ static uint64_t *map_ring(uint64_t bytes) {
 
 void dlh_ring_free(uint64_t *buf, uint64_t cap_words) {
   if (!buf) return;
-  munmap(buf, cap_words * 8);
-  dlh_mem_add(DLH_MEM_RINGS, -(int64_t)(cap_words * 8));
-  atomic_fetch_sub_explicit(&rings_bytes, cap_words * 8, memory_order_relaxed);
+  uint64_t bytes = cap_words * 8;
+  struct free_ring *f = (struct free_ring *)buf;
+  free_lock_take();
+  int keep = free_bytes + bytes <= dlh_cfg.mem_limit / 8;
+  if (keep) {
+    unsigned c = ring_class(bytes);
+    f->cap = cap_words;
+    f->next = free_rings[c];
+    free_rings[c] = f;
+    free_bytes += bytes;
+  }
+  free_lock_give();
+  if (keep) return;
+  munmap(buf, bytes);
+  dlh_mem_add(DLH_MEM_RINGS, -(int64_t)bytes);
+  atomic_fetch_sub_explicit(&rings_bytes, bytes, memory_order_relaxed);
 }
 
 uint64_t *dlh_ring_alloc(uint64_t *cap_words) {
   uint64_t bytes = start_bytes();
   if (*cap_words && *cap_words * 8 < bytes)
     while (bytes > 4096 && bytes / 2 >= *cap_words * 8) bytes /= 2;
-  free_lock_take();
-  struct free_ring *f = free_rings;
-  if (f && f->cap * 8 <= bytes) free_rings = f->next;
-  else f = NULL;
-  free_lock_give();
-  uint64_t *p;
-  if (f) {
-    bytes = f->cap * 8;
-    f->next = NULL;
-    f->cap = 0;
-    p = (uint64_t *)f;
-  } else if (!(p = map_ring(bytes))) {
-    return NULL;
-  }
+  uint64_t *p = take_free(bytes);
+  if (!p && !(p = map_ring(bytes))) return NULL;
   atomic_fetch_add_explicit(&rings_live, 1, memory_order_relaxed);
   *cap_words = bytes / 8;
   return p;
@@ -441,27 +470,33 @@ uint64_t *dlh_ring_alloc(uint64_t *cap_words) {
 /* The thread's ring doubled (reserve_slow, the ring half full and the writer behind), when
  * DLHOOK_RING_KB and the thread's share of the budget allow it: a GROW record in the old ring
  * sends the writer to the new one, where this thread goes on at the same word counts. The old
- * ring is the writer's to free; nothing of this thread points into it any more (no record to
- * fold into). Returns 1 when the thread moved to a larger ring. */
+ * ring is the writer's to give back; nothing of this thread points into it any more (no record
+ * to fold into). Returns 1 when the thread moved to a larger ring. */
 static __attribute__((noinline)) int grow(struct dlh_thread *t) {
   uint64_t cap = t->prod.cap, bytes = cap * 16; /* doubled, in bytes */
   if (bytes > dlh_cfg.ring_bytes || t->prod.no_grow) return 0;
   uint64_t live = atomic_load_explicit(&rings_live, memory_order_relaxed);
-  int64_t others = (int64_t)dlh_mem_total() -
-                   (int64_t)atomic_load_explicit(&rings_bytes, memory_order_relaxed);
+  uint64_t held = atomic_load_explicit(&rings_bytes, memory_order_relaxed);
+  int64_t others = (int64_t)dlh_mem_total() - (int64_t)held;
   /* the rings together: what the rest of dlhook leaves of the budget, at most half of it (the
    * writer's buffers and the stack tables are measured after the fact, and grow too) */
-  uint64_t room = dlh_cfg.mem_limit > (uint64_t)(others > 0 ? others : 0)
-                      ? dlh_cfg.mem_limit - (uint64_t)(others > 0 ? others : 0) : 0;
+  uint64_t o = others > 0 ? (uint64_t)others : 0;
+  uint64_t room = dlh_cfg.mem_limit > o ? dlh_cfg.mem_limit - o : 0;
   if (room > dlh_cfg.mem_limit / 2) room = dlh_cfg.mem_limit / 2;
-  if (bytes > room / (live ? live : 1) || !dlh_mem_fits(bytes)) return 0;
+  if (bytes > room / (live ? live : 1)) return 0;
   uint64_t h = t->prod.head_local, pos = h & (cap - 1);
   uint64_t pad = pos + DLH_REC_GROW_WORDS > cap ? cap - pos : 0;
   if (h + pad + DLH_REC_GROW_WORDS - t->prod.tail_cache > cap) return 0; /* no room to say so */
-  uint64_t *nb = map_ring(bytes);
+  uint64_t *nb = take_free(bytes); /* already counted */
   if (!nb) {
-    t->prod.no_grow = 1; /* out of address space: not again for this thread */
-    return 0;
+    /* the rings in use after this one (the one it replaces given back) within their room */
+    uint64_t gone = atomic_load_explicit(&free_bytes, memory_order_relaxed) + cap * 8;
+    uint64_t in_use = held > gone ? held - gone : 0;
+    if (in_use + bytes > room || !dlh_mem_fits(bytes)) return 0;
+    if (!(nb = map_ring(bytes))) {
+      t->prod.no_grow = 1; /* out of address space: not again for this thread */
+      return 0;
+    }
   }
   if (pad) {
     t->prod.buf[pos] = dlh_rec_header(0, 0, 0, DLH_REC_PAD, 0, 0);
@@ -484,17 +519,8 @@ static __attribute__((noinline)) int grow(struct dlh_thread *t) {
 
 /* Called by the writer once an exited thread's ring is drained. */
 void dlh_ring_release(struct dlh_thread *t) {
-  struct free_ring *f = (struct free_ring *)t->writer.buf;
-  if (f) {
-    if (t->writer.cap * 8 == start_bytes()) {
-      f->cap = t->writer.cap;
-      free_lock_take();
-      f->next = free_rings;
-      free_rings = f;
-      free_lock_give();
-    } else {
-      dlh_ring_free(t->writer.buf, t->writer.cap);
-    }
+  if (t->writer.buf) {
+    dlh_ring_free(t->writer.buf, t->writer.cap);
     atomic_fetch_sub_explicit(&rings_live, 1, memory_order_relaxed);
   }
   t->writer.buf = NULL;
@@ -527,7 +553,8 @@ void dlh_ring_skip(struct dlh_thread *t) {
  * thread lives on; it may have held the lock). */
 void dlh_ring_after_fork_child(void) {
   atomic_flag_clear(&free_lock);
-  free_rings = NULL;
+  memset(free_rings, 0, sizeof free_rings);
+  free_bytes = 0;
   atomic_store(&rings_live, 0);
   atomic_store(&rings_bytes, 0);
 }

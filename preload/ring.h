@@ -25,7 +25,7 @@
  *   GROW  the thread moved to a larger ring (ring.c: grow): word 1: the new ring's address;
  *         word 2: its size in words. The records that follow are there, at the same word
  *         counts (head and tail go on counting: a record's place is its count & (cap - 1)); the
- *         reader frees this ring once it has read this record (dlh_ring_free).
+ *         reader gives this ring back once it has read this record (dlh_ring_free).
  *
  * Folding in place: the recording thread adds a repeat to the FOLD record it wrote last by
  * filling the other slot and then moving count to count + 1 with a compare-and-swap; the writer

@@ -631,6 +631,7 @@ out:
 }
 
 static uint64_t drain_all(void) {
+  atomic_fetch_add_explicit(&dlh_writer_progress, 1, memory_order_relaxed); /* a pass: alive */
   dlh_clock_add(dlh_clock_take());
   uint64_t n = 0;
   /* threads waiting for room first (ring.c: wait_room), then every ring */
