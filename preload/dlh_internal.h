@@ -203,6 +203,8 @@ void dlh_writer_stop(int exit_reason, int sig); /* final drain + trailer; idempo
 void dlh_writer_wake(void);                      /* ring.c; async-signal-safe: wake the writer */
 extern _Atomic uint32_t dlh_writer_wake_seq;     /* ring.c: the futex word the writer sleeps on */
 extern _Atomic uint64_t dlh_writer_progress;    /* ring.c: bumped by the writer per drain (wait_room) */
+extern clockid_t dlh_writer_cpu_clock;          /* ring.c: the writer's CPU clock (wait_room) ... */
+extern _Atomic int dlh_writer_cpu_clock_set;    /* ... once the writer set it */
 int dlh_writer_flush_wait(unsigned timeout_ms);    /* async-signal-safe: flush and wait */
 void dlh_writer_after_fork_child(void);
 int dlh_writer_is_self(void);                      /* async-signal-safe: caller is the writer */

@@ -82,16 +82,28 @@ again:
 
 /* The ring is full and cannot grow: the thread waits for the writer to move the tail to `want`
  * (a futex wait on shared.drained, which the writer bumps whenever it gives words back while
- * `waiting` is set), as long as the writer drains some ring (dlh_writer_progress) at least
- * every DLHOOK_RING_WAIT_MS;
- * never for a host sample. So a thread that calls faster than the writer drains runs at the
- * writer's pace instead of losing calls. A wait that runs out (the writer stuck, gone, or
- * starved of CPU) is not tried again until the writer has moved the tail: it costs a thread one
- * wait, not one per call. Returns 1 when there is room. The wait takes no lock and holds
- * nothing the writer needs; it only lends the writer the CPU it is short of. */
+ * `waiting` is set), as long as the writer is at work: it drains some ring (dlh_writer_progress)
+ * or runs (its CPU clock advances: compressing a large frame, say) at least every
+ * DLHOOK_RING_WAIT_MS; never for a host sample. So a thread that calls faster than the writer
+ * drains runs at the writer's pace instead of losing calls. A wait that runs out (the writer
+ * blocked, gone, or starved of CPU) is not tried again until the writer has moved the tail: it
+ * costs a thread one wait, not one per call. Returns 1 when there is room. The wait takes no
+ * lock and holds nothing the writer needs; it only lends the writer the CPU it is short of. */
 static uint64_t mono_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The writer thread's CPU clock (writer.c sets it at its first pass); 0 when unknown or gone. */
+clockid_t dlh_writer_cpu_clock;
+_Atomic int dlh_writer_cpu_clock_set;
+
+static uint64_t writer_cpu_ns(void) {
+  struct timespec ts;
+  if (!atomic_load_explicit(&dlh_writer_cpu_clock_set, memory_order_acquire) ||
+      clock_gettime(dlh_writer_cpu_clock, &ts) != 0)
+    return 0;
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -103,7 +115,7 @@ static __attribute__((noinline)) int wait_room(struct dlh_thread *t, uint64_t wa
     t->prod.wait_off = 0;
   }
   uint64_t now = mono_ns(), deadline = now + dlh_cfg.ring_wait_ns, seen = tail;
-  uint64_t busy = atomic_load_explicit(&dlh_writer_progress, memory_order_relaxed);
+  uint64_t busy = atomic_load_explicit(&dlh_writer_progress, memory_order_relaxed), cpu = 0;
   atomic_store(&t->shared.waiting, 1); /* seq_cst: the writer's fence after its tail store */
   for (;;) {
     uint32_t seq = atomic_load(&t->shared.drained);
@@ -116,11 +128,18 @@ static __attribute__((noinline)) int wait_room(struct dlh_thread *t, uint64_t wa
       deadline = now + dlh_cfg.ring_wait_ns;
     }
     if (now >= deadline) {
-      t->prod.wait_off = tail + 1;
-      break;
+      uint64_t c = writer_cpu_ns(); /* no progress: does the writer run at all? */
+      if (c && c != cpu) {
+        cpu = c;
+        deadline = now + dlh_cfg.ring_wait_ns;
+      } else {
+        t->prod.wait_off = tail + 1;
+        break;
+      }
     }
     dlh_writer_wake();
     uint64_t left = deadline - now;
+    if (left > 10000000u) left = 10000000u; /* a look at the writer every 10 ms */
     struct timespec rel = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
     syscall(SYS_futex, (uint32_t *)&t->shared.drained, FUTEX_WAIT_PRIVATE, seq, &rel, NULL, 0);
     now = mono_ns();
@@ -555,6 +574,7 @@ void dlh_ring_after_fork_child(void) {
   atomic_flag_clear(&free_lock);
   memset(free_rings, 0, sizeof free_rings);
   free_bytes = 0;
+  atomic_store(&dlh_writer_cpu_clock_set, 0); /* the parent's writer: not this process's */
   atomic_store(&rings_live, 0);
   atomic_store(&rings_bytes, 0);
 }
