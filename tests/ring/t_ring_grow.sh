@@ -123,7 +123,11 @@ int main(int argc, char **argv) {
          (unsigned long)T.shared.dropped, (unsigned long)grows, (unsigned long)(T.prod.cap / 128),
          (long)(ring_mem / 1024));
   if (got != st || st + T.shared.dropped != (uint64_t)n || bad) { printf("FAIL: calls lost or read twice\n"); fails++; }
-  if (grows < 5 || T.prod.cap * 8 != (512u << 10)) { printf("FAIL: the ring did not grow to its share\n"); fails++; }
+  int strict = argc < 3; /* under a sanitizer only the counts are checked */
+  if (strict && (grows < 5 || T.prod.cap * 8 != (512u << 10))) {
+    printf("FAIL: the ring did not grow to its share\n");
+    fails++;
+  }
   /* the replaced rings are given back: kept for reuse up to an eighth of the budget, the rest
    * unmapped */
   if (ring_mem > (int64_t)(T.prod.cap * 8 + dlh_cfg.mem_limit / 8)) {
@@ -148,7 +152,7 @@ int main(int argc, char **argv) {
   st = run(n / 4);
   printf("no wait: made %ld read %lu dropped %lu\n", n / 4, (unsigned long)got,
          (unsigned long)T.shared.dropped);
-  if (got != st || st + T.shared.dropped != (uint64_t)n / 4 || !T.shared.dropped || bad) {
+  if (got != st || st + T.shared.dropped != (uint64_t)n / 4 || (strict && !T.shared.dropped) || bad) {
     printf("FAIL: drops not counted\n");
     fails++;
   }
@@ -160,3 +164,12 @@ C
 $CC -O2 -g -Wall -pthread -I"$ROOT/preload" -I"$ROOT/hooks" -I"$ROOT/unwind" -I"$ROOT/common" \
   -I"$ROOT/format" -I"$BUILD/format" -I"$CUDA_HOME/include" -o t t.c stubs.c "$ROOT/preload/ring.c"
 ./t 2000000
+# the same under ThreadSanitizer, where the compiler has it: no data race between the producer
+# growing, waiting and writing and the reader following GROW records and giving rings back
+if $CC -fsanitize=thread -O1 -g -pthread -I"$ROOT/preload" -I"$ROOT/hooks" -I"$ROOT/unwind" \
+     -I"$ROOT/common" -I"$ROOT/format" -I"$BUILD/format" -I"$CUDA_HOME/include" -o t_tsan t.c stubs.c \
+     "$ROOT/preload/ring.c" 2>/dev/null && ./t_tsan 10 loose >/dev/null 2>&1; then
+  TSAN_OPTIONS=halt_on_error=1 ./t_tsan 200000 loose
+else
+  echo "ThreadSanitizer not available here: that run skipped"
+fi
