@@ -7,10 +7,13 @@
 P=$BUILD/tests/reliability/threadload
 need "$P"; need "$DLHOOK_LIB"; need "$DLHOOK_BIN"
 THREADS=64 load_case churn 0 "$P" churn 5000
-# the rings of 5,000 threads that never overlap: a few recycled 16 KiB rings, not one each
+# the rings of 5,000 threads that never overlap are recycled, not one each (5,000 x 16 KiB =
+# 78 MiB): a thread takes the ring of one that ended once the writer has drained and given it
+# back, so the rings held are those of the threads started between two passes of the writer
+# (1-10 ms apart: 1-7 MiB seen here, 20 runs), bounded by 16 MiB here
 python3 -c "
 import json, sys
 j = json.load(open('churn.json'))
 r = j['dlhook_memory']['traces'][0]['parts']['rings']['peak_bytes']
-sys.exit(0 if r <= (4 << 20) else f'rings peaked at {r >> 10} KiB for threads that never overlap')" ||
+sys.exit(0 if r <= (16 << 20) else f'rings peaked at {r >> 10} KiB for threads that never overlap')" ||
   fail "churn: rings not recycled"
