@@ -84,10 +84,10 @@ again:
  * (a futex wait on shared.drained, which the writer bumps whenever it gives words back while
  * `waiting` is set), as long as the writer is at work: it drains some ring (dlh_writer_progress)
  * or runs (its CPU clock advances: compressing a large frame, say) at least every
- * DLHOOK_RING_WAIT_MS; never for a host sample. So a thread that calls faster than the writer
- * drains runs at the writer's pace instead of losing calls. A wait that runs out (the writer
- * blocked, gone, or starved of CPU) is not tried again until the writer has moved the tail: it
- * costs a thread one wait, not one per call. Returns 1 when there is room. The wait takes no
+ * DLHOOK_RING_WAIT_MS (counted in 10 ms slices, see wait_room); never for a host sample. So a
+ * thread that calls faster than the writer drains runs at the writer's pace instead of losing
+ * calls. A wait that runs out (the writer blocked, gone, or starved of CPU) is not tried again
+ * until the writer has moved the tail: it costs a thread one wait, not one per call. Returns 1 when there is room. The wait takes no
  * lock and holds nothing the writer needs; it only lends the writer the CPU it is short of. */
 static uint64_t mono_ns(void) {
   struct timespec ts;
@@ -108,14 +108,20 @@ static uint64_t writer_cpu_ns(void) {
 }
 
 static __attribute__((noinline)) int wait_room(struct dlh_thread *t, uint64_t want) {
+  enum { SLICE_NS = 10000000 }; /* a look at the writer every 10 ms */
   uint64_t tail = t->prod.tail_cache;
   if (!dlh_cfg.ring_wait_ns || t->prod.sampling) return 0;
   if (t->prod.wait_off) {
     if (t->prod.wait_off == tail + 1) return 0;
     t->prod.wait_off = 0;
   }
-  uint64_t now = mono_ns(), deadline = now + dlh_cfg.ring_wait_ns, seen = tail;
-  uint64_t busy = atomic_load_explicit(&dlh_writer_progress, memory_order_relaxed), cpu = 0;
+  /* The time without progress is counted in slices of 10 ms that passed here, each counted
+   * once however long it took: a stall of the whole machine (another process, a virtual
+   * machine's host) that also kept the writer from running counts as one slice, not as time
+   * the writer had. */
+  uint64_t idle_max = dlh_cfg.ring_wait_ns / SLICE_NS ? dlh_cfg.ring_wait_ns / SLICE_NS : 1;
+  uint64_t now = mono_ns(), slice_start = now, idle = 0, seen = tail, cpu = writer_cpu_ns();
+  uint64_t busy = atomic_load_explicit(&dlh_writer_progress, memory_order_relaxed);
   atomic_store(&t->shared.waiting, 1); /* seq_cst: the writer's fence after its tail store */
   for (;;) {
     uint32_t seq = atomic_load(&t->shared.drained);
@@ -125,22 +131,22 @@ static __attribute__((noinline)) int wait_room(struct dlh_thread *t, uint64_t wa
     if (tail != seen || b != busy) { /* the writer is at work: it has the full time again */
       seen = tail;
       busy = b;
-      deadline = now + dlh_cfg.ring_wait_ns;
-    }
-    if (now >= deadline) {
-      uint64_t c = writer_cpu_ns(); /* no progress: does the writer run at all? */
-      if (c && c != cpu) {
-        cpu = c;
-        deadline = now + dlh_cfg.ring_wait_ns;
-      } else {
+      idle = 0;
+      slice_start = now;
+    } else if (now - slice_start >= SLICE_NS) {
+      uint64_t c = writer_cpu_ns(); /* no drain: does the writer run at all? */
+      if (c && c != cpu) idle = 0;
+      else idle++;
+      cpu = c;
+      slice_start = now;
+      if (idle >= idle_max) {
         t->prod.wait_off = tail + 1;
         break;
       }
     }
     dlh_writer_wake();
-    uint64_t left = deadline - now;
-    if (left > 10000000u) left = 10000000u; /* a look at the writer every 10 ms */
-    struct timespec rel = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+    uint64_t used = now - slice_start, left = used < SLICE_NS ? SLICE_NS - used : 1;
+    struct timespec rel = {0, (long)left};
     syscall(SYS_futex, (uint32_t *)&t->shared.drained, FUTEX_WAIT_PRIVATE, seq, &rel, NULL, 0);
     now = mono_ns();
   }
