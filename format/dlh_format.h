@@ -136,6 +136,8 @@ typedef struct dlh_gpu_event {
   uint32_t name;      /* StringDef id, 0 = none */
   uint32_t nvals;
   const uint64_t *vals;
+  uint32_t graph;       /* CUDA graph launch: CUPTI graphId, 0 = not from a graph */
+  uint64_t graph_node;  /* CUPTI graphNodeId, 0 = none */
 } dlh_gpu_event;
 
 /* Appends a GPU record to the open GpuBatch (emitted at flush or when it grows large).

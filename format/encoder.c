@@ -34,9 +34,10 @@ static const uint8_t col_field[NCOLS] = {3, 4, 5, 6, 7, 8, 9, 14 /* args_delta *
 typedef struct dlh_gbatch {
   size_t n, cap, nvals_total, vals_cap;
   uint64_t base_start, last_start;
-  uint32_t *kind, *stream, *name, *nvals, *context, *devices;
+  uint32_t *kind, *stream, *name, *nvals, *context, *devices, *graph;
   int64_t *start_delta;
-  uint64_t *dur, *corr, *vals;
+  uint64_t *dur, *corr, *vals, *graph_node;
+  int has_graph;       /* a record of the batch came from a graph launch: graph columns written */
 } dlh_gbatch;
 
 struct dlh_encoder {
@@ -229,6 +230,11 @@ static int gbatch_emit(dlh_encoder *enc) {
   b.devices = g->devices;
   b.n_vals = g->nvals_total;
   b.vals = g->vals;
+  if (g->has_graph) {
+    b.n_graph = b.n_graph_node = g->n;
+    b.graph = g->graph;
+    b.graph_node = g->graph_node;
+  }
   Dlh__Packet p = DLH__PACKET__INIT;
   p.data_case = DLH__PACKET__DATA_GPU;
   p.gpu = &b;
@@ -236,6 +242,7 @@ static int gbatch_emit(dlh_encoder *enc) {
   if (rc < 0) enc->lost += g->n;
   g->n = 0;
   g->nvals_total = 0;
+  g->has_graph = 0;
   return rc;
 }
 
@@ -253,6 +260,7 @@ int dlh_enc_gpu(dlh_encoder *enc, const dlh_gpu_event *ev) {
     } while (0)
     GROW_COL(kind); GROW_COL(stream); GROW_COL(name); GROW_COL(nvals); GROW_COL(context);
     GROW_COL(devices); GROW_COL(start_delta); GROW_COL(dur); GROW_COL(corr);
+    GROW_COL(graph); GROW_COL(graph_node);
 #undef GROW_COL
     g->cap = nc;
   }
@@ -271,6 +279,9 @@ int dlh_enc_gpu(dlh_encoder *enc, const dlh_gpu_event *ev) {
   g->name[n] = ev->name;
   g->context[n] = ev->context;
   g->devices[n] = ev->device;
+  g->graph[n] = ev->graph;
+  g->graph_node[n] = ev->graph_node;
+  if (ev->graph | ev->graph_node) g->has_graph = 1;
   g->nvals[n] = nv;
   if (nv) memcpy(g->vals + g->nvals_total, ev->vals, nv * sizeof *ev->vals);
   g->nvals_total += nv;
@@ -558,6 +569,7 @@ void dlh_enc_free(dlh_encoder *enc) {
   dlh_gbatch *g = &enc->gb;
   free(g->kind); free(g->stream); free(g->name); free(g->nvals); free(g->context);
   free(g->devices); free(g->start_delta); free(g->dur); free(g->corr); free(g->vals);
+  free(g->graph); free(g->graph_node);
   free(enc->tb);
   free(enc->hash);
   free(enc->raw.p);

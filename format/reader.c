@@ -702,7 +702,8 @@ void dlh_gpu_iter_init(dlh_gpu_iter *it, const Dlh__GpuBatch *b) {
   if ((b->n_start_delta && b->n_start_delta != n) || (b->n_dur && b->n_dur != n) ||
       (b->n_corr && b->n_corr != n) || (b->n_stream && b->n_stream != n) ||
       (b->n_name && b->n_name != n) || (b->n_nvals && b->n_nvals != n) ||
-      (b->n_context && b->n_context != n) || (b->n_devices && b->n_devices != n))
+      (b->n_context && b->n_context != n) || (b->n_devices && b->n_devices != n) ||
+      (b->n_graph && b->n_graph != n) || (b->n_graph_node && b->n_graph_node != n))
     it->bad = 1;
 }
 
@@ -725,6 +726,8 @@ int dlh_gpu_iter_next(dlh_gpu_iter *it, dlh_gpu_event *ev) {
   ev->name = b->n_name ? b->name[i] : 0;
   ev->context = b->n_context ? b->context[i] : 0;
   ev->device = b->n_devices ? b->devices[i] : b->device;
+  ev->graph = b->n_graph ? b->graph[i] : 0;
+  ev->graph_node = b->n_graph_node ? b->graph_node[i] : 0;
   ev->nvals = nv;
   ev->vals = nv ? b->vals + it->valpos : NULL;
   it->valpos += nv;

@@ -40,6 +40,8 @@ static struct {
   CUptiResult (*ActivityRegisterTimestampCallback)(CUpti_TimestampCallbackFunc);
   CUptiResult (*ActivityGetNumDroppedRecords)(CUcontext, uint32_t, size_t *);
   CUptiResult (*GetResultString)(CUptiResult, const char **);
+  CUptiResult (*GetGraphNodeId)(CUgraphNode, uint64_t *);
+  CUptiResult (*GetGraphId)(CUgraph, uint32_t *);
 } cu;
 
 static CUpti_SubscriberHandle subscriber;
@@ -232,6 +234,108 @@ static int polls(CUpti_CallbackDomain dom, CUpti_CallbackId cbid) {
          cbid == CUPTI_DRIVER_TRACE_CBID_cuStreamQuery_ptsz;
 }
 
+/* ---------------------------------------------------------------- CUDA graph nodes */
+
+/* A graph node made (stream capture, an explicit node call) or copied (instantiation, clone),
+ * queued by the thread that made it for the writer (lock-free list, like the activity buffers).
+ * Graphs are built once and replayed many times: nothing here runs per replay. */
+typedef struct gnode {
+  struct gnode *next;
+  uint64_t node, origin, corr;
+  uint32_t graph, type, tid;
+  int linked;                        /* corr is a LINK of a wrapper's call: wait for its map */
+  int age;                           /* drains it waited for that */
+} gnode;
+static _Atomic(gnode *) gnode_list;
+static gnode *gnode_wait;            /* the writer's: nodes whose call's record is not in yet */
+
+static void graph_node(CUpti_CallbackId cbid, const void *data) {
+  const CUpti_ResourceData *rd = data;
+  const CUpti_GraphData *gd = rd ? rd->resourceDescriptor : NULL;
+  if (!gd || !gd->node || !cu.GetGraphNodeId) return;
+  gnode *n = calloc(1, sizeof *n);
+  if (!n) return;
+  if (cu.GetGraphNodeId(gd->node, &n->node) != CUPTI_SUCCESS || !n->node) { free(n); return; }
+  if (gd->graph && cu.GetGraphId) cu.GetGraphId(gd->graph, &n->graph);
+  n->type = (uint32_t)gd->nodeType;
+  struct dlh_thread *t = dlh_self;
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    if (!gd->originalNode || cu.GetGraphNodeId(gd->originalNode, &n->origin) != CUPTI_SUCCESS) {
+      free(n);
+      return;
+    }
+  } else if (t && t->cupti.depth > 0) { /* inside the call that makes it */
+    n->corr = t->cupti.corr;
+    n->linked = t->cupti.linked;
+  }
+  if (t) n->tid = t->os.tid;
+  n->next = atomic_load(&gnode_list);
+  while (!atomic_compare_exchange_weak(&gnode_list, &n->next, n)) {}
+}
+
+/* Writer: one GraphNodeBatch of the nodes queued so far, before the GPU records of this drain.
+ * A node made inside a call that a wrapper records names that call by its LINK (cupti.c's
+ * corr_map, filled as the writer takes the call's record from the ring): it waits until the
+ * map has it, a few drains at most, or until recording has ended. */
+static uint64_t outer_corr(uint64_t corr);
+static int corr_mapped(uint64_t corr);
+static void graph_nodes_drain(dlh_encoder *w) {
+  gnode *d = atomic_exchange(&gnode_list, NULL);
+  gnode *rev = gnode_wait, **tailp = &rev; /* waiting ones first, then the new, oldest first */
+  while (*tailp) tailp = &(*tailp)->next;
+  gnode *fresh = NULL;
+  while (d) {
+    gnode *next = d->next;
+    d->next = fresh;
+    fresh = d;
+    d = next;
+  }
+  *tailp = fresh;
+  gnode_wait = NULL;
+  if (!rev) return;
+  size_t cap = 0;
+  for (gnode *n = rev; n; n = n->next) cap++;
+  uint64_t *node = malloc(cap * sizeof *node), *corr = malloc(cap * sizeof *corr),
+           *origin = malloc(cap * sizeof *origin);
+  uint32_t *graph = malloc(cap * sizeof *graph), *type = malloc(cap * sizeof *type),
+           *tid = malloc(cap * sizeof *tid);
+  int final = !__atomic_load_n(&dlh_recording, __ATOMIC_RELAXED);
+  size_t k = 0;
+  gnode **waitp = &gnode_wait;
+  for (gnode *n = rev; n;) {
+    gnode *next = n->next;
+    if (n->linked && n->corr && !corr_mapped(n->corr) && n->age++ < 8 && !final) {
+      n->next = NULL;
+      *waitp = n;
+      waitp = &n->next;
+      n = next;
+      continue;
+    }
+    if (node && corr && origin && graph && type && tid) {
+      node[k] = n->node;
+      corr[k] = n->corr ? outer_corr(n->corr) : 0;
+      origin[k] = n->origin;
+      graph[k] = n->graph;
+      type[k] = n->type;
+      tid[k] = n->tid;
+      k++;
+    }
+    free(n);
+    n = next;
+  }
+  if (k) {
+    Dlh__GraphNodeBatch b = DLH__GRAPH_NODE_BATCH__INIT;
+    b.n_node = b.n_corr = b.n_origin = b.n_graph = b.n_type = b.n_tid = k;
+    b.node = node; b.corr = corr; b.origin = origin;
+    b.graph = graph; b.type = type; b.tid = tid;
+    Dlh__Packet p = DLH__PACKET__INIT;
+    p.data_case = DLH__PACKET__DATA_GRAPH_NODES;
+    p.graph_nodes = &b;
+    dlh_enc_packet(w, &p);
+  }
+  free(node); free(corr); free(origin); free(graph); free(type); free(tid);
+}
+
 static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
                                  const void *data) {
   (void)ud;
@@ -239,6 +343,9 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
     /* Deliver what the context's buffers hold before it goes away. */
     if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && cu.ActivityFlushAll)
       cu.ActivityFlushAll(0);
+    if ((cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED ||
+         cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) && dlh_recording)
+      graph_node(cbid, data);
     return;
   }
   if (dom != CUPTI_CB_DOMAIN_RUNTIME_API && dom != CUPTI_CB_DOMAIN_DRIVER_API) return;
@@ -253,6 +360,8 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
   if (cb->callbackSite == CUPTI_API_ENTER) {
     if (profiler > 0 && t->cupti.depth == 0) dlh_capture_profiler(1);
     if (t->cupti.depth++ > 0) return; /* a driver call inside a runtime call: the outer counts */
+    t->cupti.corr = cb->correlationId;
+    t->cupti.linked = t->hot.depth > 0;
     if (t->hot.depth > 0) {   /* a wrapper records this call: its GPU work links to the outermost */
       t->cupti.rec = 0;
       if (polls(dom, cbid)) return;
@@ -324,8 +433,16 @@ uint64_t dlh_cupti_dropped(void) { return atomic_load(&dropped); }
 #define CORR_MAP_SIZE (1u << 20)
 static struct { uint64_t corr, outer; } *corr_map;
 
+/* Calls whose own id is their first link's (a library call: corr == outer, nothing to map),
+ * remembered a while so that a graph node made inside one knows its record was taken. */
+#define TAKEN_SIZE 4096u
+static uint64_t taken[TAKEN_SIZE];
+
 void dlh_corr_map(uint64_t corr, uint64_t outer) {
-  if (corr == outer) return;
+  if (corr == outer) {
+    taken[corr & (TAKEN_SIZE - 1)] = corr;
+    return;
+  }
   if (!corr_map && !(corr_map = calloc(CORR_MAP_SIZE, sizeof *corr_map))) return;
   corr_map[corr & (CORR_MAP_SIZE - 1)].corr = corr;
   corr_map[corr & (CORR_MAP_SIZE - 1)].outer = outer;
@@ -335,6 +452,11 @@ static uint64_t outer_corr(uint64_t corr) {
   if (corr_map && corr_map[corr & (CORR_MAP_SIZE - 1)].corr == corr)
     return corr_map[corr & (CORR_MAP_SIZE - 1)].outer;
   return corr;
+}
+
+static int corr_mapped(uint64_t corr) {
+  return taken[corr & (TAKEN_SIZE - 1)] == corr ||
+         (corr_map && corr_map[corr & (CORR_MAP_SIZE - 1)].corr == corr);
 }
 
 
@@ -382,6 +504,8 @@ static int convert(dlh_encoder *w, const CUpti_Activity *r) {
       v[8] = (uint32_t)k->dynamicSharedMemory;
       v[9] = k->graphId;
       e.nvals = 10;
+      e.graph = k->graphId;
+      e.graph_node = k->graphNodeId;
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -396,6 +520,8 @@ static int convert(dlh_encoder *w, const CUpti_Activity *r) {
       v[4] = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 1 : 0;
       v[5] = m->graphId;
       e.nvals = 6;
+      e.graph = m->graphId;
+      e.graph_node = m->graphNodeId;
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -410,6 +536,8 @@ static int convert(dlh_encoder *w, const CUpti_Activity *r) {
       v[3] = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) ? 1 : 0;
       v[4] = m->graphId;
       e.nvals = 5;
+      e.graph = m->graphId;
+      e.graph_node = m->graphNodeId;
       break;
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
@@ -467,6 +595,10 @@ static int convert(dlh_encoder *w, const CUpti_Activity *r) {
 }
 
 int dlh_cupti_drain(struct dlh_encoder *enc) {
+  if (atomic_load(&gnode_list) || gnode_wait) graph_nodes_drain(enc); /* before their work */
+  /* a node still waits for its call: the GPU records (its replays among them, perhaps) wait
+   * too, so that readers always meet a node before the work it ran */
+  if (gnode_wait && __atomic_load_n(&dlh_recording, __ATOMIC_RELAXED)) return 0;
   done_buf *d = atomic_exchange(&done_list, NULL);
   if (!d) return 0;
   done_buf *rev = NULL; /* oldest first */
@@ -548,6 +680,8 @@ static void cupti_init(void) {
   SYM(ActivityRegisterTimestampCallback, "cuptiActivityRegisterTimestampCallback");
   SYM(ActivityGetNumDroppedRecords, "cuptiActivityGetNumDroppedRecords");
   SYM(GetResultString, "cuptiGetResultString");
+  SYM(GetGraphNodeId, "cuptiGetGraphNodeId");
+  SYM(GetGraphId, "cuptiGetGraphId");
 #undef SYM
   if (!cu.Subscribe || !cu.EnableDomain || !cu.ActivityEnable || !cu.ActivityRegisterCallbacks ||
       !cu.ActivityGetNextRecord || !cu.ActivityFlushAll) {
@@ -678,5 +812,7 @@ void dlh_cupti_new_trace(void) { atomic_store(&dropped, 0); }
 void dlh_cupti_after_fork_child(void) {
   /* CUPTI state does not survive fork; the child traces API calls through the wrappers. */
   atomic_store(&done_list, NULL);
+  atomic_store(&gnode_list, NULL);
+  gnode_wait = NULL;
   if (atomic_load(&state) == 2) atomic_store(&state, 3);
 }

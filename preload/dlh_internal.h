@@ -123,6 +123,9 @@ struct dlh_thread {
   struct dlh_thread_cupti {
     uint32_t depth;                    /* nesting of runtime/driver API callbacks */
     int rec;                           /* 1: the outermost callback records the call itself */
+    int linked;                        /* 1: a wrapper records it (its id is a LINK record) */
+    uint64_t corr;                     /* the outermost callback's correlation id (graph nodes
+                                          made inside the call name it) */
     dlh_call call;
   } cupti;
   /* DLHOOK_CAPTURE_RANGE=nvtx:NAME (capture.c). */

@@ -454,10 +454,16 @@ static void *sampler_main(void *arg) {
       next.tv_nsec = (long)(after % 1000000000u);
     }
   }
+  /* Sampling ends (exit, detach, the program took the signal): every timer is disarmed, then
+   * deleted, so that a detached program keeps none of dlhook's timers (a later attach makes new
+   * ones). The handler stays in place for a signal already pending. */
   for (uint32_t i = 0; i < NSLOT; i++) {
     tslot *s = &slots[i];
     uint32_t v = atomic_load(&s->tid);
-    if (v && v != TOMB) disarm(s);
+    if (!v || v == TOMB) continue;
+    disarm(s);
+    int id = atomic_exchange(&s->timer, -1);
+    if (id >= 0) syscall(SYS_timer_delete, id);
   }
   atomic_store(&running, 0);
   return NULL;

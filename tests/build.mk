@@ -19,12 +19,15 @@ TEST_DEPS += $(TEST_PROGS)
 # tests/record/: capture ranges and the GPU memory ledger
 TEST_DEPS += $(BUILD)/tests/progs/capture $(BUILD)/tests/progs/memory
 
+# tests/e2e/t_sim_graphs.sh: CUDA graphs (stream capture, explicit nodes, replays)
+TEST_DEPS += $(BUILD)/tests/progs/graphs
+
 # tests/advise/: planted causes for dlhook advise
 TEST_DEPS += $(BUILD)/tests/progs/advise_loop $(BUILD)/tests/progs/advise_gpu
 $(BUILD)/tests/progs/advise_gpu: tests/progs/advise_gpu.cu | $(CUDA_STAMP)
 	@mkdir -p $(dir $@)
 	@echo "  NVCC    $<"
-	$(Q)$(NVCC) -cudart shared -O1 -g -o $@ $< -lcublas
+	$(Q)$(NVCC) -cudart shared -O1 -g -o $@ $< -lcublas -lnccl
 
 # the settings table of docs/settings.md from the one table of settings
 # (tests/cli/t_settings_doc.sh; `make settings-doc` writes it there)

@@ -627,6 +627,7 @@ static void emit_pyframe(struct dlh_encoder *w, uint32_t id) {
   p.data_case = DLH__PACKET__DATA_PY_FRAME;
   p.py_frame = &pf;
   put(w, &p);
+  if (dlh_inductor_file(pf.file)) dlh_inductor_note(w, pf.file); /* what torch.compile fused */
 }
 
 static int new_encoder(struct dlh_encoder *w) {

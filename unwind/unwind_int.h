@@ -124,4 +124,10 @@ int dlh_py_walk_ts(uintptr_t ts, dlh_pyframe *out, int max);
 void dlh_py_resolve(uint64_t code, int64_t lasti, uint32_t *line, char *fn, size_t fncap,
                     char *file, size_t filecap);
 
+/* inductor.c: the first Python frame of a file of torch.compile's generated code in this trace
+ * (writer thread): the file is read and an InductorKernel packet written per Triton kernel. */
+struct dlh_encoder;
+int dlh_inductor_file(const char *file);
+void dlh_inductor_note(struct dlh_encoder *w, const char *file);
+
 #endif

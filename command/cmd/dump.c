@@ -15,11 +15,12 @@ static const rd_choice known_types[] = {
     {"event", NULL, 0},   {"overhead", NULL, 0}, {"gpu", NULL, 0},     {"device", NULL, 0},
     {"summary", NULL, 0}, {"function", NULL, 0}, {"string", NULL, 0},  {"stack", NULL, 0},
     {"module", NULL, 0},  {"symbol", NULL, 0},  {"pyframe", NULL, 0},  {"anchor", NULL, 0},
-    {"counters", NULL, 0}, {"trailer", NULL, 0}, {"sample", NULL, 0}, {NULL, NULL, 0}};
+    {"counters", NULL, 0}, {"trailer", NULL, 0}, {"sample", NULL, 0}, {"graphnode", NULL, 0},
+    {"inductor", NULL, 0}, {NULL, NULL, 0}};
 /* shown without --all or --type */
 static const char *const default_types[] = {
   "process", "thread", "api", "nvtx", "kernel", "memcpy", "memset", "sync", "event", "overhead", "gpu",
-  "device", "summary", NULL};
+  "device", "summary", "graphnode", "inductor", NULL};
 
 typedef struct dump_opts {
   char **types; /* NULL-terminated; NULL = default set */
@@ -169,7 +170,8 @@ static void dump_gpu(FILE *f, const dump_opts *o, const rd_trace *t, const Dlh__
   if ((b->n_start_delta && b->n_start_delta != n) || (b->n_dur && b->n_dur != n) ||
       (b->n_corr && b->n_corr != n) || (b->n_stream && b->n_stream != n) ||
       (b->n_name && b->n_name != n) || (b->n_nvals && b->n_nvals != n) ||
-      (b->n_context && b->n_context != n) || (b->n_devices && b->n_devices != n)) {
+      (b->n_context && b->n_context != n) || (b->n_devices && b->n_devices != n) ||
+      (b->n_graph && b->n_graph != n) || (b->n_graph_node && b->n_graph_node != n)) {
     *bad = 1;
     return;
   }
@@ -196,6 +198,9 @@ static void dump_gpu(FILE *f, const dump_opts *o, const rd_trace *t, const Dlh__
               b->n_devices ? b->devices[i] : b->device, b->n_stream ? b->stream[i] : 0);
       if (b->n_context) fprintf(f, "\"context\":%u,", b->context[i]);
       if (b->n_corr && b->corr[i]) fprintf(f, "\"corr\":%" PRIu64 ",", b->corr[i]);
+      if (b->n_graph && b->graph[i]) fprintf(f, "\"graph\":%u,", b->graph[i]);
+      if (b->n_graph_node && b->graph_node[i])
+        fprintf(f, "\"graph_node\":%" PRIu64 ",", b->graph_node[i]);
       fprintf(f, "\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64, ts, b->n_dur ? b->dur[i] : 0);
       if (nv) {
         fputs(",\"vals\":[", f);
@@ -350,6 +355,36 @@ static void dump_packet(FILE *f, const dump_opts *o, const rd_trace *t, const Dl
       fputs(",\"file\":", f);
       rd_json_str(f, s->file);
       fprintf(f, ",\"line\":%u,\"module\":%u}\n", s->line, s->module);
+      break;
+    }
+    case DLH__PACKET__DATA_GRAPH_NODES: {
+      const Dlh__GraphNodeBatch *b = p->graph_nodes;
+      if (!want(o, "graphnode")) break;
+      for (size_t i = 0; i < b->n_node; i++) {
+        fprintf(f, "{\"type\":\"graphnode\",\"pid\":%u,\"node\":%" PRIu64, t->pid, b->node[i]);
+        if (i < b->n_graph) fprintf(f, ",\"graph\":%u", b->graph[i]);
+        if (i < b->n_type) fprintf(f, ",\"node_type\":%u", b->type[i]);
+        if (i < b->n_corr && b->corr[i]) fprintf(f, ",\"corr\":%" PRIu64, b->corr[i]);
+        if (i < b->n_tid && b->tid[i]) fprintf(f, ",\"tid\":%u", b->tid[i]);
+        if (i < b->n_origin && b->origin[i]) fprintf(f, ",\"origin\":%" PRIu64, b->origin[i]);
+        fputs("}\n", f);
+      }
+      break;
+    }
+    case DLH__PACKET__DATA_INDUCTOR: {
+      const Dlh__InductorKernel *k = p->inductor;
+      if (!want(o, "inductor")) break;
+      fputs("{\"type\":\"inductor\",\"file\":", f);
+      rd_json_str(f, k->file);
+      fputs(",\"kernel\":", f);
+      rd_json_str(f, k->kernel);
+      fputs(",\"source_nodes\":", f);
+      rd_json_str(f, k->source_nodes);
+      fputs(",\"aten_ops\":", f);
+      rd_json_str(f, k->aten_ops);
+      fprintf(f, ",\"def_line\":%u,\"launch_lines\":[", k->def_line);
+      for (size_t i = 0; i < k->n_launch_line; i++) fprintf(f, "%s%u", i ? "," : "", k->launch_line[i]);
+      fputs("]}\n", f);
       break;
     }
     case DLH__PACKET__DATA_PY_FRAME:

@@ -901,6 +901,7 @@ int cmd_report(int argc, char **argv) {
     for (int k = 0; k < 2; k++)
       if (flame_trace_end(&sfl[k], &T[i], prc) != RD_OK) sfl_ok[k] = 0;
     rd_stats_run_end(sr, i, &T[i]);
+    rd_gstats_trace_end(rd_stats_run_gstats(sr)); /* graph makers are named by dlhook stats only */
     /* kernels launched inside library calls link to the call's external id; lane names */
     for (size_t k = r->first_ev; k < r->nevs; k++) {
       uint32_t x;

@@ -95,6 +95,7 @@ typedef struct stats {
   pid_tid *threads;
   size_t nthreads, capthreads;
   rd_libstats *lib;      /* GEMM, convolution, collective tables (libcalls.c) */
+  rd_gstats *gs;         /* CUDA graphs and torch.compile kernels (graphstats.c) */
   struct attached {      /* traces written by `dlhook attach` */
     char *file;
     uint32_t pid;
@@ -274,8 +275,9 @@ static void s_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   one *o = ctx;
   stats *s = o->s;
   dlh_gpu_event ev = {g->kind, g->start, g->dur, g->corr, g->device, g->context, g->stream,
-                      g->name, g->nvals, g->vals};
+                      g->name, g->nvals, g->vals, g->graph, g->graph_node};
   rd_libstats_gpu(s->lib, &ev);
+  rd_gstats_gpu(s->gs, t, g);
   if (!rd_gpu_busy(ev.kind)) return; /* kernels, copies, memsets occupy the GPU */
   devivals *d = dev_of(&o->dv, &o->ndv, ev.device);
   if (d->n == d->cap) {
@@ -319,6 +321,7 @@ rd_stats_run *rd_stats_run_new(size_t nfiles, int json) {
   rd_stats_run *x = rd_xmalloc(sizeof *x);
   memset(x, 0, sizeof *x);
   x->s.lib = rd_libstats_new();
+  x->s.gs = rd_gstats_new();
   x->ops = rd_ops_new();
   x->samples = rd_samples_new();
   x->steps = json ? rd_steps_new() : NULL;
@@ -347,6 +350,7 @@ rd_sink *rd_stats_run_begin(rd_stats_run *x, size_t i, const char *path) {
 }
 
 rd_ops *rd_stats_run_ops(rd_stats_run *x) { return x->ops; }
+rd_gstats *rd_stats_run_gstats(rd_stats_run *x) { return x->s.gs; }
 
 /* The trace just begun could not be opened: it does not count. */
 void rd_stats_run_drop(rd_stats_run *x) { x->s.traces--; }
@@ -501,6 +505,7 @@ static void print_json(FILE *f, const stats *s, rd_steps *steps, rd_ops *ops, rd
   rd_ranks_json(f); /* several ranks: arrival skew and the straggler */
   rd_steps_json(f, steps); /* per step and rank: compute, comm, copy, host, idle */
   if (ops) rd_ops_json(f, ops); /* operators, modules, source lines (PyTorch) */
+  rd_gstats_json(f, s->gs); /* CUDA graphs, graph nodes, torch.compile kernels */
   rd_samples_json(f, sm); /* host time from the samples */
   if (adv) { /* dlhook advise's findings */
     fputs(",\n\"findings\":", f);
@@ -591,6 +596,7 @@ static void print_table(FILE *f, const stats *s, rd_ops *ops, rd_samples *sm) {
     }
   }
   rd_libstats_table(s->lib, f);
+  rd_gstats_table(f, s->gs); /* CUDA graphs, graph nodes, torch.compile kernels */
   rd_ranks_table(f);
   rd_samples_table(f, sm); /* host time from the samples */
   fprintf(f, "\n%" PRIu64 " trace%s, %" PRIu64 " process%s, %zu thread%s, %" PRIu64
@@ -679,7 +685,14 @@ const rd_command cmd_stats_spec = {
              "         by_thread:[{pid,tid,name,cpu,wait,cpu_ns,wait_ns,share}],\n"
              "         by_line:[{function,file,line,cpu,wait,cpu_ns,wait_ns,share}],\n"
              "         by_op:[{name,...}],by_wait:[{name,...}]},\n"
+             "  \"graphs\":[{pid,graph,nodes,replays,kernels,copies,memsets,gpu_ns}],\n"
+             "  \"graph_nodes\":[{pid,graph,node,work,runs,gpu_ns,made_by,op,where}],\n"
+             "  \"inductor_kernels\":[{kernel,aten_ops,source_nodes,line,launches,gpu_ns}],\n"
              "  \"findings\":[...] (those of dlhook advise --json, ranked)}\n\n"
+             "(graphs: CUDA graph launches; a node's work is attributed to the call that made it "
+             "at capture (made_by, its innermost operator and the user's line or the program's "
+             "function: where); inductor_kernels: torch.compile's Triton kernels with the aten "
+             "ops Inductor fused into each, per line that ran them)\n\n"
              "(steps: NVTX ranges named like steps; the five parts are exclusive and add up to "
              "dur_ns; sample_cpu_ns and sample_wait_ns are the host samples taken in the step)\n\n"
              "samples: the host samples of traces recorded with sampling (DLHOOK_SAMPLE_HZ): cpu "
@@ -755,12 +768,20 @@ int cmd_stats(int argc, char **argv) {
     if (t.opens == 0) { rd_stats_run_drop(x); rd_trace_close(&t); continue; }
     rd_stats_run_end(x, i, &t);
     /* a PyTorch trace with stacks: its operators need every definition (symbols may follow
-     * the calls), so a second pass */
-    if (rd_ops_wanted(rd_stats_run_ops(x), &t)) {
-      rd_sink os = rd_ops_sink(rd_stats_run_ops(x), &t);
-      if (rd_read_again(&t, &ro, NULL, &os) != RD_OK) rc = RD_BAD_INPUT;
-      rd_ops_trace_end(rd_stats_run_ops(x));
+     * the calls), so a second pass; so do the calls that made CUDA graph nodes or launched
+     * torch.compile's kernels (graphstats.c) */
+    int want_ops = rd_ops_wanted(rd_stats_run_ops(x), &t);
+    int want_gs = rd_gstats_wanted(rd_stats_run_gstats(x));
+    if (want_ops || want_gs) {
+      rd_sink os, gs = rd_gstats_sink(rd_stats_run_gstats(x));
+      rd_tee tee = {{NULL}, 0};
+      if (want_ops) { os = rd_ops_sink(rd_stats_run_ops(x), &t); tee.s[tee.n++] = &os; }
+      if (want_gs) tee.s[tee.n++] = &gs;
+      rd_sink all = rd_tee_sink(&tee);
+      if (rd_read_again(&t, &ro, NULL, &all) != RD_OK) rc = RD_BAD_INPUT;
+      if (want_ops) rd_ops_trace_end(rd_stats_run_ops(x));
     }
+    rd_gstats_trace_end(rd_stats_run_gstats(x));
     rd_trace_close(&t);
   }
   rd_stats_run_finish(x, json, stdout);
@@ -806,6 +827,7 @@ void rd_stats_run_finish(rd_stats_run *x, int json, FILE *out) {
   free(s.threads);
   free(s.dev);
   rd_libstats_free(s.lib);
+  rd_gstats_free(s.gs);
   for (size_t i = 0; i < s.natt; i++) {
     for (size_t k = 0; k < s.att[i].n; k++) free(s.att[i].not_hooked[k]);
     free(s.att[i].not_hooked);

@@ -65,6 +65,7 @@ static const char *const arg_cols[] = {"m", "n", "k", "batch", "dtype", "flops",
                                        "datatype", "nranks", "comm_hash", "seq", "group"};
 #define NARGCOLS (sizeof arg_cols / sizeof *arg_cols)
 #define ARGCOL0 14
+#define FLOPS_COL 5 /* arg_cols[5], the one float64 column */
 static const col c_nvtx[] = {
     {"pid", 'l', 0}, {"tid", 'l', 0}, {"function", 's', 0}, {"name", 's', 1},
     {"start_ns", 'l', 0}, {"dur_ns", 'l', 0}, {"end_ns", 'l', 0}, {"count", 'l', 0},
@@ -74,7 +75,8 @@ static const col c_gpu[] = {
     {"stream", 'l', 0}, {"context", 'l', 0}, {"start_ns", 'l', 0}, {"dur_ns", 'l', 0},
     {"end_ns", 'l', 0}, {"corr", 'l', 1}, {"bytes", 'l', 1}, {"copy_kind", 's', 1},
     {"grid_x", 'l', 1}, {"grid_y", 'l', 1}, {"grid_z", 'l', 1}, {"block_x", 'l', 1},
-    {"block_y", 'l', 1}, {"block_z", 'l', 1}, {"external_id", 'l', 1}, {NULL, 0, 0}};
+    {"block_y", 'l', 1}, {"block_z", 'l', 1}, {"external_id", 'l', 1}, {"graph", 'l', 1},
+    {"graph_node", 'l', 1}, {"launch_corr", 'l', 1}, {NULL, 0, 0}};
 static const col c_memory[] = {
     {"pid", 'l', 0}, {"tid", 'l', 0}, {"ts_ns", 'l', 0}, {"device", 'l', 0}, {"ptr", 'l', 0},
     {"bytes", 'l', 0}, {"device_live_bytes", 'l', 0}, {"live_bytes", 'l', 0}, {NULL, 0, 0}};
@@ -116,7 +118,20 @@ typedef struct strtab {
   size_t hcap;
 } strtab;
 
+/* A direct-mapped cache in front of intern() for strings that a key names for the whole pass
+ * (a function id, a StringDef id, a kind): a hit skips hashing and comparing the string. The
+ * pointer is part of the key, so a string made anew (a redefined StringDef) is interned again. */
+#define ICACHE_BITS 12
+typedef struct icache {
+  uint64_t key;
+  const char *ptr;
+  uint32_t num;
+} icache;
+enum { K_FUNC = 1, K_DOMAIN, K_GPUKIND, K_KNAME, K_COPYKIND, K_LAYER };
+#define IKEY(kind, v) (((uint64_t)(kind) << 56) | ((uint64_t)(v) & ((1ull << 56) - 1)))
+
 typedef struct cx {
+  icache ic[1 << ICACHE_BITS];
   FILE *f;
   rd_trace *t;
   int64_t off;
@@ -170,6 +185,16 @@ static uint32_t intern(cx *c, const char *s) {
   t->hk[j] = h;
   t->hv[j] = (uint32_t)t->n;
   return (uint32_t)t->n;
+}
+
+static uint32_t intern_keyed(cx *c, uint64_t key, const char *s) {
+  if (!s) return 0;
+  icache *e = &c->ic[(key * 0x9E3779B97F4A7C15ull) >> (64 - ICACHE_BITS)];
+  if (e->num && e->key == key && e->ptr == s) return e->num;
+  e->num = intern(c, s);
+  e->key = key;
+  e->ptr = s;
+  return e->num;
 }
 
 static void send_strings(cx *c) {
@@ -246,19 +271,20 @@ static void flush_table(cx *c, int ti) {
       fwrite(zeros, 1, pad8(n) - n, c->f);
     }
   }
+  /* the next batch starts with every value 0 and every nullable value null (row() relies on it) */
+  for (size_t i = 0; i < b->ncols; i++) {
+    memset(b->v[i], 0, n * sizeof *b->v[i]);
+    if (b->ok[i]) memset(b->ok[i], 0, n);
+  }
   b->nrows = 0;
 }
 
-/* A new row of table ti (every value 0, every nullable value null); returns its index. */
+/* A new row of table ti (every value 0, every nullable value null: the columns are cleared
+ * when made and after each batch is sent); returns its index. */
 static size_t row(cx *c, int ti) {
   tbuf *b = &c->tb[ti];
   if (b->nrows == BATCH_ROWS) flush_table(c, ti);
-  size_t r = b->nrows++;
-  for (size_t i = 0; i < b->ncols; i++) {
-    b->v[i][r] = 0;
-    if (b->ok[i]) b->ok[i][r] = 0;
-  }
-  return r;
+  return b->nrows++;
 }
 static inline void setl(cx *c, int ti, size_t r, size_t col, int64_t v) {
   tbuf *b = &c->tb[ti];
@@ -267,6 +293,9 @@ static inline void setl(cx *c, int ti, size_t r, size_t col, int64_t v) {
 }
 static inline void sets(cx *c, int ti, size_t r, size_t col, const char *s) {
   if (s) setl(c, ti, r, col, intern(c, s));
+}
+static inline void setk(cx *c, int ti, size_t r, size_t col, uint64_t key, const char *s) {
+  if (s) setl(c, ti, r, col, intern_keyed(c, key, s));
 }
 static inline void setd(cx *c, int ti, size_t r, size_t col, double d) {
   int64_t v;
@@ -326,7 +355,7 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
     const char *msg = ev->nargs ? rd_trace_string(t, (uint32_t)ev->args[0]) : NULL;
     setl(c, T_NVTX, r, 0, c->pid);
     setl(c, T_NVTX, r, 1, tid);
-    sets(c, T_NVTX, r, 2, f->name);
+    setk(c, T_NVTX, r, 2, IKEY(K_FUNC, ev->fn), f->name);
     sets(c, T_NVTX, r, 3, msg);
     setl(c, T_NVTX, r, 4, start);
     setl(c, T_NVTX, r, 5, span);
@@ -340,8 +369,8 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
   size_t r = row(c, T_CALLS);
   setl(c, T_CALLS, r, 0, c->pid);
   setl(c, T_CALLS, r, 1, tid);
-  sets(c, T_CALLS, r, 2, rd_func_name(t, ev->fn));
-  sets(c, T_CALLS, r, 3, rd_domain_name(f ? f->domain : 0));
+  setk(c, T_CALLS, r, 2, IKEY(K_FUNC, ev->fn), rd_func_name(t, ev->fn));
+  setk(c, T_CALLS, r, 3, IKEY(K_DOMAIN, f ? f->domain : 0), rd_domain_name(f ? f->domain : 0));
   setl(c, T_CALLS, r, 4, start);
   setl(c, T_CALLS, r, 5, (int64_t)ev->dur_ns);
   setl(c, T_CALLS, r, 6, start + span);
@@ -355,7 +384,7 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
     rd_spans_add(c->spans, tid, ev->start_ns, ev->start_ns + (uint64_t)span, tc, &c->at);
     const rd_layer *l = c->at.op ? c->at.op : c->at.node;
     if (l) {
-      sets(c, T_CALLS, r, 12, l->name);
+      setk(c, T_CALLS, r, 12, IKEY(K_LAYER, (uintptr_t)l), l->name);
       if (c->at.op_id) setl(c, T_CALLS, r, 13, c->at.op_id);
     }
   }
@@ -365,7 +394,7 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
       int i = ix[k] - 1;
       if (i < 0 || (uint32_t)i >= ev->nargs) continue;
       uint64_t v = ev->args[i];
-      if (!strcmp(arg_cols[k], "flops")) {
+      if (k == FLOPS_COL) {
         double d;
         if (f->argtype[i] == 3) memcpy(&d, &v, 8);
         else d = (double)(int64_t)v;
@@ -384,8 +413,9 @@ static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   size_t r = row(c, T_GPU);
   int64_t start = g->kind == RD_EXTCORR ? 0 : (int64_t)g->start + c->off;
   setl(c, T_GPU, r, 0, c->pid);
-  sets(c, T_GPU, r, 1, g->kind == RD_EXTCORR ? "external_correlation" : rd_gpu_kind_name(g->kind));
-  sets(c, T_GPU, r, 2, g->kname);
+  setk(c, T_GPU, r, 1, IKEY(K_GPUKIND, g->kind),
+       g->kind == RD_EXTCORR ? "external_correlation" : rd_gpu_kind_name(g->kind));
+  setk(c, T_GPU, r, 2, IKEY(K_KNAME, g->name), g->kname);
   setl(c, T_GPU, r, 3, g->device);
   setl(c, T_GPU, r, 4, g->stream);
   setl(c, T_GPU, r, 5, g->context);
@@ -396,10 +426,15 @@ static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   const uint64_t *v = g->vals;
   uint32_t n = g->nvals;
   if ((g->kind == RD_MEMCPY || g->kind == RD_MEMSET) && n >= 1) setl(c, T_GPU, r, 10, (int64_t)v[0]);
-  if (g->kind == RD_MEMCPY && n >= 2) sets(c, T_GPU, r, 11, rd_memcpy_kind(v[1]));
+  if (g->kind == RD_MEMCPY && n >= 2) setk(c, T_GPU, r, 11, IKEY(K_COPYKIND, v[1]), rd_memcpy_kind(v[1]));
   if (g->kind == RD_KERNEL)
     for (uint32_t i = 0; i < 6 && i < n; i++) setl(c, T_GPU, r, 12 + i, (int64_t)v[i]);
   if (g->kind == RD_EXTCORR && n >= 2) setl(c, T_GPU, r, 18, (int64_t)v[1]);
+  if (g->graph_node) { /* a CUDA graph's replay: corr is the call that made the node */
+    setl(c, T_GPU, r, 19, (int64_t)g->graph);
+    setl(c, T_GPU, r, 20, (int64_t)g->graph_node);
+    if (g->launch_corr) setl(c, T_GPU, r, 21, (int64_t)g->launch_corr);
+  }
 }
 
 static void on_sample(void *ctx, const rd_trace *t, const rd_sample *s) {
@@ -413,7 +448,7 @@ static void on_sample(void *ctx, const rd_trace *t, const rd_sample *s) {
   setl(c, T_SAMPLES, r, 4, (int64_t)s->weight);
   if (s->stack) { setl(c, T_SAMPLES, r, 5, s->stack); use_stack(c, s->stack); }
   if (s->kind == RD_SAMPLE_WAIT && s->state) sets(c, T_SAMPLES, r, 6, rd_wait_state_label(s->state, buf, sizeof buf));
-  if (s->api_fn) sets(c, T_SAMPLES, r, 7, rd_func_name(t, s->api_fn));
+  if (s->api_fn) setk(c, T_SAMPLES, r, 7, IKEY(K_FUNC, s->api_fn), rd_func_name(t, s->api_fn));
 }
 
 static void on_span(void *ctx, const rd_span *s) {
@@ -550,8 +585,8 @@ int ex_columns(const rd_opts *o, char **files, size_t nfiles) {
   for (int ti = 0; ti < NTABLES; ti++) {
     tbuf *b = &c->tb[ti];
     while (tables[ti].cols[b->ncols].name) {
-      b->v[b->ncols] = rd_xmalloc(BATCH_ROWS * sizeof(int64_t));
-      b->ok[b->ncols] = tables[ti].cols[b->ncols].nullable ? rd_xmalloc(BATCH_ROWS) : NULL;
+      b->v[b->ncols] = rd_xcalloc(BATCH_ROWS, sizeof(int64_t));
+      b->ok[b->ncols] = tables[ti].cols[b->ncols].nullable ? rd_xcalloc(BATCH_ROWS, 1) : NULL;
       b->ncols++;
     }
   }

@@ -830,7 +830,9 @@ static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   if (l) {
     const rd_func *fn = l->fn ? rd_trace_func(t, l->fn) : NULL;
     lib = fn && is_library(fn->domain);
-    uint32_t i = l->seen++;
+    /* a library call's records each have a launch of their own; its replayed (graph) records
+     * link to its first */
+    uint32_t i = g->launch_corr ? 0 : l->seen++;
     if (lib && i > 0) corr = SYN_CORR(corr, i < 4095 ? i : 4095);
     note_annotation(k, l, g);
   }
@@ -887,6 +889,14 @@ static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
     }
     uint32_t ni;
     if (rd_m_get(&k->nccl_ix, ex_links_corr(k->L, g->corr), &ni)) w_nccl(k, &k->nccl[ni]);
+    /* torch.compile: what Inductor fused into this Triton kernel */
+    const rd_inductor_kernel *ik = g->kname ? rd_inductor_kernel_named(t, g->kname) : NULL;
+    if (ik) {
+      w_s(f, ",\"inductor aten ops\":");
+      rd_json_str(f, ik->aten_ops);
+      w_s(f, ",\"inductor source nodes\":");
+      rd_json_str(f, ik->source_nodes);
+    }
   } else if ((g->kind == RD_MEMCPY || g->kind == RD_MEMSET) && g->nvals >= 1) {
     fprintf(f, ",\"bytes\":%" PRIu64 ",\"memory bandwidth (GB/s)\":", v[0]);
     rd_json_double(f, g->dur ? (double)v[0] / (double)g->dur : 0);
@@ -896,6 +906,17 @@ static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
     if (wait) w_u(f, wait->stream); else w_s(f, "-1");
     w_s(f, ",\"wait_on_cuda_event_record_corr_id\":");
     if (wait) w_u(f, wait->corr); else w_s(f, "-1");
+  }
+  if (g->graph_node) { /* a CUDA graph's replay: its node, and the launch (correlation: the
+                        * call that made the node, whose op's External id it carries) */
+    w_s(f, ",\"graph id\":");
+    w_u(f, g->graph);
+    w_s(f, ",\"graph node id\":");
+    w_u(f, g->graph_node);
+    if (g->launch_corr) {
+      w_s(f, ",\"graph launch correlation\":");
+      w_u(f, g->launch_corr);
+    }
   }
   w_s(f, "}}");
   if (l && l->fn && g->kind != RD_SYNC) w_flow(k, 'f', corr, g->device, g->stream, g->start);

@@ -151,6 +151,7 @@ static void l_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
     rd_m_put(&L->ix, g->corr, i);
   }
   ex_link *k = &L->link[i];
+  if (g->launch_corr) return; /* a graph replay of the call's work: no launch of its own */
   k->ngpu++;
   if (g->start < k->first_gpu) k->first_gpu = g->start;
   (void)t;

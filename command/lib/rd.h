@@ -70,6 +70,8 @@ void *rd_map_put(rd_map *m, uint32_t key, void *val);
 void rd_map_free(rd_map *m, void (*free_val)(void *));
 
 void *rd_xmalloc(size_t n);
+/* calloc that exits like rd_xmalloc when out of memory. */
+void *rd_xcalloc(size_t n, size_t size);
 /* Two 64-bit words sorted by the first: rd_sort_pairs sorts v by key in O(n) (a radix sort;
  * input already in order costs one look). */
 typedef struct rd_pair { uint64_t key, val; } rd_pair;
@@ -131,6 +133,7 @@ typedef struct rd_trace {
   struct rd_mem *mem;            /* the trailer's memory figures, NULL when it has none */
   struct rd_stacks *stacks; /* symbols.c: stacks, modules, symbols, Python frames */
   struct rd_torchs *torch;  /* torch.c: PyTorch's view of each stack */
+  struct rd_graphs *graphs; /* graphs.c: CUDA graph nodes, Inductor's kernels */
   int defs_read;    /* the first pass read every stack definition (symbols.c) */
   uint64_t pcs_unsymbolized; /* Trailer.pcs_unsymbolized */
 } rd_trace;
@@ -233,6 +236,57 @@ void rd_stacks_free(rd_trace *t);
 
 /* Demangled C++ name (malloc'd, caller frees), or NULL when name is not a mangled name. */
 char *rd_demangle(const char *name);
+
+/* ---------------------------------------------------------------- CUDA graphs, Inductor (graphs.c) */
+
+/* A node of a CUDA graph (GraphNodeBatch): made by the call with correlation id corr on thread
+ * tid, or a copy of node origin (corr 0). */
+typedef struct rd_graph_node {
+  uint64_t node, origin, corr;
+  uint32_t graph, type, tid;
+} rd_graph_node;
+/* trace.c: a GraphNodeBatch or InductorKernel packet read (definitions) */
+void rd_graphs_define(rd_trace *t, const Dlh__Packet *p);
+void rd_graphs_free(rd_trace *t);
+/* The node with that id, or NULL. */
+const rd_graph_node *rd_graph_node_get(const rd_trace *t, uint64_t node);
+/* The node a call made, following copies (instantiation) back from node; NULL when unknown. */
+const rd_graph_node *rd_graph_node_made(const rd_trace *t, uint64_t node);
+size_t rd_graph_node_count(const rd_trace *t);
+
+/* A Triton kernel of torch.compile's generated code (InductorKernel). Strings owned by t. */
+typedef struct rd_inductor_kernel {
+  const char *file, *kernel;
+  const char *source_nodes;   /* "gelu, mul, add" ("" when not given) */
+  const char *aten_ops;       /* "aten::gelu, aten::mul, aten::add" ("" when not given) */
+  uint32_t def_line;
+} rd_inductor_kernel;
+/* The kernel launched (or defined) at file:line, or NULL. */
+const rd_inductor_kernel *rd_inductor_at(const rd_trace *t, const char *file, uint32_t line);
+/* The first kernel of that name the trace defines, or NULL. */
+const rd_inductor_kernel *rd_inductor_kernel_named(const rd_trace *t, const char *name);
+size_t rd_inductor_count(const rd_trace *t);
+/* Whether a Python file is Inductor's generated code (under a torchinductor_ cache directory). */
+int rd_inductor_file(const char *file);
+
+/* ---------------------------------------------------------------- graphs and torch.compile in dlhook stats (graphstats.c) */
+/* Per CUDA graph (nodes, replays, kernels, copies, memsets, GPU time), per graph node (runs, GPU
+ * time, the call that made it with its operator and line) and per torch.compile kernel (the
+ * aten ops fused into it, the line that ran it). Per trace: rd_gstats_gpu for every GPU record
+ * of the first pass; when rd_gstats_wanted, a second pass of rd_gstats_sink (every definition
+ * known); then rd_gstats_trace_end. rd_gstats_json writes `,"graphs":[...],"graph_nodes":[...],
+ * "inductor_kernels":[...]`. */
+typedef struct rd_gstats rd_gstats;
+struct rd_gpu;
+struct rd_sink;
+rd_gstats *rd_gstats_new(void);
+void rd_gstats_gpu(rd_gstats *x, const rd_trace *t, const struct rd_gpu *g);
+int rd_gstats_wanted(const rd_gstats *x);
+struct rd_sink rd_gstats_sink(rd_gstats *x);
+void rd_gstats_trace_end(rd_gstats *x);
+void rd_gstats_table(FILE *f, rd_gstats *x);
+void rd_gstats_json(FILE *f, rd_gstats *x);
+void rd_gstats_free(rd_gstats *x);
 
 /* ---------------------------------------------------------------- PyTorch (torch.c) */
 
@@ -430,6 +484,7 @@ void rd_advise_free(rd_advise *x);
 typedef struct rd_stats_run rd_stats_run;
 rd_stats_run *rd_stats_run_new(size_t nfiles, int json);
 struct rd_sink *rd_stats_run_begin(rd_stats_run *x, size_t i, const char *path);
+rd_gstats *rd_stats_run_gstats(rd_stats_run *x);
 void rd_stats_run_end(rd_stats_run *x, size_t i, rd_trace *t);
 /* After rd_stats_run_begin, when the trace could not be opened at all. */
 void rd_stats_run_drop(rd_stats_run *x);

@@ -39,6 +39,11 @@ typedef struct rd_gpu {
   uint64_t start, dur, corr;
   const uint64_t *vals;
   uint32_t nvals;
+  /* Work of a CUDA graph launch: CUPTI's graphId and graphNodeId (0 = not from a graph). When
+   * the trace names the call that made the node (at capture, or an explicit node call), corr is
+   * that call's and launch_corr the graph launch's (cudaGraphLaunch); else launch_corr is 0. */
+  uint32_t graph;
+  uint64_t graph_node, launch_corr;
 } rd_gpu;
 
 /* One host sample of a SampleBatch, decoded (dlhook.proto, SampleBatch). */

@@ -179,6 +179,16 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
         g.device = ev.device;
         g.nvals = ev.nvals;
         g.vals = ev.vals;
+        g.graph = ev.graph;
+        g.graph_node = ev.graph_node;
+        g.launch_corr = 0;
+        if (ev.graph_node && t->graphs) { /* replayed: the work of the call that made its node */
+          const rd_graph_node *made = rd_graph_node_made(t, ev.graph_node);
+          if (made) {
+            g.launch_corr = g.corr;
+            g.corr = made->corr;
+          }
+        }
         rd_events_scanned++;
         if (!s->unwindowed && g.kind != RD_EXTCORR && (g.start >= hi || g.start + g.dur < lo)) continue;
         if (s->gpu) s->gpu(s->ctx, t, &g);

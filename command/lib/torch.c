@@ -247,6 +247,7 @@ static const char *const torch_parts[] = {
 
 int rd_torch_user_file(const char *file) {
   if (!file || !*file || file[0] == '<') return 0;
+  if (rd_inductor_file(file)) return 0; /* torch.compile's generated code */
   if (strstr(file, "/site-packages/") || strstr(file, "/dist-packages/")) return 0;
   for (const char *p = file; (p = strstr(p, "torch/")) != NULL; p += 6) {
     if (p != file && p[-1] != '/') continue;
@@ -262,9 +263,20 @@ int rd_torch_user_file(const char *file) {
 
 static uint64_t mix(uint64_t h, uint64_t v) { return rd_hash64(h * 0x9e3779b97f4a7c15ull ^ v); }
 
-/* What one frame is: an operator, an autograd node, a Python frame, or nothing (kind 0). */
-static fclass classify(rd_torchs *ts, const rd_frame *f, char *buf, size_t cap) {
+/* What one frame is: an operator, an autograd node, a Python frame, or nothing (kind 0). A
+ * line of torch.compile's generated code that launches a Triton kernel (InductorKernel) is an
+ * operator of its own, named by the kernel and the aten ops Inductor fused into it. */
+static fclass classify(const rd_trace *t, rd_torchs *ts, const rd_frame *f, char *buf, size_t cap) {
   fclass c = {0, NULL, NULL, 0, NULL};
+  const rd_inductor_kernel *ik;
+  if (f->python && f->file && rd_inductor_file(f->file) &&
+      (ik = rd_inductor_at(t, f->file, f->line)) != NULL) {
+    c.kind = RD_LAYER_OP;
+    if (*ik->aten_ops) snprintf(buf, cap, "%s \u2190 %s", ik->kernel, ik->aten_ops);
+    else snprintf(buf, cap, "%s", ik->kernel);
+    c.name = intern_s(&ts->names, buf);
+    return c;
+  }
   if (f->python) {
     if (f->function || f->file) {
       c.kind = RD_LAYER_PY;
@@ -324,7 +336,7 @@ const rd_torch *rd_torch_of(rd_trace *t, uint32_t stack_id) {
       if (!fmap_get(&ts->by_frame, raw[k], &ci)) { /* each frame is classified once */
         rd_frame fr;
         rd_frame_of(t, raw[k], &fr);
-        fclass fc = classify(ts, &fr, buf, sizeof buf);
+        fclass fc = classify(t, ts, &fr, buf, sizeof buf);
         if (ts->nfc == ts->capfc) {
           ts->capfc = ts->capfc ? ts->capfc * 2 : 1024;
           ts->fc = rd_xrealloc(ts->fc, ts->capfc * sizeof *ts->fc);

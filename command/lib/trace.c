@@ -193,6 +193,10 @@ static void define(rd_trace *t, const Dlh__Packet *p) {
     case DLH__PACKET__DATA_PY_FRAME:
       if (!t->defs_read) rd_stacks_define(t, p);
       break;
+    case DLH__PACKET__DATA_GRAPH_NODES:
+    case DLH__PACKET__DATA_INDUCTOR:
+      if (!t->defs_read) rd_graphs_define(t, p);
+      break;
     case DLH__PACKET__DATA_GPU:
       if (t->pass == 1) break;
       t->gpu_events += p->gpu->n_kind;
@@ -228,6 +232,7 @@ void rd_trace_close(rd_trace *t) {
   rd_map_free(&t->strings, free);
   rd_map_free(&t->knames, free);
   rd_torch_free(t);
+  rd_graphs_free(t);
   rd_stacks_free(t);
   mem_free(t->mem);
   t->mem = NULL;

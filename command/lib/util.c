@@ -38,6 +38,12 @@ void *rd_xmalloc(size_t n) {
   return p;
 }
 
+void *rd_xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
+  return p;
+}
+
 void *rd_xrealloc(void *p, size_t n) {
   p = realloc(p, n ? n : 1);
   if (!p) { rd_error("out of memory"); exit(RD_BAD_INPUT); }

@@ -10,9 +10,17 @@
 //   memory     92 % of the device's memory allocated, then the loop (memory-near-capacity,
 //              at PLANT-MEMORY)
 //   headroom   the same loop with 50 % allocated (tuned)
-// Every mode runs STEPS steps, each ending in one cudaStreamSynchronize.
+//   comm       on two devices, the step's compute, then an all-reduce of its gradients on the
+//              same stream: the collective runs alone on the GPU (comm-not-overlapped, at
+//              PLANT-COMM)
+//   overlap    the all-reduce on a stream of its own, beside the compute (the previous step's
+//              gradients, as DDP's buckets do) (tuned)
+// Every mode runs STEPS steps, each ending in one cudaStreamSynchronize (comm and overlap: a
+// cudaDeviceSynchronize per device). comm and overlap need two devices (SIMCUDA_DEVICES=2 on the
+// simulator): one process drives both ranks of the clique (ncclCommInitAll, grouped calls).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <nccl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,6 +46,46 @@ static double host_work(int i) {
   return a;
 }
 
+/* comm and overlap: two devices, a clique of two ranks in this process */
+static ncclComm_t nc[2];
+static cudaStream_t cs[2], ns[2];
+static float *grad[2], *act[2];
+static const size_t ngrad = 16 << 20; /* 64 MiB of float32 gradients per device */
+
+static int comm_setup(void) {
+  if (ncclCommInitAll(nc, 2, NULL) != ncclSuccess) {
+    fprintf(stderr, "ncclCommInitAll failed (SIMCUDA_DEVICES=2 on the simulator)\n");
+    return 1;
+  }
+  for (int g = 0; g < 2; g++) {
+    cudaSetDevice(g);
+    if (cudaMalloc(&grad[g], ngrad * 4) != cudaSuccess || cudaMalloc(&act[g], 64 << 20) != cudaSuccess) {
+      fprintf(stderr, "cudaMalloc failed\n");
+      return 1;
+    }
+    cudaStreamCreateWithFlags(&cs[g], cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&ns[g], cudaStreamNonBlocking);
+  }
+  cudaSetDevice(0);
+  return 0;
+}
+
+/* One step: compute on both devices (a dozen long kernels, queued at once) and the all-reduce
+ * of the gradients: after the compute on its stream (comm), or beside it on a stream of its own
+ * (overlap: the previous step's gradients, issued once the compute is queued). */
+__attribute__((noinline)) static void comm_step(int overlap) {
+  for (int g = 0; g < 2; g++) {
+    cudaSetDevice(g);
+    for (int i = 0; i < 12; i++) many<<<40960, 256, 0, cs[g]>>>(act[g], 40960 * 256);
+  }
+  ncclGroupStart();
+  for (int g = 0; g < 2; g++)
+    ncclAllReduce(grad[g], grad[g], ngrad, ncclFloat, ncclSum, nc[g], overlap ? ns[g] : cs[g]);
+  ncclGroupEnd(); /* PLANT-COMM: a group's collectives are launched here */
+  for (int g = 0; g < 2; g++) cudaSetDevice(g), cudaDeviceSynchronize();
+  cudaSetDevice(0);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "fused";
   float *d = NULL;
@@ -57,6 +105,8 @@ int main(int argc, char **argv) {
     cublasCreate(&h);
     if (!strcmp(mode, "tf32")) cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH);
   }
+  int comm = !strcmp(mode, "comm"), overlap = !strcmp(mode, "overlap");
+  if ((comm || overlap) && comm_setup() != 0) return 1;
   const float one = 1.0f, zero = 0.0f;
   const int n = 2048;
   for (int s = 0; s < STEPS; s++) {
@@ -77,8 +127,11 @@ int main(int argc, char **argv) {
     if (gemm)
       for (int i = 0; i < 4; i++)
         cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, d, n, d, n, &zero, d, n); /* PLANT-SGEMM */
-    cudaStreamSynchronize(0);
+    if (comm || overlap) comm_step(overlap);
+    else cudaStreamSynchronize(0);
   }
+  for (int g = 0; g < 2 && (comm || overlap); g++)
+    ncclCommDestroy(nc[g]), cudaFree(grad[g]), cudaFree(act[g]);
   if (h) cublasDestroy(h);
   if (big) cudaFree(big);
   cudaFree(d);

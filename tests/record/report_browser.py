@@ -43,6 +43,20 @@ with sync_playwright() as p:
     check(any(g.startswith("rank 1 ") for g in groups) and any("(no rank)" in g for g in groups), "groups are labelled rank N, the launcher by its name")
     check(not any("rank -1" in g for g in groups), "no group is labelled rank -1")
 
+    # the Findings section (dlhook advise) is the first section and lists stats --json's findings
+    heads = page.eval_on_selector_all("h2", "hs => hs.map(h => h.textContent)")
+    check(heads and heads[0] == "Findings", "Findings is the first section: %s" % heads[:3])
+    items = page.eval_on_selector_all("#findings li", "lis => lis.map(li => li.innerText)")
+    want_f = stats.get("findings") or []
+    print("findings:", [i.splitlines()[0] for i in items] or page.inner_text("#findings"))
+    if want_f:
+        check(len(items) == len(want_f) and all(f["class"] in t and f["place"] in t and f["fix"] in t
+                                                for f, t in zip(want_f, items)),
+              "each finding is shown in rank order with its class, place and fix")
+    else:
+        check(page.inner_text("#findings").strip() == "no findings above the thresholds",
+              "no findings: the section says so")
+
     # the step table is dlhook stats --json's
     rows = page.eval_on_selector_all("#step-table tbody tr", """trs => trs.map(tr =>
         Array.from(tr.cells).slice(0, 8).map(td => td.dataset.v === undefined ? td.textContent : +td.dataset.v))""")

@@ -1,11 +1,13 @@
 # dlhook report in a real browser: Debian's chromium driven by Playwright (PyPI, package set
 # scripts/py-requirements/report.txt, executable_path=/usr/bin/chromium) over the page of the
 # 4-rank example on the simulator, offline. report_browser.py checks: no script error and no
-# network request; lanes grouped by rank (the launcher is not "rank -1"); the step table equals
-# `dlhook stats --json` and each row's parts add up to the step; clicking a step zooms the
-# timeline to it; hovering a kernel shows its tooltip (name, duration, launching call); clicking
-# a call highlights its kernel (orange pixels); wheel and box zoom; tables sort. The page of 4
-# ranks x 20 steps stays under 2 MB. Screenshots are left in the test's directory (*.png).
+# network request; the Findings section first, listing `stats --json`'s findings (class,
+# place, fix) or saying there are none; lanes grouped by rank (the launcher is not "rank -1");
+# the step table equals `dlhook stats --json` and each row's parts add up to the step; clicking
+# a step zooms the timeline to it; hovering a kernel shows its tooltip (name, duration,
+# launching call); clicking a call highlights its kernel (orange pixels); wheel and box zoom;
+# tables sort. The page of 4 ranks x 20 steps stays under 2 MB. Screenshots are left in the
+# test's directory (*.png).
 # Skipped (77) without chromium or without Playwright in build/venv (make venv).
 # run-tests: serial
 . "$ROOT/tests/lib.sh"

@@ -26,6 +26,13 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+def say(line):
+    """One line in one write(2): ranks of a DDP run share stdout, and under PYTHONUNBUFFERED a
+    print() is two writes (text, newline) that another rank's line can come between."""
+    sys.stdout.flush()
+    os.write(sys.stdout.fileno(), (line + "\n").encode())
+
+
 def cnn():
     return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
                          nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
@@ -143,12 +150,12 @@ def main():
             train_cnn(args, dev, model=lambda m: DDP(m, device_ids=[dev.index]), quiet=rank != 0)
             t = torch.tensor([rank + 1.0] * 4).to(dev)  # a host copy: real data on the simulator
             dist.all_reduce(t)
-            print(f"rank {rank}/{dist.get_world_size()} all_reduce {t.tolist()}", flush=True)
+            say(f"rank {rank}/{dist.get_world_size()} all_reduce {t.tolist()}")
             dist.destroy_process_group()
         torch.cuda.synchronize()
     if args.profile:
         p.export_chrome_trace(args.profile)
-    print("done", flush=True)
+    say("done")
     return 0
 
 

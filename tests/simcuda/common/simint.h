@@ -65,6 +65,9 @@ typedef struct simi_tool {
   void (*sync)(int cbid, void *ctx, void *stream);          /* CUPTI_CBID_SYNCHRONIZE_* */
   void (*op_done)(const simi_op_info *op);                   /* a GPU op finished */
   uint64_t (*timestamp)(void);                               /* tool clock for API records */
+  /* CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED (orig 0) or _CLONED: a node of `graph` made inside
+   * the current API call; node handles are simi_graph_node_handle(id) */
+  void (*graph_node)(int cbid, void *graph, uint64_t node, uint64_t orig, int type);
 } simi_tool;
 SIMCU_API void simi_set_tool(const simi_tool *t);
 /* Reports finished GPU ops to the tool; force: also those whose end lies in the future. */
@@ -140,6 +143,20 @@ SIMCU_API int simi_graph_instantiate(void **exec, void *graph);
 SIMCU_API int simi_graph_exec_destroy(void *exec);
 SIMCU_API int simi_graph_launch(void *exec, void *stream);
 SIMCU_API int simi_graph_node_count(void *graph, size_t *n);
+/* A graph node's handle (CUgraphNode / cudaGraphNode_t) is its unique id (CUPTI's graphNodeId,
+ * never 0) cast to a pointer; a graph's id (CUPTI's graphId) is simi_graph_id. */
+#define simi_graph_node_handle(id) ((void *)(uintptr_t)(id))
+#define simi_graph_node_of(h) ((uint64_t)(uintptr_t)(h))
+SIMCU_API uint32_t simi_graph_id(const void *graph);
+SIMCU_API uint32_t simi_graph_exec_id(const void *exec);
+/* The handles of a graph's nodes (up to *n; *n set to the count written, or to the total when
+ * nodes is NULL). */
+SIMCU_API int simi_graph_nodes(void *graph, void **nodes, size_t *n);
+/* Explicit node calls: a kernel or memset node appended to graph (replayed in the order nodes
+ * were added; dependencies are not modelled). *node gets its handle. */
+SIMCU_API int simi_graph_add_kernel(void *graph, const simcu_kernel *k, void **node);
+SIMCU_API int simi_graph_add_memset(void *graph, void *dst, int value, size_t elem, size_t width,
+                                    size_t height, size_t pitch, void **node);
 
 /* ---- functions: CUfunction / CUkernel / cudaKernel_t / cudaFunction_t handles ---- */
 /* Interned handle for a kernel name (never freed); simi_func_name: its name, NULL if h is not one. */

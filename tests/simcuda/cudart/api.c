@@ -344,11 +344,27 @@ IMPL(cudaGraphExecDestroy, v10000) { return simi_graph_exec_destroy(p->graphExec
 IMPL(cudaGraphLaunch, v10000) { return simi_graph_launch(p->graphExec, S(p->stream)) ? cudaErrorInvalidValue : 0; }
 IMPL(cudaGraphUpload, v10000) { return 0; }
 IMPL(cudaGraphGetNodes, v10000) {
-  size_t n = 0;
-  if (!p->numNodes || simi_graph_node_count(p->graph, &n)) return cudaErrorInvalidValue;
-  if (!p->nodes) *p->numNodes = n;
-  else { for (size_t i = 0; i < *p->numNodes && i < n; i++) p->nodes[i] = NULL; if (*p->numNodes > n) *p->numNodes = n; }
-  return 0;
+  if (!p->numNodes) return cudaErrorInvalidValue;
+  return simi_graph_nodes(p->graph, (void **)p->nodes, p->numNodes) ? cudaErrorInvalidValue : 0;
+}
+IMPL(cudaGraphAddKernelNode, v10000) {
+  const struct cudaKernelNodeParams *n = p->pNodeParams;
+  if (!n || !p->pGraphNode) return cudaErrorInvalidValue;
+  const char *name = simrt_kernel_name(n->func);
+  if (!name) return cudaErrorInvalidDeviceFunction;
+  simcu_kernel k;
+  memset(&k, 0, sizeof k);
+  k.name = name;
+  k.grid[0] = n->gridDim.x; k.grid[1] = n->gridDim.y; k.grid[2] = n->gridDim.z;
+  k.block[0] = n->blockDim.x; k.block[1] = n->blockDim.y; k.block[2] = n->blockDim.z;
+  k.dyn_smem = n->sharedMemBytes;
+  return simi_graph_add_kernel(p->graph, &k, (void **)p->pGraphNode) ? cudaErrorInvalidValue : 0;
+}
+IMPL(cudaGraphAddMemsetNode, v10000) {
+  const struct cudaMemsetParams *n = p->pMemsetParams;
+  if (!n || !p->pGraphNode) return cudaErrorInvalidValue;
+  return simi_graph_add_memset(p->graph, n->dst, (int)n->value, n->elementSize, n->width, n->height,
+                               n->pitch, (void **)p->pGraphNode) ? cudaErrorInvalidValue : 0;
 }
 
 /* ---------------------------------------------------------------- profiler, driver entry points */

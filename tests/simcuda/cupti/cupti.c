@@ -185,6 +185,40 @@ static void on_resource(int cbid, void *ctx, void *stream) {
   s->fn(s->ud, CUPTI_CB_DOMAIN_RESOURCE, (CUpti_CallbackId)cbid, &d);
 }
 
+/* CUDA graph nodes: RESOURCE_GRAPHNODE_CREATED inside the call that made the node (stream
+ * capture, cudaGraphAddKernelNode ...), RESOURCE_GRAPHNODE_CLONED at instantiation, with the
+ * graph data a GPU's CUPTI gives (graph, node, originalNode, nodeType). */
+static void on_graph_node(int cbid, void *graph, uint64_t node, uint64_t orig, int type) {
+  struct subscriber *s = sub;
+  if (!s || !enabled[CUPTI_CB_DOMAIN_RESOURCE][cbid]) return;
+  CUpti_GraphData gd;
+  memset(&gd, 0, sizeof gd);
+  gd.graph = graph;
+  gd.node = simi_graph_node_handle(node);
+  if (orig) { gd.originalNode = simi_graph_node_handle(orig); gd.originalGraph = graph; }
+  gd.nodeType = (CUgraphNodeType)type;
+  CUpti_ResourceData d;
+  memset(&d, 0, sizeof d);
+  d.context = simi_current_ctx(); /* the graph's context, as a GPU's CUPTI gives it */
+  d.resourceDescriptor = &gd;
+  s->fn(s->ud, CUPTI_CB_DOMAIN_RESOURCE, (CUpti_CallbackId)cbid, &d);
+}
+EXPORT CUptiResult CUPTIAPI cuptiGetGraphNodeId(CUgraphNode node, uint64_t *nodeId) {
+  if (!node || !nodeId) return CUPTI_ERROR_INVALID_PARAMETER;
+  *nodeId = simi_graph_node_of(node);
+  return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult CUPTIAPI cuptiGetGraphId(CUgraph graph, uint32_t *pId) {
+  if (!graph || !pId) return CUPTI_ERROR_INVALID_PARAMETER;
+  *pId = simi_graph_id(graph);
+  return CUPTI_SUCCESS;
+}
+EXPORT CUptiResult CUPTIAPI cuptiGetGraphExecId(CUgraphExec exec, uint32_t *pId) {
+  if (!exec || !pId) return CUPTI_ERROR_INVALID_PARAMETER;
+  *pId = simi_graph_exec_id(exec);
+  return CUPTI_SUCCESS;
+}
+
 static void on_sync(int cbid, void *ctx, void *stream) {
   struct subscriber *s = sub;
   if (!s || !enabled[CUPTI_CB_DOMAIN_SYNCHRONIZE][cbid]) return;
@@ -302,7 +336,7 @@ static void on_sync_rec(const simi_sync_rec *s) {
   put(&r);
 }
 
-static const simi_tool tool = { on_api, on_resource, on_sync, on_op, host_ts };
+static const simi_tool tool = { on_api, on_resource, on_sync, on_op, host_ts, on_graph_node };
 static int attached;
 static void attach(void) {
   if (__atomic_exchange_n(&attached, 1, __ATOMIC_ACQ_REL)) return;
@@ -662,7 +696,12 @@ const char *simcupti_runtime_name(unsigned cbid);
 const char *simcupti_driver_name(unsigned cbid);
 static const char *resource_names[] = { "INVALID", "CONTEXT_CREATED", "CONTEXT_DESTROY_STARTING", "STREAM_CREATED",
                                         "STREAM_DESTROY_STARTING", "CU_INIT_FINISHED", "MODULE_LOADED",
-                                        "MODULE_UNLOAD_STARTING", "MODULE_PROFILED" };
+                                        "MODULE_UNLOAD_STARTING", "MODULE_PROFILED", "GRAPH_CREATED",
+                                        "GRAPH_DESTROY_STARTING", "GRAPH_CLONED", "GRAPHNODE_CREATE_STARTING",
+                                        "GRAPHNODE_CREATED", "GRAPHNODE_DESTROY_STARTING",
+                                        "GRAPHNODE_DEPENDENCY_CREATED", "GRAPHNODE_DEPENDENCY_DESTROY_STARTING",
+                                        "GRAPHEXEC_CREATE_STARTING", "GRAPHEXEC_CREATED",
+                                        "GRAPHEXEC_DESTROY_STARTING", "GRAPHNODE_CLONED" };
 EXPORT CUptiResult CUPTIAPI cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char **name) {
   if (!name) return CUPTI_ERROR_INVALID_PARAMETER;
   *name = NULL;

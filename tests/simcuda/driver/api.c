@@ -422,6 +422,37 @@ IMPL(cuGraphInstantiateWithFlags) { return simi_graph_instantiate((void **)p->ph
 IMPL(cuGraphExecDestroy) { return simi_graph_exec_destroy(p->hGraphExec); }
 IMPL(cuGraphLaunch) { return simi_graph_launch(p->hGraph, S(p->hStream)); }
 IMPL(cuGraphUpload) { return 0; }
+static int add_kernel_node(CUgraphNode *node, CUgraph graph, CUfunction f, unsigned gx, unsigned gy,
+                           unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem) {
+  const char *name = simi_func_name(f);
+  if (!name) return CUDA_ERROR_INVALID_HANDLE;
+  simcu_kernel k;
+  memset(&k, 0, sizeof k);
+  k.name = name;
+  k.grid[0] = gx; k.grid[1] = gy; k.grid[2] = gz;
+  k.block[0] = bx; k.block[1] = by; k.block[2] = bz;
+  k.dyn_smem = smem;
+  return simi_graph_add_kernel(graph, &k, (void **)node);
+}
+IMPL(cuGraphAddKernelNode) {
+  const CUDA_KERNEL_NODE_PARAMS_v1 *n = p->nodeParams;
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  return add_kernel_node(p->phGraphNode, p->hGraph, n->func, n->gridDimX, n->gridDimY, n->gridDimZ,
+                         n->blockDimX, n->blockDimY, n->blockDimZ, n->sharedMemBytes);
+}
+IMPL(cuGraphAddKernelNode_v2) {
+  const CUDA_KERNEL_NODE_PARAMS *n = p->nodeParams;
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  return add_kernel_node(p->phGraphNode, p->hGraph, n->func ? n->func : (CUfunction)n->kern,
+                         n->gridDimX, n->gridDimY, n->gridDimZ, n->blockDimX, n->blockDimY,
+                         n->blockDimZ, n->sharedMemBytes);
+}
+IMPL(cuGraphAddMemsetNode) {
+  const CUDA_MEMSET_NODE_PARAMS *n = p->memsetParams;
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  return simi_graph_add_memset(p->hGraph, (void *)(uintptr_t)n->dst, (int)n->value, n->elementSize,
+                               n->width, n->height, n->pitch, (void **)p->phGraphNode);
+}
 
 /* ---------------------------------------------------------------- profiler, entry points */
 __attribute__((visibility("hidden"))) int drv_cuProfilerStart(void *p) { return 0; }

@@ -1147,13 +1147,70 @@ SIMCU_API int simi_launch(void *stream, const simcu_kernel *k) {
 
 /* ---------------------------------------------------------------- graphs */
 static unsigned long long next_capture_id = 1;
-static void capture_add(struct simi_stream *s, const struct gnode *g) {
-  struct simi_graph *gr = s->capture;
+/* CUgraphNodeType of a captured operation */
+static int node_type(const struct gnode *g) {
+  switch (g->i.kind) {
+    case SIMI_OP_KERNEL: return CU_GRAPH_NODE_TYPE_KERNEL;
+    case SIMI_OP_MEMCPY: return CU_GRAPH_NODE_TYPE_MEMCPY;
+    case SIMI_OP_MEMSET: return CU_GRAPH_NODE_TYPE_MEMSET;
+    case SIMI_OP_EVENT: return CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+    default: return g->host_fn ? CU_GRAPH_NODE_TYPE_HOST : CU_GRAPH_NODE_TYPE_EMPTY;
+  }
+}
+/* Appends a node to a graph (under the lock) and tells the tool, as CUPTI's
+ * RESOURCE_GRAPHNODE_CREATED does, inside the call that made it. */
+static uint64_t graph_add(struct simi_graph *gr, const struct gnode *g) {
   if (gr->n == gr->cap) { gr->cap = gr->cap ? gr->cap * 2 : 16; gr->nodes = realloc(gr->nodes, gr->cap * sizeof *gr->nodes); }
   gr->nodes[gr->n] = *g;
   gr->nodes[gr->n].i.graph_id = gr->id;
-  gr->nodes[gr->n].i.graph_node_id = ((uint64_t)gr->id << 32) | (uint64_t)(gr->n + 1);
+  uint64_t id = ((uint64_t)gr->id << 32) | (uint64_t)(gr->n + 1);
+  gr->nodes[gr->n].i.graph_node_id = id;
   gr->n++;
+  const simi_tool *t = tool;
+  if (t && t->graph_node) t->graph_node(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, gr, id, 0, node_type(g));
+  return id;
+}
+static void capture_add(struct simi_stream *s, const struct gnode *g) { graph_add(s->capture, g); }
+SIMCU_API uint32_t simi_graph_id(const void *graph) { return graph ? ((const struct simi_graph *)graph)->id : 0; }
+SIMCU_API uint32_t simi_graph_exec_id(const void *exec) { return exec ? ((const struct simi_exec *)exec)->id : 0; }
+SIMCU_API int simi_graph_nodes(void *graph, void **nodes, size_t *n) {
+  struct simi_graph *g = graph;
+  if (!g || !n) return CUDA_ERROR_INVALID_VALUE;
+  LOCK();
+  if (!nodes) *n = (size_t)g->n;
+  else {
+    if (*n > (size_t)g->n) *n = (size_t)g->n;
+    for (size_t i = 0; i < *n; i++) nodes[i] = simi_graph_node_handle(g->nodes[i].i.graph_node_id);
+  }
+  UNLOCK();
+  return 0;
+}
+SIMCU_API int simi_graph_add_kernel(void *graph, const simcu_kernel *k, void **node) {
+  struct simi_graph *gr = graph;
+  if (!gr || !k || !node) return CUDA_ERROR_INVALID_VALUE;
+  struct gnode g;
+  kernel_node(&g, k);
+  LOCK();
+  uint64_t id = graph_add(gr, &g);
+  UNLOCK();
+  *node = simi_graph_node_handle(id);
+  return 0;
+}
+SIMCU_API int simi_graph_add_memset(void *graph, void *dst, int value, size_t elem, size_t width,
+                                    size_t height, size_t pitch, void **node) {
+  struct simi_graph *gr = graph;
+  if (!gr || !dst || !node || !elem) return CUDA_ERROR_INVALID_VALUE;
+  struct gnode g;
+  memset_node(&g, dst, value, (uint64_t)elem * width * (height ? height : 1), 1);
+  /* a one-row byte memset is replayed with its data, as a captured cudaMemset */
+  g.bytes = elem == 1 && height <= 1 ? width : 0;
+  if (!g.bytes) g.is_memset = 0;
+  (void)pitch;
+  LOCK();
+  uint64_t id = graph_add(gr, &g);
+  UNLOCK();
+  *node = simi_graph_node_handle(id);
+  return 0;
 }
 SIMCU_API int simi_graph_create(void **graph) {
   struct simi_graph *g = calloc(1, sizeof *g);
@@ -1216,6 +1273,15 @@ SIMCU_API int simi_graph_instantiate(void **exec, void *graph) {
   memcpy(copy->nodes, g->nodes, g->n * sizeof *g->nodes);
   x->g = copy;
   LOCK(); x->id = next_graph_id++; UNLOCK();
+  /* the executable graph holds copies of the nodes, with ids of their own (GPU records of a
+   * launch carry these), each reported as CUPTI's RESOURCE_GRAPHNODE_CLONED */
+  const simi_tool *t = tool;
+  for (int n = 0; n < copy->n; n++) {
+    copy->nodes[n].i.graph_node_id = ((uint64_t)x->id << 32) | (uint64_t)(n + 1);
+    if (t && t->graph_node)
+      t->graph_node(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, g, copy->nodes[n].i.graph_node_id,
+                    g->nodes[n].i.graph_node_id, node_type(&g->nodes[n]));
+  }
   *exec = x;
   return 0;
 }
