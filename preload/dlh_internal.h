@@ -208,6 +208,7 @@ extern _Atomic uint32_t dlh_writer_wake_seq;     /* ring.c: the futex word the w
 extern _Atomic uint64_t dlh_writer_progress;    /* ring.c: bumped by the writer per drain (wait_room) */
 extern clockid_t dlh_writer_cpu_clock;          /* ring.c: the writer's CPU clock (wait_room) ... */
 extern _Atomic int dlh_writer_cpu_clock_set;    /* ... once the writer set it */
+extern pid_t dlh_writer_tid;                    /* ring.c: the writer thread (wait_room) */
 int dlh_writer_flush_wait(unsigned timeout_ms);    /* async-signal-safe: flush and wait */
 void dlh_writer_after_fork_child(void);
 int dlh_writer_is_self(void);                      /* async-signal-safe: caller is the writer */

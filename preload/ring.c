@@ -12,6 +12,7 @@
 #include <string.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,8 +87,9 @@ again:
  * or runs (its CPU clock advances: compressing a large frame, say) at least every
  * DLHOOK_RING_WAIT_MS (counted in 10 ms slices, see wait_room); never for a host sample. So a
  * thread that calls faster than the writer drains runs at the writer's pace instead of losing
- * calls. A wait that runs out (the writer blocked, gone, or starved of CPU) is not tried again
- * until the writer has moved the tail: it costs a thread one wait, not one per call. Returns 1 when there is room. The wait takes no
+ * calls. A wait that runs out (the writer blocked or gone; one that is runnable, waiting for a
+ * CPU on a loaded machine, is waited for) is not tried again until the writer has moved the
+ * tail: it costs a thread one wait, not one per call. Returns 1 when there is room. The wait takes no
  * lock and holds nothing the writer needs; it only lends the writer the CPU it is short of. */
 static uint64_t mono_ns(void) {
   struct timespec ts;
@@ -98,6 +100,29 @@ static uint64_t mono_ns(void) {
 /* The writer thread's CPU clock (writer.c sets it at its first pass); 0 when unknown or gone. */
 clockid_t dlh_writer_cpu_clock;
 _Atomic int dlh_writer_cpu_clock_set;
+
+pid_t dlh_writer_tid;
+
+/* 1 when the writer thread is runnable (state R in /proc/self/task/TID/stat: running or waiting
+ * for a CPU), 0 when it sleeps, is blocked or gone, or that cannot be read. Async-signal-safe
+ * (open, read, close; no stdio); one file descriptor for a moment. */
+static int writer_runnable(void) {
+  pid_t tid = __atomic_load_n(&dlh_writer_tid, __ATOMIC_RELAXED);
+  if (tid <= 0) return 0;
+  char path[64] = "/proc/self/task/", digits[16], st[512];
+  int nd = 0, n = 16;
+  for (pid_t v = tid; v && nd < 15; v /= 10) digits[nd++] = (char)('0' + v % 10);
+  while (nd) path[n++] = digits[--nd];
+  memcpy(path + n, "/stat", 6);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t len = read(fd, st, sizeof st - 1);
+  close(fd);
+  if (len <= 0) return 0;
+  st[len] = 0;
+  const char *r = strrchr(st, ')'); /* the name may hold anything: the state follows its ')' */
+  return r && r[1] == ' ' && r[2] == 'R';
+}
 
 static uint64_t writer_cpu_ns(void) {
   struct timespec ts;
@@ -139,6 +164,9 @@ static __attribute__((noinline)) int wait_room(struct dlh_thread *t, uint64_t wa
       else idle++;
       cpu = c;
       slice_start = now;
+      /* out of time: a writer that waits for a CPU (a loaded machine) is waited for still; one
+       * that sleeps or is blocked that long is not */
+      if (idle >= idle_max && writer_runnable()) idle = 0;
       if (idle >= idle_max) {
         t->prod.wait_off = tail + 1;
         break;
@@ -581,6 +609,7 @@ void dlh_ring_after_fork_child(void) {
   memset(free_rings, 0, sizeof free_rings);
   free_bytes = 0;
   atomic_store(&dlh_writer_cpu_clock_set, 0); /* the parent's writer: not this process's */
+  dlh_writer_tid = 0;
   atomic_store(&rings_live, 0);
   atomic_store(&rings_bytes, 0);
 }

@@ -633,8 +633,10 @@ out:
 static uint64_t drain_all(void) {
   atomic_fetch_add_explicit(&dlh_writer_progress, 1, memory_order_relaxed); /* a pass: alive */
   if (!atomic_load_explicit(&dlh_writer_cpu_clock_set, memory_order_relaxed) &&
-      pthread_getcpuclockid(pthread_self(), &dlh_writer_cpu_clock) == 0)
+      pthread_getcpuclockid(pthread_self(), &dlh_writer_cpu_clock) == 0) {
+    __atomic_store_n(&dlh_writer_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
     atomic_store_explicit(&dlh_writer_cpu_clock_set, 1, memory_order_release); /* wait_room */
+  }
   dlh_clock_add(dlh_clock_take());
   uint64_t n = 0;
   /* threads waiting for room first (ring.c: wait_room), then every ring */
