@@ -80,8 +80,7 @@ static void dlh_attach_discard_rings(void) {
     t->cupti.depth = 0;
     t->cupti.rec = 0;
     if (atomic_load(&t->shared.state) != DLH_T_ACTIVE || !t->prod.buf) continue;
-    uint64_t head = atomic_load_explicit(&t->shared.head, memory_order_acquire);
-    atomic_store_explicit(&t->shared.tail, head, memory_order_release);
+    dlh_ring_skip(t);
   }
 }
 

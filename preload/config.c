@@ -262,6 +262,7 @@ void dlh_config_load(void) {
   dlh_msg_quiet = dlh_cfg.quiet;
   dlh_cfg.enabled = !val[S_DLHOOK_DISABLE].v;
   dlh_cfg.ring_bytes = (uint64_t)val[S_DLHOOK_RING_KB].v * 1024;
+  dlh_cfg.ring_wait_ns = (uint64_t)val[S_DLHOOK_RING_WAIT_MS].v * 1000000u;
   dlh_cfg.mem_limit = (uint64_t)val[S_DLHOOK_MEM_MB].v << 20;
   fit_address_space(); /* after DLHOOK_RING_KB and DLHOOK_MEM_MB: it may lower both */
   dlh_cfg.fold = (int)val[S_DLHOOK_FOLD].v;

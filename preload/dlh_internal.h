@@ -15,7 +15,8 @@
 typedef struct dlh_config {
   char output[4096];     /* DLHOOK_OUTPUT, after substitution: the trace file path */
   int enabled;           /* DLHOOK_DISABLE=1 turns everything into pass-through */
-  uint64_t ring_bytes;   /* DLHOOK_RING_KB * 1024: ring size per thread */
+  uint64_t ring_bytes;   /* DLHOOK_RING_KB * 1024: largest ring of a thread */
+  uint64_t ring_wait_ns; /* DLHOOK_RING_WAIT_MS: a full ring's wait for the writer */
   uint64_t mem_limit;    /* DLHOOK_MEM_MB: memory budget of everything dlhook holds (mem.c) */
   int fold;              /* DLHOOK_FOLD: repeats folded into FOLD records (ring.h) */
   unsigned flush_ms;     /* DLHOOK_FLUSH_MS: a frame is written at least this often */
@@ -78,12 +79,16 @@ struct dlh_thread {
     volatile uint32_t storing;         /* inside reserve..publish (a signal may interrupt it) */
     volatile uint32_t sampling;        /* a host sample is being stored: a drop is not a call's
                                           (sample.c counts it) */
+    uint32_t no_grow;                  /* a larger ring could not be mapped: not tried again */
+    uint64_t wait_off;                 /* 1 + the tail when a wait for the writer ran out: no
+                                          wait until the writer moves the tail (0: wait) */
   } prod;
   /* The thread as the system knows it (thread.c, at the thread's first recorded call). */
   struct dlh_thread_os {
     uint32_t tid;
     char name[16];
-    void *altstack;                    /* dlhook's alternate signal stack of this thread, or NULL */
+    void *altstack;                    /* dlhook's alternate signal stack of this thread, or NULL;
+                                          kept for the next thread of this struct (altstack.c) */
     size_t altstack_size;
     int internal;                      /* dlhook's sampler thread: never announced (ThreadInfo) */
     void *volatile probe;              /* sigjmp_buf * while a sample reads Python frames under
@@ -95,6 +100,9 @@ struct dlh_thread {
     _Atomic uint64_t tail __attribute__((aligned(64)));  /* written by the writer */
     _Atomic uint64_t dropped;          /* records lost to a full ring (ring.c) */
     _Atomic int wake_sent;             /* the producer asked the writer to drain this ring */
+    _Atomic uint32_t drained;          /* futex word: bumped by the writer after a drain of this
+                                          ring while the producer waits (ring.c: wait_room) */
+    _Atomic int waiting;               /* the producer waits on `drained` */
     _Atomic int state;                 /* DLH_T_*: thread.c, and the writer (retired) */
   } shared;
   /* Call stacks: unwind/'s cache of this thread's recent stacks, used by ring.c; kept when the
@@ -102,6 +110,9 @@ struct dlh_thread {
   dlh_stack_cache stack_cache;
   /* The writer thread's state of this thread (writer.c; NVTX's conversion, nvtx.c). */
   struct dlh_thread_writer {
+    uint64_t *buf;                     /* the ring the writer reads: prod.buf until the producer
+                                          moves to a larger ring (a GROW record, ring.h) */
+    uint64_t cap;                      /* its size in words */
     int announced;                     /* ThreadInfo written */
     int has_last;                      /* the last API record taken (a FOLD record repeats it) */
     uint32_t last_fn, last_nargs, last_depth, last_stack;
@@ -199,6 +210,10 @@ int dlh_writer_ensure(void);                      /* start at the first event; 0
 void dlh_writer_stop(int exit_reason, int sig); /* final drain + trailer; idempotent */
 void dlh_writer_wake(void);                      /* ring.c; async-signal-safe: wake the writer */
 extern _Atomic uint32_t dlh_writer_wake_seq;     /* ring.c: the futex word the writer sleeps on */
+extern _Atomic uint64_t dlh_writer_progress;    /* ring.c: bumped by the writer per drain (wait_room) */
+extern clockid_t dlh_writer_cpu_clock;          /* ring.c: the writer's CPU clock (wait_room) ... */
+extern _Atomic int dlh_writer_cpu_clock_set;    /* ... once the writer set it */
+extern pid_t dlh_writer_tid;                    /* ring.c: the writer thread (wait_room) */
 int dlh_writer_flush_wait(unsigned timeout_ms);    /* async-signal-safe: flush and wait */
 void dlh_writer_after_fork_child(void);
 int dlh_writer_is_self(void);                      /* async-signal-safe: caller is the writer */
@@ -362,8 +377,8 @@ void dlh_signals_route(int sig, int (*fn)(int, const struct sigaction *, struct 
 
 /* ---- alternate signal stacks (altstack.c) ---- */
 void dlh_altstack_init(void);            /* start-up: the size */
-void *dlh_altstack_setup(size_t *size);  /* async-signal-safe; NULL: none (the thread has one) */
-void dlh_altstack_release(void *stack, size_t size);
+void *dlh_altstack_setup(void *kept, size_t *size); /* async-signal-safe; the stack it keeps */
+int dlh_altstack_release(void *stack, size_t size);  /* 1: free for the next thread */
 
 /* ---- file descriptors (fds.c) ---- */
 int dlh_fd_floor(void);                  /* dlhook's fds go at or above this number (-1: none) */

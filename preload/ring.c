@@ -2,8 +2,9 @@
  * layout), folding repeats, and the ring memory.
  *
  * dlh_call_store, dlh_record_link and the NVTX store are a few word stores into the thread's
- * own ring and one release store of its head: no lock, no malloc, no system call (except one
- * futex wake when the ring is half full). A full ring drops the record and counts it.
+ * own ring and one release store of its head: no lock, no malloc, no system call (except, when
+ * the ring is half full and the writer behind, an mmap of a larger ring or one futex wake). A
+ * full ring drops the record and counts it.
  * Everything here may run in a signal handler that interrupted the same thread anywhere, also
  * inside one of these functions (the `storing` flag: the handler's record is dropped). */
 #include <pthread.h>
@@ -11,7 +12,9 @@
 #include <string.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
+#include <fcntl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dlh_internal.h"
@@ -24,6 +27,10 @@ extern dlh_config dlh_cfg __attribute__((visibility("hidden")));
  * repeats a record of the same trace only. */
 volatile unsigned dlh_trace_gen;
 
+/* Bumped by the writer whenever it gives a ring's words back: a thread waiting for room sees
+ * that the writer is at work (wait_room). */
+_Atomic uint64_t dlh_writer_progress;
+
 /* The writer thread sleeps on this futex word between passes; a ring half full wakes it. */
 _Atomic uint32_t dlh_writer_wake_seq;
 
@@ -34,20 +41,29 @@ void dlh_writer_wake(void) {
 
 /* ---------------------------------------------------------------- reserve / publish */
 
+static int grow(struct dlh_thread *t);
+static int wait_room(struct dlh_thread *t, uint64_t want);
+
 /* The words of a record (storing already set): the slow part of reserve_words. */
 static __attribute__((noinline)) uint64_t *reserve_slow(struct dlh_thread *t, uint64_t n) {
-  uint64_t cap = t->prod.cap, h = t->prod.head_local;
-  uint64_t pos = h & (cap - 1);
-  uint64_t need = n + (pos + n > cap ? cap - pos : 0);
+  uint64_t cap, h, pos, need;
+again:
+  cap = t->prod.cap, h = t->prod.head_local;
+  pos = h & (cap - 1);
+  need = n + (pos + n > cap ? cap - pos : 0);
   if (h + need - t->prod.tail_cache > cap / 2) {
-    /* Half full as far as we know: look at the real tail, wake the writer once if needed. */
+    /* Half full as far as we know: look at the real tail; still half full, the writer is
+     * behind: a larger ring if this thread's share of the budget allows, else wake the writer
+     * (once until it drains this ring). */
     t->prod.tail_cache = atomic_load_explicit(&t->shared.tail, memory_order_acquire);
-    if (h + need - t->prod.tail_cache > cap / 2 &&
-        !atomic_load_explicit(&t->shared.wake_sent, memory_order_relaxed)) {
-      atomic_store_explicit(&t->shared.wake_sent, 1, memory_order_relaxed);
-      dlh_writer_wake();
+    if (h + need - t->prod.tail_cache > cap / 2) {
+      if (grow(t)) goto again;
+      if (!atomic_load_explicit(&t->shared.wake_sent, memory_order_relaxed)) {
+        atomic_store_explicit(&t->shared.wake_sent, 1, memory_order_relaxed);
+        dlh_writer_wake();
+      }
     }
-    if (h + need - t->prod.tail_cache > cap) {
+    if (h + need - t->prod.tail_cache > cap && !wait_room(t, h + need - cap)) {
       if (!t->prod.sampling) atomic_fetch_add_explicit(&t->shared.dropped, 1, memory_order_relaxed);
       return NULL;
     }
@@ -63,6 +79,108 @@ static __attribute__((noinline)) uint64_t *reserve_slow(struct dlh_thread *t, ui
   uint64_t wrap = (h & ~(cap - 1)) + cap, half = t->prod.tail_cache + cap / 2;
   t->prod.room_end = wrap < half ? wrap : half;
   return t->prod.buf + pos;
+}
+
+/* The ring is full and cannot grow: the thread waits for the writer to move the tail to `want`
+ * (a futex wait on shared.drained, which the writer bumps whenever it gives words back while
+ * `waiting` is set), as long as the writer is at work: it drains some ring (dlh_writer_progress)
+ * or runs (its CPU clock advances: compressing a large frame, say) at least every
+ * DLHOOK_RING_WAIT_MS (counted in 10 ms slices, see wait_room); never for a host sample. So a
+ * thread that calls faster than the writer drains runs at the writer's pace instead of losing
+ * calls. A wait that runs out (the writer blocked or gone; one that is runnable, waiting for a
+ * CPU on a loaded machine, is waited for) is not tried again until the writer has moved the
+ * tail: it costs a thread one wait, not one per call. Returns 1 when there is room. The wait takes no
+ * lock and holds nothing the writer needs; it only lends the writer the CPU it is short of. */
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The writer thread's CPU clock (writer.c sets it at its first pass); 0 when unknown or gone. */
+clockid_t dlh_writer_cpu_clock;
+_Atomic int dlh_writer_cpu_clock_set;
+
+pid_t dlh_writer_tid;
+
+/* 1 when the writer thread is runnable (state R in /proc/self/task/TID/stat: running or waiting
+ * for a CPU), 0 when it sleeps, is blocked or gone, or that cannot be read. Async-signal-safe
+ * (open, read, close; no stdio); one file descriptor for a moment. */
+static int writer_runnable(void) {
+  pid_t tid = __atomic_load_n(&dlh_writer_tid, __ATOMIC_RELAXED);
+  if (tid <= 0) return 0;
+  char path[64] = "/proc/self/task/", digits[16], st[512];
+  int nd = 0, n = 16;
+  for (pid_t v = tid; v && nd < 15; v /= 10) digits[nd++] = (char)('0' + v % 10);
+  while (nd) path[n++] = digits[--nd];
+  memcpy(path + n, "/stat", 6);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  ssize_t len = read(fd, st, sizeof st - 1);
+  close(fd);
+  if (len <= 0) return 0;
+  st[len] = 0;
+  const char *r = strrchr(st, ')'); /* the name may hold anything: the state follows its ')' */
+  return r && r[1] == ' ' && r[2] == 'R';
+}
+
+static uint64_t writer_cpu_ns(void) {
+  struct timespec ts;
+  if (!atomic_load_explicit(&dlh_writer_cpu_clock_set, memory_order_acquire) ||
+      clock_gettime(dlh_writer_cpu_clock, &ts) != 0)
+    return 0;
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static __attribute__((noinline)) int wait_room(struct dlh_thread *t, uint64_t want) {
+  enum { SLICE_NS = 10000000 }; /* a look at the writer every 10 ms */
+  uint64_t tail = t->prod.tail_cache;
+  if (!dlh_cfg.ring_wait_ns || t->prod.sampling) return 0;
+  if (t->prod.wait_off) {
+    if (t->prod.wait_off == tail + 1) return 0;
+    t->prod.wait_off = 0;
+  }
+  /* The time without progress is counted in slices of 10 ms that passed here, each counted
+   * once however long it took: a stall of the whole machine (another process, a virtual
+   * machine's host) that also kept the writer from running counts as one slice, not as time
+   * the writer had. */
+  uint64_t idle_max = dlh_cfg.ring_wait_ns / SLICE_NS ? dlh_cfg.ring_wait_ns / SLICE_NS : 1;
+  uint64_t now = mono_ns(), slice_start = now, idle = 0, seen = tail, cpu = writer_cpu_ns();
+  uint64_t busy = atomic_load_explicit(&dlh_writer_progress, memory_order_relaxed);
+  atomic_store(&t->shared.waiting, 1); /* seq_cst: the writer's fence after its tail store */
+  for (;;) {
+    uint32_t seq = atomic_load(&t->shared.drained);
+    tail = atomic_load(&t->shared.tail);
+    if (tail >= want) break;
+    uint64_t b = atomic_load_explicit(&dlh_writer_progress, memory_order_relaxed);
+    if (tail != seen || b != busy) { /* the writer is at work: it has the full time again */
+      seen = tail;
+      busy = b;
+      idle = 0;
+      slice_start = now;
+    } else if (now - slice_start >= SLICE_NS) {
+      uint64_t c = writer_cpu_ns(); /* no drain: does the writer run at all? */
+      if (c && c != cpu) idle = 0;
+      else idle++;
+      cpu = c;
+      slice_start = now;
+      /* out of time: a writer that waits for a CPU (a loaded machine) is waited for still; one
+       * that sleeps or is blocked that long is not */
+      if (idle >= idle_max && writer_runnable()) idle = 0;
+      if (idle >= idle_max) {
+        t->prod.wait_off = tail + 1;
+        break;
+      }
+    }
+    dlh_writer_wake();
+    uint64_t used = now - slice_start, left = used < SLICE_NS ? SLICE_NS - used : 1;
+    struct timespec rel = {0, (long)left};
+    syscall(SYS_futex, (uint32_t *)&t->shared.drained, FUTEX_WAIT_PRIVATE, seq, &rel, NULL, 0);
+    now = mono_ns();
+  }
+  atomic_store(&t->shared.waiting, 0);
+  t->prod.tail_cache = tail;
+  return tail >= want;
 }
 
 /* Reserves n words at head_local (moved past a PAD record at the wrap); NULL: dropped and
@@ -305,64 +423,193 @@ void dlh_record_link(struct dlh_thread *t, uint64_t corr) {
 
 /* ---------------------------------------------------------------- ring memory */
 
-/* Rings of exited threads wait for new threads in a list kept in their own first words (no
- * malloc: a thread's first call may come from a signal handler that interrupted malloc). The
- * list's lock is held for a few instructions, never across a call, and never by a thread
- * twice (a thread takes a ring only while attaching, with recording blocked). */
+/* Rings given back (an exited thread's, or one a GROW record replaced) wait in lists by size,
+ * kept in their own first words (no malloc: a thread's first call may come from a signal
+ * handler that interrupted malloc), for a new thread or a thread growing its ring: their pages
+ * are already there, and no munmap stops every core of the process to flush its TLB. They stay
+ * counted in the budget; beyond an eighth of it, a ring given back is unmapped instead. The
+ * lists' lock is held for a few instructions, never across a call, and never by a thread twice
+ * (a thread takes a ring while attaching, with recording blocked, or inside its own store,
+ * where a signal handler's store is dropped). */
 struct free_ring { struct free_ring *next; uint64_t cap; };
-static struct free_ring *free_rings;
+#define RING_CLASSES 44 /* log2 of the size in bytes */
+static struct free_ring *free_rings[RING_CLASSES];
+static _Atomic uint64_t free_bytes; /* written under free_lock */
 static atomic_flag free_lock = ATOMIC_FLAG_INIT;
+/* The threads holding a ring and the bytes of all rings (those in the lists and those a GROW
+ * record replaced included): what a thread may grow its ring to. */
+static _Atomic uint64_t rings_live, rings_bytes;
 
 static void free_lock_take(void) {
   while (atomic_flag_test_and_set_explicit(&free_lock, memory_order_acquire)) sched_yield();
 }
 static void free_lock_give(void) { atomic_flag_clear_explicit(&free_lock, memory_order_release); }
 
-/* What a new thread's ring may take: DLHOOK_RING_KB, halved while it does not fit in the memory
- * budget (DLHOOK_MEM_MB, everything dlhook holds counted), down to 64 KiB. */
-#define RING_MIN_BYTES (64u << 10)
+static unsigned ring_class(uint64_t bytes) {
+  unsigned c = 63u - (unsigned)__builtin_clzll(bytes);
+  return c < RING_CLASSES ? c : RING_CLASSES - 1;
+}
 
-uint64_t *dlh_ring_alloc(uint64_t *cap_words) {
+/* A ring of exactly `bytes` from the lists, or NULL. */
+static uint64_t *take_free(uint64_t bytes) {
+  unsigned c = ring_class(bytes);
   free_lock_take();
-  struct free_ring *f = free_rings;
-  if (f) free_rings = f->next;
+  struct free_ring *f = free_rings[c];
+  if (f && f->cap * 8 == bytes) {
+    free_rings[c] = f->next;
+    free_bytes -= bytes;
+  } else {
+    f = NULL;
+  }
   free_lock_give();
   if (f) {
-    *cap_words = f->cap;
     f->next = NULL;
     f->cap = 0;
-    return (uint64_t *)f;
   }
-  uint64_t bytes = 4096, want = *cap_words ? *cap_words * 8 : dlh_cfg.ring_bytes;
-  if (want > dlh_cfg.ring_bytes) want = dlh_cfg.ring_bytes;
-  while (bytes < want && bytes < (1ull << 40)) bytes *= 2;
-  uint64_t floor = bytes < RING_MIN_BYTES ? bytes : RING_MIN_BYTES;
-  while (bytes > floor && !dlh_mem_fits(bytes)) bytes /= 2;
+  return (uint64_t *)f;
+}
+
+/* A new thread's ring: 16 KiB (a thousand threads that call once hold 16 MiB), or
+ * DLHOOK_RING_KB when smaller. Mapped whatever the budget: a thread's calls are recorded. */
+#define RING_START_BYTES (16u << 10)
+
+static uint64_t start_bytes(void) {
+  uint64_t b = 4096;
+  uint64_t max = dlh_cfg.ring_bytes < RING_START_BYTES ? dlh_cfg.ring_bytes : RING_START_BYTES;
+  while (b * 2 <= max) b *= 2;
+  return b;
+}
+
+static uint64_t *map_ring(uint64_t bytes) {
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);
   if (p == MAP_FAILED) return NULL;
   dlh_mem_add(DLH_MEM_RINGS, (int64_t)bytes);
+  atomic_fetch_add_explicit(&rings_bytes, bytes, memory_order_relaxed);
+  return p;
+}
+
+void dlh_ring_free(uint64_t *buf, uint64_t cap_words) {
+  if (!buf) return;
+  uint64_t bytes = cap_words * 8;
+  struct free_ring *f = (struct free_ring *)buf;
+  free_lock_take();
+  int keep = free_bytes + bytes <= dlh_cfg.mem_limit / 8;
+  if (keep) {
+    unsigned c = ring_class(bytes);
+    f->cap = cap_words;
+    f->next = free_rings[c];
+    free_rings[c] = f;
+    free_bytes += bytes;
+  }
+  free_lock_give();
+  if (keep) return;
+  munmap(buf, bytes);
+  dlh_mem_add(DLH_MEM_RINGS, -(int64_t)bytes);
+  atomic_fetch_sub_explicit(&rings_bytes, bytes, memory_order_relaxed);
+}
+
+uint64_t *dlh_ring_alloc(uint64_t *cap_words) {
+  uint64_t bytes = start_bytes();
+  if (*cap_words && *cap_words * 8 < bytes)
+    while (bytes > 4096 && bytes / 2 >= *cap_words * 8) bytes /= 2;
+  uint64_t *p = take_free(bytes);
+  if (!p && !(p = map_ring(bytes))) return NULL;
+  atomic_fetch_add_explicit(&rings_live, 1, memory_order_relaxed);
   *cap_words = bytes / 8;
   return p;
 }
 
+/* The thread's ring doubled (reserve_slow, the ring half full and the writer behind), when
+ * DLHOOK_RING_KB and the thread's share of the budget allow it: a GROW record in the old ring
+ * sends the writer to the new one, where this thread goes on at the same word counts. The old
+ * ring is the writer's to give back; nothing of this thread points into it any more (no record
+ * to fold into). Returns 1 when the thread moved to a larger ring. */
+static __attribute__((noinline)) int grow(struct dlh_thread *t) {
+  uint64_t cap = t->prod.cap, bytes = cap * 16; /* doubled, in bytes */
+  if (bytes > dlh_cfg.ring_bytes || t->prod.no_grow) return 0;
+  uint64_t live = atomic_load_explicit(&rings_live, memory_order_relaxed);
+  uint64_t held = atomic_load_explicit(&rings_bytes, memory_order_relaxed);
+  int64_t others = (int64_t)dlh_mem_total() - (int64_t)held;
+  /* the rings together: what the rest of dlhook leaves of the budget, at most half of it (the
+   * writer's buffers and the stack tables are measured after the fact, and grow too) */
+  uint64_t o = others > 0 ? (uint64_t)others : 0;
+  uint64_t room = dlh_cfg.mem_limit > o ? dlh_cfg.mem_limit - o : 0;
+  if (room > dlh_cfg.mem_limit / 2) room = dlh_cfg.mem_limit / 2;
+  if (bytes > room / (live ? live : 1)) return 0;
+  uint64_t h = t->prod.head_local, pos = h & (cap - 1);
+  uint64_t pad = pos + DLH_REC_GROW_WORDS > cap ? cap - pos : 0;
+  if (h + pad + DLH_REC_GROW_WORDS - t->prod.tail_cache > cap) return 0; /* no room to say so */
+  uint64_t *nb = take_free(bytes); /* already counted */
+  if (!nb) {
+    /* the rings in use after this one (the one it replaces given back) within their room */
+    uint64_t gone = atomic_load_explicit(&free_bytes, memory_order_relaxed) + cap * 8;
+    uint64_t in_use = held > gone ? held - gone : 0;
+    if (in_use + bytes > room || !dlh_mem_fits(bytes)) return 0;
+    if (!(nb = map_ring(bytes))) {
+      t->prod.no_grow = 1; /* out of address space: not again for this thread */
+      return 0;
+    }
+  }
+  if (pad) {
+    t->prod.buf[pos] = dlh_rec_header(0, 0, 0, DLH_REC_PAD, 0, 0);
+    h += pad;
+    pos = 0;
+  }
+  uint64_t *w = t->prod.buf + pos;
+  w[0] = dlh_rec_header(0, 0, 0, DLH_REC_GROW, 0, DLH_REC_GROW_WORDS);
+  w[1] = (uint64_t)(uintptr_t)nb;
+  w[2] = bytes / 8;
+  t->prod.buf = nb;
+  t->prod.cap = bytes / 8;
+  t->prod.head_local = h + DLH_REC_GROW_WORDS;
+  t->prod.room_end = 0;
+  t->prod.last_api = NULL;
+  t->prod.fold_rec = NULL;
+  atomic_store_explicit(&t->shared.head, t->prod.head_local, memory_order_release);
+  return 1;
+}
+
 /* Called by the writer once an exited thread's ring is drained. */
 void dlh_ring_release(struct dlh_thread *t) {
-  struct free_ring *f = (struct free_ring *)t->prod.buf;
-  if (f) {
-    f->cap = t->prod.cap;
-    free_lock_take();
-    f->next = free_rings;
-    free_rings = f;
-    free_lock_give();
+  if (t->writer.buf) {
+    dlh_ring_free(t->writer.buf, t->writer.cap);
+    atomic_fetch_sub_explicit(&rings_live, 1, memory_order_relaxed);
   }
+  t->writer.buf = NULL;
   t->prod.buf = NULL;
   atomic_store(&t->shared.state, DLH_T_RETIRED);
+}
+
+/* The reader's side, with the writer stopped (dlhook attach, between traces): every record up
+ * to the head dropped, the rings that GROW records replaced freed. */
+void dlh_ring_skip(struct dlh_thread *t) {
+  uint64_t head = atomic_load_explicit(&t->shared.head, memory_order_acquire);
+  uint64_t tail = atomic_load_explicit(&t->shared.tail, memory_order_relaxed);
+  while (tail < head && t->writer.buf) {
+    uint64_t cap = t->writer.cap, pos = tail & (cap - 1), *w = t->writer.buf + pos;
+    uint64_t nw = dlh_rec_nwords(w[0]);
+    if (dlh_rec_kind(w[0]) == DLH_REC_GROW && nw == DLH_REC_GROW_WORDS) {
+      uint64_t *nb = (uint64_t *)(uintptr_t)w[1], ncap = w[2];
+      dlh_ring_free(t->writer.buf, cap);
+      t->writer.buf = nb;
+      t->writer.cap = ncap;
+    } else if (dlh_rec_kind(w[0]) == DLH_REC_PAD || nw == 0) {
+      nw = cap - pos;
+    }
+    tail += nw;
+  }
+  atomic_store_explicit(&t->shared.tail, head, memory_order_release);
 }
 
 /* fork child: the parent's rings stay mapped in the child and are not reused (only the forking
  * thread lives on; it may have held the lock). */
 void dlh_ring_after_fork_child(void) {
   atomic_flag_clear(&free_lock);
-  free_rings = NULL;
+  memset(free_rings, 0, sizeof free_rings);
+  free_bytes = 0;
+  atomic_store(&dlh_writer_cpu_clock_set, 0); /* the parent's writer: not this process's */
+  dlh_writer_tid = 0;
+  atomic_store(&rings_live, 0);
+  atomic_store(&rings_bytes, 0);
 }

@@ -22,6 +22,10 @@
  *         ticks; word 2: repeats (count) | DLH_FOLD_SEALED; words 3-4 and 5-6: two slots of
  *         (last repeat's end ticks, sum of the repeats' durations), the one of count's parity
  *         being current.
+ *   GROW  the thread moved to a larger ring (ring.c: grow): word 1: the new ring's address;
+ *         word 2: its size in words. The records that follow are there, at the same word
+ *         counts (head and tail go on counting: a record's place is its count & (cap - 1)); the
+ *         reader gives this ring back once it has read this record (dlh_ring_free).
  *
  * Folding in place: the recording thread adds a repeat to the FOLD record it wrote last by
  * filling the other slot and then moving count to count + 1 with a compare-and-swap; the writer
@@ -36,12 +40,13 @@
 #include <stdint.h>
 
 enum { DLH_REC_PAD = 0, DLH_REC_API = 1, DLH_REC_LINK = 2, DLH_REC_NVTX = 3, DLH_REC_FOLD = 4,
-       DLH_REC_SAMPLE = 5 };
+       DLH_REC_SAMPLE = 5, DLH_REC_GROW = 6 };
 #define DLH_REC_F_CORR 1u
 #define DLH_REC_HDR_WORDS 4
 #define DLH_REC_LINK_WORDS 2
 #define DLH_REC_FOLD_WORDS 7
 #define DLH_REC_SAMPLE_WORDS 5
+#define DLH_REC_GROW_WORDS 3
 #define DLH_FOLD_SEALED (1ull << 63)
 
 static inline uint64_t dlh_rec_header(uint32_t fn, uint32_t nargs, uint32_t depth, unsigned kind,
@@ -71,11 +76,20 @@ uint64_t *dlh_ring_reserve(struct dlh_thread *t, uint64_t n);
 void dlh_ring_publish(struct dlh_thread *t, uint64_t n);
 void dlh_ring_abandon(struct dlh_thread *t);        /* reserved, nothing written */
 
-/* Ring memory: a ring for a new thread (recycled, or mapped within the memory budget; *cap_words
- * non-zero on entry: at most that many words), and the writer giving an exited thread's ring
- * back. */
+/* Ring memory. A new thread's ring is small (16 KiB, or DLHOOK_RING_KB when smaller; recycled
+ * from an exited thread when one waits); it doubles when the thread fills half of it faster
+ * than the writer drains it, up to DLHOOK_RING_KB and to the thread's share of the memory
+ * budget: the rings together take at most half of DLHOOK_MEM_MB and no more than the rest of
+ * dlhook leaves of it, shared out over the threads that hold a ring. A ring that is full and
+ * cannot grow makes its thread wait while the writer drains (DLHOOK_RING_WAIT_MS, ring.c).
+ * dlh_ring_alloc: the ring for a new thread (*cap_words non-zero on entry: at most that many
+ * words; its size in words on return), NULL when none can be mapped. dlh_ring_free: the reader frees a ring that a GROW
+ * record replaced. dlh_ring_release: the writer gives an exited thread's drained ring back.
+ * dlh_ring_skip: the reader drops every record up to the head (following GROW records). */
 uint64_t *dlh_ring_alloc(uint64_t *cap_words);
+void dlh_ring_free(uint64_t *buf, uint64_t cap_words);
 void dlh_ring_release(struct dlh_thread *t);
+void dlh_ring_skip(struct dlh_thread *t);
 
 /* The writer's side of a FOLD record at w: seals it and returns the repeats, with the last
  * repeat's end ticks and the sum of their durations. */

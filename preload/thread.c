@@ -28,8 +28,8 @@ static struct dlh_thread dead_thread = {.hot = {.blocked = 1u << 30}};
 static void thread_exit(void *arg) {
   struct dlh_thread *t = arg;
   t->hot.blocked = 1;              /* later calls of this dying thread pass through */
-  dlh_altstack_release(t->os.altstack, t->os.altstack_size);
-  t->os.altstack = NULL;
+  if (!dlh_altstack_release(t->os.altstack, t->os.altstack_size))
+    t->os.altstack = NULL;         /* in use by this dying thread: not for the next */
   dlh_self = &dead_thread;         /* t is reused once the writer retires it */
   atomic_store(&t->shared.state, DLH_T_EXITED);
 }
@@ -38,8 +38,9 @@ static void thread_exit(void *arg) {
  * thread, so that a program creating threads without end keeps a list as long as its most
  * threads alive at once. The writer skips a claimed struct. Every group of the struct starts
  * empty, but for shared.dropped, which keeps counting (the totals include the dead threads'
- * drops), shared.state (claimed), stack_cache (emptied by dlh_thread_attach) and `next`, which
- * keeps the list. */
+ * drops), shared.state (claimed), stack_cache (emptied by dlh_thread_attach), os.altstack (the
+ * alternate signal stack the exited thread gave back, altstack.c) and `next`, which keeps the
+ * list. */
 static struct dlh_thread *thread_reuse(void) {
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
     int st = DLH_T_RETIRED;
@@ -48,10 +49,15 @@ static struct dlh_thread *thread_reuse(void) {
       continue;
     memset(&t->hot, 0, sizeof t->hot);
     memset(&t->prod, 0, sizeof t->prod);
+    void *alt = t->os.altstack;     /* free (thread_exit): for this thread */
+    size_t alt_size = t->os.altstack_size;
     memset(&t->os, 0, sizeof t->os);
+    t->os.altstack = alt;
+    t->os.altstack_size = alt_size;
     atomic_store(&t->shared.head, 0);
     atomic_store(&t->shared.tail, 0);
     atomic_store(&t->shared.wake_sent, 0);
+    atomic_store(&t->shared.waiting, 0);
     memset(&t->writer, 0, sizeof t->writer);
     memset(&t->cupti, 0, sizeof t->cupti);
     memset(&t->capture, 0, sizeof t->capture);
@@ -79,14 +85,15 @@ static dlh_thread *attach(int services) {
   }
   t->hot.blocked = 1;              /* no recording of what we call while attaching */
   dlh_self = t;
-  if (dlh_cfg.signals) t->os.altstack = dlh_altstack_setup(&t->os.altstack_size);
+  if (dlh_cfg.signals) t->os.altstack = dlh_altstack_setup(t->os.altstack, &t->os.altstack_size);
   dlh_stack_cache_reset(&t->stack_cache); /* a reused dlh_thread: its stacks were another thread's */
-  /* a thread met first by a sample (it never called CUDA yet): samples need little room */
-  t->prod.cap = services ? 0 : (1u << 20) / 8;
+  t->prod.cap = 0;                      /* the starting size (ring.c); it grows as needed */
   t->prod.buf = dlh_ring_alloc(&t->prod.cap);
   if (!t->prod.buf) {                   /* stays blocked: this thread passes through */
     return NULL;
   }
+  t->writer.buf = t->prod.buf;          /* the writer reads no field of t before ACTIVE */
+  t->writer.cap = t->prod.cap;
   /* atomic: the sampler thread reads the ids of the list's structs while one is reused */
   __atomic_store_n(&t->os.tid, (uint32_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
   prctl(PR_GET_NAME, t->os.name, 0, 0, 0);

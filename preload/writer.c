@@ -485,11 +485,37 @@ static __attribute__((noinline)) void flight_api(struct dlh_thread *t, const uin
   }
 }
 
+/* The producer told that the writer moved the tail, if it waits for room (ring.c: wait_room). */
+static void wake_waiter(struct dlh_thread *t) {
+  atomic_fetch_add_explicit(&dlh_writer_progress, 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_seq_cst); /* the tail store before the look at `waiting` */
+  if (atomic_load_explicit(&t->shared.waiting, memory_order_relaxed)) {
+    atomic_fetch_add(&t->shared.drained, 1);
+    syscall(SYS_futex, (uint32_t *)&t->shared.drained, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+  }
+}
+
+/* Gives the producer the words read so far in the middle of a pass (a large ring takes a while:
+ * a thread waiting for room, or filling the other half, gets it now). Nothing of this pass
+ * points into those words afterwards: the last API record is copied out first (take_last). */
+static void drain_progress(struct dlh_thread *t, const uint64_t **last, uint64_t tail) {
+  if (*last) {
+    take_last(t, *last);
+    *last = NULL;
+  }
+  atomic_store_explicit(&t->shared.tail, tail, memory_order_release);
+  wake_waiter(t);
+}
+
+#define DRAIN_QUOTA (1u << 15) /* words: 256 KiB, about 6,000 records */
+static int drain_more;         /* a ring was left with records (the quota): no sleep */
+
 static uint64_t drain(struct dlh_thread *t) {
-  if (!t->prod.buf) return 0;
+  uint64_t *buf = t->writer.buf; /* the ring being read: GROW records move it (ring.h) */
+  if (!buf) return 0;
   uint64_t head = atomic_load_explicit(&t->shared.head, memory_order_acquire);
   uint64_t tail = atomic_load_explicit(&t->shared.tail, memory_order_relaxed);
-  uint64_t cap = t->prod.cap, n = 0;
+  uint64_t cap = t->writer.cap, n = 0;
   if (tail == head) goto out;
   uint64_t uncounted = 0; /* events not yet given to frame_count: it runs every 4096 */
   if (!t->writer.announced && !t->os.internal) write_thread(t);
@@ -498,10 +524,21 @@ static uint64_t drain(struct dlh_thread *t) {
   tick_seg(&s_lo, &s_span, &s_ns, &s_mult);
   const uint64_t *last = NULL; /* the last API record of this pass */
   uint64_t noted = ~0ull;      /* the function whose FunctionDesc was checked last */
-  while (tail < head) {
-    uint64_t pos = tail & (cap - 1), *w = t->prod.buf + pos;
+  uint64_t given = tail;       /* the tail the producer knows (drain_progress) */
+  /* At most DRAIN_QUOTA words of a ring in one visit: a pass goes round every ring in a few
+   * milliseconds, however large the rings, so a thread waiting for room (ring.c: wait_room)
+   * is not kept waiting behind another thread's ring. The final drain and a requested flush
+   * take everything. */
+  uint64_t stop = atomic_load(&stop_req) || atomic_load(&flush_req) != atomic_load(&flush_done)
+                      ? head : tail + DRAIN_QUOTA;
+  while (tail < head && tail < stop) {
+    if (DLH_UNLIKELY(tail - given >= cap / 8)) {
+      drain_progress(t, &last, tail);
+      given = tail;
+    }
+    uint64_t pos = tail & (cap - 1), *w = buf + pos;
     /* the lines the producer wrote on another core, fetched ahead of their use */
-    __builtin_prefetch(t->prod.buf + ((pos + 64) & (cap - 1)));
+    __builtin_prefetch(buf + ((pos + 64) & (cap - 1)));
     uint64_t h = w[0], nw = dlh_rec_nwords(h);
     unsigned kind = dlh_rec_kind(h);
     if (DLH_LIKELY(kind == DLH_REC_API && nw >= DLH_REC_HDR_WORDS)) {
@@ -523,13 +560,13 @@ static uint64_t drain(struct dlh_thread *t) {
       if (DLH_LIKELY(!dlh_rec_flags(h) && (depth || !t->writer.nlinks) && b && x < s_span &&
                      x + d < s_span)) {
         if (stack) dlh_stacks_define(W, stack); /* StackDef & co. before the batch using it */
-        const uint64_t *nx = t->prod.buf + ((tail + nw) & (cap - 1)); /* a run: the next is alike */
+        const uint64_t *nx = buf + ((tail + nw) & (cap - 1)); /* a run: the next is alike */
         uint64_t k = tail + nw < head && nx[0] == h && nx[3] == w3
-                         ? drain_run(b, t->prod.buf, cap - 1, &tail, head, 4096 - uncounted, s_lo,
+                         ? drain_run(b, buf, cap - 1, &tail, head, 4096 - uncounted, s_lo,
                                      s_span, s_ns, s_mult)
                          : 0;
         if (k) { /* this record and the ones like it that follow */
-          last = t->prod.buf + ((tail - nw) & (cap - 1));
+          last = buf + ((tail - nw) & (cap - 1));
           if (DLH_UNLIKELY(flight) && (fn >> 16) == DLH_DOMAIN_NCCL) flight_api(t, last, h, w3);
           n += k;
           calls += k;
@@ -584,6 +621,17 @@ static uint64_t drain(struct dlh_thread *t) {
       tail += nw;
       continue;
     }
+    if (kind == DLH_REC_GROW && nw == DLH_REC_GROW_WORDS) {
+      /* the thread moved to a larger ring: what this pass keeps of the old one is copied out
+       * (take_last) before it is freed; the producer no longer points into it */
+      if (last) { take_last(t, last); last = NULL; }
+      uint64_t *nb = (uint64_t *)(uintptr_t)w[1], ncap = w[2];
+      tail += nw;
+      dlh_ring_free(buf, cap);
+      t->writer.buf = buf = nb;
+      t->writer.cap = cap = ncap;
+      continue;
+    }
     if (kind == DLH_REC_FOLD && nw == DLH_REC_FOLD_WORDS) {
       tail += nw;
       if (last) { take_last(t, last); last = NULL; }
@@ -603,16 +651,29 @@ static uint64_t drain(struct dlh_thread *t) {
   if (last) take_last(t, last);
   t->writer.taken += n;
   frame_count(uncounted);
+  if (tail < head) drain_more = 1;
   if (tail > head) tail = head; /* a damaged record never moves the tail past the head */
   atomic_store_explicit(&t->shared.tail, tail, memory_order_release);
+  wake_waiter(t);
 out:
   atomic_store_explicit(&t->shared.wake_sent, 0, memory_order_relaxed);
   return n;
 }
 
 static uint64_t drain_all(void) {
+  atomic_fetch_add_explicit(&dlh_writer_progress, 1, memory_order_relaxed); /* a pass: alive */
+  if (!atomic_load_explicit(&dlh_writer_cpu_clock_set, memory_order_relaxed) &&
+      pthread_getcpuclockid(pthread_self(), &dlh_writer_cpu_clock) == 0) {
+    __atomic_store_n(&dlh_writer_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
+    atomic_store_explicit(&dlh_writer_cpu_clock_set, 1, memory_order_release); /* wait_room */
+  }
   dlh_clock_add(dlh_clock_take());
   uint64_t n = 0;
+  /* threads waiting for room first (ring.c: wait_room), then every ring */
+  for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next)
+    if (atomic_load_explicit(&t->shared.waiting, memory_order_relaxed) &&
+        atomic_load(&t->shared.state) == DLH_T_ACTIVE)
+      n += drain(t);
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
     int st = atomic_load(&t->shared.state);
     if (st != DLH_T_ACTIVE && st != DLH_T_EXITED) continue; /* retired, or being reused */
@@ -1122,7 +1183,7 @@ static void *writer_main(void *arg) {
   int interval = 1;
   for (;;) {
     uint32_t seen = atomic_load(&dlh_writer_wake_seq);
-    if (!atomic_load(&stop_req)) futex_wait(&dlh_writer_wake_seq, seen, interval);
+    if (!atomic_load(&stop_req) && interval) futex_wait(&dlh_writer_wake_seq, seen, interval);
     if (atomic_load(&stop_req)) break;
     uint64_t req = atomic_load(&flush_req);
     uint64_t n = drain_all();
@@ -1143,7 +1204,9 @@ static void *writer_main(void *arg) {
       atomic_store(&flush_done, req);
     }
     if (flight) flight_poll(now);
-    interval = n ? 1 : 10;
+    /* the next pass at once while rings are left with records or the last pass was busy */
+    interval = drain_more || n >= 4096 ? 0 : n ? 1 : 10;
+    drain_more = 0;
   }
   finish();
   return NULL;

@@ -376,6 +376,10 @@ typedef struct sc_entry {
 void dlh_stack_cache_reset(dlh_stack_cache *cache) {
   sc_entry *e = cache ? cache->entries : NULL;
   for (int w = 0; e && w < SC_WAYS; w++) e[w].sp = 0;
+  /* A new thread runs code that other threads ran: its first miss is guessed a stack seen
+   * before (one cursor walk that fills the cache), not a new one (unw_backtrace, whose first
+   * use in a thread sets up libunwind's per-thread cache, and then the cursor walk). */
+  if (cache) cache->miss_known = 1;
 }
 
 /* The fork guard's stripe of the calling thread (its cache is per thread). */

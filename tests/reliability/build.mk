@@ -2,9 +2,9 @@
 # deadlock, files) and the fuzz replay of the trace reader and exporters (fuzz/).
 REL_DIR   := $(BUILD)/tests/reliability
 REL_PROGS := $(REL_DIR)/victim $(REL_DIR)/runner $(REL_DIR)/throw $(REL_DIR)/stress \
-             $(REL_DIR)/dlstorm $(REL_DIR)/setid
+             $(REL_DIR)/dlstorm $(REL_DIR)/setid $(REL_DIR)/threadload
 
-$(REL_DIR)/victim $(REL_DIR)/stress $(REL_DIR)/setid: $(REL_DIR)/%: tests/reliability/%.c | $(CUDA_STAMP)
+$(REL_DIR)/victim $(REL_DIR)/stress $(REL_DIR)/setid $(REL_DIR)/threadload: $(REL_DIR)/%: tests/reliability/%.c | $(CUDA_STAMP)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	$(Q)$(CC) -O1 -g -Wall -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIB) -lcudart -lpthread -ldl

@@ -16,6 +16,7 @@ int dlh_stack_mode;
 uint32_t dlh_stack_capture(dlh_stack_cache *c) { (void)c; return 0; }
 void dlh_mem_add(int part, int64_t b) { (void)part; (void)b; }
 int dlh_mem_fits(uint64_t b) { (void)b; return 1; }
+uint64_t dlh_mem_total(void) { return 0; }
 C
 cat >t.c <<'C'
 #include <pthread.h>
