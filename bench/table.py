@@ -31,13 +31,14 @@ LABEL = {
     "bare": "bare",
     "none": "dlhook stacks=none",
     "nofold": "dlhook stacks=none, folding off",
+    "flight": "dlhook stacks=none, flight recorder",
     "native": "dlhook stacks=native",
     "mixed": "dlhook stacks=mixed",
     "uftrace": "uftrace record",
 }
-DLHOOK_VARIANTS = ("none", "nofold", "native", "mixed")
+DLHOOK_VARIANTS = ("none", "nofold", "flight", "native", "mixed")
 # the stacks mode of a variant (the trace's stacks_mode should say the same)
-STACKS_OF = {"nofold": "none"}
+STACKS_OF = {"nofold": "none", "flight": "none"}
 W = 32  # width of the variant column
 
 
@@ -452,6 +453,14 @@ def main():
                "%s ns (%s)" % (fmt(f["cpu"]), case), ok_le(f["cpu"], TARGET_CPU_OFF),
                "loop alone %s ns%s" % (fmt(f["loop_cpu"]), "" if f["cpu_uf"] is None else
                                       ", %s of uftrace's" % fmt(f["cpu_uf"], 2)))
+    for case in ("tight-real", "tight-vary"):
+        f, c = figures.get((case, "flight")), figures.get((case, "none"))
+        if f is None or c is None or f["added"] is None or c["added"] is None:
+            continue
+        target("flight recorder: per-call cost as continuous mode (+1 ns or 10 %%)",
+               "%s ns vs %s ns (%s)" % (fmt(f["added"]), fmt(c["added"]), case),
+               f["added"] <= max(c["added"] * 1.1, c["added"] + 1.0),
+               "CPU %s vs %s ns" % (fmt(f["cpu"]), fmt(c["cpu"])))
     po = figures.get("poll")
     if po:
         target("%s threads flat out + 1 polling: 0 dropped, exact calls" % meta.get(
