@@ -31,7 +31,7 @@ LABEL = {
     "bare": "bare",
     "none": "dlhook stacks=none",
     "nofold": "dlhook stacks=none, folding off",
-    "flight": "dlhook stacks=none, flight recorder",
+    "flight": "dlhook stacks=none, flight",
     "native": "dlhook stacks=native",
     "mixed": "dlhook stacks=mixed",
     "uftrace": "uftrace record",
@@ -457,7 +457,7 @@ def main():
         f, c = figures.get((case, "flight")), figures.get((case, "none"))
         if f is None or c is None or f["added"] is None or c["added"] is None:
             continue
-        target("flight recorder: per-call cost as continuous mode (+1 ns or 10 %%)",
+        target("flight recorder: per-call cost as continuous mode (+1 ns or 10 %)",
                "%s ns vs %s ns (%s)" % (fmt(f["added"]), fmt(c["added"]), case),
                f["added"] <= max(c["added"] * 1.1, c["added"] + 1.0),
                "CPU %s vs %s ns" % (fmt(f["cpu"]), fmt(c["cpu"])))
