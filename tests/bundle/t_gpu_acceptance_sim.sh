@@ -49,7 +49,7 @@ for cid in ("train-shared.stacks", "train-shared.exports"):  # pass, or skip whi
     if st.get(cid) not in ("pass", "skip"):
         bad.append("%s: %s" % (cid, st.get(cid)))
 for cid in ("torch.runs", "compare.kernels_per_step", "compare.op_agreement", "overhead.target",
-            "train-static.runs", "graphs.attributed", "compile.triton", "sampling.dataloader",
+            "train-static.runs", "graphs.attributed", "compile.triton", "sampling.dataset_line",
             "advise.advise_py.item"):
     if st.get(cid) != "skip":
         bad.append("%s should skip on --sim: %s" % (cid, st.get(cid)))
