@@ -979,7 +979,7 @@ class Run:
         cmd = [self.python, script, wl, "--steps", str(n)]
         tdir = os.path.join(self.out, "%s-dlhook" % wl)
         js = os.path.join(self.out, "%s-dlhook.json" % wl)
-        long_ = 300 if wl == "graphs" else 480
+        long_ = 300 if wl == "graphs" else (240 if self.deadline else 900)
         rc, traces, _ = self.record("%s-dlhook" % wl, cmd + ["--json", js], tdir, timeout=long_,
                                     env=self.env_torch())
         tr = os.path.join(self.out, "%s-torchprof.trace.json" % wl)
@@ -1914,15 +1914,18 @@ def main(argv):
     if "torch" in P:
         r.torch_parts()
         r.publish(final=True)
-    for wl in ("graphs", "compile"):
-        if wl in P:
-            r.part4(wl)
-            r.publish(final=True)
+    # the compilations last: their time is the least predictable
+    if "graphs" in P:
+        r.part4("graphs")
+        r.publish(final=True)
     if "sampling" in P:
         r.sampling()
     if "advise" in P:
         r.advise(["advise_py"])
     r.publish(final=True)
+    if "compile" in P:
+        r.part4("compile")
+        r.publish(final=True)
     if "ddp" in P:
         r.ddp_part()
     if "overhead" in P and "torch" in P:
