@@ -32,7 +32,7 @@ for cid in ("train-shared.runs", "train-shared.kernels", "train-shared.linked",
     if st.get(cid) != "pass":
         bad.append("%s: %s" % (cid, st.get(cid)))
 for prog, modes in (("advise_loop", "sync malloc pageable tuned"),
-                    ("advise_gpu", "launch occupancy sgemm memory fused occupied tf32 headroom")):
+                    ("advise_gpu", "launch occupancy sgemm memory comm fused occupied tf32 headroom overlap")):
     for m in modes.split():
         if st.get("advise.%s.%s" % (prog, m)) != "pass":
             bad.append("advise.%s.%s: %s" % (prog, m, st.get("advise.%s.%s" % (prog, m))))
