@@ -1356,7 +1356,8 @@ class Run:
         ok = st and st[0] <= 1 and "slow_host_work" in str(f.get("place")) and \
             ("rank %d arrived last" % slow) in str((f.get("evidence") or {}).get("detail"))
         self.figures.setdefault("advise", {})["train.slow_rank"] = {
-            "ranks": ranks, "slow_rank": slow, "findings": [finding_fig(x) for x in found]}
+            "ranks": ranks, "slow_rank": slow, "rank": st[0] + 1 if st else None,
+            "findings": [finding_fig(x) for x in found]}
         self.check(item[0], 5, item[1], "pass" if ok else "fail",
                    "%d ranks, rank %d slow; straggler-rank ranked %s; %s" % (
                        ranks, slow, st[0] + 1 if st else "nowhere",
