@@ -1945,7 +1945,8 @@ def main(argv):
                     help="seconds since the start after which no overhead run starts (0: none)")
     ap.add_argument("--keep-dumps", action="store_true", help="keep the JSON dumps of the traces")
     ap.add_argument("--torch-on-sim", action="store_true",
-                    help="tests only: with --sim, run parts 2-3 too, --python being a stand-in")
+                    help="tests only: with --sim, run the PyTorch parts too (--python: the venv's "
+                    "wheel on the simulator, or a stand-in)")
     ap.add_argument("--workloads", default="transformer,cnn",
                     help="PyTorch workloads of train_torch.py, comma-separated (transformer,cnn)")
     ap.add_argument("--torch-batch", type=int, default=None, help="batch size of the workloads")
