@@ -143,9 +143,9 @@ class Run:
         self.figures.setdefault("timeline_s", {})[part] = round(self.elapsed(), 1)
 
     def publish(self, final=False):
-        """Copies the summary to --publish DIR, and (at the end of a part) the logs and the Kineto
-        traces as tarballs: at most 5 files, each under 15 MiB (what the device tool brings
-        back: 8 files of 16 MiB)."""
+        """Copies the summary to --publish DIR, and (at the end of a part) the logs, dlhook's Kineto
+        exports and torch.profiler's traces as three tarballs: 5 files, each under 15 MiB (what
+        the device tool brings back: 8 files of 16 MiB)."""
         if not self.publish_dir:
             return
         os.makedirs(self.publish_dir, exist_ok=True)
@@ -156,7 +156,7 @@ class Run:
                 os.replace(os.path.join(self.publish_dir, f + ".tmp"), os.path.join(self.publish_dir, f))
         if not final:
             return
-        small, kineto = [], []
+        small, kineto, torchprof = [], [], []
         for r, ds, fs in os.walk(self.out):
             ds[:] = [d for d in ds if not d.endswith(("-overhead", "overhead-traces"))]
             for f in fs:
@@ -166,9 +166,10 @@ class Run:
                         (r == self.out and f.endswith((".json", ".md", ".txt"))):
                     small.append(rel)
                 elif f.endswith((".pt.trace.json.gz", ".pt.trace.json", ".trace.json.gz", ".trace.json")):
-                    kineto.append(rel)
+                    (torchprof if "torchprof" in f else kineto).append(rel)
         self.tar("logs.tar.gz", small)
         self.tar("kineto.tar.gz", kineto)
+        self.tar("torchprof.tar.gz", torchprof)
 
     def tar(self, name, rels, limit=15 << 20):
         """publish DIR/name: the files rels (relative to OUTDIR), the largest left out (and listed
@@ -1592,7 +1593,8 @@ class Run:
                 "; --deadline %d" % self.deadline if self.deadline else ""))
             L.append("")
         L.append("Logs of every command: `logs/`; traces and stats: `*/`, `*.stats.json`"
-                 "%s." % (" (--publish: logs.tar.gz, kineto.tar.gz)" if self.publish_dir else ""))
+                 "%s." % (" (--publish: logs.tar.gz, kineto.tar.gz, torchprof.tar.gz)"
+                                        if self.publish_dir else ""))
         with open(os.path.join(self.out, "summary.md"), "w") as f:
             f.write("\n".join(L) + "\n")
         return n
@@ -1959,8 +1961,9 @@ def main(argv):
                     help="a budget that fits ~8 minutes on an H200: --torch-steps 100 --torchprof-steps 60 "
                     "--overhead-steps 100 --warmup 10 --rounds 2 --deadline 450 (each unless given)")
     ap.add_argument("--publish", default=None, metavar="DIR",
-                    help="copy summary.md/json to DIR after each check, and logs.tar.gz and "
-                    "kineto.tar.gz after each part (e.g. $OUT of the device tool)")
+                    help="copy summary.md/json to DIR after each check, and logs.tar.gz, "
+                    "kineto.tar.gz (dlhook's exports) and torchprof.tar.gz (torch.profiler's traces) "
+                    "after each part (e.g. $OUT of the device tool)")
     ap.add_argument("--parts", default=",".join(PARTS),
                     help="comma-separated, of %s (all)" % ",".join(PARTS))
     if "--quick" in argv:  # the preset, under what is given explicitly

@@ -68,7 +68,7 @@ if bad:
 print("summary: %(pass)d passed, %(fail)d failed, %(skip)d skipped" % s["counts"])
 PY
 # --publish: what comes back from the device machine (summary, logs, Kineto traces)
-for f in summary.md summary.json logs.tar.gz kineto.tar.gz; do
+for f in summary.md summary.json logs.tar.gz kineto.tar.gz torchprof.tar.gz; do
   [ -s "$T/pub/$f" ] || { echo "FAIL: --publish wrote no $f"; ls -l "$T/pub"; exit 1; }
 done
 cmp -s "$T/pub/summary.json" "$T/out/summary.json" || { echo "FAIL: published summary differs"; exit 1; }

@@ -82,5 +82,8 @@ if bad:
     sys.exit(1)
 print("ok: %(pass)d passed, %(fail)d failed (timing-dependent), %(skip)d skipped" % s["counts"])
 PY
-tar -tzf "$T/pub/kineto.tar.gz" | grep -q '^graphs-torchprof.trace.json.gz$' || fail "kineto.tar.gz: $(tar -tzf "$T/pub/kineto.tar.gz")"
+tar -tzf "$T/pub/torchprof.tar.gz" | grep -q '^graphs-torchprof.trace.json.gz$' ||
+  fail "torchprof.tar.gz: $(tar -tzf "$T/pub/torchprof.tar.gz")"
+tar -tzf "$T/pub/kineto.tar.gz" | grep -q '^graphs-export/kineto/.*pt.trace.json.gz$' ||
+  fail "kineto.tar.gz: $(tar -tzf "$T/pub/kineto.tar.gz")"
 echo ok
