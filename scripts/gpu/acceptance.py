@@ -676,7 +676,8 @@ class Run:
         self.check(I[2][0], 2, I[2][1], "pass" if per and min(per.values()) > 0 else "fail",
                    "%d steps; kernels per step %s" % (len(per), summarise(list(per.values()))))
         self.check(I[3][0], 2, I[3][1], "pass" if s["gpu"] and s["linked"] == s["gpu"] else "fail",
-                   "%d of %d GPU ops linked" % (s["linked"], s["gpu"]))
+                   "%d of %d GPU ops linked%s" % (s["linked"], s["gpu"], "; %d records dropped (the ring "
+                                                  "was full: calls lost)" % s["dropped"] if s["dropped"] else ""))
         lat = s["launch_latency_ns"]
         if not lat:
             self.check(I[4][0], 2, I[4][1], "fail", "no linked kernel")

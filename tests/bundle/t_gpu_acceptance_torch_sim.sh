@@ -9,10 +9,13 @@
 # reported, and passing or skipping with "not in this build" as the trace has graph node ids and
 # Inductor records or not), host sampling on slow_dataset.py (the workers' samples at the
 # Dataset's line) and dlhook advise on advise_py.py. The verdicts that hang on the machine's
-# timing (the main thread's share of waits in the DataLoader, advise_py's planted classes: on
-# this 2-core machine under load the simulated backward pass and the starved interpreter change
-# them) are asserted by tests/torch/t_torch_sample_wait.sh and t_torch_advise.sh; here their
-# figures must be in summary.json. A few minutes (two compilations).
+# timing (the main thread's share of waits in the DataLoader, the workers' samples at the
+# Dataset's line, advise_py's planted classes: on this 2-core machine under load the simulated
+# backward pass and the starved interpreter change them) are asserted by
+# tests/torch/t_torch_sample_wait.sh and t_torch_advise.sh; here their figures must be in
+# summary.json. When the loaded machine made dlhook drop records (counted in the trace, e.g. 570
+# of 64,000 in one run), the checks that need every call may fail, naming the drops. A few
+# minutes (two compilations).
 set -eu
 . "$ROOT/tests/lib.sh"
 B="$BUILD/gpu-bundle"
@@ -37,17 +40,24 @@ bad = []
 def want(cid, ok):
     if st.get(cid, ("missing", ""))[0] not in ok:
         bad.append("%s: %s" % (cid, st.get(cid)))
-for cid in ("torch.runs", "torch.kernels_per_step", "torch.linked", "torch.timestamps", "torch.exports",
-            "torchprof.trace", "compare.kernels_per_step", "compare.kernel_names", "compare.op_agreement",
+# on this loaded machine the writer may fall behind: records dropped (counted in the trace) leave
+# GPU ops without their call; then the checks that need every call say so and fail
+dropped = F["torch_dlhook"]["transformer"]["dropped"]
+for cid in ("torch.linked", "compare.op_agreement", "torch.hta"):
+    want(cid, ("pass", "fail") if dropped else ("pass",))
+if dropped and "records dropped" not in st["torch.linked"][1] and st["torch.linked"][0] == "fail":
+    bad.append("torch.linked fails without naming the dropped records: %s" % (st["torch.linked"],))
+for cid in ("torch.runs", "torch.kernels_per_step", "torch.timestamps", "torch.exports",
+            "torchprof.trace", "compare.kernels_per_step", "compare.kernel_names",
             "graphs.runs", "graphs.kernel_names", "graphs.linked", "compile.runs", "compile.kernel_names",
-            "compile-ro.kernel_names", "sampling.dataset_line", "copies.pageable", "copies.pinned",
+            "compile-ro.kernel_names", "copies.pageable", "copies.pinned",
             "advise.advise_loop.pageable", "advise.advise_gpu.launch"):
     want(cid, ("pass",))
 for cid in ("graphs.attributed", "compile.triton", "compile-ro.attributed"):
     want(cid, ("pass", "skip"))
     if st.get(cid, ("", ""))[0] == "skip" and "not in this build" not in st[cid][1]:
         bad.append("%s skips for another reason: %s" % (cid, st[cid][1]))
-for cid in ("sampling.dataloader", "advise.advise_py.item", "advise.advise_py.item_fp32",
+for cid in ("sampling.dataloader", "sampling.dataset_line", "advise.advise_py.item", "advise.advise_py.item_fp32",
             "advise.advise_py.loader", "advise.advise_py.pycpu", "advise.advise_py.tuned"):
     want(cid, ("pass", "fail"))  # timing-dependent verdicts: their own tests assert them
 # the figures behind them
@@ -63,10 +73,11 @@ for k in ("graphs", "compile", "compile-ro"):
     if not kn[k]["kernels_dlhook"] or kn[k]["differ"] or kn[k]["steps_lost_by_dlhook"] or \
             2 * kn[k]["steps_compared"] < kn[k]["steps"]:
         bad.append("kernel names %s: %s" % (k, kn[k]))
-if F["op_agreement"]["transformer"]["agreement"] < 0.98:
+if F["op_agreement"]["transformer"]["agreement"] < (0.9 if dropped else 0.98):
     bad.append("op agreement %s" % F["op_agreement"])
 sm = F["sampling"]
-if not sm["gaps"] or len(sm["workers"]) != 2 or not sm["main_samples_ms"]:
+if not sm["gaps"] or len(sm["workers"]) != 2 or not sm["main_samples_ms"] or \
+        not all(w["wait_ms"] > 0 for w in sm["workers"]):
     bad.append("sampling figures %s" % sm)
 ad = F["advise"]
 for k in ("advise_py.item", "advise_py.loader", "advise_py.pycpu"):
