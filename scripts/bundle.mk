@@ -8,8 +8,13 @@
 #                                   ld-linux only (scripts/bundle/check-bundle: BUNDLE.txt)
 #     simcuda/                      the simulated CUDA stack (for --sim)
 #     examples/train, train-static  the example program (shared and static cudart)
-#     tests/progs/*                 the end-to-end test programs
-#     scripts/gpu-acceptance, scripts/gpu/train_torch.py
+#     tests/progs/*                 the end-to-end test programs, and the planted-cause programs of
+#                                   dlhook advise (advise_loop, advise_gpu) with their sources (the
+#                                   planted lines are read from them)
+#     scripts/gpu-acceptance, scripts/gpu/*.py
+#                                   the acceptance script and what it runs: train_torch.py,
+#                                   torch_graphs.py (CUDA graphs, torch.compile), and from tests/:
+#                                   op_agreement.py, hta_analyses.py, slow_dataset.py, advise_py.py
 #     common/dlh_cuda_libs.def      the CUDA libraries dlhook wraps (read by scripts/gpu/acceptance.py)
 #     BUNDLE.txt                    what was built where, and the dependency check
 #   $(BUILD)/gpu-bundle.tar.gz      the same folder as one file
@@ -75,10 +80,15 @@ $(BUNDLE)/dlhook: $(BUNDLE_BIN_OBJS) $(BUNDLE_BIN_ARCHIVES)
 # Everything else is copied as built. The programs keep their RUNPATH to the CUDA toolkit's
 # usual place (/usr/local/cuda/lib64); gpu-acceptance also puts the CUDA libraries it finds
 # (toolkit, PyTorch's nvidia-* wheels) on LD_LIBRARY_PATH.
-BUNDLE_SCRIPTS := scripts/gpu-acceptance scripts/gpu/train_torch.py scripts/gpu/acceptance.py \
-                  tests/export/hta_analyses.py common/dlh_cuda_libs.def
+# Python scripts of scripts/gpu/ and tests/ that go to the bundle's scripts/gpu/
+BUNDLE_GPU_PY  := scripts/gpu/train_torch.py scripts/gpu/acceptance.py scripts/gpu/torch_graphs.py \
+                  tests/export/hta_analyses.py tests/torch/op_agreement.py tests/torch/slow_dataset.py \
+                  tests/torch/advise_py.py
+BUNDLE_ADVISE  := $(BUILD)/tests/progs/advise_loop $(BUILD)/tests/progs/advise_gpu
+BUNDLE_SCRIPTS := scripts/gpu-acceptance $(BUNDLE_GPU_PY) common/dlh_cuda_libs.def \
+                  tests/progs/advise_loop.c tests/progs/advise_gpu.cu
 BUNDLE_INPUTS  := $(BUNDLE)/libdlhook.so $(BUNDLE)/dlhook $(SIM_CORE_LIBS) $(SIM_LIBS) \
-                  $(EX_DIR)/train $(EX_DIR)/train-static $(TEST_PROGS) $(BUNDLE_SCRIPTS)
+                  $(EX_DIR)/train $(EX_DIR)/train-static $(TEST_PROGS) $(BUNDLE_ADVISE) $(BUNDLE_SCRIPTS)
 
 $(BUNDLE)/BUNDLE.txt: $(BUNDLE_INPUTS) $(BUILD)/libdlhook.so scripts/bundle/check-bundle scripts/bundle.mk
 	$(Q)rm -rf $(BUNDLE)/simcuda $(BUNDLE)/examples $(BUNDLE)/tests $(BUNDLE)/scripts $(BUNDLE)/common
@@ -86,9 +96,9 @@ $(BUNDLE)/BUNDLE.txt: $(BUNDLE_INPUTS) $(BUILD)/libdlhook.so scripts/bundle/chec
 	  $(BUNDLE)/common
 	$(Q)cp -P $(SIM_DIR)/*.so* $(BUNDLE)/simcuda/
 	$(Q)cp $(EX_DIR)/train $(EX_DIR)/train-static $(BUNDLE)/examples/
-	$(Q)cp $(TEST_PROGS) $(BUNDLE)/tests/progs/
+	$(Q)cp $(TEST_PROGS) $(BUNDLE_ADVISE) tests/progs/advise_loop.c tests/progs/advise_gpu.cu $(BUNDLE)/tests/progs/
 	$(Q)cp scripts/gpu-acceptance $(BUNDLE)/scripts/
-	$(Q)cp scripts/gpu/train_torch.py scripts/gpu/acceptance.py tests/export/hta_analyses.py $(BUNDLE)/scripts/gpu/
+	$(Q)cp $(BUNDLE_GPU_PY) $(BUNDLE)/scripts/gpu/
 	$(Q)cp common/dlh_cuda_libs.def $(BUNDLE)/common/  # the CUDA libraries (scripts/gpu/acceptance.py)
 	@echo "  CHECK   $(BUNDLE)"
 	$(Q)sh scripts/bundle/check-bundle $(BUNDLE) $(BUILD)/libdlhook.so > $@.tmp && mv -f $@.tmp $@

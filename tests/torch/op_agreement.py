@@ -25,7 +25,11 @@ def load(path):
         return json.load(f)["traceEvents"]
 
 
-def attribution(events):
+def kernel_ops(events, keep=None, aten_only=True):
+    """[(kernel event, its operator or None)] for the kernels of a trace (those keep(kernel)
+    accepts, when given): kernel -> correlation -> launching runtime/driver call -> its "External
+    id" -> that cpu_op; when that op is not an aten op (aten_only) or is missing, the innermost
+    cpu_op (aten op when aten_only) of the launch's thread that contains the launch."""
     ops, launches, kernels = {}, {}, []
     by_tid = collections.defaultdict(list)
     for e in events:
@@ -35,23 +39,23 @@ def attribution(events):
         if cat == "cpu_op":
             if "External id" in a:
                 ops[a["External id"]] = e["name"]
-            if e["name"].startswith("aten::"):
+            if not aten_only or e["name"].startswith("aten::"):
                 by_tid[(e["pid"], e["tid"])].append((e["ts"], e["ts"] + e.get("dur", 0), e["name"]))
         elif cat in ("cuda_runtime", "cuda_driver") and "correlation" in a:
             launches[a["correlation"]] = e
-        elif cat == "kernel":
+        elif cat == "kernel" and (keep is None or keep(e)):
             kernels.append(e)
     for v in by_tid.values():
         v.sort(key=lambda x: (x[0], -x[1]))
     starts = {k: [x[0] for x in v] for k, v in by_tid.items()}
-    out = collections.defaultdict(collections.Counter)
+    out = []
     for k in kernels:
         a = k.get("args") or {}
-        name, op = k["name"], None
+        op = None
         la = launches.get(a.get("correlation"))
         ext = (la.get("args") or {}).get("External id") if la else a.get("External id")
         cand = ops.get(ext)
-        if cand and cand.startswith("aten::"):
+        if cand and (cand.startswith("aten::") or not aten_only):
             op = cand
         elif la:
             key = (la["pid"], la["tid"])
@@ -62,22 +66,24 @@ def attribution(events):
                 if s <= la["ts"] and la["ts"] + la.get("dur", 0) <= e and (best is None or e - s <= best[0]):
                     best = (e - s, n)
             op = best[1] if best else None
-        out[name][op or "(no aten op)"] += 1
+        out.append((k, op))
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("ref")
-    ap.add_argument("ours")
-    ap.add_argument("--min", type=float, default=0.98)
-    ap.add_argument("--name", default="")
-    args = ap.parse_args()
-    ref, ours = attribution(load(args.ref)), attribution(load(args.ours))
+def attribution(events, keep=None):
+    """{kernel name: Counter(aten op or "(no aten op)": launches)}"""
+    out = collections.defaultdict(collections.Counter)
+    for k, op in kernel_ops(events, keep):
+        out[k["name"]][op or "(no aten op)"] += 1
+    return out
+
+
+def agreement(ref, ours):
+    """(figure 0..1, reference kernels, [(name, ref ops, our ops)] that differ) of two
+    attribution() results; figure None when the reference has no kernel."""
     total = sum(sum(c.values()) for c in ref.values())
     if not total:
-        print("no kernel in the reference trace", file=sys.stderr)
-        return 1
+        return None, 0, []
     agree, bad = 0.0, []
     for name, rc in ref.items():
         n = sum(rc.values())
@@ -92,7 +98,21 @@ def main():
         agree += n * share
         if share < 0.999:
             bad.append((name, dict(rc), dict(oc)))
-    fig = agree / total
+    return agree / total, total, bad
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("ref")
+    ap.add_argument("ours")
+    ap.add_argument("--min", type=float, default=0.98)
+    ap.add_argument("--name", default="")
+    args = ap.parse_args()
+    ref, ours = attribution(load(args.ref)), attribution(load(args.ours))
+    fig, total, bad = agreement(ref, ours)
+    if fig is None:
+        print("no kernel in the reference trace", file=sys.stderr)
+        return 1
     kn = sum(sum(c.values()) for c in ours.values())
     print(f"{args.name}: kernels torch.profiler {total} ({len(ref)} names), dlhook {kn} "
           f"({len(ours)} names); attribution agreement {100 * fig:.2f} %")
