@@ -62,6 +62,12 @@ static _Atomic uint64_t lost;
 static _Atomic uint64_t faults;        /* Python walks cut short by a fault (the guard) */
 static _Atomic uint64_t cost_ticks;    /* ticks spent in the on-CPU handler (after its entry) */
 static int sampled_parent;             /* this process is a fork child of a sampled one */
+/* A Python fork child: the thread that forked and its PyThreadState, known at the fork. It
+ * may wait for a long time before its first on-CPU sample tells its state (a DataLoader worker
+ * sleeping in its Dataset), and the interpreter's list may still name it by the parent's
+ * thread id: its wait samples get its Python frames from the start. */
+static uint32_t fork_tid;
+static uintptr_t fork_ts;
 static _Atomic int running;            /* the sampler thread is in its loop */
 static int (*real_sa)(int, const struct sigaction *, struct sigaction *); /* libc's sigaction */
 static int (*ensure_writer)(void);     /* dlh_sample_init's: starts the trace (runtime.c) */
@@ -319,7 +325,7 @@ static void slot_init(tslot *s, uint32_t tid, uint64_t now) {
   s->wait_cpu = ~0ull;
   s->wait_ts = 0;
   s->wait_ns = 0;
-  atomic_store(&s->own_ts, 0);
+  atomic_store(&s->own_ts, tid == fork_tid ? fork_ts : 0);
   s->ts = 0;
 }
 
@@ -624,6 +630,8 @@ void dlh_sample_after_fork_child(void) {
    * Other forks (a C program's helper) leave no trace unless they call CUDA. */
   if (was && py_initialized && py_initialized()) { /* the handler stays in place; the child's sampler arms timers */
     sampled_parent = 1;
+    fork_tid = self_tid();
+    fork_ts = dlh_py_this_ts();
     start();
   }
 }

@@ -5,7 +5,8 @@
 # more than 20 ms), the main thread's wait samples must be in the DataLoader (num_workers=2:
 # _MultiProcessingDataLoaderIter waiting for its workers), and the workers' traces must put
 # their time at the Dataset's sleep line (Slow.__getitem__ at SLEEP_LINE); with num_workers=0
-# the main thread itself waits at that line during the idle time. Same output as bare.
+# the main thread itself waits at that line during the idle time; every wait sample of a
+# worker's main thread has its Python frames, from the fork on. Same output as bare.
 . "$ROOT/tests/torch/common.sh"
 S=$ROOT/tests/torch/slow_dataset.py
 LINE=$(grep -n '# SLEEP_LINE' "$S" | head -n 1 | cut -d: -f1)
@@ -47,8 +48,13 @@ if nw:
         ws = [e for e in smp if e["pid"] == pid and e["tid"] == pid]
         tot = sum(e["weight_ns"] for e in ws if e["kind"] == "wait")
         sl = sum(e["weight_ns"] for e in ws if e["kind"] == "wait" and at_sleep(e))
-        print(f"  worker {pid}: waits {tot / 1e6:.1f} ms, {sl / 1e6:.1f} ms at slow_dataset.py:{line}")
+        bare = sum(1 for e in ws if e["kind"] == "wait" and not e.get("stack"))
+        print(f"  worker {pid}: waits {tot / 1e6:.1f} ms, {sl / 1e6:.1f} ms at slow_dataset.py:{line}, "
+              f"{bare} wait samples without Python frames")
         assert sl >= 60e6, "the worker's time at the Dataset's line is missing"
+        # its Python frames from the fork on, not only after its first on-CPU sample (a worker
+        # that sleeps in its Dataset may get none: its whole time then had no place)
+        assert bare <= 2, "the worker's wait samples lack its Python frames"
 else:
     sl = sum(e["weight_ns"] for e in main if e["kind"] == "wait" and at_sleep(e))
     print(f"  at slow_dataset.py:{line}: {sl / 1e6:.1f} ms")
