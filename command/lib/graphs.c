@@ -17,51 +17,14 @@
 
 #include "rd.h"
 
-/* u64 key -> index + 1, open addressing (this file sits below scan.c's maps) */
-typedef struct gmap { uint64_t *k; uint32_t *v; size_t cap, n; } gmap;
-
-static int gmap_get(const gmap *m, uint64_t key, uint32_t *val) {
-  if (!m->cap) return 0;
-  for (size_t i = (size_t)rd_hash64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-    if (!m->v[i]) return 0;
-    if (m->k[i] == key) { *val = m->v[i] - 1; return 1; }
-  }
-}
-
-static void gmap_put(gmap *m, uint64_t key, uint32_t val) {
-  if ((m->n + 1) * 2 > m->cap) {
-    size_t nc = m->cap ? m->cap * 2 : 256;
-    uint64_t *nk = rd_xmalloc(nc * sizeof *nk);
-    uint32_t *nv = rd_xmalloc(nc * sizeof *nv);
-    memset(nv, 0, nc * sizeof *nv);
-    for (size_t i = 0; i < m->cap; i++) {
-      if (!m->v[i]) continue;
-      size_t j = (size_t)rd_hash64(m->k[i]) & (nc - 1);
-      while (nv[j]) j = (j + 1) & (nc - 1);
-      nk[j] = m->k[i];
-      nv[j] = m->v[i];
-    }
-    free(m->k);
-    free(m->v);
-    m->k = nk;
-    m->v = nv;
-    m->cap = nc;
-  }
-  size_t i = (size_t)rd_hash64(key) & (m->cap - 1);
-  while (m->v[i] && m->k[i] != key) i = (i + 1) & (m->cap - 1);
-  if (!m->v[i]) m->n++;
-  m->k[i] = key;
-  m->v[i] = val + 1;
-}
-
 struct rd_graphs {
   rd_graph_node *node;
   size_t nnode, capnode;
-  gmap node_ix;              /* node id -> index in node */
+  rd_u64map node_ix; /* node id -> index in node */
   rd_inductor_kernel *ik;
   size_t nik, capik;
-  gmap at_ix;                /* hash(file, line) -> index in ik (launch lines and definitions) */
-  gmap name_ix;              /* hash(kernel name) -> index in ik (the first definition) */
+  rd_u64map at_ix;   /* hash(file, line) -> index in ik (launch lines and definitions) */
+  rd_u64map name_ix; /* hash(kernel name) -> index in ik (the first definition) */
 };
 
 static struct rd_graphs *state(rd_trace *t) {
@@ -85,13 +48,13 @@ void rd_graphs_define(rd_trace *t, const Dlh__Packet *p) {
     for (size_t i = 0; i < b->n_node; i++) {
       if (!b->node[i]) continue;
       uint32_t ix;
-      if (!gmap_get(&g->node_ix, b->node[i], &ix)) {
+      if (!rd_m_get(&g->node_ix, b->node[i], &ix)) {
         if (g->nnode == g->capnode) {
           g->capnode = g->capnode ? g->capnode * 2 : 256;
           g->node = rd_xrealloc(g->node, g->capnode * sizeof *g->node);
         }
         ix = (uint32_t)g->nnode++;
-        gmap_put(&g->node_ix, b->node[i], ix);
+        rd_m_put(&g->node_ix, b->node[i], ix);
       }
       rd_graph_node *n = &g->node[ix];
       n->node = b->node[i];
@@ -106,7 +69,7 @@ void rd_graphs_define(rd_trace *t, const Dlh__Packet *p) {
     if (!k->file || !k->kernel || !*k->kernel) return;
     struct rd_graphs *g = state(t);
     uint32_t ix;
-    if (gmap_get(&g->at_ix, at_key(k->file, k->has_def_line ? k->def_line : 0), &ix) &&
+    if (rd_m_get(&g->at_ix, at_key(k->file, k->has_def_line ? k->def_line : 0), &ix) &&
         !strcmp(g->ik[ix].kernel, k->kernel) && !strcmp(g->ik[ix].file, k->file))
       return; /* the same kernel again (a second pass, a re-imported file) */
     if (g->nik == g->capik) {
@@ -120,10 +83,12 @@ void rd_graphs_define(rd_trace *t, const Dlh__Packet *p) {
     x->source_nodes = dup_or_empty(k->source_nodes);
     x->aten_ops = dup_or_empty(k->aten_ops);
     x->def_line = k->has_def_line ? k->def_line : 0;
-    gmap_put(&g->at_ix, at_key(x->file, x->def_line), ix);
-    for (size_t i = 0; i < k->n_launch_line; i++) gmap_put(&g->at_ix, at_key(x->file, k->launch_line[i]), ix);
+    rd_m_put(&g->at_ix, at_key(x->file, x->def_line), ix);
+    for (size_t i = 0; i < k->n_launch_line; i++)
+      rd_m_put(&g->at_ix, at_key(x->file, k->launch_line[i]), ix);
     uint32_t old;
-    if (!gmap_get(&g->name_ix, rd_hash_str(x->kernel), &old)) gmap_put(&g->name_ix, rd_hash_str(x->kernel), ix);
+    if (!rd_m_get(&g->name_ix, rd_hash_str(x->kernel), &old))
+      rd_m_put(&g->name_ix, rd_hash_str(x->kernel), ix);
   }
 }
 
@@ -131,8 +96,7 @@ void rd_graphs_free(rd_trace *t) {
   struct rd_graphs *g = t->graphs;
   if (!g) return;
   free(g->node);
-  free(g->node_ix.k);
-  free(g->node_ix.v);
+  rd_m_free(&g->node_ix);
   for (size_t i = 0; i < g->nik; i++) {
     free((char *)g->ik[i].file);
     free((char *)g->ik[i].kernel);
@@ -140,17 +104,15 @@ void rd_graphs_free(rd_trace *t) {
     free((char *)g->ik[i].aten_ops);
   }
   free(g->ik);
-  free(g->at_ix.k);
-  free(g->at_ix.v);
-  free(g->name_ix.k);
-  free(g->name_ix.v);
+  rd_m_free(&g->at_ix);
+  rd_m_free(&g->name_ix);
   free(g);
   t->graphs = NULL;
 }
 
 const rd_graph_node *rd_graph_node_get(const rd_trace *t, uint64_t node) {
   uint32_t ix;
-  if (!t->graphs || !node || !gmap_get(&t->graphs->node_ix, node, &ix)) return NULL;
+  if (!t->graphs || !node || !rd_m_get(&t->graphs->node_ix, node, &ix)) return NULL;
   return &t->graphs->node[ix];
 }
 
@@ -166,7 +128,7 @@ size_t rd_graph_node_count(const rd_trace *t) { return t->graphs ? t->graphs->nn
 const rd_inductor_kernel *rd_inductor_at(const rd_trace *t, const char *file, uint32_t line) {
   uint32_t ix;
   if (!t->graphs || !t->graphs->nik || !file) return NULL;
-  if (!gmap_get(&t->graphs->at_ix, at_key(file, line), &ix)) return NULL;
+  if (!rd_m_get(&t->graphs->at_ix, at_key(file, line), &ix)) return NULL;
   const rd_inductor_kernel *x = &t->graphs->ik[ix];
   return strcmp(x->file, file) ? NULL : x;
 }
@@ -174,7 +136,7 @@ const rd_inductor_kernel *rd_inductor_at(const rd_trace *t, const char *file, ui
 const rd_inductor_kernel *rd_inductor_kernel_named(const rd_trace *t, const char *name) {
   uint32_t ix;
   if (!t->graphs || !t->graphs->nik || !name) return NULL;
-  if (!gmap_get(&t->graphs->name_ix, rd_hash_str(name), &ix)) return NULL;
+  if (!rd_m_get(&t->graphs->name_ix, rd_hash_str(name), &ix)) return NULL;
   const rd_inductor_kernel *x = &t->graphs->ik[ix];
   return strcmp(x->kernel, name) ? NULL : x;
 }

@@ -69,6 +69,19 @@ void *rd_map_get_new(rd_map *m, uint32_t key, size_t size);
 void *rd_map_put(rd_map *m, uint32_t key, void *val);
 void rd_map_free(rd_map *m, void (*free_val)(void *));
 
+/* uint64 -> uint32 hash map (open addressing, linear probing). */
+typedef struct rd_u64map {
+  uint64_t *keys;
+  uint32_t *vals; /* 0 = empty slot; stored values are value + 1 */
+  size_t cap, n;
+} rd_u64map;
+/* Inserts or replaces. Aborts on OOM. */
+void rd_m_put(rd_u64map *m, uint64_t k, uint32_t v);
+/* Returns 1 and sets *v when k is present. */
+int rd_m_get(const rd_u64map *m, uint64_t k, uint32_t *v);
+void rd_m_del(rd_u64map *m, uint64_t k);
+void rd_m_free(rd_u64map *m);
+
 void *rd_xmalloc(size_t n);
 /* calloc that exits like rd_xmalloc when out of memory. */
 void *rd_xcalloc(size_t n, size_t size);

@@ -132,18 +132,6 @@ int64_t rd_offset_of(const char *path);
 
 /* ---------------------------------------------------------------- helpers */
 
-/* uint64 -> uint32 hash map (open addressing, linear probing). */
-typedef struct rd_u64map {
-  uint64_t *keys;
-  uint32_t *vals; /* 0 = empty slot; stored values are value + 1 */
-  size_t cap, n;
-} rd_u64map;
-/* Inserts or replaces. Aborts on OOM. */
-void rd_m_put(rd_u64map *m, uint64_t k, uint32_t v);
-/* Returns 1 and sets *v when k is present. */
-int rd_m_get(const rd_u64map *m, uint64_t k, uint32_t *v);
-void rd_m_del(rd_u64map *m, uint64_t k);
-void rd_m_free(rd_u64map *m);
 
 
 /* The value of the argument named `name` (or any of the |-separated names) of an API event;

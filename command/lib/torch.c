@@ -76,44 +76,6 @@ static void intern_free(intern *in) {
 
 /* ---------------------------------------------------------------- per trace */
 
-/* raw stack entry -> index + 1 (open addressing; torch.c keeps its own: the maps of rd_scan.h
- * sit above trace.c, which frees what this file keeps) */
-typedef struct fmap { uint64_t *k; uint32_t *v; size_t cap, n; } fmap;
-
-static int fmap_get(const fmap *m, uint64_t key, uint32_t *val) {
-  if (!m->cap) return 0;
-  for (size_t i = (size_t)rd_hash64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-    if (!m->v[i]) return 0;
-    if (m->k[i] == key) { *val = m->v[i] - 1; return 1; }
-  }
-}
-
-static void fmap_put(fmap *m, uint64_t key, uint32_t val) {
-  if ((m->n + 1) * 2 > m->cap) {
-    size_t nc = m->cap ? m->cap * 2 : 1024;
-    uint64_t *nk = calloc(nc, sizeof *nk);
-    uint32_t *nv = calloc(nc, sizeof *nv);
-    if (!nk || !nv) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
-    for (size_t i = 0; i < m->cap; i++) {
-      if (!m->v[i]) continue;
-      size_t j = (size_t)rd_hash64(m->k[i]) & (nc - 1);
-      while (nv[j]) j = (j + 1) & (nc - 1);
-      nk[j] = m->k[i];
-      nv[j] = m->v[i];
-    }
-    free(m->k);
-    free(m->v);
-    m->k = nk;
-    m->v = nv;
-    m->cap = nc;
-  }
-  size_t i = (size_t)rd_hash64(key) & (m->cap - 1);
-  while (m->v[i] && m->k[i] != key) i = (i + 1) & (m->cap - 1);
-  if (!m->v[i]) m->n++;
-  m->k[i] = key;
-  m->v[i] = val + 1;
-}
-
 typedef struct fclass {
   int kind;
   const char *name, *file;
@@ -123,7 +85,7 @@ typedef struct fclass {
 
 typedef struct rd_torchs {
   rd_map by_stack;      /* stack id -> rd_torch* (the empty one for stacks without layers) */
-  fmap by_frame;        /* raw stack entry (pc or Python frame id) -> index into fc */
+  rd_u64map by_frame;   /* raw stack entry (pc or Python frame id) -> index into fc */
   fclass *fc;
   size_t nfc, capfc;
   intern names;
@@ -148,8 +110,7 @@ static void torch_free_one(void *p) {
 void rd_torch_free(rd_trace *t) {
   if (!t->torch) return;
   rd_map_free(&t->torch->by_stack, torch_free_one);
-  free(t->torch->by_frame.k);
-  free(t->torch->by_frame.v);
+  rd_m_free(&t->torch->by_frame);
   free(t->torch->fc);
   intern_free(&t->torch->names);
   free(t->torch);
@@ -333,7 +294,7 @@ const rd_torch *rd_torch_of(rd_trace *t, uint32_t stack_id) {
       rd_layer y;
       memset(&y, 0, sizeof y);
       uint32_t ci;
-      if (!fmap_get(&ts->by_frame, raw[k], &ci)) { /* each frame is classified once */
+      if (!rd_m_get(&ts->by_frame, raw[k], &ci)) { /* each frame is classified once */
         rd_frame fr;
         rd_frame_of(t, raw[k], &fr);
         fclass fc = classify(t, ts, &fr, buf, sizeof buf);
@@ -343,7 +304,7 @@ const rd_torch *rd_torch_of(rd_trace *t, uint32_t stack_id) {
         }
         ci = (uint32_t)ts->nfc;
         ts->fc[ts->nfc++] = fc;
-        fmap_put(&ts->by_frame, raw[k], ci);
+        rd_m_put(&ts->by_frame, raw[k], ci);
       }
       y.kind = ts->fc[ci].kind;
       y.name = ts->fc[ci].name;

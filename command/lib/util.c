@@ -164,3 +164,65 @@ void rd_sort_pairs(rd_pair *v, size_t n) {
   if (a != v) memcpy(v, a, n * sizeof *v);
   free(tmp);
 }
+
+/* ---------------------------------------------------------------- u64 -> u32 hash map */
+
+static size_t h64(uint64_t k, size_t cap) { return (size_t)rd_hash64(k) & (cap - 1); }
+
+static void rd_m_grow(rd_u64map *m) {
+  rd_u64map n = {0};
+  n.cap = m->cap ? m->cap * 2 : 1024;
+  n.keys = rd_xmalloc(n.cap * sizeof *n.keys);
+  n.vals = calloc(n.cap, sizeof *n.vals);
+  if (!n.vals) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->vals[i]) rd_m_put(&n, m->keys[i], m->vals[i] - 1);
+  free(m->keys);
+  free(m->vals);
+  *m = n;
+}
+
+void rd_m_put(rd_u64map *m, uint64_t k, uint32_t v) {
+  if ((m->n + 1) * 4 > m->cap * 3) rd_m_grow(m);
+  size_t i = h64(k, m->cap);
+  for (; m->vals[i]; i = (i + 1) & (m->cap - 1))
+    if (m->keys[i] == k) { m->vals[i] = v + 1; return; }
+  m->keys[i] = k;
+  m->vals[i] = v + 1;
+  m->n++;
+}
+
+/* Returns 1 and sets *v when found. */
+int rd_m_get(const rd_u64map *m, uint64_t k, uint32_t *v) {
+  if (!m->cap) return 0;
+  for (size_t i = h64(k, m->cap); m->vals[i]; i = (i + 1) & (m->cap - 1))
+    if (m->keys[i] == k) { *v = m->vals[i] - 1; return 1; }
+  return 0;
+}
+
+/* Removes k (backward-shift deletion keeps probe chains intact). */
+void rd_m_del(rd_u64map *m, uint64_t k) {
+  if (!m->cap) return;
+  size_t i = h64(k, m->cap);
+  for (; m->vals[i]; i = (i + 1) & (m->cap - 1))
+    if (m->keys[i] == k) break;
+  if (!m->vals[i]) return;
+  m->vals[i] = 0;
+  m->n--;
+  for (size_t j = (i + 1) & (m->cap - 1); m->vals[j]; j = (j + 1) & (m->cap - 1)) {
+    size_t home = h64(m->keys[j], m->cap);
+    /* move j back to i when i lies cyclically in [home, j) */
+    if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+      m->keys[i] = m->keys[j];
+      m->vals[i] = m->vals[j];
+      m->vals[j] = 0;
+      i = j;
+    }
+  }
+}
+
+void rd_m_free(rd_u64map *m) {
+  free(m->keys);
+  free(m->vals);
+  memset(m, 0, sizeof *m);
+}
