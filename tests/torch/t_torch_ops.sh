@@ -73,11 +73,11 @@ print(f"export nesting: {len(ks) - len(out)} of {len(ks)} kernel launches inside
 assert ks and not out, out[:3]
 PY
 # HTA reads the operators of the export. HTA's call graph rebuilds the nesting by times alone and
-# put 97-98 % of this workload's kernels under their op in repeated runs (90-97 % with host
-# sampling's jitter), while the export's own links above are exact (a limit, docs/pytorch.md):
-# 90 % is asked of it.
+# mis-nests calls that last 0 whole microseconds (hta_ops.py, docs/pytorch.md): 98 % is asked of
+# the kernels whose HTA stack has none, 75 % of all (87-100 % seen); the export's own links
+# above are exact.
 need_venv_module hta
-"$VPY" "$ROOT/tests/torch/hta_ops.py" kin_lm 0.90 >hta.out 2>&1 || fail "HTA: $(tail -n 20 hta.out)"
+"$VPY" "$ROOT/tests/torch/hta_ops.py" kin_lm 0.98 >hta.out 2>&1 || fail "HTA: $(tail -n 20 hta.out)"
 cat hta.out
 
 # native stacks: operators and autograd nodes, no Python frames (no modules)
