@@ -8,9 +8,13 @@
 #include "rd_opts.h"
 #include "rd_scan.h"
 
-enum { OPT_JSON = RD_KEY(0) };
+enum { OPT_JSON = RD_KEY(0), OPT_MAX_EVENTS };
 static const rd_option options[] = {
     {"json", OPT_JSON, NULL, "print one JSON object instead of the text (its fields: below)", NULL, 0},
+    {"max-events", OPT_MAX_EVENTS, "N",
+     "read at most N events of a trace (API calls, GPU records, host samples), say so and exit "
+     "1 after the findings of what was read; 0: no limit. Default: 1 Mi, or 2 per byte of the "
+     "trace file when more (advise keeps ~150 bytes per call; dlhook export --help)", NULL, 0},
     {NULL, 0, NULL, NULL, NULL, 0}};
 
 const rd_command cmd_advise_spec = {
@@ -57,10 +61,16 @@ int cmd_advise(int argc, char **argv) {
   char **files = rd_xmalloc((size_t)argc * sizeof *files);
   size_t nfiles = 0;
   rd_getopt g;
+  rd_opts ro;
+  memset(&ro, 0, sizeof ro);
+  ro.quiet = 1;
+  ro.events_limited = 2; /* ~150 bytes per event: half the limit */
   rd_getopt_init(&g, &cmd_advise_spec, argc, argv);
   while ((opt = rd_getopt_next(&g)) > 0) {
     if (opt == OPT_JSON) json = 1;
-    else files[nfiles++] = (char *)g.arg;
+    else if (opt == OPT_MAX_EVENTS) {
+      if (rd_parse_max_events("advise", g.arg, &ro) != RD_OK) { free(files); return RD_USAGE; }
+    } else files[nfiles++] = (char *)g.arg;
   }
   if (opt < 0) { free(files); return g.status; }
   if (nfiles == 0) {
@@ -69,9 +79,6 @@ int cmd_advise(int argc, char **argv) {
   }
   rd_advise *x = rd_advise_new();
   int rc = RD_OK;
-  rd_opts ro;
-  memset(&ro, 0, sizeof ro);
-  ro.quiet = 1;
   rd_ranks_in **rk = calloc(nfiles, sizeof *rk); /* several traces: the collectives of each */
   if (!rk) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
   for (size_t i = 0; i < nfiles; i++) {

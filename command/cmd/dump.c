@@ -4,6 +4,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <sys/stat.h>
+
 #include "rd.h"
 #include "rd_opts.h"
 #include "rd_scan.h"
@@ -26,7 +28,26 @@ typedef struct dump_opts {
   char **types; /* NULL-terminated; NULL = default set */
   size_t ntypes;
   int all;
+  rd_opts ro;   /* --max-events (events_limited set) */
 } dump_opts;
+
+/* The event lines printed of the trace being dumped, its limit (rd_event_limit), and where
+ * the limit stopped it (over: the event's time) */
+static uint64_t ev_lines, ev_limit;
+static int ev_over;
+static uint64_t ev_over_at;
+
+/* 1 when one more event line may be printed; else notes where the limit stopped the dump */
+static int ev_room(uint64_t ts) {
+  if (ev_over) return 0;
+  if (ev_lines == ev_limit) {
+    ev_over = 1;
+    ev_over_at = ts;
+    return 0;
+  }
+  ev_lines++;
+  return 1;
+}
 
 static int in_list(const char *const *l, const char *s) {
   for (; *l; l++)
@@ -43,13 +64,17 @@ static int want(const dump_opts *o, const char *type) {
   return o->all || in_list(default_types, type);
 }
 
-enum { OPT_TYPE = RD_KEY(0), OPT_ALL };
+enum { OPT_TYPE = RD_KEY(0), OPT_ALL, OPT_MAX_EVENTS };
 static const rd_option options[] = {
     {"type", OPT_TYPE, "TYPE[,TYPE...]",
      "only objects of these types (repeatable or comma-separated):", known_types, RD_OPT_LIST},
     {"all", OPT_ALL, NULL,
      "also print definitions (function, string, stack, module, symbol, pyframe), clock "
      "anchors, counters and the trailer", NULL, 0},
+    {"max-events", OPT_MAX_EVENTS, "N",
+     "print at most N event lines of a trace (calls, GPU records, samples), say so and exit 1; "
+     "0: no limit. Default: 2 Mi, or 4 per byte of the trace file when more (dlhook export "
+     "--help)", NULL, 0},
     {NULL, 0, NULL, NULL, NULL, 0}};
 
 const rd_command cmd_dump_spec = {
@@ -132,6 +157,7 @@ static void dump_api(FILE *f, const dump_opts *o, const rd_trace *t, const Dlh__
     /* NVTX ranges and marks travel as calls of the NVTX domain; they print as "nvtx" */
     const char *type = fn && fn->domain == DLH__DOMAIN__DOMAIN_NVTX ? "nvtx" : "api";
     if (!want(o, type)) continue;
+    if (!ev_room(ev.start_ns)) return;
     fprintf(f, "{\"type\":\"%s\",\"name\":", type);
     rd_json_str(f, rd_func_name(t, ev.fn));
     fprintf(f, ",\"domain\":\"%s\",\"pid\":%u,\"tid\":%u,\"start_ns\":%" PRIu64
@@ -183,6 +209,7 @@ static void dump_gpu(FILE *f, const dump_opts *o, const rd_trace *t, const Dlh__
     if (nv > b->n_vals - vpos) { *bad = 1; return; }
     const char *type = rd_gpu_kind_name(b->kind[i]);
     if (want(o, type)) {
+      if (!ev_room(ts)) return;
       fprintf(f, "{\"type\":\"%s\",", type);
       if (!strcmp(type, "gpu")) fprintf(f, "\"kind\":%u,", b->kind[i]);
       uint32_t name = b->n_name ? b->name[i] : 0;
@@ -221,6 +248,7 @@ static void dump_samples(FILE *f, const rd_trace *t, const Dlh__SampleBatch *b, 
   rd_sample s;
   rd_sample_iter_init(&it, b);
   while (rd_sample_iter_next(&it, &s)) {
+    if (!ev_room(s.time)) return;
     fprintf(f, "{\"type\":\"sample\",\"kind\":");
     if (s.kind == RD_SAMPLE_CPU) fputs("\"cpu\"", f);
     else if (s.kind == RD_SAMPLE_WAIT) fputs("\"wait\"", f);
@@ -497,8 +525,22 @@ static int dump_one(const dump_opts *o, const char *path) {
   if (rd_trace_open(&t, path) < 0) return RD_BAD_INPUT;
   FILE *f = stdout;
   const Dlh__Packet *p;
-  int rc, bad = 0;
-  while ((rc = rd_trace_next(&t, &p)) == 1) dump_packet(f, o, &t, p, &bad);
+  int rc, bad = 0, skipping = 0;
+  struct stat st;
+  ev_lines = 0;
+  ev_over = 0;
+  ev_limit = rd_event_limit(&o->ro, stat(path, &st) == 0 ? (uint64_t)st.st_size : 0);
+  while ((rc = rd_trace_next(&t, &p)) == 1) {
+    if (ev_over && !skipping) { /* the rest of the events are passed over undecoded */
+      dlh_reader_skip(t.r, DLH_CASE_BIT(DLH__PACKET__DATA_API) | DLH_CASE_BIT(DLH__PACKET__DATA_GPU) |
+                               DLH_CASE_BIT(DLH__PACKET__DATA_SAMPLES));
+      skipping = 1;
+    }
+    if (ev_over && (p->data_case == DLH__PACKET__DATA_API || p->data_case == DLH__PACKET__DATA_GPU ||
+                    p->data_case == DLH__PACKET__DATA_SAMPLES))
+      continue;
+    dump_packet(f, o, &t, p, &bad);
+  }
   if (want(o, "summary")) {
     fputs("{\"type\":\"summary\",\"file\":", f);
     rd_json_str(f, path);
@@ -517,8 +559,21 @@ static int dump_one(const dump_opts *o, const char *path) {
     fputs("}\n", f);
   }
   if (bad) rd_error("%s: inconsistent event batch (skipped its remaining events)", path);
+  if (ev_over) {
+    double at = (double)(ev_over_at - (t.have_start && ev_over_at >= t.start_ns ? t.start_ns : 0)) / 1e9;
+    if (o->ro.have_max_events)
+      rd_error("%s: more events than --max-events %" PRIu64 ": printed the first %" PRIu64
+               " (up to %.6f s into the trace); --max-events 0 for all of them", path, ev_limit,
+               ev_limit, at);
+    else
+      rd_error("%s: more than %" PRIu64 " events in a file of %" PRIu64 " bytes: over dump's "
+               "limit (%llu Mi events, or %llu per byte of the file when more); printed the first %"
+               PRIu64 " (up to %.6f s into the trace); --max-events N sets another limit (0: none)",
+               path, ev_limit, (uint64_t)st.st_size, RD_EVENTS_BASE >> 20, RD_EVENTS_PER_BYTE,
+               ev_limit, at);
+  }
   rd_trace_close(&t);
-  return rc < 0 || bad ? RD_BAD_INPUT : RD_OK;
+  return rc < 0 || bad || ev_over ? RD_BAD_INPUT : RD_OK;
 }
 
 int cmd_dump(int argc, char **argv) {
@@ -529,9 +584,15 @@ int cmd_dump(int argc, char **argv) {
   rd_getopt g;
   int opt;
   rd_getopt_init(&g, &cmd_dump_spec, argc, argv);
+  o.ro.events_limited = 1;
   while ((opt = rd_getopt_next(&g)) > 0) {
     if (opt == OPT_ALL) {
       o.all = 1;
+    } else if (opt == OPT_MAX_EVENTS) {
+      if (rd_parse_max_events("dump", g.arg, &o.ro) != RD_OK) {
+        free(files); free(o.types);
+        return RD_USAGE;
+      }
     } else if (opt == OPT_TYPE) { /* the parser checked each type */
       for (char *save = NULL, *tok = strtok_r((char *)g.arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
         for (size_t k = 0; known_types[k].name; k++)

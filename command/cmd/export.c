@@ -88,7 +88,7 @@ _Static_assert(RD_FOLD_STACK == 0 && RD_FOLD_OP == 1 && RD_FOLD_MODULE == 2 && R
                "folds[] is in RD_FOLD_ order");
 
 enum { OPT_WEIGHT = RD_KEY(0), OPT_WINDOW, OPT_STEP_RANGE, OPT_TITLE, OPT_KEEP_GPULESS, OPT_NO_GZIP,
-       OPT_FOLD };
+       OPT_FOLD, OPT_MAX_EVENTS };
 
 const rd_option ex_format_option[] = {
     {"format", 'f', "FORMAT", "the output format:", formats, 0},
@@ -116,6 +116,13 @@ const rd_option ex_options[] = {
      "kineto: plain JSON files (.pt.trace.json, what torch.profiler's tensorboard_trace_handler "
      "writes by default) instead of gzipped ones: about twice as fast to write, ten to thirty "
      "times larger", NULL, 0},
+    {"max-events", OPT_MAX_EVENTS, "N",
+     "the formats that hold every event (kineto, perfetto, tensorboard, parquet) stop after N "
+     "events of a trace (API calls, GPU records, host samples; a folded call counts once), "
+     "say so and exit 1; 0: no limit. Default: 2 Mi events, or 4 per byte of the trace file "
+     "when more, which no recorded trace reaches (a tight loop of calls writes at most ~2 per "
+     "byte) but a few KB built to expand into tens of millions of alike events do. Flame "
+     "graphs aggregate and read every event", NULL, 0},
     {"quiet", 'q', NULL, "no progress on stderr", NULL, 0},
     {NULL, 0, NULL, NULL, NULL, 0}};
 
@@ -163,6 +170,9 @@ int ex_parse_options(const rd_command *cmd, int argc, char **argv, rd_opts *o, c
       case OPT_TITLE: o->title = v; break;
       case OPT_KEEP_GPULESS: o->keep_gpuless = 1; break;
       case OPT_NO_GZIP: o->no_gzip = 1; break;
+      case OPT_MAX_EVENTS:
+        if (rd_parse_max_events(cmd->name, v, o) != RD_OK) return RD_USAGE;
+        break;
       case 'q': o->quiet = 1; break;
     }
   }
@@ -172,7 +182,11 @@ int ex_parse_options(const rd_command *cmd, int argc, char **argv, rd_opts *o, c
 
 int ex_run(const rd_opts *o, char **files, size_t n) {
   for (size_t i = 0; formats[i].name; i++)
-    if (!strcmp(o->format, formats[i].name)) return exporters[i](o, files, n);
+    if (!strcmp(o->format, formats[i].name)) {
+      rd_opts lo = *o; /* the outputs of every event have the event limit, flame graphs not */
+      lo.events_limited = exporters[i] != ex_flame;
+      return exporters[i](&lo, files, n);
+    }
   return rd_usage_error("export", "unknown format '%s' (%s)", o->format, rd_choices_text(formats));
 }
 

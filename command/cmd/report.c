@@ -57,6 +57,8 @@ typedef struct report {
   size_t nlanes;
   ev *evs;
   size_t nevs, capevs;
+  size_t seen;               /* events added, kept or not (compact_evs) */
+  uint64_t floor_th[2];      /* compact_evs: shorter events of budget [samples] are left out */
   uint64_t t0, t1;
   aggs kernels, calls;
   uint64_t api_calls, kernels_n, kernel_ns, gpu_records, dropped;
@@ -134,16 +136,64 @@ static uint32_t lane_of(report *r, uint32_t kind, uint32_t a, uint32_t b) {
   return (uint32_t)r->nlanes++;
 }
 
+static int by_u64(const void *x, const void *y);
+
+/* Only the MAX_DETAIL longest events of each budget (in_budget) are embedded in the end, so
+ * once the events kept reach COMPACT_AT, those that can no longer be among them are dropped:
+ * an event not longer than the MAX_DETAIL-th longest so far never will be. Memory stays
+ * bounded by what the page shows, whatever the trace's length. */
+#define COMPACT_AT (4 * (size_t)MAX_DETAIL)
+static void compact_evs(report *r) {
+  for (int q = 0; q < 2; q++) {
+    size_t n = 0;
+    for (size_t i = 0; i < r->nevs; i++) {
+      uint32_t k = r->lanes[r->evs[i].lane]->kind;
+      n += k != L_NVTX && (k == L_SAMPLES) == q;
+    }
+    if (n <= MAX_DETAIL) continue;
+    uint64_t *d = rd_xmalloc(n * sizeof *d);
+    size_t j = 0;
+    for (size_t i = 0; i < r->nevs; i++) {
+      uint32_t k = r->lanes[r->evs[i].lane]->kind;
+      if (k != L_NVTX && (k == L_SAMPLES) == q) d[j++] = r->evs[i].e - r->evs[i].s;
+    }
+    qsort(d, n, sizeof *d, by_u64);
+    uint64_t th = d[n - MAX_DETAIL] + 1; /* detail_threshold's rule */
+    free(d);
+    if (th > r->floor_th[q]) r->floor_th[q] = th;
+  }
+  size_t w = 0, first = r->first_ev;
+  for (size_t i = 0; i < r->nevs; i++) {
+    const ev *v = &r->evs[i];
+    uint32_t k = r->lanes[v->lane]->kind;
+    if (k != L_NVTX && v->e - v->s < r->floor_th[k == L_SAMPLES]) {
+      if (i < r->first_ev) first--;
+      continue;
+    }
+    r->evs[w++] = *v;
+  }
+  r->nevs = w;
+  r->first_ev = first;
+}
+
 static void add_ev(report *r, uint32_t lane_i, uint64_t s, uint64_t e, uint32_t name, uint32_t info,
                    uint32_t stack, uint64_t link) {
   if (lane_i >= MAX_LANES) return;
+  r->seen++;
+  if (!r->t0 || s < r->t0) r->t0 = s;
+  if (e > r->t1) r->t1 = e;
+  uint32_t kind = r->lanes[lane_i]->kind;
+  if (kind != L_NVTX && e - s < r->floor_th[kind == L_SAMPLES]) return; /* never shown */
+  if (r->nevs == r->capevs && r->capevs >= COMPACT_AT) compact_evs(r);
+  if (r->nevs >= r->capevs / 4 * 3 && r->capevs >= COMPACT_AT) { /* mostly NVTX, or ties */
+    r->capevs = r->capevs / 2 * 3;
+    r->evs = rd_xrealloc(r->evs, r->capevs * sizeof *r->evs);
+  }
   if (r->nevs == r->capevs) {
-    r->capevs = r->capevs ? r->capevs * 2 : 4096;
+    r->capevs = r->capevs ? r->capevs / 2 * 3 : 4096;
     r->evs = rd_xrealloc(r->evs, r->capevs * sizeof *r->evs);
   }
   r->evs[r->nevs++] = (ev){s, e, link, lane_i, name, info, stack};
-  if (!r->t0 || s < r->t0) r->t0 = s;
-  if (e > r->t1) r->t1 = e;
 }
 
 /* Adds `count` calls that took dur ns together (a folded event: dur is their sum; the max
@@ -463,7 +513,7 @@ static uint64_t detail_threshold(report *r, int samples, size_t *kept) {
   size_t n = 0;
   for (size_t i = 0; i < r->nevs; i++) n += in_budget(r, &r->evs[i], samples);
   *kept = n;
-  if (n <= MAX_DETAIL) return 0;
+  if (n <= MAX_DETAIL) return r->floor_th[samples]; /* 0 unless compact_evs left some out */
   uint64_t *d = rd_xmalloc(n * sizeof *d);
   size_t k = 0;
   for (size_t i = 0; i < r->nevs; i++)
@@ -619,6 +669,11 @@ static const char report_js[] =
 
 static const rd_option options[] = {
     {"output", 'o', "FILE.html", "the page to write (required)", NULL, 0},
+    {"max-events", RD_KEY(0), "N",
+     "read at most N events of a trace (API calls, GPU records, host samples) into the page "
+     "(its timeline, flame graphs and tables), say so and exit 1; 0: no limit. Default: 1 Mi, "
+     "or 2 per byte of the trace file when more (the page keeps ~150 bytes per event while it "
+     "is built; dlhook export --help)", NULL, 0},
     {NULL, 0, NULL, NULL, NULL, 0}};
 
 const rd_command cmd_report_spec = {
@@ -728,8 +783,8 @@ static void write_page(FILE *f, report *r, size_t n, const char *svg, const char
   if (threshold)
     fprintf(f, " This trace has %zu events: the timeline shows the %zu longest (%s and more) "
                "and every NVTX range; the tables count everything.",
-            r->nevs, shown, fmt_ns(b1, sizeof b1, (double)threshold));
-  else if (shown < r->nevs)
+            r->seen, shown, fmt_ns(b1, sizeof b1, (double)threshold));
+  else if (shown < r->seen)
     fprintf(f, " The timeline shows the longest %d host samples of %" PRIu64 "; the tables and "
                "flame graphs count them all.", MAX_DETAIL, r->samples[0] + r->samples[1]);
   fputs("</div>\n<div><button id=\"tl-reset\">reset zoom</button></div>\n"
@@ -770,10 +825,14 @@ int cmd_report(int argc, char **argv) {
   size_t n = 0;
   rd_getopt g;
   int opt;
+  rd_opts lim;
+  memset(&lim, 0, sizeof lim);
   rd_getopt_init(&g, &cmd_report_spec, argc, argv);
   while ((opt = rd_getopt_next(&g)) > 0) {
     if (opt == 'o') out = g.arg;
-    else files[n++] = (char *)g.arg;
+    else if (opt == RD_KEY(0)) {
+      if (rd_parse_max_events("report", g.arg, &lim) != RD_OK) { free(files); return RD_USAGE; }
+    } else files[n++] = (char *)g.arg;
   }
   if (opt < 0) { free(files); return g.status; }
   if (!out) { free(files); return rd_usage_error("report", "no output file given (-o FILE.html)"); }
@@ -786,6 +845,9 @@ int cmd_report(int argc, char **argv) {
   rd_opts o;
   memset(&o, 0, sizeof o);
   o.quiet = 1;
+  o.events_limited = 2; /* ~150 bytes per event: half the limit */
+  o.have_max_events = lim.have_max_events;
+  o.max_events = lim.max_events;
   int64_t *abs_off = rd_xmalloc(n * sizeof *abs_off), *rel = rd_xmalloc(n * sizeof *rel);
   /* Each trace is read twice: the first pass (definitions, and the collectives of the clock
    * alignment, the memory ledger and whether there are kernels), then the second into the page

@@ -738,6 +738,9 @@ int cmd_stats(int argc, char **argv) {
   char **files = rd_xmalloc((size_t)argc * sizeof *files);
   size_t nfiles = 0;
   rd_getopt g;
+  rd_opts ro; /* no event limit: every event is read (steps and findings have their budgets) */
+  memset(&ro, 0, sizeof ro);
+  ro.quiet = 1;
   rd_getopt_init(&g, &cmd_stats_spec, argc, argv);
   while ((opt = rd_getopt_next(&g)) > 0) {
     if (opt == OPT_JSON) json = 1;
@@ -757,9 +760,6 @@ int cmd_stats(int argc, char **argv) {
   }
   rd_stats_run *x = rd_stats_run_new(nfiles, json);
   int rc = RD_OK;
-  rd_opts ro;
-  memset(&ro, 0, sizeof ro);
-  ro.quiet = 1;
   for (size_t i = 0; i < nfiles; i++) {
     /* stats uses no stack: one pass, definitions as they come */
     rd_trace t;

@@ -43,7 +43,16 @@ typedef struct flame {
   struct extc { uint64_t corr, ext; } *ext_ring; /* the last CORR_LIMIT such ids */
   size_t next;
   uint32_t unknown_frame, nolaunch_frame;
+  /* FLAME_MAX_NODES: past it, a new path goes no deeper than its known part, then one
+   * "[flame graph node limit]" frame (limit_frame) takes its weight; limited says so once */
+  uint32_t limit_frame;
+  int limited;
 } flame;
+
+/* Nodes of a flame graph (~100 bytes each with their index) before new paths are cut short:
+ * 20,000 stacks of 256 frames in distinct modules would make 5 M nodes and 600 MiB; the
+ * graphs of real programs have tens of thousands. */
+#define FLAME_MAX_NODES (1u << 19)
 
 /* Starts an empty tree for the options o (weight, window). */
 void flame_init(flame *f, const rd_opts *o);

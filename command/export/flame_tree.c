@@ -56,6 +56,8 @@ static uint32_t frame_intern(flame *f, const char *s) {
   } else {
     id = UINT32_MAX;
   }
+  /* a new name would make a new node, which the tree has no room for */
+  if (f->nnodes >= FLAME_MAX_NODES && f->limit_frame) return f->limit_frame;
   if (f->nnames == f->capnames) {
     f->capnames = f->capnames ? f->capnames * 2 : 256;
     f->names = rd_xrealloc(f->names, f->capnames * sizeof *f->names);
@@ -70,9 +72,14 @@ static uint32_t frame_intern(flame *f, const char *s) {
 }
 
 static uint32_t child(flame *f, uint32_t parent, uint32_t frame) {
+  if (parent && f->limit_frame && f->nodes[parent].frame == f->limit_frame) return parent;
   uint64_t k = (uint64_t)parent << 32 | frame;
   uint32_t n;
   if (rd_m_get(&f->child_ix, k, &n)) return n;
+  if (f->nnodes >= FLAME_MAX_NODES && frame != f->limit_frame) { /* one limit node per parent */
+    f->limited = 1;
+    return child(f, parent, f->limit_frame);
+  }
   if (f->nnodes == f->capnodes) {
     f->capnodes = f->capnodes ? f->capnodes * 2 : 1024;
     f->nodes = rd_xrealloc(f->nodes, f->capnodes * sizeof *f->nodes);
@@ -105,6 +112,7 @@ void flame_init(flame *f, const rd_opts *o) {
   memset(&f->nodes[0], 0, sizeof f->nodes[0]);
   f->unknown_frame = frame_id(f, "[launch not found]");
   f->nolaunch_frame = frame_id(f, "[no launching call]");
+  f->limit_frame = frame_id(f, "[flame graph node limit]");
 }
 
 /* ---------------------------------------------------------------- per-trace definitions */
@@ -411,6 +419,12 @@ void flame_free(flame *f) {
 
 /* Inclusive totals (children have larger indices than their parents). */
 void flame_totals(flame *f) {
+  if (f->limited == 1) {
+    rd_error("flame graph: over %u nodes (distinct stack paths): the frames of later stacks "
+             "below their known part are merged into \"[flame graph node limit]\" (weights "
+             "kept)", FLAME_MAX_NODES);
+    f->limited = 2;
+  }
   for (size_t i = 0; i < f->nnodes; i++)
     for (int s = 0; s < 2; s++) f->nodes[i].total[s] = f->nodes[i].self[s];
   for (size_t i = f->nnodes; i-- > 1;)

@@ -52,6 +52,8 @@
 #include <string.h>
 
 #include "rd.h"
+#include <sys/stat.h>
+
 #include "rd_scan.h"
 
 #define ADV_MIN_PCT 1.0
@@ -197,7 +199,28 @@ struct rd_advise {
   tally dataset;  /* user lines under the DataLoader's fetch, all traces */
   precoll *pc;
   size_t npc;
+  /* the events of the trace being read, and the most kept (rd_event_limit, as for dlhook
+   * advise): past it, the rest of the trace is passed over (over = 1) */
+  uint64_t events, budget;
+  int over;
 };
+
+/* 1 when the event may be kept; the trace's first event fixes its budget */
+static int in_budget(rd_advise *x, const rd_trace *t) {
+  if (!x->budget) {
+    struct stat st;
+    rd_opts o;
+    memset(&o, 0, sizeof o);
+    o.events_limited = 2;
+    x->budget = rd_event_limit(&o, stat(t->path, &st) == 0 ? (uint64_t)st.st_size : 0);
+  }
+  if (x->events >= x->budget) {
+    x->over = 1;
+    return 0;
+  }
+  x->events++;
+  return 1;
+}
 
 static int name_in(const char *n, const char *const *names) {
   for (int i = 0; names[i]; i++)
@@ -231,7 +254,7 @@ static int nccl_kernel(const char *k) { return k && (!strncmp(k, "nccl", 4) || s
 #define PUSH(arr, n, cap, init)                                 \
   do {                                                          \
     if ((n) == (cap)) {                                         \
-      (cap) = (cap) ? (cap) * 2 : (init);                       \
+      (cap) = (cap) ? (cap) / 2 * 3 : (init);                   \
       (arr) = rd_xrealloc((arr), (cap) * sizeof *(arr));        \
     }                                                           \
   } while (0)
@@ -260,6 +283,7 @@ static int64_t arg_or(const rd_trace *t, const dlh_api_event *e, const char *nam
 static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *e) {
   rd_advise *x = ctx;
   if (x->memsink.api) x->memsink.api(x->memsink.ctx, t, tid, e);
+  if (!in_budget(x, t)) return;
   const rd_func *f = rd_trace_func(t, e->fn);
   if (!f || !f->name) return;
   if (f->domain == DLH__DOMAIN__DOMAIN_NVTX) {
@@ -324,7 +348,7 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
 
 static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   rd_advise *x = ctx;
-  (void)t;
+  if (!in_budget(x, t)) return;
   /* vals: bytes, copy_kind (1 = HtoD), src_kind (1 = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE) */
   if (g->kind == RD_MEMCPY && g->nvals >= 3 && g->vals[1] == 1 && g->vals[2] == 1 && g->corr)
     rd_m_put(&x->pageable, g->corr, 1);
@@ -340,7 +364,7 @@ static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
 
 static void on_sample(void *ctx, const rd_trace *t, const rd_sample *s) {
   rd_advise *x = ctx;
-  (void)t;
+  if (!in_budget(x, t)) return;
   PUSH(x->sm, x->nsm, x->capsm, 1024);
   x->sm[x->nsm++] = (asample){s->time, s->weight, s->tid, s->stack, s->kind};
 }
@@ -615,6 +639,11 @@ static char *py_place(const rd_frame *f) {
 }
 
 void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
+  if (x->over)
+    rd_error("%s: advise: the findings are of the first %" PRIu64 " events (the limit for a file of "
+             "this size: dlhook advise --help, --max-events)", t->path, x->budget);
+  x->events = x->budget = 0;
+  x->over = 0;
   uint64_t nsteps = 1, step_ns = x->hi > x->lo ? x->hi - x->lo : 0, after = 0;
   uint64_t in_lo = 0, in_hi = UINT64_MAX; /* with steps: only what is inside them counts */
   x->steps_from = 0;

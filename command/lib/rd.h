@@ -149,6 +149,10 @@ typedef struct rd_trace {
   struct rd_graphs *graphs; /* graphs.c: CUDA graph nodes, Inductor's kernels */
   int defs_read;    /* the first pass read every stack definition (symbols.c) */
   uint64_t pcs_unsymbolized; /* Trailer.pcs_unsymbolized */
+  /* the pass stopped at its event limit (rd_scan.h, rd_event_limit) before the event at
+   * events_over_at (trace clock, merge offset added) */
+  int events_over;
+  uint64_t events_limit, events_over_at;
 } rd_trace;
 
 /* A trace is read at most twice. The first pass reads its definitions (functions, strings,
@@ -233,7 +237,8 @@ typedef struct rd_frame {
 } rd_frame;
 
 /* The frames of stack `stack_id` (ApiBatch.stack) as read so far, innermost first: sets *out
- * to an array owned by the trace and returns its length; 0 (and *out = NULL) when the id is 0
+ * to an array owned by the trace, valid until the next rd_stack_frames call for another stack
+ * (built frames are bounded: symbols.c, FRAME_CACHE), and returns its length; 0 (and *out = NULL) when the id is 0
  * or undefined. Native and Python frames are interleaved as the trace records them (mixed
  * mode: Python frames in place of the interpreter's frames). */
 size_t rd_stack_frames(const rd_trace *t, uint32_t stack_id, const rd_frame **out);

@@ -30,7 +30,31 @@ typedef struct rd_opts {
   int no_gzip;                  /* --no-gzip: kineto files as plain JSON */
   int merge;                    /* dlhook merge: the traces on one timeline (ex_each) */
   int64_t *offsets;             /* with merge: room for one clock offset per trace */
+  /* The event limit of the outputs that hold every event (timelines, tables, dump, report,
+   * advise), which spend time and memory per event: a few KB of trace can hold tens of
+   * millions of alike events. events_limited turns it on (the command sets it): 1, or 2 for
+   * the commands that keep ~150 bytes per event (report, advise: half the default limit);
+   * have_max_events: --max-events N was given (N = 0: no limit). Else rd_event_limit. */
+  int events_limited;
+  int have_max_events;
+  uint64_t max_events;
 } rd_opts;
+
+/* The default event limit of a trace of `size` bytes: RD_EVENTS_BASE, or RD_EVENTS_PER_BYTE
+ * per byte of the file when that is more (both halved for events_limited 2: a 1 MiB trace
+ * then yields at most 2 Mi events, ~250 MiB of the report). A recorded trace holds at most ~2 events per byte (a
+ * tight loop of distinct calls; a PyTorch program ~0.07), so no recorded trace meets it; a
+ * trace of 1 MiB yields at most 4 Mi events (~2 s of an exporter). Events are API events, GPU
+ * records and host samples, a folded event counting once. A pass that reaches the limit
+ * delivers the events before it and passes over the rest undecoded (definitions and other
+ * packets still come), says so once, naming the limit and --max-events, and returns
+ * RD_BAD_INPUT. */
+#define RD_EVENTS_BASE (2ull << 20)
+#define RD_EVENTS_PER_BYTE 4ull
+uint64_t rd_event_limit(const rd_opts *o, uint64_t size);
+/* --max-events N (the option of every command that has the limit): sets o, or prints a usage
+ * error and returns RD_USAGE. */
+int rd_parse_max_events(const char *cmd, const char *v, rd_opts *o);
 
 /* One GPU record of a GpuBatch, decoded. vals points into the packet. */
 typedef struct rd_gpu {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "dlh_fmt.h"
 #include "rd_scan.h"
 
 static uint64_t rd_events_scanned; /* for the progress line */
@@ -67,6 +68,35 @@ static const char *kernel_name(rd_trace *t, uint32_t id) {
   return k;
 }
 
+uint64_t rd_event_limit(const rd_opts *o, uint64_t size) {
+  if (!o->events_limited) return UINT64_MAX;
+  if (o->have_max_events) return o->max_events ? o->max_events : UINT64_MAX;
+  uint64_t base = RD_EVENTS_BASE / (unsigned)o->events_limited,
+           per = RD_EVENTS_PER_BYTE / (unsigned)o->events_limited;
+  uint64_t by_size = size > UINT64_MAX / per ? UINT64_MAX : size * per;
+  return by_size > base ? by_size : base;
+}
+
+int rd_parse_max_events(const char *cmd, const char *v, rd_opts *o) {
+  char *end;
+  errno = 0;
+  unsigned long long n = strtoull(v, &end, 10);
+  if (!*v || *v == '-' || *end || errno)
+    return rd_usage_error(cmd, "bad --max-events '%s' (a number of events; 0: no limit)", v);
+  o->have_max_events = 1;
+  o->max_events = n;
+  return RD_OK;
+}
+
+/* The limit was reached: the rest of the pass has no events. */
+static void over_limit(rd_trace *t, uint64_t limit, uint64_t at) {
+  t->events_over = 1;
+  t->events_limit = limit;
+  t->events_over_at = at;
+  dlh_reader_skip(t->r, DLH_CASE_BIT(DLH__PACKET__DATA_API) | DLH_CASE_BIT(DLH__PACKET__DATA_GPU) |
+                            DLH_CASE_BIT(DLH__PACKET__DATA_SAMPLES));
+}
+
 /* The columns come from a file nobody vouches for: time_delta gives the count, every other
  * column must be as long or empty (= 0 for all). */
 void rd_sample_iter_init(rd_sample_iter *it, const Dlh__SampleBatch *b) {
@@ -101,7 +131,7 @@ int rd_sample_iter_next(rd_sample_iter *it, rd_sample *x) {
 /* The samples of a SampleBatch to s (window and offset applied; kinds this reader does not
  * know passed over). Returns 1 when the batch is damaged (what was readable was delivered). */
 static int stream_samples(rd_trace *t, const Dlh__SampleBatch *b, int64_t off, uint64_t lo,
-                          uint64_t hi, rd_sink *s) {
+                          uint64_t hi, rd_sink *s, uint64_t *n, uint64_t limit) {
   rd_sample_iter it;
   rd_sample x;
   rd_sample_iter_init(&it, b);
@@ -109,7 +139,13 @@ static int stream_samples(rd_trace *t, const Dlh__SampleBatch *b, int64_t off, u
     rd_events_scanned++;
     x.time += (uint64_t)off;
     if (x.kind != RD_SAMPLE_CPU && x.kind != RD_SAMPLE_WAIT) continue;
-    if (!s->unwindowed && (x.time >= hi || x.time < lo)) continue;
+    int in = x.time < hi && x.time >= lo;
+    if (in && *n == limit) {
+      over_limit(t, limit, x.time);
+      return 0;
+    }
+    *n += in;
+    if (!s->unwindowed && !in) continue;
     if (s->sample) s->sample(s->ctx, t, &x);
   }
   return it.bad;
@@ -133,6 +169,10 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
    * first, from the ProcessInfo that opens the file) */
   int have_base = t->have_process && t->have_start;
   uint64_t base = t->start_ns + (uint64_t)off;
+  /* events inside the window so far, and the limit (rd_event_limit): both passes stop at the
+   * same event */
+  uint64_t n = 0, limit = rd_event_limit(o, pg.size);
+  t->events_over = 0;
   while ((rc = rd_trace_next(t, &p)) == 1) {
     if (p->data_case == DLH__PACKET__DATA_STRING && rd_map_get(&t->knames, p->string->id)) {
       const char *raw = p->string->value ? p->string->value : ""; /* redefined */
@@ -149,7 +189,10 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
     }
     t->win_lo = lo;
     t->win_hi = hi;
-    if (p->data_case == DLH__PACKET__DATA_API) {
+    if (t->events_over && (p->data_case == DLH__PACKET__DATA_API || p->data_case == DLH__PACKET__DATA_GPU ||
+                           p->data_case == DLH__PACKET__DATA_SAMPLES)) {
+      /* a batch decoded before the limit was reached (the reader's look-ahead): passed over */
+    } else if (p->data_case == DLH__PACKET__DATA_API) {
       dlh_api_iter it;
       dlh_api_event ev;
       uint32_t tid = p->api->tid;
@@ -158,10 +201,16 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
         rd_events_scanned++;
         ev.start_ns += (uint64_t)off;
         /* a folded event covers its span (first call's start to last call's end) */
-        if (!s->unwindowed && (ev.start_ns >= hi || ev.start_ns + dlh_api_span(&ev) < lo)) continue;
+        int in = !(ev.start_ns >= hi || ev.start_ns + dlh_api_span(&ev) < lo);
+        if (in && n == limit) {
+          over_limit(t, limit, ev.start_ns);
+          break;
+        }
+        n += in;
+        if (!s->unwindowed && !in) continue;
         if (s->api) s->api(s->ctx, t, tid, &ev);
       }
-      if (it.bad) bad = 1;
+      if (it.bad && !t->events_over) bad = 1;
     } else if (p->data_case == DLH__PACKET__DATA_GPU) {
       dlh_gpu_iter it;
       dlh_gpu_event ev;
@@ -190,12 +239,18 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
           }
         }
         rd_events_scanned++;
-        if (!s->unwindowed && g.kind != RD_EXTCORR && (g.start >= hi || g.start + g.dur < lo)) continue;
+        int in = g.kind == RD_EXTCORR || !(g.start >= hi || g.start + g.dur < lo);
+        if (in && n == limit) {
+          over_limit(t, limit, g.start);
+          break;
+        }
+        n += in;
+        if (!s->unwindowed && !in) continue;
         if (s->gpu) s->gpu(s->ctx, t, &g);
       }
-      if (it.bad) bad = 1;
+      if (it.bad && !t->events_over) bad = 1;
     } else if (p->data_case == DLH__PACKET__DATA_SAMPLES) {
-      if (stream_samples(t, p->samples, off, lo, hi, s)) bad = 1;
+      if (stream_samples(t, p->samples, off, lo, hi, s, &n, limit)) bad = 1;
     } else if (s->packet) {
       s->packet(s->ctx, t, p);
     }
@@ -208,7 +263,24 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
   }
   if (bad && (t->pass == 2 || t->only) && !t->quiet_damage)
     rd_error("%s: inconsistent event batch (skipped its remaining events)", t->path);
-  return rc < 0 || bad ? RD_BAD_INPUT : RD_OK;
+  if (t->events_over && (t->pass == 2 || t->only) && !t->quiet_damage) {
+    char sz[32];
+    uint64_t at = t->events_over_at - (t->have_start ? t->start_ns + (uint64_t)off : 0);
+    if (o->have_max_events)
+      rd_error("%s: more events than --max-events %" PRIu64 ": the output holds the first %" PRIu64
+               " (up to %.6f s into the trace); --max-events 0 for all of them",
+               t->path, limit, limit, (double)at / 1e9);
+    else
+      rd_error("%s: more than %" PRIu64 " events (API calls, GPU records, host samples) in a file of %s: "
+               "over this output's limit (%llu Mi events, or %llu per byte of the file when more); "
+               "the output holds the first %" PRIu64 " (up to %.6f s into the trace); --max-events N "
+               "sets another limit (0: none)%s",
+               t->path, limit, dlh_fmt_bytes(sz, sizeof sz, pg.size),
+               (RD_EVENTS_BASE >> 20) / (unsigned)o->events_limited,
+               RD_EVENTS_PER_BYTE / (unsigned)o->events_limited, limit, (double)at / 1e9,
+               o->have_window || !o->format ? "" : ", --window a part of the trace");
+  }
+  return rc < 0 || bad || t->events_over ? RD_BAD_INPUT : RD_OK;
 }
 
 int rd_open(rd_trace *t, const char *path, const rd_opts *o, rd_sink *pre) {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "rd_scan.h"
 #include "rd.h"
@@ -36,16 +37,42 @@ typedef struct sctx {
   int rank;
   uint32_t pid;
   int too_many;
+  size_t max;            /* events kept at most (budget) */
 } sctx;
 
 /* Events kept per trace (24 bytes each): past this the trace's steps are left out, so that
- * `dlhook stats` stays within a few hundred MB on any trace. */
+ * `dlhook stats` stays within a few hundred MB on any trace; and past the event limit of the
+ * trace's size (rd_event_limit), so that a few KB that expand into millions of alike events
+ * cannot take more (no recorded trace reaches it). */
 #define MAX_EVENTS (16u << 20)
 
-static void push(sctx *c, uint64_t s, uint64_t e, int cat) {
-  if (c->n >= MAX_EVENTS) { c->too_many = 1; return; }
+/* The trace's steps are left out: what was kept goes. */
+static void give_up(sctx *c) {
+  c->too_many = 1;
+  free(c->ev);
+  free(c->sm);
+  c->ev = NULL;
+  c->sm = NULL;
+  c->n = c->cap = c->nsm = c->capsm = 0;
+}
+
+static size_t budget(sctx *c, const rd_trace *t) {
+  if (!c->max) {
+    struct stat st;
+    rd_opts o;
+    memset(&o, 0, sizeof o);
+    o.events_limited = 1;
+    uint64_t lim = rd_event_limit(&o, stat(t->path, &st) == 0 ? (uint64_t)st.st_size : 0);
+    c->max = lim < MAX_EVENTS ? (size_t)lim : MAX_EVENTS;
+  }
+  return c->max;
+}
+
+static void push(sctx *c, const rd_trace *t, uint64_t s, uint64_t e, int cat) {
+  if (c->too_many) return;
+  if (c->n >= budget(c, t)) { give_up(c); return; }
   if (c->n == c->cap) {
-    c->cap = c->cap ? c->cap * 2 : 4096;
+    c->cap = c->cap ? c->cap / 2 * 3 : 4096;
     c->ev = rd_xrealloc(c->ev, c->cap * sizeof *c->ev);
   }
   c->ev[c->n++] = (sev){s, e, cat};
@@ -95,13 +122,14 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
   }
   /* A folded event tells only the summed duration of its calls, not where each lies in its
    * span: that time is counted from its start (inside the span, the right amount). */
-  if (e->depth == 0 && e->dur_ns) push(c, e->start_ns, e->start_ns + e->dur_ns, C_HOST);
+  if (e->depth == 0 && e->dur_ns) push(c, t, e->start_ns, e->start_ns + e->dur_ns, C_HOST);
 }
 
 static void on_sample(void *ctx, const rd_trace *t, const rd_sample *x) {
   sctx *c = ctx;
   (void)t;
-  if (c->nsm >= MAX_EVENTS) { c->too_many = 1; return; }
+  if (c->too_many) return;
+  if (c->nsm >= budget(c, t)) { give_up(c); return; }
   if (c->nsm == c->capsm) {
     c->capsm = c->capsm ? c->capsm * 2 : 4096;
     c->sm = rd_xrealloc(c->sm, c->capsm * sizeof *c->sm);
@@ -123,9 +151,9 @@ static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   if (!g->dur) return;
   if (g->kind == RD_KERNEL) {
     const char *n = g->kname ? g->kname : rd_trace_string(t, g->name);
-    push(c, g->start, g->start + g->dur, is_collective(n) ? C_COMM : C_COMPUTE);
+    push(c, t, g->start, g->start + g->dur, is_collective(n) ? C_COMM : C_COMPUTE);
   } else if (g->kind == RD_MEMCPY || g->kind == RD_MEMSET) {
-    push(c, g->start, g->start + g->dur, C_COPY);
+    push(c, t, g->start, g->start + g->dur, C_COPY);
   }
 }
 
@@ -295,7 +323,7 @@ void rd_steps_json(FILE *f, rd_steps *x) {
     if (r->dur > rows[slow].dur) slow = i;
   }
   fputs("]", f);
-  if (nskipped) fprintf(f, ",\"traces_left_out\":%zu", nskipped); /* over MAX_EVENTS events */
+  if (nskipped) fprintf(f, ",\"traces_left_out\":%zu", nskipped); /* over their budget */
   if (nrows) {
     fprintf(f, ",\n\"slowest_step\":{\"step\":%ld,\"rank\":%d,\"dur_ns\":%" PRIu64 "}",
             rows[slow].num, rows[slow].rank, rows[slow].dur);

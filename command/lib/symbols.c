@@ -44,7 +44,15 @@ typedef struct rd_stacks {
   size_t nmods;
   rd_module **bystart; /* sorted by start, then order: binary search (built on first lookup) */
   size_t nsorted;
+  /* the stacks whose frames are built, and their frames in all (FRAME_CACHE) */
+  rd_stack **built;
+  size_t nbuilt, capbuilt, frames_built;
 } rd_stacks;
+
+/* Frames kept built at most (56 bytes each): past it the built frames of the other stacks are
+ * freed and built again on their next use. A trace of 20,000 stacks of 256 frames would keep
+ * 280 MiB of them; real programs' stacks fit many times over. */
+#define FRAME_CACHE (1u << 19)
 
 static rd_stacks *get(rd_trace *t) {
   if (!t->stacks) {
@@ -120,8 +128,15 @@ void rd_stacks_define(rd_trace *t, const Dlh__Packet *p) {
       if (d->n_pc) memcpy(st->raw, d->pc, d->n_pc * sizeof *st->raw);
       st->truncated = d->has_truncated && d->truncated;
       st->frames = NULL;
-      rd_stack *old = rd_map_put(&s->stacks, d->id, st);
-      if (old) stack_free(old);
+      rd_stack *old = rd_map_get(&s->stacks, d->id);
+      if (old) { /* redefined: in place, as `built` may point to it */
+        free(old->raw);
+        free(old->frames); /* an entry of `built` may stay, with no frames: harmless */
+        *old = *st;
+        free(st);
+      } else {
+        rd_map_put(&s->stacks, d->id, st);
+      }
       break;
     }
     case DLH__PACKET__DATA_MODULE: {
@@ -240,6 +255,20 @@ size_t rd_stack_frames(const rd_trace *t, uint32_t stack_id, const rd_frame **ou
   rd_stack *st = rd_map_get(&s->stacks, stack_id);
   if (!st || !st->n) return 0;
   if (!st->frames) {
+    if (s->frames_built + st->n > FRAME_CACHE) {
+      for (size_t i = 0; i < s->nbuilt; i++) {
+        free(s->built[i]->frames);
+        s->built[i]->frames = NULL;
+      }
+      s->nbuilt = 0;
+      s->frames_built = 0;
+    }
+    if (s->nbuilt == s->capbuilt) {
+      s->capbuilt = s->capbuilt ? s->capbuilt * 2 : 256;
+      s->built = rd_xrealloc(s->built, s->capbuilt * sizeof *s->built);
+    }
+    s->built[s->nbuilt++] = st;
+    s->frames_built += st->n;
     st->frames = rd_xmalloc(st->n * sizeof *st->frames);
     for (size_t i = 0; i < st->n; i++) frame_of(s, st->raw[i], &st->frames[i]);
   }
@@ -273,6 +302,7 @@ void rd_stacks_free(rd_trace *t) {
   rd_stacks *s = t->stacks;
   if (!s) return;
   rd_map_free(&s->stacks, stack_free);
+  free(s->built);
   rd_map_free(&s->pyframes, pyframe_free);
   rd_map_free(&s->modules, NULL);
   for (size_t i = 0; i < s->nmods; i++) module_free(s->modlist[i]);

@@ -13,10 +13,11 @@ def _export(argv):
     p = argparse.ArgumentParser(prog="dlhook export --format parquet")
     p.add_argument("-o", dest="out", required=True)
     p.add_argument("-q", dest="quiet", action="store_true")
+    p.add_argument("--max-events", dest="max_events", default=None)
     p.add_argument("traces", nargs="+")
     a = p.parse_args(argv)
     from .tables import write_dataset
-    rc, _ = write_dataset(a.out, a.traces, quiet=a.quiet)
+    rc, _ = write_dataset(a.out, a.traces, quiet=a.quiet, max_events=a.max_events)
     return rc
 
 

@@ -160,11 +160,13 @@ def job_of(path):
     return os.path.basename(os.path.dirname(os.path.abspath(path))) or "job"
 
 
-def convert(path, out, job=None):
+def convert(path, out, job=None, max_events=None):
     """Writes the tables of one trace under out; returns ({table: rows}, damaged): a damaged
-    trace (the reader's exit status 1) has what could be read written."""
-    proc = subprocess.Popen([_dlhook_bin(), "export", "--format", "columns", "-q", "-o", "-",
-                             path], stdout=subprocess.PIPE, bufsize=1 << 20)
+    trace (the reader's exit status 1, which a trace over the event limit also gets) has what
+    could be read written. max_events: the reader's --max-events (None: its default)."""
+    limit = ["--max-events", str(max_events)] if max_events is not None else []
+    proc = subprocess.Popen([_dlhook_bin(), "export", "--format", "columns", "-q"] + limit +
+                            ["-o", "-", path], stdout=subprocess.PIPE, bufsize=1 << 20)
     tr = _Trace(proc.stdout)
     writers, tmp, rows = {}, {}, {}
     dirs = None
@@ -210,7 +212,8 @@ def convert(path, out, job=None):
                 if os.path.exists(a):
                     os.unlink(a)
     if rc == 1:
-        print("dlhook: %s: damaged; what could be read was converted" % path, file=sys.stderr)
+        print("dlhook: %s: damaged or over the event limit; what could be read was converted"
+              % path, file=sys.stderr)
     elif rc != 0:
         raise StreamError("%s: the reader exited with %d" % (path, rc))
     for a, b in tmp.values():
@@ -218,7 +221,7 @@ def convert(path, out, job=None):
     return rows, rc == 1
 
 
-def write_dataset(out, traces, jobs=None, quiet=False, job=None):
+def write_dataset(out, traces, jobs=None, quiet=False, job=None, max_events=None):
     """Converts traces in parallel into the dataset out. Returns (exit status, {table: rows}):
     1 when a trace could not be read or was damaged (what could be read is written), else 0."""
     os.makedirs(out, exist_ok=True)
@@ -231,7 +234,7 @@ def write_dataset(out, traces, jobs=None, quiet=False, job=None):
     def one(p):
         nonlocal failed
         try:
-            r, damaged = convert(p, out, job)
+            r, damaged = convert(p, out, job, max_events)
         except (StreamError, OSError) as e:
             with lock:
                 failed += 1
