@@ -158,29 +158,44 @@ static void account(agg *g, uint64_t dur, int err, uint64_t count) {
   if (each > g->max) g->max = each;
 }
 
-/* Adds one trace's intervals of one device (sorted here) to the totals. */
-static void add_busy(stats *s, uint32_t pid, uint32_t device, ival *v, size_t n, uint64_t kns,
-                     uint64_t nk) {
-  if (!n) return;
+/* Sorts intervals and merges those that overlap or touch: the same union in fewer intervals.
+ * Returns how many are left. */
+static size_t merge_ivals(ival *v, size_t n) {
+  if (!n) return 0;
   _Static_assert(sizeof(ival) == sizeof(rd_pair), "ival is an rd_pair keyed by its start");
   rd_sort_pairs((rd_pair *)v, n);
-  uint64_t busy = 0, cur_a = v[0].a, cur_b = v[0].b, last = v[0].b;
+  size_t w = 0;
   for (size_t i = 1; i < n; i++) {
-    if (v[i].b > last) last = v[i].b;
-    if (v[i].a <= cur_b) {
-      if (v[i].b > cur_b) cur_b = v[i].b;
+    if (v[i].a <= v[w].b) {
+      if (v[i].b > v[w].b) v[w].b = v[i].b;
     } else {
-      busy += cur_b - cur_a;
-      cur_a = v[i].a;
-      cur_b = v[i].b;
+      v[++w] = v[i];
     }
   }
-  busy += cur_b - cur_a;
+  return w + 1;
+}
+
+/* Adds one trace's intervals of one device to the totals. over: more intervals than its budget
+ * (the busy time is not known: UINT64_MAX); first/last then from first_a/last_b. */
+static void add_busy(stats *s, uint32_t pid, uint32_t device, ival *v, size_t n, uint64_t kns,
+                     uint64_t nk, int over, uint64_t first_a, uint64_t last_b) {
+  if (!n && !over) return;
+  uint64_t busy = UINT64_MAX, first = first_a, last = last_b;
+  if (!over) {
+    n = merge_ivals(v, n);
+    busy = 0;
+    first = v[0].a;
+    last = 0;
+    for (size_t i = 0; i < n; i++) {
+      busy += v[i].b - v[i].a;
+      if (v[i].b > last) last = v[i].b;
+    }
+  }
   if (s->ndev == s->capdev) {
     s->capdev = s->capdev ? s->capdev * 2 : 8;
     s->dev = rd_xrealloc(s->dev, s->capdev * sizeof *s->dev);
   }
-  s->dev[s->ndev++] = (devbusy){pid, device, busy, v[0].a, last, kns, nk};
+  s->dev[s->ndev++] = (devbusy){pid, device, busy, first, last, kns, nk};
 }
 
 typedef struct devivals {
@@ -188,6 +203,10 @@ typedef struct devivals {
   ival *v;
   size_t n, cap;
   uint64_t kernel_ns, kernels;
+  /* over: more disjoint intervals than the trace's budget (rd_default_event_limit): v is
+   * freed and the busy time left unknown; first/last: the span all the same */
+  int over;
+  uint64_t first, last;
 } devivals;
 
 static devivals *dev_of(devivals **d, size_t *nd, uint32_t device) {
@@ -209,6 +228,7 @@ typedef struct one {
   size_t last_gi;
   devivals *dv;
   size_t ndv;
+  size_t budget;     /* GPU records kept per device and for the library join (0: not known yet) */
 } one;
 
 static void s_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
@@ -280,11 +300,25 @@ static void s_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   rd_gstats_gpu(s->gs, t, g);
   if (!rd_gpu_busy(ev.kind)) return; /* kernels, copies, memsets occupy the GPU */
   devivals *d = dev_of(&o->dv, &o->ndv, ev.device);
-  if (d->n == d->cap) {
-    d->cap = d->cap ? d->cap * 2 : 1024;
-    d->v = rd_xrealloc(d->v, d->cap * sizeof *d->v);
+  if (!d->first || ev.start_ns < d->first) d->first = ev.start_ns;
+  if (ev.start_ns + ev.dur_ns > d->last) d->last = ev.start_ns + ev.dur_ns;
+  if (d->n == o->budget && !d->over) { /* the union in fewer intervals, or none kept */
+    d->n = merge_ivals(d->v, d->n);
+    if (d->n > o->budget / 2) {
+      d->over = 1;
+      free(d->v);
+      d->v = NULL;
+      d->n = d->cap = 0;
+    }
   }
-  d->v[d->n++] = (ival){ev.start_ns, ev.start_ns + ev.dur_ns};
+  if (!d->over) {
+    if (d->n == d->cap) {
+      d->cap = d->cap ? d->cap * 2 : 1024;
+      if (d->cap > o->budget) d->cap = o->budget;
+      d->v = rd_xrealloc(d->v, d->cap * sizeof *d->v);
+    }
+    d->v[d->n++] = (ival){ev.start_ns, ev.start_ns + ev.dur_ns};
+  }
   if (ev.kind == RD_KERNEL) {
     size_t gi = kernel_index(s, &o->kmap, t, ev.name);
     account(&s->kernels.v[gi], ev.dur_ns, 0, 1);
@@ -334,7 +368,9 @@ rd_stats_run *rd_stats_run_new(size_t nfiles, int json) {
 
 rd_sink *rd_stats_run_begin(rd_stats_run *x, size_t i, const char *path) {
   x->s.traces++;
-  x->o = (one){&x->s, path, {0}, {0}, 0, 0, NULL, 0};
+  /* every GPU record of a recorded trace is kept: the budget grows with the file */
+  x->o = (one){&x->s, path, {0}, {0}, 0, 0, NULL, 0, (size_t)rd_default_event_limit(path, 1)};
+  rd_libstats_budget(x->s.lib, x->o.budget);
   x->own = (rd_sink){&x->o, s_packet, s_api, s_gpu, 0, NULL};
   x->sm = rd_samples_sink(x->samples);
   x->tee = (rd_tee){{&x->own, &x->sm}, 2};
@@ -363,9 +399,19 @@ void rd_stats_run_end(rd_stats_run *x, size_t i, rd_trace *t) {
   rd_samples_trace_end(x->samples, t);
   if (x->n > 1 && i < x->n && x->ranks[i]) rd_ranks_in_end(x->ranks[i], t);
   for (size_t k = 0; k < o->ndv; k++) {
-    add_busy(s, t->pid, o->dv[k].device, o->dv[k].v, o->dv[k].n, o->dv[k].kernel_ns, o->dv[k].kernels);
+    add_busy(s, t->pid, o->dv[k].device, o->dv[k].v, o->dv[k].n, o->dv[k].kernel_ns, o->dv[k].kernels,
+             o->dv[k].over, o->dv[k].first, o->dv[k].last);
     free(o->dv[k].v);
   }
+  for (size_t k = 0; k < o->ndv; k++)
+    if (o->dv[k].over)
+      rd_error("%s: stats: more than %zu disjoint GPU intervals on device %u for a file of this "
+               "size (the limit of dlhook export --help): its busy time is not computed",
+               o->path, o->budget, o->dv[k].device);
+  if (rd_libstats_over(s->lib))
+    rd_error("%s: stats: more than %zu kernels for a file of this size: the library calls "
+             "launching the later ones count their own time, not their kernels'", o->path,
+             o->budget);
   free(o->dv);
   o->dv = NULL;
   o->ndv = 0;
@@ -474,11 +520,16 @@ static void print_json(FILE *f, const stats *s, rd_steps *steps, rd_ops *ops, rd
   fprintf(f, ",\n\"gpu\":{\"kernel_ns\":%" PRIu64 ",\"devices\":[", s->kernel_ns);
   for (size_t i = 0; i < s->ndev; i++) {
     const devbusy *d = &s->dev[i];
-    fprintf(f, "%s{\"pid\":%u,\"device\":%u,\"kernels\":%" PRIu64 ",\"kernel_ns\":%" PRIu64
-               ",\"busy_ns\":%" PRIu64 ",\"span_ns\":%" PRIu64 ",\"busy_pct\":",
-            i ? "," : "", d->pid, d->device, d->kernels, d->kernel_ns, d->busy, d->last - d->first);
-    rd_json_double(f, pct(d->busy, d->last - d->first));
-    putc('}', f);
+    fprintf(f, "%s{\"pid\":%u,\"device\":%u,\"kernels\":%" PRIu64 ",\"kernel_ns\":%" PRIu64,
+            i ? "," : "", d->pid, d->device, d->kernels, d->kernel_ns);
+    if (d->busy == UINT64_MAX) /* over its budget: not known */
+      fprintf(f, ",\"busy_ns\":null,\"span_ns\":%" PRIu64 ",\"busy_pct\":null}", d->last - d->first);
+    else {
+      fprintf(f, ",\"busy_ns\":%" PRIu64 ",\"span_ns\":%" PRIu64 ",\"busy_pct\":", d->busy,
+              d->last - d->first);
+      rd_json_double(f, pct(d->busy, d->last - d->first));
+      putc('}', f);
+    }
   }
   fputs("],\"memcpy\":[", f);
   int first = 1;
@@ -578,9 +629,14 @@ static void print_table(FILE *f, const stats *s, rd_ops *ops, rd_samples *sm) {
       const devbusy *d = &s->dev[i];
       char nm[16];
       snprintf(nm, sizeof nm, "device %u", d->device);
-      fprintf(f, "%-10s %7u %9" PRIu64 " %12s %12s %12s %7.1f%%\n", nm, d->pid, d->kernels,
-              fmt_ns(b1, sizeof b1, (double)d->kernel_ns), fmt_ns(b2, sizeof b2, (double)d->busy),
-              fmt_ns(b3, sizeof b3, (double)(d->last - d->first)), pct(d->busy, d->last - d->first));
+      if (d->busy == UINT64_MAX) /* over its budget: not known */
+        fprintf(f, "%-10s %7u %9" PRIu64 " %12s %12s %12s %8s\n", nm, d->pid, d->kernels,
+                fmt_ns(b1, sizeof b1, (double)d->kernel_ns), "-",
+                fmt_ns(b3, sizeof b3, (double)(d->last - d->first)), "-");
+      else
+        fprintf(f, "%-10s %7u %9" PRIu64 " %12s %12s %12s %7.1f%%\n", nm, d->pid, d->kernels,
+                fmt_ns(b1, sizeof b1, (double)d->kernel_ns), fmt_ns(b2, sizeof b2, (double)d->busy),
+                fmt_ns(b3, sizeof b3, (double)(d->last - d->first)), pct(d->busy, d->last - d->first));
     }
     int any = s->memsets.count > 0;
     for (int k = 0; k < NCOPYKIND; k++) any |= s->copies[k].count > 0;

@@ -52,8 +52,6 @@
 #include <string.h>
 
 #include "rd.h"
-#include <sys/stat.h>
-
 #include "rd_scan.h"
 
 #define ADV_MIN_PCT 1.0
@@ -207,13 +205,7 @@ struct rd_advise {
 
 /* 1 when the event may be kept; the trace's first event fixes its budget */
 static int in_budget(rd_advise *x, const rd_trace *t) {
-  if (!x->budget) {
-    struct stat st;
-    rd_opts o;
-    memset(&o, 0, sizeof o);
-    o.events_limited = 2;
-    x->budget = rd_event_limit(&o, stat(t->path, &st) == 0 ? (uint64_t)st.st_size : 0);
-  }
+  if (!x->budget) x->budget = rd_default_event_limit(t->path, 2);
   if (x->events >= x->budget) {
     x->over = 1;
     return 0;

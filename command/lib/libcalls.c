@@ -55,6 +55,8 @@ struct rd_libstats {
   size_t nops, capops;
   corr_ns *k;
   size_t nk, capk;
+  size_t maxk;      /* kernels kept per trace at most (rd_libstats_budget; 0: no bound) */
+  int k_over;       /* more came: the later ones were not joined (their calls keep their own time) */
   row *rows;
   size_t nrows, caprows;
   char **names;
@@ -229,8 +231,16 @@ void rd_libstats_api(rd_libstats *s, const rd_trace *t, uint32_t tid, const dlh_
   }
 }
 
+void rd_libstats_budget(rd_libstats *s, size_t max) { s->maxk = max; }
+
+int rd_libstats_over(const rd_libstats *s) { return s->k_over; }
+
 void rd_libstats_gpu(rd_libstats *s, const dlh_gpu_event *ev) {
   if (ev->kind != RD_KERNEL || !ev->corr) return;
+  if (s->maxk && s->nk >= s->maxk) {
+    s->k_over = 1;
+    return;
+  }
   if (s->nk == s->capk) {
     s->capk = s->capk ? s->capk * 2 : 1024;
     s->k = rd_xrealloc(s->k, s->capk * sizeof *s->k);
@@ -317,6 +327,7 @@ void rd_libstats_trace_end(rd_libstats *s) {
   free(gbytes);
   free(gcount);
   s->nops = s->nk = s->nopen = s->ngroups = 0;
+  s->k_over = 0;
 }
 
 /* ---------------------------------------------------------------- output */

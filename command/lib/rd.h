@@ -536,6 +536,10 @@ typedef struct rd_libstats rd_libstats;
 rd_libstats *rd_libstats_new(void);
 void rd_libstats_api(rd_libstats *s, const rd_trace *t, uint32_t tid, const dlh_api_event *ev);
 void rd_libstats_gpu(rd_libstats *s, const dlh_gpu_event *ev);
+/* Kernels kept for the join per trace at most (0: no bound): past it, the calls whose kernels
+ * were not kept count their own time, and rd_libstats_over says so until the trace's end. */
+void rd_libstats_budget(rd_libstats *s, size_t max);
+int rd_libstats_over(const rd_libstats *s);
 void rd_libstats_trace_end(rd_libstats *s);
 /* `,"gemms":[...],"convs":[...],"collectives":[...]` (leading comma included). */
 void rd_libstats_json(rd_libstats *s, FILE *f);

@@ -52,6 +52,10 @@ typedef struct rd_opts {
 #define RD_EVENTS_BASE (2ull << 20)
 #define RD_EVENTS_PER_BYTE 4ull
 uint64_t rd_event_limit(const rd_opts *o, uint64_t size);
+/* The default limit of the file at path (0 bytes when it cannot be read), for events_limited
+ * `level`: for the analyses that keep events within a command without the limit (dlhook stats:
+ * its steps and findings). */
+uint64_t rd_default_event_limit(const char *path, int level);
 /* --max-events N (the option of every command that has the limit): sets o, or prints a usage
  * error and returns RD_USAGE. */
 int rd_parse_max_events(const char *cmd, const char *v, rd_opts *o);

@@ -77,6 +77,14 @@ uint64_t rd_event_limit(const rd_opts *o, uint64_t size) {
   return by_size > base ? by_size : base;
 }
 
+uint64_t rd_default_event_limit(const char *path, int level) {
+  struct stat st;
+  rd_opts o;
+  memset(&o, 0, sizeof o);
+  o.events_limited = level;
+  return rd_event_limit(&o, stat(path, &st) == 0 ? (uint64_t)st.st_size : 0);
+}
+
 int rd_parse_max_events(const char *cmd, const char *v, rd_opts *o) {
   char *end;
   errno = 0;

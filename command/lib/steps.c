@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 #include "rd_scan.h"
 #include "rd.h"
@@ -58,11 +57,7 @@ static void give_up(sctx *c) {
 
 static size_t budget(sctx *c, const rd_trace *t) {
   if (!c->max) {
-    struct stat st;
-    rd_opts o;
-    memset(&o, 0, sizeof o);
-    o.events_limited = 1;
-    uint64_t lim = rd_event_limit(&o, stat(t->path, &st) == 0 ? (uint64_t)st.st_size : 0);
+    uint64_t lim = rd_default_event_limit(t->path, 1);
     c->max = lim < MAX_EVENTS ? (size_t)lim : MAX_EVENTS;
   }
   return c->max;
