@@ -290,7 +290,7 @@ static void release(ex_input *in, const rd_trace *t, int force) {
     in->head = in->nheld = in->nvals = 0;
   } else if (in->head > 4096 && in->head * 2 > in->nheld) { /* move the rest to the front */
     size_t v0 = hv[in->head].vals;
-    memmove(in->vals, in->vals + v0, (in->nvals - v0) * sizeof *in->vals);
+    if (in->nvals > v0) memmove(in->vals, in->vals + v0, (in->nvals - v0) * sizeof *in->vals);
     in->nvals -= v0;
     for (size_t i = in->head; i < in->nheld; i++) hv[i].vals -= v0;
     memmove(hv, hv + in->head, (in->nheld - in->head) * sizeof *hv);
