@@ -62,16 +62,24 @@ static void put(Dlh__Packet *p) {
   if (dlh_enc_packet(W, p) != 0) { /* allocation failure: packet lost */ }
 }
 
+/* The ClockAnchor packet of a (p points to c). */
+static void anchor_packet(dlh_anchor a, Dlh__ClockAnchorKind kind, Dlh__Packet *p,
+                          Dlh__ClockAnchor *c) {
+  dlh__packet__init(p);
+  dlh__clock_anchor__init(c);
+  c->has_trace_ns = c->has_realtime_ns = c->has_ticks = c->has_kind = 1;
+  c->trace_ns = a.ns;
+  c->realtime_ns = a.rt + (uint64_t)dlh_cfg.realtime_skew_ns;
+  c->ticks = a.tk;
+  c->kind = kind;
+  p->data_case = DLH__PACKET__DATA_ANCHOR;
+  p->anchor = c;
+}
+
 static void write_anchor(dlh_anchor a, Dlh__ClockAnchorKind kind) {
-  Dlh__Packet p = DLH__PACKET__INIT;
-  Dlh__ClockAnchor c = DLH__CLOCK_ANCHOR__INIT;
-  c.has_trace_ns = c.has_realtime_ns = c.has_ticks = c.has_kind = 1;
-  c.trace_ns = a.ns;
-  c.realtime_ns = a.rt + (uint64_t)dlh_cfg.realtime_skew_ns;
-  c.ticks = a.tk;
-  c.kind = kind;
-  p.data_case = DLH__PACKET__DATA_ANCHOR;
-  p.anchor = &c;
+  Dlh__Packet p;
+  Dlh__ClockAnchor c;
+  anchor_packet(a, kind, &p, &c);
   put(&p);
 }
 
@@ -941,15 +949,9 @@ static int write_start(void) {
     frame_start_bytes = 0;
     frame_events = 0;
     write_process_info(first.ns);
-    Dlh__Packet p = DLH__PACKET__INIT;
-    Dlh__ClockAnchor c = DLH__CLOCK_ANCHOR__INIT;
-    c.has_trace_ns = c.has_realtime_ns = c.has_ticks = c.has_kind = 1;
-    c.trace_ns = first.ns;
-    c.realtime_ns = first.rt + (uint64_t)dlh_cfg.realtime_skew_ns;
-    c.ticks = first.tk;
-    c.kind = DLH__CLOCK_ANCHOR_KIND__START;
-    p.data_case = DLH__PACKET__DATA_ANCHOR;
-    p.anchor = &c;
+    Dlh__Packet p;
+    Dlh__ClockAnchor c;
+    anchor_packet(first, DLH__CLOCK_ANCHOR_KIND__START, &p, &c);
     dlh_enc_packet_kept(W, &p);
     flush_frame();
     return 0;
