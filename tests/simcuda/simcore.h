@@ -46,8 +46,11 @@ typedef struct simcu_kernel {
   int dtype;                   /* SIMCU_DT_* */
   uint64_t floor_ns;           /* minimum duration (0 = default floor) */
   const simcu_rendezvous *rv;  /* NULL unless a collective */
-  void (*host_fn)(void *arg);  /* optional: computes the real result on the CPU, at launch */
+  void (*host_fn)(void *arg);  /* optional: computes the real result on the CPU */
   void *host_arg;
+  size_t host_arg_size;        /* > 0: host_arg is a self-contained job of this size, copied at
+                                * launch and computed off the caller's path, in submission
+                                * order; 0: host_fn runs inline in the launching thread */
   uint64_t issued_ns;          /* 0 = now; else the host time the work was issued when the
                                 * library was held up on the host before launching it (a
                                 * collective's data exchange): the kernel is ready from then */
@@ -59,6 +62,17 @@ typedef struct simcu_kernel {
  * pushed) and a CONCURRENT_KERNEL activity record carrying that correlation id.
  * Returns 0 (CUDA_SUCCESS) or a CUresult error. */
 SIMCU_API int simcu_launch_kernel(void *stream, const simcu_kernel *k);
+
+/* Waits until every result computation queued so far (simcu_kernel.host_arg_size) is done.
+ * The driver calls it before anything observes device memory; a library that reads device
+ * memory on the host itself (a collective's data exchange) calls it first. */
+SIMCU_API void simcu_compute_drain(void);
+
+/* Whether a library computes the real result of a call doing `flops` of work: SIMCUDA_NUMERICS
+ * "small" (the default: up to 64 K flops, enough for numerical tests), "all" (up to the library's
+ * own limits) or "0"/"off" (never; also SIMCUDA_HOST_COMPUTE=0). Above the limit a call only
+ * occupies the simulated timeline, as its cost model says. */
+SIMCU_API int simcu_numerics(double flops);
 
 /* Device properties of the simulated device `dev` (H100-like by default). */
 SIMCU_API int simcu_device_count(void);

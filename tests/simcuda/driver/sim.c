@@ -12,10 +12,12 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,7 +33,12 @@ SIMCU_API uint64_t simcu_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Sleeps until host time t. The thread's timer slack is set to 1 ns first (once per thread):
+ * with the default 50 µs every synchronize would wake tens of microseconds late, where a GPU's
+ * synchronize returns within a few. */
 static void sleep_until(uint64_t t) {
+  static __thread int slack_set;
+  if (!slack_set) { prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); slack_set = 1; }
   struct timespec ts = { (time_t)(t / 1000000000ull), (long)(t % 1000000000ull) };
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
 }
@@ -106,6 +113,13 @@ static uint32_t next_corr_id = 1;
 static const simi_tool *tool;
 static void (*sync_sink)(const simi_sync_rec *);
 static struct op *q_head, *q_tail;
+/* the queue of library results computed off the callers' path (see "library results") */
+struct cjob { void (*fn)(void *); struct cjob *next; max_align_t arg[]; };
+static pthread_mutex_t cq_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cq_cv = PTHREAD_COND_INITIALIZER, cq_done = PTHREAD_COND_INITIALIZER;
+static struct cjob *cq_head, *cq_tail;
+static uint64_t cq_queued, cq_finished;
+static int cq_thread;
 
 struct tls {
   int dev;                     /* -1: not set */
@@ -490,15 +504,18 @@ static int reads_device(int kind) { return kind == 2 || kind == 3 || kind == 4; 
  * from inside its buffer callbacks. */
 static pthread_mutex_t report_mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 /* fork: the child starts with fresh locks (another thread may have held them) */
+static void atfork_prepare(void) { simcu_compute_drain(); }
 static void atfork_child(void) {
   pthread_mutex_init(&simd_mu, NULL);
+  pthread_mutex_init(&cq_mu, NULL);
+  cq_thread = 0; /* the compute thread is not in the child; its queue was drained */
   pthread_mutexattr_t a;
   pthread_mutexattr_init(&a);
   pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
   pthread_mutex_init(&report_mu, &a);
   pthread_mutexattr_destroy(&a);
 }
-__attribute__((constructor)) static void sim_ctor(void) { pthread_atfork(NULL, NULL, atfork_child); }
+__attribute__((constructor)) static void sim_ctor(void) { pthread_atfork(atfork_prepare, NULL, atfork_child); }
 
 /* The simulator's own accounting of the GPU work it reported (SIMCUDA_REPORT=FILE writes it
  * as JSON at exit), so tests can compare a profiler's totals with what really ran. */
@@ -644,6 +661,7 @@ SIMCU_API int simi_stream_sync(void *h) {
   UNLOCK();
   wait_op(o);
   drop(o);
+  simcu_compute_drain();
   emit_sync_cb(CUPTI_CBID_SYNCHRONIZE_STREAM_SYNCHRONIZED, s->ctx, s);
   simi_poll(0);
   return 0;
@@ -654,6 +672,7 @@ SIMCU_API int simi_stream_query(void *h) {
   LOCK();
   int done = !s->last || (resolve(s->last) && s->last->i.end <= simcu_now_ns());
   UNLOCK();
+  if (done) simcu_compute_drain();
   return done ? 0 : CUDA_ERROR_NOT_READY;
 }
 SIMCU_API int simi_device_sync(void) {
@@ -669,6 +688,7 @@ SIMCU_API int simi_device_sync(void) {
     wait_op(o);
     drop(o);
   }
+  simcu_compute_drain();
   emit_sync_cb(CUPTI_CBID_SYNCHRONIZE_CONTEXT_SYNCHRONIZED, c, NULL);
   simi_poll(0);
   return 0;
@@ -713,6 +733,7 @@ SIMCU_API int simi_event_sync(void *h) {
   LOCK(); struct op *o = grab(e->op); UNLOCK();
   wait_op(o);
   drop(o);
+  simcu_compute_drain();
   simi_poll(0);
   return 0;
 }
@@ -722,6 +743,7 @@ SIMCU_API int simi_event_query(void *h) {
   LOCK();
   int done = !e->op || (resolve(e->op) && e->op->i.end <= simcu_now_ns());
   UNLOCK();
+  if (done) simcu_compute_drain();
   return done ? 0 : CUDA_ERROR_NOT_READY;
 }
 SIMCU_API int simi_event_elapsed(float *ms, void *ha, void *hb) {
@@ -801,6 +823,7 @@ static void *host_worker(void *unused) {
       if (ok) { sleep_until(st); break; }
       usleep(50);
     }
+    simcu_compute_drain();
     j->fn(j->arg);
     LOCK();
     j->o->hpending = 0;
@@ -847,6 +870,90 @@ SIMCU_API int simi_launch_host_func(void *stream, void (*fn)(void *), void *arg)
   host_job(enqueue(s, &g), fn, arg);
   UNLOCK();
   return 0;
+}
+
+/* ---------------------------------------------------------------- library results */
+/* A library kernel that computes its real result (simcu_kernel.host_fn, with host_arg_size set)
+ * does so on one compute thread, in submission order, never in the caller's thread: the call
+ * returns after its host-side cost, as on a GPU. The result is finished before anything can
+ * observe it: every copy, memset, free, synchronize, query that reports completion, collective
+ * data exchange and inline computation drains the queue first (simcu_compute_drain). The
+ * simulated timeline is not affected: the kernel's time is the cost model's. */
+
+static void *compute_worker(void *unused) {
+  (void)unused;
+  for (;;) {
+    pthread_mutex_lock(&cq_mu);
+    while (!cq_head) pthread_cond_wait(&cq_cv, &cq_mu);
+    struct cjob *j = cq_head;
+    cq_head = j->next;
+    if (!cq_head) cq_tail = NULL;
+    pthread_mutex_unlock(&cq_mu);
+    j->fn(j->arg);
+    free(j);
+    pthread_mutex_lock(&cq_mu);
+    __atomic_store_n(&cq_finished, cq_finished + 1, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&cq_done);
+    pthread_mutex_unlock(&cq_mu);
+  }
+  return NULL;
+}
+
+/* Queues fn on a copy of the `size` bytes at arg. Returns 0, or -1 when no thread can run it
+ * (the caller then computes inline). */
+static int compute_submit(void (*fn)(void *), const void *arg, size_t size) {
+  struct cjob *j = malloc(sizeof *j + size);
+  if (!j) return -1;
+  j->fn = fn;
+  j->next = NULL;
+  memcpy(j->arg, arg, size);
+  pthread_mutex_lock(&cq_mu);
+  if (!cq_thread) {
+    pthread_t t;
+    pthread_attr_t at;
+    sigset_t all, old;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(&t, &at, compute_worker, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&at);
+    if (rc) { pthread_mutex_unlock(&cq_mu); free(j); return -1; }
+    cq_thread = 1;
+  }
+  if (cq_tail) cq_tail->next = j; else cq_head = j;
+  cq_tail = j;
+  __atomic_store_n(&cq_queued, cq_queued + 1, __ATOMIC_RELEASE);
+  pthread_cond_signal(&cq_cv);
+  pthread_mutex_unlock(&cq_mu);
+  return 0;
+}
+
+SIMCU_API void simcu_compute_drain(void) {
+  if (__atomic_load_n(&cq_finished, __ATOMIC_ACQUIRE) == __atomic_load_n(&cq_queued, __ATOMIC_ACQUIRE))
+    return;
+  pthread_mutex_lock(&cq_mu);
+  uint64_t target = cq_queued;
+  while (cq_finished < target) pthread_cond_wait(&cq_done, &cq_mu);
+  pthread_mutex_unlock(&cq_mu);
+}
+
+/* SIMCUDA_NUMERICS: "small" (default) computes the results of library calls whose work is at
+ * most SMALL_FLOPS, "all" every size the library can compute, "0"/"off" none
+ * (SIMCUDA_HOST_COMPUTE=0, the older name, means off). */
+#define SMALL_FLOPS 65536.0
+SIMCU_API int simcu_numerics(double flops) {
+  static int mode = -1; /* 0 off, 1 small, 2 all */
+  if (mode < 0) {
+    const char *e = getenv("SIMCUDA_NUMERICS"), *h = getenv("SIMCUDA_HOST_COMPUTE");
+    int m = 1;
+    if (e && (!strcmp(e, "all") || !strcmp(e, "1"))) m = 2;
+    else if (e && (!strcmp(e, "0") || !strcmp(e, "off"))) m = 0;
+    else if (!e && h && !strcmp(h, "0")) m = 0;
+    mode = m;
+  }
+  return mode == 2 || (mode == 1 && flops <= SMALL_FLOPS);
 }
 
 /* ---------------------------------------------------------------- memory */
@@ -910,6 +1017,7 @@ SIMCU_API int simi_mem_alloc(void **p, size_t size, int kind) {
 }
 SIMCU_API int simi_mem_free(void *p, int kind) {
   if (!p) return 0;
+  simcu_compute_drain(); /* no queued computation may touch freed memory */
   LOCK();
   size_t i = alloc_find((uintptr_t)p);
   if (i == nallocs || allocs[i].base != (uintptr_t)p || (kind && allocs[i].kind != kind)) {
@@ -953,18 +1061,39 @@ static int cupti_mem_kind(int k) {
   }
 }
 
-/* Cost of a copy: bytes / bandwidth by direction, floor 2 µs. */
+/* Cost of a copy: bytes / bandwidth by direction, floor 2 µs (docs/simulator.md, "cost
+ * model": an H100 SXM on PCIe Gen5 x16 and NVLink 4). */
 static uint64_t copy_cost(int ck, int host_kind, uint64_t bytes) {
   double bw; /* bytes per ns */
   switch (ck) {
   case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
-    bw = host_kind == SIMI_MEM_PINNED ? 25.0 : 12.0; break;
-  case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: bw = 2000.0; break;
-  case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: bw = 300.0; break;
+    bw = host_kind == SIMI_MEM_PINNED ? 50.0 : 12.0; break;
+  case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: bw = 1500.0; break;   /* read + write of HBM3 */
+  case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: bw = 370.0; break;
   default: bw = 10.0; break;
   }
   uint64_t t = (uint64_t)((double)bytes / bw);
   return t < FLOOR_NS ? FLOOR_NS : t;
+}
+
+static void fill(void *dst, int value, size_t elem, size_t count) {
+  if (elem == 1) memset(dst, value, count);
+  else if (elem == 2) for (size_t i = 0; i < count; i++) ((uint16_t *)dst)[i] = (uint16_t)value;
+  else for (size_t i = 0; i < count; i++) ((uint32_t *)dst)[i] = (uint32_t)value;
+}
+
+/* An asynchronous memset or device-to-device copy moves its data on the compute thread, in
+ * order with the library results, as the GPU would: a large one costs the caller nothing. */
+struct data_job { void *dst; const void *src; size_t n; int value, elem; };
+static void data_run(void *arg) {
+  struct data_job *j = arg;
+  if (j->src) memmove(j->dst, j->src, j->n);
+  else fill(j->dst, j->value, (size_t)j->elem, j->n);
+}
+/* Returns 0 when queued (-1: the caller moves the data itself). */
+static int data_job(void *dst, const void *src, size_t n, int value, int elem) {
+  struct data_job j = { dst, src, n, value, elem };
+  return compute_submit(data_run, &j, sizeof j);
 }
 
 /* Submits g to s: into the capture graph, or the timeline. Under the lock. */
@@ -1006,8 +1135,16 @@ SIMCU_API int simi_memcpy(void *dst, const void *src, size_t bytes, int kind, vo
   struct op *o = grab(submit(s, &g));
   UNLOCK();
   if (!cap && bytes && reads_device(kind)) wait_resolved(o);
-  if (!cap && bytes) memmove(dst, src, bytes);
-  if (!async) wait_op(o);
+  if (!cap && bytes && !(async && g.i.copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD &&
+                         !data_job(dst, src, bytes, 0, 1))) {
+    simcu_compute_drain();
+    memmove(dst, src, bytes);
+  }
+  /* a copy to pageable memory returns only once it is done, also cudaMemcpyAsync (CUDA's
+   * "API synchronization behavior") */
+  if (!async || (!cap && g.i.copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH &&
+                 g.i.dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE))
+    wait_op(o);
   drop(o);
   return 0;
 }
@@ -1024,6 +1161,7 @@ SIMCU_API int simi_memcpy2d(void *dst, size_t dpitch, const void *src, size_t sp
   struct op *o = grab(submit(s, &g));
   UNLOCK();
   if (!cap && reads_device(kind)) wait_resolved(o);
+  if (!cap) simcu_compute_drain();
   if (!cap)
     for (size_t r = 0; r < height; r++)
       memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
@@ -1054,10 +1192,10 @@ SIMCU_API int simi_memset(void *dst, int value, size_t elem, size_t count, void 
   int cap = s->capture != NULL;
   struct op *o = grab(submit(s, &g));
   UNLOCK();
-  if (!cap) {
-    if (elem == 1) memset(dst, value, count);
-    else if (elem == 2) for (size_t i = 0; i < count; i++) ((uint16_t *)dst)[i] = (uint16_t)value;
-    else for (size_t i = 0; i < count; i++) ((uint32_t *)dst)[i] = (uint32_t)value;
+  if (!cap && !(async && g.i.dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE &&
+                 !data_job(dst, NULL, count, value, (int)elem))) {
+    simcu_compute_drain();
+    fill(dst, value, elem, count);
   }
   if (!async) wait_op(o);
   drop(o);
@@ -1073,6 +1211,7 @@ SIMCU_API int simi_memset2d(void *dst, size_t pitch, int value, size_t width, si
   int cap = s->capture != NULL;
   struct op *o = grab(submit(s, &g));
   UNLOCK();
+  if (!cap) simcu_compute_drain();
   if (!cap) for (size_t r = 0; r < height; r++) memset((char *)dst + r * pitch, value, width);
   if (!async) wait_op(o);
   drop(o);
@@ -1090,6 +1229,8 @@ static double peak_flops_per_ns(int dt) {
   }
 }
 
+#define GEMM_EFF 0.7   /* cuBLAS on large GEMMs: about 70 % of the dense tensor-core peak */
+#define HBM_EFF 0.85   /* achievable share of the HBM3 peak (STREAM-like copies) */
 static void kernel_node(struct gnode *g, const simcu_kernel *k) {
   memset(g, 0, sizeof *g);
   g->i.kind = SIMI_OP_KERNEL;
@@ -1117,8 +1258,14 @@ static void kernel_node(struct gnode *g, const simcu_kernel *k) {
     double occ = fit ? (double)(fit * wpb) / 64.0 : 1.0 / 64.0;
     if (occ < 0.5) t *= 0.5 / (occ < 0.5 / 16 ? 0.5 / 16 : occ);
   }
-  double tf = k->flops / peak_flops_per_ns(k->dtype);
-  double tb = k->bytes / 3350.0;                               /* 3.35 TB/s HBM3 */
+  /* library kernels: flops against the achievable share of the peak (GEMM_EFF) times the
+   * share of the last wave of thread blocks that is full (wave quantization over 132 SMs);
+   * bytes against the achievable HBM3 bandwidth */
+  double blocks = (double)g->i.grid[0] * g->i.grid[1] * g->i.grid[2];
+  double waves = blocks > 132.0 ? (double)(uint64_t)((blocks + 131.0) / 132.0) : 1.0;
+  double wave_eff = blocks >= 132.0 ? blocks / (waves * 132.0) : 1.0;
+  double tf = k->flops / (peak_flops_per_ns(k->dtype) * GEMM_EFF * wave_eff);
+  double tb = k->bytes / (3350.0 * HBM_EFF);                   /* 3.35 TB/s HBM3 */
   if (k->flops > 0 || k->bytes > 0) t = tf > tb ? tf : tb;
   uint64_t fl = k->floor_ns ? k->floor_ns : FLOOR_NS;
   g->dur = t < (double)fl ? fl : (uint64_t)t;
@@ -1141,7 +1288,14 @@ SIMCU_API int simi_launch(void *stream, const simcu_kernel *k) {
   int cap = s->capture != NULL;
   submit(s, &g);
   UNLOCK();
-  if (!cap && k->host_fn) k->host_fn(k->host_arg);
+  if (!cap && k->host_fn) {
+    /* off the caller's path when the library handed over a self-contained job; inline (after
+     * what is queued) otherwise */
+    if (!k->host_arg_size || compute_submit(k->host_fn, k->host_arg, k->host_arg_size)) {
+      simcu_compute_drain();
+      k->host_fn(k->host_arg);
+    }
+  }
   return 0;
 }
 

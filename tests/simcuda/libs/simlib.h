@@ -6,6 +6,7 @@
 #include <string.h>
 #include <library_types.h>
 #include <cuda.h>
+#include "../simcore.h"
 
 /* During stream capture the simulated driver keeps a kernel's host_fn and host_arg to run them
  * at every graph launch; the libraries' host_arg lives on the caller's stack (and points to
@@ -17,17 +18,10 @@ static inline int simlib_capturing(void *stream) {
   return cs != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-/* SIMCUDA_HOST_COMPUTE=0: library kernels only occupy the simulated timeline and compute no
- * results on the CPU (fast and steady host times, for timing tests such as straggler
- * detection). Default 1: small GEMMs and convolutions compute real results. */
-static inline int simlib_compute(void) {
-  static int v = -1;
-  if (v < 0) {
-    const char *e = getenv("SIMCUDA_HOST_COMPUTE");
-    v = !(e && !strcmp(e, "0"));
-  }
-  return v;
-}
+/* Whether a call doing `flops` of work computes its real result on the CPU (SIMCUDA_NUMERICS,
+ * see simcu_numerics in simcore.h): by default only small calls do, so that a library call
+ * costs the host what it costs on a GPU; above that it only occupies the simulated timeline. */
+static inline int simlib_compute(double flops) { return simcu_numerics(flops); }
 
 static inline int simlib_complex(int t) {
   return t == CUDA_C_32F || t == CUDA_C_64F || t == CUDA_C_16F || t == CUDA_C_16BF ||

@@ -38,6 +38,7 @@ static inline void simtest_init(int argc, char **argv) {
       exe[l] = 0;
       setenv("SIMTEST_UNDER_SIM", "1", 1);
       setenv("SIMCUDA_DEVICES", "8", 0); /* multi-device tests (NCCL) */
+      setenv("SIMCUDA_NUMERICS", "all", 0); /* results of every size are checked */
       char **av = calloc((size_t)argc + 3, sizeof *av);
       av[0] = "sh";
       av[1] = (char *)simrun;

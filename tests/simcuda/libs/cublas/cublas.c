@@ -354,9 +354,11 @@ static cublasStatus_t vec_launch(cublasHandle_t h, struct vec_job *j, const char
   k.flops = flops;
   k.bytes = bytes;
   k.dtype = j->type == CUDA_R_64F ? SIMCU_DT_FP64 : SIMCU_DT_FP32;
-  if (flops <= (double)(1 << 26) && simlib_compute() && !simlib_capturing(h->stream)) {
+  if (flops <= (double)(1 << 26) && simlib_compute(flops) && !simlib_capturing(h->stream)) {
     k.host_fn = vec_host;
     k.host_arg = j;
+    /* off the caller's path, except a dot product, whose result may be the caller's variable */
+    k.host_arg_size = j->op == 3 ? 0 : sizeof *j;
   }
   return simcu_launch_kernel(h->stream, &k) ? CUBLAS_STATUS_EXECUTION_FAILED
                                             : CUBLAS_STATUS_SUCCESS;

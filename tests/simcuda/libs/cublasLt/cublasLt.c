@@ -443,12 +443,13 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t comp
              (double)j.m * j.n * (simlib_dtype_size(j.c.type) + simlib_dtype_size(j.d.type))) *
             j.batch;
   k.dtype = dt;
-  if (simlib_compute() && (double)j.m * j.n * j.k * j.batch <= (double)(1 << 24) && A && B && D &&
+  if (simlib_compute(k.flops) && (double)j.m * j.n * j.k * j.batch <= (double)(1 << 24) && A && B && D &&
       simlib_dtype_size(j.a.type) && simlib_dtype_size(j.b.type) &&
       simlib_dtype_size(j.d.type) && (j.beta == 0 || C) && !simlib_complex(j.a.type) &&
       !simlib_capturing(stream)) {
     k.host_fn = gemm_host;
     k.host_arg = &j;
+    k.host_arg_size = sizeof j; /* self-contained: computed off the caller's path */
   }
   return simcu_launch_kernel(stream, &k) ? CUBLAS_STATUS_EXECUTION_FAILED : CUBLAS_STATUS_SUCCESS;
 }

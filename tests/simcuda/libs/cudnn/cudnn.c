@@ -148,7 +148,9 @@ int cudnnsim_launch(cudaStream_t stream, const char *name, unsigned grid, unsign
   k.flops = flops;
   k.bytes = bytes;
   k.dtype = dtype;
-  if (fn && simlib_compute() && !simlib_capturing(stream)) {
+  /* inline: the jobs point to descriptors the caller may destroy after the call; the size
+   * limit keeps the cost to tens of microseconds */
+  if (fn && simlib_compute(flops > bytes ? flops : bytes) && !simlib_capturing(stream)) {
     k.host_fn = fn;
     k.host_arg = arg;
   }
