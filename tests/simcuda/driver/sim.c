@@ -1135,7 +1135,10 @@ SIMCU_API int simi_memcpy(void *dst, const void *src, size_t bytes, int kind, vo
   struct op *o = grab(submit(s, &g));
   UNLOCK();
   if (!cap && bytes && reads_device(kind)) wait_resolved(o);
-  if (!cap && bytes && !(async && g.i.copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD &&
+  /* an asynchronous copy between device and pinned memory moves its data on the compute
+   * thread; one from or to pageable memory in the caller, whom CUDA holds for it too */
+  if (!cap && bytes && !(async && g.i.src_kind != CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE &&
+                         g.i.dst_kind != CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE &&
                          !data_job(dst, src, bytes, 0, 1))) {
     simcu_compute_drain();
     memmove(dst, src, bytes);

@@ -6,7 +6,8 @@
  * clique of several "devices" in one process.
  *
  * Data: collectives and send/recv move the real data for small sizes (a rank's input up to
- * SLOT_DATA bytes; a message up to the p2p mailbox size): each rank copies its input into its
+ * SLOT_DATA bytes; a message up to the p2p mailbox size; and only up to the size that
+ * SIMCUDA_NUMERICS lets the libraries compute, see simcore.h): each rank copies its input into its
  * slot of the shared memory and returns at once (like a real NCCL call, which only enqueues); the
  * last rank to arrive computes every rank's output and writes it into the other processes'
  * receive buffers with process_vm_writev (memcpy within a process). Where that is not permitted
@@ -363,7 +364,10 @@ static ncclResult_t coll_exchange(struct op *o, int wait) {
   size_t maxout = o->kind == OP_ALLGATHER || o->kind == OP_ALLTOALL || o->kind == OP_GATHER
                       ? (size_t)n * o->count * dt_size(o->dt)
                       : o->count * dt_size(o->dt);
-  if (n > MAXR || maxin > SLOT_DATA || !dt_size(o->dt)) return ncclSuccess; /* timing only */
+  /* timing only: too large for the slots, or past the size whose data is moved (SIMCUDA_NUMERICS:
+   * moving it costs the host what a GPU's NCCL does not) */
+  if (n > MAXR || maxin > SLOT_DATA || !dt_size(o->dt) || !simcu_numerics((double)maxin))
+    return ncclSuccess;
   simcu_compute_drain(); /* the input may be a library call's result still being computed */
   if (n == 1) {
     char *tmp = malloc(maxout ? maxout : 1);
@@ -423,7 +427,8 @@ static ncclResult_t p2p_exchange(struct op *o, int wait) {
   int is_send = o->kind == OP_SEND;
   int src = is_send ? c->rank : peer, dst = is_send ? peer : c->rank;
   uint64_t q = is_send ? c->send_seq[peer]++ : c->recv_seq[peer]++;
-  if (bytes > c->hdr->p2p_data || c->nranks > MAXR) return ncclSuccess; /* timing only */
+  if (bytes > c->hdr->p2p_data || c->nranks > MAXR || !simcu_numerics((double)bytes))
+    return ncclSuccess; /* timing only */
   if (src == dst) return ncclSuccess; /* self send/recv: matched locally below */
   simcu_compute_drain();
   struct p2p_slot *s = p2p_slot_of(c, src, dst, q);
