@@ -405,7 +405,10 @@
   if (st && st.rows && st.rows.length) {
     var h = '';
     var ss = st.slowest_step, sr = st.slowest_rank, sg = D.stats.straggler;
-    h += '<p id="step-summary">Slowest step: <b>step ' + ss.step + '</b> (' + fmt(ss.dur_ns) +
+    var SRC = {optimizer: 'one per Optimizer.step call', backward: 'one per backward() call',
+               training_step: 'one per training_step call', detected: 'found from the repeating calls'};
+    h += '<p id="step-summary">' + (SRC[st.rows[0].steps_from] ? 'Steps: ' + SRC[st.rows[0].steps_from] +
+      ' (no NVTX step ranges). ' : '') + 'Slowest step: <b>step ' + ss.step + '</b> (' + fmt(ss.dur_ns) +
       (ss.rank >= 0 ? ' on rank ' + ss.rank : '') + '). ';
     if (sr && sr.rank >= 0) h += 'Slowest rank (longest own work, i.e. step minus communication): <b>rank ' + sr.rank + '</b> (' + fmt(sr.mean_own_ns) + ' per step). ';
     if (sg) h += 'Straggler: <b>rank ' + sg.rank + '</b> arrived last at ' + sg.arrived_last + ' of ' + sg.collectives +

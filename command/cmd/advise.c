@@ -27,7 +27,9 @@ const rd_command cmd_advise_spec = {
              "samples, their count and time), the place in the user's code (the innermost frame "
              "of the user's own Python code, else of the program's executable) and the usual fix. "
              "A step is an NVTX range named like one (\"ProfilerStep#3\", \"step 3\"); without "
-             "them the steps are found from the repeating calls; only what is inside steps "
+             "them, in a PyTorch program, the time from the end of one Optimizer.step (else "
+             "backward, else training_step) to the end of the next; in a program without "
+             "Python the steps are found from the repeating calls; only what is inside steps "
              "counts. Several traces: the same class at the same place is one finding.\n\n"
              "Classes (thresholds: README, Findings):\n\n"
              " sync-in-loop: synchronizing calls (.item(), .cpu(), cudaStreamSynchronize) repeated "
@@ -49,7 +51,8 @@ const rd_command cmd_advise_spec = {
     .notes = "--json prints one object:\n\n"
              " {\"findings\":[{rank,class,cost_ms_per_step,cost_pct,estimate,\n"
              "   evidence:{calls,ns,functions,steps,step_ns,steps_from,detail},place,\n"
-             "   dataset_place (input-starved),trace,traces,fix}]}\n\n"
+             "   dataset_place (input-starved),trace,traces,fix}],\n"
+             "  \"steps\":[{trace,steps,step_ns,steps_from}]}\n\n"
              "exit status: 0 (findings or not), 1 bad or damaged input, 2 usage error",
     .examples = " dlhook advise traces/*.dlh\n"
                 " dlhook advise --json traces/*.dlh | jq '.findings[0]'",
@@ -105,6 +108,8 @@ int cmd_advise(int argc, char **argv) {
   if (json) {
     fputs("{\"findings\":", stdout);
     rd_advise_json(stdout, x);
+    fputs(",\"steps\":", stdout);
+    rd_advise_steps_json(stdout, x);
     fputs("}\n", stdout);
   } else {
     rd_advise_table(stdout, x);

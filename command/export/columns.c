@@ -43,7 +43,7 @@ typedef struct col {
 
 /* The tables and their columns: the schemas README.md documents ("Tables"). */
 enum { T_PROCESSES, T_THREADS, T_CALLS, T_NVTX, T_GPU, T_MEMORY, T_STACKS, T_SAMPLES,
-       T_OPERATORS, T_ANCHORS, NTABLES };
+       T_OPERATORS, T_ANCHORS, T_STEPS, NTABLES };
 static const col c_processes[] = {
     {"pid", 'l', 0}, {"host_name", 's', 0}, {"local_rank", 'i', 1},
     {"world_size", 'i', 1}, {"exe", 's', 1}, {"start_ns", 'l', 1}, {"clock_offset_ns", 'l', 0},
@@ -95,10 +95,14 @@ static const col c_operators[] = {
 static const col c_anchors[] = {
     {"pid", 'l', 0}, {"kind", 'i', 0}, {"trace_ns", 'l', 0}, {"realtime_ns", 'l', 1},
     {"ticks", 'l', 1}, {NULL, 0, 0}};
+/* the trace's steps (stepfind.c): steps_from = nvtx, optimizer, backward, training_step, detected */
+static const col c_steps[] = {
+    {"pid", 'l', 0}, {"step", 'l', 0}, {"name", 's', 1}, {"steps_from", 's', 0}, {"start_ns", 'l', 0},
+    {"end_ns", 'l', 0}, {"dur_ns", 'l', 0}, {NULL, 0, 0}};
 static const struct { const char *name; const col *cols; } tables[NTABLES] = {
     {"processes", c_processes}, {"threads", c_threads}, {"calls", c_calls}, {"nvtx", c_nvtx},
     {"gpu", c_gpu}, {"memory", c_memory}, {"stacks", c_stacks}, {"samples", c_samples},
-    {"operators", c_operators}, {"anchors", c_anchors}};
+    {"operators", c_operators}, {"anchors", c_anchors}, {"steps", c_steps}};
 
 /* One table's open batch: a value array per column (8 bytes a value whatever the type) and a
  * validity byte array for the nullable ones. */
@@ -145,6 +149,7 @@ typedef struct cx {
   rd_spans *spans;
   rd_span_at at;
   int torch;
+  rd_stepfind *sf; /* the trace's steps */
 } cx;
 
 static void put_head(FILE *f, int type, int table, uint32_t nrows, uint64_t size) {
@@ -348,6 +353,7 @@ static const int8_t *arg_index(cx *c, const rd_func *f) {
 
 static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
   cx *c = ctx;
+  rd_stepfind_api(c->sf, t, tid, ev);
   const rd_func *f = rd_trace_func(t, ev->fn);
   int64_t start = (int64_t)ev->start_ns + c->off, span = (int64_t)dlh_api_span(ev);
   if (f && f->domain == DLH__DOMAIN__DOMAIN_NVTX) {
@@ -555,7 +561,24 @@ static void put_memory(cx *c, rd_memcol *mc) {
   free(ms);
 }
 
+static void put_steps(cx *c) {
+  rd_step_span *st;
+  int from;
+  size_t n = rd_stepfind_end(c->sf, &from, &st);
+  for (size_t i = 0; i < n; i++) {
+    size_t r = row(c, T_STEPS);
+    setl(c, T_STEPS, r, 0, c->pid);
+    setl(c, T_STEPS, r, 1, st[i].num);
+    sets(c, T_STEPS, r, 2, st[i].name);
+    sets(c, T_STEPS, r, 3, rd_steps_from_name(from));
+    setl(c, T_STEPS, r, 4, (int64_t)st[i].s + c->off);
+    setl(c, T_STEPS, r, 5, (int64_t)st[i].e + c->off);
+    setl(c, T_STEPS, r, 6, (int64_t)(st[i].e - st[i].s));
+  }
+}
+
 static void cx_free(cx *c) {
+  rd_stepfind_free(c->sf);
   for (int ti = 0; ti < NTABLES; ti++)
     for (size_t i = 0; i < c->tb[ti].ncols; i++) free(c->tb[ti].v[i]), free(c->tb[ti].ok[i]);
   for (size_t i = 0; i < c->st.n; i++) free(c->st.s[i]);
@@ -595,6 +618,7 @@ int ex_columns(const rd_opts *o, char **files, size_t nfiles) {
   /* the operators of a PyTorch trace with stacks: what `dlhook stats` derives (ops.c) */
   c->torch = rd_stacks_have_module(&t, "libtorch_cpu.") && rd_stacks_count(&t) > 0;
   if (c->torch) c->spans = rd_spans_new(on_span, c, NULL);
+  c->sf = rd_stepfind_new();
   rd_memcol *mc = rd_memcol_new();
   rd_sink mine = {c, on_packet, on_api, on_gpu, 0, on_sample};
   rd_sink mem = rd_memory_sink(mc);
@@ -603,6 +627,7 @@ int ex_columns(const rd_opts *o, char **files, size_t nfiles) {
   int rc = rd_pass(&t, &so, "columns", &s);
   rd_spans_free(c->spans);
   put_memory(c, mc);
+  put_steps(c);
   put_stacks(c);
   put_process(c);
   for (int ti = 0; ti < NTABLES; ti++) flush_table(c, ti);

@@ -162,6 +162,13 @@ typedef struct tally {
   size_t n;
 } tally;
 
+/* the steps of a trace, for advise --json's "steps" */
+typedef struct asteps {
+  char *path;
+  uint64_t nsteps, step_ns;
+  int from;
+} asteps;
+
 /* what a trace's rank did on the host before its collectives (for straggler-rank) */
 typedef struct precoll {
   char *path, *place;
@@ -186,14 +193,16 @@ struct rd_advise {
   rd_memcol *mem;
   rd_sink memsink;
   rd_u64map pageable; /* corr of a pageable HtoD memcpy record -> 1 */
-  uint64_t *st_s, *st_e;
-  size_t nst, capst;
+  rd_stepfind *sf;      /* the trace's steps (stepfind.c) */
+  rd_step_span *st;     /* after the pass: its steps, owned by sf */
+  size_t nst;
   uint64_t lo, hi;
   afinding *f;
   size_t nf, capf;
   size_t ntraces;
   uint64_t nsteps_all, step_ns_all;
-  int steps_from; /* of the last trace: 0 trace span, 1 NVTX, 2 detected */
+  int steps_from; /* of the last trace: RD_STEPS_* */
+  asteps *ts;     /* every trace's steps */
   tally dataset;  /* user lines under the DataLoader's fetch, all traces */
   precoll *pc;
   size_t npc;
@@ -276,19 +285,10 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
   rd_advise *x = ctx;
   if (x->memsink.api) x->memsink.api(x->memsink.ctx, t, tid, e);
   if (!in_budget(x, t)) return;
+  rd_stepfind_api(x->sf, t, tid, e);
   const rd_func *f = rd_trace_func(t, e->fn);
   if (!f || !f->name) return;
-  if (f->domain == DLH__DOMAIN__DOMAIN_NVTX) {
-    if (!e->nargs || rd_step_number(rd_trace_string(t, (uint32_t)e->args[0])) < 0) return;
-    if (x->nst == x->capst) {
-      x->capst = x->capst ? x->capst * 2 : 64;
-      x->st_s = rd_xrealloc(x->st_s, x->capst * sizeof *x->st_s);
-      x->st_e = rd_xrealloc(x->st_e, x->capst * sizeof *x->st_e);
-    }
-    x->st_s[x->nst] = e->start_ns;
-    x->st_e[x->nst++] = e->start_ns + dlh_api_span(e);
-    return;
-  }
+  if (f->domain == DLH__DOMAIN__DOMAIN_NVTX) return;
   uint32_t stack = e->stack;
   /* nvcc's <<<>>>: __cudaPushCallConfiguration is called at the launch's line, the launch
    * itself from the kernel's stub, whose line is the kernel's declaration */
@@ -364,6 +364,7 @@ static void on_sample(void *ctx, const rd_trace *t, const rd_sample *s) {
 rd_advise *rd_advise_new(void) {
   rd_advise *x = rd_xmalloc(sizeof *x);
   memset(x, 0, sizeof *x);
+  x->sf = rd_stepfind_new();
   return x;
 }
 
@@ -478,98 +479,6 @@ static int by_cost(const void *a, const void *b) {
   return cp < cq ? 1 : cp > cq ? -1 : p->cls - q->cls;
 }
 
-/* ---------------------------------------------------------------- steps */
-
-static int by_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-static int by_u32(const void *a, const void *b) {
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* Steps from the repeating calls (see the top of the file): fills st_s/st_e; 1 when found. */
-static int detect_steps(rd_advise *x) {
-  rd_u64map ix = {0};
-  uint32_t *cnt = NULL, *first = NULL;
-  size_t nk = 0;
-  for (size_t i = 0; i < x->nxc; i++) {
-    const xcall *c = &x->xc[i];
-    if (c->depth || !c->stack) continue;
-    uint64_t key = (uint64_t)c->fn << 32 | c->stack;
-    uint32_t k;
-    if (!rd_m_get(&ix, key, &k)) {
-      k = (uint32_t)nk++;
-      rd_m_put(&ix, key, k);
-      cnt = rd_xrealloc(cnt, nk * sizeof *cnt);
-      first = rd_xrealloc(first, nk * sizeof *first);
-      cnt[k] = 0;
-      first[k] = (uint32_t)i;
-    }
-    cnt[k]++;
-  }
-  /* the iterations: of the counts c >= 3 of keys, the largest that divides the counts of at
-   * least 90 % as many keys as the best one does (the loop's period, not a divisor of it) */
-  uint32_t best = 0, best_keys = 0;
-  uint32_t *sorted = rd_xmalloc((nk ? nk : 1) * sizeof *sorted);
-  for (size_t i = 0; i < nk; i++) sorted[i] = cnt[i];
-  if (nk) qsort(sorted, nk, sizeof *sorted, by_u32);
-  size_t ncand = 0;
-  struct cand { uint32_t c, score; } cand[256];
-  for (size_t i = 0, j; i < nk && ncand < 256; i = j) {
-    for (j = i; j < nk && sorted[j] == sorted[i]; j++) {}
-    if (sorted[i] < 3) continue;
-    ncand++;
-    uint32_t score = 0;
-    for (size_t k = 0; k < nk; k++) score += sorted[k] % sorted[i] == 0;
-    cand[ncand - 1] = (struct cand){sorted[i], score};
-    if (score > best_keys) best_keys = score;
-  }
-  /* the largest candidate that divides nearly as many: the period, not a divisor of it */
-  for (size_t i = 0; i < ncand; i++)
-    if (10 * cand[i].score >= 9 * best_keys && cand[i].c > best) best = cand[i].c;
-  if (best_keys < 2) best = 0;
-  free(sorted);
-  int ok = 0;
-  if (best >= 3) {
-    /* the steps open at every (count / best)-th call of the earliest such key */
-    size_t anchor = SIZE_MAX;
-    uint32_t every = 1;
-    for (size_t k = 0; k < nk; k++)
-      if (cnt[k] >= best && cnt[k] % best == 0 &&
-          (anchor == SIZE_MAX || x->xc[first[k]].start < x->xc[anchor].start))
-        anchor = first[k], every = cnt[k] / best;
-    uint64_t key = (uint64_t)x->xc[anchor].fn << 32 | x->xc[anchor].stack;
-    x->nst = 0;
-    uint64_t seen = 0;
-    for (size_t i = 0; i < x->nxc; i++) {
-      const xcall *c = &x->xc[i];
-      if (c->depth || ((uint64_t)c->fn << 32 | c->stack) != key) continue;
-      if (seen++ % every) continue;
-      PUSH(x->st_s, x->nst, x->capst, 64);
-      x->st_s[x->nst++] = c->start;
-    }
-    x->capst = x->nst;
-    x->st_e = rd_xrealloc(x->st_e, x->capst * sizeof *x->st_e);
-    qsort(x->st_s, x->nst, sizeof *x->st_s, by_u64);
-    uint64_t *d = rd_xmalloc(x->nst * sizeof *d);
-    for (size_t i = 0; i + 1 < x->nst; i++) d[i] = x->st_e[i] = x->st_s[i + 1];
-    for (size_t i = 0; i + 1 < x->nst; i++) d[i] -= x->st_s[i];
-    qsort(d, x->nst - 1, sizeof *d, by_u64);
-    uint64_t med = d[(x->nst - 1) / 2];
-    free(d);
-    uint64_t end = x->st_s[x->nst - 1] + med;
-    x->st_e[x->nst - 1] = end < x->hi ? end : x->hi;
-    ok = 1;
-  }
-  free(cnt);
-  free(first);
-  rd_m_free(&ix);
-  return ok;
-}
-
 /* ---------------------------------------------------------------- per-trace analysis */
 
 static int by_tid_start(const void *a, const void *b, void *ctx) {
@@ -630,39 +539,44 @@ static char *py_place(const rd_frame *f) {
   return rd_xstrdup(buf);
 }
 
-void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
-  if (x->over)
-    rd_error("%s: advise: the findings are of the first %" PRIu64 " events (the limit for a file of "
-             "this size: dlhook advise --help, --max-events)", t->path, x->budget);
-  x->events = x->budget = 0;
-  x->over = 0;
-  uint64_t nsteps = 1, step_ns = x->hi > x->lo ? x->hi - x->lo : 0, after = 0;
-  uint64_t in_lo = 0, in_hi = UINT64_MAX; /* with steps: only what is inside them counts */
-  x->steps_from = 0;
-  if (x->nst) x->steps_from = 1;
-  else if (detect_steps(x)) x->steps_from = 2;
-  if (x->nst) {
-    in_lo = UINT64_MAX;
-    in_hi = 0;
-    for (size_t i = 0; i < x->nst; i++) {
-      if (x->st_s[i] < in_lo) in_lo = x->st_s[i];
-      if (x->st_e[i] > in_hi) in_hi = x->st_e[i];
-    }
-    nsteps = x->nst;
-    step_ns = 0;
-    after = UINT64_MAX;
-    for (size_t i = 0; i < x->nst; i++) {
-      step_ns += x->st_e[i] - x->st_s[i];
-      if (x->st_e[i] < after) after = x->st_e[i]; /* the end of the first step */
-    }
-    if (x->nst < 2) after = UINT64_MAX; /* one step: no steady state to tell */
-  }
-  x->ntraces++;
-  x->nsteps_all += nsteps;
-  x->step_ns_all += step_ns;
-  size_t base = x->nf;
+/* What the analyses of one trace share (rd_advise_trace_end). */
+typedef struct actx {
+  rd_trace *t;
+  size_t base;              /* the trace's first finding in x->f */
+  uint64_t nsteps, step_ns; /* its steps and their summed time */
+  uint64_t after;           /* the end of the first step (UINT64_MAX: no steady state to tell) */
+  uint64_t in_lo, in_hi;    /* with steps: only what is inside [in_lo, in_hi) counts */
+  uint32_t main_tid;        /* the thread with the most outermost calls */
+  uint64_t gpu_busy;        /* the busiest device's busy time inside the steps */
+} actx;
 
-  /* the outermost call of every call; the main thread: most outermost calls */
+/* The trace's steps (stepfind.c): a->nsteps, step_ns, after, in_lo and in_hi. Without steps the
+ * span of its outermost calls is one step and everything counts. */
+static void trace_steps(rd_advise *x, actx *a) {
+  a->nsteps = 1;
+  a->step_ns = x->hi > x->lo ? x->hi - x->lo : 0;
+  a->after = 0;
+  a->in_lo = 0;
+  a->in_hi = UINT64_MAX;
+  x->nst = rd_stepfind_end(x->sf, &x->steps_from, &x->st);
+  if (!x->nst) return;
+  a->in_lo = UINT64_MAX;
+  a->in_hi = 0;
+  a->nsteps = x->nst;
+  a->step_ns = 0;
+  a->after = UINT64_MAX;
+  for (size_t i = 0; i < x->nst; i++) {
+    if (x->st[i].s < a->in_lo) a->in_lo = x->st[i].s;
+    if (x->st[i].e > a->in_hi) a->in_hi = x->st[i].e;
+    a->step_ns += x->st[i].e - x->st[i].s;
+    if (x->st[i].e < a->after) a->after = x->st[i].e; /* the end of the first step */
+  }
+  if (x->nst < 2) a->after = UINT64_MAX; /* one step: no steady state to tell */
+}
+
+/* Links every call to the outermost call it is inside (xcall.top), and sets a->main_tid: the
+ * thread with the most outermost calls. */
+static void link_tops(rd_advise *x, actx *a) {
   uint32_t main_tid = 0;
   {
     uint32_t *o = rd_xmalloc((x->nxc ? x->nxc : 1) * sizeof *o);
@@ -681,8 +595,18 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
     if (n > best_n) main_tid = cur_tid;
     free(o);
   }
+  a->main_tid = main_tid;
+}
 
-  /* host-call classes */
+/* The findings of host calls: sync-in-loop, pageable-h2d, malloc-in-loop. */
+static void host_classes(rd_advise *x, actx *a) {
+  rd_trace *t = a->t;
+  size_t base = a->base;
+  uint64_t nsteps = a->nsteps;
+  uint64_t step_ns = a->step_ns;
+  uint64_t after = a->after;
+  uint64_t in_lo = a->in_lo;
+  uint64_t in_hi = a->in_hi;
   for (size_t i = 0; i < x->n; i++) {
     acall *c = &x->c[i];
     int cls = c->cls;
@@ -710,8 +634,17 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
     }
     add_fn(&f->fns, fname(t, c->fn));
   }
+}
 
-  /* GPU classes: per device in time order */
+/* The findings of GPU work, per device in time order: launch-bound, low-occupancy, comm-not-
+ * overlapped; sets a->gpu_busy, the busiest device's busy time inside the steps. */
+static void gpu_classes(rd_advise *x, actx *a) {
+  rd_trace *t = a->t;
+  size_t base = a->base;
+  uint64_t nsteps = a->nsteps;
+  uint64_t step_ns = a->step_ns;
+  uint64_t in_lo = a->in_lo;
+  uint64_t in_hi = a->in_hi;
   if (x->ng) qsort(x->g, x->ng, sizeof *x->g, by_dev_start);
   uint64_t gpu_busy = 0; /* the busiest device's busy time inside the steps */
   {
@@ -819,227 +752,256 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
                          "launched %.1f us apart",
                lb_n, (double)lb_kns / (double)lb_n / 1e3, (double)lb_int / (double)lb_n / 1e3);
   }
+  a->gpu_busy = gpu_busy;
+}
 
-  /* GEMMs without tensor cores: the GPU time of their kernels (else the call's time) */
-  if (x->ngm) {
-    rd_u64map gix = {0}; /* top call index -> gm index + 0 */
-    uint64_t *gns = calloc(x->ngm, sizeof *gns);
-    if (!gns) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
-    for (size_t i = 0; i < x->ngm; i++) rd_m_put(&gix, x->gm[i].call, (uint32_t)i);
-    for (size_t i = 0; i < x->ng; i++) {
-      const gop *o = &x->g[i];
-      uint32_t li, gi;
-      if (o->kind != RD_KERNEL || !o->corr || !rd_m_get(&x->corr_ix, o->corr, &li)) continue;
-      if (rd_m_get(&gix, x->xc[li].top, &gi)) gns[gi] += o->e - o->s;
-    }
-    for (size_t i = 0; i < x->ngm; i++) {
-      const agemm *a = &x->gm[i];
-      const xcall *c = &x->xc[a->call];
-      if (!in_win(c->start, in_lo, in_hi)) continue;
-      afinding *f = finding(x, base, A_TENSOR, place_of(t, c->stack), t, nsteps, step_ns);
-      f->calls++;
-      f->ns += gns[i] ? gns[i] : c->end - c->start;
-      add_fn(&f->fns, fname(t, c->fn));
-      if (!f->detail)
-        detail(f, a->reason == 1 ? "float32 GEMM computed in float32 (no TF32), e.g. m=%" PRId64
-                                   " n=%" PRId64 " k=%" PRId64
-                                 : "half/bfloat16 GEMM with a dimension not a multiple of 8, e.g. "
-                                   "m=%" PRId64 " n=%" PRId64 " k=%" PRId64,
-               a->m, a->n, a->k);
-    }
-    free(gns);
-    rd_m_free(&gix);
+/* GEMMs without tensor cores (no-tensor-cores): the GPU time of their kernels (else the call's
+ * time). */
+static void gemm_classes(rd_advise *x, actx *a) {
+  rd_trace *t = a->t;
+  size_t base = a->base;
+  uint64_t nsteps = a->nsteps;
+  uint64_t step_ns = a->step_ns;
+  uint64_t in_lo = a->in_lo;
+  uint64_t in_hi = a->in_hi;
+  if (!x->ngm) return;
+  rd_u64map gix = {0}; /* top call index -> gm index + 0 */
+  uint64_t *gns = calloc(x->ngm, sizeof *gns);
+  if (!gns) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
+  for (size_t i = 0; i < x->ngm; i++) rd_m_put(&gix, x->gm[i].call, (uint32_t)i);
+  for (size_t i = 0; i < x->ng; i++) {
+    const gop *o = &x->g[i];
+    uint32_t li, gi;
+    if (o->kind != RD_KERNEL || !o->corr || !rd_m_get(&x->corr_ix, o->corr, &li)) continue;
+    if (rd_m_get(&gix, x->xc[li].top, &gi)) gns[gi] += o->e - o->s;
   }
-
-  /* memory near capacity: the ledger's peak per device */
-  if (x->mem) {
-    rd_mem_sample *ms = NULL;
-    long nms = rd_memcol_samples(x->mem, &ms, 0);
-    x->mem = NULL;
-    memset(&x->memsink, 0, sizeof x->memsink);
-    for (size_t d = 0; d < x->ndev; d++) {
-      const Dlh__DeviceInfo *dv = &x->dev[d].d;
-      if (!dv->total_mem) continue;
-      uint64_t peak = 0, at = 0;
-      for (long i = 0; i < nms; i++)
-        if (ms[i].device == dv->id && ms[i].device_live_bytes > peak) peak = ms[i].device_live_bytes, at = ms[i].ts_ns;
-      double pct = 100.0 * (double)peak / (double)dv->total_mem;
-      if (pct < ADV_MEM_PCT) continue;
-      /* the allocation that made the peak: the allocating call around that moment */
-      const acall *best = NULL;
-      for (size_t i = 0; i < x->n; i++) {
-        const acall *c = &x->c[i];
-        if (c->cls != A_MALLOC || c->start > at || !strstr(fname(t, c->fn), "lloc")) continue;
-        if (!best || c->start > best->start) best = c;
-      }
-      afinding *f = finding(x, base, A_MEM, best ? place_of(t, best->stack) : rd_xstrdup("[unknown]"),
-                            t, nsteps, step_ns);
-      f->calls = 1;
-      f->first = 1; /* kept whatever its (zero) cost */
-      if (best) add_fn(&f->fns, fname(t, best->fn));
-      detail(f, "device %u: %.2f GiB of %.2f GiB live at the peak (%.1f %%)", dv->id,
-             (double)peak / 1073741824.0, (double)dv->total_mem / 1073741824.0, pct);
-    }
-    free(ms);
+  for (size_t i = 0; i < x->ngm; i++) {
+    const agemm *a = &x->gm[i];
+    const xcall *c = &x->xc[a->call];
+    if (!in_win(c->start, in_lo, in_hi)) continue;
+    afinding *f = finding(x, base, A_TENSOR, place_of(t, c->stack), t, nsteps, step_ns);
+    f->calls++;
+    f->ns += gns[i] ? gns[i] : c->end - c->start;
+    add_fn(&f->fns, fname(t, c->fn));
+    if (!f->detail)
+      detail(f, a->reason == 1 ? "float32 GEMM computed in float32 (no TF32), e.g. m=%" PRId64
+                                 " n=%" PRId64 " k=%" PRId64
+                               : "half/bfloat16 GEMM with a dimension not a multiple of 8, e.g. "
+                                 "m=%" PRId64 " n=%" PRId64 " k=%" PRId64,
+             a->m, a->n, a->k);
   }
+  free(gns);
+  rd_m_free(&gix);
+}
 
-  /* samples: the DataLoader and the Python functions of the main thread */
-  if (x->nsm) {
-    rd_u64map six = {0};
-    struct agg { uint32_t stack, kind; uint64_t w, n; } *ag = NULL;
-    uint64_t *fn_n = NULL;
-    size_t nag = 0;
-    uint64_t main_cpu = 0;
-    for (size_t i = 0; i < x->nsm; i++) {
-      const asample *s = &x->sm[i];
-      if (s->kind == RD_SAMPLE_CPU && s->stack) { /* the Dataset's line, any thread */
-        const rd_frame *fr;
-        size_t n = rd_stack_frames(t, s->stack, &fr);
-        for (size_t j = 0; j < n; j++) {
-          if (!fetch_frame(&fr[j])) continue;
-          for (size_t u = j; u-- > 0;)
-            if (fr[u].python && rd_torch_user_file(fr[u].file)) {
-              char *p = py_place(&fr[u]);
-              tally_add(&x->dataset, p, s->weight);
-              free(p);
-              break;
-            }
-          break;
-        }
-      }
-      if (s->tid != main_tid || !in_win(s->time, in_lo, in_hi)) continue;
-      if (s->kind == RD_SAMPLE_CPU) main_cpu += s->weight;
-      uint64_t key = (uint64_t)s->kind << 32 | s->stack;
-      uint32_t k;
-      if (!rd_m_get(&six, key, &k)) {
-        k = (uint32_t)nag++;
-        rd_m_put(&six, key, k);
-        ag = rd_xrealloc(ag, nag * sizeof *ag);
-        ag[k] = (struct agg){s->stack, s->kind, 0, 0};
-      }
-      ag[k].w += s->weight;
-      ag[k].n++;
+/* Memory near capacity (memory-near-capacity): the ledger's peak per device. */
+static void memory_class(rd_advise *x, actx *a) {
+  rd_trace *t = a->t;
+  size_t base = a->base;
+  uint64_t nsteps = a->nsteps;
+  uint64_t step_ns = a->step_ns;
+  if (!x->mem) return;
+  rd_mem_sample *ms = NULL;
+  long nms = rd_memcol_samples(x->mem, &ms, 0);
+  x->mem = NULL;
+  memset(&x->memsink, 0, sizeof x->memsink);
+  for (size_t d = 0; d < x->ndev; d++) {
+    const Dlh__DeviceInfo *dv = &x->dev[d].d;
+    if (!dv->total_mem) continue;
+    uint64_t peak = 0, at = 0;
+    for (long i = 0; i < nms; i++)
+      if (ms[i].device == dv->id && ms[i].device_live_bytes > peak) peak = ms[i].device_live_bytes, at = ms[i].ts_ns;
+    double pct = 100.0 * (double)peak / (double)dv->total_mem;
+    if (pct < ADV_MEM_PCT) continue;
+    /* the allocation that made the peak: the allocating call around that moment */
+    const acall *best = NULL;
+    for (size_t i = 0; i < x->n; i++) {
+      const acall *c = &x->c[i];
+      if (c->cls != A_MALLOC || c->start > at || !strstr(fname(t, c->fn), "lloc")) continue;
+      if (!best || c->start > best->start) best = c;
     }
-    tally input = {0}, fn = {0}, line = {0};
-    uint64_t input_w = 0;
-    for (size_t i = 0; i < nag; i++) {
+    afinding *f = finding(x, base, A_MEM, best ? place_of(t, best->stack) : rd_xstrdup("[unknown]"),
+                          t, nsteps, step_ns);
+    f->calls = 1;
+    f->first = 1; /* kept whatever its (zero) cost */
+    if (best) add_fn(&f->fns, fname(t, best->fn));
+    detail(f, "device %u: %.2f GiB of %.2f GiB live at the peak (%.1f %%)", dv->id,
+           (double)peak / 1073741824.0, (double)dv->total_mem / 1073741824.0, pct);
+  }
+  free(ms);
+}
+
+/* From the samples: the DataLoader (input-starved) and the Python functions of the main thread
+ * (cpu-bound-python). */
+static void sample_classes(rd_advise *x, actx *a) {
+  rd_trace *t = a->t;
+  size_t base = a->base;
+  uint64_t nsteps = a->nsteps;
+  uint64_t step_ns = a->step_ns;
+  uint64_t in_lo = a->in_lo;
+  uint64_t in_hi = a->in_hi;
+  uint32_t main_tid = a->main_tid;
+  uint64_t gpu_busy = a->gpu_busy;
+  if (!x->nsm) return;
+  rd_u64map six = {0};
+  struct agg { uint32_t stack, kind; uint64_t w, n; } *ag = NULL;
+  uint64_t *fn_n = NULL;
+  size_t nag = 0;
+  uint64_t main_cpu = 0;
+  for (size_t i = 0; i < x->nsm; i++) {
+    const asample *s = &x->sm[i];
+    if (s->kind == RD_SAMPLE_CPU && s->stack) { /* the Dataset's line, any thread */
       const rd_frame *fr;
-      size_t n = rd_stack_frames(t, ag[i].stack, &fr);
-      size_t dl = SIZE_MAX;
-      for (size_t j = n; j-- > 0;) /* the outermost DataLoader frame */
-        if (dl_frame(&fr[j])) { dl = j; break; }
-      if (dl != SIZE_MAX) {
-        input_w += ag[i].w;
-        size_t u = dl + 1;
-        while (u < n && !(fr[u].python && rd_torch_user_file(fr[u].file))) u++;
-        char *p = u < n ? py_place(&fr[u]) : rd_xstrdup("[DataLoader]");
-        tally_add(&input, p, ag[i].w);
-        free(p);
-        continue;
-      }
-      if (ag[i].kind != RD_SAMPLE_CPU) continue;
+      size_t n = rd_stack_frames(t, s->stack, &fr);
       for (size_t j = 0; j < n; j++) {
-        if (!fr[j].python || !rd_torch_user_file(fr[j].file)) continue;
-        char k[1024];
-        snprintf(k, sizeof k, "%s\t%s", fr[j].file, fr[j].function ? fr[j].function : "?");
-        size_t before = fn.n;
-        tally_add(&fn, k, ag[i].w);
-        if (fn.n > before) { fn_n = rd_xrealloc(fn_n, fn.n * sizeof *fn_n); fn_n[fn.n - 1] = 0; }
-        for (size_t q = 0; q < fn.n; q++)
-          if (!strcmp(fn.k[q], k)) { fn_n[q] += ag[i].n; break; }
-        snprintf(k, sizeof k, "%s\t%s\t%s:%u", fr[j].file, fr[j].function ? fr[j].function : "?",
-                 fr[j].file, fr[j].line);
-        tally_add(&line, k, ag[i].w);
+        if (!fetch_frame(&fr[j])) continue;
+        for (size_t u = j; u-- > 0;)
+          if (fr[u].python && rd_torch_user_file(fr[u].file)) {
+            char *p = py_place(&fr[u]);
+            tally_add(&x->dataset, p, s->weight);
+            free(p);
+            break;
+          }
         break;
       }
     }
-    double span = (double)(step_ns ? step_ns : 1);
-    double busy = (double)gpu_busy / span;
-    if (input.n && 100.0 * (double)input_w / span >= ADV_MIN_PCT_GPU && busy < 0.9) {
-      size_t b = tally_top(&input);
-      afinding *f = finding(x, base, A_INPUT, rd_xstrdup(input.k[b]), t, nsteps, step_ns);
-      f->ns = input_w;
-      f->calls = 0;
-      for (size_t i = 0; i < x->nsm; i++) f->calls += x->sm[i].tid == main_tid && in_win(x->sm[i].time, in_lo, in_hi);
-      add_fn(&f->fns, "DataLoader.__next__");
-      detail(f, "the GPU was busy %.0f %% of the steps", busy * 100);
+    if (s->tid != main_tid || !in_win(s->time, in_lo, in_hi)) continue;
+    if (s->kind == RD_SAMPLE_CPU) main_cpu += s->weight;
+    uint64_t key = (uint64_t)s->kind << 32 | s->stack;
+    uint32_t k;
+    if (!rd_m_get(&six, key, &k)) {
+      k = (uint32_t)nag++;
+      rd_m_put(&six, key, k);
+      ag = rd_xrealloc(ag, nag * sizeof *ag);
+      ag[k] = (struct agg){s->stack, s->kind, 0, 0};
     }
-    if (fn.n && busy < 0.5 && (double)main_cpu >= 0.5 * span) {
-      size_t b = tally_top(&fn);
-      if (100.0 * (double)fn.w[b] / span >= 20.0) {
-        /* its most sampled line */
-        size_t kl = strlen(fn.k[b]), bl = SIZE_MAX;
-        for (size_t i = 0; i < line.n; i++)
-          if (!strncmp(line.k[i], fn.k[b], kl) && line.k[i][kl] == '\t' &&
-              (bl == SIZE_MAX || line.w[i] > line.w[bl]))
-            bl = i;
-        const char *pl = bl != SIZE_MAX ? strrchr(line.k[bl], '\t') + 1 : "[unknown]";
-        afinding *f = finding(x, base, A_PYCPU, rd_xstrdup(pl), t, nsteps, step_ns);
-        f->ns = fn.w[b];
-        f->calls = fn_n[b];
-        add_fn(&f->fns, strchr(fn.k[b], '\t') + 1);
-        detail(f, "the main thread was on CPU %.0f %% of the steps, the GPU busy %.0f %%",
-               100.0 * (double)main_cpu / span, busy * 100);
-      }
-    }
-    tally_free(&input);
-    tally_free(&fn);
-    tally_free(&line);
-    free(fn_n);
-    free(ag);
-    rd_m_free(&six);
+    ag[k].w += s->weight;
+    ag[k].n++;
   }
-
-  /* what this rank did on the host before its collectives (for straggler-rank) */
-  {
-    tally pre = {0};
-    const xcall *prev = NULL, *widest = NULL;
-    uint64_t wgap = 0;
-    uint32_t *o = rd_xmalloc((x->nxc ? x->nxc : 1) * sizeof *o);
-    size_t no = 0, nms = 0;
-    uint32_t *msi = rd_xmalloc((x->nsm ? x->nsm : 1) * sizeof *msi);
-    for (size_t i = 0; i < x->nsm; i++)
-      if (x->sm[i].tid == main_tid && x->sm[i].kind == RD_SAMPLE_CPU) msi[nms++] = (uint32_t)i;
-    if (nms) qsort_r(msi, nms, sizeof *msi, by_sample_time, x->sm);
-    for (size_t i = 0; i < x->nxc; i++)
-      if (!x->xc[i].depth && x->xc[i].tid == main_tid) o[no++] = (uint32_t)i;
-    if (no) qsort_r(o, no, sizeof *o, by_tid_start, x->xc);
-    /* before each collective: the widest host gap between two calls since the previous one
-     * (where the rank was busy on the host without calling CUDA), and the samples in it */
-    uint64_t ga = 0, gb = 0;
-    for (size_t j = 0; j < no; j++) {
-      const xcall *c = &x->xc[o[j]];
-      const rd_func *f = rd_trace_func(t, c->fn);
-      if (prev && c->start > prev->end && c->start - prev->end > gb - ga) ga = prev->end, gb = c->start;
-      if (f && f->domain == DLH__DOMAIN__DOMAIN_NCCL && collective_fn(f->name) && gb > ga) {
-        if (gb - ga > wgap) wgap = gb - ga, widest = c;
-        size_t lo = 0, hi = nms;
-        while (lo < hi) {
-          size_t mid = (lo + hi) / 2;
-          if (x->sm[msi[mid]].time < ga) lo = mid + 1;
-          else hi = mid;
-        }
-        for (size_t i = lo; i < nms && x->sm[msi[i]].time <= gb; i++) {
-          const asample *s = &x->sm[msi[i]];
-          char *p = place_of(t, s->stack);
-          tally_add(&pre, p, s->weight);
-          free(p);
-        }
-        ga = gb = 0;
-      }
-      prev = c;
+  tally input = {0}, fn = {0}, line = {0};
+  uint64_t input_w = 0;
+  for (size_t i = 0; i < nag; i++) {
+    const rd_frame *fr;
+    size_t n = rd_stack_frames(t, ag[i].stack, &fr);
+    size_t dl = SIZE_MAX;
+    for (size_t j = n; j-- > 0;) /* the outermost DataLoader frame */
+      if (dl_frame(&fr[j])) { dl = j; break; }
+    if (dl != SIZE_MAX) {
+      input_w += ag[i].w;
+      size_t u = dl + 1;
+      while (u < n && !(fr[u].python && rd_torch_user_file(fr[u].file))) u++;
+      char *p = u < n ? py_place(&fr[u]) : rd_xstrdup("[DataLoader]");
+      tally_add(&input, p, ag[i].w);
+      free(p);
+      continue;
     }
-    free(o);
-    free(msi);
-    if (pre.n || widest) {
-      x->pc = rd_xrealloc(x->pc, (x->npc + 1) * sizeof *x->pc);
-      x->pc[x->npc].path = rd_xstrdup(t->path);
-      x->pc[x->npc++].place = pre.n ? rd_xstrdup(pre.k[tally_top(&pre)]) : place_of(t, widest->stack);
+    if (ag[i].kind != RD_SAMPLE_CPU) continue;
+    for (size_t j = 0; j < n; j++) {
+      if (!fr[j].python || !rd_torch_user_file(fr[j].file)) continue;
+      char k[1024];
+      snprintf(k, sizeof k, "%s\t%s", fr[j].file, fr[j].function ? fr[j].function : "?");
+      size_t before = fn.n;
+      tally_add(&fn, k, ag[i].w);
+      if (fn.n > before) { fn_n = rd_xrealloc(fn_n, fn.n * sizeof *fn_n); fn_n[fn.n - 1] = 0; }
+      for (size_t q = 0; q < fn.n; q++)
+        if (!strcmp(fn.k[q], k)) { fn_n[q] += ag[i].n; break; }
+      snprintf(k, sizeof k, "%s\t%s\t%s:%u", fr[j].file, fr[j].function ? fr[j].function : "?",
+               fr[j].file, fr[j].line);
+      tally_add(&line, k, ag[i].w);
+      break;
     }
-    tally_free(&pre);
   }
+  double span = (double)(step_ns ? step_ns : 1);
+  double busy = (double)gpu_busy / span;
+  if (input.n && 100.0 * (double)input_w / span >= ADV_MIN_PCT_GPU && busy < 0.9) {
+    size_t b = tally_top(&input);
+    afinding *f = finding(x, base, A_INPUT, rd_xstrdup(input.k[b]), t, nsteps, step_ns);
+    f->ns = input_w;
+    f->calls = 0;
+    for (size_t i = 0; i < x->nsm; i++) f->calls += x->sm[i].tid == main_tid && in_win(x->sm[i].time, in_lo, in_hi);
+    add_fn(&f->fns, "DataLoader.__next__");
+    detail(f, "the GPU was busy %.0f %% of the steps", busy * 100);
+  }
+  if (fn.n && busy < 0.5 && (double)main_cpu >= 0.5 * span) {
+    size_t b = tally_top(&fn);
+    if (100.0 * (double)fn.w[b] / span >= 20.0) {
+      /* its most sampled line */
+      size_t kl = strlen(fn.k[b]), bl = SIZE_MAX;
+      for (size_t i = 0; i < line.n; i++)
+        if (!strncmp(line.k[i], fn.k[b], kl) && line.k[i][kl] == '\t' &&
+            (bl == SIZE_MAX || line.w[i] > line.w[bl]))
+          bl = i;
+      const char *pl = bl != SIZE_MAX ? strrchr(line.k[bl], '\t') + 1 : "[unknown]";
+      afinding *f = finding(x, base, A_PYCPU, rd_xstrdup(pl), t, nsteps, step_ns);
+      f->ns = fn.w[b];
+      f->calls = fn_n[b];
+      add_fn(&f->fns, strchr(fn.k[b], '\t') + 1);
+      detail(f, "the main thread was on CPU %.0f %% of the steps, the GPU busy %.0f %%",
+             100.0 * (double)main_cpu / span, busy * 100);
+    }
+  }
+  tally_free(&input);
+  tally_free(&fn);
+  tally_free(&line);
+  free(fn_n);
+  free(ag);
+  rd_m_free(&six);
+}
 
-  /* thresholds: drop what is below them */
+/* What this rank did on the host before its collectives (for straggler-rank). */
+static void before_collectives(rd_advise *x, actx *a) {
+  rd_trace *t = a->t;
+  uint32_t main_tid = a->main_tid;
+  tally pre = {0};
+  const xcall *prev = NULL, *widest = NULL;
+  uint64_t wgap = 0;
+  uint32_t *o = rd_xmalloc((x->nxc ? x->nxc : 1) * sizeof *o);
+  size_t no = 0, nms = 0;
+  uint32_t *msi = rd_xmalloc((x->nsm ? x->nsm : 1) * sizeof *msi);
+  for (size_t i = 0; i < x->nsm; i++)
+    if (x->sm[i].tid == main_tid && x->sm[i].kind == RD_SAMPLE_CPU) msi[nms++] = (uint32_t)i;
+  if (nms) qsort_r(msi, nms, sizeof *msi, by_sample_time, x->sm);
+  for (size_t i = 0; i < x->nxc; i++)
+    if (!x->xc[i].depth && x->xc[i].tid == main_tid) o[no++] = (uint32_t)i;
+  if (no) qsort_r(o, no, sizeof *o, by_tid_start, x->xc);
+  /* before each collective: the widest host gap between two calls since the previous one
+   * (where the rank was busy on the host without calling CUDA), and the samples in it */
+  uint64_t ga = 0, gb = 0;
+  for (size_t j = 0; j < no; j++) {
+    const xcall *c = &x->xc[o[j]];
+    const rd_func *f = rd_trace_func(t, c->fn);
+    if (prev && c->start > prev->end && c->start - prev->end > gb - ga) ga = prev->end, gb = c->start;
+    if (f && f->domain == DLH__DOMAIN__DOMAIN_NCCL && collective_fn(f->name) && gb > ga) {
+      if (gb - ga > wgap) wgap = gb - ga, widest = c;
+      size_t lo = 0, hi = nms;
+      while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (x->sm[msi[mid]].time < ga) lo = mid + 1;
+        else hi = mid;
+      }
+      for (size_t i = lo; i < nms && x->sm[msi[i]].time <= gb; i++) {
+        const asample *s = &x->sm[msi[i]];
+        char *p = place_of(t, s->stack);
+        tally_add(&pre, p, s->weight);
+        free(p);
+      }
+      ga = gb = 0;
+    }
+    prev = c;
+  }
+  free(o);
+  free(msi);
+  if (pre.n || widest) {
+    x->pc = rd_xrealloc(x->pc, (x->npc + 1) * sizeof *x->pc);
+    x->pc[x->npc].path = rd_xstrdup(t->path);
+    x->pc[x->npc++].place = pre.n ? rd_xstrdup(pre.k[tally_top(&pre)]) : place_of(t, widest->stack);
+  }
+  tally_free(&pre);
+}
+
+/* Drops the trace's findings below their thresholds. */
+static void thresholds(rd_advise *x, actx *a) {
+  size_t base = a->base;
   size_t w = base;
   for (size_t k = base; k < x->nf; k++) {
     afinding *f = &x->f[k];
@@ -1060,8 +1022,11 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
     else { free(f->place); free(f->trace); free(f->fns); free(f->detail); }
   }
   x->nf = w;
-  /* the same finding in several traces (ranks, workers): one, its cost over all their steps */
-  w = base;
+}
+
+/* The same finding in several traces (ranks, workers): one, its cost over all their steps. */
+static void coalesce(rd_advise *x, actx *a) {
+  size_t base = a->base, w = base;
   for (size_t k = base; k < x->nf; k++) {
     afinding *f = &x->f[k], *o = NULL;
     for (size_t j = 0; j < base && !o; j++)
@@ -1073,6 +1038,30 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
     free(f->place); free(f->trace); free(f->fns); free(f->detail);
   }
   x->nf = w;
+}
+
+void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
+  if (x->over)
+    rd_error("%s: advise: the findings are of the first %" PRIu64 " events (the limit for a file of "
+             "this size: dlhook advise --help, --max-events)", t->path, x->budget);
+  x->events = x->budget = 0;
+  x->over = 0;
+  actx a = {.t = t, .base = x->nf};
+  trace_steps(x, &a);
+  x->ts = rd_xrealloc(x->ts, (x->ntraces + 1) * sizeof *x->ts);
+  x->ts[x->ntraces] = (asteps){rd_xstrdup(t->path), a.nsteps, a.step_ns, x->steps_from};
+  x->ntraces++;
+  x->nsteps_all += a.nsteps;
+  x->step_ns_all += a.step_ns;
+  link_tops(x, &a);
+  host_classes(x, &a);
+  gpu_classes(x, &a);
+  gemm_classes(x, &a);
+  memory_class(x, &a);
+  sample_classes(x, &a);
+  before_collectives(x, &a);
+  thresholds(x, &a);
+  coalesce(x, &a);
   if (x->nf) qsort(x->f, x->nf, sizeof *x->f, by_cost);
   x->n = x->nst = x->nxc = x->ng = x->ngm = x->nsm = x->ndev = 0;
   x->lo = x->hi = 0;
@@ -1125,8 +1114,6 @@ void rd_advise_ranks(rd_advise *x) {
 
 size_t rd_advise_count(const rd_advise *x) { return x ? x->nf : 0; }
 
-static const char *steps_from_name(int v) { return v == 1 ? "nvtx" : v == 2 ? "detected" : "trace"; }
-
 void rd_advise_json(FILE *out, rd_advise *x) {
   fputs("[", out);
   for (size_t k = 0; k < x->nf; k++) {
@@ -1145,7 +1132,7 @@ void rd_advise_json(FILE *out, rd_advise *x) {
             f->ns);
     rd_json_str(out, f->fns ? f->fns : "");
     fprintf(out, ",\"steps\":%" PRIu64 ",\"step_ns\":%" PRIu64 ",\"steps_from\":\"%s\"",
-            f->nsteps, f->step_ns, steps_from_name(f->steps_from));
+            f->nsteps, f->step_ns, rd_steps_from_name(f->steps_from));
     if (f->detail) {
       fputs(",\"detail\":", out);
       rd_json_str(out, f->detail);
@@ -1166,12 +1153,35 @@ void rd_advise_json(FILE *out, rd_advise *x) {
   fputs("]", out);
 }
 
+void rd_advise_steps_json(FILE *out, const rd_advise *x) {
+  fputs("[", out);
+  for (size_t i = 0; i < x->ntraces; i++) {
+    const asteps *a = &x->ts[i];
+    fputs(i ? ",{\"trace\":" : "{\"trace\":", out);
+    rd_json_str(out, a->path);
+    fprintf(out, ",\"steps\":%" PRIu64 ",\"step_ns\":%" PRIu64 ",\"steps_from\":\"%s\"}",
+            a->nsteps, a->step_ns, rd_steps_from_name(a->from));
+  }
+  fputs("]", out);
+}
+
+/* How the steps of a trace were found, for the line that says there is no finding. */
+static const char *steps_said(int from) {
+  switch (from) {
+  case RD_STEPS_OPTIMIZER: return ", one per Optimizer.step";
+  case RD_STEPS_BACKWARD: return ", one per backward()";
+  case RD_STEPS_TRAINING_STEP: return ", one per training_step";
+  case RD_STEPS_DETECTED: return ", detected from the repeating calls";
+  default: return "";
+  }
+}
+
 void rd_advise_table(FILE *out, rd_advise *x) {
   fputs("Findings\n", out);
   if (!x->nf) {
     fprintf(out, "  no findings above the thresholds (%zu trace%s, %" PRIu64 " step%s%s)\n",
             x->ntraces, x->ntraces == 1 ? "" : "s", x->nsteps_all, x->nsteps_all == 1 ? "" : "s",
-            x->ntraces == 1 && x->steps_from == 2 ? ", detected from the repeating calls" : "");
+            x->ntraces == 1 ? steps_said(x->steps_from) : "");
     return;
   }
   for (size_t k = 0; k < x->nf; k++) {
@@ -1205,6 +1215,8 @@ void rd_advise_free(rd_advise *x) {
   }
   for (size_t i = 0; i < x->npc; i++) free(x->pc[i].path), free(x->pc[i].place);
   free(x->pc);
+  for (size_t i = 0; i < x->ntraces; i++) free(x->ts[i].path);
+  free(x->ts);
   tally_free(&x->dataset);
   rd_memcol_free(x->mem);
   free(x->f);
@@ -1214,8 +1226,7 @@ void rd_advise_free(rd_advise *x) {
   free(x->gm);
   free(x->sm);
   free(x->dev);
-  free(x->st_s);
-  free(x->st_e);
+  rd_stepfind_free(x->sf);
   rd_m_free(&x->pageable);
   rd_m_free(&x->corr_ix);
   rd_m_free(&x->math);

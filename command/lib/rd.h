@@ -463,8 +463,6 @@ int rd_ranks_straggler(rd_straggler *out);
 
 /* ---------------------------------------------------------------- steps (steps.c) */
 
-/* Step number of an NVTX range name ("ProfilerStep#3", "step 3", "Step 3"), -1 when none. */
-long rd_step_number(const char *name);
 /* The step breakdown of traces (steps.c says how time is divided): rd_steps_sink gathers one
  * trace during a pass, rd_steps_end after each trace; rd_steps_json then prints
  * `,"steps":{"rows":[{rank,pid,step,name,start_ns,dur_ns,compute_ns,comm_ns,copy_ns,host_ns,
@@ -474,6 +472,32 @@ rd_steps *rd_steps_new(void);
 struct rd_sink rd_steps_sink(rd_steps *x);
 void rd_steps_end(rd_steps *x);
 void rd_steps_json(FILE *f, rd_steps *x);
+
+/* ---------------------------------------------------------------- finding steps (stepfind.c) */
+
+/* Where a trace's steps come from (stepfind.c says how each is found). */
+enum { RD_STEPS_TRACE, RD_STEPS_NVTX, RD_STEPS_OPTIMIZER, RD_STEPS_BACKWARD,
+       RD_STEPS_TRAINING_STEP, RD_STEPS_DETECTED };
+/* Step number of an NVTX range name ("ProfilerStep#3", "step 3", "Step 3"), -1 when none. */
+long rd_step_number(const char *name);
+/* "trace", "nvtx", "optimizer", "backward", "training_step", "detected". */
+const char *rd_steps_from_name(int from);
+/* One step: [s, e) on the trace clock, its number, and for NVTX its range's name (else NULL). */
+typedef struct rd_step_span {
+  uint64_t s, e;
+  long num;
+  char *name;
+} rd_step_span;
+/* The steps of one trace at a time: rd_stepfind_api takes every API event of its pass (in file
+ * order), rd_stepfind_end after the pass sets *from (RD_STEPS_*), sets *out to the steps in time
+ * order (owned by x, valid until the next rd_stepfind_end or rd_stepfind_free) and returns
+ * their number: 0 for RD_STEPS_TRACE. x is then ready for the next trace. */
+typedef struct rd_stepfind rd_stepfind;
+rd_stepfind *rd_stepfind_new(void);
+void rd_stepfind_api(rd_stepfind *x, const rd_trace *t, uint32_t tid, const dlh_api_event *e);
+size_t rd_stepfind_end(rd_stepfind *x, int *from, rd_step_span **out);
+/* Accepts NULL. */
+void rd_stepfind_free(rd_stepfind *x);
 
 /* ---------------------------------------------------------------- findings (advise.c) */
 
@@ -490,6 +514,8 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t);
 void rd_advise_ranks(rd_advise *x);
 size_t rd_advise_count(const rd_advise *x);
 void rd_advise_json(FILE *f, rd_advise *x);
+/* The steps of each trace as a JSON array: [{trace,steps,step_ns,steps_from}]. */
+void rd_advise_steps_json(FILE *f, const rd_advise *x);
 void rd_advise_table(FILE *f, rd_advise *x);
 void rd_advise_free(rd_advise *x);
 

@@ -1,6 +1,7 @@
 /* steps.c — the step breakdown of `dlhook stats --json` ("steps") and of `dlhook report`: for
- * every training step (an NVTX range named like a step: "ProfilerStep#3", "step 3", "Step 3") of
- * every rank, how its wall time divides between
+ * every training step of every rank (stepfind.c: NVTX ranges named like a step, else PyTorch's
+ * Optimizer.step / backward / training_step, else the repeating calls of a program without
+ * Python), how its wall time divides between
  *   compute   a kernel other than a collective runs on the process's GPU(s)
  *   comm      no compute kernel, an NCCL collective kernel runs (waiting for the others included)
  *   copy      no kernel, a memcpy or memset runs
@@ -14,7 +15,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "rd_scan.h"
 #include "rd.h"
@@ -22,7 +22,6 @@
 enum { C_COMPUTE, C_COMM, C_COPY, C_HOST, C_NCAT };
 
 typedef struct sev { uint64_t s, e; int cat; } sev;
-typedef struct srange { uint64_t s, e; long num; char *name; } srange;
 
 typedef struct ssamp { uint64_t t, ns; int wait; } ssamp;
 
@@ -31,8 +30,7 @@ typedef struct sctx {
   size_t n, cap;
   ssamp *sm;             /* the samples, for their time per step */
   size_t nsm, capsm;
-  srange *st;
-  size_t nst, capst;
+  rd_stepfind *sf;       /* where the steps are (stepfind.c) */
   int rank;
   uint32_t pid;
   int too_many;
@@ -73,23 +71,6 @@ static void push(sctx *c, const rd_trace *t, uint64_t s, uint64_t e, int cat) {
   c->ev[c->n++] = (sev){s, e, cat};
 }
 
-/* Step number of an NVTX range name, -1 when the name does not look like a step. */
-long rd_step_number(const char *name) {
-  if (!name) return -1;
-  const char *p = name;
-  if (!strncmp(p, "ProfilerStep#", 13)) p += 13;
-  else if (!strncasecmp(p, "step", 4)) {
-    p += 4;
-    while (*p == ' ' || *p == '#' || *p == '_' || *p == '-' || *p == '=') p++;
-  } else {
-    return -1;
-  }
-  if (*p < '0' || *p > '9') return -1;
-  char *end;
-  long v = strtol(p, &end, 10);
-  return *end ? -1 : v;
-}
-
 static void on_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
   sctx *c = ctx;
   (void)t;
@@ -101,20 +82,9 @@ static void on_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
 
 static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *e) {
   sctx *c = ctx;
-  (void)tid;
+  rd_stepfind_api(c->sf, t, tid, e);
   const rd_func *f = rd_trace_func(t, e->fn);
-  if (f && f->domain == DLH__DOMAIN__DOMAIN_NVTX) {
-    if (!e->nargs) return;
-    const char *msg = rd_trace_string(t, (uint32_t)e->args[0]);
-    long num = rd_step_number(msg);
-    if (num < 0) return;
-    if (c->nst == c->capst) {
-      c->capst = c->capst ? c->capst * 2 : 64;
-      c->st = rd_xrealloc(c->st, c->capst * sizeof *c->st);
-    }
-    c->st[c->nst++] = (srange){e->start_ns, e->start_ns + dlh_api_span(e), num, rd_xstrdup(msg)};
-    return;
-  }
+  if (f && f->domain == DLH__DOMAIN__DOMAIN_NVTX) return;
   /* A folded event tells only the summed duration of its calls, not where each lies in its
    * span: that time is counted from its start (inside the span, the right amount). */
   if (e->depth == 0 && e->dur_ns) push(c, t, e->start_ns, e->start_ns + e->dur_ns, C_HOST);
@@ -156,10 +126,6 @@ static int by_s(const void *a, const void *b) {
   const sev *x = a, *y = b;
   return x->s < y->s ? -1 : x->s > y->s;
 }
-static int by_step(const void *a, const void *b) {
-  const srange *x = a, *y = b;
-  return x->s < y->s ? -1 : x->s > y->s;
-}
 static int by_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
@@ -175,6 +141,7 @@ typedef struct rd_step_row {
   uint32_t pid;
   long num;
   char *name;
+  int from;                             /* RD_STEPS_* */
   uint64_t start, dur, cat[C_NCAT + 1]; /* cat[C_NCAT] = idle */
   uint64_t sample_ns[2];                /* on-CPU, wait: the samples taken in [start, end) */
 } rd_step_row;
@@ -232,78 +199,92 @@ rd_steps *rd_steps_new(void) {
   rd_steps *x = rd_xmalloc(sizeof *x);
   memset(x, 0, sizeof *x);
   x->c.rank = -1;
+  x->c.sf = rd_stepfind_new();
   return x;
 }
 
 rd_sink rd_steps_sink(rd_steps *x) { return (rd_sink){&x->c, on_packet, on_api, on_gpu, 0, on_sample}; }
 
+/* The events longer than the longest 99.9 % (a long sync, a start-up call) move from c->ev to
+ * *lng (malloc'd), to be checked against every step; the others are found by start from a
+ * step's start minus the returned bound. c->ev must be sorted by start. */
+static uint64_t split_long(sctx *c, sev **lng, size_t *nl) {
+  *lng = NULL;
+  *nl = 0;
+  if (!c->n) return 0;
+  uint64_t *d = rd_xmalloc(c->n * sizeof *d);
+  for (size_t k = 0; k < c->n; k++) d[k] = c->ev[k].e - c->ev[k].s;
+  qsort(d, c->n, sizeof *d, by_u64);
+  uint64_t maxdur = d[c->n - 1 - c->n / 1000];
+  free(d);
+  size_t keep = 0;
+  for (size_t k = 0; k < c->n; k++) {
+    if (c->ev[k].e - c->ev[k].s > maxdur) {
+      *lng = rd_xrealloc(*lng, (*nl + 1) * sizeof **lng);
+      (*lng)[(*nl)++] = c->ev[k];
+    } else {
+      c->ev[keep++] = c->ev[k];
+    }
+  }
+  c->n = keep;
+  return maxdur;
+}
+
+/* The row of step st of the trace whose events c holds. */
+static void step_row(const sctx *c, const rd_step_span *st, int from, uint64_t maxdur,
+                     const sev *lng, size_t nl, rd_step_row *r) {
+  char name[64];
+  memset(r, 0, sizeof *r);
+  r->rank = c->rank;
+  r->pid = c->pid;
+  r->num = st->num;
+  r->from = from;
+  snprintf(name, sizeof name, "%s step %ld", rd_steps_from_name(from), st->num);
+  r->name = rd_xstrdup(st->name ? st->name : name);
+  r->start = st->s;
+  r->dur = st->e - st->s;
+  breakdown(c, maxdur, lng, nl, st->s, st->e, r->cat);
+  size_t lo = 0, hi = c->nsm; /* the first sample at or after the step's start */
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (c->sm[mid].t < st->s) lo = mid + 1; else hi = mid;
+  }
+  for (size_t q = lo; q < c->nsm && c->sm[q].t < st->e; q++) r->sample_ns[c->sm[q].wait] += c->sm[q].ns;
+}
+
 void rd_steps_end(rd_steps *x) {
   sctx c = x->c;
   memset(&x->c, 0, sizeof x->c);
   x->c.rank = -1;
-  {
-    if (c.too_many) nskipped++;
-    if (c.nst && !c.too_many) {
-      if (c.n) qsort(c.ev, c.n, sizeof *c.ev, by_s);
-      if (c.nst) qsort(c.st, c.nst, sizeof *c.st, by_step);
-      if (c.nsm) qsort(c.sm, c.nsm, sizeof *c.sm, by_sample_t);
-      /* the longest 0.1% of the events (a long sync, a start-up call) are checked against
-       * every step; the others are found by start from the step's start minus maxdur */
-      uint64_t maxdur = 0;
-      sev *lng = NULL;
-      size_t nl = 0;
-      if (c.n) {
-        uint64_t *d = rd_xmalloc(c.n * sizeof *d);
-        for (size_t k = 0; k < c.n; k++) d[k] = c.ev[k].e - c.ev[k].s;
-        qsort(d, c.n, sizeof *d, by_u64);
-        maxdur = d[c.n - 1 - c.n / 1000];
-        free(d);
-        size_t keep = 0;
-        for (size_t k = 0; k < c.n; k++) {
-          if (c.ev[k].e - c.ev[k].s > maxdur) {
-            lng = rd_xrealloc(lng, (nl + 1) * sizeof *lng);
-            lng[nl++] = c.ev[k];
-          } else {
-            c.ev[keep++] = c.ev[k];
-          }
-        }
-        c.n = keep;
-      }
-      rows = rd_xrealloc(rows, (nrows + c.nst) * sizeof *rows);
-      for (size_t k = 0; k < c.nst; k++) {
-        rd_step_row *r = &rows[nrows++];
-        memset(r, 0, sizeof *r);
-        r->rank = c.rank;
-        r->pid = c.pid;
-        r->num = c.st[k].num;
-        r->name = c.st[k].name;
-        r->start = c.st[k].s;
-        r->dur = c.st[k].e - c.st[k].s;
-        breakdown(&c, maxdur, lng, nl, c.st[k].s, c.st[k].e, r->cat);
-        size_t lo = 0, hi = c.nsm; /* the first sample at or after the step's start */
-        while (lo < hi) {
-          size_t mid = (lo + hi) / 2;
-          if (c.sm[mid].t < c.st[k].s) lo = mid + 1; else hi = mid;
-        }
-        for (size_t q = lo; q < c.nsm && c.sm[q].t < c.st[k].e; q++) r->sample_ns[c.sm[q].wait] += c.sm[q].ns;
-      }
-      free(lng);
-    }
-    if (c.too_many) /* else the names moved into rows[] */
-      for (size_t k = 0; k < c.nst; k++) free(c.st[k].name);
-    free(c.st);
-    free(c.ev);
-    free(c.sm);
+  x->c.sf = c.sf;
+  rd_step_span *st;
+  int from;
+  size_t nst = rd_stepfind_end(c.sf, &from, &st);
+  if (c.too_many) nskipped++;
+  if (nst && !c.too_many) {
+    if (c.n) qsort(c.ev, c.n, sizeof *c.ev, by_s);
+    if (c.nsm) qsort(c.sm, c.nsm, sizeof *c.sm, by_sample_t);
+    sev *lng;
+    size_t nl;
+    uint64_t maxdur = split_long(&c, &lng, &nl);
+    rows = rd_xrealloc(rows, (nrows + nst) * sizeof *rows);
+    for (size_t k = 0; k < nst; k++) step_row(&c, &st[k], from, maxdur, lng, nl, &rows[nrows++]);
+    free(lng);
   }
+  free(c.ev);
+  free(c.sm);
 }
 
 void rd_steps_json(FILE *f, rd_steps *x) {
   static const char *const key[C_NCAT + 1] = {"compute_ns", "comm_ns", "copy_ns", "host_ns",
                                                 "idle_ns"};
+  rd_stepfind_free(x->c.sf);
   free(x);
   if (!f) goto out; /* only freed */
-  fputs(",\n\"steps\":{\"definition\":\"NVTX ranges named ProfilerStep#N or step N; per step "
-        "and rank, exclusive by priority: compute kernels > communication (NCCL) kernels > "
+  fputs(",\n\"steps\":{\"definition\":\"NVTX ranges named ProfilerStep#N or step N, else "
+        "PyTorch's loop (from the end of one Optimizer.step, backward or training_step to the "
+        "end of the next), else the repeating calls of a program without Python: steps_from says "
+        "which; per step and rank, exclusive by priority: compute kernels > communication (NCCL) kernels > "
         "copies and memsets > host (GPU idle, a thread inside a CUDA call) > idle\",\"rows\":[", f);
   size_t slow = 0;
   for (size_t i = 0; i < nrows; i++) {
@@ -311,6 +292,7 @@ void rd_steps_json(FILE *f, rd_steps *x) {
     fprintf(f, "%s\n{\"rank\":%d,\"pid\":%u,\"step\":%ld,\"name\":", i ? "," : "", r->rank,
             r->pid, r->num);
     rd_json_str(f, r->name);
+    fprintf(f, ",\"steps_from\":\"%s\"", rd_steps_from_name(r->from));
     fprintf(f, ",\"start_ns\":%" PRIu64 ",\"dur_ns\":%" PRIu64, r->start, r->dur);
     for (int k = 0; k <= C_NCAT; k++) fprintf(f, ",\"%s\":%" PRIu64, key[k], r->cat[k]);
     fprintf(f, ",\"sample_cpu_ns\":%" PRIu64 ",\"sample_wait_ns\":%" PRIu64, r->sample_ns[0], r->sample_ns[1]);
