@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""judge.py [--models M,...] [--causes C,...] [-j N] [--steps N] [--out DIR] [--json FILE] —
+judges `dlhook advise` on the model zoo (tests/zoo/zoo.py).
+
+Each (model, cause) pair of zoo.py's CAUSES runs under `dlhook record --sim` (gpt2_ddp under
+torchrun with 2 ranks on 2 simulated devices), then `dlhook advise --json` reads its traces.
+
+  recall     a planted cause counts as found when a finding of its class (zoo.py's CLASS) at one
+             of its "# PLANT-<CAUSE>" lines is ranked first or second.
+  precision  found planted cases / (found planted cases + false positives); a false positive is
+             a finding on a tuned program that ALLOW does not justify.
+  set-up     findings at set-up lines (the __init__ methods of zoo.py and main()'s lines between
+             "# ZOO-SETUP-BEGIN" and "# ZOO-SETUP-END"), on every program: there must be none.
+  cost       the planted finding's cost_ms_per_step against the measured saving: the program's
+             own median step time after warm-up (host_step_median_ms; the slowest rank), planted
+             minus tuned; within 2x when 0.5 <= cost/saving <= 2.
+
+Prints a table (model, cause, rank, place, cost, saving, ratio) and the totals; --json writes
+them as one object. The simulator runs with SIMCUDA_NUMERICS=off (the zoo's numbers are not
+checked: PyTorch's own kernels are not executed on the simulator anyway), except under DDP
+(which checks the ranks' parameter shapes through NCCL: its data must move)."""
+import argparse
+import ast
+import concurrent.futures
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+ZOO = os.path.join(HERE, "zoo.py")
+
+# Findings on tuned programs that are not false positives, with the reason:
+# (model or "*", class) -> reason
+ALLOW = {
+}
+
+
+def zoo_tables():
+    """CAUSES and CLASS of zoo.py, read without importing it (it imports torch)."""
+    tree = ast.parse(open(ZOO).read())
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name) and node.targets[0].id in ("CAUSES", "CLASS"):
+            out[node.targets[0].id] = ast.literal_eval(node.value)
+    return out["CAUSES"], out["CLASS"], tree
+
+
+def plant_lines(src):
+    marks = {}
+    for i, line in enumerate(src.splitlines(), 1):
+        for m in re.finditer(r"# PLANT-([A-Z_0-9]+)", line):
+            marks.setdefault(m.group(1).lower(), set()).add(i)
+    return marks
+
+
+def setup_lines(tree, src):
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__":
+            lines.update(range(node.lineno, node.end_lineno + 1))
+    begin = None
+    for i, line in enumerate(src.splitlines(), 1):
+        if "# ZOO-SETUP-BEGIN" in line:
+            begin = i
+        elif "# ZOO-SETUP-END" in line and begin:
+            lines.update(range(begin, i + 1))
+            begin = None
+    return lines
+
+
+def zoo_line(place):
+    """The line number when a place is a line of zoo.py, else None."""
+    m = re.match(r"(.*):(\d+)$", place or "")
+    if m and os.path.basename(m.group(1)) == "zoo.py":
+        return int(m.group(2))
+    return None
+
+
+def run_case(a, model, cause):
+    """Records one program and reads advise's findings; returns a dict."""
+    d = os.path.join(a.out, f"{model}-{cause}")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    env = dict(os.environ, SIMCUDA_NUMERICS="off", PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1",
+               TOKENIZERS_PARALLELISM="false")
+    py = os.path.join(a.build, "venv", "bin", "python")
+    prog = [ZOO, model, cause, "--steps", str(a.steps), "--warmup", str(a.warmup)]
+    if model.endswith("_ddp"):
+        env["SIMCUDA_DEVICES"] = "2"
+        del env["SIMCUDA_NUMERICS"]  # off, NCCL moves no data: DDP's checks across ranks fail
+        cmd = [os.path.join(a.build, "venv", "bin", "torchrun"), "--standalone", "--nproc-per-node", "2"] + prog
+    else:
+        cmd = [py] + prog
+    rec = [a.dlhook, "record", "--sim", "-o", os.path.join(d, "rec"), "--"] + cmd
+    t0 = time.time()
+    r = subprocess.run(rec, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=a.timeout)
+    res = {"model": model, "cause": cause, "wall_s": round(time.time() - t0, 1), "cmd": " ".join(cmd)}
+    open(os.path.join(d, "out.txt"), "w").write(r.stdout)
+    open(os.path.join(d, "err.txt"), "w").write(r.stderr)
+    steps = [float(m) for m in re.findall(r"host_step_median_ms=([0-9.]+)", r.stdout)]
+    if r.returncode != 0 or not steps:
+        res["error"] = f"exit {r.returncode}: " + " | ".join(r.stderr.strip().splitlines()[-3:])
+        return res
+    res["step_ms"] = max(steps)  # the slowest rank: the others wait for it
+    traces = sorted(glob.glob(os.path.join(d, "rec", "*.dlh")))
+    ranked = [t for t in traces if re.search(r"-r\d+-", os.path.basename(t))]
+    if model.endswith("_ddp") and ranked:
+        traces = ranked  # the rank processes (torchrun's own process may leave a trace too)
+    adv = subprocess.run([a.dlhook, "advise", "--json"] + traces, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, timeout=a.timeout)
+    open(os.path.join(d, "advise.json"), "w").write(adv.stdout)
+    if adv.returncode != 0:
+        res["error"] = f"advise exit {adv.returncode}: {adv.stderr.strip()[-300:]}"
+        return res
+    res["findings"] = [{k: f.get(k) for k in ("rank", "class", "place", "cost_ms_per_step", "cost_pct")}
+                       | {"steps_from": (f.get("evidence") or {}).get("steps_from")}
+                       for f in json.loads(adv.stdout).get("findings", [])]
+    if not a.keep:
+        shutil.rmtree(os.path.join(d, "rec"), ignore_errors=True)
+    return res
+
+
+def judge(a, cases, results, causes_of, klass, plants, setup):
+    rows, fps, allowed, setup_hits = [], [], [], []
+    tuned = {r["model"]: r for r in results.values() if r["cause"] == "tuned"}
+    for (model, cause) in cases:
+        r = results[(model, cause)]
+        for f in r.get("findings", []):
+            ln = zoo_line(f["place"])
+            if ln is not None and ln in setup:
+                setup_hits.append({"model": model, "cause": cause, **f})
+        if cause == "tuned":
+            for f in r.get("findings", []):
+                why = ALLOW.get((model, f["class"])) or ALLOW.get(("*", f["class"]))
+                (allowed if why else fps).append({"model": model, **f, **({"reason": why} if why else {})})
+            continue
+        cls, lines = klass[cause], plants.get(cause, set())
+        row = {"model": model, "cause": cause, "class": cls, "rank": None, "place": None, "cost_ms": None,
+               "saving_ms": None, "ratio": None, "found": False, "error": r.get("error")}
+        fs = r.get("findings", [])
+        hit = [f for f in fs if f["class"] == cls and zoo_line(f["place"]) in lines]
+        if hit:
+            f = hit[0]
+            row.update(rank=f["rank"], place=f["place"], cost_ms=f["cost_ms_per_step"],
+                       found=f["rank"] in (1, 2))
+        else:
+            row["top"] = [(f["class"], f["place"]) for f in fs[:3]]
+        t = tuned.get(model)
+        if "step_ms" in r and t and "step_ms" in t:
+            row["saving_ms"] = round(r["step_ms"] - t["step_ms"], 3)
+            row["planted_step_ms"], row["tuned_step_ms"] = r["step_ms"], t["step_ms"]
+            if row["cost_ms"] is not None and row["saving_ms"] > 0:
+                row["ratio"] = round(row["cost_ms"] / row["saving_ms"], 2)
+        rows.append(row)
+    found = sum(1 for x in rows if x["found"])
+    placed = sum(1 for x in rows if x["rank"] is not None)
+    within = sum(1 for x in rows if x["ratio"] is not None and 0.5 <= x["ratio"] <= 2)
+    tot = {
+        "planted": len(rows),
+        "recall": found / len(rows) if rows else None,
+        "precision": placed / (placed + len(fps)) if placed + len(fps) else None,
+        "false_positives": len(fps),
+        "setup_findings": len(setup_hits),
+        "costs_within_2x": within / len(rows) if rows else None,
+        "errors": sum(1 for r in results.values() if r.get("error")),
+    }
+    return {"rows": rows, "false_positives": fps, "allowed": allowed, "setup_findings": setup_hits,
+            "totals": tot, "runs": list(results.values()), "steps": a.steps, "warmup": a.warmup}
+
+
+def short(place):
+    if not place:
+        return "-"
+    ln = zoo_line(place)
+    return f"zoo.py:{ln}" if ln is not None else place[-40:]
+
+
+def fmt(v, f="{:.2f}"):
+    return "-" if v is None else f.format(v)
+
+
+def report(j, out=sys.stdout):
+    p = lambda *s: print(*s, file=out)  # noqa: E731
+    p(f"{'model':9} {'cause':12} {'class':16} {'rank':>4} {'place':14} {'cost ms':>8} {'saving ms':>9} {'ratio':>6}")
+    for x in j["rows"]:
+        line = (f"{x['model']:9} {x['cause']:12} {x['class']:16} {fmt(x['rank'], '{}'):>4} {short(x['place']):14} "
+                f"{fmt(x['cost_ms']):>8} {fmt(x['saving_ms']):>9} {fmt(x['ratio']):>6}")
+        if x.get("error"):
+            line += f"  ERROR {x['error'][:120]}"
+        elif not x["found"]:
+            line += "  missed; top: " + ", ".join(f"{c}@{short(pl)}" for c, pl in x.get("top", [])) \
+                if x.get("top") is not None else "  missed"
+        p(line)
+    for r in j["runs"]:
+        if r["cause"] == "tuned":
+            p(f"tuned {r['model']:9} step {fmt(r.get('step_ms'))} ms, findings: " +
+              (", ".join(f"{f['class']}@{short(f['place'])} {fmt(f['cost_ms_per_step'])} ms"
+                         for f in r.get("findings", [])) or "none") +
+              (f"  ERROR {r['error'][:120]}" if r.get("error") else ""))
+    for f in j["setup_findings"]:
+        p(f"set-up finding: {f['model']} {f['cause']}: {f['class']} at {f['place']}")
+    t = j["totals"]
+    p(f"totals: {t['planted']} planted, recall {fmt(t['recall'] and 100 * t['recall'], '{:.0f}')} %, "
+      f"precision {fmt(t['precision'] and 100 * t['precision'], '{:.0f}')} % "
+      f"({t['false_positives']} false positives on tuned programs, {len(j['allowed'])} allowed), "
+      f"{t['setup_findings']} set-up findings, costs within 2x: "
+      f"{fmt(t['costs_within_2x'] and 100 * t['costs_within_2x'], '{:.0f}')} %, {t['errors']} failed runs")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", help="comma-separated models (default: all)")
+    ap.add_argument("--causes", help="comma-separated causes (default: all; tuned always runs)")
+    ap.add_argument("-j", "--jobs", type=int, default=1, help="programs at once (default 1)")
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--out", help="work directory (default: a temporary one, removed)")
+    ap.add_argument("--keep", action="store_true", help="keep the traces")
+    ap.add_argument("--json", help="write the results to this file")
+    ap.add_argument("--build", default=os.environ.get("BUILD", os.path.join(ROOT, "build")))
+    ap.add_argument("--timeout", type=int, default=900, help="seconds per program")
+    a = ap.parse_args()
+    a.build = os.path.abspath(a.build)
+    a.dlhook = os.environ.get("DLHOOK_BIN", os.path.join(a.build, "dlhook"))
+    causes_of, klass, tree = zoo_tables()
+    src = open(ZOO).read()
+    plants, setup = plant_lines(src), setup_lines(tree, src)
+    models = a.models.split(",") if a.models else list(causes_of)
+    want = set(a.causes.split(",")) | {"tuned"} if a.causes else None
+    for m in models:
+        if m not in causes_of:
+            ap.error(f"no model {m} (models: {' '.join(causes_of)})")
+    cases = [(m, c) for m in models for c in causes_of[m] if want is None or c in want]
+    tmp = None
+    if not a.out:
+        tmp = a.out = tempfile.mkdtemp(prefix="zoo-judge.")
+    os.makedirs(a.out, exist_ok=True)
+    results = {}
+    t0 = time.time()
+    # the longest first: DDP, then the tuned twins with their models
+    order = sorted(cases, key=lambda mc: (not mc[0].endswith("_ddp"), mc[1] != "tuned"))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as ex:
+        futs = {ex.submit(run_case, a, m, c): (m, c) for m, c in order}
+        for fu in concurrent.futures.as_completed(futs):
+            m, c = futs[fu]
+            try:
+                results[(m, c)] = fu.result()
+            except Exception as e:  # a time-out
+                results[(m, c)] = {"model": m, "cause": c, "error": repr(e)[:300]}
+            r = results[(m, c)]
+            print(f"judge: {m} {c}: {r.get('wall_s', '-')} s, step {r.get('step_ms', '-')} ms, "
+                  f"{len(r.get('findings', []))} findings{' ERROR ' + r['error'] if r.get('error') else ''}",
+                  file=sys.stderr, flush=True)
+    j = judge(a, cases, results, causes_of, klass, plants, setup)
+    j["wall_s"] = round(time.time() - t0, 1)
+    report(j)
+    print(f"judge: {len(cases)} programs in {j['wall_s']} s", file=sys.stderr)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(j, f, indent=1)
+    if tmp and not a.keep:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if j["totals"]["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
