@@ -30,7 +30,7 @@ $(BUILD)/command/cmd/symbolize.o: CFLAGS += -Iunwind
 
 $(BUILD)/dlhook: $(CMD_OBJS) $(FORMAT_OBJS)
 	@echo "  LD      $@"
-	$(Q)$(CC) -o $@ $^ $(LDFLAGS) $(FORMAT_LIBS) $(CMD_LIBS) -lz -lstdc++
+	$(Q)$(CC) -o $@.tmp $^ $(LDFLAGS) $(FORMAT_LIBS) $(CMD_LIBS) -lz -lstdc++ && mv -f $@.tmp $@
 
 # Test helper (not a test itself): writes traces with known contents for tests/cli/.
 $(BUILD)/tests/bin/mktrace: command/tests/mktrace.c format/tests/fuzzgen.h $(FORMAT_OBJS)

@@ -16,8 +16,8 @@ $(BUILD)/preload/%.o: preload/%.c $(BUILD)/format/dlhook.pb-c.h | $(DEPS_STAMP)
 
 $(BUILD)/libdlhook.so: $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) $(COMMON_OBJS) preload/libdlhook.map
 	@echo "  LD      $@"
-	$(Q)$(CC) -shared -o $@ $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) $(COMMON_OBJS) \
+	$(Q)$(CC) -shared -o $@.tmp $(PRELOAD_OBJS) $(HOOKS_OBJS) $(UNWIND_OBJS) $(FORMAT_OBJS) $(COMMON_OBJS) \
 	  -Wl,--version-script=preload/libdlhook.map -Wl,--exclude-libs,ALL -Wl,-z,nodelete \
-	  $(LDFLAGS) $(UNWIND_LIBS) $(FORMAT_LIBS) -ldl -lpthread
+	  $(LDFLAGS) $(UNWIND_LIBS) $(FORMAT_LIBS) -ldl -lpthread && mv -f $@.tmp $@
 
 ALL_TARGETS += $(BUILD)/libdlhook.so

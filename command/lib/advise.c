@@ -25,6 +25,9 @@
  *                  by kernel name, >= 5 %; cost = their GPU time.
  *   memory-near-capacity  a device's live allocations (the memory ledger) reached >= 90 % of its
  *                  memory; cost 0 (a risk, not lost time: ranked last).
+ *   memory-leak    live memory at the step ends grew at >= 3/4 of them after the first step, by
+ *                  >= 1 MiB in all (memfind.c); cost 0 but ranked first (it ends the run); place =
+ *                  where the memory still live at the last step end was allocated.
  *   input-starved  host samples of the main thread (the one making most CUDA calls) inside the
  *                  DataLoader (a frame in torch/utils/data/) while the GPU was busy < 90 % of the
  *                  steps, >= 5 %; cost = the sampled time (on-CPU and wait) there. Needs samples.
@@ -52,6 +55,7 @@
 #include <string.h>
 
 #include "rd.h"
+#include "rd_memfind.h"
 #include "rd_scan.h"
 
 #define ADV_MIN_PCT 1.0
@@ -66,7 +70,7 @@
 #define ADV_MEM_PCT 90.0
 
 enum { A_SYNC, A_PAGEABLE, A_MALLOC, A_LAUNCH, A_TENSOR, A_OCC, A_MEM, A_INPUT, A_PYCPU, A_COMM,
-       A_STRAGGLER, A_NCLASS };
+       A_STRAGGLER, A_LEAK, A_NCLASS };
 static const struct {
   const char *id, *how, *fix;
 } classes[A_NCLASS] = {
@@ -111,6 +115,10 @@ static const struct {
      "at, divided by its steps",
      "balance the ranks: even out data sharding and per-rank host work (logging, checkpointing, "
      "evaluation on rank 0), and check that rank's input pipeline and node"},
+    {"memory-leak", "none: live memory grows step over step until the run fails with an "
+     "out-of-memory error (ranked first)",
+     "do not keep tensors across steps: store loss.item() or tensor.detach().cpu() rather than "
+     "the tensor (which holds its autograd graph), and clear caches and lists you append to"},
 };
 
 typedef struct acall {
@@ -338,12 +346,17 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
   }
 }
 
+enum { PAGEABLE_H2D = 1, PAGEABLE_D2H = 2 }; /* the values of rd_advise.pageable */
 static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   rd_advise *x = ctx;
   if (!in_budget(x, t)) return;
-  /* vals: bytes, copy_kind (1 = HtoD), src_kind (1 = CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE) */
+  /* vals: bytes, copy_kind (1 HtoD, 2 DtoH), src_kind, dst_kind (1 = pageable). A copy into
+   * pageable memory returns only when the GPU has done it, also cudaMemcpyAsync (`.item()`,
+   * `.cpu()`): the call is a synchronization (PAGEABLE_D2H) */
   if (g->kind == RD_MEMCPY && g->nvals >= 3 && g->vals[1] == 1 && g->vals[2] == 1 && g->corr)
-    rd_m_put(&x->pageable, g->corr, 1);
+    rd_m_put(&x->pageable, g->corr, PAGEABLE_H2D);
+  else if (g->kind == RD_MEMCPY && g->nvals >= 4 && g->vals[1] == 2 && g->vals[3] == 1 && g->corr)
+    rd_m_put(&x->pageable, g->corr, PAGEABLE_D2H);
   if (!rd_gpu_busy(g->kind)) return;
   PUSH(x->g, x->ng, x->capg, 4096);
   gop *o = &x->g[x->ng++];
@@ -474,6 +487,7 @@ static afinding *finding(rd_advise *x, size_t base, int cls, char *place, const 
 
 static int by_cost(const void *a, const void *b) {
   const afinding *p = a, *q = b;
+  if ((p->cls == A_LEAK) != (q->cls == A_LEAK)) return p->cls == A_LEAK ? -1 : 1; /* ends the run */
   double cp = (double)p->ns / (double)(p->nsteps ? p->nsteps : 1);
   double cq = (double)q->ns / (double)(q->nsteps ? q->nsteps : 1);
   return cp < cq ? 1 : cp > cq ? -1 : p->cls - q->cls;
@@ -614,7 +628,8 @@ static void host_classes(rd_advise *x, actx *a) {
     if (!in_win(c->start, in_lo, in_hi)) continue;
     if (cls < 0) {
       if (!rd_m_get(&x->pageable, c->corr, &one)) continue;
-      cls = A_PAGEABLE;
+      if (one == PAGEABLE_D2H && sync_fn(fname(t, c->fn))) continue; /* counted as one */
+      cls = one == PAGEABLE_D2H ? A_SYNC : A_PAGEABLE;
     }
     afinding *f = finding(x, base, cls, place_of(t, c->stack), t, nsteps, step_ns);
     if (cls == A_MALLOC) {
@@ -794,6 +809,24 @@ static void gemm_classes(rd_advise *x, actx *a) {
   rd_m_free(&gix);
 }
 
+/* memory-leak (memfind.c): live memory that grows step over step, at the place that holds the
+ * most of it. */
+static void leak_class(rd_advise *x, actx *a, const rd_mem_sample *ms, long nms) {
+  rd_memleak lk[16];
+  size_t nl = rd_memleaks(a->t, ms, nms, x->st, x->nst, lk, 16);
+  for (size_t i = 0; i < nl && i < 3; i++) {
+    afinding *f = finding(x, a->base, A_LEAK, place_of(a->t, lk[i].stack), a->t, a->nsteps, a->step_ns);
+    f->calls = lk[i].allocs;
+    f->first = 1;
+    add_fn(&f->fns, "allocations");
+    detail(f, "live memory grew by %.2f MiB over %" PRIu64 " steps (at %" PRIu64 " of %" PRIu64
+              " step ends); %.2f MiB allocated here after the first step are still live at the "
+              "last",
+           (double)lk[i].growth / 1048576.0, lk[i].steps, lk[i].grew, lk[i].steps - 1,
+           (double)lk[i].bytes / 1048576.0);
+  }
+}
+
 /* Memory near capacity (memory-near-capacity): the ledger's peak per device. */
 static void memory_class(rd_advise *x, actx *a) {
   rd_trace *t = a->t;
@@ -828,6 +861,7 @@ static void memory_class(rd_advise *x, actx *a) {
     detail(f, "device %u: %.2f GiB of %.2f GiB live at the peak (%.1f %%)", dv->id,
            (double)peak / 1073741824.0, (double)dv->total_mem / 1073741824.0, pct);
   }
+  leak_class(x, a, ms, nms);
   free(ms);
 }
 
@@ -1015,7 +1049,7 @@ static void thresholds(rd_advise *x, actx *a) {
     case A_MALLOC: keep = f->calls >= 2 && pct >= ADV_MIN_PCT_MALLOC; break;
     case A_LAUNCH: keep = f->calls >= ADV_LAUNCH_MIN && pct >= ADV_MIN_PCT_GPU; break;
     case A_COMM: keep = f->calls >= ADV_MIN_CALLS && pct >= ADV_MIN_PCT_GPU; break;
-    case A_MEM: keep = 1; break;
+    case A_MEM: case A_LEAK: keep = 1; break;
     default: keep = pct >= ADV_MIN_PCT_GPU; break;
     }
     if (keep) x->f[w++] = *f;
@@ -1176,6 +1210,30 @@ static const char *steps_said(int from) {
   }
 }
 
+/* A finding's place for a line that ends with it: relative to the working directory, safe
+ * for a terminal, at most 60 columns with its end (the line number) kept, no trailing blanks. */
+static const char *place_cell(const char *place) {
+  static char cell[4 * 60 + 4];
+  const char *p = rd_place_short(place);
+  size_t n = strlen(p);
+  if (n > 60) p += n - 57; /* "..." and the last 57 bytes */
+  rd_term_fit(cell + (n > 60 ? 3 : 0), sizeof cell - 3, 57 + (n > 60 ? 0 : 3), p);
+  if (n > 60) memcpy(cell, "...", 3);
+  for (size_t k = strlen(cell); k > 0 && cell[k - 1] == ' '; k--) cell[k - 1] = 0;
+  return cell;
+}
+
+size_t rd_advise_headlines(FILE *out, rd_advise *x, size_t max) {
+  size_t k = 0;
+  for (; x && k < x->nf && k < max; k++) {
+    const afinding *f = &x->f[k];
+    fprintf(out, "  %zu. %-20s %8.3f ms/step (%5.1f%%)  %s\n", k + 1, classes[f->cls].id,
+            (double)f->ns / 1e6 / (double)f->nsteps,
+            f->step_ns ? 100.0 * (double)f->ns / (double)f->step_ns : 0, place_cell(f->place));
+  }
+  return k;
+}
+
 void rd_advise_table(FILE *out, rd_advise *x) {
   fputs("Findings\n", out);
   if (!x->nf) {
@@ -1188,10 +1246,8 @@ void rd_advise_table(FILE *out, rd_advise *x) {
     const afinding *f = &x->f[k];
     double ms = (double)f->ns / 1e6 / (double)f->nsteps;
     double pct = f->step_ns ? 100.0 * (double)f->ns / (double)f->step_ns : 0;
-    char cell[512];
-    rd_term_fit(cell, sizeof cell, 60, f->place);
     fprintf(out, "  %zu. %-15s %8.3f ms/step (%5.1f%%)  at %s\n", k + 1, classes[f->cls].id, ms,
-            pct, cell);
+            pct, place_cell(f->place));
     fprintf(out, "     evidence: %" PRIu64 " %s of %s, %.3f ms in all, over %" PRIu64
                  " step%s of %.3f ms\n",
             f->calls, f->cls == A_INPUT || f->cls == A_PYCPU ? "samples" : f->cls == A_TENSOR || f->cls == A_LAUNCH || f->cls == A_OCC || f->cls == A_COMM ? "GPU ops" : "calls",
