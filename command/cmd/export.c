@@ -52,10 +52,14 @@ static const rd_choice formats[] = {
      "samples, operators, threads, processes, anchors; README.md, \"Tables\"), converted one "
      "process per core with pyarrow: dlhook sql, dlhook analyze, DuckDB, Spark, pandas", 0},
     {"columns", NULL, 1}, /* one trace as binary columns, for the Parquet writer (columns.c) */
+    {"memory-snapshot", "one trace's GPU memory as the pickle torch.cuda.memory._snapshot() "
+     "returns (OUT is a file: segments, device_traces of alloc/free actions with their stacks; "
+     "every tensor when recorded with --torch-memory, else CUDA's segments): "
+     "pytorch.org/memory_viz, torch.cuda._memory_viz", 0},
     {NULL, NULL, 0}};
 static int (*const exporters[])(const rd_opts *, char **, size_t) = {
     ex_kineto, ex_perfetto, ex_xplane, ex_xplane, ex_flame, ex_flame, ex_flame, ex_flame,
-    ex_parquet, ex_columns};
+    ex_parquet, ex_columns, ex_memsnap};
 _Static_assert(sizeof exporters / sizeof *exporters == sizeof formats / sizeof *formats - 1,
                "one exporter per format");
 

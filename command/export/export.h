@@ -142,6 +142,8 @@ int ex_flame(const rd_opts *o, char **files, size_t n);
  * itself, written by the Python package through rd_python (parquet.c). */
 int ex_columns(const rd_opts *o, char **files, size_t n);
 int ex_parquet(const rd_opts *o, char **files, size_t n);
+/* One trace's GPU memory as PyTorch's memory snapshot, a pickle (memsnap.c). */
+int ex_memsnap(const rd_opts *o, char **files, size_t n);
 /* dlhook diff: A and B, output by the extension of o->out (.svg, else folded) */
 int ex_flame_diff(const rd_opts *o, const char *a, const char *b);
 

@@ -148,12 +148,13 @@ typedef struct ledger {
   size_t peak_at;       /* event index of the allocation that reached the peak */
 } ledger;
 
-static void sample(ledger *l, uint64_t ts, int dev, uint64_t ptr, int64_t bytes, uint32_t tid) {
+static void sample(ledger *l, const mem_ev *e, int dev, uint64_t ptr, int64_t bytes) {
   if (l->nsamples == l->capsamples) {
     l->capsamples = l->capsamples ? l->capsamples * 2 : 256;
     l->samples = rd_xrealloc(l->samples, l->capsamples * sizeof *l->samples);
   }
-  l->samples[l->nsamples++] = (rd_mem_sample){ts, (uint32_t)dev, l->dev_live[dev], l->live, ptr, bytes, tid};
+  l->samples[l->nsamples++] = (rd_mem_sample){e->ts, (uint32_t)dev, l->dev_live[dev], l->live, ptr,
+                                              bytes, e->tid, e->stack, e->fn, e->stream};
 }
 
 static void replay(ledger *l, mem_ev *ev, size_t n) {
@@ -203,7 +204,7 @@ static void replay(ledger *l, mem_ev *ev, size_t n) {
       l->dev_live[dev] += e->bytes;
       if (l->live > l->peak) { l->peak = l->live; l->peak_ts = e->ts; l->peak_at = i; }
       if (l->dev_live[dev] > l->dev_peak[dev]) l->dev_peak[dev] = l->dev_live[dev];
-      sample(l, e->ts, dev, e->ptr, (int64_t)e->bytes, e->tid);
+      sample(l, e, dev, e->ptr, (int64_t)e->bytes);
     } else if (e->op == OP_FREE) {
       if (!e->ptr || e->ret != 0) continue;
       size_t j = l->n;
@@ -216,7 +217,7 @@ static void replay(ledger *l, mem_ev *ev, size_t n) {
       l->recs[a.rec].freed = i;
       l->live -= a.bytes;
       l->dev_live[a.device] -= a.bytes;
-      sample(l, e->ts, a.device, a.ptr, -(int64_t)a.bytes, e->tid);
+      sample(l, e, a.device, a.ptr, -(int64_t)a.bytes);
     }
   }
 }

@@ -584,6 +584,8 @@ typedef struct rd_mem_sample {
   uint64_t ptr;                /* the allocation allocated or freed */
   int64_t bytes;               /* its size: > 0 allocated, < 0 freed */
   uint32_t tid;                /* thread of the call */
+  uint32_t stack, fn;          /* the call's stack and function (the free's own, for a free) */
+  uint64_t stream;             /* the call's stream argument (0 when it has none) */
 } rd_mem_sample;
 
 /* The live-bytes counter track of a trace for exporters: the sink of an rd_memcol gathers its
