@@ -41,6 +41,7 @@ const rd_command cmd_advise_spec = {
              "of 8.\n"
              " low-occupancy: kernels whose launch configuration fills < 25% of the GPU.\n"
              " memory-near-capacity: live device memory >= 90% of the device's.\n"
+             " memory-leak: live memory grows step over step (ranked first).\n"
              " input-starved: the main thread's samples in the DataLoader (needs samples).\n"
              " cpu-bound-python: one Python function dominating a host-bound step (needs "
              "samples).\n"
