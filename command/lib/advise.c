@@ -4,14 +4,17 @@
  * Classes and their thresholds (a finding is reported only above all of them):
  *   sync-in-loop   host-device synchronizations (cudaStreamSynchronize, cudaDeviceSynchronize,
  *                  cudaEventSynchronize, cudaMemcpy, cuStreamSynchronize, cuCtxSynchronize,
- *                  cuMemcpyDtoH...) made repeatedly from one place: at least 3 calls and at least
- *                  one per step, >= 1 % of the step; cost = the host's time in those calls.
+ *                  cuMemcpyDtoH..., and a copy into pageable memory, which returns only when
+ *                  done) made repeatedly from one place: at least 3 calls and at least one per
+ *                  step, >= 1 % of the step; cost = per call the smaller of its time and the
+ *                  GPU's idle time after it (blocking_cost: what overlapping would save).
  *   pageable-h2d   host-to-device copies whose source is pageable memory (the CUPTI memcpy
  *                  record's src_kind, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE), at least 3 from one
  *                  place, >= 1 %; cost = the host's time in the calls that made them.
  *   malloc-in-loop cudaMalloc/cudaFree (and the driver's cuMemAlloc/cuMemFree) in the steady
  *                  state: after the first step, at least 2 such calls from one place, >= 0.1 %
- *                  (any steady-state allocation is a defect worth naming); cost = their time.
+ *                  (any steady-state allocation is a defect worth naming); cost as for
+ *                  sync-in-loop (cudaFree synchronizes the device).
  *   launch-bound   kernels that ran shorter than the host took between their launches, with the
  *                  GPU idle before them for at most 100 µs (it waited for the launch, not for a
  *                  long host phase): at least 20 such kernels, >= 5 %; cost = those idle gaps.
@@ -74,13 +77,16 @@ enum { A_SYNC, A_PAGEABLE, A_MALLOC, A_LAUNCH, A_TENSOR, A_OCC, A_MEM, A_INPUT, 
 static const struct {
   const char *id, *how, *fix;
 } classes[A_NCLASS] = {
-    {"sync-in-loop", "host time blocked in the synchronizing calls, divided by the steps",
+    {"sync-in-loop", "GPU idle time the synchronizing calls cause (the smaller of a call's time "
+     "and the GPU's idle time after it: what overlapping would save), divided by the steps",
      "avoid .item()/.cpu()/print(tensor) and synchronous copies in the loop: accumulate on the "
      "GPU and synchronize once every N steps"},
     {"pageable-h2d", "host time in the calls that copied from pageable memory, divided by the steps",
      "copy from pinned memory: pin_memory=True in the DataLoader with .to(device, "
      "non_blocking=True), or cudaMallocHost/cudaHostAlloc buffers in C"},
-    {"malloc-in-loop", "host time in allocations and frees after the first step, divided by the steps",
+    {"malloc-in-loop", "GPU idle time the allocations and frees after the first step cause (the "
+     "smaller of a call's time and the GPU's idle time after it; cudaFree synchronizes the "
+     "device), divided by the steps",
      "allocate once before the loop and reuse the buffers: keep the caching allocator warm and "
      "do not call torch.cuda.empty_cache() in the loop"},
     {"launch-bound", "GPU idle time before kernels that ran shorter than the host's time between "
@@ -612,6 +618,36 @@ static void link_tops(rd_advise *x, actx *a) {
   a->main_tid = main_tid;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+/* The GPU start times of the trace, sorted, for blocking_cost(). */
+static uint64_t *gpu_starts(const rd_advise *x) {
+  uint64_t *v = rd_xmalloc((x->ng ? x->ng : 1) * sizeof *v);
+  for (size_t i = 0; i < x->ng; i++) v[i] = x->g[i].s;
+  if (x->ng) qsort(v, x->ng, sizeof *v, cmp_u64);
+  return v;
+}
+
+/* What a blocking host call (a synchronization, an allocation or free: cudaFree synchronizes the
+ * device) costs the step: the GPU idle time it causes, which is what removing it saves. In a
+ * GPU-bound loop the GPU is busy while the host waits, and idle only from the call's return to
+ * its next work (the pipeline bubble); in a host-bound loop the GPU is idle anyway and the wait
+ * itself is the loss. So: the smaller of the call's time and the GPU's idle time after it. */
+static uint64_t blocking_cost(const uint64_t *starts, size_t n, uint64_t s, uint64_t dur) {
+  uint64_t end = s + dur;
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (starts[mid] < end) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == n) return dur; /* no GPU work after it */
+  uint64_t idle = starts[lo] - end;
+  return idle < dur ? idle : dur;
+}
+
 /* The findings of host calls: sync-in-loop, pageable-h2d, malloc-in-loop. */
 static void host_classes(rd_advise *x, actx *a) {
   rd_trace *t = a->t;
@@ -621,6 +657,7 @@ static void host_classes(rd_advise *x, actx *a) {
   uint64_t after = a->after;
   uint64_t in_lo = a->in_lo;
   uint64_t in_hi = a->in_hi;
+  uint64_t *starts = gpu_starts(x);
   for (size_t i = 0; i < x->n; i++) {
     acall *c = &x->c[i];
     int cls = c->cls;
@@ -642,13 +679,17 @@ static void host_classes(rd_advise *x, actx *a) {
         if (n-- <= 1) continue;
       }
       f->calls += n;
-      f->ns += n == c->calls ? c->dur : c->dur / c->calls * n;
+      f->ns += blocking_cost(starts, x->ng, c->start, n == c->calls ? c->dur : c->dur / c->calls * n);
+    } else if (cls == A_SYNC) {
+      f->calls += c->calls;
+      f->ns += blocking_cost(starts, x->ng, c->start, c->dur);
     } else {
       f->calls += c->calls;
       f->ns += c->dur;
     }
     add_fn(&f->fns, fname(t, c->fn));
   }
+  free(starts);
 }
 
 /* The findings of GPU work, per device in time order: launch-bound, low-occupancy, comm-not-
@@ -1213,7 +1254,7 @@ static const char *steps_said(int from) {
 /* A finding's place for a line that ends with it: relative to the working directory, safe
  * for a terminal, at most 60 columns with its end (the line number) kept, no trailing blanks. */
 static const char *place_cell(const char *place) {
-  static char cell[4 * 60 + 4];
+  static char cell[4 * 60 + 8];
   const char *p = rd_place_short(place);
   size_t n = strlen(p);
   if (n > 60) p += n - 57; /* "..." and the last 57 bytes */

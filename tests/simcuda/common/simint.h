@@ -119,6 +119,7 @@ SIMCU_API int simi_launch_host_func(void *stream, void (*fn)(void *), void *arg)
 enum { SIMI_MEM_DEVICE = 1, SIMI_MEM_PINNED, SIMI_MEM_MANAGED, SIMI_MEM_PAGEABLE };
 SIMCU_API int simi_mem_alloc(void **p, size_t size, int kind);
 SIMCU_API int simi_mem_free(void *p, int kind);   /* kind 0: any */
+SIMCU_API void simi_free_sync(void);                /* cudaFree's implicit device synchronization */
 SIMCU_API int simi_mem_kind(const void *p, void **base, size_t *size, int *dev);
 SIMCU_API void simi_mem_info(size_t *free_b, size_t *total_b);
 /* kind: cudaMemcpyKind (0..4; 4 = default: inferred). Copies now, occupies the timeline. */

@@ -217,10 +217,17 @@ IMPL(cudaEventElapsedTime, v12080) {
 /* ---------------------------------------------------------------- memory */
 static int merr(int r) { return r == CUDA_ERROR_OUT_OF_MEMORY ? cudaErrorMemoryAllocation : r; }
 IMPL(cudaMalloc, v3020) { return merr(simi_mem_alloc(p->devPtr, p->size, SIMI_MEM_DEVICE)); }
-IMPL(cudaFree, v3020) { simi_primary_ctx(simi_get_device()); return p->devPtr && simi_mem_free(p->devPtr, 0) ? cudaErrorInvalidValue : 0; }
+IMPL(cudaFree, v3020) {
+  simi_primary_ctx(simi_get_device());
+  if (p->devPtr) simi_free_sync();
+  return p->devPtr && simi_mem_free(p->devPtr, 0) ? cudaErrorInvalidValue : 0;
+}
 IMPL(cudaMallocHost, v3020) { return merr(simi_mem_alloc(p->ptr, p->size, SIMI_MEM_PINNED)); }
 IMPL(cudaHostAlloc, v3020) { return merr(simi_mem_alloc(p->pHost, p->size, SIMI_MEM_PINNED)); }
-IMPL(cudaFreeHost, v3020) { return p->ptr && simi_mem_free(p->ptr, 0) ? cudaErrorInvalidValue : 0; }
+IMPL(cudaFreeHost, v3020) {
+  if (p->ptr) simi_free_sync();
+  return p->ptr && simi_mem_free(p->ptr, 0) ? cudaErrorInvalidValue : 0;
+}
 IMPL(cudaMallocManaged, v6000) { return merr(simi_mem_alloc(p->devPtr, p->size, SIMI_MEM_MANAGED)); }
 IMPL(cudaMallocPitch, v3020) {
   if (!p->pitch) return cudaErrorInvalidValue;

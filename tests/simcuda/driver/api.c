@@ -278,10 +278,10 @@ IMPL(cuEventElapsedTime) { return simi_event_elapsed(p->pMilliseconds, p->hStart
 
 /* ---------------------------------------------------------------- memory */
 IMPL(cuMemAlloc_v2) { return simi_mem_alloc((void **)p->dptr, p->bytesize, SIMI_MEM_DEVICE); }
-IMPL(cuMemFree_v2) { return simi_mem_free(DPTR(p->dptr), 0); }
+IMPL(cuMemFree_v2) { if (p->dptr) simi_free_sync(); return simi_mem_free(DPTR(p->dptr), 0); }
 IMPL(cuMemAllocHost_v2) { return simi_mem_alloc(p->pp, p->bytesize, SIMI_MEM_PINNED); }
 IMPL(cuMemHostAlloc) { return simi_mem_alloc(p->pp, p->bytesize, SIMI_MEM_PINNED); }
-IMPL(cuMemFreeHost) { return simi_mem_free(p->p, 0); }
+IMPL(cuMemFreeHost) { if (p->p) simi_free_sync(); return simi_mem_free(p->p, 0); }
 IMPL(cuMemAllocManaged) { return simi_mem_alloc((void **)p->dptr, p->bytesize, SIMI_MEM_MANAGED); }
 IMPL(cuMemAllocAsync) { return simi_mem_alloc((void **)p->dptr, p->bytesize, SIMI_MEM_DEVICE); }
 IMPL(cuMemFreeAsync) { return simi_mem_free(DPTR(p->dptr), 0); }

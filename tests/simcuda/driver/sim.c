@@ -694,6 +694,21 @@ SIMCU_API int simi_device_sync(void) {
   return 0;
 }
 
+/* cudaFree, cudaFreeHost and their driver twins synchronize the device implicitly (the CUDA
+ * programming guide's "implicit synchronization"; why torch.cuda.empty_cache() in a loop costs
+ * a GPU pipeline bubble): wait until the work of the current context has ended. Work still
+ * waiting for other ranks (a collective's rendezvous) is not waited for, so a free can never
+ * hang on a rank that has gone. */
+SIMCU_API void simi_free_sync(void) {
+  struct simi_ctx *c = cur_ctx();
+  uint64_t end = 0;
+  LOCK();
+  for (struct simi_stream *s = c->streams; s; s = s->next)
+    if (s->last && resolve(s->last) && s->last->i.end > end) end = s->last->i.end;
+  UNLOCK();
+  if (end > simcu_now_ns()) sleep_until(end);
+}
+
 /* ---------------------------------------------------------------- events */
 SIMCU_API int simi_event_create(void **out, unsigned flags) {
   if (!out) return CUDA_ERROR_INVALID_VALUE;
