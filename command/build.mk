@@ -38,6 +38,13 @@ $(BUILD)/tests/bin/mktrace: command/tests/mktrace.c format/tests/fuzzgen.h $(FOR
 	@echo "  CCLD    $@"
 	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -Iformat/tests -MMD -MP -o $@ $< $(FORMAT_OBJS) $(LDFLAGS) $(FORMAT_LIBS)
 
+# Unit test of command/lib/names.c (tests/cli/t_names.sh runs it).
+$(BUILD)/tests/bin/names_test: command/tests/names_test.c command/lib/names.c command/lib/rd.h
+	$(Q)mkdir -p $(@D)
+	@echo "  CCLD    $@"
+	$(Q)$(CC) $(CMD_CFLAGS) -o $@ command/tests/names_test.c command/lib/names.c -lstdc++
+TEST_DEPS += $(BUILD)/tests/bin/names_test
+
 dlhook: $(BUILD)/dlhook
 .PHONY: dlhook
 ALL_TARGETS += $(BUILD)/dlhook

@@ -435,6 +435,12 @@ static void json_aggs(FILE *f, const aggs *a, int with_domain) {
     const agg *g = &a->v[i];
     fputs(i ? ",\n  {\"name\":" : "\n  {\"name\":", f);
     rd_json_str(f, g->name);
+    if (!with_domain) { /* a kernel: its short name too (names.c) */
+      char *sh = rd_kernel_short(g->name);
+      fputs(",\"short_name\":", f);
+      rd_json_str(f, sh);
+      free(sh);
+    }
     if (with_domain) fprintf(f, ",\"domain\":\"%s\"", rd_domain_name(g->domain));
     if (with_domain) fprintf(f, ",\"calls\":%" PRIu64 ",\"errors\":%" PRIu64, g->calls, g->errors);
     else fprintf(f, ",\"count\":%" PRIu64, g->calls);
@@ -593,7 +599,22 @@ static const char *fmt_ns(char *buf, size_t n, double ns) {
  * the trace: control sequences are shown escaped, never sent). */
 static void fit(char *dst, size_t width, const char *src) { rd_term_fit(dst, 4 * width + 4, width, src); }
 
-static void print_table(FILE *f, const stats *s, rd_ops *ops, rd_samples *sm) {
+/* The table cells of the first n kernels of a: their short names, distinct where a longer
+ * form tells them apart (names.c); each malloc'd, as the array. */
+static char **kernel_cells(const aggs *a, size_t n, size_t width) {
+  const char **nm = rd_xmalloc((n ? n : 1) * sizeof *nm);
+  char **cell = rd_xmalloc((n ? n : 1) * sizeof *cell);
+  for (size_t i = 0; i < n; i++) nm[i] = a->v[i].name;
+  rd_names_kernels(nm, n, width, cell);
+  free(nm);
+  return cell;
+}
+
+static void print_totals(FILE *f, const stats *s);
+static void print_notes(FILE *f, const stats *s);
+
+/* The API table: per function, sorted by total time. */
+static void print_api(FILE *f, const stats *s) {
   char name[4 * 57 + 4], b1[32], b2[32], b3[32];
   /* 40 + 9 + 10 + 7 + 11 + 11 + 11 = 99 columns */
   fprintf(f, "%-40s %-8s %9s %6s %10s %10s %10s\n", "Function", "Domain", "Calls", "Errors",
@@ -609,20 +630,33 @@ static void print_table(FILE *f, const stats *s, rd_ops *ops, rd_samples *sm) {
   if (s->api.n == 0) fprintf(f, "(no API calls)\n");
   fprintf(f, "%-40s %-8s %9" PRIu64 " %6" PRIu64 " %10s\n", "total", "", s->api_calls,
           s->api_errors, fmt_ns(b1, sizeof b1, (double)s->api_ns));
-  if (s->kernels.n) {
+}
+
+/* The sections of the full tables (--table NAME), in the order they are printed. */
+enum { T_API, T_KERNELS, T_GPU, T_LIBRARIES, T_GRAPHS, T_RANKS, T_SAMPLES, T_TOTALS, T_PYTORCH,
+       T_FINDINGS, T_NTABLES };
+static const char *const table_names[T_NTABLES] = {
+    "api", "kernels", "gpu", "libraries", "graphs", "ranks", "samples", "totals", "pytorch",
+    "findings"};
+#define T_ALL ((1u << T_FINDINGS) - 1) /* what the full tables hold (findings: dlhook advise) */
+
+static void print_table(FILE *f, const stats *s, rd_ops *ops, rd_samples *sm, unsigned want) {
+  char b1[32], b2[32], b3[32];
+  if (want & 1u << T_API) print_api(f, s);
+  if ((want & 1u << T_KERNELS) && s->kernels.n) {
     fprintf(f, "\n%-57s %9s %10s %10s %10s\n", "Kernel", "Count", "Total", "Mean", "Max");
+    char **cell = kernel_cells(&s->kernels, s->kernels.n, 57); /* short names (names.c) */
     for (size_t i = 0; i < s->kernels.n; i++) {
       const agg *g = &s->kernels.v[i];
-      char *dm = rd_demangle(g->name);
-      fit(name, 57, dm ? dm : g->name);
-      free(dm);
-      fprintf(f, "%-57s %9" PRIu64 " %10s %10s %10s\n", name, g->calls,
+      fprintf(f, "%s %9" PRIu64 " %10s %10s %10s\n", cell[i], g->calls,
               fmt_ns(b1, sizeof b1, (double)g->total),
               fmt_ns(b2, sizeof b2, g->calls ? (double)g->total / (double)g->calls : 0),
               fmt_ns(b3, sizeof b3, (double)g->max));
+      free(cell[i]);
     }
+    free(cell);
   }
-  if (s->ndev) {
+  if ((want & 1u << T_GPU) && s->ndev) {
     fprintf(f, "\n%-10s %7s %9s %12s %12s %12s %8s\n", "GPU", "pid", "kernels", "kernel time",
             "busy", "span", "busy %");
     for (size_t i = 0; i < s->ndev; i++) {
@@ -651,10 +685,17 @@ static void print_table(FILE *f, const stats *s, rd_ops *ops, rd_samples *sm) {
       }
     }
   }
-  rd_libstats_table(s->lib, f);
-  rd_gstats_table(f, s->gs); /* CUDA graphs, graph nodes, torch.compile kernels */
-  rd_ranks_table(f);
-  rd_samples_table(f, sm); /* host time from the samples */
+  if (want & 1u << T_LIBRARIES) rd_libstats_table(s->lib, f);
+  if (want & 1u << T_GRAPHS) rd_gstats_table(f, s->gs); /* CUDA graphs, torch.compile kernels */
+  if (want & 1u << T_RANKS) rd_ranks_table(f);
+  if (want & 1u << T_SAMPLES) rd_samples_table(f, sm); /* host time from the samples */
+  if (want & 1u << T_TOTALS) print_totals(f, s);
+  if ((want & 1u << T_PYTORCH) && ops) rd_ops_table(f, ops);
+  if (want & 1u << T_TOTALS) print_notes(f, s);
+}
+
+/* The totals: traces, processes, threads, records; dlhook's own memory. */
+static void print_totals(FILE *f, const stats *s) {
   fprintf(f, "\n%" PRIu64 " trace%s, %" PRIu64 " process%s, %zu thread%s, %" PRIu64
              " records, %" PRIu64 " dropped\n",
           s->traces, s->traces == 1 ? "" : "s", s->processes, s->processes == 1 ? "" : "es",
@@ -685,7 +726,10 @@ static void print_table(FILE *f, const stats *s, rd_ops *ops, rd_samples *sm) {
       putc('\n', f);
     }
   }
-  if (ops) rd_ops_table(f, ops);
+}
+
+/* What the reader should know of the traces themselves: unnamed addresses, dlhook attach. */
+static void print_notes(FILE *f, const stats *s) {
   if (s->unsymbolized)
     fprintf(f, "%" PRIu64 " stack addresses without a name (recording ended first): "
                "dlhook symbolize TRACE names them\n", s->unsymbolized);
@@ -696,10 +740,121 @@ static void print_table(FILE *f, const stats *s, rd_ops *ops, rd_samples *sm) {
   }
 }
 
-enum { OPT_JSON = RD_KEY(0), OPT_MEMORY };
+/* What the text output shows: the first screen, then the tables in want (cmd_stats sets it). */
+static struct { int summary; unsigned want; } view = {1, T_ALL};
+
+static const char *steps_from_words(int from) {
+  switch (from) {
+  case RD_STEPS_NVTX: return "NVTX ranges";
+  case RD_STEPS_OPTIMIZER: return "one per Optimizer.step";
+  case RD_STEPS_BACKWARD: return "one per backward()";
+  case RD_STEPS_TRAINING_STEP: return "one per training_step";
+  case RD_STEPS_DETECTED: return "detected from the repeating calls";
+  default: return "the whole trace";
+  }
+}
+
+/* The first screen's head: what was traced, the steps and their breakdown, GPU busy. */
+static void summary_head(FILE *f, const stats *s, int torch) {
+  char b1[32], b2[32];
+  fprintf(f, "Summary of %" PRIu64 " trace%s (%" PRIu64 " process%s, %zu thread%s)%s: %" PRIu64
+             " API calls, %zu distinct kernels\n",
+          s->traces, s->traces == 1 ? "" : "s", s->processes, s->processes == 1 ? "" : "es",
+          s->nthreads, s->nthreads == 1 ? "" : "s", torch ? ", PyTorch" : "", s->api_calls,
+          s->kernels.n);
+  uint64_t busy = 0, span = 0;
+  for (size_t i = 0; i < s->ndev; i++)
+    if (s->dev[i].busy != UINT64_MAX) busy += s->dev[i].busy, span += s->dev[i].last - s->dev[i].first;
+  rd_steps_sum st;
+  if (!rd_steps_brief(&st)) {
+    fprintf(f, "Steps: none found (docs/steps.md); GPU busy %.1f%% of %s\n", pct(busy, span),
+            fmt_ns(b1, sizeof b1, (double)span));
+    return;
+  }
+  uint64_t gpu = st.cat[0] + st.cat[1] + st.cat[2];
+  fprintf(f, "Steps: %zu (%s%s), median %s; GPU busy %.1f%% of the steps\n", st.steps,
+          steps_from_words(st.from), st.processes > 1 ? ", all processes" : "",
+          fmt_ns(b2, sizeof b2, (double)st.median_ns), pct(gpu, st.total_ns));
+  fprintf(f, "  compute %.1f%%  communication %.1f%%  copies %.1f%%  host %.1f%%  idle %.1f%%\n",
+          pct(st.cat[0], st.total_ns), pct(st.cat[1], st.total_ns), pct(st.cat[2], st.total_ns),
+          pct(st.cat[3], st.total_ns), pct(st.cat[4], st.total_ns));
+}
+
+/* The first screen's tail: the top kernels (short names), dlhook's own cost. */
+static void summary_tail(FILE *f, const stats *s, rd_samples *sm, size_t nk) {
+  char b1[32], b2[32];
+  if (nk > s->kernels.n) nk = s->kernels.n;
+  if (nk) {
+    char **cell = kernel_cells(&s->kernels, nk, 52);
+    fprintf(f, "%-54s %7s %10s %10s\n", "Kernels by GPU time", "count", "GPU", "share");
+    for (size_t i = 0; i < nk; i++) {
+      char sh[16];
+      snprintf(sh, sizeof sh, "%.1f%%", pct(s->kernels.v[i].total, s->kernel_ns));
+      fprintf(f, "  %s %7" PRIu64 " %10s %10s\n", cell[i], s->kernels.v[i].calls,
+              fmt_ns(b1, sizeof b1, (double)s->kernels.v[i].total), sh);
+      free(cell[i]);
+    }
+    free(cell);
+  }
+  uint64_t lost, cost, peak = 0, budget = 0;
+  rd_samples_cost(sm, &lost, &cost);
+  for (size_t i = 0; i < s->nmem; i++) {
+    if (s->mem[i].m->has_peak && s->mem[i].m->peak_bytes > peak) peak = s->mem[i].m->peak_bytes;
+    if (s->mem[i].m->has_budget && s->mem[i].m->budget_bytes > budget) budget = s->mem[i].m->budget_bytes;
+  }
+  char line[160], more[80] = "";
+  int n = snprintf(line, sizeof line, "dlhook itself: %" PRIu64 " records (%" PRIu64 " dropped)",
+                   s->records, s->dropped);
+  if (peak && n > 0 && (size_t)n < sizeof line)
+    n += snprintf(line + n, sizeof line - (size_t)n, ", memory peak %s",
+                  dlh_fmt_bytes(b1, sizeof b1, peak));
+  if (peak && budget && n > 0 && (size_t)n < sizeof line)
+    snprintf(line + n, sizeof line - (size_t)n, " of %s", dlh_fmt_bytes(b2, sizeof b2, budget));
+  if (cost || lost)
+    snprintf(more, sizeof more, "sampler %s CPU, %" PRIu64 " samples lost",
+             fmt_ns(b1, sizeof b1, (double)cost), lost);
+  if (more[0] && strlen(line) + strlen(more) + 2 <= 100) fprintf(f, "%s, %s\n", line, more);
+  else if (more[0]) fprintf(f, "%s\n  %s\n", line, more);
+  else fprintf(f, "%s\n", line);
+}
+
+/* The first screen (at most 40 lines of 100 columns): steps, findings, operators, modules,
+ * kernels, dlhook's cost; a trace without PyTorch shows its top API functions instead. */
+static void print_summary(FILE *f, const stats *s, rd_ops *ops, rd_samples *sm, rd_advise *adv) {
+  char b1[32], b2[32], cell[4 * 52 + 4];
+  int torch = ops && !rd_ops_none(ops);
+  summary_head(f, s, torch);
+  size_t nf = rd_advise_count(adv);
+  if (!nf) fprintf(f, "Findings: none above the thresholds (dlhook advise)\n");
+  else fprintf(f, "Findings: %zu, by cost (dlhook advise: evidence and fixes)\n", nf);
+  rd_advise_headlines(f, adv, 3);
+  if (nf > 3) fprintf(f, "  ... %zu more\n", nf - 3);
+  if (!torch || !rd_ops_summary(f, ops, 5, 4)) {
+    size_t n = s->api.n < 5 ? s->api.n : 5;
+    if (n) fprintf(f, "%-54s %7s %10s %10s\n", "API functions by host time", "calls", "total", "mean");
+    for (size_t i = 0; i < n; i++) {
+      const agg *g = &s->api.v[i];
+      fit(cell, 52, g->name);
+      fprintf(f, "  %s %7" PRIu64 " %10s %10s\n", cell, g->calls,
+              fmt_ns(b1, sizeof b1, (double)g->total),
+              fmt_ns(b2, sizeof b2, g->calls ? (double)g->total / (double)g->calls : 0));
+    }
+  }
+  summary_tail(f, s, sm, 5);
+  if (view.want == T_ALL)
+    fprintf(f, "(the full tables follow; dlhook stats --summary: this screen only, "
+               "--table NAME: one table)\n\n");
+}
+
+enum { OPT_JSON = RD_KEY(0), OPT_MEMORY, OPT_SUMMARY, OPT_ALL, OPT_TABLE };
 static const rd_option options[] = {
     {"json", OPT_JSON, NULL, "print one JSON object instead of the tables (its fields: below)", NULL, 0},
     {"memory", OPT_MEMORY, NULL, "the GPU memory ledger instead (below)", NULL, 0},
+    {"summary", OPT_SUMMARY, NULL, "the first screen only: steps, findings, top operators, "
+     "modules and kernels, dlhook's cost", NULL, 0},
+    {"all", OPT_ALL, NULL, "the full tables only, without the first screen", NULL, 0},
+    {"table", OPT_TABLE, "NAME", "only the table NAME (repeatable, or NAME,NAME): api, kernels, "
+     "gpu, libraries, graphs, ranks, samples, totals, pytorch, findings", NULL, 0},
     {NULL, 0, NULL, NULL, NULL, 0}};
 
 const rd_command cmd_stats_spec = {
@@ -719,7 +874,7 @@ const rd_command cmd_stats_spec = {
              "their sum).",
     .notes = "--json prints one object:\n\n"
              " {\"api\":[{name,domain,calls,errors,total_ns,mean_ns,max_ns}...],\n"
-             "  \"kernels\":[{name,count,total_ns,mean_ns,max_ns}...],\n"
+             "  \"kernels\":[{name,short_name,count,total_ns,mean_ns,max_ns}...],\n"
              "  \"gpu\":{kernel_ns,devices:[{pid,device,kernels,kernel_ns,busy_ns,span_ns,\n"
              "         busy_pct}],memcpy:[{kind,count,bytes,total_ns,gb_per_s}],\n"
              "         memset:{count,bytes,total_ns}},\n"
@@ -792,6 +947,29 @@ const rd_command cmd_stats_spec = {
     .options = options,
 };
 
+/* --table's argument: table names separated by commas, added to *mask. Returns 0, or the
+ * usage error's status. */
+static int parse_tables(const char *arg, unsigned *mask) {
+  char one[32];
+  for (const char *p = arg; *p;) {
+    size_t n = strcspn(p, ",");
+    int k = T_NTABLES;
+    if (n < sizeof one) {
+      memcpy(one, p, n);
+      one[n] = 0;
+      for (k = 0; k < T_NTABLES && strcmp(one, table_names[k]); k++) {}
+    }
+    if (k == T_NTABLES) {
+      return rd_usage_error("stats", "--table %.*s: no such table (api, kernels, gpu, libraries, "
+                            "graphs, ranks, samples, totals, pytorch, findings)",
+                            (int)(n < 40 ? n : 40), p);
+    }
+    *mask |= 1u << k;
+    p += n + (p[n] == ',');
+  }
+  return *mask ? 0 : rd_usage_error("stats", "--table: no table named");
+}
+
 int cmd_stats(int argc, char **argv) {
   int json = 0, memory = 0, opt;
   char **files = rd_xmalloc((size_t)argc * sizeof *files);
@@ -801,12 +979,25 @@ int cmd_stats(int argc, char **argv) {
   memset(&ro, 0, sizeof ro);
   ro.quiet = 1;
   rd_getopt_init(&g, &cmd_stats_spec, argc, argv);
+  unsigned tables = 0;
+  int summary_only = 0, all = 0;
   while ((opt = rd_getopt_next(&g)) > 0) {
     if (opt == OPT_JSON) json = 1;
     else if (opt == OPT_MEMORY) memory = 1;
-    else files[nfiles++] = (char *)g.arg;
+    else if (opt == OPT_SUMMARY) summary_only = 1;
+    else if (opt == OPT_ALL) all = 1;
+    else if (opt == OPT_TABLE) {
+      int r = parse_tables(g.arg, &tables);
+      if (r) { free(files); return r; }
+    } else files[nfiles++] = (char *)g.arg;
   }
   if (opt < 0) { free(files); return g.status; }
+  if (summary_only + all + !!tables > 1) {
+    free(files);
+    return rd_usage_error("stats", "--summary, --all and --table choose one view: give one");
+  }
+  view.summary = !all && !tables;
+  view.want = summary_only ? 0 : tables ? tables : T_ALL;
   if (nfiles == 0) {
     free(files);
     return rd_usage_error("stats", "no trace file given");
@@ -817,7 +1008,8 @@ int cmd_stats(int argc, char **argv) {
     free(files);
     return mrc;
   }
-  rd_stats_run *x = rd_stats_run_new(nfiles, json);
+  /* the steps and the findings: for --json, the first screen and --table findings */
+  rd_stats_run *x = rd_stats_run_new(nfiles, json || view.summary || (view.want & 1u << T_FINDINGS));
   int rc = RD_OK;
   for (size_t i = 0; i < nfiles; i++) {
     /* stats uses no stack: one pass, definitions as they come */
@@ -874,7 +1066,12 @@ void rd_stats_run_finish(rd_stats_run *x, int json, FILE *out) {
     print_json(out, &s, steps, x->ops, x->samples, x->advise);
     steps = NULL;
   } else {
-    print_table(out, &s, x->ops, x->samples);
+    if (view.summary) print_summary(out, &s, x->ops, x->samples, x->advise);
+    print_table(out, &s, x->ops, x->samples, view.want);
+    if (view.want & 1u << T_FINDINGS) {
+      fputc('\n', out);
+      rd_advise_table(out, x->advise);
+    }
   }
   rd_ops_free(x->ops);
   rd_advise_free(x->advise);

@@ -369,18 +369,38 @@ static const char *fmt_ns(char *buf, size_t n, uint64_t ns) {
   return buf;
 }
 
+/* The cells of rows [from, from + n) of a module table: their paths shortened from the outside
+ * in, distinct (names.c); each malloc'd, as the array. */
+static char **module_cells(const otab *tb, size_t from, size_t n, size_t width) {
+  const char **nm = rd_xmalloc((n ? n : 1) * sizeof *nm);
+  char **cell = rd_xmalloc((n ? n : 1) * sizeof *cell);
+  for (size_t i = 0; i < n; i++) nm[i] = tb->v[from + i].name;
+  rd_names_modules(nm, n, width, cell);
+  free(nm);
+  return cell;
+}
+
 static void table(FILE *f, const char *title, const char *col, const otab *tb, int shapes, size_t max) {
   if (!tb->n) return;
+  int modules = !strcmp(col, "module");
   char name[4 * 48 + 4], a[32], b[32], c[32], sh[4 * 30 + 4];
   fprintf(f, "\n%s\n", title);
   rd_term_fit(name, sizeof name, 48, col);
   fprintf(f, "  %s %8s %10s %10s %10s %7s%s\n", name, "count", "host", "host self", "GPU", "kernels",
           shapes ? "  top shape" : "");
-  for (size_t i = 0; i < tb->n && i < max; i++) {
+  size_t nshow = tb->n < max ? tb->n : max;
+  char **mcell = modules ? module_cells(tb, 0, nshow, 48) : NULL;
+  for (size_t i = 0; i < nshow; i++) {
     const orow *r = &tb->v[i];
-    rd_term_fit(name, sizeof name, 48, r->name);
+    if (mcell) {
+      memcpy(name, mcell[i], strlen(mcell[i]) + 1);
+      free(mcell[i]);
+    } else {
+      rd_term_fit(name, sizeof name, 48, r->name);
+    }
     sh[0] = 0;
     if (shapes && r->shape[0].s) rd_term_fit(sh, sizeof sh, 30, r->shape[0].s);
+    for (size_t k = strlen(sh); k > 0 && sh[k - 1] == ' '; k--) sh[k - 1] = 0;
     /* lines have no instances: their count is the calls made from them, no host time */
     fprintf(f, "  %s %8" PRIu64 " %10s %10s %10s %7" PRIu64 "%s%s\n", name,
             r->instances ? r->instances : r->calls,
@@ -388,6 +408,7 @@ static void table(FILE *f, const char *title, const char *col, const otab *tb, i
             r->instances ? fmt_ns(b, sizeof b, r->self_ns) : "-", fmt_ns(c, sizeof c, r->gpu_ns),
             r->kernels, sh[0] ? "  " : "", sh);
   }
+  free(mcell);
   if (tb->n > max) fprintf(f, "  ... %zu more (--json has them all)\n", tb->n - max);
 }
 
@@ -402,7 +423,64 @@ void rd_ops_table(FILE *f, rd_ops *x) {
   }
   table(f, "PyTorch operators (innermost op of each call; GPU time of the work it launched):",
         "operator", &x->ops, 1, 25);
-  table(f, "Modules (Python forward() frames, outermost first):", "module", &x->mods, 0, 15);
+  table(f, "Modules (Python forward() frames, innermost last; \xe2\x80\xa6: outer ones left out):",
+        "module", &x->mods, 0, 15);
   table(f, "Source lines (innermost frame of the user's code; count: calls made from it):", "line",
         &x->lines, 0, 15);
+}
+
+/* ---------------------------------------------------------------- the first screen */
+
+static int by_self(const void *a, const void *b) {
+  const orow *x = *(const orow *const *)a, *y = *(const orow *const *)b;
+  if (x->self_ns != y->self_ns) return x->self_ns < y->self_ns ? 1 : -1;
+  return strcmp(x->name, y->name);
+}
+
+/* One summary row: name (already a cell of 52 columns), count, GPU and host time (host first
+ * when host_first). A row without instances (its calls' stacks lost the frame's start) counts
+ * its calls and has no host time, as in the full table. */
+static void sum_row(FILE *f, const char *cell, const orow *r, uint64_t host, int host_first) {
+  char x[32], y[32];
+  fmt_ns(x, sizeof x, r->gpu_ns);
+  if (r->instances) fmt_ns(y, sizeof y, host);
+  else snprintf(y, sizeof y, "-");
+  fprintf(f, "  %s %7" PRIu64 " %10s %10s\n", cell, r->instances ? r->instances : r->calls,
+          host_first ? y : x, host_first ? x : y);
+}
+
+size_t rd_ops_summary(FILE *f, rd_ops *x, size_t nops, size_t nmods) {
+  sort_tab(&x->ops);
+  sort_tab(&x->mods);
+  sort_tab(&x->lines);
+  if (rd_ops_none(x) || !x->ops.n) return 0;
+  char cell[4 * 52 + 4];
+  size_t lines = 0, n = x->ops.n < nops ? x->ops.n : nops;
+  fprintf(f, "%-54s %7s %10s %10s\n", "Operators by GPU time", "count", "GPU", "host");
+  for (size_t i = 0; i < n && x->ops.v[i].gpu_ns; i++, lines++) {
+    rd_term_fit(cell, sizeof cell, 52, x->ops.v[i].name);
+    sum_row(f, cell, &x->ops.v[i], x->ops.v[i].host_ns, 0);
+  }
+  const orow **by = rd_xmalloc(x->ops.n * sizeof *by);
+  for (size_t i = 0; i < x->ops.n; i++) by[i] = &x->ops.v[i];
+  qsort(by, x->ops.n, sizeof *by, by_self);
+  fprintf(f, "%-54s %7s %10s %10s\n", "Operators by host time (self)", "count", "host self", "GPU");
+  for (size_t i = 0; i < n && by[i]->self_ns; i++, lines++) {
+    rd_term_fit(cell, sizeof cell, 52, by[i]->name);
+    sum_row(f, cell, by[i], by[i]->self_ns, 1);
+  }
+  free(by);
+  lines += 2;
+  size_t nm = x->mods.n < nmods ? x->mods.n : nmods;
+  if (nm) {
+    char **mc = module_cells(&x->mods, 0, nm, 52);
+    fprintf(f, "%-54s %7s %10s %10s\n", "Modules by GPU time", "count", "GPU", "host");
+    for (size_t i = 0; i < nm; i++) {
+      sum_row(f, mc[i], &x->mods.v[i], x->mods.v[i].host_ns, 0);
+      free(mc[i]);
+    }
+    free(mc);
+    lines += nm + 1;
+  }
+  return lines;
 }

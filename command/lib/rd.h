@@ -366,6 +366,10 @@ void rd_ops_trace_end(rd_ops *x);
 const char *rd_ops_none(const rd_ops *x);
 void rd_ops_json(FILE *f, rd_ops *x);
 void rd_ops_table(FILE *f, rd_ops *x);
+/* The first screen's PyTorch rows: the nops operators with the most GPU time, the nops with
+ * the most host time of their own, the nmods modules with the most GPU time. Prints nothing
+ * without operators; returns the lines printed. */
+size_t rd_ops_summary(FILE *f, rd_ops *x, size_t nops, size_t nmods);
 void rd_ops_free(rd_ops *x);
 
 /* Instances of the layers on each thread, from its calls in time order: consecutive calls whose
@@ -415,6 +419,8 @@ struct rd_sink rd_samples_sink(rd_samples *x);
 void rd_samples_trace_end(rd_samples *x, rd_trace *t);
 /* Samples gathered so far (0 for NULL). */
 uint64_t rd_samples_count(const rd_samples *x);
+/* The samples lost and the CPU time the sample handler took in the programs' threads. */
+void rd_samples_cost(const rd_samples *x, uint64_t *lost, uint64_t *cost_ns);
 void rd_samples_json(FILE *f, rd_samples *x);
 void rd_samples_table(FILE *f, rd_samples *x);
 void rd_samples_free(rd_samples *x);
@@ -472,6 +478,15 @@ rd_steps *rd_steps_new(void);
 struct rd_sink rd_steps_sink(rd_steps *x);
 void rd_steps_end(rd_steps *x);
 void rd_steps_json(FILE *f, rd_steps *x);
+/* Before rd_steps_json: the steps of every trace so far in one line's figures (steps: rows
+ * over all processes; from: RD_STEPS_* of the first; cat: compute, comm, copy, host, idle ns
+ * summed over the steps, total_ns their sum). Returns steps (0: none). */
+typedef struct rd_steps_sum {
+  size_t steps, processes;
+  int from;
+  uint64_t median_ns, total_ns, cat[5];
+} rd_steps_sum;
+size_t rd_steps_brief(rd_steps_sum *out);
 
 /* ---------------------------------------------------------------- finding steps (stepfind.c) */
 
@@ -517,6 +532,9 @@ void rd_advise_json(FILE *f, rd_advise *x);
 /* The steps of each trace as a JSON array: [{trace,steps,step_ns,steps_from}]. */
 void rd_advise_steps_json(FILE *f, const rd_advise *x);
 void rd_advise_table(FILE *f, rd_advise *x);
+/* The first max findings, one line each (rank, class, ms/step, share of the step, place);
+ * returns the lines printed. */
+size_t rd_advise_headlines(FILE *f, rd_advise *x, size_t max);
 void rd_advise_free(rd_advise *x);
 
 /* ---------------------------------------------------------------- dlhook stats (cmd/stats.c) */
@@ -626,6 +644,21 @@ char *rd_utf8_dup(const char *s);
  * text is cut at a character boundary and ends in "...", a shorter one is padded with spaces.
  * dst holds cap bytes (4 * width + 4 is always enough). */
 void rd_term_fit(char *dst, size_t cap, size_t width, const char *src);
+
+/* Names a person reads in a table (names.c says how they are shortened). rd_kernel_short: a
+ * kernel's name (mangled or not) as its base name with the template arguments that tell
+ * kernels apart (`vectorized_elementwise_kernel<4, CUDAFunctor_add<float>>`); malloc'd.
+ * rd_module_short: a module path ("GPT.forward > Block.forward") as its classes, cut from the
+ * outside in to width columns (`… > Block > Linear`); malloc'd. rd_names_kernels and
+ * rd_names_modules fill out[0..n) with the cells (rd_term_fit'ed to width, each malloc'd
+ * with 4 * width + 4 bytes) of a whole table's rows, giving rows that would read alike more of
+ * their name. rd_place_short: a "file:line" place relative to the working directory when it
+ * lies under it (a pointer into place). */
+char *rd_kernel_short(const char *name);
+char *rd_module_short(const char *path, size_t width);
+void rd_names_kernels(const char *const *names, size_t n, size_t width, char **out);
+void rd_names_modules(const char *const *paths, size_t n, size_t width, char **out);
+const char *rd_place_short(const char *place);
 
 /* Writes s as a JSON string (quotes included); NULL writes null. Invalid UTF-8 becomes U+FFFD. */
 void rd_json_str(FILE *f, const char *s);

@@ -472,3 +472,8 @@ void rd_samples_free(rd_samples *x) {
   rd_m_free(&x->gix);
   free(x);
 }
+
+void rd_samples_cost(const rd_samples *x, uint64_t *lost, uint64_t *cost_ns) {
+  *lost = x ? x->lost : 0;
+  *cost_ns = x ? x->cost_ns : 0;
+}

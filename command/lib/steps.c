@@ -336,3 +336,24 @@ out:
   nrows = 0;
   nskipped = 0;
 }
+
+/* The first screen's step line (rd_steps_brief in rd.h), from the rows made so far. */
+size_t rd_steps_brief(rd_steps_sum *out) {
+  memset(out, 0, sizeof *out);
+  if (!nrows) return 0;
+  uint64_t *d = rd_xmalloc(nrows * sizeof *d);
+  for (size_t i = 0; i < nrows; i++) {
+    d[i] = rows[i].dur;
+    out->total_ns += rows[i].dur;
+    for (int k = 0; k <= C_NCAT; k++) out->cat[k] += rows[i].cat[k];
+    int seen = 0;
+    for (size_t j = 0; j < i && !seen; j++) seen = rows[j].pid == rows[i].pid && rows[j].rank == rows[i].rank;
+    out->processes += !seen;
+  }
+  qsort(d, nrows, sizeof *d, by_u64);
+  out->median_ns = d[nrows / 2];
+  free(d);
+  out->steps = nrows;
+  out->from = rows[0].from;
+  return nrows;
+}
