@@ -197,8 +197,8 @@ def report(j, out=sys.stdout):
         if x.get("error"):
             line += f"  ERROR {x['error'][:120]}"
         elif not x["found"]:
-            line += "  missed; top: " + ", ".join(f"{c}@{short(pl)}" for c, pl in x.get("top", [])) \
-                if x.get("top") is not None else "  missed"
+            line += "  missed; top: " + (", ".join(f"{c}@{short(pl)}" for c, pl in x.get("top", []))
+                                         or "no findings")
         p(line)
     for r in j["runs"]:
         if r["cause"] == "tuned":
@@ -246,8 +246,9 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     results = {}
     t0 = time.time()
-    # the longest first: DDP, then the tuned twins with their models
-    order = sorted(cases, key=lambda mc: (not mc[0].endswith("_ddp"), mc[1] != "tuned"))
+    # DDP first (the longest), then model by model, the tuned twin first: a planted program and
+    # its twin run close in time, under the same load
+    order = sorted(cases, key=lambda mc: (not mc[0].endswith("_ddp"), models.index(mc[0]), mc[1] != "tuned"))
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as ex:
         futs = {ex.submit(run_case, a, m, c): (m, c) for m, c in order}
         for fu in concurrent.futures.as_completed(futs):
