@@ -1,7 +1,8 @@
 # The wheel of `make wheel` in a fresh venv: pip install dist/dlhook-*.whl (numpy, pyarrow and
 # duckdb come from the package index as its requirements), then its `dlhook` command records a
 # program on the simulated CUDA stack, `import dlhook; dlhook.tables(TRACE).calls.num_rows`
-# counts its calls, dlhook.sql answers, and the wheel's binaries need only libc and ld-linux
+# counts its calls (also from the venv's python with no venv bin/ on PATH), dlhook.sql answers,
+# a bad trace's error carries the command's message, and the wheel's binaries need only libc and ld-linux
 # (auditwheel show, when installed, calls it manylinux). Skips without the wheel or the index.
 # run-tests: serial timeout=600
 . "$ROOT/tests/lib.sh"
@@ -29,6 +30,23 @@ import dlhook, glob
 d = dlhook.tables('t').path
 print(dlhook.sql(d, 'SELECT count(*) AS n FROM calls').column('n')[0].as_py())") || fail "dlhook.sql failed"
 [ "$m" = "$n" ] || fail "dlhook.sql counts $m calls, tables $n"
+# the venv's python with neither the venv's bin/ nor the tree's build/ on PATH (a Jupyter kernel,
+# `venv/bin/python script.py`): the package runs the dlhook it ships; twice, since importing the
+# module dlhook.tables once shadowed the function of that name
+k=$(env -u DLHOOK_BIN PATH=/usr/bin:/bin "$T/venv/bin/python" -c "
+import dlhook
+dlhook.tables('t')
+print(dlhook.tables('t').calls.num_rows)") || fail "dlhook.tables without the venv on PATH failed"
+[ "$k" = "$n" ] || fail "dlhook.tables without the venv on PATH: $k calls, $n with it"
+# a trace that is not one: the error says what the command said, not only that it failed
+echo garbage >bad.dlh
+e=$(env -u DLHOOK_BIN PATH=/usr/bin:/bin "$T/venv/bin/python" -c "
+import dlhook
+try:
+    dlhook.tables('bad.dlh')
+except RuntimeError as e:
+    print(e)" 2>&1)
+echo "$e" | grep -q 'bad.dlh: not a dlhook trace' || fail "the error hides the cause: $e"
 if command -v auditwheel >/dev/null 2>&1 || "$T/venv/bin/pip" install -q auditwheel >/dev/null 2>&1; then
   aw=$(command -v auditwheel || echo "$T/venv/bin/auditwheel")
   "$aw" show "$whl" >aw.txt 2>&1 || { cat aw.txt; fail "auditwheel show failed"; }

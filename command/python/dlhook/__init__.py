@@ -27,8 +27,7 @@ class Tables:
     def __getattr__(self, name):
         if name in TABLES:
             if name not in self._t:
-                from .tables import read_table
-                self._t[name] = read_table(self.path, name)
+                self._t[name] = _mod("tables").read_table(self.path, name)
             return self._t[name]
         raise AttributeError(name)
 
@@ -47,18 +46,32 @@ def tables(path):
         traces = [path]
     if not traces:
         raise FileNotFoundError("%s: no traces (*.dlh) and no dataset" % path)
-    from .tables import write_dataset
     out = tempfile.mkdtemp(prefix="dlhook-tables-")
-    rc, _ = write_dataset(out, traces, quiet=True)
-    if rc:
-        raise RuntimeError("dlhook: could not convert %s" % path)
+    errors = []
+    rc, _ = _mod("tables").write_dataset(out, traces, quiet=True, errors=errors)
+    if errors:  # the command's own messages (a damaged trace converts what could be read)
+        raise RuntimeError("dlhook: could not convert %s: %s" % (path, "; ".join(errors)))
     return Tables(out)
+
+
+_tables = tables
+
+
+def _mod(name):
+    """The submodule dlhook.NAME, imported on first use. Importing dlhook.tables binds the
+    package's attribute `tables` to that module, over the function tables() (a second
+    dlhook.tables(...) would call the module): the function is put back."""
+    import importlib
+    m = importlib.import_module("." + name, __name__)
+    globals()["tables"] = _tables
+    return m
 
 
 def sql(path, query, engine="duckdb", master=None):
     """Runs query over a dataset; returns a pyarrow Table (.to_pandas() for a DataFrame)."""
     import pyarrow as pa
-    from .query import engine as mk, plain
+    q = _mod("query")
+    mk, plain = q.engine, q.plain
     e = mk(engine, path, master)
     try:
         cols, rows = e.query(query)
@@ -68,8 +81,7 @@ def sql(path, query, engine="duckdb", master=None):
 
 
 def analyze(path, engine="duckdb", master=None):
-    from .query import analyze as an
-    return an(path, engine, master)
+    return _mod("query").analyze(path, engine, master)
 
 
 def _ctl(value):

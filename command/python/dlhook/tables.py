@@ -13,9 +13,11 @@ table has the same schema everywhere."""
 import json
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -149,7 +151,30 @@ class _Trace:
 
 
 def _dlhook_bin():
-    return os.environ.get("DLHOOK_BIN") or "dlhook"
+    """The dlhook command that reads traces: the one this package ships (_bin/dlhook, in the
+    wheel), else DLHOOK_BIN (what `dlhook export --format parquet` sets to itself), else
+    `dlhook` on PATH. A Jupyter kernel or `venv/bin/python script.py` has no venv bin/ on PATH:
+    the shipped one must come first."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin", "dlhook")
+    if os.access(here, os.X_OK):
+        return here
+    env = os.environ.get("DLHOOK_BIN")
+    if env:
+        return env
+    found = shutil.which("dlhook")
+    if found:
+        return found
+    raise StreamError("no dlhook command: not in this package (%s), DLHOOK_BIN is not set and "
+                      "none is on PATH; install the wheel (make wheel) or set DLHOOK_BIN" % here)
+
+
+def _said(err):
+    """What the command wrote on its standard error (err: an open temporary file), one line
+    without its "dlhook: " prefixes (its messages name the trace)."""
+    err.seek(0)
+    text = err.read().decode("utf-8", "replace")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return " ".join(ln[8:] if ln.startswith("dlhook: ") else ln for ln in lines)
 
 
 def job_of(path):
@@ -165,8 +190,20 @@ def convert(path, out, job=None, max_events=None):
     trace (the reader's exit status 1, which a trace over the event limit also gets) has what
     could be read written. max_events: the reader's --max-events (None: its default)."""
     limit = ["--max-events", str(max_events)] if max_events is not None else []
-    proc = subprocess.Popen([_dlhook_bin(), "export", "--format", "columns", "-q"] + limit +
-                            ["-o", "-", path], stdout=subprocess.PIPE, bufsize=1 << 20)
+    exe = _dlhook_bin()
+    err = tempfile.TemporaryFile()  # the command's own messages, for the error raised
+    try:
+        proc = subprocess.Popen([exe, "export", "--format", "columns", "-q"] + limit +
+                                ["-o", "-", path], stdout=subprocess.PIPE, stderr=err,
+                                bufsize=1 << 20)
+    except OSError as e:
+        err.close()
+        raise StreamError("%s: cannot run %s: %s" % (path, exe, e.strerror or e))
+    with err:
+        return _convert(proc, err, path, out, job)
+
+
+def _convert(proc, err, path, out, job):
     tr = _Trace(proc.stdout)
     writers, tmp, rows = {}, {}, {}
     dirs = None
@@ -201,7 +238,10 @@ def convert(path, out, job=None, max_events=None):
                 rows[name] += batch.num_rows
         ok = True
     except StreamError as e:
-        raise StreamError("%s: %s" % (path, e))
+        proc.stdout.close()
+        rc = proc.wait()
+        said = _said(err)
+        raise StreamError(said or "%s: %s (the reader exited with %d)" % (path, e, rc))
     finally:
         for w in writers.values():
             w.close()
@@ -211,19 +251,21 @@ def convert(path, out, job=None, max_events=None):
             for a, _ in tmp.values():
                 if os.path.exists(a):
                     os.unlink(a)
+    said = _said(err)
     if rc == 1:
-        print("dlhook: %s: damaged or over the event limit; what could be read was converted"
-              % path, file=sys.stderr)
+        print("dlhook: %s: damaged or over the event limit; what could be read was converted%s"
+              % (path, " (%s)" % said if said else ""), file=sys.stderr)
     elif rc != 0:
-        raise StreamError("%s: the reader exited with %d" % (path, rc))
+        raise StreamError(said or "%s: the reader exited with %d" % (path, rc))
     for a, b in tmp.values():
         os.replace(a, b)
     return rows, rc == 1
 
 
-def write_dataset(out, traces, jobs=None, quiet=False, job=None, max_events=None):
+def write_dataset(out, traces, jobs=None, quiet=False, job=None, max_events=None, errors=None):
     """Converts traces in parallel into the dataset out. Returns (exit status, {table: rows}):
-    1 when a trace could not be read or was damaged (what could be read is written), else 0."""
+    1 when a trace could not be read or was damaged (what could be read is written), else 0.
+    errors: a list that gets the message of each trace that could not be converted."""
     os.makedirs(out, exist_ok=True)
     jobs = jobs or int(os.environ.get("DLHOOK_JOBS") or 0) or os.cpu_count() or 1
     total = {}
@@ -238,7 +280,10 @@ def write_dataset(out, traces, jobs=None, quiet=False, job=None, max_events=None
         except (StreamError, OSError) as e:
             with lock:
                 failed += 1
-            print("dlhook: %s" % e, file=sys.stderr)
+                if errors is not None:
+                    errors.append(str(e))
+            if not quiet or errors is None:
+                print("dlhook: %s" % e, file=sys.stderr)
             return
         with lock:
             if damaged:
