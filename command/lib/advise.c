@@ -7,10 +7,13 @@
  *                  cuMemcpyDtoH..., and a copy into pageable memory, which returns only when
  *                  done) made repeatedly from one place: at least 3 calls and at least one per
  *                  step, >= 1 % of the step; cost = per call the smaller of its time and the
- *                  GPU's idle time after it (blocking_cost: what overlapping would save).
+ *                  GPU's idle time after it until the step's end (blocking_cost: what the host's
+ *                  head start on the GPU would save).
  *   pageable-h2d   host-to-device copies whose source is pageable memory (the CUPTI memcpy
  *                  record's src_kind, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE), at least 3 from one
- *                  place, >= 1 %; cost = the host's time in the calls that made them.
+ *                  place, >= 1 %; cost = per call the GPU idle time after it (blocking_cost)
+ *                  and 3/4 of the copy's GPU time (pinned copies run ~4x faster), at most the
+ *                  call's time.
  *   malloc-in-loop cudaMalloc/cudaFree (and the driver's cuMemAlloc/cuMemFree) in the steady
  *                  state: after the first step, at least 2 such calls from one place, >= 0.1 %
  *                  (any steady-state allocation is a defect worth naming); cost as for
@@ -20,8 +23,9 @@
  *                  long host phase): at least 20 such kernels, >= 5 %; cost = those idle gaps.
  *   no-tensor-cores  GEMMs that cannot use tensor cores: float32 data computed in float32 (no
  *                  TF32 math mode on the cuBLAS handle, no *_FAST_* compute type), or half/bfloat16
- *                  with m, n or k not a multiple of 8; >= 5 %; cost = the GPU time of their
- *                  kernels (the time at stake, not the saving).
+ *                  with m, n or k not a multiple of 8; >= 5 %; cost = what faster kernels save:
+ *                  their GPU time times 1 - 1/7.4 (TF32) or 1/2 (padding), times the share of
+ *                  the step the GPU is busy.
  *   low-occupancy  kernels (not NCCL's) whose launch configuration leaves < 25 % of the device's
  *                  warp slots filled (blocks per SM that threads, registers and shared memory
  *                  allow, and grids smaller than the device: Kineto's estimate, gpuarch.c),
@@ -78,10 +82,13 @@ static const struct {
   const char *id, *how, *fix;
 } classes[A_NCLASS] = {
     {"sync-in-loop", "GPU idle time the synchronizing calls cause (the smaller of a call's time "
-     "and the GPU's idle time after it: what overlapping would save), divided by the steps",
+     "and the GPU's idle time after it until the step's end: what the host's head start would "
+     "save), divided by the steps",
      "avoid .item()/.cpu()/print(tensor) and synchronous copies in the loop: accumulate on the "
      "GPU and synchronize once every N steps"},
-    {"pageable-h2d", "host time in the calls that copied from pageable memory, divided by the steps",
+    {"pageable-h2d", "what pinned memory saves per call: the GPU idle time after it (as for "
+     "sync-in-loop) and 3/4 of the copy's GPU time, at most the call's time, divided by the "
+     "steps",
      "copy from pinned memory: pin_memory=True in the DataLoader with .to(device, "
      "non_blocking=True), or cudaMallocHost/cudaHostAlloc buffers in C"},
     {"malloc-in-loop", "GPU idle time the allocations and frees after the first step cause (the "
@@ -93,8 +100,9 @@ static const struct {
      "launches, divided by the steps",
      "launch fewer, larger kernels: torch.compile, CUDA graphs (mode=\"reduce-overhead\"), "
      "foreach/fused optimizers (foreach=True, fused=True), larger batches"},
-    {"no-tensor-cores", "GPU time of the kernels of those GEMMs, divided by the steps (the time "
-     "at stake; tensor cores typically run them several times faster)",
+    {"no-tensor-cores", "what tensor cores would save of the GPU time of those GEMMs' kernels "
+     "(TF32: 1 - 1/7.4 of it, the ratio of H100's dense peaks; padding half GEMMs: 1/2), times "
+     "the share of the step the GPU is busy, divided by the steps",
      "use tensor cores: torch.backends.cuda.matmul.allow_tf32 = True (or "
      "torch.set_float32_matmul_precision(\"high\")), autocast to bf16/fp16, and shapes that are "
      "multiples of 8"},
@@ -206,7 +214,8 @@ struct rd_advise {
   size_t ndev;
   rd_memcol *mem;
   rd_sink memsink;
-  rd_u64map pageable; /* corr of a pageable HtoD memcpy record -> 1 */
+  rd_u64map pageable; /* corr of a memcpy record from (1) or into (2) pageable memory */
+  rd_u64map copy_us;  /* corr of a pageable HtoD memcpy record -> its GPU time in µs */
   rd_stepfind *sf;      /* the trace's steps (stepfind.c) */
   rd_step_span *st;     /* after the pass: its steps, owned by sf */
   size_t nst;
@@ -333,7 +342,7 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
               rd_arg(t, e, "flops", &(uint64_t){0})) ||
              (f->domain == DLH__DOMAIN__DOMAIN_CUBLASLT && !strcmp(f->name, "cublasLtMatmul"));
   if (gemm) {
-    int64_t dt = arg_or(t, e, "dtype|atype|Atype", -1), comp = arg_or(t, e, "compute|computeType", -1);
+    int64_t dt = arg_or(t, e, "dtype|atype|Atype", -1), comp = arg_or(t, e, "compute|computeType|compute_type", -1);
     int64_t m = arg_or(t, e, "m", 0), n = arg_or(t, e, "n", 0), k = arg_or(t, e, "k", 0);
     int reason = 0;
     if (dt == 0 /* CUDA_R_32F */) {
@@ -359,8 +368,10 @@ static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   /* vals: bytes, copy_kind (1 HtoD, 2 DtoH), src_kind, dst_kind (1 = pageable). A copy into
    * pageable memory returns only when the GPU has done it, also cudaMemcpyAsync (`.item()`,
    * `.cpu()`): the call is a synchronization (PAGEABLE_D2H) */
-  if (g->kind == RD_MEMCPY && g->nvals >= 3 && g->vals[1] == 1 && g->vals[2] == 1 && g->corr)
+  if (g->kind == RD_MEMCPY && g->nvals >= 3 && g->vals[1] == 1 && g->vals[2] == 1 && g->corr) {
     rd_m_put(&x->pageable, g->corr, PAGEABLE_H2D);
+    rd_m_put(&x->copy_us, g->corr, (uint32_t)(g->dur / 1000 < UINT32_MAX ? g->dur / 1000 : UINT32_MAX));
+  }
   else if (g->kind == RD_MEMCPY && g->nvals >= 4 && g->vals[1] == 2 && g->vals[3] == 1 && g->corr)
     rd_m_put(&x->pageable, g->corr, PAGEABLE_D2H);
   if (!rd_gpu_busy(g->kind)) return;
@@ -580,6 +591,13 @@ static void trace_steps(rd_advise *x, actx *a) {
   a->in_hi = UINT64_MAX;
   x->nst = rd_stepfind_end(x->sf, &x->steps_from, &x->st);
   if (!x->nst) return;
+  /* the first iteration of a loop found in PyTorch's structure is its warm-up (lazy
+   * initialization, autotuning, the caching allocator's growth, DDP's first bucket pass): with
+   * three or more, it does not count, as torch.profiler's schedule(warmup=...) leaves it out */
+  if (x->nst >= 3 && x->steps_from >= RD_STEPS_OPTIMIZER && x->steps_from <= RD_STEPS_TRAINING_STEP) {
+    memmove(&x->st[0], &x->st[1], (x->nst - 1) * sizeof *x->st);
+    x->nst--;
+  }
   a->in_lo = UINT64_MAX;
   a->in_hi = 0;
   a->nsteps = x->nst;
@@ -618,34 +636,62 @@ static void link_tops(rd_advise *x, actx *a) {
   a->main_tid = main_tid;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
+/* The GPU's busy time as sorted, disjoint intervals (all devices), for blocking_cost(). */
+typedef struct span { uint64_t s, e; } span;
+static int by_span(const void *a, const void *b) {
+  const span *x = a, *y = b;
+  return x->s < y->s ? -1 : x->s > y->s;
 }
-/* The GPU start times of the trace, sorted, for blocking_cost(). */
-static uint64_t *gpu_starts(const rd_advise *x) {
-  uint64_t *v = rd_xmalloc((x->ng ? x->ng : 1) * sizeof *v);
-  for (size_t i = 0; i < x->ng; i++) v[i] = x->g[i].s;
-  if (x->ng) qsort(v, x->ng, sizeof *v, cmp_u64);
+static span *gpu_busy_spans(const rd_advise *x, size_t *n) {
+  span *v = rd_xmalloc((x->ng ? x->ng : 1) * sizeof *v);
+  for (size_t i = 0; i < x->ng; i++) v[i] = (span){x->g[i].s, x->g[i].e};
+  if (x->ng) qsort(v, x->ng, sizeof *v, by_span);
+  size_t w = 0;
+  for (size_t i = 0; i < x->ng; i++) {
+    if (w && v[i].s <= v[w - 1].e) {
+      if (v[i].e > v[w - 1].e) v[w - 1].e = v[i].e;
+    } else {
+      v[w++] = v[i];
+    }
+  }
+  *n = w;
   return v;
 }
 
-/* What a blocking host call (a synchronization, an allocation or free: cudaFree synchronizes the
- * device) costs the step: the GPU idle time it causes, which is what removing it saves. In a
- * GPU-bound loop the GPU is busy while the host waits, and idle only from the call's return to
- * its next work (the pipeline bubble); in a host-bound loop the GPU is idle anyway and the wait
- * itself is the loss. So: the smaller of the call's time and the GPU's idle time after it. */
-static uint64_t blocking_cost(const uint64_t *starts, size_t n, uint64_t s, uint64_t dur) {
-  uint64_t end = s + dur;
+/* The GPU's idle time in [a, b), from the busy spans. */
+static uint64_t idle_in(const span *v, size_t n, uint64_t a, uint64_t b) {
+  uint64_t busy = 0;
   size_t lo = 0, hi = n;
-  while (lo < hi) {
+  while (lo < hi) { /* the first span that ends after a */
     size_t mid = (lo + hi) / 2;
-    if (starts[mid] < end) lo = mid + 1;
+    if (v[mid].e <= a) lo = mid + 1;
     else hi = mid;
   }
-  if (lo == n) return dur; /* no GPU work after it */
-  uint64_t idle = starts[lo] - end;
+  for (size_t i = lo; i < n && v[i].s < b; i++) {
+    uint64_t x = v[i].s > a ? v[i].s : a, y = v[i].e < b ? v[i].e : b;
+    if (y > x) busy += y - x;
+  }
+  return b > a ? b - a - busy : 0;
+}
+
+/* What a blocking host call (a synchronization, an allocation or free: cudaFree synchronizes the
+ * device) costs, which is what removing it saves: the host loses its head start on the GPU, the
+ * time it waited, and the GPU starves after the call until the host is ahead again. So: the
+ * GPU's idle time from the call's return to the end of its step (`limit`), at most the call's
+ * time. In a GPU-bound loop that is the bubble after the call; in a host-bound loop (the GPU idle
+ * anyway, the wait short) the wait itself. */
+typedef struct gpuview { const span *sp; size_t nsp; } gpuview;
+static uint64_t blocking_cost(const gpuview *g, uint64_t s, uint64_t dur, uint64_t limit) {
+  if (limit == UINT64_MAX) return dur;
+  uint64_t idle = idle_in(g->sp, g->nsp, s + dur, limit);
   return idle < dur ? idle : dur;
+}
+
+/* The end of the step that holds time t (UINT64_MAX: no steps, or after them). */
+static uint64_t step_end_of(const rd_advise *x, uint64_t t) {
+  for (size_t i = 0; i < x->nst; i++)
+    if (t >= x->st[i].s && t < x->st[i].e) return x->st[i].e;
+  return UINT64_MAX;
 }
 
 /* The findings of host calls: sync-in-loop, pageable-h2d, malloc-in-loop. */
@@ -657,7 +703,9 @@ static void host_classes(rd_advise *x, actx *a) {
   uint64_t after = a->after;
   uint64_t in_lo = a->in_lo;
   uint64_t in_hi = a->in_hi;
-  uint64_t *starts = gpu_starts(x);
+  gpuview gv;
+  span *sp = gpu_busy_spans(x, &gv.nsp);
+  gv.sp = sp;
   for (size_t i = 0; i < x->n; i++) {
     acall *c = &x->c[i];
     int cls = c->cls;
@@ -679,17 +727,28 @@ static void host_classes(rd_advise *x, actx *a) {
         if (n-- <= 1) continue;
       }
       f->calls += n;
-      f->ns += blocking_cost(starts, x->ng, c->start, n == c->calls ? c->dur : c->dur / c->calls * n);
+      f->ns += blocking_cost(&gv, c->start, n == c->calls ? c->dur : c->dur / c->calls * n,
+                             step_end_of(x, c->start));
     } else if (cls == A_SYNC) {
       f->calls += c->calls;
-      f->ns += blocking_cost(starts, x->ng, c->start, c->dur);
+      f->ns += blocking_cost(&gv, c->start, c->dur, step_end_of(x, c->start));
+    } else if (cls == A_PAGEABLE) {
+      /* from pinned memory with non_blocking the host no longer waits (its bubble is saved) and
+       * the copy itself runs about 4x faster (PCIe Gen5: ~12 GB/s pageable, ~50 pinned); in a
+       * host-bound loop that is the call's whole time */
+      uint32_t us = 0;
+      rd_m_get(&x->copy_us, c->corr, &us);
+      uint64_t save = blocking_cost(&gv, c->start, c->dur, step_end_of(x, c->start)) +
+                      (uint64_t)us * 1000 * 3 / 4;
+      f->calls += c->calls;
+      f->ns += save < c->dur ? save : c->dur;
     } else {
       f->calls += c->calls;
       f->ns += c->dur;
     }
     add_fn(&f->fns, fname(t, c->fn));
   }
-  free(starts);
+  free(sp);
 }
 
 /* The findings of GPU work, per device in time order: launch-bound, low-occupancy, comm-not-
@@ -811,8 +870,16 @@ static void gpu_classes(rd_advise *x, actx *a) {
   a->gpu_busy = gpu_busy;
 }
 
-/* GEMMs without tensor cores (no-tensor-cores): the GPU time of their kernels (else the call's
- * time). */
+/* What tensor cores save of such a GEMM's kernel time: float32 to TF32 runs at the ratio of the
+ * dense peaks (H100 SXM 495 / 67 TFLOP/s; A100 156 / 19.5: about the same), a half/bfloat16
+ * GEMM padded to multiples of 8 at about twice the speed of the unaligned one. */
+#define TF32_SPEEDUP 7.4
+#define ALIGN_SPEEDUP 2.0
+
+/* GEMMs without tensor cores (no-tensor-cores): the time faster kernels would save, which is
+ * their GPU time (else the call's time) less what they would still take, and of that the share
+ * the GPU is busy in the steps (a GPU that waits for the host most of the step gains little from
+ * faster kernels). */
 static void gemm_classes(rd_advise *x, actx *a) {
   rd_trace *t = a->t;
   size_t base = a->base;
@@ -837,7 +904,8 @@ static void gemm_classes(rd_advise *x, actx *a) {
     if (!in_win(c->start, in_lo, in_hi)) continue;
     afinding *f = finding(x, base, A_TENSOR, place_of(t, c->stack), t, nsteps, step_ns);
     f->calls++;
-    f->ns += gns[i] ? gns[i] : c->end - c->start;
+    double sp = a->reason == 1 ? TF32_SPEEDUP : ALIGN_SPEEDUP;
+    f->ns += (uint64_t)((double)(gns[i] ? gns[i] : c->end - c->start) * (1.0 - 1.0 / sp));
     add_fn(&f->fns, fname(t, c->fn));
     if (!f->detail)
       detail(f, a->reason == 1 ? "float32 GEMM computed in float32 (no TF32), e.g. m=%" PRId64
@@ -846,6 +914,9 @@ static void gemm_classes(rd_advise *x, actx *a) {
                                  "m=%" PRId64 " n=%" PRId64 " k=%" PRId64,
              a->m, a->n, a->k);
   }
+  double busy = step_ns ? (double)a->gpu_busy / (double)step_ns : 1.0;
+  for (size_t k = base; k < x->nf; k++)
+    if (x->f[k].cls == A_TENSOR && busy < 1.0) x->f[k].ns = (uint64_t)((double)x->f[k].ns * busy);
   free(gns);
   rd_m_free(&gix);
 }
@@ -1141,11 +1212,13 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
   x->n = x->nst = x->nxc = x->ng = x->ngm = x->nsm = x->ndev = 0;
   x->lo = x->hi = 0;
   rd_m_free(&x->pageable);
+  rd_m_free(&x->copy_us);
   rd_m_free(&x->corr_ix);
   rd_m_free(&x->math);
   rd_m_free(&x->push);
   memset(&x->push, 0, sizeof x->push);
   memset(&x->pageable, 0, sizeof x->pageable);
+  memset(&x->copy_us, 0, sizeof x->copy_us);
   memset(&x->corr_ix, 0, sizeof x->corr_ix);
   memset(&x->math, 0, sizeof x->math);
 }
@@ -1325,6 +1398,7 @@ void rd_advise_free(rd_advise *x) {
   free(x->dev);
   rd_stepfind_free(x->sf);
   rd_m_free(&x->pageable);
+  rd_m_free(&x->copy_us);
   rd_m_free(&x->corr_ix);
   rd_m_free(&x->math);
   rd_m_free(&x->push);

@@ -4,8 +4,8 @@
 # (tests/torch/steps_py.py): set-up (model.to("cuda"), pageable copies, a synchronize), then 6
 # iterations. With an optimizer, advise, stats --json, the report and the Parquet steps table
 # (analyze) all give 5 steps from "optimizer" (one per Optimizer.step, from the end of one to
-# the end of the next), the same ones, and no step contains a call of the set-up lines; advise
-# names nothing at a set-up line. Without an optimizer (forward and backward only) the steps
+# the end of the next), the same ones (advise leaves out the first, the warm-up), and no step
+# contains a call of the set-up lines; advise names nothing at a set-up line. Without an optimizer (forward and backward only) the steps
 # come from "backward".
 . "$ROOT/tests/torch/common.sh"
 S=$ROOT/tests/torch/steps_py.py
@@ -16,7 +16,7 @@ for mode in optimizer backward; do
   grep -q '^done' "$mode.out" || fail "$mode: no 'done' line: $(cat "$mode.out")"
   tr=$(one_trace "out-$mode")
   "$DLHOOK_BIN" advise --json "$tr" >"$mode.adv.json" || fail "advise $mode"
-  pyassert "$mode.adv.json" "j['steps'][0]['steps'] == $N - 1 and j['steps'][0]['steps_from'] == '$mode'"
+  pyassert "$mode.adv.json" "j['steps'][0]['steps'] == $N - 2 and j['steps'][0]['steps_from'] == '$mode'"
   pyassert "$mode.adv.json" "all(f['evidence']['steps_from'] == '$mode' for f in j['findings'])"
   setup=$(grep -n '# SETUP' "$S" | cut -d: -f1 | sed "s|^|'$S:|; s|\$|',|" | tr -d '\n')
   pyassert "$mode.adv.json" "not [f for f in j['findings'] if f['place'] in ($setup)]"
@@ -31,8 +31,8 @@ rows = json.load(open(mode + ".stats.json"))["steps"]["rows"]
 adv = json.load(open(mode + ".adv.json"))["steps"][0]
 assert len(rows) == n - 1 and all(r["steps_from"] == mode for r in rows), rows
 assert [r["step"] for r in rows] == list(range(1, n)), rows
-# the same steps as advise: their summed duration
-assert sum(r["dur_ns"] for r in rows) == adv["step_ns"], (rows, adv)
+# the same steps as advise, which leaves out the first (the warm-up): their summed duration
+assert sum(r["dur_ns"] for r in rows[1:]) == adv["step_ns"], (rows, adv)
 # consecutive: each step starts where the one before ended
 assert all(rows[i]["start_ns"] + rows[i]["dur_ns"] == rows[i + 1]["start_ns"] for i in range(n - 2)), rows
 first = rows[0]["start_ns"]
@@ -48,7 +48,7 @@ assert setup_end <= first, ("the first step starts inside the set-up", setup_end
 print("ok: %d steps from %s; set-up ends %.3f ms before the first" % (len(rows), mode, (first - setup_end) / 1e6))
 PY
 done
-grep -q "5 steps, one per Optimizer.step" optimizer.adv.txt || grep -q "over 5 steps" optimizer.adv.txt ||
+grep -q "4 steps, one per Optimizer.step" optimizer.adv.txt || grep -q "over 4 steps" optimizer.adv.txt ||
   fail "advise text: $(cat optimizer.adv.txt)"
 "$DLHOOK_BIN" report -o opt.html "$(one_trace out-optimizer)" >/dev/null 2>&1 || fail "report"
 grep -q '"steps_from":"optimizer"' opt.html || fail "report: no steps from the optimizer"

@@ -59,11 +59,14 @@ struct op {
   void *host_arg;
 };
 
+#define QUEUE_DEPTH 1024 /* kernel launches a context holds pending before a launch blocks */
 struct simi_ctx {
   int dev;
   uint32_t id;
   struct simi_stream *legacy;
   struct simi_stream *streams; /* all streams of the context */
+  struct op *pend[QUEUE_DEPTH]; /* the last launches (referenced), oldest at pend_i when full */
+  unsigned pend_n, pend_i;
 };
 
 struct gnode;
@@ -1097,6 +1100,13 @@ static void fill(void *dst, int value, size_t elem, size_t count) {
   else for (size_t i = 0; i < count; i++) ((uint32_t *)dst)[i] = (uint32_t)value;
 }
 
+#define STAGING_BYTES ((size_t)2 << 20) /* the driver's staging buffers for pageable copies */
+#define BIG_DATA ((size_t)1 << 20)
+/* Whether a copy or memset of this size moves its data: always, except with SIMCUDA_NUMERICS=off
+ * above 1 MiB (timing only: a program then cannot tell, as the simulator does not run its own
+ * kernels either, and a large model does not fill the host's memory) */
+static int moves_data(size_t bytes) { return bytes <= BIG_DATA || simcu_numerics(1); }
+
 /* An asynchronous memset or device-to-device copy moves its data on the compute thread, in
  * order with the library results, as the GPU would: a large one costs the caller nothing. */
 struct data_job { void *dst; const void *src; size_t n; int value, elem; };
@@ -1152,16 +1162,21 @@ SIMCU_API int simi_memcpy(void *dst, const void *src, size_t bytes, int kind, vo
   if (!cap && bytes && reads_device(kind)) wait_resolved(o);
   /* an asynchronous copy between device and pinned memory moves its data on the compute
    * thread; one from or to pageable memory in the caller, whom CUDA holds for it too */
-  if (!cap && bytes && !(async && g.i.src_kind != CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE &&
-                         g.i.dst_kind != CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE &&
-                         !data_job(dst, src, bytes, 0, 1))) {
+  if (!cap && bytes && moves_data(bytes) &&
+      !(async && g.i.src_kind != CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE &&
+        g.i.dst_kind != CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE && !data_job(dst, src, bytes, 0, 1))) {
     simcu_compute_drain();
     memmove(dst, src, bytes);
   }
-  /* a copy to pageable memory returns only once it is done, also cudaMemcpyAsync (CUDA's
-   * "API synchronization behavior") */
-  if (!async || (!cap && g.i.copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH &&
-                 g.i.dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE))
+  /* CUDA's "API synchronization behavior": a copy to pageable memory returns only once it is
+   * done, also cudaMemcpyAsync; one from pageable memory once the data is in the driver's
+   * staging buffers, which for more than they hold means once the copy has (nearly) ended,
+   * in stream order */
+  int pageable_d2h = g.i.copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH &&
+                     g.i.dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+  int pageable_h2d = g.i.copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD &&
+                     g.i.src_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE && bytes > STAGING_BYTES;
+  if (!async || (!cap && (pageable_d2h || pageable_h2d)))
     wait_op(o);
   drop(o);
   return 0;
@@ -1210,8 +1225,9 @@ SIMCU_API int simi_memset(void *dst, int value, size_t elem, size_t count, void 
   int cap = s->capture != NULL;
   struct op *o = grab(submit(s, &g));
   UNLOCK();
-  if (!cap && !(async && g.i.dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE &&
-                 !data_job(dst, NULL, count, value, (int)elem))) {
+  if (!cap && moves_data((size_t)elem * count) &&
+      !(async && g.i.dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE &&
+        !data_job(dst, NULL, count, value, (int)elem))) {
     simcu_compute_drain();
     fill(dst, value, elem, count);
   }
@@ -1292,6 +1308,25 @@ static void kernel_node(struct gnode *g, const simcu_kernel *k) {
   g->host_fn = k->host_fn; g->host_arg = k->host_arg;
 }
 
+/* A GPU holds a bounded number of pending launches: once the host is QUEUE_DEPTH kernels ahead
+ * of the device, a launch returns only when the oldest has ended (a GPU-bound program's host
+ * runs about a step ahead, not arbitrarily far). Remembers o; returns the launch it displaced
+ * (referenced: the caller waits for it and drops it), or NULL. Under the lock. */
+static struct op *queue_push(struct simi_ctx *c, struct op *o) {
+  struct op *old = NULL;
+  if (!o) return NULL;
+  o->refs++;
+  if (c->pend_n < QUEUE_DEPTH) {
+    c->pend[c->pend_n++] = o;
+    return NULL;
+  }
+  old = c->pend[c->pend_i];
+  c->pend[c->pend_i] = o;
+  c->pend_i = (c->pend_i + 1) % QUEUE_DEPTH;
+  if (resolve(old) && old->i.end <= simcu_now_ns()) { op_unref(old); return NULL; }
+  return old;
+}
+
 SIMCU_API int simi_launch(void *stream, const simcu_kernel *k) {
   if (!k) return CUDA_ERROR_INVALID_VALUE;
   for (int d = 0; d < 3; d++)
@@ -1304,8 +1339,13 @@ SIMCU_API int simi_launch(void *stream, const simcu_kernel *k) {
   kernel_node(&g, k);
   LOCK();
   int cap = s->capture != NULL;
-  submit(s, &g);
+  struct op *o = submit(s, &g), *oldest = NULL;
+  if (!cap) oldest = queue_push(s->ctx, o);
   UNLOCK();
+  if (oldest) { /* the launch queue is full: wait for its oldest kernel, as CUDA blocks */
+    wait_op(oldest);
+    drop(oldest);
+  }
   if (!cap && k->host_fn) {
     /* off the caller's path when the library handed over a self-contained job; inline (after
      * what is queued) otherwise */
