@@ -7,7 +7,7 @@
  *                  cuMemcpyDtoH..., and a copy into pageable memory, which returns only when
  *                  done) made repeatedly from one place: at least 3 calls and at least one per
  *                  step, >= 1 % of the step; cost = per call the smaller of its time and the
- *                  GPU's idle time after it until the step's end (blocking_cost: what the host's
+ *                  GPU's idle time in a step's length after it (blocking_cost: what the host's
  *                  head start on the GPU would save).
  *   pageable-h2d   host-to-device copies whose source is pageable memory (the CUPTI memcpy
  *                  record's src_kind, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE), at least 3 from one
@@ -82,7 +82,7 @@ static const struct {
   const char *id, *how, *fix;
 } classes[A_NCLASS] = {
     {"sync-in-loop", "GPU idle time the synchronizing calls cause (the smaller of a call's time "
-     "and the GPU's idle time after it until the step's end: what the host's head start would "
+     "and the GPU's idle time in a step's length after it: what the host's head start would "
      "save), divided by the steps",
      "avoid .item()/.cpu()/print(tensor) and synchronous copies in the loop: accumulate on the "
      "GPU and synchronize once every N steps"},
@@ -207,6 +207,7 @@ struct rd_advise {
   agemm *gm;
   size_t ngm, capgm;
   rd_u64map math; /* cuBLAS handle -> math mode */
+  rd_u64map nccl_kb; /* corr of an NCCL collective call -> the KiB it moves over the links */
   rd_u64map push; /* tid -> stack of its last __cudaPushCallConfiguration */
   asample *sm;
   size_t nsm, capsm;
@@ -331,6 +332,14 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
   if (f->domain == DLH__DOMAIN__DOMAIN_CUBLAS && !strcmp(f->name, "cublasSetMathMode")) {
     int64_t h = arg_or(t, e, "handle", 0), m = arg_or(t, e, "mode", 0);
     if (h) rd_m_put(&x->math, (uint64_t)h, (uint32_t)m);
+  }
+  if (f->domain == DLH__DOMAIN__DOMAIN_NCCL && e->corr && collective_fn(f->name)) {
+    int64_t b = arg_or(t, e, "bytes", 0), n = arg_or(t, e, "nranks", 0);
+    /* on the links: an all-reduce sends and receives 2 (n - 1) / n of its bytes, the others
+     * at most their bytes */
+    double wire = !strcmp(f->name, "ncclAllReduce") && n > 0 ? 2.0 * (double)b * (double)(n - 1) / (double)n
+                                                          : (double)b;
+    if (b > 0) rd_m_put(&x->nccl_kb, e->corr, (uint32_t)(wire / 1024 < UINT32_MAX ? wire / 1024 : UINT32_MAX));
   }
   if (e->depth) return;
   if (!x->lo || e->start_ns < x->lo) x->lo = e->start_ns;
@@ -677,9 +686,9 @@ static uint64_t idle_in(const span *v, size_t n, uint64_t a, uint64_t b) {
 /* What a blocking host call (a synchronization, an allocation or free: cudaFree synchronizes the
  * device) costs, which is what removing it saves: the host loses its head start on the GPU, the
  * time it waited, and the GPU starves after the call until the host is ahead again. So: the
- * GPU's idle time from the call's return to the end of its step (`limit`), at most the call's
+ * GPU's idle time from the call's return up to `limit`, at most the call's
  * time. In a GPU-bound loop that is the bubble after the call; in a host-bound loop (the GPU idle
- * anyway, the wait short) the wait itself. */
+ * anyway, the wait short) the wait itself. `limit`: a step's length after the call. */
 typedef struct gpuview { const span *sp; size_t nsp; } gpuview;
 static uint64_t blocking_cost(const gpuview *g, uint64_t s, uint64_t dur, uint64_t limit) {
   if (limit == UINT64_MAX) return dur;
@@ -687,10 +696,11 @@ static uint64_t blocking_cost(const gpuview *g, uint64_t s, uint64_t dur, uint64
   return idle < dur ? idle : dur;
 }
 
-/* The end of the step that holds time t (UINT64_MAX: no steps, or after them). */
-static uint64_t step_end_of(const rd_advise *x, uint64_t t) {
+/* How far after a blocking call at time t its cost is looked for: a step's length after it
+ * (the length of the step that holds t; UINT64_MAX: no steps, or outside them). */
+static uint64_t window_of(const rd_advise *x, uint64_t t, uint64_t dur) {
   for (size_t i = 0; i < x->nst; i++)
-    if (t >= x->st[i].s && t < x->st[i].e) return x->st[i].e;
+    if (t >= x->st[i].s && t < x->st[i].e) return t + dur + (x->st[i].e - x->st[i].s);
   return UINT64_MAX;
 }
 
@@ -727,18 +737,18 @@ static void host_classes(rd_advise *x, actx *a) {
         if (n-- <= 1) continue;
       }
       f->calls += n;
-      f->ns += blocking_cost(&gv, c->start, n == c->calls ? c->dur : c->dur / c->calls * n,
-                             step_end_of(x, c->start));
+      uint64_t d = n == c->calls ? c->dur : c->dur / c->calls * n;
+      f->ns += blocking_cost(&gv, c->start, d, window_of(x, c->start, d));
     } else if (cls == A_SYNC) {
       f->calls += c->calls;
-      f->ns += blocking_cost(&gv, c->start, c->dur, step_end_of(x, c->start));
+      f->ns += blocking_cost(&gv, c->start, c->dur, window_of(x, c->start, c->dur));
     } else if (cls == A_PAGEABLE) {
       /* from pinned memory with non_blocking the host no longer waits (its bubble is saved) and
        * the copy itself runs about 4x faster (PCIe Gen5: ~12 GB/s pageable, ~50 pinned); in a
        * host-bound loop that is the call's whole time */
       uint32_t us = 0;
       rd_m_get(&x->copy_us, c->corr, &us);
-      uint64_t save = blocking_cost(&gv, c->start, c->dur, step_end_of(x, c->start)) +
+      uint64_t save = blocking_cost(&gv, c->start, c->dur, window_of(x, c->start, c->dur)) +
                       (uint64_t)us * 1000 * 3 / 4;
       f->calls += c->calls;
       f->ns += save < c->dur ? save : c->dur;
@@ -753,6 +763,7 @@ static void host_classes(rd_advise *x, actx *a) {
 
 /* The findings of GPU work, per device in time order: launch-bound, low-occupancy, comm-not-
  * overlapped; sets a->gpu_busy, the busiest device's busy time inside the steps. */
+#define COMM_FLOOR_BW 25e9 /* bytes/s: the slowest links a collective crosses (200 Gb/s IB) */
 static void gpu_classes(rd_advise *x, actx *a) {
   rd_trace *t = a->t;
   size_t base = a->base;
@@ -851,10 +862,19 @@ static void gpu_classes(rd_advise *x, actx *a) {
         uint64_t dur = o->e - o->s;
         if (dur <= cov) continue;
         const xcall *l = launcher(x, o);
+        uint32_t kb;
+        uint64_t exposed = dur - cov;
+        /* a collective's kernel also waits for the other ranks to arrive (straggler-rank): what
+         * overlap can hide is at most the time its data takes over slow links */
+        if (l && l->corr && rd_m_get(&x->nccl_kb, l->corr, &kb)) {
+          uint64_t need = (uint64_t)((double)kb * 1024.0 / COMM_FLOOR_BW * 1e9);
+          if (exposed > need) exposed = need;
+        }
+        if (!exposed) continue;
         afinding *f = finding(x, base, A_COMM, l ? place_of(t, l->stack) : rd_xstrdup("[no call]"),
                               t, nsteps, step_ns);
         f->calls++;
-        f->ns += dur - cov;
+        f->ns += exposed;
         if (l && rd_trace_func(t, l->fn)) add_fn(&f->fns, rd_trace_func(t, l->fn)->name);
       }
       free(ms);
@@ -1117,7 +1137,8 @@ static void before_collectives(rd_advise *x, actx *a) {
     const xcall *c = &x->xc[o[j]];
     const rd_func *f = rd_trace_func(t, c->fn);
     if (prev && c->start > prev->end && c->start - prev->end > gb - ga) ga = prev->end, gb = c->start;
-    if (f && f->domain == DLH__DOMAIN__DOMAIN_NCCL && collective_fn(f->name) && gb > ga) {
+    if (f && f->domain == DLH__DOMAIN__DOMAIN_NCCL && collective_fn(f->name) && gb > ga &&
+        in_win(c->start, a->in_lo, a->in_hi)) {
       if (gb - ga > wgap) wgap = gb - ga, widest = c;
       size_t lo = 0, hi = nms;
       while (lo < hi) {
@@ -1135,6 +1156,16 @@ static void before_collectives(rd_advise *x, actx *a) {
     }
     prev = c;
   }
+  /* collectives issued by another thread (DDP's reducer runs on the autograd thread): the main
+   * thread's own place, where its on-CPU samples inside the steps are */
+  if (!pre.n && !widest)
+    for (size_t i = 0; i < nms; i++) {
+      const asample *s = &x->sm[msi[i]];
+      if (!in_win(s->time, a->in_lo, a->in_hi)) continue;
+      char *p = place_of(t, s->stack);
+      tally_add(&pre, p, s->weight);
+      free(p);
+    }
   free(o);
   free(msi);
   if (pre.n || widest) {
@@ -1213,12 +1244,14 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
   x->lo = x->hi = 0;
   rd_m_free(&x->pageable);
   rd_m_free(&x->copy_us);
+  rd_m_free(&x->nccl_kb);
   rd_m_free(&x->corr_ix);
   rd_m_free(&x->math);
   rd_m_free(&x->push);
   memset(&x->push, 0, sizeof x->push);
   memset(&x->pageable, 0, sizeof x->pageable);
   memset(&x->copy_us, 0, sizeof x->copy_us);
+  memset(&x->nccl_kb, 0, sizeof x->nccl_kb);
   memset(&x->corr_ix, 0, sizeof x->corr_ix);
   memset(&x->math, 0, sizeof x->math);
 }
@@ -1399,6 +1432,7 @@ void rd_advise_free(rd_advise *x) {
   rd_stepfind_free(x->sf);
   rd_m_free(&x->pageable);
   rd_m_free(&x->copy_us);
+  rd_m_free(&x->nccl_kb);
   rd_m_free(&x->corr_ix);
   rd_m_free(&x->math);
   rd_m_free(&x->push);

@@ -12,7 +12,8 @@ torchrun with 2 ranks on 2 simulated devices), then `dlhook advise --json` reads
   set-up     findings at set-up lines (the __init__ methods of zoo.py and main()'s lines between
              "# ZOO-SETUP-BEGIN" and "# ZOO-SETUP-END"), on every program: there must be none.
   cost       the planted finding's cost_ms_per_step against the measured saving: the program's
-             own median step time after warm-up (host_step_median_ms; the slowest rank), planted
+             own step time after warm-up (step_ms: the synchronized time of the timed steps over
+             their number, the throughput; the slowest rank), planted
              minus tuned; within 2x when 0.5 <= cost/saving <= 2.
 
 Prints a table (model, cause, rank, place, cost, saving, ratio) and the totals; --json writes
@@ -85,10 +86,15 @@ def zoo_line(place):
 
 
 def run_case(a, model, cause):
-    """Records one program and reads advise's findings; returns a dict."""
+    """Runs one program bare on the simulator (its step time: what a fix saves is measured on the
+    program as its user runs it, not as dlhook's own cost stretches it) and under dlhook record,
+    then reads advise's findings on the recording; returns a dict. With --reuse, the runs of an
+    earlier --keep'd judge in --out are read again and only advise runs."""
     d = os.path.join(a.out, f"{model}-{cause}")
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
+    reuse = a.reuse and os.path.exists(os.path.join(d, "bare.txt")) and os.path.isdir(os.path.join(d, "rec"))
+    if not reuse:
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
     env = dict(os.environ, SIMCUDA_NUMERICS="off", PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1",
                TOKENIZERS_PARALLELISM="false")
     py = os.path.join(a.build, "venv", "bin", "python")
@@ -99,18 +105,29 @@ def run_case(a, model, cause):
         cmd = [os.path.join(a.build, "venv", "bin", "torchrun"), "--standalone", "--nproc-per-node", "2"] + prog
     else:
         cmd = [py] + prog
-    rec = [a.dlhook, "record", "--sim", "-o", os.path.join(d, "rec"), "--"] + cmd
+    res = {"model": model, "cause": cause, "cmd": " ".join(cmd)}
     t0 = time.time()
-    r = subprocess.run(rec, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       timeout=a.timeout)
-    res = {"model": model, "cause": cause, "wall_s": round(time.time() - t0, 1), "cmd": " ".join(cmd)}
-    open(os.path.join(d, "out.txt"), "w").write(r.stdout)
-    open(os.path.join(d, "err.txt"), "w").write(r.stderr)
-    steps = [float(m) for m in re.findall(r"host_step_median_ms=([0-9.]+)", r.stdout)]
-    if r.returncode != 0 or not steps:
-        res["error"] = f"exit {r.returncode}: " + " | ".join(r.stderr.strip().splitlines()[-3:])
+    if not reuse:
+        b = subprocess.run(["sh", os.path.join(ROOT, "tests", "simcuda", "run")] + cmd, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=a.timeout)
+        open(os.path.join(d, "bare.txt"), "w").write(b.stdout + b.stderr[-2000:])
+        rec = [a.dlhook, "record", "--sim", "-o", os.path.join(d, "rec"), "--"] + cmd
+        r = subprocess.run(rec, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=a.timeout)
+        open(os.path.join(d, "out.txt"), "w").write(r.stdout)
+        open(os.path.join(d, "err.txt"), "w").write(r.stderr)
+        rc, err = r.returncode, r.stderr
+    else:
+        rc, err = 0, ""
+    res["wall_s"] = round(time.time() - t0, 1)
+    bare = open(os.path.join(d, "bare.txt")).read()
+    steps = [float(m) for m in re.findall(r" step_ms=([0-9.]+)", bare)]
+    rsteps = [float(m) for m in re.findall(r" step_ms=([0-9.]+)", open(os.path.join(d, "out.txt")).read())]
+    if rc != 0 or not steps or not rsteps:
+        res["error"] = f"exit {rc}: " + " | ".join((err or bare).strip().splitlines()[-3:])
         return res
     res["step_ms"] = max(steps)  # the slowest rank: the others wait for it
+    res["recorded_step_ms"] = max(rsteps)
     traces = sorted(glob.glob(os.path.join(d, "rec", "*.dlh")))
     ranked = [t for t in traces if re.search(r"-r\d+-", os.path.basename(t))]
     if model.endswith("_ddp") and ranked:
@@ -144,10 +161,11 @@ def judge(a, cases, results, causes_of, klass, plants, setup):
                 (allowed if why else fps).append({"model": model, **f, **({"reason": why} if why else {})})
             continue
         cls, lines = klass[cause], plants.get(cause, set())
-        row = {"model": model, "cause": cause, "class": cls, "rank": None, "place": None, "cost_ms": None,
+        row = {"model": model, "cause": cause, "class": cls if isinstance(cls, str) else "|".join(cls), "rank": None, "place": None, "cost_ms": None,
                "saving_ms": None, "ratio": None, "found": False, "error": r.get("error")}
         fs = r.get("findings", [])
-        hit = [f for f in fs if f["class"] == cls and zoo_line(f["place"]) in lines]
+        classes = [cls] if isinstance(cls, str) else cls
+        hit = [f for f in fs if f["class"] in classes and zoo_line(f["place"]) in lines]
         if hit:
             f = hit[0]
             row.update(rank=f["rank"], place=f["place"], cost_ms=f["cost_ms_per_step"],
@@ -225,6 +243,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--out", help="work directory (default: a temporary one, removed)")
     ap.add_argument("--keep", action="store_true", help="keep the traces")
+    ap.add_argument("--reuse", action="store_true",
+                    help="read the runs kept in --out by an earlier --keep run again (advise only)")
     ap.add_argument("--json", help="write the results to this file")
     ap.add_argument("--build", default=os.environ.get("BUILD", os.path.join(ROOT, "build")))
     ap.add_argument("--timeout", type=int, default=900, help="seconds per program")

@@ -46,22 +46,27 @@ import torch.nn.functional as F  # noqa: E402
 
 # the (model, cause) pairs of the zoo: the causes that apply to each model
 CAUSES = {
-    "gpt2": ["tuned", "item", "pageable", "fp32", "empty_cache", "tiny_ops"],
+    "gpt2": ["tuned", "item", "pageable", "fp32", "empty_cache"],
     "bert": ["tuned", "item", "pageable", "fp32", "empty_cache"],
-    "vit": ["tuned", "item", "pageable", "fp32", "empty_cache", "tiny_ops"],
+    "vit": ["tuned", "item", "pageable", "fp32", "empty_cache"],
     "resnet": ["tuned", "item", "pageable", "empty_cache"],
-    "loader": ["tuned", "item", "pageable", "loader"],
+    "bert_small": ["tuned", "tiny_ops"],
+    "loader": ["tuned", "loader"],
     "compile": ["tuned", "item", "pageable", "fp32"],
     "gpt2_ddp": ["tuned", "straggler"],
 }
 # what each planted cause is, in advise's terms
 CLASS = {
     "item": "sync-in-loop",
-    "pageable": "pageable-h2d",
+    # .to(device) without non_blocking also synchronizes (PyTorch copies, then waits): named
+    # either by the pageable source or by that synchronization, at the same line
+    "pageable": ["pageable-h2d", "sync-in-loop"],
     "loader": "input-starved",
     "fp32": "no-tensor-cores",
     "empty_cache": "malloc-in-loop",
-    "tiny_ops": "launch-bound",
+    # a per-parameter Python loop of tiny kernels in a host-bound step: named either by the
+    # idle gaps before the kernels or by the Python line that holds the host (both fixes: foreach)
+    "tiny_ops": ["launch-bound", "cpu-bound-python"],
     "straggler": "straggler-rank",
 }
 
@@ -98,28 +103,6 @@ class Zoo:
         return t.to(self.dev, non_blocking=True)
 
     def clip(self):
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-
-    def optimizer(self, lr):
-        return torch.optim.AdamW(self.model.parameters(), lr=lr, weight_decay=0.01)
-
-
-class GPT2(Zoo):
-    def __init__(self, a, dev):
-        super().__init__(a, dev)
-        from transformers import GPT2Config, GPT2LMHeadModel
-        cfg = GPT2Config(vocab_size=8192, n_positions=256, n_embd=512, n_layer=4, n_head=8,
-                         bos_token_id=0, eos_token_id=0)
-        self.model = GPT2LMHeadModel(cfg).to(dev)
-        self.model.train()
-        self.opt = self.optimizer(3e-4)
-        self.fill(lambda: (torch.randint(0, cfg.vocab_size, (16, 256), generator=self.gen),))  # tokens
-
-    def loss(self, b):
-        ids, = b
-        return self.model(input_ids=ids, labels=ids).loss  # PLANT-FP32: the model's GEMMs
-
-    def clip(self):
         if self.cause == "tiny_ops":
             # gradient clipping written by hand: a few tiny kernels per parameter
             params = [p for p in self.model.parameters() if p.grad is not None]
@@ -129,19 +112,42 @@ class GPT2(Zoo):
             for p in params:
                 p.grad.mul_(scale)  # PLANT-TINY_OPS
         else:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)  # foreach: a few kernels
+
+    def optimizer(self, lr):
+        return torch.optim.AdamW(self.model.parameters(), lr=lr, weight_decay=0.01)
+
+
+class GPT2(Zoo):
+    seqs = 64  # sequences of 1024 tokens: a batch that fills the GPU, as its users size it
+
+    def __init__(self, a, dev):
+        super().__init__(a, dev)
+        from transformers import GPT2Config, GPT2LMHeadModel
+        cfg = GPT2Config(vocab_size=8192, n_positions=1024, n_embd=768, n_layer=6, n_head=12,
+                         bos_token_id=0, eos_token_id=0)
+        self.model = GPT2LMHeadModel(cfg).to(dev)
+        self.model.train()
+        self.opt = self.optimizer(3e-4)
+        self.fill(lambda: (torch.randint(0, cfg.vocab_size, (GPT2.seqs, 1024), generator=self.gen),))  # tokens
+
+    def loss(self, b):
+        ids, = b
+        return self.model(input_ids=ids, labels=ids).loss  # PLANT-FP32: the model's GEMMs
 
 
 class BERT(Zoo):
+    size = dict(hidden_size=768, num_hidden_layers=6, num_attention_heads=12, intermediate_size=3072)
+    shape = (128, 512)
+
     def __init__(self, a, dev):
         super().__init__(a, dev)
         from transformers import BertConfig, BertForSequenceClassification
-        cfg = BertConfig(vocab_size=8192, hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
-                         intermediate_size=2048, max_position_embeddings=128, num_labels=2)
+        cfg = BertConfig(vocab_size=8192, max_position_embeddings=512, num_labels=2, **self.size)
         self.model = BertForSequenceClassification(cfg).to(dev)
         self.model.train()
         self.opt = self.optimizer(2e-5)
-        shape = (32, 128)
+        shape = self.shape
         self.fill(lambda: (torch.randint(0, cfg.vocab_size, shape, generator=self.gen),
                            torch.ones(shape, dtype=torch.long),
                            torch.randint(0, 2, (shape[0],), generator=self.gen)))
@@ -151,12 +157,19 @@ class BERT(Zoo):
         return self.model(input_ids=ids, attention_mask=mask, labels=labels).loss  # PLANT-FP32
 
 
+class BERTSmall(BERT):
+    """A small BERT fine-tuned on short sequences: its step is the host's (Python and launches),
+    where per-parameter kernels cost what they take to launch."""
+    size = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
+    shape = (16, 128)
+
+
 class Images(Zoo):
     """Image classification on batches of normalized images made on the host."""
-    shape = (32, 3, 128, 128)
+    shape = (256, 3, 224, 224)
 
     def images(self):
-        self.fill(lambda: (torch.randn(self.shape, generator=self.gen),  # decoded, augmented images
+        self.fill(k=2, make=lambda: (torch.randn(self.shape, generator=self.gen),  # decoded, augmented images
                            torch.randint(0, 1000, (self.shape[0],), generator=self.gen)))
 
     def loss(self, b):
@@ -165,11 +178,13 @@ class Images(Zoo):
 
 
 class ViT(Images):
+    shape = (512, 3, 224, 224)
+
     def __init__(self, a, dev):
         super().__init__(a, dev)
         import timm
         from timm.utils import ModelEmaV3
-        self.model = timm.create_model("vit_small_patch16_224", pretrained=False, img_size=128,
+        self.model = timm.create_model("vit_small_patch16_224", pretrained=False,
                                        num_classes=1000).to(dev)
         self.model.train()
         self.opt = self.optimizer(1e-3)
@@ -220,12 +235,15 @@ class JPEGs(torch.utils.data.Dataset):
 
 
 class Loader(ResNet):
+    shape = (32, 3, 128, 128)  # what the JPEG decoding of 2 workers keeps up with on 2 cores
+
     def __init__(self, a, dev):
         super().__init__(a, dev)
-        workers = 0 if self.cause == "loader" else 2
+        # one worker: on the 2 cores of the test machine it decodes while the main thread trains
+        workers = 0 if self.cause == "loader" else 1
         self.dl = torch.utils.data.DataLoader(
             JPEGs(), batch_size=self.shape[0], num_workers=workers, pin_memory=self.cause != "pageable",
-            persistent_workers=workers > 0, prefetch_factor=4 if workers else None)
+            persistent_workers=workers > 0, prefetch_factor=2 if workers else None)
         self.it = iter(self.dl)
 
     def batch(self):
@@ -236,7 +254,7 @@ class Loader(ResNet):
 
 
 class MLP(nn.Module):
-    def __init__(self, d_in=512, d=1024, classes=16):
+    def __init__(self, d_in=256, d=4096, classes=16):
         super().__init__()
         self.fc1, self.fc2, self.head = nn.Linear(d_in, d), nn.Linear(d, d), nn.Linear(d, classes)
         self.norm = nn.LayerNorm(d)
@@ -253,8 +271,8 @@ class Compiled(Zoo):
         self.model = MLP().to(dev)
         self.opt = self.optimizer(1e-3)
         self.fn = torch.compile(self.model)
-        self.fill(lambda: (torch.randn(256, 512, generator=self.gen),  # features made on the host
-                           torch.randint(0, 16, (256,), generator=self.gen)))
+        self.fill(lambda: (torch.randn(32768, 256, generator=self.gen),  # features made on the host
+                           torch.randint(0, 16, (32768,), generator=self.gen)))
 
     def loss(self, b):
         x, y = b
@@ -271,7 +289,7 @@ class GPT2DDP(GPT2):
         self.model = DDP(self.model, device_ids=[dev.index])
         self.opt = self.optimizer(3e-4)
         # a run resumed from step 2000: its throughput history, kept for the log
-        self.hist = [0.05 + (i % 7) * 1e-3 for i in range(2000)]
+        self.hist = [0.05 + (i % 7) * 1e-3 for i in range(4000)]
         self.log = open(os.devnull, "w")
 
     def after_step(self, dt):
@@ -281,12 +299,12 @@ class GPT2DDP(GPT2):
 
     def write_log(self):
         # rank 0 re-renders the moving average of the whole history into its log every step
-        w = 100
+        w = 1000
         avg = [sum(self.hist[max(0, i - w):i + 1]) / min(i + 1, w + 1) for i in range(len(self.hist))]  # PLANT-STRAGGLER
         self.log.write(json.dumps({"step": len(self.hist), "s_per_step": avg}) + "\n")  # PLANT-STRAGGLER
 
 
-MODELS = {"gpt2": GPT2, "bert": BERT, "vit": ViT, "resnet": ResNet, "loader": Loader,
+MODELS = {"gpt2": GPT2, "bert": BERT, "bert_small": BERTSmall, "vit": ViT, "resnet": ResNet, "loader": Loader,
           "compile": Compiled, "gpt2_ddp": GPT2DDP}
 
 
