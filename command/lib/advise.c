@@ -896,6 +896,32 @@ static void gpu_classes(rd_advise *x, actx *a) {
 #define TF32_SPEEDUP 7.4
 #define ALIGN_SPEEDUP 2.0
 
+/* Backward GEMMs run on the autograd thread, whose stacks have no Python frame: their finding
+ * would name a libtorch frame. They are the gradients of the forward GEMMs of the same model,
+ * under the same math mode: fold them into the forward place (a Python line) that holds the most
+ * GEMM time, when the trace has one. */
+static void fold_backward(rd_advise *x, size_t base) {
+  size_t pi = SIZE_MAX;
+  for (size_t k = base; k < x->nf; k++)
+    if (x->f[k].cls == A_TENSOR && strstr(x->f[k].place, ".py:") && (pi == SIZE_MAX || x->f[k].ns > x->f[pi].ns))
+      pi = k;
+  if (pi == SIZE_MAX) return;
+  size_t w = base;
+  for (size_t k = base; k < x->nf; k++) {
+    afinding *f = &x->f[k];
+    if (f->cls == A_TENSOR && k != pi && !strstr(f->place, ".py:")) {
+      x->f[pi].ns += f->ns;
+      x->f[pi].calls += f->calls;
+      if (f->fns) add_fn(&x->f[pi].fns, f->fns);
+      free(f->place); free(f->trace); free(f->fns); free(f->detail);
+      continue;
+    }
+    if (k == pi) pi = w;
+    x->f[w++] = *f;
+  }
+  x->nf = w;
+}
+
 /* GEMMs without tensor cores (no-tensor-cores): the time faster kernels would save, which is
  * their GPU time (else the call's time) less what they would still take, and of that the share
  * the GPU is busy in the steps (a GPU that waits for the host most of the step gains little from
@@ -934,6 +960,7 @@ static void gemm_classes(rd_advise *x, actx *a) {
                                  "m=%" PRId64 " n=%" PRId64 " k=%" PRId64,
              a->m, a->n, a->k);
   }
+  fold_backward(x, base);
   double busy = step_ns ? (double)a->gpu_busy / (double)step_ns : 1.0;
   for (size_t k = base; k < x->nf; k++)
     if (x->f[k].cls == A_TENSOR && busy < 1.0) x->f[k].ns = (uint64_t)((double)x->f[k].ns * busy);
