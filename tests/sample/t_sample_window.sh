@@ -43,13 +43,14 @@ assert lo_span <= s1 - s0 <= hi_span, "the samples span %.3f s" % ((s1 - s0) / 1
 PY
 }
 
-# 1. a capture window: --delay 0.6 --duration 0.6 of a run of ~2.5 s
+# 1. a capture window: --delay 0.6 --duration 0.6 of a run of ~3 s (4000 steps: outside the
+# window they run at the simulator's speed, ~0.55 ms each)
 "$DLHOOK_BIN" record --sim --sample-hz 1000 --delay 0.6 --duration 0.6 -o cw -- \
-  "$BUILD/examples/train" --steps 150 >/dev/null 2>cw.err || fail "record: $(cat cw.err)"
+  "$BUILD/examples/train" --steps 4000 >/dev/null 2>cw.err || fail "record: $(cat cw.err)"
 tr=$(one_trace cw)
 window 0.3 0.65 "$tr"
-# the whole run for comparison: samples from the first call on, several times as many
-"$DLHOOK_BIN" record --sim --sample-hz 1000 -o all -- "$BUILD/examples/train" --steps 150 \
+# a whole run of ~3 s for comparison (400 steps, all recorded): several times as many samples
+"$DLHOOK_BIN" record --sim --sample-hz 1000 -o all -- "$BUILD/examples/train" --steps 400 \
   >/dev/null 2>all.err || fail "record all: $(cat all.err)"
 n_win=$("$DLHOOK_BIN" dump --type sample "$tr" | wc -l)
 n_all=$("$DLHOOK_BIN" dump --type sample "$(one_trace all)" | wc -l)
