@@ -689,10 +689,9 @@ static uint64_t idle_in(const span *v, size_t n, uint64_t a, uint64_t b) {
  * GPU's idle time from the call's return up to `limit`, at most the call's
  * time. In a GPU-bound loop that is the bubble after the call; in a host-bound loop (the GPU idle
  * anyway, the wait short) the wait itself. `limit`: a step's length after the call. */
-typedef struct gpuview { const span *sp; size_t nsp; } gpuview;
-static uint64_t blocking_cost(const gpuview *g, uint64_t s, uint64_t dur, uint64_t limit) {
+static uint64_t blocking_cost(const span *sp, size_t nsp, uint64_t s, uint64_t dur, uint64_t limit) {
   if (limit == UINT64_MAX) return dur;
-  uint64_t idle = idle_in(g->sp, g->nsp, s + dur, limit);
+  uint64_t idle = idle_in(sp, nsp, s + dur, limit);
   return idle < dur ? idle : dur;
 }
 
@@ -713,9 +712,8 @@ static void host_classes(rd_advise *x, actx *a) {
   uint64_t after = a->after;
   uint64_t in_lo = a->in_lo;
   uint64_t in_hi = a->in_hi;
-  gpuview gv;
-  span *sp = gpu_busy_spans(x, &gv.nsp);
-  gv.sp = sp;
+  size_t nsp;
+  span *sp = gpu_busy_spans(x, &nsp);
   for (size_t i = 0; i < x->n; i++) {
     acall *c = &x->c[i];
     int cls = c->cls;
@@ -738,17 +736,17 @@ static void host_classes(rd_advise *x, actx *a) {
       }
       f->calls += n;
       uint64_t d = n == c->calls ? c->dur : c->dur / c->calls * n;
-      f->ns += blocking_cost(&gv, c->start, d, window_of(x, c->start, d));
+      f->ns += blocking_cost(sp, nsp, c->start, d, window_of(x, c->start, d));
     } else if (cls == A_SYNC) {
       f->calls += c->calls;
-      f->ns += blocking_cost(&gv, c->start, c->dur, window_of(x, c->start, c->dur));
+      f->ns += blocking_cost(sp, nsp, c->start, c->dur, window_of(x, c->start, c->dur));
     } else if (cls == A_PAGEABLE) {
       /* from pinned memory with non_blocking the host no longer waits (its bubble is saved) and
        * the copy itself runs about 4x faster (PCIe Gen5: ~12 GB/s pageable, ~50 pinned); in a
        * host-bound loop that is the call's whole time */
       uint32_t us = 0;
       rd_m_get(&x->copy_us, c->corr, &us);
-      uint64_t save = blocking_cost(&gv, c->start, c->dur, window_of(x, c->start, c->dur)) +
+      uint64_t save = blocking_cost(sp, nsp, c->start, c->dur, window_of(x, c->start, c->dur)) +
                       (uint64_t)us * 1000 * 3 / 4;
       f->calls += c->calls;
       f->ns += save < c->dur ? save : c->dur;
