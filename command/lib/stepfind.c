@@ -266,7 +266,7 @@ static int by_u64(const void *a, const void *b) {
 static uint32_t iterations(const uint32_t *cnt, size_t nk) {
   uint32_t best = 0, best_keys = 0;
   uint32_t *sorted = rd_xmalloc((nk ? nk : 1) * sizeof *sorted);
-  memcpy(sorted, cnt, nk * sizeof *sorted);
+  if (nk) memcpy(sorted, cnt, nk * sizeof *sorted);
   if (nk) qsort(sorted, nk, sizeof *sorted, by_u32);
   size_t ncand = 0;
   struct cand { uint32_t c, score; } cand[256];
