@@ -39,7 +39,7 @@ $(BUILD)/tests/bin/mktrace: command/tests/mktrace.c format/tests/fuzzgen.h $(FOR
 	$(Q)$(CC) $(CFLAGS) $(FORMAT_CFLAGS) -Iformat/tests -MMD -MP -o $@ $< $(FORMAT_OBJS) $(LDFLAGS) $(FORMAT_LIBS)
 
 # Unit test of command/lib/names.c (tests/cli/t_names.sh runs it).
-$(BUILD)/tests/bin/names_test: command/tests/names_test.c command/lib/names.c command/lib/rd.h
+$(BUILD)/tests/bin/names_test: command/tests/names_test.c command/lib/names.c command/lib/rd.h | $(FORMAT_OBJS) $(CMD_PROTO_H)
 	$(Q)mkdir -p $(@D)
 	@echo "  CCLD    $@"
 	$(Q)$(CC) $(CMD_CFLAGS) -o $@ command/tests/names_test.c command/lib/names.c -lstdc++
