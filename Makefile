@@ -113,6 +113,11 @@ all: $(ALL_TARGETS)
 test: all $(TEST_DEPS) test-tools venv
 	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) sh tests/run-tests "$(TESTS)"
 
+# Everything the tests need, without running them (.ci/run-sanitizers builds with this); here,
+# after every build.mk has added to TEST_DEPS
+test-deps: all $(TEST_DEPS)
+.PHONY: test-deps
+
 bench: all $(BENCH_DEPS) bench-tools
 	$(Q)BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) sh bench/run-bench
 

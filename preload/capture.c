@@ -190,7 +190,7 @@ void dlh_capture_nvtx_close(void) { nvtx_release(); }
 void dlh_capture_request(int req) {
   if (req == 1) set_closed(CLOSED_MODE, 0);
   else if (req == 2) set_closed(CLOSED_MODE, 1);
-  else set_closed(CLOSED_MODE, !(dlh_capture_closed & CLOSED_MODE));
+  else set_closed(CLOSED_MODE, !(__atomic_load_n(&dlh_capture_closed, __ATOMIC_RELAXED) & CLOSED_MODE));
 }
 
 /* ---------------------------------------------------------------- delay / duration */
@@ -226,7 +226,7 @@ static void fork_child(void) {
   atomic_store(&nmarks, 0);
   marks_written = 0;
   for (int i = 0; i < NMARKS; i++) atomic_store_explicit(&marks[i].ready, 0, memory_order_relaxed);
-  if (dlh_capture_filtering && !dlh_capture_closed) mark(1);
+  if (dlh_capture_filtering && !__atomic_load_n(&dlh_capture_closed, __ATOMIC_RELAXED)) mark(1);
 }
 
 /* ---------------------------------------------------------------- set-up */
@@ -261,7 +261,7 @@ void dlh_capture_init(void) {
   delay_ns = dlh_cfg.delay_ns;
   duration_ns = dlh_cfg.duration_ns;
   if (delay_ns) closed |= CLOSED_DELAY;
-  dlh_capture_closed = closed;
+  __atomic_store_n(&dlh_capture_closed, closed, __ATOMIC_RELAXED);
   /* dlhook attach: GPU work is kept only for the calls recorded in the attach window (a kernel
    * launched just after detach is not in the trace without its call) */
   dlh_capture_filtering = dlh_capture_mode != DLH_CAPTURE_NONE || delay_ns || duration_ns ||

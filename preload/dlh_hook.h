@@ -105,7 +105,7 @@ typedef struct dlh_call {
  * not (then dlh_call_end must not be called). */
 static inline int dlh_call_begin(dlh_call *c) {
   if (DLH_UNLIKELY(!dlh_recording)) return 0;
-  if (DLH_UNLIKELY(dlh_capture_closed)) return 0;
+  if (DLH_UNLIKELY(__atomic_load_n(&dlh_capture_closed, __ATOMIC_RELAXED))) return 0;
   dlh_thread *t = dlh_self;
   if (DLH_UNLIKELY(!t)) {
     t = dlh_thread_attach();

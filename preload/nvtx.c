@@ -31,11 +31,11 @@ static void put(int op, uint64_t aux, uint32_t color, uint32_t cat, const char *
   if (!dlh_recording) return;
   if (DLH_UNLIKELY(dlh_capture_mode == DLH_CAPTURE_NVTX)) { /* nvtx:NAME capture range */
     int closes = dlh_capture_nvtx(op, aux, msg);
-    if (!dlh_capture_closed) store(op, aux, color, cat, msg);
+    if (!__atomic_load_n(&dlh_capture_closed, __ATOMIC_RELAXED)) store(op, aux, color, cat, msg);
     if (closes) dlh_capture_nvtx_close();
     return;
   }
-  if (dlh_capture_closed) return;
+  if (__atomic_load_n(&dlh_capture_closed, __ATOMIC_RELAXED)) return;
   store(op, aux, color, cat, msg);
 }
 

@@ -245,7 +245,7 @@ static void on_cpu_sample(int sig, siginfo_t *si, void *uc) {
   (void)sig;
   uint64_t entry = dlh_ticks();
   int saved = errno;
-  if (!atomic_load_explicit(&active, memory_order_relaxed) || !__atomic_load_n(&dlh_recording, __ATOMIC_RELAXED) || dlh_capture_closed || si->si_code != SI_TIMER ||
+  if (!atomic_load_explicit(&active, memory_order_relaxed) || !__atomic_load_n(&dlh_recording, __ATOMIC_RELAXED) || __atomic_load_n(&dlh_capture_closed, __ATOMIC_RELAXED) || si->si_code != SI_TIMER ||
       dlh_foreign_process())
     goto out;
   struct dlh_thread *t = dlh_self;
@@ -412,7 +412,7 @@ static void wait_samples(struct dlh_thread *me, uint64_t now, uint64_t tk) {
       s->wait_state = state;
       s->wait_cpu = cpu;
     }
-    if (!dlh_capture_closed)
+    if (!__atomic_load_n(&dlh_capture_closed, __ATOMIC_RELAXED))
       put_sample(me, tid, DLH__SAMPLE_KIND__SAMPLE_WAIT, tk, s->wait_ns, s->wait_stack,
                  s->wait_state);
     s->wait_ns = 0;
@@ -513,6 +513,14 @@ static int setup(void) {
   for (uint32_t i = 0; i < NSLOT; i++) atomic_store(&slots[i].timer, -1);
   if (dlh_sample_sig) return 0; /* a fork child: the handler is in place */
   cpu_timers = kernel_delivers_safely();
+#if defined(__SANITIZE_THREAD__)
+  /* A ThreadSanitizer build of dlhook (tests/reliability/t_tsan_rings): the handler goes in
+   * through TSan's own sigaction, which holds the signal back while TSan's runtime is inside
+   * (a handler that runs there and reports a race deadlocks on TSan's thread registry). */
+  if (!real_sa)
+    real_sa = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(
+        RTLD_DEFAULT, "__interceptor_sigaction");
+#endif
   if (!real_sa)
     real_sa = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT,
                                                                                 "sigaction");

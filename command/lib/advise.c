@@ -1383,14 +1383,16 @@ static const char *steps_said(int from) {
 }
 
 /* A finding's place for a line that ends with it: relative to the working directory, safe
- * for a terminal, at most 60 columns with its end (the line number) kept, no trailing blanks. */
-static const char *place_cell(const char *place) {
+ * for a terminal, at most `w` (≤ 60) columns with its end (the line number) kept, no trailing
+ * blanks. */
+static const char *place_cell(const char *place, size_t w) {
   static char cell[4 * 60 + 8];
+  if (w > 60) w = 60;
   const char *p = rd_place_short(place);
   size_t n = strlen(p);
-  if (n > 60) p += n - 57; /* "..." and the last 57 bytes */
-  rd_term_fit(cell + (n > 60 ? 3 : 0), sizeof cell - 3, 57 + (n > 60 ? 0 : 3), p);
-  if (n > 60) memcpy(cell, "...", 3);
+  if (n > w) p += n - (w - 3); /* "..." and the last w - 3 bytes */
+  rd_term_fit(cell + (n > w ? 3 : 0), sizeof cell - 3, w - 3 + (n > w ? 0 : 3), p);
+  if (n > w) memcpy(cell, "...", 3);
   for (size_t k = strlen(cell); k > 0 && cell[k - 1] == ' '; k--) cell[k - 1] = 0;
   return cell;
 }
@@ -1401,7 +1403,7 @@ size_t rd_advise_headlines(FILE *out, rd_advise *x, size_t max) {
     const afinding *f = &x->f[k];
     fprintf(out, "  %zu. %-20s %8.3f ms/step (%5.1f%%)  %s\n", k + 1, classes[f->cls].id,
             (double)f->ns / 1e6 / (double)f->nsteps,
-            f->step_ns ? 100.0 * (double)f->ns / (double)f->step_ns : 0, place_cell(f->place));
+            f->step_ns ? 100.0 * (double)f->ns / (double)f->step_ns : 0, place_cell(f->place, 46));
   }
   return k;
 }
@@ -1419,7 +1421,7 @@ void rd_advise_table(FILE *out, rd_advise *x) {
     double ms = (double)f->ns / 1e6 / (double)f->nsteps;
     double pct = f->step_ns ? 100.0 * (double)f->ns / (double)f->step_ns : 0;
     fprintf(out, "  %zu. %-15s %8.3f ms/step (%5.1f%%)  at %s\n", k + 1, classes[f->cls].id, ms,
-            pct, place_cell(f->place));
+            pct, place_cell(f->place, 60));
     fprintf(out, "     evidence: %" PRIu64 " %s of %s, %.3f ms in all, over %" PRIu64
                  " step%s of %.3f ms\n",
             f->calls, f->cls == A_INPUT || f->cls == A_PYCPU ? "samples" : f->cls == A_TENSOR || f->cls == A_LAUNCH || f->cls == A_OCC || f->cls == A_COMM ? "GPU ops" : "calls",

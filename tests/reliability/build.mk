@@ -30,7 +30,3 @@ $(REL_DIR)/tsan_stress: tests/reliability/tsan_stress.c $(BUILD)/libdlhook.so | 
 	  -L$(CUDA_LIB) -lcudart -lpthread
 TEST_DEPS += $(REL_DIR)/tsan_stress
 endif
-
-# Everything the tests need, without running them (.ci/run-sanitizers builds with this).
-test-deps: all $(TEST_DEPS)
-.PHONY: test-deps

@@ -29,6 +29,11 @@ static uint8_t enabled[CUPTI_CB_DOMAIN_SIZE][MAXCBID];
 
 /* ---------------------------------------------------------------- activity state */
 static uint8_t act_on[CUPTI_ACTIVITY_KIND_COUNT];
+/* when each kind was last enabled (simulation clock): as on a GPU, where CUPTI instruments the
+ * work at its launch, work launched before then gives no record even if it ends after */
+static uint64_t act_since[CUPTI_ACTIVITY_KIND_COUNT];
+/* an op's record is due: its kind is on and was already on when the op was launched */
+static int op_on(int kind, const simi_op_info *o) { return act_on[kind] && o->queued >= act_since[kind]; }
 static uint8_t api_off[2][MAXCBID]; /* [0] runtime, [1] driver: cbids left out of API records */
 static CUpti_BuffersCallbackRequestFunc buf_req;
 static CUpti_BuffersCallbackCompleteFunc buf_done;
@@ -229,8 +234,8 @@ static void on_sync(int cbid, void *ctx, void *stream) {
 static void on_op(const simi_op_info *o) {
   int64_t off = gpu_offset();
   if (o->kind == SIMI_OP_KERNEL) {
-    int kind = act_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
-             : act_on[CUPTI_ACTIVITY_KIND_KERNEL] ? CUPTI_ACTIVITY_KIND_KERNEL : 0;
+    int kind = op_on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, o) ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+             : op_on(CUPTI_ACTIVITY_KIND_KERNEL, o) ? CUPTI_ACTIVITY_KIND_KERNEL : 0;
     if (!kind) return;
     CUpti_ActivityKernel10 r;
     memset(&r, 0, sizeof r);
@@ -263,7 +268,7 @@ static void on_op(const simi_op_info *o) {
     r.channelID = 1;
     put(&r);
   } else if (o->kind == SIMI_OP_MEMCPY) {
-    if (!act_on[CUPTI_ACTIVITY_KIND_MEMCPY]) return;
+    if (!op_on(CUPTI_ACTIVITY_KIND_MEMCPY, o)) return;
     CUpti_ActivityMemcpy6 r;
     memset(&r, 0, sizeof r);
     r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
@@ -286,7 +291,7 @@ static void on_op(const simi_op_info *o) {
     r.copyCount = 1;
     put(&r);
   } else if (o->kind == SIMI_OP_EVENT) {
-    if (!act_on[CUPTI_ACTIVITY_KIND_CUDA_EVENT]) return;
+    if (!op_on(CUPTI_ACTIVITY_KIND_CUDA_EVENT, o)) return;
     CUpti_ActivityCudaEvent2 r;
     memset(&r, 0, sizeof r);
     r.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
@@ -298,7 +303,7 @@ static void on_op(const simi_op_info *o) {
     r.deviceTimestamp = gpu_ts(o->end, off);
     put(&r);
   } else if (o->kind == SIMI_OP_MEMSET) {
-    if (!act_on[CUPTI_ACTIVITY_KIND_MEMSET]) return;
+    if (!op_on(CUPTI_ACTIVITY_KIND_MEMSET, o)) return;
     CUpti_ActivityMemset4 r;
     memset(&r, 0, sizeof r);
     r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
@@ -468,6 +473,7 @@ static void device_records(void) {
 EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
   if (!kind_ok(kind)) return CUPTI_ERROR_INVALID_KIND;
   int was = act_on[kind];
+  if (!was) act_since[kind] = simcu_now_ns();
   act_on[kind] = 1;
   attach();
   start_worker();
