@@ -2,12 +2,15 @@
 // page loads nothing from the network). Reads the data block (id "dlh-data") and draws:
 // the timeline on a canvas (time axis, wheel zoom, box zoom with shift+drag or a drag on the
 // axis, pan by dragging, tooltips, click a call to highlight the GPU work it launched, level of
-// detail: events under a pixel are merged per pixel column), the step view, and sortable tables.
+// detail: events under a pixel are merged per pixel column; kernels by their short names, the
+// full name in the tooltip), the first screen (findings, the step breakdown, top operators), the
+// step view, and sortable tables.
 // window.dlhReport exposes the view for tests: zoom(a, b), view(), find(name), click(lane, i).
 (function () {
   'use strict';
   var D = JSON.parse(document.getElementById('dlh-data').textContent);
-  var S = D.str;
+  var S = D.str, SHORT = D['short'] || {};
+  function shortName(i) { return SHORT[i] !== undefined ? SHORT[i] : S[i]; }
   function fmt(ns) {
     var a = Math.abs(ns);
     if (a < 1e3) return ns.toFixed(0) + ' ns';
@@ -190,7 +193,7 @@
       ctx.fillRect(a, ry + 1, b - a, LH - 2);
       if (b - a > 40) {
         ctx.fillStyle = '#fff';
-        var nm = S[L.n[j]], room = Math.floor((b - Math.max(a, LABEL) - 4) / 6.6);
+        var nm = shortName(L.n[j]), room = Math.floor((b - Math.max(a, LABEL) - 4) / 6.6);
         if (room > 2) ctx.fillText(nm.length > room ? nm.slice(0, room - 1) + '…' : nm, Math.max(a, LABEL) + 2, ry + LH / 2);
       }
     }
@@ -265,7 +268,8 @@
     return (linkIndex[L.pid + ':' + L.c[j]] || []).filter(function (h) { return h[0] !== li || h[1] !== j; });
   }
   function describe(li, j) {
-    var L = lanes[li], h = '<b>' + esc(S[L.n[j]]) + '</b><br>';
+    var L = lanes[li], h = '<b>' + esc(shortName(L.n[j])) + '</b><br>';
+    if (SHORT[L.n[j]] !== undefined) h += '<span class="full">' + esc(S[L.n[j]]) + '</span><br>';
     h += 'duration ' + fmt(L.e[j] - L.s[j]) + ', at ' + fmt(L.s[j]) + '<br>';
     h += '<span class="muted">' + esc(D.groups[L.g].label + ' · ' + (L.label || 'nested range')) + '</span><br>';
     if (L.i[j] > 0) h += esc(S[L.i[j]]) + '<br>';
@@ -386,14 +390,16 @@
   }
 
   // ------------------------------------------------------------ findings (dlhook advise)
+  // the first screen: each finding's headline (class, cost, place) and fix; its evidence and
+  // how the cost was estimated fold under it
   var fd = D.stats && D.stats.findings, fv = document.getElementById('findings');
   if (fv) {
     if (!fd || !fd.length) fv.innerHTML = '<p>no findings above the thresholds</p>';
     else fv.innerHTML = '<ol>' + fd.map(function (f) {
       return '<li><b>' + esc(f['class']) + '</b> ' + (+f.cost_ms_per_step).toFixed(3) + ' ms/step (' +
-        (+f.cost_pct).toFixed(1) + '%) at <code>' + esc(f.place) + '</code><br>evidence: ' +
-        f.evidence.calls + ' calls of ' + esc(f.evidence.functions) + '<br>estimated: ' + esc(f.estimate) +
-        '<br>fix: ' + esc(f.fix) + '</li>';
+        (+f.cost_pct).toFixed(1) + '%) at <code>' + esc(f.place) + '</code><div class="fix">fix: ' +
+        esc(f.fix) + '</div><details><summary>evidence</summary>' + f.evidence.calls + ' calls of ' +
+        esc(f.evidence.functions) + '<br>estimated: ' + esc(f.estimate) + '</details></li>';
     }).join('') + '</ol>';
   }
 
@@ -452,6 +458,67 @@
   } else {
     sv.innerHTML = '<p class="muted">No steps: mark each training step with an NVTX range named ' +
       '"ProfilerStep#N" or "step N" (torch.profiler and the bundled example do).</p>';
+  }
+
+  // ------------------------------------------------------------ first screen: breakdown, top ops
+  // The step line of `dlhook stats`: the steps of every rank together, their median, and how
+  // the step time splits (its parts add up to it); then the top operators by GPU time (a trace
+  // without PyTorch: the API functions with the most host time).
+  var bd = document.getElementById('step-breakdown');
+  if (bd && st && st.rows && st.rows.length) {
+    var tot = 0, part = {}, durs = [], seen = {};
+    st.rows.forEach(function (r) {
+      tot += r.dur_ns; durs.push(r.dur_ns); seen[r.pid + ':' + r.rank] = 1;
+      CAT.forEach(function (c) { part[c[0]] = (part[c[0]] || 0) + r[c[0]]; });
+    });
+    durs.sort(function (a, b) { return a - b; });
+    var FROM = {nvtx: 'NVTX ranges', optimizer: 'one per Optimizer.step', backward: 'one per backward()',
+                training_step: 'one per training_step', detected: 'detected from the repeating calls'};
+    var pc = function (k) { return 100 * part[k] / Math.max(tot, 1); };
+    var from = FROM[st.rows[0].steps_from] || st.rows[0].steps_from;
+    var bh = '<p id="step-line"><b>' + st.rows.length + '</b> steps (' + esc(from) +
+      (Object.keys(seen).length > 1 ? ', all processes' : '') + '), median <b>' + fmt(durs[durs.length >> 1]) +
+      '</b>; GPU busy <b>' + (pc('compute_ns') + pc('comm_ns') + pc('copy_ns')).toFixed(1) + ' %</b> of the steps</p>';
+    bh += '<div id="step-bar">' + CAT.map(function (c) {
+      return '<i style="width:' + pc(c[0]).toFixed(3) + '%;background:' + c[2] + '" title="' + c[1] + ': ' +
+        fmt(part[c[0]]) + ' of ' + fmt(tot) + '"></i>';
+    }).join('') + '</div><div class="legend">' + CAT.map(function (c) {
+      return '<span data-cat="' + c[0] + '" data-pct="' + pc(c[0]) + '"><i style="background:' + c[2] + '"></i>' +
+        c[1] + ' <b>' + pc(c[0]).toFixed(1) + ' %</b></span>';
+    }).join('') + '</div>';
+    bd.innerHTML = bh;
+  } else if (bd) {
+    var dv = (D.stats && D.stats.gpu && D.stats.gpu.devices) || [], busy = 0, span = 0;
+    dv.forEach(function (d) { busy += d.busy_ns || 0; span += d.span_ns || 0; });
+    bd.innerHTML = '<p id="step-line">No steps found (docs/steps.md: NVTX ranges "ProfilerStep#N" or ' +
+      '"step N", or a PyTorch loop); GPU busy <b>' + (100 * busy / Math.max(span, 1)).toFixed(1) +
+      ' %</b> of ' + fmt(span) + '</p>';
+  }
+  var tv = document.getElementById('top-ops');
+  if (tv && D.stats) {
+    var ops = ((D.stats.pytorch || {}).operators || []).slice();
+    var oh = '';
+    if (ops.length) {
+      ops.sort(function (a, b) { return b.gpu_ns - a.gpu_ns || b.host_ns - a.host_ns; });
+      oh = '<table id="top-ops-table"><thead><tr><th>operator</th><th>count</th><th>GPU</th><th>host</th>' +
+        '<th>host self</th></tr></thead><tbody>' + ops.slice(0, 5).map(function (o) {
+          return '<tr>' + cell('name', o.name) + cell('instances', o.instances) + cell('gpu_ns', o.gpu_ns) +
+            cell('host_ns', o.host_ns) + cell('self_host_ns', o.self_host_ns) + '</tr>';
+        }).join('') + '</tbody></table>';
+      var byHost = ops.slice().sort(function (a, b) { return b.self_host_ns - a.self_host_ns; }).slice(0, 3);
+      oh += '<p class="muted" id="top-ops-host">Most host time (self): ' + byHost.map(function (o) {
+        return esc(o.name) + ' ' + fmt(o.self_host_ns);
+      }).join(', ') + ' (all operators and modules: Tables)</p>';
+    } else {
+      document.getElementById('top-ops-title').textContent = 'Top API calls (host time)';
+      oh = '<table id="top-ops-table"><thead><tr><th>function</th><th>calls</th><th>total</th><th>mean</th>' +
+        '</tr></thead><tbody>' + (D.stats.api || []).filter(function (a) { return a.domain !== 'nvtx'; })
+        .slice(0, 5).map(function (a) {
+          return '<tr>' + cell('name', a.name) + cell('calls', a.calls) + cell('total_ns', a.total_ns) +
+            cell('mean_ns', a.mean_ns) + '</tr>';
+        }).join('') + '</tbody></table>';
+    }
+    tv.innerHTML = oh;
   }
 
   // ------------------------------------------------------------ tables from dlhook stats --json

@@ -463,12 +463,27 @@ static void table(FILE *f, const char *id, const char *title, aggs *a, int calls
           title, id, calls ? "Function" : "Kernel", calls ? "<th>Domain</th>" : "",
           calls ? "Calls" : "Count");
   if (a->n) qsort(a->v, a->n, sizeof *a->v, by_total);
-  for (size_t i = 0; i < a->n && i < top; i++) {
+  size_t shown = a->n < top ? a->n : top;
+  char **cell = NULL; /* kernels: short names (names.c), the full name in the tooltip */
+  if (!calls && shown) {
+    const char **nm = rd_xmalloc(shown * sizeof *nm);
+    for (size_t i = 0; i < shown; i++) nm[i] = a->v[i].name;
+    cell = rd_xmalloc(shown * sizeof *cell);
+    rd_names_kernels(nm, shown, 72, cell); /* td.n: 560 px of 13 px monospace */
+    free(nm);
+  }
+  for (size_t i = 0; i < shown; i++) {
     const agg *g = &a->v[i];
     fputs("<tr><td class=\"n\" title=\"", f);
     html_str(f, g->name);
     fputs("\">", f);
-    html_str(f, g->name);
+    if (cell) {
+      for (size_t k = strlen(cell[i]); k > 0 && cell[i][k - 1] == ' '; k--) cell[i][k - 1] = 0;
+      html_str(f, cell[i]);
+      free(cell[i]);
+    } else {
+      html_str(f, g->name);
+    }
     fputs("</td>", f);
     if (calls) fprintf(f, "<td>%s</td>", rd_domain_name(g->domain));
     double mean = g->count ? (double)g->total / (double)g->count : 0;
@@ -477,6 +492,7 @@ static void table(FILE *f, const char *id, const char *title, aggs *a, int calls
             g->count, g->count, g->total, fmt_ns(b1, sizeof b1, (double)g->total), mean,
             fmt_ns(b2, sizeof b2, mean), g->max, fmt_ns(b3, sizeof b3, (double)g->max));
   }
+  free(cell);
   fputs("</tbody></table>\n", f);
   if (!a->n) fputs("<p class=\"muted\">(none)</p>\n", f);
 }
@@ -623,7 +639,25 @@ static void data_json(FILE *f, report *r, size_t *shown, uint64_t *threshold) {
     if (i) putc(',', f);
     js_str(f, r->st.v[i]);
   }
-  fputs("]", f);
+  /* the short names of the GPU work (names.c) where they differ: the timeline draws them, its
+   * tooltip shows both */
+  fputs("],\n\"short\":{", f);
+  char *gpu_name = calloc(r->st.n ? r->st.n : 1, 1);
+  for (size_t i = 0; gpu_name && i < r->nevs; i++)
+    if (r->lanes[r->evs[i].lane]->kind == L_GPU && r->evs[i].name < r->st.n) gpu_name[r->evs[i].name] = 1;
+  int first = 1;
+  for (size_t i = 0; gpu_name && i < r->st.n; i++) {
+    if (!gpu_name[i]) continue;
+    char *sh = rd_kernel_short(r->st.v[i]);
+    if (strcmp(sh, r->st.v[i])) {
+      fprintf(f, "%s\"%zu\":", first ? "" : ",", i);
+      js_str(f, sh);
+      first = 0;
+    }
+    free(sh);
+  }
+  free(gpu_name);
+  fputs("}", f);
 }
 
 /* Copies a JSON object into f, '<' written as \u003c so that it stays inside the <script>
@@ -661,7 +695,16 @@ static const char css[] =
     ".legend span{margin-right:14px;font-size:13px}.legend i{display:inline-block;width:12px;"
     "height:12px;margin-right:4px;vertical-align:middle}button{font-size:12px}"
     ".steps-scroll{max-height:330px;overflow-y:auto;display:inline-block;border:1px solid #eee}"
-    "#step-table thead th{position:sticky;top:0}";
+    "#step-table thead th{position:sticky;top:0}"
+    /* the first screen: findings beside the step breakdown and the top operators */
+    "#overview{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:0 32px}"
+    "#overview h2{margin-top:16px}#findings ol{margin:0;padding-left:22px}"
+    "#findings li{margin-bottom:8px;font-size:14px}#findings .fix{font-size:13px}"
+    "#findings details{font-size:12px;color:#555}#findings summary{cursor:pointer}"
+    "#step-bar{display:flex;height:18px;margin:6px 0;border:1px solid #ddd}"
+    "#step-bar i{display:block;height:100%}#step-breakdown .legend span{white-space:nowrap}"
+    "#top-ops table{width:100%}#top-ops td.n{max-width:300px}#top-ops th:first-child{text-align:left}"
+    ".procs summary{cursor:pointer}#tl-tip .full{font:11px monospace;color:#555;word-break:break-all}";
 
 static const char report_js[] =
 #include "report_js.h"
@@ -681,12 +724,18 @@ const rd_command cmd_report_spec = {
     .synopsis = "-o FILE.html TRACE...",
     .summary = "one self-contained HTML page: flame graph, timeline, tables",
     .about = "Writes one self-contained HTML page (inline CSS, JavaScript and SVG; it loads "
-             "nothing from the network) about the traces: headline numbers; the step view (per "
+             "nothing from the network) about the traces: headline numbers; a first screen that "
+             "fits 1280x800 (the findings of dlhook advise, each with its cost, place and fix; "
+             "the step breakdown of all steps: count, median, compute, communication, copies, "
+             "host, idle; the five operators with the most GPU time, or the API functions with "
+             "the most host time without PyTorch); the step view (per "
              "step and rank: compute, communication, copies, host overhead, idle; the slowest "
              "step, the slowest rank, the straggler); the timeline (lanes grouped by rank, then "
              "threads, NVTX ranges, GPU streams and live device memory; time axis, wheel and box "
-             "zoom, pan, tooltips with arguments and stacks, click a call to highlight the GPU "
-             "work it launched); the GPU-time flame graph; sortable tables of kernels, calls, "
+             "zoom, pan, tooltips with arguments and stacks, kernels by their short names with the "
+             "full name in the tooltip, click a call to highlight the GPU "
+             "work it launched); the GPU-time flame graph; sortable tables of kernels (short "
+             "names, the full name in the tooltip), calls, "
              "GEMMs, convolutions, collectives and memory (from dlhook stats --json).\n\n"
              "Past 300,000 events the timeline keeps the longest 300,000 (NVTX ranges always).",
     .examples = " dlhook report -o report.html traces/*.dlh",
@@ -746,11 +795,14 @@ static void write_page(FILE *f, report *r, size_t n, const char *svg, const char
                        size_t mjlen) {
   fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
              "<title>dlhook report</title>\n<style>%s</style></head>\n<body>\n", css);
-  fputs("<h1>dlhook report</h1>\n<div class=\"muted\">", f);
-  for (size_t i = 0; i < r->nprocs; i++) {
+  fputs("<h1>dlhook report</h1>\n<div class=\"muted procs\">", f);
+  for (size_t i = 0; i < r->nprocs; i++) { /* past two, the others fold: the first screen */
+    if (i == 1 && r->nprocs > 2)
+      fprintf(f, "<details><summary>and %zu more processes</summary>", r->nprocs - 1);
     html_str(f, r->procs[i]);
     fputs("<br>", f);
   }
+  if (r->nprocs > 2) fputs("</details>", f);
   fputs("</div>\n", f);
   char b1[32], b2[32];
   fprintf(f, "<div id=\"kpis\"><span class=\"kpi\"><b>%zu</b>trace%s</span>"
@@ -762,7 +814,11 @@ static void write_page(FILE *f, report *r, size_t n, const char *svg, const char
           n, n == 1 ? "" : "s", r->api_calls, r->kernels_n, fmt_ns(b1, sizeof b1, (double)r->kernel_ns),
           fmt_ns(b2, sizeof b2, (double)(r->t1 > r->t0 ? r->t1 - r->t0 : 0)), r->dropped);
 
-  fputs("<h2>Findings</h2>\n<div id=\"findings\"><p class=\"muted\">(needs JavaScript)</p></div>\n", f);
+  /* the first screen (1280x800): findings beside the step breakdown and the top operators
+   * (report.js fills them from the stats) */
+  fputs("<div id=\"overview\"><div>\n<h2>Findings</h2>\n<div id=\"findings\"><p class=\"muted\">"
+        "(needs JavaScript)</p></div>\n</div><div>\n<h2>Step breakdown</h2>\n<div id=\"step-breakdown\">"
+        "</div>\n<h2 id=\"top-ops-title\">Top operators</h2>\n<div id=\"top-ops\"></div>\n</div></div>\n", f);
   fputs("<h2>Steps</h2>\n<div id=\"steps\"><p class=\"muted\">(needs JavaScript)</p></div>\n", f);
 
   size_t shown = 0;
