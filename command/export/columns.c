@@ -41,7 +41,7 @@ typedef struct col {
   int nullable;
 } col;
 
-/* The tables and their columns: the schemas README.md documents ("Tables"). */
+/* The tables and their columns: the schemas docs/tables.md documents. */
 enum { T_PROCESSES, T_THREADS, T_CALLS, T_NVTX, T_GPU, T_MEMORY, T_STACKS, T_SAMPLES,
        T_OPERATORS, T_ANCHORS, T_STEPS, NTABLES };
 static const col c_processes[] = {
