@@ -31,7 +31,7 @@ const rd_command cmd_advise_spec = {
              "backward, else training_step) to the end of the next; in a program without "
              "Python the steps are found from the repeating calls; only what is inside steps "
              "counts. Several traces: the same class at the same place is one finding.\n\n"
-             "Classes (thresholds: README, Findings):\n\n"
+             "Classes (thresholds: docs/advise.md):\n\n"
              " sync-in-loop: synchronizing calls (.item(), .cpu(), cudaStreamSynchronize) repeated "
              "from one place.\n"
              " pageable-h2d: host-to-device copies from pageable memory.\n"

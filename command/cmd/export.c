@@ -49,7 +49,7 @@ static const rd_choice formats[] = {
     {"pprof", "gzipped profile.proto: go tool pprof -http=: OUT", 0},
     {"parquet", "a Parquet dataset in the directory OUT, one file per trace and table, "
      "partitioned as TABLE/job=J/host=H/rank=R/PID.parquet (calls, gpu, nvtx, memory, stacks, "
-     "samples, operators, threads, processes, anchors; README.md, \"Tables\"), converted one "
+     "samples, operators, threads, processes, anchors; docs/tables.md), converted one "
      "process per core with pyarrow: dlhook sql, dlhook analyze, DuckDB, Spark, pandas", 0},
     {"columns", NULL, 1}, /* one trace as binary columns, for the Parquet writer (columns.c) */
     {"memory-snapshot", "one trace's GPU memory as the pickle torch.cuda.memory._snapshot() "
