@@ -185,6 +185,7 @@ int ex_parse_options(const rd_command *cmd, int argc, char **argv, rd_opts *o, c
 }
 
 int ex_run(const rd_opts *o, char **files, size_t n) {
+  rd_progress_plan(files, n); /* export and merge: the progress line on a terminal */
   for (size_t i = 0; formats[i].name; i++)
     if (!strcmp(o->format, formats[i].name)) {
       rd_opts lo = *o; /* the outputs of every event have the event limit, flame graphs not */

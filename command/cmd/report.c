@@ -899,8 +899,7 @@ int cmd_report(int argc, char **argv) {
   intern(&r->st, ""); /* index 0: none */
   int rc = RD_OK;
   rd_opts o;
-  memset(&o, 0, sizeof o);
-  o.quiet = 1;
+  memset(&o, 0, sizeof o); /* progress on a terminal: the second passes ("report") */
   o.events_limited = 2; /* ~150 bytes per event: half the limit */
   o.have_max_events = lim.have_max_events;
   o.max_events = lim.max_events;
@@ -958,6 +957,7 @@ int cmd_report(int argc, char **argv) {
     return RD_BAD_INPUT;
   }
   qsort(r->groups, r->ngroups, sizeof *r->groups, by_rank_pid);
+  rd_progress_plan(files, n);
   /* one timeline: the clock offsets of dlhook merge (anchors, refined on collectives) */
   rd_ranks_finish(rk, n);
   for (size_t i = 0; i < n; i++) {

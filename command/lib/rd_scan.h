@@ -126,9 +126,9 @@ typedef struct rd_sink {
  *             when the file cannot be opened (message printed; t->opens is 0) or pre saw a
  *             damaged batch. t must be closed with rd_trace_close either way.
  *   rd_pass   the second pass: every packet and event in file order to s, with every
- *             definition known. Shows progress on stderr once it takes more than a second
- *             (unless o->quiet); `what` names it. Returns RD_OK, or RD_BAD_INPUT when the trace
- *             is damaged (everything readable was delivered; the message is printed once).
+ *             definition known. Shows progress on a terminal once it takes more than a
+ *             second (unless o->quiet; rd_progress_plan); `what` names it. Returns RD_OK, or
+ *             RD_BAD_INPUT when the trace is damaged (everything readable was delivered; the message is printed once).
  *   rd_scan   rd_open without pre, rd_pass, rd_trace_close.
  *   rd_read_once  one pass only, definitions as they come, for consumers that need no
  *             definition that may follow its use (stacks, symbols: `dlhook symbolize` appends
@@ -150,6 +150,13 @@ typedef struct rd_tee {
   size_t n;
 } rd_tee;
 rd_sink rd_tee_sink(rd_tee *x);
+
+/* The traces a command is about to read (the array stays owned by the caller and must outlive
+ * the reading): the progress line on a terminal (stderr a TTY, after DLHOOK_PROGRESS_AFTER
+ * seconds, default 1) says which of them is being read, events read and per second, and the
+ * time left. Without a plan, each trace is its own. Nothing is shown when stderr is not a
+ * terminal, nor for a quiet pass (o->quiet, no `what`). */
+void rd_progress_plan(char *const *files, size_t n);
 
 /* dlhook merge: from now on rd_scan adds offsets[i] ns to every time of paths[i] (the arrays
  * stay owned by the caller and must outlive the scans). */

@@ -38,22 +38,98 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-typedef struct progress {
+/* Progress on a terminal: one line on stderr, rewritten twice a second, erased when a pass
+ * ends; only when stderr is a terminal (nothing in a log or a pipe) and the work has taken
+ * DLHOOK_PROGRESS_AFTER seconds (default 1). The plan (rd_progress_plan) is the command's list
+ * of traces: the line says which of them is being read, the events read and their rate, and
+ * the time left: the labelled passes' time so far, scaled by the bytes they have still to read
+ * (the plan's bytes times the passes a trace has needed so far: a format that reads each
+ * trace twice learns it on the first) against those they read. */
+static struct {
+  int tty;              /* stderr is a terminal: -1 not asked yet */
   double t0, last, after;
-  uint64_t size;
-  int shown, quiet;
-  const char *what, *path;
-} progress;
+  double busy, pass_t0; /* time in labelled passes that ended; the start of this one */
+  char *const *files;   /* the plan (the caller's array) */
+  size_t n;
+  uint64_t total, done; /* the plan's bytes; bytes of the labelled passes that ended */
+  const char *cur;      /* the trace of the last labelled pass, and its passes so far */
+  unsigned cur_passes, passes;
+  int shown;            /* a line is on the terminal */
+} prog = {-1, 0, 0, 1.0, 0, 0, NULL, 0, 0, 0, NULL, 0, 1, 0};
 
-static void progress_tick(progress *pg, dlh_reader *r) {
-  double t = now_s();
-  if (pg->quiet || t - pg->t0 < pg->after || t - pg->last < 0.5) return;
-  pg->last = t;
-  pg->shown = 1;
-  double pct = pg->size ? 100.0 * (double)dlh_reader_offset(r) / (double)pg->size : 0;
-  fprintf(stderr, "\rdlhook: %s %s: %5.1f%%, %" PRIu64 " events, %.0f events/s ", pg->what,
-          pg->path, pct > 100 ? 100 : pct, rd_events_scanned,
-          (double)rd_events_scanned / (t - pg->t0));
+/* 1234567 as "1.23 M": the line stays short. */
+static const char *fmt_count(char *buf, size_t cap, uint64_t n) {
+  if (n < 10000) snprintf(buf, cap, "%" PRIu64, n);
+  else if (n < 1000000) snprintf(buf, cap, "%.1f k", (double)n / 1e3);
+  else snprintf(buf, cap, "%.2f M", (double)n / 1e6);
+  return buf;
+}
+
+static int progress_on(void) {
+  if (prog.tty < 0) {
+    prog.tty = isatty(STDERR_FILENO) == 1;
+    const char *pa = getenv("DLHOOK_PROGRESS_AFTER"); /* seconds before it shows (tests) */
+    if (pa) prog.after = atof(pa);
+  }
+  return prog.tty;
+}
+
+void rd_progress_plan(char *const *files, size_t n) {
+  prog.t0 = now_s();
+  prog.files = files;
+  prog.n = n;
+  prog.total = prog.done = 0;
+  prog.busy = 0;
+  prog.cur = NULL;
+  prog.passes = 1;
+  for (size_t i = 0; i < n; i++) {
+    struct stat st;
+    if (stat(files[i], &st) == 0) prog.total += (uint64_t)st.st_size;
+  }
+}
+
+static void progress_begin(const char *path, uint64_t size) {
+  prog.pass_t0 = now_s();
+  if (!prog.t0) prog.t0 = prog.pass_t0; /* no plan: this trace alone */
+  if (!prog.n) prog.total = size;
+  if (prog.cur && !strcmp(prog.cur, path)) {
+    if (++prog.cur_passes > prog.passes) prog.passes = prog.cur_passes;
+  } else {
+    prog.cur = path;
+    prog.cur_passes = 1;
+  }
+}
+
+static void progress_tick(const char *what, const char *path, uint64_t at) {
+  double t = now_s(), el = t - prog.t0;
+  if (el < prog.after || t - prog.last < 0.5) return;
+  prog.last = t;
+  prog.shown = 1;
+  size_t i = 0;
+  while (i < prog.n && strcmp(prog.files[i], path)) i++;
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  char trace[96], ev[32], rate[32], left[48] = "";
+  if (i < prog.n) snprintf(trace, sizeof trace, "trace %zu/%zu %.40s", i + 1, prog.n, base);
+  else snprintf(trace, sizeof trace, "%.40s", base);
+  uint64_t done = prog.done + at, all = prog.total * prog.passes;
+  double busy = prog.busy + (t - prog.pass_t0);
+  /* a rate worth extrapolating: half a second of reading, or a whole pass */
+  if (done > 0 && all > done && (busy >= 0.5 || prog.done > 0)) {
+    double s = busy * (double)(all - done) / (double)done;
+    if (s < 120) snprintf(left, sizeof left, ", %.0f s left", s);
+    else snprintf(left, sizeof left, ", %.0f min left", s / 60);
+  }
+  fmt_count(ev, sizeof ev, rd_events_scanned);
+  fmt_count(rate, sizeof rate, el > 0 ? (uint64_t)((double)rd_events_scanned / el) : 0);
+  fprintf(stderr, "\r\033[Kdlhook: %s: %s, %s events, %s events/s%s", what, trace, ev, rate, left);
+}
+
+static void progress_end(uint64_t size) {
+  prog.done += size;
+  prog.busy += now_s() - prog.pass_t0;
+  if (prog.shown) fputs("\r\033[K", stderr); /* the line erased: what follows starts clean */
+  prog.shown = 0;
 }
 
 /* The demangled name of kernel name `id` (kept per trace, for both passes). */
@@ -164,10 +240,9 @@ static int stream_samples(rd_trace *t, const Dlh__SampleBatch *b, int64_t off, u
  * RD_BAD_INPUT. */
 static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
   struct stat st;
-  /* DLHOOK_PROGRESS_AFTER: seconds before progress shows (default 1; for tests) */
-  const char *pa = getenv("DLHOOK_PROGRESS_AFTER");
-  progress pg = {now_s(), 0, pa ? atof(pa) : 1.0, stat(t->path, &st) == 0 ? (uint64_t)st.st_size : 0,
-                 0, o->quiet || !what, what, t->path};
+  uint64_t size = stat(t->path, &st) == 0 ? (uint64_t)st.st_size : 0;
+  int show = !o->quiet && what && progress_on(); /* a labelled pass, on a terminal */
+  if (show) progress_begin(t->path, size);
   uint64_t lo = 0, hi = UINT64_MAX;
   const Dlh__Packet *p;
   int rc, bad = 0;
@@ -179,7 +254,7 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
   uint64_t base = t->start_ns + (uint64_t)off;
   /* events inside the window so far, and the limit (rd_event_limit): both passes stop at the
    * same event */
-  uint64_t n = 0, limit = rd_event_limit(o, pg.size);
+  uint64_t n = 0, limit = rd_event_limit(o, size);
   t->events_over = 0;
   while ((rc = rd_trace_next(t, &p)) == 1) {
     if (p->data_case == DLH__PACKET__DATA_STRING && rd_map_get(&t->knames, p->string->id)) {
@@ -262,13 +337,9 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
     } else if (s->packet) {
       s->packet(s->ctx, t, p);
     }
-    if (++tick % 64 == 0) progress_tick(&pg, t->r);
+    if (show && ++tick % 64 == 0) progress_tick(what, t->path, dlh_reader_offset(t->r));
   }
-  if (pg.shown) {
-    double el = now_s() - pg.t0;
-    fprintf(stderr, "\rdlhook: %s %s: done, %" PRIu64 " events in %.1f s%20s\n", what, t->path,
-            rd_events_scanned, el, "");
-  }
+  if (show) progress_end(size);
   if (bad && (t->pass == 2 || t->only) && !t->quiet_damage)
     rd_error("%s: inconsistent event batch (skipped its remaining events)", t->path);
   if (t->events_over && (t->pass == 2 || t->only) && !t->quiet_damage) {
@@ -283,7 +354,7 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
                "over this output's limit (%llu Mi events, or %llu per byte of the file when more); "
                "the output holds the first %" PRIu64 " (up to %.6f s into the trace); --max-events N "
                "sets another limit (0: none)%s",
-               t->path, limit, dlh_fmt_bytes(sz, sizeof sz, pg.size),
+               t->path, limit, dlh_fmt_bytes(sz, sizeof sz, size),
                (RD_EVENTS_BASE >> 20) / (unsigned)o->events_limited,
                RD_EVENTS_PER_BYTE / (unsigned)o->events_limited, limit, (double)at / 1e9,
                o->have_window || !o->format ? "" : ", --window a part of the trace");

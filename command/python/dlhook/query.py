@@ -5,6 +5,7 @@ CAST ... AS BIGINT) and give exact results: integers only, means as
 CAST(FLOOR(CAST(SUM(x) AS DOUBLE) / COUNT(x)) AS BIGINT), every ORDER BY total."""
 import os
 
+from ._progress import Progress
 from .tables import TABLES
 
 SQL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sql")
@@ -93,16 +94,19 @@ def plain(v):
         return str(v)
 
 
-def analyze(path, engine_name="duckdb", master=None, only=None):
-    """Runs the analyses; returns {name: {"columns": [...], "rows": [[...]]}}."""
+def analyze(path, engine_name="duckdb", master=None, only=None, quiet=False):
+    """Runs the analyses; returns {name: {"columns": [...], "rows": [[...]]}}. A progress line
+    on a terminal (_progress.py) unless quiet."""
     e = engine(engine_name, path, master)
+    todo = [a for a in ANALYSES if not only or a in only]
+    prog = Progress("analyze", "analyses", len(todo), quiet=quiet)
     try:
         out = {}
-        for a in ANALYSES:
-            if only and a not in only:
-                continue
+        for i, a in enumerate(todo):
+            prog.update(i, i, None, a)
             cols, rows = e.query(analysis_sql(a))
             out[a] = {"columns": cols, "rows": [[plain(v) for v in r] for r in rows]}
         return out
     finally:
+        prog.close()
         e.close()

@@ -25,6 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ._progress import Progress
+
 MAGIC = b"DLHCOLS1"
 M_META, M_SCHEMA, M_STRINGS, M_BATCH, M_END = 1, 2, 3, 4, 5
 TYPES = {ord("l"): (pa.int64(), 8, np.int64), ord("i"): (pa.int32(), 4, np.int32),
@@ -271,7 +273,9 @@ def write_dataset(out, traces, jobs=None, quiet=False, job=None, max_events=None
     total = {}
     failed = 0
     lock = threading.Lock()
-    done = [0]
+    done = [0, 0]  # traces, their bytes
+    size = {p: (os.path.getsize(p) if os.path.isfile(p) else 0) for p in traces}
+    prog = Progress("parquet", "traces", len(traces), sum(size.values()), quiet)
 
     def one(p):
         nonlocal failed
@@ -291,13 +295,12 @@ def write_dataset(out, traces, jobs=None, quiet=False, job=None, max_events=None
             for k, v in r.items():
                 total[k] = total.get(k, 0) + v
             done[0] += 1
-            if not quiet and sys.stderr.isatty():
-                print("\rdlhook: %d/%d traces" % (done[0], len(traces)), end="", file=sys.stderr)
+            done[1] += size[p]
+            prog.update(done[0], done[1], sum(total.values()))
 
     with ThreadPoolExecutor(max_workers=jobs) as ex:
         list(ex.map(one, traces))
-    if not quiet and sys.stderr.isatty():
-        print(file=sys.stderr)
+    prog.close()
     return (1 if failed else 0), total
 
 
