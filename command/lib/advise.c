@@ -189,6 +189,7 @@ typedef struct asteps {
   char *path;
   uint64_t nsteps, step_ns;
   int from;
+  uint64_t lo, hi; /* the steps' span (trace clock) */
 } asteps;
 
 /* what a trace's rank did on the host before its collectives (for straggler-rank) */
@@ -1139,6 +1140,18 @@ static void sample_classes(rd_advise *x, actx *a) {
   rd_m_free(&six);
 }
 
+/* 1 when time t lies inside one of the calls o[0..no) (top-level calls of one thread, sorted by
+ * start: they do not overlap) */
+static int in_calls(const rd_advise *x, const uint32_t *o, size_t no, uint64_t t) {
+  size_t lo = 0, hi = no;
+  while (lo < hi) { /* the first call that starts after t */
+    size_t mid = (lo + hi) / 2;
+    if (x->xc[o[mid]].start <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo > 0 && t < x->xc[o[lo - 1]].end;
+}
+
 /* What this rank did on the host before its collectives (for straggler-rank). */
 static void before_collectives(rd_advise *x, actx *a) {
   rd_trace *t = a->t;
@@ -1182,11 +1195,15 @@ static void before_collectives(rd_advise *x, actx *a) {
     prev = c;
   }
   /* collectives issued by another thread (DDP's reducer runs on the autograd thread): the main
-   * thread's own place, where its on-CPU samples inside the steps are */
+   * thread's own place, where its samples inside the steps are: on the CPU, or waiting outside
+   * CUDA (blocking I/O: a log written or sent synchronously; a wait inside a CUDA call is the
+   * GPU's pace, not the rank's own work) */
   if (!pre.n && !widest)
-    for (size_t i = 0; i < nms; i++) {
-      const asample *s = &x->sm[msi[i]];
-      if (!in_win(s->time, a->in_lo, a->in_hi)) continue;
+    for (size_t i = 0; i < x->nsm; i++) {
+      const asample *s = &x->sm[i];
+      if (s->tid != main_tid || !in_win(s->time, a->in_lo, a->in_hi)) continue;
+      if (s->kind != RD_SAMPLE_CPU && (s->kind != RD_SAMPLE_WAIT || in_calls(x, o, no, s->time)))
+        continue;
       char *p = place_of(t, s->stack);
       tally_add(&pre, p, s->weight);
       free(p);
@@ -1251,7 +1268,7 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
   actx a = {.t = t, .base = x->nf};
   trace_steps(x, &a);
   x->ts = rd_xrealloc(x->ts, (x->ntraces + 1) * sizeof *x->ts);
-  x->ts[x->ntraces] = (asteps){rd_xstrdup(t->path), a.nsteps, a.step_ns, x->steps_from};
+  x->ts[x->ntraces] = (asteps){rd_xstrdup(t->path), a.nsteps, a.step_ns, x->steps_from, a.in_lo, a.in_hi};
   x->ntraces++;
   x->nsteps_all += a.nsteps;
   x->step_ns_all += a.step_ns;
@@ -1281,21 +1298,29 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
   memset(&x->math, 0, sizeof x->math);
 }
 
-/* Several ranks (after rd_ranks_finish): the straggler, as a finding of its trace. */
+/* 1 when a trace-clock time of the trace at `path` lies inside its steps (rd_ranks_straggler_in) */
+static int in_trace_steps(void *ctx, const char *path, int64_t t) {
+  const rd_advise *x = ctx;
+  for (size_t i = 0; i < x->ntraces; i++)
+    if (!strcmp(x->ts[i].path, path))
+      return x->ts[i].nsteps && t >= 0 && in_win((uint64_t)t, x->ts[i].lo, x->ts[i].hi);
+  return 0;
+}
+
+/* Several ranks (after rd_ranks_finish): the straggler, as a finding of its trace. A rank is a
+ * straggler when, at the collectives of the steps, the others waited for it at least twice as
+ * long as for any other rank and it arrived last at two thirds of them at least (ranks that
+ * take turns arriving last are noise, not a straggler); its cost is that wait per step. */
 void rd_advise_ranks(rd_advise *x) {
-  rd_straggler s;
-  if (!x || !rd_ranks_straggler(&s) || !s.path || s.ncoll == 0) return;
-  if (3 * s.last_count < 2 * s.ncoll || s.delay_ns <= 0) return;
-  afinding *src = NULL;
-  for (size_t k = 0; k < x->nf; k++)
-    if (!strcmp(x->f[k].trace, s.path)) { src = &x->f[k]; break; }
-  uint64_t nsteps = src ? src->nsteps : 1, step_ns = src ? src->step_ns : 0;
-  if (!src) { /* no finding of that trace: its steps are those of all traces, on average */
-    nsteps = x->ntraces ? x->nsteps_all / x->ntraces : 1;
-    step_ns = x->ntraces ? x->step_ns_all / x->ntraces : 0;
-  }
-  uint64_t ns = (uint64_t)(s.delay_ns * (double)s.last_count);
-  double pct = step_ns ? 100.0 * (double)ns / (double)step_ns : 0;
+  rd_straggler_wait s;
+  if (!x || !rd_ranks_straggler_in(&s, in_trace_steps, x) || !s.path || s.last_count == 0) return;
+  if (s.caused_ns < 2 * s.other_ns || 3 * s.last_count < 2 * s.ncoll || s.delay_ns <= 0) return;
+  const asteps *ts = NULL;
+  for (size_t i = 0; i < x->ntraces; i++)
+    if (!strcmp(x->ts[i].path, s.path)) ts = &x->ts[i];
+  if (!ts || !ts->nsteps) return;
+  uint64_t ns = (uint64_t)s.caused_ns;
+  double pct = ts->step_ns ? 100.0 * (double)ns / (double)ts->step_ns : 0;
   if (pct < ADV_MIN_PCT_GPU) return;
   const char *pl = "[unknown]";
   for (size_t i = 0; i < x->npc; i++)
@@ -1304,17 +1329,19 @@ void rd_advise_ranks(rd_advise *x) {
   afinding *f = &x->f[x->nf++];
   memset(f, 0, sizeof *f);
   f->cls = A_STRAGGLER;
-  f->steps_from = src ? src->steps_from : 0;
+  f->steps_from = ts->from;
   f->place = rd_xstrdup(pl);
   f->trace = rd_xstrdup(s.path);
-  f->nsteps = nsteps ? nsteps : 1;
-  f->step_ns = step_ns;
+  f->nsteps = ts->nsteps;
+  f->step_ns = ts->step_ns;
   f->ns = ns;
   f->calls = s.last_count;
   f->fns = rd_xstrdup("collectives");
-  detail(f, "rank %d arrived last at %" PRIu64 " of %zu collectives (%zu ranks), %.3f ms after the "
-            "others",
-         s.rank, s.last_count, s.ncoll, s.nranks, s.delay_ns / 1e6);
+  detail(f, "rank %d arrived last at %" PRIu64 " of the %zu collectives of the steps (%zu ranks), "
+            "%.3f ms after the others; the others waited %.3f ms for it in all, %.3f ms at most "
+            "for another rank",
+         s.rank, s.last_count, s.ncoll, s.nranks, s.delay_ns / 1e6, s.caused_ns / 1e6,
+         s.other_ns / 1e6);
   qsort(x->f, x->nf, sizeof *x->f, by_cost);
 }
 

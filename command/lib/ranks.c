@@ -231,6 +231,40 @@ int rd_ranks_straggler(rd_straggler *out) {
   return 1;
 }
 
+int rd_ranks_straggler_in(rd_straggler_wait *out, int (*in_steps)(void *ctx, const char *path, int64_t t),
+                          void *ctx) {
+  if (!R.ncoll || R.n < 2) return 0;
+  double *caused = rd_xmalloc(R.n * sizeof *caused);
+  uint64_t *last = rd_xmalloc(R.n * sizeof *last);
+  memset(caused, 0, R.n * sizeof *caused);
+  memset(last, 0, R.n * sizeof *last);
+  size_t counted = 0;
+  for (size_t c = 0; c < R.ncoll; c++) {
+    int in = 1;
+    for (size_t i = 0; i < R.n && in; i++) in = in_steps(ctx, R.r[i].path, R.r[i].c[c].start);
+    if (!in) continue;
+    counted++;
+    int64_t a1 = INT64_MIN, a2 = INT64_MIN; /* the latest arrival and the one before it */
+    size_t li = 0;
+    for (size_t i = 0; i < R.n; i++) {
+      int64_t a = R.r[i].c[c].start + R.r[i].offset;
+      if (a > a1) { a2 = a1; a1 = a; li = i; }
+      else if (a > a2) a2 = a;
+    }
+    caused[li] += (double)(a1 - a2);
+    last[li]++;
+  }
+  size_t s = 0;
+  for (size_t i = 1; i < R.n; i++) if (caused[i] > caused[s]) s = i;
+  double other = 0;
+  for (size_t i = 0; i < R.n; i++) if (i != s && caused[i] > other) other = caused[i];
+  *out = (rd_straggler_wait){R.r[s].path, R.r[s].rank, last[s], counted, R.n,
+                             last[s] ? caused[s] / (double)last[s] : 0, caused[s], other};
+  free(caused);
+  free(last);
+  return counted > 0;
+}
+
 /* `"ranks":[...],"collectives":{...},"straggler":{...}` members (leading comma included). */
 void rd_ranks_json(FILE *f) {
   if (!R.ncoll) return;

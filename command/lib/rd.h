@@ -466,6 +466,21 @@ typedef struct rd_straggler {
   double delay_ns;      /* how long the others waited for it there (trimmed mean) */
 } rd_straggler;
 int rd_ranks_straggler(rd_straggler *out);
+/* The straggler by the wait it caused (advise's straggler-rank): only the collectives that every
+ * rank ran inside its steps (in_steps(ctx, path, trace-clock start) != 0) count; at each, the
+ * last rank to arrive held the others up for its arrival minus the one before it. The rank
+ * that caused the most wait in all; delay_ns is its mean over the collectives it arrived last
+ * at, caused_ns its total, other_ns the largest total of another rank, ncoll the collectives
+ * counted. Returns 0 when none counts. */
+typedef struct rd_straggler_wait {
+  const char *path;
+  int rank;
+  uint64_t last_count;
+  size_t ncoll, nranks;
+  double delay_ns, caused_ns, other_ns;
+} rd_straggler_wait;
+int rd_ranks_straggler_in(rd_straggler_wait *out, int (*in_steps)(void *ctx, const char *path, int64_t t),
+                          void *ctx);
 
 /* ---------------------------------------------------------------- steps (steps.c) */
 
