@@ -107,6 +107,12 @@ $(BUILD)/command/report_js.h: command/report.js
 	@echo "  GEN     $@"
 	$(Q)awk '{ gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); print "\"" $$0 "\\n\"" }' $< >$@.tmp && mv $@.tmp $@
 $(BUILD)/command/cmd/report.o: $(BUILD)/command/report_js.h
+# and the script of its memory section (command/report_mem.js).
+$(BUILD)/command/report_mem_js.h: command/report_mem.js
+	$(Q)mkdir -p $(@D)
+	@echo "  GEN     $@"
+	$(Q)awk '{ gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); print "\"" $$0 "\\n\"" }' $< >$@.tmp && mv $@.tmp $@
+$(BUILD)/command/cmd/report.o: $(BUILD)/command/report_mem_js.h
 
 # `make man`: the manual pages in docs/man/ (committed, installed by `make install`), written by
 # `dlhook help --man` from each command's option table and texts; tests/cli/t_man_pages.sh fails

@@ -18,6 +18,7 @@
 #include "export.h"
 #include "flame.h"
 #include "rd.h"
+#include "rd_memtl.h"
 #include "rd_opts.h"
 
 int cmd_stats(int argc, char **argv);
@@ -69,7 +70,7 @@ typedef struct report {
   uint32_t group;            /* group of the trace being read */
   group *groups;
   size_t ngroups;
-  struct { uint32_t group; rd_mem_sample *v; long n; } mem[64];
+  struct { uint32_t group; rd_mem_sample *v; long n; char *tl; size_t tllen; } mem[64];
   size_t nmem;
   char **procs;              /* one line per process */
   size_t nprocs;
@@ -623,11 +624,15 @@ static void data_json(FILE *f, report *r, size_t *shown, uint64_t *threshold) {
     for (long k = 0; k < r->mem[m].n; k++)
       if (r->mem[m].v[k].live_bytes > peak) peak = r->mem[m].v[k].live_bytes;
     fprintf(f, "%s{\"g\":%u,\"peak\":%" PRIu64 ",\"t\":[", m ? "," : "", r->mem[m].group, peak);
-    for (long k = 0; k < r->mem[m].n; k++)
-      fprintf(f, "%s%" PRId64, k ? "," : "", (int64_t)(r->mem[m].v[k].ts_ns - r->t0));
+    /* millions of samples: per bin its first, lowest, highest and last (rd_memtl_pick) */
+    long *pick = rd_xmalloc((size_t)(r->mem[m].n ? r->mem[m].n : 1) * sizeof *pick);
+    long np = rd_memtl_pick(r->mem[m].v, r->mem[m].n, pick);
+    for (long k = 0; k < np; k++)
+      fprintf(f, "%s%" PRId64, k ? "," : "", (int64_t)(r->mem[m].v[pick[k]].ts_ns - r->t0));
     fputs("],\"v\":[", f);
-    for (long k = 0; k < r->mem[m].n; k++)
-      fprintf(f, "%s%" PRIu64, k ? "," : "", r->mem[m].v[k].live_bytes);
+    for (long k = 0; k < np; k++)
+      fprintf(f, "%s%" PRIu64, k ? "," : "", r->mem[m].v[pick[k]].live_bytes);
+    free(pick);
     fputs("]}", f);
   }
   fputs("],\n\"win\":[", f);
@@ -709,6 +714,9 @@ static const char css[] =
 static const char report_js[] =
 #include "report_js.h"
     ;
+static const char report_mem_js[] =
+#include "report_mem_js.h"
+    ;
 
 static const rd_option options[] = {
     {"output", 'o', "FILE.html", "the page to write (required)", NULL, 0},
@@ -757,7 +765,7 @@ static int by_rank_pid(const void *x, const void *y) {
 /* Frees the report and everything it holds. */
 static void report_free(report *r) {
   for (size_t i = 0; i < r->nlanes; i++) free(r->lanes[i]);
-  for (size_t i = 0; i < r->nmem; i++) free(r->mem[i].v);
+  for (size_t i = 0; i < r->nmem; i++) free(r->mem[i].v), free(r->mem[i].tl);
   for (size_t i = 0; i < r->kernels.n; i++) free(r->kernels.v[i].name);
   for (size_t i = 0; i < r->calls.n; i++) free(r->calls.v[i].name);
   for (size_t i = 0; i < r->nprocs; i++) free(r->procs[i]);
@@ -786,6 +794,24 @@ static void put_flame(FILE *f, const char *id, const char *title, const char *sv
     fputs("<p>(no flame graph could be drawn)</p>\n", f);
   }
   fputs("</div>\n", f);
+}
+
+/* The memory section's data block and script (memtl.c's timelines, report_mem.js), right after
+ * its place: it draws before the page's larger data block is parsed. */
+static void memtl_block(FILE *f, report *r) {
+  fprintf(f, "<script type=\"application/json\" id=\"dlh-memtl\">{\"t0\":%" PRIu64 ",\"span\":%" PRIu64
+             ",\"traces\":[", r->t0, r->t1 > r->t0 ? r->t1 - r->t0 : 0);
+  for (size_t m = 0, k = 0; m < r->nmem; m++)
+    if (r->mem[m].tl) {
+      fputs(k++ ? ",{\"label\":" : "{\"label\":", f);
+      js_str(f, r->mem[m].group < r->ngroups ? r->groups[r->mem[m].group].label : "");
+      fputs(",\"tl\":", f);
+      json_inline(f, r->mem[m].tl, r->mem[m].tllen);
+      putc('}', f);
+    }
+  fputs("]}</script>\n<script>", f);
+  fputs(report_mem_js, f);
+  fputs("</script>\n", f);
 }
 
 /* Writes the page: head, KPIs, the steps, timeline, flame graph and tables (data_json and
@@ -861,7 +887,9 @@ static void write_page(FILE *f, report *r, size_t n, const char *svg, const char
   fputs("<h2>Tables</h2>\n<div class=\"muted\">Click a column to sort.</div>\n", f);
   table(f, "top-kernels", "Top kernels", &r->kernels, 0, 50);
   table(f, "top-calls", "Top calls", &r->calls, 1, 50);
-  fputs("<div id=\"stats\"></div>\n<h2>GPU memory</h2>\n<div id=\"memory\"></div>\n", f);
+  fputs("<div id=\"stats\"></div>\n<h2>GPU memory</h2>\n<div id=\"memtl\"></div>\n", f);
+  memtl_block(f, r);
+  fputs("<div id=\"memory\"></div>\n", f);
   fputs("<script type=\"application/json\" id=\"dlh-data\">{", f);
   if (data) fwrite(data, 1, datalen, f);
   free(data);
@@ -1046,6 +1074,7 @@ int cmd_report(int argc, char **argv) {
       for (long q = 0; q < k; q++) v[q].ts_ns += (uint64_t)rel[i];
       r->mem[r->nmem].group = r->group;
       r->mem[r->nmem].v = v;
+      r->mem[r->nmem].tl = rd_memtl_json(&T[i], v, k, r->group, &r->mem[r->nmem].tllen);
       r->mem[r->nmem++].n = k;
     } else {
       free(v);

@@ -35,6 +35,12 @@
  *   memory-leak    live memory at the step ends grew at >= 3/4 of them after the first step, by
  *                  >= 1 MiB in all (memfind.c); cost 0 but ranked first (it ends the run); place =
  *                  where the memory still live at the last step end was allocated.
+ *   memory-fragmentation  PyTorch's default caching allocator, replayed over the tensors
+ *                  (--torch-memory), reserves at the peak >= 1.5x the allocated bytes and >= 128
+ *                  MiB more (memfind.c); cost 0, ranked first; place = where the requests were
+ *                  made that created the idle segments.
+ *   out-of-memory  a failed allocation (memfind.c): the request, what was live by place, the
+ *                  largest free block; cost 0, ranked first; place = the failed request's.
  *   input-starved  host samples of the main thread (the one making most CUDA calls) inside the
  *                  DataLoader (a frame in torch/utils/data/) while the GPU was busy < 90 % of the
  *                  steps, >= 5 %; cost = the sampled time (on-CPU and wait) there. Needs samples.
@@ -77,7 +83,7 @@
 #define ADV_MEM_PCT 90.0
 
 enum { A_SYNC, A_PAGEABLE, A_MALLOC, A_LAUNCH, A_TENSOR, A_OCC, A_MEM, A_INPUT, A_PYCPU, A_COMM,
-       A_STRAGGLER, A_LEAK, A_NCLASS };
+       A_STRAGGLER, A_LEAK, A_FRAG, A_OOM, A_NCLASS };
 static const struct {
   const char *id, *how, *fix;
 } classes[A_NCLASS] = {
@@ -133,6 +139,16 @@ static const struct {
      "out-of-memory error (ranked first)",
      "do not keep tensors across steps: store loss.item() or tensor.detach().cpu() rather than "
      "the tensor (which holds its autograd graph), and clear caches and lists you append to"},
+    {"memory-fragmentation", "none: PyTorch's caching allocator reserves memory it cannot reuse "
+     "for the next requests, which ends in out-of-memory errors with memory free (ranked first)",
+     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments grow in place, so blocks of "
+     "changing sizes reuse them); or pad changing shapes (sequence lengths, batch sizes) to a "
+     "few bucket sizes so that freed blocks fit the next requests"},
+    {"out-of-memory", "none: the run failed to allocate (ranked first)",
+     "make room at the places that held the most then: smaller batches with gradient "
+     "accumulation, activation checkpointing, bf16/fp16, freeing what is no longer needed "
+     "(del, no lists of tensors); when free memory exceeded the request, "
+     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True against fragmentation"},
 };
 
 typedef struct acall {
@@ -514,7 +530,7 @@ static afinding *finding(rd_advise *x, size_t base, int cls, char *place, const 
 
 static int by_cost(const void *a, const void *b) {
   const afinding *p = a, *q = b;
-  if ((p->cls == A_LEAK) != (q->cls == A_LEAK)) return p->cls == A_LEAK ? -1 : 1; /* ends the run */
+  if ((p->cls >= A_LEAK) != (q->cls >= A_LEAK)) return p->cls >= A_LEAK ? -1 : 1; /* memory: ends the run */
   double cp = (double)p->ns / (double)(p->nsteps ? p->nsteps : 1);
   double cq = (double)q->ns / (double)(q->nsteps ? q->nsteps : 1);
   return cp < cq ? 1 : cp > cq ? -1 : p->cls - q->cls;
@@ -985,6 +1001,49 @@ static void leak_class(rd_advise *x, actx *a, const rd_mem_sample *ms, long nms)
   }
 }
 
+/* memory-fragmentation and out-of-memory (memfind.c): the caching allocator's idle reserve at
+ * the peak, by the place that made it; each failed allocation with what was live then. */
+static void frag_oom_classes(rd_advise *x, actx *a, const rd_mem_sample *ms, long nms,
+                             const rd_mem_fail *fl, size_t nfl) {
+  rd_memfrag fr[8];
+  size_t nf = rd_memfrag_places(a->t, ms, nms, fr, 8);
+  for (size_t i = 0; i < nf && i < 3; i++) {
+    afinding *f = finding(x, a->base, A_FRAG, place_of(a->t, fr[i].stack), a->t, a->nsteps, a->step_ns);
+    f->calls = fr[i].segments;
+    f->first = 1;
+    add_fn(&f->fns, "segments");
+    detail(f, "at the peak PyTorch's default caching allocator holds %.1f MiB reserved for %.1f "
+              "MiB of tensors; %.1f MiB of it idle in %" PRIu64 " segments made for requests here",
+           (double)fr[i].reserved / 1048576.0, (double)fr[i].allocated / 1048576.0,
+           (double)fr[i].idle / 1048576.0, fr[i].segments);
+  }
+  rd_memoom oo[4];
+  const Dlh__DeviceInfo *dv = nfl ? device(x, fl[0].device) : NULL;
+  size_t no = rd_memooms(a->t, ms, nms, fl, nfl, dv ? dv->total_mem : 0, oo, 4);
+  for (size_t i = 0; i < no; i++) {
+    afinding *f = finding(x, a->base, A_OOM, place_of(a->t, oo[i].fail.stack), a->t, a->nsteps, a->step_ns);
+    f->calls = oo[i].fail.calls;
+    f->first = 1;
+    add_fn(&f->fns, fname(a->t, oo[i].fail.fn));
+    char *by = NULL;
+    size_t blen = 0;
+    FILE *m = open_memstream(&by, &blen);
+    for (size_t k = 0; m && k < oo[i].nplaces; k++) {
+      char *pl = place_of(a->t, oo[i].place[k].stack);
+      fprintf(m, "%s%s %.1f MiB (%" PRIu64 ")", k ? ", " : "", pl,
+              (double)oo[i].place[k].bytes / 1048576.0, oo[i].place[k].allocs);
+      free(pl);
+    }
+    if (m) fclose(m);
+    detail(f, "%.1f MiB requested with %.1f MiB live of %.1f MiB; largest free block %.1f MiB%s; "
+              "live by place: %s",
+           (double)oo[i].fail.bytes / 1048576.0, (double)oo[i].live / 1048576.0,
+           (double)oo[i].capacity / 1048576.0, (double)oo[i].largest_free / 1048576.0,
+           oo[i].model ? " (PyTorch's default caching allocator)" : "", by ? by : "");
+    free(by);
+  }
+}
+
 /* Memory near capacity (memory-near-capacity): the ledger's peak per device. */
 static void memory_class(rd_advise *x, actx *a) {
   rd_trace *t = a->t;
@@ -993,7 +1052,9 @@ static void memory_class(rd_advise *x, actx *a) {
   uint64_t step_ns = a->step_ns;
   if (!x->mem) return;
   rd_mem_sample *ms = NULL;
-  long nms = rd_memcol_samples(x->mem, &ms, 0);
+  rd_mem_fail *fl = NULL;
+  size_t nfl = 0;
+  long nms = rd_memcol_replay(x->mem, &ms, &fl, &nfl, 0);
   x->mem = NULL;
   memset(&x->memsink, 0, sizeof x->memsink);
   for (size_t d = 0; d < x->ndev; d++) {
@@ -1020,6 +1081,8 @@ static void memory_class(rd_advise *x, actx *a) {
            (double)peak / 1073741824.0, (double)dv->total_mem / 1073741824.0, pct);
   }
   leak_class(x, a, ms, nms);
+  frag_oom_classes(x, a, ms, nms, fl, nfl);
+  free(fl);
   free(ms);
 }
 
@@ -1234,7 +1297,7 @@ static void thresholds(rd_advise *x, actx *a) {
     case A_MALLOC: keep = f->calls >= 2 && pct >= ADV_MIN_PCT_MALLOC; break;
     case A_LAUNCH: keep = f->calls >= ADV_LAUNCH_MIN && pct >= ADV_MIN_PCT_GPU; break;
     case A_COMM: keep = f->calls >= ADV_MIN_CALLS && pct >= ADV_MIN_PCT_GPU; break;
-    case A_MEM: case A_LEAK: keep = 1; break;
+    case A_MEM: case A_LEAK: case A_FRAG: case A_OOM: keep = 1; break;
     default: keep = pct >= ADV_MIN_PCT_GPU; break;
     }
     if (keep) x->f[w++] = *f;

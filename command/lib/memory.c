@@ -126,7 +126,9 @@ typedef struct alloc_rec {
 typedef struct oom {
   uint64_t ts, requested, live_bytes;
   uint64_t calls;       /* failed calls (> 1: a folded event of retries) */
-  uint32_t fn, stack;
+  uint64_t stream;
+  int device;
+  uint32_t fn, stack, tid;
   live_alloc *live;
   size_t nlive;
 } oom;
@@ -182,6 +184,9 @@ static void replay(ledger *l, mem_ev *ev, size_t n) {
           o->live_bytes = l->live;
           o->fn = e->fn;
           o->stack = e->stack;
+          o->tid = e->tid;
+          o->stream = e->stream;
+          o->device = dev;
           o->nlive = l->n;
           o->live = rd_xmalloc((l->n ? l->n : 1) * sizeof *o->live);
           if (l->n) memcpy(o->live, l->v, l->n * sizeof *l->v);
@@ -308,15 +313,29 @@ void rd_memcol_free(rd_memcol *c) {
   free(c);
 }
 
-long rd_memcol_samples(rd_memcol *c, rd_mem_sample **out, int keep) {
+long rd_memcol_replay(rd_memcol *c, rd_mem_sample **out, rd_mem_fail **fails, size_t *nfails,
+                      int keep) {
   ledger l = {0};
   replay(&l, c->ev, c->n);
+  if (fails) {
+    *fails = rd_xmalloc((l.nooms ? l.nooms : 1) * sizeof **fails);
+    for (size_t i = 0; i < l.nooms; i++) {
+      const oom *o = &l.ooms[i];
+      (*fails)[i] = (rd_mem_fail){o->ts, o->requested, o->calls, o->stream, o->live_bytes,
+                                  (uint32_t)o->device, o->tid, o->stack, o->fn};
+    }
+    *nfails = l.nooms;
+  }
   if (!keep) rd_memcol_free(c);
   *out = l.samples;
   l.samples = NULL;
   long ns = (long)l.nsamples;
   ledger_free(&l);
   return ns;
+}
+
+long rd_memcol_samples(rd_memcol *c, rd_mem_sample **out, int keep) {
+  return rd_memcol_replay(c, out, NULL, NULL, keep);
 }
 
 /* ---------------------------------------------------------------- output */

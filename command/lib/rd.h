@@ -629,6 +629,17 @@ typedef struct rd_memcol rd_memcol;
 rd_memcol *rd_memcol_new(void);
 struct rd_sink rd_memory_sink(rd_memcol *c);
 long rd_memcol_samples(rd_memcol *c, rd_mem_sample **out, int keep);
+/* A failed device allocation (out of memory: cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY)
+ * seen in the replay: a folded event of retries is one, with its calls. */
+typedef struct rd_mem_fail {
+  uint64_t ts_ns, bytes, calls, stream;
+  uint64_t live_bytes;         /* live bytes of the process then */
+  uint32_t device, tid, stack, fn;
+} rd_mem_fail;
+/* rd_memcol_samples, and the failed allocations in time order in *fails (malloc'd, the caller
+ * frees; *nfails of them) when fails is not NULL. */
+long rd_memcol_replay(rd_memcol *c, rd_mem_sample **out, rd_mem_fail **fails, size_t *nfails,
+                      int keep);
 /* keep: c stays (for rd_memory_stats_of), freed by rd_memcol_free (accepts NULL). */
 void rd_memcol_free(rd_memcol *c);
 /* `dlhook stats --memory [--json]`: peak, leaks (with stacks), out-of-memory snapshots of the
