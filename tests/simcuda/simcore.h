@@ -63,6 +63,15 @@ typedef struct simcu_kernel {
  * Returns 0 (CUDA_SUCCESS) or a CUresult error. */
 SIMCU_API int simcu_launch_kernel(void *stream, const simcu_kernel *k);
 
+/* simcu_launch_kernel, and *ref (when given) a reference to the launched work, NULL when the
+ * stream was capturing (NCCL's stand-in reads its kernels' times for its profiler plugin's
+ * KernelCh events). simcu_op_times: 1 and the work's start and end on the simulated GPU (host
+ * clock ns) once they are known (a collective's once every rank started it), else 0.
+ * simcu_op_release gives the reference back. */
+SIMCU_API int simcu_launch_kernel_ref(void *stream, const simcu_kernel *k, void **ref);
+SIMCU_API int simcu_op_times(void *ref, uint64_t *start, uint64_t *end);
+SIMCU_API void simcu_op_release(void *ref);
+
 /* Waits until every result computation queued so far (simcu_kernel.host_arg_size) is done.
  * The driver calls it before anything observes device memory; a library that reads device
  * memory on the host itself (a collective's data exchange) calls it first. */

@@ -133,6 +133,7 @@ SIMCU_API int simi_memset2d(void *dst, size_t pitch, int value, size_t width, si
 /* ---- kernels ---- */
 /* Launches a kernel; corr 0 = current API call's. Does not report API callbacks. */
 SIMCU_API int simi_launch(void *stream, const simcu_kernel *k);
+SIMCU_API int simi_launch_ref(void *stream, const simcu_kernel *k, void **ref);
 
 /* ---- graphs (stream capture) ---- */
 SIMCU_API int simi_capture_begin(void *stream, int mode);

@@ -393,6 +393,10 @@ IMPL(cuLaunchKernelEx) {
 
 /* simcore.h: a library (cuBLAS, NCCL...) launches a kernel as a driver call cuLaunchKernel */
 SIMCU_API int simcu_launch_kernel(void *stream, const simcu_kernel *k) {
+  return simcu_launch_kernel_ref(stream, k, NULL);
+}
+SIMCU_API int simcu_launch_kernel_ref(void *stream, const simcu_kernel *k, void **ref) {
+  if (ref) *ref = NULL;
   if (!k) return CUDA_ERROR_INVALID_VALUE;
   simi_init();
   cuLaunchKernel_params p;
@@ -410,7 +414,7 @@ SIMCU_API int simcu_launch_kernel(void *stream, const simcu_kernel *k) {
   a.params = &p;
   a.symbol = simi_func_name(p.f);
   simi_api_enter(&a);
-  int r = simcu_device_count() ? simi_launch(stream, k) : CUDA_ERROR_NOT_INITIALIZED;
+  int r = simcu_device_count() ? simi_launch_ref(stream, k, ref) : CUDA_ERROR_NOT_INITIALIZED;
   simi_api_exit(&a, &r);
   return r;
 }

@@ -1327,7 +1327,12 @@ static struct op *queue_push(struct simi_ctx *c, struct op *o) {
   return old;
 }
 
-SIMCU_API int simi_launch(void *stream, const simcu_kernel *k) {
+SIMCU_API int simi_launch(void *stream, const simcu_kernel *k) { return simi_launch_ref(stream, k, NULL); }
+
+/* simi_launch, and *ref (when given) a reference to the launched op for simcu_op_times (NULL
+ * when the stream was capturing). */
+SIMCU_API int simi_launch_ref(void *stream, const simcu_kernel *k, void **ref) {
+  if (ref) *ref = NULL;
   if (!k) return CUDA_ERROR_INVALID_VALUE;
   for (int d = 0; d < 3; d++)
     if (k->block[d] > 1024 || (d == 2 && k->block[d] > 64)) return CUDA_ERROR_INVALID_VALUE;
@@ -1341,6 +1346,7 @@ SIMCU_API int simi_launch(void *stream, const simcu_kernel *k) {
   int cap = s->capture != NULL;
   struct op *o = submit(s, &g), *oldest = NULL;
   if (!cap) oldest = queue_push(s->ctx, o);
+  if (!cap && ref) *ref = grab(o);
   UNLOCK();
   if (oldest) { /* the launch queue is full: wait for its oldest kernel, as CUDA blocks */
     wait_op(oldest);
@@ -1356,6 +1362,18 @@ SIMCU_API int simi_launch(void *stream, const simcu_kernel *k) {
   }
   return 0;
 }
+
+/* simcore.h: 1 and op `ref`'s start and end once they are known, else 0 */
+SIMCU_API int simcu_op_times(void *ref, uint64_t *start, uint64_t *end) {
+  struct op *o = ref;
+  if (!o) return 0;
+  LOCK();
+  int r = resolve(o);
+  if (r) { *start = o->i.start; *end = o->i.end; }
+  UNLOCK();
+  return r;
+}
+SIMCU_API void simcu_op_release(void *ref) { drop(ref); }
 
 /* ---------------------------------------------------------------- graphs */
 static unsigned long long next_capture_id = 1;

@@ -39,6 +39,7 @@
 #include <unistd.h>
 #include <nccl.h>
 #include "../../simcore.h"
+#include "simprof.h"
 /* exported whatever -fvisibility the build uses; the .map file chooses */
 #pragma GCC visibility push(default)
 
@@ -92,6 +93,9 @@ struct ncclComm {
   int init_done;
   int suspended; /* ncclCommSuspend (NCCL 2.30) until ncclCommResume */
   char name[64];
+  void *prof_ctx;     /* the profiler plugin's context (profiler.c) */
+  int prof_mask;      /* the events it asked for */
+  uint64_t prof_seq;  /* collectives so far: their Coll events' seqNumber */
 };
 
 static volatile uint64_t probe_word = 0x5349414d4e43434cull;
@@ -483,17 +487,19 @@ static double latency_ns(const char *proto, int nranks) {
 
 static uint64_t group_issued; /* host time ncclGroupEnd (or the ungrouped call) was entered */
 
+static unsigned channels_of(double wire) { return wire > (1 << 24) ? 32 : wire > (1 << 20) ? 16 : 2; }
+static unsigned warps_of(const char *proto) { return (proto[0] == 'S' ? 544 : 640) / 32; }
+
 static ncclResult_t launch(struct ncclComm *c, cudaStream_t stream, const char *name,
                            double wire, double mem_bytes, double flops, int dtype,
-                           const char *proto, const simcu_rendezvous *rv) {
+                           const char *proto, const simcu_rendezvous *rv, void **ref) {
   simcu_kernel k;
   memset(&k, 0, sizeof k);
   k.name = name;
   k.issued_ns = group_issued; /* the data exchange before the launch is not GPU time */
-  unsigned ch = wire > (1 << 24) ? 32 : wire > (1 << 20) ? 16 : 2;
-  k.grid[0] = ch;
+  k.grid[0] = channels_of(wire);
   k.grid[1] = k.grid[2] = 1;
-  k.block[0] = proto[0] == 'S' ? 544 : 640;
+  k.block[0] = warps_of(proto) * 32;
   k.block[1] = k.block[2] = 1;
   k.static_smem = 8720;
   k.regs = 96;
@@ -507,13 +513,97 @@ static ncclResult_t launch(struct ncclComm *c, cudaStream_t stream, const char *
             (int)getpid(), c->rank, c->nranks, name, (void *)stream,
             rv ? (unsigned long long)rv->key : 0ull, rv ? (unsigned long long)rv->seq : 0ull,
             rv ? rv->rank : -1, rv ? rv->nranks : 0);
-  int r = simcu_launch_kernel(stream, &k);
+  int r = simcu_launch_kernel_ref(stream, &k, ref);
   return r ? fail(ncclUnhandledCudaError, "simulated NCCL: kernel launch failed%s", NULL)
            : ncclSuccess;
 }
 
+/* ---- the profiler plugin's Group, Coll and P2p events (profiler.c) ---- */
+static const char *dt_nccl_name(ncclDataType_t t) {
+  static const char *const n[] = {"ncclInt8", "ncclUint8", "ncclInt32", "ncclUint32", "ncclInt64",
+                                  "ncclUint64", "ncclFloat16", "ncclFloat32", "ncclFloat64",
+                                  "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
+  return (int)t >= 0 && (size_t)t < sizeof n / sizeof *n ? n[t] : "ncclUint8";
+}
+static void *prof_group(struct ncclComm *c) {
+  dlh_ncclp_descr_v5 d;
+  memset(&d, 0, sizeof d);
+  d.type = DLH_NCCLP_GROUP;
+  d.rank = c->rank;
+  return simprof_start(c->prof_ctx, c->prof_mask, &d);
+}
+/* The op's Coll (seqNumber: the communicator's collectives so far) or P2p event, and what its
+ * kernel's proxy moves. */
+static void prof_task(struct ncclComm *c, void *group, const struct op *o, unsigned nch,
+                      const char *proto, struct simprof_task *t) {
+  dlh_ncclp_descr_v5 d;
+  memset(&d, 0, sizeof d);
+  d.parent = group;
+  d.rank = c->rank;
+  int n = c->nranks;
+  t->bytes = wire_bytes(o);
+  if (o->kind < OP_SEND) {
+    d.type = DLH_NCCLP_COLL;
+    d.coll.c.seq = c->prof_seq++;
+    d.coll.c.func = op_names[o->kind];
+    d.coll.c.send_buff = o->send;
+    d.coll.c.recv_buff = o->recv;
+    d.coll.c.count = o->count;
+    d.coll.c.root = o->root;
+    d.coll.c.datatype = dt_nccl_name(o->dt);
+    d.coll.c.nchannels = (uint8_t)nch;
+    d.coll.c.nwarps = (uint8_t)warps_of(proto);
+    d.coll.c.algo = "RING";
+    d.coll.c.proto = proto;
+    d.coll.parent_group = group;
+    t->peer_send = n > 1 ? (c->rank + 1) % n : -1;
+    t->peer_recv = n > 1 ? (c->rank + n - 1) % n : -1;
+  } else {
+    d.type = DLH_NCCLP_P2P;
+    d.p2p.p.func = op_names[o->kind];
+    d.p2p.p.buff = o->kind == OP_SEND ? (void *)o->send : o->recv;
+    d.p2p.p.datatype = dt_nccl_name(o->dt);
+    d.p2p.p.count = o->count;
+    d.p2p.p.peer = o->root;
+    d.p2p.p.nchannels = (uint8_t)nch;
+    d.p2p.parent_group = group;
+    t->peer_send = o->kind == OP_SEND && o->root != c->rank ? o->root : -1;
+    t->peer_recv = o->kind == OP_RECV && o->root != c->rank ? o->root : -1;
+  }
+  t->handle = simprof_start(c->prof_ctx, c->prof_mask, &d);
+}
+/* Starts the events of the ops of c of the kernel's kind (p2p or not); returns how many. */
+static int prof_tasks(struct ncclComm *c, void *group, struct op *ops, int nops, int p2p,
+                      unsigned nch, const char *proto, struct simprof_task **out) {
+  int n = 0;
+  *out = NULL;
+  if (!c->prof_mask) { /* no plugin: the sequence numbers still count */
+    for (int i = 0; i < nops; i++)
+      if (ops[i].comm == c && ops[i].kind < OP_SEND && !p2p) c->prof_seq++;
+    return 0;
+  }
+  for (int i = 0; i < nops; i++) n += ops[i].comm == c && (ops[i].kind >= OP_SEND) == p2p;
+  if (!n || !(*out = calloc((size_t)n, sizeof **out))) return 0;
+  n = 0;
+  for (int i = 0; i < nops; i++)
+    if (ops[i].comm == c && (ops[i].kind >= OP_SEND) == p2p)
+      prof_task(c, group, &ops[i], nch, proto, &(*out)[n++]);
+  return n;
+}
+static void prof_launched(struct ncclComm *c, void *ref, struct simprof_task *t, int n,
+                          unsigned nch, const char *proto) {
+  for (int i = 0; i < n; i++) simprof_stop(t[i].handle); /* enqueued: NCCL stops them here */
+  if (c->prof_mask) simprof_kernel(c->prof_ctx, c->prof_mask, c->rank, ref, t, n, (int)nch, proto);
+  else if (ref) simcu_op_release(ref);
+  free(t);
+}
+
 static ncclResult_t launch_comm_ops(struct ncclComm *c, struct op *ops, int nops) {
   ncclResult_t res = ncclSuccess;
+  void *group = c->prof_mask ? prof_group(c) : NULL;
+  struct simprof_task *tasks;
+  void *ref = NULL;
+  int ntasks;
   /* collectives of this communicator: one kernel */
   double wire = 0, mem = 0, flops = 0;
   struct op *first = NULL;
@@ -539,8 +629,10 @@ static ncclResult_t launch_comm_ops(struct ncclComm *c, struct op *ops, int nops
       snprintf(name, sizeof name, "ncclDevKernel_%s_RING_%s(ncclDevKernelArgsStorage<4096ul>)",
                op_names[first->kind], proto);
     simcu_rendezvous rv = {c->key, c->launch_seq++, c->rank, c->nranks};
+    ntasks = prof_tasks(c, group, ops, nops, 0, channels_of(wire), proto, &tasks);
     res = launch(c, first->stream, name, wire, mem, flops, dt_class(first->dt), proto,
-                 c->nranks > 1 ? &rv : NULL);
+                 c->nranks > 1 ? &rv : NULL, c->prof_mask ? &ref : NULL);
+    prof_launched(c, ref, tasks, ntasks, channels_of(wire), proto);
   }
   /* send/recv: one SendRecv kernel for all of this communicator's p2p ops in the group. A
    * lone send or recv (a group of one) meets its peer in a pair rendezvous; a group of several
@@ -562,9 +654,14 @@ static ncclResult_t launch_comm_ops(struct ncclComm *c, struct op *ops, int nops
                            c->rank == lo ? 0 : 1, 2};
     int pair = np2p == 1 && peer != c->rank;
     if (pair) rv.seq = c->pair_launch[peer]++;
+    ref = NULL;
+    ntasks = prof_tasks(c, group, ops, nops, 1, channels_of(w), proto_of(w), &tasks);
     res = launch(c, p2->stream, "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", w,
-                 2 * w, 0, dt_class(p2->dt), proto_of(w), pair ? &rv : NULL);
+                 2 * w, 0, dt_class(p2->dt), proto_of(w), pair ? &rv : NULL,
+                 c->prof_mask ? &ref : NULL);
+    prof_launched(c, ref, tasks, ntasks, channels_of(w), proto_of(w));
   }
+  simprof_stop(group);
   return res;
 }
 
@@ -767,6 +864,7 @@ static ncclResult_t init_phase1(struct ncclComm *c) {
 static ncclResult_t init_phase2(struct ncclComm *c) {
   if (WAIT_UNTIL(LOAD(&c->hdr->probed) >= (uint32_t)c->nranks))
     return fail(ncclSystemError, "simulated NCCL: timed out during init%s", NULL);
+  simprof_comm_init(c->key, "", c->nranks, c->rank, &c->prof_ctx, &c->prof_mask);
   c->init_done = 1;
   return ncclSuccess;
 }
@@ -870,6 +968,7 @@ static ncclResult_t close_comm(ncclComm_t c) {
   for (int i = 0; i < npend_init; i++)
     if (pend_init[i] == c) pend_init[i] = pend_init[--npend_init];
   c->magic = 0;
+  if (c->init_done) simprof_comm_fini(c->prof_ctx, c->prof_mask);
   if (__atomic_add_fetch(&c->hdr->closed, 1, __ATOMIC_ACQ_REL) == 1 &&
       LOAD(&c->hdr->joined) < LOAD(&c->hdr->nranks))
     shm_unlink(c->name); /* aborted before everyone joined */
