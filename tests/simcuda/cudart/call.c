@@ -19,16 +19,44 @@ __thread int simrt_ptds;
 static __thread cudaError_t last_error;
 
 /* ---------------------------------------------------------------- registered kernels */
+/* host stub -> function handle, open addressing (a launch finds its kernel in O(1), as on a GPU;
+ * a stub registered again maps to its latest handle) */
 struct hostfn { const void *host; void *func; };
 static struct hostfn *hostfns;
-static size_t nhostfns;
+static size_t nhostfns, caphostfns; /* caphostfns: a power of 2 */
 static pthread_mutex_t hmu = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t host_slot(const struct hostfn *t, size_t cap, const void *host) {
+  uint64_t h = (uint64_t)(uintptr_t)host * 0x9E3779B97F4A7C15ull;
+  size_t i = (size_t)(h >> 20) & (cap - 1);
+  while (t[i].host && t[i].host != host) i = (i + 1) & (cap - 1);
+  return i;
+}
+/* under hmu */
+static void hostfn_put(const void *host, void *func) {
+  if (!host) return;
+  if (2 * (nhostfns + 1) > caphostfns) {
+    size_t cap = caphostfns ? 2 * caphostfns : 1024;
+    struct hostfn *t = calloc(cap, sizeof *t);
+    if (!t) return;
+    for (size_t i = 0; i < caphostfns; i++)
+      if (hostfns[i].host) t[host_slot(t, cap, hostfns[i].host)] = hostfns[i];
+    free(hostfns);
+    hostfns = t;
+    caphostfns = cap;
+  }
+  size_t i = host_slot(hostfns, caphostfns, host);
+  if (!hostfns[i].host) nhostfns++;
+  hostfns[i] = (struct hostfn){host, func};
+}
 
 static void *func_of_host(const void *host) {
   void *f = NULL;
   pthread_mutex_lock(&hmu);
-  for (size_t i = nhostfns; i-- > 0;)
-    if (hostfns[i].host == host) { f = hostfns[i].func; break; }
+  if (caphostfns && host) {
+    size_t i = host_slot(hostfns, caphostfns, host);
+    if (hostfns[i].host) f = hostfns[i].func;
+  }
   pthread_mutex_unlock(&hmu);
   return f;
 }
@@ -200,8 +228,7 @@ EXPORT char CUDARTAPI __cudaInitModule(void **fatCubinHandle) {
 static int impl_regfunc(regfunc_params *p) {
   void *f = simi_func_get(p->deviceName ? p->deviceName : p->deviceFun, p->hostFun);
   pthread_mutex_lock(&hmu);
-  hostfns = realloc(hostfns, (nhostfns + 1) * sizeof *hostfns);
-  hostfns[nhostfns++] = (struct hostfn){ p->hostFun, f };
+  hostfn_put(p->hostFun, f);
   pthread_mutex_unlock(&hmu);
   return 0;
 }

@@ -52,19 +52,29 @@ int simdrv_call(int cbid, const char *name, void *params, simi_impl_fn impl, int
 /* ---------------------------------------------------------------- function handles */
 #define FUNC_MAGIC 0x46554e43u
 struct func { uint32_t magic; const char *name; const void *host; struct func *next; };
-static struct func *funcs;
+/* by name, chained (a PyTorch process registers tens of thousands of kernels, and every library
+ * kernel launch looks its name up: a GPU's launch does not scan a list) */
+#define FUNC_BUCKETS 65536u
+static struct func *fbucket[FUNC_BUCKETS];
 static pthread_mutex_t fmu = PTHREAD_MUTEX_INITIALIZER;
+
+static uint32_t name_hash(const char *s) { /* FNV-1a */
+  uint32_t h = 2166136261u;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+  return h;
+}
 
 SIMCU_API void *simi_func_get(const char *name, const void *host) {
   if (!name) return NULL;
+  struct func **b = &fbucket[name_hash(name) & (FUNC_BUCKETS - 1)];
   pthread_mutex_lock(&fmu);
   struct func *f;
-  for (f = funcs; f; f = f->next)
+  for (f = *b; f; f = f->next)
     if (strcmp(f->name, name) == 0 && (!host || !f->host || f->host == host)) break;
   if (!f) {
     f = calloc(1, sizeof *f);
     f->magic = FUNC_MAGIC; f->name = strdup(name); f->host = host;
-    f->next = funcs; funcs = f;
+    f->next = *b; *b = f;
   } else if (host && !f->host) f->host = host;
   pthread_mutex_unlock(&fmu);
   return f;
