@@ -80,6 +80,8 @@ struct dlh_thread {
     volatile uint32_t sampling;        /* a host sample is being stored: a drop is not a call's
                                           (sample.c counts it) */
     uint32_t no_grow;                  /* a larger ring could not be mapped: not tried again */
+    volatile uint32_t smp_pending;     /* a host sample came inside the store: store_end stores
+                                          it (self.smp_*, ring.c) */
     uint64_t wait_off;                 /* 1 + the tail when a wait for the writer ran out: no
                                           wait until the writer moves the tail (0: wait) */
   } prod;
@@ -105,6 +107,17 @@ struct dlh_thread {
     _Atomic int waiting;               /* the producer waits on `drained` */
     _Atomic int state;                 /* DLH_T_*: thread.c, and the writer (retired) */
   } shared;
+  /* What dlhook cost this thread, kept until the ring has room to say so (ring.c). Written by
+   * this thread only (its own stores and its signal handler); the writer reads the waits at
+   * the final drain, hence the atomics. */
+  struct dlh_thread_self {
+    /* waits for the writer not yet in a WAIT record: first start, last end, count, sum (ticks) */
+    _Atomic uint64_t wait_t0, wait_t1, waits, wait_sum;
+    /* a host sample that came while the thread was inside its own store (sample.c sets it,
+     * with prod.smp_pending; store_end writes it): ticks, weight in ns, stack id */
+    uint64_t smp_tk, smp_weight;
+    uint32_t smp_stack;
+  } self;
   /* Call stacks: unwind/'s cache of this thread's recent stacks, used by ring.c; kept when the
    * struct is reused (emptied at attach). */
   dlh_stack_cache stack_cache;
@@ -121,6 +134,7 @@ struct dlh_thread {
     uint32_t nlinks;                   /* LINK records waiting for their outer call */
     uint64_t links[DLH_MAX_LINKS];
     uint64_t taken;                    /* API and FOLD records taken (the hang watchdog, flight.c) */
+    uint64_t wait_t0, wait_t1, waits, wait_sum; /* WAIT records of this visit, folded */
     uint32_t nvtx_depth;               /* open NVTX push ranges of this thread */
     struct { uint64_t t0; uint32_t msg, dom, color, cat; } nvtx[64];
   } writer;
@@ -222,6 +236,9 @@ int dlh_writer_is_self(void);                      /* async-signal-safe: caller 
 int dlh_writer_dump_wait(int reason, int code, unsigned timeout_ms);
 
 void dlh_record_link(struct dlh_thread *t, uint64_t corr);  /* ring.c */
+/* ring.c: host samples that came inside a thread's own store and could not be stored after
+ * it either (sample.c adds them to its lost samples) */
+extern _Atomic uint64_t dlh_ring_samples_lost;
 void dlh_ring_after_fork_child(void);
 extern volatile unsigned dlh_trace_gen;  /* ring.c: bumped when a new trace starts (attach) */
 

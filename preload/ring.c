@@ -44,9 +44,49 @@ void dlh_writer_wake(void) {
 static int grow(struct dlh_thread *t);
 static int wait_room(struct dlh_thread *t, uint64_t want);
 
+/* Words that n words at count h take: n, plus the padding to the end of the ring when they
+ * would cross it. */
+static inline uint64_t need_at(uint64_t h, uint64_t cap, uint64_t n) {
+  uint64_t pos = h & (cap - 1);
+  return n + (pos + n > cap ? cap - pos : 0);
+}
+
+/* The thread's waits for the writer (self.waits, ring.c: wait_room) as one WAIT record at the
+ * head, when the ring has room for it and for n words after it (storing set). So a wait is said
+ * right after it, in the room it waited for, and the waits of a thread that ran out of time are
+ * said at its next store that finds room. Returns 1 when it wrote the record. */
+static __attribute__((noinline)) int wait_record(struct dlh_thread *t, uint64_t n) {
+  uint64_t cap = t->prod.cap, h = t->prod.head_local;
+  uint64_t wn = need_at(h, cap, DLH_REC_WAIT_WORDS);
+  if (h + wn + need_at(h + wn, cap, n) - t->prod.tail_cache > cap) return 0;
+  uint64_t pos = h & (cap - 1);
+  if (wn > DLH_REC_WAIT_WORDS) { /* wrap: pad to the end of the ring */
+    t->prod.buf[pos] = dlh_rec_header(0, 0, 0, DLH_REC_PAD, 0, 0);
+    h += cap - pos;
+    pos = 0;
+  }
+  uint64_t *w = t->prod.buf + pos;
+  w[0] = dlh_rec_header(0, 0, 0, DLH_REC_WAIT, 0, DLH_REC_WAIT_WORDS);
+  w[1] = atomic_load_explicit(&t->self.wait_t0, memory_order_relaxed);
+  w[2] = atomic_load_explicit(&t->self.wait_t1, memory_order_relaxed);
+  w[3] = atomic_load_explicit(&t->self.waits, memory_order_relaxed);
+  w[4] = atomic_load_explicit(&t->self.wait_sum, memory_order_relaxed);
+  atomic_store_explicit(&t->self.waits, 0, memory_order_relaxed);
+  t->prod.head_local = h + DLH_REC_WAIT_WORDS;
+  atomic_store_explicit(&t->shared.head, t->prod.head_local, memory_order_release);
+  t->prod.last_api = NULL; /* the next call folds into nothing before this record */
+  t->prod.fold_rec = NULL;
+  t->prod.room_end = 0;
+  return 1;
+}
+
 /* The words of a record (storing already set): the slow part of reserve_words. */
 static __attribute__((noinline)) uint64_t *reserve_slow(struct dlh_thread *t, uint64_t n) {
   uint64_t cap, h, pos, need;
+  if (atomic_load_explicit(&t->self.waits, memory_order_relaxed) && !t->prod.sampling) {
+    t->prod.tail_cache = atomic_load_explicit(&t->shared.tail, memory_order_acquire);
+    wait_record(t, n);
+  }
 again:
   cap = t->prod.cap, h = t->prod.head_local;
   pos = h & (cap - 1);
@@ -63,9 +103,16 @@ again:
         dlh_writer_wake();
       }
     }
-    if (h + need - t->prod.tail_cache > cap && !wait_room(t, h + need - cap)) {
-      if (!t->prod.sampling) atomic_fetch_add_explicit(&t->shared.dropped, 1, memory_order_relaxed);
-      return NULL;
+    if (h + need - t->prod.tail_cache > cap) {
+      /* room for the record and for the WAIT record that says this wait before it */
+      uint64_t wn = need_at(h, cap, DLH_REC_WAIT_WORDS);
+      if (!wait_room(t, h + wn + need_at(h + wn, cap, n) - cap)) {
+        if (!t->prod.sampling)
+          atomic_fetch_add_explicit(&t->shared.dropped, 1, memory_order_relaxed);
+        return NULL;
+      }
+      if (atomic_load_explicit(&t->self.waits, memory_order_relaxed) && wait_record(t, n))
+        goto again;
     }
   }
   if (pos + n > cap) { /* wrap: pad to the end of the ring */
@@ -132,6 +179,17 @@ static uint64_t writer_cpu_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* A wait for the writer from tick t0 to t1, added to the thread's waits not yet in a WAIT
+ * record (reserve_slow writes one as soon as there is room). */
+static void note_wait(struct dlh_thread *t, uint64_t t0, uint64_t t1) {
+  uint64_t n = atomic_load_explicit(&t->self.waits, memory_order_relaxed);
+  uint64_t sum = n ? atomic_load_explicit(&t->self.wait_sum, memory_order_relaxed) : 0;
+  if (!n) atomic_store_explicit(&t->self.wait_t0, t0, memory_order_relaxed);
+  atomic_store_explicit(&t->self.wait_t1, t1, memory_order_relaxed);
+  atomic_store_explicit(&t->self.wait_sum, sum + (t1 > t0 ? t1 - t0 : 0), memory_order_relaxed);
+  atomic_store_explicit(&t->self.waits, n + 1, memory_order_release);
+}
+
 static __attribute__((noinline)) int wait_room(struct dlh_thread *t, uint64_t want) {
   enum { SLICE_NS = 10000000 }; /* a look at the writer every 10 ms */
   uint64_t tail = t->prod.tail_cache;
@@ -145,6 +203,8 @@ static __attribute__((noinline)) int wait_room(struct dlh_thread *t, uint64_t wa
    * machine's host) that also kept the writer from running counts as one slice, not as time
    * the writer had. */
   uint64_t idle_max = dlh_cfg.ring_wait_ns / SLICE_NS ? dlh_cfg.ring_wait_ns / SLICE_NS : 1;
+  uint64_t tk0 = dlh_ticks();
+  int slept = 0; /* a wait that found room at once is none */
   uint64_t now = mono_ns(), slice_start = now, idle = 0, seen = tail, cpu = writer_cpu_ns();
   uint64_t busy = atomic_load_explicit(&dlh_writer_progress, memory_order_relaxed);
   atomic_store(&t->shared.waiting, 1); /* seq_cst: the writer's fence after its tail store */
@@ -175,11 +235,13 @@ static __attribute__((noinline)) int wait_room(struct dlh_thread *t, uint64_t wa
     dlh_writer_wake();
     uint64_t used = now - slice_start, left = used < SLICE_NS ? SLICE_NS - used : 1;
     struct timespec rel = {0, (long)left};
+    slept = 1;
     syscall(SYS_futex, (uint32_t *)&t->shared.drained, FUTEX_WAIT_PRIVATE, seq, &rel, NULL, 0);
     now = mono_ns();
   }
   atomic_store(&t->shared.waiting, 0);
   t->prod.tail_cache = tail;
+  if (slept) note_wait(t, tk0, dlh_ticks());
   return tail >= want;
 }
 
@@ -209,9 +271,52 @@ static inline int store_begin(struct dlh_thread *t) {
   return 1;
 }
 
+static void sample_pending_store(struct dlh_thread *t);
+
 static inline void store_end(struct dlh_thread *t) {
   atomic_signal_fence(memory_order_seq_cst);
   t->prod.storing = 0;
+  atomic_signal_fence(memory_order_seq_cst);
+  if (DLH_UNLIKELY(t->prod.smp_pending)) sample_pending_store(t);
+}
+
+/* Host samples that land inside a thread's own store (sample.c: on_cpu_sample cannot take ring
+ * words there) are kept: the handler leaves the sample in self.smp_* and raises
+ * prod.smp_pending, and the store's end writes it as a SAMPLE record attributed to the call
+ * just stored (its function, and its stack when the handler could not take one: it came
+ * inside the call's own stack walk). Counted in dlh_ring_samples_lost when the ring is full. */
+_Atomic uint64_t dlh_ring_samples_lost;
+
+static __attribute__((noinline)) void sample_pending_store(struct dlh_thread *t) {
+  do {
+    t->prod.storing = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    uint32_t stack = t->self.smp_stack, fn = 0;
+    const uint64_t *last = t->prod.last_api; /* the API record just stored, or its repeats' */
+    if (last && t->prod.fold_gen == dlh_trace_gen) {
+      fn = dlh_rec_fn(last[0]);
+      if (!stack) stack = dlh_rec_stack(last[3]);
+    }
+    t->prod.sampling = 1; /* a full ring drops the sample, not a call */
+    uint64_t *w = reserve_words(t, DLH_REC_SAMPLE_WORDS);
+    t->prod.sampling = 0;
+    if (w) {
+      w[0] = dlh_rec_header(0, 0, 0, DLH_REC_SAMPLE, 0 /* SAMPLE_CPU */, DLH_REC_SAMPLE_WORDS);
+      w[1] = t->self.smp_tk;
+      w[2] = t->self.smp_weight;
+      w[3] = (uint64_t)stack | (uint64_t)t->os.tid << 32;
+      w[4] = (uint64_t)fn << 32;
+      publish_words(t, DLH_REC_SAMPLE_WORDS);
+      t->prod.last_api = NULL;
+      t->prod.fold_rec = NULL;
+    } else {
+      atomic_fetch_add_explicit(&dlh_ring_samples_lost, 1, memory_order_relaxed);
+    }
+    t->prod.smp_pending = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    t->prod.storing = 0;
+    atomic_signal_fence(memory_order_seq_cst);
+  } while (t->prod.smp_pending);
 }
 
 /* A record other than an API record or a FOLD record (LINK, NVTX): the next call does not fold

@@ -26,6 +26,10 @@
  *         word 2: its size in words. The records that follow are there, at the same word
  *         counts (head and tail go on counting: a record's place is its count & (cap - 1)); the
  *         reader gives this ring back once it has read this record (dlh_ring_free).
+ *   WAIT  the thread waited for the writer to drain its ring (ring.c: wait_room), one or more
+ *         times since its last WAIT record: word 1: the first wait's start ticks; word 2: the
+ *         last wait's end ticks; word 3: the waits (count); word 4: their durations summed, in
+ *         ticks.
  *
  * Folding in place: the recording thread adds a repeat to the FOLD record it wrote last by
  * filling the other slot and then moving count to count + 1 with a compare-and-swap; the writer
@@ -40,13 +44,15 @@
 #include <stdint.h>
 
 enum { DLH_REC_PAD = 0, DLH_REC_API = 1, DLH_REC_LINK = 2, DLH_REC_NVTX = 3, DLH_REC_FOLD = 4,
-       DLH_REC_SAMPLE = 5, DLH_REC_GROW = 6 };
+       DLH_REC_SAMPLE = 5, DLH_REC_GROW = 6,
+       DLH_REC_WAIT = 7 };
 #define DLH_REC_F_CORR 1u
 #define DLH_REC_HDR_WORDS 4
 #define DLH_REC_LINK_WORDS 2
 #define DLH_REC_FOLD_WORDS 7
 #define DLH_REC_SAMPLE_WORDS 5
 #define DLH_REC_GROW_WORDS 3
+#define DLH_REC_WAIT_WORDS 5
 #define DLH_FOLD_SEALED (1ull << 63)
 
 static inline uint64_t dlh_rec_header(uint32_t fn, uint32_t nargs, uint32_t depth, unsigned kind,

@@ -250,8 +250,17 @@ static void on_cpu_sample(int sig, siginfo_t *si, void *uc) {
     goto out;
   struct dlh_thread *t = dlh_self;
   if (!t) t = dlh_thread_attach_sampled();
-  if (!t || t->hot.blocked || t->prod.storing) {
+  /* Inside the thread's own store (ring.c) the sample cannot take ring words: it is left for
+   * the store's end to write. One waits at a time: a later one adds its weight to it (a thread
+   * waiting for the writer inside its store, ring.c: wait_room, is sampled there until the
+   * store ends); a thread storing a sample of its own loses it. */
+  int in_store = t && t->prod.storing;
+  if (!t || t->hot.blocked || (in_store && t->prod.sampling)) {
     atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
+    goto out;
+  }
+  if (in_store && t->prod.smp_pending) {
+    t->self.smp_weight += (uint64_t)(1 + (si->si_overrun > 0 ? si->si_overrun : 0)) * period_ns;
     goto out;
   }
   uint64_t tk = dlh_ticks();
@@ -280,7 +289,15 @@ static void on_cpu_sample(int sig, siginfo_t *si, void *uc) {
   }
   uint32_t stack = dlh_stack_capture_signal(&t->stack_cache, uc, &py);
   t->hot.blocked--;
-  put_sample(t, t->os.tid, DLH__SAMPLE_KIND__SAMPLE_CPU, tk, weight, stack, 0);
+  if (in_store) {
+    t->self.smp_tk = tk;
+    t->self.smp_weight = weight;
+    t->self.smp_stack = stack;
+    atomic_signal_fence(memory_order_seq_cst);
+    t->prod.smp_pending = 1;
+  } else {
+    put_sample(t, t->os.tid, DLH__SAMPLE_KIND__SAMPLE_CPU, tk, weight, stack, 0);
+  }
   uint64_t took = dlh_ticks() - entry;
   atomic_fetch_add_explicit(&cost_ticks, took, memory_order_relaxed);
   t->hot.stolen += took; /* a call it interrupted ends earlier by as much (dlh_call_end) */
@@ -582,7 +599,7 @@ void dlh_sample_on_call(uint32_t fn) {
 }
 
 unsigned dlh_sample_rate(void) { return atomic_load(&started) && !atomic_load(&ended) ? hz : 0; }
-uint64_t dlh_sample_lost(void) { return atomic_load(&lost); }
+uint64_t dlh_sample_lost(void) { return atomic_load(&lost) + atomic_load(&dlh_ring_samples_lost); }
 uint64_t dlh_sample_cost_ticks(void) { return atomic_load(&cost_ticks); }
 
 void dlh_sample_stop(void) {
@@ -632,6 +649,7 @@ void dlh_sample_after_fork_child(void) {
   atomic_store(&started, 0);
   atomic_store(&stop_req, 0);
   atomic_store(&lost, 0);
+  atomic_store(&dlh_ring_samples_lost, 0);
   atomic_store(&cost_ticks, 0);
   atomic_store(&running, 0);
   /* A Python process's fork (multiprocessing: DataLoader workers): sampled from its start.

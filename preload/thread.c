@@ -38,9 +38,9 @@ static void thread_exit(void *arg) {
  * thread, so that a program creating threads without end keeps a list as long as its most
  * threads alive at once. The writer skips a claimed struct. Every group of the struct starts
  * empty, but for shared.dropped, which keeps counting (the totals include the dead threads'
- * drops), shared.state (claimed), stack_cache (emptied by dlh_thread_attach), os.altstack (the
- * alternate signal stack the exited thread gave back, altstack.c) and `next`, which keeps the
- * list. */
+ * drops; their waits went into the trace before they retired), shared.state (claimed),
+ * stack_cache (emptied by dlh_thread_attach), os.altstack (the alternate signal stack the
+ * exited thread gave back, altstack.c) and `next`, which keeps the list. */
 static struct dlh_thread *thread_reuse(void) {
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
     int st = DLH_T_RETIRED;
@@ -61,6 +61,7 @@ static struct dlh_thread *thread_reuse(void) {
     memset(&t->writer, 0, sizeof t->writer);
     memset(&t->cupti, 0, sizeof t->cupti);
     memset(&t->capture, 0, sizeof t->capture);
+    memset(&t->self, 0, sizeof t->self);
     return t;
   }
   return NULL;

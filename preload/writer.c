@@ -51,6 +51,7 @@ static const dlh_sample_ops *sampler; /* host sampling (sample.c), as runtime.c 
 
 void dlh_writer_sampling(const dlh_sample_ops *ops) { sampler = ops; }
 static uint64_t calls, folded;       /* calls recorded (folded repeats included), repeats folded */
+static uint64_t ring_waits, ring_wait_ns; /* threads' waits for this writer (RingWaitBatch) */
 static int write_failed;
 /* Flight mode (DLHOOK_MODE=flight, flight.c): frames go to the in-memory ring; dump_fd is the
  * dump being written (the sink then writes the last frame there); oom_seen: a call returned
@@ -162,7 +163,8 @@ static void write_counters(int final) {
     drop += atomic_load_explicit(&t->shared.dropped, memory_order_relaxed);
     nthreads++;
   }
-  drop += dlh_cupti_dropped();
+  uint64_t calls_drop = drop, gpu_drop = dlh_cupti_dropped();
+  drop += gpu_drop;
   dropped_total = drop;
   Dlh__Packet p = DLH__PACKET__INIT;
   /* the last Counters come just before the trailer too: the totals of the whole run (host
@@ -179,6 +181,11 @@ static void write_counters(int final) {
     c.has_samples = c.has_samples_lost = 1;
     c.samples = samples_total;
     c.samples_lost = sampler ? sampler->lost() : 0;
+    c.has_ring_waits = c.has_ring_wait_ns = c.has_calls_dropped = c.has_gpu_dropped = 1;
+    c.ring_waits = ring_waits;
+    c.ring_wait_ns = ring_wait_ns;
+    c.calls_dropped = calls_drop;
+    c.gpu_dropped = gpu_drop;
     uint64_t ct = sampler ? sampler->cost_ticks() : 0;
     if (ct) {
       c.has_sample_cost_ns = 1;
@@ -353,7 +360,7 @@ static __attribute__((noinline)) uint64_t drain_run(dlh_tbatch *b, const uint64_
  * SAMPLE records come from two rings per thread (its own: on-CPU samples; the sampler thread's:
  * wait samples); they are gathered per sampled thread over a pass and written as one
  * SampleBatch each, in time order, at the end of the pass. */
-typedef struct srec { uint64_t t, w; uint32_t kind, stack, state; } srec;
+typedef struct srec { uint64_t t, w; uint32_t kind, stack, state, api_fn; } srec;
 typedef struct sbatch { uint32_t tid; int named; size_t n, cap; srec *r; } sbatch;
 static sbatch *sbs;
 static size_t nsbs, capsbs;
@@ -387,7 +394,7 @@ static void sample_take(const uint64_t *w) {
   }
   if (stack) dlh_stacks_define(W, stack); /* StackDef & co. before the batch using it */
   b->r[b->n++] = (srec){dlh_tick_ns_fast(w[1]), w[2], dlh_rec_flags(w[0]), stack,
-                        (uint32_t)w[4]};
+                        (uint32_t)w[4], (uint32_t)(w[4] >> 32)};
   if (flight) dlh_flight_sample(tid, b->r[b->n - 1].t, dlh_rec_flags(w[0]), stack, (uint32_t)w[4]);
 }
 
@@ -434,9 +441,9 @@ static void samples_flush(void) {
     int64_t *dt = malloc(n * sizeof *dt);
     uint64_t *wt = malloc(n * sizeof *wt);
     uint32_t *kd = malloc(n * sizeof *kd), *st = malloc(n * sizeof *st),
-             *sy = malloc(n * sizeof *sy);
-    if (dt && wt && kd && st && sy) {
-      int any_state = 0;
+             *sy = malloc(n * sizeof *sy), *af = malloc(n * sizeof *af);
+    if (dt && wt && kd && st && sy && af) {
+      int any_state = 0, any_fn = 0;
       uint64_t prev = b->r[0].t;
       for (size_t k = 0; k < n; k++) {
         dt[k] = (int64_t)(b->r[k].t - prev);
@@ -445,7 +452,9 @@ static void samples_flush(void) {
         kd[k] = b->r[k].kind;
         st[k] = b->r[k].stack;
         sy[k] = b->r[k].state;
+        af[k] = b->r[k].api_fn;
         any_state |= sy[k] != 0;
+        any_fn |= af[k] != 0;
       }
       Dlh__Packet p = DLH__PACKET__INIT;
       Dlh__SampleBatch sb = DLH__SAMPLE_BATCH__INIT;
@@ -461,6 +470,10 @@ static void samples_flush(void) {
         sb.n_state = n;
         sb.state = sy;
       }
+      if (any_fn) { /* samples that came inside dlhook's store of a call (ring.c) */
+        sb.n_api_fn = n;
+        sb.api_fn = af;
+      }
       p.data_case = DLH__PACKET__DATA_SAMPLES;
       p.samples = &sb;
       put(&p);
@@ -472,6 +485,7 @@ static void samples_flush(void) {
     free(kd);
     free(st);
     free(sy);
+    free(af);
     b->n = 0;
   }
 }
@@ -491,6 +505,85 @@ static __attribute__((noinline)) void flight_api(struct dlh_thread *t, const uin
     oom_seen = 1;
     oom_fn = fn;
   }
+}
+
+/* ---------------------------------------------------------------- waits for the writer
+ * WAIT records (ring.c: a thread whose ring was full waited for this thread) are folded per
+ * thread over a visit of its ring, and written at the end of the pass as one RingWaitBatch
+ * with an event per thread that waited. */
+typedef struct wrec { uint32_t tid; uint64_t start, span, wait, count; } wrec;
+static wrec *wrecs;
+static size_t nwrecs, capwrecs;
+
+static void wait_take(struct dlh_thread *t, uint64_t t0, uint64_t t1, uint64_t n, uint64_t sum) {
+  if (!n) return;
+  if (!t->writer.waits) t->writer.wait_t0 = t0;
+  t->writer.wait_t1 = t1;
+  t->writer.waits += n;
+  t->writer.wait_sum += sum;
+}
+
+/* The waits of the thread's visit as an event of this pass's batch. */
+static void waits_add(struct dlh_thread *t) {
+  uint64_t t0 = t->writer.wait_t0, t1 = t->writer.wait_t1 > t0 ? t->writer.wait_t1 : t0;
+  uint64_t n = t->writer.waits, sum = t->writer.wait_sum;
+  t->writer.waits = t->writer.wait_sum = 0;
+  if (nwrecs == capwrecs) {
+    size_t cap = capwrecs ? capwrecs * 2 : 64;
+    wrec *r = realloc(wrecs, cap * sizeof *r);
+    if (!r) return;
+    wrecs = r;
+    capwrecs = cap;
+  }
+  uint64_t start = dlh_tick_ns(t0), span = dlh_tick_dur_ns(t0, t1 - t0);
+  uint64_t wait = dlh_tick_dur_ns(t0, sum);
+  if (wait > span) span = wait; /* the sum of the waits within their span, whatever the clock */
+  wrecs[nwrecs++] = (wrec){t->os.tid, start, span, wait, n};
+  ring_waits += n;
+  ring_wait_ns += wait;
+}
+
+/* Waits a thread could not put in its ring yet (its wait ran out: no room for the record), taken
+ * from the thread itself when it has exited or the trace ends. */
+static void waits_pending(struct dlh_thread *t) {
+  uint64_t n = atomic_load_explicit(&t->self.waits, memory_order_acquire);
+  if (!n) return;
+  wait_take(t, atomic_load_explicit(&t->self.wait_t0, memory_order_relaxed),
+            atomic_load_explicit(&t->self.wait_t1, memory_order_relaxed), n,
+            atomic_load_explicit(&t->self.wait_sum, memory_order_relaxed));
+  atomic_store_explicit(&t->self.waits, 0, memory_order_relaxed);
+  waits_add(t);
+}
+
+static void waits_flush(void) {
+  if (!nwrecs) return;
+  size_t n = nwrecs;
+  uint32_t *tid = malloc(n * sizeof *tid);
+  uint64_t *v = malloc(4 * n * sizeof *v);
+  if (tid && v) {
+    for (size_t i = 0; i < n; i++) {
+      tid[i] = wrecs[i].tid;
+      v[i] = wrecs[i].start;
+      v[n + i] = wrecs[i].span;
+      v[2 * n + i] = wrecs[i].wait;
+      v[3 * n + i] = wrecs[i].count;
+    }
+    Dlh__Packet p = DLH__PACKET__INIT;
+    Dlh__RingWaitBatch b = DLH__RING_WAIT_BATCH__INIT;
+    b.n_tid = b.n_start_ns = b.n_span_ns = b.n_wait_ns = b.n_count = n;
+    b.tid = tid;
+    b.start_ns = v;
+    b.span_ns = v + n;
+    b.wait_ns = v + 2 * n;
+    b.count = v + 3 * n;
+    p.data_case = DLH__PACKET__DATA_RING_WAITS;
+    p.ring_waits = &b;
+    put(&p);
+    frame_count(n);
+  }
+  free(tid);
+  free(v);
+  nwrecs = 0;
 }
 
 /* The producer told that the writer moved the tail, if it waits for room (ring.c: wait_room). */
@@ -629,6 +722,16 @@ static uint64_t drain(struct dlh_thread *t) {
       tail += nw;
       continue;
     }
+    if (kind == DLH_REC_WAIT && nw == DLH_REC_WAIT_WORDS) {
+      wait_take(t, w[1], w[2], w[3], w[4]);
+      tail += nw;
+      continue;
+    }
+    if (kind == DLH_REC_WAIT && nw == DLH_REC_WAIT_WORDS) {
+      wait_take(t, w[1], w[2], w[3], w[4]);
+      tail += nw;
+      continue;
+    }
     if (kind == DLH_REC_GROW && nw == DLH_REC_GROW_WORDS) {
       /* the thread moved to a larger ring: what this pass keeps of the old one is copied out
        * (take_last) before it is freed; the producer no longer points into it */
@@ -657,6 +760,7 @@ static uint64_t drain(struct dlh_thread *t) {
     tail += cap - pos; /* PAD (or a damaged record): on at word 0 */
   }
   if (last) take_last(t, last);
+  if (t->writer.waits) waits_add(t);
   t->writer.taken += n;
   frame_count(uncounted);
   if (tail < head) drain_more = 1;
@@ -686,6 +790,7 @@ static uint64_t drain_all(void) {
     int st = atomic_load(&t->shared.state);
     if (st != DLH_T_ACTIVE && st != DLH_T_EXITED) continue; /* retired, or being reused */
     n += drain(t);
+    if (st == DLH_T_EXITED || atomic_load(&stop_req)) waits_pending(t);
     if (st == DLH_T_EXITED && atomic_load(&t->shared.head) == atomic_load(&t->shared.tail)) {
       dlh_enc_thread_end(W, t->os.tid); /* its batch out, its columns freed */
       dlh_ring_release(t);
@@ -693,6 +798,7 @@ static uint64_t drain_all(void) {
   }
   records += n;
   samples_flush();
+  waits_flush();
   dlh_capture_emit(W); /* capture window marks */
   uint64_t g = (uint64_t)dlh_cupti_drain(W);
   frame_count(g);
@@ -1378,6 +1484,8 @@ void dlh_writer_after_fork_child(void) {
   frame_events = 0;
   frame_start_bytes = 0;
   records = dropped_total = calls = folded = 0;
+  ring_waits = ring_wait_ns = 0;
+  nwrecs = 0;
   write_failed = 0;
   sbs = NULL; /* the parent's sample batches: leaked, never written twice */
   dump_fd = -1;
@@ -1414,6 +1522,8 @@ void dlh_writer_reset_for_attach(void) {
   frame_start_bytes = 0;
   frame_limit = 4096;
   records = dropped_total = calls = folded = 0;
+  ring_waits = ring_wait_ns = 0;
+  nwrecs = 0;
   write_failed = 0;
   for (size_t i = 0; i < nsbs; i++) sbs[i].n = sbs[i].named = 0;
   samples_total = 0;
@@ -1425,6 +1535,8 @@ void dlh_writer_reset_for_attach(void) {
     t->writer.has_last = 0;
     t->writer.nlinks = 0;
     t->writer.nvtx_depth = 0;
+    t->writer.waits = t->writer.wait_sum = 0;
+    atomic_store(&t->self.waits, 0);
     atomic_store(&t->shared.dropped, 0);
   }
   dlh_cupti_new_trace();

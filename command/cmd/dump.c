@@ -18,11 +18,11 @@ static const rd_choice known_types[] = {
     {"summary", NULL, 0}, {"function", NULL, 0}, {"string", NULL, 0},  {"stack", NULL, 0},
     {"module", NULL, 0},  {"symbol", NULL, 0},  {"pyframe", NULL, 0},  {"anchor", NULL, 0},
     {"counters", NULL, 0}, {"trailer", NULL, 0}, {"sample", NULL, 0}, {"graphnode", NULL, 0},
-    {"inductor", NULL, 0}, {"flight", NULL, 0}, {NULL, NULL, 0}};
+    {"inductor", NULL, 0}, {"flight", NULL, 0}, {"wait", NULL, 0}, {NULL, NULL, 0}};
 /* shown without --all or --type */
 static const char *const default_types[] = {
   "process", "thread", "api", "nvtx", "kernel", "memcpy", "memset", "sync", "event", "overhead", "gpu",
-  "device", "summary", "graphnode", "inductor", "flight", NULL};
+  "device", "summary", "graphnode", "inductor", "flight", "wait", NULL};
 
 typedef struct dump_opts {
   char **types; /* NULL-terminated; NULL = default set */
@@ -282,6 +282,19 @@ static void str_array(FILE *f, size_t n, char **v) {
   putc(']', f);
 }
 
+/* A thread's waits for dlhook's writer thread (RingWaitBatch), one line per folded event. */
+static void dump_waits(FILE *f, const rd_trace *t, const Dlh__RingWaitBatch *b, int *bad) {
+  size_t n = b->n_tid;
+  if (b->n_start_ns != n || b->n_span_ns != n || b->n_wait_ns != n || b->n_count != n) {
+    *bad = 1;
+    return;
+  }
+  for (size_t i = 0; i < n; i++)
+    fprintf(f, "{\"type\":\"wait\",\"pid\":%u,\"tid\":%u,\"start_ns\":%" PRIu64
+               ",\"span_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64 ",\"count\":%" PRIu64 "}\n",
+            t->pid, b->tid[i], b->start_ns[i], b->span_ns[i], b->wait_ns[i], b->count[i]);
+}
+
 static void dump_packet(FILE *f, const dump_opts *o, const rd_trace *t, const Dlh__Packet *p,
                         int *bad) {
   switch (p->data_case) {
@@ -440,6 +453,11 @@ static void dump_packet(FILE *f, const dump_opts *o, const rd_trace *t, const Dl
       if (c->has_mem_bytes) fprintf(f, ",\"mem_bytes\":%" PRIu64, c->mem_bytes);
       if (c->has_samples) fprintf(f, ",\"samples\":%" PRIu64, c->samples);
       if (c->has_samples_lost) fprintf(f, ",\"samples_lost\":%" PRIu64, c->samples_lost);
+      if (c->has_ring_waits)
+        fprintf(f, ",\"ring_waits\":%" PRIu64 ",\"ring_wait_ns\":%" PRIu64, c->ring_waits,
+                c->ring_wait_ns);
+      if (c->has_calls_dropped) fprintf(f, ",\"calls_dropped\":%" PRIu64, c->calls_dropped);
+      if (c->has_gpu_dropped) fprintf(f, ",\"gpu_dropped\":%" PRIu64, c->gpu_dropped);
       fputs("}\n", f);
       break;
     }
@@ -515,6 +533,9 @@ static void dump_packet(FILE *f, const dump_opts *o, const rd_trace *t, const Dl
       fputs("]}\n", f);
       break;
     }
+    case DLH__PACKET__DATA_RING_WAITS:
+      if (want(o, "wait")) dump_waits(f, t, p->ring_waits, bad);
+      break;
     default:
       break;
   }

@@ -7,6 +7,7 @@
 #include "rd.h"
 #include "rd_opts.h"
 #include "rd_scan.h"
+#include "rd_selfcost.h"
 
 typedef struct agg {
   char *name;
@@ -110,6 +111,7 @@ typedef struct stats {
     rd_mem *m;
   } *mem;
   size_t nmem;
+  rd_selfcost *cost;     /* what dlhook cost or lost (selfcost.c) */
 } stats;
 
 static void add_thread(stats *s, uint32_t pid, uint32_t tid) {
@@ -284,6 +286,7 @@ static void s_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
   }
   uint64_t calls = dlh_api_calls(ev);
   account(&s->api.v[gi], ev->dur_ns, ev->ret != 0, calls);
+  rd_waits_api(t, tid, ev->start_ns, ev->start_ns + dlh_api_span(ev)); /* a waiting thread's time */
   rd_libstats_api(s->lib, t, tid, ev);
   s->api_calls += calls;
   s->api_events++;
@@ -356,6 +359,7 @@ rd_stats_run *rd_stats_run_new(size_t nfiles, int json) {
   memset(x, 0, sizeof *x);
   x->s.lib = rd_libstats_new();
   x->s.gs = rd_gstats_new();
+  x->s.cost = rd_selfcost_new();
   x->ops = rd_ops_new();
   x->samples = rd_samples_new();
   x->steps = json ? rd_steps_new() : NULL;
@@ -417,6 +421,7 @@ void rd_stats_run_end(rd_stats_run *x, size_t i, rd_trace *t) {
   o->ndv = 0;
   rd_libstats_trace_end(s->lib);
   s->dropped += rd_trace_dropped(t);
+  rd_selfcost_trace_end(s->cost, t);
   s->records += rd_trace_records(t);
   s->folded += rd_trace_folded(t);
   if (t->mem) { /* kept: the trace's copy goes with it */
@@ -558,6 +563,7 @@ static void print_json(FILE *f, const stats *s, rd_steps *steps, rd_ops *ops, rd
           s->api_calls, s->api_errors, s->api_ns, s->dropped, s->records, s->traces,
           s->processes, s->nthreads, s->unsymbolized, s->api_events, s->folded);
   json_dlhook_memory(f, s);
+  rd_selfcost_json(f, s->cost); /* waits for the writer, drops, lost samples */
   rd_libstats_json(s->lib, f); /* gemms, convs, collectives */
   rd_ranks_json(f); /* several ranks: arrival skew and the straggler */
   rd_steps_json(f, steps); /* per step and rank: compute, comm, copy, host, idle */
@@ -690,6 +696,7 @@ static void print_table(FILE *f, const stats *s, rd_ops *ops, rd_samples *sm, un
   if (want & 1u << T_RANKS) rd_ranks_table(f);
   if (want & 1u << T_SAMPLES) rd_samples_table(f, sm); /* host time from the samples */
   if (want & 1u << T_TOTALS) print_totals(f, s);
+  if (want & 1u << T_TOTALS) rd_selfcost_table(f, s->cost); /* what dlhook cost or lost */
   if ((want & 1u << T_PYTORCH) && ops) rd_ops_table(f, ops);
   if (want & 1u << T_TOTALS) print_notes(f, s);
 }
@@ -816,6 +823,7 @@ static void summary_tail(FILE *f, const stats *s, rd_samples *sm, size_t nk) {
   if (more[0] && strlen(line) + strlen(more) + 2 <= 100) fprintf(f, "%s, %s\n", line, more);
   else if (more[0]) fprintf(f, "%s\n  %s\n", line, more);
   else fprintf(f, "%s\n", line);
+  if (rd_selfcost_wait_line(s->cost, line, sizeof line)[0]) fprintf(f, "  %s\n", line);
 }
 
 /* The first screen (at most 40 lines of 100 columns): steps, findings, operators, modules,
@@ -1084,6 +1092,7 @@ void rd_stats_run_finish(rd_stats_run *x, int json, FILE *out) {
   free(s.dev);
   rd_libstats_free(s.lib);
   rd_gstats_free(s.gs);
+  rd_selfcost_free(s.cost);
   for (size_t i = 0; i < s.natt; i++) {
     for (size_t k = 0; k < s.att[i].n; k++) free(s.att[i].not_hooked[k]);
     free(s.att[i].not_hooked);

@@ -69,6 +69,7 @@
 
 #include "rd.h"
 #include "rd_memfind.h"
+#include "rd_selffind.h"
 #include "rd_scan.h"
 
 #define ADV_MIN_PCT 1.0
@@ -83,7 +84,7 @@
 #define ADV_MEM_PCT 90.0
 
 enum { A_SYNC, A_PAGEABLE, A_MALLOC, A_LAUNCH, A_TENSOR, A_OCC, A_MEM, A_INPUT, A_PYCPU, A_COMM,
-       A_STRAGGLER, A_LEAK, A_FRAG, A_OOM, A_NCLASS };
+       A_STRAGGLER, A_SELF, A_LEAK, A_FRAG, A_OOM, A_NCLASS };
 static const struct {
   const char *id, *how, *fix;
 } classes[A_NCLASS] = {
@@ -135,6 +136,7 @@ static const struct {
      "at, divided by its steps",
      "balance the ranks: even out data sharding and per-rank host work (logging, checkpointing, "
      "evaluation on rank 0), and check that rank's input pipeline and node"},
+    {RD_SELFFIND_ID, RD_SELFFIND_HOW, RD_SELFFIND_FIX}, /* selffind.c */
     {"memory-leak", "none: live memory grows step over step until the run fails with an "
      "out-of-memory error (ranked first)",
      "do not keep tensors across steps: store loss.item() or tensor.detach().cpu() rather than "
@@ -1297,6 +1299,7 @@ static void thresholds(rd_advise *x, actx *a) {
     case A_MALLOC: keep = f->calls >= 2 && pct >= ADV_MIN_PCT_MALLOC; break;
     case A_LAUNCH: keep = f->calls >= ADV_LAUNCH_MIN && pct >= ADV_MIN_PCT_GPU; break;
     case A_COMM: keep = f->calls >= ADV_MIN_CALLS && pct >= ADV_MIN_PCT_GPU; break;
+    case A_SELF: keep = pct >= RD_SELFFIND_MIN_PCT; break;
     case A_MEM: case A_LEAK: case A_FRAG: case A_OOM: keep = 1; break;
     default: keep = pct >= ADV_MIN_PCT_GPU; break;
     }
@@ -1342,6 +1345,12 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
   memory_class(x, &a);
   sample_classes(x, &a);
   before_collectives(x, &a);
+  rd_selffind sf; /* dlhook's own cost: its writer's waits (selffind.c) */
+  if (rd_selffind_trace(t, a.in_lo, a.in_hi, a.main_tid, a.step_ns, &sf)) {
+    afinding *f = finding(x, a.base, A_SELF, rd_xstrdup(sf.place), t, a.nsteps, a.step_ns);
+    f->ns = sf.ns, f->calls = sf.waits, f->fns = rd_xstrdup(RD_SELFFIND_FNS);
+    detail(f, "%s", sf.detail);
+  }
   thresholds(x, &a);
   coalesce(x, &a);
   if (x->nf) qsort(x->f, x->nf, sizeof *x->f, by_cost);

@@ -144,6 +144,7 @@ typedef struct rd_trace {
   uint64_t api_events, gpu_events, packets;
   uint64_t api_calls;            /* calls of the API events read so far (sum of their counts) */
   struct rd_mem *mem;            /* the trailer's memory figures, NULL when it has none */
+  struct rd_waits *waits;        /* what dlhook cost or lost (rd_selfcost.h), NULL: nothing said */
   struct rd_stacks *stacks; /* symbols.c: stacks, modules, symbols, Python frames */
   struct rd_torchs *torch;  /* torch.c: PyTorch's view of each stack */
   struct rd_graphs *graphs; /* graphs.c: CUDA graph nodes, Inductor's kernels */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "rd.h"
+#include "rd_selfcost.h"
 
 /* ---------------------------------------------------------------- traces */
 
@@ -170,6 +171,10 @@ static void define(rd_trace *t, const Dlh__Packet *p) {
         t->counters_samples_lost = p->counters->samples_lost;
         t->counters_sample_cost_ns = p->counters->sample_cost_ns;
       }
+      if (!t->defs_read) rd_waits_counters(t, p->counters);
+      break;
+    case DLH__PACKET__DATA_RING_WAITS: /* read by the first pass (the only one, or rd_open's) */
+      if (!t->defs_read) rd_waits_define(t, p->ring_waits);
       break;
     case DLH__PACKET__DATA_SAMPLES:
       /* counted once: by the pass that delivers the samples (rd_read_again's is a second) */
@@ -236,6 +241,7 @@ void rd_trace_close(rd_trace *t) {
   rd_stacks_free(t);
   mem_free(t->mem);
   t->mem = NULL;
+  rd_waits_free(t);
   t->r = NULL;
 }
 

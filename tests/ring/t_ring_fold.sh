@@ -56,6 +56,7 @@ static void *reader(void *arg) {
           break;
         }
         case DLH_REC_PAD: nw = T.prod.cap - pos; break;
+        case DLH_REC_WAIT: break; /* the producer waited for this reader (issue 48) */
         default: printf("bad record kind %u\n", dlh_rec_kind(h)); exit(1);
       }
       tail += nw;

@@ -8,7 +8,9 @@
 # is given back (kept for reuse within an eighth of the budget, else unmapped), and a new ring
 # of a size given back is that one, not a new mapping. Waiting: a ring that cannot
 # grow and a slow reader lose nothing while the producer waits for room; with no wait
-# (DLHOOK_RING_WAIT_MS=0) the same ring drops and counts.
+# (DLHOOK_RING_WAIT_MS=0) the same ring drops and counts. Every wait is said in a WAIT record
+# (issue 48: start, end, count, summed duration; the sum within the span): there are some while
+# waiting, none without.
 CC=${CC:-cc}
 set -e
 cat >stubs.c <<'C'
@@ -36,7 +38,7 @@ extern _Atomic int64_t ring_mem;
 static struct dlh_thread T;
 static _Atomic int done;
 static int slow;                 /* the reader sleeps now and then */
-static uint64_t got, next_seq, grows, bad;
+static uint64_t got, next_seq, grows, bad, waits, wait_recs;
 
 static void give_back(uint64_t tail) {
   atomic_store_explicit(&T.shared.tail, tail, memory_order_release);
@@ -71,6 +73,11 @@ static void *reader(void *arg) {
           grows++;
           break;
         }
+        case DLH_REC_WAIT:
+          if (nw != DLH_REC_WAIT_WORDS || !w[3] || w[2] < w[1] || w[4] > w[2] - w[1]) bad++;
+          waits += w[3];
+          wait_recs++;
+          break;
         case DLH_REC_PAD: nw = cap - pos; break;
         default: printf("bad record kind %u\n", dlh_rec_kind(h)); exit(1);
       }
@@ -87,7 +94,7 @@ static void *reader(void *arg) {
 /* n calls with distinct arguments; returns the calls stored (not dropped) */
 static uint64_t run(long n) {
   memset(&T, 0, sizeof T);
-  got = next_seq = grows = bad = 0;
+  got = next_seq = grows = bad = waits = wait_recs = 0;
   atomic_store(&done, 0);
   T.prod.buf = dlh_ring_alloc(&T.prod.cap);
   T.writer.buf = T.prod.buf;
@@ -141,9 +148,11 @@ int main(int argc, char **argv) {
   dlh_cfg.ring_bytes = 16u << 10;
   dlh_cfg.ring_wait_ns = 1000000000u;
   st = run(n / 4);
-  printf("waiting: made %ld read %lu dropped %lu\n", n / 4, (unsigned long)got,
-         (unsigned long)T.shared.dropped);
+  printf("waiting: made %ld read %lu dropped %lu; %lu waits in %lu WAIT records\n", n / 4,
+         (unsigned long)got, (unsigned long)T.shared.dropped, (unsigned long)waits,
+         (unsigned long)wait_recs);
   if (got != (uint64_t)n / 4 || T.shared.dropped || bad) { printf("FAIL: calls lost while waiting\n"); fails++; }
+  if (strict && (!waits || atomic_load(&T.self.waits))) { printf("FAIL: waits not recorded\n"); fails++; }
   if (ring_mem != before) { printf("FAIL: a 16 KiB ring mapped again, not reused\n"); fails++; }
   dlh_ring_free(T.writer.buf, T.writer.cap);
 
@@ -152,6 +161,7 @@ int main(int argc, char **argv) {
   st = run(n / 4);
   printf("no wait: made %ld read %lu dropped %lu\n", n / 4, (unsigned long)got,
          (unsigned long)T.shared.dropped);
+  if (waits || atomic_load(&T.self.waits)) { printf("FAIL: a wait recorded without waiting\n"); fails++; }
   if (got != st || st + T.shared.dropped != (uint64_t)n / 4 || (strict && !T.shared.dropped) || bad) {
     printf("FAIL: drops not counted\n");
     fails++;

@@ -1,0 +1,226 @@
+/* selfcost.c — what dlhook cost the traced program or lost of it (rd_selfcost.h): its threads'
+ * waits for the writer thread, dropped calls, GPU records CUPTI dropped, lost host samples.
+ *
+ * A thread waits when its ring is full and cannot grow: it runs at the writer's pace instead of
+ * losing calls (DLHOOK_RING_WAIT_MS). The trace has every wait (RingWaitBatch: one event per
+ * thread and writer pass); a thread's share is its waits over its time in the trace, from its
+ * first call or wait to its last, so that a timeline stretched by dlhook is not read as the
+ * program's own. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rd_selfcost.h"
+
+/* ---------------------------------------------------------------- one trace */
+
+static rd_waits *waits_of(rd_trace *t) {
+  if (!t->waits) {
+    t->waits = rd_xmalloc(sizeof *t->waits);
+    memset(t->waits, 0, sizeof *t->waits);
+  }
+  return t->waits;
+}
+
+static rd_twait *thread_of(rd_waits *w, uint32_t tid, int create) {
+  uintptr_t v = (uintptr_t)rd_map_get(&w->by_tid, tid);
+  if (v) return &w->th[v - 1];
+  if (!create) return NULL;
+  w->th = rd_xrealloc(w->th, (w->nth + 1) * sizeof *w->th);
+  rd_twait *h = &w->th[w->nth++];
+  memset(h, 0, sizeof *h);
+  h->tid = tid;
+  h->lo = UINT64_MAX;
+  rd_map_put(&w->by_tid, tid, (void *)(uintptr_t)w->nth);
+  return h;
+}
+
+void rd_waits_define(rd_trace *t, const Dlh__RingWaitBatch *b) {
+  size_t n = b->n_tid;
+  if (!n || b->n_start_ns != n || b->n_span_ns != n || b->n_wait_ns != n || b->n_count != n)
+    return; /* damaged: says nothing */
+  rd_waits *w = waits_of(t);
+  w->ev = rd_xrealloc(w->ev, (w->nev + n) * sizeof *w->ev);
+  for (size_t i = 0; i < n; i++) {
+    rd_wait_ev e = {b->tid[i], b->start_ns[i], b->span_ns[i], b->wait_ns[i], b->count[i]};
+    if (e.wait > e.span) e.span = e.wait;
+    w->ev[w->nev++] = e;
+    rd_twait *h = thread_of(w, e.tid, 1);
+    h->waits += e.count;
+    h->wait_ns += e.wait;
+    if (e.start < h->lo) h->lo = e.start;
+    if (e.start + e.span > h->hi) h->hi = e.start + e.span;
+    w->waits += e.count;
+    w->wait_ns += e.wait;
+  }
+}
+
+void rd_waits_counters(rd_trace *t, const Dlh__Counters *c) {
+  if (!c->has_ring_waits && !c->has_calls_dropped && !c->has_gpu_dropped) return;
+  rd_waits *w = waits_of(t);
+  w->have_counters = 1;
+  w->c_waits = c->ring_waits;
+  w->c_wait_ns = c->ring_wait_ns;
+  w->c_calls_dropped = c->calls_dropped;
+  w->c_gpu_dropped = c->gpu_dropped;
+}
+
+void rd_waits_free(rd_trace *t) {
+  if (!t->waits) return;
+  rd_map_free(&t->waits->by_tid, NULL);
+  free(t->waits->th);
+  free(t->waits->ev);
+  free(t->waits);
+  t->waits = NULL;
+}
+
+void rd_waits_span(rd_waits *w, uint32_t tid, uint64_t start, uint64_t end) {
+  rd_twait *h = thread_of(w, tid, 0);
+  if (!h) return;
+  if (start < h->lo) h->lo = start;
+  if (end > h->hi) h->hi = end;
+}
+
+uint64_t rd_twait_time(const rd_twait *w) {
+  uint64_t span = w->hi > w->lo && w->lo != UINT64_MAX ? w->hi - w->lo : 0;
+  return span > w->wait_ns ? span : w->wait_ns;
+}
+
+/* ---------------------------------------------------------------- across traces */
+
+typedef struct sthread {
+  uint32_t pid, tid;
+  uint64_t waits, wait_ns, time_ns;
+} sthread;
+
+struct rd_selfcost {
+  sthread *th;
+  size_t nth;
+  uint64_t waits, wait_ns, thread_ns;
+  uint64_t dropped, calls_dropped, gpu_dropped;
+  int split;          /* every trace said calls and GPU records apart (Counters' cost fields) */
+  uint64_t traces;
+  uint64_t samples, samples_lost, sample_cost_ns;
+};
+
+rd_selfcost *rd_selfcost_new(void) {
+  rd_selfcost *x = rd_xmalloc(sizeof *x);
+  memset(x, 0, sizeof *x);
+  x->split = 1;
+  return x;
+}
+
+void rd_selfcost_free(rd_selfcost *x) {
+  if (!x) return;
+  free(x->th);
+  free(x);
+}
+
+void rd_selfcost_trace_end(rd_selfcost *x, const rd_trace *t) {
+  const rd_waits *w = t->waits;
+  x->traces++;
+  x->dropped += rd_trace_dropped(t);
+  x->samples += rd_trace_samples(t);
+  x->samples_lost += rd_trace_samples_lost(t);
+  x->sample_cost_ns += rd_trace_sample_cost_ns(t);
+  if (w && w->have_counters) {
+    x->calls_dropped += w->c_calls_dropped;
+    x->gpu_dropped += w->c_gpu_dropped;
+  } else {
+    x->split = 0;
+  }
+  if (!w) return;
+  x->th = rd_xrealloc(x->th, (x->nth + w->nth + 1) * sizeof *x->th);
+  for (size_t i = 0; i < w->nth; i++) {
+    const rd_twait *h = &w->th[i];
+    sthread *s = &x->th[x->nth++];
+    *s = (sthread){t->pid, h->tid, h->waits, h->wait_ns, rd_twait_time(h)};
+    x->waits += h->waits;
+    x->wait_ns += h->wait_ns;
+    x->thread_ns += s->time_ns;
+  }
+}
+
+void rd_selfcost_waits(const rd_selfcost *x, uint64_t *waits, uint64_t *wait_ns,
+                       uint64_t *thread_ns, uint64_t *nthreads) {
+  *waits = x ? x->waits : 0;
+  *wait_ns = x ? x->wait_ns : 0;
+  *thread_ns = x ? x->thread_ns : 0;
+  *nthreads = x ? x->nth : 0;
+}
+
+static double pct(uint64_t part, uint64_t whole) {
+  return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+const char *rd_selfcost_wait_line(const rd_selfcost *x, char *buf, size_t n) {
+  buf[0] = 0;
+  if (!x || !x->waits) return buf;
+  snprintf(buf, n, "threads waited %" PRIu64 " times, %.1f ms (%.1f %% of their time) for "
+                   "dlhook's writer", x->waits, (double)x->wait_ns / 1e6,
+           pct(x->wait_ns, x->thread_ns));
+  return buf;
+}
+
+static int by_wait(const void *a, const void *b) {
+  const sthread *p = a, *q = b;
+  if (p->wait_ns != q->wait_ns) return p->wait_ns < q->wait_ns ? 1 : -1;
+  return p->tid < q->tid ? -1 : p->tid > q->tid;
+}
+
+void rd_selfcost_table(FILE *f, const rd_selfcost *x) {
+  char line[160];
+  fprintf(f, "\nWhat dlhook cost or lost\n");
+  if (x->waits) {
+    fprintf(f, "  %s\n", rd_selfcost_wait_line(x, line, sizeof line));
+    fprintf(f, "    (%zu thread%s; their rings were full and could not grow: they ran at the "
+               "writer's pace\n     instead of losing calls. DLHOOK_RING_WAIT_MS=0 drops calls "
+               "instead, DLHOOK_MEM_MB\n     gives rings more room, --stacks none makes "
+               "records smaller)\n", x->nth, x->nth == 1 ? "" : "s");
+    sthread *v = rd_xmalloc(x->nth * sizeof *v);
+    memcpy(v, x->th, x->nth * sizeof *v);
+    qsort(v, x->nth, sizeof *v, by_wait);
+    size_t show = x->nth < 5 ? x->nth : 5;
+    fprintf(f, "  %7s %8s %8s %12s %12s %7s\n", "pid", "tid", "waits", "waited", "its time", "share");
+    for (size_t i = 0; i < show; i++)
+      fprintf(f, "  %7u %8u %8" PRIu64 " %9.1f ms %9.1f ms %6.1f%%\n", v[i].pid, v[i].tid,
+              v[i].waits, (double)v[i].wait_ns / 1e6, (double)v[i].time_ns / 1e6,
+              pct(v[i].wait_ns, v[i].time_ns));
+    if (x->nth > show) fprintf(f, "  ... %zu more threads (stats --json: all)\n", x->nth - show);
+    free(v);
+  } else {
+    fprintf(f, "  no thread waited for dlhook's writer\n");
+  }
+  if (x->split)
+    fprintf(f, "  calls dropped: %" PRIu64 "; GPU records dropped by CUPTI: %" PRIu64 "\n",
+            x->calls_dropped, x->gpu_dropped);
+  else
+    fprintf(f, "  records dropped (calls and GPU records): %" PRIu64 "\n", x->dropped);
+  if (x->samples || x->samples_lost)
+    fprintf(f, "  host samples lost: %" PRIu64 " of %" PRIu64 " (%.2f %%); the sampler's handler "
+               "took %.1f ms of CPU\n", x->samples_lost, x->samples + x->samples_lost,
+            pct(x->samples_lost, x->samples + x->samples_lost), (double)x->sample_cost_ns / 1e6);
+}
+
+void rd_selfcost_json(FILE *f, const rd_selfcost *x) {
+  fprintf(f, ",\n\"dlhook_cost\":{\"ring_waits\":%" PRIu64 ",\"ring_wait_ns\":%" PRIu64
+             ",\"waiting_threads\":%zu,\"waiting_threads_ns\":%" PRIu64 ",\"ring_wait_pct\":",
+          x->waits, x->wait_ns, x->nth, x->thread_ns);
+  rd_json_double(f, pct(x->wait_ns, x->thread_ns));
+  fprintf(f, ",\"dropped\":%" PRIu64, x->dropped);
+  if (x->split)
+    fprintf(f, ",\"calls_dropped\":%" PRIu64 ",\"gpu_dropped\":%" PRIu64, x->calls_dropped,
+            x->gpu_dropped);
+  fprintf(f, ",\"samples\":%" PRIu64 ",\"samples_lost\":%" PRIu64 ",\"sample_cost_ns\":%" PRIu64
+             ",\"threads\":[",
+          x->samples, x->samples_lost, x->sample_cost_ns);
+  for (size_t i = 0; i < x->nth; i++) {
+    const sthread *s = &x->th[i];
+    fprintf(f, "%s{\"pid\":%u,\"tid\":%u,\"waits\":%" PRIu64 ",\"wait_ns\":%" PRIu64
+               ",\"time_ns\":%" PRIu64 ",\"pct\":",
+            i ? "," : "", s->pid, s->tid, s->waits, s->wait_ns, s->time_ns);
+    rd_json_double(f, pct(s->wait_ns, s->time_ns));
+    putc('}', f);
+  }
+  fputs("]}", f);
+}
