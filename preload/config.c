@@ -274,6 +274,7 @@ void dlh_config_load(void) {
   dlh_cfg.cupti = (int)val[S_DLHOOK_CUPTI].v;
   dlh_cfg.cupti_noise = (int)val[S_DLHOOK_CUPTI_NOISE].v;
   dlh_cfg.nvtx = (int)val[S_DLHOOK_NVTX].v;
+  snprintf(dlh_cfg.nccl_events, sizeof dlh_cfg.nccl_events, "%s", val[S_DLHOOK_NCCL_EVENTS].s);
   dlh_cfg.follow_exec = (int)val[S_DLHOOK_FOLLOW_EXEC].v;
   dlh_cfg.stacks = (int)val[S_DLHOOK_STACKS].v;
   dlh_cfg.stack_depth = (unsigned)val[S_DLHOOK_STACK_DEPTH].v;

@@ -28,6 +28,7 @@ typedef struct dlh_config {
   int cupti;             /* DLHOOK_CUPTI=0: no CUPTI (cupti.c) */
   int cupti_noise;       /* DLHOOK_CUPTI_NOISE=1: keep the high-frequency calls only CUPTI sees */
   int nvtx;              /* DLHOOK_NVTX=0: NVTX_INJECTION64_PATH left alone (nvtx.c) */
+  char nccl_events[256]; /* DLHOOK_NCCL_EVENTS: NCCL profiler plugin events (ncclprof.c) */
   int follow_exec;       /* DLHOOK_FOLLOW_EXEC=0: exec with a cleaned environment not followed */
   int rank, local_rank, world_size;
   int64_t realtime_skew_ns; /* DLHOOK_REALTIME_SKEW_NS: added to realtime anchors (tests: the
@@ -274,6 +275,12 @@ enum { DLH_NVTX_PUSH = 1, DLH_NVTX_POP, DLH_NVTX_MARK, DLH_NVTX_START, DLH_NVTX_
 void dlh_nvtx_setup_injection(void);
 enum { DLH_NVTX_FN_RANGE = 0, DLH_NVTX_FN_MARK = 1, DLH_NVTX_FN_STARTEND = 2 }; /* fns.c */
 void dlh_nvtx_convert(struct dlh_encoder *enc, struct dlh_thread *t, const uint64_t *w, uint64_t nwords);
+
+/* ---- NCCL's profiler plugin (ncclprof.c) ---- */
+void dlh_ncclprof_setup(void);   /* constructor: NCCL_PROFILER_PLUGIN -> libdlhook.so */
+void dlh_ncclprof_started(void); /* the process records: the warning of another plugin */
+void dlh_ncclprof_convert(struct dlh_encoder *enc, struct dlh_thread *t, const uint64_t *w,
+                          uint64_t nwords); /* writer: a DLH_REC_NCCL record */
 
 /* ---- CUPTI (cupti.c) ---- */
 void dlh_corr_map(uint64_t corr, uint64_t outer);  /* writer: GPU work of corr -> outer call */

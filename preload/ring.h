@@ -26,6 +26,7 @@
  *         word 2: its size in words. The records that follow are there, at the same word
  *         counts (head and tail go on counting: a record's place is its count & (cap - 1)); the
  *         reader gives this ring back once it has read this record (dlh_ring_free).
+ *   NCCL  a call of NCCL's profiler plugin (start, state or stop of an event): see ncclprof.c.
  *   WAIT  the thread waited for the writer to drain its ring (ring.c: wait_room), one or more
  *         times since its last WAIT record: word 1: the first wait's start ticks; word 2: the
  *         last wait's end ticks; word 3: the waits (count); word 4: their durations summed, in
@@ -54,6 +55,7 @@ enum { DLH_REC_PAD = 0, DLH_REC_API = 1, DLH_REC_LINK = 2, DLH_REC_NVTX = 3, DLH
 #define DLH_REC_GROW_WORDS 3
 #define DLH_REC_WAIT_WORDS 5
 #define DLH_FOLD_SEALED (1ull << 63)
+enum { DLH_REC_NCCL = 9 }; /* ncclprof.c */
 
 static inline uint64_t dlh_rec_header(uint32_t fn, uint32_t nargs, uint32_t depth, unsigned kind,
                                       unsigned flags, uint64_t nwords) {

@@ -93,6 +93,7 @@ DLH_EXPORT void quick_exit(int status) {
  * another tool owns CUDA_INJECTION64_PATH. 0 when recording goes on. */
 static int start_services(void) {
   if (dlh_writer_ensure() != 0) return -1;
+  dlh_ncclprof_started();
   static int copy_checked; /* once per process: a later copy of libdlhook.so stands aside */
   const char *later = __atomic_exchange_n(&copy_checked, 1, __ATOMIC_RELAXED) ? NULL
                                                                             : dlh_later_copy();
@@ -184,6 +185,7 @@ __attribute__((constructor)) static void dlh_init(void) {
   if (dlh_cfg.signals) dlh_signals_install();
   dlh_cupti_setup_injection();
   dlh_nvtx_setup_injection();
+  dlh_ncclprof_setup();
   dlh_exec_init();
   dlh_recording = 1;
   wire_sampling();

@@ -717,6 +717,11 @@ static uint64_t drain(struct dlh_thread *t) {
       tail += nw;
       continue;
     }
+    if (kind == DLH_REC_NCCL && nw >= 3) {
+      dlh_ncclprof_convert(W, t, w, nw);
+      tail += nw;
+      continue;
+    }
     if (kind == DLH_REC_SAMPLE && nw == DLH_REC_SAMPLE_WORDS) {
       sample_take(w);
       tail += nw;

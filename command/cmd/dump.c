@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "rd.h"
+#include "rd_ncclev.h"
 #include "rd_opts.h"
 #include "rd_scan.h"
 
@@ -18,11 +19,11 @@ static const rd_choice known_types[] = {
     {"summary", NULL, 0}, {"function", NULL, 0}, {"string", NULL, 0},  {"stack", NULL, 0},
     {"module", NULL, 0},  {"symbol", NULL, 0},  {"pyframe", NULL, 0},  {"anchor", NULL, 0},
     {"counters", NULL, 0}, {"trailer", NULL, 0}, {"sample", NULL, 0}, {"graphnode", NULL, 0},
-    {"inductor", NULL, 0}, {"flight", NULL, 0}, {"wait", NULL, 0}, {NULL, NULL, 0}};
+    {"inductor", NULL, 0}, {"flight", NULL, 0}, {"nccl", NULL, 0}, {"wait", NULL, 0}, {NULL, NULL, 0}};
 /* shown without --all or --type */
 static const char *const default_types[] = {
   "process", "thread", "api", "nvtx", "kernel", "memcpy", "memset", "sync", "event", "overhead", "gpu",
-  "device", "summary", "graphnode", "inductor", "flight", "wait", NULL};
+  "device", "summary", "graphnode", "inductor", "flight", "nccl", "wait", NULL};
 
 typedef struct dump_opts {
   char **types; /* NULL-terminated; NULL = default set */
@@ -412,6 +413,9 @@ static void dump_packet(FILE *f, const dump_opts *o, const rd_trace *t, const Dl
       }
       break;
     }
+    case DLH__PACKET__DATA_NCCL_EVENTS:
+      if (want(o, "nccl")) rd_ncclev_dump(f, p->nccl_events, t->pid, rd_offset_of(t->path));
+      break;
     case DLH__PACKET__DATA_INDUCTOR: {
       const Dlh__InductorKernel *k = p->inductor;
       if (!want(o, "inductor")) break;

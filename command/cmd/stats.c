@@ -5,6 +5,7 @@
 
 #include "dlh_fmt.h"
 #include "rd.h"
+#include "rd_ncclev.h"
 #include "rd_opts.h"
 #include "rd_scan.h"
 #include "rd_selfcost.h"
@@ -96,6 +97,7 @@ typedef struct stats {
   pid_tid *threads;
   size_t nthreads, capthreads;
   rd_libstats *lib;      /* GEMM, convolution, collective tables (libcalls.c) */
+  rd_ncclstats *nccl;    /* collectives as NCCL ran them: its profiler plugin (ncclev.c) */
   rd_gstats *gs;         /* CUDA graphs and torch.compile kernels (graphstats.c) */
   struct attached {      /* traces written by `dlhook attach` */
     char *file;
@@ -358,6 +360,7 @@ rd_stats_run *rd_stats_run_new(size_t nfiles, int json) {
   rd_stats_run *x = rd_xmalloc(sizeof *x);
   memset(x, 0, sizeof *x);
   x->s.lib = rd_libstats_new();
+  x->s.nccl = rd_ncclstats_new();
   x->s.gs = rd_gstats_new();
   x->s.cost = rd_selfcost_new();
   x->ops = rd_ops_new();
@@ -420,6 +423,7 @@ void rd_stats_run_end(rd_stats_run *x, size_t i, rd_trace *t) {
   o->dv = NULL;
   o->ndv = 0;
   rd_libstats_trace_end(s->lib);
+  rd_ncclstats_trace(s->nccl, t);
   s->dropped += rd_trace_dropped(t);
   rd_selfcost_trace_end(s->cost, t);
   s->records += rd_trace_records(t);
@@ -565,6 +569,7 @@ static void print_json(FILE *f, const stats *s, rd_steps *steps, rd_ops *ops, rd
   json_dlhook_memory(f, s);
   rd_selfcost_json(f, s->cost); /* waits for the writer, drops, lost samples */
   rd_libstats_json(s->lib, f); /* gemms, convs, collectives */
+  rd_ncclstats_json(s->nccl, f); /* the same as NCCL ran them, across ranks */
   rd_ranks_json(f); /* several ranks: arrival skew and the straggler */
   rd_steps_json(f, steps); /* per step and rank: compute, comm, copy, host, idle */
   if (ops) rd_ops_json(f, ops); /* operators, modules, source lines (PyTorch) */
@@ -692,6 +697,7 @@ static void print_table(FILE *f, const stats *s, rd_ops *ops, rd_samples *sm, un
     }
   }
   if (want & 1u << T_LIBRARIES) rd_libstats_table(s->lib, f);
+  if (want & 1u << T_LIBRARIES) rd_ncclstats_table(s->nccl, f);
   if (want & 1u << T_GRAPHS) rd_gstats_table(f, s->gs); /* CUDA graphs, torch.compile kernels */
   if (want & 1u << T_RANKS) rd_ranks_table(f);
   if (want & 1u << T_SAMPLES) rd_samples_table(f, sm); /* host time from the samples */
@@ -1091,6 +1097,7 @@ void rd_stats_run_finish(rd_stats_run *x, int json, FILE *out) {
   free(s.threads);
   free(s.dev);
   rd_libstats_free(s.lib);
+  rd_ncclstats_free(s.nccl);
   rd_gstats_free(s.gs);
   rd_selfcost_free(s.cost);
   for (size_t i = 0; i < s.natt; i++) {

@@ -148,6 +148,7 @@ typedef struct rd_trace {
   struct rd_stacks *stacks; /* symbols.c: stacks, modules, symbols, Python frames */
   struct rd_torchs *torch;  /* torch.c: PyTorch's view of each stack */
   struct rd_graphs *graphs; /* graphs.c: CUDA graph nodes, Inductor's kernels */
+  struct rd_ncclev *ncclev; /* ncclev.c: NCCL's profiler plugin events (rd_ncclev.h) */
   int defs_read;    /* the first pass read every stack definition (symbols.c) */
   uint64_t pcs_unsymbolized; /* Trailer.pcs_unsymbolized */
   /* the pass stopped at its event limit (rd_scan.h, rd_event_limit) before the event at

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "rd.h"
+#include "rd_ncclev.h"
 #include "rd_selfcost.h"
 
 /* ---------------------------------------------------------------- traces */
@@ -202,6 +203,9 @@ static void define(rd_trace *t, const Dlh__Packet *p) {
     case DLH__PACKET__DATA_INDUCTOR:
       if (!t->defs_read) rd_graphs_define(t, p);
       break;
+    case DLH__PACKET__DATA_NCCL_EVENTS: /* read by the first pass (rd_ncclev.h) */
+      if (!t->defs_read) rd_ncclev_define(t, p->nccl_events);
+      break;
     case DLH__PACKET__DATA_GPU:
       if (t->pass == 1) break;
       t->gpu_events += p->gpu->n_kind;
@@ -238,6 +242,7 @@ void rd_trace_close(rd_trace *t) {
   rd_map_free(&t->knames, free);
   rd_torch_free(t);
   rd_graphs_free(t);
+  rd_ncclev_free(t);
   rd_stacks_free(t);
   mem_free(t->mem);
   t->mem = NULL;

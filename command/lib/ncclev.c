@@ -1,0 +1,480 @@
+/* ncclev.c — NCCL's profiler plugin events (rd_ncclev.h): the NcclEvent packets a trace holds
+ * (one per startEvent, recordEventState and stopEvent NCCL made, dlhook.proto) are kept as read
+ * in the first pass and assembled at the first question: every Coll and P2p event with its host
+ * times, the GPU times of its KernelCh children (earliest start, latest KernelChStop) and its
+ * ProxyOp / ProxyStep children. Events of other threads may come before their parent in the
+ * file (each thread has its ring), so parents are taken first, children after, then states
+ * and stops.
+ *
+ * `dlhook stats` tables: per kind of collective (function, size, datatype, ranks, algorithm,
+ * protocol, channels) the calls and the GPU time from the kernel channels, and busbw from it;
+ * the collectives of a kernel that runs several of them (a group) share its time in proportion
+ * to their bytes. Across ranks: the collectives with the same communicator and seq on every
+ * trace, which rank enqueued last and which rank's kernel ended last. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "rd_ncclev.h"
+#include "rd_scan.h"
+
+enum { T_COLL = 2, T_P2P = 4, T_PROXY_OP = 8, T_PROXY_STEP = 16, T_KERNEL_CH = 64,
+       T_COMM = 1024 };
+enum { PH_START = 0, PH_STATE = 1, PH_STOP = 2 };
+#define KERNEL_CH_STOP 22
+
+typedef struct raw {
+  uint8_t phase;
+  uint16_t type;
+  uint32_t tid, state;
+  uint64_t id, parent, ts, gpu, value;
+  uint32_t op; /* Coll/P2p START: its index in ops */
+} raw;
+
+struct rd_ncclev {
+  raw *r;
+  size_t n, cap;
+  rd_nccl_op *ops;
+  size_t nops, capops;
+  int built;
+};
+
+static void copy_s(char *dst, size_t cap, const char *s) { snprintf(dst, cap, "%s", s ? s : ""); }
+
+void rd_ncclev_define(rd_trace *t, const Dlh__NcclEventBatch *b) {
+  if (!b) return;
+  if (!t->ncclev) t->ncclev = rd_xcalloc(1, sizeof *t->ncclev);
+  struct rd_ncclev *v = t->ncclev;
+  for (size_t i = 0; i < b->n_events; i++) {
+    const Dlh__NcclEvent *e = b->events[i];
+    if (!e) continue;
+    if (v->n == v->cap) {
+      v->cap = v->cap ? 2 * v->cap : 256;
+      v->r = rd_xrealloc(v->r, v->cap * sizeof *v->r);
+    }
+    raw *r = &v->r[v->n++];
+    memset(r, 0, sizeof *r);
+    r->phase = (uint8_t)e->phase;
+    r->type = (uint16_t)e->type;
+    r->tid = e->tid;
+    r->state = e->state;
+    r->id = e->id;
+    r->parent = e->parent;
+    r->ts = e->ts_ns;
+    r->gpu = e->gpu_ns;
+    r->value = e->value;
+    r->op = UINT32_MAX;
+    if (e->phase != PH_START || (e->type != T_COLL && e->type != T_P2P)) continue;
+    if (v->nops == v->capops) {
+      v->capops = v->capops ? 2 * v->capops : 64;
+      v->ops = rd_xrealloc(v->ops, v->capops * sizeof *v->ops);
+    }
+    rd_nccl_op *o = &v->ops[v->nops];
+    memset(o, 0, sizeof *o);
+    r->op = (uint32_t)v->nops++;
+    o->id = e->id;
+    o->type = e->type;
+    o->tid = e->tid;
+    o->comm = e->comm;
+    o->rank = e->rank;
+    o->nranks = e->nranks;
+    o->seq = e->seq;
+    copy_s(o->func, sizeof o->func, e->func);
+    copy_s(o->dtype, sizeof o->dtype, e->dtype);
+    copy_s(o->algo, sizeof o->algo, e->algo);
+    copy_s(o->proto, sizeof o->proto, e->proto);
+    o->count = e->count;
+    o->peer = e->peer;
+    o->channels = e->channels;
+    o->warps = e->warps;
+    o->start_ns = e->ts_ns;
+  }
+}
+
+void rd_ncclev_free(rd_trace *t) {
+  if (!t->ncclev) return;
+  free(t->ncclev->r);
+  free(t->ncclev->ops);
+  free(t->ncclev);
+  t->ncclev = NULL;
+}
+
+static int op_cmp(const void *a, const void *b) {
+  const rd_nccl_op *x = a, *y = b;
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void lo_hi(uint64_t *lo, uint64_t *hi, uint64_t v) {
+  if (!v) return;
+  if (!*lo || v < *lo) *lo = v;
+  if (v > *hi) *hi = v;
+}
+
+/* Children to their operation: id -> op index (ops) and id -> ProxyOp's op (children). */
+static void build(struct rd_ncclev *v, int64_t off) {
+  rd_u64map op_of;
+  memset(&op_of, 0, sizeof op_of);
+  for (size_t i = 0; i < v->n; i++)
+    if (v->r[i].op != UINT32_MAX) rd_m_put(&op_of, v->r[i].id, v->r[i].op);
+  /* KernelCh and ProxyOp (parent: a Coll or P2p), then ProxyStep (parent: a ProxyOp) */
+  for (int round = 0; round < 2; round++)
+    for (size_t i = 0; i < v->n; i++) {
+      raw *r = &v->r[i];
+      uint32_t k;
+      if (r->phase != PH_START || !r->parent) continue;
+      int want = round == 0 ? (r->type == T_KERNEL_CH || r->type == T_PROXY_OP)
+                            : r->type == T_PROXY_STEP;
+      if (!want || !rd_m_get(&op_of, r->parent, &k)) continue;
+      rd_m_put(&op_of, r->id, k);
+      rd_nccl_op *o = &v->ops[k];
+      if (r->type == T_KERNEL_CH) { o->kch++; lo_hi(&o->gpu_start_ns, &o->gpu_end_ns, r->gpu); }
+      else if (r->type == T_PROXY_OP) { o->proxy_ops++; lo_hi(&o->proxy_start_ns, &o->proxy_end_ns, r->ts); }
+      else o->proxy_steps++;
+    }
+  for (size_t i = 0; i < v->n; i++) {
+    raw *r = &v->r[i];
+    uint32_t k;
+    if (r->phase == PH_START || !rd_m_get(&op_of, r->id, &k)) continue;
+    rd_nccl_op *o = &v->ops[k];
+    if (r->phase == PH_STATE && r->state == KERNEL_CH_STOP) {
+      lo_hi(&o->gpu_start_ns, &o->gpu_end_ns, r->gpu);
+    } else if (r->phase == PH_STATE && r->state >= 8 && r->state <= 12) {
+      if (r->state == 9 || r->state == 10) o->proxy_bytes += r->value; /* SendWait, RecvWait */
+    } else if (r->phase == PH_STOP) {
+      if (o->id == r->id) o->stop_ns = r->ts;
+      else if (o->proxy_ops) lo_hi(&o->proxy_start_ns, &o->proxy_end_ns, r->ts);
+    }
+  }
+  for (size_t i = 0; i < v->nops; i++) {
+    rd_nccl_op *o = &v->ops[i];
+#define SHIFT(x) if (x) x = (uint64_t)((int64_t)(x) + off)
+    SHIFT(o->start_ns); SHIFT(o->stop_ns); SHIFT(o->gpu_start_ns); SHIFT(o->gpu_end_ns);
+    SHIFT(o->proxy_start_ns); SHIFT(o->proxy_end_ns);
+#undef SHIFT
+  }
+  qsort(v->ops, v->nops, sizeof *v->ops, op_cmp);
+  rd_m_free(&op_of);
+  v->built = 1;
+}
+
+size_t rd_nccl_ops(const rd_trace *t, const rd_nccl_op **ops) {
+  struct rd_ncclev *v = t->ncclev;
+  *ops = NULL;
+  if (!v) return 0;
+  if (!v->built) build(v, rd_offset_of(t->path));
+  *ops = v->ops;
+  return v->nops;
+}
+
+const rd_nccl_op *rd_nccl_ops_in(const rd_trace *t, uint32_t tid, uint64_t t0, uint64_t t1,
+                                 size_t *n) {
+  const rd_nccl_op *ops;
+  size_t nops = rd_nccl_ops(t, &ops), lo = 0, hi = nops;
+  *n = 0;
+  while (lo < hi) { /* the first of tid at or after t0 */
+    size_t m = (lo + hi) / 2;
+    if (ops[m].tid < tid || (ops[m].tid == tid && ops[m].start_ns < t0)) lo = m + 1;
+    else hi = m;
+  }
+  size_t k = lo;
+  while (k < nops && ops[k].tid == tid && ops[k].start_ns <= t1) k++;
+  *n = k - lo;
+  return k > lo ? &ops[lo] : NULL;
+}
+
+size_t rd_nccl_dtype_size(const char *d) {
+  if (!d || strncmp(d, "nccl", 4)) return 0;
+  d += 4;
+  if (!strcmp(d, "Int8") || !strcmp(d, "Uint8") || !strncmp(d, "Float8", 6)) return 1;
+  if (!strcmp(d, "Float16") || !strcmp(d, "Bfloat16")) return 2;
+  if (!strcmp(d, "Int32") || !strcmp(d, "Uint32") || !strcmp(d, "Float32")) return 4;
+  if (!strcmp(d, "Int64") || !strcmp(d, "Uint64") || !strcmp(d, "Float64")) return 8;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- dump */
+
+void rd_ncclev_dump(FILE *f, const Dlh__NcclEventBatch *b, uint32_t pid, int64_t off) {
+  static const char *const phases[] = {"start", "state", "stop"};
+  for (size_t i = 0; b && i < b->n_events; i++) {
+    const Dlh__NcclEvent *e = b->events[i];
+    if (!e) continue;
+    fprintf(f, "{\"type\":\"nccl\",\"phase\":\"%s\",\"id\":%" PRIu64 ",\"pid\":%u,\"tid\":%u,"
+               "\"ts_ns\":%" PRIu64, e->phase < 3 ? phases[e->phase] : "?", e->id, pid, e->tid,
+            (uint64_t)((int64_t)e->ts_ns + off));
+    if (e->has_type) {
+      const ProtobufCEnumValue *ev =
+          protobuf_c_enum_descriptor_get_value(&dlh__nccl_event_type__descriptor, (int)e->type);
+      fputs(",\"event\":", f);
+      rd_json_str(f, ev ? ev->name : "unknown");
+    }
+    if (e->has_parent) fprintf(f, ",\"parent\":%" PRIu64, e->parent);
+    if (e->has_comm) fprintf(f, ",\"comm\":\"%016" PRIx64 "\"", e->comm);
+    if (e->has_rank) fprintf(f, ",\"rank\":%d", e->rank);
+    if (e->has_nranks) fprintf(f, ",\"nranks\":%u", e->nranks);
+    if (e->has_seq) fprintf(f, ",\"seq\":%" PRIu64, e->seq);
+    if (e->func && *e->func) { fputs(",\"func\":", f); rd_json_str(f, e->func); }
+    if (e->has_count) fprintf(f, ",\"count\":%" PRIu64, e->count);
+    if (e->dtype && *e->dtype) { fputs(",\"dtype\":", f); rd_json_str(f, e->dtype); }
+    if (e->algo && *e->algo) { fputs(",\"algo\":", f); rd_json_str(f, e->algo); }
+    if (e->proto && *e->proto) { fputs(",\"proto\":", f); rd_json_str(f, e->proto); }
+    if (e->has_channels) fprintf(f, ",\"channels\":%u", e->channels);
+    if (e->has_warps) fprintf(f, ",\"warps\":%u", e->warps);
+    if (e->has_peer) fprintf(f, ",\"peer\":%d", e->peer);
+    if (e->has_channel) fprintf(f, ",\"channel\":%u", e->channel);
+    if (e->has_steps) fprintf(f, ",\"steps\":%u", e->steps);
+    if (e->has_chunk) fprintf(f, ",\"chunk\":%" PRIu64, e->chunk);
+    if (e->has_is_send) fprintf(f, ",\"is_send\":%s", e->is_send ? "true" : "false");
+    if (e->has_gpu_ns && e->gpu_ns) fprintf(f, ",\"gpu_ns\":%" PRIu64, (uint64_t)((int64_t)e->gpu_ns + off));
+    if (e->has_state) fprintf(f, ",\"state\":%u", e->state);
+    if (e->has_value) fprintf(f, ",\"value\":%" PRIu64, e->value);
+    if (e->name && *e->name) { fputs(",\"name\":", f); rd_json_str(f, e->name); }
+    fputs("}\n", f);
+  }
+}
+
+/* ---------------------------------------------------------------- stats */
+
+typedef struct row {
+  char func[24], dtype[24], algo[24], proto[16];
+  uint64_t bytes;
+  uint32_t nranks, channels;
+  uint64_t calls, gpu_calls;
+  double gpu_ns; /* shared kernel channel time of the calls with GPU times */
+} row;
+
+typedef struct xseq { uint64_t comm, seq; uint32_t nranks; int last_rank, slow_rank;
+                      uint64_t first_start, last_start, first_end, last_end; char func[24];
+                      uint32_t seen; } xseq;
+
+struct rd_ncclstats {
+  row *rows;
+  size_t nrows, caprows;
+  xseq *xs;                 /* across ranks: (comm, seq) */
+  size_t nxs, capxs;
+  rd_u64map xs_ix;
+  uint32_t traces;          /* traces with collectives */
+};
+
+rd_ncclstats *rd_ncclstats_new(void) { return rd_xcalloc(1, sizeof(rd_ncclstats)); }
+
+/* Bytes of a collective as nccl-tests counts its size, and busbw's factor. */
+static uint64_t coll_bytes(const rd_nccl_op *o) {
+  uint64_t b = o->count * rd_nccl_dtype_size(o->dtype);
+  if (!strcmp(o->func, "AllGather") || !strcmp(o->func, "ReduceScatter") ||
+      !strcmp(o->func, "AlltoAll"))
+    b *= o->nranks ? o->nranks : 1;
+  return b;
+}
+static double busbw_factor(const char *fn, uint32_t n) {
+  if (n < 1) n = 1;
+  if (!strcmp(fn, "AllReduce")) return 2.0 * (n - 1) / n;
+  if (!strcmp(fn, "AllGather") || !strcmp(fn, "ReduceScatter") || !strcmp(fn, "AlltoAll"))
+    return (double)(n - 1) / n;
+  return 1.0;
+}
+
+static row *row_of(rd_ncclstats *s, const rd_nccl_op *o, uint64_t bytes) {
+  for (size_t i = 0; i < s->nrows; i++) {
+    row *r = &s->rows[i];
+    if (r->bytes == bytes && r->nranks == o->nranks && r->channels == o->channels &&
+        !strcmp(r->func, o->func) && !strcmp(r->dtype, o->dtype) && !strcmp(r->algo, o->algo) &&
+        !strcmp(r->proto, o->proto))
+      return r;
+  }
+  if (s->nrows == s->caprows) {
+    s->caprows = s->caprows ? 2 * s->caprows : 16;
+    s->rows = rd_xrealloc(s->rows, s->caprows * sizeof *s->rows);
+  }
+  row *r = &s->rows[s->nrows++];
+  memset(r, 0, sizeof *r);
+  copy_s(r->func, sizeof r->func, o->func);
+  copy_s(r->dtype, sizeof r->dtype, o->dtype);
+  copy_s(r->algo, sizeof r->algo, o->algo);
+  copy_s(r->proto, sizeof r->proto, o->proto);
+  r->bytes = bytes;
+  r->nranks = o->nranks;
+  r->channels = o->channels;
+  return r;
+}
+
+static void cross_rank(rd_ncclstats *s, const rd_nccl_op *o) {
+  uint64_t key = o->comm * 1000003u ^ o->seq;
+  uint32_t i;
+  if (!rd_m_get(&s->xs_ix, key, &i)) {
+    if (s->nxs == s->capxs) {
+      s->capxs = s->capxs ? 2 * s->capxs : 256;
+      s->xs = rd_xrealloc(s->xs, s->capxs * sizeof *s->xs);
+    }
+    i = (uint32_t)s->nxs++;
+    rd_m_put(&s->xs_ix, key, i);
+    xseq *x = &s->xs[i];
+    memset(x, 0, sizeof *x);
+    x->comm = o->comm;
+    x->seq = o->seq;
+    x->nranks = o->nranks;
+    x->last_rank = x->slow_rank = -1;
+    copy_s(x->func, sizeof x->func, o->func);
+  }
+  xseq *x = &s->xs[i];
+  x->seen++;
+  if (!x->first_start || o->start_ns < x->first_start) x->first_start = o->start_ns;
+  if (o->start_ns >= x->last_start) { x->last_start = o->start_ns; x->last_rank = o->rank; }
+  if (o->gpu_end_ns) {
+    if (!x->first_end || o->gpu_end_ns < x->first_end) x->first_end = o->gpu_end_ns;
+    if (o->gpu_end_ns >= x->last_end) { x->last_end = o->gpu_end_ns; x->slow_rank = o->rank; }
+  }
+}
+
+void rd_ncclstats_trace(rd_ncclstats *s, const rd_trace *t) {
+  const rd_nccl_op *ops;
+  size_t n = rd_nccl_ops(t, &ops);
+  if (!n) return;
+  s->traces++;
+  for (size_t i = 0; i < n;) {
+    /* the collectives one kernel ran: same thread, same GPU span */
+    size_t j = i + 1;
+    if (ops[i].gpu_end_ns)
+      while (j < n && ops[j].tid == ops[i].tid && ops[j].gpu_start_ns == ops[i].gpu_start_ns &&
+             ops[j].gpu_end_ns == ops[i].gpu_end_ns)
+        j++;
+    double total = 0, span = ops[i].gpu_end_ns ? (double)(ops[i].gpu_end_ns - ops[i].gpu_start_ns) : 0;
+    for (size_t k = i; k < j; k++) total += (double)coll_bytes(&ops[k]);
+    for (size_t k = i; k < j; k++) {
+      const rd_nccl_op *o = &ops[k];
+      if (o->type == T_COLL) cross_rank(s, o);
+      row *r = row_of(s, o, coll_bytes(o));
+      r->calls++;
+      if (span > 0) {
+        r->gpu_calls++;
+        r->gpu_ns += total > 0 ? span * (double)coll_bytes(o) / total : span / (double)(j - i);
+      }
+    }
+    i = j;
+  }
+}
+
+static int row_cmp(const void *a, const void *b) {
+  const row *x = a, *y = b;
+  return x->gpu_ns < y->gpu_ns ? 1 : x->gpu_ns > y->gpu_ns ? -1 : 0;
+}
+
+/* Across ranks: the collectives every rank had, and the ranks that were last. */
+typedef struct xsum { size_t matched, ranks; int last_rank, slow_rank; size_t last_n, slow_n;
+                      double late_ns; } xsum;
+static void cross_summary(const rd_ncclstats *s, xsum *out) {
+  memset(out, 0, sizeof *out);
+  out->last_rank = out->slow_rank = -1;
+  size_t cnt_last[256] = {0}, cnt_slow[256] = {0};
+  for (size_t i = 0; i < s->nxs; i++) {
+    const xseq *x = &s->xs[i];
+    if (x->nranks < 2 || x->seen < x->nranks) continue;
+    out->matched++;
+    if (x->nranks > out->ranks) out->ranks = x->nranks;
+    out->late_ns += (double)(x->last_start - x->first_start);
+    if (x->last_rank >= 0 && x->last_rank < 256) cnt_last[x->last_rank]++;
+    if (x->slow_rank >= 0 && x->slow_rank < 256) cnt_slow[x->slow_rank]++;
+  }
+  for (int r = 0; r < 256; r++) {
+    if (cnt_last[r] > out->last_n) { out->last_n = cnt_last[r]; out->last_rank = r; }
+    if (cnt_slow[r] > out->slow_n) { out->slow_n = cnt_slow[r]; out->slow_rank = r; }
+  }
+  if (out->matched) out->late_ns /= (double)out->matched;
+}
+
+void rd_ncclstats_json(const rd_ncclstats *s, FILE *f) {
+  if (!s || !s->nrows) return;
+  row *rows = rd_xmalloc(s->nrows * sizeof *rows);
+  memcpy(rows, s->rows, s->nrows * sizeof *rows);
+  qsort(rows, s->nrows, sizeof *rows, row_cmp);
+  fputs(",\"nccl_ops\":[", f);
+  for (size_t i = 0; i < s->nrows; i++) {
+    const row *r = &rows[i];
+    fputs(i ? ",{\"func\":" : "{\"func\":", f);
+    rd_json_str(f, r->func);
+    fputs(",\"dtype\":", f);
+    rd_json_str(f, r->dtype);
+    fputs(",\"algo\":", f);
+    rd_json_str(f, r->algo);
+    fputs(",\"proto\":", f);
+    rd_json_str(f, r->proto);
+    fprintf(f, ",\"bytes\":%" PRIu64 ",\"nranks\":%u,\"channels\":%u,\"calls\":%" PRIu64
+               ",\"gpu_calls\":%" PRIu64 ",\"gpu_ns\":%.0f",
+            r->bytes, r->nranks, r->channels, r->calls, r->gpu_calls, r->gpu_ns);
+    if (r->gpu_calls && r->gpu_ns > 0) {
+      double algbw = (double)r->bytes * (double)r->gpu_calls / r->gpu_ns; /* bytes/ns = GB/s */
+      fputs(",\"algbw_gb_per_s\":", f);
+      rd_json_double(f, algbw);
+      fputs(",\"gpu_busbw_gb_per_s\":", f);
+      rd_json_double(f, algbw * busbw_factor(r->func, r->nranks));
+    }
+    fputc('}', f);
+  }
+  fputc(']', f);
+  free(rows);
+  xsum x;
+  cross_summary(s, &x);
+  if (x.matched)
+    fprintf(f, ",\"nccl_ranks\":{\"matched\":%zu,\"ranks\":%zu,\"last_to_enqueue\":%d,"
+               "\"last_to_enqueue_count\":%zu,\"mean_enqueue_spread_ns\":%.0f,"
+               "\"last_gpu_end\":%d,\"last_gpu_end_count\":%zu}",
+            x.matched, x.ranks, x.last_rank, x.last_n, x.late_ns, x.slow_rank, x.slow_n);
+}
+
+static void fmt_bytes(char *b, size_t cap, uint64_t v) {
+  if (v >= (1ull << 30)) snprintf(b, cap, "%.1f GiB", (double)v / (1ull << 30));
+  else if (v >= (1ull << 20)) snprintf(b, cap, "%.1f MiB", (double)v / (1ull << 20));
+  else if (v >= 1024) snprintf(b, cap, "%.1f KiB", (double)v / 1024);
+  else snprintf(b, cap, "%" PRIu64 " B", v);
+}
+static void fmt_ns(char *b, size_t cap, double ns) {
+  if (ns >= 1e9) snprintf(b, cap, "%.2f s", ns / 1e9);
+  else if (ns >= 1e6) snprintf(b, cap, "%.2f ms", ns / 1e6);
+  else snprintf(b, cap, "%.1f us", ns / 1e3);
+}
+
+void rd_ncclstats_table(const rd_ncclstats *s, FILE *f) {
+  if (!s || !s->nrows) return;
+  row *rows = rd_xmalloc(s->nrows * sizeof *rows);
+  memcpy(rows, s->rows, s->nrows * sizeof *rows);
+  qsort(rows, s->nrows, sizeof *rows, row_cmp);
+  fprintf(f, "\nNCCL as it ran (profiler plugin: docs/nccl-profiler.md)\n");
+  fprintf(f, "%-14s %10s %-9s %5s %-6s %-6s %3s %7s %10s %10s %10s\n", "Collective", "Size",
+          "dtype", "Ranks", "Algo", "Proto", "Ch", "Calls", "GPU time", "algbw GB/s",
+          "busbw GB/s");
+  for (size_t i = 0; i < s->nrows; i++) {
+    const row *r = &rows[i];
+    char sz[24], tm[24], ab[16] = "-", bb[16] = "-";
+    fmt_bytes(sz, sizeof sz, r->bytes);
+    fmt_ns(tm, sizeof tm, r->gpu_ns);
+    if (r->gpu_calls && r->gpu_ns > 0) {
+      double algbw = (double)r->bytes * (double)r->gpu_calls / r->gpu_ns;
+      snprintf(ab, sizeof ab, "%.2f", algbw);
+      snprintf(bb, sizeof bb, "%.2f", algbw * busbw_factor(r->func, r->nranks));
+    }
+    const char *dt = !strncmp(r->dtype, "nccl", 4) ? r->dtype + 4 : r->dtype;
+    fprintf(f, "%-14.14s %10s %-9.9s %5u %-6.6s %-6.6s %3u %7" PRIu64 " %10s %10s %10s\n",
+            r->func, sz, dt, r->nranks, r->algo, r->proto, r->channels, r->calls, tm, ab, bb);
+  }
+  free(rows);
+  xsum x;
+  cross_summary(s, &x);
+  if (x.matched) {
+    char late[24];
+    fmt_ns(late, sizeof late, x.late_ns);
+    fprintf(f, "across %zu ranks: %zu collectives matched by seq; last to enqueue: rank %d "
+               "(%zu times, mean spread %s); last kernel end: rank %d (%zu times)\n",
+            x.ranks, x.matched, x.last_rank, x.last_n, late, x.slow_rank, x.slow_n);
+  }
+}
+
+void rd_ncclstats_free(rd_ncclstats *s) {
+  if (!s) return;
+  free(s->rows);
+  free(s->xs);
+  rd_m_free(&s->xs_ix);
+  free(s);
+}
