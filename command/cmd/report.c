@@ -254,6 +254,12 @@ static void on_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
     r->procs[r->nprocs++] = line;
   } else if (p->data_case == DLH__PACKET__DATA_THREAD && p->thread->has_tid && p->thread->name) {
     free(rd_map_put(&r->threads, p->thread->tid, rd_xstrdup(p->thread->name)));
+    } else if (p->data_case == DLH__PACKET__DATA_RING_WAITS) { /* dlhook's own cost (selfcost.c) */
+    const Dlh__RingWaitBatch *b = p->ring_waits; /* drawn on the waiting thread's lane */
+    int ok = b->n_start_ns == b->n_tid && b->n_span_ns == b->n_tid;
+    for (size_t i = 0; ok && i < b->n_tid; i++)
+      add_ev(r, lane_of(r, L_API, b->tid[i], 0), b->start_ns[i], b->start_ns[i] + b->span_ns[i],
+             intern(&r->st, "[dlhook: waiting for its writer]"), 0, 0, 0);
   }
 }
 

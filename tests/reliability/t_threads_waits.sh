@@ -1,7 +1,8 @@
 # Issue 48: dlhook says how much it slowed the program. 600 threads x 2,000 calls (nothing folds)
 # fill their rings faster than the writer drains them, so threads wait for the writer
 # (DLHOOK_RING_WAIT_MS) instead of losing calls. Every wait is recorded on its thread, and:
-#   - the trace has them (dump: "wait" lines, Counters.ring_waits) and 0 calls dropped;
+#   - the trace has them (dump: "wait" lines, Counters.ring_waits) and 0 calls dropped; the
+#     report draws them on the threads' lanes;
 #   - `stats` says "threads waited N times, X ms (Y % of their time) for dlhook's writer" in its
 #     first screen and in "What dlhook cost or lost", and `stats --json` has "dlhook_cost" with
 #     every waiting thread;
@@ -21,6 +22,8 @@ tr=$(one_trace "$T/tr")
 "$DLHOOK_BIN" stats --json "$tr" >stats.json || fail "stats --json failed"
 "$DLHOOK_BIN" stats "$tr" >stats.txt || fail "stats failed"
 "$DLHOOK_BIN" dump --type wait,counters "$tr" >dump.txt || fail "dump failed"
+"$DLHOOK_BIN" report -o report.html "$tr" || fail "report failed"
+grep -q "dlhook: waiting for its writer" report.html || fail "the report does not draw the waits"
 grep -q '"type":"wait"' dump.txt || fail "no wait records in the trace"
 grep -q "threads waited [0-9]* times, [0-9.]* ms ([0-9.]* % of their time) for dlhook's writer" stats.txt ||
   fail "stats does not say the waits: $(grep -i wait stats.txt | head -3)"
