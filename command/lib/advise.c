@@ -213,6 +213,8 @@ typedef struct asteps {
 /* what a trace's rank did on the host before its collectives (for straggler-rank) */
 typedef struct precoll {
   char *path, *place;
+  tally t;         /* the samples' places behind that place (for the differential) */
+  uint64_t nsteps;
 } precoll;
 
 struct rd_advise {
@@ -1277,10 +1279,40 @@ static void before_collectives(rd_advise *x, actx *a) {
   free(msi);
   if (pre.n || widest) {
     x->pc = rd_xrealloc(x->pc, (x->npc + 1) * sizeof *x->pc);
-    x->pc[x->npc].path = rd_xstrdup(t->path);
-    x->pc[x->npc++].place = pre.n ? rd_xstrdup(pre.k[tally_top(&pre)]) : place_of(t, widest->stack);
+    precoll *pc = &x->pc[x->npc++];
+    pc->path = rd_xstrdup(t->path);
+    pc->place = pre.n ? rd_xstrdup(pre.k[tally_top(&pre)]) : place_of(t, widest->stack);
+    pc->t = pre; /* kept: rd_advise_ranks compares the ranks' places */
+    pc->nsteps = a->nsteps ? a->nsteps : 1;
+    memset(&pre, 0, sizeof pre);
   }
   tally_free(&pre);
+}
+
+/* The straggler's place: where its host time per step exceeds the other ranks' the most (a
+ * wait or a computation only it has: the rank-0 logging, the checkpoint), else its own top
+ * place. */
+static const char *straggler_place(const rd_advise *x, const char *path) {
+  const precoll *me = NULL;
+  for (size_t i = 0; i < x->npc; i++)
+    if (!strcmp(x->pc[i].path, path)) me = &x->pc[i];
+  if (!me) return "[unknown]";
+  double best = 0;
+  const char *pl = me->place;
+  for (size_t k = 0; k < me->t.n; k++) {
+    double mine = (double)me->t.w[k] / (double)me->nsteps, others = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < x->npc; i++) {
+      const precoll *o = &x->pc[i];
+      if (o == me) continue;
+      n++;
+      for (size_t j = 0; j < o->t.n; j++)
+        if (!strcmp(o->t.k[j], me->t.k[k])) { others += (double)o->t.w[j] / (double)o->nsteps; break; }
+    }
+    double excess = mine - (n ? others / (double)n : 0);
+    if (excess > best) best = excess, pl = me->t.k[k];
+  }
+  return pl;
 }
 
 /* Drops the trace's findings below their thresholds. */
@@ -1394,9 +1426,7 @@ void rd_advise_ranks(rd_advise *x) {
   uint64_t ns = (uint64_t)s.caused_ns;
   double pct = ts->step_ns ? 100.0 * (double)ns / (double)ts->step_ns : 0;
   if (pct < ADV_MIN_PCT_GPU) return;
-  const char *pl = "[unknown]";
-  for (size_t i = 0; i < x->npc; i++)
-    if (!strcmp(x->pc[i].path, s.path)) pl = x->pc[i].place;
+  const char *pl = straggler_place(x, s.path);
   PUSH(x->f, x->nf, x->capf, 16);
   afinding *f = &x->f[x->nf++];
   memset(f, 0, sizeof *f);
@@ -1542,7 +1572,7 @@ void rd_advise_free(rd_advise *x) {
     free(x->f[k].fns);
     free(x->f[k].detail);
   }
-  for (size_t i = 0; i < x->npc; i++) free(x->pc[i].path), free(x->pc[i].place);
+  for (size_t i = 0; i < x->npc; i++) free(x->pc[i].path), free(x->pc[i].place), tally_free(&x->pc[i].t);
   free(x->pc);
   for (size_t i = 0; i < x->ntraces; i++) free(x->ts[i].path);
   free(x->ts);
