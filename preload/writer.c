@@ -712,13 +712,8 @@ static uint64_t drain(struct dlh_thread *t) {
       tail += nw;
       continue;
     }
-    if (kind == DLH_REC_NVTX && nw >= 4) {
-      dlh_nvtx_convert(W, t, w, nw);
-      tail += nw;
-      continue;
-    }
-    if (kind == DLH_REC_NCCL && nw >= 3) {
-      dlh_ncclprof_convert(W, t, w, nw);
+    if ((kind == DLH_REC_NVTX && nw >= 4) || kind == DLH_REC_NCCL) {
+      (kind == DLH_REC_NCCL ? dlh_ncclprof_convert : dlh_nvtx_convert)(W, t, w, nw);
       tail += nw;
       continue;
     }

@@ -53,6 +53,7 @@
 #include <string.h>
 
 #include "export.h"
+#include "rd_ncclev.h"
 
 /* The correlation id of the i-th (i > 0) GPU record of a library call and of the launch written
  * for it (the first keeps the call's own id); above CUPTI's ids, which count from 1. */
@@ -65,6 +66,12 @@ typedef struct nccl_info {   /* the collective(s) behind an NCCL launch */
   uint64_t in_n, out_n;
   int64_t dtype, nranks, rank;
   uint64_t comm_hash;
+  /* NCCL's profiler plugin (rd_ncclev.h): the first collective the call enqueued */
+  int prof;
+  uint64_t seq;
+  char algo[24], proto[16];
+  uint32_t channels, nops;
+  uint32_t calls;    /* a group's collective calls */
 } nccl_info;
 
 typedef struct kctx {
@@ -288,6 +295,20 @@ static int nccl_of(const rd_trace *t, const dlh_api_event *ev, const char *fname
   return 1;
 }
 
+/* What NCCL said of the ncalls collectives the call of thread tid enqueued (its profiler
+ * plugin), the thread's calls taken in order. */
+static void nccl_prof(const rd_trace *t, uint32_t tid, size_t ncalls, nccl_info *c) {
+  size_t n;
+  const rd_nccl_op *o = rd_nccl_take(t, tid, ncalls, &n);
+  if (!o) return;
+  c->prof = 1;
+  c->seq = o->seq;
+  snprintf(c->algo, sizeof c->algo, "%s", o->algo);
+  snprintf(c->proto, sizeof c->proto, "%s", o->proto);
+  c->channels = o->channels;
+  c->nops = (uint32_t)n;
+}
+
 static void w_nccl(kctx *k, const nccl_info *c) {
   FILE *f = k->f;
   w_s(f, ",\"Collective name\":\"");
@@ -310,6 +331,18 @@ static void w_nccl(kctx *k, const nccl_info *c) {
     w_s(f, "]\"");
   }
   if (c->rank >= 0) { w_s(f, ",\"Rank\":"); w_i(f, c->rank); }
+  if (c->prof) { /* as NCCL ran it: seq is NCCL's, the same on every rank of the communicator */
+    w_s(f, ",\"seq\":");
+    w_u(f, c->seq);
+    w_s(f, ",\"NCCL algorithm\":\"");
+    w_s(f, c->algo);
+    w_s(f, "\",\"NCCL protocol\":\"");
+    w_s(f, c->proto);
+    w_s(f, "\",\"NCCL channels\":");
+    w_u(f, c->channels);
+    w_s(f, ",\"NCCL collectives\":");
+    w_u(f, c->nops);
+  }
 }
 
 static void put_nccl(kctx *k, uint64_t corr, const nccl_info *c) {
@@ -740,15 +773,19 @@ static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
       if (argi(t, ev, "group", 0) > 0) { /* launched by the group's ncclGroupEnd */
         nccl_info *G = &k->grp[g].g;
         if (!k->grp[g].open) { *G = c; k->grp[g].open = 1; }
-        else {
+        int first = !G->calls;
+        if (!ev->ret) G->calls += (uint32_t)dlh_api_calls(ev); /* a failed call enqueued nothing */
+        if (!first) {
           if (strcmp(G->coll, c.coll)) snprintf(G->coll, sizeof G->coll, "coalesced");
           G->in_n += c.in_n;
           G->out_n += c.out_n;
         }
-      } else if (l) {
-        put_nccl(k, ev->corr, &c);
+      } else {
+        if (!ev->ret) nccl_prof(t, tid, dlh_api_calls(ev), &c);
+        if (l) put_nccl(k, ev->corr, &c);
       }
     } else if (!strcmp(fname, "ncclGroupEnd") && k->grp[g].open) {
+      nccl_prof(t, tid, k->grp[g].g.calls, &k->grp[g].g);
       if (l) put_nccl(k, ev->corr, &k->grp[g].g);
       k->grp[g].open = 0;
     }

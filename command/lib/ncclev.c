@@ -17,7 +17,6 @@
 #include <strings.h>
 
 #include "rd_ncclev.h"
-#include "rd_scan.h"
 
 enum { T_COLL = 2, T_P2P = 4, T_PROXY_OP = 8, T_PROXY_STEP = 16, T_KERNEL_CH = 64,
        T_COMM = 1024 };
@@ -38,6 +37,7 @@ struct rd_ncclev {
   rd_nccl_op *ops;
   size_t nops, capops;
   int built;
+  rd_u64map cursor;     /* rd_nccl_take: per thread, its next operation (index + 1) */
 };
 
 static void copy_s(char *dst, size_t cap, const char *s) { snprintf(dst, cap, "%s", s ? s : ""); }
@@ -96,6 +96,7 @@ void rd_ncclev_free(rd_trace *t) {
   if (!t->ncclev) return;
   free(t->ncclev->r);
   free(t->ncclev->ops);
+  rd_m_free(&t->ncclev->cursor);
   free(t->ncclev);
   t->ncclev = NULL;
 }
@@ -103,8 +104,7 @@ void rd_ncclev_free(rd_trace *t) {
 static int op_cmp(const void *a, const void *b) {
   const rd_nccl_op *x = a, *y = b;
   if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
-  if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
-  return x->id < y->id ? -1 : x->id > y->id;
+  return x->id < y->id ? -1 : x->id > y->id; /* ids count the plugin's calls in order */
 }
 
 static void lo_hi(uint64_t *lo, uint64_t *hi, uint64_t v) {
@@ -114,7 +114,7 @@ static void lo_hi(uint64_t *lo, uint64_t *hi, uint64_t v) {
 }
 
 /* Children to their operation: id -> op index (ops) and id -> ProxyOp's op (children). */
-static void build(struct rd_ncclev *v, int64_t off) {
+static void build(struct rd_ncclev *v) {
   rd_u64map op_of;
   memset(&op_of, 0, sizeof op_of);
   for (size_t i = 0; i < v->n; i++)
@@ -148,13 +148,6 @@ static void build(struct rd_ncclev *v, int64_t off) {
       else if (o->proxy_ops) lo_hi(&o->proxy_start_ns, &o->proxy_end_ns, r->ts);
     }
   }
-  for (size_t i = 0; i < v->nops; i++) {
-    rd_nccl_op *o = &v->ops[i];
-#define SHIFT(x) if (x) x = (uint64_t)((int64_t)(x) + off)
-    SHIFT(o->start_ns); SHIFT(o->stop_ns); SHIFT(o->gpu_start_ns); SHIFT(o->gpu_end_ns);
-    SHIFT(o->proxy_start_ns); SHIFT(o->proxy_end_ns);
-#undef SHIFT
-  }
   qsort(v->ops, v->nops, sizeof *v->ops, op_cmp);
   rd_m_free(&op_of);
   v->built = 1;
@@ -164,25 +157,33 @@ size_t rd_nccl_ops(const rd_trace *t, const rd_nccl_op **ops) {
   struct rd_ncclev *v = t->ncclev;
   *ops = NULL;
   if (!v) return 0;
-  if (!v->built) build(v, rd_offset_of(t->path));
+  if (!v->built) build(v);
   *ops = v->ops;
   return v->nops;
 }
 
-const rd_nccl_op *rd_nccl_ops_in(const rd_trace *t, uint32_t tid, uint64_t t0, uint64_t t1,
-                                 size_t *n) {
+const rd_nccl_op *rd_nccl_take(const rd_trace *t, uint32_t tid, size_t want, size_t *n) {
   const rd_nccl_op *ops;
-  size_t nops = rd_nccl_ops(t, &ops), lo = 0, hi = nops;
+  size_t nops = rd_nccl_ops(t, &ops), k;
+  uint32_t c;
   *n = 0;
-  while (lo < hi) { /* the first of tid at or after t0 */
-    size_t m = (lo + hi) / 2;
-    if (ops[m].tid < tid || (ops[m].tid == tid && ops[m].start_ns < t0)) lo = m + 1;
-    else hi = m;
+  if (!nops || !want) return NULL;
+  if (rd_m_get(&t->ncclev->cursor, tid, &c)) {
+    k = c - 1;
+  } else { /* the thread's first operation */
+    size_t lo = 0, hi = nops;
+    while (lo < hi) {
+      size_t m = (lo + hi) / 2;
+      if (ops[m].tid < tid) lo = m + 1;
+      else hi = m;
+    }
+    k = lo;
   }
-  size_t k = lo;
-  while (k < nops && ops[k].tid == tid && ops[k].start_ns <= t1) k++;
-  *n = k - lo;
-  return k > lo ? &ops[lo] : NULL;
+  size_t e = k;
+  while (e < nops && ops[e].tid == tid && e - k < want) e++;
+  rd_m_put(&t->ncclev->cursor, tid, (uint32_t)(e + 1));
+  *n = e - k;
+  return e > k ? &ops[k] : NULL;
 }
 
 size_t rd_nccl_dtype_size(const char *d) {

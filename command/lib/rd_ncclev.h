@@ -10,7 +10,8 @@
 
 #include "rd.h"
 
-/* One Coll or P2p event with what its children said. Times: trace clock, merge offset added. */
+/* One Coll or P2p event with what its children said. Times: the trace's clock (no merge
+ * offset: a caller on a merged timeline adds rd_offset_of). */
 typedef struct rd_nccl_op {
   uint64_t id;
   uint32_t type;                      /* DLH__NCCL_EVENT_TYPE__NCCL_COLL or __NCCL_P2P */
@@ -34,12 +35,14 @@ typedef struct rd_nccl_op {
 /* trace.c: an NcclEventBatch read in the first pass */
 void rd_ncclev_define(rd_trace *t, const Dlh__NcclEventBatch *b);
 void rd_ncclev_free(rd_trace *t);
-/* The trace's operations, by thread then start time (built at the first call); count. */
+/* The trace's operations, by thread then in the order NCCL started them (built at the first
+ * call); count. */
 size_t rd_nccl_ops(const rd_trace *t, const rd_nccl_op **ops);
-/* The operations thread tid started within [t0, t1] (the call that enqueued them): the first,
- * and *n of them in a row; NULL when none. */
-const rd_nccl_op *rd_nccl_ops_in(const rd_trace *t, uint32_t tid, uint64_t t0, uint64_t t1,
-                                 size_t *n);
+/* The next `want` operations of thread tid, for a reader that goes through the thread's NCCL
+ * calls in order: an ungrouped collective or send/receive enqueues one, an outermost
+ * ncclGroupEnd those of its group. The first, and *n of them in a row; NULL when none. The
+ * order, not the time, pairs them: a thread that moved to another CPU may see its clock jump. */
+const rd_nccl_op *rd_nccl_take(const rd_trace *t, uint32_t tid, size_t want, size_t *n);
 /* Bytes of count elements of an NCCL datatype name ("ncclFloat32"); 0 when unknown. */
 size_t rd_nccl_dtype_size(const char *dtype);
 
