@@ -45,4 +45,12 @@ $(BENCH_DIR)/micro: bench/micro.c $(BENCH_MICRO_OBJS) | $(CUDA_STAMP)
 	  $(UNWIND_LIBS) $(FORMAT_LIBS) -ldl -lpthread -lstdc++ || \
 	  { rm -f $@; echo "bench: warning: $@ not linked; make bench runs without it" >&2; }
 
+# bench/nccl-bench: host time of an NCCL collective with and without the profiler plugin
+$(BENCH_DIR)/nccl_loop: bench/nccl_loop.c | $(CUDA_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) -O2 -g -Wall -Icommon -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIB) -lnccl -lcudart -ldl \
+	  -Wl,--enable-new-dtags,-rpath,$(CUDA_LIB)
+BENCH_PROGS += $(BENCH_DIR)/nccl_loop
+
 BENCH_DEPS += $(BENCH_PROGS)

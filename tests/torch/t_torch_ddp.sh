@@ -5,7 +5,8 @@
 # (the ranks' lines sorted: they interleave) and exit status; an all-reduce of host data gives
 # the sum on both ranks; dlhook writes one trace per rank (named with its rank), each with the
 # NCCL calls and their kernels (the launcher's own trace, when torchrun queried the devices, is
-# left alone).
+# left alone); every collective call has its Coll event from NCCL's profiler plugin, the same
+# (communicator, seq)s on both ranks.
 . "$ROOT/tests/torch/common.sh"
 TORCHRUN="$BUILD/venv/bin/torchrun"
 [ -x "$TORCHRUN" ] || skip "no $TORCHRUN"
@@ -27,5 +28,27 @@ for t in rec/*-r[01]-*.dlh; do
   pyassert s.json 'j["dropped"] == 0 and sum(a["calls"] for a in j["api"] if a["domain"] == "nccl" and a["name"].startswith("ncclAllReduce")) >= 3'
   pyassert s.json 'any("AllReduce" in k["name"] for k in j["kernels"])'
 done
+# dlhook is NCCL's profiler plugin (docs/nccl-profiler.md): every collective call has its Coll
+# event (algorithm, protocol, channels), and both ranks have the same (communicator, seq)s
+for t in rec/*-r[01]-*.dlh; do "$DLHOOK_BIN" dump --type api,nccl "$t" >"$t.jsonl" || fail "dump $t"; done
+python3 - rec <<'PY' || fail "NCCL profiler events of the DDP ranks"
+import glob, json, sys
+colls = ("ncclAllReduce", "ncclBroadcast", "ncclBcast", "ncclReduce", "ncclAllGather",
+         "ncclReduceScatter", "ncclAlltoAll", "ncclGather", "ncclScatter")
+seqs = []
+for p in sorted(glob.glob(sys.argv[1] + "/*-r[01]-*.dlh.jsonl")):
+    calls, ev = 0, []
+    for line in open(p):
+        d = json.loads(line)
+        if d["type"] == "api" and d["name"] in colls and d.get("ret", 0) == 0:
+            calls += d.get("count", 1)
+        elif d["type"] == "nccl" and d["phase"] == "start" and d.get("event") == "NCCL_COLL":
+            assert d["algo"] and d["proto"] and d["channels"] >= 1, d
+            ev.append((d["comm"], d["seq"], d["func"], d["count"]))
+    print(p, "collective calls", calls, "Coll events", len(ev))
+    assert calls >= 3 and calls == len(ev), (calls, len(ev))
+    seqs.append(sorted(ev))
+assert len(seqs) == 2 and seqs[0] == seqs[1], "the ranks' (comm, seq, func, count) differ"
+PY
 grep -q 'no trailer\|damaged' rec.err && fail "incomplete trace: $(cat rec.err)"
 echo "t_torch_ddp: OK"

@@ -216,12 +216,13 @@ static void pass(int force) {
   pthread_mutex_unlock(&mu);
   struct kern *keep = NULL, **kt = &keep;
   uint64_t now = force ? UINT64_MAX : simcu_now_ns();
+  int waiting = 0; /* kernels end in launch order: past the first that has not, look no more */
   while (list) {
     struct kern *k = list;
     list = k->next;
     k->next = NULL;
-    if (advance(k, now)) kern_free(k);
-    else { *kt = k; kt = &k->next; }
+    if (!waiting && advance(k, now)) kern_free(k);
+    else { *kt = k; kt = &k->next; waiting = 1; }
   }
   pthread_mutex_lock(&mu);
   if (keep) { *kt = head; head = keep; if (!*kt) tailp = kt; }
@@ -233,7 +234,7 @@ static void pass(int force) {
 static void *proxy_main(void *unused) {
   (void)unused;
   for (;;) {
-    struct timespec ts = {0, 50000};
+    struct timespec ts = {0, 100000};
     nanosleep(&ts, NULL);
     pass(0);
   }
