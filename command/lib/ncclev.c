@@ -247,9 +247,11 @@ typedef struct row {
   double gpu_ns; /* shared kernel channel time of the calls with GPU times */
 } row;
 
-typedef struct xseq { uint64_t comm, seq; uint32_t nranks; int last_rank, slow_rank;
+/* one rank's view of a collective */
+typedef struct xrank { int32_t rank; uint64_t enq, gs, ge, proxy; } xrank;
+typedef struct xseq { uint64_t comm, seq, bytes; uint32_t nranks; int last_rank, slow_rank;
                       uint64_t first_start, last_start, first_end, last_end; char func[24];
-                      uint32_t seen; } xseq;
+                      uint32_t seen; xrank *r; uint32_t capr; } xseq;
 
 struct rd_ncclstats {
   row *rows;
@@ -259,6 +261,9 @@ struct rd_ncclstats {
   rd_u64map xs_ix;
   uint32_t traces;          /* traces with collectives */
 };
+
+static void views_json(const rd_ncclstats *s, FILE *f);
+static void views_table(const rd_ncclstats *s, FILE *f);
 
 rd_ncclstats *rd_ncclstats_new(void) { return rd_xcalloc(1, sizeof(rd_ncclstats)); }
 
@@ -318,9 +323,16 @@ static void cross_rank(rd_ncclstats *s, const rd_nccl_op *o) {
     x->seq = o->seq;
     x->nranks = o->nranks;
     x->last_rank = x->slow_rank = -1;
+    x->bytes = coll_bytes(o);
     copy_s(x->func, sizeof x->func, o->func);
   }
   xseq *x = &s->xs[i];
+  if (x->seen == x->capr) {
+    x->capr = x->capr ? 2 * x->capr : 4;
+    x->r = rd_xrealloc(x->r, x->capr * sizeof *x->r);
+  }
+  x->r[x->seen] = (xrank){o->rank, o->start_ns, o->gpu_start_ns, o->gpu_end_ns,
+                          o->proxy_end_ns > o->proxy_start_ns ? o->proxy_end_ns - o->proxy_start_ns : 0};
   x->seen++;
   if (!x->first_start || o->start_ns < x->first_start) x->first_start = o->start_ns;
   if (o->start_ns >= x->last_start) { x->last_start = o->start_ns; x->last_rank = o->rank; }
@@ -423,6 +435,109 @@ void rd_ncclstats_json(const rd_ncclstats *s, FILE *f) {
                "\"last_to_enqueue_count\":%zu,\"mean_enqueue_spread_ns\":%.0f,"
                "\"last_gpu_end\":%d,\"last_gpu_end_count\":%zu}",
             x.matched, x.ranks, x.last_rank, x.last_n, x.late_ns, x.slow_rank, x.slow_n);
+  views_json(s, f);
+}
+
+/* ---------------------------------------------------------------- one collective across ranks */
+
+/* A collective every rank had, as the ranks saw it: its kernel cannot end before the last rank
+ * started it, so the others waited (wait_ns: the spread of the kernels' starts) for that rank
+ * (last). Why it was last: it enqueued last and that explains most of the wait ("arrival": the
+ * host was late); else its GPU was still busy with earlier work between the enqueue and the
+ * kernel's start ("compute"); when the ranks started together but the transfer after the last
+ * start took most of the kernels' time, the collective was bound by the links ("network"). */
+typedef struct view { uint64_t wait_ns, xfer_ns; int last; const char *cause; size_t ix; } view;
+enum { VIEW_MIN_WAIT_NS = 1000 };
+static int seq_view(const xseq *x, view *v) {
+  memset(v, 0, sizeof *v);
+  v->last = -1;
+  if (x->nranks < 2 || x->seen < x->nranks) return 0;
+  uint64_t gmin = UINT64_MAX, gmax = 0, emin = UINT64_MAX, amin = UINT64_MAX, amax = 0;
+  const xrank *lr = NULL;
+  for (uint32_t i = 0; i < x->seen; i++) {
+    const xrank *r = &x->r[i];
+    if (!r->gs || !r->ge) return 0; /* no kernel channel times: nothing to say */
+    if (r->gs < gmin) gmin = r->gs;
+    if (r->gs >= gmax) { gmax = r->gs; lr = r; }
+    if (r->ge < emin) emin = r->ge;
+    if (r->enq < amin) amin = r->enq;
+    if (r->enq > amax) amax = r->enq;
+  }
+  v->wait_ns = gmax - gmin;
+  v->xfer_ns = emin > gmax ? emin - gmax : 0;
+  v->last = lr->rank;
+  if (v->wait_ns < VIEW_MIN_WAIT_NS || v->xfer_ns > v->wait_ns) v->cause = "network";
+  else if (lr->enq == amax && 2 * (lr->enq - amin) >= v->wait_ns) v->cause = "arrival";
+  else v->cause = "compute";
+  return 1;
+}
+
+static int view_cmp(const void *a, const void *b) {
+  const view *x = a, *y = b;
+  return x->wait_ns < y->wait_ns ? 1 : x->wait_ns > y->wait_ns ? -1 : 0;
+}
+
+/* The collectives with a view, slowest (longest wait) first (free *out). */
+static size_t views(const rd_ncclstats *s, view **out) {
+  view *v = rd_xmalloc((s->nxs ? s->nxs : 1) * sizeof *v);
+  size_t n = 0;
+  for (size_t i = 0; i < s->nxs; i++)
+    if (seq_view(&s->xs[i], &v[n])) v[n++].ix = i;
+  qsort(v, n, sizeof *v, view_cmp);
+  *out = v;
+  return n;
+}
+
+#define MAX_JSON_VIEWS 1000
+/* `,"nccl_collectives":[...]`: the slowest collectives every rank had, each rank's times. */
+static void views_json(const rd_ncclstats *s, FILE *f) {
+  view *v;
+  size_t n = views(s, &v);
+  if (!n) { free(v); return; }
+  fputs(",\"nccl_collectives\":[", f);
+  for (size_t i = 0; i < n && i < MAX_JSON_VIEWS; i++) {
+    const xseq *x = &s->xs[v[i].ix];
+    fprintf(f, "%s{\"comm\":\"%016" PRIx64 "\",\"seq\":%" PRIu64 ",\"func\":", i ? "," : "",
+            x->comm, x->seq);
+    rd_json_str(f, x->func);
+    fprintf(f, ",\"bytes\":%" PRIu64 ",\"wait_ns\":%" PRIu64 ",\"transfer_ns\":%" PRIu64
+               ",\"last_rank\":%d,\"cause\":\"%s\",\"ranks\":[",
+            x->bytes, v[i].wait_ns, v[i].xfer_ns, v[i].last, v[i].cause);
+    for (uint32_t k = 0; k < x->seen; k++) {
+      const xrank *r = &x->r[k];
+      fprintf(f, "%s{\"rank\":%d,\"enqueue_ns\":%" PRIu64 ",\"gpu_start_ns\":%" PRIu64
+                 ",\"gpu_end_ns\":%" PRIu64 ",\"proxy_ns\":%" PRIu64 "}",
+              k ? "," : "", r->rank, r->enq, r->gs, r->ge, r->proxy);
+    }
+    fputs("]}", f);
+  }
+  fputc(']', f);
+  if (n > MAX_JSON_VIEWS) fprintf(f, ",\"nccl_collectives_left_out\":%zu", n - MAX_JSON_VIEWS);
+  free(v);
+}
+
+static void fmt_ns(char *b, size_t cap, double ns);
+/* The slowest few collectives across ranks, and how often each cause was the reason. */
+static void views_table(const rd_ncclstats *s, FILE *f) {
+  view *v;
+  size_t n = views(s, &v), causes[3] = {0};
+  static const char *const names[3] = {"arrival", "compute", "network"};
+  if (!n) { free(v); return; }
+  for (size_t i = 0; i < n; i++)
+    for (int c = 0; c < 3; c++) causes[c] += !strcmp(v[i].cause, names[c]);
+  fprintf(f, "slowest collectives across ranks (%zu: late arrival %zu, GPU busy before %zu, "
+             "transfer-bound %zu)\n", n, causes[0], causes[1], causes[2]);
+  fprintf(f, "%6s %-14s %10s %10s %9s %-8s\n", "seq", "Collective", "wait", "transfer",
+          "last rank", "cause");
+  for (size_t i = 0; i < n && i < 5; i++) {
+    const xseq *x = &s->xs[v[i].ix];
+    char w[24], t[24];
+    fmt_ns(w, sizeof w, (double)v[i].wait_ns);
+    fmt_ns(t, sizeof t, (double)v[i].xfer_ns);
+    fprintf(f, "%6" PRIu64 " %-14.14s %10s %10s %9d %-8s\n", x->seq, x->func, w, t, v[i].last,
+            v[i].cause);
+  }
+  free(v);
 }
 
 static void fmt_bytes(char *b, size_t cap, uint64_t v) {
@@ -453,8 +568,8 @@ void rd_ncclstats_table(const rd_ncclstats *s, FILE *f) {
     fmt_ns(tm, sizeof tm, r->gpu_ns);
     if (r->gpu_calls && r->gpu_ns > 0) {
       double algbw = (double)r->bytes * (double)r->gpu_calls / r->gpu_ns;
-      snprintf(ab, sizeof ab, "%.2f", algbw);
-      snprintf(bb, sizeof bb, "%.2f", algbw * busbw_factor(r->func, r->nranks));
+      snprintf(ab, sizeof ab, "%.3g", algbw);
+      snprintf(bb, sizeof bb, "%.3g", algbw * busbw_factor(r->func, r->nranks));
     }
     const char *dt = !strncmp(r->dtype, "nccl", 4) ? r->dtype + 4 : r->dtype;
     fprintf(f, "%-14.14s %10s %-9.9s %5u %-6.6s %-6.6s %3u %7" PRIu64 " %10s %10s %10s\n",
@@ -469,11 +584,13 @@ void rd_ncclstats_table(const rd_ncclstats *s, FILE *f) {
     fprintf(f, "across %zu ranks: %zu collectives matched by seq; last to enqueue: rank %d "
                "(%zu times, mean spread %s); last kernel end: rank %d (%zu times)\n",
             x.ranks, x.matched, x.last_rank, x.last_n, late, x.slow_rank, x.slow_n);
+    views_table(s, f);
   }
 }
 
 void rd_ncclstats_free(rd_ncclstats *s) {
   if (!s) return;
+  for (size_t i = 0; i < s->nxs; i++) free(s->xs[i].r);
   free(s->rows);
   free(s->xs);
   rd_m_free(&s->xs_ix);

@@ -1,7 +1,8 @@
 # dlhook as NCCL's profiler plugin (docs/nccl-profiler.md), on the 4-rank example under the
 # simulated NCCL: every ncclAllReduce call has its Coll event on every rank (seq, algorithm,
 # protocol, channels), the same seqs on every rank, one KernelCh per channel inside the NCCL
-# kernel's GPU time, counts equal to the calls; `dlhook stats` matches them across ranks; the
+# kernel's GPU time, counts equal to the calls; `dlhook stats` matches them across ranks (and
+# names a planted slow rank as the one every collective waited for, late to arrive); the
 # Kineto export's NCCL kernels carry seq and NCCL's choices. DLHOOK_NCCL_EVENTS narrows the
 # events. A user's own plugin in NCCL_PROFILER_PLUGIN (v5, and v4 through NCCL's fallback) gets
 # the same events with and without dlhook, dlhook warns once per process and records none.
@@ -71,6 +72,13 @@ pyassert stats.json "j['nccl_ranks']['matched'] == 9 * $STEPS and j['nccl_ranks'
 "$DLHOOK_BIN" stats tr/*-r*-*.dlh >stats.txt || fail "stats"
 grep -q "NCCL as it ran" stats.txt || fail "no NCCL table: $(cat stats.txt)"
 grep -q "collectives matched by seq" stats.txt || fail "no cross-rank line: $(cat stats.txt)"
+pyassert stats.json "len(j['nccl_collectives']) == 9 * $STEPS and all(len(c['ranks']) == 4 and c['cause'] in ('arrival', 'compute', 'network') for c in j['nccl_collectives'])"
+# a planted straggler (rank 2 does 40 ms of host work each step): every collective waited for
+# rank 2, which arrived late
+"$DLHOOK_BIN" record --sim -o trs -- "$BUILD/examples/train" --ranks 4 --steps 2 --slow-rank 2 \
+  --slow-ms 40 >/dev/null 2>err || fail "record (slow rank) failed: $(tail -n 20 err)"
+"$DLHOOK_BIN" stats --json trs/*-r*-*.dlh >slow.json || fail "stats (slow rank)"
+pyassert slow.json "len(j['nccl_collectives']) == 18 and all(c['last_rank'] == 2 and c['cause'] == 'arrival' for c in j['nccl_collectives'])"
 # Kineto: every NCCL kernel carries seq and NCCL's choices, the same seqs on every rank
 "$DLHOOK_BIN" export -q -f kineto -o kin tr/*-r*-*.dlh || fail "export kineto"
 python3 - kin <<'PY' || fail "Kineto NCCL kernels"
