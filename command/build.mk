@@ -7,7 +7,7 @@
 #             command uses (opts.c: options, --help and manual pages from one table), helpers,
 #             and the analyses that stats, report and the exporters share (library calls,
 #             memory, ranks, steps, host samples)
-CMD_SRCS := $(wildcard command/*.c command/cmd/*.c command/export/*.c command/lib/*.c)
+CMD_SRCS := $(wildcard command/*.c command/cmd/*.c command/export/*.c command/lib/*.c command/lib/findings/*.c)
 CMD_OBJS := $(patsubst command/%.c,$(BUILD)/command/%.o,$(CMD_SRCS))
 CMD_CFLAGS = $(CFLAGS) $(COMMON_CFLAGS) $(FORMAT_CFLAGS) -Icommand/lib -Icommand/export -I$(BUILD)/command
 

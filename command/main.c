@@ -64,8 +64,13 @@ static const rd_command *find(const char *name) {
 }
 
 /* `dlhook help [COMMAND]`, and two forms `make man` uses: `dlhook help --man [COMMAND]` prints
- * the manual page, `dlhook help --commands` the names of the commands. */
+ * the manual page, `dlhook help --commands` the names of the commands; and one that `make
+ * advise-doc` uses: `dlhook help --advise-classes` prints docs/advise.md's table of classes. */
 static int help(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "--advise-classes")) {
+    rd_advise_classes_doc(stdout);
+    return RD_OK;
+  }
   if (argc > 1 && !strcmp(argv[1], "--commands")) {
     for (size_t i = 0; i < NCOMMANDS; i++) printf("%s\n", commands[i].spec->name);
     return RD_OK;

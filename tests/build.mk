@@ -39,3 +39,9 @@ TEST_DEPS += $(BUILD)/tests/bin/settings_doc
 settings-doc: $(BUILD)/tests/bin/settings_doc
 	$(Q)python3 scripts/update-readme-block docs/settings.md settings "$$($(BUILD)/tests/bin/settings_doc)"
 .PHONY: settings-doc
+
+# the class table of docs/advise.md from the finding classes' descriptors (command/lib/findings/,
+# printed by `dlhook help --advise-classes`; tests/cli/t_advise_doc.sh)
+advise-doc: $(BUILD)/dlhook
+	$(Q)python3 scripts/update-readme-block docs/advise.md classes "$$($(BUILD)/dlhook help --advise-classes)"
+.PHONY: advise-doc

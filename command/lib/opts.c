@@ -353,6 +353,11 @@ static void man_paragraphs(FILE *f, const char *text) {
   }
 }
 
+void rd_help_text(FILE *f, const char *text, int man) {
+  if (man) man_paragraphs(f, text);
+  else paragraphs(f, text, 0);
+}
+
 static void man_upper(FILE *f, const char *s) {
   for (; *s; s++) fputc(toupper((unsigned char)*s), f);
 }

@@ -533,7 +533,7 @@ void rd_stepfind_free(rd_stepfind *x);
 
 /* ---------------------------------------------------------------- findings (advise.c) */
 
-/* The findings of dlhook advise (advise.c lists the classes and thresholds): rd_advise_sink
+/* The findings of dlhook advise (advise.c lists the classes, findings/ holds them): rd_advise_sink
  * gathers one trace during its second pass, rd_advise_trace_end after it (with the trace's
  * stacks known) turns it into findings, ranked by cost. rd_advise_json writes them as a JSON
  * array, rd_advise_table as the text "Findings" section ("no findings above the thresholds"
@@ -553,6 +553,10 @@ void rd_advise_table(FILE *f, rd_advise *x);
  * returns the lines printed. */
 size_t rd_advise_headlines(FILE *f, rd_advise *x, size_t max);
 void rd_advise_free(rd_advise *x);
+/* The classes, from their descriptors: one line each for `dlhook advise --help` (troff for the
+ * manual page when man), and docs/advise.md's table (Markdown; `dlhook help --advise-classes`). */
+void rd_advise_classes_help(FILE *f, int man);
+void rd_advise_classes_doc(FILE *f);
 
 /* ---------------------------------------------------------------- dlhook stats (cmd/stats.c) */
 

@@ -120,6 +120,9 @@ void rd_help(FILE *f, const rd_command *c);
  * (with each enumeration's values), the notes, EXAMPLES, EXIT STATUS, SEE ALSO. `others` lists
  * the commands named in SEE ALSO (NULL-terminated; c itself is skipped). */
 void rd_man(FILE *f, const rd_command *c, const rd_command *const *others);
+/* Prints text (paragraphs as in rd_command's texts) as --help does, or as troff when man: for
+ * a command's `more` section. */
+void rd_help_text(FILE *f, const char *text, int man);
 /* "a, b or c": the visible values of a list, for messages (static buffer). */
 const char *rd_choices_text(const rd_choice *choices);
 

@@ -1,7 +1,7 @@
 /* rd_selfcost.h — what dlhook cost the traced program or lost of it (selfcost.c): its threads'
  * waits for dlhook's writer thread (RingWaitBatch, DLHOOK_RING_WAIT_MS), calls dropped, GPU
  * records CUPTI dropped, host samples lost and the sampler's CPU time (Counters), for `dlhook
- * stats`, `dlhook report` and advise's dlhook-overhead class (selffind.c).
+ * stats`, `dlhook report` and advise's dlhook-overhead class (findings/self.c).
  *
  * Per trace (rd_trace.waits, made on the first RingWaitBatch or Counters that says anything of
  * it): the first pass reads every RingWaitBatch and the last Counters (trace.c calls
