@@ -186,6 +186,12 @@ uint64_t dlh_enc_pending_bytes(const dlh_encoder *enc);
 /* Bytes of memory the encoder holds (its buffers, columns and zstd context). */
 uint64_t dlh_enc_mem(const dlh_encoder *enc);
 
+/* Frees the columns of threads' batches that hold no event (after dlh_enc_flush: all of them)
+ * while the columns of all batches hold more than max_bytes, so that a process with hundreds of
+ * threads keeps the encoder within its share of the memory budget; a batch gets columns again
+ * at its next event. Returns the bytes freed. */
+uint64_t dlh_enc_trim(dlh_encoder *enc, uint64_t max_bytes);
+
 /* Flushes (best effort) and frees the encoder. Accepts NULL. Does not close the fd. */
 void dlh_enc_free(dlh_encoder *enc);
 

@@ -30,6 +30,11 @@ enum { COL_START = DLH_COL_START, COL_DUR = DLH_COL_DUR, COL_FN = DLH_COL_FN,
 static const uint8_t col_field[NCOLS] = {3, 4, 5, 6, 7, 8, 9, 14 /* args_delta */, 11, 12, 13};
 #define LAZY_COLS DLH_LAZY_COLS
 #define ROOM_EVENTS 1024u  /* events every active column has room for after a refill */
+/* With many threads' batches open at once (hundreds of threads calling), each refill makes
+ * room for fewer events, so that the columns of all batches together stay near what 32
+ * threads' would hold (issue 48: 600 threads held 22 MiB of columns, 37 KiB each). */
+#define ROOM_THREADS 32u
+#define ROOM_MIN 64u
 /* The open GpuBatch: columns reused after each emit. */
 typedef struct dlh_gbatch {
   size_t n, cap, nvals_total, vals_cap;
@@ -71,7 +76,7 @@ static int buf_reserve(dlh_buf *b, size_t extra) {
   if (extra > SIZE_MAX - b->len) return -1;
   size_t need = b->len + extra;
   if (need <= b->cap) return 0;
-  size_t cap = b->cap ? b->cap : 4096;
+  size_t cap = b->cap ? b->cap : 256;
   while (cap < need) {
     if (cap > SIZE_MAX / 2) { cap = need; break; }
     cap *= 2;
@@ -399,6 +404,32 @@ int dlh_enc_packet(dlh_encoder *enc, const Dlh__Packet *p) {
   return 0;
 }
 
+static void tbatch_free_cols(dlh_tbatch *t) {
+  for (int c = 0; c < NCOLS; c++) {
+    free(t->col[c].p);
+    t->col[c].p = NULL;
+    t->col[c].len = t->col[c].cap = 0;
+  }
+  t->room = 0;
+}
+
+uint64_t dlh_enc_trim(dlh_encoder *enc, uint64_t max_bytes) {
+  if (!enc) return 0;
+  uint64_t cols = 0, freed = 0;
+  for (size_t i = 0; i < enc->ntb; i++)
+    for (int c = 0; c < NCOLS; c++) cols += enc->tb[i].col[c].cap;
+  for (size_t i = 0; i < enc->ntb && cols > max_bytes; i++) {
+    dlh_tbatch *t = &enc->tb[i];
+    if (t->n) continue; /* an open batch keeps its columns */
+    uint64_t b = 0;
+    for (int c = 0; c < NCOLS; c++) b += t->col[c].cap;
+    tbatch_free_cols(t);
+    cols -= b;
+    freed += b;
+  }
+  return freed;
+}
+
 int dlh_enc_thread_end(dlh_encoder *enc, uint32_t tid) {
   if (!enc || !enc->hcap) return 0;
   size_t mask = enc->hcap - 1, h = (tid * 2654435761u) & mask;
@@ -407,12 +438,7 @@ int dlh_enc_thread_end(dlh_encoder *enc, uint32_t tid) {
     if (enc->tb[enc->hash[h] - 1].tid == tid) { t = &enc->tb[enc->hash[h] - 1]; break; }
   if (!t) return 0;
   int rc = t->n ? tbatch_emit(enc, t) : 0;
-  for (int c = 0; c < NCOLS; c++) {
-    free(t->col[c].p);
-    t->col[c].p = NULL;
-    t->col[c].len = t->col[c].cap = 0;
-  }
-  t->room = 0;
+  tbatch_free_cols(t);
   t->active = 0;
   free(t->last);
   t->last = t->la = NULL;
@@ -457,14 +483,21 @@ static struct dlh_last_args *last_args_of(dlh_tbatch *t, uint32_t fn) {
   return e;
 }
 
-/* Room for ROOM_EVENTS more events in every active column (10 bytes a varint at most); room
- * counts them, up to the batch's limit (t->n < DLH_BATCH_MAX here). */
-static int tbatch_refill(dlh_tbatch *t) {
+/* The events a refill makes room for: ROOM_EVENTS, less when more than ROOM_THREADS batches
+ * are open (at least ROOM_MIN). */
+static size_t room_events(const dlh_encoder *enc) {
+  if (enc->ntb <= ROOM_THREADS) return ROOM_EVENTS;
+  size_t r = (size_t)ROOM_EVENTS * ROOM_THREADS / enc->ntb;
+  return r < ROOM_MIN ? ROOM_MIN : r;
+}
+
+/* Room for `ev` more events in every active column (10 bytes a varint at most); room counts
+ * them, up to the batch's limit (t->n < DLH_BATCH_MAX here). */
+static int tbatch_refill(dlh_tbatch *t, size_t ev) {
   for (int c = 0; c < NCOLS; c++)
-    if (c != COL_ARGS && (t->active & (1u << c)) &&
-        buf_reserve(&t->col[c], (size_t)ROOM_EVENTS * 10) < 0)
+    if (c != COL_ARGS && (t->active & (1u << c)) && buf_reserve(&t->col[c], ev * 10) < 0)
       return -1;
-  t->room = t->n + ROOM_EVENTS <= DLH_BATCH_MAX ? ROOM_EVENTS : DLH_BATCH_MAX - t->n;
+  t->room = t->n + ev <= DLH_BATCH_MAX ? ev : DLH_BATCH_MAX - t->n;
   return 0;
 }
 
@@ -498,9 +531,10 @@ int dlh_enc_api(dlh_encoder *enc, uint32_t tid, const dlh_api_event *ev) {
   if (!t->active) t->active = ~LAZY_COLS & ((1u << NCOLS) - 1); /* a new batch */
   uint32_t na = ev->args ? ev->nargs : 0;
   uint64_t count = ev->count > 1 ? ev->count : 1;
-  if ((!t->room && tbatch_refill(t) < 0) ||
+  size_t ev_room = room_events(enc);
+  if ((!t->room && tbatch_refill(t, ev_room) < 0) ||
       (t->col[COL_ARGS].cap - t->col[COL_ARGS].len < (size_t)na * 10 &&
-       buf_reserve(&t->col[COL_ARGS], (size_t)na * 10 + 4096) < 0) ||
+       buf_reserve(&t->col[COL_ARGS], (size_t)na * 10 + ev_room * 4) < 0) ||
       (ev->corr && !(t->active & (1u << COL_CORR)) && tbatch_activate(t, COL_CORR) < 0) ||
       (ev->stack && !(t->active & (1u << COL_STACK)) && tbatch_activate(t, COL_STACK) < 0) ||
       (ev->depth && !(t->active & (1u << COL_DEPTH)) && tbatch_activate(t, COL_DEPTH) < 0) ||

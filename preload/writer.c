@@ -727,11 +727,6 @@ static uint64_t drain(struct dlh_thread *t) {
       tail += nw;
       continue;
     }
-    if (kind == DLH_REC_WAIT && nw == DLH_REC_WAIT_WORDS) {
-      wait_take(t, w[1], w[2], w[3], w[4]);
-      tail += nw;
-      continue;
-    }
     if (kind == DLH_REC_GROW && nw == DLH_REC_GROW_WORDS) {
       /* the thread moved to a larger ring: what this pass keeps of the old one is copied out
        * (take_last) before it is freed; the producer no longer points into it */
@@ -974,6 +969,9 @@ sized:;
   frame_events = 0;
   /* the writer's buffers only grow, the tables too: measured once a frame, the peaks hold */
   measure_memory();
+  /* the columns of threads with no event pending, beyond a 32nd of the budget, given back
+   * (hundreds of threads: issue 48); the measure before holds the peak */
+  if (dlh_enc_trim(W, dlh_cfg.mem_limit / 32)) measure_memory();
 }
 
 /* Counts n events into the current frame; writes it out when it is full, or when its bytes

@@ -62,6 +62,7 @@ static size_t arena_size;
 static _Atomic size_t arena_used;
 #define ARENA_BYTES (128ull << 20)       /* address space reserved; pages are touched on use */
 static _Atomic size_t cache_bytes;       /* per-thread caches mapped */
+static uint32_t sc_frames = DLH_STACK_MAX_DEPTH + 8; /* frames a cache entry holds (below) */
 
 /* ---------------------------------------------------------------- fork safety */
 
@@ -133,6 +134,7 @@ static void gcc_setup(void); /* the signal handler's unwinder: below */
 int dlh_capture_setup(const dlh_unwind_settings *settings) {
   depth_max = settings->depth ? settings->depth : 64;
   if (depth_max > DLH_STACK_MAX_DEPTH) depth_max = DLH_STACK_MAX_DEPTH;
+  if (!atomic_load(&cache_bytes)) sc_frames = depth_max + 8; /* no cache made yet: their size */
   if (!stack_tab) {
     stack_tab = map(sizeof(slot) << STACK_BITS);
     pyf_tab = map(sizeof(slot) << PYF_BITS);
@@ -368,14 +370,21 @@ static int lead_skip(uintptr_t pc) {
 typedef struct sc_entry {
   uint64_t sp;                 /* frame address of dlh_stack_capture; 0 = empty */
   uint32_t n, id;              /* slots to check, interned id */
-  uint64_t ra[SC_MAX], slot[SC_MAX];
+  uint64_t v[];                /* frame i: return address v[2i], its stack slot v[2i + 1] */
 } sc_entry;
+/* An entry holds the frames a walk keeps (DLHOOK_STACK_DEPTH + 8; sc_frames, set at setup), not
+ * the most there can be: with hundreds of threads the caches are a part of dlhook's memory
+ * budget (issue 48: 33 KiB a thread before, 9 KiB at the default depth of 64). */
+static size_t sc_stride(void) { return sizeof(sc_entry) + (size_t)sc_frames * 2 * sizeof(uint64_t); }
+static inline sc_entry *sc_way(void *entries, int w) {
+  return (sc_entry *)((char *)entries + (size_t)w * sc_stride());
+}
 /* The entries live in the caller's per-thread dlh_stack_cache (SC_WAYS entries, mapped at its
  * first miss): no TLS of our own (a dlopen'ed libdlhook.so keeps one TLS pointer). A reused
  * cache starts empty (dlh_stack_cache_reset). */
 void dlh_stack_cache_reset(dlh_stack_cache *cache) {
-  sc_entry *e = cache ? cache->entries : NULL;
-  for (int w = 0; e && w < SC_WAYS; w++) e[w].sp = 0;
+  void *e = cache ? cache->entries : NULL;
+  for (int w = 0; e && w < SC_WAYS; w++) sc_way(e, w)->sp = 0;
   /* A new thread runs code that other threads ran: its first miss is guessed a stack seen
    * before (one cursor walk that fills the cache), not a new one (unw_backtrace, whose first
    * use in a thread sets up libunwind's per-thread cache, and then the cursor walk). */
@@ -436,21 +445,21 @@ static __attribute__((noinline)) uint32_t capture_miss(dlh_stack_cache *cache, u
     return id;
   }
   if (!cache) return id;
-  if (!cache->entries) {
-    cache->entries = map(SC_WAYS * sizeof(sc_entry));
-    if (!cache->entries) return id;
-    atomic_fetch_add_explicit(&cache_bytes, SC_WAYS * sizeof(sc_entry), memory_order_relaxed);
-  }
-  sc_entry *e = &((sc_entry *)cache->entries)[cache->next++ % SC_WAYS];
   /* check frames 2 .. the last one kept: from the return address of dlh_stack_capture (frame 1;
    * frame 0 is this function, whose slot lies below the caller's frame) up, dlhook's own frames
    * too (they say which wrapper) */
   uint32_t last = skip + n;
-  if (last < 3) return id;
+  if (last < 3 || last - 2 > sc_frames) return id;
+  if (!cache->entries) {
+    cache->entries = map(SC_WAYS * sc_stride());
+    if (!cache->entries) return id;
+    atomic_fetch_add_explicit(&cache_bytes, SC_WAYS * sc_stride(), memory_order_relaxed);
+  }
+  sc_entry *e = sc_way(cache->entries, (int)(cache->next++ % SC_WAYS));
   e->sp = 0;
   for (uint32_t i = 2; i < last; i++) {
-    e->ra[i - 2] = ra[i];
-    e->slot[i - 2] = slot[i];
+    e->v[2 * (i - 2)] = ra[i];
+    e->v[2 * (i - 2) + 1] = slot[i];
   }
   e->n = last - 2;
   e->id = id;
@@ -486,13 +495,13 @@ static inline __attribute__((always_inline)) uint32_t capture_any(dlh_stack_cach
 uint32_t dlh_stack_capture(dlh_stack_cache *cache) {
   uint64_t sp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
   if (!py_mode && sc_step) {
-    const sc_entry *t = cache ? cache->entries : NULL;
+    void *t = cache ? cache->entries : NULL;
     if (t) {
       for (int w = 0; w < SC_WAYS; w++) {
-        const sc_entry *e = &t[w];
+        const sc_entry *e = sc_way(t, w);
         if (e->sp != sp) continue;
         uint32_t i = 0;
-        while (i < e->n && *(const uint64_t *)(uintptr_t)e->slot[i] == e->ra[i]) i++;
+        while (i < e->n && *(const uint64_t *)(uintptr_t)e->v[2 * i + 1] == e->v[2 * i]) i++;
         if (i == e->n) return e->id;
       }
     }
