@@ -1,4 +1,5 @@
-/* rd_selfcost.h — what dlhook cost the traced program or lost of it (selfcost.c): its threads'
+/* rd_selfcost.h — what dlhook cost the traced program or lost of it (a trace's own account:
+ * waits.c; summed over traces: selfcost.c): its threads'
  * waits for dlhook's writer thread (RingWaitBatch, DLHOOK_RING_WAIT_MS), calls dropped, GPU
  * records CUPTI dropped, host samples lost and the sampler's CPU time (Counters), for `dlhook
  * stats`, `dlhook report` and advise's dlhook-overhead class (findings/self.c).
