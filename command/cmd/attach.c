@@ -941,18 +941,26 @@ static long parse_pid(const char *cmd, const char *s) {
 enum { AT_OK = 0, AT_ALREADY = 1, AT_PRELOADED = 2, AT_FAILED = 3, AT_NOT_ATTACHED = 4 };
 #define OUT_CAP 4096
 
-int cmd_attach(int argc, char **argv) {
-  const char *out = ".", *duration = NULL, *stacks = NULL, *lib = NULL, *pids = NULL;
-  int verbose = 0, opt;
+/* The options and the operand of `dlhook attach`, checked. */
+typedef struct attach_opts {
+  const char *out, *duration, *stacks, *lib;
+  long pid;
+  int verbose;
+} attach_opts;
+
+/* Reads argv into o; returns -1 when all is well, else the exit status (after a message). */
+static int read_attach_args(attach_opts *o, int argc, char **argv) {
+  const char *pids = NULL;
+  int opt;
   rd_getopt g;
   rd_getopt_init(&g, &cmd_attach_spec, argc, argv);
   while ((opt = rd_getopt_next(&g)) > 0) {
     switch (opt) {
-      case 'o': out = g.arg; break;
-      case OPT_DURATION: duration = g.arg; break;
-      case OPT_STACKS: stacks = g.arg; break;
-      case OPT_LIB: lib = g.arg; break;
-      case 'v': verbose = 1; break;
+      case 'o': o->out = g.arg; break;
+      case OPT_DURATION: o->duration = g.arg; break;
+      case OPT_STACKS: o->stacks = g.arg; break;
+      case OPT_LIB: o->lib = g.arg; break;
+      case 'v': o->verbose = 1; break;
       case RD_OPERAND:
         if (pids) return rd_usage_error("attach", "one PID only ('%s' and '%s')", pids, g.arg);
         pids = g.arg;
@@ -961,23 +969,123 @@ int cmd_attach(int argc, char **argv) {
   }
   if (opt < 0) return g.status;
   if (!pids) return rd_usage_error("attach", "expected a PID");
-  long pid = parse_pid("attach", pids);
-  if (pid < 0) return RD_USAGE;
-  if (duration) {
+  o->pid = parse_pid("attach", pids);
+  if (o->pid < 0) return RD_USAGE;
+  if (o->duration) {
     char *e;
-    double v = strtod(duration, &e);
-    if (!*duration || *e || !(v > 0) || v > 1e7)
+    double v = strtod(o->duration, &e);
+    if (!*o->duration || *e || !(v > 0) || v > 1e7)
       return rd_usage_error("attach", "--duration: expected seconds, e.g. 3 or 0.5");
   }
-  if (!*out) return rd_usage_error("attach", "empty output directory");
-  if (strchr(out, '\n')) return rd_usage_error("attach", "-o: a directory name with a newline");
+  if (!*o->out) return rd_usage_error("attach", "empty output directory");
+  if (strchr(o->out, '\n')) return rd_usage_error("attach", "-o: a directory name with a newline");
+  return -1;
+}
 
-  char *libpath = find_lib(lib);
-  if (!libpath) {
-    rd_error("attach: cannot find %s; use --lib PATH", lib ? lib : "libdlhook.so next to dlhook or in ../lib");
+/* The target's dlopen and dlerror: libc's (glibc >= 2.34), else libdl's, else libc's own
+ * __libc_dlopen_mode (older glibc without libdl loaded; *flags then gets __RTLD_DLOPEN and there
+ * is no dlerror). Returns 0, or -1 when there is none. */
+static int find_dlopen(long pid, uint64_t *dlopen_a, uint64_t *dlerror_a, uint64_t *flags) {
+  mapping libc;
+  memset(&libc, 0, sizeof libc);
+  *dlopen_a = *dlerror_a = 0;
+  if (find_mapping(pid, is_libc, NULL, &libc) == 0) {
+    *dlopen_a = remote_symbol(pid, &libc, "dlopen");
+    *dlerror_a = remote_symbol(pid, &libc, "dlerror");
+  }
+  if (!*dlopen_a && find_mapping(pid, is_libdl, NULL, &libc) == 0) {
+    *dlopen_a = remote_symbol(pid, &libc, "dlopen");
+    *dlerror_a = remote_symbol(pid, &libc, "dlerror");
+  }
+  if (!*dlopen_a && find_mapping(pid, is_libc, NULL, &libc) == 0) {
+    /* glibc < 2.34 without libdl loaded: libc's own entry (__RTLD_DLOPEN marks a dlopen) */
+    *dlopen_a = remote_symbol(pid, &libc, "__libc_dlopen_mode");
+    *flags |= 0x80000000u;
+    *dlerror_a = 0;
+  }
+  return *dlopen_a ? 0 : -1;
+}
+
+/* In the stopped target: dlopen(link) through dlopen_a, then dlhook_attach_start with the
+ * settings (output directory outabs, --duration, --stacks); prints what happened. Returns RD_OK
+ * when the target records, else RD_BAD_INPUT (after a message). */
+static int load_and_start(target *tg, chosen *c, const attach_opts *o, const char *libpath,
+                          char *link, const char *outabs, uint64_t dlopen_a,
+                          uint64_t dlerror_a, uint64_t dlopen_flags) {
+  long pid = o->pid;
+  /* dlopen(link, RTLD_NOW | RTLD_LOCAL) */
+  uint64_t args[2] = {ARG_DATA | 0, dlopen_flags};
+  uint64_t handle = 0;
+  if (remote_call(tg, c, dlopen_a, 2, args, link, strlen(link) + 1, &handle, 60, "dlopen") != 0)
+    return RD_BAD_INPUT;
+  if (!handle) {
+    char why[1024] = "unknown error";
+    uint64_t msg = 0;
+    if (dlerror_a && remote_call(tg, c, dlerror_a, 0, NULL, NULL, 0, &msg, 10, "dlerror") == 0)
+      remote_string(tg, msg, why, sizeof why);
+    rd_error("attach: the process could not load %s: %s", libpath, why);
     return RD_BAD_INPUT;
   }
-  int rc = check_target("attach", pid);
+  mapping me;
+  memset(&me, 0, sizeof me);
+  uint64_t start_a = 0;
+  if (find_mapping(pid, same_path, libpath, &me) == 0 || find_mapping(pid, is_dlhook, NULL, &me) == 0)
+    start_a = remote_symbol(pid, &me, "dlhook_attach_start");
+  if (!start_a) {
+    rd_error("attach: %s is loaded in process %ld but has no dlhook_attach_start (an older "
+             "libdlhook.so?)", me.path[0] ? me.path : libpath, pid);
+    return RD_BAD_INPUT;
+  }
+  /* settings, then the out-buffer */
+  char settings[PATH_MAX + 256];
+  int sl = snprintf(settings, sizeof settings, "output=%s/\nduration=%s\nstacks=%s\n", outabs,
+                    o->duration ? o->duration : "", o->stacks ? o->stacks : "");
+  size_t dlen = (size_t)sl + 1 + OUT_CAP;
+  char *block = rd_xmalloc(dlen);
+  memcpy(block, settings, (size_t)sl + 1);
+  memset(block + sl + 1, 0, OUT_CAP);
+  uint64_t sargs[3] = {ARG_DATA | 0, ARG_DATA | (uint64_t)(sl + 1), OUT_CAP};
+  uint64_t res = 0;
+  int cr = remote_call(tg, c, start_a, 3, sargs, block, dlen, &res, 60, "dlhook_attach_start");
+  char msg[OUT_CAP + 1];
+  memcpy(msg, block + sl + 1, OUT_CAP);
+  msg[OUT_CAP] = 0;
+  free(block);
+  if (cr != 0) return RD_BAD_INPUT;
+  switch ((int)res) {
+    case AT_OK:
+      printf("dlhook: attached to process %ld; recording to %s\n", pid, msg);
+      printf("dlhook: stop with `dlhook detach %ld`%s\n", pid,
+             o->duration ? " (or wait for --duration)" : "");
+      return RD_OK;
+    case AT_ALREADY:
+      rd_error("attach: process %ld is already attached (recording to %s); `dlhook detach %ld` "
+               "first", pid, msg, pid);
+      break;
+    case AT_PRELOADED:
+      rd_error("attach: process %ld already runs under dlhook (LD_PRELOAD or "
+               "CUDA_INJECTION64_PATH); its trace is being written already", pid);
+      break;
+    default:
+      rd_error("attach: dlhook could not start recording in process %ld: %s", pid,
+               msg[0] ? msg : "unknown error");
+      break;
+  }
+  return RD_BAD_INPUT;
+}
+
+int cmd_attach(int argc, char **argv) {
+  attach_opts o = {.out = "."};
+  int rc = read_attach_args(&o, argc, argv);
+  if (rc >= 0) return rc;
+  long pid = o.pid;
+
+  char *libpath = find_lib(o.lib);
+  if (!libpath) {
+    rd_error("attach: cannot find %s; use --lib PATH", o.lib ? o.lib : "libdlhook.so next to dlhook or in ../lib");
+    return RD_BAD_INPUT;
+  }
+  rc = check_target("attach", pid);
   if (rc) { free(libpath); return rc; }
   mapping m;
   memset(&m, 0, sizeof m);
@@ -987,36 +1095,19 @@ int cmd_attach(int argc, char **argv) {
     free(libpath);
     return RD_BAD_INPUT;
   }
-  if (mkdirs(out) < 0) {
-    rd_error("attach: cannot create output directory %s: %s", out, strerror(errno));
+  if (mkdirs(o.out) < 0) {
+    rd_error("attach: cannot create output directory %s: %s", o.out, strerror(errno));
     free(libpath);
     return RD_BAD_INPUT;
   }
-  char *outabs = realpath(out, NULL);
+  char *outabs = realpath(o.out, NULL);
   if (!outabs) {
-    rd_error("attach: %s: %s", out, strerror(errno));
+    rd_error("attach: %s: %s", o.out, strerror(errno));
     free(libpath);
     return RD_BAD_INPUT;
   }
-  /* libc's dlopen (glibc >= 2.34), else libdl's */
-  mapping libc;
-  memset(&libc, 0, sizeof libc);
-  uint64_t dlopen_a = 0, dlerror_a = 0, dlopen_flags = 0x2 /* RTLD_NOW */;
-  if (find_mapping(pid, is_libc, NULL, &libc) == 0) {
-    dlopen_a = remote_symbol(pid, &libc, "dlopen");
-    dlerror_a = remote_symbol(pid, &libc, "dlerror");
-  }
-  if (!dlopen_a && find_mapping(pid, is_libdl, NULL, &libc) == 0) {
-    dlopen_a = remote_symbol(pid, &libc, "dlopen");
-    dlerror_a = remote_symbol(pid, &libc, "dlerror");
-  }
-  if (!dlopen_a && find_mapping(pid, is_libc, NULL, &libc) == 0) {
-    /* glibc < 2.34 without libdl loaded: libc's own entry (__RTLD_DLOPEN marks a dlopen) */
-    dlopen_a = remote_symbol(pid, &libc, "__libc_dlopen_mode");
-    dlopen_flags |= 0x80000000u;
-    dlerror_a = 0;
-  }
-  if (!dlopen_a) {
+  uint64_t dlopen_a, dlerror_a, dlopen_flags = 0x2 /* RTLD_NOW */;
+  if (find_dlopen(pid, &dlopen_a, &dlerror_a, &dlopen_flags) != 0) {
     rd_error("attach: cannot find dlopen in process %ld (glibc is needed: dlopen in libc.so.6 "
              "since 2.34, libdl.so.2 or __libc_dlopen_mode before)", pid);
     free(libpath); free(outabs);
@@ -1041,76 +1132,15 @@ int cmd_attach(int argc, char **argv) {
     return RD_BAD_INPUT;
   }
 
-  target tg = {.pid = pid, .memfd = -1, .cmd = "attach", .verbose = verbose};
+  target tg = {.pid = pid, .memfd = -1, .cmd = "attach", .verbose = o.verbose};
   chosen c;
   memset(&c, 0, sizeof c);
   rc = RD_BAD_INPUT;
   hold_signals(1);
-  if (take(&tg, &c) != 0) goto done;
-  {
-    /* dlopen(link, RTLD_NOW | RTLD_LOCAL) */
-    uint64_t args[2] = {ARG_DATA | 0, dlopen_flags};
-    uint64_t handle = 0;
-    if (remote_call(&tg, &c, dlopen_a, 2, args, link, strlen(link) + 1, &handle, 60, "dlopen") != 0)
-      goto fail;
-    if (!handle) {
-      char why[1024] = "unknown error";
-      uint64_t msg = 0;
-      if (dlerror_a && remote_call(&tg, &c, dlerror_a, 0, NULL, NULL, 0, &msg, 10, "dlerror") == 0)
-        remote_string(&tg, msg, why, sizeof why);
-      rd_error("attach: the process could not load %s: %s", libpath, why);
-      goto fail;
-    }
-    mapping me;
-    memset(&me, 0, sizeof me);
-    uint64_t start_a = 0;
-    if (find_mapping(pid, same_path, libpath, &me) == 0 || find_mapping(pid, is_dlhook, NULL, &me) == 0)
-      start_a = remote_symbol(pid, &me, "dlhook_attach_start");
-    if (!start_a) {
-      rd_error("attach: %s is loaded in process %ld but has no dlhook_attach_start (an older "
-               "libdlhook.so?)", me.path[0] ? me.path : libpath, pid);
-      goto fail;
-    }
-    /* settings, then the out-buffer */
-    char settings[PATH_MAX + 256];
-    int sl = snprintf(settings, sizeof settings, "output=%s/\nduration=%s\nstacks=%s\n", outabs,
-                      duration ? duration : "", stacks ? stacks : "");
-    size_t dlen = (size_t)sl + 1 + OUT_CAP;
-    char *block = rd_xmalloc(dlen);
-    memcpy(block, settings, (size_t)sl + 1);
-    memset(block + sl + 1, 0, OUT_CAP);
-    uint64_t sargs[3] = {ARG_DATA | 0, ARG_DATA | (uint64_t)(sl + 1), OUT_CAP};
-    uint64_t res = 0;
-    int cr = remote_call(&tg, &c, start_a, 3, sargs, block, dlen, &res, 60, "dlhook_attach_start");
-    char msg[OUT_CAP + 1];
-    memcpy(msg, block + sl + 1, OUT_CAP);
-    msg[OUT_CAP] = 0;
-    free(block);
-    if (cr != 0) goto fail;
-    switch ((int)res) {
-      case AT_OK:
-        printf("dlhook: attached to process %ld; recording to %s\n", pid, msg);
-        printf("dlhook: stop with `dlhook detach %ld`%s\n", pid,
-               duration ? " (or wait for --duration)" : "");
-        rc = RD_OK;
-        break;
-      case AT_ALREADY:
-        rd_error("attach: process %ld is already attached (recording to %s); `dlhook detach %ld` "
-                 "first", pid, msg, pid);
-        break;
-      case AT_PRELOADED:
-        rd_error("attach: process %ld already runs under dlhook (LD_PRELOAD or "
-                 "CUDA_INJECTION64_PATH); its trace is being written already", pid);
-        break;
-      default:
-        rd_error("attach: dlhook could not start recording in process %ld: %s", pid,
-                 msg[0] ? msg : "unknown error");
-        break;
-    }
+  if (take(&tg, &c) == 0) {
+    rc = load_and_start(&tg, &c, &o, libpath, link, outabs, dlopen_a, dlerror_a, dlopen_flags);
+    give_back(&tg, &c);
   }
-fail:
-  give_back(&tg, &c);
-done:
   release_all(&tg);
   hold_signals(0);
   unlink(link);

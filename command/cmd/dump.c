@@ -283,6 +283,99 @@ static void str_array(FILE *f, size_t n, char **v) {
   putc(']', f);
 }
 
+/* The process packet: who, what, how it was recorded. */
+static void dump_process(FILE *f, const rd_trace *t, const Dlh__ProcessInfo *pi) {
+  fputs("{\"type\":\"process\",\"file\":", f);
+  rd_json_str(f, t->path);
+  fprintf(f, ",\"pid\":%u,\"ppid\":%u,\"host\":", pi->pid, pi->ppid);
+  rd_json_str(f, pi->host);
+  fprintf(f, ",\"rank\":%d,\"local_rank\":%d,\"world_size\":%d,\"exe\":", pi->rank,
+          pi->local_rank, pi->world_size);
+  rd_json_str(f, pi->exe);
+  fputs(",\"cmdline\":", f);
+  str_array(f, pi->n_cmdline, pi->cmdline);
+  fputs(",\"dlhook_version\":", f);
+  rd_json_str(f, pi->dlhook_version);
+  fprintf(f, ",\"format_version\":%u,\"stacks_mode\":", pi->format_version);
+  rd_json_str(f, pi->stacks_mode);
+  fprintf(f, ",\"start_ns\":%" PRIu64, pi->start_ns);
+  if (pi->has_sample_hz) fprintf(f, ",\"sample_hz\":%u", pi->sample_hz);
+  if (pi->has_attached && pi->attached) { /* dlhook attach */
+    fputs(",\"attached\":true,\"not_hooked\":", f);
+    str_array(f, pi->n_not_hooked, pi->not_hooked);
+  }
+  fputs("}\n", f);
+}
+
+/* A function the trace defines: its id, name, domain and arguments (fn may be NULL: nothing). */
+static void dump_function(FILE *f, const rd_func *fn) {
+  if (!fn) return;
+  fprintf(f, "{\"type\":\"function\",\"id\":%u,\"name\":", fn->id);
+  rd_json_str(f, fn->name);
+  fprintf(f, ",\"domain\":\"%s\",\"args\":[", rd_domain_name(fn->domain));
+  for (size_t i = 0; i < fn->nargs; i++) {
+    fputs(i ? ",{\"name\":" : "{\"name\":", f);
+    rd_json_str(f, fn->argname[i]);
+    fprintf(f, ",\"type\":%u}", fn->argtype[i]);
+  }
+  fputs("]}\n", f);
+}
+
+/* A module of the module map: its path, address range and build-id. */
+static void dump_module(FILE *f, const Dlh__ModuleDef *m) {
+  fputs("{\"type\":\"module\",\"path\":", f);
+  rd_json_str(f, m->path);
+  fprintf(f, ",\"start\":\"0x%" PRIx64 "\",\"end\":\"0x%" PRIx64 "\",\"offset\":%" PRIu64
+             ",\"build_id\":\"",
+          m->start, m->end, m->offset);
+  for (size_t i = 0; i < m->build_id.len; i++) fprintf(f, "%02x", m->build_id.data[i]);
+  fputs("\"}\n", f);
+}
+
+/* A batch of CUDA graph nodes: one line per node. */
+static void dump_graph_nodes(FILE *f, const rd_trace *t, const Dlh__GraphNodeBatch *b) {
+  for (size_t i = 0; i < b->n_node; i++) {
+    fprintf(f, "{\"type\":\"graphnode\",\"pid\":%u,\"node\":%" PRIu64, t->pid, b->node[i]);
+    if (i < b->n_graph) fprintf(f, ",\"graph\":%u", b->graph[i]);
+    if (i < b->n_type) fprintf(f, ",\"node_type\":%u", b->type[i]);
+    if (i < b->n_corr && b->corr[i]) fprintf(f, ",\"corr\":%" PRIu64, b->corr[i]);
+    if (i < b->n_tid && b->tid[i]) fprintf(f, ",\"tid\":%u", b->tid[i]);
+    if (i < b->n_origin && b->origin[i]) fprintf(f, ",\"origin\":%" PRIu64, b->origin[i]);
+    fputs("}\n", f);
+  }
+}
+
+/* What Inductor's generated code says about one of its Triton kernels. */
+static void dump_inductor(FILE *f, const Dlh__InductorKernel *k) {
+  fputs("{\"type\":\"inductor\",\"file\":", f);
+  rd_json_str(f, k->file);
+  fputs(",\"kernel\":", f);
+  rd_json_str(f, k->kernel);
+  fputs(",\"source_nodes\":", f);
+  rd_json_str(f, k->source_nodes);
+  fputs(",\"aten_ops\":", f);
+  rd_json_str(f, k->aten_ops);
+  fprintf(f, ",\"def_line\":%u,\"launch_lines\":[", k->def_line);
+  for (size_t i = 0; i < k->n_launch_line; i++) fprintf(f, "%s%u", i ? "," : "", k->launch_line[i]);
+  fputs("]}\n", f);
+}
+
+/* The periodic counters: records, drops, calls, dlhook's memory, samples. */
+static void dump_counters(FILE *f, const Dlh__Counters *c) {
+  fprintf(f, "{\"type\":\"counters\",\"records\":%" PRIu64 ",\"dropped\":%" PRIu64
+             ",\"threads\":%u", c->records, c->dropped, c->threads);
+  if (c->has_calls) fprintf(f, ",\"calls\":%" PRIu64, c->calls);
+  if (c->has_mem_bytes) fprintf(f, ",\"mem_bytes\":%" PRIu64, c->mem_bytes);
+  if (c->has_samples) fprintf(f, ",\"samples\":%" PRIu64, c->samples);
+  if (c->has_samples_lost) fprintf(f, ",\"samples_lost\":%" PRIu64, c->samples_lost);
+  if (c->has_ring_waits)
+    fprintf(f, ",\"ring_waits\":%" PRIu64 ",\"ring_wait_ns\":%" PRIu64, c->ring_waits,
+            c->ring_wait_ns);
+  if (c->has_calls_dropped) fprintf(f, ",\"calls_dropped\":%" PRIu64, c->calls_dropped);
+  if (c->has_gpu_dropped) fprintf(f, ",\"gpu_dropped\":%" PRIu64, c->gpu_dropped);
+  fputs("}\n", f);
+}
+
 /* A thread's waits for dlhook's writer thread (RingWaitBatch), one line per folded event. */
 static void dump_waits(FILE *f, const rd_trace *t, const Dlh__RingWaitBatch *b, int *bad) {
   size_t n = b->n_tid;
@@ -296,34 +389,83 @@ static void dump_waits(FILE *f, const rd_trace *t, const Dlh__RingWaitBatch *b, 
             t->pid, b->tid[i], b->start_ns[i], b->span_ns[i], b->wait_ns[i], b->count[i]);
 }
 
+/* The trailer: totals, why the process ended, symbolization and dlhook's memory. */
+static void dump_trailer(FILE *f, const Dlh__Trailer *tr) {
+  fprintf(f, "{\"type\":\"trailer\",\"records\":%" PRIu64 ",\"dropped\":%" PRIu64
+             ",\"end_ns\":%" PRIu64 ",\"exit_reason\":%u,\"signal\":%u"
+             ",\"pcs_unsymbolized\":%" PRIu64 ",\"pcs_no_symbol\":%" PRIu64
+             ",\"stacks_lost\":%" PRIu64 ",\"symbol_index_bytes\":%" PRIu64,
+          tr->records, tr->dropped, tr->end_ns, tr->exit_reason, tr->signal,
+          tr->pcs_unsymbolized, tr->pcs_no_symbol, tr->stacks_lost, tr->symbol_index_bytes);
+  /* format version 2: calls (folded repeats included), folded, dlhook's own memory */
+  if (tr->has_calls) fprintf(f, ",\"calls\":%" PRIu64, tr->calls);
+  if (tr->has_folded) fprintf(f, ",\"folded\":%" PRIu64, tr->folded);
+  if (tr->has_mem_budget_bytes) fprintf(f, ",\"mem_budget_bytes\":%" PRIu64, tr->mem_budget_bytes);
+  if (tr->has_mem_peak_bytes) fprintf(f, ",\"mem_peak_bytes\":%" PRIu64, tr->mem_peak_bytes);
+  if (tr->n_mem_parts) {
+    fputs(",\"mem_parts\":[", f);
+    for (size_t i = 0; i < tr->n_mem_parts; i++) {
+      const Dlh__MemPart *mp = tr->mem_parts[i];
+      fputs(i ? ",{\"name\":" : "{\"name\":", f);
+      rd_json_str(f, mp && mp->name ? mp->name : "");
+      fprintf(f, ",\"peak_bytes\":%" PRIu64, mp ? mp->peak_bytes : 0);
+      if (mp && mp->has_bytes) fprintf(f, ",\"bytes\":%" PRIu64, mp->bytes);
+      putc('}', f);
+    }
+    putc(']', f);
+  }
+  fputs("}\n", f);
+}
+
+/* A flight recorder dump's FlightDump: why and when, each thread, each NCCL communicator. */
+static void dump_flight(FILE *f, const rd_trace *t, const Dlh__FlightDump *d) {
+  fprintf(f, "{\"type\":\"flight\",\"reason\":%u,\"signal\":%u,\"time_ns\":%" PRIu64
+             ",\"window_ns\":%" PRIu64 ",\"first_ns\":%" PRIu64 ",\"frames\":%u"
+             ",\"frames_evicted\":%" PRIu64 ",\"ring_bytes\":%" PRIu64 ",\"defs_bytes\":%" PRIu64
+             ",\"dump_seq\":%u",
+          d->reason, d->signal, d->time_ns, d->window_ns, d->first_ns, d->frames,
+          d->frames_evicted, d->ring_bytes, d->defs_bytes, d->dump_seq);
+  if (d->has_request_gen)
+    fprintf(f, ",\"request_gen\":%u,\"request_pid\":%u,\"request_rank\":%d", d->request_gen,
+            d->request_pid, d->request_rank);
+  fputs(",\"detail\":", f);
+  rd_json_str(f, d->detail ? d->detail : "");
+  fputs(",\"threads\":[", f);
+  for (size_t i = 0; i < d->n_threads; i++) {
+    const Dlh__FlightThread *x = d->threads[i];
+    fprintf(f, "%s{\"tid\":%u,\"depth\":%u", i ? "," : "", x->tid, x->depth);
+    if (x->has_in_call_since_ns) fprintf(f, ",\"in_call_since_ns\":%" PRIu64, x->in_call_since_ns);
+    if (x->has_sample_ns)
+      fprintf(f, ",\"sample_ns\":%" PRIu64 ",\"sample_kind\":%u,\"stack_id\":%u,\"state\":%u",
+              x->sample_ns, x->sample_kind, x->stack, x->state);
+    if (x->has_cpu_sample_ns)
+      fprintf(f, ",\"cpu_sample_ns\":%" PRIu64 ",\"cpu_stack_id\":%u", x->cpu_sample_ns,
+              x->cpu_stack);
+    if (x->has_last_fn) {
+      fputs(",\"last_call\":", f);
+      rd_json_str(f, rd_func_name(t, x->last_fn));
+    }
+    putc('}', f);
+  }
+  fputs("],\"comms\":[", f);
+  for (size_t i = 0; i < d->n_comms; i++) {
+    const Dlh__FlightComm *c = d->comms[i];
+    fprintf(f, "%s{\"comm_hash\":\"0x%016" PRIx64 "\",\"rank\":%d,\"nranks\":%d,\"seq\":%" PRIu64
+               ",\"ops\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"tid\":%u,\"name\":",
+            i ? "," : "", c->comm_hash, c->rank, c->nranks, c->seq, c->ops, c->end_ns, c->tid);
+    rd_json_str(f, rd_func_name(t, c->fn));
+    putc('}', f);
+  }
+  fputs("]}\n", f);
+}
+
+/* One packet as JSON lines, when o asks for its kind (*bad set on a damaged batch). */
 static void dump_packet(FILE *f, const dump_opts *o, const rd_trace *t, const Dlh__Packet *p,
                         int *bad) {
   switch (p->data_case) {
-    case DLH__PACKET__DATA_PROCESS: {
-      const Dlh__ProcessInfo *pi = p->process;
-      if (!want(o, "process")) break;
-      fputs("{\"type\":\"process\",\"file\":", f);
-      rd_json_str(f, t->path);
-      fprintf(f, ",\"pid\":%u,\"ppid\":%u,\"host\":", pi->pid, pi->ppid);
-      rd_json_str(f, pi->host);
-      fprintf(f, ",\"rank\":%d,\"local_rank\":%d,\"world_size\":%d,\"exe\":", pi->rank,
-              pi->local_rank, pi->world_size);
-      rd_json_str(f, pi->exe);
-      fputs(",\"cmdline\":", f);
-      str_array(f, pi->n_cmdline, pi->cmdline);
-      fputs(",\"dlhook_version\":", f);
-      rd_json_str(f, pi->dlhook_version);
-      fprintf(f, ",\"format_version\":%u,\"stacks_mode\":", pi->format_version);
-      rd_json_str(f, pi->stacks_mode);
-      fprintf(f, ",\"start_ns\":%" PRIu64, pi->start_ns);
-      if (pi->has_sample_hz) fprintf(f, ",\"sample_hz\":%u", pi->sample_hz);
-      if (pi->has_attached && pi->attached) { /* dlhook attach */
-        fputs(",\"attached\":true,\"not_hooked\":", f);
-        str_array(f, pi->n_not_hooked, pi->not_hooked);
-      }
-      fputs("}\n", f);
+    case DLH__PACKET__DATA_PROCESS:
+      if (want(o, "process")) dump_process(f, t, p->process);
       break;
-    }
     case DLH__PACKET__DATA_THREAD:
       if (!want(o, "thread")) break;
       fprintf(f, "{\"type\":\"thread\",\"pid\":%u,\"tid\":%u,\"name\":", t->pid, p->thread->tid);
@@ -348,20 +490,9 @@ static void dump_packet(FILE *f, const dump_opts *o, const rd_trace *t, const Dl
               d->sm_count, d->cc_major, d->cc_minor);
       break;
     }
-    case DLH__PACKET__DATA_FUNCTION: {
-      const rd_func *fn = rd_trace_func(t, p->function->id);
-      if (!want(o, "function") || !fn) break;
-      fprintf(f, "{\"type\":\"function\",\"id\":%u,\"name\":", fn->id);
-      rd_json_str(f, fn->name);
-      fprintf(f, ",\"domain\":\"%s\",\"args\":[", rd_domain_name(fn->domain));
-      for (size_t i = 0; i < fn->nargs; i++) {
-        fputs(i ? ",{\"name\":" : "{\"name\":", f);
-        rd_json_str(f, fn->argname[i]);
-        fprintf(f, ",\"type\":%u}", fn->argtype[i]);
-      }
-      fputs("]}\n", f);
+    case DLH__PACKET__DATA_FUNCTION:
+      if (want(o, "function")) dump_function(f, rd_trace_func(t, p->function->id));
       break;
-    }
     case DLH__PACKET__DATA_STRING:
       if (!want(o, "string")) break;
       fprintf(f, "{\"type\":\"string\",\"id\":%u,\"value\":", p->string->id);
@@ -377,18 +508,9 @@ static void dump_packet(FILE *f, const dump_opts *o, const rd_trace *t, const Dl
       print_stack(f, t, p->stack->id);
       fputs("}\n", f);
       break;
-    case DLH__PACKET__DATA_MODULE: {
-      const Dlh__ModuleDef *m = p->module;
-      if (!want(o, "module")) break;
-      fputs("{\"type\":\"module\",\"path\":", f);
-      rd_json_str(f, m->path);
-      fprintf(f, ",\"start\":\"0x%" PRIx64 "\",\"end\":\"0x%" PRIx64 "\",\"offset\":%" PRIu64
-                 ",\"build_id\":\"",
-              m->start, m->end, m->offset);
-      for (size_t i = 0; i < m->build_id.len; i++) fprintf(f, "%02x", m->build_id.data[i]);
-      fputs("\"}\n", f);
+    case DLH__PACKET__DATA_MODULE:
+      if (want(o, "module")) dump_module(f, p->module);
       break;
-    }
     case DLH__PACKET__DATA_SYMBOL: {
       const Dlh__SymbolDef *s = p->symbol;
       if (!want(o, "symbol")) break;
@@ -399,39 +521,15 @@ static void dump_packet(FILE *f, const dump_opts *o, const rd_trace *t, const Dl
       fprintf(f, ",\"line\":%u,\"module\":%u}\n", s->line, s->module);
       break;
     }
-    case DLH__PACKET__DATA_GRAPH_NODES: {
-      const Dlh__GraphNodeBatch *b = p->graph_nodes;
-      if (!want(o, "graphnode")) break;
-      for (size_t i = 0; i < b->n_node; i++) {
-        fprintf(f, "{\"type\":\"graphnode\",\"pid\":%u,\"node\":%" PRIu64, t->pid, b->node[i]);
-        if (i < b->n_graph) fprintf(f, ",\"graph\":%u", b->graph[i]);
-        if (i < b->n_type) fprintf(f, ",\"node_type\":%u", b->type[i]);
-        if (i < b->n_corr && b->corr[i]) fprintf(f, ",\"corr\":%" PRIu64, b->corr[i]);
-        if (i < b->n_tid && b->tid[i]) fprintf(f, ",\"tid\":%u", b->tid[i]);
-        if (i < b->n_origin && b->origin[i]) fprintf(f, ",\"origin\":%" PRIu64, b->origin[i]);
-        fputs("}\n", f);
-      }
+    case DLH__PACKET__DATA_GRAPH_NODES:
+      if (want(o, "graphnode")) dump_graph_nodes(f, t, p->graph_nodes);
       break;
-    }
     case DLH__PACKET__DATA_NCCL_EVENTS:
       if (want(o, "nccl")) rd_ncclev_dump(f, p->nccl_events, t->pid, rd_offset_of(t->path));
       break;
-    case DLH__PACKET__DATA_INDUCTOR: {
-      const Dlh__InductorKernel *k = p->inductor;
-      if (!want(o, "inductor")) break;
-      fputs("{\"type\":\"inductor\",\"file\":", f);
-      rd_json_str(f, k->file);
-      fputs(",\"kernel\":", f);
-      rd_json_str(f, k->kernel);
-      fputs(",\"source_nodes\":", f);
-      rd_json_str(f, k->source_nodes);
-      fputs(",\"aten_ops\":", f);
-      rd_json_str(f, k->aten_ops);
-      fprintf(f, ",\"def_line\":%u,\"launch_lines\":[", k->def_line);
-      for (size_t i = 0; i < k->n_launch_line; i++) fprintf(f, "%s%u", i ? "," : "", k->launch_line[i]);
-      fputs("]}\n", f);
+    case DLH__PACKET__DATA_INDUCTOR:
+      if (want(o, "inductor")) dump_inductor(f, p->inductor);
       break;
-    }
     case DLH__PACKET__DATA_PY_FRAME:
       if (!want(o, "pyframe")) break;
       fprintf(f, "{\"type\":\"pyframe\",\"id\":%u,\"function\":", p->py_frame->id);
@@ -448,95 +546,15 @@ static void dump_packet(FILE *f, const dump_opts *o, const rd_trace *t, const Dl
               a->ticks);
       break;
     }
-    case DLH__PACKET__DATA_COUNTERS: {
-      const Dlh__Counters *c = p->counters;
-      if (!want(o, "counters")) break;
-      fprintf(f, "{\"type\":\"counters\",\"records\":%" PRIu64 ",\"dropped\":%" PRIu64
-                 ",\"threads\":%u", c->records, c->dropped, c->threads);
-      if (c->has_calls) fprintf(f, ",\"calls\":%" PRIu64, c->calls);
-      if (c->has_mem_bytes) fprintf(f, ",\"mem_bytes\":%" PRIu64, c->mem_bytes);
-      if (c->has_samples) fprintf(f, ",\"samples\":%" PRIu64, c->samples);
-      if (c->has_samples_lost) fprintf(f, ",\"samples_lost\":%" PRIu64, c->samples_lost);
-      if (c->has_ring_waits)
-        fprintf(f, ",\"ring_waits\":%" PRIu64 ",\"ring_wait_ns\":%" PRIu64, c->ring_waits,
-                c->ring_wait_ns);
-      if (c->has_calls_dropped) fprintf(f, ",\"calls_dropped\":%" PRIu64, c->calls_dropped);
-      if (c->has_gpu_dropped) fprintf(f, ",\"gpu_dropped\":%" PRIu64, c->gpu_dropped);
-      fputs("}\n", f);
+    case DLH__PACKET__DATA_COUNTERS:
+      if (want(o, "counters")) dump_counters(f, p->counters);
       break;
-    }
-    case DLH__PACKET__DATA_TRAILER: {
-      const Dlh__Trailer *tr = p->trailer;
-      if (!want(o, "trailer")) break;
-      fprintf(f, "{\"type\":\"trailer\",\"records\":%" PRIu64 ",\"dropped\":%" PRIu64
-                 ",\"end_ns\":%" PRIu64 ",\"exit_reason\":%u,\"signal\":%u"
-                 ",\"pcs_unsymbolized\":%" PRIu64 ",\"pcs_no_symbol\":%" PRIu64
-                 ",\"stacks_lost\":%" PRIu64 ",\"symbol_index_bytes\":%" PRIu64,
-              tr->records, tr->dropped, tr->end_ns, tr->exit_reason, tr->signal,
-              tr->pcs_unsymbolized, tr->pcs_no_symbol, tr->stacks_lost, tr->symbol_index_bytes);
-      /* format version 2: calls (folded repeats included), folded, dlhook's own memory */
-      if (tr->has_calls) fprintf(f, ",\"calls\":%" PRIu64, tr->calls);
-      if (tr->has_folded) fprintf(f, ",\"folded\":%" PRIu64, tr->folded);
-      if (tr->has_mem_budget_bytes) fprintf(f, ",\"mem_budget_bytes\":%" PRIu64, tr->mem_budget_bytes);
-      if (tr->has_mem_peak_bytes) fprintf(f, ",\"mem_peak_bytes\":%" PRIu64, tr->mem_peak_bytes);
-      if (tr->n_mem_parts) {
-        fputs(",\"mem_parts\":[", f);
-        for (size_t i = 0; i < tr->n_mem_parts; i++) {
-          const Dlh__MemPart *mp = tr->mem_parts[i];
-          fputs(i ? ",{\"name\":" : "{\"name\":", f);
-          rd_json_str(f, mp && mp->name ? mp->name : "");
-          fprintf(f, ",\"peak_bytes\":%" PRIu64, mp ? mp->peak_bytes : 0);
-          if (mp && mp->has_bytes) fprintf(f, ",\"bytes\":%" PRIu64, mp->bytes);
-          putc('}', f);
-        }
-        putc(']', f);
-      }
-      fputs("}\n", f);
+    case DLH__PACKET__DATA_TRAILER:
+      if (want(o, "trailer")) dump_trailer(f, p->trailer);
       break;
-    }
-    case DLH__PACKET__DATA_FLIGHT: {
-      const Dlh__FlightDump *d = p->flight;
-      if (!want(o, "flight")) break;
-      fprintf(f, "{\"type\":\"flight\",\"reason\":%u,\"signal\":%u,\"time_ns\":%" PRIu64
-                 ",\"window_ns\":%" PRIu64 ",\"first_ns\":%" PRIu64 ",\"frames\":%u"
-                 ",\"frames_evicted\":%" PRIu64 ",\"ring_bytes\":%" PRIu64 ",\"defs_bytes\":%" PRIu64
-                 ",\"dump_seq\":%u",
-              d->reason, d->signal, d->time_ns, d->window_ns, d->first_ns, d->frames,
-              d->frames_evicted, d->ring_bytes, d->defs_bytes, d->dump_seq);
-      if (d->has_request_gen)
-        fprintf(f, ",\"request_gen\":%u,\"request_pid\":%u,\"request_rank\":%d", d->request_gen,
-                d->request_pid, d->request_rank);
-      fputs(",\"detail\":", f);
-      rd_json_str(f, d->detail ? d->detail : "");
-      fputs(",\"threads\":[", f);
-      for (size_t i = 0; i < d->n_threads; i++) {
-        const Dlh__FlightThread *x = d->threads[i];
-        fprintf(f, "%s{\"tid\":%u,\"depth\":%u", i ? "," : "", x->tid, x->depth);
-        if (x->has_in_call_since_ns) fprintf(f, ",\"in_call_since_ns\":%" PRIu64, x->in_call_since_ns);
-        if (x->has_sample_ns)
-          fprintf(f, ",\"sample_ns\":%" PRIu64 ",\"sample_kind\":%u,\"stack_id\":%u,\"state\":%u",
-                  x->sample_ns, x->sample_kind, x->stack, x->state);
-        if (x->has_cpu_sample_ns)
-          fprintf(f, ",\"cpu_sample_ns\":%" PRIu64 ",\"cpu_stack_id\":%u", x->cpu_sample_ns,
-                  x->cpu_stack);
-        if (x->has_last_fn) {
-          fputs(",\"last_call\":", f);
-          rd_json_str(f, rd_func_name(t, x->last_fn));
-        }
-        putc('}', f);
-      }
-      fputs("],\"comms\":[", f);
-      for (size_t i = 0; i < d->n_comms; i++) {
-        const Dlh__FlightComm *c = d->comms[i];
-        fprintf(f, "%s{\"comm_hash\":\"0x%016" PRIx64 "\",\"rank\":%d,\"nranks\":%d,\"seq\":%" PRIu64
-                   ",\"ops\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"tid\":%u,\"name\":",
-                i ? "," : "", c->comm_hash, c->rank, c->nranks, c->seq, c->ops, c->end_ns, c->tid);
-        rd_json_str(f, rd_func_name(t, c->fn));
-        putc('}', f);
-      }
-      fputs("]}\n", f);
+    case DLH__PACKET__DATA_FLIGHT:
+      if (want(o, "flight")) dump_flight(f, t, p->flight);
       break;
-    }
     case DLH__PACKET__DATA_RING_WAITS:
       if (want(o, "wait")) dump_waits(f, t, p->ring_waits, bad);
       break;

@@ -370,50 +370,69 @@ static void add_path(char ***paths, size_t *n, size_t *cap, char *p) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-int cmd_hang(int argc, char **argv) {
-  int json = 0, nframes = 8, k;
-  char **paths = NULL;
-  size_t npaths = 0, cap = 0;
+/* The options and operands of `dlhook hang`: --json, --frames, and the dumps (a directory's
+ * *.flight*.dlh in name order, or files). Returns -1 when all is well, else the exit status. */
+typedef struct hang_opts {
+  int json, nframes;
+  char **paths;
+  size_t npaths, cap;
+} hang_opts;
+
+/* Adds the dumps of directory dir to o's paths; returns -1, or RD_BAD_INPUT after a message. */
+static int add_dir(hang_opts *o, const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) {
+    rd_error("hang: cannot read directory %s", dir);
+    return RD_BAD_INPUT;
+  }
+  struct dirent *e;
+  size_t before = o->npaths;
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.' && is_dump_name(e->d_name)) {
+      size_t l = strlen(dir) + strlen(e->d_name) + 2;
+      char *p = rd_xmalloc(l);
+      snprintf(p, l, "%s/%s", dir, e->d_name);
+      add_path(&o->paths, &o->npaths, &o->cap, p);
+    }
+  closedir(d);
+  qsort(o->paths + before, o->npaths - before, sizeof *o->paths, cmp_str);
+  if (o->npaths == before) {
+    rd_error("hang: no flight recorder dump (*.flight*.dlh) in %s", dir);
+    return RD_BAD_INPUT;
+  }
+  return -1;
+}
+
+static int hang_options(hang_opts *o, int argc, char **argv) {
+  int k;
   rd_getopt g;
   rd_getopt_init(&g, &cmd_hang_spec, argc, argv);
   while ((k = rd_getopt_next(&g)) > 0) {
-    if (k == OPT_JSON) json = 1;
+    if (k == OPT_JSON) o->json = 1;
     else if (k == OPT_FRAMES) {
       char *e;
       long v = strtol(g.arg, &e, 10);
       if (!*g.arg || *e || v < 0 || v > 256) return rd_usage_error("hang", "--frames: expected 0 to 256");
-      nframes = (int)v;
+      o->nframes = (int)v;
     } else if (k == RD_OPERAND) {
       struct stat st;
       if (stat(g.arg, &st) == 0 && S_ISDIR(st.st_mode)) {
-        DIR *d = opendir(g.arg);
-        if (!d) {
-          rd_error("hang: cannot read directory %s", g.arg);
-          return RD_BAD_INPUT;
-        }
-        struct dirent *e;
-        size_t before = npaths;
-        while ((e = readdir(d)))
-          if (e->d_name[0] != '.' && is_dump_name(e->d_name)) {
-            size_t l = strlen(g.arg) + strlen(e->d_name) + 2;
-            char *p = rd_xmalloc(l);
-            snprintf(p, l, "%s/%s", g.arg, e->d_name);
-            add_path(&paths, &npaths, &cap, p);
-          }
-        closedir(d);
-        qsort(paths + before, npaths - before, sizeof *paths, cmp_str);
-        if (npaths == before) {
-          rd_error("hang: no flight recorder dump (*.flight*.dlh) in %s", g.arg);
-          return RD_BAD_INPUT;
-        }
+        int rc = add_dir(o, g.arg);
+        if (rc >= 0) return rc;
       } else {
-        add_path(&paths, &npaths, &cap, rd_xstrdup(g.arg));
+        add_path(&o->paths, &o->npaths, &o->cap, rd_xstrdup(g.arg));
       }
     }
   }
   if (k < 0) return g.status;
-  if (!npaths) return rd_usage_error("hang", "a directory of dumps (or dump files) is needed");
+  if (!o->npaths) return rd_usage_error("hang", "a directory of dumps (or dump files) is needed");
+  return -1;
+}
 
+/* Reads the dumps of paths[0..npaths) that are flight recorder dumps into a new array (*nh of
+ * them; the others are left out with a message), and marks all but the last dump of each
+ * process dropped. */
+static hproc *read_dumps(char **paths, size_t npaths, size_t *nh_out) {
   hproc *hs = rd_xmalloc(npaths * sizeof *hs);
   size_t nh = 0;
   for (size_t i = 0; i < npaths; i++) {
@@ -434,12 +453,6 @@ int cmd_hang(int argc, char **argv) {
       }
     nh++;
   }
-  if (!nh) {
-    free(hs);
-    for (size_t i = 0; i < npaths; i++) free(paths[i]);
-    free(paths);
-    return RD_BAD_INPUT;
-  }
   /* one dump per process: its last */
   for (size_t i = 0; i < nh; i++)
     for (size_t j = 0; j < nh; j++)
@@ -447,8 +460,12 @@ int cmd_hang(int argc, char **argv) {
           !strcmp(hs[i].t.host, hs[j].t.host) &&
           (hs[i].time_ns < hs[j].time_ns || (hs[i].time_ns == hs[j].time_ns && i < j)))
         hs[i].dropped = 1;
+  *nh_out = nh;
+  return hs;
+}
 
-  /* the communicators, in the order first seen */
+/* The communicators of the dumps kept, in the order first seen (*nhash of them, malloc'd). */
+static uint64_t *comm_hashes(const hproc *hs, size_t nh, size_t *nhash_out) {
   uint64_t *hashes = NULL;
   size_t nhash = 0;
   for (size_t i = 0; i < nh; i++)
@@ -460,13 +477,12 @@ int cmd_hang(int argc, char **argv) {
         hashes[nhash++] = hs[i].comms[c].hash;
       }
     }
-  /* the first dump (what started it) */
-  hproc *first = NULL;
-  for (size_t i = 0; i < nh; i++)
-    if (hs[i].reason != 5 && (!first || hs[i].time_ns < first->time_ns)) first = &hs[i];
-  if (!first) first = &hs[0];
+  *nhash_out = nhash;
+  return hashes;
+}
 
-  FILE *f = stdout;
+/* The head of the report: the dumps (JSON, up to the "comms" array) or one line on the first. */
+static void show_head(FILE *f, const hproc *hs, size_t nh, const hproc *first, int json) {
   size_t nlive = 0;
   for (size_t i = 0; i < nh; i++) nlive += !hs[i].dropped;
   if (json) {
@@ -492,108 +508,131 @@ int cmd_hang(int argc, char **argv) {
     fprintf(f, "%zu dump%s; first: rank %d (pid %u, %s): %s\n", nlive, nlive == 1 ? "" : "s",
             first->rank, first->pid, reason_name(first->reason), first->detail);
   }
-  int *missing_ranks = NULL; /* processes (index into hs) the job waits for */
-  size_t nmissing = 0;
-  for (size_t ci = 0; ci < nhash; ci++) {
-    rankrow *rows = rd_xmalloc(nh * sizeof *rows);
-    size_t nr = 0;
-    int nranks = 0;
-    for (size_t i = 0; i < nh; i++)
-      for (size_t c = 0; !hs[i].dropped && c < hs[i].ncomms; c++)
-        if (hs[i].comms[c].hash == hashes[ci]) {
-          rows[nr++] = (rankrow){&hs[i], &hs[i].comms[c]};
-          if (hs[i].comms[c].nranks > nranks) nranks = hs[i].comms[c].nranks;
-        }
-    qsort(rows, nr, sizeof *rows, by_rank);
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (size_t r = 0; r < nr; r++) {
-      if (entered(rows[r].c) < lo) lo = entered(rows[r].c);
-      if (entered(rows[r].c) > hi) hi = entered(rows[r].c);
-    }
-    uint64_t wait_seq = lo + 1;
-    const char *wait_op = hi > lo ? op_name(hashes[ci], wait_seq) : NULL;
-    if (json) {
-      fprintf(f, "%s{\"comm_hash\":\"0x%016" PRIx64 "\",\"nranks\":%d,\"completed_at_most\":%" PRIu64,
-              ci ? "," : "", hashes[ci], nranks, lo);
-      if (hi > lo) {
-        fprintf(f, ",\"waiting_seq\":%" PRIu64 ",\"waiting_op\":", wait_seq);
-        rd_json_str(f, wait_op ? wait_op : "");
-      }
-      fputs(",\"ranks\":[", f);
-    } else {
-      fprintf(f, "\ncommunicator 0x%016" PRIx64 " (%d ranks, %zu dumped)\n", hashes[ci], nranks, nr);
-      fprintf(f, "  %-5s %-8s %-9s %-22s %-11s %s\n", "rank", "pid", "last seq", "last op", "pending", "now");
-    }
-    for (size_t r = 0; r < nr; r++) {
-      hproc *h = rows[r].h;
-      const hthread *mt = NULL; /* the thread in a call, else the main thread */
-      for (size_t i = 0; i < h->nthreads; i++)
-        if (h->threads[i].in_call && (!mt || h->threads[i].since_ns < mt->since_ns)) mt = &h->threads[i];
-      char now[96];
-      const char *api = mt ? inflight_api(&h->t, mt) : NULL;
-      if (mt) snprintf(now, sizeof now, "in %s for %.1f s (thread %u)", api ? api : "a call",
-                       (double)(h->time_ns - mt->since_ns) / 1e9, mt->tid);
-      else snprintf(now, sizeof now, "not in a CUDA or library call");
-      int miss = hi > lo && entered(rows[r].c) < wait_seq;
-      uint64_t ent = entered(rows[r].c);
-      char pend[48] = "-";
-      if (ent > lo && ent == lo + 1) snprintf(pend, sizeof pend, "%" PRIu64, ent);
-      else if (ent > lo) snprintf(pend, sizeof pend, "%" PRIu64 "-%" PRIu64, lo + 1, ent);
-      if (rows[r].c->inflight) snprintf(now, sizeof now, "in %s for %.1f s", rows[r].c->inflight,
-                                        mt ? (double)(h->time_ns - mt->since_ns) / 1e9 : 0.0);
-      if (json) {
-        fprintf(f, "%s{\"rank\":%d,\"pid\":%u,\"last_seq\":%" PRIu64 ",\"last_op\":", r ? "," : "",
-                rows[r].c->rank, h->pid, rows[r].c->seq);
-        rd_json_str(f, rows[r].c->op);
-        fprintf(f, ",\"entered_seq\":%" PRIu64 ",\"in_call\":%s,\"entered_waiting\":%s", ent,
-                mt ? "true" : "false", hi > lo ? (miss ? "false" : "true") : "true");
-        if (ent > lo) fprintf(f, ",\"pending\":[%" PRIu64 ",%" PRIu64 "]", lo + 1, ent);
-        if (rows[r].c->inflight) { fputs(",\"nccl_in_flight\":", f); rd_json_str(f, rows[r].c->inflight); }
-        putc('}', f);
-      } else {
-        fprintf(f, "  %-5d %-8u %-9" PRIu64 " %-22s %-11s %s", rows[r].c->rank, h->pid,
-                rows[r].c->seq, rows[r].c->op, pend, now);
-        if (miss) fprintf(f, "  <- never entered seq %" PRIu64, wait_seq);
-        fputc('\n', f);
-      }
-      if (miss) {
-        size_t idx = (size_t)(h - hs), m = 0;
-        while (m < nmissing && missing_ranks[m] != (int)idx) m++;
-        if (m == nmissing) {
-          missing_ranks = rd_xrealloc(missing_ranks, (nmissing + 1) * sizeof *missing_ranks);
-          missing_ranks[nmissing++] = (int)idx;
-        }
-      }
-    }
-    int nmiss_here = 0;
-    for (size_t r = 0; r < nr; r++) nmiss_here += hi > lo && entered(rows[r].c) < wait_seq;
-    if (json) {
-      fputs("],\"missing_ranks\":[", f);
-      int fst = 1;
-      for (size_t r = 0; r < nr; r++)
-        if (hi > lo && entered(rows[r].c) < wait_seq) { fprintf(f, "%s%d", fst ? "" : ",", rows[r].c->rank); fst = 0; }
-      fputs("],\"no_dump\":", f);
-      fprintf(f, "%d}", nranks > (int)nr ? nranks - (int)nr : 0);
-    } else if (hi > lo) {
-      fprintf(f, "  waiting in seq %" PRIu64 " (%s): ", wait_seq, wait_op ? wait_op : "operation not in the dumps' window");
-      fputs("rank", f);
-      fputs(nmiss_here > 1 ? "s " : " ", f);
-      int fst = 1;
-      for (size_t r = 0; r < nr; r++)
-        if (entered(rows[r].c) < wait_seq) { fprintf(f, "%s%d", fst ? "" : ",", rows[r].c->rank); fst = 0; }
-      fprintf(f, " never entered it; the others did (collectives up to seq %" PRIu64 " can have completed)\n", lo);
-      if (nranks > (int)nr)
-        fprintf(f, "  %d rank%s left no dump (not recording into this directory, or gone)\n",
-                nranks - (int)nr, nranks - (int)nr > 1 ? "s" : "");
-    } else {
-      fprintf(f, "  every rank issued the same collectives (last seq %" PRIu64 ")%s\n", hi,
-              nranks > (int)nr ? "; ranks without a dump may be the ones missing" : "");
-    }
-    free(rows);
+}
+
+/* The processes the job waits for (indexes into the dumps), each once. */
+typedef struct hmissing {
+  int *idx;
+  size_t n;
+} hmissing;
+
+static void add_missing(hmissing *m, int idx) {
+  size_t k = 0;
+  while (k < m->n && m->idx[k] != idx) k++;
+  if (k == m->n) {
+    m->idx = rd_xrealloc(m->idx, (m->n + 1) * sizeof *m->idx);
+    m->idx[m->n++] = idx;
   }
+}
+
+/* One rank's row of a communicator: its last seq and op, what it has pending, what it does now.
+ * lo and hi: the smallest and largest seq entered on the communicator. */
+static void show_rank(FILE *f, const rankrow *row, size_t r, uint64_t lo, uint64_t hi, int json) {
+  hproc *h = row->h;
+  uint64_t wait_seq = lo + 1;
+  const hthread *mt = NULL; /* the thread in a call, else the main thread */
+  for (size_t i = 0; i < h->nthreads; i++)
+    if (h->threads[i].in_call && (!mt || h->threads[i].since_ns < mt->since_ns)) mt = &h->threads[i];
+  char now[96];
+  const char *api = mt ? inflight_api(&h->t, mt) : NULL;
+  if (mt) snprintf(now, sizeof now, "in %s for %.1f s (thread %u)", api ? api : "a call",
+                   (double)(h->time_ns - mt->since_ns) / 1e9, mt->tid);
+  else snprintf(now, sizeof now, "not in a CUDA or library call");
+  int miss = hi > lo && entered(row->c) < wait_seq;
+  uint64_t ent = entered(row->c);
+  char pend[48] = "-";
+  if (ent > lo && ent == lo + 1) snprintf(pend, sizeof pend, "%" PRIu64, ent);
+  else if (ent > lo) snprintf(pend, sizeof pend, "%" PRIu64 "-%" PRIu64, lo + 1, ent);
+  if (row->c->inflight) snprintf(now, sizeof now, "in %s for %.1f s", row->c->inflight,
+                                 mt ? (double)(h->time_ns - mt->since_ns) / 1e9 : 0.0);
+  if (json) {
+    fprintf(f, "%s{\"rank\":%d,\"pid\":%u,\"last_seq\":%" PRIu64 ",\"last_op\":", r ? "," : "",
+            row->c->rank, h->pid, row->c->seq);
+    rd_json_str(f, row->c->op);
+    fprintf(f, ",\"entered_seq\":%" PRIu64 ",\"in_call\":%s,\"entered_waiting\":%s", ent,
+            mt ? "true" : "false", hi > lo ? (miss ? "false" : "true") : "true");
+    if (ent > lo) fprintf(f, ",\"pending\":[%" PRIu64 ",%" PRIu64 "]", lo + 1, ent);
+    if (row->c->inflight) { fputs(",\"nccl_in_flight\":", f); rd_json_str(f, row->c->inflight); }
+    putc('}', f);
+  } else {
+    fprintf(f, "  %-5d %-8u %-9" PRIu64 " %-22s %-11s %s", row->c->rank, h->pid,
+            row->c->seq, row->c->op, pend, now);
+    if (miss) fprintf(f, "  <- never entered seq %" PRIu64, wait_seq);
+    fputc('\n', f);
+  }
+}
+
+/* The communicator hash (the ci-th): each rank's row, the collective the others wait in and the
+ * ranks that never entered it (added to *missing). */
+static void show_comm(FILE *f, hproc *hs, size_t nh, uint64_t hash, size_t ci, int json,
+                      hmissing *missing) {
+  rankrow *rows = rd_xmalloc(nh * sizeof *rows);
+  size_t nr = 0;
+  int nranks = 0;
+  for (size_t i = 0; i < nh; i++)
+    for (size_t c = 0; !hs[i].dropped && c < hs[i].ncomms; c++)
+      if (hs[i].comms[c].hash == hash) {
+        rows[nr++] = (rankrow){&hs[i], &hs[i].comms[c]};
+        if (hs[i].comms[c].nranks > nranks) nranks = hs[i].comms[c].nranks;
+      }
+  qsort(rows, nr, sizeof *rows, by_rank);
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (size_t r = 0; r < nr; r++) {
+    if (entered(rows[r].c) < lo) lo = entered(rows[r].c);
+    if (entered(rows[r].c) > hi) hi = entered(rows[r].c);
+  }
+  uint64_t wait_seq = lo + 1;
+  const char *wait_op = hi > lo ? op_name(hash, wait_seq) : NULL;
+  if (json) {
+    fprintf(f, "%s{\"comm_hash\":\"0x%016" PRIx64 "\",\"nranks\":%d,\"completed_at_most\":%" PRIu64,
+            ci ? "," : "", hash, nranks, lo);
+    if (hi > lo) {
+      fprintf(f, ",\"waiting_seq\":%" PRIu64 ",\"waiting_op\":", wait_seq);
+      rd_json_str(f, wait_op ? wait_op : "");
+    }
+    fputs(",\"ranks\":[", f);
+  } else {
+    fprintf(f, "\ncommunicator 0x%016" PRIx64 " (%d ranks, %zu dumped)\n", hash, nranks, nr);
+    fprintf(f, "  %-5s %-8s %-9s %-22s %-11s %s\n", "rank", "pid", "last seq", "last op", "pending", "now");
+  }
+  for (size_t r = 0; r < nr; r++) {
+    show_rank(f, &rows[r], r, lo, hi, json);
+    if (hi > lo && entered(rows[r].c) < wait_seq) add_missing(missing, (int)(rows[r].h - hs));
+  }
+  int nmiss_here = 0;
+  for (size_t r = 0; r < nr; r++) nmiss_here += hi > lo && entered(rows[r].c) < wait_seq;
+  if (json) {
+    fputs("],\"missing_ranks\":[", f);
+    int fst = 1;
+    for (size_t r = 0; r < nr; r++)
+      if (hi > lo && entered(rows[r].c) < wait_seq) { fprintf(f, "%s%d", fst ? "" : ",", rows[r].c->rank); fst = 0; }
+    fputs("],\"no_dump\":", f);
+    fprintf(f, "%d}", nranks > (int)nr ? nranks - (int)nr : 0);
+  } else if (hi > lo) {
+    fprintf(f, "  waiting in seq %" PRIu64 " (%s): ", wait_seq, wait_op ? wait_op : "operation not in the dumps' window");
+    fputs("rank", f);
+    fputs(nmiss_here > 1 ? "s " : " ", f);
+    int fst = 1;
+    for (size_t r = 0; r < nr; r++)
+      if (entered(rows[r].c) < wait_seq) { fprintf(f, "%s%d", fst ? "" : ",", rows[r].c->rank); fst = 0; }
+    fprintf(f, " never entered it; the others did (collectives up to seq %" PRIu64 " can have completed)\n", lo);
+    if (nranks > (int)nr)
+      fprintf(f, "  %d rank%s left no dump (not recording into this directory, or gone)\n",
+              nranks - (int)nr, nranks - (int)nr > 1 ? "s" : "");
+  } else {
+    fprintf(f, "  every rank issued the same collectives (last seq %" PRIu64 ")%s\n", hi,
+            nranks > (int)nr ? "; ranks without a dump may be the ones missing" : "");
+  }
+  free(rows);
+}
+
+/* The end of the report: where each process the job waits for is (its threads), or, with no
+ * communicator, every process. */
+static void show_tail(FILE *f, hproc *hs, size_t nh, size_t nhash, const hmissing *missing,
+                      int json, int nframes) {
   if (json) fputs("],\"missing\":[", f);
-  for (size_t m = 0; m < nmissing; m++) {
-    hproc *h = &hs[missing_ranks[m]];
+  for (size_t m = 0; m < missing->n; m++) {
+    hproc *h = &hs[missing->idx[m]];
     if (json) {
       fprintf(f, "%s{\"rank\":%d,\"pid\":%u,\"file\":", m ? "," : "", h->rank, h->pid);
       rd_json_str(f, h->path);
@@ -615,6 +654,9 @@ int cmd_hang(int argc, char **argv) {
       show_threads(f, &hs[i], 0, nframes);
     }
   }
+}
+
+static void free_dumps(hproc *hs, size_t nh) {
   for (size_t i = 0; i < nh; i++) {
     rd_trace_close(&hs[i].t);
     for (size_t c = 0; c < hs[i].ncomms; c++) free(hs[i].comms[c].op);
@@ -623,14 +665,43 @@ int cmd_hang(int argc, char **argv) {
     free(hs[i].threads);
     free(hs[i].detail);
   }
+  free(hs);
   for (size_t i = 0; i < nops; i++) free(ops[i].name);
   free(ops);
   ops = NULL;
   nops = capops = 0;
+}
+
+int cmd_hang(int argc, char **argv) {
+  hang_opts o = {0, 8, NULL, 0, 0};
+  int rc = hang_options(&o, argc, argv);
+  if (rc >= 0) return rc;
+
+  size_t nh;
+  hproc *hs = read_dumps(o.paths, o.npaths, &nh);
+  if (!nh) {
+    free(hs);
+    for (size_t i = 0; i < o.npaths; i++) free(o.paths[i]);
+    free(o.paths);
+    return RD_BAD_INPUT;
+  }
+  size_t nhash;
+  uint64_t *hashes = comm_hashes(hs, nh, &nhash);
+  /* the first dump (what started it) */
+  hproc *first = NULL;
+  for (size_t i = 0; i < nh; i++)
+    if (hs[i].reason != 5 && (!first || hs[i].time_ns < first->time_ns)) first = &hs[i];
+  if (!first) first = &hs[0];
+
+  FILE *f = stdout;
+  show_head(f, hs, nh, first, o.json);
+  hmissing missing = {NULL, 0};
+  for (size_t ci = 0; ci < nhash; ci++) show_comm(f, hs, nh, hashes[ci], ci, o.json, &missing);
+  show_tail(f, hs, nh, nhash, &missing, o.json, o.nframes);
+  free_dumps(hs, nh);
   free(hashes);
-  free(missing_ranks);
-  free(hs);
-  for (size_t i = 0; i < npaths; i++) free(paths[i]);
-  free(paths);
+  free(missing.idx);
+  for (size_t i = 0; i < o.npaths; i++) free(o.paths[i]);
+  free(o.paths);
   return RD_OK;
 }

@@ -909,52 +909,20 @@ static void write_page(FILE *f, report *r, size_t n, const char *svg, const char
   fputs("</script>\n<div class=\"muted\">written by dlhook " DLHOOK_VERSION "</div>\n</body></html>\n", f);
 }
 
-int cmd_report(int argc, char **argv) {
-  const char *out = NULL;
-  char **files = rd_xmalloc((size_t)argc * sizeof *files);
-  size_t n = 0;
-  rd_getopt g;
-  int opt;
-  rd_opts lim;
-  memset(&lim, 0, sizeof lim);
-  rd_getopt_init(&g, &cmd_report_spec, argc, argv);
-  while ((opt = rd_getopt_next(&g)) > 0) {
-    if (opt == 'o') out = g.arg;
-    else if (opt == RD_KEY(0)) {
-      if (rd_parse_max_events("report", g.arg, &lim) != RD_OK) { free(files); return RD_USAGE; }
-    } else files[n++] = (char *)g.arg;
-  }
-  if (opt < 0) { free(files); return g.status; }
-  if (!out) { free(files); return rd_usage_error("report", "no output file given (-o FILE.html)"); }
-  if (!n) { free(files); return rd_usage_error("report", "no trace file given"); }
-
-  report *r = calloc(1, sizeof *r);
-  if (!r) { free(files); return RD_BAD_INPUT; }
-  intern(&r->st, ""); /* index 0: none */
-  int rc = RD_OK;
-  rd_opts o;
-  memset(&o, 0, sizeof o); /* progress on a terminal: the second passes ("report") */
-  o.events_limited = 2; /* ~150 bytes per event: half the limit */
-  o.have_max_events = lim.have_max_events;
-  o.max_events = lim.max_events;
-  int64_t *abs_off = rd_xmalloc(n * sizeof *abs_off), *rel = rd_xmalloc(n * sizeof *rel);
-  /* Each trace is read twice: the first pass (definitions, and the collectives of the clock
-   * alignment, the memory ledger and whether there are kernels), then the second into the page
-   * and the flame graph. */
-  rd_trace *T = rd_xmalloc(n * sizeof *T);
-  rd_memcol **mc = rd_xmalloc(n * sizeof *mc);
-  rd_ranks_in **rk = rd_xmalloc(n * sizeof *rk);
-  uint64_t kernels = 0;
-  /* groups: one per trace (process), ordered launchers first, then by rank */
-  r->groups = rd_xmalloc(n * sizeof *r->groups);
+/* The first pass over each trace (definitions; the collectives of the clock alignment, the
+ * memory ledger and the kernel count, through rk, mc and *kernels), and the page's group of
+ * each process. A trace that cannot be read is left out (files, T and n close up; *rc set).
+ * Returns the number of traces kept. */
+static size_t first_pass(report *r, char **files, size_t n, rd_trace *T, rd_memcol **mc,
+                         rd_ranks_in **rk, rd_opts *o, uint64_t *kernels, int *rc) {
   for (size_t i = 0; i < n; i++) {
     mc[i] = rd_memcol_new();
     rk[i] = rd_ranks_in_new(files[i]);
-    rd_sink ms = rd_memory_sink(mc[i]), rs = rd_ranks_in_sink(rk[i]), ks = {&kernels, NULL, NULL, count_kernel, 0, NULL};
+    rd_sink ms = rd_memory_sink(mc[i]), rs = rd_ranks_in_sink(rk[i]), ks = {kernels, NULL, NULL, count_kernel, 0, NULL};
     rd_tee tee = {{&ms, &rs, &ks}, 3};
     rd_sink all = rd_tee_sink(&tee);
-    if (rd_open(&T[i], files[i], &o, &all) != RD_OK && T[i].opens == 0) { /* said why; left out */
-      rc = RD_BAD_INPUT;
+    if (rd_open(&T[i], files[i], o, &all) != RD_OK && T[i].opens == 0) { /* said why; left out */
+      *rc = RD_BAD_INPUT;
       rd_trace_close(&T[i]);
       rd_memcol_free(mc[i]);
       free(rk[i]);
@@ -975,6 +943,155 @@ int cmd_report(int argc, char **argv) {
     g->label = rd_xstrdup(label);
     r->ngroups++;
   }
+  return n;
+}
+
+/* The second pass over trace i (T[i], files[i]; rel[i]: its offset on the common timeline):
+ * its events into the page, the flame graphs (fl; the host samples' sfl, on-CPU and wait; a
+ * flag cleared when one cannot be drawn) and the stats run sr; then its lanes named, its memory
+ * ledger (mc[i]) kept for the page. Returns RD_OK, or RD_BAD_INPUT when the trace is damaged. */
+static int second_pass(report *r, rd_trace *T, char **files, rd_memcol **mc, const int64_t *rel,
+                       size_t i, rd_opts *o, rd_stats_run *sr, flame *fl, flame sfl[2],
+                       int *flame_ok, int sfl_ok[2]) {
+  rd_sink s = {r, on_packet, on_api, on_gpu, 0, on_sample}, fs = flame_sink(fl), os,
+          fc = flame_sink(&sfl[0]), fw = flame_sink(&sfl[1]);
+  rd_tee tee = {{&s, &fs, rd_stats_run_begin(sr, i, files[i]), &fc, &fw}, 5};
+  int torch = rd_ops_wanted(rd_stats_run_ops(sr), &T[i]);
+  if (torch) { /* the operator tables and the PyTorch lanes */
+    os = rd_ops_sink(rd_stats_run_ops(sr), &T[i]);
+    tee.s[tee.n++] = &os;
+  }
+  rd_sink all = rd_tee_sink(&tee);
+  r->cur = &T[i];
+  r->pid = T[i].pid;
+  r->group = 0;
+  for (size_t g = 0; g < r->ngroups; g++)
+    if (r->groups[g].pid == r->pid) r->group = (uint32_t)g;
+  r->open_at = 0;
+  r->first_ev = r->nevs;
+  rd_map_free(&r->threads, free);
+  memset(&r->threads, 0, sizeof r->threads);
+  r->sp = torch ? rd_spans_new(on_span, r, NULL) : NULL;
+  int prc = rd_pass(&T[i], o, "report", &all);
+  int rc = prc != RD_OK ? RD_BAD_INPUT : RD_OK;
+  rd_spans_free(r->sp); /* the instances still open go to this trace's lanes */
+  r->sp = NULL;
+  if (torch) rd_ops_trace_end(rd_stats_run_ops(sr));
+  if (flame_trace_end(fl, &T[i], prc) != RD_OK) *flame_ok = 0;
+  for (int k = 0; k < 2; k++)
+    if (flame_trace_end(&sfl[k], &T[i], prc) != RD_OK) sfl_ok[k] = 0;
+  rd_stats_run_end(sr, i, &T[i]);
+  rd_gstats_trace_end(rd_stats_run_gstats(sr)); /* graph makers are named by dlhook stats only */
+  /* kernels launched inside library calls link to the call's external id; lane names */
+  for (size_t k = r->first_ev; k < r->nevs; k++) {
+    uint32_t x;
+    if (r->lanes[r->evs[k].lane]->kind == L_GPU && r->evs[k].link && rd_m_get(&r->ext, r->evs[k].link, &x))
+      r->evs[k].link = x;
+  }
+  for (size_t l = 0; l < r->nlanes; l++) { /* thread names are per trace: bake them in now */
+    lane *ln = r->lanes[l];
+    if (ln->group != r->group || ln->kind == L_GPU || ln->b) continue;
+    const char *tn = rd_map_get(&r->threads, ln->a);
+    ln->b = 1 + (tn ? intern(&r->st, tn) : 0);
+  }
+  rd_m_free(&r->ext);
+  memset(&r->ext, 0, sizeof r->ext);
+  rd_map_free(&r->stackstr, NULL);
+  memset(&r->stackstr, 0, sizeof r->stackstr);
+  rd_map_free(&r->last_sample, NULL);
+  memset(&r->last_sample, 0, sizeof r->last_sample);
+  if (r->open_at && r->nwin < 256) { r->win[r->nwin].s = r->open_at; r->win[r->nwin++].e = UINT64_MAX; }
+  r->dropped += rd_trace_dropped(&T[i]);
+  rd_mem_sample *v = NULL;
+  long k = rd_memcol_samples(mc[i], &v, 1);
+  if (k > 0 && r->nmem < 64) {
+    for (long q = 0; q < k; q++) v[q].ts_ns += (uint64_t)rel[i];
+    r->mem[r->nmem].group = r->group;
+    r->mem[r->nmem].v = v;
+    r->mem[r->nmem].tl = rd_memtl_json(&T[i], v, k, r->group, &r->mem[r->nmem].tllen);
+    r->mem[r->nmem++].n = k;
+  } else {
+    free(v);
+  }
+  return rc;
+}
+
+/* The options and operands of `dlhook report`: -o into *out, the traces into files (*n of them),
+ * --max-events into lim. Returns -1 when all is well, else the exit status (after a message). */
+static int report_options(int argc, char **argv, const char **out, char **files, size_t *n,
+                          rd_opts *lim) {
+  rd_getopt g;
+  int opt;
+  memset(lim, 0, sizeof *lim);
+  rd_getopt_init(&g, &cmd_report_spec, argc, argv);
+  while ((opt = rd_getopt_next(&g)) > 0) {
+    if (opt == 'o') *out = g.arg;
+    else if (opt == RD_KEY(0)) {
+      if (rd_parse_max_events("report", g.arg, lim) != RD_OK) return RD_USAGE;
+    } else files[(*n)++] = (char *)g.arg;
+  }
+  if (opt < 0) return g.status;
+  if (!*out) return rd_usage_error("report", "no output file given (-o FILE.html)");
+  if (!*n) return rd_usage_error("report", "no trace file given");
+  return -1;
+}
+
+/* The flame graphs' SVGs (flame_svg.c), inlined into the page: *svg of fl (weight: what it
+ * weighs) when flame_ok, svgs[k] of the host samples' sfl[k] when they have any; NULL where
+ * there is none. Frees the flame graphs. */
+static void render_svgs(flame *fl, int flame_ok, int weight, flame sfl[2], const int sfl_ok[2],
+                        char **svg, char *svgs[2]) {
+  *svg = NULL;
+  size_t svglen = 0;
+  if (flame_ok) {
+    flame_totals(fl);
+    FILE *sf = open_memstream(svg, &svglen);
+    if (sf) {
+      flame_write_svg(fl, sf, 0, weight == RD_W_GPU ? "GPU time by launching stack" : "Time in API calls");
+      if (fclose(sf) != 0 || !svglen) { free(*svg); *svg = NULL; svglen = 0; }
+    }
+  }
+  flame_free(fl);
+  for (int k = 0; k < 2; k++) {
+    flame_totals(&sfl[k]);
+    size_t len = 0;
+    FILE *sf = sfl_ok[k] && sfl[k].nodes[0].total[0] ? open_memstream(&svgs[k], &len) : NULL;
+    if (sf) {
+      flame_write_svg(&sfl[k], sf, 0, k ? "Wait time (host samples)" : "On-CPU time (host samples)");
+      if (fclose(sf) != 0 || !len) { free(svgs[k]); svgs[k] = NULL; }
+    }
+    flame_free(&sfl[k]);
+  }
+}
+
+int cmd_report(int argc, char **argv) {
+  const char *out = NULL;
+  char **files = rd_xmalloc((size_t)argc * sizeof *files);
+  size_t n = 0;
+  rd_opts lim;
+  int orc = report_options(argc, argv, &out, files, &n, &lim);
+  if (orc >= 0) { free(files); return orc; }
+
+  report *r = calloc(1, sizeof *r);
+  if (!r) { free(files); return RD_BAD_INPUT; }
+  intern(&r->st, ""); /* index 0: none */
+  int rc = RD_OK;
+  rd_opts o;
+  memset(&o, 0, sizeof o); /* progress on a terminal: the second passes ("report") */
+  o.events_limited = 2; /* ~150 bytes per event: half the limit */
+  o.have_max_events = lim.have_max_events;
+  o.max_events = lim.max_events;
+  int64_t *abs_off = rd_xmalloc(n * sizeof *abs_off), *rel = rd_xmalloc(n * sizeof *rel);
+  /* Each trace is read twice: the first pass (definitions, and the collectives of the clock
+   * alignment, the memory ledger and whether there are kernels), then the second into the page
+   * and the flame graph. */
+  rd_trace *T = rd_xmalloc(n * sizeof *T);
+  rd_memcol **mc = rd_xmalloc(n * sizeof *mc);
+  rd_ranks_in **rk = rd_xmalloc(n * sizeof *rk);
+  uint64_t kernels = 0;
+  /* groups: one per trace (process), ordered launchers first, then by rank */
+  r->groups = rd_xmalloc(n * sizeof *r->groups);
+  n = first_pass(r, files, n, T, mc, rk, &o, &kernels, &rc);
   if (!n) {
     rd_error("report: no trace could be read; nothing written");
     free(r->groups);
@@ -1024,94 +1141,14 @@ int cmd_report(int argc, char **argv) {
   }
   /* the stats of the page (dlhook stats --json), from the same pass, on the common timeline */
   rd_stats_run *sr = rd_stats_run_new(n, 1);
-  for (size_t i = 0; i < n; i++) {
-    rd_sink s = {r, on_packet, on_api, on_gpu, 0, on_sample}, fs = flame_sink(&fl), os,
-            fc = flame_sink(&sfl[0]), fw = flame_sink(&sfl[1]);
-    rd_tee tee = {{&s, &fs, rd_stats_run_begin(sr, i, files[i]), &fc, &fw}, 5};
-    int torch = rd_ops_wanted(rd_stats_run_ops(sr), &T[i]);
-    if (torch) { /* the operator tables and the PyTorch lanes */
-      os = rd_ops_sink(rd_stats_run_ops(sr), &T[i]);
-      tee.s[tee.n++] = &os;
-    }
-    rd_sink all = rd_tee_sink(&tee);
-    r->cur = &T[i];
-    r->pid = T[i].pid;
-    r->group = 0;
-    for (size_t g = 0; g < r->ngroups; g++)
-      if (r->groups[g].pid == r->pid) r->group = (uint32_t)g;
-    r->open_at = 0;
-    r->first_ev = r->nevs;
-    rd_map_free(&r->threads, free);
-    memset(&r->threads, 0, sizeof r->threads);
-    r->sp = torch ? rd_spans_new(on_span, r, NULL) : NULL;
-    int prc = rd_pass(&T[i], &o, "report", &all);
-    if (prc != RD_OK) rc = RD_BAD_INPUT;
-    rd_spans_free(r->sp); /* the instances still open go to this trace's lanes */
-    r->sp = NULL;
-    if (torch) rd_ops_trace_end(rd_stats_run_ops(sr));
-    if (flame_trace_end(&fl, &T[i], prc) != RD_OK) flame_ok = 0;
-    for (int k = 0; k < 2; k++)
-      if (flame_trace_end(&sfl[k], &T[i], prc) != RD_OK) sfl_ok[k] = 0;
-    rd_stats_run_end(sr, i, &T[i]);
-    rd_gstats_trace_end(rd_stats_run_gstats(sr)); /* graph makers are named by dlhook stats only */
-    /* kernels launched inside library calls link to the call's external id; lane names */
-    for (size_t k = r->first_ev; k < r->nevs; k++) {
-      uint32_t x;
-      if (r->lanes[r->evs[k].lane]->kind == L_GPU && r->evs[k].link && rd_m_get(&r->ext, r->evs[k].link, &x))
-        r->evs[k].link = x;
-    }
-    for (size_t l = 0; l < r->nlanes; l++) { /* thread names are per trace: bake them in now */
-      lane *ln = r->lanes[l];
-      if (ln->group != r->group || ln->kind == L_GPU || ln->b) continue;
-      const char *tn = rd_map_get(&r->threads, ln->a);
-      ln->b = 1 + (tn ? intern(&r->st, tn) : 0);
-    }
-    rd_m_free(&r->ext);
-    memset(&r->ext, 0, sizeof r->ext);
-    rd_map_free(&r->stackstr, NULL);
-    memset(&r->stackstr, 0, sizeof r->stackstr);
-    rd_map_free(&r->last_sample, NULL);
-    memset(&r->last_sample, 0, sizeof r->last_sample);
-    if (r->open_at && r->nwin < 256) { r->win[r->nwin].s = r->open_at; r->win[r->nwin++].e = UINT64_MAX; }
-    r->dropped += rd_trace_dropped(&T[i]);
-    rd_mem_sample *v = NULL;
-    long k = rd_memcol_samples(mc[i], &v, 1);
-    if (k > 0 && r->nmem < 64) {
-      for (long q = 0; q < k; q++) v[q].ts_ns += (uint64_t)rel[i];
-      r->mem[r->nmem].group = r->group;
-      r->mem[r->nmem].v = v;
-      r->mem[r->nmem].tl = rd_memtl_json(&T[i], v, k, r->group, &r->mem[r->nmem].tllen);
-      r->mem[r->nmem++].n = k;
-    } else {
-      free(v);
-    }
-  }
+  for (size_t i = 0; i < n; i++)
+    if (second_pass(r, T, files, mc, rel, i, &o, sr, &fl, sfl, &flame_ok, sfl_ok) != RD_OK)
+      rc = RD_BAD_INPUT;
   for (size_t w = 0; w < r->nwin; w++)
     if (r->win[w].e == UINT64_MAX) r->win[w].e = r->t1;
 
-  /* the flame graph's SVG (flame_svg.c), inlined into the page */
-  char *svg = NULL;
-  size_t svglen = 0;
-  if (flame_ok) {
-    flame_totals(&fl);
-    FILE *sf = open_memstream(&svg, &svglen);
-    if (sf) {
-      flame_write_svg(&fl, sf, 0, fo.weight == RD_W_GPU ? "GPU time by launching stack" : "Time in API calls");
-      if (fclose(sf) != 0 || !svglen) { free(svg); svg = NULL; svglen = 0; }
-    }
-  }
-  flame_free(&fl);
-  char *svgs[2] = {NULL, NULL};
-  for (int k = 0; k < 2; k++) {
-    flame_totals(&sfl[k]);
-    size_t len = 0;
-    FILE *sf = sfl_ok[k] && sfl[k].nodes[0].total[0] ? open_memstream(&svgs[k], &len) : NULL;
-    if (sf) {
-      flame_write_svg(&sfl[k], sf, 0, k ? "Wait time (host samples)" : "On-CPU time (host samples)");
-      if (fclose(sf) != 0 || !len) { free(svgs[k]); svgs[k] = NULL; }
-    }
-    flame_free(&sfl[k]);
-  }
+  char *svg, *svgs[2] = {NULL, NULL};
+  render_svgs(&fl, flame_ok, fo.weight, sfl, sfl_ok, &svg, svgs);
   /* the memory ledger of the page (dlhook stats --memory --json), from what was read */
   char *mjson = NULL;
   size_t mjlen = 0;

@@ -245,37 +245,16 @@ const rd_command cmd_symbolize_spec = {
     .options = options,
 };
 
-int cmd_symbolize(int argc, char **argv) {
-  ctx c;
-  memset(&c, 0, sizeof c);
-  const char *out = NULL, *in = NULL;
-  c.debug_dirs = rd_xmalloc((size_t)argc * sizeof *c.debug_dirs);
-  c.path_dirs = rd_xmalloc((size_t)argc * sizeof *c.path_dirs);
-  rd_getopt g;
-  int opt;
-  rd_getopt_init(&g, &cmd_symbolize_spec, argc, argv);
-  while ((opt = rd_getopt_next(&g)) > 0) {
-    switch (opt) {
-      case 'o': out = g.arg; break;
-      case OPT_DEBUG_DIR: c.debug_dirs[c.ndebug++] = g.arg; break;
-      case OPT_PATH: c.path_dirs[c.npath++] = g.arg; break;
-      case 'v': c.verbose = 1; break;
-      case RD_OPERAND:
-        if (in) return rd_usage_error("symbolize", "one trace at a time ('%s' and '%s')", in, g.arg);
-        in = g.arg;
-        break;
-    }
-  }
-  if (opt < 0) return g.status;
-  if (!in) return rd_usage_error("symbolize", "no trace given");
-
-  /* pass 1: modules, the pcs of stacks, the pcs already named */
+/* Pass 1 over trace `in`: its modules, the pcs of its stacks and the pcs already named, into c
+ * (pcs and named sorted, each once). Returns 0, 1 when the trace is damaged (what was read
+ * before is kept, after a message), or -1 when it cannot be opened (after a message). */
+static int read_pcs(ctx *c, const char *in) {
   char *err = NULL;
   dlh_reader *r = dlh_reader_open(in, &err);
   if (!r) {
     rd_error("%s: %s", in, err ? err : "cannot open");
     free(err);
-    return RD_BAD_INPUT;
+    return -1;
   }
   size_t cap_pcs = 0, cap_named = 0, cap_mods = 0;
   const Dlh__Packet *p;
@@ -283,11 +262,11 @@ int cmd_symbolize(int argc, char **argv) {
   while ((rc = dlh_reader_next(r, &p)) == 1) {
     if (p->data_case == DLH__PACKET__DATA_MODULE) {
       const Dlh__ModuleDef *d = p->module;
-      if (c.nmods == cap_mods) {
+      if (c->nmods == cap_mods) {
         cap_mods = cap_mods ? cap_mods * 2 : 64;
-        c.mods = rd_xrealloc(c.mods, cap_mods * sizeof *c.mods);
+        c->mods = rd_xrealloc(c->mods, cap_mods * sizeof *c->mods);
       }
-      smod *m = &c.mods[c.nmods++];
+      smod *m = &c->mods[c->nmods++];
       memset(m, 0, sizeof *m);
       m->id = d->id;
       m->path = rd_xstrdup(d->path ? d->path : "");
@@ -302,56 +281,47 @@ int cmd_symbolize(int argc, char **argv) {
       const Dlh__StackDef *d = p->stack;
       for (size_t i = 0; i < d->n_pc; i++) {
         if (d->pc[i] >> 63) continue; /* a Python frame */
-        if (c.npcs == cap_pcs) {
+        if (c->npcs == cap_pcs) {
           cap_pcs = cap_pcs ? cap_pcs * 2 : 4096;
-          c.pcs = rd_xrealloc(c.pcs, cap_pcs * sizeof *c.pcs);
+          c->pcs = rd_xrealloc(c->pcs, cap_pcs * sizeof *c->pcs);
         }
-        c.pcs[c.npcs++] = d->pc[i];
+        c->pcs[c->npcs++] = d->pc[i];
       }
     } else if (p->data_case == DLH__PACKET__DATA_SYMBOL && p->symbol->function &&
                p->symbol->function[0]) {
-      if (c.nnamed == cap_named) {
+      if (c->nnamed == cap_named) {
         cap_named = cap_named ? cap_named * 2 : 4096;
-        c.named = rd_xrealloc(c.named, cap_named * sizeof *c.named);
+        c->named = rd_xrealloc(c->named, cap_named * sizeof *c->named);
       }
-      c.named[c.nnamed++] = p->symbol->pc;
+      c->named[c->nnamed++] = p->symbol->pc;
     }
   }
   if (rc < 0)
     rd_error("%s: damaged trace: %s (%" PRIu64 " complete frames read before it; they are kept)",
              in, dlh_reader_error(r) ? dlh_reader_error(r) : "read error", dlh_reader_frames(r));
   dlh_reader_close(r);
-  c.npcs = uniq(c.pcs, c.npcs);
-  c.nnamed = uniq(c.named, c.nnamed);
+  c->npcs = uniq(c->pcs, c->npcs);
+  c->nnamed = uniq(c->named, c->nnamed);
+  return rc < 0 ? 1 : 0;
+}
 
-  /* resolve what is missing */
-  size_t ntodo = 0, nres = 0;
-  Dlh__SymbolDef *defs = rd_xmalloc((c.npcs + 1) * sizeof *defs);
-  char **strs = rd_xmalloc((2 * c.npcs + 1) * sizeof *strs);
-  size_t nstrs = 0;
-  for (size_t i = 0; i < c.npcs; i++) {
-    if (has(c.named, c.nnamed, c.pcs[i])) continue;
-    ntodo++;
-    Dlh__SymbolDef *sd = &defs[nres];
-    dlh__symbol_def__init(sd);
-    char *fn = NULL, *file = NULL;
-    if (resolve(&c, c.pcs[i], sd, &fn, &file)) nres++;
-    if (fn) strs[nstrs++] = fn;
-    if (file) strs[nstrs++] = file;
-  }
-
-  /* pass 2: write the output (a new file renamed into place: lib/output.c's rules for outputs) */
-  const char *dst = out ? out : in;
+/* Pass 2: trace `in` rewritten to dst (a new file renamed into place: lib/output.c's rules for
+ * outputs) with the symbols defs[0..nres) added before the trailer, whose count of unresolved
+ * pcs becomes `unresolved`. Returns 0, or -1 after a message. */
+static int rewrite(const char *in, const char *dst, Dlh__SymbolDef *defs, size_t nres,
+                   size_t unresolved) {
+  char *err = NULL;
+  const Dlh__Packet *p;
   FILE *of = rd_create(dst, 0);
-  if (!of) return RD_BAD_INPUT;
-  r = dlh_reader_open(in, &err);
+  if (!of) return -1;
+  dlh_reader *r = dlh_reader_open(in, &err);
   dlh_encoder *w = r ? dlh_enc_create(fileno(of), 3) : NULL;
   if (!r || !w) {
     rd_error("%s: %s", in, err ? err : "cannot rewrite");
     free(err);
     dlh_reader_close(r);
     fclose(of);
-    return RD_BAD_INPUT;
+    return -1;
   }
   /* the trailer goes last: kept packed (it refers to memory of its packet, e.g. mem_parts,
    * which the next read frees), unpacked again to write it */
@@ -377,7 +347,7 @@ int cmd_symbolize(int argc, char **argv) {
   if (trailer) {
     Dlh__Packet tp = DLH__PACKET__INIT;
     trailer->has_pcs_unsymbolized = 1;
-    trailer->pcs_unsymbolized = ntodo - nres;
+    trailer->pcs_unsymbolized = unresolved;
     tp.data_case = DLH__PACKET__DATA_TRAILER;
     tp.trailer = trailer;
     dlh_enc_packet(w, &tp);
@@ -388,7 +358,55 @@ int cmd_symbolize(int argc, char **argv) {
   dlh_enc_free(w);
   dlh_reader_close(r);
   if (wrc != 0) rd_error("%s: cannot write: %s", dst, strerror(errno));
-  if (rd_close(of, dst) < 0 || wrc != 0) return RD_BAD_INPUT;
+  if (rd_close(of, dst) < 0 || wrc != 0) return -1;
+  return 0;
+}
+
+int cmd_symbolize(int argc, char **argv) {
+  ctx c;
+  memset(&c, 0, sizeof c);
+  const char *out = NULL, *in = NULL;
+  c.debug_dirs = rd_xmalloc((size_t)argc * sizeof *c.debug_dirs);
+  c.path_dirs = rd_xmalloc((size_t)argc * sizeof *c.path_dirs);
+  rd_getopt g;
+  int opt;
+  rd_getopt_init(&g, &cmd_symbolize_spec, argc, argv);
+  while ((opt = rd_getopt_next(&g)) > 0) {
+    switch (opt) {
+      case 'o': out = g.arg; break;
+      case OPT_DEBUG_DIR: c.debug_dirs[c.ndebug++] = g.arg; break;
+      case OPT_PATH: c.path_dirs[c.npath++] = g.arg; break;
+      case 'v': c.verbose = 1; break;
+      case RD_OPERAND:
+        if (in) return rd_usage_error("symbolize", "one trace at a time ('%s' and '%s')", in, g.arg);
+        in = g.arg;
+        break;
+    }
+  }
+  if (opt < 0) return g.status;
+  if (!in) return rd_usage_error("symbolize", "no trace given");
+
+  int damaged = read_pcs(&c, in);
+  if (damaged < 0) return RD_BAD_INPUT;
+
+  /* resolve what is missing */
+  size_t ntodo = 0, nres = 0;
+  Dlh__SymbolDef *defs = rd_xmalloc((c.npcs + 1) * sizeof *defs);
+  char **strs = rd_xmalloc((2 * c.npcs + 1) * sizeof *strs);
+  size_t nstrs = 0;
+  for (size_t i = 0; i < c.npcs; i++) {
+    if (has(c.named, c.nnamed, c.pcs[i])) continue;
+    ntodo++;
+    Dlh__SymbolDef *sd = &defs[nres];
+    dlh__symbol_def__init(sd);
+    char *fn = NULL, *file = NULL;
+    if (resolve(&c, c.pcs[i], sd, &fn, &file)) nres++;
+    if (fn) strs[nstrs++] = fn;
+    if (file) strs[nstrs++] = file;
+  }
+
+  const char *dst = out ? out : in;
+  if (rewrite(in, dst, defs, nres, ntodo - nres) < 0) return RD_BAD_INPUT;
   printf("%s: %zu stack addresses, %zu without a name before, %zu resolved now, %zu left\n", dst,
          c.npcs, ntodo, nres, ntodo - nres);
 
@@ -407,5 +425,5 @@ int cmd_symbolize(int argc, char **argv) {
   free(c.named);
   free(c.debug_dirs);
   free(c.path_dirs);
-  return rc < 0 ? RD_BAD_INPUT : RD_OK;
+  return damaged ? RD_BAD_INPUT : RD_OK;
 }

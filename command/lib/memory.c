@@ -509,6 +509,118 @@ static void by_free(by_tab tb[NBY]) {
   for (int b = 0; b < NBY; b++) free(tb[b].v);
 }
 
+/* The --json object of one trace's ledger l (t at path; lb: its bytes live at exit; tb: the
+ * PyTorch tables), after a comma unless it is the first. */
+static void trace_json(FILE *f, const char *path, rd_trace *t, const ledger *l, uint64_t lb,
+                       const by_tab tb[NBY], int first_trace) {
+  fprintf(f, "%s\n {\"path\":", first_trace ? "" : ",");
+  rd_json_str(f, path);
+  fprintf(f, ",\"pid\":%u,\"allocations\":%" PRIu64 ",\"frees\":%" PRIu64
+             ",\"alloc_bytes\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64
+             ",\"peak_bytes\":%" PRIu64 ",\"peak_ns\":%" PRIu64 ",\"live_at_exit_bytes\":%" PRIu64
+             ",\"devices\":[",
+          t->pid, l->allocs, l->frees, l->alloc_bytes, l->failed, l->unmatched_frees, l->peak,
+          l->peak_ts, lb);
+  int first = 1;
+  for (int d = 0; d < MAXDEV; d++)
+    if (l->dev_peak[d]) {
+      fprintf(f, "%s{\"device\":%d,\"peak_bytes\":%" PRIu64 ",\"live_at_exit_bytes\":%" PRIu64 "}",
+              first ? "" : ",", d, l->dev_peak[d], l->dev_live[d]);
+      first = 0;
+    }
+  fputs("],\n  \"leaks\":[", f);
+  for (size_t k = 0; k < l->n; k++) {
+    fputs(k ? ",\n   " : "\n   ", f);
+    json_alloc(f, t, &l->v[k]);
+  }
+  fputs("],\n  \"ooms\":[", f);
+  for (size_t k = 0; k < l->nooms; k++) {
+    const oom *o = &l->ooms[k];
+    fprintf(f, "%s{\"ts_ns\":%" PRIu64 ",\"function\":", k ? "," : "", o->ts);
+    rd_json_str(f, rd_func_name(t, o->fn));
+    fprintf(f, ",\"requested_bytes\":%" PRIu64 ",\"live_bytes\":%" PRIu64 ",\"calls\":%" PRIu64
+               ",\"stack\":", o->requested, o->live_bytes, o->calls);
+    json_stack(f, t, o->stack);
+    fputs(",\"live\":[", f);
+    for (size_t m = 0; m < o->nlive; m++) {
+      if (m) putc(',', f);
+      json_alloc(f, t, &o->live[m]);
+    }
+    fputs("]}", f);
+  }
+  putc(']', f);
+  by_json(f, tb);
+  putc('}', f);
+}
+
+/* The text lines of one trace's ledger l: the totals, per device, the leaks, the
+ * out-of-memory errors and the PyTorch tables (torch: whether t loaded libtorch). */
+static void trace_text(FILE *f, const char *path, rd_trace *t, const ledger *l, uint64_t lb,
+                       const by_tab tb[NBY], int torch) {
+  char b1[32], b2[32], b3[32], name[4 * 30 + 4], c1[4 * 24 + 4], c2[4 * 62 + 4];
+  const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  rd_term_fit(name, sizeof name, 30, base);
+  fprintf(f, "%-30s %8u %6s %9" PRIu64 " %9" PRIu64 " %11s %11s %7zu\n", name, t->pid, "all",
+          l->allocs, l->frees, fmt_bytes(b1, sizeof b1, l->peak), fmt_bytes(b2, sizeof b2, lb), l->n);
+  int ndev = 0;
+  for (int d = 0; d < MAXDEV; d++) ndev += l->dev_peak[d] != 0;
+  if (ndev > 1)
+    for (int d = 0; d < MAXDEV; d++)
+      if (l->dev_peak[d])
+        fprintf(f, "%-30s %8s %6d %9s %9s %11s %11s\n", "", "", d, "", "",
+                fmt_bytes(b1, sizeof b1, l->dev_peak[d]), fmt_bytes(b2, sizeof b2, l->dev_live[d]));
+  if (l->n) {
+    fprintf(f, "  %-12s %-22s %s\n", "leaked", "allocated by", "at");
+    for (size_t k = 0; k < l->n && k < 20; k++)
+      fprintf(f, "  %-12s %s %s\n", fmt_bytes(b1, sizeof b1, l->v[k].bytes),
+              term(c1, 22, rd_func_name(t, l->v[k].fn)),
+              term_end(c2, 62, where(t, l->v[k].stack, b3, sizeof b3)));
+    if (l->n > 20) fprintf(f, "  ... %zu more\n", l->n - 20);
+  }
+  for (size_t k = 0; k < l->nooms; k++) {
+    const oom *o = &l->ooms[k];
+    fprintf(f, "  out of memory: %s of %s at %s\n", term_end(c1, 24, rd_func_name(t, o->fn)),
+            fmt_bytes(b1, sizeof b1, o->requested), term_end(c2, 50, where(t, o->stack, b3, sizeof b3)));
+    if (o->calls > 1) fprintf(f, "  (%" PRIu64 " calls in a row, folded)\n", o->calls);
+    fprintf(f, "  live then: %zu allocation%s, %s\n", o->nlive, o->nlive == 1 ? "" : "s",
+            fmt_bytes(b2, sizeof b2, o->live_bytes));
+    for (size_t m = 0; m < o->nlive && m < 20; m++)
+      fprintf(f, "    %-12s %s %s\n", fmt_bytes(b1, sizeof b1, o->live[m].bytes),
+              term(c1, 22, rd_func_name(t, o->live[m].fn)),
+              term_end(c2, 60, where(t, o->live[m].stack, b2, sizeof b2)));
+  }
+  if (l->unmatched_frees)
+    fprintf(f, "  %" PRIu64 " frees of memory allocated before the trace (or its capture window)\n",
+            l->unmatched_frees);
+  by_table(f, tb, torch, l->nrecs != 0);
+}
+
+/* --json: all leaks of all traces, again at the top level (each with its pid); closes the traces
+ * and ledgers kept (kok[i]) and ends the object. */
+static void all_leaks_json(FILE *f, rd_trace *kt, ledger *kl, char *kok, size_t nfiles) {
+  int first = 1;
+  for (size_t i = 0; i < nfiles; i++) {
+    if (!kok[i]) continue;
+    rd_trace t = kt[i];
+    ledger l = kl[i];
+    for (size_t k = 0; k < l.n; k++) {
+      fprintf(f, "%s\n {\"pid\":%u,", first ? "" : ",", t.pid);
+      first = 0;
+      /* json_alloc without its opening brace */
+      fprintf(f, "\"ptr\":\"0x%" PRIx64 "\",\"bytes\":%" PRIu64 ",\"device\":%d,\"function\":",
+              l.v[k].ptr, l.v[k].bytes, l.v[k].device);
+      rd_json_str(f, rd_func_name(&t, l.v[k].fn));
+      fputs(",\"stack\":", f);
+      json_stack(f, &t, l.v[k].stack);
+      putc('}', f);
+    }
+    ledger_free(&l);
+    rd_trace_close(&t);
+    kok[i] = 0;
+  }
+  fputs("]}\n", f);
+}
+
 int rd_memory_stats(char **files, size_t nfiles, int json, FILE *f) {
   return rd_memory_stats_of(files, NULL, NULL, nfiles, json, f);
 }
@@ -550,85 +662,10 @@ int rd_memory_stats_of(char **files, rd_trace *T, rd_memcol **mc, size_t nfiles,
     for (size_t k = 0; k < l.n; k++) lb += l.v[k].bytes;
     leaked += lb;
     nleaks += l.n;
-    char b1[32], b2[32], b3[32], name[4 * 30 + 4], c1[4 * 24 + 4], c2[4 * 62 + 4];
     by_tab tb[NBY];
     int torch = by_tables(&t, &l, tb);
-    if (json) {
-      fprintf(f, "%s\n {\"path\":", ntr++ ? "," : "");
-      rd_json_str(f, files[i]);
-      fprintf(f, ",\"pid\":%u,\"allocations\":%" PRIu64 ",\"frees\":%" PRIu64
-                 ",\"alloc_bytes\":%" PRIu64 ",\"failed\":%" PRIu64 ",\"unmatched_frees\":%" PRIu64
-                 ",\"peak_bytes\":%" PRIu64 ",\"peak_ns\":%" PRIu64 ",\"live_at_exit_bytes\":%" PRIu64
-                 ",\"devices\":[",
-              t.pid, l.allocs, l.frees, l.alloc_bytes, l.failed, l.unmatched_frees, l.peak,
-              l.peak_ts, lb);
-      int first = 1;
-      for (int d = 0; d < MAXDEV; d++)
-        if (l.dev_peak[d]) {
-          fprintf(f, "%s{\"device\":%d,\"peak_bytes\":%" PRIu64 ",\"live_at_exit_bytes\":%" PRIu64 "}",
-                  first ? "" : ",", d, l.dev_peak[d], l.dev_live[d]);
-          first = 0;
-        }
-      fputs("],\n  \"leaks\":[", f);
-      for (size_t k = 0; k < l.n; k++) {
-        fputs(k ? ",\n   " : "\n   ", f);
-        json_alloc(f, &t, &l.v[k]);
-      }
-      fputs("],\n  \"ooms\":[", f);
-      for (size_t k = 0; k < l.nooms; k++) {
-        const oom *o = &l.ooms[k];
-        fprintf(f, "%s{\"ts_ns\":%" PRIu64 ",\"function\":", k ? "," : "", o->ts);
-        rd_json_str(f, rd_func_name(&t, o->fn));
-        fprintf(f, ",\"requested_bytes\":%" PRIu64 ",\"live_bytes\":%" PRIu64 ",\"calls\":%" PRIu64
-                   ",\"stack\":", o->requested, o->live_bytes, o->calls);
-        json_stack(f, &t, o->stack);
-        fputs(",\"live\":[", f);
-        for (size_t m = 0; m < o->nlive; m++) {
-          if (m) putc(',', f);
-          json_alloc(f, &t, &o->live[m]);
-        }
-        fputs("]}", f);
-      }
-      putc(']', f);
-      by_json(f, tb);
-      putc('}', f);
-    } else {
-      const char *base = strrchr(files[i], '/') ? strrchr(files[i], '/') + 1 : files[i];
-      rd_term_fit(name, sizeof name, 30, base);
-      fprintf(f, "%-30s %8u %6s %9" PRIu64 " %9" PRIu64 " %11s %11s %7zu\n", name, t.pid, "all",
-              l.allocs, l.frees, fmt_bytes(b1, sizeof b1, l.peak), fmt_bytes(b2, sizeof b2, lb), l.n);
-      int ndev = 0;
-      for (int d = 0; d < MAXDEV; d++) ndev += l.dev_peak[d] != 0;
-      if (ndev > 1)
-        for (int d = 0; d < MAXDEV; d++)
-          if (l.dev_peak[d])
-            fprintf(f, "%-30s %8s %6d %9s %9s %11s %11s\n", "", "", d, "", "",
-                    fmt_bytes(b1, sizeof b1, l.dev_peak[d]), fmt_bytes(b2, sizeof b2, l.dev_live[d]));
-      if (l.n) {
-        fprintf(f, "  %-12s %-22s %s\n", "leaked", "allocated by", "at");
-        for (size_t k = 0; k < l.n && k < 20; k++)
-          fprintf(f, "  %-12s %s %s\n", fmt_bytes(b1, sizeof b1, l.v[k].bytes),
-                  term(c1, 22, rd_func_name(&t, l.v[k].fn)),
-                  term_end(c2, 62, where(&t, l.v[k].stack, b3, sizeof b3)));
-        if (l.n > 20) fprintf(f, "  ... %zu more\n", l.n - 20);
-      }
-      for (size_t k = 0; k < l.nooms; k++) {
-        const oom *o = &l.ooms[k];
-        fprintf(f, "  out of memory: %s of %s at %s\n", term_end(c1, 24, rd_func_name(&t, o->fn)),
-                fmt_bytes(b1, sizeof b1, o->requested), term_end(c2, 50, where(&t, o->stack, b3, sizeof b3)));
-        if (o->calls > 1) fprintf(f, "  (%" PRIu64 " calls in a row, folded)\n", o->calls);
-        fprintf(f, "  live then: %zu allocation%s, %s\n", o->nlive, o->nlive == 1 ? "" : "s",
-                fmt_bytes(b2, sizeof b2, o->live_bytes));
-        for (size_t m = 0; m < o->nlive && m < 20; m++)
-          fprintf(f, "    %-12s %s %s\n", fmt_bytes(b1, sizeof b1, o->live[m].bytes),
-                  term(c1, 22, rd_func_name(&t, o->live[m].fn)),
-                  term_end(c2, 60, where(&t, o->live[m].stack, b2, sizeof b2)));
-      }
-      if (l.unmatched_frees)
-        fprintf(f, "  %" PRIu64 " frees of memory allocated before the trace (or its capture window)\n",
-                l.unmatched_frees);
-      by_table(f, tb, torch, l.nrecs != 0);
-    }
+    if (json) trace_json(f, files[i], &t, &l, lb, tb, ntr++ == 0);
+    else trace_text(f, files[i], &t, &l, lb, tb, torch);
     by_free(tb);
     if (json) {
       kt[i] = t;
@@ -643,28 +680,7 @@ int rd_memory_stats_of(char **files, rd_trace *T, rd_memcol **mc, size_t nfiles,
     fprintf(f, "],\n\"peak_bytes\":%" PRIu64 ",\"leaked_bytes\":%" PRIu64 ",\"leak_count\":%" PRIu64
                ",\"leaks\":[", total_peak, leaked, nleaks);
   if (json) {
-    /* all leaks of all traces, again at the top level (each with its pid) */
-    int first = 1;
-    for (size_t i = 0; i < nfiles; i++) {
-      if (!kok[i]) continue;
-      rd_trace t = kt[i];
-      ledger l = kl[i];
-      for (size_t k = 0; k < l.n; k++) {
-        fprintf(f, "%s\n {\"pid\":%u,", first ? "" : ",", t.pid);
-        first = 0;
-        /* json_alloc without its opening brace */
-        fprintf(f, "\"ptr\":\"0x%" PRIx64 "\",\"bytes\":%" PRIu64 ",\"device\":%d,\"function\":",
-                l.v[k].ptr, l.v[k].bytes, l.v[k].device);
-        rd_json_str(f, rd_func_name(&t, l.v[k].fn));
-        fputs(",\"stack\":", f);
-        json_stack(f, &t, l.v[k].stack);
-        putc('}', f);
-      }
-      ledger_free(&l);
-      rd_trace_close(&t);
-      kok[i] = 0;
-    }
-    fputs("]}\n", f);
+    all_leaks_json(f, kt, kl, kok, nfiles);
   } else {
     char b1[32], b2[32];
     fprintf(f, "\npeak %s (sum of the processes' peaks), %" PRIu64 " allocation%s still live at exit (%s)\n",

@@ -127,19 +127,20 @@ long rd_memtl_pick(const rd_mem_sample *v, long n, long *idx) {
   return k;
 }
 
-char *rd_memtl_json(rd_trace *t, const rd_mem_sample *v, long n, uint32_t gi, size_t *len) {
-  if (n <= 0) return NULL;
-  int torch = rd_stacks_have_module(t, "libtorch_cpu.");
-  gtab g[NG];
-  memset(g, 0, sizeof g);
-  /* each allocation's keys, by its stack (computed once per stack) */
+/* Each allocation's keys (v[0..n), by its stack, computed once per stack): its line, module
+ * and operator in the groups g, whose totals it adds to; *peak: the sample of the highest live
+ * bytes. Returns the keys (malloc'd, n rows). */
+typedef uint32_t keyrow[NG]; /* an allocation's key in each group */
+
+static keyrow *alloc_keys(rd_trace *t, const rd_mem_sample *v, long n, int torch, gtab g[NG],
+                          long *peak) {
   uint32_t (*key)[NG] = rd_xmalloc((size_t)n * sizeof *key);
+  *peak = -1;
   rd_u64map stk = {0}; /* stack -> index into skey */
   uint32_t (*skey)[NG] = NULL;
   size_t nskey = 0, capskey = 0;
-  long peak = -1;
   for (long i = 0; i < n; i++) {
-    if (peak < 0 || v[i].live_bytes > v[peak].live_bytes) peak = i;
+    if (*peak < 0 || v[i].live_bytes > v[*peak].live_bytes) *peak = i;
     if (v[i].bytes <= 0) continue;
     uint32_t s;
     if (!rd_m_get(&stk, v[i].stack, &s)) {
@@ -164,7 +165,13 @@ char *rd_memtl_json(rd_trace *t, const rd_mem_sample *v, long n, uint32_t gi, si
   }
   free(skey);
   rd_m_free(&stk);
-  /* what is live at the peak (held: allocation i is live then) */
+  return key;
+}
+
+/* What is live at the peak sample: held[i] = 1 when allocation i is (malloc'd, n of them);
+ * adds it to the at-peak figures of its keys in g. */
+static char *held_at_peak(const rd_mem_sample *v, long n, long peak, uint32_t (*key)[NG],
+                          gtab g[NG]) {
   char *held = rd_xcalloc((size_t)n, 1);
   rd_u64map at = {0};
   for (long i = 0; i <= peak; i++) {
@@ -184,6 +191,80 @@ char *rd_memtl_json(rd_trace *t, const rd_mem_sample *v, long n, uint32_t gi, si
         g[q].k[key[i][q]].at_peak += (uint64_t)v[i].bytes;
         g[q].k[key[i][q]].peak_allocs++;
       }
+  return held;
+}
+
+/* The "at_peak" object's members: per group its keys that hold memory at the peak, most first
+ * (order[q]: the keys of group q sorted), up to 20. */
+static void at_peak_json(FILE *f, const gtab g[NG], uint32_t *const order[NG]) {
+  for (int q = 0; q < NG; q++) {
+    fprintf(f, "%s\"%s\":[", q ? "," : "", gname[q]);
+    int first = 1;
+    for (size_t k = 0; k < g[q].n && k < 20; k++) {
+      const gkey *e = &g[q].k[order[q][k]];
+      if (!e->at_peak) break;
+      fputs(first ? "{\"name\":" : ",{\"name\":", f);
+      first = 0;
+      rd_json_str(f, e->name);
+      fprintf(f, ",\"bytes\":%" PRIu64 ",\"allocations\":%" PRIu64 ",\"allocated_in_all\":%" PRIu64 "}",
+              e->at_peak, e->peak_allocs, e->total);
+    }
+    putc(']', f);
+  }
+}
+
+/* The "peak_stacks" array's members: the 10 stacks whose allocations held the most at the
+ * peak (held), each with its place (the line key), bytes, allocations, function and stack. */
+static void peak_stacks_json(FILE *f, rd_trace *t, const rd_mem_sample *v, long peak,
+                             const char *held, const gtab g[NG], uint32_t (*key)[NG]) {
+  rd_u64map sx = {0};
+  struct ps { uint32_t stack; uint64_t bytes, n; long any; } *ps = NULL;
+  size_t nps = 0, capps = 0;
+  for (long k = 0; k <= peak; k++) {
+    if (!held[k]) continue;
+    uint32_t s;
+    if (!rd_m_get(&sx, v[k].stack, &s)) {
+      if (nps == capps) {
+        capps = capps ? 2 * capps : 64;
+        ps = rd_xrealloc(ps, capps * sizeof *ps);
+      }
+      ps[nps] = (struct ps){v[k].stack, 0, 0, k};
+      s = (uint32_t)nps++;
+      rd_m_put(&sx, v[k].stack, s);
+    }
+    ps[s].bytes += (uint64_t)v[k].bytes;
+    ps[s].n++;
+  }
+  rd_m_free(&sx);
+  for (int shown = 0; shown < 10; shown++) {
+    size_t top = nps;
+    for (size_t k = 0; k < nps; k++)
+      if (ps[k].n && (top == nps || ps[k].bytes > ps[top].bytes)) top = k;
+    if (top == nps) break;
+    fputs(shown ? ",{\"place\":" : "{\"place\":", f);
+    rd_json_str(f, g[G_LINE].k[key[ps[top].any][G_LINE]].name);
+    char *st = stack_text(t, ps[top].stack);
+    fprintf(f, ",\"bytes\":%" PRIu64 ",\"allocations\":%" PRIu64 ",\"function\":", ps[top].bytes, ps[top].n);
+    rd_json_str(f, rd_func_name(t, v[ps[top].any].fn));
+    fputs(",\"stack\":", f);
+    rd_json_str(f, st);
+    putc('}', f);
+    free(st);
+    ps[top].n = 0;
+  }
+  free(ps);
+}
+
+char *rd_memtl_json(rd_trace *t, const rd_mem_sample *v, long n, uint32_t gi, size_t *len) {
+  if (n <= 0) return NULL;
+  int torch = rd_stacks_have_module(t, "libtorch_cpu.");
+  gtab g[NG];
+  memset(g, 0, sizeof g);
+  /* each allocation's keys, by its stack (computed once per stack) */
+  long peak;
+  uint32_t (*key)[NG] = alloc_keys(t, v, n, torch, g, &peak);
+  /* what is live at the peak (held: allocation i is live then) */
+  char *held = held_at_peak(v, n, peak, key, g);
   /* the keys drawn: the first RD_MEMTL_KEYS in order, the rest "other" */
   uint32_t *order[NG];
   size_t nk[NG];
@@ -275,60 +356,10 @@ char *rd_memtl_json(rd_trace *t, const rd_mem_sample *v, long n, uint32_t gi, si
     putc(']', f);
   }
   fputs("},\n\"at_peak\":{", f);
-  for (int q = 0; q < NG; q++) {
-    fprintf(f, "%s\"%s\":[", q ? "," : "", gname[q]);
-    int first = 1;
-    for (size_t k = 0; k < g[q].n && k < 20; k++) {
-      const gkey *e = &g[q].k[order[q][k]];
-      if (!e->at_peak) break;
-      fputs(first ? "{\"name\":" : ",{\"name\":", f);
-      first = 0;
-      rd_json_str(f, e->name);
-      fprintf(f, ",\"bytes\":%" PRIu64 ",\"allocations\":%" PRIu64 ",\"allocated_in_all\":%" PRIu64 "}",
-              e->at_peak, e->peak_allocs, e->total);
-    }
-    putc(']', f);
-  }
+  at_peak_json(f, g, order);
   /* the stacks that hold the most at the peak */
   fputs("},\n\"peak_stacks\":[", f);
-  {
-    rd_u64map sx = {0};
-    struct ps { uint32_t stack; uint64_t bytes, n; long any; } *ps = NULL;
-    size_t nps = 0, capps = 0;
-    for (long k = 0; k <= peak; k++) {
-      if (!held[k]) continue;
-      uint32_t s;
-      if (!rd_m_get(&sx, v[k].stack, &s)) {
-        if (nps == capps) {
-          capps = capps ? 2 * capps : 64;
-          ps = rd_xrealloc(ps, capps * sizeof *ps);
-        }
-        ps[nps] = (struct ps){v[k].stack, 0, 0, k};
-        s = (uint32_t)nps++;
-        rd_m_put(&sx, v[k].stack, s);
-      }
-      ps[s].bytes += (uint64_t)v[k].bytes;
-      ps[s].n++;
-    }
-    rd_m_free(&sx);
-    for (int shown = 0; shown < 10; shown++) {
-      size_t top = nps;
-      for (size_t k = 0; k < nps; k++)
-        if (ps[k].n && (top == nps || ps[k].bytes > ps[top].bytes)) top = k;
-      if (top == nps) break;
-      fputs(shown ? ",{\"place\":" : "{\"place\":", f);
-      rd_json_str(f, g[G_LINE].k[key[ps[top].any][G_LINE]].name);
-      char *st = stack_text(t, ps[top].stack);
-      fprintf(f, ",\"bytes\":%" PRIu64 ",\"allocations\":%" PRIu64 ",\"function\":", ps[top].bytes, ps[top].n);
-      rd_json_str(f, rd_func_name(t, v[ps[top].any].fn));
-      fputs(",\"stack\":", f);
-      rd_json_str(f, st);
-      putc('}', f);
-      free(st);
-      ps[top].n = 0;
-    }
-    free(ps);
-  }
+  peak_stacks_json(f, t, v, peak, held, g, key);
   fputs("]}", f);
   fclose(f);
   for (int q = 0; q < NG; q++) {

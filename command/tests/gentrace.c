@@ -141,46 +141,43 @@ static void call(uint32_t tid, uint64_t start, uint32_t fn, uint64_t dur, uint64
   call_n(tid, start, fn, dur, corr, stk, depth, n, args, 0, 1, 0);
 }
 
-int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: gentrace OUT [--rank R] [--world W] [--pid N] [--threads T] "
-                    "[--steps S] [--events N] [--slow K] [--gpu-first]\n");
-    return 2;
-  }
-  int rank = 0, world = 1, threads = 1, gpu_first = 0;
-  uint32_t pid = 4242;
-  unsigned long steps = 4, events = 0, slow = 1, poll = 0;
+/* What the command line asks for (the usage above). */
+typedef struct gen_opts {
+  int rank, world, threads, gpu_first;
+  uint32_t pid;
+  unsigned long steps, events, slow, poll;
   unsigned long late[256];
-  size_t nlate = 0;
+  size_t nlate;
+} gen_opts;
+
+/* Reads the options after OUT into o; returns -1, or 2 after a message on a bad one. */
+static int gen_options(gen_opts *o, int argc, char **argv) {
   for (int i = 2; i < argc; i++) {
-    if (!strcmp(argv[i], "--rank") && i + 1 < argc) rank = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--world") && i + 1 < argc) world = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--pid") && i + 1 < argc) pid = (uint32_t)atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = strtoul(argv[++i], NULL, 0);
-    else if (!strcmp(argv[i], "--events") && i + 1 < argc) events = strtoul(argv[++i], NULL, 0);
-    else if (!strcmp(argv[i], "--slow") && i + 1 < argc) slow = strtoul(argv[++i], NULL, 0);
-    else if (!strcmp(argv[i], "--gpu-first")) gpu_first = 1;
-    else if (!strcmp(argv[i], "--poll") && i + 1 < argc) poll = strtoul(argv[++i], NULL, 0);
+    if (!strcmp(argv[i], "--rank") && i + 1 < argc) o->rank = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--world") && i + 1 < argc) o->world = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--pid") && i + 1 < argc) o->pid = (uint32_t)atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) o->threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--steps") && i + 1 < argc) o->steps = strtoul(argv[++i], NULL, 0);
+    else if (!strcmp(argv[i], "--events") && i + 1 < argc) o->events = strtoul(argv[++i], NULL, 0);
+    else if (!strcmp(argv[i], "--slow") && i + 1 < argc) o->slow = strtoul(argv[++i], NULL, 0);
+    else if (!strcmp(argv[i], "--gpu-first")) o->gpu_first = 1;
+    else if (!strcmp(argv[i], "--poll") && i + 1 < argc) o->poll = strtoul(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--coll-late") && i + 1 < argc) {
-      for (char *q = argv[++i]; *q && nlate < 256; q += *q == ',') late[nlate++] = strtoul(q, &q, 10);
+      for (char *q = argv[++i]; *q && o->nlate < 256; q += *q == ',') o->late[o->nlate++] = strtoul(q, &q, 10);
     }
     else { fprintf(stderr, "gentrace: bad argument %s\n", argv[i]); return 2; }
   }
-  if (threads < 1) threads = 1;
-  /* 10 API calls + 7 GPU records per step and thread */
-  if (events) steps = (events + 17ul * (unsigned long)threads - 1) / (17ul * (unsigned long)threads);
-  int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) { perror(argv[1]); return 1; }
-  w = dlh_enc_create(fd, 1);
-  if (!w) { perror("gentrace: writer"); return 1; }
+  return -1;
+}
 
-  uint64_t t0 = 1000000000ull;
+/* The definitions, before any event: the process, its clock anchor, threads, device, functions,
+ * strings, symbols and stacks. */
+static void write_defs(const gen_opts *o, uint64_t t0) {
   char *cmdline[] = {"./train", "--epochs=1"};
   Dlh__ProcessInfo pi = DLH__PROCESS_INFO__INIT;
-  pi.has_pid = 1; pi.pid = pid; pi.host = "genhost"; pi.n_cmdline = 2; pi.cmdline = cmdline;
-  pi.exe = "/opt/train"; pi.has_rank = 1; pi.rank = rank; pi.has_world_size = 1;
-  pi.world_size = world; pi.dlhook_version = DLHOOK_VERSION; pi.has_format_version = 1;
+  pi.has_pid = 1; pi.pid = o->pid; pi.host = "genhost"; pi.n_cmdline = 2; pi.cmdline = cmdline;
+  pi.exe = "/opt/train"; pi.has_rank = 1; pi.rank = o->rank; pi.has_world_size = 1;
+  pi.world_size = o->world; pi.dlhook_version = DLHOOK_VERSION; pi.has_format_version = 1;
   pi.format_version = DLH_FORMAT_VERSION; pi.has_start_ns = 1; pi.start_ns = t0;
   Dlh__Packet p = DLH__PACKET__INIT;
   p.data_case = DLH__PACKET__DATA_PROCESS; p.process = &pi;
@@ -191,11 +188,11 @@ int main(int argc, char **argv) {
   an.kind = DLH__CLOCK_ANCHOR_KIND__START;
   p.data_case = DLH__PACKET__DATA_ANCHOR; p.anchor = &an;
   pkt(&p);
-  for (int t = 0; t < threads; t++) {
+  for (int t = 0; t < o->threads; t++) {
     char name[32];
     snprintf(name, sizeof name, t ? "worker-%d" : "main", t);
     Dlh__ThreadInfo ti = DLH__THREAD_INFO__INIT;
-    ti.has_tid = 1; ti.tid = pid + (uint32_t)t; ti.name = name;
+    ti.has_tid = 1; ti.tid = o->pid + (uint32_t)t; ti.name = name;
     p.data_case = DLH__PACKET__DATA_THREAD; p.thread = &ti;
     pkt(&p);
   }
@@ -224,11 +221,11 @@ int main(int argc, char **argv) {
   func(6, "nvtxRangePushA", DLH__DOMAIN__DOMAIN_NVTX, 1, n_nv, ty_nv);
   func(7, "cublasSgemm_v2", DLH__DOMAIN__DOMAIN_CUBLAS, 4, n_ge, ty_ge);
   func(8, "cuLaunchKernel", DLH__DOMAIN__DOMAIN_DRIVER, 4, n_la, ty_la);
-  if (poll) func(9, "cudaStreamQuery", DLH__DOMAIN__DOMAIN_CUDART, 1, n_sy, ty_sy);
+  if (o->poll) func(9, "cudaStreamQuery", DLH__DOMAIN__DOMAIN_CUDART, 1, n_sy, ty_sy);
   str(1, "_Z7forwardPf");
   str(2, "_Z4gemmPKfS0_Pf");
   str(3, "_Z8backwardPf");
-  if (nlate) str(4, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+  if (o->nlate) str(4, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
   sym(0x1000, "main");
   sym(0x2000, "train");
   static const char *const leaves[] = {"alloc_buffers", "load_batch", "forward", "gemm_layer",
@@ -237,100 +234,129 @@ int main(int argc, char **argv) {
     sym(0x3000 + 0x100 * (uint64_t)i, leaves[i]);
     stack((uint32_t)i + 1, 0x3000 + 0x100 * (uint64_t)i);
   }
-  uint32_t next_str = 100;
-  uint64_t corr = 0, ext = 1u << 30;
-  uint64_t now = t0 + 1000;
-  for (unsigned long s = 0; s < steps; s++) {
-    for (int t = 0; t < threads; t++) {
-      uint32_t tid = pid + (uint32_t)t;
-      char msg[32];
-      snprintf(msg, sizeof msg, "step %lu", s);
-      uint32_t sid = 0;
-      if (s < 64) { sid = next_str++; str(sid, msg); } /* later steps reuse one name */
-      else sid = 99;
-      if (s == 64) str(99, "iteration");
-      uint64_t st = now, c = now + 100;
-      uint64_t a_sz[] = {0x7f0000000000ull, 1 << 20};
-      uint64_t a_cp[] = {0x7f0000000000ull, 0x5500000000ull, 4096, 1, 0x13};
-      uint64_t a_la[] = {0x401000, 128, 256, 0x7};
-      uint64_t a_ms[] = {0x7f0000000000ull, 0, 256, 0x7};
-      uint64_t a_sy[] = {0x7};
-      uint64_t a_ge[] = {0x9000, 512, 512, 512};
-      uint64_t kv[10] = {128, 1, 1, 256, 1, 1, 32, 0, 1024, 0};
-      uint64_t cv[6] = {4096, 1, 1, 3, 1, 0};
-      uint64_t mv[5] = {256, 0, 3, 1, 0};
-      uint64_t sv[2] = {3, 0};
-      uint64_t gt = now + 2000; /* GPU timeline of the step */
-      uint64_t k = 0;
-      /* the API calls (written after the GPU records with --gpu-first) */
-      struct {
-        uint32_t fn; uint64_t dur, corr; uint32_t stk, depth, n; const uint64_t *a;
-        int64_t ret; uint64_t count, span;  /* count > 1: a folded event over span ns */
-      } cl[10];
-      int ncl = 0;
+}
+
+/* What the steps carry from one to the next: the next free string id, the last correlation and
+ * external correlation ids, and the time the next step starts. */
+typedef struct gen_state {
+  uint32_t next_str;
+  uint64_t corr, ext, now;
+} gen_state;
+
+/* Step s of thread t: its NVTX range, calls and GPU records (the table at the top). */
+static void write_step(const gen_opts *o, gen_state *g, unsigned long s, int t) {
+  uint32_t tid = o->pid + (uint32_t)t;
+  char msg[32];
+  snprintf(msg, sizeof msg, "step %lu", s);
+  uint32_t sid = 0;
+  if (s < 64) { sid = g->next_str++; str(sid, msg); } /* later steps reuse one name */
+  else sid = 99;
+  if (s == 64) str(99, "iteration");
+  uint64_t st = g->now, c = g->now + 100;
+  uint64_t a_sz[] = {0x7f0000000000ull, 1 << 20};
+  uint64_t a_cp[] = {0x7f0000000000ull, 0x5500000000ull, 4096, 1, 0x13};
+  uint64_t a_la[] = {0x401000, 128, 256, 0x7};
+  uint64_t a_ms[] = {0x7f0000000000ull, 0, 256, 0x7};
+  uint64_t a_sy[] = {0x7};
+  uint64_t a_ge[] = {0x9000, 512, 512, 512};
+  uint64_t kv[10] = {128, 1, 1, 256, 1, 1, 32, 0, 1024, 0};
+  uint64_t cv[6] = {4096, 1, 1, 3, 1, 0};
+  uint64_t mv[5] = {256, 0, 3, 1, 0};
+  uint64_t sv[2] = {3, 0};
+  uint64_t gt = g->now + 2000; /* GPU timeline of the step */
+  uint64_t k = 0;
+  /* the API calls (written after the GPU records with --gpu-first) */
+  struct {
+    uint32_t fn; uint64_t dur, corr; uint32_t stk, depth, n; const uint64_t *a;
+    int64_t ret; uint64_t count, span;  /* count > 1: a folded event over span ns */
+  } cl[10];
+  int ncl = 0;
 #define CALL(F, D, C, S, DEP, N, A) cl[ncl++] = (typeof(cl[0])){F, D, C, S, DEP, N, A, 0, 1, D}
-      CALL(1, 300, 0, 1, 0, 2, a_sz);
-      uint64_t c_cp = ++corr;
-      CALL(2, 200, c_cp, 2, 0, 5, a_cp);
-      uint64_t c_f1 = ++corr, c_f2 = ++corr;
-      CALL(3, 150, c_f1, 3, 0, 4, a_la);
-      CALL(3, 150, c_f2, 3, 0, 4, a_la);
-      uint64_t c_ge = ++ext, c_gi = ++corr;
-      CALL(7, 600, c_ge, 4, 0, 4, a_ge);
-      CALL(8, 100, 0, 4, 1, 4, a_la); /* inner launch: its CUPTI id arrives in an EXTERNAL_CORRELATION record */
-      uint64_t c_b = ++corr;
-      CALL(3, 150, c_b, 5, 0, 4, a_la);
-      uint64_t c_m = ++corr;
-      CALL(4, 120, c_m, 6, 0, 4, a_ms);
-      uint64_t a_q[] = {0x13};
-      if (poll) /* cudaErrorNotReady while the copy runs */
-        cl[ncl++] = (typeof(cl[0])){9, 40 * poll, 0, 7, 0, 1, a_q, 600, poll, 100 * poll};
-      CALL(5, 5000, 0, 7, 0, 1, a_sy);
-      uint64_t gpu_end;
-      {
-        uint64_t x = gt;
-        if (gpu_first) gpu_flush();
-        gpu(DLH__GPU_RECORD_KIND__MEMCPY, x, 400, c_cp, 13, 0, 6, cv); x += 500;
-        gpu(DLH__GPU_RECORD_KIND__KERNEL, x, 1000 + 100 * k, c_f1, 7, 1, 10, kv);
-        x += 1000 + 100 * k + 50; k++;
-        gpu(DLH__GPU_RECORD_KIND__KERNEL, x, 1000 + 100 * k, c_f2, 7, 1, 10, kv);
-        x += 1000 + 100 * k + 50; k++;
-        uint64_t ev7[2] = {2, c_ge};
-        gpu(DLH__GPU_RECORD_KIND__EXTERNAL_CORRELATION, 0, 0, c_gi, 0, 0, 2, ev7);
-        gpu(DLH__GPU_RECORD_KIND__KERNEL, x, 1000 + 100 * k, c_gi, 7, 2, 10, kv);
-        x += 1000 + 100 * k + 50; k++;
-        uint64_t bd = (1000 + 100 * k) * slow;
-        gpu(DLH__GPU_RECORD_KIND__KERNEL, x, bd, c_b, 7, 3, 10, kv); x += bd + 50; k++;
-        gpu(DLH__GPU_RECORD_KIND__MEMSET, x, 100, c_m, 7, 0, 5, mv); x += 150;
-        gpu(DLH__GPU_RECORD_KIND__SYNC, x, 10, 0, 7, 0, 2, sv); x += 10;
-        if (nlate) {
-          uint64_t l = late[s % nlate] * 1000ull, end = x + 1000000;
-          if (l > 990000) l = 990000;
-          uint64_t nv[10] = {1, 1, 1, 512, 1, 1, 0, 0, 1024, 0};
-          gpu(DLH__GPU_RECORD_KIND__KERNEL, x + l, end - (x + l), 0, 21, 4, 10, nv);
-          x = end + 50;
-        }
-        gpu_end = x;
-        if (gpu_first) gpu_flush();
-      }
-      /* NVTX range covering the step; then its calls */
-      uint64_t total = 0;
-      for (int i = 0; i < ncl; i++) total += cl[i].span + 10;
-      uint64_t step_end = gpu_end > c + total ? gpu_end + 100 : c + total + 100;
-      uint64_t a_nv[] = {sid};
-      call(tid, st, 6, step_end - st, 0, 0, 0, 1, a_nv);
-      uint64_t prev = c;
-      for (int i = 0; i < ncl; i++) {
-        uint64_t cs = c;
-        if (cl[i].fn == 8) cs = prev + 100; /* inside the cublas call */
-        prev = cs;
-        call_n(tid, cs, cl[i].fn, cl[i].dur, cl[i].corr, cl[i].stk, cl[i].depth, cl[i].n, cl[i].a,
-               cl[i].ret, cl[i].count, cl[i].span);
-        if (cl[i].fn != 8) c += cl[i].span + 10;
-      }
-      nevents += 7;
-      now = step_end + 1000;
+  CALL(1, 300, 0, 1, 0, 2, a_sz);
+  uint64_t c_cp = ++g->corr;
+  CALL(2, 200, c_cp, 2, 0, 5, a_cp);
+  uint64_t c_f1 = ++g->corr, c_f2 = ++g->corr;
+  CALL(3, 150, c_f1, 3, 0, 4, a_la);
+  CALL(3, 150, c_f2, 3, 0, 4, a_la);
+  uint64_t c_ge = ++g->ext, c_gi = ++g->corr;
+  CALL(7, 600, c_ge, 4, 0, 4, a_ge);
+  CALL(8, 100, 0, 4, 1, 4, a_la); /* inner launch: its CUPTI id arrives in an EXTERNAL_CORRELATION record */
+  uint64_t c_b = ++g->corr;
+  CALL(3, 150, c_b, 5, 0, 4, a_la);
+  uint64_t c_m = ++g->corr;
+  CALL(4, 120, c_m, 6, 0, 4, a_ms);
+  uint64_t a_q[] = {0x13};
+  if (o->poll) /* cudaErrorNotReady while the copy runs */
+    cl[ncl++] = (typeof(cl[0])){9, 40 * o->poll, 0, 7, 0, 1, a_q, 600, o->poll, 100 * o->poll};
+  CALL(5, 5000, 0, 7, 0, 1, a_sy);
+  uint64_t gpu_end;
+  {
+    uint64_t x = gt;
+    if (o->gpu_first) gpu_flush();
+    gpu(DLH__GPU_RECORD_KIND__MEMCPY, x, 400, c_cp, 13, 0, 6, cv); x += 500;
+    gpu(DLH__GPU_RECORD_KIND__KERNEL, x, 1000 + 100 * k, c_f1, 7, 1, 10, kv);
+    x += 1000 + 100 * k + 50; k++;
+    gpu(DLH__GPU_RECORD_KIND__KERNEL, x, 1000 + 100 * k, c_f2, 7, 1, 10, kv);
+    x += 1000 + 100 * k + 50; k++;
+    uint64_t ev7[2] = {2, c_ge};
+    gpu(DLH__GPU_RECORD_KIND__EXTERNAL_CORRELATION, 0, 0, c_gi, 0, 0, 2, ev7);
+    gpu(DLH__GPU_RECORD_KIND__KERNEL, x, 1000 + 100 * k, c_gi, 7, 2, 10, kv);
+    x += 1000 + 100 * k + 50; k++;
+    uint64_t bd = (1000 + 100 * k) * o->slow;
+    gpu(DLH__GPU_RECORD_KIND__KERNEL, x, bd, c_b, 7, 3, 10, kv); x += bd + 50; k++;
+    gpu(DLH__GPU_RECORD_KIND__MEMSET, x, 100, c_m, 7, 0, 5, mv); x += 150;
+    gpu(DLH__GPU_RECORD_KIND__SYNC, x, 10, 0, 7, 0, 2, sv); x += 10;
+    if (o->nlate) {
+      uint64_t l = o->late[s % o->nlate] * 1000ull, end = x + 1000000;
+      if (l > 990000) l = 990000;
+      uint64_t nv[10] = {1, 1, 1, 512, 1, 1, 0, 0, 1024, 0};
+      gpu(DLH__GPU_RECORD_KIND__KERNEL, x + l, end - (x + l), 0, 21, 4, 10, nv);
+      x = end + 50;
     }
+    gpu_end = x;
+    if (o->gpu_first) gpu_flush();
+  }
+  /* NVTX range covering the step; then its calls */
+  uint64_t total = 0;
+  for (int i = 0; i < ncl; i++) total += cl[i].span + 10;
+  uint64_t step_end = gpu_end > c + total ? gpu_end + 100 : c + total + 100;
+  uint64_t a_nv[] = {sid};
+  call(tid, st, 6, step_end - st, 0, 0, 0, 1, a_nv);
+  uint64_t prev = c;
+  for (int i = 0; i < ncl; i++) {
+    uint64_t cs = c;
+    if (cl[i].fn == 8) cs = prev + 100; /* inside the cublas call */
+    prev = cs;
+    call_n(tid, cs, cl[i].fn, cl[i].dur, cl[i].corr, cl[i].stk, cl[i].depth, cl[i].n, cl[i].a,
+           cl[i].ret, cl[i].count, cl[i].span);
+    if (cl[i].fn != 8) c += cl[i].span + 10;
+  }
+  nevents += 7;
+  g->now = step_end + 1000;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: gentrace OUT [--rank R] [--world W] [--pid N] [--threads T] "
+                    "[--steps S] [--events N] [--slow K] [--gpu-first]\n");
+    return 2;
+  }
+  gen_opts o = {.rank = 0, .world = 1, .threads = 1, .pid = 4242, .steps = 4, .slow = 1};
+  int rc = gen_options(&o, argc, argv);
+  if (rc >= 0) return rc;
+  if (o.threads < 1) o.threads = 1;
+  /* 10 API calls + 7 GPU records per step and thread */
+  if (o.events) o.steps = (o.events + 17ul * (unsigned long)o.threads - 1) / (17ul * (unsigned long)o.threads);
+  int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) { perror(argv[1]); return 1; }
+  w = dlh_enc_create(fd, 1);
+  if (!w) { perror("gentrace: writer"); return 1; }
+
+  uint64_t t0 = 1000000000ull;
+  write_defs(&o, t0);
+  gen_state g = {.next_str = 100, .corr = 0, .ext = 1u << 30, .now = t0 + 1000};
+  for (unsigned long s = 0; s < o.steps; s++) {
+    for (int t = 0; t < o.threads; t++) write_step(&o, &g, s, t);
     if (s % 256 == 255) {
       gpu_flush();
       if (dlh_enc_flush(w) < 0) { perror("gentrace: flush"); return 1; }
@@ -339,12 +365,13 @@ int main(int argc, char **argv) {
   gpu_flush();
   Dlh__Trailer tr = DLH__TRAILER__INIT;
   tr.has_records = 1; tr.records = nevents; tr.has_dropped = 1; tr.dropped = 0;
-  tr.has_end_ns = 1; tr.end_ns = now;
-  if (poll) { /* format version 2: every call, folded ones included */
+  tr.has_end_ns = 1; tr.end_ns = g.now;
+  if (o.poll) { /* format version 2: every call, folded ones included */
     tr.has_calls = tr.has_folded = 1;
     tr.calls = ncalls;
     tr.folded = nfolded;
   }
+  Dlh__Packet p = DLH__PACKET__INIT;
   p.data_case = DLH__PACKET__DATA_TRAILER; p.trailer = &tr;
   pkt(&p);
   dlh_enc_free(w);

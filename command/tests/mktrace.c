@@ -103,29 +103,9 @@ static void flush(void) {
   if (dlh_enc_flush(w) < 0) { perror("mktrace: flush"); exit(1); }
 }
 
-int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: mktrace OUT [--pid N] [--no-trailer] [--big N]\n");
-    return 2;
-  }
-  uint32_t pid = 1234;
-  int trailer = 1;
-  unsigned long big = 0, fuzz = 0;
-  int fold = 0;
-  for (int i = 2; i < argc; i++) {
-    if (!strcmp(argv[i], "--pid") && i + 1 < argc) pid = (uint32_t)atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--no-trailer")) trailer = 0;
-    else if (!strcmp(argv[i], "--big") && i + 1 < argc) big = strtoul(argv[++i], NULL, 0);
-    else if (!strcmp(argv[i], "--fuzz") && i + 1 < argc) fuzz = strtoul(argv[++i], NULL, 0);
-    else if (!strcmp(argv[i], "--folded")) fold = 1;
-    else { fprintf(stderr, "mktrace: bad argument %s\n", argv[i]); return 2; }
-  }
-  if (fuzz) fold = 1; /* the fuzzed traces have every column */
-  int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) { perror(argv[1]); return 1; }
-  w = dlh_enc_create(fd, 0);
-  if (!w) { perror("mktrace: writer"); return 1; }
-
+/* The definitions: the process, its two threads, the functions (those of --folded too when
+ * fold) and the strings. */
+static void write_defs(uint32_t pid, int fold) {
   char *cmdline[] = {"./app", "--flag=\"q\""};
   Dlh__ProcessInfo pi = DLH__PROCESS_INFO__INIT;
   pi.has_pid = 1; pi.pid = pid; pi.has_ppid = 1; pi.ppid = 1; pi.host = "testhost";
@@ -173,7 +153,11 @@ int main(int argc, char **argv) {
   str(1, "_Z6kernelPfi");
   str(2, "step \"1\"\n");
   str(3, "_Z4gemmv");
+}
 
+/* The API calls of the table above, with the counters and frame ends between them; big more
+ * cuLaunchKernel calls at the end. */
+static void write_calls(uint32_t pid, int fold, unsigned long big) {
   uint64_t a_nvtx[] = {2};
   call(pid, 6, 10, 0, 0, 1, a_nvtx);
   uint64_t a_malloc[] = {0x7f0000001000ull, 4096};
@@ -209,7 +193,10 @@ int main(int argc, char **argv) {
     folded(pid + 1, 9, 3, 30000, 31000, 0, 3, a_rs);
   }
   for (unsigned long i = 0; i < big; i++) call(pid, 3, 50, 0, 0, 3, a_launch);
+}
 
+/* The GPU records: one batch. */
+static void write_gpu(void) {
   /* GPU activity: 100 + 20 kernels, 10 copies */
   enum { NG = 130 };
   uint32_t kind[NG], stream[NG], name[NG], nvals[NG];
@@ -231,48 +218,86 @@ int main(int argc, char **argv) {
   g.n_kind = NG; g.kind = kind; g.n_start_delta = NG; g.start_delta = sdelta;
   g.n_dur = NG; g.dur = dur; g.n_corr = NG; g.corr = corr; g.n_stream = NG; g.stream = stream;
   g.n_name = NG; g.name = name; g.n_nvals = NG; g.nvals = nvals; g.n_vals = nv; g.vals = vals;
+  Dlh__Packet p = DLH__PACKET__INIT;
   p.data_case = DLH__PACKET__DATA_GPU; p.gpu = &g;
   pkt(&p);
+}
+
+/* The trailer (the table above says what it holds). */
+static void write_trailer(unsigned long big, int fold) {
+  Dlh__Trailer tr = DLH__TRAILER__INIT;
+  tr.has_records = 1; tr.records = 251 + big; tr.has_dropped = 1; tr.dropped = 5;
+  tr.has_end_ns = 1; tr.end_ns = clk;
+  Dlh__MemPart mp[2] = {DLH__MEM_PART__INIT, DLH__MEM_PART__INIT}, *mpp[2] = {&mp[0], &mp[1]};
+  if (fold) {
+    tr.records += 4;
+    tr.has_calls = tr.has_folded = 1;
+    tr.calls = 1363 + big;
+    tr.folded = 1238;
+    tr.has_mem_budget_bytes = tr.has_mem_peak_bytes = 1;
+    tr.mem_budget_bytes = 64u << 20;
+    tr.mem_peak_bytes = 3u << 20;
+    mp[0].name = "rings"; mp[0].has_peak_bytes = mp[0].has_bytes = 1;
+    mp[0].peak_bytes = 2u << 20; mp[0].bytes = 1u << 20;
+    mp[1].name = "writer"; mp[1].has_peak_bytes = mp[1].has_bytes = 1;
+    mp[1].peak_bytes = 1u << 20; mp[1].bytes = 512u << 10;
+    tr.n_mem_parts = 2;
+    tr.mem_parts = mpp;
+  }
+  Dlh__Packet p = DLH__PACKET__INIT;
+  p.data_case = DLH__PACKET__DATA_TRAILER; p.trailer = &tr;
+  pkt(&p);
+}
+
+/* --fuzz: the trace at path rewritten with the packet bytes inside each frame mutated by seed.
+ * Returns 0, or -1 after a message. */
+static int fuzz_file(const char *path, unsigned long seed) {
+  FILE *f = fopen(path, "rb");
+  static unsigned char buf[1 << 20];
+  size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+  if (f) fclose(f);
+  size_t ml;
+  unsigned char *m = fz_mutate(buf, n, seed, &ml);
+  f = fopen(path, "wb");
+  if (!m || !f || fwrite(m, 1, ml, f) != ml || fclose(f) != 0) {
+    fprintf(stderr, "mktrace: fuzz failed\n");
+    return -1;
+  }
+  free(m);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: mktrace OUT [--pid N] [--no-trailer] [--big N]\n");
+    return 2;
+  }
+  uint32_t pid = 1234;
+  int trailer = 1;
+  unsigned long big = 0, fuzz = 0;
+  int fold = 0;
+  for (int i = 2; i < argc; i++) {
+    if (!strcmp(argv[i], "--pid") && i + 1 < argc) pid = (uint32_t)atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--no-trailer")) trailer = 0;
+    else if (!strcmp(argv[i], "--big") && i + 1 < argc) big = strtoul(argv[++i], NULL, 0);
+    else if (!strcmp(argv[i], "--fuzz") && i + 1 < argc) fuzz = strtoul(argv[++i], NULL, 0);
+    else if (!strcmp(argv[i], "--folded")) fold = 1;
+    else { fprintf(stderr, "mktrace: bad argument %s\n", argv[i]); return 2; }
+  }
+  if (fuzz) fold = 1; /* the fuzzed traces have every column */
+  int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) { perror(argv[1]); return 1; }
+  w = dlh_enc_create(fd, 0);
+  if (!w) { perror("mktrace: writer"); return 1; }
+
+  write_defs(pid, fold);
+  write_calls(pid, fold, big);
+  write_gpu();
   counters(251 + big + (fold ? 4 : 0), 4, fold ? 1363 + big : 0);
   flush();
-  if (trailer) {
-    Dlh__Trailer tr = DLH__TRAILER__INIT;
-    tr.has_records = 1; tr.records = 251 + big; tr.has_dropped = 1; tr.dropped = 5;
-    tr.has_end_ns = 1; tr.end_ns = clk;
-    Dlh__MemPart mp[2] = {DLH__MEM_PART__INIT, DLH__MEM_PART__INIT}, *mpp[2] = {&mp[0], &mp[1]};
-    if (fold) {
-      tr.records += 4;
-      tr.has_calls = tr.has_folded = 1;
-      tr.calls = 1363 + big;
-      tr.folded = 1238;
-      tr.has_mem_budget_bytes = tr.has_mem_peak_bytes = 1;
-      tr.mem_budget_bytes = 64u << 20;
-      tr.mem_peak_bytes = 3u << 20;
-      mp[0].name = "rings"; mp[0].has_peak_bytes = mp[0].has_bytes = 1;
-      mp[0].peak_bytes = 2u << 20; mp[0].bytes = 1u << 20;
-      mp[1].name = "writer"; mp[1].has_peak_bytes = mp[1].has_bytes = 1;
-      mp[1].peak_bytes = 1u << 20; mp[1].bytes = 512u << 10;
-      tr.n_mem_parts = 2;
-      tr.mem_parts = mpp;
-    }
-    p.data_case = DLH__PACKET__DATA_TRAILER; p.trailer = &tr;
-    pkt(&p);
-  }
+  if (trailer) write_trailer(big, fold);
   dlh_enc_free(w);
   if (close(fd) < 0) { perror("mktrace: close"); return 1; }
-  if (fuzz) {
-    FILE *f = fopen(argv[1], "rb");
-    static unsigned char buf[1 << 20];
-    size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
-    if (f) fclose(f);
-    size_t ml;
-    unsigned char *m = fz_mutate(buf, n, fuzz, &ml);
-    f = fopen(argv[1], "wb");
-    if (!m || !f || fwrite(m, 1, ml, f) != ml || fclose(f) != 0) {
-      fprintf(stderr, "mktrace: fuzz failed\n");
-      return 1;
-    }
-    free(m);
-  }
+  if (fuzz && fuzz_file(argv[1], fuzz) < 0) return 1;
   return 0;
 }
