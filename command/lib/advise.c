@@ -8,11 +8,11 @@
  * (memory-near-capacity, memory-leak, memory-fragmentation, out-of-memory), samples.c
  * (input-starved, cpu-bound-python), ranks.c (straggler-rank), self.c (dlhook-overhead). This
  * file is the driver: it gathers a trace during its second pass (the sink), finds its steps,
- * runs each family over it in the order of `classes[]`, applies each class's thresholds from its
+ * runs each family over it in the order of CLASSES, applies each class's thresholds from its
  * descriptor, merges the same finding of several traces, ranks by cost and prints. Adding a
  * class: its descriptor and detection (a new file, or a function in its family's file) and one
- * line in `classes[]`; docs/advise.md's table (`make advise-doc`), `dlhook advise --help` and
- * its manual page are written from the descriptors.
+ * line in CLASSES; docs/advise.md's table (`make advise-doc`), `dlhook advise --help` and its
+ * manual page are written from the descriptors.
  *
  * Steps: an NVTX range named like one (rd_step_number). Without them the loop is found from the
  * calls: the count c >= 3 that most distinct (function, stack) pairs of outermost calls share is
@@ -35,23 +35,27 @@
  * --help`, it ranks findings of equal cost, and each family runs over a trace when its first
  * class comes up here (the GPU family before the GEMM and sample families: they read the GPU's
  * busy time it measures). */
-static const rd_finding_class *const classes[] = {
-    &rdf_sync_in_loop,         /* findings/host.c */
-    &rdf_pageable_h2d,         /* findings/host.c */
-    &rdf_malloc_in_loop,       /* findings/host.c */
-    &rdf_launch_bound,         /* findings/gpu.c */
-    &rdf_no_tensor_cores,      /* findings/gemm.c */
-    &rdf_low_occupancy,        /* findings/gpu.c */
-    &rdf_memory_near_capacity, /* findings/memory.c */
-    &rdf_input_starved,        /* findings/samples.c */
-    &rdf_cpu_bound_python,     /* findings/samples.c */
-    &rdf_comm_not_overlapped,  /* findings/gpu.c */
-    &rdf_straggler_rank,       /* findings/ranks.c */
-    &rdf_dlhook_overhead,      /* findings/self.c */
-    &rdf_memory_leak,          /* findings/memory.c */
-    &rdf_memory_fragmentation, /* findings/memory.c */
-    &rdf_out_of_memory,        /* findings/memory.c */
-};
+#define CLASSES(X)                                    \
+  X(rdf_sync_in_loop)         /* findings/host.c */    \
+  X(rdf_pageable_h2d)         /* findings/host.c */    \
+  X(rdf_malloc_in_loop)       /* findings/host.c */    \
+  X(rdf_launch_bound)         /* findings/gpu.c */     \
+  X(rdf_no_tensor_cores)      /* findings/gemm.c */    \
+  X(rdf_low_occupancy)        /* findings/gpu.c */     \
+  X(rdf_memory_near_capacity) /* findings/memory.c */  \
+  X(rdf_input_starved)        /* findings/samples.c */ \
+  X(rdf_cpu_bound_python)     /* findings/samples.c */ \
+  X(rdf_comm_not_overlapped)  /* findings/gpu.c */     \
+  X(rdf_straggler_rank)       /* findings/ranks.c */   \
+  X(rdf_dlhook_overhead)      /* findings/self.c */    \
+  X(rdf_memory_leak)          /* findings/memory.c */  \
+  X(rdf_memory_fragmentation) /* findings/memory.c */  \
+  X(rdf_out_of_memory)        /* findings/memory.c */
+
+#define EXTERN(c) extern const rd_finding_class c;
+CLASSES(EXTERN)
+#define ENTRY(c) &c,
+static const rd_finding_class *const classes[] = {CLASSES(ENTRY)};
 #define NCLASSES (sizeof classes / sizeof *classes)
 
 /* The class's place in classes[]. */

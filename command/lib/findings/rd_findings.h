@@ -6,7 +6,7 @@
  * A class is a descriptor (rd_finding_class: id, what it finds, threshold, how its cost is
  * estimated, what its evidence counts, fix) in the file of its family, which also holds the
  * family's detection (rd_finding_family: a function run once per trace, and one run once after
- * every trace for the classes that compare traces). advise.c's `classes[]` lists every class, one
+ * every trace for the classes that compare traces). advise.c's CLASSES lists every class, one
  * line each: its order is the order of the docs table and of `dlhook advise --help`, it breaks
  * ties between equal costs, and a family's detection runs when its first class comes up in it.
  * docs/advise.md's class table, `dlhook advise --help` and the manual page are written from the
@@ -228,20 +228,9 @@ int adv_by_tid_start(const void *a, const void *b, void *ctx);
 
 /* ---------------------------------------------------------------- the classes */
 
-/* host.c */
-extern const rd_finding_class rdf_sync_in_loop, rdf_pageable_h2d, rdf_malloc_in_loop;
-/* gpu.c */
-extern const rd_finding_class rdf_launch_bound, rdf_low_occupancy, rdf_comm_not_overlapped;
-/* gemm.c */
-extern const rd_finding_class rdf_no_tensor_cores;
-/* memory.c */
-extern const rd_finding_class rdf_memory_near_capacity, rdf_memory_leak, rdf_memory_fragmentation,
-    rdf_out_of_memory;
-/* samples.c */
-extern const rd_finding_class rdf_input_starved, rdf_cpu_bound_python;
-/* ranks.c */
-extern const rd_finding_class rdf_straggler_rank;
-/* self.c */
-extern const rd_finding_class rdf_dlhook_overhead;
+/* Each class is defined in its family's file and listed in advise.c's CLASSES. The classes that
+ * other files name: host.c's, into which advise.c's sink sorts calls (memory.c looks among the
+ * allocations for the one that reached the peak). */
+extern const rd_finding_class rdf_sync_in_loop, rdf_malloc_in_loop;
 
 #endif
