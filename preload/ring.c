@@ -532,7 +532,7 @@ void dlh_record_link(struct dlh_thread *t, uint64_t corr) {
  * kept in their own first words (no malloc: a thread's first call may come from a signal
  * handler that interrupted malloc), for a new thread or a thread growing its ring: their pages
  * are already there, and no munmap stops every core of the process to flush its TLB. They stay
- * counted in the budget; beyond an eighth of it, a ring given back is unmapped instead. The
+ * counted in the budget; beyond a sixteenth of it, a ring given back is unmapped instead. The
  * lists' lock is held for a few instructions, never across a call, and never by a thread twice
  * (a thread takes a ring while attaching, with recording blocked, or inside its own store,
  * where a signal handler's store is dropped). */
@@ -599,7 +599,7 @@ void dlh_ring_free(uint64_t *buf, uint64_t cap_words) {
   uint64_t bytes = cap_words * 8;
   struct free_ring *f = (struct free_ring *)buf;
   free_lock_take();
-  int keep = free_bytes + bytes <= dlh_cfg.mem_limit / 8;
+  int keep = free_bytes + bytes <= dlh_cfg.mem_limit / 16;
   if (keep) {
     unsigned c = ring_class(bytes);
     f->cap = cap_words;
@@ -618,6 +618,11 @@ uint64_t *dlh_ring_alloc(uint64_t *cap_words) {
   uint64_t bytes = start_bytes();
   if (*cap_words && *cap_words * 8 < bytes)
     while (bytes > 4096 && bytes / 2 >= *cap_words * 8) bytes /= 2;
+  /* the rings' half of the budget taken, or the budget nearly spent (hundreds of threads): the
+   * smallest ring, which grows if its share allows */
+  if (atomic_load_explicit(&rings_bytes, memory_order_relaxed) + bytes > dlh_cfg.mem_limit / 2 ||
+      !dlh_mem_fits(bytes + dlh_cfg.mem_limit / 16))
+    bytes = 4096;
   uint64_t *p = take_free(bytes);
   if (!p && !(p = map_ring(bytes))) return NULL;
   atomic_fetch_add_explicit(&rings_live, 1, memory_order_relaxed);
@@ -639,6 +644,7 @@ static __attribute__((noinline)) int grow(struct dlh_thread *t) {
   /* the rings together: what the rest of dlhook leaves of the budget, at most half of it (the
    * writer's buffers and the stack tables are measured after the fact, and grow too) */
   uint64_t o = others > 0 ? (uint64_t)others : 0;
+  o += dlh_cfg.mem_limit / 16; /* what those parts may grow by before they are measured again */
   uint64_t room = dlh_cfg.mem_limit > o ? dlh_cfg.mem_limit - o : 0;
   if (room > dlh_cfg.mem_limit / 2) room = dlh_cfg.mem_limit / 2;
   if (bytes > room / (live ? live : 1)) return 0;
@@ -650,7 +656,7 @@ static __attribute__((noinline)) int grow(struct dlh_thread *t) {
     /* the rings in use after this one (the one it replaces given back) within their room */
     uint64_t gone = atomic_load_explicit(&free_bytes, memory_order_relaxed) + cap * 8;
     uint64_t in_use = held > gone ? held - gone : 0;
-    if (in_use + bytes > room || !dlh_mem_fits(bytes)) return 0;
+    if (in_use + bytes > room || !dlh_mem_fits(bytes + dlh_cfg.mem_limit / 16)) return 0;
     if (!(nb = map_ring(bytes))) {
       t->prod.no_grow = 1; /* out of address space: not again for this thread */
       return 0;

@@ -5,7 +5,7 @@
 # producer as writer.c does). Every call carries its sequence number: each call stored is read
 # exactly once and in order, calls read + dropped = calls made. Growth: the ring starts at
 # 16 KiB and grows no further than its share (half the budget, one thread); every replaced ring
-# is given back (kept for reuse within an eighth of the budget, else unmapped), and a new ring
+# is given back (kept for reuse within a sixteenth of the budget, else unmapped), and a new ring
 # of a size given back is that one, not a new mapping. Waiting: a ring that cannot
 # grow and a slow reader lose nothing while the producer waits for room; with no wait
 # (DLHOOK_RING_WAIT_MS=0) the same ring drops and counts. Every wait is said in a WAIT record
@@ -135,9 +135,9 @@ int main(int argc, char **argv) {
     printf("FAIL: the ring did not grow to its share\n");
     fails++;
   }
-  /* the replaced rings are given back: kept for reuse up to an eighth of the budget, the rest
-   * unmapped */
-  if (ring_mem > (int64_t)(T.prod.cap * 8 + dlh_cfg.mem_limit / 8)) {
+  /* the replaced rings are given back: kept for reuse up to a sixteenth of the budget, the
+   * rest unmapped */
+  if (ring_mem > (int64_t)(T.prod.cap * 8 + dlh_cfg.mem_limit / 16)) {
     printf("FAIL: replaced rings not given back\n");
     fails++;
   }
