@@ -117,6 +117,7 @@ struct kern {
 };
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER; /* a kernel was added */
 static struct kern *head, **tailp = &head;
 static int thread_started, busy;
 
@@ -234,6 +235,12 @@ static void pass(int force) {
 static void *proxy_main(void *unused) {
   (void)unused;
   for (;;) {
+    /* nothing pending: asleep until a kernel comes (a thread that wakes 10,000 times a second
+     * for nothing takes a CPU from the ranks on a small machine); pending ones are looked at
+     * every 100 us, their times being the simulated GPU's */
+    pthread_mutex_lock(&mu);
+    while (!head) pthread_cond_wait(&work_cv, &mu);
+    pthread_mutex_unlock(&mu);
     struct timespec ts = {0, 100000};
     nanosleep(&ts, NULL);
     pass(0);
@@ -246,6 +253,7 @@ static void flush_at_exit(void) { pass(1); }
 static void forget_in_child(void) {
   pthread_mutex_init(&mu, NULL);
   pthread_cond_init(&idle_cv, NULL);
+  pthread_cond_init(&work_cv, NULL);
   head = NULL;
   tailp = &head;
   thread_started = busy = 0;
@@ -273,6 +281,7 @@ void simprof_kernel(void *ctx, int mask, int rank, void *ref, const struct simpr
   pthread_mutex_lock(&mu);
   *tailp = k;
   tailp = &k->next;
+  pthread_cond_signal(&work_cv);
   if (!thread_started) {
     pthread_t th;
     pthread_attr_t at;
