@@ -285,8 +285,13 @@ static uint32_t iterations(const uint32_t *cnt, size_t nk) {
   return best_keys < 2 ? 0 : best;
 }
 
-/* Steps opening at every `every`-th call of key; the last one lasts the median step. */
-static void steps_at(rd_stepfind *x, uint64_t key, uint32_t every) {
+/* A training step takes milliseconds: a "step" found from the repeating calls that lasts less
+ * than this (median) is a tight loop's iteration (a million of them in a second), not a step. */
+#define DETECTED_MIN_STEP_NS 100000u
+
+/* Steps opening at every `every`-th call of key; the last one lasts the median step. Returns 0
+ * (and makes none) when the median is below DETECTED_MIN_STEP_NS. */
+static int steps_at(rd_stepfind *x, uint64_t key, uint32_t every) {
   uint64_t seen = 0;
   uint64_t *st = NULL;
   size_t n = 0;
@@ -300,11 +305,16 @@ static void steps_at(rd_stepfind *x, uint64_t key, uint32_t every) {
   for (size_t i = 0; i + 1 < n; i++) d[i] = st[i + 1] - st[i];
   qsort(d, n - 1, sizeof *d, by_u64);
   uint64_t med = d[(n - 1) / 2];
+  free(d);
+  if (med < DETECTED_MIN_STEP_NS) {
+    free(st);
+    return 0;
+  }
   for (size_t i = 0; i + 1 < n; i++) out_push(x, st[i], st[i + 1], (long)i);
   uint64_t end = st[n - 1] + med;
   out_push(x, st[n - 1], end < x->hi ? end : x->hi, (long)n - 1);
-  free(d);
   free(st);
+  return 1;
 }
 
 /* Steps from the repeating calls; returns RD_STEPS_DETECTED when found, else 0. */
@@ -333,7 +343,7 @@ static int detect_steps(rd_stepfind *x) {
       if (cnt[k] >= best && cnt[k] % best == 0 &&
           (anchor == SIZE_MAX || x->dc[first[k]].start < x->dc[anchor].start))
         anchor = first[k], every = cnt[k] / best;
-    steps_at(x, x->dc[anchor].key, every);
+    if (!steps_at(x, x->dc[anchor].key, every)) best = 0;
   }
   free(cnt);
   free(first);
