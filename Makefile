@@ -178,6 +178,7 @@ help:
 	@echo "  make settings-doc  rewrite the settings table of docs/settings.md from preload/dlh_settings.def"
 	@echo "  make man         rewrite docs/man/*.1 from the commands' option tables (dlhook help --man)"
 	@echo "  scripts/check-layering   the import graph against docs/LAYOUT.md's table (also in make test)"
+	@echo "  scripts/check-fnlen      no hand-written function longer than 150 lines (also in make test)"
 	@echo "  make dlhook, make format, make hooks, make simcuda   build only that part"
 	@echo "  make clean       remove $(BUILD)/ (the venv and the static deps too)"
 	@echo "  make help        this list"

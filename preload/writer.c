@@ -608,6 +608,29 @@ static void drain_progress(struct dlh_thread *t, const uint64_t **last, uint64_t
   wake_waiter(t);
 }
 
+/* The records of a ring other than API calls, GROW and FOLD (drain): links, NVTX and NCCL
+ * records, host samples, waits for room. Returns 1 when w (kind, nw words) was one of them and
+ * is taken, 0 otherwise. */
+static int drain_aux(struct dlh_thread *t, uint64_t *w, unsigned kind, uint64_t nw) {
+  if (kind == DLH_REC_LINK && nw == DLH_REC_LINK_WORDS) {
+    if (t->writer.nlinks < DLH_MAX_LINKS) t->writer.links[t->writer.nlinks++] = w[1];
+    return 1;
+  }
+  if ((kind == DLH_REC_NVTX && nw >= 4) || kind == DLH_REC_NCCL) {
+    (kind == DLH_REC_NCCL ? dlh_ncclprof_convert : dlh_nvtx_convert)(W, t, w, nw);
+    return 1;
+  }
+  if (kind == DLH_REC_SAMPLE && nw == DLH_REC_SAMPLE_WORDS) {
+    sample_take(w);
+    return 1;
+  }
+  if (kind == DLH_REC_WAIT && nw == DLH_REC_WAIT_WORDS) {
+    wait_take(t, w[1], w[2], w[3], w[4]);
+    return 1;
+  }
+  return 0;
+}
+
 #define DRAIN_QUOTA (1u << 15) /* words: 256 KiB, about 6,000 records */
 static int drain_more;         /* a ring was left with records (the quota): no sleep */
 
@@ -707,23 +730,7 @@ static uint64_t drain(struct dlh_thread *t) {
       if (DLH_UNLIKELY(++uncounted == 4096)) { frame_count(uncounted); uncounted = 0; }
       continue;
     }
-    if (kind == DLH_REC_LINK && nw == DLH_REC_LINK_WORDS) {
-      if (t->writer.nlinks < DLH_MAX_LINKS) t->writer.links[t->writer.nlinks++] = w[1];
-      tail += nw;
-      continue;
-    }
-    if ((kind == DLH_REC_NVTX && nw >= 4) || kind == DLH_REC_NCCL) {
-      (kind == DLH_REC_NCCL ? dlh_ncclprof_convert : dlh_nvtx_convert)(W, t, w, nw);
-      tail += nw;
-      continue;
-    }
-    if (kind == DLH_REC_SAMPLE && nw == DLH_REC_SAMPLE_WORDS) {
-      sample_take(w);
-      tail += nw;
-      continue;
-    }
-    if (kind == DLH_REC_WAIT && nw == DLH_REC_WAIT_WORDS) {
-      wait_take(t, w[1], w[2], w[3], w[4]);
+    if (drain_aux(t, w, kind, nw)) {
       tail += nw;
       continue;
     }
