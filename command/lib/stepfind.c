@@ -285,9 +285,10 @@ static uint32_t iterations(const uint32_t *cnt, size_t nk) {
   return best_keys < 2 ? 0 : best;
 }
 
-/* A training step takes milliseconds: a "step" found from the repeating calls that lasts less
- * than this (median) is a tight loop's iteration (a million of them in a second), not a step. */
-#define DETECTED_MIN_STEP_NS 100000u
+/* A training step takes milliseconds (a test loop's, tens of microseconds): a "step" found from
+ * the repeating calls that lasts less than this (median) is a tight loop's iteration (a million
+ * of them in a second), not a step. */
+#define DETECTED_MIN_STEP_NS 10000u
 
 /* Steps opening at every `every`-th call of key; the last one lasts the median step. Returns 0
  * (and makes none) when the median is below DETECTED_MIN_STEP_NS. */
