@@ -581,7 +581,7 @@ void rd_ncclstats_table(const rd_ncclstats *s, FILE *f) {
   if (x.matched) {
     char late[24];
     fmt_ns(late, sizeof late, x.late_ns);
-    fprintf(f, "across %zu ranks: %zu collectives matched by seq; last to enqueue: rank %d "
+    fprintf(f, "across %zu ranks: %zu collectives matched by seq\n  last to enqueue: rank %d "
                "(%zu times, mean spread %s); last kernel end: rank %d (%zu times)\n",
             x.ranks, x.matched, x.last_rank, x.last_n, late, x.slow_rank, x.slow_n);
     views_table(s, f);
