@@ -227,7 +227,9 @@ void rd_stepfind_api(rd_stepfind *x, const rd_trace *t, uint32_t tid, const dlh_
 /* ---------------------------------------------------------------- steps from the runs */
 
 static void out_push(rd_stepfind *x, uint64_t s, uint64_t e, long num) {
-  x->out = rd_xrealloc(x->out, (x->nout + 1) * sizeof *x->out);
+  /* room for 16, then doubling at each power of 2 (a realloc per step was quadratic) */
+  if (x->nout == 0 || (x->nout >= 16 && (x->nout & (x->nout - 1)) == 0))
+    x->out = rd_xrealloc(x->out, (x->nout ? 2 * x->nout : 16) * sizeof *x->out);
   x->out[x->nout++] = (rd_step_span){s, e, num, NULL};
 }
 
@@ -295,10 +297,13 @@ static uint32_t iterations(const uint32_t *cnt, size_t nk) {
 static int steps_at(rd_stepfind *x, uint64_t key, uint32_t every) {
   uint64_t seen = 0;
   uint64_t *st = NULL;
-  size_t n = 0;
+  size_t n = 0, cap = 0;
   for (size_t i = 0; i < x->ndc; i++) {
     if (x->dc[i].key != key || seen++ % every) continue;
-    st = rd_xrealloc(st, (n + 1) * sizeof *st);
+    if (n == cap) { /* doubling: a realloc per step was quadratic (ASan's realloc copies) */
+      cap = cap ? 2 * cap : 256;
+      st = rd_xrealloc(st, cap * sizeof *st);
+    }
     st[n++] = x->dc[i].start;
   }
   qsort(st, n, sizeof *st, by_u64);

@@ -10,8 +10,13 @@
 # (printed only: the machine is shared, timing is never asserted), peak RSS of both runs and
 # dlhook's own peak. THREADS: the threads the program starts (for the rings' bound).
 export DLHOOK_QUIET=1
+# Under AddressSanitizer (.ci/run-sanitizers) the writer runs many times slower than the calling
+# threads (600 threads: up to 38 % dropped, 17x bare): there the share dropped is not asked for,
+# only that every call is recorded or counted (the rate is the release build's, checked by make
+# test).
 load_case() {
   name=$1; maxdrop=$2; shift 2
+  [ -n "${ASAN_LIB:-}" ] && maxdrop=100
   "$@" >"$name.bare" 2>"$name.bare.err" || fail "$name: bare run failed: $(tail -3 "$name.bare.err")"
   mkdir -p "$T/$name"
   DLHOOK_OUTPUT="$T/$name/" LD_PRELOAD="$DLHOOK_PRELOAD" "$@" >"$name.out" 2>"$name.err" ||
