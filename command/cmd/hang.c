@@ -395,7 +395,7 @@ static int add_dir(hang_opts *o, const char *dir) {
       add_path(&o->paths, &o->npaths, &o->cap, p);
     }
   closedir(d);
-  qsort(o->paths + before, o->npaths - before, sizeof *o->paths, cmp_str);
+  rd_qsort(o->paths + before, o->npaths - before, sizeof *o->paths, cmp_str);
   if (o->npaths == before) {
     rd_error("hang: no flight recorder dump (*.flight*.dlh) in %s", dir);
     return RD_BAD_INPUT;
@@ -575,7 +575,7 @@ static void show_comm(FILE *f, hproc *hs, size_t nh, uint64_t hash, size_t ci, i
         rows[nr++] = (rankrow){&hs[i], &hs[i].comms[c]};
         if (hs[i].comms[c].nranks > nranks) nranks = hs[i].comms[c].nranks;
       }
-  qsort(rows, nr, sizeof *rows, by_rank);
+  rd_qsort(rows, nr, sizeof *rows, by_rank);
   uint64_t lo = UINT64_MAX, hi = 0;
   for (size_t r = 0; r < nr; r++) {
     if (entered(rows[r].c) < lo) lo = entered(rows[r].c);

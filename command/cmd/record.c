@@ -183,7 +183,7 @@ static snapshot take_snapshot(const char *dir) {
     s.v[s.n++] = (entry){rd_xstrdup(e->d_name), st.st_ino, st.st_mtim};
   }
   closedir(d);
-  if (s.n) qsort(s.v, s.n, sizeof *s.v, by_name);
+  if (s.n) rd_qsort(s.v, s.n, sizeof *s.v, by_name);
   return s;
 }
 

@@ -158,7 +158,7 @@ static void compact_evs(report *r) {
       uint32_t k = r->lanes[r->evs[i].lane]->kind;
       if (k != L_NVTX && (k == L_SAMPLES) == q) d[j++] = r->evs[i].e - r->evs[i].s;
     }
-    qsort(d, n, sizeof *d, by_u64);
+    rd_qsort(d, n, sizeof *d, by_u64);
     uint64_t th = d[n - MAX_DETAIL] + 1; /* detail_threshold's rule */
     free(d);
     if (th > r->floor_th[q]) r->floor_th[q] = th;
@@ -469,7 +469,7 @@ static void table(FILE *f, const char *id, const char *title, aggs *a, int calls
              "<th>Total</th><th>Mean</th><th>Max</th></tr></thead><tbody>\n",
           title, id, calls ? "Function" : "Kernel", calls ? "<th>Domain</th>" : "",
           calls ? "Calls" : "Count");
-  if (a->n) qsort(a->v, a->n, sizeof *a->v, by_total);
+  if (a->n) rd_qsort(a->v, a->n, sizeof *a->v, by_total);
   size_t shown = a->n < top ? a->n : top;
   char **cell = NULL; /* kernels: short names (names.c), the full name in the tooltip */
   if (!calls && shown) {
@@ -541,7 +541,7 @@ static uint64_t detail_threshold(report *r, int samples, size_t *kept) {
   size_t k = 0;
   for (size_t i = 0; i < r->nevs; i++)
     if (in_budget(r, &r->evs[i], samples)) d[k++] = r->evs[i].e - r->evs[i].s;
-  qsort(d, n, sizeof *d, by_u64);
+  rd_qsort(d, n, sizeof *d, by_u64);
   uint64_t th = d[n - MAX_DETAIL] + 1;
   free(d);
   k = 0;
@@ -558,7 +558,7 @@ static void data_json(FILE *f, report *r, size_t *shown, uint64_t *threshold) {
   lane **order = rd_xmalloc((r->nlanes ? r->nlanes : 1) * sizeof *order);
   if (r->nlanes) {
     memcpy(order, r->lanes, r->nlanes * sizeof *order);
-    qsort(order, r->nlanes, sizeof *order, by_lane);
+    rd_qsort(order, r->nlanes, sizeof *order, by_lane);
   }
   uint32_t *pos = rd_xmalloc((r->nlanes ? r->nlanes : 1) * sizeof *pos);
   for (size_t i = 0; i < r->nlanes; i++)
@@ -568,7 +568,7 @@ static void data_json(FILE *f, report *r, size_t *shown, uint64_t *threshold) {
   if (r->nlanes) memcpy(r->lanes, order, r->nlanes * sizeof *order);
   free(order);
   free(pos);
-  if (r->nevs) qsort(r->evs, r->nevs, sizeof *r->evs, by_ev);
+  if (r->nevs) rd_qsort(r->evs, r->nevs, sizeof *r->evs, by_ev);
   size_t kept[2], nvtx = 0;
   uint64_t th[2];
   for (int q = 0; q < 2; q++) th[q] = detail_threshold(r, q, &kept[q]);
@@ -1107,7 +1107,7 @@ int cmd_report(int argc, char **argv) {
     free(rk);
     return RD_BAD_INPUT;
   }
-  qsort(r->groups, r->ngroups, sizeof *r->groups, by_rank_pid);
+  rd_qsort(r->groups, r->ngroups, sizeof *r->groups, by_rank_pid);
   rd_progress_plan(files, n);
   /* one timeline: the clock offsets of dlhook merge (anchors, refined on collectives) */
   rd_ranks_finish(rk, n);

@@ -1066,8 +1066,8 @@ void rd_stats_run_finish(rd_stats_run *x, int json, FILE *out) {
   stats s = x->s;
   free(s.api.ix); /* the order changes: no more lookups */
   free(s.kernels.ix);
-  if (s.api.n) qsort(s.api.v, s.api.n, sizeof *s.api.v, by_total);
-  if (s.kernels.n) qsort(s.kernels.v, s.kernels.n, sizeof *s.kernels.v, by_total);
+  if (s.api.n) rd_qsort(s.api.v, s.api.n, sizeof *s.api.v, by_total);
+  if (s.kernels.n) rd_qsort(s.kernels.v, s.kernels.n, sizeof *s.kernels.v, by_total);
   /* functions only ever defined, never called, are not shown */
   size_t keep = 0;
   for (size_t i = 0; i < s.api.n; i++) {

@@ -63,7 +63,7 @@ static int cmp_u64(const void *a, const void *b) {
 
 static size_t uniq(uint64_t *v, size_t n) {
   if (!n) return 0; /* v may be NULL: a trace without stacks */
-  qsort(v, n, sizeof *v, cmp_u64);
+  rd_qsort(v, n, sizeof *v, cmp_u64);
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
     if (!k || v[k - 1] != v[i]) v[k++] = v[i];

@@ -188,8 +188,8 @@ static void links_finish(ex_links *L, const rd_opts *o) {
       rd_m_put(&L->ix, e, from);
     }
   }
-  if (L->nrange) qsort(L->range, L->nrange, sizeof *L->range, range_cmp);
-  if (L->nevrec) qsort(L->evrec, L->nevrec, sizeof *L->evrec, evrec_cmp);
+  if (L->nrange) rd_qsort(L->range, L->nrange, sizeof *L->range, range_cmp);
+  if (L->nevrec) rd_qsort(L->evrec, L->nevrec, sizeof *L->evrec, evrec_cmp);
   /* nesting: the innermost earlier range of the thread that still covers this one */
   int32_t *stack = rd_xmalloc((L->nrange + 1) * sizeof *stack);
   size_t sp = 0;

@@ -234,7 +234,7 @@ static void copy_line_events(xctx *c, xl *l, FILE *out) {
     e[i] = (xent){tt[0], tt[1], pos, p - pos + len};
     pos = p + len;
   }
-  qsort(e, l->n, sizeof *e, xent_cmp);
+  rd_qsort(e, l->n, sizeof *e, xent_cmp);
   for (uint64_t i = 0; i < l->n; i++) fwrite(b + e[i].pos, 1, e[i].len, out);
   free(b);
   free(e);

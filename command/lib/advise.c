@@ -334,7 +334,7 @@ void rd_advise_trace_end(rd_advise *x, rd_trace *t) {
     if (family_first(i) && classes[i]->family->trace) classes[i]->family->trace(x, &a);
   thresholds(x, &a);
   coalesce(x, &a);
-  if (x->nf) qsort(x->f, x->nf, sizeof *x->f, by_cost);
+  if (x->nf) rd_qsort(x->f, x->nf, sizeof *x->f, by_cost);
   x->n = x->nst = x->nxc = x->ng = x->ngm = x->nsm = x->ndev = 0;
   x->lo = x->hi = 0;
   rd_m_free(&x->pageable);
@@ -358,7 +358,7 @@ void rd_advise_ranks(rd_advise *x) {
   size_t added = 0;
   for (size_t i = 0; i < NCLASSES; i++)
     if (family_first(i) && classes[i]->family->ranks) added += classes[i]->family->ranks(x);
-  if (added) qsort(x->f, x->nf, sizeof *x->f, by_cost);
+  if (added) rd_qsort(x->f, x->nf, sizeof *x->f, by_cost);
 }
 
 size_t rd_advise_count(const rd_advise *x) { return x ? x->nf : 0; }

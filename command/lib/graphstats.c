@@ -264,9 +264,9 @@ static int ind_cmp(const void *a, const void *b) {
 }
 
 static void sort_all(rd_gstats *x) {
-  if (x->ng) qsort(x->g, x->ng, sizeof *x->g, graph_cmp);
-  if (x->nn) qsort(x->n, x->nn, sizeof *x->n, node_cmp);
-  if (x->nind) qsort(x->ind, x->nind, sizeof *x->ind, ind_cmp);
+  if (x->ng) rd_qsort(x->g, x->ng, sizeof *x->g, graph_cmp);
+  if (x->nn) rd_qsort(x->n, x->nn, sizeof *x->n, node_cmp);
+  if (x->nind) rd_qsort(x->ind, x->nind, sizeof *x->ind, ind_cmp);
   for (size_t i = 0; i < x->nn; i++) x->n[i].next_same = -1; /* indices are gone */
 }
 

@@ -378,7 +378,7 @@ static int by_time(const void *x, const void *y) {
 }
 
 static void sort_rows(rd_libstats *s) {
-  if (s->nrows) qsort(s->rows, s->nrows, sizeof *s->rows, by_time);
+  if (s->nrows) rd_qsort(s->rows, s->nrows, sizeof *s->rows, by_time);
 }
 
 static const char *conv_dir(int64_t dir) {

@@ -99,7 +99,7 @@ size_t rd_memleaks(rd_trace *t, const rd_mem_sample *ms, long n, const rd_step_s
     out[i].steps = nst;
     out[i].grew = grew;
   }
-  qsort(out, k, sizeof *out, by_bytes);
+  rd_qsort(out, k, sizeof *out, by_bytes);
   while (k > 1 && 4 * out[k - 1].bytes < last - first) k--; /* places that hold a quarter or more */
   return k;
 }

@@ -161,7 +161,7 @@ static void sample(ledger *l, const mem_ev *e, int dev, uint64_t ptr, int64_t by
 
 static void replay(ledger *l, mem_ev *ev, size_t n) {
   int tdev_tid[256] = {0}, tdev_dev[256] = {0}; /* cudaSetDevice per thread (last 256 threads) */
-  if (n) qsort(ev, n, sizeof *ev, by_ts); /* ev may be NULL when there is nothing */
+  if (n) rd_qsort(ev, n, sizeof *ev, by_ts); /* ev may be NULL when there is nothing */
   for (size_t i = 0; i < n; i++) {
     mem_ev *e = &ev[i];
     int dev = 0;
@@ -460,7 +460,7 @@ static int by_tables(rd_trace *t, const ledger *l, by_tab tb[NBY]) {
     by_add(&tb[BY_LINE], c->user, r, at_peak);
   }
   for (int b = 0; b < NBY; b++)
-    if (tb[b].n) qsort(tb[b].v, tb[b].n, sizeof *tb[b].v, by_bytes);
+    if (tb[b].n) rd_qsort(tb[b].v, tb[b].n, sizeof *tb[b].v, by_bytes);
   return 1;
 }
 

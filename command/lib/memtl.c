@@ -272,7 +272,7 @@ char *rd_memtl_json(rd_trace *t, const rd_mem_sample *v, long n, uint32_t gi, si
     order[q] = rd_xmalloc((g[q].n ? g[q].n : 1) * sizeof *order[q]);
     for (size_t k = 0; k < g[q].n; k++) order[q][k] = (uint32_t)k;
     sort_keys = g[q].k;
-    if (g[q].n) qsort(order[q], g[q].n, sizeof *order[q], by_peak);
+    if (g[q].n) rd_qsort(order[q], g[q].n, sizeof *order[q], by_peak);
     g[q].rank = rd_xmalloc((g[q].n ? g[q].n : 1) * sizeof *g[q].rank);
     for (size_t k = 0; k < g[q].n; k++) g[q].rank[order[q][k]] = k < RD_MEMTL_KEYS ? (uint32_t)k : RD_MEMTL_KEYS;
     nk[q] = g[q].n < RD_MEMTL_KEYS ? g[q].n : RD_MEMTL_KEYS;

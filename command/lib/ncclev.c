@@ -148,7 +148,7 @@ static void build(struct rd_ncclev *v) {
       else if (o->proxy_ops) lo_hi(&o->proxy_start_ns, &o->proxy_end_ns, r->ts);
     }
   }
-  qsort(v->ops, v->nops, sizeof *v->ops, op_cmp);
+  rd_qsort(v->ops, v->nops, sizeof *v->ops, op_cmp);
   rd_m_free(&op_of);
   v->built = 1;
 }
@@ -402,7 +402,7 @@ void rd_ncclstats_json(const rd_ncclstats *s, FILE *f) {
   if (!s || !s->nrows) return;
   row *rows = rd_xmalloc(s->nrows * sizeof *rows);
   memcpy(rows, s->rows, s->nrows * sizeof *rows);
-  qsort(rows, s->nrows, sizeof *rows, row_cmp);
+  rd_qsort(rows, s->nrows, sizeof *rows, row_cmp);
   fputs(",\"nccl_ops\":[", f);
   for (size_t i = 0; i < s->nrows; i++) {
     const row *r = &rows[i];
@@ -483,7 +483,7 @@ static size_t views(const rd_ncclstats *s, view **out) {
   size_t n = 0;
   for (size_t i = 0; i < s->nxs; i++)
     if (seq_view(&s->xs[i], &v[n])) v[n++].ix = i;
-  qsort(v, n, sizeof *v, view_cmp);
+  rd_qsort(v, n, sizeof *v, view_cmp);
   *out = v;
   return n;
 }
@@ -556,7 +556,7 @@ void rd_ncclstats_table(const rd_ncclstats *s, FILE *f) {
   if (!s || !s->nrows) return;
   row *rows = rd_xmalloc(s->nrows * sizeof *rows);
   memcpy(rows, s->rows, s->nrows * sizeof *rows);
-  qsort(rows, s->nrows, sizeof *rows, row_cmp);
+  rd_qsort(rows, s->nrows, sizeof *rows, row_cmp);
   fprintf(f, "\nNCCL as it ran (profiler plugin: docs/nccl-profiler.md)\n");
   fprintf(f, "%-14s %10s %-9s %5s %-6s %-6s %3s %7s %10s %10s %10s\n", "Collective", "Size",
           "dtype", "Ranks", "Algo", "Proto", "Ch", "Calls", "GPU time", "algbw GB/s",

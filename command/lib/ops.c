@@ -309,7 +309,7 @@ static int by_gpu_then_host(const void *a, const void *b) {
 }
 
 static void sort_tab(otab *tb) {
-  if (tb->n) qsort(tb->v, tb->n, sizeof *tb->v, by_gpu_then_host);
+  if (tb->n) rd_qsort(tb->v, tb->n, sizeof *tb->v, by_gpu_then_host);
   rd_m_free(&tb->ix);
   memset(&tb->ix, 0, sizeof tb->ix);
 }
@@ -463,7 +463,7 @@ size_t rd_ops_summary(FILE *f, rd_ops *x, size_t nops, size_t nmods) {
   }
   const orow **by = rd_xmalloc(x->ops.n * sizeof *by);
   for (size_t i = 0; i < x->ops.n; i++) by[i] = &x->ops.v[i];
-  qsort(by, x->ops.n, sizeof *by, by_self);
+  rd_qsort(by, x->ops.n, sizeof *by, by_self);
   fprintf(f, "%-54s %7s %10s %10s\n", "Operators by host time (self)", "count", "host self", "GPU");
   for (size_t i = 0; i < n && by[i]->self_ns; i++, lines++) {
     rd_term_fit(cell, sizeof cell, 52, by[i]->name);

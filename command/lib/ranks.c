@@ -113,7 +113,7 @@ int rd_ranks_finish(rd_ranks_in **in, size_t n) {
     rtrace *t = (rtrace *)in[i];
     if (!t) continue;
     if (n >= 2 && t->rank >= 0 && t->n) {
-      qsort(t->c, t->n, sizeof *t->c, by_start);
+      rd_qsort(t->c, t->n, sizeof *t->c, by_start);
       R.r[k++] = *t;
     } else {
       free(t->c);
@@ -123,7 +123,7 @@ int rd_ranks_finish(rd_ranks_in **in, size_t n) {
   }
   R.n = k;
   if (k < 2) return 0;
-  qsort(R.r, R.n, sizeof *R.r, by_rank);
+  rd_qsort(R.r, R.n, sizeof *R.r, by_rank);
   size_t m = R.r[0].n;
   for (size_t i = 1; i < R.n; i++) if (R.r[i].n < m) m = R.r[i].n;
   R.ncoll = m;
@@ -132,7 +132,7 @@ int rd_ranks_finish(rd_ranks_in **in, size_t n) {
   for (size_t i = 1; i < R.n && m; i++) {
     for (size_t c = 0; c < m; c++)
       d[c] = (R.r[0].c[c].end + R.r[0].offset) - (R.r[i].c[c].end + R.r[i].offset);
-    qsort(d, m, sizeof *d, cmp_i64);
+    rd_qsort(d, m, sizeof *d, cmp_i64);
     R.r[i].offset += d[m / 2];
   }
   free(d);
@@ -170,7 +170,7 @@ int rd_ranks_finish(rd_ranks_in **in, size_t n) {
   }
   for (size_t i = 0; i < R.n && m; i++) {
     double *v = dl + i * m;
-    qsort(v, m, sizeof *v, cmp_double);
+    rd_qsort(v, m, sizeof *v, cmp_double);
     /* positive delays are the collectives it arrived last at: the top of the sorted row */
     size_t npos = 0;
     while (npos < m && v[m - 1 - npos] > 0) npos++;

@@ -24,8 +24,14 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "dlh_format.h"
+
+/* qsort() for arrays that may be empty with a NULL base (qsort declares its base nonnull). */
+static inline void rd_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+  if (n > 1) qsort(base, n, size, cmp);
+}
 
 /* exit codes */
 #define RD_OK 0

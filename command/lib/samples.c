@@ -327,11 +327,11 @@ static int by_thread_ns(const void *a, const void *b) {
 }
 
 static void sort_all(rd_samples *x) {
-  if (x->nth) qsort(x->th, x->nth, sizeof *x->th, by_thread_ns);
+  if (x->nth) rd_qsort(x->th, x->nth, sizeof *x->th, by_thread_ns);
   stab *tabs[] = {&x->lines, &x->ops, &x->waits};
   for (int i = 0; i < 3; i++) {
     rd_m_free(&tabs[i]->ix); /* the order changes: no more lookups */
-    if (tabs[i]->n) qsort(tabs[i]->v, tabs[i]->n, sizeof *tabs[i]->v, by_host_ns);
+    if (tabs[i]->n) rd_qsort(tabs[i]->v, tabs[i]->n, sizeof *tabs[i]->v, by_host_ns);
   }
 }
 

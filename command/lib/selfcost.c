@@ -106,7 +106,7 @@ void rd_selfcost_table(FILE *f, const rd_selfcost *x) {
                "records smaller)\n", x->nth, x->nth == 1 ? "" : "s");
     sthread *v = rd_xmalloc(x->nth * sizeof *v);
     memcpy(v, x->th, x->nth * sizeof *v);
-    qsort(v, x->nth, sizeof *v, by_wait);
+    rd_qsort(v, x->nth, sizeof *v, by_wait);
     size_t show = x->nth < 5 ? x->nth : 5;
     fprintf(f, "  %7s %8s %8s %12s %12s %7s\n", "pid", "tid", "waits", "waited", "its time", "share");
     for (size_t i = 0; i < show; i++)

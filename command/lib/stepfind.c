@@ -269,7 +269,7 @@ static uint32_t iterations(const uint32_t *cnt, size_t nk) {
   uint32_t best = 0, best_keys = 0;
   uint32_t *sorted = rd_xmalloc((nk ? nk : 1) * sizeof *sorted);
   if (nk) memcpy(sorted, cnt, nk * sizeof *sorted);
-  if (nk) qsort(sorted, nk, sizeof *sorted, by_u32);
+  if (nk) rd_qsort(sorted, nk, sizeof *sorted, by_u32);
   size_t ncand = 0;
   struct cand { uint32_t c, score; } cand[256];
   for (size_t i = 0, j; i < nk && ncand < 256; i = j) {
@@ -306,10 +306,10 @@ static int steps_at(rd_stepfind *x, uint64_t key, uint32_t every) {
     }
     st[n++] = x->dc[i].start;
   }
-  qsort(st, n, sizeof *st, by_u64);
+  rd_qsort(st, n, sizeof *st, by_u64);
   uint64_t *d = rd_xmalloc(n * sizeof *d);
   for (size_t i = 0; i + 1 < n; i++) d[i] = st[i + 1] - st[i];
-  qsort(d, n - 1, sizeof *d, by_u64);
+  rd_qsort(d, n - 1, sizeof *d, by_u64);
   uint64_t med = d[(n - 1) / 2];
   free(d);
   if (med < DETECTED_MIN_STEP_NS) {
@@ -388,7 +388,7 @@ size_t rd_stepfind_end(rd_stepfind *x, int *from, rd_step_span **out) {
   if (x->nnvtx) {
     x->out = x->nvtx, x->nout = x->nnvtx;
     x->nvtx = NULL, x->nnvtx = 0;
-    qsort(x->out, x->nout, sizeof *x->out, by_start);
+    rd_qsort(x->out, x->nout, sizeof *x->out, by_start);
     f = RD_STEPS_NVTX;
   } else if (!(f = steps_from_runs(x, 2)) && !(f = steps_from_runs(x, 1)) && !x->python) {
     f = detect_steps(x);

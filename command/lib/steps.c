@@ -171,7 +171,7 @@ static void breakdown(const sctx *c, uint64_t maxdur, const sev *lng, size_t nl,
   size_t ne = 0, cap = 0;
   for (size_t i = lo; i < c->n && c->ev[i].s < e; i++) add_edges(&ed, &ne, &cap, &c->ev[i], s, e);
   for (size_t i = 0; i < nl; i++) add_edges(&ed, &ne, &cap, &lng[i], s, e);
-  if (ne) qsort(ed, ne, sizeof *ed, by_t);
+  if (ne) rd_qsort(ed, ne, sizeof *ed, by_t);
   long active[C_NCAT] = {0};
   uint64_t t = s;
   for (size_t i = 0; i <= ne; i++) {
@@ -214,7 +214,7 @@ static uint64_t split_long(sctx *c, sev **lng, size_t *nl) {
   if (!c->n) return 0;
   uint64_t *d = rd_xmalloc(c->n * sizeof *d);
   for (size_t k = 0; k < c->n; k++) d[k] = c->ev[k].e - c->ev[k].s;
-  qsort(d, c->n, sizeof *d, by_u64);
+  rd_qsort(d, c->n, sizeof *d, by_u64);
   uint64_t maxdur = d[c->n - 1 - c->n / 1000];
   free(d);
   size_t keep = 0;
@@ -262,8 +262,8 @@ void rd_steps_end(rd_steps *x) {
   size_t nst = rd_stepfind_end(c.sf, &from, &st);
   if (c.too_many) nskipped++;
   if (nst && !c.too_many) {
-    if (c.n) qsort(c.ev, c.n, sizeof *c.ev, by_s);
-    if (c.nsm) qsort(c.sm, c.nsm, sizeof *c.sm, by_sample_t);
+    if (c.n) rd_qsort(c.ev, c.n, sizeof *c.ev, by_s);
+    if (c.nsm) rd_qsort(c.sm, c.nsm, sizeof *c.sm, by_sample_t);
     sev *lng;
     size_t nl;
     uint64_t maxdur = split_long(&c, &lng, &nl);
@@ -350,7 +350,7 @@ size_t rd_steps_brief(rd_steps_sum *out) {
     for (size_t j = 0; j < i && !seen; j++) seen = rows[j].pid == rows[i].pid && rows[j].rank == rows[i].rank;
     out->processes += !seen;
   }
-  qsort(d, nrows, sizeof *d, by_u64);
+  rd_qsort(d, nrows, sizeof *d, by_u64);
   out->median_ns = d[nrows / 2];
   free(d);
   out->steps = nrows;

@@ -199,7 +199,7 @@ static const rd_module *module_of(rd_stacks *s, uint64_t pc, uint32_t id) {
     free(s->bystart);
     s->bystart = rd_xmalloc(s->nmods * sizeof *s->bystart);
     memcpy(s->bystart, s->modlist, s->nmods * sizeof *s->bystart);
-    qsort(s->bystart, s->nmods, sizeof *s->bystart, cmp_start);
+    rd_qsort(s->bystart, s->nmods, sizeof *s->bystart, cmp_start);
     s->nsorted = s->nmods;
   }
   size_t lo = 0, hi = s->nsorted;

@@ -221,7 +221,7 @@ static uint64_t device_ops(rd_advise *x, actx *a, gpass *p, size_t d0, size_t d1
 
 /* The findings of GPU work, per device in time order; sets a->gpu_busy. */
 static void gpu_trace(rd_advise *x, actx *a) {
-  if (x->ng) qsort(x->g, x->ng, sizeof *x->g, by_dev_start);
+  if (x->ng) rd_qsort(x->g, x->ng, sizeof *x->g, by_dev_start);
   uint64_t gpu_busy = 0; /* the busiest device's busy time inside the steps */
   gpass p = {0};
   size_t d0 = 0;

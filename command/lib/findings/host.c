@@ -82,7 +82,7 @@ static int by_span(const void *a, const void *b) {
 static span *gpu_busy_spans(const rd_advise *x, size_t *n) {
   span *v = rd_xmalloc((x->ng ? x->ng : 1) * sizeof *v);
   for (size_t i = 0; i < x->ng; i++) v[i] = (span){x->g[i].s, x->g[i].e};
-  if (x->ng) qsort(v, x->ng, sizeof *v, by_span);
+  if (x->ng) rd_qsort(v, x->ng, sizeof *v, by_span);
   size_t w = 0;
   for (size_t i = 0; i < x->ng; i++) {
     if (w && v[i].s <= v[w - 1].e) {
