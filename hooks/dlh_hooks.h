@@ -23,6 +23,10 @@ typedef struct dlh_sym {
                        * when no other interposer comes first (preload/dlsym.c looks its own up) */
   void **real;        /* the wrapper's cache of the real function (set by preload/attach.c and,
                        * once attached, from the handle's symbol) */
+  void *own;          /* a second entry, recorded like the wrapper, that calls the library's own
+                       * definition: what a handle lookup gets (preload/dlsym.c), as untraced */
+  void **own_real;    /* its cache of that definition, set by preload/dlsym.c before it hands
+                       * the entry out */
 } dlh_sym;
 
 #define DLH_HOOKS_DECLARE(lib, LIB)                 \

@@ -103,7 +103,7 @@ typedef struct dlh_call {
 
 /* Starts a call. Returns 1 when the call must be recorded with dlh_call_end(), 0 when it must
  * not (then dlh_call_end must not be called). */
-static inline int dlh_call_begin(dlh_call *c) {
+static inline __attribute__((always_inline)) int dlh_call_begin(dlh_call *c) {
   if (DLH_UNLIKELY(!dlh_recording)) return 0;
   if (DLH_UNLIKELY(__atomic_load_n(&dlh_capture_closed, __ATOMIC_RELAXED))) return 0;
   dlh_thread *t = dlh_self;

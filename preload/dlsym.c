@@ -4,11 +4,10 @@
  * bypasses LD_PRELOAD: it returns the library's own function. libdlhook.so therefore exports
  * `dlsym` and `dlvsym`: when the handle is not RTLD_DEFAULT/RTLD_NEXT, the name is one that
  * dlhook wraps (the generated dlh_syms_<lib>[] tables) and the symbol the real dlsym finds lies
- * in that very library (not in, say, cuDNN's sub-library libcudnn_cnn.so.9), the wrapper is
- * returned instead; it forwards to the next definition after dlhook, which for a library opened
- * RTLD_LOCAL, invisible to RTLD_NEXT, is the library's own (dlh_resolve). Other interposers of
- * the same functions (the program's own shims) keep their place in the chain: see "The
- * interposer chain" below.
+ * in that very library (not in, say, cuDNN's sub-library libcudnn_cnn.so.9), a second entry of
+ * the wrapper is returned instead, which records the call and calls the library's own
+ * definition, the one found. Other interposers of the same functions (the program's own shims)
+ * see the calls they see untraced: see "The interposer chain" below.
  *
  * Caller-relative semantics are kept: glibc's dlsym/dlvsym/dlopen look at their return address
  * (RTLD_NEXT, the caller's namespace and scope, $ORIGIN). The exported entry points are small
@@ -348,14 +347,15 @@ const char *dlh_later_copy(void) {
 /* The interposer chain. A CUDA function can have several definitions in the global scope: the
  * program's own shims (GPU sharing, checkpointing), libdlhook.so, any other preloaded tool, then
  * the library itself, which a program that opened it RTLD_LOCAL (Python, plugin hosts) reaches
- * only through its handle. Every call goes once through each of them, in the order of the
- * global scope, and no lookup ever answers with a definition that leads back to its caller:
+ * only through its handle. Each interposer sees the calls it sees untraced, no more, no fewer,
+ * and no lookup ever answers with a definition that leads back to its caller:
  *   - dlhook's wrapper forwards to the next definition after dlhook (dlh_resolve: RTLD_NEXT,
- *     else the library's own);
- *   - a handle lookup made by an interposer that comes after dlhook (the wrapper calls it) gets
- *     the library's own definition; one made by an interposer before dlhook gets the wrapper;
- *   - a handle lookup made by any other code (the program, a plugin) gets the head of the
- *     chain: the first definition in the global scope, the one a linked call reaches;
+ *     else the library's own): a linked call goes through the chain as untraced;
+ *   - a handle lookup made by an interposer that comes after dlhook (the wrapper calls it, and
+ *     recorded the call) gets the library's own definition;
+ *   - a handle lookup made by any other code (the program, a plugin, an interposer before
+ *     dlhook) gets the wrapper's second entry (dlh_sym.own), which records the call and calls
+ *     the library's own definition: untraced, such a lookup passes by every interposer;
  *   - an interposer's RTLD_NEXT lookup is glibc's, except where glibc finds nothing (the library
  *     is not in the global scope): then it gets the library's own definition.
  * An interposer is an object loaded at start-up that exports the name (other than the library
@@ -384,6 +384,19 @@ static void *next_definition(const struct link_map *from, const char *name, cons
   dlclose(h);
   if (p) *done = 1;
   return p;
+}
+
+/* The entry a handle lookup gets: it records the call and calls p, the library's own definition,
+ * as the untraced lookup would, past every interposer. One definition per name is cached (the
+ * library pinned, so that it outlives a dlclose of the handle); a second copy of the library,
+ * loaded from another path, gets its own definition unrecorded. */
+static void *own_entry(const dlh_sym *e, void *p) {
+  void *expect = NULL;
+  if (__atomic_compare_exchange_n(e->own_real, &expect, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    dlh_pin_library(p);
+  else if (expect != p)
+    return p;
+  return e->own;
 }
 
 /* Called by the dlsym/dlvsym stubs (ver NULL for dlsym). Sets *done and returns the answer when
@@ -419,15 +432,9 @@ __attribute__((visibility("hidden"), used)) void *dlh_dlsym_pre(void *handle, co
       dlh_pin_library(p); /* the cache outlives a dlclose of the handle */
     return wrapper;
   }
-  int side = interposer_side(from, name, lib);
-  if (side > 0) return p; /* dlhook's wrapper calls this interposer: the end of the chain */
-  if (side == 0) {
-    /* The head of the chain, when an interposer comes before dlhook; it reaches the wrapper. */
-    void *head = dlh_real_dlsym(RTLD_DEFAULT, name);
-    struct link_map *hm = object_of(head);
-    if (head && head != wrapper && hm && hm != lib && hm != self) return head;
-  }
-  return wrapper; /* it forwards to the next definition after dlhook (dlh_resolve) */
+  if (interposer_side(from, name, lib) > 0)
+    return p; /* dlhook's wrapper calls this interposer, which recorded the call already */
+  return own_entry(e, p);
 }
 
 /* Called by the dlopen stub before it jumps to the real dlopen. */

@@ -164,12 +164,18 @@ static inline uint64_t dlh_dbl_bits(double d) { uint64_t u; memcpy(&u, &d, sizeo
     __atomic_store_n(&cache, fn, __ATOMIC_RELEASE);                           \
   }
 
+/* The same for the entry that a handle lookup of the library gets (preload/dlsym.c): its real
+ * function is the library's own definition, set before the entry is handed out. */
+#define DLH_OWN(fn, cache, fail)                                              \
+  __typeof__(cache) fn = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);           \
+  if (DLH_UNLIKELY(!fn)) return fail;
+
 #include "cublasLt_args.h"  /* hand-written argument extractors */
 
 /* 0: cublasLtCreate — cublasLt.h */
 static cublasStatus_t (*real_cublasLtCreate)(cublasLtHandle_t *lightHandle);
-DLH_EXPORT cublasStatus_t cublasLtCreate(cublasLtHandle_t *lightHandle) {
-  DLH_REAL(dlh_fn, real_cublasLtCreate, "cublasLtCreate", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtCreate)(cublasLtHandle_t *lightHandle);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtCreate(__typeof__(real_cublasLtCreate) dlh_fn, cublasLtHandle_t *lightHandle) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(lightHandle);
@@ -181,11 +187,19 @@ DLH_EXPORT cublasStatus_t cublasLtCreate(cublasLtHandle_t *lightHandle) {
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtCreate(cublasLtHandle_t *lightHandle) {
+  DLH_REAL(dlh_fn, real_cublasLtCreate, "cublasLtCreate", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtCreate(dlh_fn, lightHandle);
+}
+static cublasStatus_t dlh_own_cublasLtCreate(cublasLtHandle_t *lightHandle) {
+  DLH_OWN(dlh_fn, own_cublasLtCreate, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtCreate(dlh_fn, lightHandle);
+}
 
 /* 1: cublasLtDestroy — cublasLt.h */
 static cublasStatus_t (*real_cublasLtDestroy)(cublasLtHandle_t lightHandle);
-DLH_EXPORT cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle) {
-  DLH_REAL(dlh_fn, real_cublasLtDestroy, "cublasLtDestroy", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtDestroy)(cublasLtHandle_t lightHandle);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtDestroy(__typeof__(real_cublasLtDestroy) dlh_fn, cublasLtHandle_t lightHandle) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(lightHandle);
@@ -197,11 +211,19 @@ DLH_EXPORT cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle) {
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle) {
+  DLH_REAL(dlh_fn, real_cublasLtDestroy, "cublasLtDestroy", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtDestroy(dlh_fn, lightHandle);
+}
+static cublasStatus_t dlh_own_cublasLtDestroy(cublasLtHandle_t lightHandle) {
+  DLH_OWN(dlh_fn, own_cublasLtDestroy, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtDestroy(dlh_fn, lightHandle);
+}
 
 /* 2: cublasLtEmulationDescCreate — cublasLt.h */
 static cublasStatus_t (*real_cublasLtEmulationDescCreate)(cublasLtEmulationDesc_t *emulationDesc);
-DLH_EXPORT cublasStatus_t cublasLtEmulationDescCreate(cublasLtEmulationDesc_t *emulationDesc) {
-  DLH_REAL(dlh_fn, real_cublasLtEmulationDescCreate, "cublasLtEmulationDescCreate", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtEmulationDescCreate)(cublasLtEmulationDesc_t *emulationDesc);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtEmulationDescCreate(__typeof__(real_cublasLtEmulationDescCreate) dlh_fn, cublasLtEmulationDesc_t *emulationDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(emulationDesc);
@@ -213,11 +235,19 @@ DLH_EXPORT cublasStatus_t cublasLtEmulationDescCreate(cublasLtEmulationDesc_t *e
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtEmulationDescCreate(cublasLtEmulationDesc_t *emulationDesc) {
+  DLH_REAL(dlh_fn, real_cublasLtEmulationDescCreate, "cublasLtEmulationDescCreate", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtEmulationDescCreate(dlh_fn, emulationDesc);
+}
+static cublasStatus_t dlh_own_cublasLtEmulationDescCreate(cublasLtEmulationDesc_t *emulationDesc) {
+  DLH_OWN(dlh_fn, own_cublasLtEmulationDescCreate, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtEmulationDescCreate(dlh_fn, emulationDesc);
+}
 
 /* 3: cublasLtEmulationDescDestroy — cublasLt.h */
 static cublasStatus_t (*real_cublasLtEmulationDescDestroy)(cublasLtEmulationDesc_t emulationDesc);
-DLH_EXPORT cublasStatus_t cublasLtEmulationDescDestroy(cublasLtEmulationDesc_t emulationDesc) {
-  DLH_REAL(dlh_fn, real_cublasLtEmulationDescDestroy, "cublasLtEmulationDescDestroy", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtEmulationDescDestroy)(cublasLtEmulationDesc_t emulationDesc);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtEmulationDescDestroy(__typeof__(real_cublasLtEmulationDescDestroy) dlh_fn, cublasLtEmulationDesc_t emulationDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(emulationDesc);
@@ -229,11 +259,19 @@ DLH_EXPORT cublasStatus_t cublasLtEmulationDescDestroy(cublasLtEmulationDesc_t e
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtEmulationDescDestroy(cublasLtEmulationDesc_t emulationDesc) {
+  DLH_REAL(dlh_fn, real_cublasLtEmulationDescDestroy, "cublasLtEmulationDescDestroy", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtEmulationDescDestroy(dlh_fn, emulationDesc);
+}
+static cublasStatus_t dlh_own_cublasLtEmulationDescDestroy(cublasLtEmulationDesc_t emulationDesc) {
+  DLH_OWN(dlh_fn, own_cublasLtEmulationDescDestroy, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtEmulationDescDestroy(dlh_fn, emulationDesc);
+}
 
 /* 4: cublasLtEmulationDescGetAttribute — cublasLt.h */
 static cublasStatus_t (*real_cublasLtEmulationDescGetAttribute)(cublasLtEmulationDesc_t emulationDesc, cublasLtEmulationDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten);
-DLH_EXPORT cublasStatus_t cublasLtEmulationDescGetAttribute(cublasLtEmulationDesc_t emulationDesc, cublasLtEmulationDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
-  DLH_REAL(dlh_fn, real_cublasLtEmulationDescGetAttribute, "cublasLtEmulationDescGetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtEmulationDescGetAttribute)(cublasLtEmulationDesc_t emulationDesc, cublasLtEmulationDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtEmulationDescGetAttribute(__typeof__(real_cublasLtEmulationDescGetAttribute) dlh_fn, cublasLtEmulationDesc_t emulationDesc, cublasLtEmulationDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(emulationDesc, attr, buf, sizeInBytes, sizeWritten);
@@ -249,11 +287,19 @@ DLH_EXPORT cublasStatus_t cublasLtEmulationDescGetAttribute(cublasLtEmulationDes
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtEmulationDescGetAttribute(cublasLtEmulationDesc_t emulationDesc, cublasLtEmulationDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
+  DLH_REAL(dlh_fn, real_cublasLtEmulationDescGetAttribute, "cublasLtEmulationDescGetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtEmulationDescGetAttribute(dlh_fn, emulationDesc, attr, buf, sizeInBytes, sizeWritten);
+}
+static cublasStatus_t dlh_own_cublasLtEmulationDescGetAttribute(cublasLtEmulationDesc_t emulationDesc, cublasLtEmulationDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
+  DLH_OWN(dlh_fn, own_cublasLtEmulationDescGetAttribute, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtEmulationDescGetAttribute(dlh_fn, emulationDesc, attr, buf, sizeInBytes, sizeWritten);
+}
 
 /* 5: cublasLtEmulationDescInit_internal — cublasLt.h */
 static cublasStatus_t (*real_cublasLtEmulationDescInit_internal)(cublasLtEmulationDesc_t emulationDesc, size_t size);
-DLH_EXPORT cublasStatus_t cublasLtEmulationDescInit_internal(cublasLtEmulationDesc_t emulationDesc, size_t size) {
-  DLH_REAL(dlh_fn, real_cublasLtEmulationDescInit_internal, "cublasLtEmulationDescInit_internal", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtEmulationDescInit_internal)(cublasLtEmulationDesc_t emulationDesc, size_t size);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtEmulationDescInit_internal(__typeof__(real_cublasLtEmulationDescInit_internal) dlh_fn, cublasLtEmulationDesc_t emulationDesc, size_t size) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(emulationDesc, size);
@@ -266,11 +312,19 @@ DLH_EXPORT cublasStatus_t cublasLtEmulationDescInit_internal(cublasLtEmulationDe
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtEmulationDescInit_internal(cublasLtEmulationDesc_t emulationDesc, size_t size) {
+  DLH_REAL(dlh_fn, real_cublasLtEmulationDescInit_internal, "cublasLtEmulationDescInit_internal", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtEmulationDescInit_internal(dlh_fn, emulationDesc, size);
+}
+static cublasStatus_t dlh_own_cublasLtEmulationDescInit_internal(cublasLtEmulationDesc_t emulationDesc, size_t size) {
+  DLH_OWN(dlh_fn, own_cublasLtEmulationDescInit_internal, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtEmulationDescInit_internal(dlh_fn, emulationDesc, size);
+}
 
 /* 6: cublasLtEmulationDescSetAttribute — cublasLt.h */
 static cublasStatus_t (*real_cublasLtEmulationDescSetAttribute)(cublasLtEmulationDesc_t emulationDesc, cublasLtEmulationDescAttributes_t attr, const void *buf, size_t sizeInBytes);
-DLH_EXPORT cublasStatus_t cublasLtEmulationDescSetAttribute(cublasLtEmulationDesc_t emulationDesc, cublasLtEmulationDescAttributes_t attr, const void *buf, size_t sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cublasLtEmulationDescSetAttribute, "cublasLtEmulationDescSetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtEmulationDescSetAttribute)(cublasLtEmulationDesc_t emulationDesc, cublasLtEmulationDescAttributes_t attr, const void *buf, size_t sizeInBytes);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtEmulationDescSetAttribute(__typeof__(real_cublasLtEmulationDescSetAttribute) dlh_fn, cublasLtEmulationDesc_t emulationDesc, cublasLtEmulationDescAttributes_t attr, const void *buf, size_t sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(emulationDesc, attr, buf, sizeInBytes);
@@ -285,11 +339,19 @@ DLH_EXPORT cublasStatus_t cublasLtEmulationDescSetAttribute(cublasLtEmulationDes
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtEmulationDescSetAttribute(cublasLtEmulationDesc_t emulationDesc, cublasLtEmulationDescAttributes_t attr, const void *buf, size_t sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cublasLtEmulationDescSetAttribute, "cublasLtEmulationDescSetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtEmulationDescSetAttribute(dlh_fn, emulationDesc, attr, buf, sizeInBytes);
+}
+static cublasStatus_t dlh_own_cublasLtEmulationDescSetAttribute(cublasLtEmulationDesc_t emulationDesc, cublasLtEmulationDescAttributes_t attr, const void *buf, size_t sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cublasLtEmulationDescSetAttribute, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtEmulationDescSetAttribute(dlh_fn, emulationDesc, attr, buf, sizeInBytes);
+}
 
 /* 7: cublasLtGetCudartVersion — cublasLt.h */
 static size_t (*real_cublasLtGetCudartVersion)(void);
-DLH_EXPORT size_t cublasLtGetCudartVersion(void) {
-  DLH_REAL(dlh_fn, real_cublasLtGetCudartVersion, "cublasLtGetCudartVersion", DLH_LIB_CUBLASLT, 0)
+static size_t (*own_cublasLtGetCudartVersion)(void);
+static inline __attribute__((always_inline)) size_t dlh_b_cublasLtGetCudartVersion(__typeof__(real_cublasLtGetCudartVersion) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   size_t dlh_r = dlh_fn();
@@ -298,11 +360,19 @@ DLH_EXPORT size_t cublasLtGetCudartVersion(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT size_t cublasLtGetCudartVersion(void) {
+  DLH_REAL(dlh_fn, real_cublasLtGetCudartVersion, "cublasLtGetCudartVersion", DLH_LIB_CUBLASLT, 0)
+  return dlh_b_cublasLtGetCudartVersion(dlh_fn);
+}
+static size_t dlh_own_cublasLtGetCudartVersion(void) {
+  DLH_OWN(dlh_fn, own_cublasLtGetCudartVersion, 0)
+  return dlh_b_cublasLtGetCudartVersion(dlh_fn);
+}
 
 /* 8: cublasLtGetProperty — cublasLt.h */
 static cublasStatus_t (*real_cublasLtGetProperty)(libraryPropertyType type, int *value);
-DLH_EXPORT cublasStatus_t cublasLtGetProperty(libraryPropertyType type, int *value) {
-  DLH_REAL(dlh_fn, real_cublasLtGetProperty, "cublasLtGetProperty", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtGetProperty)(libraryPropertyType type, int *value);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtGetProperty(__typeof__(real_cublasLtGetProperty) dlh_fn, libraryPropertyType type, int *value) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(type, value);
@@ -315,11 +385,19 @@ DLH_EXPORT cublasStatus_t cublasLtGetProperty(libraryPropertyType type, int *val
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtGetProperty(libraryPropertyType type, int *value) {
+  DLH_REAL(dlh_fn, real_cublasLtGetProperty, "cublasLtGetProperty", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtGetProperty(dlh_fn, type, value);
+}
+static cublasStatus_t dlh_own_cublasLtGetProperty(libraryPropertyType type, int *value) {
+  DLH_OWN(dlh_fn, own_cublasLtGetProperty, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtGetProperty(dlh_fn, type, value);
+}
 
 /* 9: cublasLtGetStatusName — cublasLt.h */
 static const char * (*real_cublasLtGetStatusName)(cublasStatus_t status);
-DLH_EXPORT const char * cublasLtGetStatusName(cublasStatus_t status) {
-  DLH_REAL(dlh_fn, real_cublasLtGetStatusName, "cublasLtGetStatusName", DLH_LIB_CUBLASLT, "")
+static const char * (*own_cublasLtGetStatusName)(cublasStatus_t status);
+static inline __attribute__((always_inline)) const char * dlh_b_cublasLtGetStatusName(__typeof__(real_cublasLtGetStatusName) dlh_fn, cublasStatus_t status) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   const char * dlh_r = dlh_fn(status);
@@ -331,11 +409,19 @@ DLH_EXPORT const char * cublasLtGetStatusName(cublasStatus_t status) {
   }
   return dlh_r;
 }
+DLH_EXPORT const char * cublasLtGetStatusName(cublasStatus_t status) {
+  DLH_REAL(dlh_fn, real_cublasLtGetStatusName, "cublasLtGetStatusName", DLH_LIB_CUBLASLT, "")
+  return dlh_b_cublasLtGetStatusName(dlh_fn, status);
+}
+static const char * dlh_own_cublasLtGetStatusName(cublasStatus_t status) {
+  DLH_OWN(dlh_fn, own_cublasLtGetStatusName, "")
+  return dlh_b_cublasLtGetStatusName(dlh_fn, status);
+}
 
 /* 10: cublasLtGetStatusString — cublasLt.h */
 static const char * (*real_cublasLtGetStatusString)(cublasStatus_t status);
-DLH_EXPORT const char * cublasLtGetStatusString(cublasStatus_t status) {
-  DLH_REAL(dlh_fn, real_cublasLtGetStatusString, "cublasLtGetStatusString", DLH_LIB_CUBLASLT, "")
+static const char * (*own_cublasLtGetStatusString)(cublasStatus_t status);
+static inline __attribute__((always_inline)) const char * dlh_b_cublasLtGetStatusString(__typeof__(real_cublasLtGetStatusString) dlh_fn, cublasStatus_t status) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   const char * dlh_r = dlh_fn(status);
@@ -347,11 +433,19 @@ DLH_EXPORT const char * cublasLtGetStatusString(cublasStatus_t status) {
   }
   return dlh_r;
 }
+DLH_EXPORT const char * cublasLtGetStatusString(cublasStatus_t status) {
+  DLH_REAL(dlh_fn, real_cublasLtGetStatusString, "cublasLtGetStatusString", DLH_LIB_CUBLASLT, "")
+  return dlh_b_cublasLtGetStatusString(dlh_fn, status);
+}
+static const char * dlh_own_cublasLtGetStatusString(cublasStatus_t status) {
+  DLH_OWN(dlh_fn, own_cublasLtGetStatusString, "")
+  return dlh_b_cublasLtGetStatusString(dlh_fn, status);
+}
 
 /* 11: cublasLtGetVersion — cublasLt.h */
 static size_t (*real_cublasLtGetVersion)(void);
-DLH_EXPORT size_t cublasLtGetVersion(void) {
-  DLH_REAL(dlh_fn, real_cublasLtGetVersion, "cublasLtGetVersion", DLH_LIB_CUBLASLT, 0)
+static size_t (*own_cublasLtGetVersion)(void);
+static inline __attribute__((always_inline)) size_t dlh_b_cublasLtGetVersion(__typeof__(real_cublasLtGetVersion) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   size_t dlh_r = dlh_fn();
@@ -360,11 +454,19 @@ DLH_EXPORT size_t cublasLtGetVersion(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT size_t cublasLtGetVersion(void) {
+  DLH_REAL(dlh_fn, real_cublasLtGetVersion, "cublasLtGetVersion", DLH_LIB_CUBLASLT, 0)
+  return dlh_b_cublasLtGetVersion(dlh_fn);
+}
+static size_t dlh_own_cublasLtGetVersion(void) {
+  DLH_OWN(dlh_fn, own_cublasLtGetVersion, 0)
+  return dlh_b_cublasLtGetVersion(dlh_fn);
+}
 
 /* 12: cublasLtHeuristicsCacheGetCapacity — cublasLt.h */
 static cublasStatus_t (*real_cublasLtHeuristicsCacheGetCapacity)(size_t *capacity);
-DLH_EXPORT cublasStatus_t cublasLtHeuristicsCacheGetCapacity(size_t *capacity) {
-  DLH_REAL(dlh_fn, real_cublasLtHeuristicsCacheGetCapacity, "cublasLtHeuristicsCacheGetCapacity", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtHeuristicsCacheGetCapacity)(size_t *capacity);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtHeuristicsCacheGetCapacity(__typeof__(real_cublasLtHeuristicsCacheGetCapacity) dlh_fn, size_t *capacity) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(capacity);
@@ -376,11 +478,19 @@ DLH_EXPORT cublasStatus_t cublasLtHeuristicsCacheGetCapacity(size_t *capacity) {
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtHeuristicsCacheGetCapacity(size_t *capacity) {
+  DLH_REAL(dlh_fn, real_cublasLtHeuristicsCacheGetCapacity, "cublasLtHeuristicsCacheGetCapacity", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtHeuristicsCacheGetCapacity(dlh_fn, capacity);
+}
+static cublasStatus_t dlh_own_cublasLtHeuristicsCacheGetCapacity(size_t *capacity) {
+  DLH_OWN(dlh_fn, own_cublasLtHeuristicsCacheGetCapacity, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtHeuristicsCacheGetCapacity(dlh_fn, capacity);
+}
 
 /* 13: cublasLtHeuristicsCacheSetCapacity — cublasLt.h */
 static cublasStatus_t (*real_cublasLtHeuristicsCacheSetCapacity)(size_t capacity);
-DLH_EXPORT cublasStatus_t cublasLtHeuristicsCacheSetCapacity(size_t capacity) {
-  DLH_REAL(dlh_fn, real_cublasLtHeuristicsCacheSetCapacity, "cublasLtHeuristicsCacheSetCapacity", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtHeuristicsCacheSetCapacity)(size_t capacity);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtHeuristicsCacheSetCapacity(__typeof__(real_cublasLtHeuristicsCacheSetCapacity) dlh_fn, size_t capacity) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(capacity);
@@ -392,11 +502,19 @@ DLH_EXPORT cublasStatus_t cublasLtHeuristicsCacheSetCapacity(size_t capacity) {
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtHeuristicsCacheSetCapacity(size_t capacity) {
+  DLH_REAL(dlh_fn, real_cublasLtHeuristicsCacheSetCapacity, "cublasLtHeuristicsCacheSetCapacity", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtHeuristicsCacheSetCapacity(dlh_fn, capacity);
+}
+static cublasStatus_t dlh_own_cublasLtHeuristicsCacheSetCapacity(size_t capacity) {
+  DLH_OWN(dlh_fn, own_cublasLtHeuristicsCacheSetCapacity, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtHeuristicsCacheSetCapacity(dlh_fn, capacity);
+}
 
 /* 14: cublasLtLoggerForceDisable — cublasLt.h */
 static cublasStatus_t (*real_cublasLtLoggerForceDisable)(void);
-DLH_EXPORT cublasStatus_t cublasLtLoggerForceDisable(void) {
-  DLH_REAL(dlh_fn, real_cublasLtLoggerForceDisable, "cublasLtLoggerForceDisable", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtLoggerForceDisable)(void);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtLoggerForceDisable(__typeof__(real_cublasLtLoggerForceDisable) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn();
@@ -405,11 +523,19 @@ DLH_EXPORT cublasStatus_t cublasLtLoggerForceDisable(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtLoggerForceDisable(void) {
+  DLH_REAL(dlh_fn, real_cublasLtLoggerForceDisable, "cublasLtLoggerForceDisable", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtLoggerForceDisable(dlh_fn);
+}
+static cublasStatus_t dlh_own_cublasLtLoggerForceDisable(void) {
+  DLH_OWN(dlh_fn, own_cublasLtLoggerForceDisable, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtLoggerForceDisable(dlh_fn);
+}
 
 /* 15: cublasLtLoggerOpenFile — cublasLt.h */
 static cublasStatus_t (*real_cublasLtLoggerOpenFile)(const char *logFile);
-DLH_EXPORT cublasStatus_t cublasLtLoggerOpenFile(const char *logFile) {
-  DLH_REAL(dlh_fn, real_cublasLtLoggerOpenFile, "cublasLtLoggerOpenFile", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtLoggerOpenFile)(const char *logFile);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtLoggerOpenFile(__typeof__(real_cublasLtLoggerOpenFile) dlh_fn, const char *logFile) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(logFile);
@@ -421,11 +547,19 @@ DLH_EXPORT cublasStatus_t cublasLtLoggerOpenFile(const char *logFile) {
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtLoggerOpenFile(const char *logFile) {
+  DLH_REAL(dlh_fn, real_cublasLtLoggerOpenFile, "cublasLtLoggerOpenFile", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtLoggerOpenFile(dlh_fn, logFile);
+}
+static cublasStatus_t dlh_own_cublasLtLoggerOpenFile(const char *logFile) {
+  DLH_OWN(dlh_fn, own_cublasLtLoggerOpenFile, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtLoggerOpenFile(dlh_fn, logFile);
+}
 
 /* 16: cublasLtLoggerSetCallback — cublasLt.h */
 static cublasStatus_t (*real_cublasLtLoggerSetCallback)(cublasLtLoggerCallback_t callback);
-DLH_EXPORT cublasStatus_t cublasLtLoggerSetCallback(cublasLtLoggerCallback_t callback) {
-  DLH_REAL(dlh_fn, real_cublasLtLoggerSetCallback, "cublasLtLoggerSetCallback", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtLoggerSetCallback)(cublasLtLoggerCallback_t callback);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtLoggerSetCallback(__typeof__(real_cublasLtLoggerSetCallback) dlh_fn, cublasLtLoggerCallback_t callback) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(callback);
@@ -437,11 +571,19 @@ DLH_EXPORT cublasStatus_t cublasLtLoggerSetCallback(cublasLtLoggerCallback_t cal
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtLoggerSetCallback(cublasLtLoggerCallback_t callback) {
+  DLH_REAL(dlh_fn, real_cublasLtLoggerSetCallback, "cublasLtLoggerSetCallback", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtLoggerSetCallback(dlh_fn, callback);
+}
+static cublasStatus_t dlh_own_cublasLtLoggerSetCallback(cublasLtLoggerCallback_t callback) {
+  DLH_OWN(dlh_fn, own_cublasLtLoggerSetCallback, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtLoggerSetCallback(dlh_fn, callback);
+}
 
 /* 17: cublasLtLoggerSetFile — cublasLt.h */
 static cublasStatus_t (*real_cublasLtLoggerSetFile)(FILE *file);
-DLH_EXPORT cublasStatus_t cublasLtLoggerSetFile(FILE *file) {
-  DLH_REAL(dlh_fn, real_cublasLtLoggerSetFile, "cublasLtLoggerSetFile", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtLoggerSetFile)(FILE *file);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtLoggerSetFile(__typeof__(real_cublasLtLoggerSetFile) dlh_fn, FILE *file) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(file);
@@ -453,11 +595,19 @@ DLH_EXPORT cublasStatus_t cublasLtLoggerSetFile(FILE *file) {
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtLoggerSetFile(FILE *file) {
+  DLH_REAL(dlh_fn, real_cublasLtLoggerSetFile, "cublasLtLoggerSetFile", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtLoggerSetFile(dlh_fn, file);
+}
+static cublasStatus_t dlh_own_cublasLtLoggerSetFile(FILE *file) {
+  DLH_OWN(dlh_fn, own_cublasLtLoggerSetFile, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtLoggerSetFile(dlh_fn, file);
+}
 
 /* 18: cublasLtLoggerSetLevel — cublasLt.h */
 static cublasStatus_t (*real_cublasLtLoggerSetLevel)(int level);
-DLH_EXPORT cublasStatus_t cublasLtLoggerSetLevel(int level) {
-  DLH_REAL(dlh_fn, real_cublasLtLoggerSetLevel, "cublasLtLoggerSetLevel", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtLoggerSetLevel)(int level);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtLoggerSetLevel(__typeof__(real_cublasLtLoggerSetLevel) dlh_fn, int level) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(level);
@@ -469,11 +619,19 @@ DLH_EXPORT cublasStatus_t cublasLtLoggerSetLevel(int level) {
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtLoggerSetLevel(int level) {
+  DLH_REAL(dlh_fn, real_cublasLtLoggerSetLevel, "cublasLtLoggerSetLevel", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtLoggerSetLevel(dlh_fn, level);
+}
+static cublasStatus_t dlh_own_cublasLtLoggerSetLevel(int level) {
+  DLH_OWN(dlh_fn, own_cublasLtLoggerSetLevel, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtLoggerSetLevel(dlh_fn, level);
+}
 
 /* 19: cublasLtLoggerSetMask — cublasLt.h */
 static cublasStatus_t (*real_cublasLtLoggerSetMask)(int mask);
-DLH_EXPORT cublasStatus_t cublasLtLoggerSetMask(int mask) {
-  DLH_REAL(dlh_fn, real_cublasLtLoggerSetMask, "cublasLtLoggerSetMask", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtLoggerSetMask)(int mask);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtLoggerSetMask(__typeof__(real_cublasLtLoggerSetMask) dlh_fn, int mask) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(mask);
@@ -485,11 +643,19 @@ DLH_EXPORT cublasStatus_t cublasLtLoggerSetMask(int mask) {
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtLoggerSetMask(int mask) {
+  DLH_REAL(dlh_fn, real_cublasLtLoggerSetMask, "cublasLtLoggerSetMask", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtLoggerSetMask(dlh_fn, mask);
+}
+static cublasStatus_t dlh_own_cublasLtLoggerSetMask(int mask) {
+  DLH_OWN(dlh_fn, own_cublasLtLoggerSetMask, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtLoggerSetMask(dlh_fn, mask);
+}
 
 /* 20: cublasLtMatmul — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmul)(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc, const void *B, cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C, cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspaceSizeInBytes, cudaStream_t stream);
-DLH_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc, const void *B, cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C, cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspaceSizeInBytes, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmul, "cublasLtMatmul", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmul)(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc, const void *B, cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C, cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspaceSizeInBytes, cudaStream_t stream);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmul(__typeof__(real_cublasLtMatmul) dlh_fn, cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc, const void *B, cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C, cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspaceSizeInBytes, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace, workspaceSizeInBytes, stream);
@@ -517,11 +683,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtM
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc, const void *B, cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C, cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspaceSizeInBytes, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmul, "cublasLtMatmul", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmul(dlh_fn, lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace, workspaceSizeInBytes, stream);
+}
+static cublasStatus_t dlh_own_cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc, const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc, const void *B, cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C, cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo, void *workspace, size_t workspaceSizeInBytes, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmul, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmul(dlh_fn, lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace, workspaceSizeInBytes, stream);
+}
 
 /* 21: cublasLtMatmulAlgoCapGetAttribute — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmulAlgoCapGetAttribute)(const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoCapAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten);
-DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoCapAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmulAlgoCapGetAttribute, "cublasLtMatmulAlgoCapGetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmulAlgoCapGetAttribute)(const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoCapAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmulAlgoCapGetAttribute(__typeof__(real_cublasLtMatmulAlgoCapGetAttribute) dlh_fn, const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoCapAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(algo, attr, buf, sizeInBytes, sizeWritten);
@@ -537,11 +711,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmul
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoCapAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmulAlgoCapGetAttribute, "cublasLtMatmulAlgoCapGetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulAlgoCapGetAttribute(dlh_fn, algo, attr, buf, sizeInBytes, sizeWritten);
+}
+static cublasStatus_t dlh_own_cublasLtMatmulAlgoCapGetAttribute(const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoCapAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmulAlgoCapGetAttribute, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulAlgoCapGetAttribute(dlh_fn, algo, attr, buf, sizeInBytes, sizeWritten);
+}
 
 /* 22: cublasLtMatmulAlgoCheck — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmulAlgoCheck)(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo, cublasLtMatmulHeuristicResult_t *result);
-DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo, cublasLtMatmulHeuristicResult_t *result) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmulAlgoCheck, "cublasLtMatmulAlgoCheck", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmulAlgoCheck)(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo, cublasLtMatmulHeuristicResult_t *result);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmulAlgoCheck(__typeof__(real_cublasLtMatmulAlgoCheck) dlh_fn, cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo, cublasLtMatmulHeuristicResult_t *result) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(lightHandle, operationDesc, Adesc, Bdesc, Cdesc, Ddesc, algo, result);
@@ -560,11 +742,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t lightHandle, 
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo, cublasLtMatmulHeuristicResult_t *result) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmulAlgoCheck, "cublasLtMatmulAlgoCheck", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulAlgoCheck(dlh_fn, lightHandle, operationDesc, Adesc, Bdesc, Cdesc, Ddesc, algo, result);
+}
+static cublasStatus_t dlh_own_cublasLtMatmulAlgoCheck(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo, cublasLtMatmulHeuristicResult_t *result) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmulAlgoCheck, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulAlgoCheck(dlh_fn, lightHandle, operationDesc, Adesc, Bdesc, Cdesc, Ddesc, algo, result);
+}
 
 /* 23: cublasLtMatmulAlgoConfigGetAttribute — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmulAlgoConfigGetAttribute)(const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten);
-DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmulAlgoConfigGetAttribute, "cublasLtMatmulAlgoConfigGetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmulAlgoConfigGetAttribute)(const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmulAlgoConfigGetAttribute(__typeof__(real_cublasLtMatmulAlgoConfigGetAttribute) dlh_fn, const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(algo, attr, buf, sizeInBytes, sizeWritten);
@@ -580,11 +770,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMat
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmulAlgoConfigGetAttribute, "cublasLtMatmulAlgoConfigGetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulAlgoConfigGetAttribute(dlh_fn, algo, attr, buf, sizeInBytes, sizeWritten);
+}
+static cublasStatus_t dlh_own_cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmulAlgoConfigGetAttribute, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulAlgoConfigGetAttribute(dlh_fn, algo, attr, buf, sizeInBytes, sizeWritten);
+}
 
 /* 24: cublasLtMatmulAlgoConfigSetAttribute — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmulAlgoConfigSetAttribute)(cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t attr, const void *buf, size_t sizeInBytes);
-DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoConfigSetAttribute(cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t attr, const void *buf, size_t sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmulAlgoConfigSetAttribute, "cublasLtMatmulAlgoConfigSetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmulAlgoConfigSetAttribute)(cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t attr, const void *buf, size_t sizeInBytes);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmulAlgoConfigSetAttribute(__typeof__(real_cublasLtMatmulAlgoConfigSetAttribute) dlh_fn, cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t attr, const void *buf, size_t sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(algo, attr, buf, sizeInBytes);
@@ -599,11 +797,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoConfigSetAttribute(cublasLtMatmulAlg
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoConfigSetAttribute(cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t attr, const void *buf, size_t sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmulAlgoConfigSetAttribute, "cublasLtMatmulAlgoConfigSetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulAlgoConfigSetAttribute(dlh_fn, algo, attr, buf, sizeInBytes);
+}
+static cublasStatus_t dlh_own_cublasLtMatmulAlgoConfigSetAttribute(cublasLtMatmulAlgo_t *algo, cublasLtMatmulAlgoConfigAttributes_t attr, const void *buf, size_t sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmulAlgoConfigSetAttribute, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulAlgoConfigSetAttribute(dlh_fn, algo, attr, buf, sizeInBytes);
+}
 
 /* 25: cublasLtMatmulAlgoGetHeuristic — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmulAlgoGetHeuristic)(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, cublasLtMatmulPreference_t preference, int requestedAlgoCount, cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int *returnAlgoCount);
-DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, cublasLtMatmulPreference_t preference, int requestedAlgoCount, cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int *returnAlgoCount) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmulAlgoGetHeuristic)(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, cublasLtMatmulPreference_t preference, int requestedAlgoCount, cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int *returnAlgoCount);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmulAlgoGetHeuristic(__typeof__(real_cublasLtMatmulAlgoGetHeuristic) dlh_fn, cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, cublasLtMatmulPreference_t preference, int requestedAlgoCount, cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int *returnAlgoCount) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(lightHandle, operationDesc, Adesc, Bdesc, Cdesc, Ddesc, preference, requestedAlgoCount, heuristicResultsArray, returnAlgoCount);
@@ -624,11 +830,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightH
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, cublasLtMatmulPreference_t preference, int requestedAlgoCount, cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int *returnAlgoCount) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmulAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulAlgoGetHeuristic(dlh_fn, lightHandle, operationDesc, Adesc, Bdesc, Cdesc, Ddesc, preference, requestedAlgoCount, heuristicResultsArray, returnAlgoCount);
+}
+static cublasStatus_t dlh_own_cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc, cublasLtMatmulPreference_t preference, int requestedAlgoCount, cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int *returnAlgoCount) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmulAlgoGetHeuristic, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulAlgoGetHeuristic(dlh_fn, lightHandle, operationDesc, Adesc, Bdesc, Cdesc, Ddesc, preference, requestedAlgoCount, heuristicResultsArray, returnAlgoCount);
+}
 
 /* 26: cublasLtMatmulAlgoGetIds — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmulAlgoGetIds)(cublasLtHandle_t lightHandle, cublasComputeType_t computeType, cudaDataType_t scaleType, cudaDataType_t Atype, cudaDataType_t Btype, cudaDataType_t Ctype, cudaDataType_t Dtype, int requestedAlgoCount, int algoIdsArray[], int *returnAlgoCount);
-DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoGetIds(cublasLtHandle_t lightHandle, cublasComputeType_t computeType, cudaDataType_t scaleType, cudaDataType_t Atype, cudaDataType_t Btype, cudaDataType_t Ctype, cudaDataType_t Dtype, int requestedAlgoCount, int algoIdsArray[], int *returnAlgoCount) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmulAlgoGetIds, "cublasLtMatmulAlgoGetIds", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmulAlgoGetIds)(cublasLtHandle_t lightHandle, cublasComputeType_t computeType, cudaDataType_t scaleType, cudaDataType_t Atype, cudaDataType_t Btype, cudaDataType_t Ctype, cudaDataType_t Dtype, int requestedAlgoCount, int algoIdsArray[], int *returnAlgoCount);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmulAlgoGetIds(__typeof__(real_cublasLtMatmulAlgoGetIds) dlh_fn, cublasLtHandle_t lightHandle, cublasComputeType_t computeType, cudaDataType_t scaleType, cudaDataType_t Atype, cudaDataType_t Btype, cudaDataType_t Ctype, cudaDataType_t Dtype, int requestedAlgoCount, int algoIdsArray[], int *returnAlgoCount) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(lightHandle, computeType, scaleType, Atype, Btype, Ctype, Dtype, requestedAlgoCount, algoIdsArray, returnAlgoCount);
@@ -649,11 +863,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoGetIds(cublasLtHandle_t lightHandle,
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoGetIds(cublasLtHandle_t lightHandle, cublasComputeType_t computeType, cudaDataType_t scaleType, cudaDataType_t Atype, cudaDataType_t Btype, cudaDataType_t Ctype, cudaDataType_t Dtype, int requestedAlgoCount, int algoIdsArray[], int *returnAlgoCount) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmulAlgoGetIds, "cublasLtMatmulAlgoGetIds", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulAlgoGetIds(dlh_fn, lightHandle, computeType, scaleType, Atype, Btype, Ctype, Dtype, requestedAlgoCount, algoIdsArray, returnAlgoCount);
+}
+static cublasStatus_t dlh_own_cublasLtMatmulAlgoGetIds(cublasLtHandle_t lightHandle, cublasComputeType_t computeType, cudaDataType_t scaleType, cudaDataType_t Atype, cudaDataType_t Btype, cudaDataType_t Ctype, cudaDataType_t Dtype, int requestedAlgoCount, int algoIdsArray[], int *returnAlgoCount) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmulAlgoGetIds, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulAlgoGetIds(dlh_fn, lightHandle, computeType, scaleType, Atype, Btype, Ctype, Dtype, requestedAlgoCount, algoIdsArray, returnAlgoCount);
+}
 
 /* 27: cublasLtMatmulAlgoInit — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmulAlgoInit)(cublasLtHandle_t lightHandle, cublasComputeType_t computeType, cudaDataType_t scaleType, cudaDataType_t Atype, cudaDataType_t Btype, cudaDataType_t Ctype, cudaDataType_t Dtype, int algoId, cublasLtMatmulAlgo_t *algo);
-DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoInit(cublasLtHandle_t lightHandle, cublasComputeType_t computeType, cudaDataType_t scaleType, cudaDataType_t Atype, cudaDataType_t Btype, cudaDataType_t Ctype, cudaDataType_t Dtype, int algoId, cublasLtMatmulAlgo_t *algo) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmulAlgoInit, "cublasLtMatmulAlgoInit", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmulAlgoInit)(cublasLtHandle_t lightHandle, cublasComputeType_t computeType, cudaDataType_t scaleType, cudaDataType_t Atype, cudaDataType_t Btype, cudaDataType_t Ctype, cudaDataType_t Dtype, int algoId, cublasLtMatmulAlgo_t *algo);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmulAlgoInit(__typeof__(real_cublasLtMatmulAlgoInit) dlh_fn, cublasLtHandle_t lightHandle, cublasComputeType_t computeType, cudaDataType_t scaleType, cudaDataType_t Atype, cudaDataType_t Btype, cudaDataType_t Ctype, cudaDataType_t Dtype, int algoId, cublasLtMatmulAlgo_t *algo) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(lightHandle, computeType, scaleType, Atype, Btype, Ctype, Dtype, algoId, algo);
@@ -673,11 +895,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoInit(cublasLtHandle_t lightHandle, c
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmulAlgoInit(cublasLtHandle_t lightHandle, cublasComputeType_t computeType, cudaDataType_t scaleType, cudaDataType_t Atype, cudaDataType_t Btype, cudaDataType_t Ctype, cudaDataType_t Dtype, int algoId, cublasLtMatmulAlgo_t *algo) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmulAlgoInit, "cublasLtMatmulAlgoInit", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulAlgoInit(dlh_fn, lightHandle, computeType, scaleType, Atype, Btype, Ctype, Dtype, algoId, algo);
+}
+static cublasStatus_t dlh_own_cublasLtMatmulAlgoInit(cublasLtHandle_t lightHandle, cublasComputeType_t computeType, cudaDataType_t scaleType, cudaDataType_t Atype, cudaDataType_t Btype, cudaDataType_t Ctype, cudaDataType_t Dtype, int algoId, cublasLtMatmulAlgo_t *algo) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmulAlgoInit, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulAlgoInit(dlh_fn, lightHandle, computeType, scaleType, Atype, Btype, Ctype, Dtype, algoId, algo);
+}
 
 /* 28: cublasLtMatmulDescCreate — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmulDescCreate)(cublasLtMatmulDesc_t *matmulDesc, cublasComputeType_t computeType, cudaDataType_t scaleType);
-DLH_EXPORT cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *matmulDesc, cublasComputeType_t computeType, cudaDataType_t scaleType) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmulDescCreate, "cublasLtMatmulDescCreate", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmulDescCreate)(cublasLtMatmulDesc_t *matmulDesc, cublasComputeType_t computeType, cudaDataType_t scaleType);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmulDescCreate(__typeof__(real_cublasLtMatmulDescCreate) dlh_fn, cublasLtMatmulDesc_t *matmulDesc, cublasComputeType_t computeType, cudaDataType_t scaleType) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(matmulDesc, computeType, scaleType);
@@ -691,11 +921,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *matmulD
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *matmulDesc, cublasComputeType_t computeType, cudaDataType_t scaleType) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmulDescCreate, "cublasLtMatmulDescCreate", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulDescCreate(dlh_fn, matmulDesc, computeType, scaleType);
+}
+static cublasStatus_t dlh_own_cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *matmulDesc, cublasComputeType_t computeType, cudaDataType_t scaleType) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmulDescCreate, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulDescCreate(dlh_fn, matmulDesc, computeType, scaleType);
+}
 
 /* 29: cublasLtMatmulDescDestroy — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmulDescDestroy)(cublasLtMatmulDesc_t matmulDesc);
-DLH_EXPORT cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmulDescDestroy, "cublasLtMatmulDescDestroy", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmulDescDestroy)(cublasLtMatmulDesc_t matmulDesc);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmulDescDestroy(__typeof__(real_cublasLtMatmulDescDestroy) dlh_fn, cublasLtMatmulDesc_t matmulDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(matmulDesc);
@@ -707,11 +945,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulD
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmulDescDestroy, "cublasLtMatmulDescDestroy", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulDescDestroy(dlh_fn, matmulDesc);
+}
+static cublasStatus_t dlh_own_cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmulDescDestroy, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulDescDestroy(dlh_fn, matmulDesc);
+}
 
 /* 30: cublasLtMatmulDescGetAttribute — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmulDescGetAttribute)(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten);
-DLH_EXPORT cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmulDescGetAttribute, "cublasLtMatmulDescGetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmulDescGetAttribute)(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmulDescGetAttribute(__typeof__(real_cublasLtMatmulDescGetAttribute) dlh_fn, cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(matmulDesc, attr, buf, sizeInBytes, sizeWritten);
@@ -727,11 +973,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t ma
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmulDescGetAttribute, "cublasLtMatmulDescGetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulDescGetAttribute(dlh_fn, matmulDesc, attr, buf, sizeInBytes, sizeWritten);
+}
+static cublasStatus_t dlh_own_cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmulDescGetAttribute, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulDescGetAttribute(dlh_fn, matmulDesc, attr, buf, sizeInBytes, sizeWritten);
+}
 
 /* 31: cublasLtMatmulDescInit_internal — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmulDescInit_internal)(cublasLtMatmulDesc_t matmulDesc, size_t size, cublasComputeType_t computeType, cudaDataType_t scaleType);
-DLH_EXPORT cublasStatus_t cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t matmulDesc, size_t size, cublasComputeType_t computeType, cudaDataType_t scaleType) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmulDescInit_internal, "cublasLtMatmulDescInit_internal", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmulDescInit_internal)(cublasLtMatmulDesc_t matmulDesc, size_t size, cublasComputeType_t computeType, cudaDataType_t scaleType);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmulDescInit_internal(__typeof__(real_cublasLtMatmulDescInit_internal) dlh_fn, cublasLtMatmulDesc_t matmulDesc, size_t size, cublasComputeType_t computeType, cudaDataType_t scaleType) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(matmulDesc, size, computeType, scaleType);
@@ -746,11 +1000,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t m
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t matmulDesc, size_t size, cublasComputeType_t computeType, cudaDataType_t scaleType) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmulDescInit_internal, "cublasLtMatmulDescInit_internal", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulDescInit_internal(dlh_fn, matmulDesc, size, computeType, scaleType);
+}
+static cublasStatus_t dlh_own_cublasLtMatmulDescInit_internal(cublasLtMatmulDesc_t matmulDesc, size_t size, cublasComputeType_t computeType, cudaDataType_t scaleType) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmulDescInit_internal, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulDescInit_internal(dlh_fn, matmulDesc, size, computeType, scaleType);
+}
 
 /* 32: cublasLtMatmulDescSetAttribute — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmulDescSetAttribute)(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, const void *buf, size_t sizeInBytes);
-DLH_EXPORT cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, const void *buf, size_t sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmulDescSetAttribute)(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, const void *buf, size_t sizeInBytes);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmulDescSetAttribute(__typeof__(real_cublasLtMatmulDescSetAttribute) dlh_fn, cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, const void *buf, size_t sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(matmulDesc, attr, buf, sizeInBytes);
@@ -765,11 +1027,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t ma
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, const void *buf, size_t sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmulDescSetAttribute, "cublasLtMatmulDescSetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulDescSetAttribute(dlh_fn, matmulDesc, attr, buf, sizeInBytes);
+}
+static cublasStatus_t dlh_own_cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc, cublasLtMatmulDescAttributes_t attr, const void *buf, size_t sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmulDescSetAttribute, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulDescSetAttribute(dlh_fn, matmulDesc, attr, buf, sizeInBytes);
+}
 
 /* 33: cublasLtMatmulPreferenceCreate — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmulPreferenceCreate)(cublasLtMatmulPreference_t *pref);
-DLH_EXPORT cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *pref) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmulPreferenceCreate)(cublasLtMatmulPreference_t *pref);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmulPreferenceCreate(__typeof__(real_cublasLtMatmulPreferenceCreate) dlh_fn, cublasLtMatmulPreference_t *pref) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(pref);
@@ -781,11 +1051,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreferenc
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *pref) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmulPreferenceCreate, "cublasLtMatmulPreferenceCreate", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulPreferenceCreate(dlh_fn, pref);
+}
+static cublasStatus_t dlh_own_cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *pref) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmulPreferenceCreate, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulPreferenceCreate(dlh_fn, pref);
+}
 
 /* 34: cublasLtMatmulPreferenceDestroy — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmulPreferenceDestroy)(cublasLtMatmulPreference_t pref);
-DLH_EXPORT cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmulPreferenceDestroy)(cublasLtMatmulPreference_t pref);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmulPreferenceDestroy(__typeof__(real_cublasLtMatmulPreferenceDestroy) dlh_fn, cublasLtMatmulPreference_t pref) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(pref);
@@ -797,11 +1075,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreferen
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmulPreferenceDestroy, "cublasLtMatmulPreferenceDestroy", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulPreferenceDestroy(dlh_fn, pref);
+}
+static cublasStatus_t dlh_own_cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmulPreferenceDestroy, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulPreferenceDestroy(dlh_fn, pref);
+}
 
 /* 35: cublasLtMatmulPreferenceGetAttribute — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmulPreferenceGetAttribute)(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten);
-DLH_EXPORT cublasStatus_t cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmulPreferenceGetAttribute, "cublasLtMatmulPreferenceGetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmulPreferenceGetAttribute)(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmulPreferenceGetAttribute(__typeof__(real_cublasLtMatmulPreferenceGetAttribute) dlh_fn, cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(pref, attr, buf, sizeInBytes, sizeWritten);
@@ -817,11 +1103,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPre
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmulPreferenceGetAttribute, "cublasLtMatmulPreferenceGetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulPreferenceGetAttribute(dlh_fn, pref, attr, buf, sizeInBytes, sizeWritten);
+}
+static cublasStatus_t dlh_own_cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmulPreferenceGetAttribute, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulPreferenceGetAttribute(dlh_fn, pref, attr, buf, sizeInBytes, sizeWritten);
+}
 
 /* 36: cublasLtMatmulPreferenceInit_internal — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmulPreferenceInit_internal)(cublasLtMatmulPreference_t pref, size_t size);
-DLH_EXPORT cublasStatus_t cublasLtMatmulPreferenceInit_internal(cublasLtMatmulPreference_t pref, size_t size) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmulPreferenceInit_internal, "cublasLtMatmulPreferenceInit_internal", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmulPreferenceInit_internal)(cublasLtMatmulPreference_t pref, size_t size);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmulPreferenceInit_internal(__typeof__(real_cublasLtMatmulPreferenceInit_internal) dlh_fn, cublasLtMatmulPreference_t pref, size_t size) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(pref, size);
@@ -834,11 +1128,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmulPreferenceInit_internal(cublasLtMatmulPr
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmulPreferenceInit_internal(cublasLtMatmulPreference_t pref, size_t size) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmulPreferenceInit_internal, "cublasLtMatmulPreferenceInit_internal", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulPreferenceInit_internal(dlh_fn, pref, size);
+}
+static cublasStatus_t dlh_own_cublasLtMatmulPreferenceInit_internal(cublasLtMatmulPreference_t pref, size_t size) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmulPreferenceInit_internal, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulPreferenceInit_internal(dlh_fn, pref, size);
+}
 
 /* 37: cublasLtMatmulPreferenceSetAttribute — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatmulPreferenceSetAttribute)(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const void *buf, size_t sizeInBytes);
-DLH_EXPORT cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const void *buf, size_t sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cublasLtMatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatmulPreferenceSetAttribute)(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const void *buf, size_t sizeInBytes);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatmulPreferenceSetAttribute(__typeof__(real_cublasLtMatmulPreferenceSetAttribute) dlh_fn, cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const void *buf, size_t sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(pref, attr, buf, sizeInBytes);
@@ -853,11 +1155,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPre
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const void *buf, size_t sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cublasLtMatmulPreferenceSetAttribute, "cublasLtMatmulPreferenceSetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulPreferenceSetAttribute(dlh_fn, pref, attr, buf, sizeInBytes);
+}
+static cublasStatus_t dlh_own_cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, const void *buf, size_t sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cublasLtMatmulPreferenceSetAttribute, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatmulPreferenceSetAttribute(dlh_fn, pref, attr, buf, sizeInBytes);
+}
 
 /* 38: cublasLtMatrixLayoutCreate — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatrixLayoutCreate)(cublasLtMatrixLayout_t *matLayout, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld);
-DLH_EXPORT cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *matLayout, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld) {
-  DLH_REAL(dlh_fn, real_cublasLtMatrixLayoutCreate, "cublasLtMatrixLayoutCreate", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatrixLayoutCreate)(cublasLtMatrixLayout_t *matLayout, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatrixLayoutCreate(__typeof__(real_cublasLtMatrixLayoutCreate) dlh_fn, cublasLtMatrixLayout_t *matLayout, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(matLayout, type, rows, cols, ld);
@@ -873,11 +1183,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *mat
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *matLayout, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld) {
+  DLH_REAL(dlh_fn, real_cublasLtMatrixLayoutCreate, "cublasLtMatrixLayoutCreate", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixLayoutCreate(dlh_fn, matLayout, type, rows, cols, ld);
+}
+static cublasStatus_t dlh_own_cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *matLayout, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld) {
+  DLH_OWN(dlh_fn, own_cublasLtMatrixLayoutCreate, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixLayoutCreate(dlh_fn, matLayout, type, rows, cols, ld);
+}
 
 /* 39: cublasLtMatrixLayoutDestroy — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatrixLayoutDestroy)(cublasLtMatrixLayout_t matLayout);
-DLH_EXPORT cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout) {
-  DLH_REAL(dlh_fn, real_cublasLtMatrixLayoutDestroy, "cublasLtMatrixLayoutDestroy", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatrixLayoutDestroy)(cublasLtMatrixLayout_t matLayout);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatrixLayoutDestroy(__typeof__(real_cublasLtMatrixLayoutDestroy) dlh_fn, cublasLtMatrixLayout_t matLayout) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(matLayout);
@@ -889,11 +1207,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t mat
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout) {
+  DLH_REAL(dlh_fn, real_cublasLtMatrixLayoutDestroy, "cublasLtMatrixLayoutDestroy", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixLayoutDestroy(dlh_fn, matLayout);
+}
+static cublasStatus_t dlh_own_cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout) {
+  DLH_OWN(dlh_fn, own_cublasLtMatrixLayoutDestroy, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixLayoutDestroy(dlh_fn, matLayout);
+}
 
 /* 40: cublasLtMatrixLayoutGetAttribute — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatrixLayoutGetAttribute)(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten);
-DLH_EXPORT cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
-  DLH_REAL(dlh_fn, real_cublasLtMatrixLayoutGetAttribute, "cublasLtMatrixLayoutGetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatrixLayoutGetAttribute)(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatrixLayoutGetAttribute(__typeof__(real_cublasLtMatrixLayoutGetAttribute) dlh_fn, cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(matLayout, attr, buf, sizeInBytes, sizeWritten);
@@ -909,11 +1235,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
+  DLH_REAL(dlh_fn, real_cublasLtMatrixLayoutGetAttribute, "cublasLtMatrixLayoutGetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixLayoutGetAttribute(dlh_fn, matLayout, attr, buf, sizeInBytes, sizeWritten);
+}
+static cublasStatus_t dlh_own_cublasLtMatrixLayoutGetAttribute(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
+  DLH_OWN(dlh_fn, own_cublasLtMatrixLayoutGetAttribute, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixLayoutGetAttribute(dlh_fn, matLayout, attr, buf, sizeInBytes, sizeWritten);
+}
 
 /* 41: cublasLtMatrixLayoutInit_internal — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatrixLayoutInit_internal)(cublasLtMatrixLayout_t matLayout, size_t size, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld);
-DLH_EXPORT cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t matLayout, size_t size, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld) {
-  DLH_REAL(dlh_fn, real_cublasLtMatrixLayoutInit_internal, "cublasLtMatrixLayoutInit_internal", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatrixLayoutInit_internal)(cublasLtMatrixLayout_t matLayout, size_t size, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatrixLayoutInit_internal(__typeof__(real_cublasLtMatrixLayoutInit_internal) dlh_fn, cublasLtMatrixLayout_t matLayout, size_t size, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(matLayout, size, type, rows, cols, ld);
@@ -930,11 +1264,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t matLayout, size_t size, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld) {
+  DLH_REAL(dlh_fn, real_cublasLtMatrixLayoutInit_internal, "cublasLtMatrixLayoutInit_internal", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixLayoutInit_internal(dlh_fn, matLayout, size, type, rows, cols, ld);
+}
+static cublasStatus_t dlh_own_cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t matLayout, size_t size, cudaDataType type, uint64_t rows, uint64_t cols, int64_t ld) {
+  DLH_OWN(dlh_fn, own_cublasLtMatrixLayoutInit_internal, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixLayoutInit_internal(dlh_fn, matLayout, size, type, rows, cols, ld);
+}
 
 /* 42: cublasLtMatrixLayoutSetAttribute — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatrixLayoutSetAttribute)(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, const void *buf, size_t sizeInBytes);
-DLH_EXPORT cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, const void *buf, size_t sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cublasLtMatrixLayoutSetAttribute, "cublasLtMatrixLayoutSetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatrixLayoutSetAttribute)(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, const void *buf, size_t sizeInBytes);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatrixLayoutSetAttribute(__typeof__(real_cublasLtMatrixLayoutSetAttribute) dlh_fn, cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, const void *buf, size_t sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(matLayout, attr, buf, sizeInBytes);
@@ -949,11 +1291,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, const void *buf, size_t sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cublasLtMatrixLayoutSetAttribute, "cublasLtMatrixLayoutSetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixLayoutSetAttribute(dlh_fn, matLayout, attr, buf, sizeInBytes);
+}
+static cublasStatus_t dlh_own_cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t matLayout, cublasLtMatrixLayoutAttribute_t attr, const void *buf, size_t sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cublasLtMatrixLayoutSetAttribute, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixLayoutSetAttribute(dlh_fn, matLayout, attr, buf, sizeInBytes);
+}
 
 /* 43: cublasLtMatrixTransform — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatrixTransform)(cublasLtHandle_t lightHandle, cublasLtMatrixTransformDesc_t transformDesc, const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc, const void *beta, const void *B, cublasLtMatrixLayout_t Bdesc, void *C, cublasLtMatrixLayout_t Cdesc, cudaStream_t stream);
-DLH_EXPORT cublasStatus_t cublasLtMatrixTransform(cublasLtHandle_t lightHandle, cublasLtMatrixTransformDesc_t transformDesc, const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc, const void *beta, const void *B, cublasLtMatrixLayout_t Bdesc, void *C, cublasLtMatrixLayout_t Cdesc, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cublasLtMatrixTransform, "cublasLtMatrixTransform", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatrixTransform)(cublasLtHandle_t lightHandle, cublasLtMatrixTransformDesc_t transformDesc, const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc, const void *beta, const void *B, cublasLtMatrixLayout_t Bdesc, void *C, cublasLtMatrixLayout_t Cdesc, cudaStream_t stream);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatrixTransform(__typeof__(real_cublasLtMatrixTransform) dlh_fn, cublasLtHandle_t lightHandle, cublasLtMatrixTransformDesc_t transformDesc, const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc, const void *beta, const void *B, cublasLtMatrixLayout_t Bdesc, void *C, cublasLtMatrixLayout_t Cdesc, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(lightHandle, transformDesc, alpha, A, Adesc, beta, B, Bdesc, C, Cdesc, stream);
@@ -975,11 +1325,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatrixTransform(cublasLtHandle_t lightHandle, 
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatrixTransform(cublasLtHandle_t lightHandle, cublasLtMatrixTransformDesc_t transformDesc, const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc, const void *beta, const void *B, cublasLtMatrixLayout_t Bdesc, void *C, cublasLtMatrixLayout_t Cdesc, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cublasLtMatrixTransform, "cublasLtMatrixTransform", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixTransform(dlh_fn, lightHandle, transformDesc, alpha, A, Adesc, beta, B, Bdesc, C, Cdesc, stream);
+}
+static cublasStatus_t dlh_own_cublasLtMatrixTransform(cublasLtHandle_t lightHandle, cublasLtMatrixTransformDesc_t transformDesc, const void *alpha, const void *A, cublasLtMatrixLayout_t Adesc, const void *beta, const void *B, cublasLtMatrixLayout_t Bdesc, void *C, cublasLtMatrixLayout_t Cdesc, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cublasLtMatrixTransform, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixTransform(dlh_fn, lightHandle, transformDesc, alpha, A, Adesc, beta, B, Bdesc, C, Cdesc, stream);
+}
 
 /* 44: cublasLtMatrixTransformDescCreate — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatrixTransformDescCreate)(cublasLtMatrixTransformDesc_t *transformDesc, cudaDataType scaleType);
-DLH_EXPORT cublasStatus_t cublasLtMatrixTransformDescCreate(cublasLtMatrixTransformDesc_t *transformDesc, cudaDataType scaleType) {
-  DLH_REAL(dlh_fn, real_cublasLtMatrixTransformDescCreate, "cublasLtMatrixTransformDescCreate", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatrixTransformDescCreate)(cublasLtMatrixTransformDesc_t *transformDesc, cudaDataType scaleType);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatrixTransformDescCreate(__typeof__(real_cublasLtMatrixTransformDescCreate) dlh_fn, cublasLtMatrixTransformDesc_t *transformDesc, cudaDataType scaleType) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(transformDesc, scaleType);
@@ -992,11 +1350,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatrixTransformDescCreate(cublasLtMatrixTransf
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatrixTransformDescCreate(cublasLtMatrixTransformDesc_t *transformDesc, cudaDataType scaleType) {
+  DLH_REAL(dlh_fn, real_cublasLtMatrixTransformDescCreate, "cublasLtMatrixTransformDescCreate", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixTransformDescCreate(dlh_fn, transformDesc, scaleType);
+}
+static cublasStatus_t dlh_own_cublasLtMatrixTransformDescCreate(cublasLtMatrixTransformDesc_t *transformDesc, cudaDataType scaleType) {
+  DLH_OWN(dlh_fn, own_cublasLtMatrixTransformDescCreate, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixTransformDescCreate(dlh_fn, transformDesc, scaleType);
+}
 
 /* 45: cublasLtMatrixTransformDescDestroy — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatrixTransformDescDestroy)(cublasLtMatrixTransformDesc_t transformDesc);
-DLH_EXPORT cublasStatus_t cublasLtMatrixTransformDescDestroy(cublasLtMatrixTransformDesc_t transformDesc) {
-  DLH_REAL(dlh_fn, real_cublasLtMatrixTransformDescDestroy, "cublasLtMatrixTransformDescDestroy", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatrixTransformDescDestroy)(cublasLtMatrixTransformDesc_t transformDesc);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatrixTransformDescDestroy(__typeof__(real_cublasLtMatrixTransformDescDestroy) dlh_fn, cublasLtMatrixTransformDesc_t transformDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(transformDesc);
@@ -1008,11 +1374,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatrixTransformDescDestroy(cublasLtMatrixTrans
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatrixTransformDescDestroy(cublasLtMatrixTransformDesc_t transformDesc) {
+  DLH_REAL(dlh_fn, real_cublasLtMatrixTransformDescDestroy, "cublasLtMatrixTransformDescDestroy", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixTransformDescDestroy(dlh_fn, transformDesc);
+}
+static cublasStatus_t dlh_own_cublasLtMatrixTransformDescDestroy(cublasLtMatrixTransformDesc_t transformDesc) {
+  DLH_OWN(dlh_fn, own_cublasLtMatrixTransformDescDestroy, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixTransformDescDestroy(dlh_fn, transformDesc);
+}
 
 /* 46: cublasLtMatrixTransformDescGetAttribute — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatrixTransformDescGetAttribute)(cublasLtMatrixTransformDesc_t transformDesc, cublasLtMatrixTransformDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten);
-DLH_EXPORT cublasStatus_t cublasLtMatrixTransformDescGetAttribute(cublasLtMatrixTransformDesc_t transformDesc, cublasLtMatrixTransformDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
-  DLH_REAL(dlh_fn, real_cublasLtMatrixTransformDescGetAttribute, "cublasLtMatrixTransformDescGetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatrixTransformDescGetAttribute)(cublasLtMatrixTransformDesc_t transformDesc, cublasLtMatrixTransformDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatrixTransformDescGetAttribute(__typeof__(real_cublasLtMatrixTransformDescGetAttribute) dlh_fn, cublasLtMatrixTransformDesc_t transformDesc, cublasLtMatrixTransformDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(transformDesc, attr, buf, sizeInBytes, sizeWritten);
@@ -1028,11 +1402,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatrixTransformDescGetAttribute(cublasLtMatrix
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatrixTransformDescGetAttribute(cublasLtMatrixTransformDesc_t transformDesc, cublasLtMatrixTransformDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
+  DLH_REAL(dlh_fn, real_cublasLtMatrixTransformDescGetAttribute, "cublasLtMatrixTransformDescGetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixTransformDescGetAttribute(dlh_fn, transformDesc, attr, buf, sizeInBytes, sizeWritten);
+}
+static cublasStatus_t dlh_own_cublasLtMatrixTransformDescGetAttribute(cublasLtMatrixTransformDesc_t transformDesc, cublasLtMatrixTransformDescAttributes_t attr, void *buf, size_t sizeInBytes, size_t *sizeWritten) {
+  DLH_OWN(dlh_fn, own_cublasLtMatrixTransformDescGetAttribute, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixTransformDescGetAttribute(dlh_fn, transformDesc, attr, buf, sizeInBytes, sizeWritten);
+}
 
 /* 47: cublasLtMatrixTransformDescInit_internal — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatrixTransformDescInit_internal)(cublasLtMatrixTransformDesc_t transformDesc, size_t size, cudaDataType scaleType);
-DLH_EXPORT cublasStatus_t cublasLtMatrixTransformDescInit_internal(cublasLtMatrixTransformDesc_t transformDesc, size_t size, cudaDataType scaleType) {
-  DLH_REAL(dlh_fn, real_cublasLtMatrixTransformDescInit_internal, "cublasLtMatrixTransformDescInit_internal", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatrixTransformDescInit_internal)(cublasLtMatrixTransformDesc_t transformDesc, size_t size, cudaDataType scaleType);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatrixTransformDescInit_internal(__typeof__(real_cublasLtMatrixTransformDescInit_internal) dlh_fn, cublasLtMatrixTransformDesc_t transformDesc, size_t size, cudaDataType scaleType) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(transformDesc, size, scaleType);
@@ -1046,11 +1428,19 @@ DLH_EXPORT cublasStatus_t cublasLtMatrixTransformDescInit_internal(cublasLtMatri
   }
   return dlh_r;
 }
+DLH_EXPORT cublasStatus_t cublasLtMatrixTransformDescInit_internal(cublasLtMatrixTransformDesc_t transformDesc, size_t size, cudaDataType scaleType) {
+  DLH_REAL(dlh_fn, real_cublasLtMatrixTransformDescInit_internal, "cublasLtMatrixTransformDescInit_internal", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixTransformDescInit_internal(dlh_fn, transformDesc, size, scaleType);
+}
+static cublasStatus_t dlh_own_cublasLtMatrixTransformDescInit_internal(cublasLtMatrixTransformDesc_t transformDesc, size_t size, cudaDataType scaleType) {
+  DLH_OWN(dlh_fn, own_cublasLtMatrixTransformDescInit_internal, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixTransformDescInit_internal(dlh_fn, transformDesc, size, scaleType);
+}
 
 /* 48: cublasLtMatrixTransformDescSetAttribute — cublasLt.h */
 static cublasStatus_t (*real_cublasLtMatrixTransformDescSetAttribute)(cublasLtMatrixTransformDesc_t transformDesc, cublasLtMatrixTransformDescAttributes_t attr, const void *buf, size_t sizeInBytes);
-DLH_EXPORT cublasStatus_t cublasLtMatrixTransformDescSetAttribute(cublasLtMatrixTransformDesc_t transformDesc, cublasLtMatrixTransformDescAttributes_t attr, const void *buf, size_t sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cublasLtMatrixTransformDescSetAttribute, "cublasLtMatrixTransformDescSetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+static cublasStatus_t (*own_cublasLtMatrixTransformDescSetAttribute)(cublasLtMatrixTransformDesc_t transformDesc, cublasLtMatrixTransformDescAttributes_t attr, const void *buf, size_t sizeInBytes);
+static inline __attribute__((always_inline)) cublasStatus_t dlh_b_cublasLtMatrixTransformDescSetAttribute(__typeof__(real_cublasLtMatrixTransformDescSetAttribute) dlh_fn, cublasLtMatrixTransformDesc_t transformDesc, cublasLtMatrixTransformDescAttributes_t attr, const void *buf, size_t sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cublasStatus_t dlh_r = dlh_fn(transformDesc, attr, buf, sizeInBytes);
@@ -1064,6 +1454,14 @@ DLH_EXPORT cublasStatus_t cublasLtMatrixTransformDescSetAttribute(cublasLtMatrix
     dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUBLASLT, 48), (int64_t)dlh_r, 4, dlh_a);
   }
   return dlh_r;
+}
+DLH_EXPORT cublasStatus_t cublasLtMatrixTransformDescSetAttribute(cublasLtMatrixTransformDesc_t transformDesc, cublasLtMatrixTransformDescAttributes_t attr, const void *buf, size_t sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cublasLtMatrixTransformDescSetAttribute, "cublasLtMatrixTransformDescSetAttribute", DLH_LIB_CUBLASLT, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixTransformDescSetAttribute(dlh_fn, transformDesc, attr, buf, sizeInBytes);
+}
+static cublasStatus_t dlh_own_cublasLtMatrixTransformDescSetAttribute(cublasLtMatrixTransformDesc_t transformDesc, cublasLtMatrixTransformDescAttributes_t attr, const void *buf, size_t sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cublasLtMatrixTransformDescSetAttribute, CUBLAS_STATUS_NOT_INITIALIZED)
+  return dlh_b_cublasLtMatrixTransformDescSetAttribute(dlh_fn, transformDesc, attr, buf, sizeInBytes);
 }
 
 /* ---- descriptor table ---- */
@@ -1217,55 +1615,55 @@ const unsigned dlh_fns_cublasLt_count = 49;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 const dlh_sym dlh_syms_cublasLt[] = {
-  {"cublasLtCreate", (void *)cublasLtCreate, (void **)&real_cublasLtCreate},
-  {"cublasLtDestroy", (void *)cublasLtDestroy, (void **)&real_cublasLtDestroy},
-  {"cublasLtEmulationDescCreate", (void *)cublasLtEmulationDescCreate, (void **)&real_cublasLtEmulationDescCreate},
-  {"cublasLtEmulationDescDestroy", (void *)cublasLtEmulationDescDestroy, (void **)&real_cublasLtEmulationDescDestroy},
-  {"cublasLtEmulationDescGetAttribute", (void *)cublasLtEmulationDescGetAttribute, (void **)&real_cublasLtEmulationDescGetAttribute},
-  {"cublasLtEmulationDescInit_internal", (void *)cublasLtEmulationDescInit_internal, (void **)&real_cublasLtEmulationDescInit_internal},
-  {"cublasLtEmulationDescSetAttribute", (void *)cublasLtEmulationDescSetAttribute, (void **)&real_cublasLtEmulationDescSetAttribute},
-  {"cublasLtGetCudartVersion", (void *)cublasLtGetCudartVersion, (void **)&real_cublasLtGetCudartVersion},
-  {"cublasLtGetProperty", (void *)cublasLtGetProperty, (void **)&real_cublasLtGetProperty},
-  {"cublasLtGetStatusName", (void *)cublasLtGetStatusName, (void **)&real_cublasLtGetStatusName},
-  {"cublasLtGetStatusString", (void *)cublasLtGetStatusString, (void **)&real_cublasLtGetStatusString},
-  {"cublasLtGetVersion", (void *)cublasLtGetVersion, (void **)&real_cublasLtGetVersion},
-  {"cublasLtHeuristicsCacheGetCapacity", (void *)cublasLtHeuristicsCacheGetCapacity, (void **)&real_cublasLtHeuristicsCacheGetCapacity},
-  {"cublasLtHeuristicsCacheSetCapacity", (void *)cublasLtHeuristicsCacheSetCapacity, (void **)&real_cublasLtHeuristicsCacheSetCapacity},
-  {"cublasLtLoggerForceDisable", (void *)cublasLtLoggerForceDisable, (void **)&real_cublasLtLoggerForceDisable},
-  {"cublasLtLoggerOpenFile", (void *)cublasLtLoggerOpenFile, (void **)&real_cublasLtLoggerOpenFile},
-  {"cublasLtLoggerSetCallback", (void *)cublasLtLoggerSetCallback, (void **)&real_cublasLtLoggerSetCallback},
-  {"cublasLtLoggerSetFile", (void *)cublasLtLoggerSetFile, (void **)&real_cublasLtLoggerSetFile},
-  {"cublasLtLoggerSetLevel", (void *)cublasLtLoggerSetLevel, (void **)&real_cublasLtLoggerSetLevel},
-  {"cublasLtLoggerSetMask", (void *)cublasLtLoggerSetMask, (void **)&real_cublasLtLoggerSetMask},
-  {"cublasLtMatmul", (void *)cublasLtMatmul, (void **)&real_cublasLtMatmul},
-  {"cublasLtMatmulAlgoCapGetAttribute", (void *)cublasLtMatmulAlgoCapGetAttribute, (void **)&real_cublasLtMatmulAlgoCapGetAttribute},
-  {"cublasLtMatmulAlgoCheck", (void *)cublasLtMatmulAlgoCheck, (void **)&real_cublasLtMatmulAlgoCheck},
-  {"cublasLtMatmulAlgoConfigGetAttribute", (void *)cublasLtMatmulAlgoConfigGetAttribute, (void **)&real_cublasLtMatmulAlgoConfigGetAttribute},
-  {"cublasLtMatmulAlgoConfigSetAttribute", (void *)cublasLtMatmulAlgoConfigSetAttribute, (void **)&real_cublasLtMatmulAlgoConfigSetAttribute},
-  {"cublasLtMatmulAlgoGetHeuristic", (void *)cublasLtMatmulAlgoGetHeuristic, (void **)&real_cublasLtMatmulAlgoGetHeuristic},
-  {"cublasLtMatmulAlgoGetIds", (void *)cublasLtMatmulAlgoGetIds, (void **)&real_cublasLtMatmulAlgoGetIds},
-  {"cublasLtMatmulAlgoInit", (void *)cublasLtMatmulAlgoInit, (void **)&real_cublasLtMatmulAlgoInit},
-  {"cublasLtMatmulDescCreate", (void *)cublasLtMatmulDescCreate, (void **)&real_cublasLtMatmulDescCreate},
-  {"cublasLtMatmulDescDestroy", (void *)cublasLtMatmulDescDestroy, (void **)&real_cublasLtMatmulDescDestroy},
-  {"cublasLtMatmulDescGetAttribute", (void *)cublasLtMatmulDescGetAttribute, (void **)&real_cublasLtMatmulDescGetAttribute},
-  {"cublasLtMatmulDescInit_internal", (void *)cublasLtMatmulDescInit_internal, (void **)&real_cublasLtMatmulDescInit_internal},
-  {"cublasLtMatmulDescSetAttribute", (void *)cublasLtMatmulDescSetAttribute, (void **)&real_cublasLtMatmulDescSetAttribute},
-  {"cublasLtMatmulPreferenceCreate", (void *)cublasLtMatmulPreferenceCreate, (void **)&real_cublasLtMatmulPreferenceCreate},
-  {"cublasLtMatmulPreferenceDestroy", (void *)cublasLtMatmulPreferenceDestroy, (void **)&real_cublasLtMatmulPreferenceDestroy},
-  {"cublasLtMatmulPreferenceGetAttribute", (void *)cublasLtMatmulPreferenceGetAttribute, (void **)&real_cublasLtMatmulPreferenceGetAttribute},
-  {"cublasLtMatmulPreferenceInit_internal", (void *)cublasLtMatmulPreferenceInit_internal, (void **)&real_cublasLtMatmulPreferenceInit_internal},
-  {"cublasLtMatmulPreferenceSetAttribute", (void *)cublasLtMatmulPreferenceSetAttribute, (void **)&real_cublasLtMatmulPreferenceSetAttribute},
-  {"cublasLtMatrixLayoutCreate", (void *)cublasLtMatrixLayoutCreate, (void **)&real_cublasLtMatrixLayoutCreate},
-  {"cublasLtMatrixLayoutDestroy", (void *)cublasLtMatrixLayoutDestroy, (void **)&real_cublasLtMatrixLayoutDestroy},
-  {"cublasLtMatrixLayoutGetAttribute", (void *)cublasLtMatrixLayoutGetAttribute, (void **)&real_cublasLtMatrixLayoutGetAttribute},
-  {"cublasLtMatrixLayoutInit_internal", (void *)cublasLtMatrixLayoutInit_internal, (void **)&real_cublasLtMatrixLayoutInit_internal},
-  {"cublasLtMatrixLayoutSetAttribute", (void *)cublasLtMatrixLayoutSetAttribute, (void **)&real_cublasLtMatrixLayoutSetAttribute},
-  {"cublasLtMatrixTransform", (void *)cublasLtMatrixTransform, (void **)&real_cublasLtMatrixTransform},
-  {"cublasLtMatrixTransformDescCreate", (void *)cublasLtMatrixTransformDescCreate, (void **)&real_cublasLtMatrixTransformDescCreate},
-  {"cublasLtMatrixTransformDescDestroy", (void *)cublasLtMatrixTransformDescDestroy, (void **)&real_cublasLtMatrixTransformDescDestroy},
-  {"cublasLtMatrixTransformDescGetAttribute", (void *)cublasLtMatrixTransformDescGetAttribute, (void **)&real_cublasLtMatrixTransformDescGetAttribute},
-  {"cublasLtMatrixTransformDescInit_internal", (void *)cublasLtMatrixTransformDescInit_internal, (void **)&real_cublasLtMatrixTransformDescInit_internal},
-  {"cublasLtMatrixTransformDescSetAttribute", (void *)cublasLtMatrixTransformDescSetAttribute, (void **)&real_cublasLtMatrixTransformDescSetAttribute},
+  {"cublasLtCreate", (void *)cublasLtCreate, (void **)&real_cublasLtCreate, (void *)dlh_own_cublasLtCreate, (void **)&own_cublasLtCreate},
+  {"cublasLtDestroy", (void *)cublasLtDestroy, (void **)&real_cublasLtDestroy, (void *)dlh_own_cublasLtDestroy, (void **)&own_cublasLtDestroy},
+  {"cublasLtEmulationDescCreate", (void *)cublasLtEmulationDescCreate, (void **)&real_cublasLtEmulationDescCreate, (void *)dlh_own_cublasLtEmulationDescCreate, (void **)&own_cublasLtEmulationDescCreate},
+  {"cublasLtEmulationDescDestroy", (void *)cublasLtEmulationDescDestroy, (void **)&real_cublasLtEmulationDescDestroy, (void *)dlh_own_cublasLtEmulationDescDestroy, (void **)&own_cublasLtEmulationDescDestroy},
+  {"cublasLtEmulationDescGetAttribute", (void *)cublasLtEmulationDescGetAttribute, (void **)&real_cublasLtEmulationDescGetAttribute, (void *)dlh_own_cublasLtEmulationDescGetAttribute, (void **)&own_cublasLtEmulationDescGetAttribute},
+  {"cublasLtEmulationDescInit_internal", (void *)cublasLtEmulationDescInit_internal, (void **)&real_cublasLtEmulationDescInit_internal, (void *)dlh_own_cublasLtEmulationDescInit_internal, (void **)&own_cublasLtEmulationDescInit_internal},
+  {"cublasLtEmulationDescSetAttribute", (void *)cublasLtEmulationDescSetAttribute, (void **)&real_cublasLtEmulationDescSetAttribute, (void *)dlh_own_cublasLtEmulationDescSetAttribute, (void **)&own_cublasLtEmulationDescSetAttribute},
+  {"cublasLtGetCudartVersion", (void *)cublasLtGetCudartVersion, (void **)&real_cublasLtGetCudartVersion, (void *)dlh_own_cublasLtGetCudartVersion, (void **)&own_cublasLtGetCudartVersion},
+  {"cublasLtGetProperty", (void *)cublasLtGetProperty, (void **)&real_cublasLtGetProperty, (void *)dlh_own_cublasLtGetProperty, (void **)&own_cublasLtGetProperty},
+  {"cublasLtGetStatusName", (void *)cublasLtGetStatusName, (void **)&real_cublasLtGetStatusName, (void *)dlh_own_cublasLtGetStatusName, (void **)&own_cublasLtGetStatusName},
+  {"cublasLtGetStatusString", (void *)cublasLtGetStatusString, (void **)&real_cublasLtGetStatusString, (void *)dlh_own_cublasLtGetStatusString, (void **)&own_cublasLtGetStatusString},
+  {"cublasLtGetVersion", (void *)cublasLtGetVersion, (void **)&real_cublasLtGetVersion, (void *)dlh_own_cublasLtGetVersion, (void **)&own_cublasLtGetVersion},
+  {"cublasLtHeuristicsCacheGetCapacity", (void *)cublasLtHeuristicsCacheGetCapacity, (void **)&real_cublasLtHeuristicsCacheGetCapacity, (void *)dlh_own_cublasLtHeuristicsCacheGetCapacity, (void **)&own_cublasLtHeuristicsCacheGetCapacity},
+  {"cublasLtHeuristicsCacheSetCapacity", (void *)cublasLtHeuristicsCacheSetCapacity, (void **)&real_cublasLtHeuristicsCacheSetCapacity, (void *)dlh_own_cublasLtHeuristicsCacheSetCapacity, (void **)&own_cublasLtHeuristicsCacheSetCapacity},
+  {"cublasLtLoggerForceDisable", (void *)cublasLtLoggerForceDisable, (void **)&real_cublasLtLoggerForceDisable, (void *)dlh_own_cublasLtLoggerForceDisable, (void **)&own_cublasLtLoggerForceDisable},
+  {"cublasLtLoggerOpenFile", (void *)cublasLtLoggerOpenFile, (void **)&real_cublasLtLoggerOpenFile, (void *)dlh_own_cublasLtLoggerOpenFile, (void **)&own_cublasLtLoggerOpenFile},
+  {"cublasLtLoggerSetCallback", (void *)cublasLtLoggerSetCallback, (void **)&real_cublasLtLoggerSetCallback, (void *)dlh_own_cublasLtLoggerSetCallback, (void **)&own_cublasLtLoggerSetCallback},
+  {"cublasLtLoggerSetFile", (void *)cublasLtLoggerSetFile, (void **)&real_cublasLtLoggerSetFile, (void *)dlh_own_cublasLtLoggerSetFile, (void **)&own_cublasLtLoggerSetFile},
+  {"cublasLtLoggerSetLevel", (void *)cublasLtLoggerSetLevel, (void **)&real_cublasLtLoggerSetLevel, (void *)dlh_own_cublasLtLoggerSetLevel, (void **)&own_cublasLtLoggerSetLevel},
+  {"cublasLtLoggerSetMask", (void *)cublasLtLoggerSetMask, (void **)&real_cublasLtLoggerSetMask, (void *)dlh_own_cublasLtLoggerSetMask, (void **)&own_cublasLtLoggerSetMask},
+  {"cublasLtMatmul", (void *)cublasLtMatmul, (void **)&real_cublasLtMatmul, (void *)dlh_own_cublasLtMatmul, (void **)&own_cublasLtMatmul},
+  {"cublasLtMatmulAlgoCapGetAttribute", (void *)cublasLtMatmulAlgoCapGetAttribute, (void **)&real_cublasLtMatmulAlgoCapGetAttribute, (void *)dlh_own_cublasLtMatmulAlgoCapGetAttribute, (void **)&own_cublasLtMatmulAlgoCapGetAttribute},
+  {"cublasLtMatmulAlgoCheck", (void *)cublasLtMatmulAlgoCheck, (void **)&real_cublasLtMatmulAlgoCheck, (void *)dlh_own_cublasLtMatmulAlgoCheck, (void **)&own_cublasLtMatmulAlgoCheck},
+  {"cublasLtMatmulAlgoConfigGetAttribute", (void *)cublasLtMatmulAlgoConfigGetAttribute, (void **)&real_cublasLtMatmulAlgoConfigGetAttribute, (void *)dlh_own_cublasLtMatmulAlgoConfigGetAttribute, (void **)&own_cublasLtMatmulAlgoConfigGetAttribute},
+  {"cublasLtMatmulAlgoConfigSetAttribute", (void *)cublasLtMatmulAlgoConfigSetAttribute, (void **)&real_cublasLtMatmulAlgoConfigSetAttribute, (void *)dlh_own_cublasLtMatmulAlgoConfigSetAttribute, (void **)&own_cublasLtMatmulAlgoConfigSetAttribute},
+  {"cublasLtMatmulAlgoGetHeuristic", (void *)cublasLtMatmulAlgoGetHeuristic, (void **)&real_cublasLtMatmulAlgoGetHeuristic, (void *)dlh_own_cublasLtMatmulAlgoGetHeuristic, (void **)&own_cublasLtMatmulAlgoGetHeuristic},
+  {"cublasLtMatmulAlgoGetIds", (void *)cublasLtMatmulAlgoGetIds, (void **)&real_cublasLtMatmulAlgoGetIds, (void *)dlh_own_cublasLtMatmulAlgoGetIds, (void **)&own_cublasLtMatmulAlgoGetIds},
+  {"cublasLtMatmulAlgoInit", (void *)cublasLtMatmulAlgoInit, (void **)&real_cublasLtMatmulAlgoInit, (void *)dlh_own_cublasLtMatmulAlgoInit, (void **)&own_cublasLtMatmulAlgoInit},
+  {"cublasLtMatmulDescCreate", (void *)cublasLtMatmulDescCreate, (void **)&real_cublasLtMatmulDescCreate, (void *)dlh_own_cublasLtMatmulDescCreate, (void **)&own_cublasLtMatmulDescCreate},
+  {"cublasLtMatmulDescDestroy", (void *)cublasLtMatmulDescDestroy, (void **)&real_cublasLtMatmulDescDestroy, (void *)dlh_own_cublasLtMatmulDescDestroy, (void **)&own_cublasLtMatmulDescDestroy},
+  {"cublasLtMatmulDescGetAttribute", (void *)cublasLtMatmulDescGetAttribute, (void **)&real_cublasLtMatmulDescGetAttribute, (void *)dlh_own_cublasLtMatmulDescGetAttribute, (void **)&own_cublasLtMatmulDescGetAttribute},
+  {"cublasLtMatmulDescInit_internal", (void *)cublasLtMatmulDescInit_internal, (void **)&real_cublasLtMatmulDescInit_internal, (void *)dlh_own_cublasLtMatmulDescInit_internal, (void **)&own_cublasLtMatmulDescInit_internal},
+  {"cublasLtMatmulDescSetAttribute", (void *)cublasLtMatmulDescSetAttribute, (void **)&real_cublasLtMatmulDescSetAttribute, (void *)dlh_own_cublasLtMatmulDescSetAttribute, (void **)&own_cublasLtMatmulDescSetAttribute},
+  {"cublasLtMatmulPreferenceCreate", (void *)cublasLtMatmulPreferenceCreate, (void **)&real_cublasLtMatmulPreferenceCreate, (void *)dlh_own_cublasLtMatmulPreferenceCreate, (void **)&own_cublasLtMatmulPreferenceCreate},
+  {"cublasLtMatmulPreferenceDestroy", (void *)cublasLtMatmulPreferenceDestroy, (void **)&real_cublasLtMatmulPreferenceDestroy, (void *)dlh_own_cublasLtMatmulPreferenceDestroy, (void **)&own_cublasLtMatmulPreferenceDestroy},
+  {"cublasLtMatmulPreferenceGetAttribute", (void *)cublasLtMatmulPreferenceGetAttribute, (void **)&real_cublasLtMatmulPreferenceGetAttribute, (void *)dlh_own_cublasLtMatmulPreferenceGetAttribute, (void **)&own_cublasLtMatmulPreferenceGetAttribute},
+  {"cublasLtMatmulPreferenceInit_internal", (void *)cublasLtMatmulPreferenceInit_internal, (void **)&real_cublasLtMatmulPreferenceInit_internal, (void *)dlh_own_cublasLtMatmulPreferenceInit_internal, (void **)&own_cublasLtMatmulPreferenceInit_internal},
+  {"cublasLtMatmulPreferenceSetAttribute", (void *)cublasLtMatmulPreferenceSetAttribute, (void **)&real_cublasLtMatmulPreferenceSetAttribute, (void *)dlh_own_cublasLtMatmulPreferenceSetAttribute, (void **)&own_cublasLtMatmulPreferenceSetAttribute},
+  {"cublasLtMatrixLayoutCreate", (void *)cublasLtMatrixLayoutCreate, (void **)&real_cublasLtMatrixLayoutCreate, (void *)dlh_own_cublasLtMatrixLayoutCreate, (void **)&own_cublasLtMatrixLayoutCreate},
+  {"cublasLtMatrixLayoutDestroy", (void *)cublasLtMatrixLayoutDestroy, (void **)&real_cublasLtMatrixLayoutDestroy, (void *)dlh_own_cublasLtMatrixLayoutDestroy, (void **)&own_cublasLtMatrixLayoutDestroy},
+  {"cublasLtMatrixLayoutGetAttribute", (void *)cublasLtMatrixLayoutGetAttribute, (void **)&real_cublasLtMatrixLayoutGetAttribute, (void *)dlh_own_cublasLtMatrixLayoutGetAttribute, (void **)&own_cublasLtMatrixLayoutGetAttribute},
+  {"cublasLtMatrixLayoutInit_internal", (void *)cublasLtMatrixLayoutInit_internal, (void **)&real_cublasLtMatrixLayoutInit_internal, (void *)dlh_own_cublasLtMatrixLayoutInit_internal, (void **)&own_cublasLtMatrixLayoutInit_internal},
+  {"cublasLtMatrixLayoutSetAttribute", (void *)cublasLtMatrixLayoutSetAttribute, (void **)&real_cublasLtMatrixLayoutSetAttribute, (void *)dlh_own_cublasLtMatrixLayoutSetAttribute, (void **)&own_cublasLtMatrixLayoutSetAttribute},
+  {"cublasLtMatrixTransform", (void *)cublasLtMatrixTransform, (void **)&real_cublasLtMatrixTransform, (void *)dlh_own_cublasLtMatrixTransform, (void **)&own_cublasLtMatrixTransform},
+  {"cublasLtMatrixTransformDescCreate", (void *)cublasLtMatrixTransformDescCreate, (void **)&real_cublasLtMatrixTransformDescCreate, (void *)dlh_own_cublasLtMatrixTransformDescCreate, (void **)&own_cublasLtMatrixTransformDescCreate},
+  {"cublasLtMatrixTransformDescDestroy", (void *)cublasLtMatrixTransformDescDestroy, (void **)&real_cublasLtMatrixTransformDescDestroy, (void *)dlh_own_cublasLtMatrixTransformDescDestroy, (void **)&own_cublasLtMatrixTransformDescDestroy},
+  {"cublasLtMatrixTransformDescGetAttribute", (void *)cublasLtMatrixTransformDescGetAttribute, (void **)&real_cublasLtMatrixTransformDescGetAttribute, (void *)dlh_own_cublasLtMatrixTransformDescGetAttribute, (void **)&own_cublasLtMatrixTransformDescGetAttribute},
+  {"cublasLtMatrixTransformDescInit_internal", (void *)cublasLtMatrixTransformDescInit_internal, (void **)&real_cublasLtMatrixTransformDescInit_internal, (void *)dlh_own_cublasLtMatrixTransformDescInit_internal, (void **)&own_cublasLtMatrixTransformDescInit_internal},
+  {"cublasLtMatrixTransformDescSetAttribute", (void *)cublasLtMatrixTransformDescSetAttribute, (void **)&real_cublasLtMatrixTransformDescSetAttribute, (void *)dlh_own_cublasLtMatrixTransformDescSetAttribute, (void **)&own_cublasLtMatrixTransformDescSetAttribute},
 };
 #pragma GCC diagnostic pop
 const unsigned dlh_syms_cublasLt_count = 49;

@@ -40,6 +40,12 @@ static inline uint64_t dlh_dbl_bits(double d) { uint64_t u; memcpy(&u, &d, sizeo
     __atomic_store_n(&cache, fn, __ATOMIC_RELEASE);                           \
   }
 
+/* The same for the entry that a handle lookup of the library gets (preload/dlsym.c): its real
+ * function is the library's own definition, set before the entry is handed out. */
+#define DLH_OWN(fn, cache, fail)                                              \
+  __typeof__(cache) fn = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);           \
+  if (DLH_UNLIKELY(!fn)) return fail;
+
 /* The headers #define these names to others; the wrappers define the exported names. */
 #undef cudaEventRecord
 #undef cudaEventRecordWithFlags
@@ -112,8 +118,8 @@ static inline uint64_t dlh_dbl_bits(double d) { uint64_t u; memcpy(&u, &d, sizeo
 
 /* 0: __cudaGetKernel — hand-written (gen_hooks.py) */
 static cudaError_t (*real___cudaGetKernel)(cudaKernel_t *kernel, const void *hostFun);
-DLH_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun) {
-  DLH_REAL(dlh_fn, real___cudaGetKernel, "__cudaGetKernel", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own___cudaGetKernel)(cudaKernel_t *kernel, const void *hostFun);
+static inline __attribute__((always_inline)) cudaError_t dlh_b___cudaGetKernel(__typeof__(real___cudaGetKernel) dlh_fn, cudaKernel_t *kernel, const void *hostFun) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(kernel, hostFun);
@@ -126,11 +132,19 @@ DLH_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *hostFun) {
+  DLH_REAL(dlh_fn, real___cudaGetKernel, "__cudaGetKernel", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b___cudaGetKernel(dlh_fn, kernel, hostFun);
+}
+static cudaError_t dlh_own___cudaGetKernel(cudaKernel_t *kernel, const void *hostFun) {
+  DLH_OWN(dlh_fn, own___cudaGetKernel, cudaErrorInitializationError)
+  return dlh_b___cudaGetKernel(dlh_fn, kernel, hostFun);
+}
 
 /* 1: __cudaInitModule — hand-written (gen_hooks.py) */
 static char (*real___cudaInitModule)(void **fatCubinHandle);
-DLH_EXPORT char __cudaInitModule(void **fatCubinHandle) {
-  DLH_REAL(dlh_fn, real___cudaInitModule, "__cudaInitModule", DLH_LIB_CUDART, 0)
+static char (*own___cudaInitModule)(void **fatCubinHandle);
+static inline __attribute__((always_inline)) char dlh_b___cudaInitModule(__typeof__(real___cudaInitModule) dlh_fn, void **fatCubinHandle) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   char dlh_r = dlh_fn(fatCubinHandle);
@@ -142,11 +156,19 @@ DLH_EXPORT char __cudaInitModule(void **fatCubinHandle) {
   }
   return dlh_r;
 }
+DLH_EXPORT char __cudaInitModule(void **fatCubinHandle) {
+  DLH_REAL(dlh_fn, real___cudaInitModule, "__cudaInitModule", DLH_LIB_CUDART, 0)
+  return dlh_b___cudaInitModule(dlh_fn, fatCubinHandle);
+}
+static char dlh_own___cudaInitModule(void **fatCubinHandle) {
+  DLH_OWN(dlh_fn, own___cudaInitModule, 0)
+  return dlh_b___cudaInitModule(dlh_fn, fatCubinHandle);
+}
 
 /* 2: __cudaLaunchKernel — hand-written (gen_hooks.py) */
 static cudaError_t (*real___cudaLaunchKernel)(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream);
-DLH_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real___cudaLaunchKernel, "__cudaLaunchKernel", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own___cudaLaunchKernel)(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b___cudaLaunchKernel(__typeof__(real___cudaLaunchKernel) dlh_fn, cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(kernel, gridDim, blockDim, args, sharedMem, stream);
@@ -167,11 +189,19 @@ DLH_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real___cudaLaunchKernel, "__cudaLaunchKernel", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b___cudaLaunchKernel(dlh_fn, kernel, gridDim, blockDim, args, sharedMem, stream);
+}
+static cudaError_t dlh_own___cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own___cudaLaunchKernel, cudaErrorInitializationError)
+  return dlh_b___cudaLaunchKernel(dlh_fn, kernel, gridDim, blockDim, args, sharedMem, stream);
+}
 
 /* 3: __cudaLaunchKernel_ptsz — hand-written (gen_hooks.py) */
 static cudaError_t (*real___cudaLaunchKernel_ptsz)(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream);
-DLH_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real___cudaLaunchKernel_ptsz, "__cudaLaunchKernel_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own___cudaLaunchKernel_ptsz)(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b___cudaLaunchKernel_ptsz(__typeof__(real___cudaLaunchKernel_ptsz) dlh_fn, cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(kernel, gridDim, blockDim, args, sharedMem, stream);
@@ -192,11 +222,19 @@ DLH_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real___cudaLaunchKernel_ptsz, "__cudaLaunchKernel_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b___cudaLaunchKernel_ptsz(dlh_fn, kernel, gridDim, blockDim, args, sharedMem, stream);
+}
+static cudaError_t dlh_own___cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own___cudaLaunchKernel_ptsz, cudaErrorInitializationError)
+  return dlh_b___cudaLaunchKernel_ptsz(dlh_fn, kernel, gridDim, blockDim, args, sharedMem, stream);
+}
 
 /* 4: __cudaPopCallConfiguration — hand-written (gen_hooks.py) */
 static cudaError_t (*real___cudaPopCallConfiguration)(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem, void *stream);
-DLH_EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem, void *stream) {
-  DLH_REAL(dlh_fn, real___cudaPopCallConfiguration, "__cudaPopCallConfiguration", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own___cudaPopCallConfiguration)(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem, void *stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b___cudaPopCallConfiguration(__typeof__(real___cudaPopCallConfiguration) dlh_fn, dim3 *gridDim, dim3 *blockDim, size_t *sharedMem, void *stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(gridDim, blockDim, sharedMem, stream);
@@ -215,11 +253,19 @@ DLH_EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim,
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem, void *stream) {
+  DLH_REAL(dlh_fn, real___cudaPopCallConfiguration, "__cudaPopCallConfiguration", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b___cudaPopCallConfiguration(dlh_fn, gridDim, blockDim, sharedMem, stream);
+}
+static cudaError_t dlh_own___cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem, void *stream) {
+  DLH_OWN(dlh_fn, own___cudaPopCallConfiguration, cudaErrorInitializationError)
+  return dlh_b___cudaPopCallConfiguration(dlh_fn, gridDim, blockDim, sharedMem, stream);
+}
 
 /* 5: __cudaPushCallConfiguration — hand-written (gen_hooks.py) */
 static unsigned (*real___cudaPushCallConfiguration)(dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st *stream);
-DLH_EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st *stream) {
-  DLH_REAL(dlh_fn, real___cudaPushCallConfiguration, "__cudaPushCallConfiguration", DLH_LIB_CUDART, 1)
+static unsigned (*own___cudaPushCallConfiguration)(dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st *stream);
+static inline __attribute__((always_inline)) unsigned dlh_b___cudaPushCallConfiguration(__typeof__(real___cudaPushCallConfiguration) dlh_fn, dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st *stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   unsigned dlh_r = dlh_fn(gridDim, blockDim, sharedMem, stream);
@@ -238,11 +284,19 @@ DLH_EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, siz
   }
   return dlh_r;
 }
+DLH_EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st *stream) {
+  DLH_REAL(dlh_fn, real___cudaPushCallConfiguration, "__cudaPushCallConfiguration", DLH_LIB_CUDART, 1)
+  return dlh_b___cudaPushCallConfiguration(dlh_fn, gridDim, blockDim, sharedMem, stream);
+}
+static unsigned dlh_own___cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st *stream) {
+  DLH_OWN(dlh_fn, own___cudaPushCallConfiguration, 1)
+  return dlh_b___cudaPushCallConfiguration(dlh_fn, gridDim, blockDim, sharedMem, stream);
+}
 
 /* 6: __cudaRegisterFatBinary — hand-written (gen_hooks.py) */
 static void ** (*real___cudaRegisterFatBinary)(void *fatCubin);
-DLH_EXPORT void ** __cudaRegisterFatBinary(void *fatCubin) {
-  DLH_REAL(dlh_fn, real___cudaRegisterFatBinary, "__cudaRegisterFatBinary", DLH_LIB_CUDART, 0)
+static void ** (*own___cudaRegisterFatBinary)(void *fatCubin);
+static inline __attribute__((always_inline)) void ** dlh_b___cudaRegisterFatBinary(__typeof__(real___cudaRegisterFatBinary) dlh_fn, void *fatCubin) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   void ** dlh_r = dlh_fn(fatCubin);
@@ -254,11 +308,19 @@ DLH_EXPORT void ** __cudaRegisterFatBinary(void *fatCubin) {
   }
   return dlh_r;
 }
+DLH_EXPORT void ** __cudaRegisterFatBinary(void *fatCubin) {
+  DLH_REAL(dlh_fn, real___cudaRegisterFatBinary, "__cudaRegisterFatBinary", DLH_LIB_CUDART, 0)
+  return dlh_b___cudaRegisterFatBinary(dlh_fn, fatCubin);
+}
+static void ** dlh_own___cudaRegisterFatBinary(void *fatCubin) {
+  DLH_OWN(dlh_fn, own___cudaRegisterFatBinary, 0)
+  return dlh_b___cudaRegisterFatBinary(dlh_fn, fatCubin);
+}
 
 /* 7: __cudaRegisterFatBinaryEnd — hand-written (gen_hooks.py) */
 static void (*real___cudaRegisterFatBinaryEnd)(void **fatCubinHandle);
-DLH_EXPORT void __cudaRegisterFatBinaryEnd(void **fatCubinHandle) {
-  DLH_REAL(dlh_fn, real___cudaRegisterFatBinaryEnd, "__cudaRegisterFatBinaryEnd", DLH_LIB_CUDART, )
+static void (*own___cudaRegisterFatBinaryEnd)(void **fatCubinHandle);
+static inline __attribute__((always_inline)) void dlh_b___cudaRegisterFatBinaryEnd(__typeof__(real___cudaRegisterFatBinaryEnd) dlh_fn, void **fatCubinHandle) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   dlh_fn(fatCubinHandle);
@@ -269,11 +331,19 @@ DLH_EXPORT void __cudaRegisterFatBinaryEnd(void **fatCubinHandle) {
     dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDART, 7), 0, 1, dlh_a);
   }
 }
+DLH_EXPORT void __cudaRegisterFatBinaryEnd(void **fatCubinHandle) {
+  DLH_REAL(dlh_fn, real___cudaRegisterFatBinaryEnd, "__cudaRegisterFatBinaryEnd", DLH_LIB_CUDART, )
+  dlh_b___cudaRegisterFatBinaryEnd(dlh_fn, fatCubinHandle);
+}
+static void dlh_own___cudaRegisterFatBinaryEnd(void **fatCubinHandle) {
+  DLH_OWN(dlh_fn, own___cudaRegisterFatBinaryEnd, )
+  dlh_b___cudaRegisterFatBinaryEnd(dlh_fn, fatCubinHandle);
+}
 
 /* 8: __cudaRegisterFunction — hand-written (gen_hooks.py) */
 static void (*real___cudaRegisterFunction)(void **fatCubinHandle, const char *hostFun, char *deviceFun, const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize);
-DLH_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun, const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize) {
-  DLH_REAL(dlh_fn, real___cudaRegisterFunction, "__cudaRegisterFunction", DLH_LIB_CUDART, )
+static void (*own___cudaRegisterFunction)(void **fatCubinHandle, const char *hostFun, char *deviceFun, const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize);
+static inline __attribute__((always_inline)) void dlh_b___cudaRegisterFunction(__typeof__(real___cudaRegisterFunction) dlh_fn, void **fatCubinHandle, const char *hostFun, char *deviceFun, const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   dlh_fn(fatCubinHandle, hostFun, deviceFun, deviceName, thread_limit, tid, bid, bDim, gDim, wSize);
@@ -293,11 +363,19 @@ DLH_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFu
     dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDART, 8), 0, 10, dlh_a);
   }
 }
+DLH_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun, const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize) {
+  DLH_REAL(dlh_fn, real___cudaRegisterFunction, "__cudaRegisterFunction", DLH_LIB_CUDART, )
+  dlh_b___cudaRegisterFunction(dlh_fn, fatCubinHandle, hostFun, deviceFun, deviceName, thread_limit, tid, bid, bDim, gDim, wSize);
+}
+static void dlh_own___cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *deviceFun, const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize) {
+  DLH_OWN(dlh_fn, own___cudaRegisterFunction, )
+  dlh_b___cudaRegisterFunction(dlh_fn, fatCubinHandle, hostFun, deviceFun, deviceName, thread_limit, tid, bid, bDim, gDim, wSize);
+}
 
 /* 9: __cudaRegisterManagedVar — hand-written (gen_hooks.py) */
 static void (*real___cudaRegisterManagedVar)(void **fatCubinHandle, void **hostVarPtrAddress, char *deviceAddress, const char *deviceName, int ext, size_t size, int constant, int global);
-DLH_EXPORT void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress, char *deviceAddress, const char *deviceName, int ext, size_t size, int constant, int global) {
-  DLH_REAL(dlh_fn, real___cudaRegisterManagedVar, "__cudaRegisterManagedVar", DLH_LIB_CUDART, )
+static void (*own___cudaRegisterManagedVar)(void **fatCubinHandle, void **hostVarPtrAddress, char *deviceAddress, const char *deviceName, int ext, size_t size, int constant, int global);
+static inline __attribute__((always_inline)) void dlh_b___cudaRegisterManagedVar(__typeof__(real___cudaRegisterManagedVar) dlh_fn, void **fatCubinHandle, void **hostVarPtrAddress, char *deviceAddress, const char *deviceName, int ext, size_t size, int constant, int global) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   dlh_fn(fatCubinHandle, hostVarPtrAddress, deviceAddress, deviceName, ext, size, constant, global);
@@ -315,11 +393,19 @@ DLH_EXPORT void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPt
     dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDART, 9), 0, 8, dlh_a);
   }
 }
+DLH_EXPORT void __cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress, char *deviceAddress, const char *deviceName, int ext, size_t size, int constant, int global) {
+  DLH_REAL(dlh_fn, real___cudaRegisterManagedVar, "__cudaRegisterManagedVar", DLH_LIB_CUDART, )
+  dlh_b___cudaRegisterManagedVar(dlh_fn, fatCubinHandle, hostVarPtrAddress, deviceAddress, deviceName, ext, size, constant, global);
+}
+static void dlh_own___cudaRegisterManagedVar(void **fatCubinHandle, void **hostVarPtrAddress, char *deviceAddress, const char *deviceName, int ext, size_t size, int constant, int global) {
+  DLH_OWN(dlh_fn, own___cudaRegisterManagedVar, )
+  dlh_b___cudaRegisterManagedVar(dlh_fn, fatCubinHandle, hostVarPtrAddress, deviceAddress, deviceName, ext, size, constant, global);
+}
 
 /* 10: __cudaRegisterVar — hand-written (gen_hooks.py) */
 static void (*real___cudaRegisterVar)(void **fatCubinHandle, char *hostVar, char *deviceAddress, const char *deviceName, int ext, size_t size, int constant, int global);
-DLH_EXPORT void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress, const char *deviceName, int ext, size_t size, int constant, int global) {
-  DLH_REAL(dlh_fn, real___cudaRegisterVar, "__cudaRegisterVar", DLH_LIB_CUDART, )
+static void (*own___cudaRegisterVar)(void **fatCubinHandle, char *hostVar, char *deviceAddress, const char *deviceName, int ext, size_t size, int constant, int global);
+static inline __attribute__((always_inline)) void dlh_b___cudaRegisterVar(__typeof__(real___cudaRegisterVar) dlh_fn, void **fatCubinHandle, char *hostVar, char *deviceAddress, const char *deviceName, int ext, size_t size, int constant, int global) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   dlh_fn(fatCubinHandle, hostVar, deviceAddress, deviceName, ext, size, constant, global);
@@ -337,11 +423,19 @@ DLH_EXPORT void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *de
     dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDART, 10), 0, 8, dlh_a);
   }
 }
+DLH_EXPORT void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress, const char *deviceName, int ext, size_t size, int constant, int global) {
+  DLH_REAL(dlh_fn, real___cudaRegisterVar, "__cudaRegisterVar", DLH_LIB_CUDART, )
+  dlh_b___cudaRegisterVar(dlh_fn, fatCubinHandle, hostVar, deviceAddress, deviceName, ext, size, constant, global);
+}
+static void dlh_own___cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress, const char *deviceName, int ext, size_t size, int constant, int global) {
+  DLH_OWN(dlh_fn, own___cudaRegisterVar, )
+  dlh_b___cudaRegisterVar(dlh_fn, fatCubinHandle, hostVar, deviceAddress, deviceName, ext, size, constant, global);
+}
 
 /* 11: __cudaUnregisterFatBinary — hand-written (gen_hooks.py) */
 static void (*real___cudaUnregisterFatBinary)(void **fatCubinHandle);
-DLH_EXPORT void __cudaUnregisterFatBinary(void **fatCubinHandle) {
-  DLH_REAL(dlh_fn, real___cudaUnregisterFatBinary, "__cudaUnregisterFatBinary", DLH_LIB_CUDART, )
+static void (*own___cudaUnregisterFatBinary)(void **fatCubinHandle);
+static inline __attribute__((always_inline)) void dlh_b___cudaUnregisterFatBinary(__typeof__(real___cudaUnregisterFatBinary) dlh_fn, void **fatCubinHandle) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   dlh_fn(fatCubinHandle);
@@ -352,11 +446,19 @@ DLH_EXPORT void __cudaUnregisterFatBinary(void **fatCubinHandle) {
     dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDART, 11), 0, 1, dlh_a);
   }
 }
+DLH_EXPORT void __cudaUnregisterFatBinary(void **fatCubinHandle) {
+  DLH_REAL(dlh_fn, real___cudaUnregisterFatBinary, "__cudaUnregisterFatBinary", DLH_LIB_CUDART, )
+  dlh_b___cudaUnregisterFatBinary(dlh_fn, fatCubinHandle);
+}
+static void dlh_own___cudaUnregisterFatBinary(void **fatCubinHandle) {
+  DLH_OWN(dlh_fn, own___cudaUnregisterFatBinary, )
+  dlh_b___cudaUnregisterFatBinary(dlh_fn, fatCubinHandle);
+}
 
 /* 12: cudaArrayGetInfo — cuda_runtime_api.h */
 static cudaError_t (*real_cudaArrayGetInfo)(struct cudaChannelFormatDesc *desc, struct cudaExtent *extent, unsigned int *flags, cudaArray_t array);
-DLH_EXPORT cudaError_t cudaArrayGetInfo(struct cudaChannelFormatDesc *desc, struct cudaExtent *extent, unsigned int *flags, cudaArray_t array) {
-  DLH_REAL(dlh_fn, real_cudaArrayGetInfo, "cudaArrayGetInfo", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaArrayGetInfo)(struct cudaChannelFormatDesc *desc, struct cudaExtent *extent, unsigned int *flags, cudaArray_t array);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaArrayGetInfo(__typeof__(real_cudaArrayGetInfo) dlh_fn, struct cudaChannelFormatDesc *desc, struct cudaExtent *extent, unsigned int *flags, cudaArray_t array) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(desc, extent, flags, array);
@@ -371,11 +473,19 @@ DLH_EXPORT cudaError_t cudaArrayGetInfo(struct cudaChannelFormatDesc *desc, stru
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaArrayGetInfo(struct cudaChannelFormatDesc *desc, struct cudaExtent *extent, unsigned int *flags, cudaArray_t array) {
+  DLH_REAL(dlh_fn, real_cudaArrayGetInfo, "cudaArrayGetInfo", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaArrayGetInfo(dlh_fn, desc, extent, flags, array);
+}
+static cudaError_t dlh_own_cudaArrayGetInfo(struct cudaChannelFormatDesc *desc, struct cudaExtent *extent, unsigned int *flags, cudaArray_t array) {
+  DLH_OWN(dlh_fn, own_cudaArrayGetInfo, cudaErrorInitializationError)
+  return dlh_b_cudaArrayGetInfo(dlh_fn, desc, extent, flags, array);
+}
 
 /* 13: cudaArrayGetMemoryRequirements — cuda_runtime_api.h */
 static cudaError_t (*real_cudaArrayGetMemoryRequirements)(struct cudaArrayMemoryRequirements *memoryRequirements, cudaArray_t array, int device);
-DLH_EXPORT cudaError_t cudaArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements *memoryRequirements, cudaArray_t array, int device) {
-  DLH_REAL(dlh_fn, real_cudaArrayGetMemoryRequirements, "cudaArrayGetMemoryRequirements", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaArrayGetMemoryRequirements)(struct cudaArrayMemoryRequirements *memoryRequirements, cudaArray_t array, int device);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaArrayGetMemoryRequirements(__typeof__(real_cudaArrayGetMemoryRequirements) dlh_fn, struct cudaArrayMemoryRequirements *memoryRequirements, cudaArray_t array, int device) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(memoryRequirements, array, device);
@@ -389,11 +499,19 @@ DLH_EXPORT cudaError_t cudaArrayGetMemoryRequirements(struct cudaArrayMemoryRequ
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements *memoryRequirements, cudaArray_t array, int device) {
+  DLH_REAL(dlh_fn, real_cudaArrayGetMemoryRequirements, "cudaArrayGetMemoryRequirements", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaArrayGetMemoryRequirements(dlh_fn, memoryRequirements, array, device);
+}
+static cudaError_t dlh_own_cudaArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements *memoryRequirements, cudaArray_t array, int device) {
+  DLH_OWN(dlh_fn, own_cudaArrayGetMemoryRequirements, cudaErrorInitializationError)
+  return dlh_b_cudaArrayGetMemoryRequirements(dlh_fn, memoryRequirements, array, device);
+}
 
 /* 14: cudaArrayGetPlane — cuda_runtime_api.h */
 static cudaError_t (*real_cudaArrayGetPlane)(cudaArray_t *pPlaneArray, cudaArray_t hArray, unsigned int planeIdx);
-DLH_EXPORT cudaError_t cudaArrayGetPlane(cudaArray_t *pPlaneArray, cudaArray_t hArray, unsigned int planeIdx) {
-  DLH_REAL(dlh_fn, real_cudaArrayGetPlane, "cudaArrayGetPlane", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaArrayGetPlane)(cudaArray_t *pPlaneArray, cudaArray_t hArray, unsigned int planeIdx);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaArrayGetPlane(__typeof__(real_cudaArrayGetPlane) dlh_fn, cudaArray_t *pPlaneArray, cudaArray_t hArray, unsigned int planeIdx) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pPlaneArray, hArray, planeIdx);
@@ -407,11 +525,19 @@ DLH_EXPORT cudaError_t cudaArrayGetPlane(cudaArray_t *pPlaneArray, cudaArray_t h
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaArrayGetPlane(cudaArray_t *pPlaneArray, cudaArray_t hArray, unsigned int planeIdx) {
+  DLH_REAL(dlh_fn, real_cudaArrayGetPlane, "cudaArrayGetPlane", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaArrayGetPlane(dlh_fn, pPlaneArray, hArray, planeIdx);
+}
+static cudaError_t dlh_own_cudaArrayGetPlane(cudaArray_t *pPlaneArray, cudaArray_t hArray, unsigned int planeIdx) {
+  DLH_OWN(dlh_fn, own_cudaArrayGetPlane, cudaErrorInitializationError)
+  return dlh_b_cudaArrayGetPlane(dlh_fn, pPlaneArray, hArray, planeIdx);
+}
 
 /* 15: cudaArrayGetSparseProperties — cuda_runtime_api.h */
 static cudaError_t (*real_cudaArrayGetSparseProperties)(struct cudaArraySparseProperties *sparseProperties, cudaArray_t array);
-DLH_EXPORT cudaError_t cudaArrayGetSparseProperties(struct cudaArraySparseProperties *sparseProperties, cudaArray_t array) {
-  DLH_REAL(dlh_fn, real_cudaArrayGetSparseProperties, "cudaArrayGetSparseProperties", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaArrayGetSparseProperties)(struct cudaArraySparseProperties *sparseProperties, cudaArray_t array);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaArrayGetSparseProperties(__typeof__(real_cudaArrayGetSparseProperties) dlh_fn, struct cudaArraySparseProperties *sparseProperties, cudaArray_t array) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(sparseProperties, array);
@@ -424,11 +550,19 @@ DLH_EXPORT cudaError_t cudaArrayGetSparseProperties(struct cudaArraySparseProper
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaArrayGetSparseProperties(struct cudaArraySparseProperties *sparseProperties, cudaArray_t array) {
+  DLH_REAL(dlh_fn, real_cudaArrayGetSparseProperties, "cudaArrayGetSparseProperties", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaArrayGetSparseProperties(dlh_fn, sparseProperties, array);
+}
+static cudaError_t dlh_own_cudaArrayGetSparseProperties(struct cudaArraySparseProperties *sparseProperties, cudaArray_t array) {
+  DLH_OWN(dlh_fn, own_cudaArrayGetSparseProperties, cudaErrorInitializationError)
+  return dlh_b_cudaArrayGetSparseProperties(dlh_fn, sparseProperties, array);
+}
 
 /* 16: cudaChooseDevice — cuda_runtime_api.h */
 static cudaError_t (*real_cudaChooseDevice)(int *device, const struct cudaDeviceProp *prop);
-DLH_EXPORT cudaError_t cudaChooseDevice(int *device, const struct cudaDeviceProp *prop) {
-  DLH_REAL(dlh_fn, real_cudaChooseDevice, "cudaChooseDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaChooseDevice)(int *device, const struct cudaDeviceProp *prop);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaChooseDevice(__typeof__(real_cudaChooseDevice) dlh_fn, int *device, const struct cudaDeviceProp *prop) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(device, prop);
@@ -441,11 +575,19 @@ DLH_EXPORT cudaError_t cudaChooseDevice(int *device, const struct cudaDeviceProp
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaChooseDevice(int *device, const struct cudaDeviceProp *prop) {
+  DLH_REAL(dlh_fn, real_cudaChooseDevice, "cudaChooseDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaChooseDevice(dlh_fn, device, prop);
+}
+static cudaError_t dlh_own_cudaChooseDevice(int *device, const struct cudaDeviceProp *prop) {
+  DLH_OWN(dlh_fn, own_cudaChooseDevice, cudaErrorInitializationError)
+  return dlh_b_cudaChooseDevice(dlh_fn, device, prop);
+}
 
 /* 17: cudaCreateChannelDesc — cuda_runtime_api.h */
 static struct cudaChannelFormatDesc (*real_cudaCreateChannelDesc)(int x, int y, int z, int w, enum cudaChannelFormatKind f);
-DLH_EXPORT struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w, enum cudaChannelFormatKind f) {
-  DLH_REAL(dlh_fn, real_cudaCreateChannelDesc, "cudaCreateChannelDesc", DLH_LIB_CUDART, (struct cudaChannelFormatDesc){0})
+static struct cudaChannelFormatDesc (*own_cudaCreateChannelDesc)(int x, int y, int z, int w, enum cudaChannelFormatKind f);
+static inline __attribute__((always_inline)) struct cudaChannelFormatDesc dlh_b_cudaCreateChannelDesc(__typeof__(real_cudaCreateChannelDesc) dlh_fn, int x, int y, int z, int w, enum cudaChannelFormatKind f) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   struct cudaChannelFormatDesc dlh_r = dlh_fn(x, y, z, w, f);
@@ -461,11 +603,19 @@ DLH_EXPORT struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int 
   }
   return dlh_r;
 }
+DLH_EXPORT struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w, enum cudaChannelFormatKind f) {
+  DLH_REAL(dlh_fn, real_cudaCreateChannelDesc, "cudaCreateChannelDesc", DLH_LIB_CUDART, (struct cudaChannelFormatDesc){0})
+  return dlh_b_cudaCreateChannelDesc(dlh_fn, x, y, z, w, f);
+}
+static struct cudaChannelFormatDesc dlh_own_cudaCreateChannelDesc(int x, int y, int z, int w, enum cudaChannelFormatKind f) {
+  DLH_OWN(dlh_fn, own_cudaCreateChannelDesc, (struct cudaChannelFormatDesc){0})
+  return dlh_b_cudaCreateChannelDesc(dlh_fn, x, y, z, w, f);
+}
 
 /* 18: cudaCreateSurfaceObject — cuda_runtime_api.h */
 static cudaError_t (*real_cudaCreateSurfaceObject)(cudaSurfaceObject_t *pSurfObject, const struct cudaResourceDesc *pResDesc);
-DLH_EXPORT cudaError_t cudaCreateSurfaceObject(cudaSurfaceObject_t *pSurfObject, const struct cudaResourceDesc *pResDesc) {
-  DLH_REAL(dlh_fn, real_cudaCreateSurfaceObject, "cudaCreateSurfaceObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaCreateSurfaceObject)(cudaSurfaceObject_t *pSurfObject, const struct cudaResourceDesc *pResDesc);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaCreateSurfaceObject(__typeof__(real_cudaCreateSurfaceObject) dlh_fn, cudaSurfaceObject_t *pSurfObject, const struct cudaResourceDesc *pResDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pSurfObject, pResDesc);
@@ -478,11 +628,19 @@ DLH_EXPORT cudaError_t cudaCreateSurfaceObject(cudaSurfaceObject_t *pSurfObject,
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaCreateSurfaceObject(cudaSurfaceObject_t *pSurfObject, const struct cudaResourceDesc *pResDesc) {
+  DLH_REAL(dlh_fn, real_cudaCreateSurfaceObject, "cudaCreateSurfaceObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaCreateSurfaceObject(dlh_fn, pSurfObject, pResDesc);
+}
+static cudaError_t dlh_own_cudaCreateSurfaceObject(cudaSurfaceObject_t *pSurfObject, const struct cudaResourceDesc *pResDesc) {
+  DLH_OWN(dlh_fn, own_cudaCreateSurfaceObject, cudaErrorInitializationError)
+  return dlh_b_cudaCreateSurfaceObject(dlh_fn, pSurfObject, pResDesc);
+}
 
 /* 19: cudaCreateTextureObject — cuda_runtime_api.h */
 static cudaError_t (*real_cudaCreateTextureObject)(cudaTextureObject_t *pTexObject, const struct cudaResourceDesc *pResDesc, const struct cudaTextureDesc *pTexDesc, const struct cudaResourceViewDesc *pResViewDesc);
-DLH_EXPORT cudaError_t cudaCreateTextureObject(cudaTextureObject_t *pTexObject, const struct cudaResourceDesc *pResDesc, const struct cudaTextureDesc *pTexDesc, const struct cudaResourceViewDesc *pResViewDesc) {
-  DLH_REAL(dlh_fn, real_cudaCreateTextureObject, "cudaCreateTextureObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaCreateTextureObject)(cudaTextureObject_t *pTexObject, const struct cudaResourceDesc *pResDesc, const struct cudaTextureDesc *pTexDesc, const struct cudaResourceViewDesc *pResViewDesc);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaCreateTextureObject(__typeof__(real_cudaCreateTextureObject) dlh_fn, cudaTextureObject_t *pTexObject, const struct cudaResourceDesc *pResDesc, const struct cudaTextureDesc *pTexDesc, const struct cudaResourceViewDesc *pResViewDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pTexObject, pResDesc, pTexDesc, pResViewDesc);
@@ -497,11 +655,19 @@ DLH_EXPORT cudaError_t cudaCreateTextureObject(cudaTextureObject_t *pTexObject, 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaCreateTextureObject(cudaTextureObject_t *pTexObject, const struct cudaResourceDesc *pResDesc, const struct cudaTextureDesc *pTexDesc, const struct cudaResourceViewDesc *pResViewDesc) {
+  DLH_REAL(dlh_fn, real_cudaCreateTextureObject, "cudaCreateTextureObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaCreateTextureObject(dlh_fn, pTexObject, pResDesc, pTexDesc, pResViewDesc);
+}
+static cudaError_t dlh_own_cudaCreateTextureObject(cudaTextureObject_t *pTexObject, const struct cudaResourceDesc *pResDesc, const struct cudaTextureDesc *pTexDesc, const struct cudaResourceViewDesc *pResViewDesc) {
+  DLH_OWN(dlh_fn, own_cudaCreateTextureObject, cudaErrorInitializationError)
+  return dlh_b_cudaCreateTextureObject(dlh_fn, pTexObject, pResDesc, pTexDesc, pResViewDesc);
+}
 
 /* 20: cudaCtxResetPersistingL2Cache — cuda_runtime_api.h */
 static cudaError_t (*real_cudaCtxResetPersistingL2Cache)(void);
-DLH_EXPORT cudaError_t cudaCtxResetPersistingL2Cache(void) {
-  DLH_REAL(dlh_fn, real_cudaCtxResetPersistingL2Cache, "cudaCtxResetPersistingL2Cache", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaCtxResetPersistingL2Cache)(void);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaCtxResetPersistingL2Cache(__typeof__(real_cudaCtxResetPersistingL2Cache) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn();
@@ -510,11 +676,19 @@ DLH_EXPORT cudaError_t cudaCtxResetPersistingL2Cache(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaCtxResetPersistingL2Cache(void) {
+  DLH_REAL(dlh_fn, real_cudaCtxResetPersistingL2Cache, "cudaCtxResetPersistingL2Cache", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaCtxResetPersistingL2Cache(dlh_fn);
+}
+static cudaError_t dlh_own_cudaCtxResetPersistingL2Cache(void) {
+  DLH_OWN(dlh_fn, own_cudaCtxResetPersistingL2Cache, cudaErrorInitializationError)
+  return dlh_b_cudaCtxResetPersistingL2Cache(dlh_fn);
+}
 
 /* 21: cudaDestroyExternalMemory — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDestroyExternalMemory)(cudaExternalMemory_t extMem);
-DLH_EXPORT cudaError_t cudaDestroyExternalMemory(cudaExternalMemory_t extMem) {
-  DLH_REAL(dlh_fn, real_cudaDestroyExternalMemory, "cudaDestroyExternalMemory", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDestroyExternalMemory)(cudaExternalMemory_t extMem);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDestroyExternalMemory(__typeof__(real_cudaDestroyExternalMemory) dlh_fn, cudaExternalMemory_t extMem) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(extMem);
@@ -526,11 +700,19 @@ DLH_EXPORT cudaError_t cudaDestroyExternalMemory(cudaExternalMemory_t extMem) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDestroyExternalMemory(cudaExternalMemory_t extMem) {
+  DLH_REAL(dlh_fn, real_cudaDestroyExternalMemory, "cudaDestroyExternalMemory", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDestroyExternalMemory(dlh_fn, extMem);
+}
+static cudaError_t dlh_own_cudaDestroyExternalMemory(cudaExternalMemory_t extMem) {
+  DLH_OWN(dlh_fn, own_cudaDestroyExternalMemory, cudaErrorInitializationError)
+  return dlh_b_cudaDestroyExternalMemory(dlh_fn, extMem);
+}
 
 /* 22: cudaDestroyExternalSemaphore — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDestroyExternalSemaphore)(cudaExternalSemaphore_t extSem);
-DLH_EXPORT cudaError_t cudaDestroyExternalSemaphore(cudaExternalSemaphore_t extSem) {
-  DLH_REAL(dlh_fn, real_cudaDestroyExternalSemaphore, "cudaDestroyExternalSemaphore", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDestroyExternalSemaphore)(cudaExternalSemaphore_t extSem);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDestroyExternalSemaphore(__typeof__(real_cudaDestroyExternalSemaphore) dlh_fn, cudaExternalSemaphore_t extSem) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(extSem);
@@ -542,11 +724,19 @@ DLH_EXPORT cudaError_t cudaDestroyExternalSemaphore(cudaExternalSemaphore_t extS
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDestroyExternalSemaphore(cudaExternalSemaphore_t extSem) {
+  DLH_REAL(dlh_fn, real_cudaDestroyExternalSemaphore, "cudaDestroyExternalSemaphore", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDestroyExternalSemaphore(dlh_fn, extSem);
+}
+static cudaError_t dlh_own_cudaDestroyExternalSemaphore(cudaExternalSemaphore_t extSem) {
+  DLH_OWN(dlh_fn, own_cudaDestroyExternalSemaphore, cudaErrorInitializationError)
+  return dlh_b_cudaDestroyExternalSemaphore(dlh_fn, extSem);
+}
 
 /* 23: cudaDestroySurfaceObject — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDestroySurfaceObject)(cudaSurfaceObject_t surfObject);
-DLH_EXPORT cudaError_t cudaDestroySurfaceObject(cudaSurfaceObject_t surfObject) {
-  DLH_REAL(dlh_fn, real_cudaDestroySurfaceObject, "cudaDestroySurfaceObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDestroySurfaceObject)(cudaSurfaceObject_t surfObject);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDestroySurfaceObject(__typeof__(real_cudaDestroySurfaceObject) dlh_fn, cudaSurfaceObject_t surfObject) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(surfObject);
@@ -558,11 +748,19 @@ DLH_EXPORT cudaError_t cudaDestroySurfaceObject(cudaSurfaceObject_t surfObject) 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDestroySurfaceObject(cudaSurfaceObject_t surfObject) {
+  DLH_REAL(dlh_fn, real_cudaDestroySurfaceObject, "cudaDestroySurfaceObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDestroySurfaceObject(dlh_fn, surfObject);
+}
+static cudaError_t dlh_own_cudaDestroySurfaceObject(cudaSurfaceObject_t surfObject) {
+  DLH_OWN(dlh_fn, own_cudaDestroySurfaceObject, cudaErrorInitializationError)
+  return dlh_b_cudaDestroySurfaceObject(dlh_fn, surfObject);
+}
 
 /* 24: cudaDestroyTextureObject — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDestroyTextureObject)(cudaTextureObject_t texObject);
-DLH_EXPORT cudaError_t cudaDestroyTextureObject(cudaTextureObject_t texObject) {
-  DLH_REAL(dlh_fn, real_cudaDestroyTextureObject, "cudaDestroyTextureObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDestroyTextureObject)(cudaTextureObject_t texObject);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDestroyTextureObject(__typeof__(real_cudaDestroyTextureObject) dlh_fn, cudaTextureObject_t texObject) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(texObject);
@@ -574,11 +772,19 @@ DLH_EXPORT cudaError_t cudaDestroyTextureObject(cudaTextureObject_t texObject) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDestroyTextureObject(cudaTextureObject_t texObject) {
+  DLH_REAL(dlh_fn, real_cudaDestroyTextureObject, "cudaDestroyTextureObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDestroyTextureObject(dlh_fn, texObject);
+}
+static cudaError_t dlh_own_cudaDestroyTextureObject(cudaTextureObject_t texObject) {
+  DLH_OWN(dlh_fn, own_cudaDestroyTextureObject, cudaErrorInitializationError)
+  return dlh_b_cudaDestroyTextureObject(dlh_fn, texObject);
+}
 
 /* 25: cudaDeviceCanAccessPeer — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceCanAccessPeer)(int *canAccessPeer, int device, int peerDevice);
-DLH_EXPORT cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice) {
-  DLH_REAL(dlh_fn, real_cudaDeviceCanAccessPeer, "cudaDeviceCanAccessPeer", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceCanAccessPeer)(int *canAccessPeer, int device, int peerDevice);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceCanAccessPeer(__typeof__(real_cudaDeviceCanAccessPeer) dlh_fn, int *canAccessPeer, int device, int peerDevice) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(canAccessPeer, device, peerDevice);
@@ -592,11 +798,19 @@ DLH_EXPORT cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, i
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice) {
+  DLH_REAL(dlh_fn, real_cudaDeviceCanAccessPeer, "cudaDeviceCanAccessPeer", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceCanAccessPeer(dlh_fn, canAccessPeer, device, peerDevice);
+}
+static cudaError_t dlh_own_cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice) {
+  DLH_OWN(dlh_fn, own_cudaDeviceCanAccessPeer, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceCanAccessPeer(dlh_fn, canAccessPeer, device, peerDevice);
+}
 
 /* 26: cudaDeviceDisablePeerAccess — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceDisablePeerAccess)(int peerDevice);
-DLH_EXPORT cudaError_t cudaDeviceDisablePeerAccess(int peerDevice) {
-  DLH_REAL(dlh_fn, real_cudaDeviceDisablePeerAccess, "cudaDeviceDisablePeerAccess", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceDisablePeerAccess)(int peerDevice);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceDisablePeerAccess(__typeof__(real_cudaDeviceDisablePeerAccess) dlh_fn, int peerDevice) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(peerDevice);
@@ -608,11 +822,19 @@ DLH_EXPORT cudaError_t cudaDeviceDisablePeerAccess(int peerDevice) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceDisablePeerAccess(int peerDevice) {
+  DLH_REAL(dlh_fn, real_cudaDeviceDisablePeerAccess, "cudaDeviceDisablePeerAccess", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceDisablePeerAccess(dlh_fn, peerDevice);
+}
+static cudaError_t dlh_own_cudaDeviceDisablePeerAccess(int peerDevice) {
+  DLH_OWN(dlh_fn, own_cudaDeviceDisablePeerAccess, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceDisablePeerAccess(dlh_fn, peerDevice);
+}
 
 /* 27: cudaDeviceEnablePeerAccess — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceEnablePeerAccess)(int peerDevice, unsigned int flags);
-DLH_EXPORT cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaDeviceEnablePeerAccess, "cudaDeviceEnablePeerAccess", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceEnablePeerAccess)(int peerDevice, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceEnablePeerAccess(__typeof__(real_cudaDeviceEnablePeerAccess) dlh_fn, int peerDevice, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(peerDevice, flags);
@@ -625,11 +847,19 @@ DLH_EXPORT cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int f
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaDeviceEnablePeerAccess, "cudaDeviceEnablePeerAccess", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceEnablePeerAccess(dlh_fn, peerDevice, flags);
+}
+static cudaError_t dlh_own_cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaDeviceEnablePeerAccess, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceEnablePeerAccess(dlh_fn, peerDevice, flags);
+}
 
 /* 28: cudaDeviceFlushGPUDirectRDMAWrites — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceFlushGPUDirectRDMAWrites)(enum cudaFlushGPUDirectRDMAWritesTarget target, enum cudaFlushGPUDirectRDMAWritesScope scope);
-DLH_EXPORT cudaError_t cudaDeviceFlushGPUDirectRDMAWrites(enum cudaFlushGPUDirectRDMAWritesTarget target, enum cudaFlushGPUDirectRDMAWritesScope scope) {
-  DLH_REAL(dlh_fn, real_cudaDeviceFlushGPUDirectRDMAWrites, "cudaDeviceFlushGPUDirectRDMAWrites", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceFlushGPUDirectRDMAWrites)(enum cudaFlushGPUDirectRDMAWritesTarget target, enum cudaFlushGPUDirectRDMAWritesScope scope);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceFlushGPUDirectRDMAWrites(__typeof__(real_cudaDeviceFlushGPUDirectRDMAWrites) dlh_fn, enum cudaFlushGPUDirectRDMAWritesTarget target, enum cudaFlushGPUDirectRDMAWritesScope scope) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(target, scope);
@@ -642,11 +872,19 @@ DLH_EXPORT cudaError_t cudaDeviceFlushGPUDirectRDMAWrites(enum cudaFlushGPUDirec
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceFlushGPUDirectRDMAWrites(enum cudaFlushGPUDirectRDMAWritesTarget target, enum cudaFlushGPUDirectRDMAWritesScope scope) {
+  DLH_REAL(dlh_fn, real_cudaDeviceFlushGPUDirectRDMAWrites, "cudaDeviceFlushGPUDirectRDMAWrites", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceFlushGPUDirectRDMAWrites(dlh_fn, target, scope);
+}
+static cudaError_t dlh_own_cudaDeviceFlushGPUDirectRDMAWrites(enum cudaFlushGPUDirectRDMAWritesTarget target, enum cudaFlushGPUDirectRDMAWritesScope scope) {
+  DLH_OWN(dlh_fn, own_cudaDeviceFlushGPUDirectRDMAWrites, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceFlushGPUDirectRDMAWrites(dlh_fn, target, scope);
+}
 
 /* 29: cudaDeviceGetAttribute — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceGetAttribute)(int *value, enum cudaDeviceAttr attr, int device);
-DLH_EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device) {
-  DLH_REAL(dlh_fn, real_cudaDeviceGetAttribute, "cudaDeviceGetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceGetAttribute)(int *value, enum cudaDeviceAttr attr, int device);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceGetAttribute(__typeof__(real_cudaDeviceGetAttribute) dlh_fn, int *value, enum cudaDeviceAttr attr, int device) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(value, attr, device);
@@ -660,11 +898,19 @@ DLH_EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr at
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device) {
+  DLH_REAL(dlh_fn, real_cudaDeviceGetAttribute, "cudaDeviceGetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetAttribute(dlh_fn, value, attr, device);
+}
+static cudaError_t dlh_own_cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device) {
+  DLH_OWN(dlh_fn, own_cudaDeviceGetAttribute, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetAttribute(dlh_fn, value, attr, device);
+}
 
 /* 30: cudaDeviceGetByPCIBusId — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceGetByPCIBusId)(int *device, const char *pciBusId);
-DLH_EXPORT cudaError_t cudaDeviceGetByPCIBusId(int *device, const char *pciBusId) {
-  DLH_REAL(dlh_fn, real_cudaDeviceGetByPCIBusId, "cudaDeviceGetByPCIBusId", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceGetByPCIBusId)(int *device, const char *pciBusId);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceGetByPCIBusId(__typeof__(real_cudaDeviceGetByPCIBusId) dlh_fn, int *device, const char *pciBusId) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(device, pciBusId);
@@ -677,11 +923,19 @@ DLH_EXPORT cudaError_t cudaDeviceGetByPCIBusId(int *device, const char *pciBusId
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceGetByPCIBusId(int *device, const char *pciBusId) {
+  DLH_REAL(dlh_fn, real_cudaDeviceGetByPCIBusId, "cudaDeviceGetByPCIBusId", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetByPCIBusId(dlh_fn, device, pciBusId);
+}
+static cudaError_t dlh_own_cudaDeviceGetByPCIBusId(int *device, const char *pciBusId) {
+  DLH_OWN(dlh_fn, own_cudaDeviceGetByPCIBusId, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetByPCIBusId(dlh_fn, device, pciBusId);
+}
 
 /* 31: cudaDeviceGetCacheConfig — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceGetCacheConfig)(enum cudaFuncCache *pCacheConfig);
-DLH_EXPORT cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache *pCacheConfig) {
-  DLH_REAL(dlh_fn, real_cudaDeviceGetCacheConfig, "cudaDeviceGetCacheConfig", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceGetCacheConfig)(enum cudaFuncCache *pCacheConfig);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceGetCacheConfig(__typeof__(real_cudaDeviceGetCacheConfig) dlh_fn, enum cudaFuncCache *pCacheConfig) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pCacheConfig);
@@ -693,11 +947,19 @@ DLH_EXPORT cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache *pCacheConfig
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache *pCacheConfig) {
+  DLH_REAL(dlh_fn, real_cudaDeviceGetCacheConfig, "cudaDeviceGetCacheConfig", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetCacheConfig(dlh_fn, pCacheConfig);
+}
+static cudaError_t dlh_own_cudaDeviceGetCacheConfig(enum cudaFuncCache *pCacheConfig) {
+  DLH_OWN(dlh_fn, own_cudaDeviceGetCacheConfig, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetCacheConfig(dlh_fn, pCacheConfig);
+}
 
 /* 32: cudaDeviceGetDefaultMemPool — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceGetDefaultMemPool)(cudaMemPool_t *memPool, int device);
-DLH_EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device) {
-  DLH_REAL(dlh_fn, real_cudaDeviceGetDefaultMemPool, "cudaDeviceGetDefaultMemPool", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceGetDefaultMemPool)(cudaMemPool_t *memPool, int device);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceGetDefaultMemPool(__typeof__(real_cudaDeviceGetDefaultMemPool) dlh_fn, cudaMemPool_t *memPool, int device) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(memPool, device);
@@ -710,11 +972,19 @@ DLH_EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int d
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device) {
+  DLH_REAL(dlh_fn, real_cudaDeviceGetDefaultMemPool, "cudaDeviceGetDefaultMemPool", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetDefaultMemPool(dlh_fn, memPool, device);
+}
+static cudaError_t dlh_own_cudaDeviceGetDefaultMemPool(cudaMemPool_t *memPool, int device) {
+  DLH_OWN(dlh_fn, own_cudaDeviceGetDefaultMemPool, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetDefaultMemPool(dlh_fn, memPool, device);
+}
 
 /* 33: cudaDeviceGetGraphMemAttribute — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceGetGraphMemAttribute)(int device, enum cudaGraphMemAttributeType attr, void *value);
-DLH_EXPORT cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value) {
-  DLH_REAL(dlh_fn, real_cudaDeviceGetGraphMemAttribute, "cudaDeviceGetGraphMemAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceGetGraphMemAttribute)(int device, enum cudaGraphMemAttributeType attr, void *value);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceGetGraphMemAttribute(__typeof__(real_cudaDeviceGetGraphMemAttribute) dlh_fn, int device, enum cudaGraphMemAttributeType attr, void *value) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(device, attr, value);
@@ -728,11 +998,19 @@ DLH_EXPORT cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraph
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value) {
+  DLH_REAL(dlh_fn, real_cudaDeviceGetGraphMemAttribute, "cudaDeviceGetGraphMemAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetGraphMemAttribute(dlh_fn, device, attr, value);
+}
+static cudaError_t dlh_own_cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value) {
+  DLH_OWN(dlh_fn, own_cudaDeviceGetGraphMemAttribute, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetGraphMemAttribute(dlh_fn, device, attr, value);
+}
 
 /* 34: cudaDeviceGetHostAtomicCapabilities — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceGetHostAtomicCapabilities)(unsigned int *capabilities, const enum cudaAtomicOperation *operations, unsigned int count, int device);
-DLH_EXPORT cudaError_t cudaDeviceGetHostAtomicCapabilities(unsigned int *capabilities, const enum cudaAtomicOperation *operations, unsigned int count, int device) {
-  DLH_REAL(dlh_fn, real_cudaDeviceGetHostAtomicCapabilities, "cudaDeviceGetHostAtomicCapabilities", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceGetHostAtomicCapabilities)(unsigned int *capabilities, const enum cudaAtomicOperation *operations, unsigned int count, int device);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceGetHostAtomicCapabilities(__typeof__(real_cudaDeviceGetHostAtomicCapabilities) dlh_fn, unsigned int *capabilities, const enum cudaAtomicOperation *operations, unsigned int count, int device) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(capabilities, operations, count, device);
@@ -747,11 +1025,19 @@ DLH_EXPORT cudaError_t cudaDeviceGetHostAtomicCapabilities(unsigned int *capabil
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceGetHostAtomicCapabilities(unsigned int *capabilities, const enum cudaAtomicOperation *operations, unsigned int count, int device) {
+  DLH_REAL(dlh_fn, real_cudaDeviceGetHostAtomicCapabilities, "cudaDeviceGetHostAtomicCapabilities", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetHostAtomicCapabilities(dlh_fn, capabilities, operations, count, device);
+}
+static cudaError_t dlh_own_cudaDeviceGetHostAtomicCapabilities(unsigned int *capabilities, const enum cudaAtomicOperation *operations, unsigned int count, int device) {
+  DLH_OWN(dlh_fn, own_cudaDeviceGetHostAtomicCapabilities, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetHostAtomicCapabilities(dlh_fn, capabilities, operations, count, device);
+}
 
 /* 35: cudaDeviceGetLimit — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceGetLimit)(size_t *pValue, enum cudaLimit limit);
-DLH_EXPORT cudaError_t cudaDeviceGetLimit(size_t *pValue, enum cudaLimit limit) {
-  DLH_REAL(dlh_fn, real_cudaDeviceGetLimit, "cudaDeviceGetLimit", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceGetLimit)(size_t *pValue, enum cudaLimit limit);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceGetLimit(__typeof__(real_cudaDeviceGetLimit) dlh_fn, size_t *pValue, enum cudaLimit limit) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pValue, limit);
@@ -764,11 +1050,19 @@ DLH_EXPORT cudaError_t cudaDeviceGetLimit(size_t *pValue, enum cudaLimit limit) 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceGetLimit(size_t *pValue, enum cudaLimit limit) {
+  DLH_REAL(dlh_fn, real_cudaDeviceGetLimit, "cudaDeviceGetLimit", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetLimit(dlh_fn, pValue, limit);
+}
+static cudaError_t dlh_own_cudaDeviceGetLimit(size_t *pValue, enum cudaLimit limit) {
+  DLH_OWN(dlh_fn, own_cudaDeviceGetLimit, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetLimit(dlh_fn, pValue, limit);
+}
 
 /* 36: cudaDeviceGetMemPool — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceGetMemPool)(cudaMemPool_t *memPool, int device);
-DLH_EXPORT cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device) {
-  DLH_REAL(dlh_fn, real_cudaDeviceGetMemPool, "cudaDeviceGetMemPool", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceGetMemPool)(cudaMemPool_t *memPool, int device);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceGetMemPool(__typeof__(real_cudaDeviceGetMemPool) dlh_fn, cudaMemPool_t *memPool, int device) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(memPool, device);
@@ -781,11 +1075,19 @@ DLH_EXPORT cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device) 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device) {
+  DLH_REAL(dlh_fn, real_cudaDeviceGetMemPool, "cudaDeviceGetMemPool", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetMemPool(dlh_fn, memPool, device);
+}
+static cudaError_t dlh_own_cudaDeviceGetMemPool(cudaMemPool_t *memPool, int device) {
+  DLH_OWN(dlh_fn, own_cudaDeviceGetMemPool, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetMemPool(dlh_fn, memPool, device);
+}
 
 /* 37: cudaDeviceGetNvSciSyncAttributes — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceGetNvSciSyncAttributes)(void *nvSciSyncAttrList, int device, int flags);
-DLH_EXPORT cudaError_t cudaDeviceGetNvSciSyncAttributes(void *nvSciSyncAttrList, int device, int flags) {
-  DLH_REAL(dlh_fn, real_cudaDeviceGetNvSciSyncAttributes, "cudaDeviceGetNvSciSyncAttributes", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceGetNvSciSyncAttributes)(void *nvSciSyncAttrList, int device, int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceGetNvSciSyncAttributes(__typeof__(real_cudaDeviceGetNvSciSyncAttributes) dlh_fn, void *nvSciSyncAttrList, int device, int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(nvSciSyncAttrList, device, flags);
@@ -799,11 +1101,19 @@ DLH_EXPORT cudaError_t cudaDeviceGetNvSciSyncAttributes(void *nvSciSyncAttrList,
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceGetNvSciSyncAttributes(void *nvSciSyncAttrList, int device, int flags) {
+  DLH_REAL(dlh_fn, real_cudaDeviceGetNvSciSyncAttributes, "cudaDeviceGetNvSciSyncAttributes", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetNvSciSyncAttributes(dlh_fn, nvSciSyncAttrList, device, flags);
+}
+static cudaError_t dlh_own_cudaDeviceGetNvSciSyncAttributes(void *nvSciSyncAttrList, int device, int flags) {
+  DLH_OWN(dlh_fn, own_cudaDeviceGetNvSciSyncAttributes, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetNvSciSyncAttributes(dlh_fn, nvSciSyncAttrList, device, flags);
+}
 
 /* 38: cudaDeviceGetP2PAtomicCapabilities — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceGetP2PAtomicCapabilities)(unsigned int *capabilities, const enum cudaAtomicOperation *operations, unsigned int count, int srcDevice, int dstDevice);
-DLH_EXPORT cudaError_t cudaDeviceGetP2PAtomicCapabilities(unsigned int *capabilities, const enum cudaAtomicOperation *operations, unsigned int count, int srcDevice, int dstDevice) {
-  DLH_REAL(dlh_fn, real_cudaDeviceGetP2PAtomicCapabilities, "cudaDeviceGetP2PAtomicCapabilities", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceGetP2PAtomicCapabilities)(unsigned int *capabilities, const enum cudaAtomicOperation *operations, unsigned int count, int srcDevice, int dstDevice);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceGetP2PAtomicCapabilities(__typeof__(real_cudaDeviceGetP2PAtomicCapabilities) dlh_fn, unsigned int *capabilities, const enum cudaAtomicOperation *operations, unsigned int count, int srcDevice, int dstDevice) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(capabilities, operations, count, srcDevice, dstDevice);
@@ -819,11 +1129,19 @@ DLH_EXPORT cudaError_t cudaDeviceGetP2PAtomicCapabilities(unsigned int *capabili
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceGetP2PAtomicCapabilities(unsigned int *capabilities, const enum cudaAtomicOperation *operations, unsigned int count, int srcDevice, int dstDevice) {
+  DLH_REAL(dlh_fn, real_cudaDeviceGetP2PAtomicCapabilities, "cudaDeviceGetP2PAtomicCapabilities", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetP2PAtomicCapabilities(dlh_fn, capabilities, operations, count, srcDevice, dstDevice);
+}
+static cudaError_t dlh_own_cudaDeviceGetP2PAtomicCapabilities(unsigned int *capabilities, const enum cudaAtomicOperation *operations, unsigned int count, int srcDevice, int dstDevice) {
+  DLH_OWN(dlh_fn, own_cudaDeviceGetP2PAtomicCapabilities, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetP2PAtomicCapabilities(dlh_fn, capabilities, operations, count, srcDevice, dstDevice);
+}
 
 /* 39: cudaDeviceGetP2PAttribute — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceGetP2PAttribute)(int *value, enum cudaDeviceP2PAttr attr, int srcDevice, int dstDevice);
-DLH_EXPORT cudaError_t cudaDeviceGetP2PAttribute(int *value, enum cudaDeviceP2PAttr attr, int srcDevice, int dstDevice) {
-  DLH_REAL(dlh_fn, real_cudaDeviceGetP2PAttribute, "cudaDeviceGetP2PAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceGetP2PAttribute)(int *value, enum cudaDeviceP2PAttr attr, int srcDevice, int dstDevice);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceGetP2PAttribute(__typeof__(real_cudaDeviceGetP2PAttribute) dlh_fn, int *value, enum cudaDeviceP2PAttr attr, int srcDevice, int dstDevice) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(value, attr, srcDevice, dstDevice);
@@ -838,11 +1156,19 @@ DLH_EXPORT cudaError_t cudaDeviceGetP2PAttribute(int *value, enum cudaDeviceP2PA
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceGetP2PAttribute(int *value, enum cudaDeviceP2PAttr attr, int srcDevice, int dstDevice) {
+  DLH_REAL(dlh_fn, real_cudaDeviceGetP2PAttribute, "cudaDeviceGetP2PAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetP2PAttribute(dlh_fn, value, attr, srcDevice, dstDevice);
+}
+static cudaError_t dlh_own_cudaDeviceGetP2PAttribute(int *value, enum cudaDeviceP2PAttr attr, int srcDevice, int dstDevice) {
+  DLH_OWN(dlh_fn, own_cudaDeviceGetP2PAttribute, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetP2PAttribute(dlh_fn, value, attr, srcDevice, dstDevice);
+}
 
 /* 40: cudaDeviceGetPCIBusId — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceGetPCIBusId)(char *pciBusId, int len, int device);
-DLH_EXPORT cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device) {
-  DLH_REAL(dlh_fn, real_cudaDeviceGetPCIBusId, "cudaDeviceGetPCIBusId", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceGetPCIBusId)(char *pciBusId, int len, int device);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceGetPCIBusId(__typeof__(real_cudaDeviceGetPCIBusId) dlh_fn, char *pciBusId, int len, int device) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pciBusId, len, device);
@@ -856,11 +1182,19 @@ DLH_EXPORT cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device) {
+  DLH_REAL(dlh_fn, real_cudaDeviceGetPCIBusId, "cudaDeviceGetPCIBusId", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetPCIBusId(dlh_fn, pciBusId, len, device);
+}
+static cudaError_t dlh_own_cudaDeviceGetPCIBusId(char *pciBusId, int len, int device) {
+  DLH_OWN(dlh_fn, own_cudaDeviceGetPCIBusId, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetPCIBusId(dlh_fn, pciBusId, len, device);
+}
 
 /* 41: cudaDeviceGetSharedMemConfig — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceGetSharedMemConfig)(enum cudaSharedMemConfig *pConfig);
-DLH_EXPORT cudaError_t cudaDeviceGetSharedMemConfig(enum cudaSharedMemConfig *pConfig) {
-  DLH_REAL(dlh_fn, real_cudaDeviceGetSharedMemConfig, "cudaDeviceGetSharedMemConfig", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceGetSharedMemConfig)(enum cudaSharedMemConfig *pConfig);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceGetSharedMemConfig(__typeof__(real_cudaDeviceGetSharedMemConfig) dlh_fn, enum cudaSharedMemConfig *pConfig) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pConfig);
@@ -872,11 +1206,19 @@ DLH_EXPORT cudaError_t cudaDeviceGetSharedMemConfig(enum cudaSharedMemConfig *pC
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceGetSharedMemConfig(enum cudaSharedMemConfig *pConfig) {
+  DLH_REAL(dlh_fn, real_cudaDeviceGetSharedMemConfig, "cudaDeviceGetSharedMemConfig", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetSharedMemConfig(dlh_fn, pConfig);
+}
+static cudaError_t dlh_own_cudaDeviceGetSharedMemConfig(enum cudaSharedMemConfig *pConfig) {
+  DLH_OWN(dlh_fn, own_cudaDeviceGetSharedMemConfig, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetSharedMemConfig(dlh_fn, pConfig);
+}
 
 /* 42: cudaDeviceGetStreamPriorityRange — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceGetStreamPriorityRange)(int *leastPriority, int *greatestPriority);
-DLH_EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *leastPriority, int *greatestPriority) {
-  DLH_REAL(dlh_fn, real_cudaDeviceGetStreamPriorityRange, "cudaDeviceGetStreamPriorityRange", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceGetStreamPriorityRange)(int *leastPriority, int *greatestPriority);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceGetStreamPriorityRange(__typeof__(real_cudaDeviceGetStreamPriorityRange) dlh_fn, int *leastPriority, int *greatestPriority) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(leastPriority, greatestPriority);
@@ -889,11 +1231,19 @@ DLH_EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *leastPriority, int 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *leastPriority, int *greatestPriority) {
+  DLH_REAL(dlh_fn, real_cudaDeviceGetStreamPriorityRange, "cudaDeviceGetStreamPriorityRange", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetStreamPriorityRange(dlh_fn, leastPriority, greatestPriority);
+}
+static cudaError_t dlh_own_cudaDeviceGetStreamPriorityRange(int *leastPriority, int *greatestPriority) {
+  DLH_OWN(dlh_fn, own_cudaDeviceGetStreamPriorityRange, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetStreamPriorityRange(dlh_fn, leastPriority, greatestPriority);
+}
 
 /* 43: cudaDeviceGetTexture1DLinearMaxWidth — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceGetTexture1DLinearMaxWidth)(size_t *maxWidthInElements, const struct cudaChannelFormatDesc *fmtDesc, int device);
-DLH_EXPORT cudaError_t cudaDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements, const struct cudaChannelFormatDesc *fmtDesc, int device) {
-  DLH_REAL(dlh_fn, real_cudaDeviceGetTexture1DLinearMaxWidth, "cudaDeviceGetTexture1DLinearMaxWidth", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceGetTexture1DLinearMaxWidth)(size_t *maxWidthInElements, const struct cudaChannelFormatDesc *fmtDesc, int device);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceGetTexture1DLinearMaxWidth(__typeof__(real_cudaDeviceGetTexture1DLinearMaxWidth) dlh_fn, size_t *maxWidthInElements, const struct cudaChannelFormatDesc *fmtDesc, int device) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(maxWidthInElements, fmtDesc, device);
@@ -907,11 +1257,19 @@ DLH_EXPORT cudaError_t cudaDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInEl
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements, const struct cudaChannelFormatDesc *fmtDesc, int device) {
+  DLH_REAL(dlh_fn, real_cudaDeviceGetTexture1DLinearMaxWidth, "cudaDeviceGetTexture1DLinearMaxWidth", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetTexture1DLinearMaxWidth(dlh_fn, maxWidthInElements, fmtDesc, device);
+}
+static cudaError_t dlh_own_cudaDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements, const struct cudaChannelFormatDesc *fmtDesc, int device) {
+  DLH_OWN(dlh_fn, own_cudaDeviceGetTexture1DLinearMaxWidth, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGetTexture1DLinearMaxWidth(dlh_fn, maxWidthInElements, fmtDesc, device);
+}
 
 /* 44: cudaDeviceGraphMemTrim — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceGraphMemTrim)(int device);
-DLH_EXPORT cudaError_t cudaDeviceGraphMemTrim(int device) {
-  DLH_REAL(dlh_fn, real_cudaDeviceGraphMemTrim, "cudaDeviceGraphMemTrim", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceGraphMemTrim)(int device);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceGraphMemTrim(__typeof__(real_cudaDeviceGraphMemTrim) dlh_fn, int device) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(device);
@@ -923,11 +1281,19 @@ DLH_EXPORT cudaError_t cudaDeviceGraphMemTrim(int device) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceGraphMemTrim(int device) {
+  DLH_REAL(dlh_fn, real_cudaDeviceGraphMemTrim, "cudaDeviceGraphMemTrim", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGraphMemTrim(dlh_fn, device);
+}
+static cudaError_t dlh_own_cudaDeviceGraphMemTrim(int device) {
+  DLH_OWN(dlh_fn, own_cudaDeviceGraphMemTrim, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceGraphMemTrim(dlh_fn, device);
+}
 
 /* 45: cudaDeviceRegisterAsyncNotification — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceRegisterAsyncNotification)(int device, cudaAsyncCallback callbackFunc, void *userData, cudaAsyncCallbackHandle_t *callback);
-DLH_EXPORT cudaError_t cudaDeviceRegisterAsyncNotification(int device, cudaAsyncCallback callbackFunc, void *userData, cudaAsyncCallbackHandle_t *callback) {
-  DLH_REAL(dlh_fn, real_cudaDeviceRegisterAsyncNotification, "cudaDeviceRegisterAsyncNotification", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceRegisterAsyncNotification)(int device, cudaAsyncCallback callbackFunc, void *userData, cudaAsyncCallbackHandle_t *callback);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceRegisterAsyncNotification(__typeof__(real_cudaDeviceRegisterAsyncNotification) dlh_fn, int device, cudaAsyncCallback callbackFunc, void *userData, cudaAsyncCallbackHandle_t *callback) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(device, callbackFunc, userData, callback);
@@ -942,11 +1308,19 @@ DLH_EXPORT cudaError_t cudaDeviceRegisterAsyncNotification(int device, cudaAsync
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceRegisterAsyncNotification(int device, cudaAsyncCallback callbackFunc, void *userData, cudaAsyncCallbackHandle_t *callback) {
+  DLH_REAL(dlh_fn, real_cudaDeviceRegisterAsyncNotification, "cudaDeviceRegisterAsyncNotification", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceRegisterAsyncNotification(dlh_fn, device, callbackFunc, userData, callback);
+}
+static cudaError_t dlh_own_cudaDeviceRegisterAsyncNotification(int device, cudaAsyncCallback callbackFunc, void *userData, cudaAsyncCallbackHandle_t *callback) {
+  DLH_OWN(dlh_fn, own_cudaDeviceRegisterAsyncNotification, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceRegisterAsyncNotification(dlh_fn, device, callbackFunc, userData, callback);
+}
 
 /* 46: cudaDeviceReset — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceReset)(void);
-DLH_EXPORT cudaError_t cudaDeviceReset(void) {
-  DLH_REAL(dlh_fn, real_cudaDeviceReset, "cudaDeviceReset", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceReset)(void);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceReset(__typeof__(real_cudaDeviceReset) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn();
@@ -955,11 +1329,19 @@ DLH_EXPORT cudaError_t cudaDeviceReset(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceReset(void) {
+  DLH_REAL(dlh_fn, real_cudaDeviceReset, "cudaDeviceReset", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceReset(dlh_fn);
+}
+static cudaError_t dlh_own_cudaDeviceReset(void) {
+  DLH_OWN(dlh_fn, own_cudaDeviceReset, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceReset(dlh_fn);
+}
 
 /* 47: cudaDeviceSetCacheConfig — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceSetCacheConfig)(enum cudaFuncCache cacheConfig);
-DLH_EXPORT cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig) {
-  DLH_REAL(dlh_fn, real_cudaDeviceSetCacheConfig, "cudaDeviceSetCacheConfig", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceSetCacheConfig)(enum cudaFuncCache cacheConfig);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceSetCacheConfig(__typeof__(real_cudaDeviceSetCacheConfig) dlh_fn, enum cudaFuncCache cacheConfig) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(cacheConfig);
@@ -971,11 +1353,19 @@ DLH_EXPORT cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig) 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig) {
+  DLH_REAL(dlh_fn, real_cudaDeviceSetCacheConfig, "cudaDeviceSetCacheConfig", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceSetCacheConfig(dlh_fn, cacheConfig);
+}
+static cudaError_t dlh_own_cudaDeviceSetCacheConfig(enum cudaFuncCache cacheConfig) {
+  DLH_OWN(dlh_fn, own_cudaDeviceSetCacheConfig, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceSetCacheConfig(dlh_fn, cacheConfig);
+}
 
 /* 48: cudaDeviceSetGraphMemAttribute — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceSetGraphMemAttribute)(int device, enum cudaGraphMemAttributeType attr, void *value);
-DLH_EXPORT cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value) {
-  DLH_REAL(dlh_fn, real_cudaDeviceSetGraphMemAttribute, "cudaDeviceSetGraphMemAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceSetGraphMemAttribute)(int device, enum cudaGraphMemAttributeType attr, void *value);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceSetGraphMemAttribute(__typeof__(real_cudaDeviceSetGraphMemAttribute) dlh_fn, int device, enum cudaGraphMemAttributeType attr, void *value) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(device, attr, value);
@@ -989,11 +1379,19 @@ DLH_EXPORT cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraph
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value) {
+  DLH_REAL(dlh_fn, real_cudaDeviceSetGraphMemAttribute, "cudaDeviceSetGraphMemAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceSetGraphMemAttribute(dlh_fn, device, attr, value);
+}
+static cudaError_t dlh_own_cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr, void *value) {
+  DLH_OWN(dlh_fn, own_cudaDeviceSetGraphMemAttribute, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceSetGraphMemAttribute(dlh_fn, device, attr, value);
+}
 
 /* 49: cudaDeviceSetLimit — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceSetLimit)(enum cudaLimit limit, size_t value);
-DLH_EXPORT cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value) {
-  DLH_REAL(dlh_fn, real_cudaDeviceSetLimit, "cudaDeviceSetLimit", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceSetLimit)(enum cudaLimit limit, size_t value);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceSetLimit(__typeof__(real_cudaDeviceSetLimit) dlh_fn, enum cudaLimit limit, size_t value) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(limit, value);
@@ -1006,11 +1404,19 @@ DLH_EXPORT cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceSetLimit(enum cudaLimit limit, size_t value) {
+  DLH_REAL(dlh_fn, real_cudaDeviceSetLimit, "cudaDeviceSetLimit", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceSetLimit(dlh_fn, limit, value);
+}
+static cudaError_t dlh_own_cudaDeviceSetLimit(enum cudaLimit limit, size_t value) {
+  DLH_OWN(dlh_fn, own_cudaDeviceSetLimit, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceSetLimit(dlh_fn, limit, value);
+}
 
 /* 50: cudaDeviceSetMemPool — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceSetMemPool)(int device, cudaMemPool_t memPool);
-DLH_EXPORT cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) {
-  DLH_REAL(dlh_fn, real_cudaDeviceSetMemPool, "cudaDeviceSetMemPool", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceSetMemPool)(int device, cudaMemPool_t memPool);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceSetMemPool(__typeof__(real_cudaDeviceSetMemPool) dlh_fn, int device, cudaMemPool_t memPool) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(device, memPool);
@@ -1023,11 +1429,19 @@ DLH_EXPORT cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) {
+  DLH_REAL(dlh_fn, real_cudaDeviceSetMemPool, "cudaDeviceSetMemPool", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceSetMemPool(dlh_fn, device, memPool);
+}
+static cudaError_t dlh_own_cudaDeviceSetMemPool(int device, cudaMemPool_t memPool) {
+  DLH_OWN(dlh_fn, own_cudaDeviceSetMemPool, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceSetMemPool(dlh_fn, device, memPool);
+}
 
 /* 51: cudaDeviceSetSharedMemConfig — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceSetSharedMemConfig)(enum cudaSharedMemConfig config);
-DLH_EXPORT cudaError_t cudaDeviceSetSharedMemConfig(enum cudaSharedMemConfig config) {
-  DLH_REAL(dlh_fn, real_cudaDeviceSetSharedMemConfig, "cudaDeviceSetSharedMemConfig", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceSetSharedMemConfig)(enum cudaSharedMemConfig config);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceSetSharedMemConfig(__typeof__(real_cudaDeviceSetSharedMemConfig) dlh_fn, enum cudaSharedMemConfig config) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(config);
@@ -1039,11 +1453,19 @@ DLH_EXPORT cudaError_t cudaDeviceSetSharedMemConfig(enum cudaSharedMemConfig con
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceSetSharedMemConfig(enum cudaSharedMemConfig config) {
+  DLH_REAL(dlh_fn, real_cudaDeviceSetSharedMemConfig, "cudaDeviceSetSharedMemConfig", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceSetSharedMemConfig(dlh_fn, config);
+}
+static cudaError_t dlh_own_cudaDeviceSetSharedMemConfig(enum cudaSharedMemConfig config) {
+  DLH_OWN(dlh_fn, own_cudaDeviceSetSharedMemConfig, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceSetSharedMemConfig(dlh_fn, config);
+}
 
 /* 52: cudaDeviceSynchronize — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceSynchronize)(void);
-DLH_EXPORT cudaError_t cudaDeviceSynchronize(void) {
-  DLH_REAL(dlh_fn, real_cudaDeviceSynchronize, "cudaDeviceSynchronize", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceSynchronize)(void);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceSynchronize(__typeof__(real_cudaDeviceSynchronize) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn();
@@ -1052,11 +1474,19 @@ DLH_EXPORT cudaError_t cudaDeviceSynchronize(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceSynchronize(void) {
+  DLH_REAL(dlh_fn, real_cudaDeviceSynchronize, "cudaDeviceSynchronize", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceSynchronize(dlh_fn);
+}
+static cudaError_t dlh_own_cudaDeviceSynchronize(void) {
+  DLH_OWN(dlh_fn, own_cudaDeviceSynchronize, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceSynchronize(dlh_fn);
+}
 
 /* 53: cudaDeviceUnregisterAsyncNotification — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDeviceUnregisterAsyncNotification)(int device, cudaAsyncCallbackHandle_t callback);
-DLH_EXPORT cudaError_t cudaDeviceUnregisterAsyncNotification(int device, cudaAsyncCallbackHandle_t callback) {
-  DLH_REAL(dlh_fn, real_cudaDeviceUnregisterAsyncNotification, "cudaDeviceUnregisterAsyncNotification", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDeviceUnregisterAsyncNotification)(int device, cudaAsyncCallbackHandle_t callback);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDeviceUnregisterAsyncNotification(__typeof__(real_cudaDeviceUnregisterAsyncNotification) dlh_fn, int device, cudaAsyncCallbackHandle_t callback) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(device, callback);
@@ -1069,11 +1499,19 @@ DLH_EXPORT cudaError_t cudaDeviceUnregisterAsyncNotification(int device, cudaAsy
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDeviceUnregisterAsyncNotification(int device, cudaAsyncCallbackHandle_t callback) {
+  DLH_REAL(dlh_fn, real_cudaDeviceUnregisterAsyncNotification, "cudaDeviceUnregisterAsyncNotification", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceUnregisterAsyncNotification(dlh_fn, device, callback);
+}
+static cudaError_t dlh_own_cudaDeviceUnregisterAsyncNotification(int device, cudaAsyncCallbackHandle_t callback) {
+  DLH_OWN(dlh_fn, own_cudaDeviceUnregisterAsyncNotification, cudaErrorInitializationError)
+  return dlh_b_cudaDeviceUnregisterAsyncNotification(dlh_fn, device, callback);
+}
 
 /* 54: cudaDriverGetVersion — cuda_runtime_api.h */
 static cudaError_t (*real_cudaDriverGetVersion)(int *driverVersion);
-DLH_EXPORT cudaError_t cudaDriverGetVersion(int *driverVersion) {
-  DLH_REAL(dlh_fn, real_cudaDriverGetVersion, "cudaDriverGetVersion", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaDriverGetVersion)(int *driverVersion);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaDriverGetVersion(__typeof__(real_cudaDriverGetVersion) dlh_fn, int *driverVersion) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(driverVersion);
@@ -1085,11 +1523,19 @@ DLH_EXPORT cudaError_t cudaDriverGetVersion(int *driverVersion) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaDriverGetVersion(int *driverVersion) {
+  DLH_REAL(dlh_fn, real_cudaDriverGetVersion, "cudaDriverGetVersion", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaDriverGetVersion(dlh_fn, driverVersion);
+}
+static cudaError_t dlh_own_cudaDriverGetVersion(int *driverVersion) {
+  DLH_OWN(dlh_fn, own_cudaDriverGetVersion, cudaErrorInitializationError)
+  return dlh_b_cudaDriverGetVersion(dlh_fn, driverVersion);
+}
 
 /* 55: cudaEGLStreamConsumerAcquireFrame — cuda_egl_interop.h */
 static cudaError_t (*real_cudaEGLStreamConsumerAcquireFrame)(cudaEglStreamConnection *conn, cudaGraphicsResource_t *pCudaResource, cudaStream_t *pStream, unsigned int timeout);
-DLH_EXPORT cudaError_t cudaEGLStreamConsumerAcquireFrame(cudaEglStreamConnection *conn, cudaGraphicsResource_t *pCudaResource, cudaStream_t *pStream, unsigned int timeout) {
-  DLH_REAL(dlh_fn, real_cudaEGLStreamConsumerAcquireFrame, "cudaEGLStreamConsumerAcquireFrame", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEGLStreamConsumerAcquireFrame)(cudaEglStreamConnection *conn, cudaGraphicsResource_t *pCudaResource, cudaStream_t *pStream, unsigned int timeout);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEGLStreamConsumerAcquireFrame(__typeof__(real_cudaEGLStreamConsumerAcquireFrame) dlh_fn, cudaEglStreamConnection *conn, cudaGraphicsResource_t *pCudaResource, cudaStream_t *pStream, unsigned int timeout) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(conn, pCudaResource, pStream, timeout);
@@ -1104,11 +1550,19 @@ DLH_EXPORT cudaError_t cudaEGLStreamConsumerAcquireFrame(cudaEglStreamConnection
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEGLStreamConsumerAcquireFrame(cudaEglStreamConnection *conn, cudaGraphicsResource_t *pCudaResource, cudaStream_t *pStream, unsigned int timeout) {
+  DLH_REAL(dlh_fn, real_cudaEGLStreamConsumerAcquireFrame, "cudaEGLStreamConsumerAcquireFrame", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamConsumerAcquireFrame(dlh_fn, conn, pCudaResource, pStream, timeout);
+}
+static cudaError_t dlh_own_cudaEGLStreamConsumerAcquireFrame(cudaEglStreamConnection *conn, cudaGraphicsResource_t *pCudaResource, cudaStream_t *pStream, unsigned int timeout) {
+  DLH_OWN(dlh_fn, own_cudaEGLStreamConsumerAcquireFrame, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamConsumerAcquireFrame(dlh_fn, conn, pCudaResource, pStream, timeout);
+}
 
 /* 56: cudaEGLStreamConsumerConnect — cuda_egl_interop.h */
 static cudaError_t (*real_cudaEGLStreamConsumerConnect)(cudaEglStreamConnection *conn, EGLStreamKHR eglStream);
-DLH_EXPORT cudaError_t cudaEGLStreamConsumerConnect(cudaEglStreamConnection *conn, EGLStreamKHR eglStream) {
-  DLH_REAL(dlh_fn, real_cudaEGLStreamConsumerConnect, "cudaEGLStreamConsumerConnect", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEGLStreamConsumerConnect)(cudaEglStreamConnection *conn, EGLStreamKHR eglStream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEGLStreamConsumerConnect(__typeof__(real_cudaEGLStreamConsumerConnect) dlh_fn, cudaEglStreamConnection *conn, EGLStreamKHR eglStream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(conn, eglStream);
@@ -1121,11 +1575,19 @@ DLH_EXPORT cudaError_t cudaEGLStreamConsumerConnect(cudaEglStreamConnection *con
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEGLStreamConsumerConnect(cudaEglStreamConnection *conn, EGLStreamKHR eglStream) {
+  DLH_REAL(dlh_fn, real_cudaEGLStreamConsumerConnect, "cudaEGLStreamConsumerConnect", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamConsumerConnect(dlh_fn, conn, eglStream);
+}
+static cudaError_t dlh_own_cudaEGLStreamConsumerConnect(cudaEglStreamConnection *conn, EGLStreamKHR eglStream) {
+  DLH_OWN(dlh_fn, own_cudaEGLStreamConsumerConnect, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamConsumerConnect(dlh_fn, conn, eglStream);
+}
 
 /* 57: cudaEGLStreamConsumerConnectWithFlags — cuda_egl_interop.h */
 static cudaError_t (*real_cudaEGLStreamConsumerConnectWithFlags)(cudaEglStreamConnection *conn, EGLStreamKHR eglStream, unsigned int flags);
-DLH_EXPORT cudaError_t cudaEGLStreamConsumerConnectWithFlags(cudaEglStreamConnection *conn, EGLStreamKHR eglStream, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaEGLStreamConsumerConnectWithFlags, "cudaEGLStreamConsumerConnectWithFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEGLStreamConsumerConnectWithFlags)(cudaEglStreamConnection *conn, EGLStreamKHR eglStream, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEGLStreamConsumerConnectWithFlags(__typeof__(real_cudaEGLStreamConsumerConnectWithFlags) dlh_fn, cudaEglStreamConnection *conn, EGLStreamKHR eglStream, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(conn, eglStream, flags);
@@ -1139,11 +1601,19 @@ DLH_EXPORT cudaError_t cudaEGLStreamConsumerConnectWithFlags(cudaEglStreamConnec
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEGLStreamConsumerConnectWithFlags(cudaEglStreamConnection *conn, EGLStreamKHR eglStream, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaEGLStreamConsumerConnectWithFlags, "cudaEGLStreamConsumerConnectWithFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamConsumerConnectWithFlags(dlh_fn, conn, eglStream, flags);
+}
+static cudaError_t dlh_own_cudaEGLStreamConsumerConnectWithFlags(cudaEglStreamConnection *conn, EGLStreamKHR eglStream, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaEGLStreamConsumerConnectWithFlags, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamConsumerConnectWithFlags(dlh_fn, conn, eglStream, flags);
+}
 
 /* 58: cudaEGLStreamConsumerDisconnect — cuda_egl_interop.h */
 static cudaError_t (*real_cudaEGLStreamConsumerDisconnect)(cudaEglStreamConnection *conn);
-DLH_EXPORT cudaError_t cudaEGLStreamConsumerDisconnect(cudaEglStreamConnection *conn) {
-  DLH_REAL(dlh_fn, real_cudaEGLStreamConsumerDisconnect, "cudaEGLStreamConsumerDisconnect", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEGLStreamConsumerDisconnect)(cudaEglStreamConnection *conn);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEGLStreamConsumerDisconnect(__typeof__(real_cudaEGLStreamConsumerDisconnect) dlh_fn, cudaEglStreamConnection *conn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(conn);
@@ -1155,11 +1625,19 @@ DLH_EXPORT cudaError_t cudaEGLStreamConsumerDisconnect(cudaEglStreamConnection *
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEGLStreamConsumerDisconnect(cudaEglStreamConnection *conn) {
+  DLH_REAL(dlh_fn, real_cudaEGLStreamConsumerDisconnect, "cudaEGLStreamConsumerDisconnect", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamConsumerDisconnect(dlh_fn, conn);
+}
+static cudaError_t dlh_own_cudaEGLStreamConsumerDisconnect(cudaEglStreamConnection *conn) {
+  DLH_OWN(dlh_fn, own_cudaEGLStreamConsumerDisconnect, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamConsumerDisconnect(dlh_fn, conn);
+}
 
 /* 59: cudaEGLStreamConsumerReleaseFrame — cuda_egl_interop.h */
 static cudaError_t (*real_cudaEGLStreamConsumerReleaseFrame)(cudaEglStreamConnection *conn, cudaGraphicsResource_t pCudaResource, cudaStream_t *pStream);
-DLH_EXPORT cudaError_t cudaEGLStreamConsumerReleaseFrame(cudaEglStreamConnection *conn, cudaGraphicsResource_t pCudaResource, cudaStream_t *pStream) {
-  DLH_REAL(dlh_fn, real_cudaEGLStreamConsumerReleaseFrame, "cudaEGLStreamConsumerReleaseFrame", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEGLStreamConsumerReleaseFrame)(cudaEglStreamConnection *conn, cudaGraphicsResource_t pCudaResource, cudaStream_t *pStream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEGLStreamConsumerReleaseFrame(__typeof__(real_cudaEGLStreamConsumerReleaseFrame) dlh_fn, cudaEglStreamConnection *conn, cudaGraphicsResource_t pCudaResource, cudaStream_t *pStream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(conn, pCudaResource, pStream);
@@ -1173,11 +1651,19 @@ DLH_EXPORT cudaError_t cudaEGLStreamConsumerReleaseFrame(cudaEglStreamConnection
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEGLStreamConsumerReleaseFrame(cudaEglStreamConnection *conn, cudaGraphicsResource_t pCudaResource, cudaStream_t *pStream) {
+  DLH_REAL(dlh_fn, real_cudaEGLStreamConsumerReleaseFrame, "cudaEGLStreamConsumerReleaseFrame", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamConsumerReleaseFrame(dlh_fn, conn, pCudaResource, pStream);
+}
+static cudaError_t dlh_own_cudaEGLStreamConsumerReleaseFrame(cudaEglStreamConnection *conn, cudaGraphicsResource_t pCudaResource, cudaStream_t *pStream) {
+  DLH_OWN(dlh_fn, own_cudaEGLStreamConsumerReleaseFrame, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamConsumerReleaseFrame(dlh_fn, conn, pCudaResource, pStream);
+}
 
 /* 60: cudaEGLStreamProducerConnect — cuda_egl_interop.h */
 static cudaError_t (*real_cudaEGLStreamProducerConnect)(cudaEglStreamConnection *conn, EGLStreamKHR eglStream, EGLint width, EGLint height);
-DLH_EXPORT cudaError_t cudaEGLStreamProducerConnect(cudaEglStreamConnection *conn, EGLStreamKHR eglStream, EGLint width, EGLint height) {
-  DLH_REAL(dlh_fn, real_cudaEGLStreamProducerConnect, "cudaEGLStreamProducerConnect", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEGLStreamProducerConnect)(cudaEglStreamConnection *conn, EGLStreamKHR eglStream, EGLint width, EGLint height);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEGLStreamProducerConnect(__typeof__(real_cudaEGLStreamProducerConnect) dlh_fn, cudaEglStreamConnection *conn, EGLStreamKHR eglStream, EGLint width, EGLint height) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(conn, eglStream, width, height);
@@ -1192,11 +1678,19 @@ DLH_EXPORT cudaError_t cudaEGLStreamProducerConnect(cudaEglStreamConnection *con
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEGLStreamProducerConnect(cudaEglStreamConnection *conn, EGLStreamKHR eglStream, EGLint width, EGLint height) {
+  DLH_REAL(dlh_fn, real_cudaEGLStreamProducerConnect, "cudaEGLStreamProducerConnect", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamProducerConnect(dlh_fn, conn, eglStream, width, height);
+}
+static cudaError_t dlh_own_cudaEGLStreamProducerConnect(cudaEglStreamConnection *conn, EGLStreamKHR eglStream, EGLint width, EGLint height) {
+  DLH_OWN(dlh_fn, own_cudaEGLStreamProducerConnect, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamProducerConnect(dlh_fn, conn, eglStream, width, height);
+}
 
 /* 61: cudaEGLStreamProducerDisconnect — cuda_egl_interop.h */
 static cudaError_t (*real_cudaEGLStreamProducerDisconnect)(cudaEglStreamConnection *conn);
-DLH_EXPORT cudaError_t cudaEGLStreamProducerDisconnect(cudaEglStreamConnection *conn) {
-  DLH_REAL(dlh_fn, real_cudaEGLStreamProducerDisconnect, "cudaEGLStreamProducerDisconnect", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEGLStreamProducerDisconnect)(cudaEglStreamConnection *conn);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEGLStreamProducerDisconnect(__typeof__(real_cudaEGLStreamProducerDisconnect) dlh_fn, cudaEglStreamConnection *conn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(conn);
@@ -1208,11 +1702,19 @@ DLH_EXPORT cudaError_t cudaEGLStreamProducerDisconnect(cudaEglStreamConnection *
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEGLStreamProducerDisconnect(cudaEglStreamConnection *conn) {
+  DLH_REAL(dlh_fn, real_cudaEGLStreamProducerDisconnect, "cudaEGLStreamProducerDisconnect", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamProducerDisconnect(dlh_fn, conn);
+}
+static cudaError_t dlh_own_cudaEGLStreamProducerDisconnect(cudaEglStreamConnection *conn) {
+  DLH_OWN(dlh_fn, own_cudaEGLStreamProducerDisconnect, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamProducerDisconnect(dlh_fn, conn);
+}
 
 /* 62: cudaEGLStreamProducerPresentFrame — cuda_egl_interop.h */
 static cudaError_t (*real_cudaEGLStreamProducerPresentFrame)(cudaEglStreamConnection *conn, cudaEglFrame eglframe, cudaStream_t *pStream);
-DLH_EXPORT cudaError_t cudaEGLStreamProducerPresentFrame(cudaEglStreamConnection *conn, cudaEglFrame eglframe, cudaStream_t *pStream) {
-  DLH_REAL(dlh_fn, real_cudaEGLStreamProducerPresentFrame, "cudaEGLStreamProducerPresentFrame", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEGLStreamProducerPresentFrame)(cudaEglStreamConnection *conn, cudaEglFrame eglframe, cudaStream_t *pStream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEGLStreamProducerPresentFrame(__typeof__(real_cudaEGLStreamProducerPresentFrame) dlh_fn, cudaEglStreamConnection *conn, cudaEglFrame eglframe, cudaStream_t *pStream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(conn, eglframe, pStream);
@@ -1225,11 +1727,19 @@ DLH_EXPORT cudaError_t cudaEGLStreamProducerPresentFrame(cudaEglStreamConnection
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEGLStreamProducerPresentFrame(cudaEglStreamConnection *conn, cudaEglFrame eglframe, cudaStream_t *pStream) {
+  DLH_REAL(dlh_fn, real_cudaEGLStreamProducerPresentFrame, "cudaEGLStreamProducerPresentFrame", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamProducerPresentFrame(dlh_fn, conn, eglframe, pStream);
+}
+static cudaError_t dlh_own_cudaEGLStreamProducerPresentFrame(cudaEglStreamConnection *conn, cudaEglFrame eglframe, cudaStream_t *pStream) {
+  DLH_OWN(dlh_fn, own_cudaEGLStreamProducerPresentFrame, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamProducerPresentFrame(dlh_fn, conn, eglframe, pStream);
+}
 
 /* 63: cudaEGLStreamProducerReturnFrame — cuda_egl_interop.h */
 static cudaError_t (*real_cudaEGLStreamProducerReturnFrame)(cudaEglStreamConnection *conn, cudaEglFrame *eglframe, cudaStream_t *pStream);
-DLH_EXPORT cudaError_t cudaEGLStreamProducerReturnFrame(cudaEglStreamConnection *conn, cudaEglFrame *eglframe, cudaStream_t *pStream) {
-  DLH_REAL(dlh_fn, real_cudaEGLStreamProducerReturnFrame, "cudaEGLStreamProducerReturnFrame", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEGLStreamProducerReturnFrame)(cudaEglStreamConnection *conn, cudaEglFrame *eglframe, cudaStream_t *pStream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEGLStreamProducerReturnFrame(__typeof__(real_cudaEGLStreamProducerReturnFrame) dlh_fn, cudaEglStreamConnection *conn, cudaEglFrame *eglframe, cudaStream_t *pStream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(conn, eglframe, pStream);
@@ -1243,11 +1753,19 @@ DLH_EXPORT cudaError_t cudaEGLStreamProducerReturnFrame(cudaEglStreamConnection 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEGLStreamProducerReturnFrame(cudaEglStreamConnection *conn, cudaEglFrame *eglframe, cudaStream_t *pStream) {
+  DLH_REAL(dlh_fn, real_cudaEGLStreamProducerReturnFrame, "cudaEGLStreamProducerReturnFrame", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamProducerReturnFrame(dlh_fn, conn, eglframe, pStream);
+}
+static cudaError_t dlh_own_cudaEGLStreamProducerReturnFrame(cudaEglStreamConnection *conn, cudaEglFrame *eglframe, cudaStream_t *pStream) {
+  DLH_OWN(dlh_fn, own_cudaEGLStreamProducerReturnFrame, cudaErrorInitializationError)
+  return dlh_b_cudaEGLStreamProducerReturnFrame(dlh_fn, conn, eglframe, pStream);
+}
 
 /* 64: cudaEventCreate — cuda_runtime_api.h */
 static cudaError_t (*real_cudaEventCreate)(cudaEvent_t *event);
-DLH_EXPORT cudaError_t cudaEventCreate(cudaEvent_t *event) {
-  DLH_REAL(dlh_fn, real_cudaEventCreate, "cudaEventCreate", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEventCreate)(cudaEvent_t *event);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEventCreate(__typeof__(real_cudaEventCreate) dlh_fn, cudaEvent_t *event) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(event);
@@ -1259,11 +1777,19 @@ DLH_EXPORT cudaError_t cudaEventCreate(cudaEvent_t *event) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEventCreate(cudaEvent_t *event) {
+  DLH_REAL(dlh_fn, real_cudaEventCreate, "cudaEventCreate", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEventCreate(dlh_fn, event);
+}
+static cudaError_t dlh_own_cudaEventCreate(cudaEvent_t *event) {
+  DLH_OWN(dlh_fn, own_cudaEventCreate, cudaErrorInitializationError)
+  return dlh_b_cudaEventCreate(dlh_fn, event);
+}
 
 /* 65: cudaEventCreateFromEGLSync — cuda_egl_interop.h */
 static cudaError_t (*real_cudaEventCreateFromEGLSync)(cudaEvent_t *phEvent, EGLSyncKHR eglSync, unsigned int flags);
-DLH_EXPORT cudaError_t cudaEventCreateFromEGLSync(cudaEvent_t *phEvent, EGLSyncKHR eglSync, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaEventCreateFromEGLSync, "cudaEventCreateFromEGLSync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEventCreateFromEGLSync)(cudaEvent_t *phEvent, EGLSyncKHR eglSync, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEventCreateFromEGLSync(__typeof__(real_cudaEventCreateFromEGLSync) dlh_fn, cudaEvent_t *phEvent, EGLSyncKHR eglSync, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(phEvent, eglSync, flags);
@@ -1277,11 +1803,19 @@ DLH_EXPORT cudaError_t cudaEventCreateFromEGLSync(cudaEvent_t *phEvent, EGLSyncK
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEventCreateFromEGLSync(cudaEvent_t *phEvent, EGLSyncKHR eglSync, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaEventCreateFromEGLSync, "cudaEventCreateFromEGLSync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEventCreateFromEGLSync(dlh_fn, phEvent, eglSync, flags);
+}
+static cudaError_t dlh_own_cudaEventCreateFromEGLSync(cudaEvent_t *phEvent, EGLSyncKHR eglSync, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaEventCreateFromEGLSync, cudaErrorInitializationError)
+  return dlh_b_cudaEventCreateFromEGLSync(dlh_fn, phEvent, eglSync, flags);
+}
 
 /* 66: cudaEventCreateWithFlags — cuda_runtime_api.h */
 static cudaError_t (*real_cudaEventCreateWithFlags)(cudaEvent_t *event, unsigned int flags);
-DLH_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaEventCreateWithFlags, "cudaEventCreateWithFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEventCreateWithFlags)(cudaEvent_t *event, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEventCreateWithFlags(__typeof__(real_cudaEventCreateWithFlags) dlh_fn, cudaEvent_t *event, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(event, flags);
@@ -1294,11 +1828,19 @@ DLH_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaEventCreateWithFlags, "cudaEventCreateWithFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEventCreateWithFlags(dlh_fn, event, flags);
+}
+static cudaError_t dlh_own_cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaEventCreateWithFlags, cudaErrorInitializationError)
+  return dlh_b_cudaEventCreateWithFlags(dlh_fn, event, flags);
+}
 
 /* 67: cudaEventDestroy — cuda_runtime_api.h */
 static cudaError_t (*real_cudaEventDestroy)(cudaEvent_t event);
-DLH_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  DLH_REAL(dlh_fn, real_cudaEventDestroy, "cudaEventDestroy", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEventDestroy)(cudaEvent_t event);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEventDestroy(__typeof__(real_cudaEventDestroy) dlh_fn, cudaEvent_t event) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(event);
@@ -1310,11 +1852,19 @@ DLH_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  DLH_REAL(dlh_fn, real_cudaEventDestroy, "cudaEventDestroy", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEventDestroy(dlh_fn, event);
+}
+static cudaError_t dlh_own_cudaEventDestroy(cudaEvent_t event) {
+  DLH_OWN(dlh_fn, own_cudaEventDestroy, cudaErrorInitializationError)
+  return dlh_b_cudaEventDestroy(dlh_fn, event);
+}
 
 /* 68: cudaEventElapsedTime — cuda_runtime_api.h */
 static cudaError_t (*real_cudaEventElapsedTime)(float *ms, cudaEvent_t start, cudaEvent_t end);
-DLH_EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
-  DLH_REAL(dlh_fn, real_cudaEventElapsedTime, "cudaEventElapsedTime", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEventElapsedTime)(float *ms, cudaEvent_t start, cudaEvent_t end);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEventElapsedTime(__typeof__(real_cudaEventElapsedTime) dlh_fn, float *ms, cudaEvent_t start, cudaEvent_t end) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(ms, start, end);
@@ -1328,11 +1878,19 @@ DLH_EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEv
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+  DLH_REAL(dlh_fn, real_cudaEventElapsedTime, "cudaEventElapsedTime", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEventElapsedTime(dlh_fn, ms, start, end);
+}
+static cudaError_t dlh_own_cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+  DLH_OWN(dlh_fn, own_cudaEventElapsedTime, cudaErrorInitializationError)
+  return dlh_b_cudaEventElapsedTime(dlh_fn, ms, start, end);
+}
 
 /* 69: cudaEventQuery — cuda_runtime_api.h */
 static cudaError_t (*real_cudaEventQuery)(cudaEvent_t event);
-DLH_EXPORT cudaError_t cudaEventQuery(cudaEvent_t event) {
-  DLH_REAL(dlh_fn, real_cudaEventQuery, "cudaEventQuery", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEventQuery)(cudaEvent_t event);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEventQuery(__typeof__(real_cudaEventQuery) dlh_fn, cudaEvent_t event) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(event);
@@ -1344,11 +1902,19 @@ DLH_EXPORT cudaError_t cudaEventQuery(cudaEvent_t event) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEventQuery(cudaEvent_t event) {
+  DLH_REAL(dlh_fn, real_cudaEventQuery, "cudaEventQuery", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEventQuery(dlh_fn, event);
+}
+static cudaError_t dlh_own_cudaEventQuery(cudaEvent_t event) {
+  DLH_OWN(dlh_fn, own_cudaEventQuery, cudaErrorInitializationError)
+  return dlh_b_cudaEventQuery(dlh_fn, event);
+}
 
 /* 70: cudaEventRecord — cuda_runtime_api.h */
 static cudaError_t (*real_cudaEventRecord)(cudaEvent_t event, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaEventRecord, "cudaEventRecord", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEventRecord)(cudaEvent_t event, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEventRecord(__typeof__(real_cudaEventRecord) dlh_fn, cudaEvent_t event, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(event, stream);
@@ -1361,11 +1927,19 @@ DLH_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaEventRecord, "cudaEventRecord", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEventRecord(dlh_fn, event, stream);
+}
+static cudaError_t dlh_own_cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaEventRecord, cudaErrorInitializationError)
+  return dlh_b_cudaEventRecord(dlh_fn, event, stream);
+}
 
 /* 71: cudaEventRecordWithFlags — cuda_runtime_api.h */
 static cudaError_t (*real_cudaEventRecordWithFlags)(cudaEvent_t event, cudaStream_t stream, unsigned int flags);
-DLH_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaEventRecordWithFlags, "cudaEventRecordWithFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEventRecordWithFlags)(cudaEvent_t event, cudaStream_t stream, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEventRecordWithFlags(__typeof__(real_cudaEventRecordWithFlags) dlh_fn, cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(event, stream, flags);
@@ -1379,11 +1953,19 @@ DLH_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaEventRecordWithFlags, "cudaEventRecordWithFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEventRecordWithFlags(dlh_fn, event, stream, flags);
+}
+static cudaError_t dlh_own_cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaEventRecordWithFlags, cudaErrorInitializationError)
+  return dlh_b_cudaEventRecordWithFlags(dlh_fn, event, stream, flags);
+}
 
 /* 72: cudaEventRecordWithFlags_ptsz — cuda_runtime_api.h (prototype of cudaEventRecordWithFlags) */
 static cudaError_t (*real_cudaEventRecordWithFlags_ptsz)(cudaEvent_t event, cudaStream_t stream, unsigned int flags);
-DLH_EXPORT cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaEventRecordWithFlags_ptsz, "cudaEventRecordWithFlags_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEventRecordWithFlags_ptsz)(cudaEvent_t event, cudaStream_t stream, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEventRecordWithFlags_ptsz(__typeof__(real_cudaEventRecordWithFlags_ptsz) dlh_fn, cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(event, stream, flags);
@@ -1397,11 +1979,19 @@ DLH_EXPORT cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStre
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaEventRecordWithFlags_ptsz, "cudaEventRecordWithFlags_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEventRecordWithFlags_ptsz(dlh_fn, event, stream, flags);
+}
+static cudaError_t dlh_own_cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaEventRecordWithFlags_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaEventRecordWithFlags_ptsz(dlh_fn, event, stream, flags);
+}
 
 /* 73: cudaEventRecord_ptsz — cuda_runtime_api.h (prototype of cudaEventRecord) */
 static cudaError_t (*real_cudaEventRecord_ptsz)(cudaEvent_t event, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaEventRecord_ptsz, "cudaEventRecord_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEventRecord_ptsz)(cudaEvent_t event, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEventRecord_ptsz(__typeof__(real_cudaEventRecord_ptsz) dlh_fn, cudaEvent_t event, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(event, stream);
@@ -1414,11 +2004,19 @@ DLH_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stre
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaEventRecord_ptsz, "cudaEventRecord_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEventRecord_ptsz(dlh_fn, event, stream);
+}
+static cudaError_t dlh_own_cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaEventRecord_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaEventRecord_ptsz(dlh_fn, event, stream);
+}
 
 /* 74: cudaEventSynchronize — cuda_runtime_api.h */
 static cudaError_t (*real_cudaEventSynchronize)(cudaEvent_t event);
-DLH_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  DLH_REAL(dlh_fn, real_cudaEventSynchronize, "cudaEventSynchronize", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaEventSynchronize)(cudaEvent_t event);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaEventSynchronize(__typeof__(real_cudaEventSynchronize) dlh_fn, cudaEvent_t event) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(event);
@@ -1430,11 +2028,19 @@ DLH_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  DLH_REAL(dlh_fn, real_cudaEventSynchronize, "cudaEventSynchronize", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaEventSynchronize(dlh_fn, event);
+}
+static cudaError_t dlh_own_cudaEventSynchronize(cudaEvent_t event) {
+  DLH_OWN(dlh_fn, own_cudaEventSynchronize, cudaErrorInitializationError)
+  return dlh_b_cudaEventSynchronize(dlh_fn, event);
+}
 
 /* 75: cudaExternalMemoryGetMappedBuffer — cuda_runtime_api.h */
 static cudaError_t (*real_cudaExternalMemoryGetMappedBuffer)(void **devPtr, cudaExternalMemory_t extMem, const struct cudaExternalMemoryBufferDesc *bufferDesc);
-DLH_EXPORT cudaError_t cudaExternalMemoryGetMappedBuffer(void **devPtr, cudaExternalMemory_t extMem, const struct cudaExternalMemoryBufferDesc *bufferDesc) {
-  DLH_REAL(dlh_fn, real_cudaExternalMemoryGetMappedBuffer, "cudaExternalMemoryGetMappedBuffer", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaExternalMemoryGetMappedBuffer)(void **devPtr, cudaExternalMemory_t extMem, const struct cudaExternalMemoryBufferDesc *bufferDesc);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaExternalMemoryGetMappedBuffer(__typeof__(real_cudaExternalMemoryGetMappedBuffer) dlh_fn, void **devPtr, cudaExternalMemory_t extMem, const struct cudaExternalMemoryBufferDesc *bufferDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, extMem, bufferDesc);
@@ -1448,11 +2054,19 @@ DLH_EXPORT cudaError_t cudaExternalMemoryGetMappedBuffer(void **devPtr, cudaExte
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaExternalMemoryGetMappedBuffer(void **devPtr, cudaExternalMemory_t extMem, const struct cudaExternalMemoryBufferDesc *bufferDesc) {
+  DLH_REAL(dlh_fn, real_cudaExternalMemoryGetMappedBuffer, "cudaExternalMemoryGetMappedBuffer", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaExternalMemoryGetMappedBuffer(dlh_fn, devPtr, extMem, bufferDesc);
+}
+static cudaError_t dlh_own_cudaExternalMemoryGetMappedBuffer(void **devPtr, cudaExternalMemory_t extMem, const struct cudaExternalMemoryBufferDesc *bufferDesc) {
+  DLH_OWN(dlh_fn, own_cudaExternalMemoryGetMappedBuffer, cudaErrorInitializationError)
+  return dlh_b_cudaExternalMemoryGetMappedBuffer(dlh_fn, devPtr, extMem, bufferDesc);
+}
 
 /* 76: cudaExternalMemoryGetMappedMipmappedArray — cuda_runtime_api.h */
 static cudaError_t (*real_cudaExternalMemoryGetMappedMipmappedArray)(cudaMipmappedArray_t *mipmap, cudaExternalMemory_t extMem, const struct cudaExternalMemoryMipmappedArrayDesc *mipmapDesc);
-DLH_EXPORT cudaError_t cudaExternalMemoryGetMappedMipmappedArray(cudaMipmappedArray_t *mipmap, cudaExternalMemory_t extMem, const struct cudaExternalMemoryMipmappedArrayDesc *mipmapDesc) {
-  DLH_REAL(dlh_fn, real_cudaExternalMemoryGetMappedMipmappedArray, "cudaExternalMemoryGetMappedMipmappedArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaExternalMemoryGetMappedMipmappedArray)(cudaMipmappedArray_t *mipmap, cudaExternalMemory_t extMem, const struct cudaExternalMemoryMipmappedArrayDesc *mipmapDesc);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaExternalMemoryGetMappedMipmappedArray(__typeof__(real_cudaExternalMemoryGetMappedMipmappedArray) dlh_fn, cudaMipmappedArray_t *mipmap, cudaExternalMemory_t extMem, const struct cudaExternalMemoryMipmappedArrayDesc *mipmapDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(mipmap, extMem, mipmapDesc);
@@ -1466,11 +2080,19 @@ DLH_EXPORT cudaError_t cudaExternalMemoryGetMappedMipmappedArray(cudaMipmappedAr
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaExternalMemoryGetMappedMipmappedArray(cudaMipmappedArray_t *mipmap, cudaExternalMemory_t extMem, const struct cudaExternalMemoryMipmappedArrayDesc *mipmapDesc) {
+  DLH_REAL(dlh_fn, real_cudaExternalMemoryGetMappedMipmappedArray, "cudaExternalMemoryGetMappedMipmappedArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaExternalMemoryGetMappedMipmappedArray(dlh_fn, mipmap, extMem, mipmapDesc);
+}
+static cudaError_t dlh_own_cudaExternalMemoryGetMappedMipmappedArray(cudaMipmappedArray_t *mipmap, cudaExternalMemory_t extMem, const struct cudaExternalMemoryMipmappedArrayDesc *mipmapDesc) {
+  DLH_OWN(dlh_fn, own_cudaExternalMemoryGetMappedMipmappedArray, cudaErrorInitializationError)
+  return dlh_b_cudaExternalMemoryGetMappedMipmappedArray(dlh_fn, mipmap, extMem, mipmapDesc);
+}
 
 /* 77: cudaFree — cuda_runtime_api.h */
 static cudaError_t (*real_cudaFree)(void *devPtr);
-DLH_EXPORT cudaError_t cudaFree(void *devPtr) {
-  DLH_REAL(dlh_fn, real_cudaFree, "cudaFree", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaFree)(void *devPtr);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaFree(__typeof__(real_cudaFree) dlh_fn, void *devPtr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr);
@@ -1482,11 +2104,19 @@ DLH_EXPORT cudaError_t cudaFree(void *devPtr) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaFree(void *devPtr) {
+  DLH_REAL(dlh_fn, real_cudaFree, "cudaFree", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaFree(dlh_fn, devPtr);
+}
+static cudaError_t dlh_own_cudaFree(void *devPtr) {
+  DLH_OWN(dlh_fn, own_cudaFree, cudaErrorInitializationError)
+  return dlh_b_cudaFree(dlh_fn, devPtr);
+}
 
 /* 78: cudaFreeArray — cuda_runtime_api.h */
 static cudaError_t (*real_cudaFreeArray)(cudaArray_t array);
-DLH_EXPORT cudaError_t cudaFreeArray(cudaArray_t array) {
-  DLH_REAL(dlh_fn, real_cudaFreeArray, "cudaFreeArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaFreeArray)(cudaArray_t array);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaFreeArray(__typeof__(real_cudaFreeArray) dlh_fn, cudaArray_t array) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(array);
@@ -1498,11 +2128,19 @@ DLH_EXPORT cudaError_t cudaFreeArray(cudaArray_t array) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaFreeArray(cudaArray_t array) {
+  DLH_REAL(dlh_fn, real_cudaFreeArray, "cudaFreeArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaFreeArray(dlh_fn, array);
+}
+static cudaError_t dlh_own_cudaFreeArray(cudaArray_t array) {
+  DLH_OWN(dlh_fn, own_cudaFreeArray, cudaErrorInitializationError)
+  return dlh_b_cudaFreeArray(dlh_fn, array);
+}
 
 /* 79: cudaFreeAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaFreeAsync)(void *devPtr, cudaStream_t hStream);
-DLH_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
-  DLH_REAL(dlh_fn, real_cudaFreeAsync, "cudaFreeAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaFreeAsync)(void *devPtr, cudaStream_t hStream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaFreeAsync(__typeof__(real_cudaFreeAsync) dlh_fn, void *devPtr, cudaStream_t hStream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, hStream);
@@ -1515,11 +2153,19 @@ DLH_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
+  DLH_REAL(dlh_fn, real_cudaFreeAsync, "cudaFreeAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaFreeAsync(dlh_fn, devPtr, hStream);
+}
+static cudaError_t dlh_own_cudaFreeAsync(void *devPtr, cudaStream_t hStream) {
+  DLH_OWN(dlh_fn, own_cudaFreeAsync, cudaErrorInitializationError)
+  return dlh_b_cudaFreeAsync(dlh_fn, devPtr, hStream);
+}
 
 /* 80: cudaFreeAsync_ptsz — cuda_runtime_api.h (prototype of cudaFreeAsync) */
 static cudaError_t (*real_cudaFreeAsync_ptsz)(void *devPtr, cudaStream_t hStream);
-DLH_EXPORT cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream) {
-  DLH_REAL(dlh_fn, real_cudaFreeAsync_ptsz, "cudaFreeAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaFreeAsync_ptsz)(void *devPtr, cudaStream_t hStream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaFreeAsync_ptsz(__typeof__(real_cudaFreeAsync_ptsz) dlh_fn, void *devPtr, cudaStream_t hStream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, hStream);
@@ -1532,11 +2178,19 @@ DLH_EXPORT cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream) {
+  DLH_REAL(dlh_fn, real_cudaFreeAsync_ptsz, "cudaFreeAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaFreeAsync_ptsz(dlh_fn, devPtr, hStream);
+}
+static cudaError_t dlh_own_cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream) {
+  DLH_OWN(dlh_fn, own_cudaFreeAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaFreeAsync_ptsz(dlh_fn, devPtr, hStream);
+}
 
 /* 81: cudaFreeHost — cuda_runtime_api.h */
 static cudaError_t (*real_cudaFreeHost)(void *ptr);
-DLH_EXPORT cudaError_t cudaFreeHost(void *ptr) {
-  DLH_REAL(dlh_fn, real_cudaFreeHost, "cudaFreeHost", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaFreeHost)(void *ptr);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaFreeHost(__typeof__(real_cudaFreeHost) dlh_fn, void *ptr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(ptr);
@@ -1548,11 +2202,19 @@ DLH_EXPORT cudaError_t cudaFreeHost(void *ptr) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaFreeHost(void *ptr) {
+  DLH_REAL(dlh_fn, real_cudaFreeHost, "cudaFreeHost", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaFreeHost(dlh_fn, ptr);
+}
+static cudaError_t dlh_own_cudaFreeHost(void *ptr) {
+  DLH_OWN(dlh_fn, own_cudaFreeHost, cudaErrorInitializationError)
+  return dlh_b_cudaFreeHost(dlh_fn, ptr);
+}
 
 /* 82: cudaFreeMipmappedArray — cuda_runtime_api.h */
 static cudaError_t (*real_cudaFreeMipmappedArray)(cudaMipmappedArray_t mipmappedArray);
-DLH_EXPORT cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArray) {
-  DLH_REAL(dlh_fn, real_cudaFreeMipmappedArray, "cudaFreeMipmappedArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaFreeMipmappedArray)(cudaMipmappedArray_t mipmappedArray);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaFreeMipmappedArray(__typeof__(real_cudaFreeMipmappedArray) dlh_fn, cudaMipmappedArray_t mipmappedArray) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(mipmappedArray);
@@ -1564,11 +2226,19 @@ DLH_EXPORT cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArra
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArray) {
+  DLH_REAL(dlh_fn, real_cudaFreeMipmappedArray, "cudaFreeMipmappedArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaFreeMipmappedArray(dlh_fn, mipmappedArray);
+}
+static cudaError_t dlh_own_cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArray) {
+  DLH_OWN(dlh_fn, own_cudaFreeMipmappedArray, cudaErrorInitializationError)
+  return dlh_b_cudaFreeMipmappedArray(dlh_fn, mipmappedArray);
+}
 
 /* 83: cudaFuncGetAttributes — cuda_runtime_api.h */
 static cudaError_t (*real_cudaFuncGetAttributes)(struct cudaFuncAttributes *attr, const void *func);
-DLH_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func) {
-  DLH_REAL(dlh_fn, real_cudaFuncGetAttributes, "cudaFuncGetAttributes", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaFuncGetAttributes)(struct cudaFuncAttributes *attr, const void *func);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaFuncGetAttributes(__typeof__(real_cudaFuncGetAttributes) dlh_fn, struct cudaFuncAttributes *attr, const void *func) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(attr, func);
@@ -1581,11 +2251,19 @@ DLH_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, co
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func) {
+  DLH_REAL(dlh_fn, real_cudaFuncGetAttributes, "cudaFuncGetAttributes", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaFuncGetAttributes(dlh_fn, attr, func);
+}
+static cudaError_t dlh_own_cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func) {
+  DLH_OWN(dlh_fn, own_cudaFuncGetAttributes, cudaErrorInitializationError)
+  return dlh_b_cudaFuncGetAttributes(dlh_fn, attr, func);
+}
 
 /* 84: cudaFuncGetName — cuda_runtime_api.h */
 static cudaError_t (*real_cudaFuncGetName)(const char **name, const void *func);
-DLH_EXPORT cudaError_t cudaFuncGetName(const char **name, const void *func) {
-  DLH_REAL(dlh_fn, real_cudaFuncGetName, "cudaFuncGetName", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaFuncGetName)(const char **name, const void *func);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaFuncGetName(__typeof__(real_cudaFuncGetName) dlh_fn, const char **name, const void *func) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(name, func);
@@ -1598,11 +2276,19 @@ DLH_EXPORT cudaError_t cudaFuncGetName(const char **name, const void *func) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaFuncGetName(const char **name, const void *func) {
+  DLH_REAL(dlh_fn, real_cudaFuncGetName, "cudaFuncGetName", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaFuncGetName(dlh_fn, name, func);
+}
+static cudaError_t dlh_own_cudaFuncGetName(const char **name, const void *func) {
+  DLH_OWN(dlh_fn, own_cudaFuncGetName, cudaErrorInitializationError)
+  return dlh_b_cudaFuncGetName(dlh_fn, name, func);
+}
 
 /* 85: cudaFuncGetParamInfo — cuda_runtime_api.h */
 static cudaError_t (*real_cudaFuncGetParamInfo)(const void *func, size_t paramIndex, size_t *paramOffset, size_t *paramSize);
-DLH_EXPORT cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *paramOffset, size_t *paramSize) {
-  DLH_REAL(dlh_fn, real_cudaFuncGetParamInfo, "cudaFuncGetParamInfo", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaFuncGetParamInfo)(const void *func, size_t paramIndex, size_t *paramOffset, size_t *paramSize);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaFuncGetParamInfo(__typeof__(real_cudaFuncGetParamInfo) dlh_fn, const void *func, size_t paramIndex, size_t *paramOffset, size_t *paramSize) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(func, paramIndex, paramOffset, paramSize);
@@ -1617,11 +2303,19 @@ DLH_EXPORT cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex,
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *paramOffset, size_t *paramSize) {
+  DLH_REAL(dlh_fn, real_cudaFuncGetParamInfo, "cudaFuncGetParamInfo", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaFuncGetParamInfo(dlh_fn, func, paramIndex, paramOffset, paramSize);
+}
+static cudaError_t dlh_own_cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *paramOffset, size_t *paramSize) {
+  DLH_OWN(dlh_fn, own_cudaFuncGetParamInfo, cudaErrorInitializationError)
+  return dlh_b_cudaFuncGetParamInfo(dlh_fn, func, paramIndex, paramOffset, paramSize);
+}
 
 /* 86: cudaFuncSetAttribute — cuda_runtime_api.h */
 static cudaError_t (*real_cudaFuncSetAttribute)(const void *func, enum cudaFuncAttribute attr, int value);
-DLH_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value) {
-  DLH_REAL(dlh_fn, real_cudaFuncSetAttribute, "cudaFuncSetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaFuncSetAttribute)(const void *func, enum cudaFuncAttribute attr, int value);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaFuncSetAttribute(__typeof__(real_cudaFuncSetAttribute) dlh_fn, const void *func, enum cudaFuncAttribute attr, int value) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(func, attr, value);
@@ -1635,11 +2329,19 @@ DLH_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttri
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value) {
+  DLH_REAL(dlh_fn, real_cudaFuncSetAttribute, "cudaFuncSetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaFuncSetAttribute(dlh_fn, func, attr, value);
+}
+static cudaError_t dlh_own_cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value) {
+  DLH_OWN(dlh_fn, own_cudaFuncSetAttribute, cudaErrorInitializationError)
+  return dlh_b_cudaFuncSetAttribute(dlh_fn, func, attr, value);
+}
 
 /* 87: cudaFuncSetCacheConfig — cuda_runtime_api.h */
 static cudaError_t (*real_cudaFuncSetCacheConfig)(const void *func, enum cudaFuncCache cacheConfig);
-DLH_EXPORT cudaError_t cudaFuncSetCacheConfig(const void *func, enum cudaFuncCache cacheConfig) {
-  DLH_REAL(dlh_fn, real_cudaFuncSetCacheConfig, "cudaFuncSetCacheConfig", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaFuncSetCacheConfig)(const void *func, enum cudaFuncCache cacheConfig);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaFuncSetCacheConfig(__typeof__(real_cudaFuncSetCacheConfig) dlh_fn, const void *func, enum cudaFuncCache cacheConfig) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(func, cacheConfig);
@@ -1652,11 +2354,19 @@ DLH_EXPORT cudaError_t cudaFuncSetCacheConfig(const void *func, enum cudaFuncCac
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaFuncSetCacheConfig(const void *func, enum cudaFuncCache cacheConfig) {
+  DLH_REAL(dlh_fn, real_cudaFuncSetCacheConfig, "cudaFuncSetCacheConfig", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaFuncSetCacheConfig(dlh_fn, func, cacheConfig);
+}
+static cudaError_t dlh_own_cudaFuncSetCacheConfig(const void *func, enum cudaFuncCache cacheConfig) {
+  DLH_OWN(dlh_fn, own_cudaFuncSetCacheConfig, cudaErrorInitializationError)
+  return dlh_b_cudaFuncSetCacheConfig(dlh_fn, func, cacheConfig);
+}
 
 /* 88: cudaFuncSetSharedMemConfig — cuda_runtime_api.h */
 static cudaError_t (*real_cudaFuncSetSharedMemConfig)(const void *func, enum cudaSharedMemConfig config);
-DLH_EXPORT cudaError_t cudaFuncSetSharedMemConfig(const void *func, enum cudaSharedMemConfig config) {
-  DLH_REAL(dlh_fn, real_cudaFuncSetSharedMemConfig, "cudaFuncSetSharedMemConfig", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaFuncSetSharedMemConfig)(const void *func, enum cudaSharedMemConfig config);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaFuncSetSharedMemConfig(__typeof__(real_cudaFuncSetSharedMemConfig) dlh_fn, const void *func, enum cudaSharedMemConfig config) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(func, config);
@@ -1669,11 +2379,19 @@ DLH_EXPORT cudaError_t cudaFuncSetSharedMemConfig(const void *func, enum cudaSha
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaFuncSetSharedMemConfig(const void *func, enum cudaSharedMemConfig config) {
+  DLH_REAL(dlh_fn, real_cudaFuncSetSharedMemConfig, "cudaFuncSetSharedMemConfig", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaFuncSetSharedMemConfig(dlh_fn, func, config);
+}
+static cudaError_t dlh_own_cudaFuncSetSharedMemConfig(const void *func, enum cudaSharedMemConfig config) {
+  DLH_OWN(dlh_fn, own_cudaFuncSetSharedMemConfig, cudaErrorInitializationError)
+  return dlh_b_cudaFuncSetSharedMemConfig(dlh_fn, func, config);
+}
 
 /* 89: cudaGLGetDevices — cuda_gl_interop.h */
 static cudaError_t (*real_cudaGLGetDevices)(unsigned int *pCudaDeviceCount, int *pCudaDevices, unsigned int cudaDeviceCount, enum cudaGLDeviceList deviceList);
-DLH_EXPORT cudaError_t cudaGLGetDevices(unsigned int *pCudaDeviceCount, int *pCudaDevices, unsigned int cudaDeviceCount, enum cudaGLDeviceList deviceList) {
-  DLH_REAL(dlh_fn, real_cudaGLGetDevices, "cudaGLGetDevices", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGLGetDevices)(unsigned int *pCudaDeviceCount, int *pCudaDevices, unsigned int cudaDeviceCount, enum cudaGLDeviceList deviceList);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGLGetDevices(__typeof__(real_cudaGLGetDevices) dlh_fn, unsigned int *pCudaDeviceCount, int *pCudaDevices, unsigned int cudaDeviceCount, enum cudaGLDeviceList deviceList) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pCudaDeviceCount, pCudaDevices, cudaDeviceCount, deviceList);
@@ -1688,11 +2406,19 @@ DLH_EXPORT cudaError_t cudaGLGetDevices(unsigned int *pCudaDeviceCount, int *pCu
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGLGetDevices(unsigned int *pCudaDeviceCount, int *pCudaDevices, unsigned int cudaDeviceCount, enum cudaGLDeviceList deviceList) {
+  DLH_REAL(dlh_fn, real_cudaGLGetDevices, "cudaGLGetDevices", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGLGetDevices(dlh_fn, pCudaDeviceCount, pCudaDevices, cudaDeviceCount, deviceList);
+}
+static cudaError_t dlh_own_cudaGLGetDevices(unsigned int *pCudaDeviceCount, int *pCudaDevices, unsigned int cudaDeviceCount, enum cudaGLDeviceList deviceList) {
+  DLH_OWN(dlh_fn, own_cudaGLGetDevices, cudaErrorInitializationError)
+  return dlh_b_cudaGLGetDevices(dlh_fn, pCudaDeviceCount, pCudaDevices, cudaDeviceCount, deviceList);
+}
 
 /* 90: cudaGLMapBufferObject — cuda_gl_interop.h */
 static cudaError_t (*real_cudaGLMapBufferObject)(void **devPtr, GLuint bufObj);
-DLH_EXPORT cudaError_t cudaGLMapBufferObject(void **devPtr, GLuint bufObj) {
-  DLH_REAL(dlh_fn, real_cudaGLMapBufferObject, "cudaGLMapBufferObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGLMapBufferObject)(void **devPtr, GLuint bufObj);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGLMapBufferObject(__typeof__(real_cudaGLMapBufferObject) dlh_fn, void **devPtr, GLuint bufObj) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, bufObj);
@@ -1705,11 +2431,19 @@ DLH_EXPORT cudaError_t cudaGLMapBufferObject(void **devPtr, GLuint bufObj) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGLMapBufferObject(void **devPtr, GLuint bufObj) {
+  DLH_REAL(dlh_fn, real_cudaGLMapBufferObject, "cudaGLMapBufferObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGLMapBufferObject(dlh_fn, devPtr, bufObj);
+}
+static cudaError_t dlh_own_cudaGLMapBufferObject(void **devPtr, GLuint bufObj) {
+  DLH_OWN(dlh_fn, own_cudaGLMapBufferObject, cudaErrorInitializationError)
+  return dlh_b_cudaGLMapBufferObject(dlh_fn, devPtr, bufObj);
+}
 
 /* 91: cudaGLMapBufferObjectAsync — cuda_gl_interop.h */
 static cudaError_t (*real_cudaGLMapBufferObjectAsync)(void **devPtr, GLuint bufObj, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaGLMapBufferObjectAsync(void **devPtr, GLuint bufObj, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaGLMapBufferObjectAsync, "cudaGLMapBufferObjectAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGLMapBufferObjectAsync)(void **devPtr, GLuint bufObj, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGLMapBufferObjectAsync(__typeof__(real_cudaGLMapBufferObjectAsync) dlh_fn, void **devPtr, GLuint bufObj, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, bufObj, stream);
@@ -1723,11 +2457,19 @@ DLH_EXPORT cudaError_t cudaGLMapBufferObjectAsync(void **devPtr, GLuint bufObj, 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGLMapBufferObjectAsync(void **devPtr, GLuint bufObj, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaGLMapBufferObjectAsync, "cudaGLMapBufferObjectAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGLMapBufferObjectAsync(dlh_fn, devPtr, bufObj, stream);
+}
+static cudaError_t dlh_own_cudaGLMapBufferObjectAsync(void **devPtr, GLuint bufObj, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaGLMapBufferObjectAsync, cudaErrorInitializationError)
+  return dlh_b_cudaGLMapBufferObjectAsync(dlh_fn, devPtr, bufObj, stream);
+}
 
 /* 92: cudaGLRegisterBufferObject — cuda_gl_interop.h */
 static cudaError_t (*real_cudaGLRegisterBufferObject)(GLuint bufObj);
-DLH_EXPORT cudaError_t cudaGLRegisterBufferObject(GLuint bufObj) {
-  DLH_REAL(dlh_fn, real_cudaGLRegisterBufferObject, "cudaGLRegisterBufferObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGLRegisterBufferObject)(GLuint bufObj);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGLRegisterBufferObject(__typeof__(real_cudaGLRegisterBufferObject) dlh_fn, GLuint bufObj) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(bufObj);
@@ -1739,11 +2481,19 @@ DLH_EXPORT cudaError_t cudaGLRegisterBufferObject(GLuint bufObj) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGLRegisterBufferObject(GLuint bufObj) {
+  DLH_REAL(dlh_fn, real_cudaGLRegisterBufferObject, "cudaGLRegisterBufferObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGLRegisterBufferObject(dlh_fn, bufObj);
+}
+static cudaError_t dlh_own_cudaGLRegisterBufferObject(GLuint bufObj) {
+  DLH_OWN(dlh_fn, own_cudaGLRegisterBufferObject, cudaErrorInitializationError)
+  return dlh_b_cudaGLRegisterBufferObject(dlh_fn, bufObj);
+}
 
 /* 93: cudaGLSetBufferObjectMapFlags — cuda_gl_interop.h */
 static cudaError_t (*real_cudaGLSetBufferObjectMapFlags)(GLuint bufObj, unsigned int flags);
-DLH_EXPORT cudaError_t cudaGLSetBufferObjectMapFlags(GLuint bufObj, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaGLSetBufferObjectMapFlags, "cudaGLSetBufferObjectMapFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGLSetBufferObjectMapFlags)(GLuint bufObj, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGLSetBufferObjectMapFlags(__typeof__(real_cudaGLSetBufferObjectMapFlags) dlh_fn, GLuint bufObj, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(bufObj, flags);
@@ -1756,11 +2506,19 @@ DLH_EXPORT cudaError_t cudaGLSetBufferObjectMapFlags(GLuint bufObj, unsigned int
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGLSetBufferObjectMapFlags(GLuint bufObj, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaGLSetBufferObjectMapFlags, "cudaGLSetBufferObjectMapFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGLSetBufferObjectMapFlags(dlh_fn, bufObj, flags);
+}
+static cudaError_t dlh_own_cudaGLSetBufferObjectMapFlags(GLuint bufObj, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaGLSetBufferObjectMapFlags, cudaErrorInitializationError)
+  return dlh_b_cudaGLSetBufferObjectMapFlags(dlh_fn, bufObj, flags);
+}
 
 /* 94: cudaGLSetGLDevice — cuda_gl_interop.h */
 static cudaError_t (*real_cudaGLSetGLDevice)(int device);
-DLH_EXPORT cudaError_t cudaGLSetGLDevice(int device) {
-  DLH_REAL(dlh_fn, real_cudaGLSetGLDevice, "cudaGLSetGLDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGLSetGLDevice)(int device);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGLSetGLDevice(__typeof__(real_cudaGLSetGLDevice) dlh_fn, int device) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(device);
@@ -1772,11 +2530,19 @@ DLH_EXPORT cudaError_t cudaGLSetGLDevice(int device) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGLSetGLDevice(int device) {
+  DLH_REAL(dlh_fn, real_cudaGLSetGLDevice, "cudaGLSetGLDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGLSetGLDevice(dlh_fn, device);
+}
+static cudaError_t dlh_own_cudaGLSetGLDevice(int device) {
+  DLH_OWN(dlh_fn, own_cudaGLSetGLDevice, cudaErrorInitializationError)
+  return dlh_b_cudaGLSetGLDevice(dlh_fn, device);
+}
 
 /* 95: cudaGLUnmapBufferObject — cuda_gl_interop.h */
 static cudaError_t (*real_cudaGLUnmapBufferObject)(GLuint bufObj);
-DLH_EXPORT cudaError_t cudaGLUnmapBufferObject(GLuint bufObj) {
-  DLH_REAL(dlh_fn, real_cudaGLUnmapBufferObject, "cudaGLUnmapBufferObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGLUnmapBufferObject)(GLuint bufObj);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGLUnmapBufferObject(__typeof__(real_cudaGLUnmapBufferObject) dlh_fn, GLuint bufObj) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(bufObj);
@@ -1788,11 +2554,19 @@ DLH_EXPORT cudaError_t cudaGLUnmapBufferObject(GLuint bufObj) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGLUnmapBufferObject(GLuint bufObj) {
+  DLH_REAL(dlh_fn, real_cudaGLUnmapBufferObject, "cudaGLUnmapBufferObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGLUnmapBufferObject(dlh_fn, bufObj);
+}
+static cudaError_t dlh_own_cudaGLUnmapBufferObject(GLuint bufObj) {
+  DLH_OWN(dlh_fn, own_cudaGLUnmapBufferObject, cudaErrorInitializationError)
+  return dlh_b_cudaGLUnmapBufferObject(dlh_fn, bufObj);
+}
 
 /* 96: cudaGLUnmapBufferObjectAsync — cuda_gl_interop.h */
 static cudaError_t (*real_cudaGLUnmapBufferObjectAsync)(GLuint bufObj, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaGLUnmapBufferObjectAsync(GLuint bufObj, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaGLUnmapBufferObjectAsync, "cudaGLUnmapBufferObjectAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGLUnmapBufferObjectAsync)(GLuint bufObj, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGLUnmapBufferObjectAsync(__typeof__(real_cudaGLUnmapBufferObjectAsync) dlh_fn, GLuint bufObj, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(bufObj, stream);
@@ -1805,11 +2579,19 @@ DLH_EXPORT cudaError_t cudaGLUnmapBufferObjectAsync(GLuint bufObj, cudaStream_t 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGLUnmapBufferObjectAsync(GLuint bufObj, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaGLUnmapBufferObjectAsync, "cudaGLUnmapBufferObjectAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGLUnmapBufferObjectAsync(dlh_fn, bufObj, stream);
+}
+static cudaError_t dlh_own_cudaGLUnmapBufferObjectAsync(GLuint bufObj, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaGLUnmapBufferObjectAsync, cudaErrorInitializationError)
+  return dlh_b_cudaGLUnmapBufferObjectAsync(dlh_fn, bufObj, stream);
+}
 
 /* 97: cudaGLUnregisterBufferObject — cuda_gl_interop.h */
 static cudaError_t (*real_cudaGLUnregisterBufferObject)(GLuint bufObj);
-DLH_EXPORT cudaError_t cudaGLUnregisterBufferObject(GLuint bufObj) {
-  DLH_REAL(dlh_fn, real_cudaGLUnregisterBufferObject, "cudaGLUnregisterBufferObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGLUnregisterBufferObject)(GLuint bufObj);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGLUnregisterBufferObject(__typeof__(real_cudaGLUnregisterBufferObject) dlh_fn, GLuint bufObj) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(bufObj);
@@ -1821,11 +2603,19 @@ DLH_EXPORT cudaError_t cudaGLUnregisterBufferObject(GLuint bufObj) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGLUnregisterBufferObject(GLuint bufObj) {
+  DLH_REAL(dlh_fn, real_cudaGLUnregisterBufferObject, "cudaGLUnregisterBufferObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGLUnregisterBufferObject(dlh_fn, bufObj);
+}
+static cudaError_t dlh_own_cudaGLUnregisterBufferObject(GLuint bufObj) {
+  DLH_OWN(dlh_fn, own_cudaGLUnregisterBufferObject, cudaErrorInitializationError)
+  return dlh_b_cudaGLUnregisterBufferObject(dlh_fn, bufObj);
+}
 
 /* 98: cudaGetChannelDesc — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetChannelDesc)(struct cudaChannelFormatDesc *desc, cudaArray_const_t array);
-DLH_EXPORT cudaError_t cudaGetChannelDesc(struct cudaChannelFormatDesc *desc, cudaArray_const_t array) {
-  DLH_REAL(dlh_fn, real_cudaGetChannelDesc, "cudaGetChannelDesc", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetChannelDesc)(struct cudaChannelFormatDesc *desc, cudaArray_const_t array);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetChannelDesc(__typeof__(real_cudaGetChannelDesc) dlh_fn, struct cudaChannelFormatDesc *desc, cudaArray_const_t array) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(desc, array);
@@ -1838,11 +2628,19 @@ DLH_EXPORT cudaError_t cudaGetChannelDesc(struct cudaChannelFormatDesc *desc, cu
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetChannelDesc(struct cudaChannelFormatDesc *desc, cudaArray_const_t array) {
+  DLH_REAL(dlh_fn, real_cudaGetChannelDesc, "cudaGetChannelDesc", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetChannelDesc(dlh_fn, desc, array);
+}
+static cudaError_t dlh_own_cudaGetChannelDesc(struct cudaChannelFormatDesc *desc, cudaArray_const_t array) {
+  DLH_OWN(dlh_fn, own_cudaGetChannelDesc, cudaErrorInitializationError)
+  return dlh_b_cudaGetChannelDesc(dlh_fn, desc, array);
+}
 
 /* 99: cudaGetDevice — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetDevice)(int *device);
-DLH_EXPORT cudaError_t cudaGetDevice(int *device) {
-  DLH_REAL(dlh_fn, real_cudaGetDevice, "cudaGetDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetDevice)(int *device);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetDevice(__typeof__(real_cudaGetDevice) dlh_fn, int *device) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(device);
@@ -1854,11 +2652,19 @@ DLH_EXPORT cudaError_t cudaGetDevice(int *device) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetDevice(int *device) {
+  DLH_REAL(dlh_fn, real_cudaGetDevice, "cudaGetDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetDevice(dlh_fn, device);
+}
+static cudaError_t dlh_own_cudaGetDevice(int *device) {
+  DLH_OWN(dlh_fn, own_cudaGetDevice, cudaErrorInitializationError)
+  return dlh_b_cudaGetDevice(dlh_fn, device);
+}
 
 /* 100: cudaGetDeviceCount — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetDeviceCount)(int *count);
-DLH_EXPORT cudaError_t cudaGetDeviceCount(int *count) {
-  DLH_REAL(dlh_fn, real_cudaGetDeviceCount, "cudaGetDeviceCount", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetDeviceCount)(int *count);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetDeviceCount(__typeof__(real_cudaGetDeviceCount) dlh_fn, int *count) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(count);
@@ -1870,11 +2676,19 @@ DLH_EXPORT cudaError_t cudaGetDeviceCount(int *count) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetDeviceCount(int *count) {
+  DLH_REAL(dlh_fn, real_cudaGetDeviceCount, "cudaGetDeviceCount", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetDeviceCount(dlh_fn, count);
+}
+static cudaError_t dlh_own_cudaGetDeviceCount(int *count) {
+  DLH_OWN(dlh_fn, own_cudaGetDeviceCount, cudaErrorInitializationError)
+  return dlh_b_cudaGetDeviceCount(dlh_fn, count);
+}
 
 /* 101: cudaGetDeviceFlags — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetDeviceFlags)(unsigned int *flags);
-DLH_EXPORT cudaError_t cudaGetDeviceFlags(unsigned int *flags) {
-  DLH_REAL(dlh_fn, real_cudaGetDeviceFlags, "cudaGetDeviceFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetDeviceFlags)(unsigned int *flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetDeviceFlags(__typeof__(real_cudaGetDeviceFlags) dlh_fn, unsigned int *flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(flags);
@@ -1886,11 +2700,19 @@ DLH_EXPORT cudaError_t cudaGetDeviceFlags(unsigned int *flags) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetDeviceFlags(unsigned int *flags) {
+  DLH_REAL(dlh_fn, real_cudaGetDeviceFlags, "cudaGetDeviceFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetDeviceFlags(dlh_fn, flags);
+}
+static cudaError_t dlh_own_cudaGetDeviceFlags(unsigned int *flags) {
+  DLH_OWN(dlh_fn, own_cudaGetDeviceFlags, cudaErrorInitializationError)
+  return dlh_b_cudaGetDeviceFlags(dlh_fn, flags);
+}
 
 /* 102: cudaGetDeviceProperties — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetDeviceProperties)(struct cudaDeviceProp *prop, int device);
-DLH_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
-  DLH_REAL(dlh_fn, real_cudaGetDeviceProperties, "cudaGetDeviceProperties", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetDeviceProperties)(struct cudaDeviceProp *prop, int device);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetDeviceProperties(__typeof__(real_cudaGetDeviceProperties) dlh_fn, struct cudaDeviceProp *prop, int device) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(prop, device);
@@ -1903,11 +2725,19 @@ DLH_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
+  DLH_REAL(dlh_fn, real_cudaGetDeviceProperties, "cudaGetDeviceProperties", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetDeviceProperties(dlh_fn, prop, device);
+}
+static cudaError_t dlh_own_cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
+  DLH_OWN(dlh_fn, own_cudaGetDeviceProperties, cudaErrorInitializationError)
+  return dlh_b_cudaGetDeviceProperties(dlh_fn, prop, device);
+}
 
 /* 103: cudaGetDriverEntryPoint — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetDriverEntryPoint)(const char *symbol, void **funcPtr, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus);
-DLH_EXPORT cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus) {
-  DLH_REAL(dlh_fn, real_cudaGetDriverEntryPoint, "cudaGetDriverEntryPoint", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetDriverEntryPoint)(const char *symbol, void **funcPtr, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetDriverEntryPoint(__typeof__(real_cudaGetDriverEntryPoint) dlh_fn, const char *symbol, void **funcPtr, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(symbol, funcPtr, flags, driverStatus);
@@ -1922,11 +2752,19 @@ DLH_EXPORT cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPt
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus) {
+  DLH_REAL(dlh_fn, real_cudaGetDriverEntryPoint, "cudaGetDriverEntryPoint", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetDriverEntryPoint(dlh_fn, symbol, funcPtr, flags, driverStatus);
+}
+static cudaError_t dlh_own_cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus) {
+  DLH_OWN(dlh_fn, own_cudaGetDriverEntryPoint, cudaErrorInitializationError)
+  return dlh_b_cudaGetDriverEntryPoint(dlh_fn, symbol, funcPtr, flags, driverStatus);
+}
 
 /* 104: cudaGetDriverEntryPointByVersion — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetDriverEntryPointByVersion)(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus);
-DLH_EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus) {
-  DLH_REAL(dlh_fn, real_cudaGetDriverEntryPointByVersion, "cudaGetDriverEntryPointByVersion", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetDriverEntryPointByVersion)(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetDriverEntryPointByVersion(__typeof__(real_cudaGetDriverEntryPointByVersion) dlh_fn, const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(symbol, funcPtr, cudaVersion, flags, driverStatus);
@@ -1942,11 +2780,19 @@ DLH_EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus) {
+  DLH_REAL(dlh_fn, real_cudaGetDriverEntryPointByVersion, "cudaGetDriverEntryPointByVersion", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetDriverEntryPointByVersion(dlh_fn, symbol, funcPtr, cudaVersion, flags, driverStatus);
+}
+static cudaError_t dlh_own_cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus) {
+  DLH_OWN(dlh_fn, own_cudaGetDriverEntryPointByVersion, cudaErrorInitializationError)
+  return dlh_b_cudaGetDriverEntryPointByVersion(dlh_fn, symbol, funcPtr, cudaVersion, flags, driverStatus);
+}
 
 /* 105: cudaGetDriverEntryPointByVersion_ptsz — cuda_runtime_api.h (prototype of cudaGetDriverEntryPointByVersion) */
 static cudaError_t (*real_cudaGetDriverEntryPointByVersion_ptsz)(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus);
-DLH_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus) {
-  DLH_REAL(dlh_fn, real_cudaGetDriverEntryPointByVersion_ptsz, "cudaGetDriverEntryPointByVersion_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetDriverEntryPointByVersion_ptsz)(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetDriverEntryPointByVersion_ptsz(__typeof__(real_cudaGetDriverEntryPointByVersion_ptsz) dlh_fn, const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(symbol, funcPtr, cudaVersion, flags, driverStatus);
@@ -1962,11 +2808,19 @@ DLH_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol,
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus) {
+  DLH_REAL(dlh_fn, real_cudaGetDriverEntryPointByVersion_ptsz, "cudaGetDriverEntryPointByVersion_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetDriverEntryPointByVersion_ptsz(dlh_fn, symbol, funcPtr, cudaVersion, flags, driverStatus);
+}
+static cudaError_t dlh_own_cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus) {
+  DLH_OWN(dlh_fn, own_cudaGetDriverEntryPointByVersion_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaGetDriverEntryPointByVersion_ptsz(dlh_fn, symbol, funcPtr, cudaVersion, flags, driverStatus);
+}
 
 /* 106: cudaGetDriverEntryPoint_ptsz — cuda_runtime_api.h (prototype of cudaGetDriverEntryPoint) */
 static cudaError_t (*real_cudaGetDriverEntryPoint_ptsz)(const char *symbol, void **funcPtr, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus);
-DLH_EXPORT cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus) {
-  DLH_REAL(dlh_fn, real_cudaGetDriverEntryPoint_ptsz, "cudaGetDriverEntryPoint_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetDriverEntryPoint_ptsz)(const char *symbol, void **funcPtr, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetDriverEntryPoint_ptsz(__typeof__(real_cudaGetDriverEntryPoint_ptsz) dlh_fn, const char *symbol, void **funcPtr, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(symbol, funcPtr, flags, driverStatus);
@@ -1981,11 +2835,19 @@ DLH_EXPORT cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **f
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus) {
+  DLH_REAL(dlh_fn, real_cudaGetDriverEntryPoint_ptsz, "cudaGetDriverEntryPoint_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetDriverEntryPoint_ptsz(dlh_fn, symbol, funcPtr, flags, driverStatus);
+}
+static cudaError_t dlh_own_cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus) {
+  DLH_OWN(dlh_fn, own_cudaGetDriverEntryPoint_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaGetDriverEntryPoint_ptsz(dlh_fn, symbol, funcPtr, flags, driverStatus);
+}
 
 /* 107: cudaGetErrorName — cuda_runtime_api.h */
 static const char * (*real_cudaGetErrorName)(cudaError_t error);
-DLH_EXPORT const char * cudaGetErrorName(cudaError_t error) {
-  DLH_REAL(dlh_fn, real_cudaGetErrorName, "cudaGetErrorName", DLH_LIB_CUDART, "cudaErrorInitializationError")
+static const char * (*own_cudaGetErrorName)(cudaError_t error);
+static inline __attribute__((always_inline)) const char * dlh_b_cudaGetErrorName(__typeof__(real_cudaGetErrorName) dlh_fn, cudaError_t error) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   const char * dlh_r = dlh_fn(error);
@@ -1997,11 +2859,19 @@ DLH_EXPORT const char * cudaGetErrorName(cudaError_t error) {
   }
   return dlh_r;
 }
+DLH_EXPORT const char * cudaGetErrorName(cudaError_t error) {
+  DLH_REAL(dlh_fn, real_cudaGetErrorName, "cudaGetErrorName", DLH_LIB_CUDART, "cudaErrorInitializationError")
+  return dlh_b_cudaGetErrorName(dlh_fn, error);
+}
+static const char * dlh_own_cudaGetErrorName(cudaError_t error) {
+  DLH_OWN(dlh_fn, own_cudaGetErrorName, "cudaErrorInitializationError")
+  return dlh_b_cudaGetErrorName(dlh_fn, error);
+}
 
 /* 108: cudaGetErrorString — cuda_runtime_api.h */
 static const char * (*real_cudaGetErrorString)(cudaError_t error);
-DLH_EXPORT const char * cudaGetErrorString(cudaError_t error) {
-  DLH_REAL(dlh_fn, real_cudaGetErrorString, "cudaGetErrorString", DLH_LIB_CUDART, "dlhook: libcudart not found")
+static const char * (*own_cudaGetErrorString)(cudaError_t error);
+static inline __attribute__((always_inline)) const char * dlh_b_cudaGetErrorString(__typeof__(real_cudaGetErrorString) dlh_fn, cudaError_t error) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   const char * dlh_r = dlh_fn(error);
@@ -2013,11 +2883,19 @@ DLH_EXPORT const char * cudaGetErrorString(cudaError_t error) {
   }
   return dlh_r;
 }
+DLH_EXPORT const char * cudaGetErrorString(cudaError_t error) {
+  DLH_REAL(dlh_fn, real_cudaGetErrorString, "cudaGetErrorString", DLH_LIB_CUDART, "dlhook: libcudart not found")
+  return dlh_b_cudaGetErrorString(dlh_fn, error);
+}
+static const char * dlh_own_cudaGetErrorString(cudaError_t error) {
+  DLH_OWN(dlh_fn, own_cudaGetErrorString, "dlhook: libcudart not found")
+  return dlh_b_cudaGetErrorString(dlh_fn, error);
+}
 
 /* 109: cudaGetExportTable — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetExportTable)(const void **ppExportTable, const cudaUUID_t *pExportTableId);
-DLH_EXPORT cudaError_t cudaGetExportTable(const void **ppExportTable, const cudaUUID_t *pExportTableId) {
-  DLH_REAL(dlh_fn, real_cudaGetExportTable, "cudaGetExportTable", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetExportTable)(const void **ppExportTable, const cudaUUID_t *pExportTableId);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetExportTable(__typeof__(real_cudaGetExportTable) dlh_fn, const void **ppExportTable, const cudaUUID_t *pExportTableId) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(ppExportTable, pExportTableId);
@@ -2030,11 +2908,19 @@ DLH_EXPORT cudaError_t cudaGetExportTable(const void **ppExportTable, const cuda
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetExportTable(const void **ppExportTable, const cudaUUID_t *pExportTableId) {
+  DLH_REAL(dlh_fn, real_cudaGetExportTable, "cudaGetExportTable", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetExportTable(dlh_fn, ppExportTable, pExportTableId);
+}
+static cudaError_t dlh_own_cudaGetExportTable(const void **ppExportTable, const cudaUUID_t *pExportTableId) {
+  DLH_OWN(dlh_fn, own_cudaGetExportTable, cudaErrorInitializationError)
+  return dlh_b_cudaGetExportTable(dlh_fn, ppExportTable, pExportTableId);
+}
 
 /* 110: cudaGetFuncBySymbol — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetFuncBySymbol)(cudaFunction_t *functionPtr, const void *symbolPtr);
-DLH_EXPORT cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const void *symbolPtr) {
-  DLH_REAL(dlh_fn, real_cudaGetFuncBySymbol, "cudaGetFuncBySymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetFuncBySymbol)(cudaFunction_t *functionPtr, const void *symbolPtr);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetFuncBySymbol(__typeof__(real_cudaGetFuncBySymbol) dlh_fn, cudaFunction_t *functionPtr, const void *symbolPtr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(functionPtr, symbolPtr);
@@ -2047,11 +2933,19 @@ DLH_EXPORT cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const vo
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const void *symbolPtr) {
+  DLH_REAL(dlh_fn, real_cudaGetFuncBySymbol, "cudaGetFuncBySymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetFuncBySymbol(dlh_fn, functionPtr, symbolPtr);
+}
+static cudaError_t dlh_own_cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const void *symbolPtr) {
+  DLH_OWN(dlh_fn, own_cudaGetFuncBySymbol, cudaErrorInitializationError)
+  return dlh_b_cudaGetFuncBySymbol(dlh_fn, functionPtr, symbolPtr);
+}
 
 /* 111: cudaGetKernel — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetKernel)(cudaKernel_t *kernelPtr, const void *entryFuncAddr);
-DLH_EXPORT cudaError_t cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryFuncAddr) {
-  DLH_REAL(dlh_fn, real_cudaGetKernel, "cudaGetKernel", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetKernel)(cudaKernel_t *kernelPtr, const void *entryFuncAddr);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetKernel(__typeof__(real_cudaGetKernel) dlh_fn, cudaKernel_t *kernelPtr, const void *entryFuncAddr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(kernelPtr, entryFuncAddr);
@@ -2064,11 +2958,19 @@ DLH_EXPORT cudaError_t cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryF
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryFuncAddr) {
+  DLH_REAL(dlh_fn, real_cudaGetKernel, "cudaGetKernel", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetKernel(dlh_fn, kernelPtr, entryFuncAddr);
+}
+static cudaError_t dlh_own_cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryFuncAddr) {
+  DLH_OWN(dlh_fn, own_cudaGetKernel, cudaErrorInitializationError)
+  return dlh_b_cudaGetKernel(dlh_fn, kernelPtr, entryFuncAddr);
+}
 
 /* 112: cudaGetLastError — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetLastError)(void);
-DLH_EXPORT cudaError_t cudaGetLastError(void) {
-  DLH_REAL(dlh_fn, real_cudaGetLastError, "cudaGetLastError", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetLastError)(void);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetLastError(__typeof__(real_cudaGetLastError) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn();
@@ -2077,11 +2979,19 @@ DLH_EXPORT cudaError_t cudaGetLastError(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetLastError(void) {
+  DLH_REAL(dlh_fn, real_cudaGetLastError, "cudaGetLastError", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetLastError(dlh_fn);
+}
+static cudaError_t dlh_own_cudaGetLastError(void) {
+  DLH_OWN(dlh_fn, own_cudaGetLastError, cudaErrorInitializationError)
+  return dlh_b_cudaGetLastError(dlh_fn);
+}
 
 /* 113: cudaGetMipmappedArrayLevel — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetMipmappedArrayLevel)(cudaArray_t *levelArray, cudaMipmappedArray_const_t mipmappedArray, unsigned int level);
-DLH_EXPORT cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray, cudaMipmappedArray_const_t mipmappedArray, unsigned int level) {
-  DLH_REAL(dlh_fn, real_cudaGetMipmappedArrayLevel, "cudaGetMipmappedArrayLevel", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetMipmappedArrayLevel)(cudaArray_t *levelArray, cudaMipmappedArray_const_t mipmappedArray, unsigned int level);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetMipmappedArrayLevel(__typeof__(real_cudaGetMipmappedArrayLevel) dlh_fn, cudaArray_t *levelArray, cudaMipmappedArray_const_t mipmappedArray, unsigned int level) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(levelArray, mipmappedArray, level);
@@ -2095,11 +3005,19 @@ DLH_EXPORT cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray, cudaM
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t *levelArray, cudaMipmappedArray_const_t mipmappedArray, unsigned int level) {
+  DLH_REAL(dlh_fn, real_cudaGetMipmappedArrayLevel, "cudaGetMipmappedArrayLevel", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetMipmappedArrayLevel(dlh_fn, levelArray, mipmappedArray, level);
+}
+static cudaError_t dlh_own_cudaGetMipmappedArrayLevel(cudaArray_t *levelArray, cudaMipmappedArray_const_t mipmappedArray, unsigned int level) {
+  DLH_OWN(dlh_fn, own_cudaGetMipmappedArrayLevel, cudaErrorInitializationError)
+  return dlh_b_cudaGetMipmappedArrayLevel(dlh_fn, levelArray, mipmappedArray, level);
+}
 
 /* 114: cudaGetSurfaceObjectResourceDesc — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetSurfaceObjectResourceDesc)(struct cudaResourceDesc *pResDesc, cudaSurfaceObject_t surfObject);
-DLH_EXPORT cudaError_t cudaGetSurfaceObjectResourceDesc(struct cudaResourceDesc *pResDesc, cudaSurfaceObject_t surfObject) {
-  DLH_REAL(dlh_fn, real_cudaGetSurfaceObjectResourceDesc, "cudaGetSurfaceObjectResourceDesc", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetSurfaceObjectResourceDesc)(struct cudaResourceDesc *pResDesc, cudaSurfaceObject_t surfObject);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetSurfaceObjectResourceDesc(__typeof__(real_cudaGetSurfaceObjectResourceDesc) dlh_fn, struct cudaResourceDesc *pResDesc, cudaSurfaceObject_t surfObject) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pResDesc, surfObject);
@@ -2112,11 +3030,19 @@ DLH_EXPORT cudaError_t cudaGetSurfaceObjectResourceDesc(struct cudaResourceDesc 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetSurfaceObjectResourceDesc(struct cudaResourceDesc *pResDesc, cudaSurfaceObject_t surfObject) {
+  DLH_REAL(dlh_fn, real_cudaGetSurfaceObjectResourceDesc, "cudaGetSurfaceObjectResourceDesc", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetSurfaceObjectResourceDesc(dlh_fn, pResDesc, surfObject);
+}
+static cudaError_t dlh_own_cudaGetSurfaceObjectResourceDesc(struct cudaResourceDesc *pResDesc, cudaSurfaceObject_t surfObject) {
+  DLH_OWN(dlh_fn, own_cudaGetSurfaceObjectResourceDesc, cudaErrorInitializationError)
+  return dlh_b_cudaGetSurfaceObjectResourceDesc(dlh_fn, pResDesc, surfObject);
+}
 
 /* 115: cudaGetSymbolAddress — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetSymbolAddress)(void **devPtr, const void *symbol);
-DLH_EXPORT cudaError_t cudaGetSymbolAddress(void **devPtr, const void *symbol) {
-  DLH_REAL(dlh_fn, real_cudaGetSymbolAddress, "cudaGetSymbolAddress", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetSymbolAddress)(void **devPtr, const void *symbol);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetSymbolAddress(__typeof__(real_cudaGetSymbolAddress) dlh_fn, void **devPtr, const void *symbol) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, symbol);
@@ -2129,11 +3055,19 @@ DLH_EXPORT cudaError_t cudaGetSymbolAddress(void **devPtr, const void *symbol) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetSymbolAddress(void **devPtr, const void *symbol) {
+  DLH_REAL(dlh_fn, real_cudaGetSymbolAddress, "cudaGetSymbolAddress", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetSymbolAddress(dlh_fn, devPtr, symbol);
+}
+static cudaError_t dlh_own_cudaGetSymbolAddress(void **devPtr, const void *symbol) {
+  DLH_OWN(dlh_fn, own_cudaGetSymbolAddress, cudaErrorInitializationError)
+  return dlh_b_cudaGetSymbolAddress(dlh_fn, devPtr, symbol);
+}
 
 /* 116: cudaGetSymbolSize — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetSymbolSize)(size_t *size, const void *symbol);
-DLH_EXPORT cudaError_t cudaGetSymbolSize(size_t *size, const void *symbol) {
-  DLH_REAL(dlh_fn, real_cudaGetSymbolSize, "cudaGetSymbolSize", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetSymbolSize)(size_t *size, const void *symbol);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetSymbolSize(__typeof__(real_cudaGetSymbolSize) dlh_fn, size_t *size, const void *symbol) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(size, symbol);
@@ -2146,11 +3080,19 @@ DLH_EXPORT cudaError_t cudaGetSymbolSize(size_t *size, const void *symbol) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetSymbolSize(size_t *size, const void *symbol) {
+  DLH_REAL(dlh_fn, real_cudaGetSymbolSize, "cudaGetSymbolSize", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetSymbolSize(dlh_fn, size, symbol);
+}
+static cudaError_t dlh_own_cudaGetSymbolSize(size_t *size, const void *symbol) {
+  DLH_OWN(dlh_fn, own_cudaGetSymbolSize, cudaErrorInitializationError)
+  return dlh_b_cudaGetSymbolSize(dlh_fn, size, symbol);
+}
 
 /* 117: cudaGetTextureObjectResourceDesc — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetTextureObjectResourceDesc)(struct cudaResourceDesc *pResDesc, cudaTextureObject_t texObject);
-DLH_EXPORT cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc *pResDesc, cudaTextureObject_t texObject) {
-  DLH_REAL(dlh_fn, real_cudaGetTextureObjectResourceDesc, "cudaGetTextureObjectResourceDesc", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetTextureObjectResourceDesc)(struct cudaResourceDesc *pResDesc, cudaTextureObject_t texObject);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetTextureObjectResourceDesc(__typeof__(real_cudaGetTextureObjectResourceDesc) dlh_fn, struct cudaResourceDesc *pResDesc, cudaTextureObject_t texObject) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pResDesc, texObject);
@@ -2163,11 +3105,19 @@ DLH_EXPORT cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc *pResDesc, cudaTextureObject_t texObject) {
+  DLH_REAL(dlh_fn, real_cudaGetTextureObjectResourceDesc, "cudaGetTextureObjectResourceDesc", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetTextureObjectResourceDesc(dlh_fn, pResDesc, texObject);
+}
+static cudaError_t dlh_own_cudaGetTextureObjectResourceDesc(struct cudaResourceDesc *pResDesc, cudaTextureObject_t texObject) {
+  DLH_OWN(dlh_fn, own_cudaGetTextureObjectResourceDesc, cudaErrorInitializationError)
+  return dlh_b_cudaGetTextureObjectResourceDesc(dlh_fn, pResDesc, texObject);
+}
 
 /* 118: cudaGetTextureObjectResourceViewDesc — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetTextureObjectResourceViewDesc)(struct cudaResourceViewDesc *pResViewDesc, cudaTextureObject_t texObject);
-DLH_EXPORT cudaError_t cudaGetTextureObjectResourceViewDesc(struct cudaResourceViewDesc *pResViewDesc, cudaTextureObject_t texObject) {
-  DLH_REAL(dlh_fn, real_cudaGetTextureObjectResourceViewDesc, "cudaGetTextureObjectResourceViewDesc", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetTextureObjectResourceViewDesc)(struct cudaResourceViewDesc *pResViewDesc, cudaTextureObject_t texObject);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetTextureObjectResourceViewDesc(__typeof__(real_cudaGetTextureObjectResourceViewDesc) dlh_fn, struct cudaResourceViewDesc *pResViewDesc, cudaTextureObject_t texObject) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pResViewDesc, texObject);
@@ -2180,11 +3130,19 @@ DLH_EXPORT cudaError_t cudaGetTextureObjectResourceViewDesc(struct cudaResourceV
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetTextureObjectResourceViewDesc(struct cudaResourceViewDesc *pResViewDesc, cudaTextureObject_t texObject) {
+  DLH_REAL(dlh_fn, real_cudaGetTextureObjectResourceViewDesc, "cudaGetTextureObjectResourceViewDesc", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetTextureObjectResourceViewDesc(dlh_fn, pResViewDesc, texObject);
+}
+static cudaError_t dlh_own_cudaGetTextureObjectResourceViewDesc(struct cudaResourceViewDesc *pResViewDesc, cudaTextureObject_t texObject) {
+  DLH_OWN(dlh_fn, own_cudaGetTextureObjectResourceViewDesc, cudaErrorInitializationError)
+  return dlh_b_cudaGetTextureObjectResourceViewDesc(dlh_fn, pResViewDesc, texObject);
+}
 
 /* 119: cudaGetTextureObjectTextureDesc — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGetTextureObjectTextureDesc)(struct cudaTextureDesc *pTexDesc, cudaTextureObject_t texObject);
-DLH_EXPORT cudaError_t cudaGetTextureObjectTextureDesc(struct cudaTextureDesc *pTexDesc, cudaTextureObject_t texObject) {
-  DLH_REAL(dlh_fn, real_cudaGetTextureObjectTextureDesc, "cudaGetTextureObjectTextureDesc", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGetTextureObjectTextureDesc)(struct cudaTextureDesc *pTexDesc, cudaTextureObject_t texObject);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGetTextureObjectTextureDesc(__typeof__(real_cudaGetTextureObjectTextureDesc) dlh_fn, struct cudaTextureDesc *pTexDesc, cudaTextureObject_t texObject) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pTexDesc, texObject);
@@ -2197,11 +3155,19 @@ DLH_EXPORT cudaError_t cudaGetTextureObjectTextureDesc(struct cudaTextureDesc *p
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGetTextureObjectTextureDesc(struct cudaTextureDesc *pTexDesc, cudaTextureObject_t texObject) {
+  DLH_REAL(dlh_fn, real_cudaGetTextureObjectTextureDesc, "cudaGetTextureObjectTextureDesc", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGetTextureObjectTextureDesc(dlh_fn, pTexDesc, texObject);
+}
+static cudaError_t dlh_own_cudaGetTextureObjectTextureDesc(struct cudaTextureDesc *pTexDesc, cudaTextureObject_t texObject) {
+  DLH_OWN(dlh_fn, own_cudaGetTextureObjectTextureDesc, cudaErrorInitializationError)
+  return dlh_b_cudaGetTextureObjectTextureDesc(dlh_fn, pTexDesc, texObject);
+}
 
 /* 120: cudaGraphAddChildGraphNode — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphAddChildGraphNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaGraph_t childGraph);
-DLH_EXPORT cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaGraph_t childGraph) {
-  DLH_REAL(dlh_fn, real_cudaGraphAddChildGraphNode, "cudaGraphAddChildGraphNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphAddChildGraphNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaGraph_t childGraph);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphAddChildGraphNode(__typeof__(real_cudaGraphAddChildGraphNode) dlh_fn, cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaGraph_t childGraph) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphNode, graph, pDependencies, numDependencies, childGraph);
@@ -2217,11 +3183,19 @@ DLH_EXPORT cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, c
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaGraph_t childGraph) {
+  DLH_REAL(dlh_fn, real_cudaGraphAddChildGraphNode, "cudaGraphAddChildGraphNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddChildGraphNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, childGraph);
+}
+static cudaError_t dlh_own_cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaGraph_t childGraph) {
+  DLH_OWN(dlh_fn, own_cudaGraphAddChildGraphNode, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddChildGraphNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, childGraph);
+}
 
 /* 121: cudaGraphAddDependencies — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphAddDependencies)(cudaGraph_t graph, const cudaGraphNode_t *from, const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData, size_t numDependencies);
-DLH_EXPORT cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t *from, const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData, size_t numDependencies) {
-  DLH_REAL(dlh_fn, real_cudaGraphAddDependencies, "cudaGraphAddDependencies", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphAddDependencies)(cudaGraph_t graph, const cudaGraphNode_t *from, const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData, size_t numDependencies);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphAddDependencies(__typeof__(real_cudaGraphAddDependencies) dlh_fn, cudaGraph_t graph, const cudaGraphNode_t *from, const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData, size_t numDependencies) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(graph, from, to, edgeData, numDependencies);
@@ -2237,11 +3211,19 @@ DLH_EXPORT cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGra
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t *from, const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData, size_t numDependencies) {
+  DLH_REAL(dlh_fn, real_cudaGraphAddDependencies, "cudaGraphAddDependencies", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddDependencies(dlh_fn, graph, from, to, edgeData, numDependencies);
+}
+static cudaError_t dlh_own_cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t *from, const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData, size_t numDependencies) {
+  DLH_OWN(dlh_fn, own_cudaGraphAddDependencies, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddDependencies(dlh_fn, graph, from, to, edgeData, numDependencies);
+}
 
 /* 122: cudaGraphAddEmptyNode — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphAddEmptyNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies);
-DLH_EXPORT cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies) {
-  DLH_REAL(dlh_fn, real_cudaGraphAddEmptyNode, "cudaGraphAddEmptyNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphAddEmptyNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphAddEmptyNode(__typeof__(real_cudaGraphAddEmptyNode) dlh_fn, cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphNode, graph, pDependencies, numDependencies);
@@ -2256,11 +3238,19 @@ DLH_EXPORT cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *pGraphNode, cudaGr
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies) {
+  DLH_REAL(dlh_fn, real_cudaGraphAddEmptyNode, "cudaGraphAddEmptyNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddEmptyNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies);
+}
+static cudaError_t dlh_own_cudaGraphAddEmptyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies) {
+  DLH_OWN(dlh_fn, own_cudaGraphAddEmptyNode, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddEmptyNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies);
+}
 
 /* 123: cudaGraphAddEventRecordNode — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphAddEventRecordNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaEvent_t event);
-DLH_EXPORT cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaEvent_t event) {
-  DLH_REAL(dlh_fn, real_cudaGraphAddEventRecordNode, "cudaGraphAddEventRecordNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphAddEventRecordNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaEvent_t event);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphAddEventRecordNode(__typeof__(real_cudaGraphAddEventRecordNode) dlh_fn, cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaEvent_t event) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphNode, graph, pDependencies, numDependencies, event);
@@ -2276,11 +3266,19 @@ DLH_EXPORT cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t *pGraphNode, 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaEvent_t event) {
+  DLH_REAL(dlh_fn, real_cudaGraphAddEventRecordNode, "cudaGraphAddEventRecordNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddEventRecordNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, event);
+}
+static cudaError_t dlh_own_cudaGraphAddEventRecordNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaEvent_t event) {
+  DLH_OWN(dlh_fn, own_cudaGraphAddEventRecordNode, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddEventRecordNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, event);
+}
 
 /* 124: cudaGraphAddEventWaitNode — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphAddEventWaitNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaEvent_t event);
-DLH_EXPORT cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaEvent_t event) {
-  DLH_REAL(dlh_fn, real_cudaGraphAddEventWaitNode, "cudaGraphAddEventWaitNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphAddEventWaitNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaEvent_t event);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphAddEventWaitNode(__typeof__(real_cudaGraphAddEventWaitNode) dlh_fn, cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaEvent_t event) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphNode, graph, pDependencies, numDependencies, event);
@@ -2296,11 +3294,19 @@ DLH_EXPORT cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *pGraphNode, cu
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaEvent_t event) {
+  DLH_REAL(dlh_fn, real_cudaGraphAddEventWaitNode, "cudaGraphAddEventWaitNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddEventWaitNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, event);
+}
+static cudaError_t dlh_own_cudaGraphAddEventWaitNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, cudaEvent_t event) {
+  DLH_OWN(dlh_fn, own_cudaGraphAddEventWaitNode, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddEventWaitNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, event);
+}
 
 /* 125: cudaGraphAddExternalSemaphoresSignalNode — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphAddExternalSemaphoresSignalNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams);
-DLH_EXPORT cudaError_t cudaGraphAddExternalSemaphoresSignalNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphAddExternalSemaphoresSignalNode, "cudaGraphAddExternalSemaphoresSignalNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphAddExternalSemaphoresSignalNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphAddExternalSemaphoresSignalNode(__typeof__(real_cudaGraphAddExternalSemaphoresSignalNode) dlh_fn, cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphNode, graph, pDependencies, numDependencies, nodeParams);
@@ -2316,11 +3322,19 @@ DLH_EXPORT cudaError_t cudaGraphAddExternalSemaphoresSignalNode(cudaGraphNode_t 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphAddExternalSemaphoresSignalNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphAddExternalSemaphoresSignalNode, "cudaGraphAddExternalSemaphoresSignalNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddExternalSemaphoresSignalNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, nodeParams);
+}
+static cudaError_t dlh_own_cudaGraphAddExternalSemaphoresSignalNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphAddExternalSemaphoresSignalNode, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddExternalSemaphoresSignalNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, nodeParams);
+}
 
 /* 126: cudaGraphAddExternalSemaphoresWaitNode — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphAddExternalSemaphoresWaitNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams);
-DLH_EXPORT cudaError_t cudaGraphAddExternalSemaphoresWaitNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphAddExternalSemaphoresWaitNode, "cudaGraphAddExternalSemaphoresWaitNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphAddExternalSemaphoresWaitNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphAddExternalSemaphoresWaitNode(__typeof__(real_cudaGraphAddExternalSemaphoresWaitNode) dlh_fn, cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphNode, graph, pDependencies, numDependencies, nodeParams);
@@ -2336,11 +3350,19 @@ DLH_EXPORT cudaError_t cudaGraphAddExternalSemaphoresWaitNode(cudaGraphNode_t *p
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphAddExternalSemaphoresWaitNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphAddExternalSemaphoresWaitNode, "cudaGraphAddExternalSemaphoresWaitNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddExternalSemaphoresWaitNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, nodeParams);
+}
+static cudaError_t dlh_own_cudaGraphAddExternalSemaphoresWaitNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphAddExternalSemaphoresWaitNode, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddExternalSemaphoresWaitNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, nodeParams);
+}
 
 /* 127: cudaGraphAddHostNode — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphAddHostNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaHostNodeParams *pNodeParams);
-DLH_EXPORT cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaHostNodeParams *pNodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphAddHostNode, "cudaGraphAddHostNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphAddHostNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaHostNodeParams *pNodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphAddHostNode(__typeof__(real_cudaGraphAddHostNode) dlh_fn, cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaHostNodeParams *pNodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphNode, graph, pDependencies, numDependencies, pNodeParams);
@@ -2356,11 +3378,19 @@ DLH_EXPORT cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGra
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaHostNodeParams *pNodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphAddHostNode, "cudaGraphAddHostNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddHostNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, pNodeParams);
+}
+static cudaError_t dlh_own_cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaHostNodeParams *pNodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphAddHostNode, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddHostNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, pNodeParams);
+}
 
 /* 128: cudaGraphAddKernelNode — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphAddKernelNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaKernelNodeParams *pNodeParams);
-DLH_EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaKernelNodeParams *pNodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphAddKernelNode, "cudaGraphAddKernelNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphAddKernelNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaKernelNodeParams *pNodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphAddKernelNode(__typeof__(real_cudaGraphAddKernelNode) dlh_fn, cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaKernelNodeParams *pNodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphNode, graph, pDependencies, numDependencies, pNodeParams);
@@ -2376,11 +3406,19 @@ DLH_EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cudaG
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaKernelNodeParams *pNodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphAddKernelNode, "cudaGraphAddKernelNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddKernelNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, pNodeParams);
+}
+static cudaError_t dlh_own_cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaKernelNodeParams *pNodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphAddKernelNode, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddKernelNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, pNodeParams);
+}
 
 /* 129: cudaGraphAddMemAllocNode — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphAddMemAllocNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, struct cudaMemAllocNodeParams *nodeParams);
-DLH_EXPORT cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, struct cudaMemAllocNodeParams *nodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphAddMemAllocNode, "cudaGraphAddMemAllocNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphAddMemAllocNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, struct cudaMemAllocNodeParams *nodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphAddMemAllocNode(__typeof__(real_cudaGraphAddMemAllocNode) dlh_fn, cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, struct cudaMemAllocNodeParams *nodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphNode, graph, pDependencies, numDependencies, nodeParams);
@@ -2396,11 +3434,19 @@ DLH_EXPORT cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cud
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, struct cudaMemAllocNodeParams *nodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphAddMemAllocNode, "cudaGraphAddMemAllocNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddMemAllocNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, nodeParams);
+}
+static cudaError_t dlh_own_cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, struct cudaMemAllocNodeParams *nodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphAddMemAllocNode, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddMemAllocNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, nodeParams);
+}
 
 /* 130: cudaGraphAddMemFreeNode — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphAddMemFreeNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dptr);
-DLH_EXPORT cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dptr) {
-  DLH_REAL(dlh_fn, real_cudaGraphAddMemFreeNode, "cudaGraphAddMemFreeNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphAddMemFreeNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dptr);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphAddMemFreeNode(__typeof__(real_cudaGraphAddMemFreeNode) dlh_fn, cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dptr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphNode, graph, pDependencies, numDependencies, dptr);
@@ -2416,11 +3462,19 @@ DLH_EXPORT cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *pGraphNode, cuda
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dptr) {
+  DLH_REAL(dlh_fn, real_cudaGraphAddMemFreeNode, "cudaGraphAddMemFreeNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddMemFreeNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, dptr);
+}
+static cudaError_t dlh_own_cudaGraphAddMemFreeNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dptr) {
+  DLH_OWN(dlh_fn, own_cudaGraphAddMemFreeNode, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddMemFreeNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, dptr);
+}
 
 /* 131: cudaGraphAddMemcpyNode — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphAddMemcpyNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaMemcpy3DParms *pCopyParams);
-DLH_EXPORT cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaMemcpy3DParms *pCopyParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphAddMemcpyNode, "cudaGraphAddMemcpyNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphAddMemcpyNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaMemcpy3DParms *pCopyParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphAddMemcpyNode(__typeof__(real_cudaGraphAddMemcpyNode) dlh_fn, cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaMemcpy3DParms *pCopyParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphNode, graph, pDependencies, numDependencies, pCopyParams);
@@ -2436,11 +3490,19 @@ DLH_EXPORT cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *pGraphNode, cudaG
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaMemcpy3DParms *pCopyParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphAddMemcpyNode, "cudaGraphAddMemcpyNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddMemcpyNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, pCopyParams);
+}
+static cudaError_t dlh_own_cudaGraphAddMemcpyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaMemcpy3DParms *pCopyParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphAddMemcpyNode, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddMemcpyNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, pCopyParams);
+}
 
 /* 132: cudaGraphAddMemcpyNode1D — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphAddMemcpyNode1D)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaGraphAddMemcpyNode1D, "cudaGraphAddMemcpyNode1D", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphAddMemcpyNode1D)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphAddMemcpyNode1D(__typeof__(real_cudaGraphAddMemcpyNode1D) dlh_fn, cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphNode, graph, pDependencies, numDependencies, dst, src, count, kind);
@@ -2459,11 +3521,19 @@ DLH_EXPORT cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cud
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaGraphAddMemcpyNode1D, "cudaGraphAddMemcpyNode1D", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddMemcpyNode1D(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, dst, src, count, kind);
+}
+static cudaError_t dlh_own_cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaGraphAddMemcpyNode1D, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddMemcpyNode1D(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, dst, src, count, kind);
+}
 
 /* 133: cudaGraphAddMemcpyNodeFromSymbol — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphAddMemcpyNodeFromSymbol)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaGraphAddMemcpyNodeFromSymbol(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaGraphAddMemcpyNodeFromSymbol, "cudaGraphAddMemcpyNodeFromSymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphAddMemcpyNodeFromSymbol)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphAddMemcpyNodeFromSymbol(__typeof__(real_cudaGraphAddMemcpyNodeFromSymbol) dlh_fn, cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphNode, graph, pDependencies, numDependencies, dst, symbol, count, offset, kind);
@@ -2483,11 +3553,19 @@ DLH_EXPORT cudaError_t cudaGraphAddMemcpyNodeFromSymbol(cudaGraphNode_t *pGraphN
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphAddMemcpyNodeFromSymbol(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaGraphAddMemcpyNodeFromSymbol, "cudaGraphAddMemcpyNodeFromSymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddMemcpyNodeFromSymbol(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, dst, symbol, count, offset, kind);
+}
+static cudaError_t dlh_own_cudaGraphAddMemcpyNodeFromSymbol(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaGraphAddMemcpyNodeFromSymbol, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddMemcpyNodeFromSymbol(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, dst, symbol, count, offset, kind);
+}
 
 /* 134: cudaGraphAddMemcpyNodeToSymbol — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphAddMemcpyNodeToSymbol)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaGraphAddMemcpyNodeToSymbol(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaGraphAddMemcpyNodeToSymbol, "cudaGraphAddMemcpyNodeToSymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphAddMemcpyNodeToSymbol)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphAddMemcpyNodeToSymbol(__typeof__(real_cudaGraphAddMemcpyNodeToSymbol) dlh_fn, cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphNode, graph, pDependencies, numDependencies, symbol, src, count, offset, kind);
@@ -2507,11 +3585,19 @@ DLH_EXPORT cudaError_t cudaGraphAddMemcpyNodeToSymbol(cudaGraphNode_t *pGraphNod
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphAddMemcpyNodeToSymbol(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaGraphAddMemcpyNodeToSymbol, "cudaGraphAddMemcpyNodeToSymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddMemcpyNodeToSymbol(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, symbol, src, count, offset, kind);
+}
+static cudaError_t dlh_own_cudaGraphAddMemcpyNodeToSymbol(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaGraphAddMemcpyNodeToSymbol, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddMemcpyNodeToSymbol(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, symbol, src, count, offset, kind);
+}
 
 /* 135: cudaGraphAddMemsetNode — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphAddMemsetNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaMemsetParams *pMemsetParams);
-DLH_EXPORT cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaMemsetParams *pMemsetParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphAddMemsetNode, "cudaGraphAddMemsetNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphAddMemsetNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaMemsetParams *pMemsetParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphAddMemsetNode(__typeof__(real_cudaGraphAddMemsetNode) dlh_fn, cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaMemsetParams *pMemsetParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphNode, graph, pDependencies, numDependencies, pMemsetParams);
@@ -2527,11 +3613,19 @@ DLH_EXPORT cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *pGraphNode, cudaG
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaMemsetParams *pMemsetParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphAddMemsetNode, "cudaGraphAddMemsetNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddMemsetNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, pMemsetParams);
+}
+static cudaError_t dlh_own_cudaGraphAddMemsetNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, size_t numDependencies, const struct cudaMemsetParams *pMemsetParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphAddMemsetNode, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddMemsetNode(dlh_fn, pGraphNode, graph, pDependencies, numDependencies, pMemsetParams);
+}
 
 /* 136: cudaGraphAddNode — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphAddNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, struct cudaGraphNodeParams *nodeParams);
-DLH_EXPORT cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, struct cudaGraphNodeParams *nodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphAddNode, "cudaGraphAddNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphAddNode)(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, struct cudaGraphNodeParams *nodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphAddNode(__typeof__(real_cudaGraphAddNode) dlh_fn, cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, struct cudaGraphNodeParams *nodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphNode, graph, pDependencies, dependencyData, numDependencies, nodeParams);
@@ -2548,11 +3642,19 @@ DLH_EXPORT cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, struct cudaGraphNodeParams *nodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphAddNode, "cudaGraphAddNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddNode(dlh_fn, pGraphNode, graph, pDependencies, dependencyData, numDependencies, nodeParams);
+}
+static cudaError_t dlh_own_cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph, const cudaGraphNode_t *pDependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, struct cudaGraphNodeParams *nodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphAddNode, cudaErrorInitializationError)
+  return dlh_b_cudaGraphAddNode(dlh_fn, pGraphNode, graph, pDependencies, dependencyData, numDependencies, nodeParams);
+}
 
 /* 137: cudaGraphChildGraphNodeGetGraph — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphChildGraphNodeGetGraph)(cudaGraphNode_t node, cudaGraph_t *pGraph);
-DLH_EXPORT cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t *pGraph) {
-  DLH_REAL(dlh_fn, real_cudaGraphChildGraphNodeGetGraph, "cudaGraphChildGraphNodeGetGraph", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphChildGraphNodeGetGraph)(cudaGraphNode_t node, cudaGraph_t *pGraph);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphChildGraphNodeGetGraph(__typeof__(real_cudaGraphChildGraphNodeGetGraph) dlh_fn, cudaGraphNode_t node, cudaGraph_t *pGraph) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, pGraph);
@@ -2565,11 +3667,19 @@ DLH_EXPORT cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cud
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t *pGraph) {
+  DLH_REAL(dlh_fn, real_cudaGraphChildGraphNodeGetGraph, "cudaGraphChildGraphNodeGetGraph", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphChildGraphNodeGetGraph(dlh_fn, node, pGraph);
+}
+static cudaError_t dlh_own_cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t *pGraph) {
+  DLH_OWN(dlh_fn, own_cudaGraphChildGraphNodeGetGraph, cudaErrorInitializationError)
+  return dlh_b_cudaGraphChildGraphNodeGetGraph(dlh_fn, node, pGraph);
+}
 
 /* 138: cudaGraphClone — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphClone)(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph);
-DLH_EXPORT cudaError_t cudaGraphClone(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph) {
-  DLH_REAL(dlh_fn, real_cudaGraphClone, "cudaGraphClone", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphClone)(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphClone(__typeof__(real_cudaGraphClone) dlh_fn, cudaGraph_t *pGraphClone, cudaGraph_t originalGraph) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphClone, originalGraph);
@@ -2582,11 +3692,19 @@ DLH_EXPORT cudaError_t cudaGraphClone(cudaGraph_t *pGraphClone, cudaGraph_t orig
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphClone(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph) {
+  DLH_REAL(dlh_fn, real_cudaGraphClone, "cudaGraphClone", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphClone(dlh_fn, pGraphClone, originalGraph);
+}
+static cudaError_t dlh_own_cudaGraphClone(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph) {
+  DLH_OWN(dlh_fn, own_cudaGraphClone, cudaErrorInitializationError)
+  return dlh_b_cudaGraphClone(dlh_fn, pGraphClone, originalGraph);
+}
 
 /* 139: cudaGraphConditionalHandleCreate — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphConditionalHandleCreate)(cudaGraphConditionalHandle *pHandle_out, cudaGraph_t graph, unsigned int defaultLaunchValue, unsigned int flags);
-DLH_EXPORT cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *pHandle_out, cudaGraph_t graph, unsigned int defaultLaunchValue, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaGraphConditionalHandleCreate, "cudaGraphConditionalHandleCreate", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphConditionalHandleCreate)(cudaGraphConditionalHandle *pHandle_out, cudaGraph_t graph, unsigned int defaultLaunchValue, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphConditionalHandleCreate(__typeof__(real_cudaGraphConditionalHandleCreate) dlh_fn, cudaGraphConditionalHandle *pHandle_out, cudaGraph_t graph, unsigned int defaultLaunchValue, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pHandle_out, graph, defaultLaunchValue, flags);
@@ -2601,11 +3719,19 @@ DLH_EXPORT cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHand
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *pHandle_out, cudaGraph_t graph, unsigned int defaultLaunchValue, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaGraphConditionalHandleCreate, "cudaGraphConditionalHandleCreate", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphConditionalHandleCreate(dlh_fn, pHandle_out, graph, defaultLaunchValue, flags);
+}
+static cudaError_t dlh_own_cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *pHandle_out, cudaGraph_t graph, unsigned int defaultLaunchValue, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaGraphConditionalHandleCreate, cudaErrorInitializationError)
+  return dlh_b_cudaGraphConditionalHandleCreate(dlh_fn, pHandle_out, graph, defaultLaunchValue, flags);
+}
 
 /* 140: cudaGraphCreate — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphCreate)(cudaGraph_t *pGraph, unsigned int flags);
-DLH_EXPORT cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaGraphCreate, "cudaGraphCreate", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphCreate)(cudaGraph_t *pGraph, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphCreate(__typeof__(real_cudaGraphCreate) dlh_fn, cudaGraph_t *pGraph, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraph, flags);
@@ -2618,11 +3744,19 @@ DLH_EXPORT cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags) 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaGraphCreate, "cudaGraphCreate", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphCreate(dlh_fn, pGraph, flags);
+}
+static cudaError_t dlh_own_cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaGraphCreate, cudaErrorInitializationError)
+  return dlh_b_cudaGraphCreate(dlh_fn, pGraph, flags);
+}
 
 /* 141: cudaGraphDebugDotPrint — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphDebugDotPrint)(cudaGraph_t graph, const char *path, unsigned int flags);
-DLH_EXPORT cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char *path, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaGraphDebugDotPrint, "cudaGraphDebugDotPrint", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphDebugDotPrint)(cudaGraph_t graph, const char *path, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphDebugDotPrint(__typeof__(real_cudaGraphDebugDotPrint) dlh_fn, cudaGraph_t graph, const char *path, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(graph, path, flags);
@@ -2636,11 +3770,19 @@ DLH_EXPORT cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char *pat
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char *path, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaGraphDebugDotPrint, "cudaGraphDebugDotPrint", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphDebugDotPrint(dlh_fn, graph, path, flags);
+}
+static cudaError_t dlh_own_cudaGraphDebugDotPrint(cudaGraph_t graph, const char *path, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaGraphDebugDotPrint, cudaErrorInitializationError)
+  return dlh_b_cudaGraphDebugDotPrint(dlh_fn, graph, path, flags);
+}
 
 /* 142: cudaGraphDestroy — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphDestroy)(cudaGraph_t graph);
-DLH_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
-  DLH_REAL(dlh_fn, real_cudaGraphDestroy, "cudaGraphDestroy", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphDestroy)(cudaGraph_t graph);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphDestroy(__typeof__(real_cudaGraphDestroy) dlh_fn, cudaGraph_t graph) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(graph);
@@ -2652,11 +3794,19 @@ DLH_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  DLH_REAL(dlh_fn, real_cudaGraphDestroy, "cudaGraphDestroy", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphDestroy(dlh_fn, graph);
+}
+static cudaError_t dlh_own_cudaGraphDestroy(cudaGraph_t graph) {
+  DLH_OWN(dlh_fn, own_cudaGraphDestroy, cudaErrorInitializationError)
+  return dlh_b_cudaGraphDestroy(dlh_fn, graph);
+}
 
 /* 143: cudaGraphDestroyNode — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphDestroyNode)(cudaGraphNode_t node);
-DLH_EXPORT cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node) {
-  DLH_REAL(dlh_fn, real_cudaGraphDestroyNode, "cudaGraphDestroyNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphDestroyNode)(cudaGraphNode_t node);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphDestroyNode(__typeof__(real_cudaGraphDestroyNode) dlh_fn, cudaGraphNode_t node) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node);
@@ -2668,11 +3818,19 @@ DLH_EXPORT cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node) {
+  DLH_REAL(dlh_fn, real_cudaGraphDestroyNode, "cudaGraphDestroyNode", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphDestroyNode(dlh_fn, node);
+}
+static cudaError_t dlh_own_cudaGraphDestroyNode(cudaGraphNode_t node) {
+  DLH_OWN(dlh_fn, own_cudaGraphDestroyNode, cudaErrorInitializationError)
+  return dlh_b_cudaGraphDestroyNode(dlh_fn, node);
+}
 
 /* 144: cudaGraphEventRecordNodeGetEvent — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphEventRecordNodeGetEvent)(cudaGraphNode_t node, cudaEvent_t *event_out);
-DLH_EXPORT cudaError_t cudaGraphEventRecordNodeGetEvent(cudaGraphNode_t node, cudaEvent_t *event_out) {
-  DLH_REAL(dlh_fn, real_cudaGraphEventRecordNodeGetEvent, "cudaGraphEventRecordNodeGetEvent", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphEventRecordNodeGetEvent)(cudaGraphNode_t node, cudaEvent_t *event_out);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphEventRecordNodeGetEvent(__typeof__(real_cudaGraphEventRecordNodeGetEvent) dlh_fn, cudaGraphNode_t node, cudaEvent_t *event_out) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, event_out);
@@ -2685,11 +3843,19 @@ DLH_EXPORT cudaError_t cudaGraphEventRecordNodeGetEvent(cudaGraphNode_t node, cu
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphEventRecordNodeGetEvent(cudaGraphNode_t node, cudaEvent_t *event_out) {
+  DLH_REAL(dlh_fn, real_cudaGraphEventRecordNodeGetEvent, "cudaGraphEventRecordNodeGetEvent", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphEventRecordNodeGetEvent(dlh_fn, node, event_out);
+}
+static cudaError_t dlh_own_cudaGraphEventRecordNodeGetEvent(cudaGraphNode_t node, cudaEvent_t *event_out) {
+  DLH_OWN(dlh_fn, own_cudaGraphEventRecordNodeGetEvent, cudaErrorInitializationError)
+  return dlh_b_cudaGraphEventRecordNodeGetEvent(dlh_fn, node, event_out);
+}
 
 /* 145: cudaGraphEventRecordNodeSetEvent — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphEventRecordNodeSetEvent)(cudaGraphNode_t node, cudaEvent_t event);
-DLH_EXPORT cudaError_t cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
-  DLH_REAL(dlh_fn, real_cudaGraphEventRecordNodeSetEvent, "cudaGraphEventRecordNodeSetEvent", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphEventRecordNodeSetEvent)(cudaGraphNode_t node, cudaEvent_t event);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphEventRecordNodeSetEvent(__typeof__(real_cudaGraphEventRecordNodeSetEvent) dlh_fn, cudaGraphNode_t node, cudaEvent_t event) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, event);
@@ -2702,11 +3868,19 @@ DLH_EXPORT cudaError_t cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t node, cu
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
+  DLH_REAL(dlh_fn, real_cudaGraphEventRecordNodeSetEvent, "cudaGraphEventRecordNodeSetEvent", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphEventRecordNodeSetEvent(dlh_fn, node, event);
+}
+static cudaError_t dlh_own_cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
+  DLH_OWN(dlh_fn, own_cudaGraphEventRecordNodeSetEvent, cudaErrorInitializationError)
+  return dlh_b_cudaGraphEventRecordNodeSetEvent(dlh_fn, node, event);
+}
 
 /* 146: cudaGraphEventWaitNodeGetEvent — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphEventWaitNodeGetEvent)(cudaGraphNode_t node, cudaEvent_t *event_out);
-DLH_EXPORT cudaError_t cudaGraphEventWaitNodeGetEvent(cudaGraphNode_t node, cudaEvent_t *event_out) {
-  DLH_REAL(dlh_fn, real_cudaGraphEventWaitNodeGetEvent, "cudaGraphEventWaitNodeGetEvent", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphEventWaitNodeGetEvent)(cudaGraphNode_t node, cudaEvent_t *event_out);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphEventWaitNodeGetEvent(__typeof__(real_cudaGraphEventWaitNodeGetEvent) dlh_fn, cudaGraphNode_t node, cudaEvent_t *event_out) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, event_out);
@@ -2719,11 +3893,19 @@ DLH_EXPORT cudaError_t cudaGraphEventWaitNodeGetEvent(cudaGraphNode_t node, cuda
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphEventWaitNodeGetEvent(cudaGraphNode_t node, cudaEvent_t *event_out) {
+  DLH_REAL(dlh_fn, real_cudaGraphEventWaitNodeGetEvent, "cudaGraphEventWaitNodeGetEvent", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphEventWaitNodeGetEvent(dlh_fn, node, event_out);
+}
+static cudaError_t dlh_own_cudaGraphEventWaitNodeGetEvent(cudaGraphNode_t node, cudaEvent_t *event_out) {
+  DLH_OWN(dlh_fn, own_cudaGraphEventWaitNodeGetEvent, cudaErrorInitializationError)
+  return dlh_b_cudaGraphEventWaitNodeGetEvent(dlh_fn, node, event_out);
+}
 
 /* 147: cudaGraphEventWaitNodeSetEvent — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphEventWaitNodeSetEvent)(cudaGraphNode_t node, cudaEvent_t event);
-DLH_EXPORT cudaError_t cudaGraphEventWaitNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
-  DLH_REAL(dlh_fn, real_cudaGraphEventWaitNodeSetEvent, "cudaGraphEventWaitNodeSetEvent", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphEventWaitNodeSetEvent)(cudaGraphNode_t node, cudaEvent_t event);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphEventWaitNodeSetEvent(__typeof__(real_cudaGraphEventWaitNodeSetEvent) dlh_fn, cudaGraphNode_t node, cudaEvent_t event) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, event);
@@ -2736,11 +3918,19 @@ DLH_EXPORT cudaError_t cudaGraphEventWaitNodeSetEvent(cudaGraphNode_t node, cuda
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphEventWaitNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
+  DLH_REAL(dlh_fn, real_cudaGraphEventWaitNodeSetEvent, "cudaGraphEventWaitNodeSetEvent", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphEventWaitNodeSetEvent(dlh_fn, node, event);
+}
+static cudaError_t dlh_own_cudaGraphEventWaitNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
+  DLH_OWN(dlh_fn, own_cudaGraphEventWaitNodeSetEvent, cudaErrorInitializationError)
+  return dlh_b_cudaGraphEventWaitNodeSetEvent(dlh_fn, node, event);
+}
 
 /* 148: cudaGraphExecChildGraphNodeSetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExecChildGraphNodeSetParams)(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, cudaGraph_t childGraph);
-DLH_EXPORT cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, cudaGraph_t childGraph) {
-  DLH_REAL(dlh_fn, real_cudaGraphExecChildGraphNodeSetParams, "cudaGraphExecChildGraphNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExecChildGraphNodeSetParams)(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, cudaGraph_t childGraph);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExecChildGraphNodeSetParams(__typeof__(real_cudaGraphExecChildGraphNodeSetParams) dlh_fn, cudaGraphExec_t hGraphExec, cudaGraphNode_t node, cudaGraph_t childGraph) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hGraphExec, node, childGraph);
@@ -2754,11 +3944,19 @@ DLH_EXPORT cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hGra
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, cudaGraph_t childGraph) {
+  DLH_REAL(dlh_fn, real_cudaGraphExecChildGraphNodeSetParams, "cudaGraphExecChildGraphNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecChildGraphNodeSetParams(dlh_fn, hGraphExec, node, childGraph);
+}
+static cudaError_t dlh_own_cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, cudaGraph_t childGraph) {
+  DLH_OWN(dlh_fn, own_cudaGraphExecChildGraphNodeSetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecChildGraphNodeSetParams(dlh_fn, hGraphExec, node, childGraph);
+}
 
 /* 149: cudaGraphExecDestroy — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExecDestroy)(cudaGraphExec_t graphExec);
-DLH_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
-  DLH_REAL(dlh_fn, real_cudaGraphExecDestroy, "cudaGraphExecDestroy", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExecDestroy)(cudaGraphExec_t graphExec);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExecDestroy(__typeof__(real_cudaGraphExecDestroy) dlh_fn, cudaGraphExec_t graphExec) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(graphExec);
@@ -2770,11 +3968,19 @@ DLH_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
+  DLH_REAL(dlh_fn, real_cudaGraphExecDestroy, "cudaGraphExecDestroy", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecDestroy(dlh_fn, graphExec);
+}
+static cudaError_t dlh_own_cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
+  DLH_OWN(dlh_fn, own_cudaGraphExecDestroy, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecDestroy(dlh_fn, graphExec);
+}
 
 /* 150: cudaGraphExecEventRecordNodeSetEvent — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExecEventRecordNodeSetEvent)(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, cudaEvent_t event);
-DLH_EXPORT cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, cudaEvent_t event) {
-  DLH_REAL(dlh_fn, real_cudaGraphExecEventRecordNodeSetEvent, "cudaGraphExecEventRecordNodeSetEvent", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExecEventRecordNodeSetEvent)(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, cudaEvent_t event);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExecEventRecordNodeSetEvent(__typeof__(real_cudaGraphExecEventRecordNodeSetEvent) dlh_fn, cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, cudaEvent_t event) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hGraphExec, hNode, event);
@@ -2788,11 +3994,19 @@ DLH_EXPORT cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t hGra
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, cudaEvent_t event) {
+  DLH_REAL(dlh_fn, real_cudaGraphExecEventRecordNodeSetEvent, "cudaGraphExecEventRecordNodeSetEvent", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecEventRecordNodeSetEvent(dlh_fn, hGraphExec, hNode, event);
+}
+static cudaError_t dlh_own_cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, cudaEvent_t event) {
+  DLH_OWN(dlh_fn, own_cudaGraphExecEventRecordNodeSetEvent, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecEventRecordNodeSetEvent(dlh_fn, hGraphExec, hNode, event);
+}
 
 /* 151: cudaGraphExecEventWaitNodeSetEvent — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExecEventWaitNodeSetEvent)(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, cudaEvent_t event);
-DLH_EXPORT cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, cudaEvent_t event) {
-  DLH_REAL(dlh_fn, real_cudaGraphExecEventWaitNodeSetEvent, "cudaGraphExecEventWaitNodeSetEvent", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExecEventWaitNodeSetEvent)(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, cudaEvent_t event);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExecEventWaitNodeSetEvent(__typeof__(real_cudaGraphExecEventWaitNodeSetEvent) dlh_fn, cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, cudaEvent_t event) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hGraphExec, hNode, event);
@@ -2806,11 +4020,19 @@ DLH_EXPORT cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t hGraph
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, cudaEvent_t event) {
+  DLH_REAL(dlh_fn, real_cudaGraphExecEventWaitNodeSetEvent, "cudaGraphExecEventWaitNodeSetEvent", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecEventWaitNodeSetEvent(dlh_fn, hGraphExec, hNode, event);
+}
+static cudaError_t dlh_own_cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, cudaEvent_t event) {
+  DLH_OWN(dlh_fn, own_cudaGraphExecEventWaitNodeSetEvent, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecEventWaitNodeSetEvent(dlh_fn, hGraphExec, hNode, event);
+}
 
 /* 152: cudaGraphExecExternalSemaphoresSignalNodeSetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExecExternalSemaphoresSignalNodeSetParams)(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams);
-DLH_EXPORT cudaError_t cudaGraphExecExternalSemaphoresSignalNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphExecExternalSemaphoresSignalNodeSetParams, "cudaGraphExecExternalSemaphoresSignalNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExecExternalSemaphoresSignalNodeSetParams)(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExecExternalSemaphoresSignalNodeSetParams(__typeof__(real_cudaGraphExecExternalSemaphoresSignalNodeSetParams) dlh_fn, cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hGraphExec, hNode, nodeParams);
@@ -2824,11 +4046,19 @@ DLH_EXPORT cudaError_t cudaGraphExecExternalSemaphoresSignalNodeSetParams(cudaGr
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExecExternalSemaphoresSignalNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphExecExternalSemaphoresSignalNodeSetParams, "cudaGraphExecExternalSemaphoresSignalNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecExternalSemaphoresSignalNodeSetParams(dlh_fn, hGraphExec, hNode, nodeParams);
+}
+static cudaError_t dlh_own_cudaGraphExecExternalSemaphoresSignalNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphExecExternalSemaphoresSignalNodeSetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecExternalSemaphoresSignalNodeSetParams(dlh_fn, hGraphExec, hNode, nodeParams);
+}
 
 /* 153: cudaGraphExecExternalSemaphoresWaitNodeSetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExecExternalSemaphoresWaitNodeSetParams)(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams);
-DLH_EXPORT cudaError_t cudaGraphExecExternalSemaphoresWaitNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphExecExternalSemaphoresWaitNodeSetParams, "cudaGraphExecExternalSemaphoresWaitNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExecExternalSemaphoresWaitNodeSetParams)(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExecExternalSemaphoresWaitNodeSetParams(__typeof__(real_cudaGraphExecExternalSemaphoresWaitNodeSetParams) dlh_fn, cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hGraphExec, hNode, nodeParams);
@@ -2842,11 +4072,19 @@ DLH_EXPORT cudaError_t cudaGraphExecExternalSemaphoresWaitNodeSetParams(cudaGrap
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExecExternalSemaphoresWaitNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphExecExternalSemaphoresWaitNodeSetParams, "cudaGraphExecExternalSemaphoresWaitNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecExternalSemaphoresWaitNodeSetParams(dlh_fn, hGraphExec, hNode, nodeParams);
+}
+static cudaError_t dlh_own_cudaGraphExecExternalSemaphoresWaitNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphExecExternalSemaphoresWaitNodeSetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecExternalSemaphoresWaitNodeSetParams(dlh_fn, hGraphExec, hNode, nodeParams);
+}
 
 /* 154: cudaGraphExecGetFlags — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExecGetFlags)(cudaGraphExec_t graphExec, unsigned long long *flags);
-DLH_EXPORT cudaError_t cudaGraphExecGetFlags(cudaGraphExec_t graphExec, unsigned long long *flags) {
-  DLH_REAL(dlh_fn, real_cudaGraphExecGetFlags, "cudaGraphExecGetFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExecGetFlags)(cudaGraphExec_t graphExec, unsigned long long *flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExecGetFlags(__typeof__(real_cudaGraphExecGetFlags) dlh_fn, cudaGraphExec_t graphExec, unsigned long long *flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(graphExec, flags);
@@ -2859,11 +4097,19 @@ DLH_EXPORT cudaError_t cudaGraphExecGetFlags(cudaGraphExec_t graphExec, unsigned
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExecGetFlags(cudaGraphExec_t graphExec, unsigned long long *flags) {
+  DLH_REAL(dlh_fn, real_cudaGraphExecGetFlags, "cudaGraphExecGetFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecGetFlags(dlh_fn, graphExec, flags);
+}
+static cudaError_t dlh_own_cudaGraphExecGetFlags(cudaGraphExec_t graphExec, unsigned long long *flags) {
+  DLH_OWN(dlh_fn, own_cudaGraphExecGetFlags, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecGetFlags(dlh_fn, graphExec, flags);
+}
 
 /* 155: cudaGraphExecHostNodeSetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExecHostNodeSetParams)(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaHostNodeParams *pNodeParams);
-DLH_EXPORT cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaHostNodeParams *pNodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphExecHostNodeSetParams, "cudaGraphExecHostNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExecHostNodeSetParams)(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaHostNodeParams *pNodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExecHostNodeSetParams(__typeof__(real_cudaGraphExecHostNodeSetParams) dlh_fn, cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaHostNodeParams *pNodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hGraphExec, node, pNodeParams);
@@ -2877,11 +4123,19 @@ DLH_EXPORT cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t hGraphExec
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaHostNodeParams *pNodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphExecHostNodeSetParams, "cudaGraphExecHostNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecHostNodeSetParams(dlh_fn, hGraphExec, node, pNodeParams);
+}
+static cudaError_t dlh_own_cudaGraphExecHostNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaHostNodeParams *pNodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphExecHostNodeSetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecHostNodeSetParams(dlh_fn, hGraphExec, node, pNodeParams);
+}
 
 /* 156: cudaGraphExecKernelNodeSetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExecKernelNodeSetParams)(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams);
-DLH_EXPORT cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphExecKernelNodeSetParams, "cudaGraphExecKernelNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExecKernelNodeSetParams)(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExecKernelNodeSetParams(__typeof__(real_cudaGraphExecKernelNodeSetParams) dlh_fn, cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hGraphExec, node, pNodeParams);
@@ -2895,11 +4149,19 @@ DLH_EXPORT cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphEx
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphExecKernelNodeSetParams, "cudaGraphExecKernelNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecKernelNodeSetParams(dlh_fn, hGraphExec, node, pNodeParams);
+}
+static cudaError_t dlh_own_cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphExecKernelNodeSetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecKernelNodeSetParams(dlh_fn, hGraphExec, node, pNodeParams);
+}
 
 /* 157: cudaGraphExecMemcpyNodeSetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExecMemcpyNodeSetParams)(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemcpy3DParms *pNodeParams);
-DLH_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemcpy3DParms *pNodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphExecMemcpyNodeSetParams, "cudaGraphExecMemcpyNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExecMemcpyNodeSetParams)(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemcpy3DParms *pNodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExecMemcpyNodeSetParams(__typeof__(real_cudaGraphExecMemcpyNodeSetParams) dlh_fn, cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemcpy3DParms *pNodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hGraphExec, node, pNodeParams);
@@ -2913,11 +4175,19 @@ DLH_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t hGraphEx
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemcpy3DParms *pNodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphExecMemcpyNodeSetParams, "cudaGraphExecMemcpyNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecMemcpyNodeSetParams(dlh_fn, hGraphExec, node, pNodeParams);
+}
+static cudaError_t dlh_own_cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemcpy3DParms *pNodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphExecMemcpyNodeSetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecMemcpyNodeSetParams(dlh_fn, hGraphExec, node, pNodeParams);
+}
 
 /* 158: cudaGraphExecMemcpyNodeSetParams1D — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExecMemcpyNodeSetParams1D)(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaGraphExecMemcpyNodeSetParams1D, "cudaGraphExecMemcpyNodeSetParams1D", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExecMemcpyNodeSetParams1D)(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExecMemcpyNodeSetParams1D(__typeof__(real_cudaGraphExecMemcpyNodeSetParams1D) dlh_fn, cudaGraphExec_t hGraphExec, cudaGraphNode_t node, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hGraphExec, node, dst, src, count, kind);
@@ -2934,11 +4204,19 @@ DLH_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t hGraph
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaGraphExecMemcpyNodeSetParams1D, "cudaGraphExecMemcpyNodeSetParams1D", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecMemcpyNodeSetParams1D(dlh_fn, hGraphExec, node, dst, src, count, kind);
+}
+static cudaError_t dlh_own_cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaGraphExecMemcpyNodeSetParams1D, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecMemcpyNodeSetParams1D(dlh_fn, hGraphExec, node, dst, src, count, kind);
+}
 
 /* 159: cudaGraphExecMemcpyNodeSetParamsFromSymbol — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExecMemcpyNodeSetParamsFromSymbol)(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParamsFromSymbol(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaGraphExecMemcpyNodeSetParamsFromSymbol, "cudaGraphExecMemcpyNodeSetParamsFromSymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExecMemcpyNodeSetParamsFromSymbol)(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExecMemcpyNodeSetParamsFromSymbol(__typeof__(real_cudaGraphExecMemcpyNodeSetParamsFromSymbol) dlh_fn, cudaGraphExec_t hGraphExec, cudaGraphNode_t node, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hGraphExec, node, dst, symbol, count, offset, kind);
@@ -2956,11 +4234,19 @@ DLH_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParamsFromSymbol(cudaGraphExec_
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParamsFromSymbol(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaGraphExecMemcpyNodeSetParamsFromSymbol, "cudaGraphExecMemcpyNodeSetParamsFromSymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecMemcpyNodeSetParamsFromSymbol(dlh_fn, hGraphExec, node, dst, symbol, count, offset, kind);
+}
+static cudaError_t dlh_own_cudaGraphExecMemcpyNodeSetParamsFromSymbol(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaGraphExecMemcpyNodeSetParamsFromSymbol, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecMemcpyNodeSetParamsFromSymbol(dlh_fn, hGraphExec, node, dst, symbol, count, offset, kind);
+}
 
 /* 160: cudaGraphExecMemcpyNodeSetParamsToSymbol — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExecMemcpyNodeSetParamsToSymbol)(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParamsToSymbol(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaGraphExecMemcpyNodeSetParamsToSymbol, "cudaGraphExecMemcpyNodeSetParamsToSymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExecMemcpyNodeSetParamsToSymbol)(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExecMemcpyNodeSetParamsToSymbol(__typeof__(real_cudaGraphExecMemcpyNodeSetParamsToSymbol) dlh_fn, cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hGraphExec, node, symbol, src, count, offset, kind);
@@ -2978,11 +4264,19 @@ DLH_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParamsToSymbol(cudaGraphExec_t 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExecMemcpyNodeSetParamsToSymbol(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaGraphExecMemcpyNodeSetParamsToSymbol, "cudaGraphExecMemcpyNodeSetParamsToSymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecMemcpyNodeSetParamsToSymbol(dlh_fn, hGraphExec, node, symbol, src, count, offset, kind);
+}
+static cudaError_t dlh_own_cudaGraphExecMemcpyNodeSetParamsToSymbol(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaGraphExecMemcpyNodeSetParamsToSymbol, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecMemcpyNodeSetParamsToSymbol(dlh_fn, hGraphExec, node, symbol, src, count, offset, kind);
+}
 
 /* 161: cudaGraphExecMemsetNodeSetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExecMemsetNodeSetParams)(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemsetParams *pNodeParams);
-DLH_EXPORT cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemsetParams *pNodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphExecMemsetNodeSetParams, "cudaGraphExecMemsetNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExecMemsetNodeSetParams)(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemsetParams *pNodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExecMemsetNodeSetParams(__typeof__(real_cudaGraphExecMemsetNodeSetParams) dlh_fn, cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemsetParams *pNodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hGraphExec, node, pNodeParams);
@@ -2996,11 +4290,19 @@ DLH_EXPORT cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t hGraphEx
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemsetParams *pNodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphExecMemsetNodeSetParams, "cudaGraphExecMemsetNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecMemsetNodeSetParams(dlh_fn, hGraphExec, node, pNodeParams);
+}
+static cudaError_t dlh_own_cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node, const struct cudaMemsetParams *pNodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphExecMemsetNodeSetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecMemsetNodeSetParams(dlh_fn, hGraphExec, node, pNodeParams);
+}
 
 /* 162: cudaGraphExecNodeSetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExecNodeSetParams)(cudaGraphExec_t graphExec, cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams);
-DLH_EXPORT cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t graphExec, cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphExecNodeSetParams, "cudaGraphExecNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExecNodeSetParams)(cudaGraphExec_t graphExec, cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExecNodeSetParams(__typeof__(real_cudaGraphExecNodeSetParams) dlh_fn, cudaGraphExec_t graphExec, cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(graphExec, node, nodeParams);
@@ -3014,11 +4316,19 @@ DLH_EXPORT cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t graphExec, cud
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t graphExec, cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphExecNodeSetParams, "cudaGraphExecNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecNodeSetParams(dlh_fn, graphExec, node, nodeParams);
+}
+static cudaError_t dlh_own_cudaGraphExecNodeSetParams(cudaGraphExec_t graphExec, cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphExecNodeSetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecNodeSetParams(dlh_fn, graphExec, node, nodeParams);
+}
 
 /* 163: cudaGraphExecUpdate — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExecUpdate)(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, cudaGraphExecUpdateResultInfo *resultInfo);
-DLH_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, cudaGraphExecUpdateResultInfo *resultInfo) {
-  DLH_REAL(dlh_fn, real_cudaGraphExecUpdate, "cudaGraphExecUpdate", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExecUpdate)(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, cudaGraphExecUpdateResultInfo *resultInfo);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExecUpdate(__typeof__(real_cudaGraphExecUpdate) dlh_fn, cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, cudaGraphExecUpdateResultInfo *resultInfo) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hGraphExec, hGraph, resultInfo);
@@ -3032,11 +4342,19 @@ DLH_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, cudaGraphExecUpdateResultInfo *resultInfo) {
+  DLH_REAL(dlh_fn, real_cudaGraphExecUpdate, "cudaGraphExecUpdate", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecUpdate(dlh_fn, hGraphExec, hGraph, resultInfo);
+}
+static cudaError_t dlh_own_cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph, cudaGraphExecUpdateResultInfo *resultInfo) {
+  DLH_OWN(dlh_fn, own_cudaGraphExecUpdate, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExecUpdate(dlh_fn, hGraphExec, hGraph, resultInfo);
+}
 
 /* 164: cudaGraphExternalSemaphoresSignalNodeGetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExternalSemaphoresSignalNodeGetParams)(cudaGraphNode_t hNode, struct cudaExternalSemaphoreSignalNodeParams *params_out);
-DLH_EXPORT cudaError_t cudaGraphExternalSemaphoresSignalNodeGetParams(cudaGraphNode_t hNode, struct cudaExternalSemaphoreSignalNodeParams *params_out) {
-  DLH_REAL(dlh_fn, real_cudaGraphExternalSemaphoresSignalNodeGetParams, "cudaGraphExternalSemaphoresSignalNodeGetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExternalSemaphoresSignalNodeGetParams)(cudaGraphNode_t hNode, struct cudaExternalSemaphoreSignalNodeParams *params_out);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExternalSemaphoresSignalNodeGetParams(__typeof__(real_cudaGraphExternalSemaphoresSignalNodeGetParams) dlh_fn, cudaGraphNode_t hNode, struct cudaExternalSemaphoreSignalNodeParams *params_out) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hNode, params_out);
@@ -3049,11 +4367,19 @@ DLH_EXPORT cudaError_t cudaGraphExternalSemaphoresSignalNodeGetParams(cudaGraphN
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExternalSemaphoresSignalNodeGetParams(cudaGraphNode_t hNode, struct cudaExternalSemaphoreSignalNodeParams *params_out) {
+  DLH_REAL(dlh_fn, real_cudaGraphExternalSemaphoresSignalNodeGetParams, "cudaGraphExternalSemaphoresSignalNodeGetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExternalSemaphoresSignalNodeGetParams(dlh_fn, hNode, params_out);
+}
+static cudaError_t dlh_own_cudaGraphExternalSemaphoresSignalNodeGetParams(cudaGraphNode_t hNode, struct cudaExternalSemaphoreSignalNodeParams *params_out) {
+  DLH_OWN(dlh_fn, own_cudaGraphExternalSemaphoresSignalNodeGetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExternalSemaphoresSignalNodeGetParams(dlh_fn, hNode, params_out);
+}
 
 /* 165: cudaGraphExternalSemaphoresSignalNodeSetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExternalSemaphoresSignalNodeSetParams)(cudaGraphNode_t hNode, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams);
-DLH_EXPORT cudaError_t cudaGraphExternalSemaphoresSignalNodeSetParams(cudaGraphNode_t hNode, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphExternalSemaphoresSignalNodeSetParams, "cudaGraphExternalSemaphoresSignalNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExternalSemaphoresSignalNodeSetParams)(cudaGraphNode_t hNode, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExternalSemaphoresSignalNodeSetParams(__typeof__(real_cudaGraphExternalSemaphoresSignalNodeSetParams) dlh_fn, cudaGraphNode_t hNode, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hNode, nodeParams);
@@ -3066,11 +4392,19 @@ DLH_EXPORT cudaError_t cudaGraphExternalSemaphoresSignalNodeSetParams(cudaGraphN
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExternalSemaphoresSignalNodeSetParams(cudaGraphNode_t hNode, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphExternalSemaphoresSignalNodeSetParams, "cudaGraphExternalSemaphoresSignalNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExternalSemaphoresSignalNodeSetParams(dlh_fn, hNode, nodeParams);
+}
+static cudaError_t dlh_own_cudaGraphExternalSemaphoresSignalNodeSetParams(cudaGraphNode_t hNode, const struct cudaExternalSemaphoreSignalNodeParams *nodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphExternalSemaphoresSignalNodeSetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExternalSemaphoresSignalNodeSetParams(dlh_fn, hNode, nodeParams);
+}
 
 /* 166: cudaGraphExternalSemaphoresWaitNodeGetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExternalSemaphoresWaitNodeGetParams)(cudaGraphNode_t hNode, struct cudaExternalSemaphoreWaitNodeParams *params_out);
-DLH_EXPORT cudaError_t cudaGraphExternalSemaphoresWaitNodeGetParams(cudaGraphNode_t hNode, struct cudaExternalSemaphoreWaitNodeParams *params_out) {
-  DLH_REAL(dlh_fn, real_cudaGraphExternalSemaphoresWaitNodeGetParams, "cudaGraphExternalSemaphoresWaitNodeGetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExternalSemaphoresWaitNodeGetParams)(cudaGraphNode_t hNode, struct cudaExternalSemaphoreWaitNodeParams *params_out);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExternalSemaphoresWaitNodeGetParams(__typeof__(real_cudaGraphExternalSemaphoresWaitNodeGetParams) dlh_fn, cudaGraphNode_t hNode, struct cudaExternalSemaphoreWaitNodeParams *params_out) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hNode, params_out);
@@ -3083,11 +4417,19 @@ DLH_EXPORT cudaError_t cudaGraphExternalSemaphoresWaitNodeGetParams(cudaGraphNod
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExternalSemaphoresWaitNodeGetParams(cudaGraphNode_t hNode, struct cudaExternalSemaphoreWaitNodeParams *params_out) {
+  DLH_REAL(dlh_fn, real_cudaGraphExternalSemaphoresWaitNodeGetParams, "cudaGraphExternalSemaphoresWaitNodeGetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExternalSemaphoresWaitNodeGetParams(dlh_fn, hNode, params_out);
+}
+static cudaError_t dlh_own_cudaGraphExternalSemaphoresWaitNodeGetParams(cudaGraphNode_t hNode, struct cudaExternalSemaphoreWaitNodeParams *params_out) {
+  DLH_OWN(dlh_fn, own_cudaGraphExternalSemaphoresWaitNodeGetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExternalSemaphoresWaitNodeGetParams(dlh_fn, hNode, params_out);
+}
 
 /* 167: cudaGraphExternalSemaphoresWaitNodeSetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphExternalSemaphoresWaitNodeSetParams)(cudaGraphNode_t hNode, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams);
-DLH_EXPORT cudaError_t cudaGraphExternalSemaphoresWaitNodeSetParams(cudaGraphNode_t hNode, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphExternalSemaphoresWaitNodeSetParams, "cudaGraphExternalSemaphoresWaitNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphExternalSemaphoresWaitNodeSetParams)(cudaGraphNode_t hNode, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphExternalSemaphoresWaitNodeSetParams(__typeof__(real_cudaGraphExternalSemaphoresWaitNodeSetParams) dlh_fn, cudaGraphNode_t hNode, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hNode, nodeParams);
@@ -3100,11 +4442,19 @@ DLH_EXPORT cudaError_t cudaGraphExternalSemaphoresWaitNodeSetParams(cudaGraphNod
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphExternalSemaphoresWaitNodeSetParams(cudaGraphNode_t hNode, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphExternalSemaphoresWaitNodeSetParams, "cudaGraphExternalSemaphoresWaitNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExternalSemaphoresWaitNodeSetParams(dlh_fn, hNode, nodeParams);
+}
+static cudaError_t dlh_own_cudaGraphExternalSemaphoresWaitNodeSetParams(cudaGraphNode_t hNode, const struct cudaExternalSemaphoreWaitNodeParams *nodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphExternalSemaphoresWaitNodeSetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphExternalSemaphoresWaitNodeSetParams(dlh_fn, hNode, nodeParams);
+}
 
 /* 168: cudaGraphGetEdges — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphGetEdges)(cudaGraph_t graph, cudaGraphNode_t *from, cudaGraphNode_t *to, cudaGraphEdgeData *edgeData, size_t *numEdges);
-DLH_EXPORT cudaError_t cudaGraphGetEdges(cudaGraph_t graph, cudaGraphNode_t *from, cudaGraphNode_t *to, cudaGraphEdgeData *edgeData, size_t *numEdges) {
-  DLH_REAL(dlh_fn, real_cudaGraphGetEdges, "cudaGraphGetEdges", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphGetEdges)(cudaGraph_t graph, cudaGraphNode_t *from, cudaGraphNode_t *to, cudaGraphEdgeData *edgeData, size_t *numEdges);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphGetEdges(__typeof__(real_cudaGraphGetEdges) dlh_fn, cudaGraph_t graph, cudaGraphNode_t *from, cudaGraphNode_t *to, cudaGraphEdgeData *edgeData, size_t *numEdges) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(graph, from, to, edgeData, numEdges);
@@ -3120,11 +4470,19 @@ DLH_EXPORT cudaError_t cudaGraphGetEdges(cudaGraph_t graph, cudaGraphNode_t *fro
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphGetEdges(cudaGraph_t graph, cudaGraphNode_t *from, cudaGraphNode_t *to, cudaGraphEdgeData *edgeData, size_t *numEdges) {
+  DLH_REAL(dlh_fn, real_cudaGraphGetEdges, "cudaGraphGetEdges", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphGetEdges(dlh_fn, graph, from, to, edgeData, numEdges);
+}
+static cudaError_t dlh_own_cudaGraphGetEdges(cudaGraph_t graph, cudaGraphNode_t *from, cudaGraphNode_t *to, cudaGraphEdgeData *edgeData, size_t *numEdges) {
+  DLH_OWN(dlh_fn, own_cudaGraphGetEdges, cudaErrorInitializationError)
+  return dlh_b_cudaGraphGetEdges(dlh_fn, graph, from, to, edgeData, numEdges);
+}
 
 /* 169: cudaGraphGetNodes — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphGetNodes)(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes);
-DLH_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes) {
-  DLH_REAL(dlh_fn, real_cudaGraphGetNodes, "cudaGraphGetNodes", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphGetNodes)(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphGetNodes(__typeof__(real_cudaGraphGetNodes) dlh_fn, cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(graph, nodes, numNodes);
@@ -3138,11 +4496,19 @@ DLH_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nod
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes) {
+  DLH_REAL(dlh_fn, real_cudaGraphGetNodes, "cudaGraphGetNodes", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphGetNodes(dlh_fn, graph, nodes, numNodes);
+}
+static cudaError_t dlh_own_cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes) {
+  DLH_OWN(dlh_fn, own_cudaGraphGetNodes, cudaErrorInitializationError)
+  return dlh_b_cudaGraphGetNodes(dlh_fn, graph, nodes, numNodes);
+}
 
 /* 170: cudaGraphGetRootNodes — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphGetRootNodes)(cudaGraph_t graph, cudaGraphNode_t *pRootNodes, size_t *pNumRootNodes);
-DLH_EXPORT cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t *pRootNodes, size_t *pNumRootNodes) {
-  DLH_REAL(dlh_fn, real_cudaGraphGetRootNodes, "cudaGraphGetRootNodes", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphGetRootNodes)(cudaGraph_t graph, cudaGraphNode_t *pRootNodes, size_t *pNumRootNodes);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphGetRootNodes(__typeof__(real_cudaGraphGetRootNodes) dlh_fn, cudaGraph_t graph, cudaGraphNode_t *pRootNodes, size_t *pNumRootNodes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(graph, pRootNodes, pNumRootNodes);
@@ -3156,11 +4522,19 @@ DLH_EXPORT cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t *pRootNodes, size_t *pNumRootNodes) {
+  DLH_REAL(dlh_fn, real_cudaGraphGetRootNodes, "cudaGraphGetRootNodes", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphGetRootNodes(dlh_fn, graph, pRootNodes, pNumRootNodes);
+}
+static cudaError_t dlh_own_cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t *pRootNodes, size_t *pNumRootNodes) {
+  DLH_OWN(dlh_fn, own_cudaGraphGetRootNodes, cudaErrorInitializationError)
+  return dlh_b_cudaGraphGetRootNodes(dlh_fn, graph, pRootNodes, pNumRootNodes);
+}
 
 /* 171: cudaGraphHostNodeGetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphHostNodeGetParams)(cudaGraphNode_t node, struct cudaHostNodeParams *pNodeParams);
-DLH_EXPORT cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct cudaHostNodeParams *pNodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphHostNodeGetParams, "cudaGraphHostNodeGetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphHostNodeGetParams)(cudaGraphNode_t node, struct cudaHostNodeParams *pNodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphHostNodeGetParams(__typeof__(real_cudaGraphHostNodeGetParams) dlh_fn, cudaGraphNode_t node, struct cudaHostNodeParams *pNodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, pNodeParams);
@@ -3173,11 +4547,19 @@ DLH_EXPORT cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct c
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct cudaHostNodeParams *pNodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphHostNodeGetParams, "cudaGraphHostNodeGetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphHostNodeGetParams(dlh_fn, node, pNodeParams);
+}
+static cudaError_t dlh_own_cudaGraphHostNodeGetParams(cudaGraphNode_t node, struct cudaHostNodeParams *pNodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphHostNodeGetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphHostNodeGetParams(dlh_fn, node, pNodeParams);
+}
 
 /* 172: cudaGraphHostNodeSetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphHostNodeSetParams)(cudaGraphNode_t node, const struct cudaHostNodeParams *pNodeParams);
-DLH_EXPORT cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node, const struct cudaHostNodeParams *pNodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphHostNodeSetParams, "cudaGraphHostNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphHostNodeSetParams)(cudaGraphNode_t node, const struct cudaHostNodeParams *pNodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphHostNodeSetParams(__typeof__(real_cudaGraphHostNodeSetParams) dlh_fn, cudaGraphNode_t node, const struct cudaHostNodeParams *pNodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, pNodeParams);
@@ -3190,11 +4572,19 @@ DLH_EXPORT cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node, const st
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node, const struct cudaHostNodeParams *pNodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphHostNodeSetParams, "cudaGraphHostNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphHostNodeSetParams(dlh_fn, node, pNodeParams);
+}
+static cudaError_t dlh_own_cudaGraphHostNodeSetParams(cudaGraphNode_t node, const struct cudaHostNodeParams *pNodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphHostNodeSetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphHostNodeSetParams(dlh_fn, node, pNodeParams);
+}
 
 /* 173: cudaGraphInstantiate — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphInstantiate)(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags);
-DLH_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags) {
-  DLH_REAL(dlh_fn, real_cudaGraphInstantiate, "cudaGraphInstantiate", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphInstantiate)(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphInstantiate(__typeof__(real_cudaGraphInstantiate) dlh_fn, cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphExec, graph, flags);
@@ -3208,11 +4598,19 @@ DLH_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGra
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags) {
+  DLH_REAL(dlh_fn, real_cudaGraphInstantiate, "cudaGraphInstantiate", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphInstantiate(dlh_fn, pGraphExec, graph, flags);
+}
+static cudaError_t dlh_own_cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags) {
+  DLH_OWN(dlh_fn, own_cudaGraphInstantiate, cudaErrorInitializationError)
+  return dlh_b_cudaGraphInstantiate(dlh_fn, pGraphExec, graph, flags);
+}
 
 /* 174: cudaGraphInstantiateWithFlags — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphInstantiateWithFlags)(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags);
-DLH_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags) {
-  DLH_REAL(dlh_fn, real_cudaGraphInstantiateWithFlags, "cudaGraphInstantiateWithFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphInstantiateWithFlags)(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphInstantiateWithFlags(__typeof__(real_cudaGraphInstantiateWithFlags) dlh_fn, cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphExec, graph, flags);
@@ -3226,11 +4624,19 @@ DLH_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags) {
+  DLH_REAL(dlh_fn, real_cudaGraphInstantiateWithFlags, "cudaGraphInstantiateWithFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphInstantiateWithFlags(dlh_fn, pGraphExec, graph, flags);
+}
+static cudaError_t dlh_own_cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags) {
+  DLH_OWN(dlh_fn, own_cudaGraphInstantiateWithFlags, cudaErrorInitializationError)
+  return dlh_b_cudaGraphInstantiateWithFlags(dlh_fn, pGraphExec, graph, flags);
+}
 
 /* 175: cudaGraphInstantiateWithParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphInstantiateWithParams)(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams);
-DLH_EXPORT cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphInstantiateWithParams, "cudaGraphInstantiateWithParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphInstantiateWithParams)(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphInstantiateWithParams(__typeof__(real_cudaGraphInstantiateWithParams) dlh_fn, cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphExec, graph, instantiateParams);
@@ -3244,11 +4650,19 @@ DLH_EXPORT cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExe
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphInstantiateWithParams, "cudaGraphInstantiateWithParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphInstantiateWithParams(dlh_fn, pGraphExec, graph, instantiateParams);
+}
+static cudaError_t dlh_own_cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphInstantiateWithParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphInstantiateWithParams(dlh_fn, pGraphExec, graph, instantiateParams);
+}
 
 /* 176: cudaGraphInstantiateWithParams_ptsz — cuda_runtime_api.h (prototype of cudaGraphInstantiateWithParams) */
 static cudaError_t (*real_cudaGraphInstantiateWithParams_ptsz)(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams);
-DLH_EXPORT cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphInstantiateWithParams_ptsz, "cudaGraphInstantiateWithParams_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphInstantiateWithParams_ptsz)(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphInstantiateWithParams_ptsz(__typeof__(real_cudaGraphInstantiateWithParams_ptsz) dlh_fn, cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pGraphExec, graph, instantiateParams);
@@ -3262,11 +4676,19 @@ DLH_EXPORT cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *pGra
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphInstantiateWithParams_ptsz, "cudaGraphInstantiateWithParams_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphInstantiateWithParams_ptsz(dlh_fn, pGraphExec, graph, instantiateParams);
+}
+static cudaError_t dlh_own_cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphInstantiateWithParams_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaGraphInstantiateWithParams_ptsz(dlh_fn, pGraphExec, graph, instantiateParams);
+}
 
 /* 177: cudaGraphKernelNodeCopyAttributes — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphKernelNodeCopyAttributes)(cudaGraphNode_t hDst, cudaGraphNode_t hSrc);
-DLH_EXPORT cudaError_t cudaGraphKernelNodeCopyAttributes(cudaGraphNode_t hDst, cudaGraphNode_t hSrc) {
-  DLH_REAL(dlh_fn, real_cudaGraphKernelNodeCopyAttributes, "cudaGraphKernelNodeCopyAttributes", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphKernelNodeCopyAttributes)(cudaGraphNode_t hDst, cudaGraphNode_t hSrc);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphKernelNodeCopyAttributes(__typeof__(real_cudaGraphKernelNodeCopyAttributes) dlh_fn, cudaGraphNode_t hDst, cudaGraphNode_t hSrc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hDst, hSrc);
@@ -3279,11 +4701,19 @@ DLH_EXPORT cudaError_t cudaGraphKernelNodeCopyAttributes(cudaGraphNode_t hDst, c
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphKernelNodeCopyAttributes(cudaGraphNode_t hDst, cudaGraphNode_t hSrc) {
+  DLH_REAL(dlh_fn, real_cudaGraphKernelNodeCopyAttributes, "cudaGraphKernelNodeCopyAttributes", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphKernelNodeCopyAttributes(dlh_fn, hDst, hSrc);
+}
+static cudaError_t dlh_own_cudaGraphKernelNodeCopyAttributes(cudaGraphNode_t hDst, cudaGraphNode_t hSrc) {
+  DLH_OWN(dlh_fn, own_cudaGraphKernelNodeCopyAttributes, cudaErrorInitializationError)
+  return dlh_b_cudaGraphKernelNodeCopyAttributes(dlh_fn, hDst, hSrc);
+}
 
 /* 178: cudaGraphKernelNodeGetAttribute — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphKernelNodeGetAttribute)(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out);
-DLH_EXPORT cudaError_t cudaGraphKernelNodeGetAttribute(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out) {
-  DLH_REAL(dlh_fn, real_cudaGraphKernelNodeGetAttribute, "cudaGraphKernelNodeGetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphKernelNodeGetAttribute)(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphKernelNodeGetAttribute(__typeof__(real_cudaGraphKernelNodeGetAttribute) dlh_fn, cudaGraphNode_t hNode, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hNode, attr, value_out);
@@ -3297,11 +4727,19 @@ DLH_EXPORT cudaError_t cudaGraphKernelNodeGetAttribute(cudaGraphNode_t hNode, cu
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphKernelNodeGetAttribute(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out) {
+  DLH_REAL(dlh_fn, real_cudaGraphKernelNodeGetAttribute, "cudaGraphKernelNodeGetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphKernelNodeGetAttribute(dlh_fn, hNode, attr, value_out);
+}
+static cudaError_t dlh_own_cudaGraphKernelNodeGetAttribute(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out) {
+  DLH_OWN(dlh_fn, own_cudaGraphKernelNodeGetAttribute, cudaErrorInitializationError)
+  return dlh_b_cudaGraphKernelNodeGetAttribute(dlh_fn, hNode, attr, value_out);
+}
 
 /* 179: cudaGraphKernelNodeGetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphKernelNodeGetParams)(cudaGraphNode_t node, struct cudaKernelNodeParams *pNodeParams);
-DLH_EXPORT cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct cudaKernelNodeParams *pNodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphKernelNodeGetParams, "cudaGraphKernelNodeGetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphKernelNodeGetParams)(cudaGraphNode_t node, struct cudaKernelNodeParams *pNodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphKernelNodeGetParams(__typeof__(real_cudaGraphKernelNodeGetParams) dlh_fn, cudaGraphNode_t node, struct cudaKernelNodeParams *pNodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, pNodeParams);
@@ -3314,11 +4752,19 @@ DLH_EXPORT cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct cudaKernelNodeParams *pNodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphKernelNodeGetParams, "cudaGraphKernelNodeGetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphKernelNodeGetParams(dlh_fn, node, pNodeParams);
+}
+static cudaError_t dlh_own_cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct cudaKernelNodeParams *pNodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphKernelNodeGetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphKernelNodeGetParams(dlh_fn, node, pNodeParams);
+}
 
 /* 180: cudaGraphKernelNodeSetAttribute — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphKernelNodeSetAttribute)(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value);
-DLH_EXPORT cudaError_t cudaGraphKernelNodeSetAttribute(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value) {
-  DLH_REAL(dlh_fn, real_cudaGraphKernelNodeSetAttribute, "cudaGraphKernelNodeSetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphKernelNodeSetAttribute)(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphKernelNodeSetAttribute(__typeof__(real_cudaGraphKernelNodeSetAttribute) dlh_fn, cudaGraphNode_t hNode, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hNode, attr, value);
@@ -3332,11 +4778,19 @@ DLH_EXPORT cudaError_t cudaGraphKernelNodeSetAttribute(cudaGraphNode_t hNode, cu
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphKernelNodeSetAttribute(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value) {
+  DLH_REAL(dlh_fn, real_cudaGraphKernelNodeSetAttribute, "cudaGraphKernelNodeSetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphKernelNodeSetAttribute(dlh_fn, hNode, attr, value);
+}
+static cudaError_t dlh_own_cudaGraphKernelNodeSetAttribute(cudaGraphNode_t hNode, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value) {
+  DLH_OWN(dlh_fn, own_cudaGraphKernelNodeSetAttribute, cudaErrorInitializationError)
+  return dlh_b_cudaGraphKernelNodeSetAttribute(dlh_fn, hNode, attr, value);
+}
 
 /* 181: cudaGraphKernelNodeSetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphKernelNodeSetParams)(cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams);
-DLH_EXPORT cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphKernelNodeSetParams, "cudaGraphKernelNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphKernelNodeSetParams)(cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphKernelNodeSetParams(__typeof__(real_cudaGraphKernelNodeSetParams) dlh_fn, cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, pNodeParams);
@@ -3349,11 +4803,19 @@ DLH_EXPORT cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphKernelNodeSetParams, "cudaGraphKernelNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphKernelNodeSetParams(dlh_fn, node, pNodeParams);
+}
+static cudaError_t dlh_own_cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const struct cudaKernelNodeParams *pNodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphKernelNodeSetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphKernelNodeSetParams(dlh_fn, node, pNodeParams);
+}
 
 /* 182: cudaGraphLaunch — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphLaunch)(cudaGraphExec_t graphExec, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaGraphLaunch, "cudaGraphLaunch", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphLaunch)(cudaGraphExec_t graphExec, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphLaunch(__typeof__(real_cudaGraphLaunch) dlh_fn, cudaGraphExec_t graphExec, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(graphExec, stream);
@@ -3366,11 +4828,19 @@ DLH_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t s
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaGraphLaunch, "cudaGraphLaunch", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphLaunch(dlh_fn, graphExec, stream);
+}
+static cudaError_t dlh_own_cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaGraphLaunch, cudaErrorInitializationError)
+  return dlh_b_cudaGraphLaunch(dlh_fn, graphExec, stream);
+}
 
 /* 183: cudaGraphLaunch_ptsz — cuda_runtime_api.h (prototype of cudaGraphLaunch) */
 static cudaError_t (*real_cudaGraphLaunch_ptsz)(cudaGraphExec_t graphExec, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaGraphLaunch_ptsz, "cudaGraphLaunch_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphLaunch_ptsz)(cudaGraphExec_t graphExec, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphLaunch_ptsz(__typeof__(real_cudaGraphLaunch_ptsz) dlh_fn, cudaGraphExec_t graphExec, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(graphExec, stream);
@@ -3383,11 +4853,19 @@ DLH_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStrea
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaGraphLaunch_ptsz, "cudaGraphLaunch_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphLaunch_ptsz(dlh_fn, graphExec, stream);
+}
+static cudaError_t dlh_own_cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaGraphLaunch_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaGraphLaunch_ptsz(dlh_fn, graphExec, stream);
+}
 
 /* 184: cudaGraphMemAllocNodeGetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphMemAllocNodeGetParams)(cudaGraphNode_t node, struct cudaMemAllocNodeParams *params_out);
-DLH_EXPORT cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node, struct cudaMemAllocNodeParams *params_out) {
-  DLH_REAL(dlh_fn, real_cudaGraphMemAllocNodeGetParams, "cudaGraphMemAllocNodeGetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphMemAllocNodeGetParams)(cudaGraphNode_t node, struct cudaMemAllocNodeParams *params_out);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphMemAllocNodeGetParams(__typeof__(real_cudaGraphMemAllocNodeGetParams) dlh_fn, cudaGraphNode_t node, struct cudaMemAllocNodeParams *params_out) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, params_out);
@@ -3400,11 +4878,19 @@ DLH_EXPORT cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node, stru
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node, struct cudaMemAllocNodeParams *params_out) {
+  DLH_REAL(dlh_fn, real_cudaGraphMemAllocNodeGetParams, "cudaGraphMemAllocNodeGetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemAllocNodeGetParams(dlh_fn, node, params_out);
+}
+static cudaError_t dlh_own_cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node, struct cudaMemAllocNodeParams *params_out) {
+  DLH_OWN(dlh_fn, own_cudaGraphMemAllocNodeGetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemAllocNodeGetParams(dlh_fn, node, params_out);
+}
 
 /* 185: cudaGraphMemFreeNodeGetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphMemFreeNodeGetParams)(cudaGraphNode_t node, void *dptr_out);
-DLH_EXPORT cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void *dptr_out) {
-  DLH_REAL(dlh_fn, real_cudaGraphMemFreeNodeGetParams, "cudaGraphMemFreeNodeGetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphMemFreeNodeGetParams)(cudaGraphNode_t node, void *dptr_out);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphMemFreeNodeGetParams(__typeof__(real_cudaGraphMemFreeNodeGetParams) dlh_fn, cudaGraphNode_t node, void *dptr_out) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, dptr_out);
@@ -3417,11 +4903,19 @@ DLH_EXPORT cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void *dptr_out) {
+  DLH_REAL(dlh_fn, real_cudaGraphMemFreeNodeGetParams, "cudaGraphMemFreeNodeGetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemFreeNodeGetParams(dlh_fn, node, dptr_out);
+}
+static cudaError_t dlh_own_cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void *dptr_out) {
+  DLH_OWN(dlh_fn, own_cudaGraphMemFreeNodeGetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemFreeNodeGetParams(dlh_fn, node, dptr_out);
+}
 
 /* 186: cudaGraphMemcpyNodeGetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphMemcpyNodeGetParams)(cudaGraphNode_t node, struct cudaMemcpy3DParms *pNodeParams);
-DLH_EXPORT cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, struct cudaMemcpy3DParms *pNodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphMemcpyNodeGetParams, "cudaGraphMemcpyNodeGetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphMemcpyNodeGetParams)(cudaGraphNode_t node, struct cudaMemcpy3DParms *pNodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphMemcpyNodeGetParams(__typeof__(real_cudaGraphMemcpyNodeGetParams) dlh_fn, cudaGraphNode_t node, struct cudaMemcpy3DParms *pNodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, pNodeParams);
@@ -3434,11 +4928,19 @@ DLH_EXPORT cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, struct
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, struct cudaMemcpy3DParms *pNodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphMemcpyNodeGetParams, "cudaGraphMemcpyNodeGetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemcpyNodeGetParams(dlh_fn, node, pNodeParams);
+}
+static cudaError_t dlh_own_cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, struct cudaMemcpy3DParms *pNodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphMemcpyNodeGetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemcpyNodeGetParams(dlh_fn, node, pNodeParams);
+}
 
 /* 187: cudaGraphMemcpyNodeSetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphMemcpyNodeSetParams)(cudaGraphNode_t node, const struct cudaMemcpy3DParms *pNodeParams);
-DLH_EXPORT cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node, const struct cudaMemcpy3DParms *pNodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphMemcpyNodeSetParams, "cudaGraphMemcpyNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphMemcpyNodeSetParams)(cudaGraphNode_t node, const struct cudaMemcpy3DParms *pNodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphMemcpyNodeSetParams(__typeof__(real_cudaGraphMemcpyNodeSetParams) dlh_fn, cudaGraphNode_t node, const struct cudaMemcpy3DParms *pNodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, pNodeParams);
@@ -3451,11 +4953,19 @@ DLH_EXPORT cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node, const 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node, const struct cudaMemcpy3DParms *pNodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphMemcpyNodeSetParams, "cudaGraphMemcpyNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemcpyNodeSetParams(dlh_fn, node, pNodeParams);
+}
+static cudaError_t dlh_own_cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node, const struct cudaMemcpy3DParms *pNodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphMemcpyNodeSetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemcpyNodeSetParams(dlh_fn, node, pNodeParams);
+}
 
 /* 188: cudaGraphMemcpyNodeSetParams1D — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphMemcpyNodeSetParams1D)(cudaGraphNode_t node, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaGraphMemcpyNodeSetParams1D, "cudaGraphMemcpyNodeSetParams1D", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphMemcpyNodeSetParams1D)(cudaGraphNode_t node, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphMemcpyNodeSetParams1D(__typeof__(real_cudaGraphMemcpyNodeSetParams1D) dlh_fn, cudaGraphNode_t node, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, dst, src, count, kind);
@@ -3471,11 +4981,19 @@ DLH_EXPORT cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaGraphMemcpyNodeSetParams1D, "cudaGraphMemcpyNodeSetParams1D", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemcpyNodeSetParams1D(dlh_fn, node, dst, src, count, kind);
+}
+static cudaError_t dlh_own_cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaGraphMemcpyNodeSetParams1D, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemcpyNodeSetParams1D(dlh_fn, node, dst, src, count, kind);
+}
 
 /* 189: cudaGraphMemcpyNodeSetParamsFromSymbol — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphMemcpyNodeSetParamsFromSymbol)(cudaGraphNode_t node, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaGraphMemcpyNodeSetParamsFromSymbol(cudaGraphNode_t node, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaGraphMemcpyNodeSetParamsFromSymbol, "cudaGraphMemcpyNodeSetParamsFromSymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphMemcpyNodeSetParamsFromSymbol)(cudaGraphNode_t node, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphMemcpyNodeSetParamsFromSymbol(__typeof__(real_cudaGraphMemcpyNodeSetParamsFromSymbol) dlh_fn, cudaGraphNode_t node, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, dst, symbol, count, offset, kind);
@@ -3492,11 +5010,19 @@ DLH_EXPORT cudaError_t cudaGraphMemcpyNodeSetParamsFromSymbol(cudaGraphNode_t no
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphMemcpyNodeSetParamsFromSymbol(cudaGraphNode_t node, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaGraphMemcpyNodeSetParamsFromSymbol, "cudaGraphMemcpyNodeSetParamsFromSymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemcpyNodeSetParamsFromSymbol(dlh_fn, node, dst, symbol, count, offset, kind);
+}
+static cudaError_t dlh_own_cudaGraphMemcpyNodeSetParamsFromSymbol(cudaGraphNode_t node, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaGraphMemcpyNodeSetParamsFromSymbol, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemcpyNodeSetParamsFromSymbol(dlh_fn, node, dst, symbol, count, offset, kind);
+}
 
 /* 190: cudaGraphMemcpyNodeSetParamsToSymbol — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphMemcpyNodeSetParamsToSymbol)(cudaGraphNode_t node, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaGraphMemcpyNodeSetParamsToSymbol(cudaGraphNode_t node, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaGraphMemcpyNodeSetParamsToSymbol, "cudaGraphMemcpyNodeSetParamsToSymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphMemcpyNodeSetParamsToSymbol)(cudaGraphNode_t node, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphMemcpyNodeSetParamsToSymbol(__typeof__(real_cudaGraphMemcpyNodeSetParamsToSymbol) dlh_fn, cudaGraphNode_t node, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, symbol, src, count, offset, kind);
@@ -3513,11 +5039,19 @@ DLH_EXPORT cudaError_t cudaGraphMemcpyNodeSetParamsToSymbol(cudaGraphNode_t node
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphMemcpyNodeSetParamsToSymbol(cudaGraphNode_t node, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaGraphMemcpyNodeSetParamsToSymbol, "cudaGraphMemcpyNodeSetParamsToSymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemcpyNodeSetParamsToSymbol(dlh_fn, node, symbol, src, count, offset, kind);
+}
+static cudaError_t dlh_own_cudaGraphMemcpyNodeSetParamsToSymbol(cudaGraphNode_t node, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaGraphMemcpyNodeSetParamsToSymbol, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemcpyNodeSetParamsToSymbol(dlh_fn, node, symbol, src, count, offset, kind);
+}
 
 /* 191: cudaGraphMemsetNodeGetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphMemsetNodeGetParams)(cudaGraphNode_t node, struct cudaMemsetParams *pNodeParams);
-DLH_EXPORT cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams *pNodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphMemsetNodeGetParams, "cudaGraphMemsetNodeGetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphMemsetNodeGetParams)(cudaGraphNode_t node, struct cudaMemsetParams *pNodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphMemsetNodeGetParams(__typeof__(real_cudaGraphMemsetNodeGetParams) dlh_fn, cudaGraphNode_t node, struct cudaMemsetParams *pNodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, pNodeParams);
@@ -3530,11 +5064,19 @@ DLH_EXPORT cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams *pNodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphMemsetNodeGetParams, "cudaGraphMemsetNodeGetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemsetNodeGetParams(dlh_fn, node, pNodeParams);
+}
+static cudaError_t dlh_own_cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams *pNodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphMemsetNodeGetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemsetNodeGetParams(dlh_fn, node, pNodeParams);
+}
 
 /* 192: cudaGraphMemsetNodeSetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphMemsetNodeSetParams)(cudaGraphNode_t node, const struct cudaMemsetParams *pNodeParams);
-DLH_EXPORT cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node, const struct cudaMemsetParams *pNodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphMemsetNodeSetParams, "cudaGraphMemsetNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphMemsetNodeSetParams)(cudaGraphNode_t node, const struct cudaMemsetParams *pNodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphMemsetNodeSetParams(__typeof__(real_cudaGraphMemsetNodeSetParams) dlh_fn, cudaGraphNode_t node, const struct cudaMemsetParams *pNodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, pNodeParams);
@@ -3547,11 +5089,19 @@ DLH_EXPORT cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node, const 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node, const struct cudaMemsetParams *pNodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphMemsetNodeSetParams, "cudaGraphMemsetNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemsetNodeSetParams(dlh_fn, node, pNodeParams);
+}
+static cudaError_t dlh_own_cudaGraphMemsetNodeSetParams(cudaGraphNode_t node, const struct cudaMemsetParams *pNodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphMemsetNodeSetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphMemsetNodeSetParams(dlh_fn, node, pNodeParams);
+}
 
 /* 193: cudaGraphNodeFindInClone — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphNodeFindInClone)(cudaGraphNode_t *pNode, cudaGraphNode_t originalNode, cudaGraph_t clonedGraph);
-DLH_EXPORT cudaError_t cudaGraphNodeFindInClone(cudaGraphNode_t *pNode, cudaGraphNode_t originalNode, cudaGraph_t clonedGraph) {
-  DLH_REAL(dlh_fn, real_cudaGraphNodeFindInClone, "cudaGraphNodeFindInClone", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphNodeFindInClone)(cudaGraphNode_t *pNode, cudaGraphNode_t originalNode, cudaGraph_t clonedGraph);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphNodeFindInClone(__typeof__(real_cudaGraphNodeFindInClone) dlh_fn, cudaGraphNode_t *pNode, cudaGraphNode_t originalNode, cudaGraph_t clonedGraph) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pNode, originalNode, clonedGraph);
@@ -3565,11 +5115,19 @@ DLH_EXPORT cudaError_t cudaGraphNodeFindInClone(cudaGraphNode_t *pNode, cudaGrap
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphNodeFindInClone(cudaGraphNode_t *pNode, cudaGraphNode_t originalNode, cudaGraph_t clonedGraph) {
+  DLH_REAL(dlh_fn, real_cudaGraphNodeFindInClone, "cudaGraphNodeFindInClone", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphNodeFindInClone(dlh_fn, pNode, originalNode, clonedGraph);
+}
+static cudaError_t dlh_own_cudaGraphNodeFindInClone(cudaGraphNode_t *pNode, cudaGraphNode_t originalNode, cudaGraph_t clonedGraph) {
+  DLH_OWN(dlh_fn, own_cudaGraphNodeFindInClone, cudaErrorInitializationError)
+  return dlh_b_cudaGraphNodeFindInClone(dlh_fn, pNode, originalNode, clonedGraph);
+}
 
 /* 194: cudaGraphNodeGetDependencies — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphNodeGetDependencies)(cudaGraphNode_t node, cudaGraphNode_t *pDependencies, cudaGraphEdgeData *edgeData, size_t *pNumDependencies);
-DLH_EXPORT cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *pDependencies, cudaGraphEdgeData *edgeData, size_t *pNumDependencies) {
-  DLH_REAL(dlh_fn, real_cudaGraphNodeGetDependencies, "cudaGraphNodeGetDependencies", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphNodeGetDependencies)(cudaGraphNode_t node, cudaGraphNode_t *pDependencies, cudaGraphEdgeData *edgeData, size_t *pNumDependencies);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphNodeGetDependencies(__typeof__(real_cudaGraphNodeGetDependencies) dlh_fn, cudaGraphNode_t node, cudaGraphNode_t *pDependencies, cudaGraphEdgeData *edgeData, size_t *pNumDependencies) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, pDependencies, edgeData, pNumDependencies);
@@ -3584,11 +5142,19 @@ DLH_EXPORT cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGr
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *pDependencies, cudaGraphEdgeData *edgeData, size_t *pNumDependencies) {
+  DLH_REAL(dlh_fn, real_cudaGraphNodeGetDependencies, "cudaGraphNodeGetDependencies", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphNodeGetDependencies(dlh_fn, node, pDependencies, edgeData, pNumDependencies);
+}
+static cudaError_t dlh_own_cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *pDependencies, cudaGraphEdgeData *edgeData, size_t *pNumDependencies) {
+  DLH_OWN(dlh_fn, own_cudaGraphNodeGetDependencies, cudaErrorInitializationError)
+  return dlh_b_cudaGraphNodeGetDependencies(dlh_fn, node, pDependencies, edgeData, pNumDependencies);
+}
 
 /* 195: cudaGraphNodeGetDependentNodes — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphNodeGetDependentNodes)(cudaGraphNode_t node, cudaGraphNode_t *pDependentNodes, cudaGraphEdgeData *edgeData, size_t *pNumDependentNodes);
-DLH_EXPORT cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaGraphNode_t *pDependentNodes, cudaGraphEdgeData *edgeData, size_t *pNumDependentNodes) {
-  DLH_REAL(dlh_fn, real_cudaGraphNodeGetDependentNodes, "cudaGraphNodeGetDependentNodes", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphNodeGetDependentNodes)(cudaGraphNode_t node, cudaGraphNode_t *pDependentNodes, cudaGraphEdgeData *edgeData, size_t *pNumDependentNodes);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphNodeGetDependentNodes(__typeof__(real_cudaGraphNodeGetDependentNodes) dlh_fn, cudaGraphNode_t node, cudaGraphNode_t *pDependentNodes, cudaGraphEdgeData *edgeData, size_t *pNumDependentNodes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, pDependentNodes, edgeData, pNumDependentNodes);
@@ -3603,11 +5169,19 @@ DLH_EXPORT cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cuda
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaGraphNode_t *pDependentNodes, cudaGraphEdgeData *edgeData, size_t *pNumDependentNodes) {
+  DLH_REAL(dlh_fn, real_cudaGraphNodeGetDependentNodes, "cudaGraphNodeGetDependentNodes", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphNodeGetDependentNodes(dlh_fn, node, pDependentNodes, edgeData, pNumDependentNodes);
+}
+static cudaError_t dlh_own_cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaGraphNode_t *pDependentNodes, cudaGraphEdgeData *edgeData, size_t *pNumDependentNodes) {
+  DLH_OWN(dlh_fn, own_cudaGraphNodeGetDependentNodes, cudaErrorInitializationError)
+  return dlh_b_cudaGraphNodeGetDependentNodes(dlh_fn, node, pDependentNodes, edgeData, pNumDependentNodes);
+}
 
 /* 196: cudaGraphNodeGetEnabled — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphNodeGetEnabled)(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int *isEnabled);
-DLH_EXPORT cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int *isEnabled) {
-  DLH_REAL(dlh_fn, real_cudaGraphNodeGetEnabled, "cudaGraphNodeGetEnabled", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphNodeGetEnabled)(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int *isEnabled);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphNodeGetEnabled(__typeof__(real_cudaGraphNodeGetEnabled) dlh_fn, cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int *isEnabled) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hGraphExec, hNode, isEnabled);
@@ -3621,11 +5195,19 @@ DLH_EXPORT cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t hGraphExec, cudaG
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphNodeGetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int *isEnabled) {
+  DLH_REAL(dlh_fn, real_cudaGraphNodeGetEnabled, "cudaGraphNodeGetEnabled", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphNodeGetEnabled(dlh_fn, hGraphExec, hNode, isEnabled);
+}
+static cudaError_t dlh_own_cudaGraphNodeGetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int *isEnabled) {
+  DLH_OWN(dlh_fn, own_cudaGraphNodeGetEnabled, cudaErrorInitializationError)
+  return dlh_b_cudaGraphNodeGetEnabled(dlh_fn, hGraphExec, hNode, isEnabled);
+}
 
 /* 197: cudaGraphNodeGetType — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphNodeGetType)(cudaGraphNode_t node, enum cudaGraphNodeType *pType);
-DLH_EXPORT cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType) {
-  DLH_REAL(dlh_fn, real_cudaGraphNodeGetType, "cudaGraphNodeGetType", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphNodeGetType)(cudaGraphNode_t node, enum cudaGraphNodeType *pType);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphNodeGetType(__typeof__(real_cudaGraphNodeGetType) dlh_fn, cudaGraphNode_t node, enum cudaGraphNodeType *pType) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, pType);
@@ -3638,11 +5220,19 @@ DLH_EXPORT cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraph
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType) {
+  DLH_REAL(dlh_fn, real_cudaGraphNodeGetType, "cudaGraphNodeGetType", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphNodeGetType(dlh_fn, node, pType);
+}
+static cudaError_t dlh_own_cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType) {
+  DLH_OWN(dlh_fn, own_cudaGraphNodeGetType, cudaErrorInitializationError)
+  return dlh_b_cudaGraphNodeGetType(dlh_fn, node, pType);
+}
 
 /* 198: cudaGraphNodeSetEnabled — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphNodeSetEnabled)(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int isEnabled);
-DLH_EXPORT cudaError_t cudaGraphNodeSetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int isEnabled) {
-  DLH_REAL(dlh_fn, real_cudaGraphNodeSetEnabled, "cudaGraphNodeSetEnabled", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphNodeSetEnabled)(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int isEnabled);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphNodeSetEnabled(__typeof__(real_cudaGraphNodeSetEnabled) dlh_fn, cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int isEnabled) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hGraphExec, hNode, isEnabled);
@@ -3656,11 +5246,19 @@ DLH_EXPORT cudaError_t cudaGraphNodeSetEnabled(cudaGraphExec_t hGraphExec, cudaG
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphNodeSetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int isEnabled) {
+  DLH_REAL(dlh_fn, real_cudaGraphNodeSetEnabled, "cudaGraphNodeSetEnabled", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphNodeSetEnabled(dlh_fn, hGraphExec, hNode, isEnabled);
+}
+static cudaError_t dlh_own_cudaGraphNodeSetEnabled(cudaGraphExec_t hGraphExec, cudaGraphNode_t hNode, unsigned int isEnabled) {
+  DLH_OWN(dlh_fn, own_cudaGraphNodeSetEnabled, cudaErrorInitializationError)
+  return dlh_b_cudaGraphNodeSetEnabled(dlh_fn, hGraphExec, hNode, isEnabled);
+}
 
 /* 199: cudaGraphNodeSetParams — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphNodeSetParams)(cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams);
-DLH_EXPORT cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams) {
-  DLH_REAL(dlh_fn, real_cudaGraphNodeSetParams, "cudaGraphNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphNodeSetParams)(cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphNodeSetParams(__typeof__(real_cudaGraphNodeSetParams) dlh_fn, cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(node, nodeParams);
@@ -3673,11 +5271,19 @@ DLH_EXPORT cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, struct cudaG
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams) {
+  DLH_REAL(dlh_fn, real_cudaGraphNodeSetParams, "cudaGraphNodeSetParams", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphNodeSetParams(dlh_fn, node, nodeParams);
+}
+static cudaError_t dlh_own_cudaGraphNodeSetParams(cudaGraphNode_t node, struct cudaGraphNodeParams *nodeParams) {
+  DLH_OWN(dlh_fn, own_cudaGraphNodeSetParams, cudaErrorInitializationError)
+  return dlh_b_cudaGraphNodeSetParams(dlh_fn, node, nodeParams);
+}
 
 /* 200: cudaGraphReleaseUserObject — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphReleaseUserObject)(cudaGraph_t graph, cudaUserObject_t object, unsigned int count);
-DLH_EXPORT cudaError_t cudaGraphReleaseUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned int count) {
-  DLH_REAL(dlh_fn, real_cudaGraphReleaseUserObject, "cudaGraphReleaseUserObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphReleaseUserObject)(cudaGraph_t graph, cudaUserObject_t object, unsigned int count);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphReleaseUserObject(__typeof__(real_cudaGraphReleaseUserObject) dlh_fn, cudaGraph_t graph, cudaUserObject_t object, unsigned int count) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(graph, object, count);
@@ -3691,11 +5297,19 @@ DLH_EXPORT cudaError_t cudaGraphReleaseUserObject(cudaGraph_t graph, cudaUserObj
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphReleaseUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned int count) {
+  DLH_REAL(dlh_fn, real_cudaGraphReleaseUserObject, "cudaGraphReleaseUserObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphReleaseUserObject(dlh_fn, graph, object, count);
+}
+static cudaError_t dlh_own_cudaGraphReleaseUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned int count) {
+  DLH_OWN(dlh_fn, own_cudaGraphReleaseUserObject, cudaErrorInitializationError)
+  return dlh_b_cudaGraphReleaseUserObject(dlh_fn, graph, object, count);
+}
 
 /* 201: cudaGraphRemoveDependencies — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphRemoveDependencies)(cudaGraph_t graph, const cudaGraphNode_t *from, const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData, size_t numDependencies);
-DLH_EXPORT cudaError_t cudaGraphRemoveDependencies(cudaGraph_t graph, const cudaGraphNode_t *from, const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData, size_t numDependencies) {
-  DLH_REAL(dlh_fn, real_cudaGraphRemoveDependencies, "cudaGraphRemoveDependencies", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphRemoveDependencies)(cudaGraph_t graph, const cudaGraphNode_t *from, const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData, size_t numDependencies);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphRemoveDependencies(__typeof__(real_cudaGraphRemoveDependencies) dlh_fn, cudaGraph_t graph, const cudaGraphNode_t *from, const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData, size_t numDependencies) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(graph, from, to, edgeData, numDependencies);
@@ -3711,11 +5325,19 @@ DLH_EXPORT cudaError_t cudaGraphRemoveDependencies(cudaGraph_t graph, const cuda
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphRemoveDependencies(cudaGraph_t graph, const cudaGraphNode_t *from, const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData, size_t numDependencies) {
+  DLH_REAL(dlh_fn, real_cudaGraphRemoveDependencies, "cudaGraphRemoveDependencies", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphRemoveDependencies(dlh_fn, graph, from, to, edgeData, numDependencies);
+}
+static cudaError_t dlh_own_cudaGraphRemoveDependencies(cudaGraph_t graph, const cudaGraphNode_t *from, const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData, size_t numDependencies) {
+  DLH_OWN(dlh_fn, own_cudaGraphRemoveDependencies, cudaErrorInitializationError)
+  return dlh_b_cudaGraphRemoveDependencies(dlh_fn, graph, from, to, edgeData, numDependencies);
+}
 
 /* 202: cudaGraphRetainUserObject — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphRetainUserObject)(cudaGraph_t graph, cudaUserObject_t object, unsigned int count, unsigned int flags);
-DLH_EXPORT cudaError_t cudaGraphRetainUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned int count, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaGraphRetainUserObject, "cudaGraphRetainUserObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphRetainUserObject)(cudaGraph_t graph, cudaUserObject_t object, unsigned int count, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphRetainUserObject(__typeof__(real_cudaGraphRetainUserObject) dlh_fn, cudaGraph_t graph, cudaUserObject_t object, unsigned int count, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(graph, object, count, flags);
@@ -3730,11 +5352,19 @@ DLH_EXPORT cudaError_t cudaGraphRetainUserObject(cudaGraph_t graph, cudaUserObje
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphRetainUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned int count, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaGraphRetainUserObject, "cudaGraphRetainUserObject", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphRetainUserObject(dlh_fn, graph, object, count, flags);
+}
+static cudaError_t dlh_own_cudaGraphRetainUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned int count, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaGraphRetainUserObject, cudaErrorInitializationError)
+  return dlh_b_cudaGraphRetainUserObject(dlh_fn, graph, object, count, flags);
+}
 
 /* 203: cudaGraphUpload — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphUpload)(cudaGraphExec_t graphExec, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaGraphUpload, "cudaGraphUpload", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphUpload)(cudaGraphExec_t graphExec, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphUpload(__typeof__(real_cudaGraphUpload) dlh_fn, cudaGraphExec_t graphExec, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(graphExec, stream);
@@ -3747,11 +5377,19 @@ DLH_EXPORT cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t s
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaGraphUpload, "cudaGraphUpload", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphUpload(dlh_fn, graphExec, stream);
+}
+static cudaError_t dlh_own_cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaGraphUpload, cudaErrorInitializationError)
+  return dlh_b_cudaGraphUpload(dlh_fn, graphExec, stream);
+}
 
 /* 204: cudaGraphUpload_ptsz — cuda_runtime_api.h (prototype of cudaGraphUpload) */
 static cudaError_t (*real_cudaGraphUpload_ptsz)(cudaGraphExec_t graphExec, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaGraphUpload_ptsz, "cudaGraphUpload_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphUpload_ptsz)(cudaGraphExec_t graphExec, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphUpload_ptsz(__typeof__(real_cudaGraphUpload_ptsz) dlh_fn, cudaGraphExec_t graphExec, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(graphExec, stream);
@@ -3764,11 +5402,19 @@ DLH_EXPORT cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, cudaStrea
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaGraphUpload_ptsz, "cudaGraphUpload_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphUpload_ptsz(dlh_fn, graphExec, stream);
+}
+static cudaError_t dlh_own_cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaGraphUpload_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaGraphUpload_ptsz(dlh_fn, graphExec, stream);
+}
 
 /* 205: cudaGraphicsEGLRegisterImage — cuda_egl_interop.h */
 static cudaError_t (*real_cudaGraphicsEGLRegisterImage)(struct cudaGraphicsResource **pCudaResource, EGLImageKHR image, unsigned int flags);
-DLH_EXPORT cudaError_t cudaGraphicsEGLRegisterImage(struct cudaGraphicsResource **pCudaResource, EGLImageKHR image, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaGraphicsEGLRegisterImage, "cudaGraphicsEGLRegisterImage", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphicsEGLRegisterImage)(struct cudaGraphicsResource **pCudaResource, EGLImageKHR image, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphicsEGLRegisterImage(__typeof__(real_cudaGraphicsEGLRegisterImage) dlh_fn, struct cudaGraphicsResource **pCudaResource, EGLImageKHR image, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pCudaResource, image, flags);
@@ -3782,11 +5428,19 @@ DLH_EXPORT cudaError_t cudaGraphicsEGLRegisterImage(struct cudaGraphicsResource 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphicsEGLRegisterImage(struct cudaGraphicsResource **pCudaResource, EGLImageKHR image, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaGraphicsEGLRegisterImage, "cudaGraphicsEGLRegisterImage", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsEGLRegisterImage(dlh_fn, pCudaResource, image, flags);
+}
+static cudaError_t dlh_own_cudaGraphicsEGLRegisterImage(struct cudaGraphicsResource **pCudaResource, EGLImageKHR image, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaGraphicsEGLRegisterImage, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsEGLRegisterImage(dlh_fn, pCudaResource, image, flags);
+}
 
 /* 206: cudaGraphicsGLRegisterBuffer — cuda_gl_interop.h */
 static cudaError_t (*real_cudaGraphicsGLRegisterBuffer)(struct cudaGraphicsResource **resource, GLuint buffer, unsigned int flags);
-DLH_EXPORT cudaError_t cudaGraphicsGLRegisterBuffer(struct cudaGraphicsResource **resource, GLuint buffer, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaGraphicsGLRegisterBuffer, "cudaGraphicsGLRegisterBuffer", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphicsGLRegisterBuffer)(struct cudaGraphicsResource **resource, GLuint buffer, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphicsGLRegisterBuffer(__typeof__(real_cudaGraphicsGLRegisterBuffer) dlh_fn, struct cudaGraphicsResource **resource, GLuint buffer, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(resource, buffer, flags);
@@ -3800,11 +5454,19 @@ DLH_EXPORT cudaError_t cudaGraphicsGLRegisterBuffer(struct cudaGraphicsResource 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphicsGLRegisterBuffer(struct cudaGraphicsResource **resource, GLuint buffer, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaGraphicsGLRegisterBuffer, "cudaGraphicsGLRegisterBuffer", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsGLRegisterBuffer(dlh_fn, resource, buffer, flags);
+}
+static cudaError_t dlh_own_cudaGraphicsGLRegisterBuffer(struct cudaGraphicsResource **resource, GLuint buffer, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaGraphicsGLRegisterBuffer, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsGLRegisterBuffer(dlh_fn, resource, buffer, flags);
+}
 
 /* 207: cudaGraphicsGLRegisterImage — cuda_gl_interop.h */
 static cudaError_t (*real_cudaGraphicsGLRegisterImage)(struct cudaGraphicsResource **resource, GLuint image, GLenum target, unsigned int flags);
-DLH_EXPORT cudaError_t cudaGraphicsGLRegisterImage(struct cudaGraphicsResource **resource, GLuint image, GLenum target, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaGraphicsGLRegisterImage, "cudaGraphicsGLRegisterImage", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphicsGLRegisterImage)(struct cudaGraphicsResource **resource, GLuint image, GLenum target, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphicsGLRegisterImage(__typeof__(real_cudaGraphicsGLRegisterImage) dlh_fn, struct cudaGraphicsResource **resource, GLuint image, GLenum target, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(resource, image, target, flags);
@@ -3819,11 +5481,19 @@ DLH_EXPORT cudaError_t cudaGraphicsGLRegisterImage(struct cudaGraphicsResource *
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphicsGLRegisterImage(struct cudaGraphicsResource **resource, GLuint image, GLenum target, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaGraphicsGLRegisterImage, "cudaGraphicsGLRegisterImage", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsGLRegisterImage(dlh_fn, resource, image, target, flags);
+}
+static cudaError_t dlh_own_cudaGraphicsGLRegisterImage(struct cudaGraphicsResource **resource, GLuint image, GLenum target, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaGraphicsGLRegisterImage, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsGLRegisterImage(dlh_fn, resource, image, target, flags);
+}
 
 /* 208: cudaGraphicsMapResources — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphicsMapResources)(int count, cudaGraphicsResource_t *resources, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaGraphicsMapResources(int count, cudaGraphicsResource_t *resources, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaGraphicsMapResources, "cudaGraphicsMapResources", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphicsMapResources)(int count, cudaGraphicsResource_t *resources, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphicsMapResources(__typeof__(real_cudaGraphicsMapResources) dlh_fn, int count, cudaGraphicsResource_t *resources, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(count, resources, stream);
@@ -3837,11 +5507,19 @@ DLH_EXPORT cudaError_t cudaGraphicsMapResources(int count, cudaGraphicsResource_
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphicsMapResources(int count, cudaGraphicsResource_t *resources, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaGraphicsMapResources, "cudaGraphicsMapResources", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsMapResources(dlh_fn, count, resources, stream);
+}
+static cudaError_t dlh_own_cudaGraphicsMapResources(int count, cudaGraphicsResource_t *resources, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaGraphicsMapResources, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsMapResources(dlh_fn, count, resources, stream);
+}
 
 /* 209: cudaGraphicsResourceGetMappedEglFrame — cuda_egl_interop.h */
 static cudaError_t (*real_cudaGraphicsResourceGetMappedEglFrame)(cudaEglFrame *eglFrame, cudaGraphicsResource_t resource, unsigned int index, unsigned int mipLevel);
-DLH_EXPORT cudaError_t cudaGraphicsResourceGetMappedEglFrame(cudaEglFrame *eglFrame, cudaGraphicsResource_t resource, unsigned int index, unsigned int mipLevel) {
-  DLH_REAL(dlh_fn, real_cudaGraphicsResourceGetMappedEglFrame, "cudaGraphicsResourceGetMappedEglFrame", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphicsResourceGetMappedEglFrame)(cudaEglFrame *eglFrame, cudaGraphicsResource_t resource, unsigned int index, unsigned int mipLevel);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphicsResourceGetMappedEglFrame(__typeof__(real_cudaGraphicsResourceGetMappedEglFrame) dlh_fn, cudaEglFrame *eglFrame, cudaGraphicsResource_t resource, unsigned int index, unsigned int mipLevel) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(eglFrame, resource, index, mipLevel);
@@ -3856,11 +5534,19 @@ DLH_EXPORT cudaError_t cudaGraphicsResourceGetMappedEglFrame(cudaEglFrame *eglFr
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphicsResourceGetMappedEglFrame(cudaEglFrame *eglFrame, cudaGraphicsResource_t resource, unsigned int index, unsigned int mipLevel) {
+  DLH_REAL(dlh_fn, real_cudaGraphicsResourceGetMappedEglFrame, "cudaGraphicsResourceGetMappedEglFrame", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsResourceGetMappedEglFrame(dlh_fn, eglFrame, resource, index, mipLevel);
+}
+static cudaError_t dlh_own_cudaGraphicsResourceGetMappedEglFrame(cudaEglFrame *eglFrame, cudaGraphicsResource_t resource, unsigned int index, unsigned int mipLevel) {
+  DLH_OWN(dlh_fn, own_cudaGraphicsResourceGetMappedEglFrame, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsResourceGetMappedEglFrame(dlh_fn, eglFrame, resource, index, mipLevel);
+}
 
 /* 210: cudaGraphicsResourceGetMappedMipmappedArray — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphicsResourceGetMappedMipmappedArray)(cudaMipmappedArray_t *mipmappedArray, cudaGraphicsResource_t resource);
-DLH_EXPORT cudaError_t cudaGraphicsResourceGetMappedMipmappedArray(cudaMipmappedArray_t *mipmappedArray, cudaGraphicsResource_t resource) {
-  DLH_REAL(dlh_fn, real_cudaGraphicsResourceGetMappedMipmappedArray, "cudaGraphicsResourceGetMappedMipmappedArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphicsResourceGetMappedMipmappedArray)(cudaMipmappedArray_t *mipmappedArray, cudaGraphicsResource_t resource);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphicsResourceGetMappedMipmappedArray(__typeof__(real_cudaGraphicsResourceGetMappedMipmappedArray) dlh_fn, cudaMipmappedArray_t *mipmappedArray, cudaGraphicsResource_t resource) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(mipmappedArray, resource);
@@ -3873,11 +5559,19 @@ DLH_EXPORT cudaError_t cudaGraphicsResourceGetMappedMipmappedArray(cudaMipmapped
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphicsResourceGetMappedMipmappedArray(cudaMipmappedArray_t *mipmappedArray, cudaGraphicsResource_t resource) {
+  DLH_REAL(dlh_fn, real_cudaGraphicsResourceGetMappedMipmappedArray, "cudaGraphicsResourceGetMappedMipmappedArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsResourceGetMappedMipmappedArray(dlh_fn, mipmappedArray, resource);
+}
+static cudaError_t dlh_own_cudaGraphicsResourceGetMappedMipmappedArray(cudaMipmappedArray_t *mipmappedArray, cudaGraphicsResource_t resource) {
+  DLH_OWN(dlh_fn, own_cudaGraphicsResourceGetMappedMipmappedArray, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsResourceGetMappedMipmappedArray(dlh_fn, mipmappedArray, resource);
+}
 
 /* 211: cudaGraphicsResourceGetMappedPointer — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphicsResourceGetMappedPointer)(void **devPtr, size_t *size, cudaGraphicsResource_t resource);
-DLH_EXPORT cudaError_t cudaGraphicsResourceGetMappedPointer(void **devPtr, size_t *size, cudaGraphicsResource_t resource) {
-  DLH_REAL(dlh_fn, real_cudaGraphicsResourceGetMappedPointer, "cudaGraphicsResourceGetMappedPointer", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphicsResourceGetMappedPointer)(void **devPtr, size_t *size, cudaGraphicsResource_t resource);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphicsResourceGetMappedPointer(__typeof__(real_cudaGraphicsResourceGetMappedPointer) dlh_fn, void **devPtr, size_t *size, cudaGraphicsResource_t resource) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, size, resource);
@@ -3891,11 +5585,19 @@ DLH_EXPORT cudaError_t cudaGraphicsResourceGetMappedPointer(void **devPtr, size_
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphicsResourceGetMappedPointer(void **devPtr, size_t *size, cudaGraphicsResource_t resource) {
+  DLH_REAL(dlh_fn, real_cudaGraphicsResourceGetMappedPointer, "cudaGraphicsResourceGetMappedPointer", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsResourceGetMappedPointer(dlh_fn, devPtr, size, resource);
+}
+static cudaError_t dlh_own_cudaGraphicsResourceGetMappedPointer(void **devPtr, size_t *size, cudaGraphicsResource_t resource) {
+  DLH_OWN(dlh_fn, own_cudaGraphicsResourceGetMappedPointer, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsResourceGetMappedPointer(dlh_fn, devPtr, size, resource);
+}
 
 /* 212: cudaGraphicsResourceSetMapFlags — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphicsResourceSetMapFlags)(cudaGraphicsResource_t resource, unsigned int flags);
-DLH_EXPORT cudaError_t cudaGraphicsResourceSetMapFlags(cudaGraphicsResource_t resource, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaGraphicsResourceSetMapFlags, "cudaGraphicsResourceSetMapFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphicsResourceSetMapFlags)(cudaGraphicsResource_t resource, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphicsResourceSetMapFlags(__typeof__(real_cudaGraphicsResourceSetMapFlags) dlh_fn, cudaGraphicsResource_t resource, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(resource, flags);
@@ -3908,11 +5610,19 @@ DLH_EXPORT cudaError_t cudaGraphicsResourceSetMapFlags(cudaGraphicsResource_t re
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphicsResourceSetMapFlags(cudaGraphicsResource_t resource, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaGraphicsResourceSetMapFlags, "cudaGraphicsResourceSetMapFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsResourceSetMapFlags(dlh_fn, resource, flags);
+}
+static cudaError_t dlh_own_cudaGraphicsResourceSetMapFlags(cudaGraphicsResource_t resource, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaGraphicsResourceSetMapFlags, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsResourceSetMapFlags(dlh_fn, resource, flags);
+}
 
 /* 213: cudaGraphicsSubResourceGetMappedArray — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphicsSubResourceGetMappedArray)(cudaArray_t *array, cudaGraphicsResource_t resource, unsigned int arrayIndex, unsigned int mipLevel);
-DLH_EXPORT cudaError_t cudaGraphicsSubResourceGetMappedArray(cudaArray_t *array, cudaGraphicsResource_t resource, unsigned int arrayIndex, unsigned int mipLevel) {
-  DLH_REAL(dlh_fn, real_cudaGraphicsSubResourceGetMappedArray, "cudaGraphicsSubResourceGetMappedArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphicsSubResourceGetMappedArray)(cudaArray_t *array, cudaGraphicsResource_t resource, unsigned int arrayIndex, unsigned int mipLevel);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphicsSubResourceGetMappedArray(__typeof__(real_cudaGraphicsSubResourceGetMappedArray) dlh_fn, cudaArray_t *array, cudaGraphicsResource_t resource, unsigned int arrayIndex, unsigned int mipLevel) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(array, resource, arrayIndex, mipLevel);
@@ -3927,11 +5637,19 @@ DLH_EXPORT cudaError_t cudaGraphicsSubResourceGetMappedArray(cudaArray_t *array,
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphicsSubResourceGetMappedArray(cudaArray_t *array, cudaGraphicsResource_t resource, unsigned int arrayIndex, unsigned int mipLevel) {
+  DLH_REAL(dlh_fn, real_cudaGraphicsSubResourceGetMappedArray, "cudaGraphicsSubResourceGetMappedArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsSubResourceGetMappedArray(dlh_fn, array, resource, arrayIndex, mipLevel);
+}
+static cudaError_t dlh_own_cudaGraphicsSubResourceGetMappedArray(cudaArray_t *array, cudaGraphicsResource_t resource, unsigned int arrayIndex, unsigned int mipLevel) {
+  DLH_OWN(dlh_fn, own_cudaGraphicsSubResourceGetMappedArray, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsSubResourceGetMappedArray(dlh_fn, array, resource, arrayIndex, mipLevel);
+}
 
 /* 214: cudaGraphicsUnmapResources — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphicsUnmapResources)(int count, cudaGraphicsResource_t *resources, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaGraphicsUnmapResources(int count, cudaGraphicsResource_t *resources, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaGraphicsUnmapResources, "cudaGraphicsUnmapResources", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphicsUnmapResources)(int count, cudaGraphicsResource_t *resources, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphicsUnmapResources(__typeof__(real_cudaGraphicsUnmapResources) dlh_fn, int count, cudaGraphicsResource_t *resources, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(count, resources, stream);
@@ -3945,11 +5663,19 @@ DLH_EXPORT cudaError_t cudaGraphicsUnmapResources(int count, cudaGraphicsResourc
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphicsUnmapResources(int count, cudaGraphicsResource_t *resources, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaGraphicsUnmapResources, "cudaGraphicsUnmapResources", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsUnmapResources(dlh_fn, count, resources, stream);
+}
+static cudaError_t dlh_own_cudaGraphicsUnmapResources(int count, cudaGraphicsResource_t *resources, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaGraphicsUnmapResources, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsUnmapResources(dlh_fn, count, resources, stream);
+}
 
 /* 215: cudaGraphicsUnregisterResource — cuda_runtime_api.h */
 static cudaError_t (*real_cudaGraphicsUnregisterResource)(cudaGraphicsResource_t resource);
-DLH_EXPORT cudaError_t cudaGraphicsUnregisterResource(cudaGraphicsResource_t resource) {
-  DLH_REAL(dlh_fn, real_cudaGraphicsUnregisterResource, "cudaGraphicsUnregisterResource", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphicsUnregisterResource)(cudaGraphicsResource_t resource);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphicsUnregisterResource(__typeof__(real_cudaGraphicsUnregisterResource) dlh_fn, cudaGraphicsResource_t resource) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(resource);
@@ -3961,11 +5687,19 @@ DLH_EXPORT cudaError_t cudaGraphicsUnregisterResource(cudaGraphicsResource_t res
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphicsUnregisterResource(cudaGraphicsResource_t resource) {
+  DLH_REAL(dlh_fn, real_cudaGraphicsUnregisterResource, "cudaGraphicsUnregisterResource", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsUnregisterResource(dlh_fn, resource);
+}
+static cudaError_t dlh_own_cudaGraphicsUnregisterResource(cudaGraphicsResource_t resource) {
+  DLH_OWN(dlh_fn, own_cudaGraphicsUnregisterResource, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsUnregisterResource(dlh_fn, resource);
+}
 
 /* 216: cudaGraphicsVDPAURegisterOutputSurface — cuda_vdpau_interop.h */
 static cudaError_t (*real_cudaGraphicsVDPAURegisterOutputSurface)(struct cudaGraphicsResource **resource, VdpOutputSurface vdpSurface, unsigned int flags);
-DLH_EXPORT cudaError_t cudaGraphicsVDPAURegisterOutputSurface(struct cudaGraphicsResource **resource, VdpOutputSurface vdpSurface, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaGraphicsVDPAURegisterOutputSurface, "cudaGraphicsVDPAURegisterOutputSurface", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphicsVDPAURegisterOutputSurface)(struct cudaGraphicsResource **resource, VdpOutputSurface vdpSurface, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphicsVDPAURegisterOutputSurface(__typeof__(real_cudaGraphicsVDPAURegisterOutputSurface) dlh_fn, struct cudaGraphicsResource **resource, VdpOutputSurface vdpSurface, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(resource, vdpSurface, flags);
@@ -3979,11 +5713,19 @@ DLH_EXPORT cudaError_t cudaGraphicsVDPAURegisterOutputSurface(struct cudaGraphic
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphicsVDPAURegisterOutputSurface(struct cudaGraphicsResource **resource, VdpOutputSurface vdpSurface, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaGraphicsVDPAURegisterOutputSurface, "cudaGraphicsVDPAURegisterOutputSurface", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsVDPAURegisterOutputSurface(dlh_fn, resource, vdpSurface, flags);
+}
+static cudaError_t dlh_own_cudaGraphicsVDPAURegisterOutputSurface(struct cudaGraphicsResource **resource, VdpOutputSurface vdpSurface, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaGraphicsVDPAURegisterOutputSurface, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsVDPAURegisterOutputSurface(dlh_fn, resource, vdpSurface, flags);
+}
 
 /* 217: cudaGraphicsVDPAURegisterVideoSurface — cuda_vdpau_interop.h */
 static cudaError_t (*real_cudaGraphicsVDPAURegisterVideoSurface)(struct cudaGraphicsResource **resource, VdpVideoSurface vdpSurface, unsigned int flags);
-DLH_EXPORT cudaError_t cudaGraphicsVDPAURegisterVideoSurface(struct cudaGraphicsResource **resource, VdpVideoSurface vdpSurface, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaGraphicsVDPAURegisterVideoSurface, "cudaGraphicsVDPAURegisterVideoSurface", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaGraphicsVDPAURegisterVideoSurface)(struct cudaGraphicsResource **resource, VdpVideoSurface vdpSurface, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaGraphicsVDPAURegisterVideoSurface(__typeof__(real_cudaGraphicsVDPAURegisterVideoSurface) dlh_fn, struct cudaGraphicsResource **resource, VdpVideoSurface vdpSurface, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(resource, vdpSurface, flags);
@@ -3997,11 +5739,19 @@ DLH_EXPORT cudaError_t cudaGraphicsVDPAURegisterVideoSurface(struct cudaGraphics
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaGraphicsVDPAURegisterVideoSurface(struct cudaGraphicsResource **resource, VdpVideoSurface vdpSurface, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaGraphicsVDPAURegisterVideoSurface, "cudaGraphicsVDPAURegisterVideoSurface", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsVDPAURegisterVideoSurface(dlh_fn, resource, vdpSurface, flags);
+}
+static cudaError_t dlh_own_cudaGraphicsVDPAURegisterVideoSurface(struct cudaGraphicsResource **resource, VdpVideoSurface vdpSurface, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaGraphicsVDPAURegisterVideoSurface, cudaErrorInitializationError)
+  return dlh_b_cudaGraphicsVDPAURegisterVideoSurface(dlh_fn, resource, vdpSurface, flags);
+}
 
 /* 218: cudaHostAlloc — cuda_runtime_api.h */
 static cudaError_t (*real_cudaHostAlloc)(void **pHost, size_t size, unsigned int flags);
-DLH_EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaHostAlloc, "cudaHostAlloc", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaHostAlloc)(void **pHost, size_t size, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaHostAlloc(__typeof__(real_cudaHostAlloc) dlh_fn, void **pHost, size_t size, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pHost, size, flags);
@@ -4015,11 +5765,19 @@ DLH_EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int fla
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaHostAlloc, "cudaHostAlloc", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaHostAlloc(dlh_fn, pHost, size, flags);
+}
+static cudaError_t dlh_own_cudaHostAlloc(void **pHost, size_t size, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaHostAlloc, cudaErrorInitializationError)
+  return dlh_b_cudaHostAlloc(dlh_fn, pHost, size, flags);
+}
 
 /* 219: cudaHostGetDevicePointer — cuda_runtime_api.h */
 static cudaError_t (*real_cudaHostGetDevicePointer)(void **pDevice, void *pHost, unsigned int flags);
-DLH_EXPORT cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaHostGetDevicePointer, "cudaHostGetDevicePointer", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaHostGetDevicePointer)(void **pDevice, void *pHost, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaHostGetDevicePointer(__typeof__(real_cudaHostGetDevicePointer) dlh_fn, void **pDevice, void *pHost, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pDevice, pHost, flags);
@@ -4033,11 +5791,19 @@ DLH_EXPORT cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, uns
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaHostGetDevicePointer, "cudaHostGetDevicePointer", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaHostGetDevicePointer(dlh_fn, pDevice, pHost, flags);
+}
+static cudaError_t dlh_own_cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaHostGetDevicePointer, cudaErrorInitializationError)
+  return dlh_b_cudaHostGetDevicePointer(dlh_fn, pDevice, pHost, flags);
+}
 
 /* 220: cudaHostGetFlags — cuda_runtime_api.h */
 static cudaError_t (*real_cudaHostGetFlags)(unsigned int *pFlags, void *pHost);
-DLH_EXPORT cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
-  DLH_REAL(dlh_fn, real_cudaHostGetFlags, "cudaHostGetFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaHostGetFlags)(unsigned int *pFlags, void *pHost);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaHostGetFlags(__typeof__(real_cudaHostGetFlags) dlh_fn, unsigned int *pFlags, void *pHost) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pFlags, pHost);
@@ -4050,11 +5816,19 @@ DLH_EXPORT cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
+  DLH_REAL(dlh_fn, real_cudaHostGetFlags, "cudaHostGetFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaHostGetFlags(dlh_fn, pFlags, pHost);
+}
+static cudaError_t dlh_own_cudaHostGetFlags(unsigned int *pFlags, void *pHost) {
+  DLH_OWN(dlh_fn, own_cudaHostGetFlags, cudaErrorInitializationError)
+  return dlh_b_cudaHostGetFlags(dlh_fn, pFlags, pHost);
+}
 
 /* 221: cudaHostRegister — cuda_runtime_api.h */
 static cudaError_t (*real_cudaHostRegister)(void *ptr, size_t size, unsigned int flags);
-DLH_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaHostRegister, "cudaHostRegister", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaHostRegister)(void *ptr, size_t size, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaHostRegister(__typeof__(real_cudaHostRegister) dlh_fn, void *ptr, size_t size, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(ptr, size, flags);
@@ -4068,11 +5842,19 @@ DLH_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int fla
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaHostRegister, "cudaHostRegister", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaHostRegister(dlh_fn, ptr, size, flags);
+}
+static cudaError_t dlh_own_cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaHostRegister, cudaErrorInitializationError)
+  return dlh_b_cudaHostRegister(dlh_fn, ptr, size, flags);
+}
 
 /* 222: cudaHostUnregister — cuda_runtime_api.h */
 static cudaError_t (*real_cudaHostUnregister)(void *ptr);
-DLH_EXPORT cudaError_t cudaHostUnregister(void *ptr) {
-  DLH_REAL(dlh_fn, real_cudaHostUnregister, "cudaHostUnregister", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaHostUnregister)(void *ptr);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaHostUnregister(__typeof__(real_cudaHostUnregister) dlh_fn, void *ptr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(ptr);
@@ -4084,11 +5866,19 @@ DLH_EXPORT cudaError_t cudaHostUnregister(void *ptr) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaHostUnregister(void *ptr) {
+  DLH_REAL(dlh_fn, real_cudaHostUnregister, "cudaHostUnregister", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaHostUnregister(dlh_fn, ptr);
+}
+static cudaError_t dlh_own_cudaHostUnregister(void *ptr) {
+  DLH_OWN(dlh_fn, own_cudaHostUnregister, cudaErrorInitializationError)
+  return dlh_b_cudaHostUnregister(dlh_fn, ptr);
+}
 
 /* 223: cudaImportExternalMemory — cuda_runtime_api.h */
 static cudaError_t (*real_cudaImportExternalMemory)(cudaExternalMemory_t *extMem_out, const struct cudaExternalMemoryHandleDesc *memHandleDesc);
-DLH_EXPORT cudaError_t cudaImportExternalMemory(cudaExternalMemory_t *extMem_out, const struct cudaExternalMemoryHandleDesc *memHandleDesc) {
-  DLH_REAL(dlh_fn, real_cudaImportExternalMemory, "cudaImportExternalMemory", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaImportExternalMemory)(cudaExternalMemory_t *extMem_out, const struct cudaExternalMemoryHandleDesc *memHandleDesc);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaImportExternalMemory(__typeof__(real_cudaImportExternalMemory) dlh_fn, cudaExternalMemory_t *extMem_out, const struct cudaExternalMemoryHandleDesc *memHandleDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(extMem_out, memHandleDesc);
@@ -4101,11 +5891,19 @@ DLH_EXPORT cudaError_t cudaImportExternalMemory(cudaExternalMemory_t *extMem_out
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaImportExternalMemory(cudaExternalMemory_t *extMem_out, const struct cudaExternalMemoryHandleDesc *memHandleDesc) {
+  DLH_REAL(dlh_fn, real_cudaImportExternalMemory, "cudaImportExternalMemory", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaImportExternalMemory(dlh_fn, extMem_out, memHandleDesc);
+}
+static cudaError_t dlh_own_cudaImportExternalMemory(cudaExternalMemory_t *extMem_out, const struct cudaExternalMemoryHandleDesc *memHandleDesc) {
+  DLH_OWN(dlh_fn, own_cudaImportExternalMemory, cudaErrorInitializationError)
+  return dlh_b_cudaImportExternalMemory(dlh_fn, extMem_out, memHandleDesc);
+}
 
 /* 224: cudaImportExternalSemaphore — cuda_runtime_api.h */
 static cudaError_t (*real_cudaImportExternalSemaphore)(cudaExternalSemaphore_t *extSem_out, const struct cudaExternalSemaphoreHandleDesc *semHandleDesc);
-DLH_EXPORT cudaError_t cudaImportExternalSemaphore(cudaExternalSemaphore_t *extSem_out, const struct cudaExternalSemaphoreHandleDesc *semHandleDesc) {
-  DLH_REAL(dlh_fn, real_cudaImportExternalSemaphore, "cudaImportExternalSemaphore", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaImportExternalSemaphore)(cudaExternalSemaphore_t *extSem_out, const struct cudaExternalSemaphoreHandleDesc *semHandleDesc);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaImportExternalSemaphore(__typeof__(real_cudaImportExternalSemaphore) dlh_fn, cudaExternalSemaphore_t *extSem_out, const struct cudaExternalSemaphoreHandleDesc *semHandleDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(extSem_out, semHandleDesc);
@@ -4118,11 +5916,19 @@ DLH_EXPORT cudaError_t cudaImportExternalSemaphore(cudaExternalSemaphore_t *extS
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaImportExternalSemaphore(cudaExternalSemaphore_t *extSem_out, const struct cudaExternalSemaphoreHandleDesc *semHandleDesc) {
+  DLH_REAL(dlh_fn, real_cudaImportExternalSemaphore, "cudaImportExternalSemaphore", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaImportExternalSemaphore(dlh_fn, extSem_out, semHandleDesc);
+}
+static cudaError_t dlh_own_cudaImportExternalSemaphore(cudaExternalSemaphore_t *extSem_out, const struct cudaExternalSemaphoreHandleDesc *semHandleDesc) {
+  DLH_OWN(dlh_fn, own_cudaImportExternalSemaphore, cudaErrorInitializationError)
+  return dlh_b_cudaImportExternalSemaphore(dlh_fn, extSem_out, semHandleDesc);
+}
 
 /* 225: cudaInitDevice — cuda_runtime_api.h */
 static cudaError_t (*real_cudaInitDevice)(int device, unsigned int deviceFlags, unsigned int flags);
-DLH_EXPORT cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaInitDevice, "cudaInitDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaInitDevice)(int device, unsigned int deviceFlags, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaInitDevice(__typeof__(real_cudaInitDevice) dlh_fn, int device, unsigned int deviceFlags, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(device, deviceFlags, flags);
@@ -4136,11 +5942,19 @@ DLH_EXPORT cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsi
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaInitDevice, "cudaInitDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaInitDevice(dlh_fn, device, deviceFlags, flags);
+}
+static cudaError_t dlh_own_cudaInitDevice(int device, unsigned int deviceFlags, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaInitDevice, cudaErrorInitializationError)
+  return dlh_b_cudaInitDevice(dlh_fn, device, deviceFlags, flags);
+}
 
 /* 226: cudaIpcCloseMemHandle — cuda_runtime_api.h */
 static cudaError_t (*real_cudaIpcCloseMemHandle)(void *devPtr);
-DLH_EXPORT cudaError_t cudaIpcCloseMemHandle(void *devPtr) {
-  DLH_REAL(dlh_fn, real_cudaIpcCloseMemHandle, "cudaIpcCloseMemHandle", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaIpcCloseMemHandle)(void *devPtr);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaIpcCloseMemHandle(__typeof__(real_cudaIpcCloseMemHandle) dlh_fn, void *devPtr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr);
@@ -4152,11 +5966,19 @@ DLH_EXPORT cudaError_t cudaIpcCloseMemHandle(void *devPtr) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaIpcCloseMemHandle(void *devPtr) {
+  DLH_REAL(dlh_fn, real_cudaIpcCloseMemHandle, "cudaIpcCloseMemHandle", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaIpcCloseMemHandle(dlh_fn, devPtr);
+}
+static cudaError_t dlh_own_cudaIpcCloseMemHandle(void *devPtr) {
+  DLH_OWN(dlh_fn, own_cudaIpcCloseMemHandle, cudaErrorInitializationError)
+  return dlh_b_cudaIpcCloseMemHandle(dlh_fn, devPtr);
+}
 
 /* 227: cudaIpcGetEventHandle — cuda_runtime_api.h */
 static cudaError_t (*real_cudaIpcGetEventHandle)(cudaIpcEventHandle_t *handle, cudaEvent_t event);
-DLH_EXPORT cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *handle, cudaEvent_t event) {
-  DLH_REAL(dlh_fn, real_cudaIpcGetEventHandle, "cudaIpcGetEventHandle", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaIpcGetEventHandle)(cudaIpcEventHandle_t *handle, cudaEvent_t event);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaIpcGetEventHandle(__typeof__(real_cudaIpcGetEventHandle) dlh_fn, cudaIpcEventHandle_t *handle, cudaEvent_t event) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(handle, event);
@@ -4169,11 +5991,19 @@ DLH_EXPORT cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *handle, cudaE
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *handle, cudaEvent_t event) {
+  DLH_REAL(dlh_fn, real_cudaIpcGetEventHandle, "cudaIpcGetEventHandle", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaIpcGetEventHandle(dlh_fn, handle, event);
+}
+static cudaError_t dlh_own_cudaIpcGetEventHandle(cudaIpcEventHandle_t *handle, cudaEvent_t event) {
+  DLH_OWN(dlh_fn, own_cudaIpcGetEventHandle, cudaErrorInitializationError)
+  return dlh_b_cudaIpcGetEventHandle(dlh_fn, handle, event);
+}
 
 /* 228: cudaIpcGetMemHandle — cuda_runtime_api.h */
 static cudaError_t (*real_cudaIpcGetMemHandle)(cudaIpcMemHandle_t *handle, void *devPtr);
-DLH_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr) {
-  DLH_REAL(dlh_fn, real_cudaIpcGetMemHandle, "cudaIpcGetMemHandle", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaIpcGetMemHandle)(cudaIpcMemHandle_t *handle, void *devPtr);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaIpcGetMemHandle(__typeof__(real_cudaIpcGetMemHandle) dlh_fn, cudaIpcMemHandle_t *handle, void *devPtr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(handle, devPtr);
@@ -4186,11 +6016,19 @@ DLH_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *dev
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr) {
+  DLH_REAL(dlh_fn, real_cudaIpcGetMemHandle, "cudaIpcGetMemHandle", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaIpcGetMemHandle(dlh_fn, handle, devPtr);
+}
+static cudaError_t dlh_own_cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr) {
+  DLH_OWN(dlh_fn, own_cudaIpcGetMemHandle, cudaErrorInitializationError)
+  return dlh_b_cudaIpcGetMemHandle(dlh_fn, handle, devPtr);
+}
 
 /* 229: cudaIpcOpenEventHandle — cuda_runtime_api.h */
 static cudaError_t (*real_cudaIpcOpenEventHandle)(cudaEvent_t *event, cudaIpcEventHandle_t handle);
-DLH_EXPORT cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle) {
-  DLH_REAL(dlh_fn, real_cudaIpcOpenEventHandle, "cudaIpcOpenEventHandle", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaIpcOpenEventHandle)(cudaEvent_t *event, cudaIpcEventHandle_t handle);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaIpcOpenEventHandle(__typeof__(real_cudaIpcOpenEventHandle) dlh_fn, cudaEvent_t *event, cudaIpcEventHandle_t handle) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(event, handle);
@@ -4202,11 +6040,19 @@ DLH_EXPORT cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHa
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle) {
+  DLH_REAL(dlh_fn, real_cudaIpcOpenEventHandle, "cudaIpcOpenEventHandle", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaIpcOpenEventHandle(dlh_fn, event, handle);
+}
+static cudaError_t dlh_own_cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle) {
+  DLH_OWN(dlh_fn, own_cudaIpcOpenEventHandle, cudaErrorInitializationError)
+  return dlh_b_cudaIpcOpenEventHandle(dlh_fn, event, handle);
+}
 
 /* 230: cudaIpcOpenMemHandle — cuda_runtime_api.h */
 static cudaError_t (*real_cudaIpcOpenMemHandle)(void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags);
-DLH_EXPORT cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaIpcOpenMemHandle, "cudaIpcOpenMemHandle", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaIpcOpenMemHandle)(void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaIpcOpenMemHandle(__typeof__(real_cudaIpcOpenMemHandle) dlh_fn, void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, handle, flags);
@@ -4219,11 +6065,19 @@ DLH_EXPORT cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t ha
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaIpcOpenMemHandle, "cudaIpcOpenMemHandle", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaIpcOpenMemHandle(dlh_fn, devPtr, handle, flags);
+}
+static cudaError_t dlh_own_cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaIpcOpenMemHandle, cudaErrorInitializationError)
+  return dlh_b_cudaIpcOpenMemHandle(dlh_fn, devPtr, handle, flags);
+}
 
 /* 231: cudaKernelSetAttributeForDevice — cuda_runtime_api.h */
 static cudaError_t (*real_cudaKernelSetAttributeForDevice)(cudaKernel_t kernel, enum cudaFuncAttribute attr, int value, int device);
-DLH_EXPORT cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAttribute attr, int value, int device) {
-  DLH_REAL(dlh_fn, real_cudaKernelSetAttributeForDevice, "cudaKernelSetAttributeForDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaKernelSetAttributeForDevice)(cudaKernel_t kernel, enum cudaFuncAttribute attr, int value, int device);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaKernelSetAttributeForDevice(__typeof__(real_cudaKernelSetAttributeForDevice) dlh_fn, cudaKernel_t kernel, enum cudaFuncAttribute attr, int value, int device) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(kernel, attr, value, device);
@@ -4238,11 +6092,19 @@ DLH_EXPORT cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAttribute attr, int value, int device) {
+  DLH_REAL(dlh_fn, real_cudaKernelSetAttributeForDevice, "cudaKernelSetAttributeForDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaKernelSetAttributeForDevice(dlh_fn, kernel, attr, value, device);
+}
+static cudaError_t dlh_own_cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAttribute attr, int value, int device) {
+  DLH_OWN(dlh_fn, own_cudaKernelSetAttributeForDevice, cudaErrorInitializationError)
+  return dlh_b_cudaKernelSetAttributeForDevice(dlh_fn, kernel, attr, value, device);
+}
 
 /* 232: cudaLaunchCooperativeKernel — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLaunchCooperativeKernel)(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaLaunchCooperativeKernel, "cudaLaunchCooperativeKernel", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLaunchCooperativeKernel)(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLaunchCooperativeKernel(__typeof__(real_cudaLaunchCooperativeKernel) dlh_fn, const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(func, gridDim, blockDim, args, sharedMem, stream);
@@ -4263,11 +6125,19 @@ DLH_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDi
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaLaunchCooperativeKernel, "cudaLaunchCooperativeKernel", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLaunchCooperativeKernel(dlh_fn, func, gridDim, blockDim, args, sharedMem, stream);
+}
+static cudaError_t dlh_own_cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaLaunchCooperativeKernel, cudaErrorInitializationError)
+  return dlh_b_cudaLaunchCooperativeKernel(dlh_fn, func, gridDim, blockDim, args, sharedMem, stream);
+}
 
 /* 233: cudaLaunchCooperativeKernel_ptsz — cuda_runtime_api.h (prototype of cudaLaunchCooperativeKernel) */
 static cudaError_t (*real_cudaLaunchCooperativeKernel_ptsz)(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaLaunchCooperativeKernel_ptsz, "cudaLaunchCooperativeKernel_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLaunchCooperativeKernel_ptsz)(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLaunchCooperativeKernel_ptsz(__typeof__(real_cudaLaunchCooperativeKernel_ptsz) dlh_fn, const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(func, gridDim, blockDim, args, sharedMem, stream);
@@ -4288,11 +6158,19 @@ DLH_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 g
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaLaunchCooperativeKernel_ptsz, "cudaLaunchCooperativeKernel_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLaunchCooperativeKernel_ptsz(dlh_fn, func, gridDim, blockDim, args, sharedMem, stream);
+}
+static cudaError_t dlh_own_cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaLaunchCooperativeKernel_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaLaunchCooperativeKernel_ptsz(dlh_fn, func, gridDim, blockDim, args, sharedMem, stream);
+}
 
 /* 234: cudaLaunchHostFunc — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLaunchHostFunc)(cudaStream_t stream, cudaHostFn_t fn, void *userData);
-DLH_EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData) {
-  DLH_REAL(dlh_fn, real_cudaLaunchHostFunc, "cudaLaunchHostFunc", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLaunchHostFunc)(cudaStream_t stream, cudaHostFn_t fn, void *userData);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLaunchHostFunc(__typeof__(real_cudaLaunchHostFunc) dlh_fn, cudaStream_t stream, cudaHostFn_t fn, void *userData) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, fn, userData);
@@ -4306,11 +6184,19 @@ DLH_EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData) {
+  DLH_REAL(dlh_fn, real_cudaLaunchHostFunc, "cudaLaunchHostFunc", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLaunchHostFunc(dlh_fn, stream, fn, userData);
+}
+static cudaError_t dlh_own_cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData) {
+  DLH_OWN(dlh_fn, own_cudaLaunchHostFunc, cudaErrorInitializationError)
+  return dlh_b_cudaLaunchHostFunc(dlh_fn, stream, fn, userData);
+}
 
 /* 235: cudaLaunchHostFunc_ptsz — cuda_runtime_api.h (prototype of cudaLaunchHostFunc) */
 static cudaError_t (*real_cudaLaunchHostFunc_ptsz)(cudaStream_t stream, cudaHostFn_t fn, void *userData);
-DLH_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData) {
-  DLH_REAL(dlh_fn, real_cudaLaunchHostFunc_ptsz, "cudaLaunchHostFunc_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLaunchHostFunc_ptsz)(cudaStream_t stream, cudaHostFn_t fn, void *userData);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLaunchHostFunc_ptsz(__typeof__(real_cudaLaunchHostFunc_ptsz) dlh_fn, cudaStream_t stream, cudaHostFn_t fn, void *userData) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, fn, userData);
@@ -4324,11 +6210,19 @@ DLH_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData) {
+  DLH_REAL(dlh_fn, real_cudaLaunchHostFunc_ptsz, "cudaLaunchHostFunc_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLaunchHostFunc_ptsz(dlh_fn, stream, fn, userData);
+}
+static cudaError_t dlh_own_cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData) {
+  DLH_OWN(dlh_fn, own_cudaLaunchHostFunc_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaLaunchHostFunc_ptsz(dlh_fn, stream, fn, userData);
+}
 
 /* 236: cudaLaunchKernel — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLaunchKernel)(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaLaunchKernel, "cudaLaunchKernel", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLaunchKernel)(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLaunchKernel(__typeof__(real_cudaLaunchKernel) dlh_fn, const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(func, gridDim, blockDim, args, sharedMem, stream);
@@ -4349,11 +6243,19 @@ DLH_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blo
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaLaunchKernel, "cudaLaunchKernel", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLaunchKernel(dlh_fn, func, gridDim, blockDim, args, sharedMem, stream);
+}
+static cudaError_t dlh_own_cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaLaunchKernel, cudaErrorInitializationError)
+  return dlh_b_cudaLaunchKernel(dlh_fn, func, gridDim, blockDim, args, sharedMem, stream);
+}
 
 /* 237: cudaLaunchKernelExC — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLaunchKernelExC)(const cudaLaunchConfig_t *config, const void *func, void **args);
-DLH_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args) {
-  DLH_REAL(dlh_fn, real_cudaLaunchKernelExC, "cudaLaunchKernelExC", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLaunchKernelExC)(const cudaLaunchConfig_t *config, const void *func, void **args);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLaunchKernelExC(__typeof__(real_cudaLaunchKernelExC) dlh_fn, const cudaLaunchConfig_t *config, const void *func, void **args) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(config, func, args);
@@ -4375,11 +6277,19 @@ DLH_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, con
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args) {
+  DLH_REAL(dlh_fn, real_cudaLaunchKernelExC, "cudaLaunchKernelExC", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLaunchKernelExC(dlh_fn, config, func, args);
+}
+static cudaError_t dlh_own_cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args) {
+  DLH_OWN(dlh_fn, own_cudaLaunchKernelExC, cudaErrorInitializationError)
+  return dlh_b_cudaLaunchKernelExC(dlh_fn, config, func, args);
+}
 
 /* 238: cudaLaunchKernelExC_ptsz — cuda_runtime_api.h (prototype of cudaLaunchKernelExC) */
 static cudaError_t (*real_cudaLaunchKernelExC_ptsz)(const cudaLaunchConfig_t *config, const void *func, void **args);
-DLH_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, void **args) {
-  DLH_REAL(dlh_fn, real_cudaLaunchKernelExC_ptsz, "cudaLaunchKernelExC_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLaunchKernelExC_ptsz)(const cudaLaunchConfig_t *config, const void *func, void **args);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLaunchKernelExC_ptsz(__typeof__(real_cudaLaunchKernelExC_ptsz) dlh_fn, const cudaLaunchConfig_t *config, const void *func, void **args) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(config, func, args);
@@ -4401,11 +6311,19 @@ DLH_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, void **args) {
+  DLH_REAL(dlh_fn, real_cudaLaunchKernelExC_ptsz, "cudaLaunchKernelExC_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLaunchKernelExC_ptsz(dlh_fn, config, func, args);
+}
+static cudaError_t dlh_own_cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, void **args) {
+  DLH_OWN(dlh_fn, own_cudaLaunchKernelExC_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaLaunchKernelExC_ptsz(dlh_fn, config, func, args);
+}
 
 /* 239: cudaLaunchKernel_ptsz — cuda_runtime_api.h (prototype of cudaLaunchKernel) */
 static cudaError_t (*real_cudaLaunchKernel_ptsz)(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaLaunchKernel_ptsz, "cudaLaunchKernel_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLaunchKernel_ptsz)(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLaunchKernel_ptsz(__typeof__(real_cudaLaunchKernel_ptsz) dlh_fn, const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(func, gridDim, blockDim, args, sharedMem, stream);
@@ -4426,11 +6344,19 @@ DLH_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaLaunchKernel_ptsz, "cudaLaunchKernel_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLaunchKernel_ptsz(dlh_fn, func, gridDim, blockDim, args, sharedMem, stream);
+}
+static cudaError_t dlh_own_cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaLaunchKernel_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaLaunchKernel_ptsz(dlh_fn, func, gridDim, blockDim, args, sharedMem, stream);
+}
 
 /* 240: cudaLibraryEnumerateKernels — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLibraryEnumerateKernels)(cudaKernel_t *kernels, unsigned int numKernels, cudaLibrary_t lib);
-DLH_EXPORT cudaError_t cudaLibraryEnumerateKernels(cudaKernel_t *kernels, unsigned int numKernels, cudaLibrary_t lib) {
-  DLH_REAL(dlh_fn, real_cudaLibraryEnumerateKernels, "cudaLibraryEnumerateKernels", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLibraryEnumerateKernels)(cudaKernel_t *kernels, unsigned int numKernels, cudaLibrary_t lib);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLibraryEnumerateKernels(__typeof__(real_cudaLibraryEnumerateKernels) dlh_fn, cudaKernel_t *kernels, unsigned int numKernels, cudaLibrary_t lib) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(kernels, numKernels, lib);
@@ -4444,11 +6370,19 @@ DLH_EXPORT cudaError_t cudaLibraryEnumerateKernels(cudaKernel_t *kernels, unsign
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLibraryEnumerateKernels(cudaKernel_t *kernels, unsigned int numKernels, cudaLibrary_t lib) {
+  DLH_REAL(dlh_fn, real_cudaLibraryEnumerateKernels, "cudaLibraryEnumerateKernels", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryEnumerateKernels(dlh_fn, kernels, numKernels, lib);
+}
+static cudaError_t dlh_own_cudaLibraryEnumerateKernels(cudaKernel_t *kernels, unsigned int numKernels, cudaLibrary_t lib) {
+  DLH_OWN(dlh_fn, own_cudaLibraryEnumerateKernels, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryEnumerateKernels(dlh_fn, kernels, numKernels, lib);
+}
 
 /* 241: cudaLibraryGetGlobal — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLibraryGetGlobal)(void **dptr, size_t *bytes, cudaLibrary_t library, const char *name);
-DLH_EXPORT cudaError_t cudaLibraryGetGlobal(void **dptr, size_t *bytes, cudaLibrary_t library, const char *name) {
-  DLH_REAL(dlh_fn, real_cudaLibraryGetGlobal, "cudaLibraryGetGlobal", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLibraryGetGlobal)(void **dptr, size_t *bytes, cudaLibrary_t library, const char *name);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLibraryGetGlobal(__typeof__(real_cudaLibraryGetGlobal) dlh_fn, void **dptr, size_t *bytes, cudaLibrary_t library, const char *name) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dptr, bytes, library, name);
@@ -4463,11 +6397,19 @@ DLH_EXPORT cudaError_t cudaLibraryGetGlobal(void **dptr, size_t *bytes, cudaLibr
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLibraryGetGlobal(void **dptr, size_t *bytes, cudaLibrary_t library, const char *name) {
+  DLH_REAL(dlh_fn, real_cudaLibraryGetGlobal, "cudaLibraryGetGlobal", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryGetGlobal(dlh_fn, dptr, bytes, library, name);
+}
+static cudaError_t dlh_own_cudaLibraryGetGlobal(void **dptr, size_t *bytes, cudaLibrary_t library, const char *name) {
+  DLH_OWN(dlh_fn, own_cudaLibraryGetGlobal, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryGetGlobal(dlh_fn, dptr, bytes, library, name);
+}
 
 /* 242: cudaLibraryGetKernel — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLibraryGetKernel)(cudaKernel_t *pKernel, cudaLibrary_t library, const char *name);
-DLH_EXPORT cudaError_t cudaLibraryGetKernel(cudaKernel_t *pKernel, cudaLibrary_t library, const char *name) {
-  DLH_REAL(dlh_fn, real_cudaLibraryGetKernel, "cudaLibraryGetKernel", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLibraryGetKernel)(cudaKernel_t *pKernel, cudaLibrary_t library, const char *name);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLibraryGetKernel(__typeof__(real_cudaLibraryGetKernel) dlh_fn, cudaKernel_t *pKernel, cudaLibrary_t library, const char *name) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pKernel, library, name);
@@ -4481,11 +6423,19 @@ DLH_EXPORT cudaError_t cudaLibraryGetKernel(cudaKernel_t *pKernel, cudaLibrary_t
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLibraryGetKernel(cudaKernel_t *pKernel, cudaLibrary_t library, const char *name) {
+  DLH_REAL(dlh_fn, real_cudaLibraryGetKernel, "cudaLibraryGetKernel", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryGetKernel(dlh_fn, pKernel, library, name);
+}
+static cudaError_t dlh_own_cudaLibraryGetKernel(cudaKernel_t *pKernel, cudaLibrary_t library, const char *name) {
+  DLH_OWN(dlh_fn, own_cudaLibraryGetKernel, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryGetKernel(dlh_fn, pKernel, library, name);
+}
 
 /* 243: cudaLibraryGetKernelCount — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLibraryGetKernelCount)(unsigned int *count, cudaLibrary_t lib);
-DLH_EXPORT cudaError_t cudaLibraryGetKernelCount(unsigned int *count, cudaLibrary_t lib) {
-  DLH_REAL(dlh_fn, real_cudaLibraryGetKernelCount, "cudaLibraryGetKernelCount", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLibraryGetKernelCount)(unsigned int *count, cudaLibrary_t lib);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLibraryGetKernelCount(__typeof__(real_cudaLibraryGetKernelCount) dlh_fn, unsigned int *count, cudaLibrary_t lib) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(count, lib);
@@ -4498,11 +6448,19 @@ DLH_EXPORT cudaError_t cudaLibraryGetKernelCount(unsigned int *count, cudaLibrar
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLibraryGetKernelCount(unsigned int *count, cudaLibrary_t lib) {
+  DLH_REAL(dlh_fn, real_cudaLibraryGetKernelCount, "cudaLibraryGetKernelCount", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryGetKernelCount(dlh_fn, count, lib);
+}
+static cudaError_t dlh_own_cudaLibraryGetKernelCount(unsigned int *count, cudaLibrary_t lib) {
+  DLH_OWN(dlh_fn, own_cudaLibraryGetKernelCount, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryGetKernelCount(dlh_fn, count, lib);
+}
 
 /* 244: cudaLibraryGetManaged — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLibraryGetManaged)(void **dptr, size_t *bytes, cudaLibrary_t library, const char *name);
-DLH_EXPORT cudaError_t cudaLibraryGetManaged(void **dptr, size_t *bytes, cudaLibrary_t library, const char *name) {
-  DLH_REAL(dlh_fn, real_cudaLibraryGetManaged, "cudaLibraryGetManaged", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLibraryGetManaged)(void **dptr, size_t *bytes, cudaLibrary_t library, const char *name);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLibraryGetManaged(__typeof__(real_cudaLibraryGetManaged) dlh_fn, void **dptr, size_t *bytes, cudaLibrary_t library, const char *name) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dptr, bytes, library, name);
@@ -4517,11 +6475,19 @@ DLH_EXPORT cudaError_t cudaLibraryGetManaged(void **dptr, size_t *bytes, cudaLib
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLibraryGetManaged(void **dptr, size_t *bytes, cudaLibrary_t library, const char *name) {
+  DLH_REAL(dlh_fn, real_cudaLibraryGetManaged, "cudaLibraryGetManaged", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryGetManaged(dlh_fn, dptr, bytes, library, name);
+}
+static cudaError_t dlh_own_cudaLibraryGetManaged(void **dptr, size_t *bytes, cudaLibrary_t library, const char *name) {
+  DLH_OWN(dlh_fn, own_cudaLibraryGetManaged, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryGetManaged(dlh_fn, dptr, bytes, library, name);
+}
 
 /* 245: cudaLibraryGetUnifiedFunction — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLibraryGetUnifiedFunction)(void **fptr, cudaLibrary_t library, const char *symbol);
-DLH_EXPORT cudaError_t cudaLibraryGetUnifiedFunction(void **fptr, cudaLibrary_t library, const char *symbol) {
-  DLH_REAL(dlh_fn, real_cudaLibraryGetUnifiedFunction, "cudaLibraryGetUnifiedFunction", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLibraryGetUnifiedFunction)(void **fptr, cudaLibrary_t library, const char *symbol);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLibraryGetUnifiedFunction(__typeof__(real_cudaLibraryGetUnifiedFunction) dlh_fn, void **fptr, cudaLibrary_t library, const char *symbol) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(fptr, library, symbol);
@@ -4535,11 +6501,19 @@ DLH_EXPORT cudaError_t cudaLibraryGetUnifiedFunction(void **fptr, cudaLibrary_t 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLibraryGetUnifiedFunction(void **fptr, cudaLibrary_t library, const char *symbol) {
+  DLH_REAL(dlh_fn, real_cudaLibraryGetUnifiedFunction, "cudaLibraryGetUnifiedFunction", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryGetUnifiedFunction(dlh_fn, fptr, library, symbol);
+}
+static cudaError_t dlh_own_cudaLibraryGetUnifiedFunction(void **fptr, cudaLibrary_t library, const char *symbol) {
+  DLH_OWN(dlh_fn, own_cudaLibraryGetUnifiedFunction, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryGetUnifiedFunction(dlh_fn, fptr, library, symbol);
+}
 
 /* 246: cudaLibraryLoadData — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLibraryLoadData)(cudaLibrary_t *library, const void *code, enum cudaJitOption *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions);
-DLH_EXPORT cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code, enum cudaJitOption *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions) {
-  DLH_REAL(dlh_fn, real_cudaLibraryLoadData, "cudaLibraryLoadData", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLibraryLoadData)(cudaLibrary_t *library, const void *code, enum cudaJitOption *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLibraryLoadData(__typeof__(real_cudaLibraryLoadData) dlh_fn, cudaLibrary_t *library, const void *code, enum cudaJitOption *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions);
@@ -4558,11 +6532,19 @@ DLH_EXPORT cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *c
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code, enum cudaJitOption *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions) {
+  DLH_REAL(dlh_fn, real_cudaLibraryLoadData, "cudaLibraryLoadData", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryLoadData(dlh_fn, library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions);
+}
+static cudaError_t dlh_own_cudaLibraryLoadData(cudaLibrary_t *library, const void *code, enum cudaJitOption *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions) {
+  DLH_OWN(dlh_fn, own_cudaLibraryLoadData, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryLoadData(dlh_fn, library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions);
+}
 
 /* 247: cudaLibraryLoadFromFile — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLibraryLoadFromFile)(cudaLibrary_t *library, const char *fileName, enum cudaJitOption *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions);
-DLH_EXPORT cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t *library, const char *fileName, enum cudaJitOption *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions) {
-  DLH_REAL(dlh_fn, real_cudaLibraryLoadFromFile, "cudaLibraryLoadFromFile", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLibraryLoadFromFile)(cudaLibrary_t *library, const char *fileName, enum cudaJitOption *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLibraryLoadFromFile(__typeof__(real_cudaLibraryLoadFromFile) dlh_fn, cudaLibrary_t *library, const char *fileName, enum cudaJitOption *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions);
@@ -4581,11 +6563,19 @@ DLH_EXPORT cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t *library, const cha
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t *library, const char *fileName, enum cudaJitOption *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions) {
+  DLH_REAL(dlh_fn, real_cudaLibraryLoadFromFile, "cudaLibraryLoadFromFile", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryLoadFromFile(dlh_fn, library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions);
+}
+static cudaError_t dlh_own_cudaLibraryLoadFromFile(cudaLibrary_t *library, const char *fileName, enum cudaJitOption *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption *libraryOptions, void **libraryOptionValues, unsigned int numLibraryOptions) {
+  DLH_OWN(dlh_fn, own_cudaLibraryLoadFromFile, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryLoadFromFile(dlh_fn, library, fileName, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions);
+}
 
 /* 248: cudaLibraryUnload — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLibraryUnload)(cudaLibrary_t library);
-DLH_EXPORT cudaError_t cudaLibraryUnload(cudaLibrary_t library) {
-  DLH_REAL(dlh_fn, real_cudaLibraryUnload, "cudaLibraryUnload", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLibraryUnload)(cudaLibrary_t library);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLibraryUnload(__typeof__(real_cudaLibraryUnload) dlh_fn, cudaLibrary_t library) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(library);
@@ -4597,11 +6587,19 @@ DLH_EXPORT cudaError_t cudaLibraryUnload(cudaLibrary_t library) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLibraryUnload(cudaLibrary_t library) {
+  DLH_REAL(dlh_fn, real_cudaLibraryUnload, "cudaLibraryUnload", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryUnload(dlh_fn, library);
+}
+static cudaError_t dlh_own_cudaLibraryUnload(cudaLibrary_t library) {
+  DLH_OWN(dlh_fn, own_cudaLibraryUnload, cudaErrorInitializationError)
+  return dlh_b_cudaLibraryUnload(dlh_fn, library);
+}
 
 /* 249: cudaLogsCurrent — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLogsCurrent)(cudaLogIterator *iterator_out, unsigned int flags);
-DLH_EXPORT cudaError_t cudaLogsCurrent(cudaLogIterator *iterator_out, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaLogsCurrent, "cudaLogsCurrent", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLogsCurrent)(cudaLogIterator *iterator_out, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLogsCurrent(__typeof__(real_cudaLogsCurrent) dlh_fn, cudaLogIterator *iterator_out, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(iterator_out, flags);
@@ -4614,11 +6612,19 @@ DLH_EXPORT cudaError_t cudaLogsCurrent(cudaLogIterator *iterator_out, unsigned i
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLogsCurrent(cudaLogIterator *iterator_out, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaLogsCurrent, "cudaLogsCurrent", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLogsCurrent(dlh_fn, iterator_out, flags);
+}
+static cudaError_t dlh_own_cudaLogsCurrent(cudaLogIterator *iterator_out, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaLogsCurrent, cudaErrorInitializationError)
+  return dlh_b_cudaLogsCurrent(dlh_fn, iterator_out, flags);
+}
 
 /* 250: cudaLogsDumpToFile — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLogsDumpToFile)(cudaLogIterator *iterator, const char *pathToFile, unsigned int flags);
-DLH_EXPORT cudaError_t cudaLogsDumpToFile(cudaLogIterator *iterator, const char *pathToFile, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaLogsDumpToFile, "cudaLogsDumpToFile", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLogsDumpToFile)(cudaLogIterator *iterator, const char *pathToFile, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLogsDumpToFile(__typeof__(real_cudaLogsDumpToFile) dlh_fn, cudaLogIterator *iterator, const char *pathToFile, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(iterator, pathToFile, flags);
@@ -4632,11 +6638,19 @@ DLH_EXPORT cudaError_t cudaLogsDumpToFile(cudaLogIterator *iterator, const char 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLogsDumpToFile(cudaLogIterator *iterator, const char *pathToFile, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaLogsDumpToFile, "cudaLogsDumpToFile", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLogsDumpToFile(dlh_fn, iterator, pathToFile, flags);
+}
+static cudaError_t dlh_own_cudaLogsDumpToFile(cudaLogIterator *iterator, const char *pathToFile, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaLogsDumpToFile, cudaErrorInitializationError)
+  return dlh_b_cudaLogsDumpToFile(dlh_fn, iterator, pathToFile, flags);
+}
 
 /* 251: cudaLogsDumpToMemory — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLogsDumpToMemory)(cudaLogIterator *iterator, char *buffer, size_t *size, unsigned int flags);
-DLH_EXPORT cudaError_t cudaLogsDumpToMemory(cudaLogIterator *iterator, char *buffer, size_t *size, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaLogsDumpToMemory, "cudaLogsDumpToMemory", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLogsDumpToMemory)(cudaLogIterator *iterator, char *buffer, size_t *size, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLogsDumpToMemory(__typeof__(real_cudaLogsDumpToMemory) dlh_fn, cudaLogIterator *iterator, char *buffer, size_t *size, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(iterator, buffer, size, flags);
@@ -4651,11 +6665,19 @@ DLH_EXPORT cudaError_t cudaLogsDumpToMemory(cudaLogIterator *iterator, char *buf
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLogsDumpToMemory(cudaLogIterator *iterator, char *buffer, size_t *size, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaLogsDumpToMemory, "cudaLogsDumpToMemory", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLogsDumpToMemory(dlh_fn, iterator, buffer, size, flags);
+}
+static cudaError_t dlh_own_cudaLogsDumpToMemory(cudaLogIterator *iterator, char *buffer, size_t *size, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaLogsDumpToMemory, cudaErrorInitializationError)
+  return dlh_b_cudaLogsDumpToMemory(dlh_fn, iterator, buffer, size, flags);
+}
 
 /* 252: cudaLogsRegisterCallback — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLogsRegisterCallback)(cudaLogsCallback_t callbackFunc, void *userData, cudaLogsCallbackHandle *callback_out);
-DLH_EXPORT cudaError_t cudaLogsRegisterCallback(cudaLogsCallback_t callbackFunc, void *userData, cudaLogsCallbackHandle *callback_out) {
-  DLH_REAL(dlh_fn, real_cudaLogsRegisterCallback, "cudaLogsRegisterCallback", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLogsRegisterCallback)(cudaLogsCallback_t callbackFunc, void *userData, cudaLogsCallbackHandle *callback_out);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLogsRegisterCallback(__typeof__(real_cudaLogsRegisterCallback) dlh_fn, cudaLogsCallback_t callbackFunc, void *userData, cudaLogsCallbackHandle *callback_out) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(callbackFunc, userData, callback_out);
@@ -4669,11 +6691,19 @@ DLH_EXPORT cudaError_t cudaLogsRegisterCallback(cudaLogsCallback_t callbackFunc,
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLogsRegisterCallback(cudaLogsCallback_t callbackFunc, void *userData, cudaLogsCallbackHandle *callback_out) {
+  DLH_REAL(dlh_fn, real_cudaLogsRegisterCallback, "cudaLogsRegisterCallback", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLogsRegisterCallback(dlh_fn, callbackFunc, userData, callback_out);
+}
+static cudaError_t dlh_own_cudaLogsRegisterCallback(cudaLogsCallback_t callbackFunc, void *userData, cudaLogsCallbackHandle *callback_out) {
+  DLH_OWN(dlh_fn, own_cudaLogsRegisterCallback, cudaErrorInitializationError)
+  return dlh_b_cudaLogsRegisterCallback(dlh_fn, callbackFunc, userData, callback_out);
+}
 
 /* 253: cudaLogsUnregisterCallback — cuda_runtime_api.h */
 static cudaError_t (*real_cudaLogsUnregisterCallback)(cudaLogsCallbackHandle callback);
-DLH_EXPORT cudaError_t cudaLogsUnregisterCallback(cudaLogsCallbackHandle callback) {
-  DLH_REAL(dlh_fn, real_cudaLogsUnregisterCallback, "cudaLogsUnregisterCallback", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaLogsUnregisterCallback)(cudaLogsCallbackHandle callback);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaLogsUnregisterCallback(__typeof__(real_cudaLogsUnregisterCallback) dlh_fn, cudaLogsCallbackHandle callback) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(callback);
@@ -4685,11 +6715,19 @@ DLH_EXPORT cudaError_t cudaLogsUnregisterCallback(cudaLogsCallbackHandle callbac
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaLogsUnregisterCallback(cudaLogsCallbackHandle callback) {
+  DLH_REAL(dlh_fn, real_cudaLogsUnregisterCallback, "cudaLogsUnregisterCallback", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaLogsUnregisterCallback(dlh_fn, callback);
+}
+static cudaError_t dlh_own_cudaLogsUnregisterCallback(cudaLogsCallbackHandle callback) {
+  DLH_OWN(dlh_fn, own_cudaLogsUnregisterCallback, cudaErrorInitializationError)
+  return dlh_b_cudaLogsUnregisterCallback(dlh_fn, callback);
+}
 
 /* 254: cudaMalloc — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMalloc)(void **devPtr, size_t size);
-DLH_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size) {
-  DLH_REAL(dlh_fn, real_cudaMalloc, "cudaMalloc", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMalloc)(void **devPtr, size_t size);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMalloc(__typeof__(real_cudaMalloc) dlh_fn, void **devPtr, size_t size) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, size);
@@ -4702,11 +6740,19 @@ DLH_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size) {
+  DLH_REAL(dlh_fn, real_cudaMalloc, "cudaMalloc", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMalloc(dlh_fn, devPtr, size);
+}
+static cudaError_t dlh_own_cudaMalloc(void **devPtr, size_t size) {
+  DLH_OWN(dlh_fn, own_cudaMalloc, cudaErrorInitializationError)
+  return dlh_b_cudaMalloc(dlh_fn, devPtr, size);
+}
 
 /* 255: cudaMalloc3D — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMalloc3D)(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent);
-DLH_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent) {
-  DLH_REAL(dlh_fn, real_cudaMalloc3D, "cudaMalloc3D", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMalloc3D)(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMalloc3D(__typeof__(real_cudaMalloc3D) dlh_fn, struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pitchedDevPtr, extent);
@@ -4722,11 +6768,19 @@ DLH_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent) {
+  DLH_REAL(dlh_fn, real_cudaMalloc3D, "cudaMalloc3D", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMalloc3D(dlh_fn, pitchedDevPtr, extent);
+}
+static cudaError_t dlh_own_cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent) {
+  DLH_OWN(dlh_fn, own_cudaMalloc3D, cudaErrorInitializationError)
+  return dlh_b_cudaMalloc3D(dlh_fn, pitchedDevPtr, extent);
+}
 
 /* 256: cudaMalloc3DArray — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMalloc3DArray)(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, unsigned int flags);
-DLH_EXPORT cudaError_t cudaMalloc3DArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaMalloc3DArray, "cudaMalloc3DArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMalloc3DArray)(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMalloc3DArray(__typeof__(real_cudaMalloc3DArray) dlh_fn, cudaArray_t *array, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(array, desc, extent, flags);
@@ -4744,11 +6798,19 @@ DLH_EXPORT cudaError_t cudaMalloc3DArray(cudaArray_t *array, const struct cudaCh
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMalloc3DArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaMalloc3DArray, "cudaMalloc3DArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMalloc3DArray(dlh_fn, array, desc, extent, flags);
+}
+static cudaError_t dlh_own_cudaMalloc3DArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaMalloc3DArray, cudaErrorInitializationError)
+  return dlh_b_cudaMalloc3DArray(dlh_fn, array, desc, extent, flags);
+}
 
 /* 257: cudaMallocArray — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMallocArray)(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, size_t width, size_t height, unsigned int flags);
-DLH_EXPORT cudaError_t cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, size_t width, size_t height, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaMallocArray, "cudaMallocArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMallocArray)(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, size_t width, size_t height, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMallocArray(__typeof__(real_cudaMallocArray) dlh_fn, cudaArray_t *array, const struct cudaChannelFormatDesc *desc, size_t width, size_t height, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(array, desc, width, height, flags);
@@ -4765,11 +6827,19 @@ DLH_EXPORT cudaError_t cudaMallocArray(cudaArray_t *array, const struct cudaChan
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, size_t width, size_t height, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaMallocArray, "cudaMallocArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMallocArray(dlh_fn, array, desc, width, height, flags);
+}
+static cudaError_t dlh_own_cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, size_t width, size_t height, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaMallocArray, cudaErrorInitializationError)
+  return dlh_b_cudaMallocArray(dlh_fn, array, desc, width, height, flags);
+}
 
 /* 258: cudaMallocAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMallocAsync)(void **devPtr, size_t size, cudaStream_t hStream);
-DLH_EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
-  DLH_REAL(dlh_fn, real_cudaMallocAsync, "cudaMallocAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMallocAsync)(void **devPtr, size_t size, cudaStream_t hStream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMallocAsync(__typeof__(real_cudaMallocAsync) dlh_fn, void **devPtr, size_t size, cudaStream_t hStream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, size, hStream);
@@ -4783,11 +6853,19 @@ DLH_EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
+  DLH_REAL(dlh_fn, real_cudaMallocAsync, "cudaMallocAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMallocAsync(dlh_fn, devPtr, size, hStream);
+}
+static cudaError_t dlh_own_cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream) {
+  DLH_OWN(dlh_fn, own_cudaMallocAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMallocAsync(dlh_fn, devPtr, size, hStream);
+}
 
 /* 259: cudaMallocAsync_ptsz — cuda_runtime_api.h (prototype of cudaMallocAsync) */
 static cudaError_t (*real_cudaMallocAsync_ptsz)(void **devPtr, size_t size, cudaStream_t hStream);
-DLH_EXPORT cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream) {
-  DLH_REAL(dlh_fn, real_cudaMallocAsync_ptsz, "cudaMallocAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMallocAsync_ptsz)(void **devPtr, size_t size, cudaStream_t hStream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMallocAsync_ptsz(__typeof__(real_cudaMallocAsync_ptsz) dlh_fn, void **devPtr, size_t size, cudaStream_t hStream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, size, hStream);
@@ -4801,11 +6879,19 @@ DLH_EXPORT cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStre
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream) {
+  DLH_REAL(dlh_fn, real_cudaMallocAsync_ptsz, "cudaMallocAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMallocAsync_ptsz(dlh_fn, devPtr, size, hStream);
+}
+static cudaError_t dlh_own_cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream) {
+  DLH_OWN(dlh_fn, own_cudaMallocAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMallocAsync_ptsz(dlh_fn, devPtr, size, hStream);
+}
 
 /* 260: cudaMallocFromPoolAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMallocFromPoolAsync)(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMallocFromPoolAsync, "cudaMallocFromPoolAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMallocFromPoolAsync)(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMallocFromPoolAsync(__typeof__(real_cudaMallocFromPoolAsync) dlh_fn, void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(ptr, size, memPool, stream);
@@ -4820,11 +6906,19 @@ DLH_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemP
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMallocFromPoolAsync, "cudaMallocFromPoolAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMallocFromPoolAsync(dlh_fn, ptr, size, memPool, stream);
+}
+static cudaError_t dlh_own_cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMallocFromPoolAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMallocFromPoolAsync(dlh_fn, ptr, size, memPool, stream);
+}
 
 /* 261: cudaMallocFromPoolAsync_ptsz — cuda_runtime_api.h (prototype of cudaMallocFromPoolAsync) */
 static cudaError_t (*real_cudaMallocFromPoolAsync_ptsz)(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMallocFromPoolAsync_ptsz, "cudaMallocFromPoolAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMallocFromPoolAsync_ptsz)(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMallocFromPoolAsync_ptsz(__typeof__(real_cudaMallocFromPoolAsync_ptsz) dlh_fn, void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(ptr, size, memPool, stream);
@@ -4839,11 +6933,19 @@ DLH_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cud
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMallocFromPoolAsync_ptsz, "cudaMallocFromPoolAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMallocFromPoolAsync_ptsz(dlh_fn, ptr, size, memPool, stream);
+}
+static cudaError_t dlh_own_cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMallocFromPoolAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMallocFromPoolAsync_ptsz(dlh_fn, ptr, size, memPool, stream);
+}
 
 /* 262: cudaMallocHost — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMallocHost)(void **ptr, size_t size);
-DLH_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size) {
-  DLH_REAL(dlh_fn, real_cudaMallocHost, "cudaMallocHost", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMallocHost)(void **ptr, size_t size);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMallocHost(__typeof__(real_cudaMallocHost) dlh_fn, void **ptr, size_t size) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(ptr, size);
@@ -4856,11 +6958,19 @@ DLH_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size) {
+  DLH_REAL(dlh_fn, real_cudaMallocHost, "cudaMallocHost", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMallocHost(dlh_fn, ptr, size);
+}
+static cudaError_t dlh_own_cudaMallocHost(void **ptr, size_t size) {
+  DLH_OWN(dlh_fn, own_cudaMallocHost, cudaErrorInitializationError)
+  return dlh_b_cudaMallocHost(dlh_fn, ptr, size);
+}
 
 /* 263: cudaMallocManaged — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMallocManaged)(void **devPtr, size_t size, unsigned int flags);
-DLH_EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaMallocManaged, "cudaMallocManaged", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMallocManaged)(void **devPtr, size_t size, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMallocManaged(__typeof__(real_cudaMallocManaged) dlh_fn, void **devPtr, size_t size, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, size, flags);
@@ -4874,11 +6984,19 @@ DLH_EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned in
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaMallocManaged, "cudaMallocManaged", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMallocManaged(dlh_fn, devPtr, size, flags);
+}
+static cudaError_t dlh_own_cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaMallocManaged, cudaErrorInitializationError)
+  return dlh_b_cudaMallocManaged(dlh_fn, devPtr, size, flags);
+}
 
 /* 264: cudaMallocMipmappedArray — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMallocMipmappedArray)(cudaMipmappedArray_t *mipmappedArray, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, unsigned int numLevels, unsigned int flags);
-DLH_EXPORT cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, unsigned int numLevels, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaMallocMipmappedArray, "cudaMallocMipmappedArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMallocMipmappedArray)(cudaMipmappedArray_t *mipmappedArray, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, unsigned int numLevels, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMallocMipmappedArray(__typeof__(real_cudaMallocMipmappedArray) dlh_fn, cudaMipmappedArray_t *mipmappedArray, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, unsigned int numLevels, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(mipmappedArray, desc, extent, numLevels, flags);
@@ -4897,11 +7015,19 @@ DLH_EXPORT cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedA
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, unsigned int numLevels, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaMallocMipmappedArray, "cudaMallocMipmappedArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMallocMipmappedArray(dlh_fn, mipmappedArray, desc, extent, numLevels, flags);
+}
+static cudaError_t dlh_own_cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray, const struct cudaChannelFormatDesc *desc, struct cudaExtent extent, unsigned int numLevels, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaMallocMipmappedArray, cudaErrorInitializationError)
+  return dlh_b_cudaMallocMipmappedArray(dlh_fn, mipmappedArray, desc, extent, numLevels, flags);
+}
 
 /* 265: cudaMallocPitch — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMallocPitch)(void **devPtr, size_t *pitch, size_t width, size_t height);
-DLH_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height) {
-  DLH_REAL(dlh_fn, real_cudaMallocPitch, "cudaMallocPitch", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMallocPitch)(void **devPtr, size_t *pitch, size_t width, size_t height);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMallocPitch(__typeof__(real_cudaMallocPitch) dlh_fn, void **devPtr, size_t *pitch, size_t width, size_t height) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, pitch, width, height);
@@ -4917,11 +7043,19 @@ DLH_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t widt
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height) {
+  DLH_REAL(dlh_fn, real_cudaMallocPitch, "cudaMallocPitch", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMallocPitch(dlh_fn, devPtr, pitch, width, height);
+}
+static cudaError_t dlh_own_cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height) {
+  DLH_OWN(dlh_fn, own_cudaMallocPitch, cudaErrorInitializationError)
+  return dlh_b_cudaMallocPitch(dlh_fn, devPtr, pitch, width, height);
+}
 
 /* 266: cudaMemAdvise — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemAdvise)(const void *devPtr, size_t count, enum cudaMemoryAdvise advice, struct cudaMemLocation location);
-DLH_EXPORT cudaError_t cudaMemAdvise(const void *devPtr, size_t count, enum cudaMemoryAdvise advice, struct cudaMemLocation location) {
-  DLH_REAL(dlh_fn, real_cudaMemAdvise, "cudaMemAdvise", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemAdvise)(const void *devPtr, size_t count, enum cudaMemoryAdvise advice, struct cudaMemLocation location);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemAdvise(__typeof__(real_cudaMemAdvise) dlh_fn, const void *devPtr, size_t count, enum cudaMemoryAdvise advice, struct cudaMemLocation location) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, count, advice, location);
@@ -4937,11 +7071,19 @@ DLH_EXPORT cudaError_t cudaMemAdvise(const void *devPtr, size_t count, enum cuda
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemAdvise(const void *devPtr, size_t count, enum cudaMemoryAdvise advice, struct cudaMemLocation location) {
+  DLH_REAL(dlh_fn, real_cudaMemAdvise, "cudaMemAdvise", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemAdvise(dlh_fn, devPtr, count, advice, location);
+}
+static cudaError_t dlh_own_cudaMemAdvise(const void *devPtr, size_t count, enum cudaMemoryAdvise advice, struct cudaMemLocation location) {
+  DLH_OWN(dlh_fn, own_cudaMemAdvise, cudaErrorInitializationError)
+  return dlh_b_cudaMemAdvise(dlh_fn, devPtr, count, advice, location);
+}
 
 /* 267: cudaMemDiscardAndPrefetchBatchAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemDiscardAndPrefetchBatchAsync)(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemDiscardAndPrefetchBatchAsync(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemDiscardAndPrefetchBatchAsync, "cudaMemDiscardAndPrefetchBatchAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemDiscardAndPrefetchBatchAsync)(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemDiscardAndPrefetchBatchAsync(__typeof__(real_cudaMemDiscardAndPrefetchBatchAsync) dlh_fn, void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream);
@@ -4960,11 +7102,19 @@ DLH_EXPORT cudaError_t cudaMemDiscardAndPrefetchBatchAsync(void **dptrs, size_t 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemDiscardAndPrefetchBatchAsync(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemDiscardAndPrefetchBatchAsync, "cudaMemDiscardAndPrefetchBatchAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemDiscardAndPrefetchBatchAsync(dlh_fn, dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream);
+}
+static cudaError_t dlh_own_cudaMemDiscardAndPrefetchBatchAsync(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemDiscardAndPrefetchBatchAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemDiscardAndPrefetchBatchAsync(dlh_fn, dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream);
+}
 
 /* 268: cudaMemDiscardAndPrefetchBatchAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemDiscardAndPrefetchBatchAsync) */
 static cudaError_t (*real_cudaMemDiscardAndPrefetchBatchAsync_ptsz)(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemDiscardAndPrefetchBatchAsync_ptsz(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemDiscardAndPrefetchBatchAsync_ptsz, "cudaMemDiscardAndPrefetchBatchAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemDiscardAndPrefetchBatchAsync_ptsz)(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemDiscardAndPrefetchBatchAsync_ptsz(__typeof__(real_cudaMemDiscardAndPrefetchBatchAsync_ptsz) dlh_fn, void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream);
@@ -4983,11 +7133,19 @@ DLH_EXPORT cudaError_t cudaMemDiscardAndPrefetchBatchAsync_ptsz(void **dptrs, si
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemDiscardAndPrefetchBatchAsync_ptsz(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemDiscardAndPrefetchBatchAsync_ptsz, "cudaMemDiscardAndPrefetchBatchAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemDiscardAndPrefetchBatchAsync_ptsz(dlh_fn, dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream);
+}
+static cudaError_t dlh_own_cudaMemDiscardAndPrefetchBatchAsync_ptsz(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemDiscardAndPrefetchBatchAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemDiscardAndPrefetchBatchAsync_ptsz(dlh_fn, dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream);
+}
 
 /* 269: cudaMemDiscardBatchAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemDiscardBatchAsync)(void **dptrs, size_t *sizes, size_t count, unsigned long long flags, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemDiscardBatchAsync(void **dptrs, size_t *sizes, size_t count, unsigned long long flags, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemDiscardBatchAsync, "cudaMemDiscardBatchAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemDiscardBatchAsync)(void **dptrs, size_t *sizes, size_t count, unsigned long long flags, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemDiscardBatchAsync(__typeof__(real_cudaMemDiscardBatchAsync) dlh_fn, void **dptrs, size_t *sizes, size_t count, unsigned long long flags, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dptrs, sizes, count, flags, stream);
@@ -5003,11 +7161,19 @@ DLH_EXPORT cudaError_t cudaMemDiscardBatchAsync(void **dptrs, size_t *sizes, siz
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemDiscardBatchAsync(void **dptrs, size_t *sizes, size_t count, unsigned long long flags, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemDiscardBatchAsync, "cudaMemDiscardBatchAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemDiscardBatchAsync(dlh_fn, dptrs, sizes, count, flags, stream);
+}
+static cudaError_t dlh_own_cudaMemDiscardBatchAsync(void **dptrs, size_t *sizes, size_t count, unsigned long long flags, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemDiscardBatchAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemDiscardBatchAsync(dlh_fn, dptrs, sizes, count, flags, stream);
+}
 
 /* 270: cudaMemDiscardBatchAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemDiscardBatchAsync) */
 static cudaError_t (*real_cudaMemDiscardBatchAsync_ptsz)(void **dptrs, size_t *sizes, size_t count, unsigned long long flags, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemDiscardBatchAsync_ptsz(void **dptrs, size_t *sizes, size_t count, unsigned long long flags, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemDiscardBatchAsync_ptsz, "cudaMemDiscardBatchAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemDiscardBatchAsync_ptsz)(void **dptrs, size_t *sizes, size_t count, unsigned long long flags, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemDiscardBatchAsync_ptsz(__typeof__(real_cudaMemDiscardBatchAsync_ptsz) dlh_fn, void **dptrs, size_t *sizes, size_t count, unsigned long long flags, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dptrs, sizes, count, flags, stream);
@@ -5023,11 +7189,19 @@ DLH_EXPORT cudaError_t cudaMemDiscardBatchAsync_ptsz(void **dptrs, size_t *sizes
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemDiscardBatchAsync_ptsz(void **dptrs, size_t *sizes, size_t count, unsigned long long flags, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemDiscardBatchAsync_ptsz, "cudaMemDiscardBatchAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemDiscardBatchAsync_ptsz(dlh_fn, dptrs, sizes, count, flags, stream);
+}
+static cudaError_t dlh_own_cudaMemDiscardBatchAsync_ptsz(void **dptrs, size_t *sizes, size_t count, unsigned long long flags, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemDiscardBatchAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemDiscardBatchAsync_ptsz(dlh_fn, dptrs, sizes, count, flags, stream);
+}
 
 /* 271: cudaMemGetDefaultMemPool — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemGetDefaultMemPool)(cudaMemPool_t *memPool, struct cudaMemLocation *location, enum cudaMemAllocationType type);
-DLH_EXPORT cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t *memPool, struct cudaMemLocation *location, enum cudaMemAllocationType type) {
-  DLH_REAL(dlh_fn, real_cudaMemGetDefaultMemPool, "cudaMemGetDefaultMemPool", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemGetDefaultMemPool)(cudaMemPool_t *memPool, struct cudaMemLocation *location, enum cudaMemAllocationType type);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemGetDefaultMemPool(__typeof__(real_cudaMemGetDefaultMemPool) dlh_fn, cudaMemPool_t *memPool, struct cudaMemLocation *location, enum cudaMemAllocationType type) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(memPool, location, type);
@@ -5041,11 +7215,19 @@ DLH_EXPORT cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t *memPool, struct c
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t *memPool, struct cudaMemLocation *location, enum cudaMemAllocationType type) {
+  DLH_REAL(dlh_fn, real_cudaMemGetDefaultMemPool, "cudaMemGetDefaultMemPool", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemGetDefaultMemPool(dlh_fn, memPool, location, type);
+}
+static cudaError_t dlh_own_cudaMemGetDefaultMemPool(cudaMemPool_t *memPool, struct cudaMemLocation *location, enum cudaMemAllocationType type) {
+  DLH_OWN(dlh_fn, own_cudaMemGetDefaultMemPool, cudaErrorInitializationError)
+  return dlh_b_cudaMemGetDefaultMemPool(dlh_fn, memPool, location, type);
+}
 
 /* 272: cudaMemGetInfo — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemGetInfo)(size_t *free, size_t *total);
-DLH_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
-  DLH_REAL(dlh_fn, real_cudaMemGetInfo, "cudaMemGetInfo", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemGetInfo)(size_t *free, size_t *total);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemGetInfo(__typeof__(real_cudaMemGetInfo) dlh_fn, size_t *free, size_t *total) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(free, total);
@@ -5058,11 +7240,19 @@ DLH_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemGetInfo(size_t *free, size_t *total) {
+  DLH_REAL(dlh_fn, real_cudaMemGetInfo, "cudaMemGetInfo", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemGetInfo(dlh_fn, free, total);
+}
+static cudaError_t dlh_own_cudaMemGetInfo(size_t *free, size_t *total) {
+  DLH_OWN(dlh_fn, own_cudaMemGetInfo, cudaErrorInitializationError)
+  return dlh_b_cudaMemGetInfo(dlh_fn, free, total);
+}
 
 /* 273: cudaMemGetMemPool — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemGetMemPool)(cudaMemPool_t *memPool, struct cudaMemLocation *location, enum cudaMemAllocationType type);
-DLH_EXPORT cudaError_t cudaMemGetMemPool(cudaMemPool_t *memPool, struct cudaMemLocation *location, enum cudaMemAllocationType type) {
-  DLH_REAL(dlh_fn, real_cudaMemGetMemPool, "cudaMemGetMemPool", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemGetMemPool)(cudaMemPool_t *memPool, struct cudaMemLocation *location, enum cudaMemAllocationType type);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemGetMemPool(__typeof__(real_cudaMemGetMemPool) dlh_fn, cudaMemPool_t *memPool, struct cudaMemLocation *location, enum cudaMemAllocationType type) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(memPool, location, type);
@@ -5076,11 +7266,19 @@ DLH_EXPORT cudaError_t cudaMemGetMemPool(cudaMemPool_t *memPool, struct cudaMemL
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemGetMemPool(cudaMemPool_t *memPool, struct cudaMemLocation *location, enum cudaMemAllocationType type) {
+  DLH_REAL(dlh_fn, real_cudaMemGetMemPool, "cudaMemGetMemPool", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemGetMemPool(dlh_fn, memPool, location, type);
+}
+static cudaError_t dlh_own_cudaMemGetMemPool(cudaMemPool_t *memPool, struct cudaMemLocation *location, enum cudaMemAllocationType type) {
+  DLH_OWN(dlh_fn, own_cudaMemGetMemPool, cudaErrorInitializationError)
+  return dlh_b_cudaMemGetMemPool(dlh_fn, memPool, location, type);
+}
 
 /* 274: cudaMemPoolCreate — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemPoolCreate)(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps);
-DLH_EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps) {
-  DLH_REAL(dlh_fn, real_cudaMemPoolCreate, "cudaMemPoolCreate", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemPoolCreate)(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemPoolCreate(__typeof__(real_cudaMemPoolCreate) dlh_fn, cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(memPool, poolProps);
@@ -5093,11 +7291,19 @@ DLH_EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cu
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps) {
+  DLH_REAL(dlh_fn, real_cudaMemPoolCreate, "cudaMemPoolCreate", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolCreate(dlh_fn, memPool, poolProps);
+}
+static cudaError_t dlh_own_cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps) {
+  DLH_OWN(dlh_fn, own_cudaMemPoolCreate, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolCreate(dlh_fn, memPool, poolProps);
+}
 
 /* 275: cudaMemPoolDestroy — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemPoolDestroy)(cudaMemPool_t memPool);
-DLH_EXPORT cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool) {
-  DLH_REAL(dlh_fn, real_cudaMemPoolDestroy, "cudaMemPoolDestroy", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemPoolDestroy)(cudaMemPool_t memPool);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemPoolDestroy(__typeof__(real_cudaMemPoolDestroy) dlh_fn, cudaMemPool_t memPool) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(memPool);
@@ -5109,11 +7315,19 @@ DLH_EXPORT cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool) {
+  DLH_REAL(dlh_fn, real_cudaMemPoolDestroy, "cudaMemPoolDestroy", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolDestroy(dlh_fn, memPool);
+}
+static cudaError_t dlh_own_cudaMemPoolDestroy(cudaMemPool_t memPool) {
+  DLH_OWN(dlh_fn, own_cudaMemPoolDestroy, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolDestroy(dlh_fn, memPool);
+}
 
 /* 276: cudaMemPoolExportPointer — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemPoolExportPointer)(struct cudaMemPoolPtrExportData *exportData, void *ptr);
-DLH_EXPORT cudaError_t cudaMemPoolExportPointer(struct cudaMemPoolPtrExportData *exportData, void *ptr) {
-  DLH_REAL(dlh_fn, real_cudaMemPoolExportPointer, "cudaMemPoolExportPointer", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemPoolExportPointer)(struct cudaMemPoolPtrExportData *exportData, void *ptr);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemPoolExportPointer(__typeof__(real_cudaMemPoolExportPointer) dlh_fn, struct cudaMemPoolPtrExportData *exportData, void *ptr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(exportData, ptr);
@@ -5126,11 +7340,19 @@ DLH_EXPORT cudaError_t cudaMemPoolExportPointer(struct cudaMemPoolPtrExportData 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemPoolExportPointer(struct cudaMemPoolPtrExportData *exportData, void *ptr) {
+  DLH_REAL(dlh_fn, real_cudaMemPoolExportPointer, "cudaMemPoolExportPointer", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolExportPointer(dlh_fn, exportData, ptr);
+}
+static cudaError_t dlh_own_cudaMemPoolExportPointer(struct cudaMemPoolPtrExportData *exportData, void *ptr) {
+  DLH_OWN(dlh_fn, own_cudaMemPoolExportPointer, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolExportPointer(dlh_fn, exportData, ptr);
+}
 
 /* 277: cudaMemPoolExportToShareableHandle — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemPoolExportToShareableHandle)(void *shareableHandle, cudaMemPool_t memPool, enum cudaMemAllocationHandleType handleType, unsigned int flags);
-DLH_EXPORT cudaError_t cudaMemPoolExportToShareableHandle(void *shareableHandle, cudaMemPool_t memPool, enum cudaMemAllocationHandleType handleType, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaMemPoolExportToShareableHandle, "cudaMemPoolExportToShareableHandle", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemPoolExportToShareableHandle)(void *shareableHandle, cudaMemPool_t memPool, enum cudaMemAllocationHandleType handleType, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemPoolExportToShareableHandle(__typeof__(real_cudaMemPoolExportToShareableHandle) dlh_fn, void *shareableHandle, cudaMemPool_t memPool, enum cudaMemAllocationHandleType handleType, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(shareableHandle, memPool, handleType, flags);
@@ -5145,11 +7367,19 @@ DLH_EXPORT cudaError_t cudaMemPoolExportToShareableHandle(void *shareableHandle,
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemPoolExportToShareableHandle(void *shareableHandle, cudaMemPool_t memPool, enum cudaMemAllocationHandleType handleType, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaMemPoolExportToShareableHandle, "cudaMemPoolExportToShareableHandle", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolExportToShareableHandle(dlh_fn, shareableHandle, memPool, handleType, flags);
+}
+static cudaError_t dlh_own_cudaMemPoolExportToShareableHandle(void *shareableHandle, cudaMemPool_t memPool, enum cudaMemAllocationHandleType handleType, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaMemPoolExportToShareableHandle, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolExportToShareableHandle(dlh_fn, shareableHandle, memPool, handleType, flags);
+}
 
 /* 278: cudaMemPoolGetAccess — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemPoolGetAccess)(enum cudaMemAccessFlags *flags, cudaMemPool_t memPool, struct cudaMemLocation *location);
-DLH_EXPORT cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool_t memPool, struct cudaMemLocation *location) {
-  DLH_REAL(dlh_fn, real_cudaMemPoolGetAccess, "cudaMemPoolGetAccess", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemPoolGetAccess)(enum cudaMemAccessFlags *flags, cudaMemPool_t memPool, struct cudaMemLocation *location);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemPoolGetAccess(__typeof__(real_cudaMemPoolGetAccess) dlh_fn, enum cudaMemAccessFlags *flags, cudaMemPool_t memPool, struct cudaMemLocation *location) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(flags, memPool, location);
@@ -5163,11 +7393,19 @@ DLH_EXPORT cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cuda
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool_t memPool, struct cudaMemLocation *location) {
+  DLH_REAL(dlh_fn, real_cudaMemPoolGetAccess, "cudaMemPoolGetAccess", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolGetAccess(dlh_fn, flags, memPool, location);
+}
+static cudaError_t dlh_own_cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool_t memPool, struct cudaMemLocation *location) {
+  DLH_OWN(dlh_fn, own_cudaMemPoolGetAccess, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolGetAccess(dlh_fn, flags, memPool, location);
+}
 
 /* 279: cudaMemPoolGetAttribute — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemPoolGetAttribute)(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value);
-DLH_EXPORT cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) {
-  DLH_REAL(dlh_fn, real_cudaMemPoolGetAttribute, "cudaMemPoolGetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemPoolGetAttribute)(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemPoolGetAttribute(__typeof__(real_cudaMemPoolGetAttribute) dlh_fn, cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(memPool, attr, value);
@@ -5181,11 +7419,19 @@ DLH_EXPORT cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaM
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) {
+  DLH_REAL(dlh_fn, real_cudaMemPoolGetAttribute, "cudaMemPoolGetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolGetAttribute(dlh_fn, memPool, attr, value);
+}
+static cudaError_t dlh_own_cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) {
+  DLH_OWN(dlh_fn, own_cudaMemPoolGetAttribute, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolGetAttribute(dlh_fn, memPool, attr, value);
+}
 
 /* 280: cudaMemPoolImportFromShareableHandle — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemPoolImportFromShareableHandle)(cudaMemPool_t *memPool, void *shareableHandle, enum cudaMemAllocationHandleType handleType, unsigned int flags);
-DLH_EXPORT cudaError_t cudaMemPoolImportFromShareableHandle(cudaMemPool_t *memPool, void *shareableHandle, enum cudaMemAllocationHandleType handleType, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaMemPoolImportFromShareableHandle, "cudaMemPoolImportFromShareableHandle", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemPoolImportFromShareableHandle)(cudaMemPool_t *memPool, void *shareableHandle, enum cudaMemAllocationHandleType handleType, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemPoolImportFromShareableHandle(__typeof__(real_cudaMemPoolImportFromShareableHandle) dlh_fn, cudaMemPool_t *memPool, void *shareableHandle, enum cudaMemAllocationHandleType handleType, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(memPool, shareableHandle, handleType, flags);
@@ -5200,11 +7446,19 @@ DLH_EXPORT cudaError_t cudaMemPoolImportFromShareableHandle(cudaMemPool_t *memPo
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemPoolImportFromShareableHandle(cudaMemPool_t *memPool, void *shareableHandle, enum cudaMemAllocationHandleType handleType, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaMemPoolImportFromShareableHandle, "cudaMemPoolImportFromShareableHandle", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolImportFromShareableHandle(dlh_fn, memPool, shareableHandle, handleType, flags);
+}
+static cudaError_t dlh_own_cudaMemPoolImportFromShareableHandle(cudaMemPool_t *memPool, void *shareableHandle, enum cudaMemAllocationHandleType handleType, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaMemPoolImportFromShareableHandle, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolImportFromShareableHandle(dlh_fn, memPool, shareableHandle, handleType, flags);
+}
 
 /* 281: cudaMemPoolImportPointer — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemPoolImportPointer)(void **ptr, cudaMemPool_t memPool, struct cudaMemPoolPtrExportData *exportData);
-DLH_EXPORT cudaError_t cudaMemPoolImportPointer(void **ptr, cudaMemPool_t memPool, struct cudaMemPoolPtrExportData *exportData) {
-  DLH_REAL(dlh_fn, real_cudaMemPoolImportPointer, "cudaMemPoolImportPointer", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemPoolImportPointer)(void **ptr, cudaMemPool_t memPool, struct cudaMemPoolPtrExportData *exportData);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemPoolImportPointer(__typeof__(real_cudaMemPoolImportPointer) dlh_fn, void **ptr, cudaMemPool_t memPool, struct cudaMemPoolPtrExportData *exportData) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(ptr, memPool, exportData);
@@ -5218,11 +7472,19 @@ DLH_EXPORT cudaError_t cudaMemPoolImportPointer(void **ptr, cudaMemPool_t memPoo
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemPoolImportPointer(void **ptr, cudaMemPool_t memPool, struct cudaMemPoolPtrExportData *exportData) {
+  DLH_REAL(dlh_fn, real_cudaMemPoolImportPointer, "cudaMemPoolImportPointer", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolImportPointer(dlh_fn, ptr, memPool, exportData);
+}
+static cudaError_t dlh_own_cudaMemPoolImportPointer(void **ptr, cudaMemPool_t memPool, struct cudaMemPoolPtrExportData *exportData) {
+  DLH_OWN(dlh_fn, own_cudaMemPoolImportPointer, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolImportPointer(dlh_fn, ptr, memPool, exportData);
+}
 
 /* 282: cudaMemPoolSetAccess — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemPoolSetAccess)(cudaMemPool_t memPool, const struct cudaMemAccessDesc *descList, size_t count);
-DLH_EXPORT cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct cudaMemAccessDesc *descList, size_t count) {
-  DLH_REAL(dlh_fn, real_cudaMemPoolSetAccess, "cudaMemPoolSetAccess", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemPoolSetAccess)(cudaMemPool_t memPool, const struct cudaMemAccessDesc *descList, size_t count);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemPoolSetAccess(__typeof__(real_cudaMemPoolSetAccess) dlh_fn, cudaMemPool_t memPool, const struct cudaMemAccessDesc *descList, size_t count) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(memPool, descList, count);
@@ -5236,11 +7498,19 @@ DLH_EXPORT cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct cudaMemAccessDesc *descList, size_t count) {
+  DLH_REAL(dlh_fn, real_cudaMemPoolSetAccess, "cudaMemPoolSetAccess", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolSetAccess(dlh_fn, memPool, descList, count);
+}
+static cudaError_t dlh_own_cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct cudaMemAccessDesc *descList, size_t count) {
+  DLH_OWN(dlh_fn, own_cudaMemPoolSetAccess, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolSetAccess(dlh_fn, memPool, descList, count);
+}
 
 /* 283: cudaMemPoolSetAttribute — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemPoolSetAttribute)(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value);
-DLH_EXPORT cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) {
-  DLH_REAL(dlh_fn, real_cudaMemPoolSetAttribute, "cudaMemPoolSetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemPoolSetAttribute)(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemPoolSetAttribute(__typeof__(real_cudaMemPoolSetAttribute) dlh_fn, cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(memPool, attr, value);
@@ -5254,11 +7524,19 @@ DLH_EXPORT cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaM
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) {
+  DLH_REAL(dlh_fn, real_cudaMemPoolSetAttribute, "cudaMemPoolSetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolSetAttribute(dlh_fn, memPool, attr, value);
+}
+static cudaError_t dlh_own_cudaMemPoolSetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value) {
+  DLH_OWN(dlh_fn, own_cudaMemPoolSetAttribute, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolSetAttribute(dlh_fn, memPool, attr, value);
+}
 
 /* 284: cudaMemPoolTrimTo — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemPoolTrimTo)(cudaMemPool_t memPool, size_t minBytesToKeep);
-DLH_EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep) {
-  DLH_REAL(dlh_fn, real_cudaMemPoolTrimTo, "cudaMemPoolTrimTo", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemPoolTrimTo)(cudaMemPool_t memPool, size_t minBytesToKeep);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemPoolTrimTo(__typeof__(real_cudaMemPoolTrimTo) dlh_fn, cudaMemPool_t memPool, size_t minBytesToKeep) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(memPool, minBytesToKeep);
@@ -5271,11 +7549,19 @@ DLH_EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesT
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep) {
+  DLH_REAL(dlh_fn, real_cudaMemPoolTrimTo, "cudaMemPoolTrimTo", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolTrimTo(dlh_fn, memPool, minBytesToKeep);
+}
+static cudaError_t dlh_own_cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep) {
+  DLH_OWN(dlh_fn, own_cudaMemPoolTrimTo, cudaErrorInitializationError)
+  return dlh_b_cudaMemPoolTrimTo(dlh_fn, memPool, minBytesToKeep);
+}
 
 /* 285: cudaMemPrefetchAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemPrefetchAsync)(const void *devPtr, size_t count, struct cudaMemLocation location, unsigned int flags, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count, struct cudaMemLocation location, unsigned int flags, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemPrefetchAsync, "cudaMemPrefetchAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemPrefetchAsync)(const void *devPtr, size_t count, struct cudaMemLocation location, unsigned int flags, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemPrefetchAsync(__typeof__(real_cudaMemPrefetchAsync) dlh_fn, const void *devPtr, size_t count, struct cudaMemLocation location, unsigned int flags, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, count, location, flags, stream);
@@ -5292,11 +7578,19 @@ DLH_EXPORT cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count, st
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemPrefetchAsync(const void *devPtr, size_t count, struct cudaMemLocation location, unsigned int flags, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemPrefetchAsync, "cudaMemPrefetchAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemPrefetchAsync(dlh_fn, devPtr, count, location, flags, stream);
+}
+static cudaError_t dlh_own_cudaMemPrefetchAsync(const void *devPtr, size_t count, struct cudaMemLocation location, unsigned int flags, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemPrefetchAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemPrefetchAsync(dlh_fn, devPtr, count, location, flags, stream);
+}
 
 /* 286: cudaMemPrefetchAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemPrefetchAsync) */
 static cudaError_t (*real_cudaMemPrefetchAsync_ptsz)(const void *devPtr, size_t count, struct cudaMemLocation location, unsigned int flags, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemPrefetchAsync_ptsz(const void *devPtr, size_t count, struct cudaMemLocation location, unsigned int flags, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemPrefetchAsync_ptsz, "cudaMemPrefetchAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemPrefetchAsync_ptsz)(const void *devPtr, size_t count, struct cudaMemLocation location, unsigned int flags, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemPrefetchAsync_ptsz(__typeof__(real_cudaMemPrefetchAsync_ptsz) dlh_fn, const void *devPtr, size_t count, struct cudaMemLocation location, unsigned int flags, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, count, location, flags, stream);
@@ -5313,11 +7607,19 @@ DLH_EXPORT cudaError_t cudaMemPrefetchAsync_ptsz(const void *devPtr, size_t coun
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemPrefetchAsync_ptsz(const void *devPtr, size_t count, struct cudaMemLocation location, unsigned int flags, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemPrefetchAsync_ptsz, "cudaMemPrefetchAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemPrefetchAsync_ptsz(dlh_fn, devPtr, count, location, flags, stream);
+}
+static cudaError_t dlh_own_cudaMemPrefetchAsync_ptsz(const void *devPtr, size_t count, struct cudaMemLocation location, unsigned int flags, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemPrefetchAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemPrefetchAsync_ptsz(dlh_fn, devPtr, count, location, flags, stream);
+}
 
 /* 287: cudaMemPrefetchBatchAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemPrefetchBatchAsync)(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemPrefetchBatchAsync(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemPrefetchBatchAsync, "cudaMemPrefetchBatchAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemPrefetchBatchAsync)(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemPrefetchBatchAsync(__typeof__(real_cudaMemPrefetchBatchAsync) dlh_fn, void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream);
@@ -5336,11 +7638,19 @@ DLH_EXPORT cudaError_t cudaMemPrefetchBatchAsync(void **dptrs, size_t *sizes, si
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemPrefetchBatchAsync(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemPrefetchBatchAsync, "cudaMemPrefetchBatchAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemPrefetchBatchAsync(dlh_fn, dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream);
+}
+static cudaError_t dlh_own_cudaMemPrefetchBatchAsync(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemPrefetchBatchAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemPrefetchBatchAsync(dlh_fn, dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream);
+}
 
 /* 288: cudaMemPrefetchBatchAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemPrefetchBatchAsync) */
 static cudaError_t (*real_cudaMemPrefetchBatchAsync_ptsz)(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemPrefetchBatchAsync_ptsz(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemPrefetchBatchAsync_ptsz, "cudaMemPrefetchBatchAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemPrefetchBatchAsync_ptsz)(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemPrefetchBatchAsync_ptsz(__typeof__(real_cudaMemPrefetchBatchAsync_ptsz) dlh_fn, void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream);
@@ -5359,11 +7669,19 @@ DLH_EXPORT cudaError_t cudaMemPrefetchBatchAsync_ptsz(void **dptrs, size_t *size
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemPrefetchBatchAsync_ptsz(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemPrefetchBatchAsync_ptsz, "cudaMemPrefetchBatchAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemPrefetchBatchAsync_ptsz(dlh_fn, dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream);
+}
+static cudaError_t dlh_own_cudaMemPrefetchBatchAsync_ptsz(void **dptrs, size_t *sizes, size_t count, struct cudaMemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemPrefetchBatchAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemPrefetchBatchAsync_ptsz(dlh_fn, dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, stream);
+}
 
 /* 289: cudaMemRangeGetAttribute — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemRangeGetAttribute)(void *data, size_t dataSize, enum cudaMemRangeAttribute attribute, const void *devPtr, size_t count);
-DLH_EXPORT cudaError_t cudaMemRangeGetAttribute(void *data, size_t dataSize, enum cudaMemRangeAttribute attribute, const void *devPtr, size_t count) {
-  DLH_REAL(dlh_fn, real_cudaMemRangeGetAttribute, "cudaMemRangeGetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemRangeGetAttribute)(void *data, size_t dataSize, enum cudaMemRangeAttribute attribute, const void *devPtr, size_t count);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemRangeGetAttribute(__typeof__(real_cudaMemRangeGetAttribute) dlh_fn, void *data, size_t dataSize, enum cudaMemRangeAttribute attribute, const void *devPtr, size_t count) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(data, dataSize, attribute, devPtr, count);
@@ -5379,11 +7697,19 @@ DLH_EXPORT cudaError_t cudaMemRangeGetAttribute(void *data, size_t dataSize, enu
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemRangeGetAttribute(void *data, size_t dataSize, enum cudaMemRangeAttribute attribute, const void *devPtr, size_t count) {
+  DLH_REAL(dlh_fn, real_cudaMemRangeGetAttribute, "cudaMemRangeGetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemRangeGetAttribute(dlh_fn, data, dataSize, attribute, devPtr, count);
+}
+static cudaError_t dlh_own_cudaMemRangeGetAttribute(void *data, size_t dataSize, enum cudaMemRangeAttribute attribute, const void *devPtr, size_t count) {
+  DLH_OWN(dlh_fn, own_cudaMemRangeGetAttribute, cudaErrorInitializationError)
+  return dlh_b_cudaMemRangeGetAttribute(dlh_fn, data, dataSize, attribute, devPtr, count);
+}
 
 /* 290: cudaMemRangeGetAttributes — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemRangeGetAttributes)(void **data, size_t *dataSizes, enum cudaMemRangeAttribute *attributes, size_t numAttributes, const void *devPtr, size_t count);
-DLH_EXPORT cudaError_t cudaMemRangeGetAttributes(void **data, size_t *dataSizes, enum cudaMemRangeAttribute *attributes, size_t numAttributes, const void *devPtr, size_t count) {
-  DLH_REAL(dlh_fn, real_cudaMemRangeGetAttributes, "cudaMemRangeGetAttributes", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemRangeGetAttributes)(void **data, size_t *dataSizes, enum cudaMemRangeAttribute *attributes, size_t numAttributes, const void *devPtr, size_t count);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemRangeGetAttributes(__typeof__(real_cudaMemRangeGetAttributes) dlh_fn, void **data, size_t *dataSizes, enum cudaMemRangeAttribute *attributes, size_t numAttributes, const void *devPtr, size_t count) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(data, dataSizes, attributes, numAttributes, devPtr, count);
@@ -5400,11 +7726,19 @@ DLH_EXPORT cudaError_t cudaMemRangeGetAttributes(void **data, size_t *dataSizes,
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemRangeGetAttributes(void **data, size_t *dataSizes, enum cudaMemRangeAttribute *attributes, size_t numAttributes, const void *devPtr, size_t count) {
+  DLH_REAL(dlh_fn, real_cudaMemRangeGetAttributes, "cudaMemRangeGetAttributes", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemRangeGetAttributes(dlh_fn, data, dataSizes, attributes, numAttributes, devPtr, count);
+}
+static cudaError_t dlh_own_cudaMemRangeGetAttributes(void **data, size_t *dataSizes, enum cudaMemRangeAttribute *attributes, size_t numAttributes, const void *devPtr, size_t count) {
+  DLH_OWN(dlh_fn, own_cudaMemRangeGetAttributes, cudaErrorInitializationError)
+  return dlh_b_cudaMemRangeGetAttributes(dlh_fn, data, dataSizes, attributes, numAttributes, devPtr, count);
+}
 
 /* 291: cudaMemSetMemPool — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemSetMemPool)(struct cudaMemLocation *location, enum cudaMemAllocationType type, cudaMemPool_t memPool);
-DLH_EXPORT cudaError_t cudaMemSetMemPool(struct cudaMemLocation *location, enum cudaMemAllocationType type, cudaMemPool_t memPool) {
-  DLH_REAL(dlh_fn, real_cudaMemSetMemPool, "cudaMemSetMemPool", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemSetMemPool)(struct cudaMemLocation *location, enum cudaMemAllocationType type, cudaMemPool_t memPool);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemSetMemPool(__typeof__(real_cudaMemSetMemPool) dlh_fn, struct cudaMemLocation *location, enum cudaMemAllocationType type, cudaMemPool_t memPool) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(location, type, memPool);
@@ -5418,11 +7752,19 @@ DLH_EXPORT cudaError_t cudaMemSetMemPool(struct cudaMemLocation *location, enum 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemSetMemPool(struct cudaMemLocation *location, enum cudaMemAllocationType type, cudaMemPool_t memPool) {
+  DLH_REAL(dlh_fn, real_cudaMemSetMemPool, "cudaMemSetMemPool", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemSetMemPool(dlh_fn, location, type, memPool);
+}
+static cudaError_t dlh_own_cudaMemSetMemPool(struct cudaMemLocation *location, enum cudaMemAllocationType type, cudaMemPool_t memPool) {
+  DLH_OWN(dlh_fn, own_cudaMemSetMemPool, cudaErrorInitializationError)
+  return dlh_b_cudaMemSetMemPool(dlh_fn, location, type, memPool);
+}
 
 /* 292: cudaMemcpy — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpy)(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy, "cudaMemcpy", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy)(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy(__typeof__(real_cudaMemcpy) dlh_fn, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, src, count, kind);
@@ -5437,11 +7779,19 @@ DLH_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy, "cudaMemcpy", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy(dlh_fn, dst, src, count, kind);
+}
+static cudaError_t dlh_own_cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy(dlh_fn, dst, src, count, kind);
+}
 
 /* 293: cudaMemcpy2D — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpy2D)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy2D, "cudaMemcpy2D", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy2D)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy2D(__typeof__(real_cudaMemcpy2D) dlh_fn, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, dpitch, src, spitch, width, height, kind);
@@ -5460,11 +7810,19 @@ DLH_EXPORT cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, s
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy2D, "cudaMemcpy2D", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2D(dlh_fn, dst, dpitch, src, spitch, width, height, kind);
+}
+static cudaError_t dlh_own_cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy2D, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2D(dlh_fn, dst, dpitch, src, spitch, width, height, kind);
+}
 
 /* 294: cudaMemcpy2DArrayToArray — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpy2DArrayToArray)(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy2DArrayToArray, "cudaMemcpy2DArrayToArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy2DArrayToArray)(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy2DArrayToArray(__typeof__(real_cudaMemcpy2DArrayToArray) dlh_fn, cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width, height, kind);
@@ -5485,11 +7843,19 @@ DLH_EXPORT cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wOffsetD
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy2DArrayToArray, "cudaMemcpy2DArrayToArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DArrayToArray(dlh_fn, dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width, height, kind);
+}
+static cudaError_t dlh_own_cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy2DArrayToArray, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DArrayToArray(dlh_fn, dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width, height, kind);
+}
 
 /* 295: cudaMemcpy2DArrayToArray_ptds — cuda_runtime_api.h (prototype of cudaMemcpy2DArrayToArray) */
 static cudaError_t (*real_cudaMemcpy2DArrayToArray_ptds)(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy2DArrayToArray_ptds, "cudaMemcpy2DArrayToArray_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy2DArrayToArray_ptds)(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy2DArrayToArray_ptds(__typeof__(real_cudaMemcpy2DArrayToArray_ptds) dlh_fn, cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width, height, kind);
@@ -5510,11 +7876,19 @@ DLH_EXPORT cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wOf
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy2DArrayToArray_ptds, "cudaMemcpy2DArrayToArray_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DArrayToArray_ptds(dlh_fn, dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width, height, kind);
+}
+static cudaError_t dlh_own_cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t width, size_t height, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy2DArrayToArray_ptds, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DArrayToArray_ptds(dlh_fn, dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, width, height, kind);
+}
 
 /* 296: cudaMemcpy2DAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpy2DAsync)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy2DAsync, "cudaMemcpy2DAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy2DAsync)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy2DAsync(__typeof__(real_cudaMemcpy2DAsync) dlh_fn, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, dpitch, src, spitch, width, height, kind, stream);
@@ -5534,11 +7908,19 @@ DLH_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *s
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy2DAsync, "cudaMemcpy2DAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DAsync(dlh_fn, dst, dpitch, src, spitch, width, height, kind, stream);
+}
+static cudaError_t dlh_own_cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy2DAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DAsync(dlh_fn, dst, dpitch, src, spitch, width, height, kind, stream);
+}
 
 /* 297: cudaMemcpy2DAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemcpy2DAsync) */
 static cudaError_t (*real_cudaMemcpy2DAsync_ptsz)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy2DAsync_ptsz, "cudaMemcpy2DAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy2DAsync_ptsz)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy2DAsync_ptsz(__typeof__(real_cudaMemcpy2DAsync_ptsz) dlh_fn, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, dpitch, src, spitch, width, height, kind, stream);
@@ -5558,11 +7940,19 @@ DLH_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const vo
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy2DAsync_ptsz, "cudaMemcpy2DAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DAsync_ptsz(dlh_fn, dst, dpitch, src, spitch, width, height, kind, stream);
+}
+static cudaError_t dlh_own_cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy2DAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DAsync_ptsz(dlh_fn, dst, dpitch, src, spitch, width, height, kind, stream);
+}
 
 /* 298: cudaMemcpy2DFromArray — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpy2DFromArray)(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpy2DFromArray(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy2DFromArray, "cudaMemcpy2DFromArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy2DFromArray)(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy2DFromArray(__typeof__(real_cudaMemcpy2DFromArray) dlh_fn, void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, dpitch, src, wOffset, hOffset, width, height, kind);
@@ -5582,11 +7972,19 @@ DLH_EXPORT cudaError_t cudaMemcpy2DFromArray(void *dst, size_t dpitch, cudaArray
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy2DFromArray(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy2DFromArray, "cudaMemcpy2DFromArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DFromArray(dlh_fn, dst, dpitch, src, wOffset, hOffset, width, height, kind);
+}
+static cudaError_t dlh_own_cudaMemcpy2DFromArray(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy2DFromArray, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DFromArray(dlh_fn, dst, dpitch, src, wOffset, hOffset, width, height, kind);
+}
 
 /* 299: cudaMemcpy2DFromArrayAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpy2DFromArrayAsync)(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpy2DFromArrayAsync(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy2DFromArrayAsync, "cudaMemcpy2DFromArrayAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy2DFromArrayAsync)(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy2DFromArrayAsync(__typeof__(real_cudaMemcpy2DFromArrayAsync) dlh_fn, void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, dpitch, src, wOffset, hOffset, width, height, kind, stream);
@@ -5607,11 +8005,19 @@ DLH_EXPORT cudaError_t cudaMemcpy2DFromArrayAsync(void *dst, size_t dpitch, cuda
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy2DFromArrayAsync(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy2DFromArrayAsync, "cudaMemcpy2DFromArrayAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DFromArrayAsync(dlh_fn, dst, dpitch, src, wOffset, hOffset, width, height, kind, stream);
+}
+static cudaError_t dlh_own_cudaMemcpy2DFromArrayAsync(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy2DFromArrayAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DFromArrayAsync(dlh_fn, dst, dpitch, src, wOffset, hOffset, width, height, kind, stream);
+}
 
 /* 300: cudaMemcpy2DFromArrayAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemcpy2DFromArrayAsync) */
 static cudaError_t (*real_cudaMemcpy2DFromArrayAsync_ptsz)(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpy2DFromArrayAsync_ptsz(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy2DFromArrayAsync_ptsz, "cudaMemcpy2DFromArrayAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy2DFromArrayAsync_ptsz)(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy2DFromArrayAsync_ptsz(__typeof__(real_cudaMemcpy2DFromArrayAsync_ptsz) dlh_fn, void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, dpitch, src, wOffset, hOffset, width, height, kind, stream);
@@ -5632,11 +8038,19 @@ DLH_EXPORT cudaError_t cudaMemcpy2DFromArrayAsync_ptsz(void *dst, size_t dpitch,
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy2DFromArrayAsync_ptsz(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy2DFromArrayAsync_ptsz, "cudaMemcpy2DFromArrayAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DFromArrayAsync_ptsz(dlh_fn, dst, dpitch, src, wOffset, hOffset, width, height, kind, stream);
+}
+static cudaError_t dlh_own_cudaMemcpy2DFromArrayAsync_ptsz(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy2DFromArrayAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DFromArrayAsync_ptsz(dlh_fn, dst, dpitch, src, wOffset, hOffset, width, height, kind, stream);
+}
 
 /* 301: cudaMemcpy2DFromArray_ptds — cuda_runtime_api.h (prototype of cudaMemcpy2DFromArray) */
 static cudaError_t (*real_cudaMemcpy2DFromArray_ptds)(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpy2DFromArray_ptds(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy2DFromArray_ptds, "cudaMemcpy2DFromArray_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy2DFromArray_ptds)(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy2DFromArray_ptds(__typeof__(real_cudaMemcpy2DFromArray_ptds) dlh_fn, void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, dpitch, src, wOffset, hOffset, width, height, kind);
@@ -5656,11 +8070,19 @@ DLH_EXPORT cudaError_t cudaMemcpy2DFromArray_ptds(void *dst, size_t dpitch, cuda
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy2DFromArray_ptds(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy2DFromArray_ptds, "cudaMemcpy2DFromArray_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DFromArray_ptds(dlh_fn, dst, dpitch, src, wOffset, hOffset, width, height, kind);
+}
+static cudaError_t dlh_own_cudaMemcpy2DFromArray_ptds(void *dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t width, size_t height, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy2DFromArray_ptds, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DFromArray_ptds(dlh_fn, dst, dpitch, src, wOffset, hOffset, width, height, kind);
+}
 
 /* 302: cudaMemcpy2DToArray — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpy2DToArray)(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpy2DToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy2DToArray, "cudaMemcpy2DToArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy2DToArray)(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy2DToArray(__typeof__(real_cudaMemcpy2DToArray) dlh_fn, cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, wOffset, hOffset, src, spitch, width, height, kind);
@@ -5680,11 +8102,19 @@ DLH_EXPORT cudaError_t cudaMemcpy2DToArray(cudaArray_t dst, size_t wOffset, size
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy2DToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy2DToArray, "cudaMemcpy2DToArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DToArray(dlh_fn, dst, wOffset, hOffset, src, spitch, width, height, kind);
+}
+static cudaError_t dlh_own_cudaMemcpy2DToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy2DToArray, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DToArray(dlh_fn, dst, wOffset, hOffset, src, spitch, width, height, kind);
+}
 
 /* 303: cudaMemcpy2DToArrayAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpy2DToArrayAsync)(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpy2DToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy2DToArrayAsync, "cudaMemcpy2DToArrayAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy2DToArrayAsync)(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy2DToArrayAsync(__typeof__(real_cudaMemcpy2DToArrayAsync) dlh_fn, cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, wOffset, hOffset, src, spitch, width, height, kind, stream);
@@ -5705,11 +8135,19 @@ DLH_EXPORT cudaError_t cudaMemcpy2DToArrayAsync(cudaArray_t dst, size_t wOffset,
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy2DToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy2DToArrayAsync, "cudaMemcpy2DToArrayAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DToArrayAsync(dlh_fn, dst, wOffset, hOffset, src, spitch, width, height, kind, stream);
+}
+static cudaError_t dlh_own_cudaMemcpy2DToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy2DToArrayAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DToArrayAsync(dlh_fn, dst, wOffset, hOffset, src, spitch, width, height, kind, stream);
+}
 
 /* 304: cudaMemcpy2DToArrayAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemcpy2DToArrayAsync) */
 static cudaError_t (*real_cudaMemcpy2DToArrayAsync_ptsz)(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpy2DToArrayAsync_ptsz(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy2DToArrayAsync_ptsz, "cudaMemcpy2DToArrayAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy2DToArrayAsync_ptsz)(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy2DToArrayAsync_ptsz(__typeof__(real_cudaMemcpy2DToArrayAsync_ptsz) dlh_fn, cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, wOffset, hOffset, src, spitch, width, height, kind, stream);
@@ -5730,11 +8168,19 @@ DLH_EXPORT cudaError_t cudaMemcpy2DToArrayAsync_ptsz(cudaArray_t dst, size_t wOf
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy2DToArrayAsync_ptsz(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy2DToArrayAsync_ptsz, "cudaMemcpy2DToArrayAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DToArrayAsync_ptsz(dlh_fn, dst, wOffset, hOffset, src, spitch, width, height, kind, stream);
+}
+static cudaError_t dlh_own_cudaMemcpy2DToArrayAsync_ptsz(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy2DToArrayAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DToArrayAsync_ptsz(dlh_fn, dst, wOffset, hOffset, src, spitch, width, height, kind, stream);
+}
 
 /* 305: cudaMemcpy2DToArray_ptds — cuda_runtime_api.h (prototype of cudaMemcpy2DToArray) */
 static cudaError_t (*real_cudaMemcpy2DToArray_ptds)(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpy2DToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy2DToArray_ptds, "cudaMemcpy2DToArray_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy2DToArray_ptds)(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy2DToArray_ptds(__typeof__(real_cudaMemcpy2DToArray_ptds) dlh_fn, cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, wOffset, hOffset, src, spitch, width, height, kind);
@@ -5754,11 +8200,19 @@ DLH_EXPORT cudaError_t cudaMemcpy2DToArray_ptds(cudaArray_t dst, size_t wOffset,
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy2DToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy2DToArray_ptds, "cudaMemcpy2DToArray_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DToArray_ptds(dlh_fn, dst, wOffset, hOffset, src, spitch, width, height, kind);
+}
+static cudaError_t dlh_own_cudaMemcpy2DToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy2DToArray_ptds, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2DToArray_ptds(dlh_fn, dst, wOffset, hOffset, src, spitch, width, height, kind);
+}
 
 /* 306: cudaMemcpy2D_ptds — cuda_runtime_api.h (prototype of cudaMemcpy2D) */
 static cudaError_t (*real_cudaMemcpy2D_ptds)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy2D_ptds, "cudaMemcpy2D_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy2D_ptds)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy2D_ptds(__typeof__(real_cudaMemcpy2D_ptds) dlh_fn, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, dpitch, src, spitch, width, height, kind);
@@ -5777,11 +8231,19 @@ DLH_EXPORT cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *s
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy2D_ptds, "cudaMemcpy2D_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2D_ptds(dlh_fn, dst, dpitch, src, spitch, width, height, kind);
+}
+static cudaError_t dlh_own_cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy2D_ptds, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy2D_ptds(dlh_fn, dst, dpitch, src, spitch, width, height, kind);
+}
 
 /* 307: cudaMemcpy3D — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpy3D)(const struct cudaMemcpy3DParms *p);
-DLH_EXPORT cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy3D, "cudaMemcpy3D", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy3D)(const struct cudaMemcpy3DParms *p);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy3D(__typeof__(real_cudaMemcpy3D) dlh_fn, const struct cudaMemcpy3DParms *p) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(p);
@@ -5800,11 +8262,19 @@ DLH_EXPORT cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy3D, "cudaMemcpy3D", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3D(dlh_fn, p);
+}
+static cudaError_t dlh_own_cudaMemcpy3D(const struct cudaMemcpy3DParms *p) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy3D, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3D(dlh_fn, p);
+}
 
 /* 308: cudaMemcpy3DAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpy3DAsync)(const struct cudaMemcpy3DParms *p, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy3DAsync, "cudaMemcpy3DAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy3DAsync)(const struct cudaMemcpy3DParms *p, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy3DAsync(__typeof__(real_cudaMemcpy3DAsync) dlh_fn, const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(p, stream);
@@ -5824,11 +8294,19 @@ DLH_EXPORT cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cuda
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy3DAsync, "cudaMemcpy3DAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3DAsync(dlh_fn, p, stream);
+}
+static cudaError_t dlh_own_cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy3DAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3DAsync(dlh_fn, p, stream);
+}
 
 /* 309: cudaMemcpy3DAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemcpy3DAsync) */
 static cudaError_t (*real_cudaMemcpy3DAsync_ptsz)(const struct cudaMemcpy3DParms *p, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy3DAsync_ptsz, "cudaMemcpy3DAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy3DAsync_ptsz)(const struct cudaMemcpy3DParms *p, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy3DAsync_ptsz(__typeof__(real_cudaMemcpy3DAsync_ptsz) dlh_fn, const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(p, stream);
@@ -5848,11 +8326,19 @@ DLH_EXPORT cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p,
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy3DAsync_ptsz, "cudaMemcpy3DAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3DAsync_ptsz(dlh_fn, p, stream);
+}
+static cudaError_t dlh_own_cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy3DAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3DAsync_ptsz(dlh_fn, p, stream);
+}
 
 /* 310: cudaMemcpy3DBatchAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpy3DBatchAsync)(size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpy3DBatchAsync(size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy3DBatchAsync, "cudaMemcpy3DBatchAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy3DBatchAsync)(size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy3DBatchAsync(__typeof__(real_cudaMemcpy3DBatchAsync) dlh_fn, size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(numOps, opList, flags, stream);
@@ -5867,11 +8353,19 @@ DLH_EXPORT cudaError_t cudaMemcpy3DBatchAsync(size_t numOps, struct cudaMemcpy3D
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy3DBatchAsync(size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy3DBatchAsync, "cudaMemcpy3DBatchAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3DBatchAsync(dlh_fn, numOps, opList, flags, stream);
+}
+static cudaError_t dlh_own_cudaMemcpy3DBatchAsync(size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy3DBatchAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3DBatchAsync(dlh_fn, numOps, opList, flags, stream);
+}
 
 /* 311: cudaMemcpy3DBatchAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemcpy3DBatchAsync) */
 static cudaError_t (*real_cudaMemcpy3DBatchAsync_ptsz)(size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy3DBatchAsync_ptsz, "cudaMemcpy3DBatchAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy3DBatchAsync_ptsz)(size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy3DBatchAsync_ptsz(__typeof__(real_cudaMemcpy3DBatchAsync_ptsz) dlh_fn, size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(numOps, opList, flags, stream);
@@ -5886,11 +8380,19 @@ DLH_EXPORT cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t numOps, struct cudaMem
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy3DBatchAsync_ptsz(size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy3DBatchAsync_ptsz, "cudaMemcpy3DBatchAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3DBatchAsync_ptsz(dlh_fn, numOps, opList, flags, stream);
+}
+static cudaError_t dlh_own_cudaMemcpy3DBatchAsync_ptsz(size_t numOps, struct cudaMemcpy3DBatchOp *opList, unsigned long long flags, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy3DBatchAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3DBatchAsync_ptsz(dlh_fn, numOps, opList, flags, stream);
+}
 
 /* 312: cudaMemcpy3DPeer — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpy3DPeer)(const struct cudaMemcpy3DPeerParms *p);
-DLH_EXPORT cudaError_t cudaMemcpy3DPeer(const struct cudaMemcpy3DPeerParms *p) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy3DPeer, "cudaMemcpy3DPeer", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy3DPeer)(const struct cudaMemcpy3DPeerParms *p);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy3DPeer(__typeof__(real_cudaMemcpy3DPeer) dlh_fn, const struct cudaMemcpy3DPeerParms *p) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(p);
@@ -5910,11 +8412,19 @@ DLH_EXPORT cudaError_t cudaMemcpy3DPeer(const struct cudaMemcpy3DPeerParms *p) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy3DPeer(const struct cudaMemcpy3DPeerParms *p) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy3DPeer, "cudaMemcpy3DPeer", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3DPeer(dlh_fn, p);
+}
+static cudaError_t dlh_own_cudaMemcpy3DPeer(const struct cudaMemcpy3DPeerParms *p) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy3DPeer, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3DPeer(dlh_fn, p);
+}
 
 /* 313: cudaMemcpy3DPeerAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpy3DPeerAsync)(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy3DPeerAsync, "cudaMemcpy3DPeerAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy3DPeerAsync)(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy3DPeerAsync(__typeof__(real_cudaMemcpy3DPeerAsync) dlh_fn, const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(p, stream);
@@ -5935,11 +8445,19 @@ DLH_EXPORT cudaError_t cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy3DPeerAsync, "cudaMemcpy3DPeerAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3DPeerAsync(dlh_fn, p, stream);
+}
+static cudaError_t dlh_own_cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy3DPeerAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3DPeerAsync(dlh_fn, p, stream);
+}
 
 /* 314: cudaMemcpy3DPeerAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemcpy3DPeerAsync) */
 static cudaError_t (*real_cudaMemcpy3DPeerAsync_ptsz)(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy3DPeerAsync_ptsz, "cudaMemcpy3DPeerAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy3DPeerAsync_ptsz)(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy3DPeerAsync_ptsz(__typeof__(real_cudaMemcpy3DPeerAsync_ptsz) dlh_fn, const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(p, stream);
@@ -5960,11 +8478,19 @@ DLH_EXPORT cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerP
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy3DPeerAsync_ptsz, "cudaMemcpy3DPeerAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3DPeerAsync_ptsz(dlh_fn, p, stream);
+}
+static cudaError_t dlh_own_cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy3DPeerAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3DPeerAsync_ptsz(dlh_fn, p, stream);
+}
 
 /* 315: cudaMemcpy3DPeer_ptds — cuda_runtime_api.h (prototype of cudaMemcpy3DPeer) */
 static cudaError_t (*real_cudaMemcpy3DPeer_ptds)(const struct cudaMemcpy3DPeerParms *p);
-DLH_EXPORT cudaError_t cudaMemcpy3DPeer_ptds(const struct cudaMemcpy3DPeerParms *p) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy3DPeer_ptds, "cudaMemcpy3DPeer_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy3DPeer_ptds)(const struct cudaMemcpy3DPeerParms *p);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy3DPeer_ptds(__typeof__(real_cudaMemcpy3DPeer_ptds) dlh_fn, const struct cudaMemcpy3DPeerParms *p) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(p);
@@ -5984,11 +8510,19 @@ DLH_EXPORT cudaError_t cudaMemcpy3DPeer_ptds(const struct cudaMemcpy3DPeerParms 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy3DPeer_ptds(const struct cudaMemcpy3DPeerParms *p) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy3DPeer_ptds, "cudaMemcpy3DPeer_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3DPeer_ptds(dlh_fn, p);
+}
+static cudaError_t dlh_own_cudaMemcpy3DPeer_ptds(const struct cudaMemcpy3DPeerParms *p) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy3DPeer_ptds, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3DPeer_ptds(dlh_fn, p);
+}
 
 /* 316: cudaMemcpy3D_ptds — cuda_runtime_api.h (prototype of cudaMemcpy3D) */
 static cudaError_t (*real_cudaMemcpy3D_ptds)(const struct cudaMemcpy3DParms *p);
-DLH_EXPORT cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy3D_ptds, "cudaMemcpy3D_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy3D_ptds)(const struct cudaMemcpy3DParms *p);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy3D_ptds(__typeof__(real_cudaMemcpy3D_ptds) dlh_fn, const struct cudaMemcpy3DParms *p) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(p);
@@ -6007,11 +8541,19 @@ DLH_EXPORT cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy3D_ptds, "cudaMemcpy3D_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3D_ptds(dlh_fn, p);
+}
+static cudaError_t dlh_own_cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy3D_ptds, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy3D_ptds(dlh_fn, p);
+}
 
 /* 317: cudaMemcpyArrayToArray — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpyArrayToArray)(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyArrayToArray, "cudaMemcpyArrayToArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyArrayToArray)(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyArrayToArray(__typeof__(real_cudaMemcpyArrayToArray) dlh_fn, cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, count, kind);
@@ -6030,11 +8572,19 @@ DLH_EXPORT cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wOffsetDst
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyArrayToArray, "cudaMemcpyArrayToArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyArrayToArray(dlh_fn, dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, count, kind);
+}
+static cudaError_t dlh_own_cudaMemcpyArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyArrayToArray, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyArrayToArray(dlh_fn, dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, count, kind);
+}
 
 /* 318: cudaMemcpyArrayToArray_ptds — cuda_runtime_api.h (prototype of cudaMemcpyArrayToArray) */
 static cudaError_t (*real_cudaMemcpyArrayToArray_ptds)(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyArrayToArray_ptds, "cudaMemcpyArrayToArray_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyArrayToArray_ptds)(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyArrayToArray_ptds(__typeof__(real_cudaMemcpyArrayToArray_ptds) dlh_fn, cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, count, kind);
@@ -6053,11 +8603,19 @@ DLH_EXPORT cudaError_t cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t wOffs
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyArrayToArray_ptds, "cudaMemcpyArrayToArray_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyArrayToArray_ptds(dlh_fn, dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, count, kind);
+}
+static cudaError_t dlh_own_cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t count, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyArrayToArray_ptds, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyArrayToArray_ptds(dlh_fn, dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, count, kind);
+}
 
 /* 319: cudaMemcpyAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpyAsync)(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyAsync, "cudaMemcpyAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyAsync)(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyAsync(__typeof__(real_cudaMemcpyAsync) dlh_fn, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, src, count, kind, stream);
@@ -6073,11 +8631,19 @@ DLH_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyAsync, "cudaMemcpyAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyAsync(dlh_fn, dst, src, count, kind, stream);
+}
+static cudaError_t dlh_own_cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyAsync(dlh_fn, dst, src, count, kind, stream);
+}
 
 /* 320: cudaMemcpyAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemcpyAsync) */
 static cudaError_t (*real_cudaMemcpyAsync_ptsz)(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyAsync_ptsz, "cudaMemcpyAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyAsync_ptsz)(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyAsync_ptsz(__typeof__(real_cudaMemcpyAsync_ptsz) dlh_fn, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, src, count, kind, stream);
@@ -6093,11 +8659,19 @@ DLH_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t c
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyAsync_ptsz, "cudaMemcpyAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyAsync_ptsz(dlh_fn, dst, src, count, kind, stream);
+}
+static cudaError_t dlh_own_cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyAsync_ptsz(dlh_fn, dst, src, count, kind, stream);
+}
 
 /* 321: cudaMemcpyBatchAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpyBatchAsync)(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyBatchAsync, "cudaMemcpyBatchAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyBatchAsync)(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyBatchAsync(__typeof__(real_cudaMemcpyBatchAsync) dlh_fn, void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream);
@@ -6116,11 +8690,19 @@ DLH_EXPORT cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyBatchAsync, "cudaMemcpyBatchAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyBatchAsync(dlh_fn, dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream);
+}
+static cudaError_t dlh_own_cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyBatchAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyBatchAsync(dlh_fn, dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream);
+}
 
 /* 322: cudaMemcpyBatchAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemcpyBatchAsync) */
 static cudaError_t (*real_cudaMemcpyBatchAsync_ptsz)(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpyBatchAsync_ptsz(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyBatchAsync_ptsz, "cudaMemcpyBatchAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyBatchAsync_ptsz)(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyBatchAsync_ptsz(__typeof__(real_cudaMemcpyBatchAsync_ptsz) dlh_fn, void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream);
@@ -6139,11 +8721,19 @@ DLH_EXPORT cudaError_t cudaMemcpyBatchAsync_ptsz(void *const *dsts, const void *
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyBatchAsync_ptsz(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyBatchAsync_ptsz, "cudaMemcpyBatchAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyBatchAsync_ptsz(dlh_fn, dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream);
+}
+static cudaError_t dlh_own_cudaMemcpyBatchAsync_ptsz(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count, struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyBatchAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyBatchAsync_ptsz(dlh_fn, dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream);
+}
 
 /* 323: cudaMemcpyFromArray — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpyFromArray)(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpyFromArray(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyFromArray, "cudaMemcpyFromArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyFromArray)(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyFromArray(__typeof__(real_cudaMemcpyFromArray) dlh_fn, void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, src, wOffset, hOffset, count, kind);
@@ -6160,11 +8750,19 @@ DLH_EXPORT cudaError_t cudaMemcpyFromArray(void *dst, cudaArray_const_t src, siz
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyFromArray(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyFromArray, "cudaMemcpyFromArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyFromArray(dlh_fn, dst, src, wOffset, hOffset, count, kind);
+}
+static cudaError_t dlh_own_cudaMemcpyFromArray(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyFromArray, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyFromArray(dlh_fn, dst, src, wOffset, hOffset, count, kind);
+}
 
 /* 324: cudaMemcpyFromArrayAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpyFromArrayAsync)(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpyFromArrayAsync(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyFromArrayAsync, "cudaMemcpyFromArrayAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyFromArrayAsync)(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyFromArrayAsync(__typeof__(real_cudaMemcpyFromArrayAsync) dlh_fn, void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, src, wOffset, hOffset, count, kind, stream);
@@ -6182,11 +8780,19 @@ DLH_EXPORT cudaError_t cudaMemcpyFromArrayAsync(void *dst, cudaArray_const_t src
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyFromArrayAsync(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyFromArrayAsync, "cudaMemcpyFromArrayAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyFromArrayAsync(dlh_fn, dst, src, wOffset, hOffset, count, kind, stream);
+}
+static cudaError_t dlh_own_cudaMemcpyFromArrayAsync(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyFromArrayAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyFromArrayAsync(dlh_fn, dst, src, wOffset, hOffset, count, kind, stream);
+}
 
 /* 325: cudaMemcpyFromArrayAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemcpyFromArrayAsync) */
 static cudaError_t (*real_cudaMemcpyFromArrayAsync_ptsz)(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpyFromArrayAsync_ptsz(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyFromArrayAsync_ptsz, "cudaMemcpyFromArrayAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyFromArrayAsync_ptsz)(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyFromArrayAsync_ptsz(__typeof__(real_cudaMemcpyFromArrayAsync_ptsz) dlh_fn, void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, src, wOffset, hOffset, count, kind, stream);
@@ -6204,11 +8810,19 @@ DLH_EXPORT cudaError_t cudaMemcpyFromArrayAsync_ptsz(void *dst, cudaArray_const_
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyFromArrayAsync_ptsz(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyFromArrayAsync_ptsz, "cudaMemcpyFromArrayAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyFromArrayAsync_ptsz(dlh_fn, dst, src, wOffset, hOffset, count, kind, stream);
+}
+static cudaError_t dlh_own_cudaMemcpyFromArrayAsync_ptsz(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyFromArrayAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyFromArrayAsync_ptsz(dlh_fn, dst, src, wOffset, hOffset, count, kind, stream);
+}
 
 /* 326: cudaMemcpyFromArray_ptds — cuda_runtime_api.h (prototype of cudaMemcpyFromArray) */
 static cudaError_t (*real_cudaMemcpyFromArray_ptds)(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpyFromArray_ptds(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyFromArray_ptds, "cudaMemcpyFromArray_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyFromArray_ptds)(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyFromArray_ptds(__typeof__(real_cudaMemcpyFromArray_ptds) dlh_fn, void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, src, wOffset, hOffset, count, kind);
@@ -6225,11 +8839,19 @@ DLH_EXPORT cudaError_t cudaMemcpyFromArray_ptds(void *dst, cudaArray_const_t src
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyFromArray_ptds(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyFromArray_ptds, "cudaMemcpyFromArray_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyFromArray_ptds(dlh_fn, dst, src, wOffset, hOffset, count, kind);
+}
+static cudaError_t dlh_own_cudaMemcpyFromArray_ptds(void *dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t count, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyFromArray_ptds, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyFromArray_ptds(dlh_fn, dst, src, wOffset, hOffset, count, kind);
+}
 
 /* 327: cudaMemcpyFromSymbol — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpyFromSymbol)(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyFromSymbol, "cudaMemcpyFromSymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyFromSymbol)(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyFromSymbol(__typeof__(real_cudaMemcpyFromSymbol) dlh_fn, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, symbol, count, offset, kind);
@@ -6245,11 +8867,19 @@ DLH_EXPORT cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyFromSymbol, "cudaMemcpyFromSymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyFromSymbol(dlh_fn, dst, symbol, count, offset, kind);
+}
+static cudaError_t dlh_own_cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyFromSymbol, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyFromSymbol(dlh_fn, dst, symbol, count, offset, kind);
+}
 
 /* 328: cudaMemcpyFromSymbolAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpyFromSymbolAsync)(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyFromSymbolAsync, "cudaMemcpyFromSymbolAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyFromSymbolAsync)(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyFromSymbolAsync(__typeof__(real_cudaMemcpyFromSymbolAsync) dlh_fn, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, symbol, count, offset, kind, stream);
@@ -6266,11 +8896,19 @@ DLH_EXPORT cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyFromSymbolAsync, "cudaMemcpyFromSymbolAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyFromSymbolAsync(dlh_fn, dst, symbol, count, offset, kind, stream);
+}
+static cudaError_t dlh_own_cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyFromSymbolAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyFromSymbolAsync(dlh_fn, dst, symbol, count, offset, kind, stream);
+}
 
 /* 329: cudaMemcpyFromSymbolAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemcpyFromSymbolAsync) */
 static cudaError_t (*real_cudaMemcpyFromSymbolAsync_ptsz)(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyFromSymbolAsync_ptsz, "cudaMemcpyFromSymbolAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyFromSymbolAsync_ptsz)(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyFromSymbolAsync_ptsz(__typeof__(real_cudaMemcpyFromSymbolAsync_ptsz) dlh_fn, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, symbol, count, offset, kind, stream);
@@ -6287,11 +8925,19 @@ DLH_EXPORT cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void *dst, const void *sym
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyFromSymbolAsync_ptsz, "cudaMemcpyFromSymbolAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyFromSymbolAsync_ptsz(dlh_fn, dst, symbol, count, offset, kind, stream);
+}
+static cudaError_t dlh_own_cudaMemcpyFromSymbolAsync_ptsz(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyFromSymbolAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyFromSymbolAsync_ptsz(dlh_fn, dst, symbol, count, offset, kind, stream);
+}
 
 /* 330: cudaMemcpyFromSymbol_ptds — cuda_runtime_api.h (prototype of cudaMemcpyFromSymbol) */
 static cudaError_t (*real_cudaMemcpyFromSymbol_ptds)(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpyFromSymbol_ptds(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyFromSymbol_ptds, "cudaMemcpyFromSymbol_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyFromSymbol_ptds)(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyFromSymbol_ptds(__typeof__(real_cudaMemcpyFromSymbol_ptds) dlh_fn, void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, symbol, count, offset, kind);
@@ -6307,11 +8953,19 @@ DLH_EXPORT cudaError_t cudaMemcpyFromSymbol_ptds(void *dst, const void *symbol, 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyFromSymbol_ptds(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyFromSymbol_ptds, "cudaMemcpyFromSymbol_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyFromSymbol_ptds(dlh_fn, dst, symbol, count, offset, kind);
+}
+static cudaError_t dlh_own_cudaMemcpyFromSymbol_ptds(void *dst, const void *symbol, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyFromSymbol_ptds, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyFromSymbol_ptds(dlh_fn, dst, symbol, count, offset, kind);
+}
 
 /* 331: cudaMemcpyPeer — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpyPeer)(void *dst, int dstDevice, const void *src, int srcDevice, size_t count);
-DLH_EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyPeer, "cudaMemcpyPeer", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyPeer)(void *dst, int dstDevice, const void *src, int srcDevice, size_t count);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyPeer(__typeof__(real_cudaMemcpyPeer) dlh_fn, void *dst, int dstDevice, const void *src, int srcDevice, size_t count) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, dstDevice, src, srcDevice, count);
@@ -6327,11 +8981,19 @@ DLH_EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src,
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyPeer, "cudaMemcpyPeer", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyPeer(dlh_fn, dst, dstDevice, src, srcDevice, count);
+}
+static cudaError_t dlh_own_cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyPeer, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyPeer(dlh_fn, dst, dstDevice, src, srcDevice, count);
+}
 
 /* 332: cudaMemcpyPeerAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpyPeerAsync)(void *dst, int dstDevice, const void *src, int srcDevice, size_t count, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice, size_t count, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyPeerAsync, "cudaMemcpyPeerAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyPeerAsync)(void *dst, int dstDevice, const void *src, int srcDevice, size_t count, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyPeerAsync(__typeof__(real_cudaMemcpyPeerAsync) dlh_fn, void *dst, int dstDevice, const void *src, int srcDevice, size_t count, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, dstDevice, src, srcDevice, count, stream);
@@ -6348,11 +9010,19 @@ DLH_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice, size_t count, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyPeerAsync, "cudaMemcpyPeerAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyPeerAsync(dlh_fn, dst, dstDevice, src, srcDevice, count, stream);
+}
+static cudaError_t dlh_own_cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice, size_t count, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyPeerAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyPeerAsync(dlh_fn, dst, dstDevice, src, srcDevice, count, stream);
+}
 
 /* 333: cudaMemcpyToArray — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpyToArray)(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpyToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyToArray, "cudaMemcpyToArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyToArray)(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyToArray(__typeof__(real_cudaMemcpyToArray) dlh_fn, cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, wOffset, hOffset, src, count, kind);
@@ -6369,11 +9039,19 @@ DLH_EXPORT cudaError_t cudaMemcpyToArray(cudaArray_t dst, size_t wOffset, size_t
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyToArray, "cudaMemcpyToArray", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyToArray(dlh_fn, dst, wOffset, hOffset, src, count, kind);
+}
+static cudaError_t dlh_own_cudaMemcpyToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyToArray, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyToArray(dlh_fn, dst, wOffset, hOffset, src, count, kind);
+}
 
 /* 334: cudaMemcpyToArrayAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpyToArrayAsync)(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpyToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyToArrayAsync, "cudaMemcpyToArrayAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyToArrayAsync)(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyToArrayAsync(__typeof__(real_cudaMemcpyToArrayAsync) dlh_fn, cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, wOffset, hOffset, src, count, kind, stream);
@@ -6391,11 +9069,19 @@ DLH_EXPORT cudaError_t cudaMemcpyToArrayAsync(cudaArray_t dst, size_t wOffset, s
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyToArrayAsync, "cudaMemcpyToArrayAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyToArrayAsync(dlh_fn, dst, wOffset, hOffset, src, count, kind, stream);
+}
+static cudaError_t dlh_own_cudaMemcpyToArrayAsync(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyToArrayAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyToArrayAsync(dlh_fn, dst, wOffset, hOffset, src, count, kind, stream);
+}
 
 /* 335: cudaMemcpyToArrayAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemcpyToArrayAsync) */
 static cudaError_t (*real_cudaMemcpyToArrayAsync_ptsz)(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpyToArrayAsync_ptsz(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyToArrayAsync_ptsz, "cudaMemcpyToArrayAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyToArrayAsync_ptsz)(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyToArrayAsync_ptsz(__typeof__(real_cudaMemcpyToArrayAsync_ptsz) dlh_fn, cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, wOffset, hOffset, src, count, kind, stream);
@@ -6413,11 +9099,19 @@ DLH_EXPORT cudaError_t cudaMemcpyToArrayAsync_ptsz(cudaArray_t dst, size_t wOffs
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyToArrayAsync_ptsz(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyToArrayAsync_ptsz, "cudaMemcpyToArrayAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyToArrayAsync_ptsz(dlh_fn, dst, wOffset, hOffset, src, count, kind, stream);
+}
+static cudaError_t dlh_own_cudaMemcpyToArrayAsync_ptsz(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyToArrayAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyToArrayAsync_ptsz(dlh_fn, dst, wOffset, hOffset, src, count, kind, stream);
+}
 
 /* 336: cudaMemcpyToArray_ptds — cuda_runtime_api.h (prototype of cudaMemcpyToArray) */
 static cudaError_t (*real_cudaMemcpyToArray_ptds)(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpyToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyToArray_ptds, "cudaMemcpyToArray_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyToArray_ptds)(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyToArray_ptds(__typeof__(real_cudaMemcpyToArray_ptds) dlh_fn, cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, wOffset, hOffset, src, count, kind);
@@ -6434,11 +9128,19 @@ DLH_EXPORT cudaError_t cudaMemcpyToArray_ptds(cudaArray_t dst, size_t wOffset, s
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyToArray_ptds, "cudaMemcpyToArray_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyToArray_ptds(dlh_fn, dst, wOffset, hOffset, src, count, kind);
+}
+static cudaError_t dlh_own_cudaMemcpyToArray_ptds(cudaArray_t dst, size_t wOffset, size_t hOffset, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyToArray_ptds, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyToArray_ptds(dlh_fn, dst, wOffset, hOffset, src, count, kind);
+}
 
 /* 337: cudaMemcpyToSymbol — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpyToSymbol)(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyToSymbol, "cudaMemcpyToSymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyToSymbol)(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyToSymbol(__typeof__(real_cudaMemcpyToSymbol) dlh_fn, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(symbol, src, count, offset, kind);
@@ -6454,11 +9156,19 @@ DLH_EXPORT cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, s
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyToSymbol, "cudaMemcpyToSymbol", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyToSymbol(dlh_fn, symbol, src, count, offset, kind);
+}
+static cudaError_t dlh_own_cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyToSymbol, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyToSymbol(dlh_fn, symbol, src, count, offset, kind);
+}
 
 /* 338: cudaMemcpyToSymbolAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemcpyToSymbolAsync)(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyToSymbolAsync, "cudaMemcpyToSymbolAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyToSymbolAsync)(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyToSymbolAsync(__typeof__(real_cudaMemcpyToSymbolAsync) dlh_fn, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(symbol, src, count, offset, kind, stream);
@@ -6475,11 +9185,19 @@ DLH_EXPORT cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *s
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyToSymbolAsync, "cudaMemcpyToSymbolAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyToSymbolAsync(dlh_fn, symbol, src, count, offset, kind, stream);
+}
+static cudaError_t dlh_own_cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyToSymbolAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyToSymbolAsync(dlh_fn, symbol, src, count, offset, kind, stream);
+}
 
 /* 339: cudaMemcpyToSymbolAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemcpyToSymbolAsync) */
 static cudaError_t (*real_cudaMemcpyToSymbolAsync_ptsz)(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyToSymbolAsync_ptsz, "cudaMemcpyToSymbolAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyToSymbolAsync_ptsz)(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyToSymbolAsync_ptsz(__typeof__(real_cudaMemcpyToSymbolAsync_ptsz) dlh_fn, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(symbol, src, count, offset, kind, stream);
@@ -6496,11 +9214,19 @@ DLH_EXPORT cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void *symbol, const vo
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyToSymbolAsync_ptsz, "cudaMemcpyToSymbolAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyToSymbolAsync_ptsz(dlh_fn, symbol, src, count, offset, kind, stream);
+}
+static cudaError_t dlh_own_cudaMemcpyToSymbolAsync_ptsz(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyToSymbolAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyToSymbolAsync_ptsz(dlh_fn, symbol, src, count, offset, kind, stream);
+}
 
 /* 340: cudaMemcpyToSymbol_ptds — cuda_runtime_api.h (prototype of cudaMemcpyToSymbol) */
 static cudaError_t (*real_cudaMemcpyToSymbol_ptds)(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpyToSymbol_ptds, "cudaMemcpyToSymbol_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpyToSymbol_ptds)(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpyToSymbol_ptds(__typeof__(real_cudaMemcpyToSymbol_ptds) dlh_fn, const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(symbol, src, count, offset, kind);
@@ -6516,11 +9242,19 @@ DLH_EXPORT cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *s
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpyToSymbol_ptds, "cudaMemcpyToSymbol_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyToSymbol_ptds(dlh_fn, symbol, src, count, offset, kind);
+}
+static cudaError_t dlh_own_cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t count, size_t offset, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpyToSymbol_ptds, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpyToSymbol_ptds(dlh_fn, symbol, src, count, offset, kind);
+}
 
 /* 341: cudaMemcpy_ptds — cuda_runtime_api.h (prototype of cudaMemcpy) */
 static cudaError_t (*real_cudaMemcpy_ptds)(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
-DLH_EXPORT cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
-  DLH_REAL(dlh_fn, real_cudaMemcpy_ptds, "cudaMemcpy_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemcpy_ptds)(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemcpy_ptds(__typeof__(real_cudaMemcpy_ptds) dlh_fn, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, src, count, kind);
@@ -6535,11 +9269,19 @@ DLH_EXPORT cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  DLH_REAL(dlh_fn, real_cudaMemcpy_ptds, "cudaMemcpy_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy_ptds(dlh_fn, dst, src, count, kind);
+}
+static cudaError_t dlh_own_cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  DLH_OWN(dlh_fn, own_cudaMemcpy_ptds, cudaErrorInitializationError)
+  return dlh_b_cudaMemcpy_ptds(dlh_fn, dst, src, count, kind);
+}
 
 /* 342: cudaMemset — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemset)(void *devPtr, int value, size_t count);
-DLH_EXPORT cudaError_t cudaMemset(void *devPtr, int value, size_t count) {
-  DLH_REAL(dlh_fn, real_cudaMemset, "cudaMemset", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemset)(void *devPtr, int value, size_t count);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemset(__typeof__(real_cudaMemset) dlh_fn, void *devPtr, int value, size_t count) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, value, count);
@@ -6553,11 +9295,19 @@ DLH_EXPORT cudaError_t cudaMemset(void *devPtr, int value, size_t count) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemset(void *devPtr, int value, size_t count) {
+  DLH_REAL(dlh_fn, real_cudaMemset, "cudaMemset", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemset(dlh_fn, devPtr, value, count);
+}
+static cudaError_t dlh_own_cudaMemset(void *devPtr, int value, size_t count) {
+  DLH_OWN(dlh_fn, own_cudaMemset, cudaErrorInitializationError)
+  return dlh_b_cudaMemset(dlh_fn, devPtr, value, count);
+}
 
 /* 343: cudaMemset2D — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemset2D)(void *devPtr, size_t pitch, int value, size_t width, size_t height);
-DLH_EXPORT cudaError_t cudaMemset2D(void *devPtr, size_t pitch, int value, size_t width, size_t height) {
-  DLH_REAL(dlh_fn, real_cudaMemset2D, "cudaMemset2D", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemset2D)(void *devPtr, size_t pitch, int value, size_t width, size_t height);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemset2D(__typeof__(real_cudaMemset2D) dlh_fn, void *devPtr, size_t pitch, int value, size_t width, size_t height) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, pitch, value, width, height);
@@ -6574,11 +9324,19 @@ DLH_EXPORT cudaError_t cudaMemset2D(void *devPtr, size_t pitch, int value, size_
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemset2D(void *devPtr, size_t pitch, int value, size_t width, size_t height) {
+  DLH_REAL(dlh_fn, real_cudaMemset2D, "cudaMemset2D", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemset2D(dlh_fn, devPtr, pitch, value, width, height);
+}
+static cudaError_t dlh_own_cudaMemset2D(void *devPtr, size_t pitch, int value, size_t width, size_t height) {
+  DLH_OWN(dlh_fn, own_cudaMemset2D, cudaErrorInitializationError)
+  return dlh_b_cudaMemset2D(dlh_fn, devPtr, pitch, value, width, height);
+}
 
 /* 344: cudaMemset2DAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemset2DAsync)(void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemset2DAsync, "cudaMemset2DAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemset2DAsync)(void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemset2DAsync(__typeof__(real_cudaMemset2DAsync) dlh_fn, void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, pitch, value, width, height, stream);
@@ -6596,11 +9354,19 @@ DLH_EXPORT cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemset2DAsync, "cudaMemset2DAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemset2DAsync(dlh_fn, devPtr, pitch, value, width, height, stream);
+}
+static cudaError_t dlh_own_cudaMemset2DAsync(void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemset2DAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemset2DAsync(dlh_fn, devPtr, pitch, value, width, height, stream);
+}
 
 /* 345: cudaMemset2DAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemset2DAsync) */
 static cudaError_t (*real_cudaMemset2DAsync_ptsz)(void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemset2DAsync_ptsz, "cudaMemset2DAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemset2DAsync_ptsz)(void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemset2DAsync_ptsz(__typeof__(real_cudaMemset2DAsync_ptsz) dlh_fn, void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, pitch, value, width, height, stream);
@@ -6618,11 +9384,19 @@ DLH_EXPORT cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int va
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemset2DAsync_ptsz, "cudaMemset2DAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemset2DAsync_ptsz(dlh_fn, devPtr, pitch, value, width, height, stream);
+}
+static cudaError_t dlh_own_cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemset2DAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemset2DAsync_ptsz(dlh_fn, devPtr, pitch, value, width, height, stream);
+}
 
 /* 346: cudaMemset2D_ptds — cuda_runtime_api.h (prototype of cudaMemset2D) */
 static cudaError_t (*real_cudaMemset2D_ptds)(void *devPtr, size_t pitch, int value, size_t width, size_t height);
-DLH_EXPORT cudaError_t cudaMemset2D_ptds(void *devPtr, size_t pitch, int value, size_t width, size_t height) {
-  DLH_REAL(dlh_fn, real_cudaMemset2D_ptds, "cudaMemset2D_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemset2D_ptds)(void *devPtr, size_t pitch, int value, size_t width, size_t height);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemset2D_ptds(__typeof__(real_cudaMemset2D_ptds) dlh_fn, void *devPtr, size_t pitch, int value, size_t width, size_t height) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, pitch, value, width, height);
@@ -6639,11 +9413,19 @@ DLH_EXPORT cudaError_t cudaMemset2D_ptds(void *devPtr, size_t pitch, int value, 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemset2D_ptds(void *devPtr, size_t pitch, int value, size_t width, size_t height) {
+  DLH_REAL(dlh_fn, real_cudaMemset2D_ptds, "cudaMemset2D_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemset2D_ptds(dlh_fn, devPtr, pitch, value, width, height);
+}
+static cudaError_t dlh_own_cudaMemset2D_ptds(void *devPtr, size_t pitch, int value, size_t width, size_t height) {
+  DLH_OWN(dlh_fn, own_cudaMemset2D_ptds, cudaErrorInitializationError)
+  return dlh_b_cudaMemset2D_ptds(dlh_fn, devPtr, pitch, value, width, height);
+}
 
 /* 347: cudaMemset3D — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemset3D)(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent);
-DLH_EXPORT cudaError_t cudaMemset3D(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent) {
-  DLH_REAL(dlh_fn, real_cudaMemset3D, "cudaMemset3D", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemset3D)(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemset3D(__typeof__(real_cudaMemset3D) dlh_fn, struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pitchedDevPtr, value, extent);
@@ -6663,11 +9445,19 @@ DLH_EXPORT cudaError_t cudaMemset3D(struct cudaPitchedPtr pitchedDevPtr, int val
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemset3D(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent) {
+  DLH_REAL(dlh_fn, real_cudaMemset3D, "cudaMemset3D", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemset3D(dlh_fn, pitchedDevPtr, value, extent);
+}
+static cudaError_t dlh_own_cudaMemset3D(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent) {
+  DLH_OWN(dlh_fn, own_cudaMemset3D, cudaErrorInitializationError)
+  return dlh_b_cudaMemset3D(dlh_fn, pitchedDevPtr, value, extent);
+}
 
 /* 348: cudaMemset3DAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemset3DAsync)(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemset3DAsync, "cudaMemset3DAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemset3DAsync)(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemset3DAsync(__typeof__(real_cudaMemset3DAsync) dlh_fn, struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pitchedDevPtr, value, extent, stream);
@@ -6688,11 +9478,19 @@ DLH_EXPORT cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr pitchedDevPtr, in
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemset3DAsync, "cudaMemset3DAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemset3DAsync(dlh_fn, pitchedDevPtr, value, extent, stream);
+}
+static cudaError_t dlh_own_cudaMemset3DAsync(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemset3DAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemset3DAsync(dlh_fn, pitchedDevPtr, value, extent, stream);
+}
 
 /* 349: cudaMemset3DAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemset3DAsync) */
 static cudaError_t (*real_cudaMemset3DAsync_ptsz)(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemset3DAsync_ptsz(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemset3DAsync_ptsz, "cudaMemset3DAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemset3DAsync_ptsz)(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemset3DAsync_ptsz(__typeof__(real_cudaMemset3DAsync_ptsz) dlh_fn, struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pitchedDevPtr, value, extent, stream);
@@ -6713,11 +9511,19 @@ DLH_EXPORT cudaError_t cudaMemset3DAsync_ptsz(struct cudaPitchedPtr pitchedDevPt
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemset3DAsync_ptsz(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemset3DAsync_ptsz, "cudaMemset3DAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemset3DAsync_ptsz(dlh_fn, pitchedDevPtr, value, extent, stream);
+}
+static cudaError_t dlh_own_cudaMemset3DAsync_ptsz(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemset3DAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemset3DAsync_ptsz(dlh_fn, pitchedDevPtr, value, extent, stream);
+}
 
 /* 350: cudaMemset3D_ptds — cuda_runtime_api.h (prototype of cudaMemset3D) */
 static cudaError_t (*real_cudaMemset3D_ptds)(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent);
-DLH_EXPORT cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent) {
-  DLH_REAL(dlh_fn, real_cudaMemset3D_ptds, "cudaMemset3D_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemset3D_ptds)(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemset3D_ptds(__typeof__(real_cudaMemset3D_ptds) dlh_fn, struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pitchedDevPtr, value, extent);
@@ -6737,11 +9543,19 @@ DLH_EXPORT cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr pitchedDevPtr, in
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent) {
+  DLH_REAL(dlh_fn, real_cudaMemset3D_ptds, "cudaMemset3D_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemset3D_ptds(dlh_fn, pitchedDevPtr, value, extent);
+}
+static cudaError_t dlh_own_cudaMemset3D_ptds(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent) {
+  DLH_OWN(dlh_fn, own_cudaMemset3D_ptds, cudaErrorInitializationError)
+  return dlh_b_cudaMemset3D_ptds(dlh_fn, pitchedDevPtr, value, extent);
+}
 
 /* 351: cudaMemsetAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMemsetAsync)(void *devPtr, int value, size_t count, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemsetAsync, "cudaMemsetAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemsetAsync)(void *devPtr, int value, size_t count, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemsetAsync(__typeof__(real_cudaMemsetAsync) dlh_fn, void *devPtr, int value, size_t count, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, value, count, stream);
@@ -6756,11 +9570,19 @@ DLH_EXPORT cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cu
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemsetAsync, "cudaMemsetAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemsetAsync(dlh_fn, devPtr, value, count, stream);
+}
+static cudaError_t dlh_own_cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemsetAsync, cudaErrorInitializationError)
+  return dlh_b_cudaMemsetAsync(dlh_fn, devPtr, value, count, stream);
+}
 
 /* 352: cudaMemsetAsync_ptsz — cuda_runtime_api.h (prototype of cudaMemsetAsync) */
 static cudaError_t (*real_cudaMemsetAsync_ptsz)(void *devPtr, int value, size_t count, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaMemsetAsync_ptsz, "cudaMemsetAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemsetAsync_ptsz)(void *devPtr, int value, size_t count, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemsetAsync_ptsz(__typeof__(real_cudaMemsetAsync_ptsz) dlh_fn, void *devPtr, int value, size_t count, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, value, count, stream);
@@ -6775,11 +9597,19 @@ DLH_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t coun
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaMemsetAsync_ptsz, "cudaMemsetAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemsetAsync_ptsz(dlh_fn, devPtr, value, count, stream);
+}
+static cudaError_t dlh_own_cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaMemsetAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaMemsetAsync_ptsz(dlh_fn, devPtr, value, count, stream);
+}
 
 /* 353: cudaMemset_ptds — cuda_runtime_api.h (prototype of cudaMemset) */
 static cudaError_t (*real_cudaMemset_ptds)(void *devPtr, int value, size_t count);
-DLH_EXPORT cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count) {
-  DLH_REAL(dlh_fn, real_cudaMemset_ptds, "cudaMemset_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMemset_ptds)(void *devPtr, int value, size_t count);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMemset_ptds(__typeof__(real_cudaMemset_ptds) dlh_fn, void *devPtr, int value, size_t count) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(devPtr, value, count);
@@ -6793,11 +9623,19 @@ DLH_EXPORT cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count) {
+  DLH_REAL(dlh_fn, real_cudaMemset_ptds, "cudaMemset_ptds", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMemset_ptds(dlh_fn, devPtr, value, count);
+}
+static cudaError_t dlh_own_cudaMemset_ptds(void *devPtr, int value, size_t count) {
+  DLH_OWN(dlh_fn, own_cudaMemset_ptds, cudaErrorInitializationError)
+  return dlh_b_cudaMemset_ptds(dlh_fn, devPtr, value, count);
+}
 
 /* 354: cudaMipmappedArrayGetMemoryRequirements — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMipmappedArrayGetMemoryRequirements)(struct cudaArrayMemoryRequirements *memoryRequirements, cudaMipmappedArray_t mipmap, int device);
-DLH_EXPORT cudaError_t cudaMipmappedArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements *memoryRequirements, cudaMipmappedArray_t mipmap, int device) {
-  DLH_REAL(dlh_fn, real_cudaMipmappedArrayGetMemoryRequirements, "cudaMipmappedArrayGetMemoryRequirements", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMipmappedArrayGetMemoryRequirements)(struct cudaArrayMemoryRequirements *memoryRequirements, cudaMipmappedArray_t mipmap, int device);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMipmappedArrayGetMemoryRequirements(__typeof__(real_cudaMipmappedArrayGetMemoryRequirements) dlh_fn, struct cudaArrayMemoryRequirements *memoryRequirements, cudaMipmappedArray_t mipmap, int device) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(memoryRequirements, mipmap, device);
@@ -6811,11 +9649,19 @@ DLH_EXPORT cudaError_t cudaMipmappedArrayGetMemoryRequirements(struct cudaArrayM
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMipmappedArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements *memoryRequirements, cudaMipmappedArray_t mipmap, int device) {
+  DLH_REAL(dlh_fn, real_cudaMipmappedArrayGetMemoryRequirements, "cudaMipmappedArrayGetMemoryRequirements", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMipmappedArrayGetMemoryRequirements(dlh_fn, memoryRequirements, mipmap, device);
+}
+static cudaError_t dlh_own_cudaMipmappedArrayGetMemoryRequirements(struct cudaArrayMemoryRequirements *memoryRequirements, cudaMipmappedArray_t mipmap, int device) {
+  DLH_OWN(dlh_fn, own_cudaMipmappedArrayGetMemoryRequirements, cudaErrorInitializationError)
+  return dlh_b_cudaMipmappedArrayGetMemoryRequirements(dlh_fn, memoryRequirements, mipmap, device);
+}
 
 /* 355: cudaMipmappedArrayGetSparseProperties — cuda_runtime_api.h */
 static cudaError_t (*real_cudaMipmappedArrayGetSparseProperties)(struct cudaArraySparseProperties *sparseProperties, cudaMipmappedArray_t mipmap);
-DLH_EXPORT cudaError_t cudaMipmappedArrayGetSparseProperties(struct cudaArraySparseProperties *sparseProperties, cudaMipmappedArray_t mipmap) {
-  DLH_REAL(dlh_fn, real_cudaMipmappedArrayGetSparseProperties, "cudaMipmappedArrayGetSparseProperties", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaMipmappedArrayGetSparseProperties)(struct cudaArraySparseProperties *sparseProperties, cudaMipmappedArray_t mipmap);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaMipmappedArrayGetSparseProperties(__typeof__(real_cudaMipmappedArrayGetSparseProperties) dlh_fn, struct cudaArraySparseProperties *sparseProperties, cudaMipmappedArray_t mipmap) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(sparseProperties, mipmap);
@@ -6828,11 +9674,19 @@ DLH_EXPORT cudaError_t cudaMipmappedArrayGetSparseProperties(struct cudaArraySpa
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaMipmappedArrayGetSparseProperties(struct cudaArraySparseProperties *sparseProperties, cudaMipmappedArray_t mipmap) {
+  DLH_REAL(dlh_fn, real_cudaMipmappedArrayGetSparseProperties, "cudaMipmappedArrayGetSparseProperties", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaMipmappedArrayGetSparseProperties(dlh_fn, sparseProperties, mipmap);
+}
+static cudaError_t dlh_own_cudaMipmappedArrayGetSparseProperties(struct cudaArraySparseProperties *sparseProperties, cudaMipmappedArray_t mipmap) {
+  DLH_OWN(dlh_fn, own_cudaMipmappedArrayGetSparseProperties, cudaErrorInitializationError)
+  return dlh_b_cudaMipmappedArrayGetSparseProperties(dlh_fn, sparseProperties, mipmap);
+}
 
 /* 356: cudaOccupancyAvailableDynamicSMemPerBlock — cuda_runtime_api.h */
 static cudaError_t (*real_cudaOccupancyAvailableDynamicSMemPerBlock)(size_t *dynamicSmemSize, const void *func, int numBlocks, int blockSize);
-DLH_EXPORT cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, const void *func, int numBlocks, int blockSize) {
-  DLH_REAL(dlh_fn, real_cudaOccupancyAvailableDynamicSMemPerBlock, "cudaOccupancyAvailableDynamicSMemPerBlock", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaOccupancyAvailableDynamicSMemPerBlock)(size_t *dynamicSmemSize, const void *func, int numBlocks, int blockSize);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaOccupancyAvailableDynamicSMemPerBlock(__typeof__(real_cudaOccupancyAvailableDynamicSMemPerBlock) dlh_fn, size_t *dynamicSmemSize, const void *func, int numBlocks, int blockSize) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dynamicSmemSize, func, numBlocks, blockSize);
@@ -6847,11 +9701,19 @@ DLH_EXPORT cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamic
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, const void *func, int numBlocks, int blockSize) {
+  DLH_REAL(dlh_fn, real_cudaOccupancyAvailableDynamicSMemPerBlock, "cudaOccupancyAvailableDynamicSMemPerBlock", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaOccupancyAvailableDynamicSMemPerBlock(dlh_fn, dynamicSmemSize, func, numBlocks, blockSize);
+}
+static cudaError_t dlh_own_cudaOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, const void *func, int numBlocks, int blockSize) {
+  DLH_OWN(dlh_fn, own_cudaOccupancyAvailableDynamicSMemPerBlock, cudaErrorInitializationError)
+  return dlh_b_cudaOccupancyAvailableDynamicSMemPerBlock(dlh_fn, dynamicSmemSize, func, numBlocks, blockSize);
+}
 
 /* 357: cudaOccupancyMaxActiveBlocksPerMultiprocessor — cuda_runtime_api.h */
 static cudaError_t (*real_cudaOccupancyMaxActiveBlocksPerMultiprocessor)(int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize);
-DLH_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize) {
-  DLH_REAL(dlh_fn, real_cudaOccupancyMaxActiveBlocksPerMultiprocessor, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaOccupancyMaxActiveBlocksPerMultiprocessor)(int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaOccupancyMaxActiveBlocksPerMultiprocessor(__typeof__(real_cudaOccupancyMaxActiveBlocksPerMultiprocessor) dlh_fn, int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(numBlocks, func, blockSize, dynamicSMemSize);
@@ -6866,11 +9728,19 @@ DLH_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlo
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize) {
+  DLH_REAL(dlh_fn, real_cudaOccupancyMaxActiveBlocksPerMultiprocessor, "cudaOccupancyMaxActiveBlocksPerMultiprocessor", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaOccupancyMaxActiveBlocksPerMultiprocessor(dlh_fn, numBlocks, func, blockSize, dynamicSMemSize);
+}
+static cudaError_t dlh_own_cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize) {
+  DLH_OWN(dlh_fn, own_cudaOccupancyMaxActiveBlocksPerMultiprocessor, cudaErrorInitializationError)
+  return dlh_b_cudaOccupancyMaxActiveBlocksPerMultiprocessor(dlh_fn, numBlocks, func, blockSize, dynamicSMemSize);
+}
 
 /* 358: cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags — cuda_runtime_api.h */
 static cudaError_t (*real_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)(int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize, unsigned int flags);
-DLH_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)(int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(__typeof__(real_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags) dlh_fn, int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(numBlocks, func, blockSize, dynamicSMemSize, flags);
@@ -6886,11 +9756,19 @@ DLH_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(in
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(dlh_fn, numBlocks, func, blockSize, dynamicSMemSize, flags);
+}
+static cudaError_t dlh_own_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, cudaErrorInitializationError)
+  return dlh_b_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(dlh_fn, numBlocks, func, blockSize, dynamicSMemSize, flags);
+}
 
 /* 359: cudaOccupancyMaxActiveClusters — cuda_runtime_api.h */
 static cudaError_t (*real_cudaOccupancyMaxActiveClusters)(int *numClusters, const void *func, const cudaLaunchConfig_t *launchConfig);
-DLH_EXPORT cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const void *func, const cudaLaunchConfig_t *launchConfig) {
-  DLH_REAL(dlh_fn, real_cudaOccupancyMaxActiveClusters, "cudaOccupancyMaxActiveClusters", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaOccupancyMaxActiveClusters)(int *numClusters, const void *func, const cudaLaunchConfig_t *launchConfig);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaOccupancyMaxActiveClusters(__typeof__(real_cudaOccupancyMaxActiveClusters) dlh_fn, int *numClusters, const void *func, const cudaLaunchConfig_t *launchConfig) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(numClusters, func, launchConfig);
@@ -6904,11 +9782,19 @@ DLH_EXPORT cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const vo
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const void *func, const cudaLaunchConfig_t *launchConfig) {
+  DLH_REAL(dlh_fn, real_cudaOccupancyMaxActiveClusters, "cudaOccupancyMaxActiveClusters", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaOccupancyMaxActiveClusters(dlh_fn, numClusters, func, launchConfig);
+}
+static cudaError_t dlh_own_cudaOccupancyMaxActiveClusters(int *numClusters, const void *func, const cudaLaunchConfig_t *launchConfig) {
+  DLH_OWN(dlh_fn, own_cudaOccupancyMaxActiveClusters, cudaErrorInitializationError)
+  return dlh_b_cudaOccupancyMaxActiveClusters(dlh_fn, numClusters, func, launchConfig);
+}
 
 /* 360: cudaOccupancyMaxPotentialClusterSize — cuda_runtime_api.h */
 static cudaError_t (*real_cudaOccupancyMaxPotentialClusterSize)(int *clusterSize, const void *func, const cudaLaunchConfig_t *launchConfig);
-DLH_EXPORT cudaError_t cudaOccupancyMaxPotentialClusterSize(int *clusterSize, const void *func, const cudaLaunchConfig_t *launchConfig) {
-  DLH_REAL(dlh_fn, real_cudaOccupancyMaxPotentialClusterSize, "cudaOccupancyMaxPotentialClusterSize", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaOccupancyMaxPotentialClusterSize)(int *clusterSize, const void *func, const cudaLaunchConfig_t *launchConfig);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaOccupancyMaxPotentialClusterSize(__typeof__(real_cudaOccupancyMaxPotentialClusterSize) dlh_fn, int *clusterSize, const void *func, const cudaLaunchConfig_t *launchConfig) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(clusterSize, func, launchConfig);
@@ -6922,11 +9808,19 @@ DLH_EXPORT cudaError_t cudaOccupancyMaxPotentialClusterSize(int *clusterSize, co
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaOccupancyMaxPotentialClusterSize(int *clusterSize, const void *func, const cudaLaunchConfig_t *launchConfig) {
+  DLH_REAL(dlh_fn, real_cudaOccupancyMaxPotentialClusterSize, "cudaOccupancyMaxPotentialClusterSize", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaOccupancyMaxPotentialClusterSize(dlh_fn, clusterSize, func, launchConfig);
+}
+static cudaError_t dlh_own_cudaOccupancyMaxPotentialClusterSize(int *clusterSize, const void *func, const cudaLaunchConfig_t *launchConfig) {
+  DLH_OWN(dlh_fn, own_cudaOccupancyMaxPotentialClusterSize, cudaErrorInitializationError)
+  return dlh_b_cudaOccupancyMaxPotentialClusterSize(dlh_fn, clusterSize, func, launchConfig);
+}
 
 /* 361: cudaPeekAtLastError — cuda_runtime_api.h */
 static cudaError_t (*real_cudaPeekAtLastError)(void);
-DLH_EXPORT cudaError_t cudaPeekAtLastError(void) {
-  DLH_REAL(dlh_fn, real_cudaPeekAtLastError, "cudaPeekAtLastError", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaPeekAtLastError)(void);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaPeekAtLastError(__typeof__(real_cudaPeekAtLastError) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn();
@@ -6935,11 +9829,19 @@ DLH_EXPORT cudaError_t cudaPeekAtLastError(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaPeekAtLastError(void) {
+  DLH_REAL(dlh_fn, real_cudaPeekAtLastError, "cudaPeekAtLastError", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaPeekAtLastError(dlh_fn);
+}
+static cudaError_t dlh_own_cudaPeekAtLastError(void) {
+  DLH_OWN(dlh_fn, own_cudaPeekAtLastError, cudaErrorInitializationError)
+  return dlh_b_cudaPeekAtLastError(dlh_fn);
+}
 
 /* 362: cudaPointerGetAttributes — cuda_runtime_api.h */
 static cudaError_t (*real_cudaPointerGetAttributes)(struct cudaPointerAttributes *attributes, const void *ptr);
-DLH_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr) {
-  DLH_REAL(dlh_fn, real_cudaPointerGetAttributes, "cudaPointerGetAttributes", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaPointerGetAttributes)(struct cudaPointerAttributes *attributes, const void *ptr);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaPointerGetAttributes(__typeof__(real_cudaPointerGetAttributes) dlh_fn, struct cudaPointerAttributes *attributes, const void *ptr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(attributes, ptr);
@@ -6952,11 +9854,19 @@ DLH_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *at
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr) {
+  DLH_REAL(dlh_fn, real_cudaPointerGetAttributes, "cudaPointerGetAttributes", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaPointerGetAttributes(dlh_fn, attributes, ptr);
+}
+static cudaError_t dlh_own_cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr) {
+  DLH_OWN(dlh_fn, own_cudaPointerGetAttributes, cudaErrorInitializationError)
+  return dlh_b_cudaPointerGetAttributes(dlh_fn, attributes, ptr);
+}
 
 /* 363: cudaProfilerStart — cuda_profiler_api.h */
 static cudaError_t (*real_cudaProfilerStart)(void);
-DLH_EXPORT cudaError_t cudaProfilerStart(void) {
-  DLH_REAL(dlh_fn, real_cudaProfilerStart, "cudaProfilerStart", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaProfilerStart)(void);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaProfilerStart(__typeof__(real_cudaProfilerStart) dlh_fn) {
   dlh_capture_profiler(1);
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
@@ -6966,11 +9876,19 @@ DLH_EXPORT cudaError_t cudaProfilerStart(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaProfilerStart(void) {
+  DLH_REAL(dlh_fn, real_cudaProfilerStart, "cudaProfilerStart", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaProfilerStart(dlh_fn);
+}
+static cudaError_t dlh_own_cudaProfilerStart(void) {
+  DLH_OWN(dlh_fn, own_cudaProfilerStart, cudaErrorInitializationError)
+  return dlh_b_cudaProfilerStart(dlh_fn);
+}
 
 /* 364: cudaProfilerStop — cuda_profiler_api.h */
 static cudaError_t (*real_cudaProfilerStop)(void);
-DLH_EXPORT cudaError_t cudaProfilerStop(void) {
-  DLH_REAL(dlh_fn, real_cudaProfilerStop, "cudaProfilerStop", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaProfilerStop)(void);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaProfilerStop(__typeof__(real_cudaProfilerStop) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn();
@@ -6980,11 +9898,19 @@ DLH_EXPORT cudaError_t cudaProfilerStop(void) {
   dlh_capture_profiler(0);
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaProfilerStop(void) {
+  DLH_REAL(dlh_fn, real_cudaProfilerStop, "cudaProfilerStop", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaProfilerStop(dlh_fn);
+}
+static cudaError_t dlh_own_cudaProfilerStop(void) {
+  DLH_OWN(dlh_fn, own_cudaProfilerStop, cudaErrorInitializationError)
+  return dlh_b_cudaProfilerStop(dlh_fn);
+}
 
 /* 365: cudaRuntimeGetVersion — cuda_runtime_api.h */
 static cudaError_t (*real_cudaRuntimeGetVersion)(int *runtimeVersion);
-DLH_EXPORT cudaError_t cudaRuntimeGetVersion(int *runtimeVersion) {
-  DLH_REAL(dlh_fn, real_cudaRuntimeGetVersion, "cudaRuntimeGetVersion", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaRuntimeGetVersion)(int *runtimeVersion);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaRuntimeGetVersion(__typeof__(real_cudaRuntimeGetVersion) dlh_fn, int *runtimeVersion) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(runtimeVersion);
@@ -6996,11 +9922,19 @@ DLH_EXPORT cudaError_t cudaRuntimeGetVersion(int *runtimeVersion) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaRuntimeGetVersion(int *runtimeVersion) {
+  DLH_REAL(dlh_fn, real_cudaRuntimeGetVersion, "cudaRuntimeGetVersion", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaRuntimeGetVersion(dlh_fn, runtimeVersion);
+}
+static cudaError_t dlh_own_cudaRuntimeGetVersion(int *runtimeVersion) {
+  DLH_OWN(dlh_fn, own_cudaRuntimeGetVersion, cudaErrorInitializationError)
+  return dlh_b_cudaRuntimeGetVersion(dlh_fn, runtimeVersion);
+}
 
 /* 366: cudaSetDevice — cuda_runtime_api.h */
 static cudaError_t (*real_cudaSetDevice)(int device);
-DLH_EXPORT cudaError_t cudaSetDevice(int device) {
-  DLH_REAL(dlh_fn, real_cudaSetDevice, "cudaSetDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaSetDevice)(int device);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaSetDevice(__typeof__(real_cudaSetDevice) dlh_fn, int device) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(device);
@@ -7012,11 +9946,19 @@ DLH_EXPORT cudaError_t cudaSetDevice(int device) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaSetDevice(int device) {
+  DLH_REAL(dlh_fn, real_cudaSetDevice, "cudaSetDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaSetDevice(dlh_fn, device);
+}
+static cudaError_t dlh_own_cudaSetDevice(int device) {
+  DLH_OWN(dlh_fn, own_cudaSetDevice, cudaErrorInitializationError)
+  return dlh_b_cudaSetDevice(dlh_fn, device);
+}
 
 /* 367: cudaSetDeviceFlags — cuda_runtime_api.h */
 static cudaError_t (*real_cudaSetDeviceFlags)(unsigned int flags);
-DLH_EXPORT cudaError_t cudaSetDeviceFlags(unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaSetDeviceFlags, "cudaSetDeviceFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaSetDeviceFlags)(unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaSetDeviceFlags(__typeof__(real_cudaSetDeviceFlags) dlh_fn, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(flags);
@@ -7028,11 +9970,19 @@ DLH_EXPORT cudaError_t cudaSetDeviceFlags(unsigned int flags) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaSetDeviceFlags(unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaSetDeviceFlags, "cudaSetDeviceFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaSetDeviceFlags(dlh_fn, flags);
+}
+static cudaError_t dlh_own_cudaSetDeviceFlags(unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaSetDeviceFlags, cudaErrorInitializationError)
+  return dlh_b_cudaSetDeviceFlags(dlh_fn, flags);
+}
 
 /* 368: cudaSetValidDevices — cuda_runtime_api.h */
 static cudaError_t (*real_cudaSetValidDevices)(int *device_arr, int len);
-DLH_EXPORT cudaError_t cudaSetValidDevices(int *device_arr, int len) {
-  DLH_REAL(dlh_fn, real_cudaSetValidDevices, "cudaSetValidDevices", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaSetValidDevices)(int *device_arr, int len);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaSetValidDevices(__typeof__(real_cudaSetValidDevices) dlh_fn, int *device_arr, int len) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(device_arr, len);
@@ -7045,11 +9995,19 @@ DLH_EXPORT cudaError_t cudaSetValidDevices(int *device_arr, int len) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaSetValidDevices(int *device_arr, int len) {
+  DLH_REAL(dlh_fn, real_cudaSetValidDevices, "cudaSetValidDevices", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaSetValidDevices(dlh_fn, device_arr, len);
+}
+static cudaError_t dlh_own_cudaSetValidDevices(int *device_arr, int len) {
+  DLH_OWN(dlh_fn, own_cudaSetValidDevices, cudaErrorInitializationError)
+  return dlh_b_cudaSetValidDevices(dlh_fn, device_arr, len);
+}
 
 /* 369: cudaSignalExternalSemaphoresAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaSignalExternalSemaphoresAsync)(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreSignalParams *paramsArray, unsigned int numExtSems, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaSignalExternalSemaphoresAsync(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreSignalParams *paramsArray, unsigned int numExtSems, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaSignalExternalSemaphoresAsync, "cudaSignalExternalSemaphoresAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaSignalExternalSemaphoresAsync)(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreSignalParams *paramsArray, unsigned int numExtSems, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaSignalExternalSemaphoresAsync(__typeof__(real_cudaSignalExternalSemaphoresAsync) dlh_fn, const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreSignalParams *paramsArray, unsigned int numExtSems, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(extSemArray, paramsArray, numExtSems, stream);
@@ -7064,11 +10022,19 @@ DLH_EXPORT cudaError_t cudaSignalExternalSemaphoresAsync(const cudaExternalSemap
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaSignalExternalSemaphoresAsync(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreSignalParams *paramsArray, unsigned int numExtSems, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaSignalExternalSemaphoresAsync, "cudaSignalExternalSemaphoresAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaSignalExternalSemaphoresAsync(dlh_fn, extSemArray, paramsArray, numExtSems, stream);
+}
+static cudaError_t dlh_own_cudaSignalExternalSemaphoresAsync(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreSignalParams *paramsArray, unsigned int numExtSems, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaSignalExternalSemaphoresAsync, cudaErrorInitializationError)
+  return dlh_b_cudaSignalExternalSemaphoresAsync(dlh_fn, extSemArray, paramsArray, numExtSems, stream);
+}
 
 /* 370: cudaSignalExternalSemaphoresAsync_ptsz — cuda_runtime_api.h (prototype of cudaSignalExternalSemaphoresAsync) */
 static cudaError_t (*real_cudaSignalExternalSemaphoresAsync_ptsz)(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreSignalParams *paramsArray, unsigned int numExtSems, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaSignalExternalSemaphoresAsync_ptsz(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreSignalParams *paramsArray, unsigned int numExtSems, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaSignalExternalSemaphoresAsync_ptsz, "cudaSignalExternalSemaphoresAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaSignalExternalSemaphoresAsync_ptsz)(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreSignalParams *paramsArray, unsigned int numExtSems, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaSignalExternalSemaphoresAsync_ptsz(__typeof__(real_cudaSignalExternalSemaphoresAsync_ptsz) dlh_fn, const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreSignalParams *paramsArray, unsigned int numExtSems, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(extSemArray, paramsArray, numExtSems, stream);
@@ -7083,11 +10049,19 @@ DLH_EXPORT cudaError_t cudaSignalExternalSemaphoresAsync_ptsz(const cudaExternal
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaSignalExternalSemaphoresAsync_ptsz(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreSignalParams *paramsArray, unsigned int numExtSems, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaSignalExternalSemaphoresAsync_ptsz, "cudaSignalExternalSemaphoresAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaSignalExternalSemaphoresAsync_ptsz(dlh_fn, extSemArray, paramsArray, numExtSems, stream);
+}
+static cudaError_t dlh_own_cudaSignalExternalSemaphoresAsync_ptsz(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreSignalParams *paramsArray, unsigned int numExtSems, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaSignalExternalSemaphoresAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaSignalExternalSemaphoresAsync_ptsz(dlh_fn, extSemArray, paramsArray, numExtSems, stream);
+}
 
 /* 371: cudaStreamAddCallback — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamAddCallback)(cudaStream_t stream, cudaStreamCallback_t callback, void *userData, unsigned int flags);
-DLH_EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void *userData, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaStreamAddCallback, "cudaStreamAddCallback", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamAddCallback)(cudaStream_t stream, cudaStreamCallback_t callback, void *userData, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamAddCallback(__typeof__(real_cudaStreamAddCallback) dlh_fn, cudaStream_t stream, cudaStreamCallback_t callback, void *userData, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, callback, userData, flags);
@@ -7102,11 +10076,19 @@ DLH_EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCall
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void *userData, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaStreamAddCallback, "cudaStreamAddCallback", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamAddCallback(dlh_fn, stream, callback, userData, flags);
+}
+static cudaError_t dlh_own_cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void *userData, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaStreamAddCallback, cudaErrorInitializationError)
+  return dlh_b_cudaStreamAddCallback(dlh_fn, stream, callback, userData, flags);
+}
 
 /* 372: cudaStreamAddCallback_ptsz — cuda_runtime_api.h (prototype of cudaStreamAddCallback) */
 static cudaError_t (*real_cudaStreamAddCallback_ptsz)(cudaStream_t stream, cudaStreamCallback_t callback, void *userData, unsigned int flags);
-DLH_EXPORT cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback, void *userData, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaStreamAddCallback_ptsz, "cudaStreamAddCallback_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamAddCallback_ptsz)(cudaStream_t stream, cudaStreamCallback_t callback, void *userData, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamAddCallback_ptsz(__typeof__(real_cudaStreamAddCallback_ptsz) dlh_fn, cudaStream_t stream, cudaStreamCallback_t callback, void *userData, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, callback, userData, flags);
@@ -7121,11 +10103,19 @@ DLH_EXPORT cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStrea
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback, void *userData, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaStreamAddCallback_ptsz, "cudaStreamAddCallback_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamAddCallback_ptsz(dlh_fn, stream, callback, userData, flags);
+}
+static cudaError_t dlh_own_cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback, void *userData, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaStreamAddCallback_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamAddCallback_ptsz(dlh_fn, stream, callback, userData, flags);
+}
 
 /* 373: cudaStreamAttachMemAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamAttachMemAsync)(cudaStream_t stream, void *devPtr, size_t length, unsigned int flags);
-DLH_EXPORT cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void *devPtr, size_t length, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaStreamAttachMemAsync, "cudaStreamAttachMemAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamAttachMemAsync)(cudaStream_t stream, void *devPtr, size_t length, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamAttachMemAsync(__typeof__(real_cudaStreamAttachMemAsync) dlh_fn, cudaStream_t stream, void *devPtr, size_t length, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, devPtr, length, flags);
@@ -7140,11 +10130,19 @@ DLH_EXPORT cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void *devPt
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void *devPtr, size_t length, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaStreamAttachMemAsync, "cudaStreamAttachMemAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamAttachMemAsync(dlh_fn, stream, devPtr, length, flags);
+}
+static cudaError_t dlh_own_cudaStreamAttachMemAsync(cudaStream_t stream, void *devPtr, size_t length, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaStreamAttachMemAsync, cudaErrorInitializationError)
+  return dlh_b_cudaStreamAttachMemAsync(dlh_fn, stream, devPtr, length, flags);
+}
 
 /* 374: cudaStreamAttachMemAsync_ptsz — cuda_runtime_api.h (prototype of cudaStreamAttachMemAsync) */
 static cudaError_t (*real_cudaStreamAttachMemAsync_ptsz)(cudaStream_t stream, void *devPtr, size_t length, unsigned int flags);
-DLH_EXPORT cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void *devPtr, size_t length, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaStreamAttachMemAsync_ptsz, "cudaStreamAttachMemAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamAttachMemAsync_ptsz)(cudaStream_t stream, void *devPtr, size_t length, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamAttachMemAsync_ptsz(__typeof__(real_cudaStreamAttachMemAsync_ptsz) dlh_fn, cudaStream_t stream, void *devPtr, size_t length, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, devPtr, length, flags);
@@ -7159,11 +10157,19 @@ DLH_EXPORT cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void *
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void *devPtr, size_t length, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaStreamAttachMemAsync_ptsz, "cudaStreamAttachMemAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamAttachMemAsync_ptsz(dlh_fn, stream, devPtr, length, flags);
+}
+static cudaError_t dlh_own_cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void *devPtr, size_t length, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaStreamAttachMemAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamAttachMemAsync_ptsz(dlh_fn, stream, devPtr, length, flags);
+}
 
 /* 375: cudaStreamBeginCapture — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamBeginCapture)(cudaStream_t stream, enum cudaStreamCaptureMode mode);
-DLH_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
-  DLH_REAL(dlh_fn, real_cudaStreamBeginCapture, "cudaStreamBeginCapture", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamBeginCapture)(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamBeginCapture(__typeof__(real_cudaStreamBeginCapture) dlh_fn, cudaStream_t stream, enum cudaStreamCaptureMode mode) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, mode);
@@ -7176,11 +10182,19 @@ DLH_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStre
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+  DLH_REAL(dlh_fn, real_cudaStreamBeginCapture, "cudaStreamBeginCapture", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamBeginCapture(dlh_fn, stream, mode);
+}
+static cudaError_t dlh_own_cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+  DLH_OWN(dlh_fn, own_cudaStreamBeginCapture, cudaErrorInitializationError)
+  return dlh_b_cudaStreamBeginCapture(dlh_fn, stream, mode);
+}
 
 /* 376: cudaStreamBeginCaptureToGraph — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamBeginCaptureToGraph)(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode);
-DLH_EXPORT cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode) {
-  DLH_REAL(dlh_fn, real_cudaStreamBeginCaptureToGraph, "cudaStreamBeginCaptureToGraph", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamBeginCaptureToGraph)(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamBeginCaptureToGraph(__typeof__(real_cudaStreamBeginCaptureToGraph) dlh_fn, cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, graph, dependencies, dependencyData, numDependencies, mode);
@@ -7197,11 +10211,19 @@ DLH_EXPORT cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGr
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode) {
+  DLH_REAL(dlh_fn, real_cudaStreamBeginCaptureToGraph, "cudaStreamBeginCaptureToGraph", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamBeginCaptureToGraph(dlh_fn, stream, graph, dependencies, dependencyData, numDependencies, mode);
+}
+static cudaError_t dlh_own_cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode) {
+  DLH_OWN(dlh_fn, own_cudaStreamBeginCaptureToGraph, cudaErrorInitializationError)
+  return dlh_b_cudaStreamBeginCaptureToGraph(dlh_fn, stream, graph, dependencies, dependencyData, numDependencies, mode);
+}
 
 /* 377: cudaStreamBeginCaptureToGraph_ptsz — cuda_runtime_api.h (prototype of cudaStreamBeginCaptureToGraph) */
 static cudaError_t (*real_cudaStreamBeginCaptureToGraph_ptsz)(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode);
-DLH_EXPORT cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode) {
-  DLH_REAL(dlh_fn, real_cudaStreamBeginCaptureToGraph_ptsz, "cudaStreamBeginCaptureToGraph_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamBeginCaptureToGraph_ptsz)(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamBeginCaptureToGraph_ptsz(__typeof__(real_cudaStreamBeginCaptureToGraph_ptsz) dlh_fn, cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, graph, dependencies, dependencyData, numDependencies, mode);
@@ -7218,11 +10240,19 @@ DLH_EXPORT cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, c
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode) {
+  DLH_REAL(dlh_fn, real_cudaStreamBeginCaptureToGraph_ptsz, "cudaStreamBeginCaptureToGraph_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamBeginCaptureToGraph_ptsz(dlh_fn, stream, graph, dependencies, dependencyData, numDependencies, mode);
+}
+static cudaError_t dlh_own_cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, enum cudaStreamCaptureMode mode) {
+  DLH_OWN(dlh_fn, own_cudaStreamBeginCaptureToGraph_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamBeginCaptureToGraph_ptsz(dlh_fn, stream, graph, dependencies, dependencyData, numDependencies, mode);
+}
 
 /* 378: cudaStreamBeginCapture_ptsz — cuda_runtime_api.h (prototype of cudaStreamBeginCapture) */
 static cudaError_t (*real_cudaStreamBeginCapture_ptsz)(cudaStream_t stream, enum cudaStreamCaptureMode mode);
-DLH_EXPORT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
-  DLH_REAL(dlh_fn, real_cudaStreamBeginCapture_ptsz, "cudaStreamBeginCapture_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamBeginCapture_ptsz)(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamBeginCapture_ptsz(__typeof__(real_cudaStreamBeginCapture_ptsz) dlh_fn, cudaStream_t stream, enum cudaStreamCaptureMode mode) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, mode);
@@ -7235,11 +10265,19 @@ DLH_EXPORT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cud
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+  DLH_REAL(dlh_fn, real_cudaStreamBeginCapture_ptsz, "cudaStreamBeginCapture_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamBeginCapture_ptsz(dlh_fn, stream, mode);
+}
+static cudaError_t dlh_own_cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+  DLH_OWN(dlh_fn, own_cudaStreamBeginCapture_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamBeginCapture_ptsz(dlh_fn, stream, mode);
+}
 
 /* 379: cudaStreamCopyAttributes — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamCopyAttributes)(cudaStream_t dst, cudaStream_t src);
-DLH_EXPORT cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src) {
-  DLH_REAL(dlh_fn, real_cudaStreamCopyAttributes, "cudaStreamCopyAttributes", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamCopyAttributes)(cudaStream_t dst, cudaStream_t src);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamCopyAttributes(__typeof__(real_cudaStreamCopyAttributes) dlh_fn, cudaStream_t dst, cudaStream_t src) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, src);
@@ -7252,11 +10290,19 @@ DLH_EXPORT cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t s
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src) {
+  DLH_REAL(dlh_fn, real_cudaStreamCopyAttributes, "cudaStreamCopyAttributes", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamCopyAttributes(dlh_fn, dst, src);
+}
+static cudaError_t dlh_own_cudaStreamCopyAttributes(cudaStream_t dst, cudaStream_t src) {
+  DLH_OWN(dlh_fn, own_cudaStreamCopyAttributes, cudaErrorInitializationError)
+  return dlh_b_cudaStreamCopyAttributes(dlh_fn, dst, src);
+}
 
 /* 380: cudaStreamCopyAttributes_ptsz — cuda_runtime_api.h (prototype of cudaStreamCopyAttributes) */
 static cudaError_t (*real_cudaStreamCopyAttributes_ptsz)(cudaStream_t dst, cudaStream_t src);
-DLH_EXPORT cudaError_t cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src) {
-  DLH_REAL(dlh_fn, real_cudaStreamCopyAttributes_ptsz, "cudaStreamCopyAttributes_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamCopyAttributes_ptsz)(cudaStream_t dst, cudaStream_t src);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamCopyAttributes_ptsz(__typeof__(real_cudaStreamCopyAttributes_ptsz) dlh_fn, cudaStream_t dst, cudaStream_t src) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(dst, src);
@@ -7269,11 +10315,19 @@ DLH_EXPORT cudaError_t cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStrea
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src) {
+  DLH_REAL(dlh_fn, real_cudaStreamCopyAttributes_ptsz, "cudaStreamCopyAttributes_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamCopyAttributes_ptsz(dlh_fn, dst, src);
+}
+static cudaError_t dlh_own_cudaStreamCopyAttributes_ptsz(cudaStream_t dst, cudaStream_t src) {
+  DLH_OWN(dlh_fn, own_cudaStreamCopyAttributes_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamCopyAttributes_ptsz(dlh_fn, dst, src);
+}
 
 /* 381: cudaStreamCreate — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamCreate)(cudaStream_t *pStream);
-DLH_EXPORT cudaError_t cudaStreamCreate(cudaStream_t *pStream) {
-  DLH_REAL(dlh_fn, real_cudaStreamCreate, "cudaStreamCreate", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamCreate)(cudaStream_t *pStream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamCreate(__typeof__(real_cudaStreamCreate) dlh_fn, cudaStream_t *pStream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pStream);
@@ -7285,11 +10339,19 @@ DLH_EXPORT cudaError_t cudaStreamCreate(cudaStream_t *pStream) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamCreate(cudaStream_t *pStream) {
+  DLH_REAL(dlh_fn, real_cudaStreamCreate, "cudaStreamCreate", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamCreate(dlh_fn, pStream);
+}
+static cudaError_t dlh_own_cudaStreamCreate(cudaStream_t *pStream) {
+  DLH_OWN(dlh_fn, own_cudaStreamCreate, cudaErrorInitializationError)
+  return dlh_b_cudaStreamCreate(dlh_fn, pStream);
+}
 
 /* 382: cudaStreamCreateWithFlags — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamCreateWithFlags)(cudaStream_t *pStream, unsigned int flags);
-DLH_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaStreamCreateWithFlags, "cudaStreamCreateWithFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamCreateWithFlags)(cudaStream_t *pStream, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamCreateWithFlags(__typeof__(real_cudaStreamCreateWithFlags) dlh_fn, cudaStream_t *pStream, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pStream, flags);
@@ -7302,11 +10364,19 @@ DLH_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaStreamCreateWithFlags, "cudaStreamCreateWithFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamCreateWithFlags(dlh_fn, pStream, flags);
+}
+static cudaError_t dlh_own_cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaStreamCreateWithFlags, cudaErrorInitializationError)
+  return dlh_b_cudaStreamCreateWithFlags(dlh_fn, pStream, flags);
+}
 
 /* 383: cudaStreamCreateWithPriority — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamCreateWithPriority)(cudaStream_t *pStream, unsigned int flags, int priority);
-DLH_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority) {
-  DLH_REAL(dlh_fn, real_cudaStreamCreateWithPriority, "cudaStreamCreateWithPriority", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamCreateWithPriority)(cudaStream_t *pStream, unsigned int flags, int priority);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamCreateWithPriority(__typeof__(real_cudaStreamCreateWithPriority) dlh_fn, cudaStream_t *pStream, unsigned int flags, int priority) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(pStream, flags, priority);
@@ -7320,11 +10390,19 @@ DLH_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsig
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority) {
+  DLH_REAL(dlh_fn, real_cudaStreamCreateWithPriority, "cudaStreamCreateWithPriority", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamCreateWithPriority(dlh_fn, pStream, flags, priority);
+}
+static cudaError_t dlh_own_cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags, int priority) {
+  DLH_OWN(dlh_fn, own_cudaStreamCreateWithPriority, cudaErrorInitializationError)
+  return dlh_b_cudaStreamCreateWithPriority(dlh_fn, pStream, flags, priority);
+}
 
 /* 384: cudaStreamDestroy — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamDestroy)(cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaStreamDestroy, "cudaStreamDestroy", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamDestroy)(cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamDestroy(__typeof__(real_cudaStreamDestroy) dlh_fn, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream);
@@ -7336,11 +10414,19 @@ DLH_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaStreamDestroy, "cudaStreamDestroy", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamDestroy(dlh_fn, stream);
+}
+static cudaError_t dlh_own_cudaStreamDestroy(cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaStreamDestroy, cudaErrorInitializationError)
+  return dlh_b_cudaStreamDestroy(dlh_fn, stream);
+}
 
 /* 385: cudaStreamEndCapture — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamEndCapture)(cudaStream_t stream, cudaGraph_t *pGraph);
-DLH_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {
-  DLH_REAL(dlh_fn, real_cudaStreamEndCapture, "cudaStreamEndCapture", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamEndCapture)(cudaStream_t stream, cudaGraph_t *pGraph);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamEndCapture(__typeof__(real_cudaStreamEndCapture) dlh_fn, cudaStream_t stream, cudaGraph_t *pGraph) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, pGraph);
@@ -7353,11 +10439,19 @@ DLH_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pG
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {
+  DLH_REAL(dlh_fn, real_cudaStreamEndCapture, "cudaStreamEndCapture", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamEndCapture(dlh_fn, stream, pGraph);
+}
+static cudaError_t dlh_own_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {
+  DLH_OWN(dlh_fn, own_cudaStreamEndCapture, cudaErrorInitializationError)
+  return dlh_b_cudaStreamEndCapture(dlh_fn, stream, pGraph);
+}
 
 /* 386: cudaStreamEndCapture_ptsz — cuda_runtime_api.h (prototype of cudaStreamEndCapture) */
 static cudaError_t (*real_cudaStreamEndCapture_ptsz)(cudaStream_t stream, cudaGraph_t *pGraph);
-DLH_EXPORT cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph) {
-  DLH_REAL(dlh_fn, real_cudaStreamEndCapture_ptsz, "cudaStreamEndCapture_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamEndCapture_ptsz)(cudaStream_t stream, cudaGraph_t *pGraph);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamEndCapture_ptsz(__typeof__(real_cudaStreamEndCapture_ptsz) dlh_fn, cudaStream_t stream, cudaGraph_t *pGraph) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, pGraph);
@@ -7370,11 +10464,19 @@ DLH_EXPORT cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph) {
+  DLH_REAL(dlh_fn, real_cudaStreamEndCapture_ptsz, "cudaStreamEndCapture_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamEndCapture_ptsz(dlh_fn, stream, pGraph);
+}
+static cudaError_t dlh_own_cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph) {
+  DLH_OWN(dlh_fn, own_cudaStreamEndCapture_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamEndCapture_ptsz(dlh_fn, stream, pGraph);
+}
 
 /* 387: cudaStreamGetAttribute — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamGetAttribute)(cudaStream_t hStream, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out);
-DLH_EXPORT cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out) {
-  DLH_REAL(dlh_fn, real_cudaStreamGetAttribute, "cudaStreamGetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamGetAttribute)(cudaStream_t hStream, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamGetAttribute(__typeof__(real_cudaStreamGetAttribute) dlh_fn, cudaStream_t hStream, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hStream, attr, value_out);
@@ -7388,11 +10490,19 @@ DLH_EXPORT cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaLaunchAt
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamGetAttribute(cudaStream_t hStream, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out) {
+  DLH_REAL(dlh_fn, real_cudaStreamGetAttribute, "cudaStreamGetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetAttribute(dlh_fn, hStream, attr, value_out);
+}
+static cudaError_t dlh_own_cudaStreamGetAttribute(cudaStream_t hStream, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out) {
+  DLH_OWN(dlh_fn, own_cudaStreamGetAttribute, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetAttribute(dlh_fn, hStream, attr, value_out);
+}
 
 /* 388: cudaStreamGetAttribute_ptsz — cuda_runtime_api.h (prototype of cudaStreamGetAttribute) */
 static cudaError_t (*real_cudaStreamGetAttribute_ptsz)(cudaStream_t hStream, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out);
-DLH_EXPORT cudaError_t cudaStreamGetAttribute_ptsz(cudaStream_t hStream, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out) {
-  DLH_REAL(dlh_fn, real_cudaStreamGetAttribute_ptsz, "cudaStreamGetAttribute_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamGetAttribute_ptsz)(cudaStream_t hStream, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamGetAttribute_ptsz(__typeof__(real_cudaStreamGetAttribute_ptsz) dlh_fn, cudaStream_t hStream, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hStream, attr, value_out);
@@ -7406,11 +10516,19 @@ DLH_EXPORT cudaError_t cudaStreamGetAttribute_ptsz(cudaStream_t hStream, cudaLau
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamGetAttribute_ptsz(cudaStream_t hStream, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out) {
+  DLH_REAL(dlh_fn, real_cudaStreamGetAttribute_ptsz, "cudaStreamGetAttribute_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetAttribute_ptsz(dlh_fn, hStream, attr, value_out);
+}
+static cudaError_t dlh_own_cudaStreamGetAttribute_ptsz(cudaStream_t hStream, cudaLaunchAttributeID attr, cudaLaunchAttributeValue *value_out) {
+  DLH_OWN(dlh_fn, own_cudaStreamGetAttribute_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetAttribute_ptsz(dlh_fn, hStream, attr, value_out);
+}
 
 /* 389: cudaStreamGetCaptureInfo — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamGetCaptureInfo)(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out, unsigned long long *id_out, cudaGraph_t *graph_out, const cudaGraphNode_t **dependencies_out, const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out);
-DLH_EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out, unsigned long long *id_out, cudaGraph_t *graph_out, const cudaGraphNode_t **dependencies_out, const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out) {
-  DLH_REAL(dlh_fn, real_cudaStreamGetCaptureInfo, "cudaStreamGetCaptureInfo", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamGetCaptureInfo)(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out, unsigned long long *id_out, cudaGraph_t *graph_out, const cudaGraphNode_t **dependencies_out, const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamGetCaptureInfo(__typeof__(real_cudaStreamGetCaptureInfo) dlh_fn, cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out, unsigned long long *id_out, cudaGraph_t *graph_out, const cudaGraphNode_t **dependencies_out, const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
@@ -7428,11 +10546,19 @@ DLH_EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaSt
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out, unsigned long long *id_out, cudaGraph_t *graph_out, const cudaGraphNode_t **dependencies_out, const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out) {
+  DLH_REAL(dlh_fn, real_cudaStreamGetCaptureInfo, "cudaStreamGetCaptureInfo", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetCaptureInfo(dlh_fn, stream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
+}
+static cudaError_t dlh_own_cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out, unsigned long long *id_out, cudaGraph_t *graph_out, const cudaGraphNode_t **dependencies_out, const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out) {
+  DLH_OWN(dlh_fn, own_cudaStreamGetCaptureInfo, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetCaptureInfo(dlh_fn, stream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
+}
 
 /* 390: cudaStreamGetCaptureInfo_ptsz — cuda_runtime_api.h (prototype of cudaStreamGetCaptureInfo) */
 static cudaError_t (*real_cudaStreamGetCaptureInfo_ptsz)(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out, unsigned long long *id_out, cudaGraph_t *graph_out, const cudaGraphNode_t **dependencies_out, const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out);
-DLH_EXPORT cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out, unsigned long long *id_out, cudaGraph_t *graph_out, const cudaGraphNode_t **dependencies_out, const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out) {
-  DLH_REAL(dlh_fn, real_cudaStreamGetCaptureInfo_ptsz, "cudaStreamGetCaptureInfo_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamGetCaptureInfo_ptsz)(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out, unsigned long long *id_out, cudaGraph_t *graph_out, const cudaGraphNode_t **dependencies_out, const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamGetCaptureInfo_ptsz(__typeof__(real_cudaStreamGetCaptureInfo_ptsz) dlh_fn, cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out, unsigned long long *id_out, cudaGraph_t *graph_out, const cudaGraphNode_t **dependencies_out, const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
@@ -7450,11 +10576,19 @@ DLH_EXPORT cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream, enum c
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out, unsigned long long *id_out, cudaGraph_t *graph_out, const cudaGraphNode_t **dependencies_out, const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out) {
+  DLH_REAL(dlh_fn, real_cudaStreamGetCaptureInfo_ptsz, "cudaStreamGetCaptureInfo_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetCaptureInfo_ptsz(dlh_fn, stream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
+}
+static cudaError_t dlh_own_cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus *captureStatus_out, unsigned long long *id_out, cudaGraph_t *graph_out, const cudaGraphNode_t **dependencies_out, const cudaGraphEdgeData **edgeData_out, size_t *numDependencies_out) {
+  DLH_OWN(dlh_fn, own_cudaStreamGetCaptureInfo_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetCaptureInfo_ptsz(dlh_fn, stream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out, numDependencies_out);
+}
 
 /* 391: cudaStreamGetDevice — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamGetDevice)(cudaStream_t hStream, int *device);
-DLH_EXPORT cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device) {
-  DLH_REAL(dlh_fn, real_cudaStreamGetDevice, "cudaStreamGetDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamGetDevice)(cudaStream_t hStream, int *device);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamGetDevice(__typeof__(real_cudaStreamGetDevice) dlh_fn, cudaStream_t hStream, int *device) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hStream, device);
@@ -7467,11 +10601,19 @@ DLH_EXPORT cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int *device) {
+  DLH_REAL(dlh_fn, real_cudaStreamGetDevice, "cudaStreamGetDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetDevice(dlh_fn, hStream, device);
+}
+static cudaError_t dlh_own_cudaStreamGetDevice(cudaStream_t hStream, int *device) {
+  DLH_OWN(dlh_fn, own_cudaStreamGetDevice, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetDevice(dlh_fn, hStream, device);
+}
 
 /* 392: cudaStreamGetDevice_ptsz — cuda_runtime_api.h (prototype of cudaStreamGetDevice) */
 static cudaError_t (*real_cudaStreamGetDevice_ptsz)(cudaStream_t hStream, int *device);
-DLH_EXPORT cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t hStream, int *device) {
-  DLH_REAL(dlh_fn, real_cudaStreamGetDevice_ptsz, "cudaStreamGetDevice_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamGetDevice_ptsz)(cudaStream_t hStream, int *device);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamGetDevice_ptsz(__typeof__(real_cudaStreamGetDevice_ptsz) dlh_fn, cudaStream_t hStream, int *device) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hStream, device);
@@ -7484,11 +10626,19 @@ DLH_EXPORT cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t hStream, int *devic
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamGetDevice_ptsz(cudaStream_t hStream, int *device) {
+  DLH_REAL(dlh_fn, real_cudaStreamGetDevice_ptsz, "cudaStreamGetDevice_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetDevice_ptsz(dlh_fn, hStream, device);
+}
+static cudaError_t dlh_own_cudaStreamGetDevice_ptsz(cudaStream_t hStream, int *device) {
+  DLH_OWN(dlh_fn, own_cudaStreamGetDevice_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetDevice_ptsz(dlh_fn, hStream, device);
+}
 
 /* 393: cudaStreamGetFlags — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamGetFlags)(cudaStream_t hStream, unsigned int *flags);
-DLH_EXPORT cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags) {
-  DLH_REAL(dlh_fn, real_cudaStreamGetFlags, "cudaStreamGetFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamGetFlags)(cudaStream_t hStream, unsigned int *flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamGetFlags(__typeof__(real_cudaStreamGetFlags) dlh_fn, cudaStream_t hStream, unsigned int *flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hStream, flags);
@@ -7501,11 +10651,19 @@ DLH_EXPORT cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *fl
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags) {
+  DLH_REAL(dlh_fn, real_cudaStreamGetFlags, "cudaStreamGetFlags", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetFlags(dlh_fn, hStream, flags);
+}
+static cudaError_t dlh_own_cudaStreamGetFlags(cudaStream_t hStream, unsigned int *flags) {
+  DLH_OWN(dlh_fn, own_cudaStreamGetFlags, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetFlags(dlh_fn, hStream, flags);
+}
 
 /* 394: cudaStreamGetFlags_ptsz — cuda_runtime_api.h (prototype of cudaStreamGetFlags) */
 static cudaError_t (*real_cudaStreamGetFlags_ptsz)(cudaStream_t hStream, unsigned int *flags);
-DLH_EXPORT cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int *flags) {
-  DLH_REAL(dlh_fn, real_cudaStreamGetFlags_ptsz, "cudaStreamGetFlags_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamGetFlags_ptsz)(cudaStream_t hStream, unsigned int *flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamGetFlags_ptsz(__typeof__(real_cudaStreamGetFlags_ptsz) dlh_fn, cudaStream_t hStream, unsigned int *flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hStream, flags);
@@ -7518,11 +10676,19 @@ DLH_EXPORT cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned in
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int *flags) {
+  DLH_REAL(dlh_fn, real_cudaStreamGetFlags_ptsz, "cudaStreamGetFlags_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetFlags_ptsz(dlh_fn, hStream, flags);
+}
+static cudaError_t dlh_own_cudaStreamGetFlags_ptsz(cudaStream_t hStream, unsigned int *flags) {
+  DLH_OWN(dlh_fn, own_cudaStreamGetFlags_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetFlags_ptsz(dlh_fn, hStream, flags);
+}
 
 /* 395: cudaStreamGetId — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamGetId)(cudaStream_t hStream, unsigned long long *streamId);
-DLH_EXPORT cudaError_t cudaStreamGetId(cudaStream_t hStream, unsigned long long *streamId) {
-  DLH_REAL(dlh_fn, real_cudaStreamGetId, "cudaStreamGetId", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamGetId)(cudaStream_t hStream, unsigned long long *streamId);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamGetId(__typeof__(real_cudaStreamGetId) dlh_fn, cudaStream_t hStream, unsigned long long *streamId) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hStream, streamId);
@@ -7535,11 +10701,19 @@ DLH_EXPORT cudaError_t cudaStreamGetId(cudaStream_t hStream, unsigned long long 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamGetId(cudaStream_t hStream, unsigned long long *streamId) {
+  DLH_REAL(dlh_fn, real_cudaStreamGetId, "cudaStreamGetId", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetId(dlh_fn, hStream, streamId);
+}
+static cudaError_t dlh_own_cudaStreamGetId(cudaStream_t hStream, unsigned long long *streamId) {
+  DLH_OWN(dlh_fn, own_cudaStreamGetId, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetId(dlh_fn, hStream, streamId);
+}
 
 /* 396: cudaStreamGetId_ptsz — cuda_runtime_api.h (prototype of cudaStreamGetId) */
 static cudaError_t (*real_cudaStreamGetId_ptsz)(cudaStream_t hStream, unsigned long long *streamId);
-DLH_EXPORT cudaError_t cudaStreamGetId_ptsz(cudaStream_t hStream, unsigned long long *streamId) {
-  DLH_REAL(dlh_fn, real_cudaStreamGetId_ptsz, "cudaStreamGetId_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamGetId_ptsz)(cudaStream_t hStream, unsigned long long *streamId);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamGetId_ptsz(__typeof__(real_cudaStreamGetId_ptsz) dlh_fn, cudaStream_t hStream, unsigned long long *streamId) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hStream, streamId);
@@ -7552,11 +10726,19 @@ DLH_EXPORT cudaError_t cudaStreamGetId_ptsz(cudaStream_t hStream, unsigned long 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamGetId_ptsz(cudaStream_t hStream, unsigned long long *streamId) {
+  DLH_REAL(dlh_fn, real_cudaStreamGetId_ptsz, "cudaStreamGetId_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetId_ptsz(dlh_fn, hStream, streamId);
+}
+static cudaError_t dlh_own_cudaStreamGetId_ptsz(cudaStream_t hStream, unsigned long long *streamId) {
+  DLH_OWN(dlh_fn, own_cudaStreamGetId_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetId_ptsz(dlh_fn, hStream, streamId);
+}
 
 /* 397: cudaStreamGetPriority — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamGetPriority)(cudaStream_t hStream, int *priority);
-DLH_EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority) {
-  DLH_REAL(dlh_fn, real_cudaStreamGetPriority, "cudaStreamGetPriority", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamGetPriority)(cudaStream_t hStream, int *priority);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamGetPriority(__typeof__(real_cudaStreamGetPriority) dlh_fn, cudaStream_t hStream, int *priority) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hStream, priority);
@@ -7569,11 +10751,19 @@ DLH_EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority) {
+  DLH_REAL(dlh_fn, real_cudaStreamGetPriority, "cudaStreamGetPriority", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetPriority(dlh_fn, hStream, priority);
+}
+static cudaError_t dlh_own_cudaStreamGetPriority(cudaStream_t hStream, int *priority) {
+  DLH_OWN(dlh_fn, own_cudaStreamGetPriority, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetPriority(dlh_fn, hStream, priority);
+}
 
 /* 398: cudaStreamGetPriority_ptsz — cuda_runtime_api.h (prototype of cudaStreamGetPriority) */
 static cudaError_t (*real_cudaStreamGetPriority_ptsz)(cudaStream_t hStream, int *priority);
-DLH_EXPORT cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *priority) {
-  DLH_REAL(dlh_fn, real_cudaStreamGetPriority_ptsz, "cudaStreamGetPriority_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamGetPriority_ptsz)(cudaStream_t hStream, int *priority);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamGetPriority_ptsz(__typeof__(real_cudaStreamGetPriority_ptsz) dlh_fn, cudaStream_t hStream, int *priority) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hStream, priority);
@@ -7586,11 +10776,19 @@ DLH_EXPORT cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *pri
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *priority) {
+  DLH_REAL(dlh_fn, real_cudaStreamGetPriority_ptsz, "cudaStreamGetPriority_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetPriority_ptsz(dlh_fn, hStream, priority);
+}
+static cudaError_t dlh_own_cudaStreamGetPriority_ptsz(cudaStream_t hStream, int *priority) {
+  DLH_OWN(dlh_fn, own_cudaStreamGetPriority_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamGetPriority_ptsz(dlh_fn, hStream, priority);
+}
 
 /* 399: cudaStreamIsCapturing — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamIsCapturing)(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus);
-DLH_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus) {
-  DLH_REAL(dlh_fn, real_cudaStreamIsCapturing, "cudaStreamIsCapturing", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamIsCapturing)(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamIsCapturing(__typeof__(real_cudaStreamIsCapturing) dlh_fn, cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, pCaptureStatus);
@@ -7603,11 +10801,19 @@ DLH_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStrea
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus) {
+  DLH_REAL(dlh_fn, real_cudaStreamIsCapturing, "cudaStreamIsCapturing", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamIsCapturing(dlh_fn, stream, pCaptureStatus);
+}
+static cudaError_t dlh_own_cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus) {
+  DLH_OWN(dlh_fn, own_cudaStreamIsCapturing, cudaErrorInitializationError)
+  return dlh_b_cudaStreamIsCapturing(dlh_fn, stream, pCaptureStatus);
+}
 
 /* 400: cudaStreamIsCapturing_ptsz — cuda_runtime_api.h (prototype of cudaStreamIsCapturing) */
 static cudaError_t (*real_cudaStreamIsCapturing_ptsz)(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus);
-DLH_EXPORT cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus) {
-  DLH_REAL(dlh_fn, real_cudaStreamIsCapturing_ptsz, "cudaStreamIsCapturing_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamIsCapturing_ptsz)(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamIsCapturing_ptsz(__typeof__(real_cudaStreamIsCapturing_ptsz) dlh_fn, cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, pCaptureStatus);
@@ -7620,11 +10826,19 @@ DLH_EXPORT cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream, enum cuda
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus) {
+  DLH_REAL(dlh_fn, real_cudaStreamIsCapturing_ptsz, "cudaStreamIsCapturing_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamIsCapturing_ptsz(dlh_fn, stream, pCaptureStatus);
+}
+static cudaError_t dlh_own_cudaStreamIsCapturing_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus) {
+  DLH_OWN(dlh_fn, own_cudaStreamIsCapturing_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamIsCapturing_ptsz(dlh_fn, stream, pCaptureStatus);
+}
 
 /* 401: cudaStreamQuery — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamQuery)(cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaStreamQuery, "cudaStreamQuery", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamQuery)(cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamQuery(__typeof__(real_cudaStreamQuery) dlh_fn, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream);
@@ -7636,11 +10850,19 @@ DLH_EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaStreamQuery, "cudaStreamQuery", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamQuery(dlh_fn, stream);
+}
+static cudaError_t dlh_own_cudaStreamQuery(cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaStreamQuery, cudaErrorInitializationError)
+  return dlh_b_cudaStreamQuery(dlh_fn, stream);
+}
 
 /* 402: cudaStreamQuery_ptsz — cuda_runtime_api.h (prototype of cudaStreamQuery) */
 static cudaError_t (*real_cudaStreamQuery_ptsz)(cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaStreamQuery_ptsz, "cudaStreamQuery_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamQuery_ptsz)(cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamQuery_ptsz(__typeof__(real_cudaStreamQuery_ptsz) dlh_fn, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream);
@@ -7652,11 +10874,19 @@ DLH_EXPORT cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaStreamQuery_ptsz, "cudaStreamQuery_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamQuery_ptsz(dlh_fn, stream);
+}
+static cudaError_t dlh_own_cudaStreamQuery_ptsz(cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaStreamQuery_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamQuery_ptsz(dlh_fn, stream);
+}
 
 /* 403: cudaStreamSetAttribute — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamSetAttribute)(cudaStream_t hStream, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value);
-DLH_EXPORT cudaError_t cudaStreamSetAttribute(cudaStream_t hStream, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value) {
-  DLH_REAL(dlh_fn, real_cudaStreamSetAttribute, "cudaStreamSetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamSetAttribute)(cudaStream_t hStream, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamSetAttribute(__typeof__(real_cudaStreamSetAttribute) dlh_fn, cudaStream_t hStream, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hStream, attr, value);
@@ -7670,11 +10900,19 @@ DLH_EXPORT cudaError_t cudaStreamSetAttribute(cudaStream_t hStream, cudaLaunchAt
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamSetAttribute(cudaStream_t hStream, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value) {
+  DLH_REAL(dlh_fn, real_cudaStreamSetAttribute, "cudaStreamSetAttribute", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamSetAttribute(dlh_fn, hStream, attr, value);
+}
+static cudaError_t dlh_own_cudaStreamSetAttribute(cudaStream_t hStream, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value) {
+  DLH_OWN(dlh_fn, own_cudaStreamSetAttribute, cudaErrorInitializationError)
+  return dlh_b_cudaStreamSetAttribute(dlh_fn, hStream, attr, value);
+}
 
 /* 404: cudaStreamSetAttribute_ptsz — cuda_runtime_api.h (prototype of cudaStreamSetAttribute) */
 static cudaError_t (*real_cudaStreamSetAttribute_ptsz)(cudaStream_t hStream, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value);
-DLH_EXPORT cudaError_t cudaStreamSetAttribute_ptsz(cudaStream_t hStream, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value) {
-  DLH_REAL(dlh_fn, real_cudaStreamSetAttribute_ptsz, "cudaStreamSetAttribute_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamSetAttribute_ptsz)(cudaStream_t hStream, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamSetAttribute_ptsz(__typeof__(real_cudaStreamSetAttribute_ptsz) dlh_fn, cudaStream_t hStream, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(hStream, attr, value);
@@ -7688,11 +10926,19 @@ DLH_EXPORT cudaError_t cudaStreamSetAttribute_ptsz(cudaStream_t hStream, cudaLau
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamSetAttribute_ptsz(cudaStream_t hStream, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value) {
+  DLH_REAL(dlh_fn, real_cudaStreamSetAttribute_ptsz, "cudaStreamSetAttribute_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamSetAttribute_ptsz(dlh_fn, hStream, attr, value);
+}
+static cudaError_t dlh_own_cudaStreamSetAttribute_ptsz(cudaStream_t hStream, cudaLaunchAttributeID attr, const cudaLaunchAttributeValue *value) {
+  DLH_OWN(dlh_fn, own_cudaStreamSetAttribute_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamSetAttribute_ptsz(dlh_fn, hStream, attr, value);
+}
 
 /* 405: cudaStreamSynchronize — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamSynchronize)(cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaStreamSynchronize, "cudaStreamSynchronize", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamSynchronize)(cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamSynchronize(__typeof__(real_cudaStreamSynchronize) dlh_fn, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream);
@@ -7704,11 +10950,19 @@ DLH_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaStreamSynchronize, "cudaStreamSynchronize", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamSynchronize(dlh_fn, stream);
+}
+static cudaError_t dlh_own_cudaStreamSynchronize(cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaStreamSynchronize, cudaErrorInitializationError)
+  return dlh_b_cudaStreamSynchronize(dlh_fn, stream);
+}
 
 /* 406: cudaStreamSynchronize_ptsz — cuda_runtime_api.h (prototype of cudaStreamSynchronize) */
 static cudaError_t (*real_cudaStreamSynchronize_ptsz)(cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaStreamSynchronize_ptsz, "cudaStreamSynchronize_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamSynchronize_ptsz)(cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamSynchronize_ptsz(__typeof__(real_cudaStreamSynchronize_ptsz) dlh_fn, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream);
@@ -7720,11 +10974,19 @@ DLH_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaStreamSynchronize_ptsz, "cudaStreamSynchronize_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamSynchronize_ptsz(dlh_fn, stream);
+}
+static cudaError_t dlh_own_cudaStreamSynchronize_ptsz(cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaStreamSynchronize_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamSynchronize_ptsz(dlh_fn, stream);
+}
 
 /* 407: cudaStreamUpdateCaptureDependencies — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamUpdateCaptureDependencies)(cudaStream_t stream, cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags);
-DLH_EXPORT cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaStreamUpdateCaptureDependencies, "cudaStreamUpdateCaptureDependencies", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamUpdateCaptureDependencies)(cudaStream_t stream, cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamUpdateCaptureDependencies(__typeof__(real_cudaStreamUpdateCaptureDependencies) dlh_fn, cudaStream_t stream, cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, dependencies, dependencyData, numDependencies, flags);
@@ -7740,11 +11002,19 @@ DLH_EXPORT cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaStreamUpdateCaptureDependencies, "cudaStreamUpdateCaptureDependencies", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamUpdateCaptureDependencies(dlh_fn, stream, dependencies, dependencyData, numDependencies, flags);
+}
+static cudaError_t dlh_own_cudaStreamUpdateCaptureDependencies(cudaStream_t stream, cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaStreamUpdateCaptureDependencies, cudaErrorInitializationError)
+  return dlh_b_cudaStreamUpdateCaptureDependencies(dlh_fn, stream, dependencies, dependencyData, numDependencies, flags);
+}
 
 /* 408: cudaStreamUpdateCaptureDependencies_ptsz — cuda_runtime_api.h (prototype of cudaStreamUpdateCaptureDependencies) */
 static cudaError_t (*real_cudaStreamUpdateCaptureDependencies_ptsz)(cudaStream_t stream, cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags);
-DLH_EXPORT cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t stream, cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaStreamUpdateCaptureDependencies_ptsz, "cudaStreamUpdateCaptureDependencies_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamUpdateCaptureDependencies_ptsz)(cudaStream_t stream, cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamUpdateCaptureDependencies_ptsz(__typeof__(real_cudaStreamUpdateCaptureDependencies_ptsz) dlh_fn, cudaStream_t stream, cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, dependencies, dependencyData, numDependencies, flags);
@@ -7760,11 +11030,19 @@ DLH_EXPORT cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t str
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t stream, cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaStreamUpdateCaptureDependencies_ptsz, "cudaStreamUpdateCaptureDependencies_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamUpdateCaptureDependencies_ptsz(dlh_fn, stream, dependencies, dependencyData, numDependencies, flags);
+}
+static cudaError_t dlh_own_cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t stream, cudaGraphNode_t *dependencies, const cudaGraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaStreamUpdateCaptureDependencies_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamUpdateCaptureDependencies_ptsz(dlh_fn, stream, dependencies, dependencyData, numDependencies, flags);
+}
 
 /* 409: cudaStreamWaitEvent — cuda_runtime_api.h */
 static cudaError_t (*real_cudaStreamWaitEvent)(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
-DLH_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaStreamWaitEvent, "cudaStreamWaitEvent", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamWaitEvent)(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamWaitEvent(__typeof__(real_cudaStreamWaitEvent) dlh_fn, cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, event, flags);
@@ -7778,11 +11056,19 @@ DLH_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t even
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaStreamWaitEvent, "cudaStreamWaitEvent", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamWaitEvent(dlh_fn, stream, event, flags);
+}
+static cudaError_t dlh_own_cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaStreamWaitEvent, cudaErrorInitializationError)
+  return dlh_b_cudaStreamWaitEvent(dlh_fn, stream, event, flags);
+}
 
 /* 410: cudaStreamWaitEvent_ptsz — cuda_runtime_api.h (prototype of cudaStreamWaitEvent) */
 static cudaError_t (*real_cudaStreamWaitEvent_ptsz)(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
-DLH_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaStreamWaitEvent_ptsz, "cudaStreamWaitEvent_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaStreamWaitEvent_ptsz)(cudaStream_t stream, cudaEvent_t event, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaStreamWaitEvent_ptsz(__typeof__(real_cudaStreamWaitEvent_ptsz) dlh_fn, cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(stream, event, flags);
@@ -7796,11 +11082,19 @@ DLH_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaStreamWaitEvent_ptsz, "cudaStreamWaitEvent_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaStreamWaitEvent_ptsz(dlh_fn, stream, event, flags);
+}
+static cudaError_t dlh_own_cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaStreamWaitEvent_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaStreamWaitEvent_ptsz(dlh_fn, stream, event, flags);
+}
 
 /* 411: cudaThreadExchangeStreamCaptureMode — cuda_runtime_api.h */
 static cudaError_t (*real_cudaThreadExchangeStreamCaptureMode)(enum cudaStreamCaptureMode *mode);
-DLH_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode) {
-  DLH_REAL(dlh_fn, real_cudaThreadExchangeStreamCaptureMode, "cudaThreadExchangeStreamCaptureMode", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaThreadExchangeStreamCaptureMode)(enum cudaStreamCaptureMode *mode);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaThreadExchangeStreamCaptureMode(__typeof__(real_cudaThreadExchangeStreamCaptureMode) dlh_fn, enum cudaStreamCaptureMode *mode) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(mode);
@@ -7812,11 +11106,19 @@ DLH_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptur
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode) {
+  DLH_REAL(dlh_fn, real_cudaThreadExchangeStreamCaptureMode, "cudaThreadExchangeStreamCaptureMode", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaThreadExchangeStreamCaptureMode(dlh_fn, mode);
+}
+static cudaError_t dlh_own_cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode) {
+  DLH_OWN(dlh_fn, own_cudaThreadExchangeStreamCaptureMode, cudaErrorInitializationError)
+  return dlh_b_cudaThreadExchangeStreamCaptureMode(dlh_fn, mode);
+}
 
 /* 412: cudaUserObjectCreate — cuda_runtime_api.h */
 static cudaError_t (*real_cudaUserObjectCreate)(cudaUserObject_t *object_out, void *ptr, cudaHostFn_t destroy, unsigned int initialRefcount, unsigned int flags);
-DLH_EXPORT cudaError_t cudaUserObjectCreate(cudaUserObject_t *object_out, void *ptr, cudaHostFn_t destroy, unsigned int initialRefcount, unsigned int flags) {
-  DLH_REAL(dlh_fn, real_cudaUserObjectCreate, "cudaUserObjectCreate", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaUserObjectCreate)(cudaUserObject_t *object_out, void *ptr, cudaHostFn_t destroy, unsigned int initialRefcount, unsigned int flags);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaUserObjectCreate(__typeof__(real_cudaUserObjectCreate) dlh_fn, cudaUserObject_t *object_out, void *ptr, cudaHostFn_t destroy, unsigned int initialRefcount, unsigned int flags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(object_out, ptr, destroy, initialRefcount, flags);
@@ -7832,11 +11134,19 @@ DLH_EXPORT cudaError_t cudaUserObjectCreate(cudaUserObject_t *object_out, void *
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaUserObjectCreate(cudaUserObject_t *object_out, void *ptr, cudaHostFn_t destroy, unsigned int initialRefcount, unsigned int flags) {
+  DLH_REAL(dlh_fn, real_cudaUserObjectCreate, "cudaUserObjectCreate", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaUserObjectCreate(dlh_fn, object_out, ptr, destroy, initialRefcount, flags);
+}
+static cudaError_t dlh_own_cudaUserObjectCreate(cudaUserObject_t *object_out, void *ptr, cudaHostFn_t destroy, unsigned int initialRefcount, unsigned int flags) {
+  DLH_OWN(dlh_fn, own_cudaUserObjectCreate, cudaErrorInitializationError)
+  return dlh_b_cudaUserObjectCreate(dlh_fn, object_out, ptr, destroy, initialRefcount, flags);
+}
 
 /* 413: cudaUserObjectRelease — cuda_runtime_api.h */
 static cudaError_t (*real_cudaUserObjectRelease)(cudaUserObject_t object, unsigned int count);
-DLH_EXPORT cudaError_t cudaUserObjectRelease(cudaUserObject_t object, unsigned int count) {
-  DLH_REAL(dlh_fn, real_cudaUserObjectRelease, "cudaUserObjectRelease", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaUserObjectRelease)(cudaUserObject_t object, unsigned int count);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaUserObjectRelease(__typeof__(real_cudaUserObjectRelease) dlh_fn, cudaUserObject_t object, unsigned int count) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(object, count);
@@ -7849,11 +11159,19 @@ DLH_EXPORT cudaError_t cudaUserObjectRelease(cudaUserObject_t object, unsigned i
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaUserObjectRelease(cudaUserObject_t object, unsigned int count) {
+  DLH_REAL(dlh_fn, real_cudaUserObjectRelease, "cudaUserObjectRelease", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaUserObjectRelease(dlh_fn, object, count);
+}
+static cudaError_t dlh_own_cudaUserObjectRelease(cudaUserObject_t object, unsigned int count) {
+  DLH_OWN(dlh_fn, own_cudaUserObjectRelease, cudaErrorInitializationError)
+  return dlh_b_cudaUserObjectRelease(dlh_fn, object, count);
+}
 
 /* 414: cudaUserObjectRetain — cuda_runtime_api.h */
 static cudaError_t (*real_cudaUserObjectRetain)(cudaUserObject_t object, unsigned int count);
-DLH_EXPORT cudaError_t cudaUserObjectRetain(cudaUserObject_t object, unsigned int count) {
-  DLH_REAL(dlh_fn, real_cudaUserObjectRetain, "cudaUserObjectRetain", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaUserObjectRetain)(cudaUserObject_t object, unsigned int count);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaUserObjectRetain(__typeof__(real_cudaUserObjectRetain) dlh_fn, cudaUserObject_t object, unsigned int count) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(object, count);
@@ -7866,11 +11184,19 @@ DLH_EXPORT cudaError_t cudaUserObjectRetain(cudaUserObject_t object, unsigned in
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaUserObjectRetain(cudaUserObject_t object, unsigned int count) {
+  DLH_REAL(dlh_fn, real_cudaUserObjectRetain, "cudaUserObjectRetain", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaUserObjectRetain(dlh_fn, object, count);
+}
+static cudaError_t dlh_own_cudaUserObjectRetain(cudaUserObject_t object, unsigned int count) {
+  DLH_OWN(dlh_fn, own_cudaUserObjectRetain, cudaErrorInitializationError)
+  return dlh_b_cudaUserObjectRetain(dlh_fn, object, count);
+}
 
 /* 415: cudaVDPAUGetDevice — cuda_vdpau_interop.h */
 static cudaError_t (*real_cudaVDPAUGetDevice)(int *device, VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress);
-DLH_EXPORT cudaError_t cudaVDPAUGetDevice(int *device, VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress) {
-  DLH_REAL(dlh_fn, real_cudaVDPAUGetDevice, "cudaVDPAUGetDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaVDPAUGetDevice)(int *device, VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaVDPAUGetDevice(__typeof__(real_cudaVDPAUGetDevice) dlh_fn, int *device, VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(device, vdpDevice, vdpGetProcAddress);
@@ -7884,11 +11210,19 @@ DLH_EXPORT cudaError_t cudaVDPAUGetDevice(int *device, VdpDevice vdpDevice, VdpG
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaVDPAUGetDevice(int *device, VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress) {
+  DLH_REAL(dlh_fn, real_cudaVDPAUGetDevice, "cudaVDPAUGetDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaVDPAUGetDevice(dlh_fn, device, vdpDevice, vdpGetProcAddress);
+}
+static cudaError_t dlh_own_cudaVDPAUGetDevice(int *device, VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress) {
+  DLH_OWN(dlh_fn, own_cudaVDPAUGetDevice, cudaErrorInitializationError)
+  return dlh_b_cudaVDPAUGetDevice(dlh_fn, device, vdpDevice, vdpGetProcAddress);
+}
 
 /* 416: cudaVDPAUSetVDPAUDevice — cuda_vdpau_interop.h */
 static cudaError_t (*real_cudaVDPAUSetVDPAUDevice)(int device, VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress);
-DLH_EXPORT cudaError_t cudaVDPAUSetVDPAUDevice(int device, VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress) {
-  DLH_REAL(dlh_fn, real_cudaVDPAUSetVDPAUDevice, "cudaVDPAUSetVDPAUDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaVDPAUSetVDPAUDevice)(int device, VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaVDPAUSetVDPAUDevice(__typeof__(real_cudaVDPAUSetVDPAUDevice) dlh_fn, int device, VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(device, vdpDevice, vdpGetProcAddress);
@@ -7902,11 +11236,19 @@ DLH_EXPORT cudaError_t cudaVDPAUSetVDPAUDevice(int device, VdpDevice vdpDevice, 
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaVDPAUSetVDPAUDevice(int device, VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress) {
+  DLH_REAL(dlh_fn, real_cudaVDPAUSetVDPAUDevice, "cudaVDPAUSetVDPAUDevice", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaVDPAUSetVDPAUDevice(dlh_fn, device, vdpDevice, vdpGetProcAddress);
+}
+static cudaError_t dlh_own_cudaVDPAUSetVDPAUDevice(int device, VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress) {
+  DLH_OWN(dlh_fn, own_cudaVDPAUSetVDPAUDevice, cudaErrorInitializationError)
+  return dlh_b_cudaVDPAUSetVDPAUDevice(dlh_fn, device, vdpDevice, vdpGetProcAddress);
+}
 
 /* 417: cudaWaitExternalSemaphoresAsync — cuda_runtime_api.h */
 static cudaError_t (*real_cudaWaitExternalSemaphoresAsync)(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreWaitParams *paramsArray, unsigned int numExtSems, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaWaitExternalSemaphoresAsync(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreWaitParams *paramsArray, unsigned int numExtSems, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaWaitExternalSemaphoresAsync, "cudaWaitExternalSemaphoresAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaWaitExternalSemaphoresAsync)(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreWaitParams *paramsArray, unsigned int numExtSems, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaWaitExternalSemaphoresAsync(__typeof__(real_cudaWaitExternalSemaphoresAsync) dlh_fn, const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreWaitParams *paramsArray, unsigned int numExtSems, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(extSemArray, paramsArray, numExtSems, stream);
@@ -7921,11 +11263,19 @@ DLH_EXPORT cudaError_t cudaWaitExternalSemaphoresAsync(const cudaExternalSemapho
   }
   return dlh_r;
 }
+DLH_EXPORT cudaError_t cudaWaitExternalSemaphoresAsync(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreWaitParams *paramsArray, unsigned int numExtSems, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaWaitExternalSemaphoresAsync, "cudaWaitExternalSemaphoresAsync", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaWaitExternalSemaphoresAsync(dlh_fn, extSemArray, paramsArray, numExtSems, stream);
+}
+static cudaError_t dlh_own_cudaWaitExternalSemaphoresAsync(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreWaitParams *paramsArray, unsigned int numExtSems, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaWaitExternalSemaphoresAsync, cudaErrorInitializationError)
+  return dlh_b_cudaWaitExternalSemaphoresAsync(dlh_fn, extSemArray, paramsArray, numExtSems, stream);
+}
 
 /* 418: cudaWaitExternalSemaphoresAsync_ptsz — cuda_runtime_api.h (prototype of cudaWaitExternalSemaphoresAsync) */
 static cudaError_t (*real_cudaWaitExternalSemaphoresAsync_ptsz)(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreWaitParams *paramsArray, unsigned int numExtSems, cudaStream_t stream);
-DLH_EXPORT cudaError_t cudaWaitExternalSemaphoresAsync_ptsz(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreWaitParams *paramsArray, unsigned int numExtSems, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_cudaWaitExternalSemaphoresAsync_ptsz, "cudaWaitExternalSemaphoresAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+static cudaError_t (*own_cudaWaitExternalSemaphoresAsync_ptsz)(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreWaitParams *paramsArray, unsigned int numExtSems, cudaStream_t stream);
+static inline __attribute__((always_inline)) cudaError_t dlh_b_cudaWaitExternalSemaphoresAsync_ptsz(__typeof__(real_cudaWaitExternalSemaphoresAsync_ptsz) dlh_fn, const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreWaitParams *paramsArray, unsigned int numExtSems, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudaError_t dlh_r = dlh_fn(extSemArray, paramsArray, numExtSems, stream);
@@ -7939,6 +11289,14 @@ DLH_EXPORT cudaError_t cudaWaitExternalSemaphoresAsync_ptsz(const cudaExternalSe
     dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDART, 418), (int64_t)dlh_r, 4, dlh_a);
   }
   return dlh_r;
+}
+DLH_EXPORT cudaError_t cudaWaitExternalSemaphoresAsync_ptsz(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreWaitParams *paramsArray, unsigned int numExtSems, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_cudaWaitExternalSemaphoresAsync_ptsz, "cudaWaitExternalSemaphoresAsync_ptsz", DLH_LIB_CUDART, cudaErrorInitializationError)
+  return dlh_b_cudaWaitExternalSemaphoresAsync_ptsz(dlh_fn, extSemArray, paramsArray, numExtSems, stream);
+}
+static cudaError_t dlh_own_cudaWaitExternalSemaphoresAsync_ptsz(const cudaExternalSemaphore_t *extSemArray, const struct cudaExternalSemaphoreWaitParams *paramsArray, unsigned int numExtSems, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_cudaWaitExternalSemaphoresAsync_ptsz, cudaErrorInitializationError)
+  return dlh_b_cudaWaitExternalSemaphoresAsync_ptsz(dlh_fn, extSemArray, paramsArray, numExtSems, stream);
 }
 
 /* ---- descriptor table ---- */
@@ -9194,425 +12552,425 @@ const unsigned dlh_fns_cudart_count = 419;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 const dlh_sym dlh_syms_cudart[] = {
-  {"__cudaGetKernel", (void *)__cudaGetKernel, (void **)&real___cudaGetKernel},
-  {"__cudaInitModule", (void *)__cudaInitModule, (void **)&real___cudaInitModule},
-  {"__cudaLaunchKernel", (void *)__cudaLaunchKernel, (void **)&real___cudaLaunchKernel},
-  {"__cudaLaunchKernel_ptsz", (void *)__cudaLaunchKernel_ptsz, (void **)&real___cudaLaunchKernel_ptsz},
-  {"__cudaPopCallConfiguration", (void *)__cudaPopCallConfiguration, (void **)&real___cudaPopCallConfiguration},
-  {"__cudaPushCallConfiguration", (void *)__cudaPushCallConfiguration, (void **)&real___cudaPushCallConfiguration},
-  {"__cudaRegisterFatBinary", (void *)__cudaRegisterFatBinary, (void **)&real___cudaRegisterFatBinary},
-  {"__cudaRegisterFatBinaryEnd", (void *)__cudaRegisterFatBinaryEnd, (void **)&real___cudaRegisterFatBinaryEnd},
-  {"__cudaRegisterFunction", (void *)__cudaRegisterFunction, (void **)&real___cudaRegisterFunction},
-  {"__cudaRegisterManagedVar", (void *)__cudaRegisterManagedVar, (void **)&real___cudaRegisterManagedVar},
-  {"__cudaRegisterVar", (void *)__cudaRegisterVar, (void **)&real___cudaRegisterVar},
-  {"__cudaUnregisterFatBinary", (void *)__cudaUnregisterFatBinary, (void **)&real___cudaUnregisterFatBinary},
-  {"cudaArrayGetInfo", (void *)cudaArrayGetInfo, (void **)&real_cudaArrayGetInfo},
-  {"cudaArrayGetMemoryRequirements", (void *)cudaArrayGetMemoryRequirements, (void **)&real_cudaArrayGetMemoryRequirements},
-  {"cudaArrayGetPlane", (void *)cudaArrayGetPlane, (void **)&real_cudaArrayGetPlane},
-  {"cudaArrayGetSparseProperties", (void *)cudaArrayGetSparseProperties, (void **)&real_cudaArrayGetSparseProperties},
-  {"cudaChooseDevice", (void *)cudaChooseDevice, (void **)&real_cudaChooseDevice},
-  {"cudaCreateChannelDesc", (void *)cudaCreateChannelDesc, (void **)&real_cudaCreateChannelDesc},
-  {"cudaCreateSurfaceObject", (void *)cudaCreateSurfaceObject, (void **)&real_cudaCreateSurfaceObject},
-  {"cudaCreateTextureObject", (void *)cudaCreateTextureObject, (void **)&real_cudaCreateTextureObject},
-  {"cudaCtxResetPersistingL2Cache", (void *)cudaCtxResetPersistingL2Cache, (void **)&real_cudaCtxResetPersistingL2Cache},
-  {"cudaDestroyExternalMemory", (void *)cudaDestroyExternalMemory, (void **)&real_cudaDestroyExternalMemory},
-  {"cudaDestroyExternalSemaphore", (void *)cudaDestroyExternalSemaphore, (void **)&real_cudaDestroyExternalSemaphore},
-  {"cudaDestroySurfaceObject", (void *)cudaDestroySurfaceObject, (void **)&real_cudaDestroySurfaceObject},
-  {"cudaDestroyTextureObject", (void *)cudaDestroyTextureObject, (void **)&real_cudaDestroyTextureObject},
-  {"cudaDeviceCanAccessPeer", (void *)cudaDeviceCanAccessPeer, (void **)&real_cudaDeviceCanAccessPeer},
-  {"cudaDeviceDisablePeerAccess", (void *)cudaDeviceDisablePeerAccess, (void **)&real_cudaDeviceDisablePeerAccess},
-  {"cudaDeviceEnablePeerAccess", (void *)cudaDeviceEnablePeerAccess, (void **)&real_cudaDeviceEnablePeerAccess},
-  {"cudaDeviceFlushGPUDirectRDMAWrites", (void *)cudaDeviceFlushGPUDirectRDMAWrites, (void **)&real_cudaDeviceFlushGPUDirectRDMAWrites},
-  {"cudaDeviceGetAttribute", (void *)cudaDeviceGetAttribute, (void **)&real_cudaDeviceGetAttribute},
-  {"cudaDeviceGetByPCIBusId", (void *)cudaDeviceGetByPCIBusId, (void **)&real_cudaDeviceGetByPCIBusId},
-  {"cudaDeviceGetCacheConfig", (void *)cudaDeviceGetCacheConfig, (void **)&real_cudaDeviceGetCacheConfig},
-  {"cudaDeviceGetDefaultMemPool", (void *)cudaDeviceGetDefaultMemPool, (void **)&real_cudaDeviceGetDefaultMemPool},
-  {"cudaDeviceGetGraphMemAttribute", (void *)cudaDeviceGetGraphMemAttribute, (void **)&real_cudaDeviceGetGraphMemAttribute},
-  {"cudaDeviceGetHostAtomicCapabilities", (void *)cudaDeviceGetHostAtomicCapabilities, (void **)&real_cudaDeviceGetHostAtomicCapabilities},
-  {"cudaDeviceGetLimit", (void *)cudaDeviceGetLimit, (void **)&real_cudaDeviceGetLimit},
-  {"cudaDeviceGetMemPool", (void *)cudaDeviceGetMemPool, (void **)&real_cudaDeviceGetMemPool},
-  {"cudaDeviceGetNvSciSyncAttributes", (void *)cudaDeviceGetNvSciSyncAttributes, (void **)&real_cudaDeviceGetNvSciSyncAttributes},
-  {"cudaDeviceGetP2PAtomicCapabilities", (void *)cudaDeviceGetP2PAtomicCapabilities, (void **)&real_cudaDeviceGetP2PAtomicCapabilities},
-  {"cudaDeviceGetP2PAttribute", (void *)cudaDeviceGetP2PAttribute, (void **)&real_cudaDeviceGetP2PAttribute},
-  {"cudaDeviceGetPCIBusId", (void *)cudaDeviceGetPCIBusId, (void **)&real_cudaDeviceGetPCIBusId},
-  {"cudaDeviceGetSharedMemConfig", (void *)cudaDeviceGetSharedMemConfig, (void **)&real_cudaDeviceGetSharedMemConfig},
-  {"cudaDeviceGetStreamPriorityRange", (void *)cudaDeviceGetStreamPriorityRange, (void **)&real_cudaDeviceGetStreamPriorityRange},
-  {"cudaDeviceGetTexture1DLinearMaxWidth", (void *)cudaDeviceGetTexture1DLinearMaxWidth, (void **)&real_cudaDeviceGetTexture1DLinearMaxWidth},
-  {"cudaDeviceGraphMemTrim", (void *)cudaDeviceGraphMemTrim, (void **)&real_cudaDeviceGraphMemTrim},
-  {"cudaDeviceRegisterAsyncNotification", (void *)cudaDeviceRegisterAsyncNotification, (void **)&real_cudaDeviceRegisterAsyncNotification},
-  {"cudaDeviceReset", (void *)cudaDeviceReset, (void **)&real_cudaDeviceReset},
-  {"cudaDeviceSetCacheConfig", (void *)cudaDeviceSetCacheConfig, (void **)&real_cudaDeviceSetCacheConfig},
-  {"cudaDeviceSetGraphMemAttribute", (void *)cudaDeviceSetGraphMemAttribute, (void **)&real_cudaDeviceSetGraphMemAttribute},
-  {"cudaDeviceSetLimit", (void *)cudaDeviceSetLimit, (void **)&real_cudaDeviceSetLimit},
-  {"cudaDeviceSetMemPool", (void *)cudaDeviceSetMemPool, (void **)&real_cudaDeviceSetMemPool},
-  {"cudaDeviceSetSharedMemConfig", (void *)cudaDeviceSetSharedMemConfig, (void **)&real_cudaDeviceSetSharedMemConfig},
-  {"cudaDeviceSynchronize", (void *)cudaDeviceSynchronize, (void **)&real_cudaDeviceSynchronize},
-  {"cudaDeviceUnregisterAsyncNotification", (void *)cudaDeviceUnregisterAsyncNotification, (void **)&real_cudaDeviceUnregisterAsyncNotification},
-  {"cudaDriverGetVersion", (void *)cudaDriverGetVersion, (void **)&real_cudaDriverGetVersion},
-  {"cudaEGLStreamConsumerAcquireFrame", (void *)cudaEGLStreamConsumerAcquireFrame, (void **)&real_cudaEGLStreamConsumerAcquireFrame},
-  {"cudaEGLStreamConsumerConnect", (void *)cudaEGLStreamConsumerConnect, (void **)&real_cudaEGLStreamConsumerConnect},
-  {"cudaEGLStreamConsumerConnectWithFlags", (void *)cudaEGLStreamConsumerConnectWithFlags, (void **)&real_cudaEGLStreamConsumerConnectWithFlags},
-  {"cudaEGLStreamConsumerDisconnect", (void *)cudaEGLStreamConsumerDisconnect, (void **)&real_cudaEGLStreamConsumerDisconnect},
-  {"cudaEGLStreamConsumerReleaseFrame", (void *)cudaEGLStreamConsumerReleaseFrame, (void **)&real_cudaEGLStreamConsumerReleaseFrame},
-  {"cudaEGLStreamProducerConnect", (void *)cudaEGLStreamProducerConnect, (void **)&real_cudaEGLStreamProducerConnect},
-  {"cudaEGLStreamProducerDisconnect", (void *)cudaEGLStreamProducerDisconnect, (void **)&real_cudaEGLStreamProducerDisconnect},
-  {"cudaEGLStreamProducerPresentFrame", (void *)cudaEGLStreamProducerPresentFrame, (void **)&real_cudaEGLStreamProducerPresentFrame},
-  {"cudaEGLStreamProducerReturnFrame", (void *)cudaEGLStreamProducerReturnFrame, (void **)&real_cudaEGLStreamProducerReturnFrame},
-  {"cudaEventCreate", (void *)cudaEventCreate, (void **)&real_cudaEventCreate},
-  {"cudaEventCreateFromEGLSync", (void *)cudaEventCreateFromEGLSync, (void **)&real_cudaEventCreateFromEGLSync},
-  {"cudaEventCreateWithFlags", (void *)cudaEventCreateWithFlags, (void **)&real_cudaEventCreateWithFlags},
-  {"cudaEventDestroy", (void *)cudaEventDestroy, (void **)&real_cudaEventDestroy},
-  {"cudaEventElapsedTime", (void *)cudaEventElapsedTime, (void **)&real_cudaEventElapsedTime},
-  {"cudaEventQuery", (void *)cudaEventQuery, (void **)&real_cudaEventQuery},
-  {"cudaEventRecord", (void *)cudaEventRecord, (void **)&real_cudaEventRecord},
-  {"cudaEventRecordWithFlags", (void *)cudaEventRecordWithFlags, (void **)&real_cudaEventRecordWithFlags},
-  {"cudaEventRecordWithFlags_ptsz", (void *)cudaEventRecordWithFlags_ptsz, (void **)&real_cudaEventRecordWithFlags_ptsz},
-  {"cudaEventRecord_ptsz", (void *)cudaEventRecord_ptsz, (void **)&real_cudaEventRecord_ptsz},
-  {"cudaEventSynchronize", (void *)cudaEventSynchronize, (void **)&real_cudaEventSynchronize},
-  {"cudaExternalMemoryGetMappedBuffer", (void *)cudaExternalMemoryGetMappedBuffer, (void **)&real_cudaExternalMemoryGetMappedBuffer},
-  {"cudaExternalMemoryGetMappedMipmappedArray", (void *)cudaExternalMemoryGetMappedMipmappedArray, (void **)&real_cudaExternalMemoryGetMappedMipmappedArray},
-  {"cudaFree", (void *)cudaFree, (void **)&real_cudaFree},
-  {"cudaFreeArray", (void *)cudaFreeArray, (void **)&real_cudaFreeArray},
-  {"cudaFreeAsync", (void *)cudaFreeAsync, (void **)&real_cudaFreeAsync},
-  {"cudaFreeAsync_ptsz", (void *)cudaFreeAsync_ptsz, (void **)&real_cudaFreeAsync_ptsz},
-  {"cudaFreeHost", (void *)cudaFreeHost, (void **)&real_cudaFreeHost},
-  {"cudaFreeMipmappedArray", (void *)cudaFreeMipmappedArray, (void **)&real_cudaFreeMipmappedArray},
-  {"cudaFuncGetAttributes", (void *)cudaFuncGetAttributes, (void **)&real_cudaFuncGetAttributes},
-  {"cudaFuncGetName", (void *)cudaFuncGetName, (void **)&real_cudaFuncGetName},
-  {"cudaFuncGetParamInfo", (void *)cudaFuncGetParamInfo, (void **)&real_cudaFuncGetParamInfo},
-  {"cudaFuncSetAttribute", (void *)cudaFuncSetAttribute, (void **)&real_cudaFuncSetAttribute},
-  {"cudaFuncSetCacheConfig", (void *)cudaFuncSetCacheConfig, (void **)&real_cudaFuncSetCacheConfig},
-  {"cudaFuncSetSharedMemConfig", (void *)cudaFuncSetSharedMemConfig, (void **)&real_cudaFuncSetSharedMemConfig},
-  {"cudaGLGetDevices", (void *)cudaGLGetDevices, (void **)&real_cudaGLGetDevices},
-  {"cudaGLMapBufferObject", (void *)cudaGLMapBufferObject, (void **)&real_cudaGLMapBufferObject},
-  {"cudaGLMapBufferObjectAsync", (void *)cudaGLMapBufferObjectAsync, (void **)&real_cudaGLMapBufferObjectAsync},
-  {"cudaGLRegisterBufferObject", (void *)cudaGLRegisterBufferObject, (void **)&real_cudaGLRegisterBufferObject},
-  {"cudaGLSetBufferObjectMapFlags", (void *)cudaGLSetBufferObjectMapFlags, (void **)&real_cudaGLSetBufferObjectMapFlags},
-  {"cudaGLSetGLDevice", (void *)cudaGLSetGLDevice, (void **)&real_cudaGLSetGLDevice},
-  {"cudaGLUnmapBufferObject", (void *)cudaGLUnmapBufferObject, (void **)&real_cudaGLUnmapBufferObject},
-  {"cudaGLUnmapBufferObjectAsync", (void *)cudaGLUnmapBufferObjectAsync, (void **)&real_cudaGLUnmapBufferObjectAsync},
-  {"cudaGLUnregisterBufferObject", (void *)cudaGLUnregisterBufferObject, (void **)&real_cudaGLUnregisterBufferObject},
-  {"cudaGetChannelDesc", (void *)cudaGetChannelDesc, (void **)&real_cudaGetChannelDesc},
-  {"cudaGetDevice", (void *)cudaGetDevice, (void **)&real_cudaGetDevice},
-  {"cudaGetDeviceCount", (void *)cudaGetDeviceCount, (void **)&real_cudaGetDeviceCount},
-  {"cudaGetDeviceFlags", (void *)cudaGetDeviceFlags, (void **)&real_cudaGetDeviceFlags},
-  {"cudaGetDeviceProperties", (void *)cudaGetDeviceProperties, (void **)&real_cudaGetDeviceProperties},
-  {"cudaGetDriverEntryPoint", (void *)cudaGetDriverEntryPoint, (void **)&real_cudaGetDriverEntryPoint},
-  {"cudaGetDriverEntryPointByVersion", (void *)cudaGetDriverEntryPointByVersion, (void **)&real_cudaGetDriverEntryPointByVersion},
-  {"cudaGetDriverEntryPointByVersion_ptsz", (void *)cudaGetDriverEntryPointByVersion_ptsz, (void **)&real_cudaGetDriverEntryPointByVersion_ptsz},
-  {"cudaGetDriverEntryPoint_ptsz", (void *)cudaGetDriverEntryPoint_ptsz, (void **)&real_cudaGetDriverEntryPoint_ptsz},
-  {"cudaGetErrorName", (void *)cudaGetErrorName, (void **)&real_cudaGetErrorName},
-  {"cudaGetErrorString", (void *)cudaGetErrorString, (void **)&real_cudaGetErrorString},
-  {"cudaGetExportTable", (void *)cudaGetExportTable, (void **)&real_cudaGetExportTable},
-  {"cudaGetFuncBySymbol", (void *)cudaGetFuncBySymbol, (void **)&real_cudaGetFuncBySymbol},
-  {"cudaGetKernel", (void *)cudaGetKernel, (void **)&real_cudaGetKernel},
-  {"cudaGetLastError", (void *)cudaGetLastError, (void **)&real_cudaGetLastError},
-  {"cudaGetMipmappedArrayLevel", (void *)cudaGetMipmappedArrayLevel, (void **)&real_cudaGetMipmappedArrayLevel},
-  {"cudaGetSurfaceObjectResourceDesc", (void *)cudaGetSurfaceObjectResourceDesc, (void **)&real_cudaGetSurfaceObjectResourceDesc},
-  {"cudaGetSymbolAddress", (void *)cudaGetSymbolAddress, (void **)&real_cudaGetSymbolAddress},
-  {"cudaGetSymbolSize", (void *)cudaGetSymbolSize, (void **)&real_cudaGetSymbolSize},
-  {"cudaGetTextureObjectResourceDesc", (void *)cudaGetTextureObjectResourceDesc, (void **)&real_cudaGetTextureObjectResourceDesc},
-  {"cudaGetTextureObjectResourceViewDesc", (void *)cudaGetTextureObjectResourceViewDesc, (void **)&real_cudaGetTextureObjectResourceViewDesc},
-  {"cudaGetTextureObjectTextureDesc", (void *)cudaGetTextureObjectTextureDesc, (void **)&real_cudaGetTextureObjectTextureDesc},
-  {"cudaGraphAddChildGraphNode", (void *)cudaGraphAddChildGraphNode, (void **)&real_cudaGraphAddChildGraphNode},
-  {"cudaGraphAddDependencies", (void *)cudaGraphAddDependencies, (void **)&real_cudaGraphAddDependencies},
-  {"cudaGraphAddEmptyNode", (void *)cudaGraphAddEmptyNode, (void **)&real_cudaGraphAddEmptyNode},
-  {"cudaGraphAddEventRecordNode", (void *)cudaGraphAddEventRecordNode, (void **)&real_cudaGraphAddEventRecordNode},
-  {"cudaGraphAddEventWaitNode", (void *)cudaGraphAddEventWaitNode, (void **)&real_cudaGraphAddEventWaitNode},
-  {"cudaGraphAddExternalSemaphoresSignalNode", (void *)cudaGraphAddExternalSemaphoresSignalNode, (void **)&real_cudaGraphAddExternalSemaphoresSignalNode},
-  {"cudaGraphAddExternalSemaphoresWaitNode", (void *)cudaGraphAddExternalSemaphoresWaitNode, (void **)&real_cudaGraphAddExternalSemaphoresWaitNode},
-  {"cudaGraphAddHostNode", (void *)cudaGraphAddHostNode, (void **)&real_cudaGraphAddHostNode},
-  {"cudaGraphAddKernelNode", (void *)cudaGraphAddKernelNode, (void **)&real_cudaGraphAddKernelNode},
-  {"cudaGraphAddMemAllocNode", (void *)cudaGraphAddMemAllocNode, (void **)&real_cudaGraphAddMemAllocNode},
-  {"cudaGraphAddMemFreeNode", (void *)cudaGraphAddMemFreeNode, (void **)&real_cudaGraphAddMemFreeNode},
-  {"cudaGraphAddMemcpyNode", (void *)cudaGraphAddMemcpyNode, (void **)&real_cudaGraphAddMemcpyNode},
-  {"cudaGraphAddMemcpyNode1D", (void *)cudaGraphAddMemcpyNode1D, (void **)&real_cudaGraphAddMemcpyNode1D},
-  {"cudaGraphAddMemcpyNodeFromSymbol", (void *)cudaGraphAddMemcpyNodeFromSymbol, (void **)&real_cudaGraphAddMemcpyNodeFromSymbol},
-  {"cudaGraphAddMemcpyNodeToSymbol", (void *)cudaGraphAddMemcpyNodeToSymbol, (void **)&real_cudaGraphAddMemcpyNodeToSymbol},
-  {"cudaGraphAddMemsetNode", (void *)cudaGraphAddMemsetNode, (void **)&real_cudaGraphAddMemsetNode},
-  {"cudaGraphAddNode", (void *)cudaGraphAddNode, (void **)&real_cudaGraphAddNode},
-  {"cudaGraphChildGraphNodeGetGraph", (void *)cudaGraphChildGraphNodeGetGraph, (void **)&real_cudaGraphChildGraphNodeGetGraph},
-  {"cudaGraphClone", (void *)cudaGraphClone, (void **)&real_cudaGraphClone},
-  {"cudaGraphConditionalHandleCreate", (void *)cudaGraphConditionalHandleCreate, (void **)&real_cudaGraphConditionalHandleCreate},
-  {"cudaGraphCreate", (void *)cudaGraphCreate, (void **)&real_cudaGraphCreate},
-  {"cudaGraphDebugDotPrint", (void *)cudaGraphDebugDotPrint, (void **)&real_cudaGraphDebugDotPrint},
-  {"cudaGraphDestroy", (void *)cudaGraphDestroy, (void **)&real_cudaGraphDestroy},
-  {"cudaGraphDestroyNode", (void *)cudaGraphDestroyNode, (void **)&real_cudaGraphDestroyNode},
-  {"cudaGraphEventRecordNodeGetEvent", (void *)cudaGraphEventRecordNodeGetEvent, (void **)&real_cudaGraphEventRecordNodeGetEvent},
-  {"cudaGraphEventRecordNodeSetEvent", (void *)cudaGraphEventRecordNodeSetEvent, (void **)&real_cudaGraphEventRecordNodeSetEvent},
-  {"cudaGraphEventWaitNodeGetEvent", (void *)cudaGraphEventWaitNodeGetEvent, (void **)&real_cudaGraphEventWaitNodeGetEvent},
-  {"cudaGraphEventWaitNodeSetEvent", (void *)cudaGraphEventWaitNodeSetEvent, (void **)&real_cudaGraphEventWaitNodeSetEvent},
-  {"cudaGraphExecChildGraphNodeSetParams", (void *)cudaGraphExecChildGraphNodeSetParams, (void **)&real_cudaGraphExecChildGraphNodeSetParams},
-  {"cudaGraphExecDestroy", (void *)cudaGraphExecDestroy, (void **)&real_cudaGraphExecDestroy},
-  {"cudaGraphExecEventRecordNodeSetEvent", (void *)cudaGraphExecEventRecordNodeSetEvent, (void **)&real_cudaGraphExecEventRecordNodeSetEvent},
-  {"cudaGraphExecEventWaitNodeSetEvent", (void *)cudaGraphExecEventWaitNodeSetEvent, (void **)&real_cudaGraphExecEventWaitNodeSetEvent},
-  {"cudaGraphExecExternalSemaphoresSignalNodeSetParams", (void *)cudaGraphExecExternalSemaphoresSignalNodeSetParams, (void **)&real_cudaGraphExecExternalSemaphoresSignalNodeSetParams},
-  {"cudaGraphExecExternalSemaphoresWaitNodeSetParams", (void *)cudaGraphExecExternalSemaphoresWaitNodeSetParams, (void **)&real_cudaGraphExecExternalSemaphoresWaitNodeSetParams},
-  {"cudaGraphExecGetFlags", (void *)cudaGraphExecGetFlags, (void **)&real_cudaGraphExecGetFlags},
-  {"cudaGraphExecHostNodeSetParams", (void *)cudaGraphExecHostNodeSetParams, (void **)&real_cudaGraphExecHostNodeSetParams},
-  {"cudaGraphExecKernelNodeSetParams", (void *)cudaGraphExecKernelNodeSetParams, (void **)&real_cudaGraphExecKernelNodeSetParams},
-  {"cudaGraphExecMemcpyNodeSetParams", (void *)cudaGraphExecMemcpyNodeSetParams, (void **)&real_cudaGraphExecMemcpyNodeSetParams},
-  {"cudaGraphExecMemcpyNodeSetParams1D", (void *)cudaGraphExecMemcpyNodeSetParams1D, (void **)&real_cudaGraphExecMemcpyNodeSetParams1D},
-  {"cudaGraphExecMemcpyNodeSetParamsFromSymbol", (void *)cudaGraphExecMemcpyNodeSetParamsFromSymbol, (void **)&real_cudaGraphExecMemcpyNodeSetParamsFromSymbol},
-  {"cudaGraphExecMemcpyNodeSetParamsToSymbol", (void *)cudaGraphExecMemcpyNodeSetParamsToSymbol, (void **)&real_cudaGraphExecMemcpyNodeSetParamsToSymbol},
-  {"cudaGraphExecMemsetNodeSetParams", (void *)cudaGraphExecMemsetNodeSetParams, (void **)&real_cudaGraphExecMemsetNodeSetParams},
-  {"cudaGraphExecNodeSetParams", (void *)cudaGraphExecNodeSetParams, (void **)&real_cudaGraphExecNodeSetParams},
-  {"cudaGraphExecUpdate", (void *)cudaGraphExecUpdate, (void **)&real_cudaGraphExecUpdate},
-  {"cudaGraphExternalSemaphoresSignalNodeGetParams", (void *)cudaGraphExternalSemaphoresSignalNodeGetParams, (void **)&real_cudaGraphExternalSemaphoresSignalNodeGetParams},
-  {"cudaGraphExternalSemaphoresSignalNodeSetParams", (void *)cudaGraphExternalSemaphoresSignalNodeSetParams, (void **)&real_cudaGraphExternalSemaphoresSignalNodeSetParams},
-  {"cudaGraphExternalSemaphoresWaitNodeGetParams", (void *)cudaGraphExternalSemaphoresWaitNodeGetParams, (void **)&real_cudaGraphExternalSemaphoresWaitNodeGetParams},
-  {"cudaGraphExternalSemaphoresWaitNodeSetParams", (void *)cudaGraphExternalSemaphoresWaitNodeSetParams, (void **)&real_cudaGraphExternalSemaphoresWaitNodeSetParams},
-  {"cudaGraphGetEdges", (void *)cudaGraphGetEdges, (void **)&real_cudaGraphGetEdges},
-  {"cudaGraphGetNodes", (void *)cudaGraphGetNodes, (void **)&real_cudaGraphGetNodes},
-  {"cudaGraphGetRootNodes", (void *)cudaGraphGetRootNodes, (void **)&real_cudaGraphGetRootNodes},
-  {"cudaGraphHostNodeGetParams", (void *)cudaGraphHostNodeGetParams, (void **)&real_cudaGraphHostNodeGetParams},
-  {"cudaGraphHostNodeSetParams", (void *)cudaGraphHostNodeSetParams, (void **)&real_cudaGraphHostNodeSetParams},
-  {"cudaGraphInstantiate", (void *)cudaGraphInstantiate, (void **)&real_cudaGraphInstantiate},
-  {"cudaGraphInstantiateWithFlags", (void *)cudaGraphInstantiateWithFlags, (void **)&real_cudaGraphInstantiateWithFlags},
-  {"cudaGraphInstantiateWithParams", (void *)cudaGraphInstantiateWithParams, (void **)&real_cudaGraphInstantiateWithParams},
-  {"cudaGraphInstantiateWithParams_ptsz", (void *)cudaGraphInstantiateWithParams_ptsz, (void **)&real_cudaGraphInstantiateWithParams_ptsz},
-  {"cudaGraphKernelNodeCopyAttributes", (void *)cudaGraphKernelNodeCopyAttributes, (void **)&real_cudaGraphKernelNodeCopyAttributes},
-  {"cudaGraphKernelNodeGetAttribute", (void *)cudaGraphKernelNodeGetAttribute, (void **)&real_cudaGraphKernelNodeGetAttribute},
-  {"cudaGraphKernelNodeGetParams", (void *)cudaGraphKernelNodeGetParams, (void **)&real_cudaGraphKernelNodeGetParams},
-  {"cudaGraphKernelNodeSetAttribute", (void *)cudaGraphKernelNodeSetAttribute, (void **)&real_cudaGraphKernelNodeSetAttribute},
-  {"cudaGraphKernelNodeSetParams", (void *)cudaGraphKernelNodeSetParams, (void **)&real_cudaGraphKernelNodeSetParams},
-  {"cudaGraphLaunch", (void *)cudaGraphLaunch, (void **)&real_cudaGraphLaunch},
-  {"cudaGraphLaunch_ptsz", (void *)cudaGraphLaunch_ptsz, (void **)&real_cudaGraphLaunch_ptsz},
-  {"cudaGraphMemAllocNodeGetParams", (void *)cudaGraphMemAllocNodeGetParams, (void **)&real_cudaGraphMemAllocNodeGetParams},
-  {"cudaGraphMemFreeNodeGetParams", (void *)cudaGraphMemFreeNodeGetParams, (void **)&real_cudaGraphMemFreeNodeGetParams},
-  {"cudaGraphMemcpyNodeGetParams", (void *)cudaGraphMemcpyNodeGetParams, (void **)&real_cudaGraphMemcpyNodeGetParams},
-  {"cudaGraphMemcpyNodeSetParams", (void *)cudaGraphMemcpyNodeSetParams, (void **)&real_cudaGraphMemcpyNodeSetParams},
-  {"cudaGraphMemcpyNodeSetParams1D", (void *)cudaGraphMemcpyNodeSetParams1D, (void **)&real_cudaGraphMemcpyNodeSetParams1D},
-  {"cudaGraphMemcpyNodeSetParamsFromSymbol", (void *)cudaGraphMemcpyNodeSetParamsFromSymbol, (void **)&real_cudaGraphMemcpyNodeSetParamsFromSymbol},
-  {"cudaGraphMemcpyNodeSetParamsToSymbol", (void *)cudaGraphMemcpyNodeSetParamsToSymbol, (void **)&real_cudaGraphMemcpyNodeSetParamsToSymbol},
-  {"cudaGraphMemsetNodeGetParams", (void *)cudaGraphMemsetNodeGetParams, (void **)&real_cudaGraphMemsetNodeGetParams},
-  {"cudaGraphMemsetNodeSetParams", (void *)cudaGraphMemsetNodeSetParams, (void **)&real_cudaGraphMemsetNodeSetParams},
-  {"cudaGraphNodeFindInClone", (void *)cudaGraphNodeFindInClone, (void **)&real_cudaGraphNodeFindInClone},
-  {"cudaGraphNodeGetDependencies", (void *)cudaGraphNodeGetDependencies, (void **)&real_cudaGraphNodeGetDependencies},
-  {"cudaGraphNodeGetDependentNodes", (void *)cudaGraphNodeGetDependentNodes, (void **)&real_cudaGraphNodeGetDependentNodes},
-  {"cudaGraphNodeGetEnabled", (void *)cudaGraphNodeGetEnabled, (void **)&real_cudaGraphNodeGetEnabled},
-  {"cudaGraphNodeGetType", (void *)cudaGraphNodeGetType, (void **)&real_cudaGraphNodeGetType},
-  {"cudaGraphNodeSetEnabled", (void *)cudaGraphNodeSetEnabled, (void **)&real_cudaGraphNodeSetEnabled},
-  {"cudaGraphNodeSetParams", (void *)cudaGraphNodeSetParams, (void **)&real_cudaGraphNodeSetParams},
-  {"cudaGraphReleaseUserObject", (void *)cudaGraphReleaseUserObject, (void **)&real_cudaGraphReleaseUserObject},
-  {"cudaGraphRemoveDependencies", (void *)cudaGraphRemoveDependencies, (void **)&real_cudaGraphRemoveDependencies},
-  {"cudaGraphRetainUserObject", (void *)cudaGraphRetainUserObject, (void **)&real_cudaGraphRetainUserObject},
-  {"cudaGraphUpload", (void *)cudaGraphUpload, (void **)&real_cudaGraphUpload},
-  {"cudaGraphUpload_ptsz", (void *)cudaGraphUpload_ptsz, (void **)&real_cudaGraphUpload_ptsz},
-  {"cudaGraphicsEGLRegisterImage", (void *)cudaGraphicsEGLRegisterImage, (void **)&real_cudaGraphicsEGLRegisterImage},
-  {"cudaGraphicsGLRegisterBuffer", (void *)cudaGraphicsGLRegisterBuffer, (void **)&real_cudaGraphicsGLRegisterBuffer},
-  {"cudaGraphicsGLRegisterImage", (void *)cudaGraphicsGLRegisterImage, (void **)&real_cudaGraphicsGLRegisterImage},
-  {"cudaGraphicsMapResources", (void *)cudaGraphicsMapResources, (void **)&real_cudaGraphicsMapResources},
-  {"cudaGraphicsResourceGetMappedEglFrame", (void *)cudaGraphicsResourceGetMappedEglFrame, (void **)&real_cudaGraphicsResourceGetMappedEglFrame},
-  {"cudaGraphicsResourceGetMappedMipmappedArray", (void *)cudaGraphicsResourceGetMappedMipmappedArray, (void **)&real_cudaGraphicsResourceGetMappedMipmappedArray},
-  {"cudaGraphicsResourceGetMappedPointer", (void *)cudaGraphicsResourceGetMappedPointer, (void **)&real_cudaGraphicsResourceGetMappedPointer},
-  {"cudaGraphicsResourceSetMapFlags", (void *)cudaGraphicsResourceSetMapFlags, (void **)&real_cudaGraphicsResourceSetMapFlags},
-  {"cudaGraphicsSubResourceGetMappedArray", (void *)cudaGraphicsSubResourceGetMappedArray, (void **)&real_cudaGraphicsSubResourceGetMappedArray},
-  {"cudaGraphicsUnmapResources", (void *)cudaGraphicsUnmapResources, (void **)&real_cudaGraphicsUnmapResources},
-  {"cudaGraphicsUnregisterResource", (void *)cudaGraphicsUnregisterResource, (void **)&real_cudaGraphicsUnregisterResource},
-  {"cudaGraphicsVDPAURegisterOutputSurface", (void *)cudaGraphicsVDPAURegisterOutputSurface, (void **)&real_cudaGraphicsVDPAURegisterOutputSurface},
-  {"cudaGraphicsVDPAURegisterVideoSurface", (void *)cudaGraphicsVDPAURegisterVideoSurface, (void **)&real_cudaGraphicsVDPAURegisterVideoSurface},
-  {"cudaHostAlloc", (void *)cudaHostAlloc, (void **)&real_cudaHostAlloc},
-  {"cudaHostGetDevicePointer", (void *)cudaHostGetDevicePointer, (void **)&real_cudaHostGetDevicePointer},
-  {"cudaHostGetFlags", (void *)cudaHostGetFlags, (void **)&real_cudaHostGetFlags},
-  {"cudaHostRegister", (void *)cudaHostRegister, (void **)&real_cudaHostRegister},
-  {"cudaHostUnregister", (void *)cudaHostUnregister, (void **)&real_cudaHostUnregister},
-  {"cudaImportExternalMemory", (void *)cudaImportExternalMemory, (void **)&real_cudaImportExternalMemory},
-  {"cudaImportExternalSemaphore", (void *)cudaImportExternalSemaphore, (void **)&real_cudaImportExternalSemaphore},
-  {"cudaInitDevice", (void *)cudaInitDevice, (void **)&real_cudaInitDevice},
-  {"cudaIpcCloseMemHandle", (void *)cudaIpcCloseMemHandle, (void **)&real_cudaIpcCloseMemHandle},
-  {"cudaIpcGetEventHandle", (void *)cudaIpcGetEventHandle, (void **)&real_cudaIpcGetEventHandle},
-  {"cudaIpcGetMemHandle", (void *)cudaIpcGetMemHandle, (void **)&real_cudaIpcGetMemHandle},
-  {"cudaIpcOpenEventHandle", (void *)cudaIpcOpenEventHandle, (void **)&real_cudaIpcOpenEventHandle},
-  {"cudaIpcOpenMemHandle", (void *)cudaIpcOpenMemHandle, (void **)&real_cudaIpcOpenMemHandle},
-  {"cudaKernelSetAttributeForDevice", (void *)cudaKernelSetAttributeForDevice, (void **)&real_cudaKernelSetAttributeForDevice},
-  {"cudaLaunchCooperativeKernel", (void *)cudaLaunchCooperativeKernel, (void **)&real_cudaLaunchCooperativeKernel},
-  {"cudaLaunchCooperativeKernel_ptsz", (void *)cudaLaunchCooperativeKernel_ptsz, (void **)&real_cudaLaunchCooperativeKernel_ptsz},
-  {"cudaLaunchHostFunc", (void *)cudaLaunchHostFunc, (void **)&real_cudaLaunchHostFunc},
-  {"cudaLaunchHostFunc_ptsz", (void *)cudaLaunchHostFunc_ptsz, (void **)&real_cudaLaunchHostFunc_ptsz},
-  {"cudaLaunchKernel", (void *)cudaLaunchKernel, (void **)&real_cudaLaunchKernel},
-  {"cudaLaunchKernelExC", (void *)cudaLaunchKernelExC, (void **)&real_cudaLaunchKernelExC},
-  {"cudaLaunchKernelExC_ptsz", (void *)cudaLaunchKernelExC_ptsz, (void **)&real_cudaLaunchKernelExC_ptsz},
-  {"cudaLaunchKernel_ptsz", (void *)cudaLaunchKernel_ptsz, (void **)&real_cudaLaunchKernel_ptsz},
-  {"cudaLibraryEnumerateKernels", (void *)cudaLibraryEnumerateKernels, (void **)&real_cudaLibraryEnumerateKernels},
-  {"cudaLibraryGetGlobal", (void *)cudaLibraryGetGlobal, (void **)&real_cudaLibraryGetGlobal},
-  {"cudaLibraryGetKernel", (void *)cudaLibraryGetKernel, (void **)&real_cudaLibraryGetKernel},
-  {"cudaLibraryGetKernelCount", (void *)cudaLibraryGetKernelCount, (void **)&real_cudaLibraryGetKernelCount},
-  {"cudaLibraryGetManaged", (void *)cudaLibraryGetManaged, (void **)&real_cudaLibraryGetManaged},
-  {"cudaLibraryGetUnifiedFunction", (void *)cudaLibraryGetUnifiedFunction, (void **)&real_cudaLibraryGetUnifiedFunction},
-  {"cudaLibraryLoadData", (void *)cudaLibraryLoadData, (void **)&real_cudaLibraryLoadData},
-  {"cudaLibraryLoadFromFile", (void *)cudaLibraryLoadFromFile, (void **)&real_cudaLibraryLoadFromFile},
-  {"cudaLibraryUnload", (void *)cudaLibraryUnload, (void **)&real_cudaLibraryUnload},
-  {"cudaLogsCurrent", (void *)cudaLogsCurrent, (void **)&real_cudaLogsCurrent},
-  {"cudaLogsDumpToFile", (void *)cudaLogsDumpToFile, (void **)&real_cudaLogsDumpToFile},
-  {"cudaLogsDumpToMemory", (void *)cudaLogsDumpToMemory, (void **)&real_cudaLogsDumpToMemory},
-  {"cudaLogsRegisterCallback", (void *)cudaLogsRegisterCallback, (void **)&real_cudaLogsRegisterCallback},
-  {"cudaLogsUnregisterCallback", (void *)cudaLogsUnregisterCallback, (void **)&real_cudaLogsUnregisterCallback},
-  {"cudaMalloc", (void *)cudaMalloc, (void **)&real_cudaMalloc},
-  {"cudaMalloc3D", (void *)cudaMalloc3D, (void **)&real_cudaMalloc3D},
-  {"cudaMalloc3DArray", (void *)cudaMalloc3DArray, (void **)&real_cudaMalloc3DArray},
-  {"cudaMallocArray", (void *)cudaMallocArray, (void **)&real_cudaMallocArray},
-  {"cudaMallocAsync", (void *)cudaMallocAsync, (void **)&real_cudaMallocAsync},
-  {"cudaMallocAsync_ptsz", (void *)cudaMallocAsync_ptsz, (void **)&real_cudaMallocAsync_ptsz},
-  {"cudaMallocFromPoolAsync", (void *)cudaMallocFromPoolAsync, (void **)&real_cudaMallocFromPoolAsync},
-  {"cudaMallocFromPoolAsync_ptsz", (void *)cudaMallocFromPoolAsync_ptsz, (void **)&real_cudaMallocFromPoolAsync_ptsz},
-  {"cudaMallocHost", (void *)cudaMallocHost, (void **)&real_cudaMallocHost},
-  {"cudaMallocManaged", (void *)cudaMallocManaged, (void **)&real_cudaMallocManaged},
-  {"cudaMallocMipmappedArray", (void *)cudaMallocMipmappedArray, (void **)&real_cudaMallocMipmappedArray},
-  {"cudaMallocPitch", (void *)cudaMallocPitch, (void **)&real_cudaMallocPitch},
-  {"cudaMemAdvise", (void *)cudaMemAdvise, (void **)&real_cudaMemAdvise},
-  {"cudaMemDiscardAndPrefetchBatchAsync", (void *)cudaMemDiscardAndPrefetchBatchAsync, (void **)&real_cudaMemDiscardAndPrefetchBatchAsync},
-  {"cudaMemDiscardAndPrefetchBatchAsync_ptsz", (void *)cudaMemDiscardAndPrefetchBatchAsync_ptsz, (void **)&real_cudaMemDiscardAndPrefetchBatchAsync_ptsz},
-  {"cudaMemDiscardBatchAsync", (void *)cudaMemDiscardBatchAsync, (void **)&real_cudaMemDiscardBatchAsync},
-  {"cudaMemDiscardBatchAsync_ptsz", (void *)cudaMemDiscardBatchAsync_ptsz, (void **)&real_cudaMemDiscardBatchAsync_ptsz},
-  {"cudaMemGetDefaultMemPool", (void *)cudaMemGetDefaultMemPool, (void **)&real_cudaMemGetDefaultMemPool},
-  {"cudaMemGetInfo", (void *)cudaMemGetInfo, (void **)&real_cudaMemGetInfo},
-  {"cudaMemGetMemPool", (void *)cudaMemGetMemPool, (void **)&real_cudaMemGetMemPool},
-  {"cudaMemPoolCreate", (void *)cudaMemPoolCreate, (void **)&real_cudaMemPoolCreate},
-  {"cudaMemPoolDestroy", (void *)cudaMemPoolDestroy, (void **)&real_cudaMemPoolDestroy},
-  {"cudaMemPoolExportPointer", (void *)cudaMemPoolExportPointer, (void **)&real_cudaMemPoolExportPointer},
-  {"cudaMemPoolExportToShareableHandle", (void *)cudaMemPoolExportToShareableHandle, (void **)&real_cudaMemPoolExportToShareableHandle},
-  {"cudaMemPoolGetAccess", (void *)cudaMemPoolGetAccess, (void **)&real_cudaMemPoolGetAccess},
-  {"cudaMemPoolGetAttribute", (void *)cudaMemPoolGetAttribute, (void **)&real_cudaMemPoolGetAttribute},
-  {"cudaMemPoolImportFromShareableHandle", (void *)cudaMemPoolImportFromShareableHandle, (void **)&real_cudaMemPoolImportFromShareableHandle},
-  {"cudaMemPoolImportPointer", (void *)cudaMemPoolImportPointer, (void **)&real_cudaMemPoolImportPointer},
-  {"cudaMemPoolSetAccess", (void *)cudaMemPoolSetAccess, (void **)&real_cudaMemPoolSetAccess},
-  {"cudaMemPoolSetAttribute", (void *)cudaMemPoolSetAttribute, (void **)&real_cudaMemPoolSetAttribute},
-  {"cudaMemPoolTrimTo", (void *)cudaMemPoolTrimTo, (void **)&real_cudaMemPoolTrimTo},
-  {"cudaMemPrefetchAsync", (void *)cudaMemPrefetchAsync, (void **)&real_cudaMemPrefetchAsync},
-  {"cudaMemPrefetchAsync_ptsz", (void *)cudaMemPrefetchAsync_ptsz, (void **)&real_cudaMemPrefetchAsync_ptsz},
-  {"cudaMemPrefetchBatchAsync", (void *)cudaMemPrefetchBatchAsync, (void **)&real_cudaMemPrefetchBatchAsync},
-  {"cudaMemPrefetchBatchAsync_ptsz", (void *)cudaMemPrefetchBatchAsync_ptsz, (void **)&real_cudaMemPrefetchBatchAsync_ptsz},
-  {"cudaMemRangeGetAttribute", (void *)cudaMemRangeGetAttribute, (void **)&real_cudaMemRangeGetAttribute},
-  {"cudaMemRangeGetAttributes", (void *)cudaMemRangeGetAttributes, (void **)&real_cudaMemRangeGetAttributes},
-  {"cudaMemSetMemPool", (void *)cudaMemSetMemPool, (void **)&real_cudaMemSetMemPool},
-  {"cudaMemcpy", (void *)cudaMemcpy, (void **)&real_cudaMemcpy},
-  {"cudaMemcpy2D", (void *)cudaMemcpy2D, (void **)&real_cudaMemcpy2D},
-  {"cudaMemcpy2DArrayToArray", (void *)cudaMemcpy2DArrayToArray, (void **)&real_cudaMemcpy2DArrayToArray},
-  {"cudaMemcpy2DArrayToArray_ptds", (void *)cudaMemcpy2DArrayToArray_ptds, (void **)&real_cudaMemcpy2DArrayToArray_ptds},
-  {"cudaMemcpy2DAsync", (void *)cudaMemcpy2DAsync, (void **)&real_cudaMemcpy2DAsync},
-  {"cudaMemcpy2DAsync_ptsz", (void *)cudaMemcpy2DAsync_ptsz, (void **)&real_cudaMemcpy2DAsync_ptsz},
-  {"cudaMemcpy2DFromArray", (void *)cudaMemcpy2DFromArray, (void **)&real_cudaMemcpy2DFromArray},
-  {"cudaMemcpy2DFromArrayAsync", (void *)cudaMemcpy2DFromArrayAsync, (void **)&real_cudaMemcpy2DFromArrayAsync},
-  {"cudaMemcpy2DFromArrayAsync_ptsz", (void *)cudaMemcpy2DFromArrayAsync_ptsz, (void **)&real_cudaMemcpy2DFromArrayAsync_ptsz},
-  {"cudaMemcpy2DFromArray_ptds", (void *)cudaMemcpy2DFromArray_ptds, (void **)&real_cudaMemcpy2DFromArray_ptds},
-  {"cudaMemcpy2DToArray", (void *)cudaMemcpy2DToArray, (void **)&real_cudaMemcpy2DToArray},
-  {"cudaMemcpy2DToArrayAsync", (void *)cudaMemcpy2DToArrayAsync, (void **)&real_cudaMemcpy2DToArrayAsync},
-  {"cudaMemcpy2DToArrayAsync_ptsz", (void *)cudaMemcpy2DToArrayAsync_ptsz, (void **)&real_cudaMemcpy2DToArrayAsync_ptsz},
-  {"cudaMemcpy2DToArray_ptds", (void *)cudaMemcpy2DToArray_ptds, (void **)&real_cudaMemcpy2DToArray_ptds},
-  {"cudaMemcpy2D_ptds", (void *)cudaMemcpy2D_ptds, (void **)&real_cudaMemcpy2D_ptds},
-  {"cudaMemcpy3D", (void *)cudaMemcpy3D, (void **)&real_cudaMemcpy3D},
-  {"cudaMemcpy3DAsync", (void *)cudaMemcpy3DAsync, (void **)&real_cudaMemcpy3DAsync},
-  {"cudaMemcpy3DAsync_ptsz", (void *)cudaMemcpy3DAsync_ptsz, (void **)&real_cudaMemcpy3DAsync_ptsz},
-  {"cudaMemcpy3DBatchAsync", (void *)cudaMemcpy3DBatchAsync, (void **)&real_cudaMemcpy3DBatchAsync},
-  {"cudaMemcpy3DBatchAsync_ptsz", (void *)cudaMemcpy3DBatchAsync_ptsz, (void **)&real_cudaMemcpy3DBatchAsync_ptsz},
-  {"cudaMemcpy3DPeer", (void *)cudaMemcpy3DPeer, (void **)&real_cudaMemcpy3DPeer},
-  {"cudaMemcpy3DPeerAsync", (void *)cudaMemcpy3DPeerAsync, (void **)&real_cudaMemcpy3DPeerAsync},
-  {"cudaMemcpy3DPeerAsync_ptsz", (void *)cudaMemcpy3DPeerAsync_ptsz, (void **)&real_cudaMemcpy3DPeerAsync_ptsz},
-  {"cudaMemcpy3DPeer_ptds", (void *)cudaMemcpy3DPeer_ptds, (void **)&real_cudaMemcpy3DPeer_ptds},
-  {"cudaMemcpy3D_ptds", (void *)cudaMemcpy3D_ptds, (void **)&real_cudaMemcpy3D_ptds},
-  {"cudaMemcpyArrayToArray", (void *)cudaMemcpyArrayToArray, (void **)&real_cudaMemcpyArrayToArray},
-  {"cudaMemcpyArrayToArray_ptds", (void *)cudaMemcpyArrayToArray_ptds, (void **)&real_cudaMemcpyArrayToArray_ptds},
-  {"cudaMemcpyAsync", (void *)cudaMemcpyAsync, (void **)&real_cudaMemcpyAsync},
-  {"cudaMemcpyAsync_ptsz", (void *)cudaMemcpyAsync_ptsz, (void **)&real_cudaMemcpyAsync_ptsz},
-  {"cudaMemcpyBatchAsync", (void *)cudaMemcpyBatchAsync, (void **)&real_cudaMemcpyBatchAsync},
-  {"cudaMemcpyBatchAsync_ptsz", (void *)cudaMemcpyBatchAsync_ptsz, (void **)&real_cudaMemcpyBatchAsync_ptsz},
-  {"cudaMemcpyFromArray", (void *)cudaMemcpyFromArray, (void **)&real_cudaMemcpyFromArray},
-  {"cudaMemcpyFromArrayAsync", (void *)cudaMemcpyFromArrayAsync, (void **)&real_cudaMemcpyFromArrayAsync},
-  {"cudaMemcpyFromArrayAsync_ptsz", (void *)cudaMemcpyFromArrayAsync_ptsz, (void **)&real_cudaMemcpyFromArrayAsync_ptsz},
-  {"cudaMemcpyFromArray_ptds", (void *)cudaMemcpyFromArray_ptds, (void **)&real_cudaMemcpyFromArray_ptds},
-  {"cudaMemcpyFromSymbol", (void *)cudaMemcpyFromSymbol, (void **)&real_cudaMemcpyFromSymbol},
-  {"cudaMemcpyFromSymbolAsync", (void *)cudaMemcpyFromSymbolAsync, (void **)&real_cudaMemcpyFromSymbolAsync},
-  {"cudaMemcpyFromSymbolAsync_ptsz", (void *)cudaMemcpyFromSymbolAsync_ptsz, (void **)&real_cudaMemcpyFromSymbolAsync_ptsz},
-  {"cudaMemcpyFromSymbol_ptds", (void *)cudaMemcpyFromSymbol_ptds, (void **)&real_cudaMemcpyFromSymbol_ptds},
-  {"cudaMemcpyPeer", (void *)cudaMemcpyPeer, (void **)&real_cudaMemcpyPeer},
-  {"cudaMemcpyPeerAsync", (void *)cudaMemcpyPeerAsync, (void **)&real_cudaMemcpyPeerAsync},
-  {"cudaMemcpyToArray", (void *)cudaMemcpyToArray, (void **)&real_cudaMemcpyToArray},
-  {"cudaMemcpyToArrayAsync", (void *)cudaMemcpyToArrayAsync, (void **)&real_cudaMemcpyToArrayAsync},
-  {"cudaMemcpyToArrayAsync_ptsz", (void *)cudaMemcpyToArrayAsync_ptsz, (void **)&real_cudaMemcpyToArrayAsync_ptsz},
-  {"cudaMemcpyToArray_ptds", (void *)cudaMemcpyToArray_ptds, (void **)&real_cudaMemcpyToArray_ptds},
-  {"cudaMemcpyToSymbol", (void *)cudaMemcpyToSymbol, (void **)&real_cudaMemcpyToSymbol},
-  {"cudaMemcpyToSymbolAsync", (void *)cudaMemcpyToSymbolAsync, (void **)&real_cudaMemcpyToSymbolAsync},
-  {"cudaMemcpyToSymbolAsync_ptsz", (void *)cudaMemcpyToSymbolAsync_ptsz, (void **)&real_cudaMemcpyToSymbolAsync_ptsz},
-  {"cudaMemcpyToSymbol_ptds", (void *)cudaMemcpyToSymbol_ptds, (void **)&real_cudaMemcpyToSymbol_ptds},
-  {"cudaMemcpy_ptds", (void *)cudaMemcpy_ptds, (void **)&real_cudaMemcpy_ptds},
-  {"cudaMemset", (void *)cudaMemset, (void **)&real_cudaMemset},
-  {"cudaMemset2D", (void *)cudaMemset2D, (void **)&real_cudaMemset2D},
-  {"cudaMemset2DAsync", (void *)cudaMemset2DAsync, (void **)&real_cudaMemset2DAsync},
-  {"cudaMemset2DAsync_ptsz", (void *)cudaMemset2DAsync_ptsz, (void **)&real_cudaMemset2DAsync_ptsz},
-  {"cudaMemset2D_ptds", (void *)cudaMemset2D_ptds, (void **)&real_cudaMemset2D_ptds},
-  {"cudaMemset3D", (void *)cudaMemset3D, (void **)&real_cudaMemset3D},
-  {"cudaMemset3DAsync", (void *)cudaMemset3DAsync, (void **)&real_cudaMemset3DAsync},
-  {"cudaMemset3DAsync_ptsz", (void *)cudaMemset3DAsync_ptsz, (void **)&real_cudaMemset3DAsync_ptsz},
-  {"cudaMemset3D_ptds", (void *)cudaMemset3D_ptds, (void **)&real_cudaMemset3D_ptds},
-  {"cudaMemsetAsync", (void *)cudaMemsetAsync, (void **)&real_cudaMemsetAsync},
-  {"cudaMemsetAsync_ptsz", (void *)cudaMemsetAsync_ptsz, (void **)&real_cudaMemsetAsync_ptsz},
-  {"cudaMemset_ptds", (void *)cudaMemset_ptds, (void **)&real_cudaMemset_ptds},
-  {"cudaMipmappedArrayGetMemoryRequirements", (void *)cudaMipmappedArrayGetMemoryRequirements, (void **)&real_cudaMipmappedArrayGetMemoryRequirements},
-  {"cudaMipmappedArrayGetSparseProperties", (void *)cudaMipmappedArrayGetSparseProperties, (void **)&real_cudaMipmappedArrayGetSparseProperties},
-  {"cudaOccupancyAvailableDynamicSMemPerBlock", (void *)cudaOccupancyAvailableDynamicSMemPerBlock, (void **)&real_cudaOccupancyAvailableDynamicSMemPerBlock},
-  {"cudaOccupancyMaxActiveBlocksPerMultiprocessor", (void *)cudaOccupancyMaxActiveBlocksPerMultiprocessor, (void **)&real_cudaOccupancyMaxActiveBlocksPerMultiprocessor},
-  {"cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", (void *)cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, (void **)&real_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags},
-  {"cudaOccupancyMaxActiveClusters", (void *)cudaOccupancyMaxActiveClusters, (void **)&real_cudaOccupancyMaxActiveClusters},
-  {"cudaOccupancyMaxPotentialClusterSize", (void *)cudaOccupancyMaxPotentialClusterSize, (void **)&real_cudaOccupancyMaxPotentialClusterSize},
-  {"cudaPeekAtLastError", (void *)cudaPeekAtLastError, (void **)&real_cudaPeekAtLastError},
-  {"cudaPointerGetAttributes", (void *)cudaPointerGetAttributes, (void **)&real_cudaPointerGetAttributes},
-  {"cudaProfilerStart", (void *)cudaProfilerStart, (void **)&real_cudaProfilerStart},
-  {"cudaProfilerStop", (void *)cudaProfilerStop, (void **)&real_cudaProfilerStop},
-  {"cudaRuntimeGetVersion", (void *)cudaRuntimeGetVersion, (void **)&real_cudaRuntimeGetVersion},
-  {"cudaSetDevice", (void *)cudaSetDevice, (void **)&real_cudaSetDevice},
-  {"cudaSetDeviceFlags", (void *)cudaSetDeviceFlags, (void **)&real_cudaSetDeviceFlags},
-  {"cudaSetValidDevices", (void *)cudaSetValidDevices, (void **)&real_cudaSetValidDevices},
-  {"cudaSignalExternalSemaphoresAsync", (void *)cudaSignalExternalSemaphoresAsync, (void **)&real_cudaSignalExternalSemaphoresAsync},
-  {"cudaSignalExternalSemaphoresAsync_ptsz", (void *)cudaSignalExternalSemaphoresAsync_ptsz, (void **)&real_cudaSignalExternalSemaphoresAsync_ptsz},
-  {"cudaStreamAddCallback", (void *)cudaStreamAddCallback, (void **)&real_cudaStreamAddCallback},
-  {"cudaStreamAddCallback_ptsz", (void *)cudaStreamAddCallback_ptsz, (void **)&real_cudaStreamAddCallback_ptsz},
-  {"cudaStreamAttachMemAsync", (void *)cudaStreamAttachMemAsync, (void **)&real_cudaStreamAttachMemAsync},
-  {"cudaStreamAttachMemAsync_ptsz", (void *)cudaStreamAttachMemAsync_ptsz, (void **)&real_cudaStreamAttachMemAsync_ptsz},
-  {"cudaStreamBeginCapture", (void *)cudaStreamBeginCapture, (void **)&real_cudaStreamBeginCapture},
-  {"cudaStreamBeginCaptureToGraph", (void *)cudaStreamBeginCaptureToGraph, (void **)&real_cudaStreamBeginCaptureToGraph},
-  {"cudaStreamBeginCaptureToGraph_ptsz", (void *)cudaStreamBeginCaptureToGraph_ptsz, (void **)&real_cudaStreamBeginCaptureToGraph_ptsz},
-  {"cudaStreamBeginCapture_ptsz", (void *)cudaStreamBeginCapture_ptsz, (void **)&real_cudaStreamBeginCapture_ptsz},
-  {"cudaStreamCopyAttributes", (void *)cudaStreamCopyAttributes, (void **)&real_cudaStreamCopyAttributes},
-  {"cudaStreamCopyAttributes_ptsz", (void *)cudaStreamCopyAttributes_ptsz, (void **)&real_cudaStreamCopyAttributes_ptsz},
-  {"cudaStreamCreate", (void *)cudaStreamCreate, (void **)&real_cudaStreamCreate},
-  {"cudaStreamCreateWithFlags", (void *)cudaStreamCreateWithFlags, (void **)&real_cudaStreamCreateWithFlags},
-  {"cudaStreamCreateWithPriority", (void *)cudaStreamCreateWithPriority, (void **)&real_cudaStreamCreateWithPriority},
-  {"cudaStreamDestroy", (void *)cudaStreamDestroy, (void **)&real_cudaStreamDestroy},
-  {"cudaStreamEndCapture", (void *)cudaStreamEndCapture, (void **)&real_cudaStreamEndCapture},
-  {"cudaStreamEndCapture_ptsz", (void *)cudaStreamEndCapture_ptsz, (void **)&real_cudaStreamEndCapture_ptsz},
-  {"cudaStreamGetAttribute", (void *)cudaStreamGetAttribute, (void **)&real_cudaStreamGetAttribute},
-  {"cudaStreamGetAttribute_ptsz", (void *)cudaStreamGetAttribute_ptsz, (void **)&real_cudaStreamGetAttribute_ptsz},
-  {"cudaStreamGetCaptureInfo", (void *)cudaStreamGetCaptureInfo, (void **)&real_cudaStreamGetCaptureInfo},
-  {"cudaStreamGetCaptureInfo_ptsz", (void *)cudaStreamGetCaptureInfo_ptsz, (void **)&real_cudaStreamGetCaptureInfo_ptsz},
-  {"cudaStreamGetDevice", (void *)cudaStreamGetDevice, (void **)&real_cudaStreamGetDevice},
-  {"cudaStreamGetDevice_ptsz", (void *)cudaStreamGetDevice_ptsz, (void **)&real_cudaStreamGetDevice_ptsz},
-  {"cudaStreamGetFlags", (void *)cudaStreamGetFlags, (void **)&real_cudaStreamGetFlags},
-  {"cudaStreamGetFlags_ptsz", (void *)cudaStreamGetFlags_ptsz, (void **)&real_cudaStreamGetFlags_ptsz},
-  {"cudaStreamGetId", (void *)cudaStreamGetId, (void **)&real_cudaStreamGetId},
-  {"cudaStreamGetId_ptsz", (void *)cudaStreamGetId_ptsz, (void **)&real_cudaStreamGetId_ptsz},
-  {"cudaStreamGetPriority", (void *)cudaStreamGetPriority, (void **)&real_cudaStreamGetPriority},
-  {"cudaStreamGetPriority_ptsz", (void *)cudaStreamGetPriority_ptsz, (void **)&real_cudaStreamGetPriority_ptsz},
-  {"cudaStreamIsCapturing", (void *)cudaStreamIsCapturing, (void **)&real_cudaStreamIsCapturing},
-  {"cudaStreamIsCapturing_ptsz", (void *)cudaStreamIsCapturing_ptsz, (void **)&real_cudaStreamIsCapturing_ptsz},
-  {"cudaStreamQuery", (void *)cudaStreamQuery, (void **)&real_cudaStreamQuery},
-  {"cudaStreamQuery_ptsz", (void *)cudaStreamQuery_ptsz, (void **)&real_cudaStreamQuery_ptsz},
-  {"cudaStreamSetAttribute", (void *)cudaStreamSetAttribute, (void **)&real_cudaStreamSetAttribute},
-  {"cudaStreamSetAttribute_ptsz", (void *)cudaStreamSetAttribute_ptsz, (void **)&real_cudaStreamSetAttribute_ptsz},
-  {"cudaStreamSynchronize", (void *)cudaStreamSynchronize, (void **)&real_cudaStreamSynchronize},
-  {"cudaStreamSynchronize_ptsz", (void *)cudaStreamSynchronize_ptsz, (void **)&real_cudaStreamSynchronize_ptsz},
-  {"cudaStreamUpdateCaptureDependencies", (void *)cudaStreamUpdateCaptureDependencies, (void **)&real_cudaStreamUpdateCaptureDependencies},
-  {"cudaStreamUpdateCaptureDependencies_ptsz", (void *)cudaStreamUpdateCaptureDependencies_ptsz, (void **)&real_cudaStreamUpdateCaptureDependencies_ptsz},
-  {"cudaStreamWaitEvent", (void *)cudaStreamWaitEvent, (void **)&real_cudaStreamWaitEvent},
-  {"cudaStreamWaitEvent_ptsz", (void *)cudaStreamWaitEvent_ptsz, (void **)&real_cudaStreamWaitEvent_ptsz},
-  {"cudaThreadExchangeStreamCaptureMode", (void *)cudaThreadExchangeStreamCaptureMode, (void **)&real_cudaThreadExchangeStreamCaptureMode},
-  {"cudaUserObjectCreate", (void *)cudaUserObjectCreate, (void **)&real_cudaUserObjectCreate},
-  {"cudaUserObjectRelease", (void *)cudaUserObjectRelease, (void **)&real_cudaUserObjectRelease},
-  {"cudaUserObjectRetain", (void *)cudaUserObjectRetain, (void **)&real_cudaUserObjectRetain},
-  {"cudaVDPAUGetDevice", (void *)cudaVDPAUGetDevice, (void **)&real_cudaVDPAUGetDevice},
-  {"cudaVDPAUSetVDPAUDevice", (void *)cudaVDPAUSetVDPAUDevice, (void **)&real_cudaVDPAUSetVDPAUDevice},
-  {"cudaWaitExternalSemaphoresAsync", (void *)cudaWaitExternalSemaphoresAsync, (void **)&real_cudaWaitExternalSemaphoresAsync},
-  {"cudaWaitExternalSemaphoresAsync_ptsz", (void *)cudaWaitExternalSemaphoresAsync_ptsz, (void **)&real_cudaWaitExternalSemaphoresAsync_ptsz},
+  {"__cudaGetKernel", (void *)__cudaGetKernel, (void **)&real___cudaGetKernel, (void *)dlh_own___cudaGetKernel, (void **)&own___cudaGetKernel},
+  {"__cudaInitModule", (void *)__cudaInitModule, (void **)&real___cudaInitModule, (void *)dlh_own___cudaInitModule, (void **)&own___cudaInitModule},
+  {"__cudaLaunchKernel", (void *)__cudaLaunchKernel, (void **)&real___cudaLaunchKernel, (void *)dlh_own___cudaLaunchKernel, (void **)&own___cudaLaunchKernel},
+  {"__cudaLaunchKernel_ptsz", (void *)__cudaLaunchKernel_ptsz, (void **)&real___cudaLaunchKernel_ptsz, (void *)dlh_own___cudaLaunchKernel_ptsz, (void **)&own___cudaLaunchKernel_ptsz},
+  {"__cudaPopCallConfiguration", (void *)__cudaPopCallConfiguration, (void **)&real___cudaPopCallConfiguration, (void *)dlh_own___cudaPopCallConfiguration, (void **)&own___cudaPopCallConfiguration},
+  {"__cudaPushCallConfiguration", (void *)__cudaPushCallConfiguration, (void **)&real___cudaPushCallConfiguration, (void *)dlh_own___cudaPushCallConfiguration, (void **)&own___cudaPushCallConfiguration},
+  {"__cudaRegisterFatBinary", (void *)__cudaRegisterFatBinary, (void **)&real___cudaRegisterFatBinary, (void *)dlh_own___cudaRegisterFatBinary, (void **)&own___cudaRegisterFatBinary},
+  {"__cudaRegisterFatBinaryEnd", (void *)__cudaRegisterFatBinaryEnd, (void **)&real___cudaRegisterFatBinaryEnd, (void *)dlh_own___cudaRegisterFatBinaryEnd, (void **)&own___cudaRegisterFatBinaryEnd},
+  {"__cudaRegisterFunction", (void *)__cudaRegisterFunction, (void **)&real___cudaRegisterFunction, (void *)dlh_own___cudaRegisterFunction, (void **)&own___cudaRegisterFunction},
+  {"__cudaRegisterManagedVar", (void *)__cudaRegisterManagedVar, (void **)&real___cudaRegisterManagedVar, (void *)dlh_own___cudaRegisterManagedVar, (void **)&own___cudaRegisterManagedVar},
+  {"__cudaRegisterVar", (void *)__cudaRegisterVar, (void **)&real___cudaRegisterVar, (void *)dlh_own___cudaRegisterVar, (void **)&own___cudaRegisterVar},
+  {"__cudaUnregisterFatBinary", (void *)__cudaUnregisterFatBinary, (void **)&real___cudaUnregisterFatBinary, (void *)dlh_own___cudaUnregisterFatBinary, (void **)&own___cudaUnregisterFatBinary},
+  {"cudaArrayGetInfo", (void *)cudaArrayGetInfo, (void **)&real_cudaArrayGetInfo, (void *)dlh_own_cudaArrayGetInfo, (void **)&own_cudaArrayGetInfo},
+  {"cudaArrayGetMemoryRequirements", (void *)cudaArrayGetMemoryRequirements, (void **)&real_cudaArrayGetMemoryRequirements, (void *)dlh_own_cudaArrayGetMemoryRequirements, (void **)&own_cudaArrayGetMemoryRequirements},
+  {"cudaArrayGetPlane", (void *)cudaArrayGetPlane, (void **)&real_cudaArrayGetPlane, (void *)dlh_own_cudaArrayGetPlane, (void **)&own_cudaArrayGetPlane},
+  {"cudaArrayGetSparseProperties", (void *)cudaArrayGetSparseProperties, (void **)&real_cudaArrayGetSparseProperties, (void *)dlh_own_cudaArrayGetSparseProperties, (void **)&own_cudaArrayGetSparseProperties},
+  {"cudaChooseDevice", (void *)cudaChooseDevice, (void **)&real_cudaChooseDevice, (void *)dlh_own_cudaChooseDevice, (void **)&own_cudaChooseDevice},
+  {"cudaCreateChannelDesc", (void *)cudaCreateChannelDesc, (void **)&real_cudaCreateChannelDesc, (void *)dlh_own_cudaCreateChannelDesc, (void **)&own_cudaCreateChannelDesc},
+  {"cudaCreateSurfaceObject", (void *)cudaCreateSurfaceObject, (void **)&real_cudaCreateSurfaceObject, (void *)dlh_own_cudaCreateSurfaceObject, (void **)&own_cudaCreateSurfaceObject},
+  {"cudaCreateTextureObject", (void *)cudaCreateTextureObject, (void **)&real_cudaCreateTextureObject, (void *)dlh_own_cudaCreateTextureObject, (void **)&own_cudaCreateTextureObject},
+  {"cudaCtxResetPersistingL2Cache", (void *)cudaCtxResetPersistingL2Cache, (void **)&real_cudaCtxResetPersistingL2Cache, (void *)dlh_own_cudaCtxResetPersistingL2Cache, (void **)&own_cudaCtxResetPersistingL2Cache},
+  {"cudaDestroyExternalMemory", (void *)cudaDestroyExternalMemory, (void **)&real_cudaDestroyExternalMemory, (void *)dlh_own_cudaDestroyExternalMemory, (void **)&own_cudaDestroyExternalMemory},
+  {"cudaDestroyExternalSemaphore", (void *)cudaDestroyExternalSemaphore, (void **)&real_cudaDestroyExternalSemaphore, (void *)dlh_own_cudaDestroyExternalSemaphore, (void **)&own_cudaDestroyExternalSemaphore},
+  {"cudaDestroySurfaceObject", (void *)cudaDestroySurfaceObject, (void **)&real_cudaDestroySurfaceObject, (void *)dlh_own_cudaDestroySurfaceObject, (void **)&own_cudaDestroySurfaceObject},
+  {"cudaDestroyTextureObject", (void *)cudaDestroyTextureObject, (void **)&real_cudaDestroyTextureObject, (void *)dlh_own_cudaDestroyTextureObject, (void **)&own_cudaDestroyTextureObject},
+  {"cudaDeviceCanAccessPeer", (void *)cudaDeviceCanAccessPeer, (void **)&real_cudaDeviceCanAccessPeer, (void *)dlh_own_cudaDeviceCanAccessPeer, (void **)&own_cudaDeviceCanAccessPeer},
+  {"cudaDeviceDisablePeerAccess", (void *)cudaDeviceDisablePeerAccess, (void **)&real_cudaDeviceDisablePeerAccess, (void *)dlh_own_cudaDeviceDisablePeerAccess, (void **)&own_cudaDeviceDisablePeerAccess},
+  {"cudaDeviceEnablePeerAccess", (void *)cudaDeviceEnablePeerAccess, (void **)&real_cudaDeviceEnablePeerAccess, (void *)dlh_own_cudaDeviceEnablePeerAccess, (void **)&own_cudaDeviceEnablePeerAccess},
+  {"cudaDeviceFlushGPUDirectRDMAWrites", (void *)cudaDeviceFlushGPUDirectRDMAWrites, (void **)&real_cudaDeviceFlushGPUDirectRDMAWrites, (void *)dlh_own_cudaDeviceFlushGPUDirectRDMAWrites, (void **)&own_cudaDeviceFlushGPUDirectRDMAWrites},
+  {"cudaDeviceGetAttribute", (void *)cudaDeviceGetAttribute, (void **)&real_cudaDeviceGetAttribute, (void *)dlh_own_cudaDeviceGetAttribute, (void **)&own_cudaDeviceGetAttribute},
+  {"cudaDeviceGetByPCIBusId", (void *)cudaDeviceGetByPCIBusId, (void **)&real_cudaDeviceGetByPCIBusId, (void *)dlh_own_cudaDeviceGetByPCIBusId, (void **)&own_cudaDeviceGetByPCIBusId},
+  {"cudaDeviceGetCacheConfig", (void *)cudaDeviceGetCacheConfig, (void **)&real_cudaDeviceGetCacheConfig, (void *)dlh_own_cudaDeviceGetCacheConfig, (void **)&own_cudaDeviceGetCacheConfig},
+  {"cudaDeviceGetDefaultMemPool", (void *)cudaDeviceGetDefaultMemPool, (void **)&real_cudaDeviceGetDefaultMemPool, (void *)dlh_own_cudaDeviceGetDefaultMemPool, (void **)&own_cudaDeviceGetDefaultMemPool},
+  {"cudaDeviceGetGraphMemAttribute", (void *)cudaDeviceGetGraphMemAttribute, (void **)&real_cudaDeviceGetGraphMemAttribute, (void *)dlh_own_cudaDeviceGetGraphMemAttribute, (void **)&own_cudaDeviceGetGraphMemAttribute},
+  {"cudaDeviceGetHostAtomicCapabilities", (void *)cudaDeviceGetHostAtomicCapabilities, (void **)&real_cudaDeviceGetHostAtomicCapabilities, (void *)dlh_own_cudaDeviceGetHostAtomicCapabilities, (void **)&own_cudaDeviceGetHostAtomicCapabilities},
+  {"cudaDeviceGetLimit", (void *)cudaDeviceGetLimit, (void **)&real_cudaDeviceGetLimit, (void *)dlh_own_cudaDeviceGetLimit, (void **)&own_cudaDeviceGetLimit},
+  {"cudaDeviceGetMemPool", (void *)cudaDeviceGetMemPool, (void **)&real_cudaDeviceGetMemPool, (void *)dlh_own_cudaDeviceGetMemPool, (void **)&own_cudaDeviceGetMemPool},
+  {"cudaDeviceGetNvSciSyncAttributes", (void *)cudaDeviceGetNvSciSyncAttributes, (void **)&real_cudaDeviceGetNvSciSyncAttributes, (void *)dlh_own_cudaDeviceGetNvSciSyncAttributes, (void **)&own_cudaDeviceGetNvSciSyncAttributes},
+  {"cudaDeviceGetP2PAtomicCapabilities", (void *)cudaDeviceGetP2PAtomicCapabilities, (void **)&real_cudaDeviceGetP2PAtomicCapabilities, (void *)dlh_own_cudaDeviceGetP2PAtomicCapabilities, (void **)&own_cudaDeviceGetP2PAtomicCapabilities},
+  {"cudaDeviceGetP2PAttribute", (void *)cudaDeviceGetP2PAttribute, (void **)&real_cudaDeviceGetP2PAttribute, (void *)dlh_own_cudaDeviceGetP2PAttribute, (void **)&own_cudaDeviceGetP2PAttribute},
+  {"cudaDeviceGetPCIBusId", (void *)cudaDeviceGetPCIBusId, (void **)&real_cudaDeviceGetPCIBusId, (void *)dlh_own_cudaDeviceGetPCIBusId, (void **)&own_cudaDeviceGetPCIBusId},
+  {"cudaDeviceGetSharedMemConfig", (void *)cudaDeviceGetSharedMemConfig, (void **)&real_cudaDeviceGetSharedMemConfig, (void *)dlh_own_cudaDeviceGetSharedMemConfig, (void **)&own_cudaDeviceGetSharedMemConfig},
+  {"cudaDeviceGetStreamPriorityRange", (void *)cudaDeviceGetStreamPriorityRange, (void **)&real_cudaDeviceGetStreamPriorityRange, (void *)dlh_own_cudaDeviceGetStreamPriorityRange, (void **)&own_cudaDeviceGetStreamPriorityRange},
+  {"cudaDeviceGetTexture1DLinearMaxWidth", (void *)cudaDeviceGetTexture1DLinearMaxWidth, (void **)&real_cudaDeviceGetTexture1DLinearMaxWidth, (void *)dlh_own_cudaDeviceGetTexture1DLinearMaxWidth, (void **)&own_cudaDeviceGetTexture1DLinearMaxWidth},
+  {"cudaDeviceGraphMemTrim", (void *)cudaDeviceGraphMemTrim, (void **)&real_cudaDeviceGraphMemTrim, (void *)dlh_own_cudaDeviceGraphMemTrim, (void **)&own_cudaDeviceGraphMemTrim},
+  {"cudaDeviceRegisterAsyncNotification", (void *)cudaDeviceRegisterAsyncNotification, (void **)&real_cudaDeviceRegisterAsyncNotification, (void *)dlh_own_cudaDeviceRegisterAsyncNotification, (void **)&own_cudaDeviceRegisterAsyncNotification},
+  {"cudaDeviceReset", (void *)cudaDeviceReset, (void **)&real_cudaDeviceReset, (void *)dlh_own_cudaDeviceReset, (void **)&own_cudaDeviceReset},
+  {"cudaDeviceSetCacheConfig", (void *)cudaDeviceSetCacheConfig, (void **)&real_cudaDeviceSetCacheConfig, (void *)dlh_own_cudaDeviceSetCacheConfig, (void **)&own_cudaDeviceSetCacheConfig},
+  {"cudaDeviceSetGraphMemAttribute", (void *)cudaDeviceSetGraphMemAttribute, (void **)&real_cudaDeviceSetGraphMemAttribute, (void *)dlh_own_cudaDeviceSetGraphMemAttribute, (void **)&own_cudaDeviceSetGraphMemAttribute},
+  {"cudaDeviceSetLimit", (void *)cudaDeviceSetLimit, (void **)&real_cudaDeviceSetLimit, (void *)dlh_own_cudaDeviceSetLimit, (void **)&own_cudaDeviceSetLimit},
+  {"cudaDeviceSetMemPool", (void *)cudaDeviceSetMemPool, (void **)&real_cudaDeviceSetMemPool, (void *)dlh_own_cudaDeviceSetMemPool, (void **)&own_cudaDeviceSetMemPool},
+  {"cudaDeviceSetSharedMemConfig", (void *)cudaDeviceSetSharedMemConfig, (void **)&real_cudaDeviceSetSharedMemConfig, (void *)dlh_own_cudaDeviceSetSharedMemConfig, (void **)&own_cudaDeviceSetSharedMemConfig},
+  {"cudaDeviceSynchronize", (void *)cudaDeviceSynchronize, (void **)&real_cudaDeviceSynchronize, (void *)dlh_own_cudaDeviceSynchronize, (void **)&own_cudaDeviceSynchronize},
+  {"cudaDeviceUnregisterAsyncNotification", (void *)cudaDeviceUnregisterAsyncNotification, (void **)&real_cudaDeviceUnregisterAsyncNotification, (void *)dlh_own_cudaDeviceUnregisterAsyncNotification, (void **)&own_cudaDeviceUnregisterAsyncNotification},
+  {"cudaDriverGetVersion", (void *)cudaDriverGetVersion, (void **)&real_cudaDriverGetVersion, (void *)dlh_own_cudaDriverGetVersion, (void **)&own_cudaDriverGetVersion},
+  {"cudaEGLStreamConsumerAcquireFrame", (void *)cudaEGLStreamConsumerAcquireFrame, (void **)&real_cudaEGLStreamConsumerAcquireFrame, (void *)dlh_own_cudaEGLStreamConsumerAcquireFrame, (void **)&own_cudaEGLStreamConsumerAcquireFrame},
+  {"cudaEGLStreamConsumerConnect", (void *)cudaEGLStreamConsumerConnect, (void **)&real_cudaEGLStreamConsumerConnect, (void *)dlh_own_cudaEGLStreamConsumerConnect, (void **)&own_cudaEGLStreamConsumerConnect},
+  {"cudaEGLStreamConsumerConnectWithFlags", (void *)cudaEGLStreamConsumerConnectWithFlags, (void **)&real_cudaEGLStreamConsumerConnectWithFlags, (void *)dlh_own_cudaEGLStreamConsumerConnectWithFlags, (void **)&own_cudaEGLStreamConsumerConnectWithFlags},
+  {"cudaEGLStreamConsumerDisconnect", (void *)cudaEGLStreamConsumerDisconnect, (void **)&real_cudaEGLStreamConsumerDisconnect, (void *)dlh_own_cudaEGLStreamConsumerDisconnect, (void **)&own_cudaEGLStreamConsumerDisconnect},
+  {"cudaEGLStreamConsumerReleaseFrame", (void *)cudaEGLStreamConsumerReleaseFrame, (void **)&real_cudaEGLStreamConsumerReleaseFrame, (void *)dlh_own_cudaEGLStreamConsumerReleaseFrame, (void **)&own_cudaEGLStreamConsumerReleaseFrame},
+  {"cudaEGLStreamProducerConnect", (void *)cudaEGLStreamProducerConnect, (void **)&real_cudaEGLStreamProducerConnect, (void *)dlh_own_cudaEGLStreamProducerConnect, (void **)&own_cudaEGLStreamProducerConnect},
+  {"cudaEGLStreamProducerDisconnect", (void *)cudaEGLStreamProducerDisconnect, (void **)&real_cudaEGLStreamProducerDisconnect, (void *)dlh_own_cudaEGLStreamProducerDisconnect, (void **)&own_cudaEGLStreamProducerDisconnect},
+  {"cudaEGLStreamProducerPresentFrame", (void *)cudaEGLStreamProducerPresentFrame, (void **)&real_cudaEGLStreamProducerPresentFrame, (void *)dlh_own_cudaEGLStreamProducerPresentFrame, (void **)&own_cudaEGLStreamProducerPresentFrame},
+  {"cudaEGLStreamProducerReturnFrame", (void *)cudaEGLStreamProducerReturnFrame, (void **)&real_cudaEGLStreamProducerReturnFrame, (void *)dlh_own_cudaEGLStreamProducerReturnFrame, (void **)&own_cudaEGLStreamProducerReturnFrame},
+  {"cudaEventCreate", (void *)cudaEventCreate, (void **)&real_cudaEventCreate, (void *)dlh_own_cudaEventCreate, (void **)&own_cudaEventCreate},
+  {"cudaEventCreateFromEGLSync", (void *)cudaEventCreateFromEGLSync, (void **)&real_cudaEventCreateFromEGLSync, (void *)dlh_own_cudaEventCreateFromEGLSync, (void **)&own_cudaEventCreateFromEGLSync},
+  {"cudaEventCreateWithFlags", (void *)cudaEventCreateWithFlags, (void **)&real_cudaEventCreateWithFlags, (void *)dlh_own_cudaEventCreateWithFlags, (void **)&own_cudaEventCreateWithFlags},
+  {"cudaEventDestroy", (void *)cudaEventDestroy, (void **)&real_cudaEventDestroy, (void *)dlh_own_cudaEventDestroy, (void **)&own_cudaEventDestroy},
+  {"cudaEventElapsedTime", (void *)cudaEventElapsedTime, (void **)&real_cudaEventElapsedTime, (void *)dlh_own_cudaEventElapsedTime, (void **)&own_cudaEventElapsedTime},
+  {"cudaEventQuery", (void *)cudaEventQuery, (void **)&real_cudaEventQuery, (void *)dlh_own_cudaEventQuery, (void **)&own_cudaEventQuery},
+  {"cudaEventRecord", (void *)cudaEventRecord, (void **)&real_cudaEventRecord, (void *)dlh_own_cudaEventRecord, (void **)&own_cudaEventRecord},
+  {"cudaEventRecordWithFlags", (void *)cudaEventRecordWithFlags, (void **)&real_cudaEventRecordWithFlags, (void *)dlh_own_cudaEventRecordWithFlags, (void **)&own_cudaEventRecordWithFlags},
+  {"cudaEventRecordWithFlags_ptsz", (void *)cudaEventRecordWithFlags_ptsz, (void **)&real_cudaEventRecordWithFlags_ptsz, (void *)dlh_own_cudaEventRecordWithFlags_ptsz, (void **)&own_cudaEventRecordWithFlags_ptsz},
+  {"cudaEventRecord_ptsz", (void *)cudaEventRecord_ptsz, (void **)&real_cudaEventRecord_ptsz, (void *)dlh_own_cudaEventRecord_ptsz, (void **)&own_cudaEventRecord_ptsz},
+  {"cudaEventSynchronize", (void *)cudaEventSynchronize, (void **)&real_cudaEventSynchronize, (void *)dlh_own_cudaEventSynchronize, (void **)&own_cudaEventSynchronize},
+  {"cudaExternalMemoryGetMappedBuffer", (void *)cudaExternalMemoryGetMappedBuffer, (void **)&real_cudaExternalMemoryGetMappedBuffer, (void *)dlh_own_cudaExternalMemoryGetMappedBuffer, (void **)&own_cudaExternalMemoryGetMappedBuffer},
+  {"cudaExternalMemoryGetMappedMipmappedArray", (void *)cudaExternalMemoryGetMappedMipmappedArray, (void **)&real_cudaExternalMemoryGetMappedMipmappedArray, (void *)dlh_own_cudaExternalMemoryGetMappedMipmappedArray, (void **)&own_cudaExternalMemoryGetMappedMipmappedArray},
+  {"cudaFree", (void *)cudaFree, (void **)&real_cudaFree, (void *)dlh_own_cudaFree, (void **)&own_cudaFree},
+  {"cudaFreeArray", (void *)cudaFreeArray, (void **)&real_cudaFreeArray, (void *)dlh_own_cudaFreeArray, (void **)&own_cudaFreeArray},
+  {"cudaFreeAsync", (void *)cudaFreeAsync, (void **)&real_cudaFreeAsync, (void *)dlh_own_cudaFreeAsync, (void **)&own_cudaFreeAsync},
+  {"cudaFreeAsync_ptsz", (void *)cudaFreeAsync_ptsz, (void **)&real_cudaFreeAsync_ptsz, (void *)dlh_own_cudaFreeAsync_ptsz, (void **)&own_cudaFreeAsync_ptsz},
+  {"cudaFreeHost", (void *)cudaFreeHost, (void **)&real_cudaFreeHost, (void *)dlh_own_cudaFreeHost, (void **)&own_cudaFreeHost},
+  {"cudaFreeMipmappedArray", (void *)cudaFreeMipmappedArray, (void **)&real_cudaFreeMipmappedArray, (void *)dlh_own_cudaFreeMipmappedArray, (void **)&own_cudaFreeMipmappedArray},
+  {"cudaFuncGetAttributes", (void *)cudaFuncGetAttributes, (void **)&real_cudaFuncGetAttributes, (void *)dlh_own_cudaFuncGetAttributes, (void **)&own_cudaFuncGetAttributes},
+  {"cudaFuncGetName", (void *)cudaFuncGetName, (void **)&real_cudaFuncGetName, (void *)dlh_own_cudaFuncGetName, (void **)&own_cudaFuncGetName},
+  {"cudaFuncGetParamInfo", (void *)cudaFuncGetParamInfo, (void **)&real_cudaFuncGetParamInfo, (void *)dlh_own_cudaFuncGetParamInfo, (void **)&own_cudaFuncGetParamInfo},
+  {"cudaFuncSetAttribute", (void *)cudaFuncSetAttribute, (void **)&real_cudaFuncSetAttribute, (void *)dlh_own_cudaFuncSetAttribute, (void **)&own_cudaFuncSetAttribute},
+  {"cudaFuncSetCacheConfig", (void *)cudaFuncSetCacheConfig, (void **)&real_cudaFuncSetCacheConfig, (void *)dlh_own_cudaFuncSetCacheConfig, (void **)&own_cudaFuncSetCacheConfig},
+  {"cudaFuncSetSharedMemConfig", (void *)cudaFuncSetSharedMemConfig, (void **)&real_cudaFuncSetSharedMemConfig, (void *)dlh_own_cudaFuncSetSharedMemConfig, (void **)&own_cudaFuncSetSharedMemConfig},
+  {"cudaGLGetDevices", (void *)cudaGLGetDevices, (void **)&real_cudaGLGetDevices, (void *)dlh_own_cudaGLGetDevices, (void **)&own_cudaGLGetDevices},
+  {"cudaGLMapBufferObject", (void *)cudaGLMapBufferObject, (void **)&real_cudaGLMapBufferObject, (void *)dlh_own_cudaGLMapBufferObject, (void **)&own_cudaGLMapBufferObject},
+  {"cudaGLMapBufferObjectAsync", (void *)cudaGLMapBufferObjectAsync, (void **)&real_cudaGLMapBufferObjectAsync, (void *)dlh_own_cudaGLMapBufferObjectAsync, (void **)&own_cudaGLMapBufferObjectAsync},
+  {"cudaGLRegisterBufferObject", (void *)cudaGLRegisterBufferObject, (void **)&real_cudaGLRegisterBufferObject, (void *)dlh_own_cudaGLRegisterBufferObject, (void **)&own_cudaGLRegisterBufferObject},
+  {"cudaGLSetBufferObjectMapFlags", (void *)cudaGLSetBufferObjectMapFlags, (void **)&real_cudaGLSetBufferObjectMapFlags, (void *)dlh_own_cudaGLSetBufferObjectMapFlags, (void **)&own_cudaGLSetBufferObjectMapFlags},
+  {"cudaGLSetGLDevice", (void *)cudaGLSetGLDevice, (void **)&real_cudaGLSetGLDevice, (void *)dlh_own_cudaGLSetGLDevice, (void **)&own_cudaGLSetGLDevice},
+  {"cudaGLUnmapBufferObject", (void *)cudaGLUnmapBufferObject, (void **)&real_cudaGLUnmapBufferObject, (void *)dlh_own_cudaGLUnmapBufferObject, (void **)&own_cudaGLUnmapBufferObject},
+  {"cudaGLUnmapBufferObjectAsync", (void *)cudaGLUnmapBufferObjectAsync, (void **)&real_cudaGLUnmapBufferObjectAsync, (void *)dlh_own_cudaGLUnmapBufferObjectAsync, (void **)&own_cudaGLUnmapBufferObjectAsync},
+  {"cudaGLUnregisterBufferObject", (void *)cudaGLUnregisterBufferObject, (void **)&real_cudaGLUnregisterBufferObject, (void *)dlh_own_cudaGLUnregisterBufferObject, (void **)&own_cudaGLUnregisterBufferObject},
+  {"cudaGetChannelDesc", (void *)cudaGetChannelDesc, (void **)&real_cudaGetChannelDesc, (void *)dlh_own_cudaGetChannelDesc, (void **)&own_cudaGetChannelDesc},
+  {"cudaGetDevice", (void *)cudaGetDevice, (void **)&real_cudaGetDevice, (void *)dlh_own_cudaGetDevice, (void **)&own_cudaGetDevice},
+  {"cudaGetDeviceCount", (void *)cudaGetDeviceCount, (void **)&real_cudaGetDeviceCount, (void *)dlh_own_cudaGetDeviceCount, (void **)&own_cudaGetDeviceCount},
+  {"cudaGetDeviceFlags", (void *)cudaGetDeviceFlags, (void **)&real_cudaGetDeviceFlags, (void *)dlh_own_cudaGetDeviceFlags, (void **)&own_cudaGetDeviceFlags},
+  {"cudaGetDeviceProperties", (void *)cudaGetDeviceProperties, (void **)&real_cudaGetDeviceProperties, (void *)dlh_own_cudaGetDeviceProperties, (void **)&own_cudaGetDeviceProperties},
+  {"cudaGetDriverEntryPoint", (void *)cudaGetDriverEntryPoint, (void **)&real_cudaGetDriverEntryPoint, (void *)dlh_own_cudaGetDriverEntryPoint, (void **)&own_cudaGetDriverEntryPoint},
+  {"cudaGetDriverEntryPointByVersion", (void *)cudaGetDriverEntryPointByVersion, (void **)&real_cudaGetDriverEntryPointByVersion, (void *)dlh_own_cudaGetDriverEntryPointByVersion, (void **)&own_cudaGetDriverEntryPointByVersion},
+  {"cudaGetDriverEntryPointByVersion_ptsz", (void *)cudaGetDriverEntryPointByVersion_ptsz, (void **)&real_cudaGetDriverEntryPointByVersion_ptsz, (void *)dlh_own_cudaGetDriverEntryPointByVersion_ptsz, (void **)&own_cudaGetDriverEntryPointByVersion_ptsz},
+  {"cudaGetDriverEntryPoint_ptsz", (void *)cudaGetDriverEntryPoint_ptsz, (void **)&real_cudaGetDriverEntryPoint_ptsz, (void *)dlh_own_cudaGetDriverEntryPoint_ptsz, (void **)&own_cudaGetDriverEntryPoint_ptsz},
+  {"cudaGetErrorName", (void *)cudaGetErrorName, (void **)&real_cudaGetErrorName, (void *)dlh_own_cudaGetErrorName, (void **)&own_cudaGetErrorName},
+  {"cudaGetErrorString", (void *)cudaGetErrorString, (void **)&real_cudaGetErrorString, (void *)dlh_own_cudaGetErrorString, (void **)&own_cudaGetErrorString},
+  {"cudaGetExportTable", (void *)cudaGetExportTable, (void **)&real_cudaGetExportTable, (void *)dlh_own_cudaGetExportTable, (void **)&own_cudaGetExportTable},
+  {"cudaGetFuncBySymbol", (void *)cudaGetFuncBySymbol, (void **)&real_cudaGetFuncBySymbol, (void *)dlh_own_cudaGetFuncBySymbol, (void **)&own_cudaGetFuncBySymbol},
+  {"cudaGetKernel", (void *)cudaGetKernel, (void **)&real_cudaGetKernel, (void *)dlh_own_cudaGetKernel, (void **)&own_cudaGetKernel},
+  {"cudaGetLastError", (void *)cudaGetLastError, (void **)&real_cudaGetLastError, (void *)dlh_own_cudaGetLastError, (void **)&own_cudaGetLastError},
+  {"cudaGetMipmappedArrayLevel", (void *)cudaGetMipmappedArrayLevel, (void **)&real_cudaGetMipmappedArrayLevel, (void *)dlh_own_cudaGetMipmappedArrayLevel, (void **)&own_cudaGetMipmappedArrayLevel},
+  {"cudaGetSurfaceObjectResourceDesc", (void *)cudaGetSurfaceObjectResourceDesc, (void **)&real_cudaGetSurfaceObjectResourceDesc, (void *)dlh_own_cudaGetSurfaceObjectResourceDesc, (void **)&own_cudaGetSurfaceObjectResourceDesc},
+  {"cudaGetSymbolAddress", (void *)cudaGetSymbolAddress, (void **)&real_cudaGetSymbolAddress, (void *)dlh_own_cudaGetSymbolAddress, (void **)&own_cudaGetSymbolAddress},
+  {"cudaGetSymbolSize", (void *)cudaGetSymbolSize, (void **)&real_cudaGetSymbolSize, (void *)dlh_own_cudaGetSymbolSize, (void **)&own_cudaGetSymbolSize},
+  {"cudaGetTextureObjectResourceDesc", (void *)cudaGetTextureObjectResourceDesc, (void **)&real_cudaGetTextureObjectResourceDesc, (void *)dlh_own_cudaGetTextureObjectResourceDesc, (void **)&own_cudaGetTextureObjectResourceDesc},
+  {"cudaGetTextureObjectResourceViewDesc", (void *)cudaGetTextureObjectResourceViewDesc, (void **)&real_cudaGetTextureObjectResourceViewDesc, (void *)dlh_own_cudaGetTextureObjectResourceViewDesc, (void **)&own_cudaGetTextureObjectResourceViewDesc},
+  {"cudaGetTextureObjectTextureDesc", (void *)cudaGetTextureObjectTextureDesc, (void **)&real_cudaGetTextureObjectTextureDesc, (void *)dlh_own_cudaGetTextureObjectTextureDesc, (void **)&own_cudaGetTextureObjectTextureDesc},
+  {"cudaGraphAddChildGraphNode", (void *)cudaGraphAddChildGraphNode, (void **)&real_cudaGraphAddChildGraphNode, (void *)dlh_own_cudaGraphAddChildGraphNode, (void **)&own_cudaGraphAddChildGraphNode},
+  {"cudaGraphAddDependencies", (void *)cudaGraphAddDependencies, (void **)&real_cudaGraphAddDependencies, (void *)dlh_own_cudaGraphAddDependencies, (void **)&own_cudaGraphAddDependencies},
+  {"cudaGraphAddEmptyNode", (void *)cudaGraphAddEmptyNode, (void **)&real_cudaGraphAddEmptyNode, (void *)dlh_own_cudaGraphAddEmptyNode, (void **)&own_cudaGraphAddEmptyNode},
+  {"cudaGraphAddEventRecordNode", (void *)cudaGraphAddEventRecordNode, (void **)&real_cudaGraphAddEventRecordNode, (void *)dlh_own_cudaGraphAddEventRecordNode, (void **)&own_cudaGraphAddEventRecordNode},
+  {"cudaGraphAddEventWaitNode", (void *)cudaGraphAddEventWaitNode, (void **)&real_cudaGraphAddEventWaitNode, (void *)dlh_own_cudaGraphAddEventWaitNode, (void **)&own_cudaGraphAddEventWaitNode},
+  {"cudaGraphAddExternalSemaphoresSignalNode", (void *)cudaGraphAddExternalSemaphoresSignalNode, (void **)&real_cudaGraphAddExternalSemaphoresSignalNode, (void *)dlh_own_cudaGraphAddExternalSemaphoresSignalNode, (void **)&own_cudaGraphAddExternalSemaphoresSignalNode},
+  {"cudaGraphAddExternalSemaphoresWaitNode", (void *)cudaGraphAddExternalSemaphoresWaitNode, (void **)&real_cudaGraphAddExternalSemaphoresWaitNode, (void *)dlh_own_cudaGraphAddExternalSemaphoresWaitNode, (void **)&own_cudaGraphAddExternalSemaphoresWaitNode},
+  {"cudaGraphAddHostNode", (void *)cudaGraphAddHostNode, (void **)&real_cudaGraphAddHostNode, (void *)dlh_own_cudaGraphAddHostNode, (void **)&own_cudaGraphAddHostNode},
+  {"cudaGraphAddKernelNode", (void *)cudaGraphAddKernelNode, (void **)&real_cudaGraphAddKernelNode, (void *)dlh_own_cudaGraphAddKernelNode, (void **)&own_cudaGraphAddKernelNode},
+  {"cudaGraphAddMemAllocNode", (void *)cudaGraphAddMemAllocNode, (void **)&real_cudaGraphAddMemAllocNode, (void *)dlh_own_cudaGraphAddMemAllocNode, (void **)&own_cudaGraphAddMemAllocNode},
+  {"cudaGraphAddMemFreeNode", (void *)cudaGraphAddMemFreeNode, (void **)&real_cudaGraphAddMemFreeNode, (void *)dlh_own_cudaGraphAddMemFreeNode, (void **)&own_cudaGraphAddMemFreeNode},
+  {"cudaGraphAddMemcpyNode", (void *)cudaGraphAddMemcpyNode, (void **)&real_cudaGraphAddMemcpyNode, (void *)dlh_own_cudaGraphAddMemcpyNode, (void **)&own_cudaGraphAddMemcpyNode},
+  {"cudaGraphAddMemcpyNode1D", (void *)cudaGraphAddMemcpyNode1D, (void **)&real_cudaGraphAddMemcpyNode1D, (void *)dlh_own_cudaGraphAddMemcpyNode1D, (void **)&own_cudaGraphAddMemcpyNode1D},
+  {"cudaGraphAddMemcpyNodeFromSymbol", (void *)cudaGraphAddMemcpyNodeFromSymbol, (void **)&real_cudaGraphAddMemcpyNodeFromSymbol, (void *)dlh_own_cudaGraphAddMemcpyNodeFromSymbol, (void **)&own_cudaGraphAddMemcpyNodeFromSymbol},
+  {"cudaGraphAddMemcpyNodeToSymbol", (void *)cudaGraphAddMemcpyNodeToSymbol, (void **)&real_cudaGraphAddMemcpyNodeToSymbol, (void *)dlh_own_cudaGraphAddMemcpyNodeToSymbol, (void **)&own_cudaGraphAddMemcpyNodeToSymbol},
+  {"cudaGraphAddMemsetNode", (void *)cudaGraphAddMemsetNode, (void **)&real_cudaGraphAddMemsetNode, (void *)dlh_own_cudaGraphAddMemsetNode, (void **)&own_cudaGraphAddMemsetNode},
+  {"cudaGraphAddNode", (void *)cudaGraphAddNode, (void **)&real_cudaGraphAddNode, (void *)dlh_own_cudaGraphAddNode, (void **)&own_cudaGraphAddNode},
+  {"cudaGraphChildGraphNodeGetGraph", (void *)cudaGraphChildGraphNodeGetGraph, (void **)&real_cudaGraphChildGraphNodeGetGraph, (void *)dlh_own_cudaGraphChildGraphNodeGetGraph, (void **)&own_cudaGraphChildGraphNodeGetGraph},
+  {"cudaGraphClone", (void *)cudaGraphClone, (void **)&real_cudaGraphClone, (void *)dlh_own_cudaGraphClone, (void **)&own_cudaGraphClone},
+  {"cudaGraphConditionalHandleCreate", (void *)cudaGraphConditionalHandleCreate, (void **)&real_cudaGraphConditionalHandleCreate, (void *)dlh_own_cudaGraphConditionalHandleCreate, (void **)&own_cudaGraphConditionalHandleCreate},
+  {"cudaGraphCreate", (void *)cudaGraphCreate, (void **)&real_cudaGraphCreate, (void *)dlh_own_cudaGraphCreate, (void **)&own_cudaGraphCreate},
+  {"cudaGraphDebugDotPrint", (void *)cudaGraphDebugDotPrint, (void **)&real_cudaGraphDebugDotPrint, (void *)dlh_own_cudaGraphDebugDotPrint, (void **)&own_cudaGraphDebugDotPrint},
+  {"cudaGraphDestroy", (void *)cudaGraphDestroy, (void **)&real_cudaGraphDestroy, (void *)dlh_own_cudaGraphDestroy, (void **)&own_cudaGraphDestroy},
+  {"cudaGraphDestroyNode", (void *)cudaGraphDestroyNode, (void **)&real_cudaGraphDestroyNode, (void *)dlh_own_cudaGraphDestroyNode, (void **)&own_cudaGraphDestroyNode},
+  {"cudaGraphEventRecordNodeGetEvent", (void *)cudaGraphEventRecordNodeGetEvent, (void **)&real_cudaGraphEventRecordNodeGetEvent, (void *)dlh_own_cudaGraphEventRecordNodeGetEvent, (void **)&own_cudaGraphEventRecordNodeGetEvent},
+  {"cudaGraphEventRecordNodeSetEvent", (void *)cudaGraphEventRecordNodeSetEvent, (void **)&real_cudaGraphEventRecordNodeSetEvent, (void *)dlh_own_cudaGraphEventRecordNodeSetEvent, (void **)&own_cudaGraphEventRecordNodeSetEvent},
+  {"cudaGraphEventWaitNodeGetEvent", (void *)cudaGraphEventWaitNodeGetEvent, (void **)&real_cudaGraphEventWaitNodeGetEvent, (void *)dlh_own_cudaGraphEventWaitNodeGetEvent, (void **)&own_cudaGraphEventWaitNodeGetEvent},
+  {"cudaGraphEventWaitNodeSetEvent", (void *)cudaGraphEventWaitNodeSetEvent, (void **)&real_cudaGraphEventWaitNodeSetEvent, (void *)dlh_own_cudaGraphEventWaitNodeSetEvent, (void **)&own_cudaGraphEventWaitNodeSetEvent},
+  {"cudaGraphExecChildGraphNodeSetParams", (void *)cudaGraphExecChildGraphNodeSetParams, (void **)&real_cudaGraphExecChildGraphNodeSetParams, (void *)dlh_own_cudaGraphExecChildGraphNodeSetParams, (void **)&own_cudaGraphExecChildGraphNodeSetParams},
+  {"cudaGraphExecDestroy", (void *)cudaGraphExecDestroy, (void **)&real_cudaGraphExecDestroy, (void *)dlh_own_cudaGraphExecDestroy, (void **)&own_cudaGraphExecDestroy},
+  {"cudaGraphExecEventRecordNodeSetEvent", (void *)cudaGraphExecEventRecordNodeSetEvent, (void **)&real_cudaGraphExecEventRecordNodeSetEvent, (void *)dlh_own_cudaGraphExecEventRecordNodeSetEvent, (void **)&own_cudaGraphExecEventRecordNodeSetEvent},
+  {"cudaGraphExecEventWaitNodeSetEvent", (void *)cudaGraphExecEventWaitNodeSetEvent, (void **)&real_cudaGraphExecEventWaitNodeSetEvent, (void *)dlh_own_cudaGraphExecEventWaitNodeSetEvent, (void **)&own_cudaGraphExecEventWaitNodeSetEvent},
+  {"cudaGraphExecExternalSemaphoresSignalNodeSetParams", (void *)cudaGraphExecExternalSemaphoresSignalNodeSetParams, (void **)&real_cudaGraphExecExternalSemaphoresSignalNodeSetParams, (void *)dlh_own_cudaGraphExecExternalSemaphoresSignalNodeSetParams, (void **)&own_cudaGraphExecExternalSemaphoresSignalNodeSetParams},
+  {"cudaGraphExecExternalSemaphoresWaitNodeSetParams", (void *)cudaGraphExecExternalSemaphoresWaitNodeSetParams, (void **)&real_cudaGraphExecExternalSemaphoresWaitNodeSetParams, (void *)dlh_own_cudaGraphExecExternalSemaphoresWaitNodeSetParams, (void **)&own_cudaGraphExecExternalSemaphoresWaitNodeSetParams},
+  {"cudaGraphExecGetFlags", (void *)cudaGraphExecGetFlags, (void **)&real_cudaGraphExecGetFlags, (void *)dlh_own_cudaGraphExecGetFlags, (void **)&own_cudaGraphExecGetFlags},
+  {"cudaGraphExecHostNodeSetParams", (void *)cudaGraphExecHostNodeSetParams, (void **)&real_cudaGraphExecHostNodeSetParams, (void *)dlh_own_cudaGraphExecHostNodeSetParams, (void **)&own_cudaGraphExecHostNodeSetParams},
+  {"cudaGraphExecKernelNodeSetParams", (void *)cudaGraphExecKernelNodeSetParams, (void **)&real_cudaGraphExecKernelNodeSetParams, (void *)dlh_own_cudaGraphExecKernelNodeSetParams, (void **)&own_cudaGraphExecKernelNodeSetParams},
+  {"cudaGraphExecMemcpyNodeSetParams", (void *)cudaGraphExecMemcpyNodeSetParams, (void **)&real_cudaGraphExecMemcpyNodeSetParams, (void *)dlh_own_cudaGraphExecMemcpyNodeSetParams, (void **)&own_cudaGraphExecMemcpyNodeSetParams},
+  {"cudaGraphExecMemcpyNodeSetParams1D", (void *)cudaGraphExecMemcpyNodeSetParams1D, (void **)&real_cudaGraphExecMemcpyNodeSetParams1D, (void *)dlh_own_cudaGraphExecMemcpyNodeSetParams1D, (void **)&own_cudaGraphExecMemcpyNodeSetParams1D},
+  {"cudaGraphExecMemcpyNodeSetParamsFromSymbol", (void *)cudaGraphExecMemcpyNodeSetParamsFromSymbol, (void **)&real_cudaGraphExecMemcpyNodeSetParamsFromSymbol, (void *)dlh_own_cudaGraphExecMemcpyNodeSetParamsFromSymbol, (void **)&own_cudaGraphExecMemcpyNodeSetParamsFromSymbol},
+  {"cudaGraphExecMemcpyNodeSetParamsToSymbol", (void *)cudaGraphExecMemcpyNodeSetParamsToSymbol, (void **)&real_cudaGraphExecMemcpyNodeSetParamsToSymbol, (void *)dlh_own_cudaGraphExecMemcpyNodeSetParamsToSymbol, (void **)&own_cudaGraphExecMemcpyNodeSetParamsToSymbol},
+  {"cudaGraphExecMemsetNodeSetParams", (void *)cudaGraphExecMemsetNodeSetParams, (void **)&real_cudaGraphExecMemsetNodeSetParams, (void *)dlh_own_cudaGraphExecMemsetNodeSetParams, (void **)&own_cudaGraphExecMemsetNodeSetParams},
+  {"cudaGraphExecNodeSetParams", (void *)cudaGraphExecNodeSetParams, (void **)&real_cudaGraphExecNodeSetParams, (void *)dlh_own_cudaGraphExecNodeSetParams, (void **)&own_cudaGraphExecNodeSetParams},
+  {"cudaGraphExecUpdate", (void *)cudaGraphExecUpdate, (void **)&real_cudaGraphExecUpdate, (void *)dlh_own_cudaGraphExecUpdate, (void **)&own_cudaGraphExecUpdate},
+  {"cudaGraphExternalSemaphoresSignalNodeGetParams", (void *)cudaGraphExternalSemaphoresSignalNodeGetParams, (void **)&real_cudaGraphExternalSemaphoresSignalNodeGetParams, (void *)dlh_own_cudaGraphExternalSemaphoresSignalNodeGetParams, (void **)&own_cudaGraphExternalSemaphoresSignalNodeGetParams},
+  {"cudaGraphExternalSemaphoresSignalNodeSetParams", (void *)cudaGraphExternalSemaphoresSignalNodeSetParams, (void **)&real_cudaGraphExternalSemaphoresSignalNodeSetParams, (void *)dlh_own_cudaGraphExternalSemaphoresSignalNodeSetParams, (void **)&own_cudaGraphExternalSemaphoresSignalNodeSetParams},
+  {"cudaGraphExternalSemaphoresWaitNodeGetParams", (void *)cudaGraphExternalSemaphoresWaitNodeGetParams, (void **)&real_cudaGraphExternalSemaphoresWaitNodeGetParams, (void *)dlh_own_cudaGraphExternalSemaphoresWaitNodeGetParams, (void **)&own_cudaGraphExternalSemaphoresWaitNodeGetParams},
+  {"cudaGraphExternalSemaphoresWaitNodeSetParams", (void *)cudaGraphExternalSemaphoresWaitNodeSetParams, (void **)&real_cudaGraphExternalSemaphoresWaitNodeSetParams, (void *)dlh_own_cudaGraphExternalSemaphoresWaitNodeSetParams, (void **)&own_cudaGraphExternalSemaphoresWaitNodeSetParams},
+  {"cudaGraphGetEdges", (void *)cudaGraphGetEdges, (void **)&real_cudaGraphGetEdges, (void *)dlh_own_cudaGraphGetEdges, (void **)&own_cudaGraphGetEdges},
+  {"cudaGraphGetNodes", (void *)cudaGraphGetNodes, (void **)&real_cudaGraphGetNodes, (void *)dlh_own_cudaGraphGetNodes, (void **)&own_cudaGraphGetNodes},
+  {"cudaGraphGetRootNodes", (void *)cudaGraphGetRootNodes, (void **)&real_cudaGraphGetRootNodes, (void *)dlh_own_cudaGraphGetRootNodes, (void **)&own_cudaGraphGetRootNodes},
+  {"cudaGraphHostNodeGetParams", (void *)cudaGraphHostNodeGetParams, (void **)&real_cudaGraphHostNodeGetParams, (void *)dlh_own_cudaGraphHostNodeGetParams, (void **)&own_cudaGraphHostNodeGetParams},
+  {"cudaGraphHostNodeSetParams", (void *)cudaGraphHostNodeSetParams, (void **)&real_cudaGraphHostNodeSetParams, (void *)dlh_own_cudaGraphHostNodeSetParams, (void **)&own_cudaGraphHostNodeSetParams},
+  {"cudaGraphInstantiate", (void *)cudaGraphInstantiate, (void **)&real_cudaGraphInstantiate, (void *)dlh_own_cudaGraphInstantiate, (void **)&own_cudaGraphInstantiate},
+  {"cudaGraphInstantiateWithFlags", (void *)cudaGraphInstantiateWithFlags, (void **)&real_cudaGraphInstantiateWithFlags, (void *)dlh_own_cudaGraphInstantiateWithFlags, (void **)&own_cudaGraphInstantiateWithFlags},
+  {"cudaGraphInstantiateWithParams", (void *)cudaGraphInstantiateWithParams, (void **)&real_cudaGraphInstantiateWithParams, (void *)dlh_own_cudaGraphInstantiateWithParams, (void **)&own_cudaGraphInstantiateWithParams},
+  {"cudaGraphInstantiateWithParams_ptsz", (void *)cudaGraphInstantiateWithParams_ptsz, (void **)&real_cudaGraphInstantiateWithParams_ptsz, (void *)dlh_own_cudaGraphInstantiateWithParams_ptsz, (void **)&own_cudaGraphInstantiateWithParams_ptsz},
+  {"cudaGraphKernelNodeCopyAttributes", (void *)cudaGraphKernelNodeCopyAttributes, (void **)&real_cudaGraphKernelNodeCopyAttributes, (void *)dlh_own_cudaGraphKernelNodeCopyAttributes, (void **)&own_cudaGraphKernelNodeCopyAttributes},
+  {"cudaGraphKernelNodeGetAttribute", (void *)cudaGraphKernelNodeGetAttribute, (void **)&real_cudaGraphKernelNodeGetAttribute, (void *)dlh_own_cudaGraphKernelNodeGetAttribute, (void **)&own_cudaGraphKernelNodeGetAttribute},
+  {"cudaGraphKernelNodeGetParams", (void *)cudaGraphKernelNodeGetParams, (void **)&real_cudaGraphKernelNodeGetParams, (void *)dlh_own_cudaGraphKernelNodeGetParams, (void **)&own_cudaGraphKernelNodeGetParams},
+  {"cudaGraphKernelNodeSetAttribute", (void *)cudaGraphKernelNodeSetAttribute, (void **)&real_cudaGraphKernelNodeSetAttribute, (void *)dlh_own_cudaGraphKernelNodeSetAttribute, (void **)&own_cudaGraphKernelNodeSetAttribute},
+  {"cudaGraphKernelNodeSetParams", (void *)cudaGraphKernelNodeSetParams, (void **)&real_cudaGraphKernelNodeSetParams, (void *)dlh_own_cudaGraphKernelNodeSetParams, (void **)&own_cudaGraphKernelNodeSetParams},
+  {"cudaGraphLaunch", (void *)cudaGraphLaunch, (void **)&real_cudaGraphLaunch, (void *)dlh_own_cudaGraphLaunch, (void **)&own_cudaGraphLaunch},
+  {"cudaGraphLaunch_ptsz", (void *)cudaGraphLaunch_ptsz, (void **)&real_cudaGraphLaunch_ptsz, (void *)dlh_own_cudaGraphLaunch_ptsz, (void **)&own_cudaGraphLaunch_ptsz},
+  {"cudaGraphMemAllocNodeGetParams", (void *)cudaGraphMemAllocNodeGetParams, (void **)&real_cudaGraphMemAllocNodeGetParams, (void *)dlh_own_cudaGraphMemAllocNodeGetParams, (void **)&own_cudaGraphMemAllocNodeGetParams},
+  {"cudaGraphMemFreeNodeGetParams", (void *)cudaGraphMemFreeNodeGetParams, (void **)&real_cudaGraphMemFreeNodeGetParams, (void *)dlh_own_cudaGraphMemFreeNodeGetParams, (void **)&own_cudaGraphMemFreeNodeGetParams},
+  {"cudaGraphMemcpyNodeGetParams", (void *)cudaGraphMemcpyNodeGetParams, (void **)&real_cudaGraphMemcpyNodeGetParams, (void *)dlh_own_cudaGraphMemcpyNodeGetParams, (void **)&own_cudaGraphMemcpyNodeGetParams},
+  {"cudaGraphMemcpyNodeSetParams", (void *)cudaGraphMemcpyNodeSetParams, (void **)&real_cudaGraphMemcpyNodeSetParams, (void *)dlh_own_cudaGraphMemcpyNodeSetParams, (void **)&own_cudaGraphMemcpyNodeSetParams},
+  {"cudaGraphMemcpyNodeSetParams1D", (void *)cudaGraphMemcpyNodeSetParams1D, (void **)&real_cudaGraphMemcpyNodeSetParams1D, (void *)dlh_own_cudaGraphMemcpyNodeSetParams1D, (void **)&own_cudaGraphMemcpyNodeSetParams1D},
+  {"cudaGraphMemcpyNodeSetParamsFromSymbol", (void *)cudaGraphMemcpyNodeSetParamsFromSymbol, (void **)&real_cudaGraphMemcpyNodeSetParamsFromSymbol, (void *)dlh_own_cudaGraphMemcpyNodeSetParamsFromSymbol, (void **)&own_cudaGraphMemcpyNodeSetParamsFromSymbol},
+  {"cudaGraphMemcpyNodeSetParamsToSymbol", (void *)cudaGraphMemcpyNodeSetParamsToSymbol, (void **)&real_cudaGraphMemcpyNodeSetParamsToSymbol, (void *)dlh_own_cudaGraphMemcpyNodeSetParamsToSymbol, (void **)&own_cudaGraphMemcpyNodeSetParamsToSymbol},
+  {"cudaGraphMemsetNodeGetParams", (void *)cudaGraphMemsetNodeGetParams, (void **)&real_cudaGraphMemsetNodeGetParams, (void *)dlh_own_cudaGraphMemsetNodeGetParams, (void **)&own_cudaGraphMemsetNodeGetParams},
+  {"cudaGraphMemsetNodeSetParams", (void *)cudaGraphMemsetNodeSetParams, (void **)&real_cudaGraphMemsetNodeSetParams, (void *)dlh_own_cudaGraphMemsetNodeSetParams, (void **)&own_cudaGraphMemsetNodeSetParams},
+  {"cudaGraphNodeFindInClone", (void *)cudaGraphNodeFindInClone, (void **)&real_cudaGraphNodeFindInClone, (void *)dlh_own_cudaGraphNodeFindInClone, (void **)&own_cudaGraphNodeFindInClone},
+  {"cudaGraphNodeGetDependencies", (void *)cudaGraphNodeGetDependencies, (void **)&real_cudaGraphNodeGetDependencies, (void *)dlh_own_cudaGraphNodeGetDependencies, (void **)&own_cudaGraphNodeGetDependencies},
+  {"cudaGraphNodeGetDependentNodes", (void *)cudaGraphNodeGetDependentNodes, (void **)&real_cudaGraphNodeGetDependentNodes, (void *)dlh_own_cudaGraphNodeGetDependentNodes, (void **)&own_cudaGraphNodeGetDependentNodes},
+  {"cudaGraphNodeGetEnabled", (void *)cudaGraphNodeGetEnabled, (void **)&real_cudaGraphNodeGetEnabled, (void *)dlh_own_cudaGraphNodeGetEnabled, (void **)&own_cudaGraphNodeGetEnabled},
+  {"cudaGraphNodeGetType", (void *)cudaGraphNodeGetType, (void **)&real_cudaGraphNodeGetType, (void *)dlh_own_cudaGraphNodeGetType, (void **)&own_cudaGraphNodeGetType},
+  {"cudaGraphNodeSetEnabled", (void *)cudaGraphNodeSetEnabled, (void **)&real_cudaGraphNodeSetEnabled, (void *)dlh_own_cudaGraphNodeSetEnabled, (void **)&own_cudaGraphNodeSetEnabled},
+  {"cudaGraphNodeSetParams", (void *)cudaGraphNodeSetParams, (void **)&real_cudaGraphNodeSetParams, (void *)dlh_own_cudaGraphNodeSetParams, (void **)&own_cudaGraphNodeSetParams},
+  {"cudaGraphReleaseUserObject", (void *)cudaGraphReleaseUserObject, (void **)&real_cudaGraphReleaseUserObject, (void *)dlh_own_cudaGraphReleaseUserObject, (void **)&own_cudaGraphReleaseUserObject},
+  {"cudaGraphRemoveDependencies", (void *)cudaGraphRemoveDependencies, (void **)&real_cudaGraphRemoveDependencies, (void *)dlh_own_cudaGraphRemoveDependencies, (void **)&own_cudaGraphRemoveDependencies},
+  {"cudaGraphRetainUserObject", (void *)cudaGraphRetainUserObject, (void **)&real_cudaGraphRetainUserObject, (void *)dlh_own_cudaGraphRetainUserObject, (void **)&own_cudaGraphRetainUserObject},
+  {"cudaGraphUpload", (void *)cudaGraphUpload, (void **)&real_cudaGraphUpload, (void *)dlh_own_cudaGraphUpload, (void **)&own_cudaGraphUpload},
+  {"cudaGraphUpload_ptsz", (void *)cudaGraphUpload_ptsz, (void **)&real_cudaGraphUpload_ptsz, (void *)dlh_own_cudaGraphUpload_ptsz, (void **)&own_cudaGraphUpload_ptsz},
+  {"cudaGraphicsEGLRegisterImage", (void *)cudaGraphicsEGLRegisterImage, (void **)&real_cudaGraphicsEGLRegisterImage, (void *)dlh_own_cudaGraphicsEGLRegisterImage, (void **)&own_cudaGraphicsEGLRegisterImage},
+  {"cudaGraphicsGLRegisterBuffer", (void *)cudaGraphicsGLRegisterBuffer, (void **)&real_cudaGraphicsGLRegisterBuffer, (void *)dlh_own_cudaGraphicsGLRegisterBuffer, (void **)&own_cudaGraphicsGLRegisterBuffer},
+  {"cudaGraphicsGLRegisterImage", (void *)cudaGraphicsGLRegisterImage, (void **)&real_cudaGraphicsGLRegisterImage, (void *)dlh_own_cudaGraphicsGLRegisterImage, (void **)&own_cudaGraphicsGLRegisterImage},
+  {"cudaGraphicsMapResources", (void *)cudaGraphicsMapResources, (void **)&real_cudaGraphicsMapResources, (void *)dlh_own_cudaGraphicsMapResources, (void **)&own_cudaGraphicsMapResources},
+  {"cudaGraphicsResourceGetMappedEglFrame", (void *)cudaGraphicsResourceGetMappedEglFrame, (void **)&real_cudaGraphicsResourceGetMappedEglFrame, (void *)dlh_own_cudaGraphicsResourceGetMappedEglFrame, (void **)&own_cudaGraphicsResourceGetMappedEglFrame},
+  {"cudaGraphicsResourceGetMappedMipmappedArray", (void *)cudaGraphicsResourceGetMappedMipmappedArray, (void **)&real_cudaGraphicsResourceGetMappedMipmappedArray, (void *)dlh_own_cudaGraphicsResourceGetMappedMipmappedArray, (void **)&own_cudaGraphicsResourceGetMappedMipmappedArray},
+  {"cudaGraphicsResourceGetMappedPointer", (void *)cudaGraphicsResourceGetMappedPointer, (void **)&real_cudaGraphicsResourceGetMappedPointer, (void *)dlh_own_cudaGraphicsResourceGetMappedPointer, (void **)&own_cudaGraphicsResourceGetMappedPointer},
+  {"cudaGraphicsResourceSetMapFlags", (void *)cudaGraphicsResourceSetMapFlags, (void **)&real_cudaGraphicsResourceSetMapFlags, (void *)dlh_own_cudaGraphicsResourceSetMapFlags, (void **)&own_cudaGraphicsResourceSetMapFlags},
+  {"cudaGraphicsSubResourceGetMappedArray", (void *)cudaGraphicsSubResourceGetMappedArray, (void **)&real_cudaGraphicsSubResourceGetMappedArray, (void *)dlh_own_cudaGraphicsSubResourceGetMappedArray, (void **)&own_cudaGraphicsSubResourceGetMappedArray},
+  {"cudaGraphicsUnmapResources", (void *)cudaGraphicsUnmapResources, (void **)&real_cudaGraphicsUnmapResources, (void *)dlh_own_cudaGraphicsUnmapResources, (void **)&own_cudaGraphicsUnmapResources},
+  {"cudaGraphicsUnregisterResource", (void *)cudaGraphicsUnregisterResource, (void **)&real_cudaGraphicsUnregisterResource, (void *)dlh_own_cudaGraphicsUnregisterResource, (void **)&own_cudaGraphicsUnregisterResource},
+  {"cudaGraphicsVDPAURegisterOutputSurface", (void *)cudaGraphicsVDPAURegisterOutputSurface, (void **)&real_cudaGraphicsVDPAURegisterOutputSurface, (void *)dlh_own_cudaGraphicsVDPAURegisterOutputSurface, (void **)&own_cudaGraphicsVDPAURegisterOutputSurface},
+  {"cudaGraphicsVDPAURegisterVideoSurface", (void *)cudaGraphicsVDPAURegisterVideoSurface, (void **)&real_cudaGraphicsVDPAURegisterVideoSurface, (void *)dlh_own_cudaGraphicsVDPAURegisterVideoSurface, (void **)&own_cudaGraphicsVDPAURegisterVideoSurface},
+  {"cudaHostAlloc", (void *)cudaHostAlloc, (void **)&real_cudaHostAlloc, (void *)dlh_own_cudaHostAlloc, (void **)&own_cudaHostAlloc},
+  {"cudaHostGetDevicePointer", (void *)cudaHostGetDevicePointer, (void **)&real_cudaHostGetDevicePointer, (void *)dlh_own_cudaHostGetDevicePointer, (void **)&own_cudaHostGetDevicePointer},
+  {"cudaHostGetFlags", (void *)cudaHostGetFlags, (void **)&real_cudaHostGetFlags, (void *)dlh_own_cudaHostGetFlags, (void **)&own_cudaHostGetFlags},
+  {"cudaHostRegister", (void *)cudaHostRegister, (void **)&real_cudaHostRegister, (void *)dlh_own_cudaHostRegister, (void **)&own_cudaHostRegister},
+  {"cudaHostUnregister", (void *)cudaHostUnregister, (void **)&real_cudaHostUnregister, (void *)dlh_own_cudaHostUnregister, (void **)&own_cudaHostUnregister},
+  {"cudaImportExternalMemory", (void *)cudaImportExternalMemory, (void **)&real_cudaImportExternalMemory, (void *)dlh_own_cudaImportExternalMemory, (void **)&own_cudaImportExternalMemory},
+  {"cudaImportExternalSemaphore", (void *)cudaImportExternalSemaphore, (void **)&real_cudaImportExternalSemaphore, (void *)dlh_own_cudaImportExternalSemaphore, (void **)&own_cudaImportExternalSemaphore},
+  {"cudaInitDevice", (void *)cudaInitDevice, (void **)&real_cudaInitDevice, (void *)dlh_own_cudaInitDevice, (void **)&own_cudaInitDevice},
+  {"cudaIpcCloseMemHandle", (void *)cudaIpcCloseMemHandle, (void **)&real_cudaIpcCloseMemHandle, (void *)dlh_own_cudaIpcCloseMemHandle, (void **)&own_cudaIpcCloseMemHandle},
+  {"cudaIpcGetEventHandle", (void *)cudaIpcGetEventHandle, (void **)&real_cudaIpcGetEventHandle, (void *)dlh_own_cudaIpcGetEventHandle, (void **)&own_cudaIpcGetEventHandle},
+  {"cudaIpcGetMemHandle", (void *)cudaIpcGetMemHandle, (void **)&real_cudaIpcGetMemHandle, (void *)dlh_own_cudaIpcGetMemHandle, (void **)&own_cudaIpcGetMemHandle},
+  {"cudaIpcOpenEventHandle", (void *)cudaIpcOpenEventHandle, (void **)&real_cudaIpcOpenEventHandle, (void *)dlh_own_cudaIpcOpenEventHandle, (void **)&own_cudaIpcOpenEventHandle},
+  {"cudaIpcOpenMemHandle", (void *)cudaIpcOpenMemHandle, (void **)&real_cudaIpcOpenMemHandle, (void *)dlh_own_cudaIpcOpenMemHandle, (void **)&own_cudaIpcOpenMemHandle},
+  {"cudaKernelSetAttributeForDevice", (void *)cudaKernelSetAttributeForDevice, (void **)&real_cudaKernelSetAttributeForDevice, (void *)dlh_own_cudaKernelSetAttributeForDevice, (void **)&own_cudaKernelSetAttributeForDevice},
+  {"cudaLaunchCooperativeKernel", (void *)cudaLaunchCooperativeKernel, (void **)&real_cudaLaunchCooperativeKernel, (void *)dlh_own_cudaLaunchCooperativeKernel, (void **)&own_cudaLaunchCooperativeKernel},
+  {"cudaLaunchCooperativeKernel_ptsz", (void *)cudaLaunchCooperativeKernel_ptsz, (void **)&real_cudaLaunchCooperativeKernel_ptsz, (void *)dlh_own_cudaLaunchCooperativeKernel_ptsz, (void **)&own_cudaLaunchCooperativeKernel_ptsz},
+  {"cudaLaunchHostFunc", (void *)cudaLaunchHostFunc, (void **)&real_cudaLaunchHostFunc, (void *)dlh_own_cudaLaunchHostFunc, (void **)&own_cudaLaunchHostFunc},
+  {"cudaLaunchHostFunc_ptsz", (void *)cudaLaunchHostFunc_ptsz, (void **)&real_cudaLaunchHostFunc_ptsz, (void *)dlh_own_cudaLaunchHostFunc_ptsz, (void **)&own_cudaLaunchHostFunc_ptsz},
+  {"cudaLaunchKernel", (void *)cudaLaunchKernel, (void **)&real_cudaLaunchKernel, (void *)dlh_own_cudaLaunchKernel, (void **)&own_cudaLaunchKernel},
+  {"cudaLaunchKernelExC", (void *)cudaLaunchKernelExC, (void **)&real_cudaLaunchKernelExC, (void *)dlh_own_cudaLaunchKernelExC, (void **)&own_cudaLaunchKernelExC},
+  {"cudaLaunchKernelExC_ptsz", (void *)cudaLaunchKernelExC_ptsz, (void **)&real_cudaLaunchKernelExC_ptsz, (void *)dlh_own_cudaLaunchKernelExC_ptsz, (void **)&own_cudaLaunchKernelExC_ptsz},
+  {"cudaLaunchKernel_ptsz", (void *)cudaLaunchKernel_ptsz, (void **)&real_cudaLaunchKernel_ptsz, (void *)dlh_own_cudaLaunchKernel_ptsz, (void **)&own_cudaLaunchKernel_ptsz},
+  {"cudaLibraryEnumerateKernels", (void *)cudaLibraryEnumerateKernels, (void **)&real_cudaLibraryEnumerateKernels, (void *)dlh_own_cudaLibraryEnumerateKernels, (void **)&own_cudaLibraryEnumerateKernels},
+  {"cudaLibraryGetGlobal", (void *)cudaLibraryGetGlobal, (void **)&real_cudaLibraryGetGlobal, (void *)dlh_own_cudaLibraryGetGlobal, (void **)&own_cudaLibraryGetGlobal},
+  {"cudaLibraryGetKernel", (void *)cudaLibraryGetKernel, (void **)&real_cudaLibraryGetKernel, (void *)dlh_own_cudaLibraryGetKernel, (void **)&own_cudaLibraryGetKernel},
+  {"cudaLibraryGetKernelCount", (void *)cudaLibraryGetKernelCount, (void **)&real_cudaLibraryGetKernelCount, (void *)dlh_own_cudaLibraryGetKernelCount, (void **)&own_cudaLibraryGetKernelCount},
+  {"cudaLibraryGetManaged", (void *)cudaLibraryGetManaged, (void **)&real_cudaLibraryGetManaged, (void *)dlh_own_cudaLibraryGetManaged, (void **)&own_cudaLibraryGetManaged},
+  {"cudaLibraryGetUnifiedFunction", (void *)cudaLibraryGetUnifiedFunction, (void **)&real_cudaLibraryGetUnifiedFunction, (void *)dlh_own_cudaLibraryGetUnifiedFunction, (void **)&own_cudaLibraryGetUnifiedFunction},
+  {"cudaLibraryLoadData", (void *)cudaLibraryLoadData, (void **)&real_cudaLibraryLoadData, (void *)dlh_own_cudaLibraryLoadData, (void **)&own_cudaLibraryLoadData},
+  {"cudaLibraryLoadFromFile", (void *)cudaLibraryLoadFromFile, (void **)&real_cudaLibraryLoadFromFile, (void *)dlh_own_cudaLibraryLoadFromFile, (void **)&own_cudaLibraryLoadFromFile},
+  {"cudaLibraryUnload", (void *)cudaLibraryUnload, (void **)&real_cudaLibraryUnload, (void *)dlh_own_cudaLibraryUnload, (void **)&own_cudaLibraryUnload},
+  {"cudaLogsCurrent", (void *)cudaLogsCurrent, (void **)&real_cudaLogsCurrent, (void *)dlh_own_cudaLogsCurrent, (void **)&own_cudaLogsCurrent},
+  {"cudaLogsDumpToFile", (void *)cudaLogsDumpToFile, (void **)&real_cudaLogsDumpToFile, (void *)dlh_own_cudaLogsDumpToFile, (void **)&own_cudaLogsDumpToFile},
+  {"cudaLogsDumpToMemory", (void *)cudaLogsDumpToMemory, (void **)&real_cudaLogsDumpToMemory, (void *)dlh_own_cudaLogsDumpToMemory, (void **)&own_cudaLogsDumpToMemory},
+  {"cudaLogsRegisterCallback", (void *)cudaLogsRegisterCallback, (void **)&real_cudaLogsRegisterCallback, (void *)dlh_own_cudaLogsRegisterCallback, (void **)&own_cudaLogsRegisterCallback},
+  {"cudaLogsUnregisterCallback", (void *)cudaLogsUnregisterCallback, (void **)&real_cudaLogsUnregisterCallback, (void *)dlh_own_cudaLogsUnregisterCallback, (void **)&own_cudaLogsUnregisterCallback},
+  {"cudaMalloc", (void *)cudaMalloc, (void **)&real_cudaMalloc, (void *)dlh_own_cudaMalloc, (void **)&own_cudaMalloc},
+  {"cudaMalloc3D", (void *)cudaMalloc3D, (void **)&real_cudaMalloc3D, (void *)dlh_own_cudaMalloc3D, (void **)&own_cudaMalloc3D},
+  {"cudaMalloc3DArray", (void *)cudaMalloc3DArray, (void **)&real_cudaMalloc3DArray, (void *)dlh_own_cudaMalloc3DArray, (void **)&own_cudaMalloc3DArray},
+  {"cudaMallocArray", (void *)cudaMallocArray, (void **)&real_cudaMallocArray, (void *)dlh_own_cudaMallocArray, (void **)&own_cudaMallocArray},
+  {"cudaMallocAsync", (void *)cudaMallocAsync, (void **)&real_cudaMallocAsync, (void *)dlh_own_cudaMallocAsync, (void **)&own_cudaMallocAsync},
+  {"cudaMallocAsync_ptsz", (void *)cudaMallocAsync_ptsz, (void **)&real_cudaMallocAsync_ptsz, (void *)dlh_own_cudaMallocAsync_ptsz, (void **)&own_cudaMallocAsync_ptsz},
+  {"cudaMallocFromPoolAsync", (void *)cudaMallocFromPoolAsync, (void **)&real_cudaMallocFromPoolAsync, (void *)dlh_own_cudaMallocFromPoolAsync, (void **)&own_cudaMallocFromPoolAsync},
+  {"cudaMallocFromPoolAsync_ptsz", (void *)cudaMallocFromPoolAsync_ptsz, (void **)&real_cudaMallocFromPoolAsync_ptsz, (void *)dlh_own_cudaMallocFromPoolAsync_ptsz, (void **)&own_cudaMallocFromPoolAsync_ptsz},
+  {"cudaMallocHost", (void *)cudaMallocHost, (void **)&real_cudaMallocHost, (void *)dlh_own_cudaMallocHost, (void **)&own_cudaMallocHost},
+  {"cudaMallocManaged", (void *)cudaMallocManaged, (void **)&real_cudaMallocManaged, (void *)dlh_own_cudaMallocManaged, (void **)&own_cudaMallocManaged},
+  {"cudaMallocMipmappedArray", (void *)cudaMallocMipmappedArray, (void **)&real_cudaMallocMipmappedArray, (void *)dlh_own_cudaMallocMipmappedArray, (void **)&own_cudaMallocMipmappedArray},
+  {"cudaMallocPitch", (void *)cudaMallocPitch, (void **)&real_cudaMallocPitch, (void *)dlh_own_cudaMallocPitch, (void **)&own_cudaMallocPitch},
+  {"cudaMemAdvise", (void *)cudaMemAdvise, (void **)&real_cudaMemAdvise, (void *)dlh_own_cudaMemAdvise, (void **)&own_cudaMemAdvise},
+  {"cudaMemDiscardAndPrefetchBatchAsync", (void *)cudaMemDiscardAndPrefetchBatchAsync, (void **)&real_cudaMemDiscardAndPrefetchBatchAsync, (void *)dlh_own_cudaMemDiscardAndPrefetchBatchAsync, (void **)&own_cudaMemDiscardAndPrefetchBatchAsync},
+  {"cudaMemDiscardAndPrefetchBatchAsync_ptsz", (void *)cudaMemDiscardAndPrefetchBatchAsync_ptsz, (void **)&real_cudaMemDiscardAndPrefetchBatchAsync_ptsz, (void *)dlh_own_cudaMemDiscardAndPrefetchBatchAsync_ptsz, (void **)&own_cudaMemDiscardAndPrefetchBatchAsync_ptsz},
+  {"cudaMemDiscardBatchAsync", (void *)cudaMemDiscardBatchAsync, (void **)&real_cudaMemDiscardBatchAsync, (void *)dlh_own_cudaMemDiscardBatchAsync, (void **)&own_cudaMemDiscardBatchAsync},
+  {"cudaMemDiscardBatchAsync_ptsz", (void *)cudaMemDiscardBatchAsync_ptsz, (void **)&real_cudaMemDiscardBatchAsync_ptsz, (void *)dlh_own_cudaMemDiscardBatchAsync_ptsz, (void **)&own_cudaMemDiscardBatchAsync_ptsz},
+  {"cudaMemGetDefaultMemPool", (void *)cudaMemGetDefaultMemPool, (void **)&real_cudaMemGetDefaultMemPool, (void *)dlh_own_cudaMemGetDefaultMemPool, (void **)&own_cudaMemGetDefaultMemPool},
+  {"cudaMemGetInfo", (void *)cudaMemGetInfo, (void **)&real_cudaMemGetInfo, (void *)dlh_own_cudaMemGetInfo, (void **)&own_cudaMemGetInfo},
+  {"cudaMemGetMemPool", (void *)cudaMemGetMemPool, (void **)&real_cudaMemGetMemPool, (void *)dlh_own_cudaMemGetMemPool, (void **)&own_cudaMemGetMemPool},
+  {"cudaMemPoolCreate", (void *)cudaMemPoolCreate, (void **)&real_cudaMemPoolCreate, (void *)dlh_own_cudaMemPoolCreate, (void **)&own_cudaMemPoolCreate},
+  {"cudaMemPoolDestroy", (void *)cudaMemPoolDestroy, (void **)&real_cudaMemPoolDestroy, (void *)dlh_own_cudaMemPoolDestroy, (void **)&own_cudaMemPoolDestroy},
+  {"cudaMemPoolExportPointer", (void *)cudaMemPoolExportPointer, (void **)&real_cudaMemPoolExportPointer, (void *)dlh_own_cudaMemPoolExportPointer, (void **)&own_cudaMemPoolExportPointer},
+  {"cudaMemPoolExportToShareableHandle", (void *)cudaMemPoolExportToShareableHandle, (void **)&real_cudaMemPoolExportToShareableHandle, (void *)dlh_own_cudaMemPoolExportToShareableHandle, (void **)&own_cudaMemPoolExportToShareableHandle},
+  {"cudaMemPoolGetAccess", (void *)cudaMemPoolGetAccess, (void **)&real_cudaMemPoolGetAccess, (void *)dlh_own_cudaMemPoolGetAccess, (void **)&own_cudaMemPoolGetAccess},
+  {"cudaMemPoolGetAttribute", (void *)cudaMemPoolGetAttribute, (void **)&real_cudaMemPoolGetAttribute, (void *)dlh_own_cudaMemPoolGetAttribute, (void **)&own_cudaMemPoolGetAttribute},
+  {"cudaMemPoolImportFromShareableHandle", (void *)cudaMemPoolImportFromShareableHandle, (void **)&real_cudaMemPoolImportFromShareableHandle, (void *)dlh_own_cudaMemPoolImportFromShareableHandle, (void **)&own_cudaMemPoolImportFromShareableHandle},
+  {"cudaMemPoolImportPointer", (void *)cudaMemPoolImportPointer, (void **)&real_cudaMemPoolImportPointer, (void *)dlh_own_cudaMemPoolImportPointer, (void **)&own_cudaMemPoolImportPointer},
+  {"cudaMemPoolSetAccess", (void *)cudaMemPoolSetAccess, (void **)&real_cudaMemPoolSetAccess, (void *)dlh_own_cudaMemPoolSetAccess, (void **)&own_cudaMemPoolSetAccess},
+  {"cudaMemPoolSetAttribute", (void *)cudaMemPoolSetAttribute, (void **)&real_cudaMemPoolSetAttribute, (void *)dlh_own_cudaMemPoolSetAttribute, (void **)&own_cudaMemPoolSetAttribute},
+  {"cudaMemPoolTrimTo", (void *)cudaMemPoolTrimTo, (void **)&real_cudaMemPoolTrimTo, (void *)dlh_own_cudaMemPoolTrimTo, (void **)&own_cudaMemPoolTrimTo},
+  {"cudaMemPrefetchAsync", (void *)cudaMemPrefetchAsync, (void **)&real_cudaMemPrefetchAsync, (void *)dlh_own_cudaMemPrefetchAsync, (void **)&own_cudaMemPrefetchAsync},
+  {"cudaMemPrefetchAsync_ptsz", (void *)cudaMemPrefetchAsync_ptsz, (void **)&real_cudaMemPrefetchAsync_ptsz, (void *)dlh_own_cudaMemPrefetchAsync_ptsz, (void **)&own_cudaMemPrefetchAsync_ptsz},
+  {"cudaMemPrefetchBatchAsync", (void *)cudaMemPrefetchBatchAsync, (void **)&real_cudaMemPrefetchBatchAsync, (void *)dlh_own_cudaMemPrefetchBatchAsync, (void **)&own_cudaMemPrefetchBatchAsync},
+  {"cudaMemPrefetchBatchAsync_ptsz", (void *)cudaMemPrefetchBatchAsync_ptsz, (void **)&real_cudaMemPrefetchBatchAsync_ptsz, (void *)dlh_own_cudaMemPrefetchBatchAsync_ptsz, (void **)&own_cudaMemPrefetchBatchAsync_ptsz},
+  {"cudaMemRangeGetAttribute", (void *)cudaMemRangeGetAttribute, (void **)&real_cudaMemRangeGetAttribute, (void *)dlh_own_cudaMemRangeGetAttribute, (void **)&own_cudaMemRangeGetAttribute},
+  {"cudaMemRangeGetAttributes", (void *)cudaMemRangeGetAttributes, (void **)&real_cudaMemRangeGetAttributes, (void *)dlh_own_cudaMemRangeGetAttributes, (void **)&own_cudaMemRangeGetAttributes},
+  {"cudaMemSetMemPool", (void *)cudaMemSetMemPool, (void **)&real_cudaMemSetMemPool, (void *)dlh_own_cudaMemSetMemPool, (void **)&own_cudaMemSetMemPool},
+  {"cudaMemcpy", (void *)cudaMemcpy, (void **)&real_cudaMemcpy, (void *)dlh_own_cudaMemcpy, (void **)&own_cudaMemcpy},
+  {"cudaMemcpy2D", (void *)cudaMemcpy2D, (void **)&real_cudaMemcpy2D, (void *)dlh_own_cudaMemcpy2D, (void **)&own_cudaMemcpy2D},
+  {"cudaMemcpy2DArrayToArray", (void *)cudaMemcpy2DArrayToArray, (void **)&real_cudaMemcpy2DArrayToArray, (void *)dlh_own_cudaMemcpy2DArrayToArray, (void **)&own_cudaMemcpy2DArrayToArray},
+  {"cudaMemcpy2DArrayToArray_ptds", (void *)cudaMemcpy2DArrayToArray_ptds, (void **)&real_cudaMemcpy2DArrayToArray_ptds, (void *)dlh_own_cudaMemcpy2DArrayToArray_ptds, (void **)&own_cudaMemcpy2DArrayToArray_ptds},
+  {"cudaMemcpy2DAsync", (void *)cudaMemcpy2DAsync, (void **)&real_cudaMemcpy2DAsync, (void *)dlh_own_cudaMemcpy2DAsync, (void **)&own_cudaMemcpy2DAsync},
+  {"cudaMemcpy2DAsync_ptsz", (void *)cudaMemcpy2DAsync_ptsz, (void **)&real_cudaMemcpy2DAsync_ptsz, (void *)dlh_own_cudaMemcpy2DAsync_ptsz, (void **)&own_cudaMemcpy2DAsync_ptsz},
+  {"cudaMemcpy2DFromArray", (void *)cudaMemcpy2DFromArray, (void **)&real_cudaMemcpy2DFromArray, (void *)dlh_own_cudaMemcpy2DFromArray, (void **)&own_cudaMemcpy2DFromArray},
+  {"cudaMemcpy2DFromArrayAsync", (void *)cudaMemcpy2DFromArrayAsync, (void **)&real_cudaMemcpy2DFromArrayAsync, (void *)dlh_own_cudaMemcpy2DFromArrayAsync, (void **)&own_cudaMemcpy2DFromArrayAsync},
+  {"cudaMemcpy2DFromArrayAsync_ptsz", (void *)cudaMemcpy2DFromArrayAsync_ptsz, (void **)&real_cudaMemcpy2DFromArrayAsync_ptsz, (void *)dlh_own_cudaMemcpy2DFromArrayAsync_ptsz, (void **)&own_cudaMemcpy2DFromArrayAsync_ptsz},
+  {"cudaMemcpy2DFromArray_ptds", (void *)cudaMemcpy2DFromArray_ptds, (void **)&real_cudaMemcpy2DFromArray_ptds, (void *)dlh_own_cudaMemcpy2DFromArray_ptds, (void **)&own_cudaMemcpy2DFromArray_ptds},
+  {"cudaMemcpy2DToArray", (void *)cudaMemcpy2DToArray, (void **)&real_cudaMemcpy2DToArray, (void *)dlh_own_cudaMemcpy2DToArray, (void **)&own_cudaMemcpy2DToArray},
+  {"cudaMemcpy2DToArrayAsync", (void *)cudaMemcpy2DToArrayAsync, (void **)&real_cudaMemcpy2DToArrayAsync, (void *)dlh_own_cudaMemcpy2DToArrayAsync, (void **)&own_cudaMemcpy2DToArrayAsync},
+  {"cudaMemcpy2DToArrayAsync_ptsz", (void *)cudaMemcpy2DToArrayAsync_ptsz, (void **)&real_cudaMemcpy2DToArrayAsync_ptsz, (void *)dlh_own_cudaMemcpy2DToArrayAsync_ptsz, (void **)&own_cudaMemcpy2DToArrayAsync_ptsz},
+  {"cudaMemcpy2DToArray_ptds", (void *)cudaMemcpy2DToArray_ptds, (void **)&real_cudaMemcpy2DToArray_ptds, (void *)dlh_own_cudaMemcpy2DToArray_ptds, (void **)&own_cudaMemcpy2DToArray_ptds},
+  {"cudaMemcpy2D_ptds", (void *)cudaMemcpy2D_ptds, (void **)&real_cudaMemcpy2D_ptds, (void *)dlh_own_cudaMemcpy2D_ptds, (void **)&own_cudaMemcpy2D_ptds},
+  {"cudaMemcpy3D", (void *)cudaMemcpy3D, (void **)&real_cudaMemcpy3D, (void *)dlh_own_cudaMemcpy3D, (void **)&own_cudaMemcpy3D},
+  {"cudaMemcpy3DAsync", (void *)cudaMemcpy3DAsync, (void **)&real_cudaMemcpy3DAsync, (void *)dlh_own_cudaMemcpy3DAsync, (void **)&own_cudaMemcpy3DAsync},
+  {"cudaMemcpy3DAsync_ptsz", (void *)cudaMemcpy3DAsync_ptsz, (void **)&real_cudaMemcpy3DAsync_ptsz, (void *)dlh_own_cudaMemcpy3DAsync_ptsz, (void **)&own_cudaMemcpy3DAsync_ptsz},
+  {"cudaMemcpy3DBatchAsync", (void *)cudaMemcpy3DBatchAsync, (void **)&real_cudaMemcpy3DBatchAsync, (void *)dlh_own_cudaMemcpy3DBatchAsync, (void **)&own_cudaMemcpy3DBatchAsync},
+  {"cudaMemcpy3DBatchAsync_ptsz", (void *)cudaMemcpy3DBatchAsync_ptsz, (void **)&real_cudaMemcpy3DBatchAsync_ptsz, (void *)dlh_own_cudaMemcpy3DBatchAsync_ptsz, (void **)&own_cudaMemcpy3DBatchAsync_ptsz},
+  {"cudaMemcpy3DPeer", (void *)cudaMemcpy3DPeer, (void **)&real_cudaMemcpy3DPeer, (void *)dlh_own_cudaMemcpy3DPeer, (void **)&own_cudaMemcpy3DPeer},
+  {"cudaMemcpy3DPeerAsync", (void *)cudaMemcpy3DPeerAsync, (void **)&real_cudaMemcpy3DPeerAsync, (void *)dlh_own_cudaMemcpy3DPeerAsync, (void **)&own_cudaMemcpy3DPeerAsync},
+  {"cudaMemcpy3DPeerAsync_ptsz", (void *)cudaMemcpy3DPeerAsync_ptsz, (void **)&real_cudaMemcpy3DPeerAsync_ptsz, (void *)dlh_own_cudaMemcpy3DPeerAsync_ptsz, (void **)&own_cudaMemcpy3DPeerAsync_ptsz},
+  {"cudaMemcpy3DPeer_ptds", (void *)cudaMemcpy3DPeer_ptds, (void **)&real_cudaMemcpy3DPeer_ptds, (void *)dlh_own_cudaMemcpy3DPeer_ptds, (void **)&own_cudaMemcpy3DPeer_ptds},
+  {"cudaMemcpy3D_ptds", (void *)cudaMemcpy3D_ptds, (void **)&real_cudaMemcpy3D_ptds, (void *)dlh_own_cudaMemcpy3D_ptds, (void **)&own_cudaMemcpy3D_ptds},
+  {"cudaMemcpyArrayToArray", (void *)cudaMemcpyArrayToArray, (void **)&real_cudaMemcpyArrayToArray, (void *)dlh_own_cudaMemcpyArrayToArray, (void **)&own_cudaMemcpyArrayToArray},
+  {"cudaMemcpyArrayToArray_ptds", (void *)cudaMemcpyArrayToArray_ptds, (void **)&real_cudaMemcpyArrayToArray_ptds, (void *)dlh_own_cudaMemcpyArrayToArray_ptds, (void **)&own_cudaMemcpyArrayToArray_ptds},
+  {"cudaMemcpyAsync", (void *)cudaMemcpyAsync, (void **)&real_cudaMemcpyAsync, (void *)dlh_own_cudaMemcpyAsync, (void **)&own_cudaMemcpyAsync},
+  {"cudaMemcpyAsync_ptsz", (void *)cudaMemcpyAsync_ptsz, (void **)&real_cudaMemcpyAsync_ptsz, (void *)dlh_own_cudaMemcpyAsync_ptsz, (void **)&own_cudaMemcpyAsync_ptsz},
+  {"cudaMemcpyBatchAsync", (void *)cudaMemcpyBatchAsync, (void **)&real_cudaMemcpyBatchAsync, (void *)dlh_own_cudaMemcpyBatchAsync, (void **)&own_cudaMemcpyBatchAsync},
+  {"cudaMemcpyBatchAsync_ptsz", (void *)cudaMemcpyBatchAsync_ptsz, (void **)&real_cudaMemcpyBatchAsync_ptsz, (void *)dlh_own_cudaMemcpyBatchAsync_ptsz, (void **)&own_cudaMemcpyBatchAsync_ptsz},
+  {"cudaMemcpyFromArray", (void *)cudaMemcpyFromArray, (void **)&real_cudaMemcpyFromArray, (void *)dlh_own_cudaMemcpyFromArray, (void **)&own_cudaMemcpyFromArray},
+  {"cudaMemcpyFromArrayAsync", (void *)cudaMemcpyFromArrayAsync, (void **)&real_cudaMemcpyFromArrayAsync, (void *)dlh_own_cudaMemcpyFromArrayAsync, (void **)&own_cudaMemcpyFromArrayAsync},
+  {"cudaMemcpyFromArrayAsync_ptsz", (void *)cudaMemcpyFromArrayAsync_ptsz, (void **)&real_cudaMemcpyFromArrayAsync_ptsz, (void *)dlh_own_cudaMemcpyFromArrayAsync_ptsz, (void **)&own_cudaMemcpyFromArrayAsync_ptsz},
+  {"cudaMemcpyFromArray_ptds", (void *)cudaMemcpyFromArray_ptds, (void **)&real_cudaMemcpyFromArray_ptds, (void *)dlh_own_cudaMemcpyFromArray_ptds, (void **)&own_cudaMemcpyFromArray_ptds},
+  {"cudaMemcpyFromSymbol", (void *)cudaMemcpyFromSymbol, (void **)&real_cudaMemcpyFromSymbol, (void *)dlh_own_cudaMemcpyFromSymbol, (void **)&own_cudaMemcpyFromSymbol},
+  {"cudaMemcpyFromSymbolAsync", (void *)cudaMemcpyFromSymbolAsync, (void **)&real_cudaMemcpyFromSymbolAsync, (void *)dlh_own_cudaMemcpyFromSymbolAsync, (void **)&own_cudaMemcpyFromSymbolAsync},
+  {"cudaMemcpyFromSymbolAsync_ptsz", (void *)cudaMemcpyFromSymbolAsync_ptsz, (void **)&real_cudaMemcpyFromSymbolAsync_ptsz, (void *)dlh_own_cudaMemcpyFromSymbolAsync_ptsz, (void **)&own_cudaMemcpyFromSymbolAsync_ptsz},
+  {"cudaMemcpyFromSymbol_ptds", (void *)cudaMemcpyFromSymbol_ptds, (void **)&real_cudaMemcpyFromSymbol_ptds, (void *)dlh_own_cudaMemcpyFromSymbol_ptds, (void **)&own_cudaMemcpyFromSymbol_ptds},
+  {"cudaMemcpyPeer", (void *)cudaMemcpyPeer, (void **)&real_cudaMemcpyPeer, (void *)dlh_own_cudaMemcpyPeer, (void **)&own_cudaMemcpyPeer},
+  {"cudaMemcpyPeerAsync", (void *)cudaMemcpyPeerAsync, (void **)&real_cudaMemcpyPeerAsync, (void *)dlh_own_cudaMemcpyPeerAsync, (void **)&own_cudaMemcpyPeerAsync},
+  {"cudaMemcpyToArray", (void *)cudaMemcpyToArray, (void **)&real_cudaMemcpyToArray, (void *)dlh_own_cudaMemcpyToArray, (void **)&own_cudaMemcpyToArray},
+  {"cudaMemcpyToArrayAsync", (void *)cudaMemcpyToArrayAsync, (void **)&real_cudaMemcpyToArrayAsync, (void *)dlh_own_cudaMemcpyToArrayAsync, (void **)&own_cudaMemcpyToArrayAsync},
+  {"cudaMemcpyToArrayAsync_ptsz", (void *)cudaMemcpyToArrayAsync_ptsz, (void **)&real_cudaMemcpyToArrayAsync_ptsz, (void *)dlh_own_cudaMemcpyToArrayAsync_ptsz, (void **)&own_cudaMemcpyToArrayAsync_ptsz},
+  {"cudaMemcpyToArray_ptds", (void *)cudaMemcpyToArray_ptds, (void **)&real_cudaMemcpyToArray_ptds, (void *)dlh_own_cudaMemcpyToArray_ptds, (void **)&own_cudaMemcpyToArray_ptds},
+  {"cudaMemcpyToSymbol", (void *)cudaMemcpyToSymbol, (void **)&real_cudaMemcpyToSymbol, (void *)dlh_own_cudaMemcpyToSymbol, (void **)&own_cudaMemcpyToSymbol},
+  {"cudaMemcpyToSymbolAsync", (void *)cudaMemcpyToSymbolAsync, (void **)&real_cudaMemcpyToSymbolAsync, (void *)dlh_own_cudaMemcpyToSymbolAsync, (void **)&own_cudaMemcpyToSymbolAsync},
+  {"cudaMemcpyToSymbolAsync_ptsz", (void *)cudaMemcpyToSymbolAsync_ptsz, (void **)&real_cudaMemcpyToSymbolAsync_ptsz, (void *)dlh_own_cudaMemcpyToSymbolAsync_ptsz, (void **)&own_cudaMemcpyToSymbolAsync_ptsz},
+  {"cudaMemcpyToSymbol_ptds", (void *)cudaMemcpyToSymbol_ptds, (void **)&real_cudaMemcpyToSymbol_ptds, (void *)dlh_own_cudaMemcpyToSymbol_ptds, (void **)&own_cudaMemcpyToSymbol_ptds},
+  {"cudaMemcpy_ptds", (void *)cudaMemcpy_ptds, (void **)&real_cudaMemcpy_ptds, (void *)dlh_own_cudaMemcpy_ptds, (void **)&own_cudaMemcpy_ptds},
+  {"cudaMemset", (void *)cudaMemset, (void **)&real_cudaMemset, (void *)dlh_own_cudaMemset, (void **)&own_cudaMemset},
+  {"cudaMemset2D", (void *)cudaMemset2D, (void **)&real_cudaMemset2D, (void *)dlh_own_cudaMemset2D, (void **)&own_cudaMemset2D},
+  {"cudaMemset2DAsync", (void *)cudaMemset2DAsync, (void **)&real_cudaMemset2DAsync, (void *)dlh_own_cudaMemset2DAsync, (void **)&own_cudaMemset2DAsync},
+  {"cudaMemset2DAsync_ptsz", (void *)cudaMemset2DAsync_ptsz, (void **)&real_cudaMemset2DAsync_ptsz, (void *)dlh_own_cudaMemset2DAsync_ptsz, (void **)&own_cudaMemset2DAsync_ptsz},
+  {"cudaMemset2D_ptds", (void *)cudaMemset2D_ptds, (void **)&real_cudaMemset2D_ptds, (void *)dlh_own_cudaMemset2D_ptds, (void **)&own_cudaMemset2D_ptds},
+  {"cudaMemset3D", (void *)cudaMemset3D, (void **)&real_cudaMemset3D, (void *)dlh_own_cudaMemset3D, (void **)&own_cudaMemset3D},
+  {"cudaMemset3DAsync", (void *)cudaMemset3DAsync, (void **)&real_cudaMemset3DAsync, (void *)dlh_own_cudaMemset3DAsync, (void **)&own_cudaMemset3DAsync},
+  {"cudaMemset3DAsync_ptsz", (void *)cudaMemset3DAsync_ptsz, (void **)&real_cudaMemset3DAsync_ptsz, (void *)dlh_own_cudaMemset3DAsync_ptsz, (void **)&own_cudaMemset3DAsync_ptsz},
+  {"cudaMemset3D_ptds", (void *)cudaMemset3D_ptds, (void **)&real_cudaMemset3D_ptds, (void *)dlh_own_cudaMemset3D_ptds, (void **)&own_cudaMemset3D_ptds},
+  {"cudaMemsetAsync", (void *)cudaMemsetAsync, (void **)&real_cudaMemsetAsync, (void *)dlh_own_cudaMemsetAsync, (void **)&own_cudaMemsetAsync},
+  {"cudaMemsetAsync_ptsz", (void *)cudaMemsetAsync_ptsz, (void **)&real_cudaMemsetAsync_ptsz, (void *)dlh_own_cudaMemsetAsync_ptsz, (void **)&own_cudaMemsetAsync_ptsz},
+  {"cudaMemset_ptds", (void *)cudaMemset_ptds, (void **)&real_cudaMemset_ptds, (void *)dlh_own_cudaMemset_ptds, (void **)&own_cudaMemset_ptds},
+  {"cudaMipmappedArrayGetMemoryRequirements", (void *)cudaMipmappedArrayGetMemoryRequirements, (void **)&real_cudaMipmappedArrayGetMemoryRequirements, (void *)dlh_own_cudaMipmappedArrayGetMemoryRequirements, (void **)&own_cudaMipmappedArrayGetMemoryRequirements},
+  {"cudaMipmappedArrayGetSparseProperties", (void *)cudaMipmappedArrayGetSparseProperties, (void **)&real_cudaMipmappedArrayGetSparseProperties, (void *)dlh_own_cudaMipmappedArrayGetSparseProperties, (void **)&own_cudaMipmappedArrayGetSparseProperties},
+  {"cudaOccupancyAvailableDynamicSMemPerBlock", (void *)cudaOccupancyAvailableDynamicSMemPerBlock, (void **)&real_cudaOccupancyAvailableDynamicSMemPerBlock, (void *)dlh_own_cudaOccupancyAvailableDynamicSMemPerBlock, (void **)&own_cudaOccupancyAvailableDynamicSMemPerBlock},
+  {"cudaOccupancyMaxActiveBlocksPerMultiprocessor", (void *)cudaOccupancyMaxActiveBlocksPerMultiprocessor, (void **)&real_cudaOccupancyMaxActiveBlocksPerMultiprocessor, (void *)dlh_own_cudaOccupancyMaxActiveBlocksPerMultiprocessor, (void **)&own_cudaOccupancyMaxActiveBlocksPerMultiprocessor},
+  {"cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", (void *)cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, (void **)&real_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, (void *)dlh_own_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags, (void **)&own_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags},
+  {"cudaOccupancyMaxActiveClusters", (void *)cudaOccupancyMaxActiveClusters, (void **)&real_cudaOccupancyMaxActiveClusters, (void *)dlh_own_cudaOccupancyMaxActiveClusters, (void **)&own_cudaOccupancyMaxActiveClusters},
+  {"cudaOccupancyMaxPotentialClusterSize", (void *)cudaOccupancyMaxPotentialClusterSize, (void **)&real_cudaOccupancyMaxPotentialClusterSize, (void *)dlh_own_cudaOccupancyMaxPotentialClusterSize, (void **)&own_cudaOccupancyMaxPotentialClusterSize},
+  {"cudaPeekAtLastError", (void *)cudaPeekAtLastError, (void **)&real_cudaPeekAtLastError, (void *)dlh_own_cudaPeekAtLastError, (void **)&own_cudaPeekAtLastError},
+  {"cudaPointerGetAttributes", (void *)cudaPointerGetAttributes, (void **)&real_cudaPointerGetAttributes, (void *)dlh_own_cudaPointerGetAttributes, (void **)&own_cudaPointerGetAttributes},
+  {"cudaProfilerStart", (void *)cudaProfilerStart, (void **)&real_cudaProfilerStart, (void *)dlh_own_cudaProfilerStart, (void **)&own_cudaProfilerStart},
+  {"cudaProfilerStop", (void *)cudaProfilerStop, (void **)&real_cudaProfilerStop, (void *)dlh_own_cudaProfilerStop, (void **)&own_cudaProfilerStop},
+  {"cudaRuntimeGetVersion", (void *)cudaRuntimeGetVersion, (void **)&real_cudaRuntimeGetVersion, (void *)dlh_own_cudaRuntimeGetVersion, (void **)&own_cudaRuntimeGetVersion},
+  {"cudaSetDevice", (void *)cudaSetDevice, (void **)&real_cudaSetDevice, (void *)dlh_own_cudaSetDevice, (void **)&own_cudaSetDevice},
+  {"cudaSetDeviceFlags", (void *)cudaSetDeviceFlags, (void **)&real_cudaSetDeviceFlags, (void *)dlh_own_cudaSetDeviceFlags, (void **)&own_cudaSetDeviceFlags},
+  {"cudaSetValidDevices", (void *)cudaSetValidDevices, (void **)&real_cudaSetValidDevices, (void *)dlh_own_cudaSetValidDevices, (void **)&own_cudaSetValidDevices},
+  {"cudaSignalExternalSemaphoresAsync", (void *)cudaSignalExternalSemaphoresAsync, (void **)&real_cudaSignalExternalSemaphoresAsync, (void *)dlh_own_cudaSignalExternalSemaphoresAsync, (void **)&own_cudaSignalExternalSemaphoresAsync},
+  {"cudaSignalExternalSemaphoresAsync_ptsz", (void *)cudaSignalExternalSemaphoresAsync_ptsz, (void **)&real_cudaSignalExternalSemaphoresAsync_ptsz, (void *)dlh_own_cudaSignalExternalSemaphoresAsync_ptsz, (void **)&own_cudaSignalExternalSemaphoresAsync_ptsz},
+  {"cudaStreamAddCallback", (void *)cudaStreamAddCallback, (void **)&real_cudaStreamAddCallback, (void *)dlh_own_cudaStreamAddCallback, (void **)&own_cudaStreamAddCallback},
+  {"cudaStreamAddCallback_ptsz", (void *)cudaStreamAddCallback_ptsz, (void **)&real_cudaStreamAddCallback_ptsz, (void *)dlh_own_cudaStreamAddCallback_ptsz, (void **)&own_cudaStreamAddCallback_ptsz},
+  {"cudaStreamAttachMemAsync", (void *)cudaStreamAttachMemAsync, (void **)&real_cudaStreamAttachMemAsync, (void *)dlh_own_cudaStreamAttachMemAsync, (void **)&own_cudaStreamAttachMemAsync},
+  {"cudaStreamAttachMemAsync_ptsz", (void *)cudaStreamAttachMemAsync_ptsz, (void **)&real_cudaStreamAttachMemAsync_ptsz, (void *)dlh_own_cudaStreamAttachMemAsync_ptsz, (void **)&own_cudaStreamAttachMemAsync_ptsz},
+  {"cudaStreamBeginCapture", (void *)cudaStreamBeginCapture, (void **)&real_cudaStreamBeginCapture, (void *)dlh_own_cudaStreamBeginCapture, (void **)&own_cudaStreamBeginCapture},
+  {"cudaStreamBeginCaptureToGraph", (void *)cudaStreamBeginCaptureToGraph, (void **)&real_cudaStreamBeginCaptureToGraph, (void *)dlh_own_cudaStreamBeginCaptureToGraph, (void **)&own_cudaStreamBeginCaptureToGraph},
+  {"cudaStreamBeginCaptureToGraph_ptsz", (void *)cudaStreamBeginCaptureToGraph_ptsz, (void **)&real_cudaStreamBeginCaptureToGraph_ptsz, (void *)dlh_own_cudaStreamBeginCaptureToGraph_ptsz, (void **)&own_cudaStreamBeginCaptureToGraph_ptsz},
+  {"cudaStreamBeginCapture_ptsz", (void *)cudaStreamBeginCapture_ptsz, (void **)&real_cudaStreamBeginCapture_ptsz, (void *)dlh_own_cudaStreamBeginCapture_ptsz, (void **)&own_cudaStreamBeginCapture_ptsz},
+  {"cudaStreamCopyAttributes", (void *)cudaStreamCopyAttributes, (void **)&real_cudaStreamCopyAttributes, (void *)dlh_own_cudaStreamCopyAttributes, (void **)&own_cudaStreamCopyAttributes},
+  {"cudaStreamCopyAttributes_ptsz", (void *)cudaStreamCopyAttributes_ptsz, (void **)&real_cudaStreamCopyAttributes_ptsz, (void *)dlh_own_cudaStreamCopyAttributes_ptsz, (void **)&own_cudaStreamCopyAttributes_ptsz},
+  {"cudaStreamCreate", (void *)cudaStreamCreate, (void **)&real_cudaStreamCreate, (void *)dlh_own_cudaStreamCreate, (void **)&own_cudaStreamCreate},
+  {"cudaStreamCreateWithFlags", (void *)cudaStreamCreateWithFlags, (void **)&real_cudaStreamCreateWithFlags, (void *)dlh_own_cudaStreamCreateWithFlags, (void **)&own_cudaStreamCreateWithFlags},
+  {"cudaStreamCreateWithPriority", (void *)cudaStreamCreateWithPriority, (void **)&real_cudaStreamCreateWithPriority, (void *)dlh_own_cudaStreamCreateWithPriority, (void **)&own_cudaStreamCreateWithPriority},
+  {"cudaStreamDestroy", (void *)cudaStreamDestroy, (void **)&real_cudaStreamDestroy, (void *)dlh_own_cudaStreamDestroy, (void **)&own_cudaStreamDestroy},
+  {"cudaStreamEndCapture", (void *)cudaStreamEndCapture, (void **)&real_cudaStreamEndCapture, (void *)dlh_own_cudaStreamEndCapture, (void **)&own_cudaStreamEndCapture},
+  {"cudaStreamEndCapture_ptsz", (void *)cudaStreamEndCapture_ptsz, (void **)&real_cudaStreamEndCapture_ptsz, (void *)dlh_own_cudaStreamEndCapture_ptsz, (void **)&own_cudaStreamEndCapture_ptsz},
+  {"cudaStreamGetAttribute", (void *)cudaStreamGetAttribute, (void **)&real_cudaStreamGetAttribute, (void *)dlh_own_cudaStreamGetAttribute, (void **)&own_cudaStreamGetAttribute},
+  {"cudaStreamGetAttribute_ptsz", (void *)cudaStreamGetAttribute_ptsz, (void **)&real_cudaStreamGetAttribute_ptsz, (void *)dlh_own_cudaStreamGetAttribute_ptsz, (void **)&own_cudaStreamGetAttribute_ptsz},
+  {"cudaStreamGetCaptureInfo", (void *)cudaStreamGetCaptureInfo, (void **)&real_cudaStreamGetCaptureInfo, (void *)dlh_own_cudaStreamGetCaptureInfo, (void **)&own_cudaStreamGetCaptureInfo},
+  {"cudaStreamGetCaptureInfo_ptsz", (void *)cudaStreamGetCaptureInfo_ptsz, (void **)&real_cudaStreamGetCaptureInfo_ptsz, (void *)dlh_own_cudaStreamGetCaptureInfo_ptsz, (void **)&own_cudaStreamGetCaptureInfo_ptsz},
+  {"cudaStreamGetDevice", (void *)cudaStreamGetDevice, (void **)&real_cudaStreamGetDevice, (void *)dlh_own_cudaStreamGetDevice, (void **)&own_cudaStreamGetDevice},
+  {"cudaStreamGetDevice_ptsz", (void *)cudaStreamGetDevice_ptsz, (void **)&real_cudaStreamGetDevice_ptsz, (void *)dlh_own_cudaStreamGetDevice_ptsz, (void **)&own_cudaStreamGetDevice_ptsz},
+  {"cudaStreamGetFlags", (void *)cudaStreamGetFlags, (void **)&real_cudaStreamGetFlags, (void *)dlh_own_cudaStreamGetFlags, (void **)&own_cudaStreamGetFlags},
+  {"cudaStreamGetFlags_ptsz", (void *)cudaStreamGetFlags_ptsz, (void **)&real_cudaStreamGetFlags_ptsz, (void *)dlh_own_cudaStreamGetFlags_ptsz, (void **)&own_cudaStreamGetFlags_ptsz},
+  {"cudaStreamGetId", (void *)cudaStreamGetId, (void **)&real_cudaStreamGetId, (void *)dlh_own_cudaStreamGetId, (void **)&own_cudaStreamGetId},
+  {"cudaStreamGetId_ptsz", (void *)cudaStreamGetId_ptsz, (void **)&real_cudaStreamGetId_ptsz, (void *)dlh_own_cudaStreamGetId_ptsz, (void **)&own_cudaStreamGetId_ptsz},
+  {"cudaStreamGetPriority", (void *)cudaStreamGetPriority, (void **)&real_cudaStreamGetPriority, (void *)dlh_own_cudaStreamGetPriority, (void **)&own_cudaStreamGetPriority},
+  {"cudaStreamGetPriority_ptsz", (void *)cudaStreamGetPriority_ptsz, (void **)&real_cudaStreamGetPriority_ptsz, (void *)dlh_own_cudaStreamGetPriority_ptsz, (void **)&own_cudaStreamGetPriority_ptsz},
+  {"cudaStreamIsCapturing", (void *)cudaStreamIsCapturing, (void **)&real_cudaStreamIsCapturing, (void *)dlh_own_cudaStreamIsCapturing, (void **)&own_cudaStreamIsCapturing},
+  {"cudaStreamIsCapturing_ptsz", (void *)cudaStreamIsCapturing_ptsz, (void **)&real_cudaStreamIsCapturing_ptsz, (void *)dlh_own_cudaStreamIsCapturing_ptsz, (void **)&own_cudaStreamIsCapturing_ptsz},
+  {"cudaStreamQuery", (void *)cudaStreamQuery, (void **)&real_cudaStreamQuery, (void *)dlh_own_cudaStreamQuery, (void **)&own_cudaStreamQuery},
+  {"cudaStreamQuery_ptsz", (void *)cudaStreamQuery_ptsz, (void **)&real_cudaStreamQuery_ptsz, (void *)dlh_own_cudaStreamQuery_ptsz, (void **)&own_cudaStreamQuery_ptsz},
+  {"cudaStreamSetAttribute", (void *)cudaStreamSetAttribute, (void **)&real_cudaStreamSetAttribute, (void *)dlh_own_cudaStreamSetAttribute, (void **)&own_cudaStreamSetAttribute},
+  {"cudaStreamSetAttribute_ptsz", (void *)cudaStreamSetAttribute_ptsz, (void **)&real_cudaStreamSetAttribute_ptsz, (void *)dlh_own_cudaStreamSetAttribute_ptsz, (void **)&own_cudaStreamSetAttribute_ptsz},
+  {"cudaStreamSynchronize", (void *)cudaStreamSynchronize, (void **)&real_cudaStreamSynchronize, (void *)dlh_own_cudaStreamSynchronize, (void **)&own_cudaStreamSynchronize},
+  {"cudaStreamSynchronize_ptsz", (void *)cudaStreamSynchronize_ptsz, (void **)&real_cudaStreamSynchronize_ptsz, (void *)dlh_own_cudaStreamSynchronize_ptsz, (void **)&own_cudaStreamSynchronize_ptsz},
+  {"cudaStreamUpdateCaptureDependencies", (void *)cudaStreamUpdateCaptureDependencies, (void **)&real_cudaStreamUpdateCaptureDependencies, (void *)dlh_own_cudaStreamUpdateCaptureDependencies, (void **)&own_cudaStreamUpdateCaptureDependencies},
+  {"cudaStreamUpdateCaptureDependencies_ptsz", (void *)cudaStreamUpdateCaptureDependencies_ptsz, (void **)&real_cudaStreamUpdateCaptureDependencies_ptsz, (void *)dlh_own_cudaStreamUpdateCaptureDependencies_ptsz, (void **)&own_cudaStreamUpdateCaptureDependencies_ptsz},
+  {"cudaStreamWaitEvent", (void *)cudaStreamWaitEvent, (void **)&real_cudaStreamWaitEvent, (void *)dlh_own_cudaStreamWaitEvent, (void **)&own_cudaStreamWaitEvent},
+  {"cudaStreamWaitEvent_ptsz", (void *)cudaStreamWaitEvent_ptsz, (void **)&real_cudaStreamWaitEvent_ptsz, (void *)dlh_own_cudaStreamWaitEvent_ptsz, (void **)&own_cudaStreamWaitEvent_ptsz},
+  {"cudaThreadExchangeStreamCaptureMode", (void *)cudaThreadExchangeStreamCaptureMode, (void **)&real_cudaThreadExchangeStreamCaptureMode, (void *)dlh_own_cudaThreadExchangeStreamCaptureMode, (void **)&own_cudaThreadExchangeStreamCaptureMode},
+  {"cudaUserObjectCreate", (void *)cudaUserObjectCreate, (void **)&real_cudaUserObjectCreate, (void *)dlh_own_cudaUserObjectCreate, (void **)&own_cudaUserObjectCreate},
+  {"cudaUserObjectRelease", (void *)cudaUserObjectRelease, (void **)&real_cudaUserObjectRelease, (void *)dlh_own_cudaUserObjectRelease, (void **)&own_cudaUserObjectRelease},
+  {"cudaUserObjectRetain", (void *)cudaUserObjectRetain, (void **)&real_cudaUserObjectRetain, (void *)dlh_own_cudaUserObjectRetain, (void **)&own_cudaUserObjectRetain},
+  {"cudaVDPAUGetDevice", (void *)cudaVDPAUGetDevice, (void **)&real_cudaVDPAUGetDevice, (void *)dlh_own_cudaVDPAUGetDevice, (void **)&own_cudaVDPAUGetDevice},
+  {"cudaVDPAUSetVDPAUDevice", (void *)cudaVDPAUSetVDPAUDevice, (void **)&real_cudaVDPAUSetVDPAUDevice, (void *)dlh_own_cudaVDPAUSetVDPAUDevice, (void **)&own_cudaVDPAUSetVDPAUDevice},
+  {"cudaWaitExternalSemaphoresAsync", (void *)cudaWaitExternalSemaphoresAsync, (void **)&real_cudaWaitExternalSemaphoresAsync, (void *)dlh_own_cudaWaitExternalSemaphoresAsync, (void **)&own_cudaWaitExternalSemaphoresAsync},
+  {"cudaWaitExternalSemaphoresAsync_ptsz", (void *)cudaWaitExternalSemaphoresAsync_ptsz, (void **)&real_cudaWaitExternalSemaphoresAsync_ptsz, (void *)dlh_own_cudaWaitExternalSemaphoresAsync_ptsz, (void **)&own_cudaWaitExternalSemaphoresAsync_ptsz},
 };
 #pragma GCC diagnostic pop
 const unsigned dlh_syms_cudart_count = 419;

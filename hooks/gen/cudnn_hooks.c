@@ -38,12 +38,18 @@ static inline uint64_t dlh_dbl_bits(double d) { uint64_t u; memcpy(&u, &d, sizeo
     __atomic_store_n(&cache, fn, __ATOMIC_RELEASE);                           \
   }
 
+/* The same for the entry that a handle lookup of the library gets (preload/dlsym.c): its real
+ * function is the library's own definition, set before the entry is handed out. */
+#define DLH_OWN(fn, cache, fail)                                              \
+  __typeof__(cache) fn = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);           \
+  if (DLH_UNLIKELY(!fn)) return fail;
+
 #include "cudnn_args.h"  /* hand-written argument extractors */
 
 /* 0: cudnnActivationBackward — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnActivationBackward)(cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx);
-DLH_EXPORT cudnnStatus_t cudnnActivationBackward(cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
-  DLH_REAL(dlh_fn, real_cudnnActivationBackward, "cudnnActivationBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnActivationBackward)(cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnActivationBackward(__typeof__(real_cudnnActivationBackward) dlh_fn, cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, activationDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx);
@@ -66,11 +72,19 @@ DLH_EXPORT cudnnStatus_t cudnnActivationBackward(cudnnHandle_t handle, cudnnActi
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnActivationBackward(cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
+  DLH_REAL(dlh_fn, real_cudnnActivationBackward, "cudnnActivationBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnActivationBackward(dlh_fn, handle, activationDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx);
+}
+static cudnnStatus_t dlh_own_cudnnActivationBackward(cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
+  DLH_OWN(dlh_fn, own_cudnnActivationBackward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnActivationBackward(dlh_fn, handle, activationDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx);
+}
 
 /* 1: cudnnActivationForward — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnActivationForward)(cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y);
-DLH_EXPORT cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
-  DLH_REAL(dlh_fn, real_cudnnActivationForward, "cudnnActivationForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnActivationForward)(cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnActivationForward(__typeof__(real_cudnnActivationForward) dlh_fn, cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, activationDesc, alpha, xDesc, x, beta, yDesc, y);
@@ -89,11 +103,19 @@ DLH_EXPORT cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle, cudnnActiv
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnActivationForward(cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_REAL(dlh_fn, real_cudnnActivationForward, "cudnnActivationForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnActivationForward(dlh_fn, handle, activationDesc, alpha, xDesc, x, beta, yDesc, y);
+}
+static cudnnStatus_t dlh_own_cudnnActivationForward(cudnnHandle_t handle, cudnnActivationDescriptor_t activationDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_OWN(dlh_fn, own_cudnnActivationForward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnActivationForward(dlh_fn, handle, activationDesc, alpha, xDesc, x, beta, yDesc, y);
+}
 
 /* 2: cudnnAddTensor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnAddTensor)(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t aDesc, const void *A, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C);
-DLH_EXPORT cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t aDesc, const void *A, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C) {
-  DLH_REAL(dlh_fn, real_cudnnAddTensor, "cudnnAddTensor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnAddTensor)(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t aDesc, const void *A, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnAddTensor(__typeof__(real_cudnnAddTensor) dlh_fn, cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t aDesc, const void *A, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, alpha, aDesc, A, beta, cDesc, C);
@@ -111,11 +133,19 @@ DLH_EXPORT cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha,
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t aDesc, const void *A, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C) {
+  DLH_REAL(dlh_fn, real_cudnnAddTensor, "cudnnAddTensor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnAddTensor(dlh_fn, handle, alpha, aDesc, A, beta, cDesc, C);
+}
+static cudnnStatus_t dlh_own_cudnnAddTensor(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t aDesc, const void *A, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C) {
+  DLH_OWN(dlh_fn, own_cudnnAddTensor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnAddTensor(dlh_fn, handle, alpha, aDesc, A, beta, cDesc, C);
+}
 
 /* 3: cudnnAdvVersionCheck — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnAdvVersionCheck)(void);
-DLH_EXPORT cudnnStatus_t cudnnAdvVersionCheck(void) {
-  DLH_REAL(dlh_fn, real_cudnnAdvVersionCheck, "cudnnAdvVersionCheck", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnAdvVersionCheck)(void);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnAdvVersionCheck(__typeof__(real_cudnnAdvVersionCheck) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn();
@@ -124,11 +154,19 @@ DLH_EXPORT cudnnStatus_t cudnnAdvVersionCheck(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnAdvVersionCheck(void) {
+  DLH_REAL(dlh_fn, real_cudnnAdvVersionCheck, "cudnnAdvVersionCheck", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnAdvVersionCheck(dlh_fn);
+}
+static cudnnStatus_t dlh_own_cudnnAdvVersionCheck(void) {
+  DLH_OWN(dlh_fn, own_cudnnAdvVersionCheck, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnAdvVersionCheck(dlh_fn);
+}
 
 /* 4: cudnnBackendCreateDescriptor — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnBackendCreateDescriptor)(cudnnBackendDescriptorType_t descriptorType, cudnnBackendDescriptor_t *descriptor);
-DLH_EXPORT cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t descriptorType, cudnnBackendDescriptor_t *descriptor) {
-  DLH_REAL(dlh_fn, real_cudnnBackendCreateDescriptor, "cudnnBackendCreateDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnBackendCreateDescriptor)(cudnnBackendDescriptorType_t descriptorType, cudnnBackendDescriptor_t *descriptor);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnBackendCreateDescriptor(__typeof__(real_cudnnBackendCreateDescriptor) dlh_fn, cudnnBackendDescriptorType_t descriptorType, cudnnBackendDescriptor_t *descriptor) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(descriptorType, descriptor);
@@ -143,11 +181,19 @@ DLH_EXPORT cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t descriptorType, cudnnBackendDescriptor_t *descriptor) {
+  DLH_REAL(dlh_fn, real_cudnnBackendCreateDescriptor, "cudnnBackendCreateDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendCreateDescriptor(dlh_fn, descriptorType, descriptor);
+}
+static cudnnStatus_t dlh_own_cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t descriptorType, cudnnBackendDescriptor_t *descriptor) {
+  DLH_OWN(dlh_fn, own_cudnnBackendCreateDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendCreateDescriptor(dlh_fn, descriptorType, descriptor);
+}
 
 /* 5: cudnnBackendDestroyDescriptor — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnBackendDestroyDescriptor)(cudnnBackendDescriptor_t descriptor);
-DLH_EXPORT cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t descriptor) {
-  DLH_REAL(dlh_fn, real_cudnnBackendDestroyDescriptor, "cudnnBackendDestroyDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnBackendDestroyDescriptor)(cudnnBackendDescriptor_t descriptor);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnBackendDestroyDescriptor(__typeof__(real_cudnnBackendDestroyDescriptor) dlh_fn, cudnnBackendDescriptor_t descriptor) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(descriptor);
@@ -160,11 +206,19 @@ DLH_EXPORT cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t 
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t descriptor) {
+  DLH_REAL(dlh_fn, real_cudnnBackendDestroyDescriptor, "cudnnBackendDestroyDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendDestroyDescriptor(dlh_fn, descriptor);
+}
+static cudnnStatus_t dlh_own_cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t descriptor) {
+  DLH_OWN(dlh_fn, own_cudnnBackendDestroyDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendDestroyDescriptor(dlh_fn, descriptor);
+}
 
 /* 6: cudnnBackendExecute — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnBackendExecute)(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack);
-DLH_EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack) {
-  DLH_REAL(dlh_fn, real_cudnnBackendExecute, "cudnnBackendExecute", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnBackendExecute)(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnBackendExecute(__typeof__(real_cudnnBackendExecute) dlh_fn, cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, executionPlan, variantPack);
@@ -192,11 +246,19 @@ DLH_EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendD
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack) {
+  DLH_REAL(dlh_fn, real_cudnnBackendExecute, "cudnnBackendExecute", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendExecute(dlh_fn, handle, executionPlan, variantPack);
+}
+static cudnnStatus_t dlh_own_cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack) {
+  DLH_OWN(dlh_fn, own_cudnnBackendExecute, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendExecute(dlh_fn, handle, executionPlan, variantPack);
+}
 
 /* 7: cudnnBackendFinalize — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnBackendFinalize)(cudnnBackendDescriptor_t descriptor);
-DLH_EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) {
-  DLH_REAL(dlh_fn, real_cudnnBackendFinalize, "cudnnBackendFinalize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnBackendFinalize)(cudnnBackendDescriptor_t descriptor);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnBackendFinalize(__typeof__(real_cudnnBackendFinalize) dlh_fn, cudnnBackendDescriptor_t descriptor) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(descriptor);
@@ -208,11 +270,19 @@ DLH_EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descripto
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) {
+  DLH_REAL(dlh_fn, real_cudnnBackendFinalize, "cudnnBackendFinalize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendFinalize(dlh_fn, descriptor);
+}
+static cudnnStatus_t dlh_own_cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) {
+  DLH_OWN(dlh_fn, own_cudnnBackendFinalize, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendFinalize(dlh_fn, descriptor);
+}
 
 /* 8: cudnnBackendGetAttribute — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnBackendGetAttribute)(cudnnBackendDescriptor_t const descriptor, cudnnBackendAttributeName_t attributeName, cudnnBackendAttributeType_t attributeType, int64_t requestedElementCount, int64_t *elementCount, void *arrayOfElements);
-DLH_EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor, cudnnBackendAttributeName_t attributeName, cudnnBackendAttributeType_t attributeType, int64_t requestedElementCount, int64_t *elementCount, void *arrayOfElements) {
-  DLH_REAL(dlh_fn, real_cudnnBackendGetAttribute, "cudnnBackendGetAttribute", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnBackendGetAttribute)(cudnnBackendDescriptor_t const descriptor, cudnnBackendAttributeName_t attributeName, cudnnBackendAttributeType_t attributeType, int64_t requestedElementCount, int64_t *elementCount, void *arrayOfElements);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnBackendGetAttribute(__typeof__(real_cudnnBackendGetAttribute) dlh_fn, cudnnBackendDescriptor_t const descriptor, cudnnBackendAttributeName_t attributeName, cudnnBackendAttributeType_t attributeType, int64_t requestedElementCount, int64_t *elementCount, void *arrayOfElements) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(descriptor, attributeName, attributeType, requestedElementCount, elementCount, arrayOfElements);
@@ -230,11 +300,19 @@ DLH_EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor, cudnnBackendAttributeName_t attributeName, cudnnBackendAttributeType_t attributeType, int64_t requestedElementCount, int64_t *elementCount, void *arrayOfElements) {
+  DLH_REAL(dlh_fn, real_cudnnBackendGetAttribute, "cudnnBackendGetAttribute", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendGetAttribute(dlh_fn, descriptor, attributeName, attributeType, requestedElementCount, elementCount, arrayOfElements);
+}
+static cudnnStatus_t dlh_own_cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor, cudnnBackendAttributeName_t attributeName, cudnnBackendAttributeType_t attributeType, int64_t requestedElementCount, int64_t *elementCount, void *arrayOfElements) {
+  DLH_OWN(dlh_fn, own_cudnnBackendGetAttribute, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendGetAttribute(dlh_fn, descriptor, attributeName, attributeType, requestedElementCount, elementCount, arrayOfElements);
+}
 
 /* 9: cudnnBackendInitialize — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnBackendInitialize)(cudnnBackendDescriptor_t descriptor);
-DLH_EXPORT cudnnStatus_t cudnnBackendInitialize(cudnnBackendDescriptor_t descriptor) {
-  DLH_REAL(dlh_fn, real_cudnnBackendInitialize, "cudnnBackendInitialize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnBackendInitialize)(cudnnBackendDescriptor_t descriptor);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnBackendInitialize(__typeof__(real_cudnnBackendInitialize) dlh_fn, cudnnBackendDescriptor_t descriptor) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(descriptor);
@@ -246,11 +324,19 @@ DLH_EXPORT cudnnStatus_t cudnnBackendInitialize(cudnnBackendDescriptor_t descrip
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnBackendInitialize(cudnnBackendDescriptor_t descriptor) {
+  DLH_REAL(dlh_fn, real_cudnnBackendInitialize, "cudnnBackendInitialize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendInitialize(dlh_fn, descriptor);
+}
+static cudnnStatus_t dlh_own_cudnnBackendInitialize(cudnnBackendDescriptor_t descriptor) {
+  DLH_OWN(dlh_fn, own_cudnnBackendInitialize, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendInitialize(dlh_fn, descriptor);
+}
 
 /* 10: cudnnBackendPopulateCudaGraph — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnBackendPopulateCudaGraph)(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack, cudaGraph_t graph);
-DLH_EXPORT cudnnStatus_t cudnnBackendPopulateCudaGraph(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack, cudaGraph_t graph) {
-  DLH_REAL(dlh_fn, real_cudnnBackendPopulateCudaGraph, "cudnnBackendPopulateCudaGraph", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnBackendPopulateCudaGraph)(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack, cudaGraph_t graph);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnBackendPopulateCudaGraph(__typeof__(real_cudnnBackendPopulateCudaGraph) dlh_fn, cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack, cudaGraph_t graph) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, executionPlan, variantPack, graph);
@@ -265,11 +351,19 @@ DLH_EXPORT cudnnStatus_t cudnnBackendPopulateCudaGraph(cudnnHandle_t handle, cud
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnBackendPopulateCudaGraph(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack, cudaGraph_t graph) {
+  DLH_REAL(dlh_fn, real_cudnnBackendPopulateCudaGraph, "cudnnBackendPopulateCudaGraph", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendPopulateCudaGraph(dlh_fn, handle, executionPlan, variantPack, graph);
+}
+static cudnnStatus_t dlh_own_cudnnBackendPopulateCudaGraph(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack, cudaGraph_t graph) {
+  DLH_OWN(dlh_fn, own_cudnnBackendPopulateCudaGraph, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendPopulateCudaGraph(dlh_fn, handle, executionPlan, variantPack, graph);
+}
 
 /* 11: cudnnBackendSetAttribute — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnBackendSetAttribute)(cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t attributeName, cudnnBackendAttributeType_t attributeType, int64_t elementCount, const void *arrayOfElements);
-DLH_EXPORT cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t attributeName, cudnnBackendAttributeType_t attributeType, int64_t elementCount, const void *arrayOfElements) {
-  DLH_REAL(dlh_fn, real_cudnnBackendSetAttribute, "cudnnBackendSetAttribute", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnBackendSetAttribute)(cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t attributeName, cudnnBackendAttributeType_t attributeType, int64_t elementCount, const void *arrayOfElements);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnBackendSetAttribute(__typeof__(real_cudnnBackendSetAttribute) dlh_fn, cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t attributeName, cudnnBackendAttributeType_t attributeType, int64_t elementCount, const void *arrayOfElements) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(descriptor, attributeName, attributeType, elementCount, arrayOfElements);
@@ -286,11 +380,19 @@ DLH_EXPORT cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t descr
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t attributeName, cudnnBackendAttributeType_t attributeType, int64_t elementCount, const void *arrayOfElements) {
+  DLH_REAL(dlh_fn, real_cudnnBackendSetAttribute, "cudnnBackendSetAttribute", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendSetAttribute(dlh_fn, descriptor, attributeName, attributeType, elementCount, arrayOfElements);
+}
+static cudnnStatus_t dlh_own_cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t attributeName, cudnnBackendAttributeType_t attributeType, int64_t elementCount, const void *arrayOfElements) {
+  DLH_OWN(dlh_fn, own_cudnnBackendSetAttribute, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendSetAttribute(dlh_fn, descriptor, attributeName, attributeType, elementCount, arrayOfElements);
+}
 
 /* 12: cudnnBackendUpdateCudaGraph — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnBackendUpdateCudaGraph)(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack, cudaGraph_t graph);
-DLH_EXPORT cudnnStatus_t cudnnBackendUpdateCudaGraph(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack, cudaGraph_t graph) {
-  DLH_REAL(dlh_fn, real_cudnnBackendUpdateCudaGraph, "cudnnBackendUpdateCudaGraph", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnBackendUpdateCudaGraph)(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack, cudaGraph_t graph);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnBackendUpdateCudaGraph(__typeof__(real_cudnnBackendUpdateCudaGraph) dlh_fn, cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack, cudaGraph_t graph) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, executionPlan, variantPack, graph);
@@ -305,11 +407,19 @@ DLH_EXPORT cudnnStatus_t cudnnBackendUpdateCudaGraph(cudnnHandle_t handle, cudnn
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnBackendUpdateCudaGraph(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack, cudaGraph_t graph) {
+  DLH_REAL(dlh_fn, real_cudnnBackendUpdateCudaGraph, "cudnnBackendUpdateCudaGraph", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendUpdateCudaGraph(dlh_fn, handle, executionPlan, variantPack, graph);
+}
+static cudnnStatus_t dlh_own_cudnnBackendUpdateCudaGraph(cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack, cudaGraph_t graph) {
+  DLH_OWN(dlh_fn, own_cudnnBackendUpdateCudaGraph, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBackendUpdateCudaGraph(dlh_fn, handle, executionPlan, variantPack, graph);
+}
 
 /* 13: cudnnBatchNormalizationBackward — cudnn_ops.h; args beyond 16 not recorded: epsilon, savedMean, savedInvVariance */
 static cudnnStatus_t (*real_cudnnBatchNormalizationBackward)(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t dxDesc, void *dx, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScale, void *dBnScaleResult, void *dBnBiasResult, double epsilon, const void *savedMean, const void *savedInvVariance);
-DLH_EXPORT cudnnStatus_t cudnnBatchNormalizationBackward(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t dxDesc, void *dx, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScale, void *dBnScaleResult, void *dBnBiasResult, double epsilon, const void *savedMean, const void *savedInvVariance) {
-  DLH_REAL(dlh_fn, real_cudnnBatchNormalizationBackward, "cudnnBatchNormalizationBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnBatchNormalizationBackward)(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t dxDesc, void *dx, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScale, void *dBnScaleResult, void *dBnBiasResult, double epsilon, const void *savedMean, const void *savedInvVariance);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnBatchNormalizationBackward(__typeof__(real_cudnnBatchNormalizationBackward) dlh_fn, cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t dxDesc, void *dx, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScale, void *dBnScaleResult, void *dBnBiasResult, double epsilon, const void *savedMean, const void *savedInvVariance) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc, dy, dxDesc, dx, dBnScaleBiasDesc, bnScale, dBnScaleResult, dBnBiasResult, epsilon, savedMean, savedInvVariance);
@@ -336,11 +446,19 @@ DLH_EXPORT cudnnStatus_t cudnnBatchNormalizationBackward(cudnnHandle_t handle, c
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnBatchNormalizationBackward(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t dxDesc, void *dx, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScale, void *dBnScaleResult, void *dBnBiasResult, double epsilon, const void *savedMean, const void *savedInvVariance) {
+  DLH_REAL(dlh_fn, real_cudnnBatchNormalizationBackward, "cudnnBatchNormalizationBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBatchNormalizationBackward(dlh_fn, handle, mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc, dy, dxDesc, dx, dBnScaleBiasDesc, bnScale, dBnScaleResult, dBnBiasResult, epsilon, savedMean, savedInvVariance);
+}
+static cudnnStatus_t dlh_own_cudnnBatchNormalizationBackward(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t dxDesc, void *dx, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScale, void *dBnScaleResult, void *dBnBiasResult, double epsilon, const void *savedMean, const void *savedInvVariance) {
+  DLH_OWN(dlh_fn, own_cudnnBatchNormalizationBackward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBatchNormalizationBackward(dlh_fn, handle, mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc, dy, dxDesc, dx, dBnScaleBiasDesc, bnScale, dBnScaleResult, dBnBiasResult, epsilon, savedMean, savedInvVariance);
+}
 
 /* 14: cudnnBatchNormalizationBackwardEx — cudnn_ops.h; args beyond 16 not recorded: dxData, dBnScaleBiasDesc, bnScaleData, bnBiasData, dBnScaleData, dBnBiasData, epsilon, savedMean, savedInvVariance, activationDesc, workSpace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes */
 static cudnnStatus_t (*real_cudnnBatchNormalizationBackwardEx)(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t yDesc, const void *yData, const cudnnTensorDescriptor_t dyDesc, const void *dyData, const cudnnTensorDescriptor_t dzDesc, void *dzData, const cudnnTensorDescriptor_t dxDesc, void *dxData, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScaleData, const void *bnBiasData, void *dBnScaleData, void *dBnBiasData, double epsilon, const void *savedMean, const void *savedInvVariance, cudnnActivationDescriptor_t activationDesc, void *workSpace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnBatchNormalizationBackwardEx(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t yDesc, const void *yData, const cudnnTensorDescriptor_t dyDesc, const void *dyData, const cudnnTensorDescriptor_t dzDesc, void *dzData, const cudnnTensorDescriptor_t dxDesc, void *dxData, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScaleData, const void *bnBiasData, void *dBnScaleData, void *dBnBiasData, double epsilon, const void *savedMean, const void *savedInvVariance, cudnnActivationDescriptor_t activationDesc, void *workSpace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnBatchNormalizationBackwardEx, "cudnnBatchNormalizationBackwardEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnBatchNormalizationBackwardEx)(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t yDesc, const void *yData, const cudnnTensorDescriptor_t dyDesc, const void *dyData, const cudnnTensorDescriptor_t dzDesc, void *dzData, const cudnnTensorDescriptor_t dxDesc, void *dxData, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScaleData, const void *bnBiasData, void *dBnScaleData, void *dBnBiasData, double epsilon, const void *savedMean, const void *savedInvVariance, cudnnActivationDescriptor_t activationDesc, void *workSpace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnBatchNormalizationBackwardEx(__typeof__(real_cudnnBatchNormalizationBackwardEx) dlh_fn, cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t yDesc, const void *yData, const cudnnTensorDescriptor_t dyDesc, const void *dyData, const cudnnTensorDescriptor_t dzDesc, void *dzData, const cudnnTensorDescriptor_t dxDesc, void *dxData, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScaleData, const void *bnBiasData, void *dBnScaleData, void *dBnBiasData, double epsilon, const void *savedMean, const void *savedInvVariance, cudnnActivationDescriptor_t activationDesc, void *workSpace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, mode, bnOps, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, xData, yDesc, yData, dyDesc, dyData, dzDesc, dzData, dxDesc, dxData, dBnScaleBiasDesc, bnScaleData, bnBiasData, dBnScaleData, dBnBiasData, epsilon, savedMean, savedInvVariance, activationDesc, workSpace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes);
@@ -367,11 +485,19 @@ DLH_EXPORT cudnnStatus_t cudnnBatchNormalizationBackwardEx(cudnnHandle_t handle,
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnBatchNormalizationBackwardEx(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t yDesc, const void *yData, const cudnnTensorDescriptor_t dyDesc, const void *dyData, const cudnnTensorDescriptor_t dzDesc, void *dzData, const cudnnTensorDescriptor_t dxDesc, void *dxData, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScaleData, const void *bnBiasData, void *dBnScaleData, void *dBnBiasData, double epsilon, const void *savedMean, const void *savedInvVariance, cudnnActivationDescriptor_t activationDesc, void *workSpace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnBatchNormalizationBackwardEx, "cudnnBatchNormalizationBackwardEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBatchNormalizationBackwardEx(dlh_fn, handle, mode, bnOps, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, xData, yDesc, yData, dyDesc, dyData, dzDesc, dzData, dxDesc, dxData, dBnScaleBiasDesc, bnScaleData, bnBiasData, dBnScaleData, dBnBiasData, epsilon, savedMean, savedInvVariance, activationDesc, workSpace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnBatchNormalizationBackwardEx(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t yDesc, const void *yData, const cudnnTensorDescriptor_t dyDesc, const void *dyData, const cudnnTensorDescriptor_t dzDesc, void *dzData, const cudnnTensorDescriptor_t dxDesc, void *dxData, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const void *bnScaleData, const void *bnBiasData, void *dBnScaleData, void *dBnBiasData, double epsilon, const void *savedMean, const void *savedInvVariance, cudnnActivationDescriptor_t activationDesc, void *workSpace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnBatchNormalizationBackwardEx, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBatchNormalizationBackwardEx(dlh_fn, handle, mode, bnOps, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, xData, yDesc, yData, dyDesc, dyData, dzDesc, dzData, dxDesc, dxData, dBnScaleBiasDesc, bnScaleData, bnBiasData, dBnScaleData, dBnBiasData, epsilon, savedMean, savedInvVariance, activationDesc, workSpace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes);
+}
 
 /* 15: cudnnBatchNormalizationForwardInference — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnBatchNormalizationForwardInference)(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, const void *estimatedMean, const void *estimatedVariance, double epsilon);
-DLH_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardInference(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, const void *estimatedMean, const void *estimatedVariance, double epsilon) {
-  DLH_REAL(dlh_fn, real_cudnnBatchNormalizationForwardInference, "cudnnBatchNormalizationForwardInference", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnBatchNormalizationForwardInference)(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, const void *estimatedMean, const void *estimatedVariance, double epsilon);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnBatchNormalizationForwardInference(__typeof__(real_cudnnBatchNormalizationForwardInference) dlh_fn, cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, const void *estimatedMean, const void *estimatedVariance, double epsilon) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon);
@@ -396,11 +522,19 @@ DLH_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardInference(cudnnHandle_t h
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardInference(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, const void *estimatedMean, const void *estimatedVariance, double epsilon) {
+  DLH_REAL(dlh_fn, real_cudnnBatchNormalizationForwardInference, "cudnnBatchNormalizationForwardInference", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBatchNormalizationForwardInference(dlh_fn, handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon);
+}
+static cudnnStatus_t dlh_own_cudnnBatchNormalizationForwardInference(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, const void *estimatedMean, const void *estimatedVariance, double epsilon) {
+  DLH_OWN(dlh_fn, own_cudnnBatchNormalizationForwardInference, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBatchNormalizationForwardInference(dlh_fn, handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon);
+}
 
 /* 16: cudnnBatchNormalizationForwardTraining — cudnn_ops.h; args beyond 16 not recorded: resultSaveInvVariance */
 static cudnnStatus_t (*real_cudnnBatchNormalizationForwardTraining)(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, double exponentialAverageFactor, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance);
-DLH_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardTraining(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, double exponentialAverageFactor, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance) {
-  DLH_REAL(dlh_fn, real_cudnnBatchNormalizationForwardTraining, "cudnnBatchNormalizationForwardTraining", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnBatchNormalizationForwardTraining)(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, double exponentialAverageFactor, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnBatchNormalizationForwardTraining(__typeof__(real_cudnnBatchNormalizationForwardTraining) dlh_fn, cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, double exponentialAverageFactor, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, exponentialAverageFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance);
@@ -427,11 +561,19 @@ DLH_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardTraining(cudnnHandle_t ha
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardTraining(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, double exponentialAverageFactor, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance) {
+  DLH_REAL(dlh_fn, real_cudnnBatchNormalizationForwardTraining, "cudnnBatchNormalizationForwardTraining", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBatchNormalizationForwardTraining(dlh_fn, handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, exponentialAverageFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance);
+}
+static cudnnStatus_t dlh_own_cudnnBatchNormalizationForwardTraining(cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t yDesc, void *y, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, double exponentialAverageFactor, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance) {
+  DLH_OWN(dlh_fn, own_cudnnBatchNormalizationForwardTraining, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBatchNormalizationForwardTraining(dlh_fn, handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, exponentialAverageFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance);
+}
 
 /* 17: cudnnBatchNormalizationForwardTrainingEx — cudnn_ops.h; args beyond 16 not recorded: resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance, activationDesc, workspace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes */
 static cudnnStatus_t (*real_cudnnBatchNormalizationForwardTrainingEx)(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t zDesc, const void *zData, const cudnnTensorDescriptor_t yDesc, void *yData, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, double exponentialAverageFactor, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance, cudnnActivationDescriptor_t activationDesc, void *workspace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t zDesc, const void *zData, const cudnnTensorDescriptor_t yDesc, void *yData, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, double exponentialAverageFactor, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance, cudnnActivationDescriptor_t activationDesc, void *workspace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnBatchNormalizationForwardTrainingEx, "cudnnBatchNormalizationForwardTrainingEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnBatchNormalizationForwardTrainingEx)(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t zDesc, const void *zData, const cudnnTensorDescriptor_t yDesc, void *yData, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, double exponentialAverageFactor, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance, cudnnActivationDescriptor_t activationDesc, void *workspace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnBatchNormalizationForwardTrainingEx(__typeof__(real_cudnnBatchNormalizationForwardTrainingEx) dlh_fn, cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t zDesc, const void *zData, const cudnnTensorDescriptor_t yDesc, void *yData, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, double exponentialAverageFactor, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance, cudnnActivationDescriptor_t activationDesc, void *workspace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, mode, bnOps, alpha, beta, xDesc, xData, zDesc, zData, yDesc, yData, bnScaleBiasMeanVarDesc, bnScale, bnBias, exponentialAverageFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance, activationDesc, workspace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes);
@@ -458,11 +600,19 @@ DLH_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(cudnnHandle_t 
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t zDesc, const void *zData, const cudnnTensorDescriptor_t yDesc, void *yData, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, double exponentialAverageFactor, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance, cudnnActivationDescriptor_t activationDesc, void *workspace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnBatchNormalizationForwardTrainingEx, "cudnnBatchNormalizationForwardTrainingEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBatchNormalizationForwardTrainingEx(dlh_fn, handle, mode, bnOps, alpha, beta, xDesc, xData, zDesc, zData, yDesc, yData, bnScaleBiasMeanVarDesc, bnScale, bnBias, exponentialAverageFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance, activationDesc, workspace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnBatchNormalizationForwardTrainingEx(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t zDesc, const void *zData, const cudnnTensorDescriptor_t yDesc, void *yData, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const void *bnScale, const void *bnBias, double exponentialAverageFactor, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance, cudnnActivationDescriptor_t activationDesc, void *workspace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnBatchNormalizationForwardTrainingEx, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBatchNormalizationForwardTrainingEx(dlh_fn, handle, mode, bnOps, alpha, beta, xDesc, xData, zDesc, zData, yDesc, yData, bnScaleBiasMeanVarDesc, bnScale, bnBias, exponentialAverageFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance, activationDesc, workspace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes);
+}
 
 /* 18: cudnnBuildRNNDynamic — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnBuildRNNDynamic)(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, int miniBatch);
-DLH_EXPORT cudnnStatus_t cudnnBuildRNNDynamic(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, int miniBatch) {
-  DLH_REAL(dlh_fn, real_cudnnBuildRNNDynamic, "cudnnBuildRNNDynamic", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnBuildRNNDynamic)(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, int miniBatch);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnBuildRNNDynamic(__typeof__(real_cudnnBuildRNNDynamic) dlh_fn, cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, int miniBatch) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, rnnDesc, miniBatch);
@@ -476,11 +626,19 @@ DLH_EXPORT cudnnStatus_t cudnnBuildRNNDynamic(cudnnHandle_t handle, cudnnRNNDesc
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnBuildRNNDynamic(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, int miniBatch) {
+  DLH_REAL(dlh_fn, real_cudnnBuildRNNDynamic, "cudnnBuildRNNDynamic", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBuildRNNDynamic(dlh_fn, handle, rnnDesc, miniBatch);
+}
+static cudnnStatus_t dlh_own_cudnnBuildRNNDynamic(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, int miniBatch) {
+  DLH_OWN(dlh_fn, own_cudnnBuildRNNDynamic, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnBuildRNNDynamic(dlh_fn, handle, rnnDesc, miniBatch);
+}
 
 /* 19: cudnnCTCLoss — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnCTCLoss)(cudnnHandle_t handle, const cudnnTensorDescriptor_t probsDesc, const void *probs, const int hostLabels[], const int hostLabelLengths[], const int hostInputLengths[], void *costs, const cudnnTensorDescriptor_t gradientsDesc, void *gradients, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, void *workspace, size_t workSpaceSizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnCTCLoss(cudnnHandle_t handle, const cudnnTensorDescriptor_t probsDesc, const void *probs, const int hostLabels[], const int hostLabelLengths[], const int hostInputLengths[], void *costs, const cudnnTensorDescriptor_t gradientsDesc, void *gradients, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, void *workspace, size_t workSpaceSizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnCTCLoss, "cudnnCTCLoss", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCTCLoss)(cudnnHandle_t handle, const cudnnTensorDescriptor_t probsDesc, const void *probs, const int hostLabels[], const int hostLabelLengths[], const int hostInputLengths[], void *costs, const cudnnTensorDescriptor_t gradientsDesc, void *gradients, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, void *workspace, size_t workSpaceSizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCTCLoss(__typeof__(real_cudnnCTCLoss) dlh_fn, cudnnHandle_t handle, const cudnnTensorDescriptor_t probsDesc, const void *probs, const int hostLabels[], const int hostLabelLengths[], const int hostInputLengths[], void *costs, const cudnnTensorDescriptor_t gradientsDesc, void *gradients, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, void *workspace, size_t workSpaceSizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, probsDesc, probs, hostLabels, hostLabelLengths, hostInputLengths, costs, gradientsDesc, gradients, algo, ctcLossDesc, workspace, workSpaceSizeInBytes);
@@ -504,11 +662,19 @@ DLH_EXPORT cudnnStatus_t cudnnCTCLoss(cudnnHandle_t handle, const cudnnTensorDes
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCTCLoss(cudnnHandle_t handle, const cudnnTensorDescriptor_t probsDesc, const void *probs, const int hostLabels[], const int hostLabelLengths[], const int hostInputLengths[], void *costs, const cudnnTensorDescriptor_t gradientsDesc, void *gradients, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, void *workspace, size_t workSpaceSizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnCTCLoss, "cudnnCTCLoss", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCTCLoss(dlh_fn, handle, probsDesc, probs, hostLabels, hostLabelLengths, hostInputLengths, costs, gradientsDesc, gradients, algo, ctcLossDesc, workspace, workSpaceSizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnCTCLoss(cudnnHandle_t handle, const cudnnTensorDescriptor_t probsDesc, const void *probs, const int hostLabels[], const int hostLabelLengths[], const int hostInputLengths[], void *costs, const cudnnTensorDescriptor_t gradientsDesc, void *gradients, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, void *workspace, size_t workSpaceSizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnCTCLoss, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCTCLoss(dlh_fn, handle, probsDesc, probs, hostLabels, hostLabelLengths, hostInputLengths, costs, gradientsDesc, gradients, algo, ctcLossDesc, workspace, workSpaceSizeInBytes);
+}
 
 /* 20: cudnnCTCLoss_v8 — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnCTCLoss_v8)(cudnnHandle_t handle, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, const cudnnTensorDescriptor_t probsDesc, const void *probs, const int labels[], const int labelLengths[], const int inputLengths[], void *costs, const cudnnTensorDescriptor_t gradientsDesc, void *gradients, size_t workSpaceSizeInBytes, void *workspace);
-DLH_EXPORT cudnnStatus_t cudnnCTCLoss_v8(cudnnHandle_t handle, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, const cudnnTensorDescriptor_t probsDesc, const void *probs, const int labels[], const int labelLengths[], const int inputLengths[], void *costs, const cudnnTensorDescriptor_t gradientsDesc, void *gradients, size_t workSpaceSizeInBytes, void *workspace) {
-  DLH_REAL(dlh_fn, real_cudnnCTCLoss_v8, "cudnnCTCLoss_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCTCLoss_v8)(cudnnHandle_t handle, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, const cudnnTensorDescriptor_t probsDesc, const void *probs, const int labels[], const int labelLengths[], const int inputLengths[], void *costs, const cudnnTensorDescriptor_t gradientsDesc, void *gradients, size_t workSpaceSizeInBytes, void *workspace);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCTCLoss_v8(__typeof__(real_cudnnCTCLoss_v8) dlh_fn, cudnnHandle_t handle, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, const cudnnTensorDescriptor_t probsDesc, const void *probs, const int labels[], const int labelLengths[], const int inputLengths[], void *costs, const cudnnTensorDescriptor_t gradientsDesc, void *gradients, size_t workSpaceSizeInBytes, void *workspace) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, algo, ctcLossDesc, probsDesc, probs, labels, labelLengths, inputLengths, costs, gradientsDesc, gradients, workSpaceSizeInBytes, workspace);
@@ -532,11 +698,19 @@ DLH_EXPORT cudnnStatus_t cudnnCTCLoss_v8(cudnnHandle_t handle, cudnnCTCLossAlgo_
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCTCLoss_v8(cudnnHandle_t handle, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, const cudnnTensorDescriptor_t probsDesc, const void *probs, const int labels[], const int labelLengths[], const int inputLengths[], void *costs, const cudnnTensorDescriptor_t gradientsDesc, void *gradients, size_t workSpaceSizeInBytes, void *workspace) {
+  DLH_REAL(dlh_fn, real_cudnnCTCLoss_v8, "cudnnCTCLoss_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCTCLoss_v8(dlh_fn, handle, algo, ctcLossDesc, probsDesc, probs, labels, labelLengths, inputLengths, costs, gradientsDesc, gradients, workSpaceSizeInBytes, workspace);
+}
+static cudnnStatus_t dlh_own_cudnnCTCLoss_v8(cudnnHandle_t handle, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, const cudnnTensorDescriptor_t probsDesc, const void *probs, const int labels[], const int labelLengths[], const int inputLengths[], void *costs, const cudnnTensorDescriptor_t gradientsDesc, void *gradients, size_t workSpaceSizeInBytes, void *workspace) {
+  DLH_OWN(dlh_fn, own_cudnnCTCLoss_v8, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCTCLoss_v8(dlh_fn, handle, algo, ctcLossDesc, probsDesc, probs, labels, labelLengths, inputLengths, costs, gradientsDesc, gradients, workSpaceSizeInBytes, workspace);
+}
 
 /* 21: cudnnCnnVersionCheck — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnCnnVersionCheck)(void);
-DLH_EXPORT cudnnStatus_t cudnnCnnVersionCheck(void) {
-  DLH_REAL(dlh_fn, real_cudnnCnnVersionCheck, "cudnnCnnVersionCheck", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCnnVersionCheck)(void);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCnnVersionCheck(__typeof__(real_cudnnCnnVersionCheck) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn();
@@ -545,11 +719,19 @@ DLH_EXPORT cudnnStatus_t cudnnCnnVersionCheck(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCnnVersionCheck(void) {
+  DLH_REAL(dlh_fn, real_cudnnCnnVersionCheck, "cudnnCnnVersionCheck", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCnnVersionCheck(dlh_fn);
+}
+static cudnnStatus_t dlh_own_cudnnCnnVersionCheck(void) {
+  DLH_OWN(dlh_fn, own_cudnnCnnVersionCheck, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCnnVersionCheck(dlh_fn);
+}
 
 /* 22: cudnnConvolutionBackwardBias — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnConvolutionBackwardBias)(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *beta, const cudnnTensorDescriptor_t dbDesc, void *db);
-DLH_EXPORT cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *beta, const cudnnTensorDescriptor_t dbDesc, void *db) {
-  DLH_REAL(dlh_fn, real_cudnnConvolutionBackwardBias, "cudnnConvolutionBackwardBias", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnConvolutionBackwardBias)(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *beta, const cudnnTensorDescriptor_t dbDesc, void *db);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnConvolutionBackwardBias(__typeof__(real_cudnnConvolutionBackwardBias) dlh_fn, cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *beta, const cudnnTensorDescriptor_t dbDesc, void *db) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, alpha, dyDesc, dy, beta, dbDesc, db);
@@ -567,11 +749,19 @@ DLH_EXPORT cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, cons
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *beta, const cudnnTensorDescriptor_t dbDesc, void *db) {
+  DLH_REAL(dlh_fn, real_cudnnConvolutionBackwardBias, "cudnnConvolutionBackwardBias", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnConvolutionBackwardBias(dlh_fn, handle, alpha, dyDesc, dy, beta, dbDesc, db);
+}
+static cudnnStatus_t dlh_own_cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *beta, const cudnnTensorDescriptor_t dbDesc, void *db) {
+  DLH_OWN(dlh_fn, own_cudnnConvolutionBackwardBias, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnConvolutionBackwardBias(dlh_fn, handle, alpha, dyDesc, dy, beta, dbDesc, db);
+}
 
 /* 23: cudnnConvolutionBackwardData — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnConvolutionBackwardData)(cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdDataAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx);
-DLH_EXPORT cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdDataAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
-  DLH_REAL(dlh_fn, real_cudnnConvolutionBackwardData, "cudnnConvolutionBackwardData", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnConvolutionBackwardData)(cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdDataAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnConvolutionBackwardData(__typeof__(real_cudnnConvolutionBackwardData) dlh_fn, cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdDataAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, dxDesc, dx);
@@ -598,11 +788,19 @@ DLH_EXPORT cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, cons
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdDataAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
+  DLH_REAL(dlh_fn, real_cudnnConvolutionBackwardData, "cudnnConvolutionBackwardData", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnConvolutionBackwardData(dlh_fn, handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, dxDesc, dx);
+}
+static cudnnStatus_t dlh_own_cudnnConvolutionBackwardData(cudnnHandle_t handle, const void *alpha, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdDataAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
+  DLH_OWN(dlh_fn, own_cudnnConvolutionBackwardData, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnConvolutionBackwardData(dlh_fn, handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, dxDesc, dx);
+}
 
 /* 24: cudnnConvolutionBackwardFilter — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnConvolutionBackwardFilter)(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdFilterAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnFilterDescriptor_t dwDesc, void *dw);
-DLH_EXPORT cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdFilterAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnFilterDescriptor_t dwDesc, void *dw) {
-  DLH_REAL(dlh_fn, real_cudnnConvolutionBackwardFilter, "cudnnConvolutionBackwardFilter", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnConvolutionBackwardFilter)(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdFilterAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnFilterDescriptor_t dwDesc, void *dw);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnConvolutionBackwardFilter(__typeof__(real_cudnnConvolutionBackwardFilter) dlh_fn, cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdFilterAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnFilterDescriptor_t dwDesc, void *dw) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, dwDesc, dw);
@@ -629,11 +827,19 @@ DLH_EXPORT cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, co
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdFilterAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnFilterDescriptor_t dwDesc, void *dw) {
+  DLH_REAL(dlh_fn, real_cudnnConvolutionBackwardFilter, "cudnnConvolutionBackwardFilter", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnConvolutionBackwardFilter(dlh_fn, handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, dwDesc, dw);
+}
+static cudnnStatus_t dlh_own_cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionBwdFilterAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnFilterDescriptor_t dwDesc, void *dw) {
+  DLH_OWN(dlh_fn, own_cudnnConvolutionBackwardFilter, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnConvolutionBackwardFilter(dlh_fn, handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, dwDesc, dw);
+}
 
 /* 25: cudnnConvolutionBiasActivationForward — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnConvolutionBiasActivationForward)(cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *alpha2, const cudnnTensorDescriptor_t zDesc, const void *z, const cudnnTensorDescriptor_t biasDesc, const void *bias, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t yDesc, void *y);
-DLH_EXPORT cudnnStatus_t cudnnConvolutionBiasActivationForward(cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *alpha2, const cudnnTensorDescriptor_t zDesc, const void *z, const cudnnTensorDescriptor_t biasDesc, const void *bias, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t yDesc, void *y) {
-  DLH_REAL(dlh_fn, real_cudnnConvolutionBiasActivationForward, "cudnnConvolutionBiasActivationForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnConvolutionBiasActivationForward)(cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *alpha2, const cudnnTensorDescriptor_t zDesc, const void *z, const cudnnTensorDescriptor_t biasDesc, const void *bias, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t yDesc, void *y);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnConvolutionBiasActivationForward(__typeof__(real_cudnnConvolutionBiasActivationForward) dlh_fn, cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *alpha2, const cudnnTensorDescriptor_t zDesc, const void *z, const cudnnTensorDescriptor_t biasDesc, const void *bias, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t yDesc, void *y) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes, alpha2, zDesc, z, biasDesc, bias, activationDesc, yDesc, y);
@@ -660,11 +866,19 @@ DLH_EXPORT cudnnStatus_t cudnnConvolutionBiasActivationForward(cudnnHandle_t han
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnConvolutionBiasActivationForward(cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *alpha2, const cudnnTensorDescriptor_t zDesc, const void *z, const cudnnTensorDescriptor_t biasDesc, const void *bias, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_REAL(dlh_fn, real_cudnnConvolutionBiasActivationForward, "cudnnConvolutionBiasActivationForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnConvolutionBiasActivationForward(dlh_fn, handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes, alpha2, zDesc, z, biasDesc, bias, activationDesc, yDesc, y);
+}
+static cudnnStatus_t dlh_own_cudnnConvolutionBiasActivationForward(cudnnHandle_t handle, const void *alpha1, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *alpha2, const cudnnTensorDescriptor_t zDesc, const void *z, const cudnnTensorDescriptor_t biasDesc, const void *bias, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_OWN(dlh_fn, own_cudnnConvolutionBiasActivationForward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnConvolutionBiasActivationForward(dlh_fn, handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes, alpha2, zDesc, z, biasDesc, bias, activationDesc, yDesc, y);
+}
 
 /* 26: cudnnConvolutionForward — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnConvolutionForward)(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y);
-DLH_EXPORT cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
-  DLH_REAL(dlh_fn, real_cudnnConvolutionForward, "cudnnConvolutionForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnConvolutionForward)(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnConvolutionForward(__typeof__(real_cudnnConvolutionForward) dlh_fn, cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, yDesc, y);
@@ -691,11 +905,19 @@ DLH_EXPORT cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const voi
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_REAL(dlh_fn, real_cudnnConvolutionForward, "cudnnConvolutionForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnConvolutionForward(dlh_fn, handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, yDesc, y);
+}
+static cudnnStatus_t dlh_own_cudnnConvolutionForward(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, cudnnConvolutionFwdAlgo_t algo, void *workSpace, size_t workSpaceSizeInBytes, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_OWN(dlh_fn, own_cudnnConvolutionForward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnConvolutionForward(dlh_fn, handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, yDesc, y);
+}
 
 /* 27: cudnnCreate — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnCreate)(cudnnHandle_t *handle);
-DLH_EXPORT cudnnStatus_t cudnnCreate(cudnnHandle_t *handle) {
-  DLH_REAL(dlh_fn, real_cudnnCreate, "cudnnCreate", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreate)(cudnnHandle_t *handle);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreate(__typeof__(real_cudnnCreate) dlh_fn, cudnnHandle_t *handle) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle);
@@ -707,11 +929,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreate(cudnnHandle_t *handle) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreate(cudnnHandle_t *handle) {
+  DLH_REAL(dlh_fn, real_cudnnCreate, "cudnnCreate", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreate(dlh_fn, handle);
+}
+static cudnnStatus_t dlh_own_cudnnCreate(cudnnHandle_t *handle) {
+  DLH_OWN(dlh_fn, own_cudnnCreate, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreate(dlh_fn, handle);
+}
 
 /* 28: cudnnCreateActivationDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnCreateActivationDescriptor)(cudnnActivationDescriptor_t *activationDesc);
-DLH_EXPORT cudnnStatus_t cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t *activationDesc) {
-  DLH_REAL(dlh_fn, real_cudnnCreateActivationDescriptor, "cudnnCreateActivationDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateActivationDescriptor)(cudnnActivationDescriptor_t *activationDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateActivationDescriptor(__typeof__(real_cudnnCreateActivationDescriptor) dlh_fn, cudnnActivationDescriptor_t *activationDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(activationDesc);
@@ -723,11 +953,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateActivationDescriptor(cudnnActivationDescript
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t *activationDesc) {
+  DLH_REAL(dlh_fn, real_cudnnCreateActivationDescriptor, "cudnnCreateActivationDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateActivationDescriptor(dlh_fn, activationDesc);
+}
+static cudnnStatus_t dlh_own_cudnnCreateActivationDescriptor(cudnnActivationDescriptor_t *activationDesc) {
+  DLH_OWN(dlh_fn, own_cudnnCreateActivationDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateActivationDescriptor(dlh_fn, activationDesc);
+}
 
 /* 29: cudnnCreateAttnDescriptor — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnCreateAttnDescriptor)(cudnnAttnDescriptor_t *attnDesc);
-DLH_EXPORT cudnnStatus_t cudnnCreateAttnDescriptor(cudnnAttnDescriptor_t *attnDesc) {
-  DLH_REAL(dlh_fn, real_cudnnCreateAttnDescriptor, "cudnnCreateAttnDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateAttnDescriptor)(cudnnAttnDescriptor_t *attnDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateAttnDescriptor(__typeof__(real_cudnnCreateAttnDescriptor) dlh_fn, cudnnAttnDescriptor_t *attnDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(attnDesc);
@@ -739,11 +977,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateAttnDescriptor(cudnnAttnDescriptor_t *attnDe
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateAttnDescriptor(cudnnAttnDescriptor_t *attnDesc) {
+  DLH_REAL(dlh_fn, real_cudnnCreateAttnDescriptor, "cudnnCreateAttnDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateAttnDescriptor(dlh_fn, attnDesc);
+}
+static cudnnStatus_t dlh_own_cudnnCreateAttnDescriptor(cudnnAttnDescriptor_t *attnDesc) {
+  DLH_OWN(dlh_fn, own_cudnnCreateAttnDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateAttnDescriptor(dlh_fn, attnDesc);
+}
 
 /* 30: cudnnCreateCTCLossDescriptor — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnCreateCTCLossDescriptor)(cudnnCTCLossDescriptor_t *ctcLossDesc);
-DLH_EXPORT cudnnStatus_t cudnnCreateCTCLossDescriptor(cudnnCTCLossDescriptor_t *ctcLossDesc) {
-  DLH_REAL(dlh_fn, real_cudnnCreateCTCLossDescriptor, "cudnnCreateCTCLossDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateCTCLossDescriptor)(cudnnCTCLossDescriptor_t *ctcLossDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateCTCLossDescriptor(__typeof__(real_cudnnCreateCTCLossDescriptor) dlh_fn, cudnnCTCLossDescriptor_t *ctcLossDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(ctcLossDesc);
@@ -755,11 +1001,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateCTCLossDescriptor(cudnnCTCLossDescriptor_t *
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateCTCLossDescriptor(cudnnCTCLossDescriptor_t *ctcLossDesc) {
+  DLH_REAL(dlh_fn, real_cudnnCreateCTCLossDescriptor, "cudnnCreateCTCLossDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateCTCLossDescriptor(dlh_fn, ctcLossDesc);
+}
+static cudnnStatus_t dlh_own_cudnnCreateCTCLossDescriptor(cudnnCTCLossDescriptor_t *ctcLossDesc) {
+  DLH_OWN(dlh_fn, own_cudnnCreateCTCLossDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateCTCLossDescriptor(dlh_fn, ctcLossDesc);
+}
 
 /* 31: cudnnCreateConvolutionDescriptor — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnCreateConvolutionDescriptor)(cudnnConvolutionDescriptor_t *convDesc);
-DLH_EXPORT cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *convDesc) {
-  DLH_REAL(dlh_fn, real_cudnnCreateConvolutionDescriptor, "cudnnCreateConvolutionDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateConvolutionDescriptor)(cudnnConvolutionDescriptor_t *convDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateConvolutionDescriptor(__typeof__(real_cudnnCreateConvolutionDescriptor) dlh_fn, cudnnConvolutionDescriptor_t *convDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(convDesc);
@@ -771,11 +1025,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescri
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *convDesc) {
+  DLH_REAL(dlh_fn, real_cudnnCreateConvolutionDescriptor, "cudnnCreateConvolutionDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateConvolutionDescriptor(dlh_fn, convDesc);
+}
+static cudnnStatus_t dlh_own_cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t *convDesc) {
+  DLH_OWN(dlh_fn, own_cudnnCreateConvolutionDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateConvolutionDescriptor(dlh_fn, convDesc);
+}
 
 /* 32: cudnnCreateDropoutDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnCreateDropoutDescriptor)(cudnnDropoutDescriptor_t *dropoutDesc);
-DLH_EXPORT cudnnStatus_t cudnnCreateDropoutDescriptor(cudnnDropoutDescriptor_t *dropoutDesc) {
-  DLH_REAL(dlh_fn, real_cudnnCreateDropoutDescriptor, "cudnnCreateDropoutDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateDropoutDescriptor)(cudnnDropoutDescriptor_t *dropoutDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateDropoutDescriptor(__typeof__(real_cudnnCreateDropoutDescriptor) dlh_fn, cudnnDropoutDescriptor_t *dropoutDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(dropoutDesc);
@@ -787,11 +1049,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateDropoutDescriptor(cudnnDropoutDescriptor_t *
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateDropoutDescriptor(cudnnDropoutDescriptor_t *dropoutDesc) {
+  DLH_REAL(dlh_fn, real_cudnnCreateDropoutDescriptor, "cudnnCreateDropoutDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateDropoutDescriptor(dlh_fn, dropoutDesc);
+}
+static cudnnStatus_t dlh_own_cudnnCreateDropoutDescriptor(cudnnDropoutDescriptor_t *dropoutDesc) {
+  DLH_OWN(dlh_fn, own_cudnnCreateDropoutDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateDropoutDescriptor(dlh_fn, dropoutDesc);
+}
 
 /* 33: cudnnCreateFilterDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnCreateFilterDescriptor)(cudnnFilterDescriptor_t *filterDesc);
-DLH_EXPORT cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *filterDesc) {
-  DLH_REAL(dlh_fn, real_cudnnCreateFilterDescriptor, "cudnnCreateFilterDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateFilterDescriptor)(cudnnFilterDescriptor_t *filterDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateFilterDescriptor(__typeof__(real_cudnnCreateFilterDescriptor) dlh_fn, cudnnFilterDescriptor_t *filterDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(filterDesc);
@@ -803,11 +1073,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *fi
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *filterDesc) {
+  DLH_REAL(dlh_fn, real_cudnnCreateFilterDescriptor, "cudnnCreateFilterDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateFilterDescriptor(dlh_fn, filterDesc);
+}
+static cudnnStatus_t dlh_own_cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t *filterDesc) {
+  DLH_OWN(dlh_fn, own_cudnnCreateFilterDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateFilterDescriptor(dlh_fn, filterDesc);
+}
 
 /* 34: cudnnCreateFusedOpsConstParamPack — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnCreateFusedOpsConstParamPack)(cudnnFusedOpsConstParamPack_t *constPack, cudnnFusedOps_t ops);
-DLH_EXPORT cudnnStatus_t cudnnCreateFusedOpsConstParamPack(cudnnFusedOpsConstParamPack_t *constPack, cudnnFusedOps_t ops) {
-  DLH_REAL(dlh_fn, real_cudnnCreateFusedOpsConstParamPack, "cudnnCreateFusedOpsConstParamPack", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateFusedOpsConstParamPack)(cudnnFusedOpsConstParamPack_t *constPack, cudnnFusedOps_t ops);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateFusedOpsConstParamPack(__typeof__(real_cudnnCreateFusedOpsConstParamPack) dlh_fn, cudnnFusedOpsConstParamPack_t *constPack, cudnnFusedOps_t ops) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(constPack, ops);
@@ -820,11 +1098,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateFusedOpsConstParamPack(cudnnFusedOpsConstPar
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateFusedOpsConstParamPack(cudnnFusedOpsConstParamPack_t *constPack, cudnnFusedOps_t ops) {
+  DLH_REAL(dlh_fn, real_cudnnCreateFusedOpsConstParamPack, "cudnnCreateFusedOpsConstParamPack", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateFusedOpsConstParamPack(dlh_fn, constPack, ops);
+}
+static cudnnStatus_t dlh_own_cudnnCreateFusedOpsConstParamPack(cudnnFusedOpsConstParamPack_t *constPack, cudnnFusedOps_t ops) {
+  DLH_OWN(dlh_fn, own_cudnnCreateFusedOpsConstParamPack, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateFusedOpsConstParamPack(dlh_fn, constPack, ops);
+}
 
 /* 35: cudnnCreateFusedOpsPlan — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnCreateFusedOpsPlan)(cudnnFusedOpsPlan_t *plan, cudnnFusedOps_t ops);
-DLH_EXPORT cudnnStatus_t cudnnCreateFusedOpsPlan(cudnnFusedOpsPlan_t *plan, cudnnFusedOps_t ops) {
-  DLH_REAL(dlh_fn, real_cudnnCreateFusedOpsPlan, "cudnnCreateFusedOpsPlan", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateFusedOpsPlan)(cudnnFusedOpsPlan_t *plan, cudnnFusedOps_t ops);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateFusedOpsPlan(__typeof__(real_cudnnCreateFusedOpsPlan) dlh_fn, cudnnFusedOpsPlan_t *plan, cudnnFusedOps_t ops) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(plan, ops);
@@ -837,11 +1123,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateFusedOpsPlan(cudnnFusedOpsPlan_t *plan, cudn
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateFusedOpsPlan(cudnnFusedOpsPlan_t *plan, cudnnFusedOps_t ops) {
+  DLH_REAL(dlh_fn, real_cudnnCreateFusedOpsPlan, "cudnnCreateFusedOpsPlan", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateFusedOpsPlan(dlh_fn, plan, ops);
+}
+static cudnnStatus_t dlh_own_cudnnCreateFusedOpsPlan(cudnnFusedOpsPlan_t *plan, cudnnFusedOps_t ops) {
+  DLH_OWN(dlh_fn, own_cudnnCreateFusedOpsPlan, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateFusedOpsPlan(dlh_fn, plan, ops);
+}
 
 /* 36: cudnnCreateFusedOpsVariantParamPack — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnCreateFusedOpsVariantParamPack)(cudnnFusedOpsVariantParamPack_t *varPack, cudnnFusedOps_t ops);
-DLH_EXPORT cudnnStatus_t cudnnCreateFusedOpsVariantParamPack(cudnnFusedOpsVariantParamPack_t *varPack, cudnnFusedOps_t ops) {
-  DLH_REAL(dlh_fn, real_cudnnCreateFusedOpsVariantParamPack, "cudnnCreateFusedOpsVariantParamPack", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateFusedOpsVariantParamPack)(cudnnFusedOpsVariantParamPack_t *varPack, cudnnFusedOps_t ops);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateFusedOpsVariantParamPack(__typeof__(real_cudnnCreateFusedOpsVariantParamPack) dlh_fn, cudnnFusedOpsVariantParamPack_t *varPack, cudnnFusedOps_t ops) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(varPack, ops);
@@ -854,11 +1148,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateFusedOpsVariantParamPack(cudnnFusedOpsVarian
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateFusedOpsVariantParamPack(cudnnFusedOpsVariantParamPack_t *varPack, cudnnFusedOps_t ops) {
+  DLH_REAL(dlh_fn, real_cudnnCreateFusedOpsVariantParamPack, "cudnnCreateFusedOpsVariantParamPack", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateFusedOpsVariantParamPack(dlh_fn, varPack, ops);
+}
+static cudnnStatus_t dlh_own_cudnnCreateFusedOpsVariantParamPack(cudnnFusedOpsVariantParamPack_t *varPack, cudnnFusedOps_t ops) {
+  DLH_OWN(dlh_fn, own_cudnnCreateFusedOpsVariantParamPack, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateFusedOpsVariantParamPack(dlh_fn, varPack, ops);
+}
 
 /* 37: cudnnCreateLRNDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnCreateLRNDescriptor)(cudnnLRNDescriptor_t *normDesc);
-DLH_EXPORT cudnnStatus_t cudnnCreateLRNDescriptor(cudnnLRNDescriptor_t *normDesc) {
-  DLH_REAL(dlh_fn, real_cudnnCreateLRNDescriptor, "cudnnCreateLRNDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateLRNDescriptor)(cudnnLRNDescriptor_t *normDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateLRNDescriptor(__typeof__(real_cudnnCreateLRNDescriptor) dlh_fn, cudnnLRNDescriptor_t *normDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(normDesc);
@@ -870,11 +1172,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateLRNDescriptor(cudnnLRNDescriptor_t *normDesc
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateLRNDescriptor(cudnnLRNDescriptor_t *normDesc) {
+  DLH_REAL(dlh_fn, real_cudnnCreateLRNDescriptor, "cudnnCreateLRNDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateLRNDescriptor(dlh_fn, normDesc);
+}
+static cudnnStatus_t dlh_own_cudnnCreateLRNDescriptor(cudnnLRNDescriptor_t *normDesc) {
+  DLH_OWN(dlh_fn, own_cudnnCreateLRNDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateLRNDescriptor(dlh_fn, normDesc);
+}
 
 /* 38: cudnnCreateOpTensorDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnCreateOpTensorDescriptor)(cudnnOpTensorDescriptor_t *opTensorDesc);
-DLH_EXPORT cudnnStatus_t cudnnCreateOpTensorDescriptor(cudnnOpTensorDescriptor_t *opTensorDesc) {
-  DLH_REAL(dlh_fn, real_cudnnCreateOpTensorDescriptor, "cudnnCreateOpTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateOpTensorDescriptor)(cudnnOpTensorDescriptor_t *opTensorDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateOpTensorDescriptor(__typeof__(real_cudnnCreateOpTensorDescriptor) dlh_fn, cudnnOpTensorDescriptor_t *opTensorDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(opTensorDesc);
@@ -886,11 +1196,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateOpTensorDescriptor(cudnnOpTensorDescriptor_t
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateOpTensorDescriptor(cudnnOpTensorDescriptor_t *opTensorDesc) {
+  DLH_REAL(dlh_fn, real_cudnnCreateOpTensorDescriptor, "cudnnCreateOpTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateOpTensorDescriptor(dlh_fn, opTensorDesc);
+}
+static cudnnStatus_t dlh_own_cudnnCreateOpTensorDescriptor(cudnnOpTensorDescriptor_t *opTensorDesc) {
+  DLH_OWN(dlh_fn, own_cudnnCreateOpTensorDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateOpTensorDescriptor(dlh_fn, opTensorDesc);
+}
 
 /* 39: cudnnCreatePoolingDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnCreatePoolingDescriptor)(cudnnPoolingDescriptor_t *poolingDesc);
-DLH_EXPORT cudnnStatus_t cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t *poolingDesc) {
-  DLH_REAL(dlh_fn, real_cudnnCreatePoolingDescriptor, "cudnnCreatePoolingDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreatePoolingDescriptor)(cudnnPoolingDescriptor_t *poolingDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreatePoolingDescriptor(__typeof__(real_cudnnCreatePoolingDescriptor) dlh_fn, cudnnPoolingDescriptor_t *poolingDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(poolingDesc);
@@ -902,11 +1220,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t *
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t *poolingDesc) {
+  DLH_REAL(dlh_fn, real_cudnnCreatePoolingDescriptor, "cudnnCreatePoolingDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreatePoolingDescriptor(dlh_fn, poolingDesc);
+}
+static cudnnStatus_t dlh_own_cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t *poolingDesc) {
+  DLH_OWN(dlh_fn, own_cudnnCreatePoolingDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreatePoolingDescriptor(dlh_fn, poolingDesc);
+}
 
 /* 40: cudnnCreateRNNDataDescriptor — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnCreateRNNDataDescriptor)(cudnnRNNDataDescriptor_t *rnnDataDesc);
-DLH_EXPORT cudnnStatus_t cudnnCreateRNNDataDescriptor(cudnnRNNDataDescriptor_t *rnnDataDesc) {
-  DLH_REAL(dlh_fn, real_cudnnCreateRNNDataDescriptor, "cudnnCreateRNNDataDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateRNNDataDescriptor)(cudnnRNNDataDescriptor_t *rnnDataDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateRNNDataDescriptor(__typeof__(real_cudnnCreateRNNDataDescriptor) dlh_fn, cudnnRNNDataDescriptor_t *rnnDataDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(rnnDataDesc);
@@ -918,11 +1244,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateRNNDataDescriptor(cudnnRNNDataDescriptor_t *
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateRNNDataDescriptor(cudnnRNNDataDescriptor_t *rnnDataDesc) {
+  DLH_REAL(dlh_fn, real_cudnnCreateRNNDataDescriptor, "cudnnCreateRNNDataDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateRNNDataDescriptor(dlh_fn, rnnDataDesc);
+}
+static cudnnStatus_t dlh_own_cudnnCreateRNNDataDescriptor(cudnnRNNDataDescriptor_t *rnnDataDesc) {
+  DLH_OWN(dlh_fn, own_cudnnCreateRNNDataDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateRNNDataDescriptor(dlh_fn, rnnDataDesc);
+}
 
 /* 41: cudnnCreateRNNDescriptor — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnCreateRNNDescriptor)(cudnnRNNDescriptor_t *rnnDesc);
-DLH_EXPORT cudnnStatus_t cudnnCreateRNNDescriptor(cudnnRNNDescriptor_t *rnnDesc) {
-  DLH_REAL(dlh_fn, real_cudnnCreateRNNDescriptor, "cudnnCreateRNNDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateRNNDescriptor)(cudnnRNNDescriptor_t *rnnDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateRNNDescriptor(__typeof__(real_cudnnCreateRNNDescriptor) dlh_fn, cudnnRNNDescriptor_t *rnnDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(rnnDesc);
@@ -934,11 +1268,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateRNNDescriptor(cudnnRNNDescriptor_t *rnnDesc)
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateRNNDescriptor(cudnnRNNDescriptor_t *rnnDesc) {
+  DLH_REAL(dlh_fn, real_cudnnCreateRNNDescriptor, "cudnnCreateRNNDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateRNNDescriptor(dlh_fn, rnnDesc);
+}
+static cudnnStatus_t dlh_own_cudnnCreateRNNDescriptor(cudnnRNNDescriptor_t *rnnDesc) {
+  DLH_OWN(dlh_fn, own_cudnnCreateRNNDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateRNNDescriptor(dlh_fn, rnnDesc);
+}
 
 /* 42: cudnnCreateReduceTensorDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnCreateReduceTensorDescriptor)(cudnnReduceTensorDescriptor_t *reduceTensorDesc);
-DLH_EXPORT cudnnStatus_t cudnnCreateReduceTensorDescriptor(cudnnReduceTensorDescriptor_t *reduceTensorDesc) {
-  DLH_REAL(dlh_fn, real_cudnnCreateReduceTensorDescriptor, "cudnnCreateReduceTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateReduceTensorDescriptor)(cudnnReduceTensorDescriptor_t *reduceTensorDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateReduceTensorDescriptor(__typeof__(real_cudnnCreateReduceTensorDescriptor) dlh_fn, cudnnReduceTensorDescriptor_t *reduceTensorDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(reduceTensorDesc);
@@ -950,11 +1292,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateReduceTensorDescriptor(cudnnReduceTensorDesc
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateReduceTensorDescriptor(cudnnReduceTensorDescriptor_t *reduceTensorDesc) {
+  DLH_REAL(dlh_fn, real_cudnnCreateReduceTensorDescriptor, "cudnnCreateReduceTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateReduceTensorDescriptor(dlh_fn, reduceTensorDesc);
+}
+static cudnnStatus_t dlh_own_cudnnCreateReduceTensorDescriptor(cudnnReduceTensorDescriptor_t *reduceTensorDesc) {
+  DLH_OWN(dlh_fn, own_cudnnCreateReduceTensorDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateReduceTensorDescriptor(dlh_fn, reduceTensorDesc);
+}
 
 /* 43: cudnnCreateSeqDataDescriptor — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnCreateSeqDataDescriptor)(cudnnSeqDataDescriptor_t *seqDataDesc);
-DLH_EXPORT cudnnStatus_t cudnnCreateSeqDataDescriptor(cudnnSeqDataDescriptor_t *seqDataDesc) {
-  DLH_REAL(dlh_fn, real_cudnnCreateSeqDataDescriptor, "cudnnCreateSeqDataDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateSeqDataDescriptor)(cudnnSeqDataDescriptor_t *seqDataDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateSeqDataDescriptor(__typeof__(real_cudnnCreateSeqDataDescriptor) dlh_fn, cudnnSeqDataDescriptor_t *seqDataDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(seqDataDesc);
@@ -966,11 +1316,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateSeqDataDescriptor(cudnnSeqDataDescriptor_t *
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateSeqDataDescriptor(cudnnSeqDataDescriptor_t *seqDataDesc) {
+  DLH_REAL(dlh_fn, real_cudnnCreateSeqDataDescriptor, "cudnnCreateSeqDataDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateSeqDataDescriptor(dlh_fn, seqDataDesc);
+}
+static cudnnStatus_t dlh_own_cudnnCreateSeqDataDescriptor(cudnnSeqDataDescriptor_t *seqDataDesc) {
+  DLH_OWN(dlh_fn, own_cudnnCreateSeqDataDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateSeqDataDescriptor(dlh_fn, seqDataDesc);
+}
 
 /* 44: cudnnCreateSpatialTransformerDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnCreateSpatialTransformerDescriptor)(cudnnSpatialTransformerDescriptor_t *stDesc);
-DLH_EXPORT cudnnStatus_t cudnnCreateSpatialTransformerDescriptor(cudnnSpatialTransformerDescriptor_t *stDesc) {
-  DLH_REAL(dlh_fn, real_cudnnCreateSpatialTransformerDescriptor, "cudnnCreateSpatialTransformerDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateSpatialTransformerDescriptor)(cudnnSpatialTransformerDescriptor_t *stDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateSpatialTransformerDescriptor(__typeof__(real_cudnnCreateSpatialTransformerDescriptor) dlh_fn, cudnnSpatialTransformerDescriptor_t *stDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(stDesc);
@@ -982,11 +1340,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateSpatialTransformerDescriptor(cudnnSpatialTra
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateSpatialTransformerDescriptor(cudnnSpatialTransformerDescriptor_t *stDesc) {
+  DLH_REAL(dlh_fn, real_cudnnCreateSpatialTransformerDescriptor, "cudnnCreateSpatialTransformerDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateSpatialTransformerDescriptor(dlh_fn, stDesc);
+}
+static cudnnStatus_t dlh_own_cudnnCreateSpatialTransformerDescriptor(cudnnSpatialTransformerDescriptor_t *stDesc) {
+  DLH_OWN(dlh_fn, own_cudnnCreateSpatialTransformerDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateSpatialTransformerDescriptor(dlh_fn, stDesc);
+}
 
 /* 45: cudnnCreateTensorDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnCreateTensorDescriptor)(cudnnTensorDescriptor_t *tensorDesc);
-DLH_EXPORT cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *tensorDesc) {
-  DLH_REAL(dlh_fn, real_cudnnCreateTensorDescriptor, "cudnnCreateTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateTensorDescriptor)(cudnnTensorDescriptor_t *tensorDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateTensorDescriptor(__typeof__(real_cudnnCreateTensorDescriptor) dlh_fn, cudnnTensorDescriptor_t *tensorDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(tensorDesc);
@@ -998,11 +1364,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *te
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *tensorDesc) {
+  DLH_REAL(dlh_fn, real_cudnnCreateTensorDescriptor, "cudnnCreateTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateTensorDescriptor(dlh_fn, tensorDesc);
+}
+static cudnnStatus_t dlh_own_cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t *tensorDesc) {
+  DLH_OWN(dlh_fn, own_cudnnCreateTensorDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateTensorDescriptor(dlh_fn, tensorDesc);
+}
 
 /* 46: cudnnCreateTensorTransformDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnCreateTensorTransformDescriptor)(cudnnTensorTransformDescriptor_t *transformDesc);
-DLH_EXPORT cudnnStatus_t cudnnCreateTensorTransformDescriptor(cudnnTensorTransformDescriptor_t *transformDesc) {
-  DLH_REAL(dlh_fn, real_cudnnCreateTensorTransformDescriptor, "cudnnCreateTensorTransformDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnCreateTensorTransformDescriptor)(cudnnTensorTransformDescriptor_t *transformDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnCreateTensorTransformDescriptor(__typeof__(real_cudnnCreateTensorTransformDescriptor) dlh_fn, cudnnTensorTransformDescriptor_t *transformDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(transformDesc);
@@ -1014,11 +1388,19 @@ DLH_EXPORT cudnnStatus_t cudnnCreateTensorTransformDescriptor(cudnnTensorTransfo
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnCreateTensorTransformDescriptor(cudnnTensorTransformDescriptor_t *transformDesc) {
+  DLH_REAL(dlh_fn, real_cudnnCreateTensorTransformDescriptor, "cudnnCreateTensorTransformDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateTensorTransformDescriptor(dlh_fn, transformDesc);
+}
+static cudnnStatus_t dlh_own_cudnnCreateTensorTransformDescriptor(cudnnTensorTransformDescriptor_t *transformDesc) {
+  DLH_OWN(dlh_fn, own_cudnnCreateTensorTransformDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnCreateTensorTransformDescriptor(dlh_fn, transformDesc);
+}
 
 /* 47: cudnnDeriveBNTensorDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDeriveBNTensorDescriptor)(cudnnTensorDescriptor_t derivedBnDesc, const cudnnTensorDescriptor_t xDesc, cudnnBatchNormMode_t mode);
-DLH_EXPORT cudnnStatus_t cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t derivedBnDesc, const cudnnTensorDescriptor_t xDesc, cudnnBatchNormMode_t mode) {
-  DLH_REAL(dlh_fn, real_cudnnDeriveBNTensorDescriptor, "cudnnDeriveBNTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDeriveBNTensorDescriptor)(cudnnTensorDescriptor_t derivedBnDesc, const cudnnTensorDescriptor_t xDesc, cudnnBatchNormMode_t mode);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDeriveBNTensorDescriptor(__typeof__(real_cudnnDeriveBNTensorDescriptor) dlh_fn, cudnnTensorDescriptor_t derivedBnDesc, const cudnnTensorDescriptor_t xDesc, cudnnBatchNormMode_t mode) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(derivedBnDesc, xDesc, mode);
@@ -1032,11 +1414,19 @@ DLH_EXPORT cudnnStatus_t cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t d
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t derivedBnDesc, const cudnnTensorDescriptor_t xDesc, cudnnBatchNormMode_t mode) {
+  DLH_REAL(dlh_fn, real_cudnnDeriveBNTensorDescriptor, "cudnnDeriveBNTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDeriveBNTensorDescriptor(dlh_fn, derivedBnDesc, xDesc, mode);
+}
+static cudnnStatus_t dlh_own_cudnnDeriveBNTensorDescriptor(cudnnTensorDescriptor_t derivedBnDesc, const cudnnTensorDescriptor_t xDesc, cudnnBatchNormMode_t mode) {
+  DLH_OWN(dlh_fn, own_cudnnDeriveBNTensorDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDeriveBNTensorDescriptor(dlh_fn, derivedBnDesc, xDesc, mode);
+}
 
 /* 48: cudnnDeriveNormTensorDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDeriveNormTensorDescriptor)(cudnnTensorDescriptor_t derivedNormScaleBiasDesc, cudnnTensorDescriptor_t derivedNormMeanVarDesc, const cudnnTensorDescriptor_t xDesc, cudnnNormMode_t mode, int groupCnt);
-DLH_EXPORT cudnnStatus_t cudnnDeriveNormTensorDescriptor(cudnnTensorDescriptor_t derivedNormScaleBiasDesc, cudnnTensorDescriptor_t derivedNormMeanVarDesc, const cudnnTensorDescriptor_t xDesc, cudnnNormMode_t mode, int groupCnt) {
-  DLH_REAL(dlh_fn, real_cudnnDeriveNormTensorDescriptor, "cudnnDeriveNormTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDeriveNormTensorDescriptor)(cudnnTensorDescriptor_t derivedNormScaleBiasDesc, cudnnTensorDescriptor_t derivedNormMeanVarDesc, const cudnnTensorDescriptor_t xDesc, cudnnNormMode_t mode, int groupCnt);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDeriveNormTensorDescriptor(__typeof__(real_cudnnDeriveNormTensorDescriptor) dlh_fn, cudnnTensorDescriptor_t derivedNormScaleBiasDesc, cudnnTensorDescriptor_t derivedNormMeanVarDesc, const cudnnTensorDescriptor_t xDesc, cudnnNormMode_t mode, int groupCnt) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(derivedNormScaleBiasDesc, derivedNormMeanVarDesc, xDesc, mode, groupCnt);
@@ -1052,11 +1442,19 @@ DLH_EXPORT cudnnStatus_t cudnnDeriveNormTensorDescriptor(cudnnTensorDescriptor_t
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDeriveNormTensorDescriptor(cudnnTensorDescriptor_t derivedNormScaleBiasDesc, cudnnTensorDescriptor_t derivedNormMeanVarDesc, const cudnnTensorDescriptor_t xDesc, cudnnNormMode_t mode, int groupCnt) {
+  DLH_REAL(dlh_fn, real_cudnnDeriveNormTensorDescriptor, "cudnnDeriveNormTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDeriveNormTensorDescriptor(dlh_fn, derivedNormScaleBiasDesc, derivedNormMeanVarDesc, xDesc, mode, groupCnt);
+}
+static cudnnStatus_t dlh_own_cudnnDeriveNormTensorDescriptor(cudnnTensorDescriptor_t derivedNormScaleBiasDesc, cudnnTensorDescriptor_t derivedNormMeanVarDesc, const cudnnTensorDescriptor_t xDesc, cudnnNormMode_t mode, int groupCnt) {
+  DLH_OWN(dlh_fn, own_cudnnDeriveNormTensorDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDeriveNormTensorDescriptor(dlh_fn, derivedNormScaleBiasDesc, derivedNormMeanVarDesc, xDesc, mode, groupCnt);
+}
 
 /* 49: cudnnDestroy — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnDestroy)(cudnnHandle_t handle);
-DLH_EXPORT cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
-  DLH_REAL(dlh_fn, real_cudnnDestroy, "cudnnDestroy", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroy)(cudnnHandle_t handle);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroy(__typeof__(real_cudnnDestroy) dlh_fn, cudnnHandle_t handle) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle);
@@ -1068,11 +1466,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroy(cudnnHandle_t handle) {
+  DLH_REAL(dlh_fn, real_cudnnDestroy, "cudnnDestroy", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroy(dlh_fn, handle);
+}
+static cudnnStatus_t dlh_own_cudnnDestroy(cudnnHandle_t handle) {
+  DLH_OWN(dlh_fn, own_cudnnDestroy, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroy(dlh_fn, handle);
+}
 
 /* 50: cudnnDestroyActivationDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDestroyActivationDescriptor)(cudnnActivationDescriptor_t activationDesc);
-DLH_EXPORT cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t activationDesc) {
-  DLH_REAL(dlh_fn, real_cudnnDestroyActivationDescriptor, "cudnnDestroyActivationDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroyActivationDescriptor)(cudnnActivationDescriptor_t activationDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroyActivationDescriptor(__typeof__(real_cudnnDestroyActivationDescriptor) dlh_fn, cudnnActivationDescriptor_t activationDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(activationDesc);
@@ -1084,11 +1490,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescrip
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t activationDesc) {
+  DLH_REAL(dlh_fn, real_cudnnDestroyActivationDescriptor, "cudnnDestroyActivationDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyActivationDescriptor(dlh_fn, activationDesc);
+}
+static cudnnStatus_t dlh_own_cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t activationDesc) {
+  DLH_OWN(dlh_fn, own_cudnnDestroyActivationDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyActivationDescriptor(dlh_fn, activationDesc);
+}
 
 /* 51: cudnnDestroyAttnDescriptor — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnDestroyAttnDescriptor)(cudnnAttnDescriptor_t attnDesc);
-DLH_EXPORT cudnnStatus_t cudnnDestroyAttnDescriptor(cudnnAttnDescriptor_t attnDesc) {
-  DLH_REAL(dlh_fn, real_cudnnDestroyAttnDescriptor, "cudnnDestroyAttnDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroyAttnDescriptor)(cudnnAttnDescriptor_t attnDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroyAttnDescriptor(__typeof__(real_cudnnDestroyAttnDescriptor) dlh_fn, cudnnAttnDescriptor_t attnDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(attnDesc);
@@ -1100,11 +1514,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroyAttnDescriptor(cudnnAttnDescriptor_t attnDe
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroyAttnDescriptor(cudnnAttnDescriptor_t attnDesc) {
+  DLH_REAL(dlh_fn, real_cudnnDestroyAttnDescriptor, "cudnnDestroyAttnDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyAttnDescriptor(dlh_fn, attnDesc);
+}
+static cudnnStatus_t dlh_own_cudnnDestroyAttnDescriptor(cudnnAttnDescriptor_t attnDesc) {
+  DLH_OWN(dlh_fn, own_cudnnDestroyAttnDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyAttnDescriptor(dlh_fn, attnDesc);
+}
 
 /* 52: cudnnDestroyCTCLossDescriptor — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnDestroyCTCLossDescriptor)(cudnnCTCLossDescriptor_t ctcLossDesc);
-DLH_EXPORT cudnnStatus_t cudnnDestroyCTCLossDescriptor(cudnnCTCLossDescriptor_t ctcLossDesc) {
-  DLH_REAL(dlh_fn, real_cudnnDestroyCTCLossDescriptor, "cudnnDestroyCTCLossDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroyCTCLossDescriptor)(cudnnCTCLossDescriptor_t ctcLossDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroyCTCLossDescriptor(__typeof__(real_cudnnDestroyCTCLossDescriptor) dlh_fn, cudnnCTCLossDescriptor_t ctcLossDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(ctcLossDesc);
@@ -1116,11 +1538,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroyCTCLossDescriptor(cudnnCTCLossDescriptor_t 
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroyCTCLossDescriptor(cudnnCTCLossDescriptor_t ctcLossDesc) {
+  DLH_REAL(dlh_fn, real_cudnnDestroyCTCLossDescriptor, "cudnnDestroyCTCLossDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyCTCLossDescriptor(dlh_fn, ctcLossDesc);
+}
+static cudnnStatus_t dlh_own_cudnnDestroyCTCLossDescriptor(cudnnCTCLossDescriptor_t ctcLossDesc) {
+  DLH_OWN(dlh_fn, own_cudnnDestroyCTCLossDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyCTCLossDescriptor(dlh_fn, ctcLossDesc);
+}
 
 /* 53: cudnnDestroyConvolutionDescriptor — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnDestroyConvolutionDescriptor)(cudnnConvolutionDescriptor_t convDesc);
-DLH_EXPORT cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t convDesc) {
-  DLH_REAL(dlh_fn, real_cudnnDestroyConvolutionDescriptor, "cudnnDestroyConvolutionDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroyConvolutionDescriptor)(cudnnConvolutionDescriptor_t convDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroyConvolutionDescriptor(__typeof__(real_cudnnDestroyConvolutionDescriptor) dlh_fn, cudnnConvolutionDescriptor_t convDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(convDesc);
@@ -1132,11 +1562,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescr
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t convDesc) {
+  DLH_REAL(dlh_fn, real_cudnnDestroyConvolutionDescriptor, "cudnnDestroyConvolutionDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyConvolutionDescriptor(dlh_fn, convDesc);
+}
+static cudnnStatus_t dlh_own_cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t convDesc) {
+  DLH_OWN(dlh_fn, own_cudnnDestroyConvolutionDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyConvolutionDescriptor(dlh_fn, convDesc);
+}
 
 /* 54: cudnnDestroyDropoutDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDestroyDropoutDescriptor)(cudnnDropoutDescriptor_t dropoutDesc);
-DLH_EXPORT cudnnStatus_t cudnnDestroyDropoutDescriptor(cudnnDropoutDescriptor_t dropoutDesc) {
-  DLH_REAL(dlh_fn, real_cudnnDestroyDropoutDescriptor, "cudnnDestroyDropoutDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroyDropoutDescriptor)(cudnnDropoutDescriptor_t dropoutDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroyDropoutDescriptor(__typeof__(real_cudnnDestroyDropoutDescriptor) dlh_fn, cudnnDropoutDescriptor_t dropoutDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(dropoutDesc);
@@ -1148,11 +1586,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroyDropoutDescriptor(cudnnDropoutDescriptor_t 
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroyDropoutDescriptor(cudnnDropoutDescriptor_t dropoutDesc) {
+  DLH_REAL(dlh_fn, real_cudnnDestroyDropoutDescriptor, "cudnnDestroyDropoutDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyDropoutDescriptor(dlh_fn, dropoutDesc);
+}
+static cudnnStatus_t dlh_own_cudnnDestroyDropoutDescriptor(cudnnDropoutDescriptor_t dropoutDesc) {
+  DLH_OWN(dlh_fn, own_cudnnDestroyDropoutDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyDropoutDescriptor(dlh_fn, dropoutDesc);
+}
 
 /* 55: cudnnDestroyFilterDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDestroyFilterDescriptor)(cudnnFilterDescriptor_t filterDesc);
-DLH_EXPORT cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t filterDesc) {
-  DLH_REAL(dlh_fn, real_cudnnDestroyFilterDescriptor, "cudnnDestroyFilterDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroyFilterDescriptor)(cudnnFilterDescriptor_t filterDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroyFilterDescriptor(__typeof__(real_cudnnDestroyFilterDescriptor) dlh_fn, cudnnFilterDescriptor_t filterDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(filterDesc);
@@ -1164,11 +1610,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t fi
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t filterDesc) {
+  DLH_REAL(dlh_fn, real_cudnnDestroyFilterDescriptor, "cudnnDestroyFilterDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyFilterDescriptor(dlh_fn, filterDesc);
+}
+static cudnnStatus_t dlh_own_cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t filterDesc) {
+  DLH_OWN(dlh_fn, own_cudnnDestroyFilterDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyFilterDescriptor(dlh_fn, filterDesc);
+}
 
 /* 56: cudnnDestroyFusedOpsConstParamPack — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnDestroyFusedOpsConstParamPack)(cudnnFusedOpsConstParamPack_t constPack);
-DLH_EXPORT cudnnStatus_t cudnnDestroyFusedOpsConstParamPack(cudnnFusedOpsConstParamPack_t constPack) {
-  DLH_REAL(dlh_fn, real_cudnnDestroyFusedOpsConstParamPack, "cudnnDestroyFusedOpsConstParamPack", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroyFusedOpsConstParamPack)(cudnnFusedOpsConstParamPack_t constPack);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroyFusedOpsConstParamPack(__typeof__(real_cudnnDestroyFusedOpsConstParamPack) dlh_fn, cudnnFusedOpsConstParamPack_t constPack) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(constPack);
@@ -1180,11 +1634,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroyFusedOpsConstParamPack(cudnnFusedOpsConstPa
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroyFusedOpsConstParamPack(cudnnFusedOpsConstParamPack_t constPack) {
+  DLH_REAL(dlh_fn, real_cudnnDestroyFusedOpsConstParamPack, "cudnnDestroyFusedOpsConstParamPack", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyFusedOpsConstParamPack(dlh_fn, constPack);
+}
+static cudnnStatus_t dlh_own_cudnnDestroyFusedOpsConstParamPack(cudnnFusedOpsConstParamPack_t constPack) {
+  DLH_OWN(dlh_fn, own_cudnnDestroyFusedOpsConstParamPack, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyFusedOpsConstParamPack(dlh_fn, constPack);
+}
 
 /* 57: cudnnDestroyFusedOpsPlan — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnDestroyFusedOpsPlan)(cudnnFusedOpsPlan_t plan);
-DLH_EXPORT cudnnStatus_t cudnnDestroyFusedOpsPlan(cudnnFusedOpsPlan_t plan) {
-  DLH_REAL(dlh_fn, real_cudnnDestroyFusedOpsPlan, "cudnnDestroyFusedOpsPlan", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroyFusedOpsPlan)(cudnnFusedOpsPlan_t plan);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroyFusedOpsPlan(__typeof__(real_cudnnDestroyFusedOpsPlan) dlh_fn, cudnnFusedOpsPlan_t plan) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(plan);
@@ -1196,11 +1658,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroyFusedOpsPlan(cudnnFusedOpsPlan_t plan) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroyFusedOpsPlan(cudnnFusedOpsPlan_t plan) {
+  DLH_REAL(dlh_fn, real_cudnnDestroyFusedOpsPlan, "cudnnDestroyFusedOpsPlan", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyFusedOpsPlan(dlh_fn, plan);
+}
+static cudnnStatus_t dlh_own_cudnnDestroyFusedOpsPlan(cudnnFusedOpsPlan_t plan) {
+  DLH_OWN(dlh_fn, own_cudnnDestroyFusedOpsPlan, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyFusedOpsPlan(dlh_fn, plan);
+}
 
 /* 58: cudnnDestroyFusedOpsVariantParamPack — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnDestroyFusedOpsVariantParamPack)(cudnnFusedOpsVariantParamPack_t varPack);
-DLH_EXPORT cudnnStatus_t cudnnDestroyFusedOpsVariantParamPack(cudnnFusedOpsVariantParamPack_t varPack) {
-  DLH_REAL(dlh_fn, real_cudnnDestroyFusedOpsVariantParamPack, "cudnnDestroyFusedOpsVariantParamPack", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroyFusedOpsVariantParamPack)(cudnnFusedOpsVariantParamPack_t varPack);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroyFusedOpsVariantParamPack(__typeof__(real_cudnnDestroyFusedOpsVariantParamPack) dlh_fn, cudnnFusedOpsVariantParamPack_t varPack) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(varPack);
@@ -1212,11 +1682,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroyFusedOpsVariantParamPack(cudnnFusedOpsVaria
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroyFusedOpsVariantParamPack(cudnnFusedOpsVariantParamPack_t varPack) {
+  DLH_REAL(dlh_fn, real_cudnnDestroyFusedOpsVariantParamPack, "cudnnDestroyFusedOpsVariantParamPack", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyFusedOpsVariantParamPack(dlh_fn, varPack);
+}
+static cudnnStatus_t dlh_own_cudnnDestroyFusedOpsVariantParamPack(cudnnFusedOpsVariantParamPack_t varPack) {
+  DLH_OWN(dlh_fn, own_cudnnDestroyFusedOpsVariantParamPack, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyFusedOpsVariantParamPack(dlh_fn, varPack);
+}
 
 /* 59: cudnnDestroyLRNDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDestroyLRNDescriptor)(cudnnLRNDescriptor_t lrnDesc);
-DLH_EXPORT cudnnStatus_t cudnnDestroyLRNDescriptor(cudnnLRNDescriptor_t lrnDesc) {
-  DLH_REAL(dlh_fn, real_cudnnDestroyLRNDescriptor, "cudnnDestroyLRNDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroyLRNDescriptor)(cudnnLRNDescriptor_t lrnDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroyLRNDescriptor(__typeof__(real_cudnnDestroyLRNDescriptor) dlh_fn, cudnnLRNDescriptor_t lrnDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(lrnDesc);
@@ -1228,11 +1706,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroyLRNDescriptor(cudnnLRNDescriptor_t lrnDesc)
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroyLRNDescriptor(cudnnLRNDescriptor_t lrnDesc) {
+  DLH_REAL(dlh_fn, real_cudnnDestroyLRNDescriptor, "cudnnDestroyLRNDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyLRNDescriptor(dlh_fn, lrnDesc);
+}
+static cudnnStatus_t dlh_own_cudnnDestroyLRNDescriptor(cudnnLRNDescriptor_t lrnDesc) {
+  DLH_OWN(dlh_fn, own_cudnnDestroyLRNDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyLRNDescriptor(dlh_fn, lrnDesc);
+}
 
 /* 60: cudnnDestroyOpTensorDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDestroyOpTensorDescriptor)(cudnnOpTensorDescriptor_t opTensorDesc);
-DLH_EXPORT cudnnStatus_t cudnnDestroyOpTensorDescriptor(cudnnOpTensorDescriptor_t opTensorDesc) {
-  DLH_REAL(dlh_fn, real_cudnnDestroyOpTensorDescriptor, "cudnnDestroyOpTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroyOpTensorDescriptor)(cudnnOpTensorDescriptor_t opTensorDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroyOpTensorDescriptor(__typeof__(real_cudnnDestroyOpTensorDescriptor) dlh_fn, cudnnOpTensorDescriptor_t opTensorDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(opTensorDesc);
@@ -1244,11 +1730,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroyOpTensorDescriptor(cudnnOpTensorDescriptor_
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroyOpTensorDescriptor(cudnnOpTensorDescriptor_t opTensorDesc) {
+  DLH_REAL(dlh_fn, real_cudnnDestroyOpTensorDescriptor, "cudnnDestroyOpTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyOpTensorDescriptor(dlh_fn, opTensorDesc);
+}
+static cudnnStatus_t dlh_own_cudnnDestroyOpTensorDescriptor(cudnnOpTensorDescriptor_t opTensorDesc) {
+  DLH_OWN(dlh_fn, own_cudnnDestroyOpTensorDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyOpTensorDescriptor(dlh_fn, opTensorDesc);
+}
 
 /* 61: cudnnDestroyPoolingDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDestroyPoolingDescriptor)(cudnnPoolingDescriptor_t poolingDesc);
-DLH_EXPORT cudnnStatus_t cudnnDestroyPoolingDescriptor(cudnnPoolingDescriptor_t poolingDesc) {
-  DLH_REAL(dlh_fn, real_cudnnDestroyPoolingDescriptor, "cudnnDestroyPoolingDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroyPoolingDescriptor)(cudnnPoolingDescriptor_t poolingDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroyPoolingDescriptor(__typeof__(real_cudnnDestroyPoolingDescriptor) dlh_fn, cudnnPoolingDescriptor_t poolingDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(poolingDesc);
@@ -1260,11 +1754,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroyPoolingDescriptor(cudnnPoolingDescriptor_t 
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroyPoolingDescriptor(cudnnPoolingDescriptor_t poolingDesc) {
+  DLH_REAL(dlh_fn, real_cudnnDestroyPoolingDescriptor, "cudnnDestroyPoolingDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyPoolingDescriptor(dlh_fn, poolingDesc);
+}
+static cudnnStatus_t dlh_own_cudnnDestroyPoolingDescriptor(cudnnPoolingDescriptor_t poolingDesc) {
+  DLH_OWN(dlh_fn, own_cudnnDestroyPoolingDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyPoolingDescriptor(dlh_fn, poolingDesc);
+}
 
 /* 62: cudnnDestroyRNNDataDescriptor — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnDestroyRNNDataDescriptor)(cudnnRNNDataDescriptor_t rnnDataDesc);
-DLH_EXPORT cudnnStatus_t cudnnDestroyRNNDataDescriptor(cudnnRNNDataDescriptor_t rnnDataDesc) {
-  DLH_REAL(dlh_fn, real_cudnnDestroyRNNDataDescriptor, "cudnnDestroyRNNDataDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroyRNNDataDescriptor)(cudnnRNNDataDescriptor_t rnnDataDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroyRNNDataDescriptor(__typeof__(real_cudnnDestroyRNNDataDescriptor) dlh_fn, cudnnRNNDataDescriptor_t rnnDataDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(rnnDataDesc);
@@ -1276,11 +1778,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroyRNNDataDescriptor(cudnnRNNDataDescriptor_t 
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroyRNNDataDescriptor(cudnnRNNDataDescriptor_t rnnDataDesc) {
+  DLH_REAL(dlh_fn, real_cudnnDestroyRNNDataDescriptor, "cudnnDestroyRNNDataDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyRNNDataDescriptor(dlh_fn, rnnDataDesc);
+}
+static cudnnStatus_t dlh_own_cudnnDestroyRNNDataDescriptor(cudnnRNNDataDescriptor_t rnnDataDesc) {
+  DLH_OWN(dlh_fn, own_cudnnDestroyRNNDataDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyRNNDataDescriptor(dlh_fn, rnnDataDesc);
+}
 
 /* 63: cudnnDestroyRNNDescriptor — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnDestroyRNNDescriptor)(cudnnRNNDescriptor_t rnnDesc);
-DLH_EXPORT cudnnStatus_t cudnnDestroyRNNDescriptor(cudnnRNNDescriptor_t rnnDesc) {
-  DLH_REAL(dlh_fn, real_cudnnDestroyRNNDescriptor, "cudnnDestroyRNNDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroyRNNDescriptor)(cudnnRNNDescriptor_t rnnDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroyRNNDescriptor(__typeof__(real_cudnnDestroyRNNDescriptor) dlh_fn, cudnnRNNDescriptor_t rnnDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(rnnDesc);
@@ -1292,11 +1802,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroyRNNDescriptor(cudnnRNNDescriptor_t rnnDesc)
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroyRNNDescriptor(cudnnRNNDescriptor_t rnnDesc) {
+  DLH_REAL(dlh_fn, real_cudnnDestroyRNNDescriptor, "cudnnDestroyRNNDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyRNNDescriptor(dlh_fn, rnnDesc);
+}
+static cudnnStatus_t dlh_own_cudnnDestroyRNNDescriptor(cudnnRNNDescriptor_t rnnDesc) {
+  DLH_OWN(dlh_fn, own_cudnnDestroyRNNDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyRNNDescriptor(dlh_fn, rnnDesc);
+}
 
 /* 64: cudnnDestroyReduceTensorDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDestroyReduceTensorDescriptor)(cudnnReduceTensorDescriptor_t reduceTensorDesc);
-DLH_EXPORT cudnnStatus_t cudnnDestroyReduceTensorDescriptor(cudnnReduceTensorDescriptor_t reduceTensorDesc) {
-  DLH_REAL(dlh_fn, real_cudnnDestroyReduceTensorDescriptor, "cudnnDestroyReduceTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroyReduceTensorDescriptor)(cudnnReduceTensorDescriptor_t reduceTensorDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroyReduceTensorDescriptor(__typeof__(real_cudnnDestroyReduceTensorDescriptor) dlh_fn, cudnnReduceTensorDescriptor_t reduceTensorDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(reduceTensorDesc);
@@ -1308,11 +1826,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroyReduceTensorDescriptor(cudnnReduceTensorDes
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroyReduceTensorDescriptor(cudnnReduceTensorDescriptor_t reduceTensorDesc) {
+  DLH_REAL(dlh_fn, real_cudnnDestroyReduceTensorDescriptor, "cudnnDestroyReduceTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyReduceTensorDescriptor(dlh_fn, reduceTensorDesc);
+}
+static cudnnStatus_t dlh_own_cudnnDestroyReduceTensorDescriptor(cudnnReduceTensorDescriptor_t reduceTensorDesc) {
+  DLH_OWN(dlh_fn, own_cudnnDestroyReduceTensorDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyReduceTensorDescriptor(dlh_fn, reduceTensorDesc);
+}
 
 /* 65: cudnnDestroySeqDataDescriptor — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnDestroySeqDataDescriptor)(cudnnSeqDataDescriptor_t seqDataDesc);
-DLH_EXPORT cudnnStatus_t cudnnDestroySeqDataDescriptor(cudnnSeqDataDescriptor_t seqDataDesc) {
-  DLH_REAL(dlh_fn, real_cudnnDestroySeqDataDescriptor, "cudnnDestroySeqDataDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroySeqDataDescriptor)(cudnnSeqDataDescriptor_t seqDataDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroySeqDataDescriptor(__typeof__(real_cudnnDestroySeqDataDescriptor) dlh_fn, cudnnSeqDataDescriptor_t seqDataDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(seqDataDesc);
@@ -1324,11 +1850,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroySeqDataDescriptor(cudnnSeqDataDescriptor_t 
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroySeqDataDescriptor(cudnnSeqDataDescriptor_t seqDataDesc) {
+  DLH_REAL(dlh_fn, real_cudnnDestroySeqDataDescriptor, "cudnnDestroySeqDataDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroySeqDataDescriptor(dlh_fn, seqDataDesc);
+}
+static cudnnStatus_t dlh_own_cudnnDestroySeqDataDescriptor(cudnnSeqDataDescriptor_t seqDataDesc) {
+  DLH_OWN(dlh_fn, own_cudnnDestroySeqDataDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroySeqDataDescriptor(dlh_fn, seqDataDesc);
+}
 
 /* 66: cudnnDestroySpatialTransformerDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDestroySpatialTransformerDescriptor)(cudnnSpatialTransformerDescriptor_t stDesc);
-DLH_EXPORT cudnnStatus_t cudnnDestroySpatialTransformerDescriptor(cudnnSpatialTransformerDescriptor_t stDesc) {
-  DLH_REAL(dlh_fn, real_cudnnDestroySpatialTransformerDescriptor, "cudnnDestroySpatialTransformerDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroySpatialTransformerDescriptor)(cudnnSpatialTransformerDescriptor_t stDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroySpatialTransformerDescriptor(__typeof__(real_cudnnDestroySpatialTransformerDescriptor) dlh_fn, cudnnSpatialTransformerDescriptor_t stDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(stDesc);
@@ -1340,11 +1874,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroySpatialTransformerDescriptor(cudnnSpatialTr
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroySpatialTransformerDescriptor(cudnnSpatialTransformerDescriptor_t stDesc) {
+  DLH_REAL(dlh_fn, real_cudnnDestroySpatialTransformerDescriptor, "cudnnDestroySpatialTransformerDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroySpatialTransformerDescriptor(dlh_fn, stDesc);
+}
+static cudnnStatus_t dlh_own_cudnnDestroySpatialTransformerDescriptor(cudnnSpatialTransformerDescriptor_t stDesc) {
+  DLH_OWN(dlh_fn, own_cudnnDestroySpatialTransformerDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroySpatialTransformerDescriptor(dlh_fn, stDesc);
+}
 
 /* 67: cudnnDestroyTensorDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDestroyTensorDescriptor)(cudnnTensorDescriptor_t tensorDesc);
-DLH_EXPORT cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t tensorDesc) {
-  DLH_REAL(dlh_fn, real_cudnnDestroyTensorDescriptor, "cudnnDestroyTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroyTensorDescriptor)(cudnnTensorDescriptor_t tensorDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroyTensorDescriptor(__typeof__(real_cudnnDestroyTensorDescriptor) dlh_fn, cudnnTensorDescriptor_t tensorDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(tensorDesc);
@@ -1356,11 +1898,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t te
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t tensorDesc) {
+  DLH_REAL(dlh_fn, real_cudnnDestroyTensorDescriptor, "cudnnDestroyTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyTensorDescriptor(dlh_fn, tensorDesc);
+}
+static cudnnStatus_t dlh_own_cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t tensorDesc) {
+  DLH_OWN(dlh_fn, own_cudnnDestroyTensorDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyTensorDescriptor(dlh_fn, tensorDesc);
+}
 
 /* 68: cudnnDestroyTensorTransformDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDestroyTensorTransformDescriptor)(cudnnTensorTransformDescriptor_t transformDesc);
-DLH_EXPORT cudnnStatus_t cudnnDestroyTensorTransformDescriptor(cudnnTensorTransformDescriptor_t transformDesc) {
-  DLH_REAL(dlh_fn, real_cudnnDestroyTensorTransformDescriptor, "cudnnDestroyTensorTransformDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDestroyTensorTransformDescriptor)(cudnnTensorTransformDescriptor_t transformDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDestroyTensorTransformDescriptor(__typeof__(real_cudnnDestroyTensorTransformDescriptor) dlh_fn, cudnnTensorTransformDescriptor_t transformDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(transformDesc);
@@ -1372,11 +1922,19 @@ DLH_EXPORT cudnnStatus_t cudnnDestroyTensorTransformDescriptor(cudnnTensorTransf
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDestroyTensorTransformDescriptor(cudnnTensorTransformDescriptor_t transformDesc) {
+  DLH_REAL(dlh_fn, real_cudnnDestroyTensorTransformDescriptor, "cudnnDestroyTensorTransformDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyTensorTransformDescriptor(dlh_fn, transformDesc);
+}
+static cudnnStatus_t dlh_own_cudnnDestroyTensorTransformDescriptor(cudnnTensorTransformDescriptor_t transformDesc) {
+  DLH_OWN(dlh_fn, own_cudnnDestroyTensorTransformDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDestroyTensorTransformDescriptor(dlh_fn, transformDesc);
+}
 
 /* 69: cudnnDivisiveNormalizationBackward — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDivisiveNormalizationBackward)(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnDivNormMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *means, const void *dy, void *temp, void *temp2, const void *beta, const cudnnTensorDescriptor_t dXdMeansDesc, void *dx, void *dMeans);
-DLH_EXPORT cudnnStatus_t cudnnDivisiveNormalizationBackward(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnDivNormMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *means, const void *dy, void *temp, void *temp2, const void *beta, const cudnnTensorDescriptor_t dXdMeansDesc, void *dx, void *dMeans) {
-  DLH_REAL(dlh_fn, real_cudnnDivisiveNormalizationBackward, "cudnnDivisiveNormalizationBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDivisiveNormalizationBackward)(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnDivNormMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *means, const void *dy, void *temp, void *temp2, const void *beta, const cudnnTensorDescriptor_t dXdMeansDesc, void *dx, void *dMeans);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDivisiveNormalizationBackward(__typeof__(real_cudnnDivisiveNormalizationBackward) dlh_fn, cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnDivNormMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *means, const void *dy, void *temp, void *temp2, const void *beta, const cudnnTensorDescriptor_t dXdMeansDesc, void *dx, void *dMeans) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, normDesc, mode, alpha, xDesc, x, means, dy, temp, temp2, beta, dXdMeansDesc, dx, dMeans);
@@ -1401,11 +1959,19 @@ DLH_EXPORT cudnnStatus_t cudnnDivisiveNormalizationBackward(cudnnHandle_t handle
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDivisiveNormalizationBackward(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnDivNormMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *means, const void *dy, void *temp, void *temp2, const void *beta, const cudnnTensorDescriptor_t dXdMeansDesc, void *dx, void *dMeans) {
+  DLH_REAL(dlh_fn, real_cudnnDivisiveNormalizationBackward, "cudnnDivisiveNormalizationBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDivisiveNormalizationBackward(dlh_fn, handle, normDesc, mode, alpha, xDesc, x, means, dy, temp, temp2, beta, dXdMeansDesc, dx, dMeans);
+}
+static cudnnStatus_t dlh_own_cudnnDivisiveNormalizationBackward(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnDivNormMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *means, const void *dy, void *temp, void *temp2, const void *beta, const cudnnTensorDescriptor_t dXdMeansDesc, void *dx, void *dMeans) {
+  DLH_OWN(dlh_fn, own_cudnnDivisiveNormalizationBackward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDivisiveNormalizationBackward(dlh_fn, handle, normDesc, mode, alpha, xDesc, x, means, dy, temp, temp2, beta, dXdMeansDesc, dx, dMeans);
+}
 
 /* 70: cudnnDivisiveNormalizationForward — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDivisiveNormalizationForward)(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnDivNormMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *means, void *temp, void *temp2, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y);
-DLH_EXPORT cudnnStatus_t cudnnDivisiveNormalizationForward(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnDivNormMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *means, void *temp, void *temp2, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
-  DLH_REAL(dlh_fn, real_cudnnDivisiveNormalizationForward, "cudnnDivisiveNormalizationForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDivisiveNormalizationForward)(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnDivNormMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *means, void *temp, void *temp2, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDivisiveNormalizationForward(__typeof__(real_cudnnDivisiveNormalizationForward) dlh_fn, cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnDivNormMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *means, void *temp, void *temp2, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, normDesc, mode, alpha, xDesc, x, means, temp, temp2, beta, yDesc, y);
@@ -1428,11 +1994,19 @@ DLH_EXPORT cudnnStatus_t cudnnDivisiveNormalizationForward(cudnnHandle_t handle,
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDivisiveNormalizationForward(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnDivNormMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *means, void *temp, void *temp2, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_REAL(dlh_fn, real_cudnnDivisiveNormalizationForward, "cudnnDivisiveNormalizationForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDivisiveNormalizationForward(dlh_fn, handle, normDesc, mode, alpha, xDesc, x, means, temp, temp2, beta, yDesc, y);
+}
+static cudnnStatus_t dlh_own_cudnnDivisiveNormalizationForward(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnDivNormMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *means, void *temp, void *temp2, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_OWN(dlh_fn, own_cudnnDivisiveNormalizationForward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDivisiveNormalizationForward(dlh_fn, handle, normDesc, mode, alpha, xDesc, x, means, temp, temp2, beta, yDesc, y);
+}
 
 /* 71: cudnnDropoutBackward — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDropoutBackward)(cudnnHandle_t handle, const cudnnDropoutDescriptor_t dropoutDesc, const cudnnTensorDescriptor_t dydesc, const void *dy, const cudnnTensorDescriptor_t dxdesc, void *dx, void *reserveSpace, size_t reserveSpaceSizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnDropoutBackward(cudnnHandle_t handle, const cudnnDropoutDescriptor_t dropoutDesc, const cudnnTensorDescriptor_t dydesc, const void *dy, const cudnnTensorDescriptor_t dxdesc, void *dx, void *reserveSpace, size_t reserveSpaceSizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnDropoutBackward, "cudnnDropoutBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDropoutBackward)(cudnnHandle_t handle, const cudnnDropoutDescriptor_t dropoutDesc, const cudnnTensorDescriptor_t dydesc, const void *dy, const cudnnTensorDescriptor_t dxdesc, void *dx, void *reserveSpace, size_t reserveSpaceSizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDropoutBackward(__typeof__(real_cudnnDropoutBackward) dlh_fn, cudnnHandle_t handle, const cudnnDropoutDescriptor_t dropoutDesc, const cudnnTensorDescriptor_t dydesc, const void *dy, const cudnnTensorDescriptor_t dxdesc, void *dx, void *reserveSpace, size_t reserveSpaceSizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, dropoutDesc, dydesc, dy, dxdesc, dx, reserveSpace, reserveSpaceSizeInBytes);
@@ -1451,11 +2025,19 @@ DLH_EXPORT cudnnStatus_t cudnnDropoutBackward(cudnnHandle_t handle, const cudnnD
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDropoutBackward(cudnnHandle_t handle, const cudnnDropoutDescriptor_t dropoutDesc, const cudnnTensorDescriptor_t dydesc, const void *dy, const cudnnTensorDescriptor_t dxdesc, void *dx, void *reserveSpace, size_t reserveSpaceSizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnDropoutBackward, "cudnnDropoutBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDropoutBackward(dlh_fn, handle, dropoutDesc, dydesc, dy, dxdesc, dx, reserveSpace, reserveSpaceSizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnDropoutBackward(cudnnHandle_t handle, const cudnnDropoutDescriptor_t dropoutDesc, const cudnnTensorDescriptor_t dydesc, const void *dy, const cudnnTensorDescriptor_t dxdesc, void *dx, void *reserveSpace, size_t reserveSpaceSizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnDropoutBackward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDropoutBackward(dlh_fn, handle, dropoutDesc, dydesc, dy, dxdesc, dx, reserveSpace, reserveSpaceSizeInBytes);
+}
 
 /* 72: cudnnDropoutForward — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDropoutForward)(cudnnHandle_t handle, const cudnnDropoutDescriptor_t dropoutDesc, const cudnnTensorDescriptor_t xdesc, const void *x, const cudnnTensorDescriptor_t ydesc, void *y, void *reserveSpace, size_t reserveSpaceSizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnDropoutForward(cudnnHandle_t handle, const cudnnDropoutDescriptor_t dropoutDesc, const cudnnTensorDescriptor_t xdesc, const void *x, const cudnnTensorDescriptor_t ydesc, void *y, void *reserveSpace, size_t reserveSpaceSizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnDropoutForward, "cudnnDropoutForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDropoutForward)(cudnnHandle_t handle, const cudnnDropoutDescriptor_t dropoutDesc, const cudnnTensorDescriptor_t xdesc, const void *x, const cudnnTensorDescriptor_t ydesc, void *y, void *reserveSpace, size_t reserveSpaceSizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDropoutForward(__typeof__(real_cudnnDropoutForward) dlh_fn, cudnnHandle_t handle, const cudnnDropoutDescriptor_t dropoutDesc, const cudnnTensorDescriptor_t xdesc, const void *x, const cudnnTensorDescriptor_t ydesc, void *y, void *reserveSpace, size_t reserveSpaceSizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, dropoutDesc, xdesc, x, ydesc, y, reserveSpace, reserveSpaceSizeInBytes);
@@ -1474,11 +2056,19 @@ DLH_EXPORT cudnnStatus_t cudnnDropoutForward(cudnnHandle_t handle, const cudnnDr
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDropoutForward(cudnnHandle_t handle, const cudnnDropoutDescriptor_t dropoutDesc, const cudnnTensorDescriptor_t xdesc, const void *x, const cudnnTensorDescriptor_t ydesc, void *y, void *reserveSpace, size_t reserveSpaceSizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnDropoutForward, "cudnnDropoutForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDropoutForward(dlh_fn, handle, dropoutDesc, xdesc, x, ydesc, y, reserveSpace, reserveSpaceSizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnDropoutForward(cudnnHandle_t handle, const cudnnDropoutDescriptor_t dropoutDesc, const cudnnTensorDescriptor_t xdesc, const void *x, const cudnnTensorDescriptor_t ydesc, void *y, void *reserveSpace, size_t reserveSpaceSizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnDropoutForward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDropoutForward(dlh_fn, handle, dropoutDesc, xdesc, x, ydesc, y, reserveSpace, reserveSpaceSizeInBytes);
+}
 
 /* 73: cudnnDropoutGetReserveSpaceSize — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDropoutGetReserveSpaceSize)(cudnnTensorDescriptor_t xdesc, size_t *sizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnDropoutGetReserveSpaceSize(cudnnTensorDescriptor_t xdesc, size_t *sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnDropoutGetReserveSpaceSize, "cudnnDropoutGetReserveSpaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDropoutGetReserveSpaceSize)(cudnnTensorDescriptor_t xdesc, size_t *sizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDropoutGetReserveSpaceSize(__typeof__(real_cudnnDropoutGetReserveSpaceSize) dlh_fn, cudnnTensorDescriptor_t xdesc, size_t *sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(xdesc, sizeInBytes);
@@ -1491,11 +2081,19 @@ DLH_EXPORT cudnnStatus_t cudnnDropoutGetReserveSpaceSize(cudnnTensorDescriptor_t
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDropoutGetReserveSpaceSize(cudnnTensorDescriptor_t xdesc, size_t *sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnDropoutGetReserveSpaceSize, "cudnnDropoutGetReserveSpaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDropoutGetReserveSpaceSize(dlh_fn, xdesc, sizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnDropoutGetReserveSpaceSize(cudnnTensorDescriptor_t xdesc, size_t *sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnDropoutGetReserveSpaceSize, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDropoutGetReserveSpaceSize(dlh_fn, xdesc, sizeInBytes);
+}
 
 /* 74: cudnnDropoutGetStatesSize — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnDropoutGetStatesSize)(cudnnHandle_t handle, size_t *sizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnDropoutGetStatesSize(cudnnHandle_t handle, size_t *sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnDropoutGetStatesSize, "cudnnDropoutGetStatesSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnDropoutGetStatesSize)(cudnnHandle_t handle, size_t *sizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnDropoutGetStatesSize(__typeof__(real_cudnnDropoutGetStatesSize) dlh_fn, cudnnHandle_t handle, size_t *sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, sizeInBytes);
@@ -1508,11 +2106,19 @@ DLH_EXPORT cudnnStatus_t cudnnDropoutGetStatesSize(cudnnHandle_t handle, size_t 
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnDropoutGetStatesSize(cudnnHandle_t handle, size_t *sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnDropoutGetStatesSize, "cudnnDropoutGetStatesSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDropoutGetStatesSize(dlh_fn, handle, sizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnDropoutGetStatesSize(cudnnHandle_t handle, size_t *sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnDropoutGetStatesSize, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnDropoutGetStatesSize(dlh_fn, handle, sizeInBytes);
+}
 
 /* 75: cudnnFindConvolutionBackwardDataAlgorithm — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnFindConvolutionBackwardDataAlgorithm)(cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults);
-DLH_EXPORT cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithm(cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults) {
-  DLH_REAL(dlh_fn, real_cudnnFindConvolutionBackwardDataAlgorithm, "cudnnFindConvolutionBackwardDataAlgorithm", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnFindConvolutionBackwardDataAlgorithm)(cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnFindConvolutionBackwardDataAlgorithm(__typeof__(real_cudnnFindConvolutionBackwardDataAlgorithm) dlh_fn, cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, wDesc, dyDesc, convDesc, dxDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
@@ -1531,11 +2137,19 @@ DLH_EXPORT cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithm(cudnnHandle_t
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithm(cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults) {
+  DLH_REAL(dlh_fn, real_cudnnFindConvolutionBackwardDataAlgorithm, "cudnnFindConvolutionBackwardDataAlgorithm", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnFindConvolutionBackwardDataAlgorithm(dlh_fn, handle, wDesc, dyDesc, convDesc, dxDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
+}
+static cudnnStatus_t dlh_own_cudnnFindConvolutionBackwardDataAlgorithm(cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults) {
+  DLH_OWN(dlh_fn, own_cudnnFindConvolutionBackwardDataAlgorithm, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnFindConvolutionBackwardDataAlgorithm(dlh_fn, handle, wDesc, dyDesc, convDesc, dxDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
+}
 
 /* 76: cudnnFindConvolutionBackwardDataAlgorithmEx — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnFindConvolutionBackwardDataAlgorithmEx)(cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, void *dx, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, void *dx, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnFindConvolutionBackwardDataAlgorithmEx, "cudnnFindConvolutionBackwardDataAlgorithmEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnFindConvolutionBackwardDataAlgorithmEx)(cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, void *dx, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnFindConvolutionBackwardDataAlgorithmEx(__typeof__(real_cudnnFindConvolutionBackwardDataAlgorithmEx) dlh_fn, cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, void *dx, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, wDesc, w, dyDesc, dy, convDesc, dxDesc, dx, requestedAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSizeInBytes);
@@ -1559,11 +2173,19 @@ DLH_EXPORT cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(cudnnHandle
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, void *dx, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnFindConvolutionBackwardDataAlgorithmEx, "cudnnFindConvolutionBackwardDataAlgorithmEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnFindConvolutionBackwardDataAlgorithmEx(dlh_fn, handle, wDesc, w, dyDesc, dy, convDesc, dxDesc, dx, requestedAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnFindConvolutionBackwardDataAlgorithmEx(cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, void *dx, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnFindConvolutionBackwardDataAlgorithmEx, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnFindConvolutionBackwardDataAlgorithmEx(dlh_fn, handle, wDesc, w, dyDesc, dy, convDesc, dxDesc, dx, requestedAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSizeInBytes);
+}
 
 /* 77: cudnnFindConvolutionBackwardFilterAlgorithm — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnFindConvolutionBackwardFilterAlgorithm)(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t dwDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults);
-DLH_EXPORT cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithm(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t dwDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults) {
-  DLH_REAL(dlh_fn, real_cudnnFindConvolutionBackwardFilterAlgorithm, "cudnnFindConvolutionBackwardFilterAlgorithm", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnFindConvolutionBackwardFilterAlgorithm)(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t dwDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnFindConvolutionBackwardFilterAlgorithm(__typeof__(real_cudnnFindConvolutionBackwardFilterAlgorithm) dlh_fn, cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t dwDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, xDesc, dyDesc, convDesc, dwDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
@@ -1582,11 +2204,19 @@ DLH_EXPORT cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithm(cudnnHandle
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithm(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t dwDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults) {
+  DLH_REAL(dlh_fn, real_cudnnFindConvolutionBackwardFilterAlgorithm, "cudnnFindConvolutionBackwardFilterAlgorithm", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnFindConvolutionBackwardFilterAlgorithm(dlh_fn, handle, xDesc, dyDesc, convDesc, dwDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
+}
+static cudnnStatus_t dlh_own_cudnnFindConvolutionBackwardFilterAlgorithm(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t dwDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults) {
+  DLH_OWN(dlh_fn, own_cudnnFindConvolutionBackwardFilterAlgorithm, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnFindConvolutionBackwardFilterAlgorithm(dlh_fn, handle, xDesc, dyDesc, convDesc, dwDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
+}
 
 /* 78: cudnnFindConvolutionBackwardFilterAlgorithmEx — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnFindConvolutionBackwardFilterAlgorithmEx)(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *y, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t dwDesc, void *dw, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *y, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t dwDesc, void *dw, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnFindConvolutionBackwardFilterAlgorithmEx, "cudnnFindConvolutionBackwardFilterAlgorithmEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnFindConvolutionBackwardFilterAlgorithmEx)(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *y, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t dwDesc, void *dw, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnFindConvolutionBackwardFilterAlgorithmEx(__typeof__(real_cudnnFindConvolutionBackwardFilterAlgorithmEx) dlh_fn, cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *y, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t dwDesc, void *dw, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, xDesc, x, dyDesc, y, convDesc, dwDesc, dw, requestedAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSizeInBytes);
@@ -1610,11 +2240,19 @@ DLH_EXPORT cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnnHand
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *y, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t dwDesc, void *dw, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnFindConvolutionBackwardFilterAlgorithmEx, "cudnnFindConvolutionBackwardFilterAlgorithmEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnFindConvolutionBackwardFilterAlgorithmEx(dlh_fn, handle, xDesc, x, dyDesc, y, convDesc, dwDesc, dw, requestedAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t dyDesc, const void *y, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t dwDesc, void *dw, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnFindConvolutionBackwardFilterAlgorithmEx, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnFindConvolutionBackwardFilterAlgorithmEx(dlh_fn, handle, xDesc, x, dyDesc, y, convDesc, dwDesc, dw, requestedAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSizeInBytes);
+}
 
 /* 79: cudnnFindConvolutionForwardAlgorithm — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnFindConvolutionForwardAlgorithm)(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults);
-DLH_EXPORT cudnnStatus_t cudnnFindConvolutionForwardAlgorithm(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults) {
-  DLH_REAL(dlh_fn, real_cudnnFindConvolutionForwardAlgorithm, "cudnnFindConvolutionForwardAlgorithm", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnFindConvolutionForwardAlgorithm)(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnFindConvolutionForwardAlgorithm(__typeof__(real_cudnnFindConvolutionForwardAlgorithm) dlh_fn, cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, xDesc, wDesc, convDesc, yDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
@@ -1633,11 +2271,19 @@ DLH_EXPORT cudnnStatus_t cudnnFindConvolutionForwardAlgorithm(cudnnHandle_t hand
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnFindConvolutionForwardAlgorithm(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults) {
+  DLH_REAL(dlh_fn, real_cudnnFindConvolutionForwardAlgorithm, "cudnnFindConvolutionForwardAlgorithm", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnFindConvolutionForwardAlgorithm(dlh_fn, handle, xDesc, wDesc, convDesc, yDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
+}
+static cudnnStatus_t dlh_own_cudnnFindConvolutionForwardAlgorithm(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults) {
+  DLH_OWN(dlh_fn, own_cudnnFindConvolutionForwardAlgorithm, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnFindConvolutionForwardAlgorithm(dlh_fn, handle, xDesc, wDesc, convDesc, yDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
+}
 
 /* 80: cudnnFindConvolutionForwardAlgorithmEx — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnFindConvolutionForwardAlgorithmEx)(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, void *y, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, void *y, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnFindConvolutionForwardAlgorithmEx, "cudnnFindConvolutionForwardAlgorithmEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnFindConvolutionForwardAlgorithmEx)(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, void *y, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnFindConvolutionForwardAlgorithmEx(__typeof__(real_cudnnFindConvolutionForwardAlgorithmEx) dlh_fn, cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, void *y, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, xDesc, x, wDesc, w, convDesc, yDesc, y, requestedAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSizeInBytes);
@@ -1661,11 +2307,19 @@ DLH_EXPORT cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(cudnnHandle_t ha
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, void *y, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnFindConvolutionForwardAlgorithmEx, "cudnnFindConvolutionForwardAlgorithmEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnFindConvolutionForwardAlgorithmEx(dlh_fn, handle, xDesc, x, wDesc, w, convDesc, yDesc, y, requestedAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnFindConvolutionForwardAlgorithmEx(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const void *w, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, void *y, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults, void *workSpace, size_t workSpaceSizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnFindConvolutionForwardAlgorithmEx, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnFindConvolutionForwardAlgorithmEx(dlh_fn, handle, xDesc, x, wDesc, w, convDesc, yDesc, y, requestedAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSizeInBytes);
+}
 
 /* 81: cudnnFusedOpsExecute — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnFusedOpsExecute)(cudnnHandle_t handle, const cudnnFusedOpsPlan_t plan, cudnnFusedOpsVariantParamPack_t varPack);
-DLH_EXPORT cudnnStatus_t cudnnFusedOpsExecute(cudnnHandle_t handle, const cudnnFusedOpsPlan_t plan, cudnnFusedOpsVariantParamPack_t varPack) {
-  DLH_REAL(dlh_fn, real_cudnnFusedOpsExecute, "cudnnFusedOpsExecute", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnFusedOpsExecute)(cudnnHandle_t handle, const cudnnFusedOpsPlan_t plan, cudnnFusedOpsVariantParamPack_t varPack);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnFusedOpsExecute(__typeof__(real_cudnnFusedOpsExecute) dlh_fn, cudnnHandle_t handle, const cudnnFusedOpsPlan_t plan, cudnnFusedOpsVariantParamPack_t varPack) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, plan, varPack);
@@ -1679,11 +2333,19 @@ DLH_EXPORT cudnnStatus_t cudnnFusedOpsExecute(cudnnHandle_t handle, const cudnnF
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnFusedOpsExecute(cudnnHandle_t handle, const cudnnFusedOpsPlan_t plan, cudnnFusedOpsVariantParamPack_t varPack) {
+  DLH_REAL(dlh_fn, real_cudnnFusedOpsExecute, "cudnnFusedOpsExecute", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnFusedOpsExecute(dlh_fn, handle, plan, varPack);
+}
+static cudnnStatus_t dlh_own_cudnnFusedOpsExecute(cudnnHandle_t handle, const cudnnFusedOpsPlan_t plan, cudnnFusedOpsVariantParamPack_t varPack) {
+  DLH_OWN(dlh_fn, own_cudnnFusedOpsExecute, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnFusedOpsExecute(dlh_fn, handle, plan, varPack);
+}
 
 /* 82: cudnnGetActivationDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetActivationDescriptor)(const cudnnActivationDescriptor_t activationDesc, cudnnActivationMode_t *mode, cudnnNanPropagation_t *reluNanOpt, double *coef);
-DLH_EXPORT cudnnStatus_t cudnnGetActivationDescriptor(const cudnnActivationDescriptor_t activationDesc, cudnnActivationMode_t *mode, cudnnNanPropagation_t *reluNanOpt, double *coef) {
-  DLH_REAL(dlh_fn, real_cudnnGetActivationDescriptor, "cudnnGetActivationDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetActivationDescriptor)(const cudnnActivationDescriptor_t activationDesc, cudnnActivationMode_t *mode, cudnnNanPropagation_t *reluNanOpt, double *coef);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetActivationDescriptor(__typeof__(real_cudnnGetActivationDescriptor) dlh_fn, const cudnnActivationDescriptor_t activationDesc, cudnnActivationMode_t *mode, cudnnNanPropagation_t *reluNanOpt, double *coef) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(activationDesc, mode, reluNanOpt, coef);
@@ -1698,11 +2360,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetActivationDescriptor(const cudnnActivationDescr
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetActivationDescriptor(const cudnnActivationDescriptor_t activationDesc, cudnnActivationMode_t *mode, cudnnNanPropagation_t *reluNanOpt, double *coef) {
+  DLH_REAL(dlh_fn, real_cudnnGetActivationDescriptor, "cudnnGetActivationDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetActivationDescriptor(dlh_fn, activationDesc, mode, reluNanOpt, coef);
+}
+static cudnnStatus_t dlh_own_cudnnGetActivationDescriptor(const cudnnActivationDescriptor_t activationDesc, cudnnActivationMode_t *mode, cudnnNanPropagation_t *reluNanOpt, double *coef) {
+  DLH_OWN(dlh_fn, own_cudnnGetActivationDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetActivationDescriptor(dlh_fn, activationDesc, mode, reluNanOpt, coef);
+}
 
 /* 83: cudnnGetActivationDescriptorSwishBeta — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetActivationDescriptorSwishBeta)(cudnnActivationDescriptor_t activationDesc, double *swish_beta);
-DLH_EXPORT cudnnStatus_t cudnnGetActivationDescriptorSwishBeta(cudnnActivationDescriptor_t activationDesc, double *swish_beta) {
-  DLH_REAL(dlh_fn, real_cudnnGetActivationDescriptorSwishBeta, "cudnnGetActivationDescriptorSwishBeta", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetActivationDescriptorSwishBeta)(cudnnActivationDescriptor_t activationDesc, double *swish_beta);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetActivationDescriptorSwishBeta(__typeof__(real_cudnnGetActivationDescriptorSwishBeta) dlh_fn, cudnnActivationDescriptor_t activationDesc, double *swish_beta) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(activationDesc, swish_beta);
@@ -1715,11 +2385,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetActivationDescriptorSwishBeta(cudnnActivationDe
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetActivationDescriptorSwishBeta(cudnnActivationDescriptor_t activationDesc, double *swish_beta) {
+  DLH_REAL(dlh_fn, real_cudnnGetActivationDescriptorSwishBeta, "cudnnGetActivationDescriptorSwishBeta", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetActivationDescriptorSwishBeta(dlh_fn, activationDesc, swish_beta);
+}
+static cudnnStatus_t dlh_own_cudnnGetActivationDescriptorSwishBeta(cudnnActivationDescriptor_t activationDesc, double *swish_beta) {
+  DLH_OWN(dlh_fn, own_cudnnGetActivationDescriptorSwishBeta, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetActivationDescriptorSwishBeta(dlh_fn, activationDesc, swish_beta);
+}
 
 /* 84: cudnnGetAttnDescriptor — cudnn_adv.h; args beyond 16 not recorded: qoMaxSeqLength, kvMaxSeqLength, maxBatchSize, maxBeamSize */
 static cudnnStatus_t (*real_cudnnGetAttnDescriptor)(cudnnAttnDescriptor_t attnDesc, unsigned *attnMode, int *nHeads, double *smScaler, cudnnDataType_t *dataType, cudnnDataType_t *computePrec, cudnnMathType_t *mathType, cudnnDropoutDescriptor_t *attnDropoutDesc, cudnnDropoutDescriptor_t *postDropoutDesc, int *qSize, int *kSize, int *vSize, int *qProjSize, int *kProjSize, int *vProjSize, int *oProjSize, int *qoMaxSeqLength, int *kvMaxSeqLength, int *maxBatchSize, int *maxBeamSize);
-DLH_EXPORT cudnnStatus_t cudnnGetAttnDescriptor(cudnnAttnDescriptor_t attnDesc, unsigned *attnMode, int *nHeads, double *smScaler, cudnnDataType_t *dataType, cudnnDataType_t *computePrec, cudnnMathType_t *mathType, cudnnDropoutDescriptor_t *attnDropoutDesc, cudnnDropoutDescriptor_t *postDropoutDesc, int *qSize, int *kSize, int *vSize, int *qProjSize, int *kProjSize, int *vProjSize, int *oProjSize, int *qoMaxSeqLength, int *kvMaxSeqLength, int *maxBatchSize, int *maxBeamSize) {
-  DLH_REAL(dlh_fn, real_cudnnGetAttnDescriptor, "cudnnGetAttnDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetAttnDescriptor)(cudnnAttnDescriptor_t attnDesc, unsigned *attnMode, int *nHeads, double *smScaler, cudnnDataType_t *dataType, cudnnDataType_t *computePrec, cudnnMathType_t *mathType, cudnnDropoutDescriptor_t *attnDropoutDesc, cudnnDropoutDescriptor_t *postDropoutDesc, int *qSize, int *kSize, int *vSize, int *qProjSize, int *kProjSize, int *vProjSize, int *oProjSize, int *qoMaxSeqLength, int *kvMaxSeqLength, int *maxBatchSize, int *maxBeamSize);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetAttnDescriptor(__typeof__(real_cudnnGetAttnDescriptor) dlh_fn, cudnnAttnDescriptor_t attnDesc, unsigned *attnMode, int *nHeads, double *smScaler, cudnnDataType_t *dataType, cudnnDataType_t *computePrec, cudnnMathType_t *mathType, cudnnDropoutDescriptor_t *attnDropoutDesc, cudnnDropoutDescriptor_t *postDropoutDesc, int *qSize, int *kSize, int *vSize, int *qProjSize, int *kProjSize, int *vProjSize, int *oProjSize, int *qoMaxSeqLength, int *kvMaxSeqLength, int *maxBatchSize, int *maxBeamSize) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(attnDesc, attnMode, nHeads, smScaler, dataType, computePrec, mathType, attnDropoutDesc, postDropoutDesc, qSize, kSize, vSize, qProjSize, kProjSize, vProjSize, oProjSize, qoMaxSeqLength, kvMaxSeqLength, maxBatchSize, maxBeamSize);
@@ -1746,11 +2424,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetAttnDescriptor(cudnnAttnDescriptor_t attnDesc, 
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetAttnDescriptor(cudnnAttnDescriptor_t attnDesc, unsigned *attnMode, int *nHeads, double *smScaler, cudnnDataType_t *dataType, cudnnDataType_t *computePrec, cudnnMathType_t *mathType, cudnnDropoutDescriptor_t *attnDropoutDesc, cudnnDropoutDescriptor_t *postDropoutDesc, int *qSize, int *kSize, int *vSize, int *qProjSize, int *kProjSize, int *vProjSize, int *oProjSize, int *qoMaxSeqLength, int *kvMaxSeqLength, int *maxBatchSize, int *maxBeamSize) {
+  DLH_REAL(dlh_fn, real_cudnnGetAttnDescriptor, "cudnnGetAttnDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetAttnDescriptor(dlh_fn, attnDesc, attnMode, nHeads, smScaler, dataType, computePrec, mathType, attnDropoutDesc, postDropoutDesc, qSize, kSize, vSize, qProjSize, kProjSize, vProjSize, oProjSize, qoMaxSeqLength, kvMaxSeqLength, maxBatchSize, maxBeamSize);
+}
+static cudnnStatus_t dlh_own_cudnnGetAttnDescriptor(cudnnAttnDescriptor_t attnDesc, unsigned *attnMode, int *nHeads, double *smScaler, cudnnDataType_t *dataType, cudnnDataType_t *computePrec, cudnnMathType_t *mathType, cudnnDropoutDescriptor_t *attnDropoutDesc, cudnnDropoutDescriptor_t *postDropoutDesc, int *qSize, int *kSize, int *vSize, int *qProjSize, int *kProjSize, int *vProjSize, int *oProjSize, int *qoMaxSeqLength, int *kvMaxSeqLength, int *maxBatchSize, int *maxBeamSize) {
+  DLH_OWN(dlh_fn, own_cudnnGetAttnDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetAttnDescriptor(dlh_fn, attnDesc, attnMode, nHeads, smScaler, dataType, computePrec, mathType, attnDropoutDesc, postDropoutDesc, qSize, kSize, vSize, qProjSize, kProjSize, vProjSize, oProjSize, qoMaxSeqLength, kvMaxSeqLength, maxBatchSize, maxBeamSize);
+}
 
 /* 85: cudnnGetBatchNormalizationBackwardExWorkspaceSize — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetBatchNormalizationBackwardExWorkspaceSize)(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnTensorDescriptor_t dzDesc, const cudnnTensorDescriptor_t dxDesc, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, size_t *sizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnGetBatchNormalizationBackwardExWorkspaceSize(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnTensorDescriptor_t dzDesc, const cudnnTensorDescriptor_t dxDesc, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, size_t *sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnGetBatchNormalizationBackwardExWorkspaceSize, "cudnnGetBatchNormalizationBackwardExWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetBatchNormalizationBackwardExWorkspaceSize)(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnTensorDescriptor_t dzDesc, const cudnnTensorDescriptor_t dxDesc, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, size_t *sizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetBatchNormalizationBackwardExWorkspaceSize(__typeof__(real_cudnnGetBatchNormalizationBackwardExWorkspaceSize) dlh_fn, cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnTensorDescriptor_t dzDesc, const cudnnTensorDescriptor_t dxDesc, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, size_t *sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, mode, bnOps, xDesc, yDesc, dyDesc, dzDesc, dxDesc, dBnScaleBiasDesc, activationDesc, sizeInBytes);
@@ -1772,11 +2458,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetBatchNormalizationBackwardExWorkspaceSize(cudnn
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetBatchNormalizationBackwardExWorkspaceSize(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnTensorDescriptor_t dzDesc, const cudnnTensorDescriptor_t dxDesc, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, size_t *sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnGetBatchNormalizationBackwardExWorkspaceSize, "cudnnGetBatchNormalizationBackwardExWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetBatchNormalizationBackwardExWorkspaceSize(dlh_fn, handle, mode, bnOps, xDesc, yDesc, dyDesc, dzDesc, dxDesc, dBnScaleBiasDesc, activationDesc, sizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnGetBatchNormalizationBackwardExWorkspaceSize(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnTensorDescriptor_t dzDesc, const cudnnTensorDescriptor_t dxDesc, const cudnnTensorDescriptor_t dBnScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, size_t *sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnGetBatchNormalizationBackwardExWorkspaceSize, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetBatchNormalizationBackwardExWorkspaceSize(dlh_fn, handle, mode, bnOps, xDesc, yDesc, dyDesc, dzDesc, dxDesc, dBnScaleBiasDesc, activationDesc, sizeInBytes);
+}
 
 /* 86: cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize)(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t zDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const cudnnActivationDescriptor_t activationDesc, size_t *sizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t zDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const cudnnActivationDescriptor_t activationDesc, size_t *sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize, "cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize)(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t zDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const cudnnActivationDescriptor_t activationDesc, size_t *sizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(__typeof__(real_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize) dlh_fn, cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t zDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const cudnnActivationDescriptor_t activationDesc, size_t *sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, mode, bnOps, xDesc, zDesc, yDesc, bnScaleBiasMeanVarDesc, activationDesc, sizeInBytes);
@@ -1796,11 +2490,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetBatchNormalizationForwardTrainingExWorkspaceSiz
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t zDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const cudnnActivationDescriptor_t activationDesc, size_t *sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize, "cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(dlh_fn, handle, mode, bnOps, xDesc, zDesc, yDesc, bnScaleBiasMeanVarDesc, activationDesc, sizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t zDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t bnScaleBiasMeanVarDesc, const cudnnActivationDescriptor_t activationDesc, size_t *sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(dlh_fn, handle, mode, bnOps, xDesc, zDesc, yDesc, bnScaleBiasMeanVarDesc, activationDesc, sizeInBytes);
+}
 
 /* 87: cudnnGetBatchNormalizationTrainingExReserveSpaceSize — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetBatchNormalizationTrainingExReserveSpaceSize)(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t xDesc, size_t *sizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnGetBatchNormalizationTrainingExReserveSpaceSize(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t xDesc, size_t *sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnGetBatchNormalizationTrainingExReserveSpaceSize, "cudnnGetBatchNormalizationTrainingExReserveSpaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetBatchNormalizationTrainingExReserveSpaceSize)(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t xDesc, size_t *sizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetBatchNormalizationTrainingExReserveSpaceSize(__typeof__(real_cudnnGetBatchNormalizationTrainingExReserveSpaceSize) dlh_fn, cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t xDesc, size_t *sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, mode, bnOps, activationDesc, xDesc, sizeInBytes);
@@ -1817,11 +2519,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetBatchNormalizationTrainingExReserveSpaceSize(cu
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetBatchNormalizationTrainingExReserveSpaceSize(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t xDesc, size_t *sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnGetBatchNormalizationTrainingExReserveSpaceSize, "cudnnGetBatchNormalizationTrainingExReserveSpaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetBatchNormalizationTrainingExReserveSpaceSize(dlh_fn, handle, mode, bnOps, activationDesc, xDesc, sizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnGetBatchNormalizationTrainingExReserveSpaceSize(cudnnHandle_t handle, cudnnBatchNormMode_t mode, cudnnBatchNormOps_t bnOps, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t xDesc, size_t *sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnGetBatchNormalizationTrainingExReserveSpaceSize, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetBatchNormalizationTrainingExReserveSpaceSize(dlh_fn, handle, mode, bnOps, activationDesc, xDesc, sizeInBytes);
+}
 
 /* 88: cudnnGetCTCLossDescriptor — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnGetCTCLossDescriptor)(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType);
-DLH_EXPORT cudnnStatus_t cudnnGetCTCLossDescriptor(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType) {
-  DLH_REAL(dlh_fn, real_cudnnGetCTCLossDescriptor, "cudnnGetCTCLossDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetCTCLossDescriptor)(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetCTCLossDescriptor(__typeof__(real_cudnnGetCTCLossDescriptor) dlh_fn, cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(ctcLossDesc, compType);
@@ -1834,11 +2544,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetCTCLossDescriptor(cudnnCTCLossDescriptor_t ctcL
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetCTCLossDescriptor(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType) {
+  DLH_REAL(dlh_fn, real_cudnnGetCTCLossDescriptor, "cudnnGetCTCLossDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetCTCLossDescriptor(dlh_fn, ctcLossDesc, compType);
+}
+static cudnnStatus_t dlh_own_cudnnGetCTCLossDescriptor(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType) {
+  DLH_OWN(dlh_fn, own_cudnnGetCTCLossDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetCTCLossDescriptor(dlh_fn, ctcLossDesc, compType);
+}
 
 /* 89: cudnnGetCTCLossDescriptorEx — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnGetCTCLossDescriptorEx)(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnNanPropagation_t *gradMode);
-DLH_EXPORT cudnnStatus_t cudnnGetCTCLossDescriptorEx(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnNanPropagation_t *gradMode) {
-  DLH_REAL(dlh_fn, real_cudnnGetCTCLossDescriptorEx, "cudnnGetCTCLossDescriptorEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetCTCLossDescriptorEx)(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnNanPropagation_t *gradMode);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetCTCLossDescriptorEx(__typeof__(real_cudnnGetCTCLossDescriptorEx) dlh_fn, cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnNanPropagation_t *gradMode) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(ctcLossDesc, compType, normMode, gradMode);
@@ -1853,11 +2571,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetCTCLossDescriptorEx(cudnnCTCLossDescriptor_t ct
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetCTCLossDescriptorEx(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnNanPropagation_t *gradMode) {
+  DLH_REAL(dlh_fn, real_cudnnGetCTCLossDescriptorEx, "cudnnGetCTCLossDescriptorEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetCTCLossDescriptorEx(dlh_fn, ctcLossDesc, compType, normMode, gradMode);
+}
+static cudnnStatus_t dlh_own_cudnnGetCTCLossDescriptorEx(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnNanPropagation_t *gradMode) {
+  DLH_OWN(dlh_fn, own_cudnnGetCTCLossDescriptorEx, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetCTCLossDescriptorEx(dlh_fn, ctcLossDesc, compType, normMode, gradMode);
+}
 
 /* 90: cudnnGetCTCLossDescriptor_v8 — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnGetCTCLossDescriptor_v8)(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnNanPropagation_t *gradMode, int *maxLabelLength);
-DLH_EXPORT cudnnStatus_t cudnnGetCTCLossDescriptor_v8(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnNanPropagation_t *gradMode, int *maxLabelLength) {
-  DLH_REAL(dlh_fn, real_cudnnGetCTCLossDescriptor_v8, "cudnnGetCTCLossDescriptor_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetCTCLossDescriptor_v8)(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnNanPropagation_t *gradMode, int *maxLabelLength);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetCTCLossDescriptor_v8(__typeof__(real_cudnnGetCTCLossDescriptor_v8) dlh_fn, cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnNanPropagation_t *gradMode, int *maxLabelLength) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(ctcLossDesc, compType, normMode, gradMode, maxLabelLength);
@@ -1873,11 +2599,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetCTCLossDescriptor_v8(cudnnCTCLossDescriptor_t c
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetCTCLossDescriptor_v8(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnNanPropagation_t *gradMode, int *maxLabelLength) {
+  DLH_REAL(dlh_fn, real_cudnnGetCTCLossDescriptor_v8, "cudnnGetCTCLossDescriptor_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetCTCLossDescriptor_v8(dlh_fn, ctcLossDesc, compType, normMode, gradMode, maxLabelLength);
+}
+static cudnnStatus_t dlh_own_cudnnGetCTCLossDescriptor_v8(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnNanPropagation_t *gradMode, int *maxLabelLength) {
+  DLH_OWN(dlh_fn, own_cudnnGetCTCLossDescriptor_v8, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetCTCLossDescriptor_v8(dlh_fn, ctcLossDesc, compType, normMode, gradMode, maxLabelLength);
+}
 
 /* 91: cudnnGetCTCLossDescriptor_v9 — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnGetCTCLossDescriptor_v9)(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnCTCGradMode_t *ctcGradMode, int *maxLabelLength);
-DLH_EXPORT cudnnStatus_t cudnnGetCTCLossDescriptor_v9(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnCTCGradMode_t *ctcGradMode, int *maxLabelLength) {
-  DLH_REAL(dlh_fn, real_cudnnGetCTCLossDescriptor_v9, "cudnnGetCTCLossDescriptor_v9", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetCTCLossDescriptor_v9)(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnCTCGradMode_t *ctcGradMode, int *maxLabelLength);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetCTCLossDescriptor_v9(__typeof__(real_cudnnGetCTCLossDescriptor_v9) dlh_fn, cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnCTCGradMode_t *ctcGradMode, int *maxLabelLength) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(ctcLossDesc, compType, normMode, ctcGradMode, maxLabelLength);
@@ -1893,11 +2627,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetCTCLossDescriptor_v9(cudnnCTCLossDescriptor_t c
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetCTCLossDescriptor_v9(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnCTCGradMode_t *ctcGradMode, int *maxLabelLength) {
+  DLH_REAL(dlh_fn, real_cudnnGetCTCLossDescriptor_v9, "cudnnGetCTCLossDescriptor_v9", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetCTCLossDescriptor_v9(dlh_fn, ctcLossDesc, compType, normMode, ctcGradMode, maxLabelLength);
+}
+static cudnnStatus_t dlh_own_cudnnGetCTCLossDescriptor_v9(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t *compType, cudnnLossNormalizationMode_t *normMode, cudnnCTCGradMode_t *ctcGradMode, int *maxLabelLength) {
+  DLH_OWN(dlh_fn, own_cudnnGetCTCLossDescriptor_v9, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetCTCLossDescriptor_v9(dlh_fn, ctcLossDesc, compType, normMode, ctcGradMode, maxLabelLength);
+}
 
 /* 92: cudnnGetCTCLossWorkspaceSize — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnGetCTCLossWorkspaceSize)(cudnnHandle_t handle, const cudnnTensorDescriptor_t probsDesc, const cudnnTensorDescriptor_t gradientsDesc, const int *labels, const int *labelLengths, const int *inputLengths, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, size_t *sizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnGetCTCLossWorkspaceSize(cudnnHandle_t handle, const cudnnTensorDescriptor_t probsDesc, const cudnnTensorDescriptor_t gradientsDesc, const int *labels, const int *labelLengths, const int *inputLengths, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, size_t *sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnGetCTCLossWorkspaceSize, "cudnnGetCTCLossWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetCTCLossWorkspaceSize)(cudnnHandle_t handle, const cudnnTensorDescriptor_t probsDesc, const cudnnTensorDescriptor_t gradientsDesc, const int *labels, const int *labelLengths, const int *inputLengths, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, size_t *sizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetCTCLossWorkspaceSize(__typeof__(real_cudnnGetCTCLossWorkspaceSize) dlh_fn, cudnnHandle_t handle, const cudnnTensorDescriptor_t probsDesc, const cudnnTensorDescriptor_t gradientsDesc, const int *labels, const int *labelLengths, const int *inputLengths, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, size_t *sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, probsDesc, gradientsDesc, labels, labelLengths, inputLengths, algo, ctcLossDesc, sizeInBytes);
@@ -1917,11 +2659,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetCTCLossWorkspaceSize(cudnnHandle_t handle, cons
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetCTCLossWorkspaceSize(cudnnHandle_t handle, const cudnnTensorDescriptor_t probsDesc, const cudnnTensorDescriptor_t gradientsDesc, const int *labels, const int *labelLengths, const int *inputLengths, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, size_t *sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnGetCTCLossWorkspaceSize, "cudnnGetCTCLossWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetCTCLossWorkspaceSize(dlh_fn, handle, probsDesc, gradientsDesc, labels, labelLengths, inputLengths, algo, ctcLossDesc, sizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnGetCTCLossWorkspaceSize(cudnnHandle_t handle, const cudnnTensorDescriptor_t probsDesc, const cudnnTensorDescriptor_t gradientsDesc, const int *labels, const int *labelLengths, const int *inputLengths, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, size_t *sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnGetCTCLossWorkspaceSize, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetCTCLossWorkspaceSize(dlh_fn, handle, probsDesc, gradientsDesc, labels, labelLengths, inputLengths, algo, ctcLossDesc, sizeInBytes);
+}
 
 /* 93: cudnnGetCTCLossWorkspaceSize_v8 — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnGetCTCLossWorkspaceSize_v8)(cudnnHandle_t handle, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, const cudnnTensorDescriptor_t probsDesc, const cudnnTensorDescriptor_t gradientsDesc, size_t *sizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnGetCTCLossWorkspaceSize_v8(cudnnHandle_t handle, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, const cudnnTensorDescriptor_t probsDesc, const cudnnTensorDescriptor_t gradientsDesc, size_t *sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnGetCTCLossWorkspaceSize_v8, "cudnnGetCTCLossWorkspaceSize_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetCTCLossWorkspaceSize_v8)(cudnnHandle_t handle, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, const cudnnTensorDescriptor_t probsDesc, const cudnnTensorDescriptor_t gradientsDesc, size_t *sizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetCTCLossWorkspaceSize_v8(__typeof__(real_cudnnGetCTCLossWorkspaceSize_v8) dlh_fn, cudnnHandle_t handle, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, const cudnnTensorDescriptor_t probsDesc, const cudnnTensorDescriptor_t gradientsDesc, size_t *sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, algo, ctcLossDesc, probsDesc, gradientsDesc, sizeInBytes);
@@ -1938,11 +2688,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetCTCLossWorkspaceSize_v8(cudnnHandle_t handle, c
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetCTCLossWorkspaceSize_v8(cudnnHandle_t handle, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, const cudnnTensorDescriptor_t probsDesc, const cudnnTensorDescriptor_t gradientsDesc, size_t *sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnGetCTCLossWorkspaceSize_v8, "cudnnGetCTCLossWorkspaceSize_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetCTCLossWorkspaceSize_v8(dlh_fn, handle, algo, ctcLossDesc, probsDesc, gradientsDesc, sizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnGetCTCLossWorkspaceSize_v8(cudnnHandle_t handle, cudnnCTCLossAlgo_t algo, cudnnCTCLossDescriptor_t ctcLossDesc, const cudnnTensorDescriptor_t probsDesc, const cudnnTensorDescriptor_t gradientsDesc, size_t *sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnGetCTCLossWorkspaceSize_v8, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetCTCLossWorkspaceSize_v8(dlh_fn, handle, algo, ctcLossDesc, probsDesc, gradientsDesc, sizeInBytes);
+}
 
 /* 94: cudnnGetCallback — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnGetCallback)(unsigned *mask, void **udata, cudnnCallback_t *fptr);
-DLH_EXPORT cudnnStatus_t cudnnGetCallback(unsigned *mask, void **udata, cudnnCallback_t *fptr) {
-  DLH_REAL(dlh_fn, real_cudnnGetCallback, "cudnnGetCallback", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetCallback)(unsigned *mask, void **udata, cudnnCallback_t *fptr);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetCallback(__typeof__(real_cudnnGetCallback) dlh_fn, unsigned *mask, void **udata, cudnnCallback_t *fptr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(mask, udata, fptr);
@@ -1956,11 +2714,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetCallback(unsigned *mask, void **udata, cudnnCal
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetCallback(unsigned *mask, void **udata, cudnnCallback_t *fptr) {
+  DLH_REAL(dlh_fn, real_cudnnGetCallback, "cudnnGetCallback", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetCallback(dlh_fn, mask, udata, fptr);
+}
+static cudnnStatus_t dlh_own_cudnnGetCallback(unsigned *mask, void **udata, cudnnCallback_t *fptr) {
+  DLH_OWN(dlh_fn, own_cudnnGetCallback, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetCallback(dlh_fn, mask, udata, fptr);
+}
 
 /* 95: cudnnGetConvolution2dDescriptor — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetConvolution2dDescriptor)(const cudnnConvolutionDescriptor_t convDesc, int *pad_h, int *pad_w, int *u, int *v, int *dilation_h, int *dilation_w, cudnnConvolutionMode_t *mode, cudnnDataType_t *computeType);
-DLH_EXPORT cudnnStatus_t cudnnGetConvolution2dDescriptor(const cudnnConvolutionDescriptor_t convDesc, int *pad_h, int *pad_w, int *u, int *v, int *dilation_h, int *dilation_w, cudnnConvolutionMode_t *mode, cudnnDataType_t *computeType) {
-  DLH_REAL(dlh_fn, real_cudnnGetConvolution2dDescriptor, "cudnnGetConvolution2dDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetConvolution2dDescriptor)(const cudnnConvolutionDescriptor_t convDesc, int *pad_h, int *pad_w, int *u, int *v, int *dilation_h, int *dilation_w, cudnnConvolutionMode_t *mode, cudnnDataType_t *computeType);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetConvolution2dDescriptor(__typeof__(real_cudnnGetConvolution2dDescriptor) dlh_fn, const cudnnConvolutionDescriptor_t convDesc, int *pad_h, int *pad_w, int *u, int *v, int *dilation_h, int *dilation_w, cudnnConvolutionMode_t *mode, cudnnDataType_t *computeType) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(convDesc, pad_h, pad_w, u, v, dilation_h, dilation_w, mode, computeType);
@@ -1980,11 +2746,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetConvolution2dDescriptor(const cudnnConvolutionD
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetConvolution2dDescriptor(const cudnnConvolutionDescriptor_t convDesc, int *pad_h, int *pad_w, int *u, int *v, int *dilation_h, int *dilation_w, cudnnConvolutionMode_t *mode, cudnnDataType_t *computeType) {
+  DLH_REAL(dlh_fn, real_cudnnGetConvolution2dDescriptor, "cudnnGetConvolution2dDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolution2dDescriptor(dlh_fn, convDesc, pad_h, pad_w, u, v, dilation_h, dilation_w, mode, computeType);
+}
+static cudnnStatus_t dlh_own_cudnnGetConvolution2dDescriptor(const cudnnConvolutionDescriptor_t convDesc, int *pad_h, int *pad_w, int *u, int *v, int *dilation_h, int *dilation_w, cudnnConvolutionMode_t *mode, cudnnDataType_t *computeType) {
+  DLH_OWN(dlh_fn, own_cudnnGetConvolution2dDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolution2dDescriptor(dlh_fn, convDesc, pad_h, pad_w, u, v, dilation_h, dilation_w, mode, computeType);
+}
 
 /* 96: cudnnGetConvolution2dForwardOutputDim — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetConvolution2dForwardOutputDim)(const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t inputTensorDesc, const cudnnFilterDescriptor_t filterDesc, int *n, int *c, int *h, int *w);
-DLH_EXPORT cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t inputTensorDesc, const cudnnFilterDescriptor_t filterDesc, int *n, int *c, int *h, int *w) {
-  DLH_REAL(dlh_fn, real_cudnnGetConvolution2dForwardOutputDim, "cudnnGetConvolution2dForwardOutputDim", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetConvolution2dForwardOutputDim)(const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t inputTensorDesc, const cudnnFilterDescriptor_t filterDesc, int *n, int *c, int *h, int *w);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetConvolution2dForwardOutputDim(__typeof__(real_cudnnGetConvolution2dForwardOutputDim) dlh_fn, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t inputTensorDesc, const cudnnFilterDescriptor_t filterDesc, int *n, int *c, int *h, int *w) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(convDesc, inputTensorDesc, filterDesc, n, c, h, w);
@@ -2002,11 +2776,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvol
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t inputTensorDesc, const cudnnFilterDescriptor_t filterDesc, int *n, int *c, int *h, int *w) {
+  DLH_REAL(dlh_fn, real_cudnnGetConvolution2dForwardOutputDim, "cudnnGetConvolution2dForwardOutputDim", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolution2dForwardOutputDim(dlh_fn, convDesc, inputTensorDesc, filterDesc, n, c, h, w);
+}
+static cudnnStatus_t dlh_own_cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t inputTensorDesc, const cudnnFilterDescriptor_t filterDesc, int *n, int *c, int *h, int *w) {
+  DLH_OWN(dlh_fn, own_cudnnGetConvolution2dForwardOutputDim, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolution2dForwardOutputDim(dlh_fn, convDesc, inputTensorDesc, filterDesc, n, c, h, w);
+}
 
 /* 97: cudnnGetConvolutionBackwardDataAlgorithmMaxCount — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetConvolutionBackwardDataAlgorithmMaxCount)(cudnnHandle_t handle, int *count);
-DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnnHandle_t handle, int *count) {
-  DLH_REAL(dlh_fn, real_cudnnGetConvolutionBackwardDataAlgorithmMaxCount, "cudnnGetConvolutionBackwardDataAlgorithmMaxCount", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetConvolutionBackwardDataAlgorithmMaxCount)(cudnnHandle_t handle, int *count);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetConvolutionBackwardDataAlgorithmMaxCount(__typeof__(real_cudnnGetConvolutionBackwardDataAlgorithmMaxCount) dlh_fn, cudnnHandle_t handle, int *count) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, count);
@@ -2019,11 +2801,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnnH
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnnHandle_t handle, int *count) {
+  DLH_REAL(dlh_fn, real_cudnnGetConvolutionBackwardDataAlgorithmMaxCount, "cudnnGetConvolutionBackwardDataAlgorithmMaxCount", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionBackwardDataAlgorithmMaxCount(dlh_fn, handle, count);
+}
+static cudnnStatus_t dlh_own_cudnnGetConvolutionBackwardDataAlgorithmMaxCount(cudnnHandle_t handle, int *count) {
+  DLH_OWN(dlh_fn, own_cudnnGetConvolutionBackwardDataAlgorithmMaxCount, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionBackwardDataAlgorithmMaxCount(dlh_fn, handle, count);
+}
 
 /* 98: cudnnGetConvolutionBackwardDataAlgorithm_v7 — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetConvolutionBackwardDataAlgorithm_v7)(cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults);
-DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults) {
-  DLH_REAL(dlh_fn, real_cudnnGetConvolutionBackwardDataAlgorithm_v7, "cudnnGetConvolutionBackwardDataAlgorithm_v7", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetConvolutionBackwardDataAlgorithm_v7)(cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetConvolutionBackwardDataAlgorithm_v7(__typeof__(real_cudnnGetConvolutionBackwardDataAlgorithm_v7) dlh_fn, cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, filterDesc, diffDesc, convDesc, gradDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
@@ -2042,11 +2832,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults) {
+  DLH_REAL(dlh_fn, real_cudnnGetConvolutionBackwardDataAlgorithm_v7, "cudnnGetConvolutionBackwardDataAlgorithm_v7", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionBackwardDataAlgorithm_v7(dlh_fn, handle, filterDesc, diffDesc, convDesc, gradDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
+}
+static cudnnStatus_t dlh_own_cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdDataAlgoPerf_t *perfResults) {
+  DLH_OWN(dlh_fn, own_cudnnGetConvolutionBackwardDataAlgorithm_v7, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionBackwardDataAlgorithm_v7(dlh_fn, handle, filterDesc, diffDesc, convDesc, gradDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
+}
 
 /* 99: cudnnGetConvolutionBackwardDataWorkspaceSize — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetConvolutionBackwardDataWorkspaceSize)(cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, cudnnConvolutionBwdDataAlgo_t algo, size_t *sizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, cudnnConvolutionBwdDataAlgo_t algo, size_t *sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnGetConvolutionBackwardDataWorkspaceSize, "cudnnGetConvolutionBackwardDataWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetConvolutionBackwardDataWorkspaceSize)(cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, cudnnConvolutionBwdDataAlgo_t algo, size_t *sizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetConvolutionBackwardDataWorkspaceSize(__typeof__(real_cudnnGetConvolutionBackwardDataWorkspaceSize) dlh_fn, cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, cudnnConvolutionBwdDataAlgo_t algo, size_t *sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, wDesc, dyDesc, convDesc, dxDesc, algo, sizeInBytes);
@@ -2064,11 +2862,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandl
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, cudnnConvolutionBwdDataAlgo_t algo, size_t *sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnGetConvolutionBackwardDataWorkspaceSize, "cudnnGetConvolutionBackwardDataWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionBackwardDataWorkspaceSize(dlh_fn, handle, wDesc, dyDesc, convDesc, dxDesc, algo, sizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnGetConvolutionBackwardDataWorkspaceSize(cudnnHandle_t handle, const cudnnFilterDescriptor_t wDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t dxDesc, cudnnConvolutionBwdDataAlgo_t algo, size_t *sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnGetConvolutionBackwardDataWorkspaceSize, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionBackwardDataWorkspaceSize(dlh_fn, handle, wDesc, dyDesc, convDesc, dxDesc, algo, sizeInBytes);
+}
 
 /* 100: cudnnGetConvolutionBackwardFilterAlgorithmMaxCount — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount)(cudnnHandle_t handle, int *count);
-DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnnHandle_t handle, int *count) {
-  DLH_REAL(dlh_fn, real_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount, "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount)(cudnnHandle_t handle, int *count);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(__typeof__(real_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount) dlh_fn, cudnnHandle_t handle, int *count) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, count);
@@ -2081,11 +2887,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudn
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnnHandle_t handle, int *count) {
+  DLH_REAL(dlh_fn, real_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount, "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(dlh_fn, handle, count);
+}
+static cudnnStatus_t dlh_own_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(cudnnHandle_t handle, int *count) {
+  DLH_OWN(dlh_fn, own_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(dlh_fn, handle, count);
+}
 
 /* 101: cudnnGetConvolutionBackwardFilterAlgorithm_v7 — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetConvolutionBackwardFilterAlgorithm_v7)(cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults);
-DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults) {
-  DLH_REAL(dlh_fn, real_cudnnGetConvolutionBackwardFilterAlgorithm_v7, "cudnnGetConvolutionBackwardFilterAlgorithm_v7", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetConvolutionBackwardFilterAlgorithm_v7)(cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetConvolutionBackwardFilterAlgorithm_v7(__typeof__(real_cudnnGetConvolutionBackwardFilterAlgorithm_v7) dlh_fn, cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, srcDesc, diffDesc, convDesc, gradDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
@@ -2104,11 +2918,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHand
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults) {
+  DLH_REAL(dlh_fn, real_cudnnGetConvolutionBackwardFilterAlgorithm_v7, "cudnnGetConvolutionBackwardFilterAlgorithm_v7", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionBackwardFilterAlgorithm_v7(dlh_fn, handle, srcDesc, diffDesc, convDesc, gradDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
+}
+static cudnnStatus_t dlh_own_cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t *perfResults) {
+  DLH_OWN(dlh_fn, own_cudnnGetConvolutionBackwardFilterAlgorithm_v7, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionBackwardFilterAlgorithm_v7(dlh_fn, handle, srcDesc, diffDesc, convDesc, gradDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
+}
 
 /* 102: cudnnGetConvolutionBackwardFilterWorkspaceSize — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetConvolutionBackwardFilterWorkspaceSize)(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc, cudnnConvolutionBwdFilterAlgo_t algo, size_t *sizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc, cudnnConvolutionBwdFilterAlgo_t algo, size_t *sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnGetConvolutionBackwardFilterWorkspaceSize, "cudnnGetConvolutionBackwardFilterWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetConvolutionBackwardFilterWorkspaceSize)(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc, cudnnConvolutionBwdFilterAlgo_t algo, size_t *sizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetConvolutionBackwardFilterWorkspaceSize(__typeof__(real_cudnnGetConvolutionBackwardFilterWorkspaceSize) dlh_fn, cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc, cudnnConvolutionBwdFilterAlgo_t algo, size_t *sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, xDesc, dyDesc, convDesc, gradDesc, algo, sizeInBytes);
@@ -2126,11 +2948,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHan
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc, cudnnConvolutionBwdFilterAlgo_t algo, size_t *sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnGetConvolutionBackwardFilterWorkspaceSize, "cudnnGetConvolutionBackwardFilterWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionBackwardFilterWorkspaceSize(dlh_fn, handle, xDesc, dyDesc, convDesc, gradDesc, algo, sizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnGetConvolutionBackwardFilterWorkspaceSize(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc, cudnnConvolutionBwdFilterAlgo_t algo, size_t *sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnGetConvolutionBackwardFilterWorkspaceSize, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionBackwardFilterWorkspaceSize(dlh_fn, handle, xDesc, dyDesc, convDesc, gradDesc, algo, sizeInBytes);
+}
 
 /* 103: cudnnGetConvolutionForwardAlgorithmMaxCount — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetConvolutionForwardAlgorithmMaxCount)(cudnnHandle_t handle, int *count);
-DLH_EXPORT cudnnStatus_t cudnnGetConvolutionForwardAlgorithmMaxCount(cudnnHandle_t handle, int *count) {
-  DLH_REAL(dlh_fn, real_cudnnGetConvolutionForwardAlgorithmMaxCount, "cudnnGetConvolutionForwardAlgorithmMaxCount", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetConvolutionForwardAlgorithmMaxCount)(cudnnHandle_t handle, int *count);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetConvolutionForwardAlgorithmMaxCount(__typeof__(real_cudnnGetConvolutionForwardAlgorithmMaxCount) dlh_fn, cudnnHandle_t handle, int *count) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, count);
@@ -2143,11 +2973,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetConvolutionForwardAlgorithmMaxCount(cudnnHandle
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetConvolutionForwardAlgorithmMaxCount(cudnnHandle_t handle, int *count) {
+  DLH_REAL(dlh_fn, real_cudnnGetConvolutionForwardAlgorithmMaxCount, "cudnnGetConvolutionForwardAlgorithmMaxCount", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionForwardAlgorithmMaxCount(dlh_fn, handle, count);
+}
+static cudnnStatus_t dlh_own_cudnnGetConvolutionForwardAlgorithmMaxCount(cudnnHandle_t handle, int *count) {
+  DLH_OWN(dlh_fn, own_cudnnGetConvolutionForwardAlgorithmMaxCount, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionForwardAlgorithmMaxCount(dlh_fn, handle, count);
+}
 
 /* 104: cudnnGetConvolutionForwardAlgorithm_v7 — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetConvolutionForwardAlgorithm_v7)(cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc, const cudnnFilterDescriptor_t filterDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t destDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults);
-DLH_EXPORT cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc, const cudnnFilterDescriptor_t filterDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t destDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults) {
-  DLH_REAL(dlh_fn, real_cudnnGetConvolutionForwardAlgorithm_v7, "cudnnGetConvolutionForwardAlgorithm_v7", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetConvolutionForwardAlgorithm_v7)(cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc, const cudnnFilterDescriptor_t filterDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t destDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetConvolutionForwardAlgorithm_v7(__typeof__(real_cudnnGetConvolutionForwardAlgorithm_v7) dlh_fn, cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc, const cudnnFilterDescriptor_t filterDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t destDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, srcDesc, filterDesc, convDesc, destDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
@@ -2166,11 +3004,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t ha
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc, const cudnnFilterDescriptor_t filterDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t destDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults) {
+  DLH_REAL(dlh_fn, real_cudnnGetConvolutionForwardAlgorithm_v7, "cudnnGetConvolutionForwardAlgorithm_v7", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionForwardAlgorithm_v7(dlh_fn, handle, srcDesc, filterDesc, convDesc, destDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
+}
+static cudnnStatus_t dlh_own_cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc, const cudnnFilterDescriptor_t filterDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t destDesc, const int requestedAlgoCount, int *returnedAlgoCount, cudnnConvolutionFwdAlgoPerf_t *perfResults) {
+  DLH_OWN(dlh_fn, own_cudnnGetConvolutionForwardAlgorithm_v7, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionForwardAlgorithm_v7(dlh_fn, handle, srcDesc, filterDesc, convDesc, destDesc, requestedAlgoCount, returnedAlgoCount, perfResults);
+}
 
 /* 105: cudnnGetConvolutionForwardWorkspaceSize — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetConvolutionForwardWorkspaceSize)(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, cudnnConvolutionFwdAlgo_t algo, size_t *sizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, cudnnConvolutionFwdAlgo_t algo, size_t *sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnGetConvolutionForwardWorkspaceSize, "cudnnGetConvolutionForwardWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetConvolutionForwardWorkspaceSize)(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, cudnnConvolutionFwdAlgo_t algo, size_t *sizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetConvolutionForwardWorkspaceSize(__typeof__(real_cudnnGetConvolutionForwardWorkspaceSize) dlh_fn, cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, cudnnConvolutionFwdAlgo_t algo, size_t *sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, xDesc, wDesc, convDesc, yDesc, algo, sizeInBytes);
@@ -2188,11 +3034,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t h
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, cudnnConvolutionFwdAlgo_t algo, size_t *sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnGetConvolutionForwardWorkspaceSize, "cudnnGetConvolutionForwardWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionForwardWorkspaceSize(dlh_fn, handle, xDesc, wDesc, convDesc, yDesc, algo, sizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t yDesc, cudnnConvolutionFwdAlgo_t algo, size_t *sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnGetConvolutionForwardWorkspaceSize, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionForwardWorkspaceSize(dlh_fn, handle, xDesc, wDesc, convDesc, yDesc, algo, sizeInBytes);
+}
 
 /* 106: cudnnGetConvolutionGroupCount — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetConvolutionGroupCount)(cudnnConvolutionDescriptor_t convDesc, int *groupCount);
-DLH_EXPORT cudnnStatus_t cudnnGetConvolutionGroupCount(cudnnConvolutionDescriptor_t convDesc, int *groupCount) {
-  DLH_REAL(dlh_fn, real_cudnnGetConvolutionGroupCount, "cudnnGetConvolutionGroupCount", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetConvolutionGroupCount)(cudnnConvolutionDescriptor_t convDesc, int *groupCount);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetConvolutionGroupCount(__typeof__(real_cudnnGetConvolutionGroupCount) dlh_fn, cudnnConvolutionDescriptor_t convDesc, int *groupCount) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(convDesc, groupCount);
@@ -2205,11 +3059,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetConvolutionGroupCount(cudnnConvolutionDescripto
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetConvolutionGroupCount(cudnnConvolutionDescriptor_t convDesc, int *groupCount) {
+  DLH_REAL(dlh_fn, real_cudnnGetConvolutionGroupCount, "cudnnGetConvolutionGroupCount", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionGroupCount(dlh_fn, convDesc, groupCount);
+}
+static cudnnStatus_t dlh_own_cudnnGetConvolutionGroupCount(cudnnConvolutionDescriptor_t convDesc, int *groupCount) {
+  DLH_OWN(dlh_fn, own_cudnnGetConvolutionGroupCount, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionGroupCount(dlh_fn, convDesc, groupCount);
+}
 
 /* 107: cudnnGetConvolutionMathType — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetConvolutionMathType)(cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t *mathType);
-DLH_EXPORT cudnnStatus_t cudnnGetConvolutionMathType(cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t *mathType) {
-  DLH_REAL(dlh_fn, real_cudnnGetConvolutionMathType, "cudnnGetConvolutionMathType", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetConvolutionMathType)(cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t *mathType);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetConvolutionMathType(__typeof__(real_cudnnGetConvolutionMathType) dlh_fn, cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t *mathType) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(convDesc, mathType);
@@ -2222,11 +3084,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetConvolutionMathType(cudnnConvolutionDescriptor_
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetConvolutionMathType(cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t *mathType) {
+  DLH_REAL(dlh_fn, real_cudnnGetConvolutionMathType, "cudnnGetConvolutionMathType", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionMathType(dlh_fn, convDesc, mathType);
+}
+static cudnnStatus_t dlh_own_cudnnGetConvolutionMathType(cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t *mathType) {
+  DLH_OWN(dlh_fn, own_cudnnGetConvolutionMathType, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionMathType(dlh_fn, convDesc, mathType);
+}
 
 /* 108: cudnnGetConvolutionNdDescriptor — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetConvolutionNdDescriptor)(const cudnnConvolutionDescriptor_t convDesc, int arrayLengthRequested, int *arrayLength, int padA[], int strideA[], int dilationA[], cudnnConvolutionMode_t *mode, cudnnDataType_t *computeType);
-DLH_EXPORT cudnnStatus_t cudnnGetConvolutionNdDescriptor(const cudnnConvolutionDescriptor_t convDesc, int arrayLengthRequested, int *arrayLength, int padA[], int strideA[], int dilationA[], cudnnConvolutionMode_t *mode, cudnnDataType_t *computeType) {
-  DLH_REAL(dlh_fn, real_cudnnGetConvolutionNdDescriptor, "cudnnGetConvolutionNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetConvolutionNdDescriptor)(const cudnnConvolutionDescriptor_t convDesc, int arrayLengthRequested, int *arrayLength, int padA[], int strideA[], int dilationA[], cudnnConvolutionMode_t *mode, cudnnDataType_t *computeType);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetConvolutionNdDescriptor(__typeof__(real_cudnnGetConvolutionNdDescriptor) dlh_fn, const cudnnConvolutionDescriptor_t convDesc, int arrayLengthRequested, int *arrayLength, int padA[], int strideA[], int dilationA[], cudnnConvolutionMode_t *mode, cudnnDataType_t *computeType) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(convDesc, arrayLengthRequested, arrayLength, padA, strideA, dilationA, mode, computeType);
@@ -2245,11 +3115,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetConvolutionNdDescriptor(const cudnnConvolutionD
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetConvolutionNdDescriptor(const cudnnConvolutionDescriptor_t convDesc, int arrayLengthRequested, int *arrayLength, int padA[], int strideA[], int dilationA[], cudnnConvolutionMode_t *mode, cudnnDataType_t *computeType) {
+  DLH_REAL(dlh_fn, real_cudnnGetConvolutionNdDescriptor, "cudnnGetConvolutionNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionNdDescriptor(dlh_fn, convDesc, arrayLengthRequested, arrayLength, padA, strideA, dilationA, mode, computeType);
+}
+static cudnnStatus_t dlh_own_cudnnGetConvolutionNdDescriptor(const cudnnConvolutionDescriptor_t convDesc, int arrayLengthRequested, int *arrayLength, int padA[], int strideA[], int dilationA[], cudnnConvolutionMode_t *mode, cudnnDataType_t *computeType) {
+  DLH_OWN(dlh_fn, own_cudnnGetConvolutionNdDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionNdDescriptor(dlh_fn, convDesc, arrayLengthRequested, arrayLength, padA, strideA, dilationA, mode, computeType);
+}
 
 /* 109: cudnnGetConvolutionNdForwardOutputDim — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetConvolutionNdForwardOutputDim)(const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t inputTensorDesc, const cudnnFilterDescriptor_t filterDesc, int nbDims, int tensorOuputDimA[]);
-DLH_EXPORT cudnnStatus_t cudnnGetConvolutionNdForwardOutputDim(const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t inputTensorDesc, const cudnnFilterDescriptor_t filterDesc, int nbDims, int tensorOuputDimA[]) {
-  DLH_REAL(dlh_fn, real_cudnnGetConvolutionNdForwardOutputDim, "cudnnGetConvolutionNdForwardOutputDim", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetConvolutionNdForwardOutputDim)(const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t inputTensorDesc, const cudnnFilterDescriptor_t filterDesc, int nbDims, int tensorOuputDimA[]);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetConvolutionNdForwardOutputDim(__typeof__(real_cudnnGetConvolutionNdForwardOutputDim) dlh_fn, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t inputTensorDesc, const cudnnFilterDescriptor_t filterDesc, int nbDims, int tensorOuputDimA[]) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(convDesc, inputTensorDesc, filterDesc, nbDims, tensorOuputDimA);
@@ -2265,11 +3143,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetConvolutionNdForwardOutputDim(const cudnnConvol
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetConvolutionNdForwardOutputDim(const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t inputTensorDesc, const cudnnFilterDescriptor_t filterDesc, int nbDims, int tensorOuputDimA[]) {
+  DLH_REAL(dlh_fn, real_cudnnGetConvolutionNdForwardOutputDim, "cudnnGetConvolutionNdForwardOutputDim", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionNdForwardOutputDim(dlh_fn, convDesc, inputTensorDesc, filterDesc, nbDims, tensorOuputDimA);
+}
+static cudnnStatus_t dlh_own_cudnnGetConvolutionNdForwardOutputDim(const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t inputTensorDesc, const cudnnFilterDescriptor_t filterDesc, int nbDims, int tensorOuputDimA[]) {
+  DLH_OWN(dlh_fn, own_cudnnGetConvolutionNdForwardOutputDim, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionNdForwardOutputDim(dlh_fn, convDesc, inputTensorDesc, filterDesc, nbDims, tensorOuputDimA);
+}
 
 /* 110: cudnnGetConvolutionReorderType — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetConvolutionReorderType)(cudnnConvolutionDescriptor_t convDesc, cudnnReorderType_t *reorderType);
-DLH_EXPORT cudnnStatus_t cudnnGetConvolutionReorderType(cudnnConvolutionDescriptor_t convDesc, cudnnReorderType_t *reorderType) {
-  DLH_REAL(dlh_fn, real_cudnnGetConvolutionReorderType, "cudnnGetConvolutionReorderType", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetConvolutionReorderType)(cudnnConvolutionDescriptor_t convDesc, cudnnReorderType_t *reorderType);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetConvolutionReorderType(__typeof__(real_cudnnGetConvolutionReorderType) dlh_fn, cudnnConvolutionDescriptor_t convDesc, cudnnReorderType_t *reorderType) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(convDesc, reorderType);
@@ -2282,11 +3168,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetConvolutionReorderType(cudnnConvolutionDescript
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetConvolutionReorderType(cudnnConvolutionDescriptor_t convDesc, cudnnReorderType_t *reorderType) {
+  DLH_REAL(dlh_fn, real_cudnnGetConvolutionReorderType, "cudnnGetConvolutionReorderType", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionReorderType(dlh_fn, convDesc, reorderType);
+}
+static cudnnStatus_t dlh_own_cudnnGetConvolutionReorderType(cudnnConvolutionDescriptor_t convDesc, cudnnReorderType_t *reorderType) {
+  DLH_OWN(dlh_fn, own_cudnnGetConvolutionReorderType, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetConvolutionReorderType(dlh_fn, convDesc, reorderType);
+}
 
 /* 111: cudnnGetCudartVersion — cudnn_graph.h */
 static size_t (*real_cudnnGetCudartVersion)(void);
-DLH_EXPORT size_t cudnnGetCudartVersion(void) {
-  DLH_REAL(dlh_fn, real_cudnnGetCudartVersion, "cudnnGetCudartVersion", DLH_LIB_CUDNN, 0)
+static size_t (*own_cudnnGetCudartVersion)(void);
+static inline __attribute__((always_inline)) size_t dlh_b_cudnnGetCudartVersion(__typeof__(real_cudnnGetCudartVersion) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   size_t dlh_r = dlh_fn();
@@ -2295,11 +3189,19 @@ DLH_EXPORT size_t cudnnGetCudartVersion(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT size_t cudnnGetCudartVersion(void) {
+  DLH_REAL(dlh_fn, real_cudnnGetCudartVersion, "cudnnGetCudartVersion", DLH_LIB_CUDNN, 0)
+  return dlh_b_cudnnGetCudartVersion(dlh_fn);
+}
+static size_t dlh_own_cudnnGetCudartVersion(void) {
+  DLH_OWN(dlh_fn, own_cudnnGetCudartVersion, 0)
+  return dlh_b_cudnnGetCudartVersion(dlh_fn);
+}
 
 /* 112: cudnnGetDropoutDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetDropoutDescriptor)(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float *dropout, void **states, unsigned long long *seed);
-DLH_EXPORT cudnnStatus_t cudnnGetDropoutDescriptor(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float *dropout, void **states, unsigned long long *seed) {
-  DLH_REAL(dlh_fn, real_cudnnGetDropoutDescriptor, "cudnnGetDropoutDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetDropoutDescriptor)(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float *dropout, void **states, unsigned long long *seed);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetDropoutDescriptor(__typeof__(real_cudnnGetDropoutDescriptor) dlh_fn, cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float *dropout, void **states, unsigned long long *seed) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(dropoutDesc, handle, dropout, states, seed);
@@ -2315,11 +3217,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetDropoutDescriptor(cudnnDropoutDescriptor_t drop
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetDropoutDescriptor(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float *dropout, void **states, unsigned long long *seed) {
+  DLH_REAL(dlh_fn, real_cudnnGetDropoutDescriptor, "cudnnGetDropoutDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetDropoutDescriptor(dlh_fn, dropoutDesc, handle, dropout, states, seed);
+}
+static cudnnStatus_t dlh_own_cudnnGetDropoutDescriptor(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float *dropout, void **states, unsigned long long *seed) {
+  DLH_OWN(dlh_fn, own_cudnnGetDropoutDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetDropoutDescriptor(dlh_fn, dropoutDesc, handle, dropout, states, seed);
+}
 
 /* 113: cudnnGetErrorString — cudnn_graph.h */
 static const char * (*real_cudnnGetErrorString)(cudnnStatus_t status);
-DLH_EXPORT const char * cudnnGetErrorString(cudnnStatus_t status) {
-  DLH_REAL(dlh_fn, real_cudnnGetErrorString, "cudnnGetErrorString", DLH_LIB_CUDNN, "dlhook: libcudnn not found")
+static const char * (*own_cudnnGetErrorString)(cudnnStatus_t status);
+static inline __attribute__((always_inline)) const char * dlh_b_cudnnGetErrorString(__typeof__(real_cudnnGetErrorString) dlh_fn, cudnnStatus_t status) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   const char * dlh_r = dlh_fn(status);
@@ -2331,11 +3241,19 @@ DLH_EXPORT const char * cudnnGetErrorString(cudnnStatus_t status) {
   }
   return dlh_r;
 }
+DLH_EXPORT const char * cudnnGetErrorString(cudnnStatus_t status) {
+  DLH_REAL(dlh_fn, real_cudnnGetErrorString, "cudnnGetErrorString", DLH_LIB_CUDNN, "dlhook: libcudnn not found")
+  return dlh_b_cudnnGetErrorString(dlh_fn, status);
+}
+static const char * dlh_own_cudnnGetErrorString(cudnnStatus_t status) {
+  DLH_OWN(dlh_fn, own_cudnnGetErrorString, "dlhook: libcudnn not found")
+  return dlh_b_cudnnGetErrorString(dlh_fn, status);
+}
 
 /* 114: cudnnGetFilter4dDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetFilter4dDescriptor)(const cudnnFilterDescriptor_t filterDesc, cudnnDataType_t *dataType, cudnnTensorFormat_t *format, int *k, int *c, int *h, int *w);
-DLH_EXPORT cudnnStatus_t cudnnGetFilter4dDescriptor(const cudnnFilterDescriptor_t filterDesc, cudnnDataType_t *dataType, cudnnTensorFormat_t *format, int *k, int *c, int *h, int *w) {
-  DLH_REAL(dlh_fn, real_cudnnGetFilter4dDescriptor, "cudnnGetFilter4dDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetFilter4dDescriptor)(const cudnnFilterDescriptor_t filterDesc, cudnnDataType_t *dataType, cudnnTensorFormat_t *format, int *k, int *c, int *h, int *w);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetFilter4dDescriptor(__typeof__(real_cudnnGetFilter4dDescriptor) dlh_fn, const cudnnFilterDescriptor_t filterDesc, cudnnDataType_t *dataType, cudnnTensorFormat_t *format, int *k, int *c, int *h, int *w) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(filterDesc, dataType, format, k, c, h, w);
@@ -2353,11 +3271,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetFilter4dDescriptor(const cudnnFilterDescriptor_
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetFilter4dDescriptor(const cudnnFilterDescriptor_t filterDesc, cudnnDataType_t *dataType, cudnnTensorFormat_t *format, int *k, int *c, int *h, int *w) {
+  DLH_REAL(dlh_fn, real_cudnnGetFilter4dDescriptor, "cudnnGetFilter4dDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetFilter4dDescriptor(dlh_fn, filterDesc, dataType, format, k, c, h, w);
+}
+static cudnnStatus_t dlh_own_cudnnGetFilter4dDescriptor(const cudnnFilterDescriptor_t filterDesc, cudnnDataType_t *dataType, cudnnTensorFormat_t *format, int *k, int *c, int *h, int *w) {
+  DLH_OWN(dlh_fn, own_cudnnGetFilter4dDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetFilter4dDescriptor(dlh_fn, filterDesc, dataType, format, k, c, h, w);
+}
 
 /* 115: cudnnGetFilterNdDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetFilterNdDescriptor)(const cudnnFilterDescriptor_t filterDesc, int nbDimsRequested, cudnnDataType_t *dataType, cudnnTensorFormat_t *format, int *nbDims, int filterDimA[]);
-DLH_EXPORT cudnnStatus_t cudnnGetFilterNdDescriptor(const cudnnFilterDescriptor_t filterDesc, int nbDimsRequested, cudnnDataType_t *dataType, cudnnTensorFormat_t *format, int *nbDims, int filterDimA[]) {
-  DLH_REAL(dlh_fn, real_cudnnGetFilterNdDescriptor, "cudnnGetFilterNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetFilterNdDescriptor)(const cudnnFilterDescriptor_t filterDesc, int nbDimsRequested, cudnnDataType_t *dataType, cudnnTensorFormat_t *format, int *nbDims, int filterDimA[]);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetFilterNdDescriptor(__typeof__(real_cudnnGetFilterNdDescriptor) dlh_fn, const cudnnFilterDescriptor_t filterDesc, int nbDimsRequested, cudnnDataType_t *dataType, cudnnTensorFormat_t *format, int *nbDims, int filterDimA[]) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(filterDesc, nbDimsRequested, dataType, format, nbDims, filterDimA);
@@ -2374,11 +3300,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetFilterNdDescriptor(const cudnnFilterDescriptor_
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetFilterNdDescriptor(const cudnnFilterDescriptor_t filterDesc, int nbDimsRequested, cudnnDataType_t *dataType, cudnnTensorFormat_t *format, int *nbDims, int filterDimA[]) {
+  DLH_REAL(dlh_fn, real_cudnnGetFilterNdDescriptor, "cudnnGetFilterNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetFilterNdDescriptor(dlh_fn, filterDesc, nbDimsRequested, dataType, format, nbDims, filterDimA);
+}
+static cudnnStatus_t dlh_own_cudnnGetFilterNdDescriptor(const cudnnFilterDescriptor_t filterDesc, int nbDimsRequested, cudnnDataType_t *dataType, cudnnTensorFormat_t *format, int *nbDims, int filterDimA[]) {
+  DLH_OWN(dlh_fn, own_cudnnGetFilterNdDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetFilterNdDescriptor(dlh_fn, filterDesc, nbDimsRequested, dataType, format, nbDims, filterDimA);
+}
 
 /* 116: cudnnGetFilterSizeInBytes — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetFilterSizeInBytes)(const cudnnFilterDescriptor_t filterDesc, size_t *size);
-DLH_EXPORT cudnnStatus_t cudnnGetFilterSizeInBytes(const cudnnFilterDescriptor_t filterDesc, size_t *size) {
-  DLH_REAL(dlh_fn, real_cudnnGetFilterSizeInBytes, "cudnnGetFilterSizeInBytes", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetFilterSizeInBytes)(const cudnnFilterDescriptor_t filterDesc, size_t *size);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetFilterSizeInBytes(__typeof__(real_cudnnGetFilterSizeInBytes) dlh_fn, const cudnnFilterDescriptor_t filterDesc, size_t *size) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(filterDesc, size);
@@ -2391,11 +3325,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetFilterSizeInBytes(const cudnnFilterDescriptor_t
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetFilterSizeInBytes(const cudnnFilterDescriptor_t filterDesc, size_t *size) {
+  DLH_REAL(dlh_fn, real_cudnnGetFilterSizeInBytes, "cudnnGetFilterSizeInBytes", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetFilterSizeInBytes(dlh_fn, filterDesc, size);
+}
+static cudnnStatus_t dlh_own_cudnnGetFilterSizeInBytes(const cudnnFilterDescriptor_t filterDesc, size_t *size) {
+  DLH_OWN(dlh_fn, own_cudnnGetFilterSizeInBytes, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetFilterSizeInBytes(dlh_fn, filterDesc, size);
+}
 
 /* 117: cudnnGetFoldedConvBackwardDataDescriptors — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetFoldedConvBackwardDataDescriptors)(const cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t gradDesc, const cudnnTensorFormat_t transformFormat, cudnnFilterDescriptor_t foldedFilterDesc, cudnnTensorDescriptor_t paddedDiffDesc, cudnnConvolutionDescriptor_t foldedConvDesc, cudnnTensorDescriptor_t foldedGradDesc, cudnnTensorTransformDescriptor_t filterFoldTransDesc, cudnnTensorTransformDescriptor_t diffPadTransDesc, cudnnTensorTransformDescriptor_t gradFoldTransDesc, cudnnTensorTransformDescriptor_t gradUnfoldTransDesc);
-DLH_EXPORT cudnnStatus_t cudnnGetFoldedConvBackwardDataDescriptors(const cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t gradDesc, const cudnnTensorFormat_t transformFormat, cudnnFilterDescriptor_t foldedFilterDesc, cudnnTensorDescriptor_t paddedDiffDesc, cudnnConvolutionDescriptor_t foldedConvDesc, cudnnTensorDescriptor_t foldedGradDesc, cudnnTensorTransformDescriptor_t filterFoldTransDesc, cudnnTensorTransformDescriptor_t diffPadTransDesc, cudnnTensorTransformDescriptor_t gradFoldTransDesc, cudnnTensorTransformDescriptor_t gradUnfoldTransDesc) {
-  DLH_REAL(dlh_fn, real_cudnnGetFoldedConvBackwardDataDescriptors, "cudnnGetFoldedConvBackwardDataDescriptors", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetFoldedConvBackwardDataDescriptors)(const cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t gradDesc, const cudnnTensorFormat_t transformFormat, cudnnFilterDescriptor_t foldedFilterDesc, cudnnTensorDescriptor_t paddedDiffDesc, cudnnConvolutionDescriptor_t foldedConvDesc, cudnnTensorDescriptor_t foldedGradDesc, cudnnTensorTransformDescriptor_t filterFoldTransDesc, cudnnTensorTransformDescriptor_t diffPadTransDesc, cudnnTensorTransformDescriptor_t gradFoldTransDesc, cudnnTensorTransformDescriptor_t gradUnfoldTransDesc);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetFoldedConvBackwardDataDescriptors(__typeof__(real_cudnnGetFoldedConvBackwardDataDescriptors) dlh_fn, const cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t gradDesc, const cudnnTensorFormat_t transformFormat, cudnnFilterDescriptor_t foldedFilterDesc, cudnnTensorDescriptor_t paddedDiffDesc, cudnnConvolutionDescriptor_t foldedConvDesc, cudnnTensorDescriptor_t foldedGradDesc, cudnnTensorTransformDescriptor_t filterFoldTransDesc, cudnnTensorTransformDescriptor_t diffPadTransDesc, cudnnTensorTransformDescriptor_t gradFoldTransDesc, cudnnTensorTransformDescriptor_t gradUnfoldTransDesc) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, filterDesc, diffDesc, convDesc, gradDesc, transformFormat, foldedFilterDesc, paddedDiffDesc, foldedConvDesc, foldedGradDesc, filterFoldTransDesc, diffPadTransDesc, gradFoldTransDesc, gradUnfoldTransDesc);
@@ -2420,11 +3362,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetFoldedConvBackwardDataDescriptors(const cudnnHa
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetFoldedConvBackwardDataDescriptors(const cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t gradDesc, const cudnnTensorFormat_t transformFormat, cudnnFilterDescriptor_t foldedFilterDesc, cudnnTensorDescriptor_t paddedDiffDesc, cudnnConvolutionDescriptor_t foldedConvDesc, cudnnTensorDescriptor_t foldedGradDesc, cudnnTensorTransformDescriptor_t filterFoldTransDesc, cudnnTensorTransformDescriptor_t diffPadTransDesc, cudnnTensorTransformDescriptor_t gradFoldTransDesc, cudnnTensorTransformDescriptor_t gradUnfoldTransDesc) {
+  DLH_REAL(dlh_fn, real_cudnnGetFoldedConvBackwardDataDescriptors, "cudnnGetFoldedConvBackwardDataDescriptors", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetFoldedConvBackwardDataDescriptors(dlh_fn, handle, filterDesc, diffDesc, convDesc, gradDesc, transformFormat, foldedFilterDesc, paddedDiffDesc, foldedConvDesc, foldedGradDesc, filterFoldTransDesc, diffPadTransDesc, gradFoldTransDesc, gradUnfoldTransDesc);
+}
+static cudnnStatus_t dlh_own_cudnnGetFoldedConvBackwardDataDescriptors(const cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, const cudnnTensorDescriptor_t diffDesc, const cudnnConvolutionDescriptor_t convDesc, const cudnnTensorDescriptor_t gradDesc, const cudnnTensorFormat_t transformFormat, cudnnFilterDescriptor_t foldedFilterDesc, cudnnTensorDescriptor_t paddedDiffDesc, cudnnConvolutionDescriptor_t foldedConvDesc, cudnnTensorDescriptor_t foldedGradDesc, cudnnTensorTransformDescriptor_t filterFoldTransDesc, cudnnTensorTransformDescriptor_t diffPadTransDesc, cudnnTensorTransformDescriptor_t gradFoldTransDesc, cudnnTensorTransformDescriptor_t gradUnfoldTransDesc) {
+  DLH_OWN(dlh_fn, own_cudnnGetFoldedConvBackwardDataDescriptors, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetFoldedConvBackwardDataDescriptors(dlh_fn, handle, filterDesc, diffDesc, convDesc, gradDesc, transformFormat, foldedFilterDesc, paddedDiffDesc, foldedConvDesc, foldedGradDesc, filterFoldTransDesc, diffPadTransDesc, gradFoldTransDesc, gradUnfoldTransDesc);
+}
 
 /* 118: cudnnGetFusedOpsConstParamPackAttribute — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetFusedOpsConstParamPackAttribute)(const cudnnFusedOpsConstParamPack_t constPack, cudnnFusedOpsConstParamLabel_t paramLabel, void *param, int *isNULL);
-DLH_EXPORT cudnnStatus_t cudnnGetFusedOpsConstParamPackAttribute(const cudnnFusedOpsConstParamPack_t constPack, cudnnFusedOpsConstParamLabel_t paramLabel, void *param, int *isNULL) {
-  DLH_REAL(dlh_fn, real_cudnnGetFusedOpsConstParamPackAttribute, "cudnnGetFusedOpsConstParamPackAttribute", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetFusedOpsConstParamPackAttribute)(const cudnnFusedOpsConstParamPack_t constPack, cudnnFusedOpsConstParamLabel_t paramLabel, void *param, int *isNULL);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetFusedOpsConstParamPackAttribute(__typeof__(real_cudnnGetFusedOpsConstParamPackAttribute) dlh_fn, const cudnnFusedOpsConstParamPack_t constPack, cudnnFusedOpsConstParamLabel_t paramLabel, void *param, int *isNULL) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(constPack, paramLabel, param, isNULL);
@@ -2439,11 +3389,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetFusedOpsConstParamPackAttribute(const cudnnFuse
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetFusedOpsConstParamPackAttribute(const cudnnFusedOpsConstParamPack_t constPack, cudnnFusedOpsConstParamLabel_t paramLabel, void *param, int *isNULL) {
+  DLH_REAL(dlh_fn, real_cudnnGetFusedOpsConstParamPackAttribute, "cudnnGetFusedOpsConstParamPackAttribute", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetFusedOpsConstParamPackAttribute(dlh_fn, constPack, paramLabel, param, isNULL);
+}
+static cudnnStatus_t dlh_own_cudnnGetFusedOpsConstParamPackAttribute(const cudnnFusedOpsConstParamPack_t constPack, cudnnFusedOpsConstParamLabel_t paramLabel, void *param, int *isNULL) {
+  DLH_OWN(dlh_fn, own_cudnnGetFusedOpsConstParamPackAttribute, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetFusedOpsConstParamPackAttribute(dlh_fn, constPack, paramLabel, param, isNULL);
+}
 
 /* 119: cudnnGetFusedOpsVariantParamPackAttribute — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnGetFusedOpsVariantParamPackAttribute)(const cudnnFusedOpsVariantParamPack_t varPack, cudnnFusedOpsVariantParamLabel_t paramLabel, void *ptr);
-DLH_EXPORT cudnnStatus_t cudnnGetFusedOpsVariantParamPackAttribute(const cudnnFusedOpsVariantParamPack_t varPack, cudnnFusedOpsVariantParamLabel_t paramLabel, void *ptr) {
-  DLH_REAL(dlh_fn, real_cudnnGetFusedOpsVariantParamPackAttribute, "cudnnGetFusedOpsVariantParamPackAttribute", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetFusedOpsVariantParamPackAttribute)(const cudnnFusedOpsVariantParamPack_t varPack, cudnnFusedOpsVariantParamLabel_t paramLabel, void *ptr);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetFusedOpsVariantParamPackAttribute(__typeof__(real_cudnnGetFusedOpsVariantParamPackAttribute) dlh_fn, const cudnnFusedOpsVariantParamPack_t varPack, cudnnFusedOpsVariantParamLabel_t paramLabel, void *ptr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(varPack, paramLabel, ptr);
@@ -2457,11 +3415,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetFusedOpsVariantParamPackAttribute(const cudnnFu
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetFusedOpsVariantParamPackAttribute(const cudnnFusedOpsVariantParamPack_t varPack, cudnnFusedOpsVariantParamLabel_t paramLabel, void *ptr) {
+  DLH_REAL(dlh_fn, real_cudnnGetFusedOpsVariantParamPackAttribute, "cudnnGetFusedOpsVariantParamPackAttribute", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetFusedOpsVariantParamPackAttribute(dlh_fn, varPack, paramLabel, ptr);
+}
+static cudnnStatus_t dlh_own_cudnnGetFusedOpsVariantParamPackAttribute(const cudnnFusedOpsVariantParamPack_t varPack, cudnnFusedOpsVariantParamLabel_t paramLabel, void *ptr) {
+  DLH_OWN(dlh_fn, own_cudnnGetFusedOpsVariantParamPackAttribute, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetFusedOpsVariantParamPackAttribute(dlh_fn, varPack, paramLabel, ptr);
+}
 
 /* 120: cudnnGetLRNDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetLRNDescriptor)(cudnnLRNDescriptor_t normDesc, unsigned *lrnN, double *lrnAlpha, double *lrnBeta, double *lrnK);
-DLH_EXPORT cudnnStatus_t cudnnGetLRNDescriptor(cudnnLRNDescriptor_t normDesc, unsigned *lrnN, double *lrnAlpha, double *lrnBeta, double *lrnK) {
-  DLH_REAL(dlh_fn, real_cudnnGetLRNDescriptor, "cudnnGetLRNDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetLRNDescriptor)(cudnnLRNDescriptor_t normDesc, unsigned *lrnN, double *lrnAlpha, double *lrnBeta, double *lrnK);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetLRNDescriptor(__typeof__(real_cudnnGetLRNDescriptor) dlh_fn, cudnnLRNDescriptor_t normDesc, unsigned *lrnN, double *lrnAlpha, double *lrnBeta, double *lrnK) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(normDesc, lrnN, lrnAlpha, lrnBeta, lrnK);
@@ -2477,11 +3443,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetLRNDescriptor(cudnnLRNDescriptor_t normDesc, un
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetLRNDescriptor(cudnnLRNDescriptor_t normDesc, unsigned *lrnN, double *lrnAlpha, double *lrnBeta, double *lrnK) {
+  DLH_REAL(dlh_fn, real_cudnnGetLRNDescriptor, "cudnnGetLRNDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetLRNDescriptor(dlh_fn, normDesc, lrnN, lrnAlpha, lrnBeta, lrnK);
+}
+static cudnnStatus_t dlh_own_cudnnGetLRNDescriptor(cudnnLRNDescriptor_t normDesc, unsigned *lrnN, double *lrnAlpha, double *lrnBeta, double *lrnK) {
+  DLH_OWN(dlh_fn, own_cudnnGetLRNDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetLRNDescriptor(dlh_fn, normDesc, lrnN, lrnAlpha, lrnBeta, lrnK);
+}
 
 /* 121: cudnnGetLastErrorString — cudnn_graph.h */
 static void (*real_cudnnGetLastErrorString)(char *message, size_t max_size);
-DLH_EXPORT void cudnnGetLastErrorString(char *message, size_t max_size) {
-  DLH_REAL(dlh_fn, real_cudnnGetLastErrorString, "cudnnGetLastErrorString", DLH_LIB_CUDNN, )
+static void (*own_cudnnGetLastErrorString)(char *message, size_t max_size);
+static inline __attribute__((always_inline)) void dlh_b_cudnnGetLastErrorString(__typeof__(real_cudnnGetLastErrorString) dlh_fn, char *message, size_t max_size) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   dlh_fn(message, max_size);
@@ -2493,11 +3467,19 @@ DLH_EXPORT void cudnnGetLastErrorString(char *message, size_t max_size) {
     dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 121), 0, 2, dlh_a);
   }
 }
+DLH_EXPORT void cudnnGetLastErrorString(char *message, size_t max_size) {
+  DLH_REAL(dlh_fn, real_cudnnGetLastErrorString, "cudnnGetLastErrorString", DLH_LIB_CUDNN, )
+  dlh_b_cudnnGetLastErrorString(dlh_fn, message, max_size);
+}
+static void dlh_own_cudnnGetLastErrorString(char *message, size_t max_size) {
+  DLH_OWN(dlh_fn, own_cudnnGetLastErrorString, )
+  dlh_b_cudnnGetLastErrorString(dlh_fn, message, max_size);
+}
 
 /* 122: cudnnGetMaxDeviceVersion — cudnn_graph.h */
 static size_t (*real_cudnnGetMaxDeviceVersion)(void);
-DLH_EXPORT size_t cudnnGetMaxDeviceVersion(void) {
-  DLH_REAL(dlh_fn, real_cudnnGetMaxDeviceVersion, "cudnnGetMaxDeviceVersion", DLH_LIB_CUDNN, 0)
+static size_t (*own_cudnnGetMaxDeviceVersion)(void);
+static inline __attribute__((always_inline)) size_t dlh_b_cudnnGetMaxDeviceVersion(__typeof__(real_cudnnGetMaxDeviceVersion) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   size_t dlh_r = dlh_fn();
@@ -2506,11 +3488,19 @@ DLH_EXPORT size_t cudnnGetMaxDeviceVersion(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT size_t cudnnGetMaxDeviceVersion(void) {
+  DLH_REAL(dlh_fn, real_cudnnGetMaxDeviceVersion, "cudnnGetMaxDeviceVersion", DLH_LIB_CUDNN, 0)
+  return dlh_b_cudnnGetMaxDeviceVersion(dlh_fn);
+}
+static size_t dlh_own_cudnnGetMaxDeviceVersion(void) {
+  DLH_OWN(dlh_fn, own_cudnnGetMaxDeviceVersion, 0)
+  return dlh_b_cudnnGetMaxDeviceVersion(dlh_fn);
+}
 
 /* 123: cudnnGetMultiHeadAttnBuffers — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnGetMultiHeadAttnBuffers)(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, size_t *weightSizeInBytes, size_t *workSpaceSizeInBytes, size_t *reserveSpaceSizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnGetMultiHeadAttnBuffers(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, size_t *weightSizeInBytes, size_t *workSpaceSizeInBytes, size_t *reserveSpaceSizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnGetMultiHeadAttnBuffers, "cudnnGetMultiHeadAttnBuffers", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetMultiHeadAttnBuffers)(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, size_t *weightSizeInBytes, size_t *workSpaceSizeInBytes, size_t *reserveSpaceSizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetMultiHeadAttnBuffers(__typeof__(real_cudnnGetMultiHeadAttnBuffers) dlh_fn, cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, size_t *weightSizeInBytes, size_t *workSpaceSizeInBytes, size_t *reserveSpaceSizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, attnDesc, weightSizeInBytes, workSpaceSizeInBytes, reserveSpaceSizeInBytes);
@@ -2526,11 +3516,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetMultiHeadAttnBuffers(cudnnHandle_t handle, cons
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetMultiHeadAttnBuffers(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, size_t *weightSizeInBytes, size_t *workSpaceSizeInBytes, size_t *reserveSpaceSizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnGetMultiHeadAttnBuffers, "cudnnGetMultiHeadAttnBuffers", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetMultiHeadAttnBuffers(dlh_fn, handle, attnDesc, weightSizeInBytes, workSpaceSizeInBytes, reserveSpaceSizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnGetMultiHeadAttnBuffers(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, size_t *weightSizeInBytes, size_t *workSpaceSizeInBytes, size_t *reserveSpaceSizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnGetMultiHeadAttnBuffers, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetMultiHeadAttnBuffers(dlh_fn, handle, attnDesc, weightSizeInBytes, workSpaceSizeInBytes, reserveSpaceSizeInBytes);
+}
 
 /* 124: cudnnGetMultiHeadAttnWeights — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnGetMultiHeadAttnWeights)(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, cudnnMultiHeadAttnWeightKind_t wKind, size_t weightSizeInBytes, const void *weights, cudnnTensorDescriptor_t wDesc, void **wAddr);
-DLH_EXPORT cudnnStatus_t cudnnGetMultiHeadAttnWeights(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, cudnnMultiHeadAttnWeightKind_t wKind, size_t weightSizeInBytes, const void *weights, cudnnTensorDescriptor_t wDesc, void **wAddr) {
-  DLH_REAL(dlh_fn, real_cudnnGetMultiHeadAttnWeights, "cudnnGetMultiHeadAttnWeights", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetMultiHeadAttnWeights)(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, cudnnMultiHeadAttnWeightKind_t wKind, size_t weightSizeInBytes, const void *weights, cudnnTensorDescriptor_t wDesc, void **wAddr);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetMultiHeadAttnWeights(__typeof__(real_cudnnGetMultiHeadAttnWeights) dlh_fn, cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, cudnnMultiHeadAttnWeightKind_t wKind, size_t weightSizeInBytes, const void *weights, cudnnTensorDescriptor_t wDesc, void **wAddr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, attnDesc, wKind, weightSizeInBytes, weights, wDesc, wAddr);
@@ -2548,11 +3546,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetMultiHeadAttnWeights(cudnnHandle_t handle, cons
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetMultiHeadAttnWeights(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, cudnnMultiHeadAttnWeightKind_t wKind, size_t weightSizeInBytes, const void *weights, cudnnTensorDescriptor_t wDesc, void **wAddr) {
+  DLH_REAL(dlh_fn, real_cudnnGetMultiHeadAttnWeights, "cudnnGetMultiHeadAttnWeights", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetMultiHeadAttnWeights(dlh_fn, handle, attnDesc, wKind, weightSizeInBytes, weights, wDesc, wAddr);
+}
+static cudnnStatus_t dlh_own_cudnnGetMultiHeadAttnWeights(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, cudnnMultiHeadAttnWeightKind_t wKind, size_t weightSizeInBytes, const void *weights, cudnnTensorDescriptor_t wDesc, void **wAddr) {
+  DLH_OWN(dlh_fn, own_cudnnGetMultiHeadAttnWeights, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetMultiHeadAttnWeights(dlh_fn, handle, attnDesc, wKind, weightSizeInBytes, weights, wDesc, wAddr);
+}
 
 /* 125: cudnnGetNormalizationBackwardWorkspaceSize — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetNormalizationBackwardWorkspaceSize)(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnTensorDescriptor_t dzDesc, const cudnnTensorDescriptor_t dxDesc, const cudnnTensorDescriptor_t dNormScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t normMeanVarDesc, size_t *sizeInBytes, int groupCnt);
-DLH_EXPORT cudnnStatus_t cudnnGetNormalizationBackwardWorkspaceSize(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnTensorDescriptor_t dzDesc, const cudnnTensorDescriptor_t dxDesc, const cudnnTensorDescriptor_t dNormScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t normMeanVarDesc, size_t *sizeInBytes, int groupCnt) {
-  DLH_REAL(dlh_fn, real_cudnnGetNormalizationBackwardWorkspaceSize, "cudnnGetNormalizationBackwardWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetNormalizationBackwardWorkspaceSize)(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnTensorDescriptor_t dzDesc, const cudnnTensorDescriptor_t dxDesc, const cudnnTensorDescriptor_t dNormScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t normMeanVarDesc, size_t *sizeInBytes, int groupCnt);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetNormalizationBackwardWorkspaceSize(__typeof__(real_cudnnGetNormalizationBackwardWorkspaceSize) dlh_fn, cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnTensorDescriptor_t dzDesc, const cudnnTensorDescriptor_t dxDesc, const cudnnTensorDescriptor_t dNormScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t normMeanVarDesc, size_t *sizeInBytes, int groupCnt) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, mode, normOps, algo, xDesc, yDesc, dyDesc, dzDesc, dxDesc, dNormScaleBiasDesc, activationDesc, normMeanVarDesc, sizeInBytes, groupCnt);
@@ -2577,11 +3583,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetNormalizationBackwardWorkspaceSize(cudnnHandle_
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetNormalizationBackwardWorkspaceSize(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnTensorDescriptor_t dzDesc, const cudnnTensorDescriptor_t dxDesc, const cudnnTensorDescriptor_t dNormScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t normMeanVarDesc, size_t *sizeInBytes, int groupCnt) {
+  DLH_REAL(dlh_fn, real_cudnnGetNormalizationBackwardWorkspaceSize, "cudnnGetNormalizationBackwardWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetNormalizationBackwardWorkspaceSize(dlh_fn, handle, mode, normOps, algo, xDesc, yDesc, dyDesc, dzDesc, dxDesc, dNormScaleBiasDesc, activationDesc, normMeanVarDesc, sizeInBytes, groupCnt);
+}
+static cudnnStatus_t dlh_own_cudnnGetNormalizationBackwardWorkspaceSize(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t dyDesc, const cudnnTensorDescriptor_t dzDesc, const cudnnTensorDescriptor_t dxDesc, const cudnnTensorDescriptor_t dNormScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t normMeanVarDesc, size_t *sizeInBytes, int groupCnt) {
+  DLH_OWN(dlh_fn, own_cudnnGetNormalizationBackwardWorkspaceSize, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetNormalizationBackwardWorkspaceSize(dlh_fn, handle, mode, normOps, algo, xDesc, yDesc, dyDesc, dzDesc, dxDesc, dNormScaleBiasDesc, activationDesc, normMeanVarDesc, sizeInBytes, groupCnt);
+}
 
 /* 126: cudnnGetNormalizationForwardTrainingWorkspaceSize — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetNormalizationForwardTrainingWorkspaceSize)(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t zDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t normScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t normMeanVarDesc, size_t *sizeInBytes, int groupCnt);
-DLH_EXPORT cudnnStatus_t cudnnGetNormalizationForwardTrainingWorkspaceSize(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t zDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t normScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t normMeanVarDesc, size_t *sizeInBytes, int groupCnt) {
-  DLH_REAL(dlh_fn, real_cudnnGetNormalizationForwardTrainingWorkspaceSize, "cudnnGetNormalizationForwardTrainingWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetNormalizationForwardTrainingWorkspaceSize)(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t zDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t normScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t normMeanVarDesc, size_t *sizeInBytes, int groupCnt);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetNormalizationForwardTrainingWorkspaceSize(__typeof__(real_cudnnGetNormalizationForwardTrainingWorkspaceSize) dlh_fn, cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t zDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t normScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t normMeanVarDesc, size_t *sizeInBytes, int groupCnt) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, mode, normOps, algo, xDesc, zDesc, yDesc, normScaleBiasDesc, activationDesc, normMeanVarDesc, sizeInBytes, groupCnt);
@@ -2604,11 +3618,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetNormalizationForwardTrainingWorkspaceSize(cudnn
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetNormalizationForwardTrainingWorkspaceSize(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t zDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t normScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t normMeanVarDesc, size_t *sizeInBytes, int groupCnt) {
+  DLH_REAL(dlh_fn, real_cudnnGetNormalizationForwardTrainingWorkspaceSize, "cudnnGetNormalizationForwardTrainingWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetNormalizationForwardTrainingWorkspaceSize(dlh_fn, handle, mode, normOps, algo, xDesc, zDesc, yDesc, normScaleBiasDesc, activationDesc, normMeanVarDesc, sizeInBytes, groupCnt);
+}
+static cudnnStatus_t dlh_own_cudnnGetNormalizationForwardTrainingWorkspaceSize(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t zDesc, const cudnnTensorDescriptor_t yDesc, const cudnnTensorDescriptor_t normScaleBiasDesc, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t normMeanVarDesc, size_t *sizeInBytes, int groupCnt) {
+  DLH_OWN(dlh_fn, own_cudnnGetNormalizationForwardTrainingWorkspaceSize, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetNormalizationForwardTrainingWorkspaceSize(dlh_fn, handle, mode, normOps, algo, xDesc, zDesc, yDesc, normScaleBiasDesc, activationDesc, normMeanVarDesc, sizeInBytes, groupCnt);
+}
 
 /* 127: cudnnGetNormalizationTrainingReserveSpaceSize — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetNormalizationTrainingReserveSpaceSize)(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t xDesc, size_t *sizeInBytes, int groupCnt);
-DLH_EXPORT cudnnStatus_t cudnnGetNormalizationTrainingReserveSpaceSize(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t xDesc, size_t *sizeInBytes, int groupCnt) {
-  DLH_REAL(dlh_fn, real_cudnnGetNormalizationTrainingReserveSpaceSize, "cudnnGetNormalizationTrainingReserveSpaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetNormalizationTrainingReserveSpaceSize)(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t xDesc, size_t *sizeInBytes, int groupCnt);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetNormalizationTrainingReserveSpaceSize(__typeof__(real_cudnnGetNormalizationTrainingReserveSpaceSize) dlh_fn, cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t xDesc, size_t *sizeInBytes, int groupCnt) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, mode, normOps, algo, activationDesc, xDesc, sizeInBytes, groupCnt);
@@ -2627,11 +3649,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetNormalizationTrainingReserveSpaceSize(cudnnHand
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetNormalizationTrainingReserveSpaceSize(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t xDesc, size_t *sizeInBytes, int groupCnt) {
+  DLH_REAL(dlh_fn, real_cudnnGetNormalizationTrainingReserveSpaceSize, "cudnnGetNormalizationTrainingReserveSpaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetNormalizationTrainingReserveSpaceSize(dlh_fn, handle, mode, normOps, algo, activationDesc, xDesc, sizeInBytes, groupCnt);
+}
+static cudnnStatus_t dlh_own_cudnnGetNormalizationTrainingReserveSpaceSize(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t xDesc, size_t *sizeInBytes, int groupCnt) {
+  DLH_OWN(dlh_fn, own_cudnnGetNormalizationTrainingReserveSpaceSize, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetNormalizationTrainingReserveSpaceSize(dlh_fn, handle, mode, normOps, algo, activationDesc, xDesc, sizeInBytes, groupCnt);
+}
 
 /* 128: cudnnGetOpTensorDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetOpTensorDescriptor)(const cudnnOpTensorDescriptor_t opTensorDesc, cudnnOpTensorOp_t *opTensorOp, cudnnDataType_t *opTensorCompType, cudnnNanPropagation_t *opTensorNanOpt);
-DLH_EXPORT cudnnStatus_t cudnnGetOpTensorDescriptor(const cudnnOpTensorDescriptor_t opTensorDesc, cudnnOpTensorOp_t *opTensorOp, cudnnDataType_t *opTensorCompType, cudnnNanPropagation_t *opTensorNanOpt) {
-  DLH_REAL(dlh_fn, real_cudnnGetOpTensorDescriptor, "cudnnGetOpTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetOpTensorDescriptor)(const cudnnOpTensorDescriptor_t opTensorDesc, cudnnOpTensorOp_t *opTensorOp, cudnnDataType_t *opTensorCompType, cudnnNanPropagation_t *opTensorNanOpt);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetOpTensorDescriptor(__typeof__(real_cudnnGetOpTensorDescriptor) dlh_fn, const cudnnOpTensorDescriptor_t opTensorDesc, cudnnOpTensorOp_t *opTensorOp, cudnnDataType_t *opTensorCompType, cudnnNanPropagation_t *opTensorNanOpt) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(opTensorDesc, opTensorOp, opTensorCompType, opTensorNanOpt);
@@ -2646,11 +3676,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetOpTensorDescriptor(const cudnnOpTensorDescripto
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetOpTensorDescriptor(const cudnnOpTensorDescriptor_t opTensorDesc, cudnnOpTensorOp_t *opTensorOp, cudnnDataType_t *opTensorCompType, cudnnNanPropagation_t *opTensorNanOpt) {
+  DLH_REAL(dlh_fn, real_cudnnGetOpTensorDescriptor, "cudnnGetOpTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetOpTensorDescriptor(dlh_fn, opTensorDesc, opTensorOp, opTensorCompType, opTensorNanOpt);
+}
+static cudnnStatus_t dlh_own_cudnnGetOpTensorDescriptor(const cudnnOpTensorDescriptor_t opTensorDesc, cudnnOpTensorOp_t *opTensorOp, cudnnDataType_t *opTensorCompType, cudnnNanPropagation_t *opTensorNanOpt) {
+  DLH_OWN(dlh_fn, own_cudnnGetOpTensorDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetOpTensorDescriptor(dlh_fn, opTensorDesc, opTensorOp, opTensorCompType, opTensorNanOpt);
+}
 
 /* 129: cudnnGetPooling2dDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetPooling2dDescriptor)(const cudnnPoolingDescriptor_t poolingDesc, cudnnPoolingMode_t *mode, cudnnNanPropagation_t *maxpoolingNanOpt, int *windowHeight, int *windowWidth, int *verticalPadding, int *horizontalPadding, int *verticalStride, int *horizontalStride);
-DLH_EXPORT cudnnStatus_t cudnnGetPooling2dDescriptor(const cudnnPoolingDescriptor_t poolingDesc, cudnnPoolingMode_t *mode, cudnnNanPropagation_t *maxpoolingNanOpt, int *windowHeight, int *windowWidth, int *verticalPadding, int *horizontalPadding, int *verticalStride, int *horizontalStride) {
-  DLH_REAL(dlh_fn, real_cudnnGetPooling2dDescriptor, "cudnnGetPooling2dDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetPooling2dDescriptor)(const cudnnPoolingDescriptor_t poolingDesc, cudnnPoolingMode_t *mode, cudnnNanPropagation_t *maxpoolingNanOpt, int *windowHeight, int *windowWidth, int *verticalPadding, int *horizontalPadding, int *verticalStride, int *horizontalStride);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetPooling2dDescriptor(__typeof__(real_cudnnGetPooling2dDescriptor) dlh_fn, const cudnnPoolingDescriptor_t poolingDesc, cudnnPoolingMode_t *mode, cudnnNanPropagation_t *maxpoolingNanOpt, int *windowHeight, int *windowWidth, int *verticalPadding, int *horizontalPadding, int *verticalStride, int *horizontalStride) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(poolingDesc, mode, maxpoolingNanOpt, windowHeight, windowWidth, verticalPadding, horizontalPadding, verticalStride, horizontalStride);
@@ -2670,11 +3708,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetPooling2dDescriptor(const cudnnPoolingDescripto
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetPooling2dDescriptor(const cudnnPoolingDescriptor_t poolingDesc, cudnnPoolingMode_t *mode, cudnnNanPropagation_t *maxpoolingNanOpt, int *windowHeight, int *windowWidth, int *verticalPadding, int *horizontalPadding, int *verticalStride, int *horizontalStride) {
+  DLH_REAL(dlh_fn, real_cudnnGetPooling2dDescriptor, "cudnnGetPooling2dDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetPooling2dDescriptor(dlh_fn, poolingDesc, mode, maxpoolingNanOpt, windowHeight, windowWidth, verticalPadding, horizontalPadding, verticalStride, horizontalStride);
+}
+static cudnnStatus_t dlh_own_cudnnGetPooling2dDescriptor(const cudnnPoolingDescriptor_t poolingDesc, cudnnPoolingMode_t *mode, cudnnNanPropagation_t *maxpoolingNanOpt, int *windowHeight, int *windowWidth, int *verticalPadding, int *horizontalPadding, int *verticalStride, int *horizontalStride) {
+  DLH_OWN(dlh_fn, own_cudnnGetPooling2dDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetPooling2dDescriptor(dlh_fn, poolingDesc, mode, maxpoolingNanOpt, windowHeight, windowWidth, verticalPadding, horizontalPadding, verticalStride, horizontalStride);
+}
 
 /* 130: cudnnGetPooling2dForwardOutputDim — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetPooling2dForwardOutputDim)(const cudnnPoolingDescriptor_t poolingDesc, const cudnnTensorDescriptor_t inputTensorDesc, int *n, int *c, int *h, int *w);
-DLH_EXPORT cudnnStatus_t cudnnGetPooling2dForwardOutputDim(const cudnnPoolingDescriptor_t poolingDesc, const cudnnTensorDescriptor_t inputTensorDesc, int *n, int *c, int *h, int *w) {
-  DLH_REAL(dlh_fn, real_cudnnGetPooling2dForwardOutputDim, "cudnnGetPooling2dForwardOutputDim", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetPooling2dForwardOutputDim)(const cudnnPoolingDescriptor_t poolingDesc, const cudnnTensorDescriptor_t inputTensorDesc, int *n, int *c, int *h, int *w);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetPooling2dForwardOutputDim(__typeof__(real_cudnnGetPooling2dForwardOutputDim) dlh_fn, const cudnnPoolingDescriptor_t poolingDesc, const cudnnTensorDescriptor_t inputTensorDesc, int *n, int *c, int *h, int *w) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(poolingDesc, inputTensorDesc, n, c, h, w);
@@ -2691,11 +3737,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetPooling2dForwardOutputDim(const cudnnPoolingDes
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetPooling2dForwardOutputDim(const cudnnPoolingDescriptor_t poolingDesc, const cudnnTensorDescriptor_t inputTensorDesc, int *n, int *c, int *h, int *w) {
+  DLH_REAL(dlh_fn, real_cudnnGetPooling2dForwardOutputDim, "cudnnGetPooling2dForwardOutputDim", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetPooling2dForwardOutputDim(dlh_fn, poolingDesc, inputTensorDesc, n, c, h, w);
+}
+static cudnnStatus_t dlh_own_cudnnGetPooling2dForwardOutputDim(const cudnnPoolingDescriptor_t poolingDesc, const cudnnTensorDescriptor_t inputTensorDesc, int *n, int *c, int *h, int *w) {
+  DLH_OWN(dlh_fn, own_cudnnGetPooling2dForwardOutputDim, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetPooling2dForwardOutputDim(dlh_fn, poolingDesc, inputTensorDesc, n, c, h, w);
+}
 
 /* 131: cudnnGetPoolingNdDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetPoolingNdDescriptor)(const cudnnPoolingDescriptor_t poolingDesc, int nbDimsRequested, cudnnPoolingMode_t *mode, cudnnNanPropagation_t *maxpoolingNanOpt, int *nbDims, int windowDimA[], int paddingA[], int strideA[]);
-DLH_EXPORT cudnnStatus_t cudnnGetPoolingNdDescriptor(const cudnnPoolingDescriptor_t poolingDesc, int nbDimsRequested, cudnnPoolingMode_t *mode, cudnnNanPropagation_t *maxpoolingNanOpt, int *nbDims, int windowDimA[], int paddingA[], int strideA[]) {
-  DLH_REAL(dlh_fn, real_cudnnGetPoolingNdDescriptor, "cudnnGetPoolingNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetPoolingNdDescriptor)(const cudnnPoolingDescriptor_t poolingDesc, int nbDimsRequested, cudnnPoolingMode_t *mode, cudnnNanPropagation_t *maxpoolingNanOpt, int *nbDims, int windowDimA[], int paddingA[], int strideA[]);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetPoolingNdDescriptor(__typeof__(real_cudnnGetPoolingNdDescriptor) dlh_fn, const cudnnPoolingDescriptor_t poolingDesc, int nbDimsRequested, cudnnPoolingMode_t *mode, cudnnNanPropagation_t *maxpoolingNanOpt, int *nbDims, int windowDimA[], int paddingA[], int strideA[]) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(poolingDesc, nbDimsRequested, mode, maxpoolingNanOpt, nbDims, windowDimA, paddingA, strideA);
@@ -2714,11 +3768,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetPoolingNdDescriptor(const cudnnPoolingDescripto
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetPoolingNdDescriptor(const cudnnPoolingDescriptor_t poolingDesc, int nbDimsRequested, cudnnPoolingMode_t *mode, cudnnNanPropagation_t *maxpoolingNanOpt, int *nbDims, int windowDimA[], int paddingA[], int strideA[]) {
+  DLH_REAL(dlh_fn, real_cudnnGetPoolingNdDescriptor, "cudnnGetPoolingNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetPoolingNdDescriptor(dlh_fn, poolingDesc, nbDimsRequested, mode, maxpoolingNanOpt, nbDims, windowDimA, paddingA, strideA);
+}
+static cudnnStatus_t dlh_own_cudnnGetPoolingNdDescriptor(const cudnnPoolingDescriptor_t poolingDesc, int nbDimsRequested, cudnnPoolingMode_t *mode, cudnnNanPropagation_t *maxpoolingNanOpt, int *nbDims, int windowDimA[], int paddingA[], int strideA[]) {
+  DLH_OWN(dlh_fn, own_cudnnGetPoolingNdDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetPoolingNdDescriptor(dlh_fn, poolingDesc, nbDimsRequested, mode, maxpoolingNanOpt, nbDims, windowDimA, paddingA, strideA);
+}
 
 /* 132: cudnnGetPoolingNdForwardOutputDim — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetPoolingNdForwardOutputDim)(const cudnnPoolingDescriptor_t poolingDesc, const cudnnTensorDescriptor_t inputTensorDesc, int nbDims, int outputTensorDimA[]);
-DLH_EXPORT cudnnStatus_t cudnnGetPoolingNdForwardOutputDim(const cudnnPoolingDescriptor_t poolingDesc, const cudnnTensorDescriptor_t inputTensorDesc, int nbDims, int outputTensorDimA[]) {
-  DLH_REAL(dlh_fn, real_cudnnGetPoolingNdForwardOutputDim, "cudnnGetPoolingNdForwardOutputDim", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetPoolingNdForwardOutputDim)(const cudnnPoolingDescriptor_t poolingDesc, const cudnnTensorDescriptor_t inputTensorDesc, int nbDims, int outputTensorDimA[]);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetPoolingNdForwardOutputDim(__typeof__(real_cudnnGetPoolingNdForwardOutputDim) dlh_fn, const cudnnPoolingDescriptor_t poolingDesc, const cudnnTensorDescriptor_t inputTensorDesc, int nbDims, int outputTensorDimA[]) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(poolingDesc, inputTensorDesc, nbDims, outputTensorDimA);
@@ -2733,11 +3795,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetPoolingNdForwardOutputDim(const cudnnPoolingDes
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetPoolingNdForwardOutputDim(const cudnnPoolingDescriptor_t poolingDesc, const cudnnTensorDescriptor_t inputTensorDesc, int nbDims, int outputTensorDimA[]) {
+  DLH_REAL(dlh_fn, real_cudnnGetPoolingNdForwardOutputDim, "cudnnGetPoolingNdForwardOutputDim", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetPoolingNdForwardOutputDim(dlh_fn, poolingDesc, inputTensorDesc, nbDims, outputTensorDimA);
+}
+static cudnnStatus_t dlh_own_cudnnGetPoolingNdForwardOutputDim(const cudnnPoolingDescriptor_t poolingDesc, const cudnnTensorDescriptor_t inputTensorDesc, int nbDims, int outputTensorDimA[]) {
+  DLH_OWN(dlh_fn, own_cudnnGetPoolingNdForwardOutputDim, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetPoolingNdForwardOutputDim(dlh_fn, poolingDesc, inputTensorDesc, nbDims, outputTensorDimA);
+}
 
 /* 133: cudnnGetProperty — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnGetProperty)(libraryPropertyType type, int *value);
-DLH_EXPORT cudnnStatus_t cudnnGetProperty(libraryPropertyType type, int *value) {
-  DLH_REAL(dlh_fn, real_cudnnGetProperty, "cudnnGetProperty", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetProperty)(libraryPropertyType type, int *value);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetProperty(__typeof__(real_cudnnGetProperty) dlh_fn, libraryPropertyType type, int *value) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(type, value);
@@ -2750,11 +3820,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetProperty(libraryPropertyType type, int *value) 
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetProperty(libraryPropertyType type, int *value) {
+  DLH_REAL(dlh_fn, real_cudnnGetProperty, "cudnnGetProperty", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetProperty(dlh_fn, type, value);
+}
+static cudnnStatus_t dlh_own_cudnnGetProperty(libraryPropertyType type, int *value) {
+  DLH_OWN(dlh_fn, own_cudnnGetProperty, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetProperty(dlh_fn, type, value);
+}
 
 /* 134: cudnnGetRNNDataDescriptor — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnGetRNNDataDescriptor)(cudnnRNNDataDescriptor_t rnnDataDesc, cudnnDataType_t *dataType, cudnnRNNDataLayout_t *layout, int *maxSeqLength, int *batchSize, int *vectorSize, int arrayLengthRequested, int seqLengthArray[], void *paddingFill);
-DLH_EXPORT cudnnStatus_t cudnnGetRNNDataDescriptor(cudnnRNNDataDescriptor_t rnnDataDesc, cudnnDataType_t *dataType, cudnnRNNDataLayout_t *layout, int *maxSeqLength, int *batchSize, int *vectorSize, int arrayLengthRequested, int seqLengthArray[], void *paddingFill) {
-  DLH_REAL(dlh_fn, real_cudnnGetRNNDataDescriptor, "cudnnGetRNNDataDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetRNNDataDescriptor)(cudnnRNNDataDescriptor_t rnnDataDesc, cudnnDataType_t *dataType, cudnnRNNDataLayout_t *layout, int *maxSeqLength, int *batchSize, int *vectorSize, int arrayLengthRequested, int seqLengthArray[], void *paddingFill);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetRNNDataDescriptor(__typeof__(real_cudnnGetRNNDataDescriptor) dlh_fn, cudnnRNNDataDescriptor_t rnnDataDesc, cudnnDataType_t *dataType, cudnnRNNDataLayout_t *layout, int *maxSeqLength, int *batchSize, int *vectorSize, int arrayLengthRequested, int seqLengthArray[], void *paddingFill) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(rnnDataDesc, dataType, layout, maxSeqLength, batchSize, vectorSize, arrayLengthRequested, seqLengthArray, paddingFill);
@@ -2774,11 +3852,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetRNNDataDescriptor(cudnnRNNDataDescriptor_t rnnD
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetRNNDataDescriptor(cudnnRNNDataDescriptor_t rnnDataDesc, cudnnDataType_t *dataType, cudnnRNNDataLayout_t *layout, int *maxSeqLength, int *batchSize, int *vectorSize, int arrayLengthRequested, int seqLengthArray[], void *paddingFill) {
+  DLH_REAL(dlh_fn, real_cudnnGetRNNDataDescriptor, "cudnnGetRNNDataDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetRNNDataDescriptor(dlh_fn, rnnDataDesc, dataType, layout, maxSeqLength, batchSize, vectorSize, arrayLengthRequested, seqLengthArray, paddingFill);
+}
+static cudnnStatus_t dlh_own_cudnnGetRNNDataDescriptor(cudnnRNNDataDescriptor_t rnnDataDesc, cudnnDataType_t *dataType, cudnnRNNDataLayout_t *layout, int *maxSeqLength, int *batchSize, int *vectorSize, int arrayLengthRequested, int seqLengthArray[], void *paddingFill) {
+  DLH_OWN(dlh_fn, own_cudnnGetRNNDataDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetRNNDataDescriptor(dlh_fn, rnnDataDesc, dataType, layout, maxSeqLength, batchSize, vectorSize, arrayLengthRequested, seqLengthArray, paddingFill);
+}
 
 /* 135: cudnnGetRNNDescriptor_v8 — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnGetRNNDescriptor_v8)(cudnnRNNDescriptor_t rnnDesc, cudnnRNNAlgo_t *algo, cudnnRNNMode_t *cellMode, cudnnRNNBiasMode_t *biasMode, cudnnDirectionMode_t *dirMode, cudnnRNNInputMode_t *inputMode, cudnnDataType_t *dataType, cudnnDataType_t *mathPrec, cudnnMathType_t *mathType, int32_t *inputSize, int32_t *hiddenSize, int32_t *projSize, int32_t *numLayers, cudnnDropoutDescriptor_t *dropoutDesc, uint32_t *auxFlags);
-DLH_EXPORT cudnnStatus_t cudnnGetRNNDescriptor_v8(cudnnRNNDescriptor_t rnnDesc, cudnnRNNAlgo_t *algo, cudnnRNNMode_t *cellMode, cudnnRNNBiasMode_t *biasMode, cudnnDirectionMode_t *dirMode, cudnnRNNInputMode_t *inputMode, cudnnDataType_t *dataType, cudnnDataType_t *mathPrec, cudnnMathType_t *mathType, int32_t *inputSize, int32_t *hiddenSize, int32_t *projSize, int32_t *numLayers, cudnnDropoutDescriptor_t *dropoutDesc, uint32_t *auxFlags) {
-  DLH_REAL(dlh_fn, real_cudnnGetRNNDescriptor_v8, "cudnnGetRNNDescriptor_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetRNNDescriptor_v8)(cudnnRNNDescriptor_t rnnDesc, cudnnRNNAlgo_t *algo, cudnnRNNMode_t *cellMode, cudnnRNNBiasMode_t *biasMode, cudnnDirectionMode_t *dirMode, cudnnRNNInputMode_t *inputMode, cudnnDataType_t *dataType, cudnnDataType_t *mathPrec, cudnnMathType_t *mathType, int32_t *inputSize, int32_t *hiddenSize, int32_t *projSize, int32_t *numLayers, cudnnDropoutDescriptor_t *dropoutDesc, uint32_t *auxFlags);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetRNNDescriptor_v8(__typeof__(real_cudnnGetRNNDescriptor_v8) dlh_fn, cudnnRNNDescriptor_t rnnDesc, cudnnRNNAlgo_t *algo, cudnnRNNMode_t *cellMode, cudnnRNNBiasMode_t *biasMode, cudnnDirectionMode_t *dirMode, cudnnRNNInputMode_t *inputMode, cudnnDataType_t *dataType, cudnnDataType_t *mathPrec, cudnnMathType_t *mathType, int32_t *inputSize, int32_t *hiddenSize, int32_t *projSize, int32_t *numLayers, cudnnDropoutDescriptor_t *dropoutDesc, uint32_t *auxFlags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(rnnDesc, algo, cellMode, biasMode, dirMode, inputMode, dataType, mathPrec, mathType, inputSize, hiddenSize, projSize, numLayers, dropoutDesc, auxFlags);
@@ -2804,11 +3890,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetRNNDescriptor_v8(cudnnRNNDescriptor_t rnnDesc, 
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetRNNDescriptor_v8(cudnnRNNDescriptor_t rnnDesc, cudnnRNNAlgo_t *algo, cudnnRNNMode_t *cellMode, cudnnRNNBiasMode_t *biasMode, cudnnDirectionMode_t *dirMode, cudnnRNNInputMode_t *inputMode, cudnnDataType_t *dataType, cudnnDataType_t *mathPrec, cudnnMathType_t *mathType, int32_t *inputSize, int32_t *hiddenSize, int32_t *projSize, int32_t *numLayers, cudnnDropoutDescriptor_t *dropoutDesc, uint32_t *auxFlags) {
+  DLH_REAL(dlh_fn, real_cudnnGetRNNDescriptor_v8, "cudnnGetRNNDescriptor_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetRNNDescriptor_v8(dlh_fn, rnnDesc, algo, cellMode, biasMode, dirMode, inputMode, dataType, mathPrec, mathType, inputSize, hiddenSize, projSize, numLayers, dropoutDesc, auxFlags);
+}
+static cudnnStatus_t dlh_own_cudnnGetRNNDescriptor_v8(cudnnRNNDescriptor_t rnnDesc, cudnnRNNAlgo_t *algo, cudnnRNNMode_t *cellMode, cudnnRNNBiasMode_t *biasMode, cudnnDirectionMode_t *dirMode, cudnnRNNInputMode_t *inputMode, cudnnDataType_t *dataType, cudnnDataType_t *mathPrec, cudnnMathType_t *mathType, int32_t *inputSize, int32_t *hiddenSize, int32_t *projSize, int32_t *numLayers, cudnnDropoutDescriptor_t *dropoutDesc, uint32_t *auxFlags) {
+  DLH_OWN(dlh_fn, own_cudnnGetRNNDescriptor_v8, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetRNNDescriptor_v8(dlh_fn, rnnDesc, algo, cellMode, biasMode, dirMode, inputMode, dataType, mathPrec, mathType, inputSize, hiddenSize, projSize, numLayers, dropoutDesc, auxFlags);
+}
 
 /* 136: cudnnGetRNNTempSpaceSizes — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnGetRNNTempSpaceSizes)(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnForwardMode_t fwdMode, cudnnRNNDataDescriptor_t xDesc, size_t *workSpaceSize, size_t *reserveSpaceSize);
-DLH_EXPORT cudnnStatus_t cudnnGetRNNTempSpaceSizes(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnForwardMode_t fwdMode, cudnnRNNDataDescriptor_t xDesc, size_t *workSpaceSize, size_t *reserveSpaceSize) {
-  DLH_REAL(dlh_fn, real_cudnnGetRNNTempSpaceSizes, "cudnnGetRNNTempSpaceSizes", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetRNNTempSpaceSizes)(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnForwardMode_t fwdMode, cudnnRNNDataDescriptor_t xDesc, size_t *workSpaceSize, size_t *reserveSpaceSize);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetRNNTempSpaceSizes(__typeof__(real_cudnnGetRNNTempSpaceSizes) dlh_fn, cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnForwardMode_t fwdMode, cudnnRNNDataDescriptor_t xDesc, size_t *workSpaceSize, size_t *reserveSpaceSize) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, rnnDesc, fwdMode, xDesc, workSpaceSize, reserveSpaceSize);
@@ -2825,11 +3919,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetRNNTempSpaceSizes(cudnnHandle_t handle, cudnnRN
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetRNNTempSpaceSizes(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnForwardMode_t fwdMode, cudnnRNNDataDescriptor_t xDesc, size_t *workSpaceSize, size_t *reserveSpaceSize) {
+  DLH_REAL(dlh_fn, real_cudnnGetRNNTempSpaceSizes, "cudnnGetRNNTempSpaceSizes", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetRNNTempSpaceSizes(dlh_fn, handle, rnnDesc, fwdMode, xDesc, workSpaceSize, reserveSpaceSize);
+}
+static cudnnStatus_t dlh_own_cudnnGetRNNTempSpaceSizes(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnForwardMode_t fwdMode, cudnnRNNDataDescriptor_t xDesc, size_t *workSpaceSize, size_t *reserveSpaceSize) {
+  DLH_OWN(dlh_fn, own_cudnnGetRNNTempSpaceSizes, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetRNNTempSpaceSizes(dlh_fn, handle, rnnDesc, fwdMode, xDesc, workSpaceSize, reserveSpaceSize);
+}
 
 /* 137: cudnnGetRNNWeightParams — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnGetRNNWeightParams)(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, int32_t pseudoLayer, size_t weightSpaceSize, const void *weightSpace, int32_t linLayerID, cudnnTensorDescriptor_t mDesc, void **mAddr, cudnnTensorDescriptor_t bDesc, void **bAddr);
-DLH_EXPORT cudnnStatus_t cudnnGetRNNWeightParams(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, int32_t pseudoLayer, size_t weightSpaceSize, const void *weightSpace, int32_t linLayerID, cudnnTensorDescriptor_t mDesc, void **mAddr, cudnnTensorDescriptor_t bDesc, void **bAddr) {
-  DLH_REAL(dlh_fn, real_cudnnGetRNNWeightParams, "cudnnGetRNNWeightParams", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetRNNWeightParams)(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, int32_t pseudoLayer, size_t weightSpaceSize, const void *weightSpace, int32_t linLayerID, cudnnTensorDescriptor_t mDesc, void **mAddr, cudnnTensorDescriptor_t bDesc, void **bAddr);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetRNNWeightParams(__typeof__(real_cudnnGetRNNWeightParams) dlh_fn, cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, int32_t pseudoLayer, size_t weightSpaceSize, const void *weightSpace, int32_t linLayerID, cudnnTensorDescriptor_t mDesc, void **mAddr, cudnnTensorDescriptor_t bDesc, void **bAddr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, rnnDesc, pseudoLayer, weightSpaceSize, weightSpace, linLayerID, mDesc, mAddr, bDesc, bAddr);
@@ -2850,11 +3952,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetRNNWeightParams(cudnnHandle_t handle, cudnnRNND
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetRNNWeightParams(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, int32_t pseudoLayer, size_t weightSpaceSize, const void *weightSpace, int32_t linLayerID, cudnnTensorDescriptor_t mDesc, void **mAddr, cudnnTensorDescriptor_t bDesc, void **bAddr) {
+  DLH_REAL(dlh_fn, real_cudnnGetRNNWeightParams, "cudnnGetRNNWeightParams", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetRNNWeightParams(dlh_fn, handle, rnnDesc, pseudoLayer, weightSpaceSize, weightSpace, linLayerID, mDesc, mAddr, bDesc, bAddr);
+}
+static cudnnStatus_t dlh_own_cudnnGetRNNWeightParams(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, int32_t pseudoLayer, size_t weightSpaceSize, const void *weightSpace, int32_t linLayerID, cudnnTensorDescriptor_t mDesc, void **mAddr, cudnnTensorDescriptor_t bDesc, void **bAddr) {
+  DLH_OWN(dlh_fn, own_cudnnGetRNNWeightParams, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetRNNWeightParams(dlh_fn, handle, rnnDesc, pseudoLayer, weightSpaceSize, weightSpace, linLayerID, mDesc, mAddr, bDesc, bAddr);
+}
 
 /* 138: cudnnGetRNNWeightSpaceSize — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnGetRNNWeightSpaceSize)(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, size_t *weightSpaceSize);
-DLH_EXPORT cudnnStatus_t cudnnGetRNNWeightSpaceSize(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, size_t *weightSpaceSize) {
-  DLH_REAL(dlh_fn, real_cudnnGetRNNWeightSpaceSize, "cudnnGetRNNWeightSpaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetRNNWeightSpaceSize)(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, size_t *weightSpaceSize);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetRNNWeightSpaceSize(__typeof__(real_cudnnGetRNNWeightSpaceSize) dlh_fn, cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, size_t *weightSpaceSize) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, rnnDesc, weightSpaceSize);
@@ -2868,11 +3978,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetRNNWeightSpaceSize(cudnnHandle_t handle, cudnnR
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetRNNWeightSpaceSize(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, size_t *weightSpaceSize) {
+  DLH_REAL(dlh_fn, real_cudnnGetRNNWeightSpaceSize, "cudnnGetRNNWeightSpaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetRNNWeightSpaceSize(dlh_fn, handle, rnnDesc, weightSpaceSize);
+}
+static cudnnStatus_t dlh_own_cudnnGetRNNWeightSpaceSize(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, size_t *weightSpaceSize) {
+  DLH_OWN(dlh_fn, own_cudnnGetRNNWeightSpaceSize, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetRNNWeightSpaceSize(dlh_fn, handle, rnnDesc, weightSpaceSize);
+}
 
 /* 139: cudnnGetReduceTensorDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetReduceTensorDescriptor)(const cudnnReduceTensorDescriptor_t reduceTensorDesc, cudnnReduceTensorOp_t *reduceTensorOp, cudnnDataType_t *reduceTensorCompType, cudnnNanPropagation_t *reduceTensorNanOpt, cudnnReduceTensorIndices_t *reduceTensorIndices, cudnnIndicesType_t *reduceTensorIndicesType);
-DLH_EXPORT cudnnStatus_t cudnnGetReduceTensorDescriptor(const cudnnReduceTensorDescriptor_t reduceTensorDesc, cudnnReduceTensorOp_t *reduceTensorOp, cudnnDataType_t *reduceTensorCompType, cudnnNanPropagation_t *reduceTensorNanOpt, cudnnReduceTensorIndices_t *reduceTensorIndices, cudnnIndicesType_t *reduceTensorIndicesType) {
-  DLH_REAL(dlh_fn, real_cudnnGetReduceTensorDescriptor, "cudnnGetReduceTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetReduceTensorDescriptor)(const cudnnReduceTensorDescriptor_t reduceTensorDesc, cudnnReduceTensorOp_t *reduceTensorOp, cudnnDataType_t *reduceTensorCompType, cudnnNanPropagation_t *reduceTensorNanOpt, cudnnReduceTensorIndices_t *reduceTensorIndices, cudnnIndicesType_t *reduceTensorIndicesType);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetReduceTensorDescriptor(__typeof__(real_cudnnGetReduceTensorDescriptor) dlh_fn, const cudnnReduceTensorDescriptor_t reduceTensorDesc, cudnnReduceTensorOp_t *reduceTensorOp, cudnnDataType_t *reduceTensorCompType, cudnnNanPropagation_t *reduceTensorNanOpt, cudnnReduceTensorIndices_t *reduceTensorIndices, cudnnIndicesType_t *reduceTensorIndicesType) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(reduceTensorDesc, reduceTensorOp, reduceTensorCompType, reduceTensorNanOpt, reduceTensorIndices, reduceTensorIndicesType);
@@ -2889,11 +4007,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetReduceTensorDescriptor(const cudnnReduceTensorD
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetReduceTensorDescriptor(const cudnnReduceTensorDescriptor_t reduceTensorDesc, cudnnReduceTensorOp_t *reduceTensorOp, cudnnDataType_t *reduceTensorCompType, cudnnNanPropagation_t *reduceTensorNanOpt, cudnnReduceTensorIndices_t *reduceTensorIndices, cudnnIndicesType_t *reduceTensorIndicesType) {
+  DLH_REAL(dlh_fn, real_cudnnGetReduceTensorDescriptor, "cudnnGetReduceTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetReduceTensorDescriptor(dlh_fn, reduceTensorDesc, reduceTensorOp, reduceTensorCompType, reduceTensorNanOpt, reduceTensorIndices, reduceTensorIndicesType);
+}
+static cudnnStatus_t dlh_own_cudnnGetReduceTensorDescriptor(const cudnnReduceTensorDescriptor_t reduceTensorDesc, cudnnReduceTensorOp_t *reduceTensorOp, cudnnDataType_t *reduceTensorCompType, cudnnNanPropagation_t *reduceTensorNanOpt, cudnnReduceTensorIndices_t *reduceTensorIndices, cudnnIndicesType_t *reduceTensorIndicesType) {
+  DLH_OWN(dlh_fn, own_cudnnGetReduceTensorDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetReduceTensorDescriptor(dlh_fn, reduceTensorDesc, reduceTensorOp, reduceTensorCompType, reduceTensorNanOpt, reduceTensorIndices, reduceTensorIndicesType);
+}
 
 /* 140: cudnnGetReductionIndicesSize — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetReductionIndicesSize)(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, const cudnnTensorDescriptor_t aDesc, const cudnnTensorDescriptor_t cDesc, size_t *sizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnGetReductionIndicesSize(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, const cudnnTensorDescriptor_t aDesc, const cudnnTensorDescriptor_t cDesc, size_t *sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnGetReductionIndicesSize, "cudnnGetReductionIndicesSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetReductionIndicesSize)(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, const cudnnTensorDescriptor_t aDesc, const cudnnTensorDescriptor_t cDesc, size_t *sizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetReductionIndicesSize(__typeof__(real_cudnnGetReductionIndicesSize) dlh_fn, cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, const cudnnTensorDescriptor_t aDesc, const cudnnTensorDescriptor_t cDesc, size_t *sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, reduceTensorDesc, aDesc, cDesc, sizeInBytes);
@@ -2909,11 +4035,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetReductionIndicesSize(cudnnHandle_t handle, cons
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetReductionIndicesSize(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, const cudnnTensorDescriptor_t aDesc, const cudnnTensorDescriptor_t cDesc, size_t *sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnGetReductionIndicesSize, "cudnnGetReductionIndicesSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetReductionIndicesSize(dlh_fn, handle, reduceTensorDesc, aDesc, cDesc, sizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnGetReductionIndicesSize(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, const cudnnTensorDescriptor_t aDesc, const cudnnTensorDescriptor_t cDesc, size_t *sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnGetReductionIndicesSize, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetReductionIndicesSize(dlh_fn, handle, reduceTensorDesc, aDesc, cDesc, sizeInBytes);
+}
 
 /* 141: cudnnGetReductionWorkspaceSize — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetReductionWorkspaceSize)(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, const cudnnTensorDescriptor_t aDesc, const cudnnTensorDescriptor_t cDesc, size_t *sizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnGetReductionWorkspaceSize(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, const cudnnTensorDescriptor_t aDesc, const cudnnTensorDescriptor_t cDesc, size_t *sizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnGetReductionWorkspaceSize, "cudnnGetReductionWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetReductionWorkspaceSize)(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, const cudnnTensorDescriptor_t aDesc, const cudnnTensorDescriptor_t cDesc, size_t *sizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetReductionWorkspaceSize(__typeof__(real_cudnnGetReductionWorkspaceSize) dlh_fn, cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, const cudnnTensorDescriptor_t aDesc, const cudnnTensorDescriptor_t cDesc, size_t *sizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, reduceTensorDesc, aDesc, cDesc, sizeInBytes);
@@ -2929,11 +4063,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetReductionWorkspaceSize(cudnnHandle_t handle, co
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetReductionWorkspaceSize(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, const cudnnTensorDescriptor_t aDesc, const cudnnTensorDescriptor_t cDesc, size_t *sizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnGetReductionWorkspaceSize, "cudnnGetReductionWorkspaceSize", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetReductionWorkspaceSize(dlh_fn, handle, reduceTensorDesc, aDesc, cDesc, sizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnGetReductionWorkspaceSize(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, const cudnnTensorDescriptor_t aDesc, const cudnnTensorDescriptor_t cDesc, size_t *sizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnGetReductionWorkspaceSize, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetReductionWorkspaceSize(dlh_fn, handle, reduceTensorDesc, aDesc, cDesc, sizeInBytes);
+}
 
 /* 142: cudnnGetSeqDataDescriptor — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnGetSeqDataDescriptor)(const cudnnSeqDataDescriptor_t seqDataDesc, cudnnDataType_t *dataType, int *nbDims, int nbDimsRequested, int dimA[], cudnnSeqDataAxis_t axes[], size_t *seqLengthArraySize, size_t seqLengthSizeRequested, int seqLengthArray[], void *paddingFill);
-DLH_EXPORT cudnnStatus_t cudnnGetSeqDataDescriptor(const cudnnSeqDataDescriptor_t seqDataDesc, cudnnDataType_t *dataType, int *nbDims, int nbDimsRequested, int dimA[], cudnnSeqDataAxis_t axes[], size_t *seqLengthArraySize, size_t seqLengthSizeRequested, int seqLengthArray[], void *paddingFill) {
-  DLH_REAL(dlh_fn, real_cudnnGetSeqDataDescriptor, "cudnnGetSeqDataDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetSeqDataDescriptor)(const cudnnSeqDataDescriptor_t seqDataDesc, cudnnDataType_t *dataType, int *nbDims, int nbDimsRequested, int dimA[], cudnnSeqDataAxis_t axes[], size_t *seqLengthArraySize, size_t seqLengthSizeRequested, int seqLengthArray[], void *paddingFill);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetSeqDataDescriptor(__typeof__(real_cudnnGetSeqDataDescriptor) dlh_fn, const cudnnSeqDataDescriptor_t seqDataDesc, cudnnDataType_t *dataType, int *nbDims, int nbDimsRequested, int dimA[], cudnnSeqDataAxis_t axes[], size_t *seqLengthArraySize, size_t seqLengthSizeRequested, int seqLengthArray[], void *paddingFill) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(seqDataDesc, dataType, nbDims, nbDimsRequested, dimA, axes, seqLengthArraySize, seqLengthSizeRequested, seqLengthArray, paddingFill);
@@ -2954,11 +4096,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetSeqDataDescriptor(const cudnnSeqDataDescriptor_
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetSeqDataDescriptor(const cudnnSeqDataDescriptor_t seqDataDesc, cudnnDataType_t *dataType, int *nbDims, int nbDimsRequested, int dimA[], cudnnSeqDataAxis_t axes[], size_t *seqLengthArraySize, size_t seqLengthSizeRequested, int seqLengthArray[], void *paddingFill) {
+  DLH_REAL(dlh_fn, real_cudnnGetSeqDataDescriptor, "cudnnGetSeqDataDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetSeqDataDescriptor(dlh_fn, seqDataDesc, dataType, nbDims, nbDimsRequested, dimA, axes, seqLengthArraySize, seqLengthSizeRequested, seqLengthArray, paddingFill);
+}
+static cudnnStatus_t dlh_own_cudnnGetSeqDataDescriptor(const cudnnSeqDataDescriptor_t seqDataDesc, cudnnDataType_t *dataType, int *nbDims, int nbDimsRequested, int dimA[], cudnnSeqDataAxis_t axes[], size_t *seqLengthArraySize, size_t seqLengthSizeRequested, int seqLengthArray[], void *paddingFill) {
+  DLH_OWN(dlh_fn, own_cudnnGetSeqDataDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetSeqDataDescriptor(dlh_fn, seqDataDesc, dataType, nbDims, nbDimsRequested, dimA, axes, seqLengthArraySize, seqLengthSizeRequested, seqLengthArray, paddingFill);
+}
 
 /* 143: cudnnGetStream — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnGetStream)(cudnnHandle_t handle, cudaStream_t *streamId);
-DLH_EXPORT cudnnStatus_t cudnnGetStream(cudnnHandle_t handle, cudaStream_t *streamId) {
-  DLH_REAL(dlh_fn, real_cudnnGetStream, "cudnnGetStream", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetStream)(cudnnHandle_t handle, cudaStream_t *streamId);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetStream(__typeof__(real_cudnnGetStream) dlh_fn, cudnnHandle_t handle, cudaStream_t *streamId) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, streamId);
@@ -2971,11 +4121,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetStream(cudnnHandle_t handle, cudaStream_t *stre
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetStream(cudnnHandle_t handle, cudaStream_t *streamId) {
+  DLH_REAL(dlh_fn, real_cudnnGetStream, "cudnnGetStream", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetStream(dlh_fn, handle, streamId);
+}
+static cudnnStatus_t dlh_own_cudnnGetStream(cudnnHandle_t handle, cudaStream_t *streamId) {
+  DLH_OWN(dlh_fn, own_cudnnGetStream, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetStream(dlh_fn, handle, streamId);
+}
 
 /* 144: cudnnGetTensor4dDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetTensor4dDescriptor)(const cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t *dataType, int *n, int *c, int *h, int *w, int *nStride, int *cStride, int *hStride, int *wStride);
-DLH_EXPORT cudnnStatus_t cudnnGetTensor4dDescriptor(const cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t *dataType, int *n, int *c, int *h, int *w, int *nStride, int *cStride, int *hStride, int *wStride) {
-  DLH_REAL(dlh_fn, real_cudnnGetTensor4dDescriptor, "cudnnGetTensor4dDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetTensor4dDescriptor)(const cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t *dataType, int *n, int *c, int *h, int *w, int *nStride, int *cStride, int *hStride, int *wStride);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetTensor4dDescriptor(__typeof__(real_cudnnGetTensor4dDescriptor) dlh_fn, const cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t *dataType, int *n, int *c, int *h, int *w, int *nStride, int *cStride, int *hStride, int *wStride) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride);
@@ -2996,11 +4154,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetTensor4dDescriptor(const cudnnTensorDescriptor_
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetTensor4dDescriptor(const cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t *dataType, int *n, int *c, int *h, int *w, int *nStride, int *cStride, int *hStride, int *wStride) {
+  DLH_REAL(dlh_fn, real_cudnnGetTensor4dDescriptor, "cudnnGetTensor4dDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetTensor4dDescriptor(dlh_fn, tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride);
+}
+static cudnnStatus_t dlh_own_cudnnGetTensor4dDescriptor(const cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t *dataType, int *n, int *c, int *h, int *w, int *nStride, int *cStride, int *hStride, int *wStride) {
+  DLH_OWN(dlh_fn, own_cudnnGetTensor4dDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetTensor4dDescriptor(dlh_fn, tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride);
+}
 
 /* 145: cudnnGetTensorNdDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetTensorNdDescriptor)(const cudnnTensorDescriptor_t tensorDesc, int nbDimsRequested, cudnnDataType_t *dataType, int *nbDims, int dimA[], int strideA[]);
-DLH_EXPORT cudnnStatus_t cudnnGetTensorNdDescriptor(const cudnnTensorDescriptor_t tensorDesc, int nbDimsRequested, cudnnDataType_t *dataType, int *nbDims, int dimA[], int strideA[]) {
-  DLH_REAL(dlh_fn, real_cudnnGetTensorNdDescriptor, "cudnnGetTensorNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetTensorNdDescriptor)(const cudnnTensorDescriptor_t tensorDesc, int nbDimsRequested, cudnnDataType_t *dataType, int *nbDims, int dimA[], int strideA[]);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetTensorNdDescriptor(__typeof__(real_cudnnGetTensorNdDescriptor) dlh_fn, const cudnnTensorDescriptor_t tensorDesc, int nbDimsRequested, cudnnDataType_t *dataType, int *nbDims, int dimA[], int strideA[]) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(tensorDesc, nbDimsRequested, dataType, nbDims, dimA, strideA);
@@ -3017,11 +4183,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetTensorNdDescriptor(const cudnnTensorDescriptor_
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetTensorNdDescriptor(const cudnnTensorDescriptor_t tensorDesc, int nbDimsRequested, cudnnDataType_t *dataType, int *nbDims, int dimA[], int strideA[]) {
+  DLH_REAL(dlh_fn, real_cudnnGetTensorNdDescriptor, "cudnnGetTensorNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetTensorNdDescriptor(dlh_fn, tensorDesc, nbDimsRequested, dataType, nbDims, dimA, strideA);
+}
+static cudnnStatus_t dlh_own_cudnnGetTensorNdDescriptor(const cudnnTensorDescriptor_t tensorDesc, int nbDimsRequested, cudnnDataType_t *dataType, int *nbDims, int dimA[], int strideA[]) {
+  DLH_OWN(dlh_fn, own_cudnnGetTensorNdDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetTensorNdDescriptor(dlh_fn, tensorDesc, nbDimsRequested, dataType, nbDims, dimA, strideA);
+}
 
 /* 146: cudnnGetTensorSizeInBytes — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetTensorSizeInBytes)(const cudnnTensorDescriptor_t tensorDesc, size_t *size);
-DLH_EXPORT cudnnStatus_t cudnnGetTensorSizeInBytes(const cudnnTensorDescriptor_t tensorDesc, size_t *size) {
-  DLH_REAL(dlh_fn, real_cudnnGetTensorSizeInBytes, "cudnnGetTensorSizeInBytes", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetTensorSizeInBytes)(const cudnnTensorDescriptor_t tensorDesc, size_t *size);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetTensorSizeInBytes(__typeof__(real_cudnnGetTensorSizeInBytes) dlh_fn, const cudnnTensorDescriptor_t tensorDesc, size_t *size) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(tensorDesc, size);
@@ -3034,11 +4208,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetTensorSizeInBytes(const cudnnTensorDescriptor_t
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetTensorSizeInBytes(const cudnnTensorDescriptor_t tensorDesc, size_t *size) {
+  DLH_REAL(dlh_fn, real_cudnnGetTensorSizeInBytes, "cudnnGetTensorSizeInBytes", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetTensorSizeInBytes(dlh_fn, tensorDesc, size);
+}
+static cudnnStatus_t dlh_own_cudnnGetTensorSizeInBytes(const cudnnTensorDescriptor_t tensorDesc, size_t *size) {
+  DLH_OWN(dlh_fn, own_cudnnGetTensorSizeInBytes, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetTensorSizeInBytes(dlh_fn, tensorDesc, size);
+}
 
 /* 147: cudnnGetTensorTransformDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnGetTensorTransformDescriptor)(cudnnTensorTransformDescriptor_t transformDesc, uint32_t nbDimsRequested, cudnnTensorFormat_t *destFormat, int32_t padBeforeA[], int32_t padAfterA[], uint32_t foldA[], cudnnFoldingDirection_t *direction);
-DLH_EXPORT cudnnStatus_t cudnnGetTensorTransformDescriptor(cudnnTensorTransformDescriptor_t transformDesc, uint32_t nbDimsRequested, cudnnTensorFormat_t *destFormat, int32_t padBeforeA[], int32_t padAfterA[], uint32_t foldA[], cudnnFoldingDirection_t *direction) {
-  DLH_REAL(dlh_fn, real_cudnnGetTensorTransformDescriptor, "cudnnGetTensorTransformDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGetTensorTransformDescriptor)(cudnnTensorTransformDescriptor_t transformDesc, uint32_t nbDimsRequested, cudnnTensorFormat_t *destFormat, int32_t padBeforeA[], int32_t padAfterA[], uint32_t foldA[], cudnnFoldingDirection_t *direction);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGetTensorTransformDescriptor(__typeof__(real_cudnnGetTensorTransformDescriptor) dlh_fn, cudnnTensorTransformDescriptor_t transformDesc, uint32_t nbDimsRequested, cudnnTensorFormat_t *destFormat, int32_t padBeforeA[], int32_t padAfterA[], uint32_t foldA[], cudnnFoldingDirection_t *direction) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(transformDesc, nbDimsRequested, destFormat, padBeforeA, padAfterA, foldA, direction);
@@ -3056,11 +4238,19 @@ DLH_EXPORT cudnnStatus_t cudnnGetTensorTransformDescriptor(cudnnTensorTransformD
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGetTensorTransformDescriptor(cudnnTensorTransformDescriptor_t transformDesc, uint32_t nbDimsRequested, cudnnTensorFormat_t *destFormat, int32_t padBeforeA[], int32_t padAfterA[], uint32_t foldA[], cudnnFoldingDirection_t *direction) {
+  DLH_REAL(dlh_fn, real_cudnnGetTensorTransformDescriptor, "cudnnGetTensorTransformDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetTensorTransformDescriptor(dlh_fn, transformDesc, nbDimsRequested, destFormat, padBeforeA, padAfterA, foldA, direction);
+}
+static cudnnStatus_t dlh_own_cudnnGetTensorTransformDescriptor(cudnnTensorTransformDescriptor_t transformDesc, uint32_t nbDimsRequested, cudnnTensorFormat_t *destFormat, int32_t padBeforeA[], int32_t padAfterA[], uint32_t foldA[], cudnnFoldingDirection_t *direction) {
+  DLH_OWN(dlh_fn, own_cudnnGetTensorTransformDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGetTensorTransformDescriptor(dlh_fn, transformDesc, nbDimsRequested, destFormat, padBeforeA, padAfterA, foldA, direction);
+}
 
 /* 148: cudnnGetVersion — cudnn_graph.h */
 static size_t (*real_cudnnGetVersion)(void);
-DLH_EXPORT size_t cudnnGetVersion(void) {
-  DLH_REAL(dlh_fn, real_cudnnGetVersion, "cudnnGetVersion", DLH_LIB_CUDNN, 0)
+static size_t (*own_cudnnGetVersion)(void);
+static inline __attribute__((always_inline)) size_t dlh_b_cudnnGetVersion(__typeof__(real_cudnnGetVersion) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   size_t dlh_r = dlh_fn();
@@ -3069,11 +4259,19 @@ DLH_EXPORT size_t cudnnGetVersion(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT size_t cudnnGetVersion(void) {
+  DLH_REAL(dlh_fn, real_cudnnGetVersion, "cudnnGetVersion", DLH_LIB_CUDNN, 0)
+  return dlh_b_cudnnGetVersion(dlh_fn);
+}
+static size_t dlh_own_cudnnGetVersion(void) {
+  DLH_OWN(dlh_fn, own_cudnnGetVersion, 0)
+  return dlh_b_cudnnGetVersion(dlh_fn);
+}
 
 /* 149: cudnnGraphVersionCheck — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnGraphVersionCheck)(void);
-DLH_EXPORT cudnnStatus_t cudnnGraphVersionCheck(void) {
-  DLH_REAL(dlh_fn, real_cudnnGraphVersionCheck, "cudnnGraphVersionCheck", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnGraphVersionCheck)(void);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnGraphVersionCheck(__typeof__(real_cudnnGraphVersionCheck) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn();
@@ -3082,11 +4280,19 @@ DLH_EXPORT cudnnStatus_t cudnnGraphVersionCheck(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnGraphVersionCheck(void) {
+  DLH_REAL(dlh_fn, real_cudnnGraphVersionCheck, "cudnnGraphVersionCheck", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGraphVersionCheck(dlh_fn);
+}
+static cudnnStatus_t dlh_own_cudnnGraphVersionCheck(void) {
+  DLH_OWN(dlh_fn, own_cudnnGraphVersionCheck, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnGraphVersionCheck(dlh_fn);
+}
 
 /* 150: cudnnIm2Col — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnIm2Col)(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, void *colBuffer);
-DLH_EXPORT cudnnStatus_t cudnnIm2Col(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, void *colBuffer) {
-  DLH_REAL(dlh_fn, real_cudnnIm2Col, "cudnnIm2Col", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnIm2Col)(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, void *colBuffer);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnIm2Col(__typeof__(real_cudnnIm2Col) dlh_fn, cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, void *colBuffer) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, xDesc, x, wDesc, convDesc, colBuffer);
@@ -3103,11 +4309,19 @@ DLH_EXPORT cudnnStatus_t cudnnIm2Col(cudnnHandle_t handle, const cudnnTensorDesc
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnIm2Col(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, void *colBuffer) {
+  DLH_REAL(dlh_fn, real_cudnnIm2Col, "cudnnIm2Col", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnIm2Col(dlh_fn, handle, xDesc, x, wDesc, convDesc, colBuffer);
+}
+static cudnnStatus_t dlh_own_cudnnIm2Col(cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnFilterDescriptor_t wDesc, const cudnnConvolutionDescriptor_t convDesc, void *colBuffer) {
+  DLH_OWN(dlh_fn, own_cudnnIm2Col, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnIm2Col(dlh_fn, handle, xDesc, x, wDesc, convDesc, colBuffer);
+}
 
 /* 151: cudnnInitTransformDest — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnInitTransformDest)(const cudnnTensorTransformDescriptor_t transformDesc, const cudnnTensorDescriptor_t srcDesc, cudnnTensorDescriptor_t destDesc, size_t *destSizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnInitTransformDest(const cudnnTensorTransformDescriptor_t transformDesc, const cudnnTensorDescriptor_t srcDesc, cudnnTensorDescriptor_t destDesc, size_t *destSizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnInitTransformDest, "cudnnInitTransformDest", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnInitTransformDest)(const cudnnTensorTransformDescriptor_t transformDesc, const cudnnTensorDescriptor_t srcDesc, cudnnTensorDescriptor_t destDesc, size_t *destSizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnInitTransformDest(__typeof__(real_cudnnInitTransformDest) dlh_fn, const cudnnTensorTransformDescriptor_t transformDesc, const cudnnTensorDescriptor_t srcDesc, cudnnTensorDescriptor_t destDesc, size_t *destSizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(transformDesc, srcDesc, destDesc, destSizeInBytes);
@@ -3122,11 +4336,19 @@ DLH_EXPORT cudnnStatus_t cudnnInitTransformDest(const cudnnTensorTransformDescri
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnInitTransformDest(const cudnnTensorTransformDescriptor_t transformDesc, const cudnnTensorDescriptor_t srcDesc, cudnnTensorDescriptor_t destDesc, size_t *destSizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnInitTransformDest, "cudnnInitTransformDest", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnInitTransformDest(dlh_fn, transformDesc, srcDesc, destDesc, destSizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnInitTransformDest(const cudnnTensorTransformDescriptor_t transformDesc, const cudnnTensorDescriptor_t srcDesc, cudnnTensorDescriptor_t destDesc, size_t *destSizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnInitTransformDest, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnInitTransformDest(dlh_fn, transformDesc, srcDesc, destDesc, destSizeInBytes);
+}
 
 /* 152: cudnnLRNCrossChannelBackward — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnLRNCrossChannelBackward)(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnLRNMode_t lrnMode, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx);
-DLH_EXPORT cudnnStatus_t cudnnLRNCrossChannelBackward(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnLRNMode_t lrnMode, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
-  DLH_REAL(dlh_fn, real_cudnnLRNCrossChannelBackward, "cudnnLRNCrossChannelBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnLRNCrossChannelBackward)(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnLRNMode_t lrnMode, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnLRNCrossChannelBackward(__typeof__(real_cudnnLRNCrossChannelBackward) dlh_fn, cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnLRNMode_t lrnMode, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, normDesc, lrnMode, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx);
@@ -3150,11 +4372,19 @@ DLH_EXPORT cudnnStatus_t cudnnLRNCrossChannelBackward(cudnnHandle_t handle, cudn
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnLRNCrossChannelBackward(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnLRNMode_t lrnMode, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
+  DLH_REAL(dlh_fn, real_cudnnLRNCrossChannelBackward, "cudnnLRNCrossChannelBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnLRNCrossChannelBackward(dlh_fn, handle, normDesc, lrnMode, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx);
+}
+static cudnnStatus_t dlh_own_cudnnLRNCrossChannelBackward(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnLRNMode_t lrnMode, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
+  DLH_OWN(dlh_fn, own_cudnnLRNCrossChannelBackward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnLRNCrossChannelBackward(dlh_fn, handle, normDesc, lrnMode, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx);
+}
 
 /* 153: cudnnLRNCrossChannelForward — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnLRNCrossChannelForward)(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnLRNMode_t lrnMode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y);
-DLH_EXPORT cudnnStatus_t cudnnLRNCrossChannelForward(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnLRNMode_t lrnMode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
-  DLH_REAL(dlh_fn, real_cudnnLRNCrossChannelForward, "cudnnLRNCrossChannelForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnLRNCrossChannelForward)(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnLRNMode_t lrnMode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnLRNCrossChannelForward(__typeof__(real_cudnnLRNCrossChannelForward) dlh_fn, cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnLRNMode_t lrnMode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, normDesc, lrnMode, alpha, xDesc, x, beta, yDesc, y);
@@ -3174,11 +4404,19 @@ DLH_EXPORT cudnnStatus_t cudnnLRNCrossChannelForward(cudnnHandle_t handle, cudnn
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnLRNCrossChannelForward(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnLRNMode_t lrnMode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_REAL(dlh_fn, real_cudnnLRNCrossChannelForward, "cudnnLRNCrossChannelForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnLRNCrossChannelForward(dlh_fn, handle, normDesc, lrnMode, alpha, xDesc, x, beta, yDesc, y);
+}
+static cudnnStatus_t dlh_own_cudnnLRNCrossChannelForward(cudnnHandle_t handle, cudnnLRNDescriptor_t normDesc, cudnnLRNMode_t lrnMode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_OWN(dlh_fn, own_cudnnLRNCrossChannelForward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnLRNCrossChannelForward(dlh_fn, handle, normDesc, lrnMode, alpha, xDesc, x, beta, yDesc, y);
+}
 
 /* 154: cudnnMakeFusedOpsPlan — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnMakeFusedOpsPlan)(cudnnHandle_t handle, cudnnFusedOpsPlan_t plan, const cudnnFusedOpsConstParamPack_t constPack, size_t *workspaceSizeInBytes);
-DLH_EXPORT cudnnStatus_t cudnnMakeFusedOpsPlan(cudnnHandle_t handle, cudnnFusedOpsPlan_t plan, const cudnnFusedOpsConstParamPack_t constPack, size_t *workspaceSizeInBytes) {
-  DLH_REAL(dlh_fn, real_cudnnMakeFusedOpsPlan, "cudnnMakeFusedOpsPlan", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnMakeFusedOpsPlan)(cudnnHandle_t handle, cudnnFusedOpsPlan_t plan, const cudnnFusedOpsConstParamPack_t constPack, size_t *workspaceSizeInBytes);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnMakeFusedOpsPlan(__typeof__(real_cudnnMakeFusedOpsPlan) dlh_fn, cudnnHandle_t handle, cudnnFusedOpsPlan_t plan, const cudnnFusedOpsConstParamPack_t constPack, size_t *workspaceSizeInBytes) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, plan, constPack, workspaceSizeInBytes);
@@ -3193,11 +4431,19 @@ DLH_EXPORT cudnnStatus_t cudnnMakeFusedOpsPlan(cudnnHandle_t handle, cudnnFusedO
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnMakeFusedOpsPlan(cudnnHandle_t handle, cudnnFusedOpsPlan_t plan, const cudnnFusedOpsConstParamPack_t constPack, size_t *workspaceSizeInBytes) {
+  DLH_REAL(dlh_fn, real_cudnnMakeFusedOpsPlan, "cudnnMakeFusedOpsPlan", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnMakeFusedOpsPlan(dlh_fn, handle, plan, constPack, workspaceSizeInBytes);
+}
+static cudnnStatus_t dlh_own_cudnnMakeFusedOpsPlan(cudnnHandle_t handle, cudnnFusedOpsPlan_t plan, const cudnnFusedOpsConstParamPack_t constPack, size_t *workspaceSizeInBytes) {
+  DLH_OWN(dlh_fn, own_cudnnMakeFusedOpsPlan, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnMakeFusedOpsPlan(dlh_fn, handle, plan, constPack, workspaceSizeInBytes);
+}
 
 /* 155: cudnnMultiHeadAttnBackwardData — cudnn_adv.h; args beyond 16 not recorded: values, weightSizeInBytes, weights, workSpaceSizeInBytes, workSpace, reserveSpaceSizeInBytes, reserveSpace */
 static cudnnStatus_t (*real_cudnnMultiHeadAttnBackwardData)(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, const int loWinIdx[], const int hiWinIdx[], const int devSeqLengthsDQDO[], const int devSeqLengthsDKDV[], const cudnnSeqDataDescriptor_t doDesc, const void *dout, const cudnnSeqDataDescriptor_t dqDesc, void *dqueries, const void *queries, const cudnnSeqDataDescriptor_t dkDesc, void *dkeys, const void *keys, const cudnnSeqDataDescriptor_t dvDesc, void *dvalues, const void *values, size_t weightSizeInBytes, const void *weights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace);
-DLH_EXPORT cudnnStatus_t cudnnMultiHeadAttnBackwardData(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, const int loWinIdx[], const int hiWinIdx[], const int devSeqLengthsDQDO[], const int devSeqLengthsDKDV[], const cudnnSeqDataDescriptor_t doDesc, const void *dout, const cudnnSeqDataDescriptor_t dqDesc, void *dqueries, const void *queries, const cudnnSeqDataDescriptor_t dkDesc, void *dkeys, const void *keys, const cudnnSeqDataDescriptor_t dvDesc, void *dvalues, const void *values, size_t weightSizeInBytes, const void *weights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace) {
-  DLH_REAL(dlh_fn, real_cudnnMultiHeadAttnBackwardData, "cudnnMultiHeadAttnBackwardData", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnMultiHeadAttnBackwardData)(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, const int loWinIdx[], const int hiWinIdx[], const int devSeqLengthsDQDO[], const int devSeqLengthsDKDV[], const cudnnSeqDataDescriptor_t doDesc, const void *dout, const cudnnSeqDataDescriptor_t dqDesc, void *dqueries, const void *queries, const cudnnSeqDataDescriptor_t dkDesc, void *dkeys, const void *keys, const cudnnSeqDataDescriptor_t dvDesc, void *dvalues, const void *values, size_t weightSizeInBytes, const void *weights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnMultiHeadAttnBackwardData(__typeof__(real_cudnnMultiHeadAttnBackwardData) dlh_fn, cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, const int loWinIdx[], const int hiWinIdx[], const int devSeqLengthsDQDO[], const int devSeqLengthsDKDV[], const cudnnSeqDataDescriptor_t doDesc, const void *dout, const cudnnSeqDataDescriptor_t dqDesc, void *dqueries, const void *queries, const cudnnSeqDataDescriptor_t dkDesc, void *dkeys, const void *keys, const cudnnSeqDataDescriptor_t dvDesc, void *dvalues, const void *values, size_t weightSizeInBytes, const void *weights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, attnDesc, loWinIdx, hiWinIdx, devSeqLengthsDQDO, devSeqLengthsDKDV, doDesc, dout, dqDesc, dqueries, queries, dkDesc, dkeys, keys, dvDesc, dvalues, values, weightSizeInBytes, weights, workSpaceSizeInBytes, workSpace, reserveSpaceSizeInBytes, reserveSpace);
@@ -3224,11 +4470,19 @@ DLH_EXPORT cudnnStatus_t cudnnMultiHeadAttnBackwardData(cudnnHandle_t handle, co
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnMultiHeadAttnBackwardData(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, const int loWinIdx[], const int hiWinIdx[], const int devSeqLengthsDQDO[], const int devSeqLengthsDKDV[], const cudnnSeqDataDescriptor_t doDesc, const void *dout, const cudnnSeqDataDescriptor_t dqDesc, void *dqueries, const void *queries, const cudnnSeqDataDescriptor_t dkDesc, void *dkeys, const void *keys, const cudnnSeqDataDescriptor_t dvDesc, void *dvalues, const void *values, size_t weightSizeInBytes, const void *weights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace) {
+  DLH_REAL(dlh_fn, real_cudnnMultiHeadAttnBackwardData, "cudnnMultiHeadAttnBackwardData", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnMultiHeadAttnBackwardData(dlh_fn, handle, attnDesc, loWinIdx, hiWinIdx, devSeqLengthsDQDO, devSeqLengthsDKDV, doDesc, dout, dqDesc, dqueries, queries, dkDesc, dkeys, keys, dvDesc, dvalues, values, weightSizeInBytes, weights, workSpaceSizeInBytes, workSpace, reserveSpaceSizeInBytes, reserveSpace);
+}
+static cudnnStatus_t dlh_own_cudnnMultiHeadAttnBackwardData(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, const int loWinIdx[], const int hiWinIdx[], const int devSeqLengthsDQDO[], const int devSeqLengthsDKDV[], const cudnnSeqDataDescriptor_t doDesc, const void *dout, const cudnnSeqDataDescriptor_t dqDesc, void *dqueries, const void *queries, const cudnnSeqDataDescriptor_t dkDesc, void *dkeys, const void *keys, const cudnnSeqDataDescriptor_t dvDesc, void *dvalues, const void *values, size_t weightSizeInBytes, const void *weights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace) {
+  DLH_OWN(dlh_fn, own_cudnnMultiHeadAttnBackwardData, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnMultiHeadAttnBackwardData(dlh_fn, handle, attnDesc, loWinIdx, hiWinIdx, devSeqLengthsDQDO, devSeqLengthsDKDV, doDesc, dout, dqDesc, dqueries, queries, dkDesc, dkeys, keys, dvDesc, dvalues, values, weightSizeInBytes, weights, workSpaceSizeInBytes, workSpace, reserveSpaceSizeInBytes, reserveSpace);
+}
 
 /* 156: cudnnMultiHeadAttnBackwardWeights — cudnn_adv.h; args beyond 16 not recorded: reserveSpaceSizeInBytes, reserveSpace */
 static cudnnStatus_t (*real_cudnnMultiHeadAttnBackwardWeights)(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, cudnnWgradMode_t addGrad, const cudnnSeqDataDescriptor_t qDesc, const void *queries, const cudnnSeqDataDescriptor_t kDesc, const void *keys, const cudnnSeqDataDescriptor_t vDesc, const void *values, const cudnnSeqDataDescriptor_t doDesc, const void *dout, size_t weightSizeInBytes, const void *weights, void *dweights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace);
-DLH_EXPORT cudnnStatus_t cudnnMultiHeadAttnBackwardWeights(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, cudnnWgradMode_t addGrad, const cudnnSeqDataDescriptor_t qDesc, const void *queries, const cudnnSeqDataDescriptor_t kDesc, const void *keys, const cudnnSeqDataDescriptor_t vDesc, const void *values, const cudnnSeqDataDescriptor_t doDesc, const void *dout, size_t weightSizeInBytes, const void *weights, void *dweights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace) {
-  DLH_REAL(dlh_fn, real_cudnnMultiHeadAttnBackwardWeights, "cudnnMultiHeadAttnBackwardWeights", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnMultiHeadAttnBackwardWeights)(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, cudnnWgradMode_t addGrad, const cudnnSeqDataDescriptor_t qDesc, const void *queries, const cudnnSeqDataDescriptor_t kDesc, const void *keys, const cudnnSeqDataDescriptor_t vDesc, const void *values, const cudnnSeqDataDescriptor_t doDesc, const void *dout, size_t weightSizeInBytes, const void *weights, void *dweights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnMultiHeadAttnBackwardWeights(__typeof__(real_cudnnMultiHeadAttnBackwardWeights) dlh_fn, cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, cudnnWgradMode_t addGrad, const cudnnSeqDataDescriptor_t qDesc, const void *queries, const cudnnSeqDataDescriptor_t kDesc, const void *keys, const cudnnSeqDataDescriptor_t vDesc, const void *values, const cudnnSeqDataDescriptor_t doDesc, const void *dout, size_t weightSizeInBytes, const void *weights, void *dweights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, attnDesc, addGrad, qDesc, queries, kDesc, keys, vDesc, values, doDesc, dout, weightSizeInBytes, weights, dweights, workSpaceSizeInBytes, workSpace, reserveSpaceSizeInBytes, reserveSpace);
@@ -3255,11 +4509,19 @@ DLH_EXPORT cudnnStatus_t cudnnMultiHeadAttnBackwardWeights(cudnnHandle_t handle,
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnMultiHeadAttnBackwardWeights(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, cudnnWgradMode_t addGrad, const cudnnSeqDataDescriptor_t qDesc, const void *queries, const cudnnSeqDataDescriptor_t kDesc, const void *keys, const cudnnSeqDataDescriptor_t vDesc, const void *values, const cudnnSeqDataDescriptor_t doDesc, const void *dout, size_t weightSizeInBytes, const void *weights, void *dweights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace) {
+  DLH_REAL(dlh_fn, real_cudnnMultiHeadAttnBackwardWeights, "cudnnMultiHeadAttnBackwardWeights", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnMultiHeadAttnBackwardWeights(dlh_fn, handle, attnDesc, addGrad, qDesc, queries, kDesc, keys, vDesc, values, doDesc, dout, weightSizeInBytes, weights, dweights, workSpaceSizeInBytes, workSpace, reserveSpaceSizeInBytes, reserveSpace);
+}
+static cudnnStatus_t dlh_own_cudnnMultiHeadAttnBackwardWeights(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, cudnnWgradMode_t addGrad, const cudnnSeqDataDescriptor_t qDesc, const void *queries, const cudnnSeqDataDescriptor_t kDesc, const void *keys, const cudnnSeqDataDescriptor_t vDesc, const void *values, const cudnnSeqDataDescriptor_t doDesc, const void *dout, size_t weightSizeInBytes, const void *weights, void *dweights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace) {
+  DLH_OWN(dlh_fn, own_cudnnMultiHeadAttnBackwardWeights, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnMultiHeadAttnBackwardWeights(dlh_fn, handle, attnDesc, addGrad, qDesc, queries, kDesc, keys, vDesc, values, doDesc, dout, weightSizeInBytes, weights, dweights, workSpaceSizeInBytes, workSpace, reserveSpaceSizeInBytes, reserveSpace);
+}
 
 /* 157: cudnnMultiHeadAttnForward — cudnn_adv.h; args beyond 16 not recorded: weightSizeInBytes, weights, workSpaceSizeInBytes, workSpace, reserveSpaceSizeInBytes, reserveSpace */
 static cudnnStatus_t (*real_cudnnMultiHeadAttnForward)(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, int currIdx, const int loWinIdx[], const int hiWinIdx[], const int devSeqLengthsQO[], const int devSeqLengthsKV[], const cudnnSeqDataDescriptor_t qDesc, const void *queries, const void *residuals, const cudnnSeqDataDescriptor_t kDesc, const void *keys, const cudnnSeqDataDescriptor_t vDesc, const void *values, const cudnnSeqDataDescriptor_t oDesc, void *out, size_t weightSizeInBytes, const void *weights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace);
-DLH_EXPORT cudnnStatus_t cudnnMultiHeadAttnForward(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, int currIdx, const int loWinIdx[], const int hiWinIdx[], const int devSeqLengthsQO[], const int devSeqLengthsKV[], const cudnnSeqDataDescriptor_t qDesc, const void *queries, const void *residuals, const cudnnSeqDataDescriptor_t kDesc, const void *keys, const cudnnSeqDataDescriptor_t vDesc, const void *values, const cudnnSeqDataDescriptor_t oDesc, void *out, size_t weightSizeInBytes, const void *weights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace) {
-  DLH_REAL(dlh_fn, real_cudnnMultiHeadAttnForward, "cudnnMultiHeadAttnForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnMultiHeadAttnForward)(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, int currIdx, const int loWinIdx[], const int hiWinIdx[], const int devSeqLengthsQO[], const int devSeqLengthsKV[], const cudnnSeqDataDescriptor_t qDesc, const void *queries, const void *residuals, const cudnnSeqDataDescriptor_t kDesc, const void *keys, const cudnnSeqDataDescriptor_t vDesc, const void *values, const cudnnSeqDataDescriptor_t oDesc, void *out, size_t weightSizeInBytes, const void *weights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnMultiHeadAttnForward(__typeof__(real_cudnnMultiHeadAttnForward) dlh_fn, cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, int currIdx, const int loWinIdx[], const int hiWinIdx[], const int devSeqLengthsQO[], const int devSeqLengthsKV[], const cudnnSeqDataDescriptor_t qDesc, const void *queries, const void *residuals, const cudnnSeqDataDescriptor_t kDesc, const void *keys, const cudnnSeqDataDescriptor_t vDesc, const void *values, const cudnnSeqDataDescriptor_t oDesc, void *out, size_t weightSizeInBytes, const void *weights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, attnDesc, currIdx, loWinIdx, hiWinIdx, devSeqLengthsQO, devSeqLengthsKV, qDesc, queries, residuals, kDesc, keys, vDesc, values, oDesc, out, weightSizeInBytes, weights, workSpaceSizeInBytes, workSpace, reserveSpaceSizeInBytes, reserveSpace);
@@ -3286,11 +4548,19 @@ DLH_EXPORT cudnnStatus_t cudnnMultiHeadAttnForward(cudnnHandle_t handle, const c
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnMultiHeadAttnForward(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, int currIdx, const int loWinIdx[], const int hiWinIdx[], const int devSeqLengthsQO[], const int devSeqLengthsKV[], const cudnnSeqDataDescriptor_t qDesc, const void *queries, const void *residuals, const cudnnSeqDataDescriptor_t kDesc, const void *keys, const cudnnSeqDataDescriptor_t vDesc, const void *values, const cudnnSeqDataDescriptor_t oDesc, void *out, size_t weightSizeInBytes, const void *weights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace) {
+  DLH_REAL(dlh_fn, real_cudnnMultiHeadAttnForward, "cudnnMultiHeadAttnForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnMultiHeadAttnForward(dlh_fn, handle, attnDesc, currIdx, loWinIdx, hiWinIdx, devSeqLengthsQO, devSeqLengthsKV, qDesc, queries, residuals, kDesc, keys, vDesc, values, oDesc, out, weightSizeInBytes, weights, workSpaceSizeInBytes, workSpace, reserveSpaceSizeInBytes, reserveSpace);
+}
+static cudnnStatus_t dlh_own_cudnnMultiHeadAttnForward(cudnnHandle_t handle, const cudnnAttnDescriptor_t attnDesc, int currIdx, const int loWinIdx[], const int hiWinIdx[], const int devSeqLengthsQO[], const int devSeqLengthsKV[], const cudnnSeqDataDescriptor_t qDesc, const void *queries, const void *residuals, const cudnnSeqDataDescriptor_t kDesc, const void *keys, const cudnnSeqDataDescriptor_t vDesc, const void *values, const cudnnSeqDataDescriptor_t oDesc, void *out, size_t weightSizeInBytes, const void *weights, size_t workSpaceSizeInBytes, void *workSpace, size_t reserveSpaceSizeInBytes, void *reserveSpace) {
+  DLH_OWN(dlh_fn, own_cudnnMultiHeadAttnForward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnMultiHeadAttnForward(dlh_fn, handle, attnDesc, currIdx, loWinIdx, hiWinIdx, devSeqLengthsQO, devSeqLengthsKV, qDesc, queries, residuals, kDesc, keys, vDesc, values, oDesc, out, weightSizeInBytes, weights, workSpaceSizeInBytes, workSpace, reserveSpaceSizeInBytes, reserveSpace);
+}
 
 /* 158: cudnnNormalizationBackward — cudnn_ops.h; args beyond 16 not recorded: dxDesc, dxData, dNormScaleBiasDesc, normScaleData, normBiasData, dNormScaleData, dNormBiasData, epsilon, normMeanVarDesc, savedMean, savedInvVariance, activationDesc, workSpace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes, groupCnt */
 static cudnnStatus_t (*real_cudnnNormalizationBackward)(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t yDesc, const void *yData, const cudnnTensorDescriptor_t dyDesc, const void *dyData, const cudnnTensorDescriptor_t dzDesc, void *dzData, const cudnnTensorDescriptor_t dxDesc, void *dxData, const cudnnTensorDescriptor_t dNormScaleBiasDesc, const void *normScaleData, const void *normBiasData, void *dNormScaleData, void *dNormBiasData, double epsilon, const cudnnTensorDescriptor_t normMeanVarDesc, const void *savedMean, const void *savedInvVariance, cudnnActivationDescriptor_t activationDesc, void *workSpace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes, int groupCnt);
-DLH_EXPORT cudnnStatus_t cudnnNormalizationBackward(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t yDesc, const void *yData, const cudnnTensorDescriptor_t dyDesc, const void *dyData, const cudnnTensorDescriptor_t dzDesc, void *dzData, const cudnnTensorDescriptor_t dxDesc, void *dxData, const cudnnTensorDescriptor_t dNormScaleBiasDesc, const void *normScaleData, const void *normBiasData, void *dNormScaleData, void *dNormBiasData, double epsilon, const cudnnTensorDescriptor_t normMeanVarDesc, const void *savedMean, const void *savedInvVariance, cudnnActivationDescriptor_t activationDesc, void *workSpace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes, int groupCnt) {
-  DLH_REAL(dlh_fn, real_cudnnNormalizationBackward, "cudnnNormalizationBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnNormalizationBackward)(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t yDesc, const void *yData, const cudnnTensorDescriptor_t dyDesc, const void *dyData, const cudnnTensorDescriptor_t dzDesc, void *dzData, const cudnnTensorDescriptor_t dxDesc, void *dxData, const cudnnTensorDescriptor_t dNormScaleBiasDesc, const void *normScaleData, const void *normBiasData, void *dNormScaleData, void *dNormBiasData, double epsilon, const cudnnTensorDescriptor_t normMeanVarDesc, const void *savedMean, const void *savedInvVariance, cudnnActivationDescriptor_t activationDesc, void *workSpace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes, int groupCnt);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnNormalizationBackward(__typeof__(real_cudnnNormalizationBackward) dlh_fn, cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t yDesc, const void *yData, const cudnnTensorDescriptor_t dyDesc, const void *dyData, const cudnnTensorDescriptor_t dzDesc, void *dzData, const cudnnTensorDescriptor_t dxDesc, void *dxData, const cudnnTensorDescriptor_t dNormScaleBiasDesc, const void *normScaleData, const void *normBiasData, void *dNormScaleData, void *dNormBiasData, double epsilon, const cudnnTensorDescriptor_t normMeanVarDesc, const void *savedMean, const void *savedInvVariance, cudnnActivationDescriptor_t activationDesc, void *workSpace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes, int groupCnt) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, mode, normOps, algo, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, xData, yDesc, yData, dyDesc, dyData, dzDesc, dzData, dxDesc, dxData, dNormScaleBiasDesc, normScaleData, normBiasData, dNormScaleData, dNormBiasData, epsilon, normMeanVarDesc, savedMean, savedInvVariance, activationDesc, workSpace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes, groupCnt);
@@ -3317,11 +4587,19 @@ DLH_EXPORT cudnnStatus_t cudnnNormalizationBackward(cudnnHandle_t handle, cudnnN
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnNormalizationBackward(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t yDesc, const void *yData, const cudnnTensorDescriptor_t dyDesc, const void *dyData, const cudnnTensorDescriptor_t dzDesc, void *dzData, const cudnnTensorDescriptor_t dxDesc, void *dxData, const cudnnTensorDescriptor_t dNormScaleBiasDesc, const void *normScaleData, const void *normBiasData, void *dNormScaleData, void *dNormBiasData, double epsilon, const cudnnTensorDescriptor_t normMeanVarDesc, const void *savedMean, const void *savedInvVariance, cudnnActivationDescriptor_t activationDesc, void *workSpace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes, int groupCnt) {
+  DLH_REAL(dlh_fn, real_cudnnNormalizationBackward, "cudnnNormalizationBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnNormalizationBackward(dlh_fn, handle, mode, normOps, algo, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, xData, yDesc, yData, dyDesc, dyData, dzDesc, dzData, dxDesc, dxData, dNormScaleBiasDesc, normScaleData, normBiasData, dNormScaleData, dNormBiasData, epsilon, normMeanVarDesc, savedMean, savedInvVariance, activationDesc, workSpace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes, groupCnt);
+}
+static cudnnStatus_t dlh_own_cudnnNormalizationBackward(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alphaDataDiff, const void *betaDataDiff, const void *alphaParamDiff, const void *betaParamDiff, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t yDesc, const void *yData, const cudnnTensorDescriptor_t dyDesc, const void *dyData, const cudnnTensorDescriptor_t dzDesc, void *dzData, const cudnnTensorDescriptor_t dxDesc, void *dxData, const cudnnTensorDescriptor_t dNormScaleBiasDesc, const void *normScaleData, const void *normBiasData, void *dNormScaleData, void *dNormBiasData, double epsilon, const cudnnTensorDescriptor_t normMeanVarDesc, const void *savedMean, const void *savedInvVariance, cudnnActivationDescriptor_t activationDesc, void *workSpace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes, int groupCnt) {
+  DLH_OWN(dlh_fn, own_cudnnNormalizationBackward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnNormalizationBackward(dlh_fn, handle, mode, normOps, algo, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, xData, yDesc, yData, dyDesc, dyData, dzDesc, dzData, dxDesc, dxData, dNormScaleBiasDesc, normScaleData, normBiasData, dNormScaleData, dNormBiasData, epsilon, normMeanVarDesc, savedMean, savedInvVariance, activationDesc, workSpace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes, groupCnt);
+}
 
 /* 159: cudnnNormalizationForwardInference — cudnn_ops.h; args beyond 16 not recorded: activationDesc, yDesc, y, epsilon, groupCnt */
 static cudnnStatus_t (*real_cudnnNormalizationForwardInference)(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t normScaleBiasDesc, const void *normScale, const void *normBias, const cudnnTensorDescriptor_t normMeanVarDesc, const void *estimatedMean, const void *estimatedVariance, const cudnnTensorDescriptor_t zDesc, const void *z, cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t yDesc, void *y, double epsilon, int groupCnt);
-DLH_EXPORT cudnnStatus_t cudnnNormalizationForwardInference(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t normScaleBiasDesc, const void *normScale, const void *normBias, const cudnnTensorDescriptor_t normMeanVarDesc, const void *estimatedMean, const void *estimatedVariance, const cudnnTensorDescriptor_t zDesc, const void *z, cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t yDesc, void *y, double epsilon, int groupCnt) {
-  DLH_REAL(dlh_fn, real_cudnnNormalizationForwardInference, "cudnnNormalizationForwardInference", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnNormalizationForwardInference)(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t normScaleBiasDesc, const void *normScale, const void *normBias, const cudnnTensorDescriptor_t normMeanVarDesc, const void *estimatedMean, const void *estimatedVariance, const cudnnTensorDescriptor_t zDesc, const void *z, cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t yDesc, void *y, double epsilon, int groupCnt);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnNormalizationForwardInference(__typeof__(real_cudnnNormalizationForwardInference) dlh_fn, cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t normScaleBiasDesc, const void *normScale, const void *normBias, const cudnnTensorDescriptor_t normMeanVarDesc, const void *estimatedMean, const void *estimatedVariance, const cudnnTensorDescriptor_t zDesc, const void *z, cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t yDesc, void *y, double epsilon, int groupCnt) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, mode, normOps, algo, alpha, beta, xDesc, x, normScaleBiasDesc, normScale, normBias, normMeanVarDesc, estimatedMean, estimatedVariance, zDesc, z, activationDesc, yDesc, y, epsilon, groupCnt);
@@ -3348,11 +4626,19 @@ DLH_EXPORT cudnnStatus_t cudnnNormalizationForwardInference(cudnnHandle_t handle
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnNormalizationForwardInference(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t normScaleBiasDesc, const void *normScale, const void *normBias, const cudnnTensorDescriptor_t normMeanVarDesc, const void *estimatedMean, const void *estimatedVariance, const cudnnTensorDescriptor_t zDesc, const void *z, cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t yDesc, void *y, double epsilon, int groupCnt) {
+  DLH_REAL(dlh_fn, real_cudnnNormalizationForwardInference, "cudnnNormalizationForwardInference", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnNormalizationForwardInference(dlh_fn, handle, mode, normOps, algo, alpha, beta, xDesc, x, normScaleBiasDesc, normScale, normBias, normMeanVarDesc, estimatedMean, estimatedVariance, zDesc, z, activationDesc, yDesc, y, epsilon, groupCnt);
+}
+static cudnnStatus_t dlh_own_cudnnNormalizationForwardInference(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *x, const cudnnTensorDescriptor_t normScaleBiasDesc, const void *normScale, const void *normBias, const cudnnTensorDescriptor_t normMeanVarDesc, const void *estimatedMean, const void *estimatedVariance, const cudnnTensorDescriptor_t zDesc, const void *z, cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t yDesc, void *y, double epsilon, int groupCnt) {
+  DLH_OWN(dlh_fn, own_cudnnNormalizationForwardInference, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnNormalizationForwardInference(dlh_fn, handle, mode, normOps, algo, alpha, beta, xDesc, x, normScaleBiasDesc, normScale, normBias, normMeanVarDesc, estimatedMean, estimatedVariance, zDesc, z, activationDesc, yDesc, y, epsilon, groupCnt);
+}
 
 /* 160: cudnnNormalizationForwardTraining — cudnn_ops.h; args beyond 16 not recorded: resultSaveMean, resultSaveInvVariance, activationDesc, zDesc, zData, yDesc, yData, workspace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes, groupCnt */
 static cudnnStatus_t (*real_cudnnNormalizationForwardTraining)(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t normScaleBiasDesc, const void *normScale, const void *normBias, double exponentialAverageFactor, const cudnnTensorDescriptor_t normMeanVarDesc, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance, cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t zDesc, const void *zData, const cudnnTensorDescriptor_t yDesc, void *yData, void *workspace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes, int groupCnt);
-DLH_EXPORT cudnnStatus_t cudnnNormalizationForwardTraining(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t normScaleBiasDesc, const void *normScale, const void *normBias, double exponentialAverageFactor, const cudnnTensorDescriptor_t normMeanVarDesc, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance, cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t zDesc, const void *zData, const cudnnTensorDescriptor_t yDesc, void *yData, void *workspace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes, int groupCnt) {
-  DLH_REAL(dlh_fn, real_cudnnNormalizationForwardTraining, "cudnnNormalizationForwardTraining", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnNormalizationForwardTraining)(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t normScaleBiasDesc, const void *normScale, const void *normBias, double exponentialAverageFactor, const cudnnTensorDescriptor_t normMeanVarDesc, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance, cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t zDesc, const void *zData, const cudnnTensorDescriptor_t yDesc, void *yData, void *workspace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes, int groupCnt);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnNormalizationForwardTraining(__typeof__(real_cudnnNormalizationForwardTraining) dlh_fn, cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t normScaleBiasDesc, const void *normScale, const void *normBias, double exponentialAverageFactor, const cudnnTensorDescriptor_t normMeanVarDesc, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance, cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t zDesc, const void *zData, const cudnnTensorDescriptor_t yDesc, void *yData, void *workspace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes, int groupCnt) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, mode, normOps, algo, alpha, beta, xDesc, xData, normScaleBiasDesc, normScale, normBias, exponentialAverageFactor, normMeanVarDesc, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance, activationDesc, zDesc, zData, yDesc, yData, workspace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes, groupCnt);
@@ -3379,11 +4665,19 @@ DLH_EXPORT cudnnStatus_t cudnnNormalizationForwardTraining(cudnnHandle_t handle,
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnNormalizationForwardTraining(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t normScaleBiasDesc, const void *normScale, const void *normBias, double exponentialAverageFactor, const cudnnTensorDescriptor_t normMeanVarDesc, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance, cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t zDesc, const void *zData, const cudnnTensorDescriptor_t yDesc, void *yData, void *workspace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes, int groupCnt) {
+  DLH_REAL(dlh_fn, real_cudnnNormalizationForwardTraining, "cudnnNormalizationForwardTraining", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnNormalizationForwardTraining(dlh_fn, handle, mode, normOps, algo, alpha, beta, xDesc, xData, normScaleBiasDesc, normScale, normBias, exponentialAverageFactor, normMeanVarDesc, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance, activationDesc, zDesc, zData, yDesc, yData, workspace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes, groupCnt);
+}
+static cudnnStatus_t dlh_own_cudnnNormalizationForwardTraining(cudnnHandle_t handle, cudnnNormMode_t mode, cudnnNormOps_t normOps, cudnnNormAlgo_t algo, const void *alpha, const void *beta, const cudnnTensorDescriptor_t xDesc, const void *xData, const cudnnTensorDescriptor_t normScaleBiasDesc, const void *normScale, const void *normBias, double exponentialAverageFactor, const cudnnTensorDescriptor_t normMeanVarDesc, void *resultRunningMean, void *resultRunningVariance, double epsilon, void *resultSaveMean, void *resultSaveInvVariance, cudnnActivationDescriptor_t activationDesc, const cudnnTensorDescriptor_t zDesc, const void *zData, const cudnnTensorDescriptor_t yDesc, void *yData, void *workspace, size_t workSpaceSizeInBytes, void *reserveSpace, size_t reserveSpaceSizeInBytes, int groupCnt) {
+  DLH_OWN(dlh_fn, own_cudnnNormalizationForwardTraining, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnNormalizationForwardTraining(dlh_fn, handle, mode, normOps, algo, alpha, beta, xDesc, xData, normScaleBiasDesc, normScale, normBias, exponentialAverageFactor, normMeanVarDesc, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance, activationDesc, zDesc, zData, yDesc, yData, workspace, workSpaceSizeInBytes, reserveSpace, reserveSpaceSizeInBytes, groupCnt);
+}
 
 /* 161: cudnnOpTensor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnOpTensor)(cudnnHandle_t handle, const cudnnOpTensorDescriptor_t opTensorDesc, const void *alpha1, const cudnnTensorDescriptor_t aDesc, const void *A, const void *alpha2, const cudnnTensorDescriptor_t bDesc, const void *B, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C);
-DLH_EXPORT cudnnStatus_t cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTensorDescriptor_t opTensorDesc, const void *alpha1, const cudnnTensorDescriptor_t aDesc, const void *A, const void *alpha2, const cudnnTensorDescriptor_t bDesc, const void *B, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C) {
-  DLH_REAL(dlh_fn, real_cudnnOpTensor, "cudnnOpTensor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnOpTensor)(cudnnHandle_t handle, const cudnnOpTensorDescriptor_t opTensorDesc, const void *alpha1, const cudnnTensorDescriptor_t aDesc, const void *A, const void *alpha2, const cudnnTensorDescriptor_t bDesc, const void *B, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnOpTensor(__typeof__(real_cudnnOpTensor) dlh_fn, cudnnHandle_t handle, const cudnnOpTensorDescriptor_t opTensorDesc, const void *alpha1, const cudnnTensorDescriptor_t aDesc, const void *A, const void *alpha2, const cudnnTensorDescriptor_t bDesc, const void *B, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, opTensorDesc, alpha1, aDesc, A, alpha2, bDesc, B, beta, cDesc, C);
@@ -3405,11 +4699,19 @@ DLH_EXPORT cudnnStatus_t cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTensor
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTensorDescriptor_t opTensorDesc, const void *alpha1, const cudnnTensorDescriptor_t aDesc, const void *A, const void *alpha2, const cudnnTensorDescriptor_t bDesc, const void *B, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C) {
+  DLH_REAL(dlh_fn, real_cudnnOpTensor, "cudnnOpTensor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnOpTensor(dlh_fn, handle, opTensorDesc, alpha1, aDesc, A, alpha2, bDesc, B, beta, cDesc, C);
+}
+static cudnnStatus_t dlh_own_cudnnOpTensor(cudnnHandle_t handle, const cudnnOpTensorDescriptor_t opTensorDesc, const void *alpha1, const cudnnTensorDescriptor_t aDesc, const void *A, const void *alpha2, const cudnnTensorDescriptor_t bDesc, const void *B, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C) {
+  DLH_OWN(dlh_fn, own_cudnnOpTensor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnOpTensor(dlh_fn, handle, opTensorDesc, alpha1, aDesc, A, alpha2, bDesc, B, beta, cDesc, C);
+}
 
 /* 162: cudnnOpsVersionCheck — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnOpsVersionCheck)(void);
-DLH_EXPORT cudnnStatus_t cudnnOpsVersionCheck(void) {
-  DLH_REAL(dlh_fn, real_cudnnOpsVersionCheck, "cudnnOpsVersionCheck", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnOpsVersionCheck)(void);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnOpsVersionCheck(__typeof__(real_cudnnOpsVersionCheck) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn();
@@ -3418,11 +4720,19 @@ DLH_EXPORT cudnnStatus_t cudnnOpsVersionCheck(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnOpsVersionCheck(void) {
+  DLH_REAL(dlh_fn, real_cudnnOpsVersionCheck, "cudnnOpsVersionCheck", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnOpsVersionCheck(dlh_fn);
+}
+static cudnnStatus_t dlh_own_cudnnOpsVersionCheck(void) {
+  DLH_OWN(dlh_fn, own_cudnnOpsVersionCheck, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnOpsVersionCheck(dlh_fn);
+}
 
 /* 163: cudnnPoolingBackward — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnPoolingBackward)(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx);
-DLH_EXPORT cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
-  DLH_REAL(dlh_fn, real_cudnnPoolingBackward, "cudnnPoolingBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnPoolingBackward)(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnPoolingBackward(__typeof__(real_cudnnPoolingBackward) dlh_fn, cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, poolingDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx);
@@ -3445,11 +4755,19 @@ DLH_EXPORT cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnP
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
+  DLH_REAL(dlh_fn, real_cudnnPoolingBackward, "cudnnPoolingBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnPoolingBackward(dlh_fn, handle, poolingDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx);
+}
+static cudnnStatus_t dlh_own_cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
+  DLH_OWN(dlh_fn, own_cudnnPoolingBackward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnPoolingBackward(dlh_fn, handle, poolingDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx);
+}
 
 /* 164: cudnnPoolingForward — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnPoolingForward)(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y);
-DLH_EXPORT cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
-  DLH_REAL(dlh_fn, real_cudnnPoolingForward, "cudnnPoolingForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnPoolingForward)(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnPoolingForward(__typeof__(real_cudnnPoolingForward) dlh_fn, cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, poolingDesc, alpha, xDesc, x, beta, yDesc, y);
@@ -3468,11 +4786,19 @@ DLH_EXPORT cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPo
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_REAL(dlh_fn, real_cudnnPoolingForward, "cudnnPoolingForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnPoolingForward(dlh_fn, handle, poolingDesc, alpha, xDesc, x, beta, yDesc, y);
+}
+static cudnnStatus_t dlh_own_cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t poolingDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_OWN(dlh_fn, own_cudnnPoolingForward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnPoolingForward(dlh_fn, handle, poolingDesc, alpha, xDesc, x, beta, yDesc, y);
+}
 
 /* 165: cudnnQueryRuntimeError — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnQueryRuntimeError)(cudnnHandle_t handle, cudnnStatus_t *rstatus, cudnnErrQueryMode_t mode, cudnnRuntimeTag_t *tag);
-DLH_EXPORT cudnnStatus_t cudnnQueryRuntimeError(cudnnHandle_t handle, cudnnStatus_t *rstatus, cudnnErrQueryMode_t mode, cudnnRuntimeTag_t *tag) {
-  DLH_REAL(dlh_fn, real_cudnnQueryRuntimeError, "cudnnQueryRuntimeError", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnQueryRuntimeError)(cudnnHandle_t handle, cudnnStatus_t *rstatus, cudnnErrQueryMode_t mode, cudnnRuntimeTag_t *tag);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnQueryRuntimeError(__typeof__(real_cudnnQueryRuntimeError) dlh_fn, cudnnHandle_t handle, cudnnStatus_t *rstatus, cudnnErrQueryMode_t mode, cudnnRuntimeTag_t *tag) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, rstatus, mode, tag);
@@ -3487,11 +4813,19 @@ DLH_EXPORT cudnnStatus_t cudnnQueryRuntimeError(cudnnHandle_t handle, cudnnStatu
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnQueryRuntimeError(cudnnHandle_t handle, cudnnStatus_t *rstatus, cudnnErrQueryMode_t mode, cudnnRuntimeTag_t *tag) {
+  DLH_REAL(dlh_fn, real_cudnnQueryRuntimeError, "cudnnQueryRuntimeError", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnQueryRuntimeError(dlh_fn, handle, rstatus, mode, tag);
+}
+static cudnnStatus_t dlh_own_cudnnQueryRuntimeError(cudnnHandle_t handle, cudnnStatus_t *rstatus, cudnnErrQueryMode_t mode, cudnnRuntimeTag_t *tag) {
+  DLH_OWN(dlh_fn, own_cudnnQueryRuntimeError, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnQueryRuntimeError(dlh_fn, handle, rstatus, mode, tag);
+}
 
 /* 166: cudnnRNNBackwardData_v8 — cudnn_adv.h; args beyond 16 not recorded: weightSpaceSize, weightSpace, workSpaceSize, workSpace, reserveSpaceSize, reserveSpace */
 static cudnnStatus_t (*real_cudnnRNNBackwardData_v8)(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t yDesc, const void *y, const void *dy, cudnnRNNDataDescriptor_t xDesc, void *dx, cudnnTensorDescriptor_t hDesc, const void *hx, const void *dhy, void *dhx, cudnnTensorDescriptor_t cDesc, const void *cx, const void *dcy, void *dcx, size_t weightSpaceSize, const void *weightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace);
-DLH_EXPORT cudnnStatus_t cudnnRNNBackwardData_v8(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t yDesc, const void *y, const void *dy, cudnnRNNDataDescriptor_t xDesc, void *dx, cudnnTensorDescriptor_t hDesc, const void *hx, const void *dhy, void *dhx, cudnnTensorDescriptor_t cDesc, const void *cx, const void *dcy, void *dcx, size_t weightSpaceSize, const void *weightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace) {
-  DLH_REAL(dlh_fn, real_cudnnRNNBackwardData_v8, "cudnnRNNBackwardData_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnRNNBackwardData_v8)(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t yDesc, const void *y, const void *dy, cudnnRNNDataDescriptor_t xDesc, void *dx, cudnnTensorDescriptor_t hDesc, const void *hx, const void *dhy, void *dhx, cudnnTensorDescriptor_t cDesc, const void *cx, const void *dcy, void *dcx, size_t weightSpaceSize, const void *weightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnRNNBackwardData_v8(__typeof__(real_cudnnRNNBackwardData_v8) dlh_fn, cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t yDesc, const void *y, const void *dy, cudnnRNNDataDescriptor_t xDesc, void *dx, cudnnTensorDescriptor_t hDesc, const void *hx, const void *dhy, void *dhx, cudnnTensorDescriptor_t cDesc, const void *cx, const void *dcy, void *dcx, size_t weightSpaceSize, const void *weightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, rnnDesc, devSeqLengths, yDesc, y, dy, xDesc, dx, hDesc, hx, dhy, dhx, cDesc, cx, dcy, dcx, weightSpaceSize, weightSpace, workSpaceSize, workSpace, reserveSpaceSize, reserveSpace);
@@ -3518,11 +4852,19 @@ DLH_EXPORT cudnnStatus_t cudnnRNNBackwardData_v8(cudnnHandle_t handle, cudnnRNND
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnRNNBackwardData_v8(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t yDesc, const void *y, const void *dy, cudnnRNNDataDescriptor_t xDesc, void *dx, cudnnTensorDescriptor_t hDesc, const void *hx, const void *dhy, void *dhx, cudnnTensorDescriptor_t cDesc, const void *cx, const void *dcy, void *dcx, size_t weightSpaceSize, const void *weightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace) {
+  DLH_REAL(dlh_fn, real_cudnnRNNBackwardData_v8, "cudnnRNNBackwardData_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnRNNBackwardData_v8(dlh_fn, handle, rnnDesc, devSeqLengths, yDesc, y, dy, xDesc, dx, hDesc, hx, dhy, dhx, cDesc, cx, dcy, dcx, weightSpaceSize, weightSpace, workSpaceSize, workSpace, reserveSpaceSize, reserveSpace);
+}
+static cudnnStatus_t dlh_own_cudnnRNNBackwardData_v8(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t yDesc, const void *y, const void *dy, cudnnRNNDataDescriptor_t xDesc, void *dx, cudnnTensorDescriptor_t hDesc, const void *hx, const void *dhy, void *dhx, cudnnTensorDescriptor_t cDesc, const void *cx, const void *dcy, void *dcx, size_t weightSpaceSize, const void *weightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace) {
+  DLH_OWN(dlh_fn, own_cudnnRNNBackwardData_v8, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnRNNBackwardData_v8(dlh_fn, handle, rnnDesc, devSeqLengths, yDesc, y, dy, xDesc, dx, hDesc, hx, dhy, dhx, cDesc, cx, dcy, dcx, weightSpaceSize, weightSpace, workSpaceSize, workSpace, reserveSpaceSize, reserveSpace);
+}
 
 /* 167: cudnnRNNBackwardWeights_v8 — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnRNNBackwardWeights_v8)(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnWgradMode_t addGrad, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t xDesc, const void *x, cudnnTensorDescriptor_t hDesc, const void *hx, cudnnRNNDataDescriptor_t yDesc, const void *y, size_t weightSpaceSize, void *dweightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace);
-DLH_EXPORT cudnnStatus_t cudnnRNNBackwardWeights_v8(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnWgradMode_t addGrad, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t xDesc, const void *x, cudnnTensorDescriptor_t hDesc, const void *hx, cudnnRNNDataDescriptor_t yDesc, const void *y, size_t weightSpaceSize, void *dweightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace) {
-  DLH_REAL(dlh_fn, real_cudnnRNNBackwardWeights_v8, "cudnnRNNBackwardWeights_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnRNNBackwardWeights_v8)(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnWgradMode_t addGrad, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t xDesc, const void *x, cudnnTensorDescriptor_t hDesc, const void *hx, cudnnRNNDataDescriptor_t yDesc, const void *y, size_t weightSpaceSize, void *dweightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnRNNBackwardWeights_v8(__typeof__(real_cudnnRNNBackwardWeights_v8) dlh_fn, cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnWgradMode_t addGrad, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t xDesc, const void *x, cudnnTensorDescriptor_t hDesc, const void *hx, cudnnRNNDataDescriptor_t yDesc, const void *y, size_t weightSpaceSize, void *dweightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, rnnDesc, addGrad, devSeqLengths, xDesc, x, hDesc, hx, yDesc, y, weightSpaceSize, dweightSpace, workSpaceSize, workSpace, reserveSpaceSize, reserveSpace);
@@ -3549,11 +4891,19 @@ DLH_EXPORT cudnnStatus_t cudnnRNNBackwardWeights_v8(cudnnHandle_t handle, cudnnR
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnRNNBackwardWeights_v8(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnWgradMode_t addGrad, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t xDesc, const void *x, cudnnTensorDescriptor_t hDesc, const void *hx, cudnnRNNDataDescriptor_t yDesc, const void *y, size_t weightSpaceSize, void *dweightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace) {
+  DLH_REAL(dlh_fn, real_cudnnRNNBackwardWeights_v8, "cudnnRNNBackwardWeights_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnRNNBackwardWeights_v8(dlh_fn, handle, rnnDesc, addGrad, devSeqLengths, xDesc, x, hDesc, hx, yDesc, y, weightSpaceSize, dweightSpace, workSpaceSize, workSpace, reserveSpaceSize, reserveSpace);
+}
+static cudnnStatus_t dlh_own_cudnnRNNBackwardWeights_v8(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnWgradMode_t addGrad, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t xDesc, const void *x, cudnnTensorDescriptor_t hDesc, const void *hx, cudnnRNNDataDescriptor_t yDesc, const void *y, size_t weightSpaceSize, void *dweightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace) {
+  DLH_OWN(dlh_fn, own_cudnnRNNBackwardWeights_v8, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnRNNBackwardWeights_v8(dlh_fn, handle, rnnDesc, addGrad, devSeqLengths, xDesc, x, hDesc, hx, yDesc, y, weightSpaceSize, dweightSpace, workSpaceSize, workSpace, reserveSpaceSize, reserveSpace);
+}
 
 /* 168: cudnnRNNForward — cudnn_adv.h; args beyond 16 not recorded: workSpaceSize, workSpace, reserveSpaceSize, reserveSpace */
 static cudnnStatus_t (*real_cudnnRNNForward)(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnForwardMode_t fwdMode, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t xDesc, const void *x, cudnnRNNDataDescriptor_t yDesc, void *y, cudnnTensorDescriptor_t hDesc, const void *hx, void *hy, cudnnTensorDescriptor_t cDesc, const void *cx, void *cy, size_t weightSpaceSize, const void *weightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace);
-DLH_EXPORT cudnnStatus_t cudnnRNNForward(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnForwardMode_t fwdMode, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t xDesc, const void *x, cudnnRNNDataDescriptor_t yDesc, void *y, cudnnTensorDescriptor_t hDesc, const void *hx, void *hy, cudnnTensorDescriptor_t cDesc, const void *cx, void *cy, size_t weightSpaceSize, const void *weightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace) {
-  DLH_REAL(dlh_fn, real_cudnnRNNForward, "cudnnRNNForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnRNNForward)(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnForwardMode_t fwdMode, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t xDesc, const void *x, cudnnRNNDataDescriptor_t yDesc, void *y, cudnnTensorDescriptor_t hDesc, const void *hx, void *hy, cudnnTensorDescriptor_t cDesc, const void *cx, void *cy, size_t weightSpaceSize, const void *weightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnRNNForward(__typeof__(real_cudnnRNNForward) dlh_fn, cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnForwardMode_t fwdMode, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t xDesc, const void *x, cudnnRNNDataDescriptor_t yDesc, void *y, cudnnTensorDescriptor_t hDesc, const void *hx, void *hy, cudnnTensorDescriptor_t cDesc, const void *cx, void *cy, size_t weightSpaceSize, const void *weightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, rnnDesc, fwdMode, devSeqLengths, xDesc, x, yDesc, y, hDesc, hx, hy, cDesc, cx, cy, weightSpaceSize, weightSpace, workSpaceSize, workSpace, reserveSpaceSize, reserveSpace);
@@ -3580,11 +4930,19 @@ DLH_EXPORT cudnnStatus_t cudnnRNNForward(cudnnHandle_t handle, cudnnRNNDescripto
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnRNNForward(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnForwardMode_t fwdMode, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t xDesc, const void *x, cudnnRNNDataDescriptor_t yDesc, void *y, cudnnTensorDescriptor_t hDesc, const void *hx, void *hy, cudnnTensorDescriptor_t cDesc, const void *cx, void *cy, size_t weightSpaceSize, const void *weightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace) {
+  DLH_REAL(dlh_fn, real_cudnnRNNForward, "cudnnRNNForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnRNNForward(dlh_fn, handle, rnnDesc, fwdMode, devSeqLengths, xDesc, x, yDesc, y, hDesc, hx, hy, cDesc, cx, cy, weightSpaceSize, weightSpace, workSpaceSize, workSpace, reserveSpaceSize, reserveSpace);
+}
+static cudnnStatus_t dlh_own_cudnnRNNForward(cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnForwardMode_t fwdMode, const int32_t devSeqLengths[], cudnnRNNDataDescriptor_t xDesc, const void *x, cudnnRNNDataDescriptor_t yDesc, void *y, cudnnTensorDescriptor_t hDesc, const void *hx, void *hy, cudnnTensorDescriptor_t cDesc, const void *cx, void *cy, size_t weightSpaceSize, const void *weightSpace, size_t workSpaceSize, void *workSpace, size_t reserveSpaceSize, void *reserveSpace) {
+  DLH_OWN(dlh_fn, own_cudnnRNNForward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnRNNForward(dlh_fn, handle, rnnDesc, fwdMode, devSeqLengths, xDesc, x, yDesc, y, hDesc, hx, hy, cDesc, cx, cy, weightSpaceSize, weightSpace, workSpaceSize, workSpace, reserveSpaceSize, reserveSpace);
+}
 
 /* 169: cudnnRNNGetClip_v8 — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnRNNGetClip_v8)(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t *clipMode, cudnnNanPropagation_t *clipNanOpt, double *lclip, double *rclip);
-DLH_EXPORT cudnnStatus_t cudnnRNNGetClip_v8(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t *clipMode, cudnnNanPropagation_t *clipNanOpt, double *lclip, double *rclip) {
-  DLH_REAL(dlh_fn, real_cudnnRNNGetClip_v8, "cudnnRNNGetClip_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnRNNGetClip_v8)(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t *clipMode, cudnnNanPropagation_t *clipNanOpt, double *lclip, double *rclip);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnRNNGetClip_v8(__typeof__(real_cudnnRNNGetClip_v8) dlh_fn, cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t *clipMode, cudnnNanPropagation_t *clipNanOpt, double *lclip, double *rclip) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(rnnDesc, clipMode, clipNanOpt, lclip, rclip);
@@ -3600,11 +4958,19 @@ DLH_EXPORT cudnnStatus_t cudnnRNNGetClip_v8(cudnnRNNDescriptor_t rnnDesc, cudnnR
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnRNNGetClip_v8(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t *clipMode, cudnnNanPropagation_t *clipNanOpt, double *lclip, double *rclip) {
+  DLH_REAL(dlh_fn, real_cudnnRNNGetClip_v8, "cudnnRNNGetClip_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnRNNGetClip_v8(dlh_fn, rnnDesc, clipMode, clipNanOpt, lclip, rclip);
+}
+static cudnnStatus_t dlh_own_cudnnRNNGetClip_v8(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t *clipMode, cudnnNanPropagation_t *clipNanOpt, double *lclip, double *rclip) {
+  DLH_OWN(dlh_fn, own_cudnnRNNGetClip_v8, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnRNNGetClip_v8(dlh_fn, rnnDesc, clipMode, clipNanOpt, lclip, rclip);
+}
 
 /* 170: cudnnRNNGetClip_v9 — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnRNNGetClip_v9)(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t *clipMode, double *lclip, double *rclip);
-DLH_EXPORT cudnnStatus_t cudnnRNNGetClip_v9(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t *clipMode, double *lclip, double *rclip) {
-  DLH_REAL(dlh_fn, real_cudnnRNNGetClip_v9, "cudnnRNNGetClip_v9", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnRNNGetClip_v9)(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t *clipMode, double *lclip, double *rclip);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnRNNGetClip_v9(__typeof__(real_cudnnRNNGetClip_v9) dlh_fn, cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t *clipMode, double *lclip, double *rclip) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(rnnDesc, clipMode, lclip, rclip);
@@ -3619,11 +4985,19 @@ DLH_EXPORT cudnnStatus_t cudnnRNNGetClip_v9(cudnnRNNDescriptor_t rnnDesc, cudnnR
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnRNNGetClip_v9(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t *clipMode, double *lclip, double *rclip) {
+  DLH_REAL(dlh_fn, real_cudnnRNNGetClip_v9, "cudnnRNNGetClip_v9", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnRNNGetClip_v9(dlh_fn, rnnDesc, clipMode, lclip, rclip);
+}
+static cudnnStatus_t dlh_own_cudnnRNNGetClip_v9(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t *clipMode, double *lclip, double *rclip) {
+  DLH_OWN(dlh_fn, own_cudnnRNNGetClip_v9, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnRNNGetClip_v9(dlh_fn, rnnDesc, clipMode, lclip, rclip);
+}
 
 /* 171: cudnnRNNSetClip_v8 — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnRNNSetClip_v8)(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t clipMode, cudnnNanPropagation_t clipNanOpt, double lclip, double rclip);
-DLH_EXPORT cudnnStatus_t cudnnRNNSetClip_v8(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t clipMode, cudnnNanPropagation_t clipNanOpt, double lclip, double rclip) {
-  DLH_REAL(dlh_fn, real_cudnnRNNSetClip_v8, "cudnnRNNSetClip_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnRNNSetClip_v8)(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t clipMode, cudnnNanPropagation_t clipNanOpt, double lclip, double rclip);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnRNNSetClip_v8(__typeof__(real_cudnnRNNSetClip_v8) dlh_fn, cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t clipMode, cudnnNanPropagation_t clipNanOpt, double lclip, double rclip) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(rnnDesc, clipMode, clipNanOpt, lclip, rclip);
@@ -3639,11 +5013,19 @@ DLH_EXPORT cudnnStatus_t cudnnRNNSetClip_v8(cudnnRNNDescriptor_t rnnDesc, cudnnR
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnRNNSetClip_v8(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t clipMode, cudnnNanPropagation_t clipNanOpt, double lclip, double rclip) {
+  DLH_REAL(dlh_fn, real_cudnnRNNSetClip_v8, "cudnnRNNSetClip_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnRNNSetClip_v8(dlh_fn, rnnDesc, clipMode, clipNanOpt, lclip, rclip);
+}
+static cudnnStatus_t dlh_own_cudnnRNNSetClip_v8(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t clipMode, cudnnNanPropagation_t clipNanOpt, double lclip, double rclip) {
+  DLH_OWN(dlh_fn, own_cudnnRNNSetClip_v8, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnRNNSetClip_v8(dlh_fn, rnnDesc, clipMode, clipNanOpt, lclip, rclip);
+}
 
 /* 172: cudnnRNNSetClip_v9 — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnRNNSetClip_v9)(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t clipMode, double lclip, double rclip);
-DLH_EXPORT cudnnStatus_t cudnnRNNSetClip_v9(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t clipMode, double lclip, double rclip) {
-  DLH_REAL(dlh_fn, real_cudnnRNNSetClip_v9, "cudnnRNNSetClip_v9", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnRNNSetClip_v9)(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t clipMode, double lclip, double rclip);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnRNNSetClip_v9(__typeof__(real_cudnnRNNSetClip_v9) dlh_fn, cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t clipMode, double lclip, double rclip) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(rnnDesc, clipMode, lclip, rclip);
@@ -3658,11 +5040,19 @@ DLH_EXPORT cudnnStatus_t cudnnRNNSetClip_v9(cudnnRNNDescriptor_t rnnDesc, cudnnR
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnRNNSetClip_v9(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t clipMode, double lclip, double rclip) {
+  DLH_REAL(dlh_fn, real_cudnnRNNSetClip_v9, "cudnnRNNSetClip_v9", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnRNNSetClip_v9(dlh_fn, rnnDesc, clipMode, lclip, rclip);
+}
+static cudnnStatus_t dlh_own_cudnnRNNSetClip_v9(cudnnRNNDescriptor_t rnnDesc, cudnnRNNClipMode_t clipMode, double lclip, double rclip) {
+  DLH_OWN(dlh_fn, own_cudnnRNNSetClip_v9, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnRNNSetClip_v9(dlh_fn, rnnDesc, clipMode, lclip, rclip);
+}
 
 /* 173: cudnnReduceTensor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnReduceTensor)(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, void *indices, size_t indicesSizeInBytes, void *workspace, size_t workspaceSizeInBytes, const void *alpha, const cudnnTensorDescriptor_t aDesc, const void *A, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C);
-DLH_EXPORT cudnnStatus_t cudnnReduceTensor(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, void *indices, size_t indicesSizeInBytes, void *workspace, size_t workspaceSizeInBytes, const void *alpha, const cudnnTensorDescriptor_t aDesc, const void *A, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C) {
-  DLH_REAL(dlh_fn, real_cudnnReduceTensor, "cudnnReduceTensor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnReduceTensor)(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, void *indices, size_t indicesSizeInBytes, void *workspace, size_t workspaceSizeInBytes, const void *alpha, const cudnnTensorDescriptor_t aDesc, const void *A, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnReduceTensor(__typeof__(real_cudnnReduceTensor) dlh_fn, cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, void *indices, size_t indicesSizeInBytes, void *workspace, size_t workspaceSizeInBytes, const void *alpha, const cudnnTensorDescriptor_t aDesc, const void *A, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, reduceTensorDesc, indices, indicesSizeInBytes, workspace, workspaceSizeInBytes, alpha, aDesc, A, beta, cDesc, C);
@@ -3685,11 +5075,19 @@ DLH_EXPORT cudnnStatus_t cudnnReduceTensor(cudnnHandle_t handle, const cudnnRedu
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnReduceTensor(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, void *indices, size_t indicesSizeInBytes, void *workspace, size_t workspaceSizeInBytes, const void *alpha, const cudnnTensorDescriptor_t aDesc, const void *A, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C) {
+  DLH_REAL(dlh_fn, real_cudnnReduceTensor, "cudnnReduceTensor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnReduceTensor(dlh_fn, handle, reduceTensorDesc, indices, indicesSizeInBytes, workspace, workspaceSizeInBytes, alpha, aDesc, A, beta, cDesc, C);
+}
+static cudnnStatus_t dlh_own_cudnnReduceTensor(cudnnHandle_t handle, const cudnnReduceTensorDescriptor_t reduceTensorDesc, void *indices, size_t indicesSizeInBytes, void *workspace, size_t workspaceSizeInBytes, const void *alpha, const cudnnTensorDescriptor_t aDesc, const void *A, const void *beta, const cudnnTensorDescriptor_t cDesc, void *C) {
+  DLH_OWN(dlh_fn, own_cudnnReduceTensor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnReduceTensor(dlh_fn, handle, reduceTensorDesc, indices, indicesSizeInBytes, workspace, workspaceSizeInBytes, alpha, aDesc, A, beta, cDesc, C);
+}
 
 /* 174: cudnnReorderFilterAndBias — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnReorderFilterAndBias)(cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, cudnnReorderType_t reorderType, const void *filterData, void *reorderedFilterData, int reorderBias, const void *biasData, void *reorderedBiasData);
-DLH_EXPORT cudnnStatus_t cudnnReorderFilterAndBias(cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, cudnnReorderType_t reorderType, const void *filterData, void *reorderedFilterData, int reorderBias, const void *biasData, void *reorderedBiasData) {
-  DLH_REAL(dlh_fn, real_cudnnReorderFilterAndBias, "cudnnReorderFilterAndBias", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnReorderFilterAndBias)(cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, cudnnReorderType_t reorderType, const void *filterData, void *reorderedFilterData, int reorderBias, const void *biasData, void *reorderedBiasData);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnReorderFilterAndBias(__typeof__(real_cudnnReorderFilterAndBias) dlh_fn, cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, cudnnReorderType_t reorderType, const void *filterData, void *reorderedFilterData, int reorderBias, const void *biasData, void *reorderedBiasData) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, filterDesc, reorderType, filterData, reorderedFilterData, reorderBias, biasData, reorderedBiasData);
@@ -3708,11 +5106,19 @@ DLH_EXPORT cudnnStatus_t cudnnReorderFilterAndBias(cudnnHandle_t handle, const c
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnReorderFilterAndBias(cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, cudnnReorderType_t reorderType, const void *filterData, void *reorderedFilterData, int reorderBias, const void *biasData, void *reorderedBiasData) {
+  DLH_REAL(dlh_fn, real_cudnnReorderFilterAndBias, "cudnnReorderFilterAndBias", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnReorderFilterAndBias(dlh_fn, handle, filterDesc, reorderType, filterData, reorderedFilterData, reorderBias, biasData, reorderedBiasData);
+}
+static cudnnStatus_t dlh_own_cudnnReorderFilterAndBias(cudnnHandle_t handle, const cudnnFilterDescriptor_t filterDesc, cudnnReorderType_t reorderType, const void *filterData, void *reorderedFilterData, int reorderBias, const void *biasData, void *reorderedBiasData) {
+  DLH_OWN(dlh_fn, own_cudnnReorderFilterAndBias, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnReorderFilterAndBias(dlh_fn, handle, filterDesc, reorderType, filterData, reorderedFilterData, reorderBias, biasData, reorderedBiasData);
+}
 
 /* 175: cudnnRestoreDropoutDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnRestoreDropoutDescriptor)(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float dropout, void *states, size_t stateSizeInBytes, unsigned long long seed);
-DLH_EXPORT cudnnStatus_t cudnnRestoreDropoutDescriptor(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float dropout, void *states, size_t stateSizeInBytes, unsigned long long seed) {
-  DLH_REAL(dlh_fn, real_cudnnRestoreDropoutDescriptor, "cudnnRestoreDropoutDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnRestoreDropoutDescriptor)(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float dropout, void *states, size_t stateSizeInBytes, unsigned long long seed);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnRestoreDropoutDescriptor(__typeof__(real_cudnnRestoreDropoutDescriptor) dlh_fn, cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float dropout, void *states, size_t stateSizeInBytes, unsigned long long seed) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(dropoutDesc, handle, dropout, states, stateSizeInBytes, seed);
@@ -3729,11 +5135,19 @@ DLH_EXPORT cudnnStatus_t cudnnRestoreDropoutDescriptor(cudnnDropoutDescriptor_t 
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnRestoreDropoutDescriptor(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float dropout, void *states, size_t stateSizeInBytes, unsigned long long seed) {
+  DLH_REAL(dlh_fn, real_cudnnRestoreDropoutDescriptor, "cudnnRestoreDropoutDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnRestoreDropoutDescriptor(dlh_fn, dropoutDesc, handle, dropout, states, stateSizeInBytes, seed);
+}
+static cudnnStatus_t dlh_own_cudnnRestoreDropoutDescriptor(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float dropout, void *states, size_t stateSizeInBytes, unsigned long long seed) {
+  DLH_OWN(dlh_fn, own_cudnnRestoreDropoutDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnRestoreDropoutDescriptor(dlh_fn, dropoutDesc, handle, dropout, states, stateSizeInBytes, seed);
+}
 
 /* 176: cudnnScaleTensor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnScaleTensor)(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void *y, const void *alpha);
-DLH_EXPORT cudnnStatus_t cudnnScaleTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void *y, const void *alpha) {
-  DLH_REAL(dlh_fn, real_cudnnScaleTensor, "cudnnScaleTensor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnScaleTensor)(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void *y, const void *alpha);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnScaleTensor(__typeof__(real_cudnnScaleTensor) dlh_fn, cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void *y, const void *alpha) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, yDesc, y, alpha);
@@ -3748,11 +5162,19 @@ DLH_EXPORT cudnnStatus_t cudnnScaleTensor(cudnnHandle_t handle, const cudnnTenso
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnScaleTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void *y, const void *alpha) {
+  DLH_REAL(dlh_fn, real_cudnnScaleTensor, "cudnnScaleTensor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnScaleTensor(dlh_fn, handle, yDesc, y, alpha);
+}
+static cudnnStatus_t dlh_own_cudnnScaleTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void *y, const void *alpha) {
+  DLH_OWN(dlh_fn, own_cudnnScaleTensor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnScaleTensor(dlh_fn, handle, yDesc, y, alpha);
+}
 
 /* 177: cudnnSetActivationDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSetActivationDescriptor)(cudnnActivationDescriptor_t activationDesc, cudnnActivationMode_t mode, cudnnNanPropagation_t reluNanOpt, double coef);
-DLH_EXPORT cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t activationDesc, cudnnActivationMode_t mode, cudnnNanPropagation_t reluNanOpt, double coef) {
-  DLH_REAL(dlh_fn, real_cudnnSetActivationDescriptor, "cudnnSetActivationDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetActivationDescriptor)(cudnnActivationDescriptor_t activationDesc, cudnnActivationMode_t mode, cudnnNanPropagation_t reluNanOpt, double coef);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetActivationDescriptor(__typeof__(real_cudnnSetActivationDescriptor) dlh_fn, cudnnActivationDescriptor_t activationDesc, cudnnActivationMode_t mode, cudnnNanPropagation_t reluNanOpt, double coef) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(activationDesc, mode, reluNanOpt, coef);
@@ -3767,11 +5189,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t activationDesc, cudnnActivationMode_t mode, cudnnNanPropagation_t reluNanOpt, double coef) {
+  DLH_REAL(dlh_fn, real_cudnnSetActivationDescriptor, "cudnnSetActivationDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetActivationDescriptor(dlh_fn, activationDesc, mode, reluNanOpt, coef);
+}
+static cudnnStatus_t dlh_own_cudnnSetActivationDescriptor(cudnnActivationDescriptor_t activationDesc, cudnnActivationMode_t mode, cudnnNanPropagation_t reluNanOpt, double coef) {
+  DLH_OWN(dlh_fn, own_cudnnSetActivationDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetActivationDescriptor(dlh_fn, activationDesc, mode, reluNanOpt, coef);
+}
 
 /* 178: cudnnSetActivationDescriptorSwishBeta — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSetActivationDescriptorSwishBeta)(cudnnActivationDescriptor_t activationDesc, double swish_beta);
-DLH_EXPORT cudnnStatus_t cudnnSetActivationDescriptorSwishBeta(cudnnActivationDescriptor_t activationDesc, double swish_beta) {
-  DLH_REAL(dlh_fn, real_cudnnSetActivationDescriptorSwishBeta, "cudnnSetActivationDescriptorSwishBeta", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetActivationDescriptorSwishBeta)(cudnnActivationDescriptor_t activationDesc, double swish_beta);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetActivationDescriptorSwishBeta(__typeof__(real_cudnnSetActivationDescriptorSwishBeta) dlh_fn, cudnnActivationDescriptor_t activationDesc, double swish_beta) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(activationDesc, swish_beta);
@@ -3784,11 +5214,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetActivationDescriptorSwishBeta(cudnnActivationDe
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetActivationDescriptorSwishBeta(cudnnActivationDescriptor_t activationDesc, double swish_beta) {
+  DLH_REAL(dlh_fn, real_cudnnSetActivationDescriptorSwishBeta, "cudnnSetActivationDescriptorSwishBeta", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetActivationDescriptorSwishBeta(dlh_fn, activationDesc, swish_beta);
+}
+static cudnnStatus_t dlh_own_cudnnSetActivationDescriptorSwishBeta(cudnnActivationDescriptor_t activationDesc, double swish_beta) {
+  DLH_OWN(dlh_fn, own_cudnnSetActivationDescriptorSwishBeta, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetActivationDescriptorSwishBeta(dlh_fn, activationDesc, swish_beta);
+}
 
 /* 179: cudnnSetAttnDescriptor — cudnn_adv.h; args beyond 16 not recorded: qoMaxSeqLength, kvMaxSeqLength, maxBatchSize, maxBeamSize */
 static cudnnStatus_t (*real_cudnnSetAttnDescriptor)(cudnnAttnDescriptor_t attnDesc, unsigned attnMode, int nHeads, double smScaler, cudnnDataType_t dataType, cudnnDataType_t computePrec, cudnnMathType_t mathType, cudnnDropoutDescriptor_t attnDropoutDesc, cudnnDropoutDescriptor_t postDropoutDesc, int qSize, int kSize, int vSize, int qProjSize, int kProjSize, int vProjSize, int oProjSize, int qoMaxSeqLength, int kvMaxSeqLength, int maxBatchSize, int maxBeamSize);
-DLH_EXPORT cudnnStatus_t cudnnSetAttnDescriptor(cudnnAttnDescriptor_t attnDesc, unsigned attnMode, int nHeads, double smScaler, cudnnDataType_t dataType, cudnnDataType_t computePrec, cudnnMathType_t mathType, cudnnDropoutDescriptor_t attnDropoutDesc, cudnnDropoutDescriptor_t postDropoutDesc, int qSize, int kSize, int vSize, int qProjSize, int kProjSize, int vProjSize, int oProjSize, int qoMaxSeqLength, int kvMaxSeqLength, int maxBatchSize, int maxBeamSize) {
-  DLH_REAL(dlh_fn, real_cudnnSetAttnDescriptor, "cudnnSetAttnDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetAttnDescriptor)(cudnnAttnDescriptor_t attnDesc, unsigned attnMode, int nHeads, double smScaler, cudnnDataType_t dataType, cudnnDataType_t computePrec, cudnnMathType_t mathType, cudnnDropoutDescriptor_t attnDropoutDesc, cudnnDropoutDescriptor_t postDropoutDesc, int qSize, int kSize, int vSize, int qProjSize, int kProjSize, int vProjSize, int oProjSize, int qoMaxSeqLength, int kvMaxSeqLength, int maxBatchSize, int maxBeamSize);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetAttnDescriptor(__typeof__(real_cudnnSetAttnDescriptor) dlh_fn, cudnnAttnDescriptor_t attnDesc, unsigned attnMode, int nHeads, double smScaler, cudnnDataType_t dataType, cudnnDataType_t computePrec, cudnnMathType_t mathType, cudnnDropoutDescriptor_t attnDropoutDesc, cudnnDropoutDescriptor_t postDropoutDesc, int qSize, int kSize, int vSize, int qProjSize, int kProjSize, int vProjSize, int oProjSize, int qoMaxSeqLength, int kvMaxSeqLength, int maxBatchSize, int maxBeamSize) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(attnDesc, attnMode, nHeads, smScaler, dataType, computePrec, mathType, attnDropoutDesc, postDropoutDesc, qSize, kSize, vSize, qProjSize, kProjSize, vProjSize, oProjSize, qoMaxSeqLength, kvMaxSeqLength, maxBatchSize, maxBeamSize);
@@ -3815,11 +5253,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetAttnDescriptor(cudnnAttnDescriptor_t attnDesc, 
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetAttnDescriptor(cudnnAttnDescriptor_t attnDesc, unsigned attnMode, int nHeads, double smScaler, cudnnDataType_t dataType, cudnnDataType_t computePrec, cudnnMathType_t mathType, cudnnDropoutDescriptor_t attnDropoutDesc, cudnnDropoutDescriptor_t postDropoutDesc, int qSize, int kSize, int vSize, int qProjSize, int kProjSize, int vProjSize, int oProjSize, int qoMaxSeqLength, int kvMaxSeqLength, int maxBatchSize, int maxBeamSize) {
+  DLH_REAL(dlh_fn, real_cudnnSetAttnDescriptor, "cudnnSetAttnDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetAttnDescriptor(dlh_fn, attnDesc, attnMode, nHeads, smScaler, dataType, computePrec, mathType, attnDropoutDesc, postDropoutDesc, qSize, kSize, vSize, qProjSize, kProjSize, vProjSize, oProjSize, qoMaxSeqLength, kvMaxSeqLength, maxBatchSize, maxBeamSize);
+}
+static cudnnStatus_t dlh_own_cudnnSetAttnDescriptor(cudnnAttnDescriptor_t attnDesc, unsigned attnMode, int nHeads, double smScaler, cudnnDataType_t dataType, cudnnDataType_t computePrec, cudnnMathType_t mathType, cudnnDropoutDescriptor_t attnDropoutDesc, cudnnDropoutDescriptor_t postDropoutDesc, int qSize, int kSize, int vSize, int qProjSize, int kProjSize, int vProjSize, int oProjSize, int qoMaxSeqLength, int kvMaxSeqLength, int maxBatchSize, int maxBeamSize) {
+  DLH_OWN(dlh_fn, own_cudnnSetAttnDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetAttnDescriptor(dlh_fn, attnDesc, attnMode, nHeads, smScaler, dataType, computePrec, mathType, attnDropoutDesc, postDropoutDesc, qSize, kSize, vSize, qProjSize, kProjSize, vProjSize, oProjSize, qoMaxSeqLength, kvMaxSeqLength, maxBatchSize, maxBeamSize);
+}
 
 /* 180: cudnnSetCTCLossDescriptor — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnSetCTCLossDescriptor)(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType);
-DLH_EXPORT cudnnStatus_t cudnnSetCTCLossDescriptor(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType) {
-  DLH_REAL(dlh_fn, real_cudnnSetCTCLossDescriptor, "cudnnSetCTCLossDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetCTCLossDescriptor)(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetCTCLossDescriptor(__typeof__(real_cudnnSetCTCLossDescriptor) dlh_fn, cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(ctcLossDesc, compType);
@@ -3832,11 +5278,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetCTCLossDescriptor(cudnnCTCLossDescriptor_t ctcL
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetCTCLossDescriptor(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType) {
+  DLH_REAL(dlh_fn, real_cudnnSetCTCLossDescriptor, "cudnnSetCTCLossDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetCTCLossDescriptor(dlh_fn, ctcLossDesc, compType);
+}
+static cudnnStatus_t dlh_own_cudnnSetCTCLossDescriptor(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType) {
+  DLH_OWN(dlh_fn, own_cudnnSetCTCLossDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetCTCLossDescriptor(dlh_fn, ctcLossDesc, compType);
+}
 
 /* 181: cudnnSetCTCLossDescriptorEx — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnSetCTCLossDescriptorEx)(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnNanPropagation_t gradMode);
-DLH_EXPORT cudnnStatus_t cudnnSetCTCLossDescriptorEx(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnNanPropagation_t gradMode) {
-  DLH_REAL(dlh_fn, real_cudnnSetCTCLossDescriptorEx, "cudnnSetCTCLossDescriptorEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetCTCLossDescriptorEx)(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnNanPropagation_t gradMode);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetCTCLossDescriptorEx(__typeof__(real_cudnnSetCTCLossDescriptorEx) dlh_fn, cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnNanPropagation_t gradMode) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(ctcLossDesc, compType, normMode, gradMode);
@@ -3851,11 +5305,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetCTCLossDescriptorEx(cudnnCTCLossDescriptor_t ct
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetCTCLossDescriptorEx(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnNanPropagation_t gradMode) {
+  DLH_REAL(dlh_fn, real_cudnnSetCTCLossDescriptorEx, "cudnnSetCTCLossDescriptorEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetCTCLossDescriptorEx(dlh_fn, ctcLossDesc, compType, normMode, gradMode);
+}
+static cudnnStatus_t dlh_own_cudnnSetCTCLossDescriptorEx(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnNanPropagation_t gradMode) {
+  DLH_OWN(dlh_fn, own_cudnnSetCTCLossDescriptorEx, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetCTCLossDescriptorEx(dlh_fn, ctcLossDesc, compType, normMode, gradMode);
+}
 
 /* 182: cudnnSetCTCLossDescriptor_v8 — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnSetCTCLossDescriptor_v8)(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnNanPropagation_t gradMode, int maxLabelLength);
-DLH_EXPORT cudnnStatus_t cudnnSetCTCLossDescriptor_v8(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnNanPropagation_t gradMode, int maxLabelLength) {
-  DLH_REAL(dlh_fn, real_cudnnSetCTCLossDescriptor_v8, "cudnnSetCTCLossDescriptor_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetCTCLossDescriptor_v8)(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnNanPropagation_t gradMode, int maxLabelLength);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetCTCLossDescriptor_v8(__typeof__(real_cudnnSetCTCLossDescriptor_v8) dlh_fn, cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnNanPropagation_t gradMode, int maxLabelLength) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(ctcLossDesc, compType, normMode, gradMode, maxLabelLength);
@@ -3871,11 +5333,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetCTCLossDescriptor_v8(cudnnCTCLossDescriptor_t c
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetCTCLossDescriptor_v8(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnNanPropagation_t gradMode, int maxLabelLength) {
+  DLH_REAL(dlh_fn, real_cudnnSetCTCLossDescriptor_v8, "cudnnSetCTCLossDescriptor_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetCTCLossDescriptor_v8(dlh_fn, ctcLossDesc, compType, normMode, gradMode, maxLabelLength);
+}
+static cudnnStatus_t dlh_own_cudnnSetCTCLossDescriptor_v8(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnNanPropagation_t gradMode, int maxLabelLength) {
+  DLH_OWN(dlh_fn, own_cudnnSetCTCLossDescriptor_v8, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetCTCLossDescriptor_v8(dlh_fn, ctcLossDesc, compType, normMode, gradMode, maxLabelLength);
+}
 
 /* 183: cudnnSetCTCLossDescriptor_v9 — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnSetCTCLossDescriptor_v9)(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnCTCGradMode_t ctcGradMode, int maxLabelLength);
-DLH_EXPORT cudnnStatus_t cudnnSetCTCLossDescriptor_v9(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnCTCGradMode_t ctcGradMode, int maxLabelLength) {
-  DLH_REAL(dlh_fn, real_cudnnSetCTCLossDescriptor_v9, "cudnnSetCTCLossDescriptor_v9", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetCTCLossDescriptor_v9)(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnCTCGradMode_t ctcGradMode, int maxLabelLength);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetCTCLossDescriptor_v9(__typeof__(real_cudnnSetCTCLossDescriptor_v9) dlh_fn, cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnCTCGradMode_t ctcGradMode, int maxLabelLength) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(ctcLossDesc, compType, normMode, ctcGradMode, maxLabelLength);
@@ -3891,11 +5361,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetCTCLossDescriptor_v9(cudnnCTCLossDescriptor_t c
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetCTCLossDescriptor_v9(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnCTCGradMode_t ctcGradMode, int maxLabelLength) {
+  DLH_REAL(dlh_fn, real_cudnnSetCTCLossDescriptor_v9, "cudnnSetCTCLossDescriptor_v9", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetCTCLossDescriptor_v9(dlh_fn, ctcLossDesc, compType, normMode, ctcGradMode, maxLabelLength);
+}
+static cudnnStatus_t dlh_own_cudnnSetCTCLossDescriptor_v9(cudnnCTCLossDescriptor_t ctcLossDesc, cudnnDataType_t compType, cudnnLossNormalizationMode_t normMode, cudnnCTCGradMode_t ctcGradMode, int maxLabelLength) {
+  DLH_OWN(dlh_fn, own_cudnnSetCTCLossDescriptor_v9, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetCTCLossDescriptor_v9(dlh_fn, ctcLossDesc, compType, normMode, ctcGradMode, maxLabelLength);
+}
 
 /* 184: cudnnSetCallback — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnSetCallback)(unsigned mask, void *udata, cudnnCallback_t fptr);
-DLH_EXPORT cudnnStatus_t cudnnSetCallback(unsigned mask, void *udata, cudnnCallback_t fptr) {
-  DLH_REAL(dlh_fn, real_cudnnSetCallback, "cudnnSetCallback", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetCallback)(unsigned mask, void *udata, cudnnCallback_t fptr);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetCallback(__typeof__(real_cudnnSetCallback) dlh_fn, unsigned mask, void *udata, cudnnCallback_t fptr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(mask, udata, fptr);
@@ -3909,11 +5387,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetCallback(unsigned mask, void *udata, cudnnCallb
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetCallback(unsigned mask, void *udata, cudnnCallback_t fptr) {
+  DLH_REAL(dlh_fn, real_cudnnSetCallback, "cudnnSetCallback", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetCallback(dlh_fn, mask, udata, fptr);
+}
+static cudnnStatus_t dlh_own_cudnnSetCallback(unsigned mask, void *udata, cudnnCallback_t fptr) {
+  DLH_OWN(dlh_fn, own_cudnnSetCallback, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetCallback(dlh_fn, mask, udata, fptr);
+}
 
 /* 185: cudnnSetConvolution2dDescriptor — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnSetConvolution2dDescriptor)(cudnnConvolutionDescriptor_t convDesc, int pad_h, int pad_w, int u, int v, int dilation_h, int dilation_w, cudnnConvolutionMode_t mode, cudnnDataType_t computeType);
-DLH_EXPORT cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t convDesc, int pad_h, int pad_w, int u, int v, int dilation_h, int dilation_w, cudnnConvolutionMode_t mode, cudnnDataType_t computeType) {
-  DLH_REAL(dlh_fn, real_cudnnSetConvolution2dDescriptor, "cudnnSetConvolution2dDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetConvolution2dDescriptor)(cudnnConvolutionDescriptor_t convDesc, int pad_h, int pad_w, int u, int v, int dilation_h, int dilation_w, cudnnConvolutionMode_t mode, cudnnDataType_t computeType);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetConvolution2dDescriptor(__typeof__(real_cudnnSetConvolution2dDescriptor) dlh_fn, cudnnConvolutionDescriptor_t convDesc, int pad_h, int pad_w, int u, int v, int dilation_h, int dilation_w, cudnnConvolutionMode_t mode, cudnnDataType_t computeType) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(convDesc, pad_h, pad_w, u, v, dilation_h, dilation_w, mode, computeType);
@@ -3933,11 +5419,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescrip
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t convDesc, int pad_h, int pad_w, int u, int v, int dilation_h, int dilation_w, cudnnConvolutionMode_t mode, cudnnDataType_t computeType) {
+  DLH_REAL(dlh_fn, real_cudnnSetConvolution2dDescriptor, "cudnnSetConvolution2dDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetConvolution2dDescriptor(dlh_fn, convDesc, pad_h, pad_w, u, v, dilation_h, dilation_w, mode, computeType);
+}
+static cudnnStatus_t dlh_own_cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t convDesc, int pad_h, int pad_w, int u, int v, int dilation_h, int dilation_w, cudnnConvolutionMode_t mode, cudnnDataType_t computeType) {
+  DLH_OWN(dlh_fn, own_cudnnSetConvolution2dDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetConvolution2dDescriptor(dlh_fn, convDesc, pad_h, pad_w, u, v, dilation_h, dilation_w, mode, computeType);
+}
 
 /* 186: cudnnSetConvolutionGroupCount — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnSetConvolutionGroupCount)(cudnnConvolutionDescriptor_t convDesc, int groupCount);
-DLH_EXPORT cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t convDesc, int groupCount) {
-  DLH_REAL(dlh_fn, real_cudnnSetConvolutionGroupCount, "cudnnSetConvolutionGroupCount", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetConvolutionGroupCount)(cudnnConvolutionDescriptor_t convDesc, int groupCount);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetConvolutionGroupCount(__typeof__(real_cudnnSetConvolutionGroupCount) dlh_fn, cudnnConvolutionDescriptor_t convDesc, int groupCount) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(convDesc, groupCount);
@@ -3950,11 +5444,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescripto
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t convDesc, int groupCount) {
+  DLH_REAL(dlh_fn, real_cudnnSetConvolutionGroupCount, "cudnnSetConvolutionGroupCount", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetConvolutionGroupCount(dlh_fn, convDesc, groupCount);
+}
+static cudnnStatus_t dlh_own_cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t convDesc, int groupCount) {
+  DLH_OWN(dlh_fn, own_cudnnSetConvolutionGroupCount, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetConvolutionGroupCount(dlh_fn, convDesc, groupCount);
+}
 
 /* 187: cudnnSetConvolutionMathType — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnSetConvolutionMathType)(cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t mathType);
-DLH_EXPORT cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t mathType) {
-  DLH_REAL(dlh_fn, real_cudnnSetConvolutionMathType, "cudnnSetConvolutionMathType", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetConvolutionMathType)(cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t mathType);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetConvolutionMathType(__typeof__(real_cudnnSetConvolutionMathType) dlh_fn, cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t mathType) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(convDesc, mathType);
@@ -3967,11 +5469,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t mathType) {
+  DLH_REAL(dlh_fn, real_cudnnSetConvolutionMathType, "cudnnSetConvolutionMathType", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetConvolutionMathType(dlh_fn, convDesc, mathType);
+}
+static cudnnStatus_t dlh_own_cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t convDesc, cudnnMathType_t mathType) {
+  DLH_OWN(dlh_fn, own_cudnnSetConvolutionMathType, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetConvolutionMathType(dlh_fn, convDesc, mathType);
+}
 
 /* 188: cudnnSetConvolutionNdDescriptor — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnSetConvolutionNdDescriptor)(cudnnConvolutionDescriptor_t convDesc, int arrayLength, const int padA[], const int filterStrideA[], const int dilationA[], cudnnConvolutionMode_t mode, cudnnDataType_t computeType);
-DLH_EXPORT cudnnStatus_t cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescriptor_t convDesc, int arrayLength, const int padA[], const int filterStrideA[], const int dilationA[], cudnnConvolutionMode_t mode, cudnnDataType_t computeType) {
-  DLH_REAL(dlh_fn, real_cudnnSetConvolutionNdDescriptor, "cudnnSetConvolutionNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetConvolutionNdDescriptor)(cudnnConvolutionDescriptor_t convDesc, int arrayLength, const int padA[], const int filterStrideA[], const int dilationA[], cudnnConvolutionMode_t mode, cudnnDataType_t computeType);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetConvolutionNdDescriptor(__typeof__(real_cudnnSetConvolutionNdDescriptor) dlh_fn, cudnnConvolutionDescriptor_t convDesc, int arrayLength, const int padA[], const int filterStrideA[], const int dilationA[], cudnnConvolutionMode_t mode, cudnnDataType_t computeType) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(convDesc, arrayLength, padA, filterStrideA, dilationA, mode, computeType);
@@ -3989,11 +5499,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescrip
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescriptor_t convDesc, int arrayLength, const int padA[], const int filterStrideA[], const int dilationA[], cudnnConvolutionMode_t mode, cudnnDataType_t computeType) {
+  DLH_REAL(dlh_fn, real_cudnnSetConvolutionNdDescriptor, "cudnnSetConvolutionNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetConvolutionNdDescriptor(dlh_fn, convDesc, arrayLength, padA, filterStrideA, dilationA, mode, computeType);
+}
+static cudnnStatus_t dlh_own_cudnnSetConvolutionNdDescriptor(cudnnConvolutionDescriptor_t convDesc, int arrayLength, const int padA[], const int filterStrideA[], const int dilationA[], cudnnConvolutionMode_t mode, cudnnDataType_t computeType) {
+  DLH_OWN(dlh_fn, own_cudnnSetConvolutionNdDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetConvolutionNdDescriptor(dlh_fn, convDesc, arrayLength, padA, filterStrideA, dilationA, mode, computeType);
+}
 
 /* 189: cudnnSetConvolutionReorderType — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnSetConvolutionReorderType)(cudnnConvolutionDescriptor_t convDesc, cudnnReorderType_t reorderType);
-DLH_EXPORT cudnnStatus_t cudnnSetConvolutionReorderType(cudnnConvolutionDescriptor_t convDesc, cudnnReorderType_t reorderType) {
-  DLH_REAL(dlh_fn, real_cudnnSetConvolutionReorderType, "cudnnSetConvolutionReorderType", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetConvolutionReorderType)(cudnnConvolutionDescriptor_t convDesc, cudnnReorderType_t reorderType);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetConvolutionReorderType(__typeof__(real_cudnnSetConvolutionReorderType) dlh_fn, cudnnConvolutionDescriptor_t convDesc, cudnnReorderType_t reorderType) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(convDesc, reorderType);
@@ -4006,11 +5524,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetConvolutionReorderType(cudnnConvolutionDescript
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetConvolutionReorderType(cudnnConvolutionDescriptor_t convDesc, cudnnReorderType_t reorderType) {
+  DLH_REAL(dlh_fn, real_cudnnSetConvolutionReorderType, "cudnnSetConvolutionReorderType", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetConvolutionReorderType(dlh_fn, convDesc, reorderType);
+}
+static cudnnStatus_t dlh_own_cudnnSetConvolutionReorderType(cudnnConvolutionDescriptor_t convDesc, cudnnReorderType_t reorderType) {
+  DLH_OWN(dlh_fn, own_cudnnSetConvolutionReorderType, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetConvolutionReorderType(dlh_fn, convDesc, reorderType);
+}
 
 /* 190: cudnnSetDropoutDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSetDropoutDescriptor)(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float dropout, void *states, size_t stateSizeInBytes, unsigned long long seed);
-DLH_EXPORT cudnnStatus_t cudnnSetDropoutDescriptor(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float dropout, void *states, size_t stateSizeInBytes, unsigned long long seed) {
-  DLH_REAL(dlh_fn, real_cudnnSetDropoutDescriptor, "cudnnSetDropoutDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetDropoutDescriptor)(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float dropout, void *states, size_t stateSizeInBytes, unsigned long long seed);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetDropoutDescriptor(__typeof__(real_cudnnSetDropoutDescriptor) dlh_fn, cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float dropout, void *states, size_t stateSizeInBytes, unsigned long long seed) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(dropoutDesc, handle, dropout, states, stateSizeInBytes, seed);
@@ -4027,11 +5553,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetDropoutDescriptor(cudnnDropoutDescriptor_t drop
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetDropoutDescriptor(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float dropout, void *states, size_t stateSizeInBytes, unsigned long long seed) {
+  DLH_REAL(dlh_fn, real_cudnnSetDropoutDescriptor, "cudnnSetDropoutDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetDropoutDescriptor(dlh_fn, dropoutDesc, handle, dropout, states, stateSizeInBytes, seed);
+}
+static cudnnStatus_t dlh_own_cudnnSetDropoutDescriptor(cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float dropout, void *states, size_t stateSizeInBytes, unsigned long long seed) {
+  DLH_OWN(dlh_fn, own_cudnnSetDropoutDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetDropoutDescriptor(dlh_fn, dropoutDesc, handle, dropout, states, stateSizeInBytes, seed);
+}
 
 /* 191: cudnnSetFilter4dDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSetFilter4dDescriptor)(cudnnFilterDescriptor_t filterDesc, cudnnDataType_t dataType, cudnnTensorFormat_t format, int k, int c, int h, int w);
-DLH_EXPORT cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t filterDesc, cudnnDataType_t dataType, cudnnTensorFormat_t format, int k, int c, int h, int w) {
-  DLH_REAL(dlh_fn, real_cudnnSetFilter4dDescriptor, "cudnnSetFilter4dDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetFilter4dDescriptor)(cudnnFilterDescriptor_t filterDesc, cudnnDataType_t dataType, cudnnTensorFormat_t format, int k, int c, int h, int w);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetFilter4dDescriptor(__typeof__(real_cudnnSetFilter4dDescriptor) dlh_fn, cudnnFilterDescriptor_t filterDesc, cudnnDataType_t dataType, cudnnTensorFormat_t format, int k, int c, int h, int w) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(filterDesc, dataType, format, k, c, h, w);
@@ -4049,11 +5583,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t filt
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t filterDesc, cudnnDataType_t dataType, cudnnTensorFormat_t format, int k, int c, int h, int w) {
+  DLH_REAL(dlh_fn, real_cudnnSetFilter4dDescriptor, "cudnnSetFilter4dDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetFilter4dDescriptor(dlh_fn, filterDesc, dataType, format, k, c, h, w);
+}
+static cudnnStatus_t dlh_own_cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t filterDesc, cudnnDataType_t dataType, cudnnTensorFormat_t format, int k, int c, int h, int w) {
+  DLH_OWN(dlh_fn, own_cudnnSetFilter4dDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetFilter4dDescriptor(dlh_fn, filterDesc, dataType, format, k, c, h, w);
+}
 
 /* 192: cudnnSetFilterNdDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSetFilterNdDescriptor)(cudnnFilterDescriptor_t filterDesc, cudnnDataType_t dataType, cudnnTensorFormat_t format, int nbDims, const int filterDimA[]);
-DLH_EXPORT cudnnStatus_t cudnnSetFilterNdDescriptor(cudnnFilterDescriptor_t filterDesc, cudnnDataType_t dataType, cudnnTensorFormat_t format, int nbDims, const int filterDimA[]) {
-  DLH_REAL(dlh_fn, real_cudnnSetFilterNdDescriptor, "cudnnSetFilterNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetFilterNdDescriptor)(cudnnFilterDescriptor_t filterDesc, cudnnDataType_t dataType, cudnnTensorFormat_t format, int nbDims, const int filterDimA[]);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetFilterNdDescriptor(__typeof__(real_cudnnSetFilterNdDescriptor) dlh_fn, cudnnFilterDescriptor_t filterDesc, cudnnDataType_t dataType, cudnnTensorFormat_t format, int nbDims, const int filterDimA[]) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(filterDesc, dataType, format, nbDims, filterDimA);
@@ -4069,11 +5611,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetFilterNdDescriptor(cudnnFilterDescriptor_t filt
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetFilterNdDescriptor(cudnnFilterDescriptor_t filterDesc, cudnnDataType_t dataType, cudnnTensorFormat_t format, int nbDims, const int filterDimA[]) {
+  DLH_REAL(dlh_fn, real_cudnnSetFilterNdDescriptor, "cudnnSetFilterNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetFilterNdDescriptor(dlh_fn, filterDesc, dataType, format, nbDims, filterDimA);
+}
+static cudnnStatus_t dlh_own_cudnnSetFilterNdDescriptor(cudnnFilterDescriptor_t filterDesc, cudnnDataType_t dataType, cudnnTensorFormat_t format, int nbDims, const int filterDimA[]) {
+  DLH_OWN(dlh_fn, own_cudnnSetFilterNdDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetFilterNdDescriptor(dlh_fn, filterDesc, dataType, format, nbDims, filterDimA);
+}
 
 /* 193: cudnnSetFusedOpsConstParamPackAttribute — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnSetFusedOpsConstParamPackAttribute)(cudnnFusedOpsConstParamPack_t constPack, cudnnFusedOpsConstParamLabel_t paramLabel, const void *param);
-DLH_EXPORT cudnnStatus_t cudnnSetFusedOpsConstParamPackAttribute(cudnnFusedOpsConstParamPack_t constPack, cudnnFusedOpsConstParamLabel_t paramLabel, const void *param) {
-  DLH_REAL(dlh_fn, real_cudnnSetFusedOpsConstParamPackAttribute, "cudnnSetFusedOpsConstParamPackAttribute", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetFusedOpsConstParamPackAttribute)(cudnnFusedOpsConstParamPack_t constPack, cudnnFusedOpsConstParamLabel_t paramLabel, const void *param);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetFusedOpsConstParamPackAttribute(__typeof__(real_cudnnSetFusedOpsConstParamPackAttribute) dlh_fn, cudnnFusedOpsConstParamPack_t constPack, cudnnFusedOpsConstParamLabel_t paramLabel, const void *param) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(constPack, paramLabel, param);
@@ -4087,11 +5637,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetFusedOpsConstParamPackAttribute(cudnnFusedOpsCo
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetFusedOpsConstParamPackAttribute(cudnnFusedOpsConstParamPack_t constPack, cudnnFusedOpsConstParamLabel_t paramLabel, const void *param) {
+  DLH_REAL(dlh_fn, real_cudnnSetFusedOpsConstParamPackAttribute, "cudnnSetFusedOpsConstParamPackAttribute", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetFusedOpsConstParamPackAttribute(dlh_fn, constPack, paramLabel, param);
+}
+static cudnnStatus_t dlh_own_cudnnSetFusedOpsConstParamPackAttribute(cudnnFusedOpsConstParamPack_t constPack, cudnnFusedOpsConstParamLabel_t paramLabel, const void *param) {
+  DLH_OWN(dlh_fn, own_cudnnSetFusedOpsConstParamPackAttribute, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetFusedOpsConstParamPackAttribute(dlh_fn, constPack, paramLabel, param);
+}
 
 /* 194: cudnnSetFusedOpsVariantParamPackAttribute — cudnn_cnn.h */
 static cudnnStatus_t (*real_cudnnSetFusedOpsVariantParamPackAttribute)(cudnnFusedOpsVariantParamPack_t varPack, cudnnFusedOpsVariantParamLabel_t paramLabel, void *ptr);
-DLH_EXPORT cudnnStatus_t cudnnSetFusedOpsVariantParamPackAttribute(cudnnFusedOpsVariantParamPack_t varPack, cudnnFusedOpsVariantParamLabel_t paramLabel, void *ptr) {
-  DLH_REAL(dlh_fn, real_cudnnSetFusedOpsVariantParamPackAttribute, "cudnnSetFusedOpsVariantParamPackAttribute", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetFusedOpsVariantParamPackAttribute)(cudnnFusedOpsVariantParamPack_t varPack, cudnnFusedOpsVariantParamLabel_t paramLabel, void *ptr);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetFusedOpsVariantParamPackAttribute(__typeof__(real_cudnnSetFusedOpsVariantParamPackAttribute) dlh_fn, cudnnFusedOpsVariantParamPack_t varPack, cudnnFusedOpsVariantParamLabel_t paramLabel, void *ptr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(varPack, paramLabel, ptr);
@@ -4105,11 +5663,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetFusedOpsVariantParamPackAttribute(cudnnFusedOps
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetFusedOpsVariantParamPackAttribute(cudnnFusedOpsVariantParamPack_t varPack, cudnnFusedOpsVariantParamLabel_t paramLabel, void *ptr) {
+  DLH_REAL(dlh_fn, real_cudnnSetFusedOpsVariantParamPackAttribute, "cudnnSetFusedOpsVariantParamPackAttribute", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetFusedOpsVariantParamPackAttribute(dlh_fn, varPack, paramLabel, ptr);
+}
+static cudnnStatus_t dlh_own_cudnnSetFusedOpsVariantParamPackAttribute(cudnnFusedOpsVariantParamPack_t varPack, cudnnFusedOpsVariantParamLabel_t paramLabel, void *ptr) {
+  DLH_OWN(dlh_fn, own_cudnnSetFusedOpsVariantParamPackAttribute, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetFusedOpsVariantParamPackAttribute(dlh_fn, varPack, paramLabel, ptr);
+}
 
 /* 195: cudnnSetLRNDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSetLRNDescriptor)(cudnnLRNDescriptor_t normDesc, unsigned lrnN, double lrnAlpha, double lrnBeta, double lrnK);
-DLH_EXPORT cudnnStatus_t cudnnSetLRNDescriptor(cudnnLRNDescriptor_t normDesc, unsigned lrnN, double lrnAlpha, double lrnBeta, double lrnK) {
-  DLH_REAL(dlh_fn, real_cudnnSetLRNDescriptor, "cudnnSetLRNDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetLRNDescriptor)(cudnnLRNDescriptor_t normDesc, unsigned lrnN, double lrnAlpha, double lrnBeta, double lrnK);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetLRNDescriptor(__typeof__(real_cudnnSetLRNDescriptor) dlh_fn, cudnnLRNDescriptor_t normDesc, unsigned lrnN, double lrnAlpha, double lrnBeta, double lrnK) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(normDesc, lrnN, lrnAlpha, lrnBeta, lrnK);
@@ -4125,11 +5691,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetLRNDescriptor(cudnnLRNDescriptor_t normDesc, un
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetLRNDescriptor(cudnnLRNDescriptor_t normDesc, unsigned lrnN, double lrnAlpha, double lrnBeta, double lrnK) {
+  DLH_REAL(dlh_fn, real_cudnnSetLRNDescriptor, "cudnnSetLRNDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetLRNDescriptor(dlh_fn, normDesc, lrnN, lrnAlpha, lrnBeta, lrnK);
+}
+static cudnnStatus_t dlh_own_cudnnSetLRNDescriptor(cudnnLRNDescriptor_t normDesc, unsigned lrnN, double lrnAlpha, double lrnBeta, double lrnK) {
+  DLH_OWN(dlh_fn, own_cudnnSetLRNDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetLRNDescriptor(dlh_fn, normDesc, lrnN, lrnAlpha, lrnBeta, lrnK);
+}
 
 /* 196: cudnnSetOpTensorDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSetOpTensorDescriptor)(cudnnOpTensorDescriptor_t opTensorDesc, cudnnOpTensorOp_t opTensorOp, cudnnDataType_t opTensorCompType, cudnnNanPropagation_t opTensorNanOpt);
-DLH_EXPORT cudnnStatus_t cudnnSetOpTensorDescriptor(cudnnOpTensorDescriptor_t opTensorDesc, cudnnOpTensorOp_t opTensorOp, cudnnDataType_t opTensorCompType, cudnnNanPropagation_t opTensorNanOpt) {
-  DLH_REAL(dlh_fn, real_cudnnSetOpTensorDescriptor, "cudnnSetOpTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetOpTensorDescriptor)(cudnnOpTensorDescriptor_t opTensorDesc, cudnnOpTensorOp_t opTensorOp, cudnnDataType_t opTensorCompType, cudnnNanPropagation_t opTensorNanOpt);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetOpTensorDescriptor(__typeof__(real_cudnnSetOpTensorDescriptor) dlh_fn, cudnnOpTensorDescriptor_t opTensorDesc, cudnnOpTensorOp_t opTensorOp, cudnnDataType_t opTensorCompType, cudnnNanPropagation_t opTensorNanOpt) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(opTensorDesc, opTensorOp, opTensorCompType, opTensorNanOpt);
@@ -4144,11 +5718,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetOpTensorDescriptor(cudnnOpTensorDescriptor_t op
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetOpTensorDescriptor(cudnnOpTensorDescriptor_t opTensorDesc, cudnnOpTensorOp_t opTensorOp, cudnnDataType_t opTensorCompType, cudnnNanPropagation_t opTensorNanOpt) {
+  DLH_REAL(dlh_fn, real_cudnnSetOpTensorDescriptor, "cudnnSetOpTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetOpTensorDescriptor(dlh_fn, opTensorDesc, opTensorOp, opTensorCompType, opTensorNanOpt);
+}
+static cudnnStatus_t dlh_own_cudnnSetOpTensorDescriptor(cudnnOpTensorDescriptor_t opTensorDesc, cudnnOpTensorOp_t opTensorOp, cudnnDataType_t opTensorCompType, cudnnNanPropagation_t opTensorNanOpt) {
+  DLH_OWN(dlh_fn, own_cudnnSetOpTensorDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetOpTensorDescriptor(dlh_fn, opTensorDesc, opTensorOp, opTensorCompType, opTensorNanOpt);
+}
 
 /* 197: cudnnSetPooling2dDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSetPooling2dDescriptor)(cudnnPoolingDescriptor_t poolingDesc, cudnnPoolingMode_t mode, cudnnNanPropagation_t maxpoolingNanOpt, int windowHeight, int windowWidth, int verticalPadding, int horizontalPadding, int verticalStride, int horizontalStride);
-DLH_EXPORT cudnnStatus_t cudnnSetPooling2dDescriptor(cudnnPoolingDescriptor_t poolingDesc, cudnnPoolingMode_t mode, cudnnNanPropagation_t maxpoolingNanOpt, int windowHeight, int windowWidth, int verticalPadding, int horizontalPadding, int verticalStride, int horizontalStride) {
-  DLH_REAL(dlh_fn, real_cudnnSetPooling2dDescriptor, "cudnnSetPooling2dDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetPooling2dDescriptor)(cudnnPoolingDescriptor_t poolingDesc, cudnnPoolingMode_t mode, cudnnNanPropagation_t maxpoolingNanOpt, int windowHeight, int windowWidth, int verticalPadding, int horizontalPadding, int verticalStride, int horizontalStride);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetPooling2dDescriptor(__typeof__(real_cudnnSetPooling2dDescriptor) dlh_fn, cudnnPoolingDescriptor_t poolingDesc, cudnnPoolingMode_t mode, cudnnNanPropagation_t maxpoolingNanOpt, int windowHeight, int windowWidth, int verticalPadding, int horizontalPadding, int verticalStride, int horizontalStride) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(poolingDesc, mode, maxpoolingNanOpt, windowHeight, windowWidth, verticalPadding, horizontalPadding, verticalStride, horizontalStride);
@@ -4168,11 +5750,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetPooling2dDescriptor(cudnnPoolingDescriptor_t po
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetPooling2dDescriptor(cudnnPoolingDescriptor_t poolingDesc, cudnnPoolingMode_t mode, cudnnNanPropagation_t maxpoolingNanOpt, int windowHeight, int windowWidth, int verticalPadding, int horizontalPadding, int verticalStride, int horizontalStride) {
+  DLH_REAL(dlh_fn, real_cudnnSetPooling2dDescriptor, "cudnnSetPooling2dDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetPooling2dDescriptor(dlh_fn, poolingDesc, mode, maxpoolingNanOpt, windowHeight, windowWidth, verticalPadding, horizontalPadding, verticalStride, horizontalStride);
+}
+static cudnnStatus_t dlh_own_cudnnSetPooling2dDescriptor(cudnnPoolingDescriptor_t poolingDesc, cudnnPoolingMode_t mode, cudnnNanPropagation_t maxpoolingNanOpt, int windowHeight, int windowWidth, int verticalPadding, int horizontalPadding, int verticalStride, int horizontalStride) {
+  DLH_OWN(dlh_fn, own_cudnnSetPooling2dDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetPooling2dDescriptor(dlh_fn, poolingDesc, mode, maxpoolingNanOpt, windowHeight, windowWidth, verticalPadding, horizontalPadding, verticalStride, horizontalStride);
+}
 
 /* 198: cudnnSetPoolingNdDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSetPoolingNdDescriptor)(cudnnPoolingDescriptor_t poolingDesc, const cudnnPoolingMode_t mode, const cudnnNanPropagation_t maxpoolingNanOpt, int nbDims, const int windowDimA[], const int paddingA[], const int strideA[]);
-DLH_EXPORT cudnnStatus_t cudnnSetPoolingNdDescriptor(cudnnPoolingDescriptor_t poolingDesc, const cudnnPoolingMode_t mode, const cudnnNanPropagation_t maxpoolingNanOpt, int nbDims, const int windowDimA[], const int paddingA[], const int strideA[]) {
-  DLH_REAL(dlh_fn, real_cudnnSetPoolingNdDescriptor, "cudnnSetPoolingNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetPoolingNdDescriptor)(cudnnPoolingDescriptor_t poolingDesc, const cudnnPoolingMode_t mode, const cudnnNanPropagation_t maxpoolingNanOpt, int nbDims, const int windowDimA[], const int paddingA[], const int strideA[]);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetPoolingNdDescriptor(__typeof__(real_cudnnSetPoolingNdDescriptor) dlh_fn, cudnnPoolingDescriptor_t poolingDesc, const cudnnPoolingMode_t mode, const cudnnNanPropagation_t maxpoolingNanOpt, int nbDims, const int windowDimA[], const int paddingA[], const int strideA[]) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(poolingDesc, mode, maxpoolingNanOpt, nbDims, windowDimA, paddingA, strideA);
@@ -4190,11 +5780,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetPoolingNdDescriptor(cudnnPoolingDescriptor_t po
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetPoolingNdDescriptor(cudnnPoolingDescriptor_t poolingDesc, const cudnnPoolingMode_t mode, const cudnnNanPropagation_t maxpoolingNanOpt, int nbDims, const int windowDimA[], const int paddingA[], const int strideA[]) {
+  DLH_REAL(dlh_fn, real_cudnnSetPoolingNdDescriptor, "cudnnSetPoolingNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetPoolingNdDescriptor(dlh_fn, poolingDesc, mode, maxpoolingNanOpt, nbDims, windowDimA, paddingA, strideA);
+}
+static cudnnStatus_t dlh_own_cudnnSetPoolingNdDescriptor(cudnnPoolingDescriptor_t poolingDesc, const cudnnPoolingMode_t mode, const cudnnNanPropagation_t maxpoolingNanOpt, int nbDims, const int windowDimA[], const int paddingA[], const int strideA[]) {
+  DLH_OWN(dlh_fn, own_cudnnSetPoolingNdDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetPoolingNdDescriptor(dlh_fn, poolingDesc, mode, maxpoolingNanOpt, nbDims, windowDimA, paddingA, strideA);
+}
 
 /* 199: cudnnSetRNNDataDescriptor — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnSetRNNDataDescriptor)(cudnnRNNDataDescriptor_t rnnDataDesc, cudnnDataType_t dataType, cudnnRNNDataLayout_t layout, int maxSeqLength, int batchSize, int vectorSize, const int seqLengthArray[], void *paddingFill);
-DLH_EXPORT cudnnStatus_t cudnnSetRNNDataDescriptor(cudnnRNNDataDescriptor_t rnnDataDesc, cudnnDataType_t dataType, cudnnRNNDataLayout_t layout, int maxSeqLength, int batchSize, int vectorSize, const int seqLengthArray[], void *paddingFill) {
-  DLH_REAL(dlh_fn, real_cudnnSetRNNDataDescriptor, "cudnnSetRNNDataDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetRNNDataDescriptor)(cudnnRNNDataDescriptor_t rnnDataDesc, cudnnDataType_t dataType, cudnnRNNDataLayout_t layout, int maxSeqLength, int batchSize, int vectorSize, const int seqLengthArray[], void *paddingFill);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetRNNDataDescriptor(__typeof__(real_cudnnSetRNNDataDescriptor) dlh_fn, cudnnRNNDataDescriptor_t rnnDataDesc, cudnnDataType_t dataType, cudnnRNNDataLayout_t layout, int maxSeqLength, int batchSize, int vectorSize, const int seqLengthArray[], void *paddingFill) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(rnnDataDesc, dataType, layout, maxSeqLength, batchSize, vectorSize, seqLengthArray, paddingFill);
@@ -4213,11 +5811,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetRNNDataDescriptor(cudnnRNNDataDescriptor_t rnnD
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetRNNDataDescriptor(cudnnRNNDataDescriptor_t rnnDataDesc, cudnnDataType_t dataType, cudnnRNNDataLayout_t layout, int maxSeqLength, int batchSize, int vectorSize, const int seqLengthArray[], void *paddingFill) {
+  DLH_REAL(dlh_fn, real_cudnnSetRNNDataDescriptor, "cudnnSetRNNDataDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetRNNDataDescriptor(dlh_fn, rnnDataDesc, dataType, layout, maxSeqLength, batchSize, vectorSize, seqLengthArray, paddingFill);
+}
+static cudnnStatus_t dlh_own_cudnnSetRNNDataDescriptor(cudnnRNNDataDescriptor_t rnnDataDesc, cudnnDataType_t dataType, cudnnRNNDataLayout_t layout, int maxSeqLength, int batchSize, int vectorSize, const int seqLengthArray[], void *paddingFill) {
+  DLH_OWN(dlh_fn, own_cudnnSetRNNDataDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetRNNDataDescriptor(dlh_fn, rnnDataDesc, dataType, layout, maxSeqLength, batchSize, vectorSize, seqLengthArray, paddingFill);
+}
 
 /* 200: cudnnSetRNNDescriptor_v8 — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnSetRNNDescriptor_v8)(cudnnRNNDescriptor_t rnnDesc, cudnnRNNAlgo_t algo, cudnnRNNMode_t cellMode, cudnnRNNBiasMode_t biasMode, cudnnDirectionMode_t dirMode, cudnnRNNInputMode_t inputMode, cudnnDataType_t dataType, cudnnDataType_t mathPrec, cudnnMathType_t mathType, int32_t inputSize, int32_t hiddenSize, int32_t projSize, int32_t numLayers, cudnnDropoutDescriptor_t dropoutDesc, uint32_t auxFlags);
-DLH_EXPORT cudnnStatus_t cudnnSetRNNDescriptor_v8(cudnnRNNDescriptor_t rnnDesc, cudnnRNNAlgo_t algo, cudnnRNNMode_t cellMode, cudnnRNNBiasMode_t biasMode, cudnnDirectionMode_t dirMode, cudnnRNNInputMode_t inputMode, cudnnDataType_t dataType, cudnnDataType_t mathPrec, cudnnMathType_t mathType, int32_t inputSize, int32_t hiddenSize, int32_t projSize, int32_t numLayers, cudnnDropoutDescriptor_t dropoutDesc, uint32_t auxFlags) {
-  DLH_REAL(dlh_fn, real_cudnnSetRNNDescriptor_v8, "cudnnSetRNNDescriptor_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetRNNDescriptor_v8)(cudnnRNNDescriptor_t rnnDesc, cudnnRNNAlgo_t algo, cudnnRNNMode_t cellMode, cudnnRNNBiasMode_t biasMode, cudnnDirectionMode_t dirMode, cudnnRNNInputMode_t inputMode, cudnnDataType_t dataType, cudnnDataType_t mathPrec, cudnnMathType_t mathType, int32_t inputSize, int32_t hiddenSize, int32_t projSize, int32_t numLayers, cudnnDropoutDescriptor_t dropoutDesc, uint32_t auxFlags);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetRNNDescriptor_v8(__typeof__(real_cudnnSetRNNDescriptor_v8) dlh_fn, cudnnRNNDescriptor_t rnnDesc, cudnnRNNAlgo_t algo, cudnnRNNMode_t cellMode, cudnnRNNBiasMode_t biasMode, cudnnDirectionMode_t dirMode, cudnnRNNInputMode_t inputMode, cudnnDataType_t dataType, cudnnDataType_t mathPrec, cudnnMathType_t mathType, int32_t inputSize, int32_t hiddenSize, int32_t projSize, int32_t numLayers, cudnnDropoutDescriptor_t dropoutDesc, uint32_t auxFlags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(rnnDesc, algo, cellMode, biasMode, dirMode, inputMode, dataType, mathPrec, mathType, inputSize, hiddenSize, projSize, numLayers, dropoutDesc, auxFlags);
@@ -4243,11 +5849,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetRNNDescriptor_v8(cudnnRNNDescriptor_t rnnDesc, 
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetRNNDescriptor_v8(cudnnRNNDescriptor_t rnnDesc, cudnnRNNAlgo_t algo, cudnnRNNMode_t cellMode, cudnnRNNBiasMode_t biasMode, cudnnDirectionMode_t dirMode, cudnnRNNInputMode_t inputMode, cudnnDataType_t dataType, cudnnDataType_t mathPrec, cudnnMathType_t mathType, int32_t inputSize, int32_t hiddenSize, int32_t projSize, int32_t numLayers, cudnnDropoutDescriptor_t dropoutDesc, uint32_t auxFlags) {
+  DLH_REAL(dlh_fn, real_cudnnSetRNNDescriptor_v8, "cudnnSetRNNDescriptor_v8", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetRNNDescriptor_v8(dlh_fn, rnnDesc, algo, cellMode, biasMode, dirMode, inputMode, dataType, mathPrec, mathType, inputSize, hiddenSize, projSize, numLayers, dropoutDesc, auxFlags);
+}
+static cudnnStatus_t dlh_own_cudnnSetRNNDescriptor_v8(cudnnRNNDescriptor_t rnnDesc, cudnnRNNAlgo_t algo, cudnnRNNMode_t cellMode, cudnnRNNBiasMode_t biasMode, cudnnDirectionMode_t dirMode, cudnnRNNInputMode_t inputMode, cudnnDataType_t dataType, cudnnDataType_t mathPrec, cudnnMathType_t mathType, int32_t inputSize, int32_t hiddenSize, int32_t projSize, int32_t numLayers, cudnnDropoutDescriptor_t dropoutDesc, uint32_t auxFlags) {
+  DLH_OWN(dlh_fn, own_cudnnSetRNNDescriptor_v8, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetRNNDescriptor_v8(dlh_fn, rnnDesc, algo, cellMode, biasMode, dirMode, inputMode, dataType, mathPrec, mathType, inputSize, hiddenSize, projSize, numLayers, dropoutDesc, auxFlags);
+}
 
 /* 201: cudnnSetReduceTensorDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSetReduceTensorDescriptor)(cudnnReduceTensorDescriptor_t reduceTensorDesc, cudnnReduceTensorOp_t reduceTensorOp, cudnnDataType_t reduceTensorCompType, cudnnNanPropagation_t reduceTensorNanOpt, cudnnReduceTensorIndices_t reduceTensorIndices, cudnnIndicesType_t reduceTensorIndicesType);
-DLH_EXPORT cudnnStatus_t cudnnSetReduceTensorDescriptor(cudnnReduceTensorDescriptor_t reduceTensorDesc, cudnnReduceTensorOp_t reduceTensorOp, cudnnDataType_t reduceTensorCompType, cudnnNanPropagation_t reduceTensorNanOpt, cudnnReduceTensorIndices_t reduceTensorIndices, cudnnIndicesType_t reduceTensorIndicesType) {
-  DLH_REAL(dlh_fn, real_cudnnSetReduceTensorDescriptor, "cudnnSetReduceTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetReduceTensorDescriptor)(cudnnReduceTensorDescriptor_t reduceTensorDesc, cudnnReduceTensorOp_t reduceTensorOp, cudnnDataType_t reduceTensorCompType, cudnnNanPropagation_t reduceTensorNanOpt, cudnnReduceTensorIndices_t reduceTensorIndices, cudnnIndicesType_t reduceTensorIndicesType);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetReduceTensorDescriptor(__typeof__(real_cudnnSetReduceTensorDescriptor) dlh_fn, cudnnReduceTensorDescriptor_t reduceTensorDesc, cudnnReduceTensorOp_t reduceTensorOp, cudnnDataType_t reduceTensorCompType, cudnnNanPropagation_t reduceTensorNanOpt, cudnnReduceTensorIndices_t reduceTensorIndices, cudnnIndicesType_t reduceTensorIndicesType) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(reduceTensorDesc, reduceTensorOp, reduceTensorCompType, reduceTensorNanOpt, reduceTensorIndices, reduceTensorIndicesType);
@@ -4264,11 +5878,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetReduceTensorDescriptor(cudnnReduceTensorDescrip
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetReduceTensorDescriptor(cudnnReduceTensorDescriptor_t reduceTensorDesc, cudnnReduceTensorOp_t reduceTensorOp, cudnnDataType_t reduceTensorCompType, cudnnNanPropagation_t reduceTensorNanOpt, cudnnReduceTensorIndices_t reduceTensorIndices, cudnnIndicesType_t reduceTensorIndicesType) {
+  DLH_REAL(dlh_fn, real_cudnnSetReduceTensorDescriptor, "cudnnSetReduceTensorDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetReduceTensorDescriptor(dlh_fn, reduceTensorDesc, reduceTensorOp, reduceTensorCompType, reduceTensorNanOpt, reduceTensorIndices, reduceTensorIndicesType);
+}
+static cudnnStatus_t dlh_own_cudnnSetReduceTensorDescriptor(cudnnReduceTensorDescriptor_t reduceTensorDesc, cudnnReduceTensorOp_t reduceTensorOp, cudnnDataType_t reduceTensorCompType, cudnnNanPropagation_t reduceTensorNanOpt, cudnnReduceTensorIndices_t reduceTensorIndices, cudnnIndicesType_t reduceTensorIndicesType) {
+  DLH_OWN(dlh_fn, own_cudnnSetReduceTensorDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetReduceTensorDescriptor(dlh_fn, reduceTensorDesc, reduceTensorOp, reduceTensorCompType, reduceTensorNanOpt, reduceTensorIndices, reduceTensorIndicesType);
+}
 
 /* 202: cudnnSetSeqDataDescriptor — cudnn_adv.h */
 static cudnnStatus_t (*real_cudnnSetSeqDataDescriptor)(cudnnSeqDataDescriptor_t seqDataDesc, cudnnDataType_t dataType, int nbDims, const int dimA[], const cudnnSeqDataAxis_t axes[], size_t seqLengthArraySize, const int seqLengthArray[], void *paddingFill);
-DLH_EXPORT cudnnStatus_t cudnnSetSeqDataDescriptor(cudnnSeqDataDescriptor_t seqDataDesc, cudnnDataType_t dataType, int nbDims, const int dimA[], const cudnnSeqDataAxis_t axes[], size_t seqLengthArraySize, const int seqLengthArray[], void *paddingFill) {
-  DLH_REAL(dlh_fn, real_cudnnSetSeqDataDescriptor, "cudnnSetSeqDataDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetSeqDataDescriptor)(cudnnSeqDataDescriptor_t seqDataDesc, cudnnDataType_t dataType, int nbDims, const int dimA[], const cudnnSeqDataAxis_t axes[], size_t seqLengthArraySize, const int seqLengthArray[], void *paddingFill);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetSeqDataDescriptor(__typeof__(real_cudnnSetSeqDataDescriptor) dlh_fn, cudnnSeqDataDescriptor_t seqDataDesc, cudnnDataType_t dataType, int nbDims, const int dimA[], const cudnnSeqDataAxis_t axes[], size_t seqLengthArraySize, const int seqLengthArray[], void *paddingFill) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(seqDataDesc, dataType, nbDims, dimA, axes, seqLengthArraySize, seqLengthArray, paddingFill);
@@ -4287,11 +5909,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetSeqDataDescriptor(cudnnSeqDataDescriptor_t seqD
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetSeqDataDescriptor(cudnnSeqDataDescriptor_t seqDataDesc, cudnnDataType_t dataType, int nbDims, const int dimA[], const cudnnSeqDataAxis_t axes[], size_t seqLengthArraySize, const int seqLengthArray[], void *paddingFill) {
+  DLH_REAL(dlh_fn, real_cudnnSetSeqDataDescriptor, "cudnnSetSeqDataDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetSeqDataDescriptor(dlh_fn, seqDataDesc, dataType, nbDims, dimA, axes, seqLengthArraySize, seqLengthArray, paddingFill);
+}
+static cudnnStatus_t dlh_own_cudnnSetSeqDataDescriptor(cudnnSeqDataDescriptor_t seqDataDesc, cudnnDataType_t dataType, int nbDims, const int dimA[], const cudnnSeqDataAxis_t axes[], size_t seqLengthArraySize, const int seqLengthArray[], void *paddingFill) {
+  DLH_OWN(dlh_fn, own_cudnnSetSeqDataDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetSeqDataDescriptor(dlh_fn, seqDataDesc, dataType, nbDims, dimA, axes, seqLengthArraySize, seqLengthArray, paddingFill);
+}
 
 /* 203: cudnnSetSpatialTransformerNdDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSetSpatialTransformerNdDescriptor)(cudnnSpatialTransformerDescriptor_t stDesc, cudnnSamplerType_t samplerType, cudnnDataType_t dataType, const int nbDims, const int dimA[]);
-DLH_EXPORT cudnnStatus_t cudnnSetSpatialTransformerNdDescriptor(cudnnSpatialTransformerDescriptor_t stDesc, cudnnSamplerType_t samplerType, cudnnDataType_t dataType, const int nbDims, const int dimA[]) {
-  DLH_REAL(dlh_fn, real_cudnnSetSpatialTransformerNdDescriptor, "cudnnSetSpatialTransformerNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetSpatialTransformerNdDescriptor)(cudnnSpatialTransformerDescriptor_t stDesc, cudnnSamplerType_t samplerType, cudnnDataType_t dataType, const int nbDims, const int dimA[]);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetSpatialTransformerNdDescriptor(__typeof__(real_cudnnSetSpatialTransformerNdDescriptor) dlh_fn, cudnnSpatialTransformerDescriptor_t stDesc, cudnnSamplerType_t samplerType, cudnnDataType_t dataType, const int nbDims, const int dimA[]) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(stDesc, samplerType, dataType, nbDims, dimA);
@@ -4307,11 +5937,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetSpatialTransformerNdDescriptor(cudnnSpatialTran
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetSpatialTransformerNdDescriptor(cudnnSpatialTransformerDescriptor_t stDesc, cudnnSamplerType_t samplerType, cudnnDataType_t dataType, const int nbDims, const int dimA[]) {
+  DLH_REAL(dlh_fn, real_cudnnSetSpatialTransformerNdDescriptor, "cudnnSetSpatialTransformerNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetSpatialTransformerNdDescriptor(dlh_fn, stDesc, samplerType, dataType, nbDims, dimA);
+}
+static cudnnStatus_t dlh_own_cudnnSetSpatialTransformerNdDescriptor(cudnnSpatialTransformerDescriptor_t stDesc, cudnnSamplerType_t samplerType, cudnnDataType_t dataType, const int nbDims, const int dimA[]) {
+  DLH_OWN(dlh_fn, own_cudnnSetSpatialTransformerNdDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetSpatialTransformerNdDescriptor(dlh_fn, stDesc, samplerType, dataType, nbDims, dimA);
+}
 
 /* 204: cudnnSetStream — cudnn_graph.h */
 static cudnnStatus_t (*real_cudnnSetStream)(cudnnHandle_t handle, cudaStream_t streamId);
-DLH_EXPORT cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t streamId) {
-  DLH_REAL(dlh_fn, real_cudnnSetStream, "cudnnSetStream", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetStream)(cudnnHandle_t handle, cudaStream_t streamId);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetStream(__typeof__(real_cudnnSetStream) dlh_fn, cudnnHandle_t handle, cudaStream_t streamId) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, streamId);
@@ -4324,11 +5962,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t strea
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetStream(cudnnHandle_t handle, cudaStream_t streamId) {
+  DLH_REAL(dlh_fn, real_cudnnSetStream, "cudnnSetStream", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetStream(dlh_fn, handle, streamId);
+}
+static cudnnStatus_t dlh_own_cudnnSetStream(cudnnHandle_t handle, cudaStream_t streamId) {
+  DLH_OWN(dlh_fn, own_cudnnSetStream, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetStream(dlh_fn, handle, streamId);
+}
 
 /* 205: cudnnSetTensor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSetTensor)(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void *y, const void *valuePtr);
-DLH_EXPORT cudnnStatus_t cudnnSetTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void *y, const void *valuePtr) {
-  DLH_REAL(dlh_fn, real_cudnnSetTensor, "cudnnSetTensor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetTensor)(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void *y, const void *valuePtr);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetTensor(__typeof__(real_cudnnSetTensor) dlh_fn, cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void *y, const void *valuePtr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, yDesc, y, valuePtr);
@@ -4343,11 +5989,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetTensor(cudnnHandle_t handle, const cudnnTensorD
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void *y, const void *valuePtr) {
+  DLH_REAL(dlh_fn, real_cudnnSetTensor, "cudnnSetTensor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetTensor(dlh_fn, handle, yDesc, y, valuePtr);
+}
+static cudnnStatus_t dlh_own_cudnnSetTensor(cudnnHandle_t handle, const cudnnTensorDescriptor_t yDesc, void *y, const void *valuePtr) {
+  DLH_OWN(dlh_fn, own_cudnnSetTensor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetTensor(dlh_fn, handle, yDesc, y, valuePtr);
+}
 
 /* 206: cudnnSetTensor4dDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSetTensor4dDescriptor)(cudnnTensorDescriptor_t tensorDesc, cudnnTensorFormat_t format, cudnnDataType_t dataType, int n, int c, int h, int w);
-DLH_EXPORT cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t tensorDesc, cudnnTensorFormat_t format, cudnnDataType_t dataType, int n, int c, int h, int w) {
-  DLH_REAL(dlh_fn, real_cudnnSetTensor4dDescriptor, "cudnnSetTensor4dDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetTensor4dDescriptor)(cudnnTensorDescriptor_t tensorDesc, cudnnTensorFormat_t format, cudnnDataType_t dataType, int n, int c, int h, int w);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetTensor4dDescriptor(__typeof__(real_cudnnSetTensor4dDescriptor) dlh_fn, cudnnTensorDescriptor_t tensorDesc, cudnnTensorFormat_t format, cudnnDataType_t dataType, int n, int c, int h, int w) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(tensorDesc, format, dataType, n, c, h, w);
@@ -4365,11 +6019,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t tens
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t tensorDesc, cudnnTensorFormat_t format, cudnnDataType_t dataType, int n, int c, int h, int w) {
+  DLH_REAL(dlh_fn, real_cudnnSetTensor4dDescriptor, "cudnnSetTensor4dDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetTensor4dDescriptor(dlh_fn, tensorDesc, format, dataType, n, c, h, w);
+}
+static cudnnStatus_t dlh_own_cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t tensorDesc, cudnnTensorFormat_t format, cudnnDataType_t dataType, int n, int c, int h, int w) {
+  DLH_OWN(dlh_fn, own_cudnnSetTensor4dDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetTensor4dDescriptor(dlh_fn, tensorDesc, format, dataType, n, c, h, w);
+}
 
 /* 207: cudnnSetTensor4dDescriptorEx — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSetTensor4dDescriptorEx)(cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t dataType, int n, int c, int h, int w, int nStride, int cStride, int hStride, int wStride);
-DLH_EXPORT cudnnStatus_t cudnnSetTensor4dDescriptorEx(cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t dataType, int n, int c, int h, int w, int nStride, int cStride, int hStride, int wStride) {
-  DLH_REAL(dlh_fn, real_cudnnSetTensor4dDescriptorEx, "cudnnSetTensor4dDescriptorEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetTensor4dDescriptorEx)(cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t dataType, int n, int c, int h, int w, int nStride, int cStride, int hStride, int wStride);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetTensor4dDescriptorEx(__typeof__(real_cudnnSetTensor4dDescriptorEx) dlh_fn, cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t dataType, int n, int c, int h, int w, int nStride, int cStride, int hStride, int wStride) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride);
@@ -4390,11 +6052,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetTensor4dDescriptorEx(cudnnTensorDescriptor_t te
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetTensor4dDescriptorEx(cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t dataType, int n, int c, int h, int w, int nStride, int cStride, int hStride, int wStride) {
+  DLH_REAL(dlh_fn, real_cudnnSetTensor4dDescriptorEx, "cudnnSetTensor4dDescriptorEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetTensor4dDescriptorEx(dlh_fn, tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride);
+}
+static cudnnStatus_t dlh_own_cudnnSetTensor4dDescriptorEx(cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t dataType, int n, int c, int h, int w, int nStride, int cStride, int hStride, int wStride) {
+  DLH_OWN(dlh_fn, own_cudnnSetTensor4dDescriptorEx, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetTensor4dDescriptorEx(dlh_fn, tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride);
+}
 
 /* 208: cudnnSetTensorNdDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSetTensorNdDescriptor)(cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t dataType, int nbDims, const int dimA[], const int strideA[]);
-DLH_EXPORT cudnnStatus_t cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t dataType, int nbDims, const int dimA[], const int strideA[]) {
-  DLH_REAL(dlh_fn, real_cudnnSetTensorNdDescriptor, "cudnnSetTensorNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetTensorNdDescriptor)(cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t dataType, int nbDims, const int dimA[], const int strideA[]);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetTensorNdDescriptor(__typeof__(real_cudnnSetTensorNdDescriptor) dlh_fn, cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t dataType, int nbDims, const int dimA[], const int strideA[]) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(tensorDesc, dataType, nbDims, dimA, strideA);
@@ -4410,11 +6080,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t tens
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t dataType, int nbDims, const int dimA[], const int strideA[]) {
+  DLH_REAL(dlh_fn, real_cudnnSetTensorNdDescriptor, "cudnnSetTensorNdDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetTensorNdDescriptor(dlh_fn, tensorDesc, dataType, nbDims, dimA, strideA);
+}
+static cudnnStatus_t dlh_own_cudnnSetTensorNdDescriptor(cudnnTensorDescriptor_t tensorDesc, cudnnDataType_t dataType, int nbDims, const int dimA[], const int strideA[]) {
+  DLH_OWN(dlh_fn, own_cudnnSetTensorNdDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetTensorNdDescriptor(dlh_fn, tensorDesc, dataType, nbDims, dimA, strideA);
+}
 
 /* 209: cudnnSetTensorNdDescriptorEx — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSetTensorNdDescriptorEx)(cudnnTensorDescriptor_t tensorDesc, cudnnTensorFormat_t format, cudnnDataType_t dataType, int nbDims, const int dimA[]);
-DLH_EXPORT cudnnStatus_t cudnnSetTensorNdDescriptorEx(cudnnTensorDescriptor_t tensorDesc, cudnnTensorFormat_t format, cudnnDataType_t dataType, int nbDims, const int dimA[]) {
-  DLH_REAL(dlh_fn, real_cudnnSetTensorNdDescriptorEx, "cudnnSetTensorNdDescriptorEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetTensorNdDescriptorEx)(cudnnTensorDescriptor_t tensorDesc, cudnnTensorFormat_t format, cudnnDataType_t dataType, int nbDims, const int dimA[]);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetTensorNdDescriptorEx(__typeof__(real_cudnnSetTensorNdDescriptorEx) dlh_fn, cudnnTensorDescriptor_t tensorDesc, cudnnTensorFormat_t format, cudnnDataType_t dataType, int nbDims, const int dimA[]) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(tensorDesc, format, dataType, nbDims, dimA);
@@ -4430,11 +6108,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetTensorNdDescriptorEx(cudnnTensorDescriptor_t te
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetTensorNdDescriptorEx(cudnnTensorDescriptor_t tensorDesc, cudnnTensorFormat_t format, cudnnDataType_t dataType, int nbDims, const int dimA[]) {
+  DLH_REAL(dlh_fn, real_cudnnSetTensorNdDescriptorEx, "cudnnSetTensorNdDescriptorEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetTensorNdDescriptorEx(dlh_fn, tensorDesc, format, dataType, nbDims, dimA);
+}
+static cudnnStatus_t dlh_own_cudnnSetTensorNdDescriptorEx(cudnnTensorDescriptor_t tensorDesc, cudnnTensorFormat_t format, cudnnDataType_t dataType, int nbDims, const int dimA[]) {
+  DLH_OWN(dlh_fn, own_cudnnSetTensorNdDescriptorEx, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetTensorNdDescriptorEx(dlh_fn, tensorDesc, format, dataType, nbDims, dimA);
+}
 
 /* 210: cudnnSetTensorTransformDescriptor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSetTensorTransformDescriptor)(cudnnTensorTransformDescriptor_t transformDesc, const uint32_t nbDims, const cudnnTensorFormat_t destFormat, const int32_t padBeforeA[], const int32_t padAfterA[], const uint32_t foldA[], const cudnnFoldingDirection_t direction);
-DLH_EXPORT cudnnStatus_t cudnnSetTensorTransformDescriptor(cudnnTensorTransformDescriptor_t transformDesc, const uint32_t nbDims, const cudnnTensorFormat_t destFormat, const int32_t padBeforeA[], const int32_t padAfterA[], const uint32_t foldA[], const cudnnFoldingDirection_t direction) {
-  DLH_REAL(dlh_fn, real_cudnnSetTensorTransformDescriptor, "cudnnSetTensorTransformDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSetTensorTransformDescriptor)(cudnnTensorTransformDescriptor_t transformDesc, const uint32_t nbDims, const cudnnTensorFormat_t destFormat, const int32_t padBeforeA[], const int32_t padAfterA[], const uint32_t foldA[], const cudnnFoldingDirection_t direction);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSetTensorTransformDescriptor(__typeof__(real_cudnnSetTensorTransformDescriptor) dlh_fn, cudnnTensorTransformDescriptor_t transformDesc, const uint32_t nbDims, const cudnnTensorFormat_t destFormat, const int32_t padBeforeA[], const int32_t padAfterA[], const uint32_t foldA[], const cudnnFoldingDirection_t direction) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(transformDesc, nbDims, destFormat, padBeforeA, padAfterA, foldA, direction);
@@ -4452,11 +6138,19 @@ DLH_EXPORT cudnnStatus_t cudnnSetTensorTransformDescriptor(cudnnTensorTransformD
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSetTensorTransformDescriptor(cudnnTensorTransformDescriptor_t transformDesc, const uint32_t nbDims, const cudnnTensorFormat_t destFormat, const int32_t padBeforeA[], const int32_t padAfterA[], const uint32_t foldA[], const cudnnFoldingDirection_t direction) {
+  DLH_REAL(dlh_fn, real_cudnnSetTensorTransformDescriptor, "cudnnSetTensorTransformDescriptor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetTensorTransformDescriptor(dlh_fn, transformDesc, nbDims, destFormat, padBeforeA, padAfterA, foldA, direction);
+}
+static cudnnStatus_t dlh_own_cudnnSetTensorTransformDescriptor(cudnnTensorTransformDescriptor_t transformDesc, const uint32_t nbDims, const cudnnTensorFormat_t destFormat, const int32_t padBeforeA[], const int32_t padAfterA[], const uint32_t foldA[], const cudnnFoldingDirection_t direction) {
+  DLH_OWN(dlh_fn, own_cudnnSetTensorTransformDescriptor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSetTensorTransformDescriptor(dlh_fn, transformDesc, nbDims, destFormat, padBeforeA, padAfterA, foldA, direction);
+}
 
 /* 211: cudnnSoftmaxBackward — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSoftmaxBackward)(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx);
-DLH_EXPORT cudnnStatus_t cudnnSoftmaxBackward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
-  DLH_REAL(dlh_fn, real_cudnnSoftmaxBackward, "cudnnSoftmaxBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSoftmaxBackward)(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSoftmaxBackward(__typeof__(real_cudnnSoftmaxBackward) dlh_fn, cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, algo, mode, alpha, yDesc, y, dyDesc, dy, beta, dxDesc, dx);
@@ -4478,11 +6172,19 @@ DLH_EXPORT cudnnStatus_t cudnnSoftmaxBackward(cudnnHandle_t handle, cudnnSoftmax
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSoftmaxBackward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
+  DLH_REAL(dlh_fn, real_cudnnSoftmaxBackward, "cudnnSoftmaxBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSoftmaxBackward(dlh_fn, handle, algo, mode, alpha, yDesc, y, dyDesc, dy, beta, dxDesc, dx);
+}
+static cudnnStatus_t dlh_own_cudnnSoftmaxBackward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode, const void *alpha, const cudnnTensorDescriptor_t yDesc, const void *y, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx) {
+  DLH_OWN(dlh_fn, own_cudnnSoftmaxBackward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSoftmaxBackward(dlh_fn, handle, algo, mode, alpha, yDesc, y, dyDesc, dy, beta, dxDesc, dx);
+}
 
 /* 212: cudnnSoftmaxForward — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSoftmaxForward)(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y);
-DLH_EXPORT cudnnStatus_t cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
-  DLH_REAL(dlh_fn, real_cudnnSoftmaxForward, "cudnnSoftmaxForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSoftmaxForward)(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSoftmaxForward(__typeof__(real_cudnnSoftmaxForward) dlh_fn, cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, algo, mode, alpha, xDesc, x, beta, yDesc, y);
@@ -4502,11 +6204,19 @@ DLH_EXPORT cudnnStatus_t cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmaxA
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_REAL(dlh_fn, real_cudnnSoftmaxForward, "cudnnSoftmaxForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSoftmaxForward(dlh_fn, handle, algo, mode, alpha, xDesc, x, beta, yDesc, y);
+}
+static cudnnStatus_t dlh_own_cudnnSoftmaxForward(cudnnHandle_t handle, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_OWN(dlh_fn, own_cudnnSoftmaxForward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSoftmaxForward(dlh_fn, handle, algo, mode, alpha, xDesc, x, beta, yDesc, y);
+}
 
 /* 213: cudnnSpatialTfGridGeneratorBackward — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSpatialTfGridGeneratorBackward)(cudnnHandle_t handle, const cudnnSpatialTransformerDescriptor_t stDesc, const void *dgrid, void *dtheta);
-DLH_EXPORT cudnnStatus_t cudnnSpatialTfGridGeneratorBackward(cudnnHandle_t handle, const cudnnSpatialTransformerDescriptor_t stDesc, const void *dgrid, void *dtheta) {
-  DLH_REAL(dlh_fn, real_cudnnSpatialTfGridGeneratorBackward, "cudnnSpatialTfGridGeneratorBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSpatialTfGridGeneratorBackward)(cudnnHandle_t handle, const cudnnSpatialTransformerDescriptor_t stDesc, const void *dgrid, void *dtheta);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSpatialTfGridGeneratorBackward(__typeof__(real_cudnnSpatialTfGridGeneratorBackward) dlh_fn, cudnnHandle_t handle, const cudnnSpatialTransformerDescriptor_t stDesc, const void *dgrid, void *dtheta) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, stDesc, dgrid, dtheta);
@@ -4521,11 +6231,19 @@ DLH_EXPORT cudnnStatus_t cudnnSpatialTfGridGeneratorBackward(cudnnHandle_t handl
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSpatialTfGridGeneratorBackward(cudnnHandle_t handle, const cudnnSpatialTransformerDescriptor_t stDesc, const void *dgrid, void *dtheta) {
+  DLH_REAL(dlh_fn, real_cudnnSpatialTfGridGeneratorBackward, "cudnnSpatialTfGridGeneratorBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSpatialTfGridGeneratorBackward(dlh_fn, handle, stDesc, dgrid, dtheta);
+}
+static cudnnStatus_t dlh_own_cudnnSpatialTfGridGeneratorBackward(cudnnHandle_t handle, const cudnnSpatialTransformerDescriptor_t stDesc, const void *dgrid, void *dtheta) {
+  DLH_OWN(dlh_fn, own_cudnnSpatialTfGridGeneratorBackward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSpatialTfGridGeneratorBackward(dlh_fn, handle, stDesc, dgrid, dtheta);
+}
 
 /* 214: cudnnSpatialTfGridGeneratorForward — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSpatialTfGridGeneratorForward)(cudnnHandle_t handle, const cudnnSpatialTransformerDescriptor_t stDesc, const void *theta, void *grid);
-DLH_EXPORT cudnnStatus_t cudnnSpatialTfGridGeneratorForward(cudnnHandle_t handle, const cudnnSpatialTransformerDescriptor_t stDesc, const void *theta, void *grid) {
-  DLH_REAL(dlh_fn, real_cudnnSpatialTfGridGeneratorForward, "cudnnSpatialTfGridGeneratorForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSpatialTfGridGeneratorForward)(cudnnHandle_t handle, const cudnnSpatialTransformerDescriptor_t stDesc, const void *theta, void *grid);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSpatialTfGridGeneratorForward(__typeof__(real_cudnnSpatialTfGridGeneratorForward) dlh_fn, cudnnHandle_t handle, const cudnnSpatialTransformerDescriptor_t stDesc, const void *theta, void *grid) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, stDesc, theta, grid);
@@ -4540,11 +6258,19 @@ DLH_EXPORT cudnnStatus_t cudnnSpatialTfGridGeneratorForward(cudnnHandle_t handle
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSpatialTfGridGeneratorForward(cudnnHandle_t handle, const cudnnSpatialTransformerDescriptor_t stDesc, const void *theta, void *grid) {
+  DLH_REAL(dlh_fn, real_cudnnSpatialTfGridGeneratorForward, "cudnnSpatialTfGridGeneratorForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSpatialTfGridGeneratorForward(dlh_fn, handle, stDesc, theta, grid);
+}
+static cudnnStatus_t dlh_own_cudnnSpatialTfGridGeneratorForward(cudnnHandle_t handle, const cudnnSpatialTransformerDescriptor_t stDesc, const void *theta, void *grid) {
+  DLH_OWN(dlh_fn, own_cudnnSpatialTfGridGeneratorForward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSpatialTfGridGeneratorForward(dlh_fn, handle, stDesc, theta, grid);
+}
 
 /* 215: cudnnSpatialTfSamplerBackward — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSpatialTfSamplerBackward)(cudnnHandle_t handle, cudnnSpatialTransformerDescriptor_t stDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx, const void *alphaDgrid, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *grid, const void *betaDgrid, void *dgrid);
-DLH_EXPORT cudnnStatus_t cudnnSpatialTfSamplerBackward(cudnnHandle_t handle, cudnnSpatialTransformerDescriptor_t stDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx, const void *alphaDgrid, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *grid, const void *betaDgrid, void *dgrid) {
-  DLH_REAL(dlh_fn, real_cudnnSpatialTfSamplerBackward, "cudnnSpatialTfSamplerBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSpatialTfSamplerBackward)(cudnnHandle_t handle, cudnnSpatialTransformerDescriptor_t stDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx, const void *alphaDgrid, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *grid, const void *betaDgrid, void *dgrid);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSpatialTfSamplerBackward(__typeof__(real_cudnnSpatialTfSamplerBackward) dlh_fn, cudnnHandle_t handle, cudnnSpatialTransformerDescriptor_t stDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx, const void *alphaDgrid, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *grid, const void *betaDgrid, void *dgrid) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, stDesc, alpha, xDesc, x, beta, dxDesc, dx, alphaDgrid, dyDesc, dy, grid, betaDgrid, dgrid);
@@ -4569,11 +6295,19 @@ DLH_EXPORT cudnnStatus_t cudnnSpatialTfSamplerBackward(cudnnHandle_t handle, cud
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSpatialTfSamplerBackward(cudnnHandle_t handle, cudnnSpatialTransformerDescriptor_t stDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx, const void *alphaDgrid, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *grid, const void *betaDgrid, void *dgrid) {
+  DLH_REAL(dlh_fn, real_cudnnSpatialTfSamplerBackward, "cudnnSpatialTfSamplerBackward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSpatialTfSamplerBackward(dlh_fn, handle, stDesc, alpha, xDesc, x, beta, dxDesc, dx, alphaDgrid, dyDesc, dy, grid, betaDgrid, dgrid);
+}
+static cudnnStatus_t dlh_own_cudnnSpatialTfSamplerBackward(cudnnHandle_t handle, cudnnSpatialTransformerDescriptor_t stDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t dxDesc, void *dx, const void *alphaDgrid, const cudnnTensorDescriptor_t dyDesc, const void *dy, const void *grid, const void *betaDgrid, void *dgrid) {
+  DLH_OWN(dlh_fn, own_cudnnSpatialTfSamplerBackward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSpatialTfSamplerBackward(dlh_fn, handle, stDesc, alpha, xDesc, x, beta, dxDesc, dx, alphaDgrid, dyDesc, dy, grid, betaDgrid, dgrid);
+}
 
 /* 216: cudnnSpatialTfSamplerForward — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnSpatialTfSamplerForward)(cudnnHandle_t handle, cudnnSpatialTransformerDescriptor_t stDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *grid, const void *beta, cudnnTensorDescriptor_t yDesc, void *y);
-DLH_EXPORT cudnnStatus_t cudnnSpatialTfSamplerForward(cudnnHandle_t handle, cudnnSpatialTransformerDescriptor_t stDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *grid, const void *beta, cudnnTensorDescriptor_t yDesc, void *y) {
-  DLH_REAL(dlh_fn, real_cudnnSpatialTfSamplerForward, "cudnnSpatialTfSamplerForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnSpatialTfSamplerForward)(cudnnHandle_t handle, cudnnSpatialTransformerDescriptor_t stDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *grid, const void *beta, cudnnTensorDescriptor_t yDesc, void *y);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnSpatialTfSamplerForward(__typeof__(real_cudnnSpatialTfSamplerForward) dlh_fn, cudnnHandle_t handle, cudnnSpatialTransformerDescriptor_t stDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *grid, const void *beta, cudnnTensorDescriptor_t yDesc, void *y) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, stDesc, alpha, xDesc, x, grid, beta, yDesc, y);
@@ -4593,11 +6327,19 @@ DLH_EXPORT cudnnStatus_t cudnnSpatialTfSamplerForward(cudnnHandle_t handle, cudn
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnSpatialTfSamplerForward(cudnnHandle_t handle, cudnnSpatialTransformerDescriptor_t stDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *grid, const void *beta, cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_REAL(dlh_fn, real_cudnnSpatialTfSamplerForward, "cudnnSpatialTfSamplerForward", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSpatialTfSamplerForward(dlh_fn, handle, stDesc, alpha, xDesc, x, grid, beta, yDesc, y);
+}
+static cudnnStatus_t dlh_own_cudnnSpatialTfSamplerForward(cudnnHandle_t handle, cudnnSpatialTransformerDescriptor_t stDesc, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *grid, const void *beta, cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_OWN(dlh_fn, own_cudnnSpatialTfSamplerForward, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnSpatialTfSamplerForward(dlh_fn, handle, stDesc, alpha, xDesc, x, grid, beta, yDesc, y);
+}
 
 /* 217: cudnnTransformFilter — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnTransformFilter)(cudnnHandle_t handle, const cudnnTensorTransformDescriptor_t transDesc, const void *alpha, const cudnnFilterDescriptor_t srcDesc, const void *srcData, const void *beta, const cudnnFilterDescriptor_t destDesc, void *destData);
-DLH_EXPORT cudnnStatus_t cudnnTransformFilter(cudnnHandle_t handle, const cudnnTensorTransformDescriptor_t transDesc, const void *alpha, const cudnnFilterDescriptor_t srcDesc, const void *srcData, const void *beta, const cudnnFilterDescriptor_t destDesc, void *destData) {
-  DLH_REAL(dlh_fn, real_cudnnTransformFilter, "cudnnTransformFilter", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnTransformFilter)(cudnnHandle_t handle, const cudnnTensorTransformDescriptor_t transDesc, const void *alpha, const cudnnFilterDescriptor_t srcDesc, const void *srcData, const void *beta, const cudnnFilterDescriptor_t destDesc, void *destData);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnTransformFilter(__typeof__(real_cudnnTransformFilter) dlh_fn, cudnnHandle_t handle, const cudnnTensorTransformDescriptor_t transDesc, const void *alpha, const cudnnFilterDescriptor_t srcDesc, const void *srcData, const void *beta, const cudnnFilterDescriptor_t destDesc, void *destData) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, transDesc, alpha, srcDesc, srcData, beta, destDesc, destData);
@@ -4616,11 +6358,19 @@ DLH_EXPORT cudnnStatus_t cudnnTransformFilter(cudnnHandle_t handle, const cudnnT
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnTransformFilter(cudnnHandle_t handle, const cudnnTensorTransformDescriptor_t transDesc, const void *alpha, const cudnnFilterDescriptor_t srcDesc, const void *srcData, const void *beta, const cudnnFilterDescriptor_t destDesc, void *destData) {
+  DLH_REAL(dlh_fn, real_cudnnTransformFilter, "cudnnTransformFilter", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnTransformFilter(dlh_fn, handle, transDesc, alpha, srcDesc, srcData, beta, destDesc, destData);
+}
+static cudnnStatus_t dlh_own_cudnnTransformFilter(cudnnHandle_t handle, const cudnnTensorTransformDescriptor_t transDesc, const void *alpha, const cudnnFilterDescriptor_t srcDesc, const void *srcData, const void *beta, const cudnnFilterDescriptor_t destDesc, void *destData) {
+  DLH_OWN(dlh_fn, own_cudnnTransformFilter, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnTransformFilter(dlh_fn, handle, transDesc, alpha, srcDesc, srcData, beta, destDesc, destData);
+}
 
 /* 218: cudnnTransformTensor — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnTransformTensor)(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y);
-DLH_EXPORT cudnnStatus_t cudnnTransformTensor(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
-  DLH_REAL(dlh_fn, real_cudnnTransformTensor, "cudnnTransformTensor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnTransformTensor)(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnTransformTensor(__typeof__(real_cudnnTransformTensor) dlh_fn, cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, alpha, xDesc, x, beta, yDesc, y);
@@ -4638,11 +6388,19 @@ DLH_EXPORT cudnnStatus_t cudnnTransformTensor(cudnnHandle_t handle, const void *
   }
   return dlh_r;
 }
+DLH_EXPORT cudnnStatus_t cudnnTransformTensor(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_REAL(dlh_fn, real_cudnnTransformTensor, "cudnnTransformTensor", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnTransformTensor(dlh_fn, handle, alpha, xDesc, x, beta, yDesc, y);
+}
+static cudnnStatus_t dlh_own_cudnnTransformTensor(cudnnHandle_t handle, const void *alpha, const cudnnTensorDescriptor_t xDesc, const void *x, const void *beta, const cudnnTensorDescriptor_t yDesc, void *y) {
+  DLH_OWN(dlh_fn, own_cudnnTransformTensor, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnTransformTensor(dlh_fn, handle, alpha, xDesc, x, beta, yDesc, y);
+}
 
 /* 219: cudnnTransformTensorEx — cudnn_ops.h */
 static cudnnStatus_t (*real_cudnnTransformTensorEx)(cudnnHandle_t handle, const cudnnTensorTransformDescriptor_t transDesc, const void *alpha, const cudnnTensorDescriptor_t srcDesc, const void *srcData, const void *beta, const cudnnTensorDescriptor_t destDesc, void *destData);
-DLH_EXPORT cudnnStatus_t cudnnTransformTensorEx(cudnnHandle_t handle, const cudnnTensorTransformDescriptor_t transDesc, const void *alpha, const cudnnTensorDescriptor_t srcDesc, const void *srcData, const void *beta, const cudnnTensorDescriptor_t destDesc, void *destData) {
-  DLH_REAL(dlh_fn, real_cudnnTransformTensorEx, "cudnnTransformTensorEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+static cudnnStatus_t (*own_cudnnTransformTensorEx)(cudnnHandle_t handle, const cudnnTensorTransformDescriptor_t transDesc, const void *alpha, const cudnnTensorDescriptor_t srcDesc, const void *srcData, const void *beta, const cudnnTensorDescriptor_t destDesc, void *destData);
+static inline __attribute__((always_inline)) cudnnStatus_t dlh_b_cudnnTransformTensorEx(__typeof__(real_cudnnTransformTensorEx) dlh_fn, cudnnHandle_t handle, const cudnnTensorTransformDescriptor_t transDesc, const void *alpha, const cudnnTensorDescriptor_t srcDesc, const void *srcData, const void *beta, const cudnnTensorDescriptor_t destDesc, void *destData) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   cudnnStatus_t dlh_r = dlh_fn(handle, transDesc, alpha, srcDesc, srcData, beta, destDesc, destData);
@@ -4660,6 +6418,14 @@ DLH_EXPORT cudnnStatus_t cudnnTransformTensorEx(cudnnHandle_t handle, const cudn
     dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_CUDNN, 219), (int64_t)dlh_r, 8, dlh_a);
   }
   return dlh_r;
+}
+DLH_EXPORT cudnnStatus_t cudnnTransformTensorEx(cudnnHandle_t handle, const cudnnTensorTransformDescriptor_t transDesc, const void *alpha, const cudnnTensorDescriptor_t srcDesc, const void *srcData, const void *beta, const cudnnTensorDescriptor_t destDesc, void *destData) {
+  DLH_REAL(dlh_fn, real_cudnnTransformTensorEx, "cudnnTransformTensorEx", DLH_LIB_CUDNN, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnTransformTensorEx(dlh_fn, handle, transDesc, alpha, srcDesc, srcData, beta, destDesc, destData);
+}
+static cudnnStatus_t dlh_own_cudnnTransformTensorEx(cudnnHandle_t handle, const cudnnTensorTransformDescriptor_t transDesc, const void *alpha, const cudnnTensorDescriptor_t srcDesc, const void *srcData, const void *beta, const cudnnTensorDescriptor_t destDesc, void *destData) {
+  DLH_OWN(dlh_fn, own_cudnnTransformTensorEx, CUDNN_STATUS_NOT_INITIALIZED)
+  return dlh_b_cudnnTransformTensorEx(dlh_fn, handle, transDesc, alpha, srcDesc, srcData, beta, destDesc, destData);
 }
 
 /* ---- descriptor table ---- */
@@ -5318,226 +7084,226 @@ const unsigned dlh_fns_cudnn_count = 220;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 const dlh_sym dlh_syms_cudnn[] = {
-  {"cudnnActivationBackward", (void *)cudnnActivationBackward, (void **)&real_cudnnActivationBackward},
-  {"cudnnActivationForward", (void *)cudnnActivationForward, (void **)&real_cudnnActivationForward},
-  {"cudnnAddTensor", (void *)cudnnAddTensor, (void **)&real_cudnnAddTensor},
-  {"cudnnAdvVersionCheck", (void *)cudnnAdvVersionCheck, (void **)&real_cudnnAdvVersionCheck},
-  {"cudnnBackendCreateDescriptor", (void *)cudnnBackendCreateDescriptor, (void **)&real_cudnnBackendCreateDescriptor},
-  {"cudnnBackendDestroyDescriptor", (void *)cudnnBackendDestroyDescriptor, (void **)&real_cudnnBackendDestroyDescriptor},
-  {"cudnnBackendExecute", (void *)cudnnBackendExecute, (void **)&real_cudnnBackendExecute},
-  {"cudnnBackendFinalize", (void *)cudnnBackendFinalize, (void **)&real_cudnnBackendFinalize},
-  {"cudnnBackendGetAttribute", (void *)cudnnBackendGetAttribute, (void **)&real_cudnnBackendGetAttribute},
-  {"cudnnBackendInitialize", (void *)cudnnBackendInitialize, (void **)&real_cudnnBackendInitialize},
-  {"cudnnBackendPopulateCudaGraph", (void *)cudnnBackendPopulateCudaGraph, (void **)&real_cudnnBackendPopulateCudaGraph},
-  {"cudnnBackendSetAttribute", (void *)cudnnBackendSetAttribute, (void **)&real_cudnnBackendSetAttribute},
-  {"cudnnBackendUpdateCudaGraph", (void *)cudnnBackendUpdateCudaGraph, (void **)&real_cudnnBackendUpdateCudaGraph},
-  {"cudnnBatchNormalizationBackward", (void *)cudnnBatchNormalizationBackward, (void **)&real_cudnnBatchNormalizationBackward},
-  {"cudnnBatchNormalizationBackwardEx", (void *)cudnnBatchNormalizationBackwardEx, (void **)&real_cudnnBatchNormalizationBackwardEx},
-  {"cudnnBatchNormalizationForwardInference", (void *)cudnnBatchNormalizationForwardInference, (void **)&real_cudnnBatchNormalizationForwardInference},
-  {"cudnnBatchNormalizationForwardTraining", (void *)cudnnBatchNormalizationForwardTraining, (void **)&real_cudnnBatchNormalizationForwardTraining},
-  {"cudnnBatchNormalizationForwardTrainingEx", (void *)cudnnBatchNormalizationForwardTrainingEx, (void **)&real_cudnnBatchNormalizationForwardTrainingEx},
-  {"cudnnBuildRNNDynamic", (void *)cudnnBuildRNNDynamic, (void **)&real_cudnnBuildRNNDynamic},
-  {"cudnnCTCLoss", (void *)cudnnCTCLoss, (void **)&real_cudnnCTCLoss},
-  {"cudnnCTCLoss_v8", (void *)cudnnCTCLoss_v8, (void **)&real_cudnnCTCLoss_v8},
-  {"cudnnCnnVersionCheck", (void *)cudnnCnnVersionCheck, (void **)&real_cudnnCnnVersionCheck},
-  {"cudnnConvolutionBackwardBias", (void *)cudnnConvolutionBackwardBias, (void **)&real_cudnnConvolutionBackwardBias},
-  {"cudnnConvolutionBackwardData", (void *)cudnnConvolutionBackwardData, (void **)&real_cudnnConvolutionBackwardData},
-  {"cudnnConvolutionBackwardFilter", (void *)cudnnConvolutionBackwardFilter, (void **)&real_cudnnConvolutionBackwardFilter},
-  {"cudnnConvolutionBiasActivationForward", (void *)cudnnConvolutionBiasActivationForward, (void **)&real_cudnnConvolutionBiasActivationForward},
-  {"cudnnConvolutionForward", (void *)cudnnConvolutionForward, (void **)&real_cudnnConvolutionForward},
-  {"cudnnCreate", (void *)cudnnCreate, (void **)&real_cudnnCreate},
-  {"cudnnCreateActivationDescriptor", (void *)cudnnCreateActivationDescriptor, (void **)&real_cudnnCreateActivationDescriptor},
-  {"cudnnCreateAttnDescriptor", (void *)cudnnCreateAttnDescriptor, (void **)&real_cudnnCreateAttnDescriptor},
-  {"cudnnCreateCTCLossDescriptor", (void *)cudnnCreateCTCLossDescriptor, (void **)&real_cudnnCreateCTCLossDescriptor},
-  {"cudnnCreateConvolutionDescriptor", (void *)cudnnCreateConvolutionDescriptor, (void **)&real_cudnnCreateConvolutionDescriptor},
-  {"cudnnCreateDropoutDescriptor", (void *)cudnnCreateDropoutDescriptor, (void **)&real_cudnnCreateDropoutDescriptor},
-  {"cudnnCreateFilterDescriptor", (void *)cudnnCreateFilterDescriptor, (void **)&real_cudnnCreateFilterDescriptor},
-  {"cudnnCreateFusedOpsConstParamPack", (void *)cudnnCreateFusedOpsConstParamPack, (void **)&real_cudnnCreateFusedOpsConstParamPack},
-  {"cudnnCreateFusedOpsPlan", (void *)cudnnCreateFusedOpsPlan, (void **)&real_cudnnCreateFusedOpsPlan},
-  {"cudnnCreateFusedOpsVariantParamPack", (void *)cudnnCreateFusedOpsVariantParamPack, (void **)&real_cudnnCreateFusedOpsVariantParamPack},
-  {"cudnnCreateLRNDescriptor", (void *)cudnnCreateLRNDescriptor, (void **)&real_cudnnCreateLRNDescriptor},
-  {"cudnnCreateOpTensorDescriptor", (void *)cudnnCreateOpTensorDescriptor, (void **)&real_cudnnCreateOpTensorDescriptor},
-  {"cudnnCreatePoolingDescriptor", (void *)cudnnCreatePoolingDescriptor, (void **)&real_cudnnCreatePoolingDescriptor},
-  {"cudnnCreateRNNDataDescriptor", (void *)cudnnCreateRNNDataDescriptor, (void **)&real_cudnnCreateRNNDataDescriptor},
-  {"cudnnCreateRNNDescriptor", (void *)cudnnCreateRNNDescriptor, (void **)&real_cudnnCreateRNNDescriptor},
-  {"cudnnCreateReduceTensorDescriptor", (void *)cudnnCreateReduceTensorDescriptor, (void **)&real_cudnnCreateReduceTensorDescriptor},
-  {"cudnnCreateSeqDataDescriptor", (void *)cudnnCreateSeqDataDescriptor, (void **)&real_cudnnCreateSeqDataDescriptor},
-  {"cudnnCreateSpatialTransformerDescriptor", (void *)cudnnCreateSpatialTransformerDescriptor, (void **)&real_cudnnCreateSpatialTransformerDescriptor},
-  {"cudnnCreateTensorDescriptor", (void *)cudnnCreateTensorDescriptor, (void **)&real_cudnnCreateTensorDescriptor},
-  {"cudnnCreateTensorTransformDescriptor", (void *)cudnnCreateTensorTransformDescriptor, (void **)&real_cudnnCreateTensorTransformDescriptor},
-  {"cudnnDeriveBNTensorDescriptor", (void *)cudnnDeriveBNTensorDescriptor, (void **)&real_cudnnDeriveBNTensorDescriptor},
-  {"cudnnDeriveNormTensorDescriptor", (void *)cudnnDeriveNormTensorDescriptor, (void **)&real_cudnnDeriveNormTensorDescriptor},
-  {"cudnnDestroy", (void *)cudnnDestroy, (void **)&real_cudnnDestroy},
-  {"cudnnDestroyActivationDescriptor", (void *)cudnnDestroyActivationDescriptor, (void **)&real_cudnnDestroyActivationDescriptor},
-  {"cudnnDestroyAttnDescriptor", (void *)cudnnDestroyAttnDescriptor, (void **)&real_cudnnDestroyAttnDescriptor},
-  {"cudnnDestroyCTCLossDescriptor", (void *)cudnnDestroyCTCLossDescriptor, (void **)&real_cudnnDestroyCTCLossDescriptor},
-  {"cudnnDestroyConvolutionDescriptor", (void *)cudnnDestroyConvolutionDescriptor, (void **)&real_cudnnDestroyConvolutionDescriptor},
-  {"cudnnDestroyDropoutDescriptor", (void *)cudnnDestroyDropoutDescriptor, (void **)&real_cudnnDestroyDropoutDescriptor},
-  {"cudnnDestroyFilterDescriptor", (void *)cudnnDestroyFilterDescriptor, (void **)&real_cudnnDestroyFilterDescriptor},
-  {"cudnnDestroyFusedOpsConstParamPack", (void *)cudnnDestroyFusedOpsConstParamPack, (void **)&real_cudnnDestroyFusedOpsConstParamPack},
-  {"cudnnDestroyFusedOpsPlan", (void *)cudnnDestroyFusedOpsPlan, (void **)&real_cudnnDestroyFusedOpsPlan},
-  {"cudnnDestroyFusedOpsVariantParamPack", (void *)cudnnDestroyFusedOpsVariantParamPack, (void **)&real_cudnnDestroyFusedOpsVariantParamPack},
-  {"cudnnDestroyLRNDescriptor", (void *)cudnnDestroyLRNDescriptor, (void **)&real_cudnnDestroyLRNDescriptor},
-  {"cudnnDestroyOpTensorDescriptor", (void *)cudnnDestroyOpTensorDescriptor, (void **)&real_cudnnDestroyOpTensorDescriptor},
-  {"cudnnDestroyPoolingDescriptor", (void *)cudnnDestroyPoolingDescriptor, (void **)&real_cudnnDestroyPoolingDescriptor},
-  {"cudnnDestroyRNNDataDescriptor", (void *)cudnnDestroyRNNDataDescriptor, (void **)&real_cudnnDestroyRNNDataDescriptor},
-  {"cudnnDestroyRNNDescriptor", (void *)cudnnDestroyRNNDescriptor, (void **)&real_cudnnDestroyRNNDescriptor},
-  {"cudnnDestroyReduceTensorDescriptor", (void *)cudnnDestroyReduceTensorDescriptor, (void **)&real_cudnnDestroyReduceTensorDescriptor},
-  {"cudnnDestroySeqDataDescriptor", (void *)cudnnDestroySeqDataDescriptor, (void **)&real_cudnnDestroySeqDataDescriptor},
-  {"cudnnDestroySpatialTransformerDescriptor", (void *)cudnnDestroySpatialTransformerDescriptor, (void **)&real_cudnnDestroySpatialTransformerDescriptor},
-  {"cudnnDestroyTensorDescriptor", (void *)cudnnDestroyTensorDescriptor, (void **)&real_cudnnDestroyTensorDescriptor},
-  {"cudnnDestroyTensorTransformDescriptor", (void *)cudnnDestroyTensorTransformDescriptor, (void **)&real_cudnnDestroyTensorTransformDescriptor},
-  {"cudnnDivisiveNormalizationBackward", (void *)cudnnDivisiveNormalizationBackward, (void **)&real_cudnnDivisiveNormalizationBackward},
-  {"cudnnDivisiveNormalizationForward", (void *)cudnnDivisiveNormalizationForward, (void **)&real_cudnnDivisiveNormalizationForward},
-  {"cudnnDropoutBackward", (void *)cudnnDropoutBackward, (void **)&real_cudnnDropoutBackward},
-  {"cudnnDropoutForward", (void *)cudnnDropoutForward, (void **)&real_cudnnDropoutForward},
-  {"cudnnDropoutGetReserveSpaceSize", (void *)cudnnDropoutGetReserveSpaceSize, (void **)&real_cudnnDropoutGetReserveSpaceSize},
-  {"cudnnDropoutGetStatesSize", (void *)cudnnDropoutGetStatesSize, (void **)&real_cudnnDropoutGetStatesSize},
-  {"cudnnFindConvolutionBackwardDataAlgorithm", (void *)cudnnFindConvolutionBackwardDataAlgorithm, (void **)&real_cudnnFindConvolutionBackwardDataAlgorithm},
-  {"cudnnFindConvolutionBackwardDataAlgorithmEx", (void *)cudnnFindConvolutionBackwardDataAlgorithmEx, (void **)&real_cudnnFindConvolutionBackwardDataAlgorithmEx},
-  {"cudnnFindConvolutionBackwardFilterAlgorithm", (void *)cudnnFindConvolutionBackwardFilterAlgorithm, (void **)&real_cudnnFindConvolutionBackwardFilterAlgorithm},
-  {"cudnnFindConvolutionBackwardFilterAlgorithmEx", (void *)cudnnFindConvolutionBackwardFilterAlgorithmEx, (void **)&real_cudnnFindConvolutionBackwardFilterAlgorithmEx},
-  {"cudnnFindConvolutionForwardAlgorithm", (void *)cudnnFindConvolutionForwardAlgorithm, (void **)&real_cudnnFindConvolutionForwardAlgorithm},
-  {"cudnnFindConvolutionForwardAlgorithmEx", (void *)cudnnFindConvolutionForwardAlgorithmEx, (void **)&real_cudnnFindConvolutionForwardAlgorithmEx},
-  {"cudnnFusedOpsExecute", (void *)cudnnFusedOpsExecute, (void **)&real_cudnnFusedOpsExecute},
-  {"cudnnGetActivationDescriptor", (void *)cudnnGetActivationDescriptor, (void **)&real_cudnnGetActivationDescriptor},
-  {"cudnnGetActivationDescriptorSwishBeta", (void *)cudnnGetActivationDescriptorSwishBeta, (void **)&real_cudnnGetActivationDescriptorSwishBeta},
-  {"cudnnGetAttnDescriptor", (void *)cudnnGetAttnDescriptor, (void **)&real_cudnnGetAttnDescriptor},
-  {"cudnnGetBatchNormalizationBackwardExWorkspaceSize", (void *)cudnnGetBatchNormalizationBackwardExWorkspaceSize, (void **)&real_cudnnGetBatchNormalizationBackwardExWorkspaceSize},
-  {"cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize", (void *)cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize, (void **)&real_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize},
-  {"cudnnGetBatchNormalizationTrainingExReserveSpaceSize", (void *)cudnnGetBatchNormalizationTrainingExReserveSpaceSize, (void **)&real_cudnnGetBatchNormalizationTrainingExReserveSpaceSize},
-  {"cudnnGetCTCLossDescriptor", (void *)cudnnGetCTCLossDescriptor, (void **)&real_cudnnGetCTCLossDescriptor},
-  {"cudnnGetCTCLossDescriptorEx", (void *)cudnnGetCTCLossDescriptorEx, (void **)&real_cudnnGetCTCLossDescriptorEx},
-  {"cudnnGetCTCLossDescriptor_v8", (void *)cudnnGetCTCLossDescriptor_v8, (void **)&real_cudnnGetCTCLossDescriptor_v8},
-  {"cudnnGetCTCLossDescriptor_v9", (void *)cudnnGetCTCLossDescriptor_v9, (void **)&real_cudnnGetCTCLossDescriptor_v9},
-  {"cudnnGetCTCLossWorkspaceSize", (void *)cudnnGetCTCLossWorkspaceSize, (void **)&real_cudnnGetCTCLossWorkspaceSize},
-  {"cudnnGetCTCLossWorkspaceSize_v8", (void *)cudnnGetCTCLossWorkspaceSize_v8, (void **)&real_cudnnGetCTCLossWorkspaceSize_v8},
-  {"cudnnGetCallback", (void *)cudnnGetCallback, (void **)&real_cudnnGetCallback},
-  {"cudnnGetConvolution2dDescriptor", (void *)cudnnGetConvolution2dDescriptor, (void **)&real_cudnnGetConvolution2dDescriptor},
-  {"cudnnGetConvolution2dForwardOutputDim", (void *)cudnnGetConvolution2dForwardOutputDim, (void **)&real_cudnnGetConvolution2dForwardOutputDim},
-  {"cudnnGetConvolutionBackwardDataAlgorithmMaxCount", (void *)cudnnGetConvolutionBackwardDataAlgorithmMaxCount, (void **)&real_cudnnGetConvolutionBackwardDataAlgorithmMaxCount},
-  {"cudnnGetConvolutionBackwardDataAlgorithm_v7", (void *)cudnnGetConvolutionBackwardDataAlgorithm_v7, (void **)&real_cudnnGetConvolutionBackwardDataAlgorithm_v7},
-  {"cudnnGetConvolutionBackwardDataWorkspaceSize", (void *)cudnnGetConvolutionBackwardDataWorkspaceSize, (void **)&real_cudnnGetConvolutionBackwardDataWorkspaceSize},
-  {"cudnnGetConvolutionBackwardFilterAlgorithmMaxCount", (void *)cudnnGetConvolutionBackwardFilterAlgorithmMaxCount, (void **)&real_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount},
-  {"cudnnGetConvolutionBackwardFilterAlgorithm_v7", (void *)cudnnGetConvolutionBackwardFilterAlgorithm_v7, (void **)&real_cudnnGetConvolutionBackwardFilterAlgorithm_v7},
-  {"cudnnGetConvolutionBackwardFilterWorkspaceSize", (void *)cudnnGetConvolutionBackwardFilterWorkspaceSize, (void **)&real_cudnnGetConvolutionBackwardFilterWorkspaceSize},
-  {"cudnnGetConvolutionForwardAlgorithmMaxCount", (void *)cudnnGetConvolutionForwardAlgorithmMaxCount, (void **)&real_cudnnGetConvolutionForwardAlgorithmMaxCount},
-  {"cudnnGetConvolutionForwardAlgorithm_v7", (void *)cudnnGetConvolutionForwardAlgorithm_v7, (void **)&real_cudnnGetConvolutionForwardAlgorithm_v7},
-  {"cudnnGetConvolutionForwardWorkspaceSize", (void *)cudnnGetConvolutionForwardWorkspaceSize, (void **)&real_cudnnGetConvolutionForwardWorkspaceSize},
-  {"cudnnGetConvolutionGroupCount", (void *)cudnnGetConvolutionGroupCount, (void **)&real_cudnnGetConvolutionGroupCount},
-  {"cudnnGetConvolutionMathType", (void *)cudnnGetConvolutionMathType, (void **)&real_cudnnGetConvolutionMathType},
-  {"cudnnGetConvolutionNdDescriptor", (void *)cudnnGetConvolutionNdDescriptor, (void **)&real_cudnnGetConvolutionNdDescriptor},
-  {"cudnnGetConvolutionNdForwardOutputDim", (void *)cudnnGetConvolutionNdForwardOutputDim, (void **)&real_cudnnGetConvolutionNdForwardOutputDim},
-  {"cudnnGetConvolutionReorderType", (void *)cudnnGetConvolutionReorderType, (void **)&real_cudnnGetConvolutionReorderType},
-  {"cudnnGetCudartVersion", (void *)cudnnGetCudartVersion, (void **)&real_cudnnGetCudartVersion},
-  {"cudnnGetDropoutDescriptor", (void *)cudnnGetDropoutDescriptor, (void **)&real_cudnnGetDropoutDescriptor},
-  {"cudnnGetErrorString", (void *)cudnnGetErrorString, (void **)&real_cudnnGetErrorString},
-  {"cudnnGetFilter4dDescriptor", (void *)cudnnGetFilter4dDescriptor, (void **)&real_cudnnGetFilter4dDescriptor},
-  {"cudnnGetFilterNdDescriptor", (void *)cudnnGetFilterNdDescriptor, (void **)&real_cudnnGetFilterNdDescriptor},
-  {"cudnnGetFilterSizeInBytes", (void *)cudnnGetFilterSizeInBytes, (void **)&real_cudnnGetFilterSizeInBytes},
-  {"cudnnGetFoldedConvBackwardDataDescriptors", (void *)cudnnGetFoldedConvBackwardDataDescriptors, (void **)&real_cudnnGetFoldedConvBackwardDataDescriptors},
-  {"cudnnGetFusedOpsConstParamPackAttribute", (void *)cudnnGetFusedOpsConstParamPackAttribute, (void **)&real_cudnnGetFusedOpsConstParamPackAttribute},
-  {"cudnnGetFusedOpsVariantParamPackAttribute", (void *)cudnnGetFusedOpsVariantParamPackAttribute, (void **)&real_cudnnGetFusedOpsVariantParamPackAttribute},
-  {"cudnnGetLRNDescriptor", (void *)cudnnGetLRNDescriptor, (void **)&real_cudnnGetLRNDescriptor},
-  {"cudnnGetLastErrorString", (void *)cudnnGetLastErrorString, (void **)&real_cudnnGetLastErrorString},
-  {"cudnnGetMaxDeviceVersion", (void *)cudnnGetMaxDeviceVersion, (void **)&real_cudnnGetMaxDeviceVersion},
-  {"cudnnGetMultiHeadAttnBuffers", (void *)cudnnGetMultiHeadAttnBuffers, (void **)&real_cudnnGetMultiHeadAttnBuffers},
-  {"cudnnGetMultiHeadAttnWeights", (void *)cudnnGetMultiHeadAttnWeights, (void **)&real_cudnnGetMultiHeadAttnWeights},
-  {"cudnnGetNormalizationBackwardWorkspaceSize", (void *)cudnnGetNormalizationBackwardWorkspaceSize, (void **)&real_cudnnGetNormalizationBackwardWorkspaceSize},
-  {"cudnnGetNormalizationForwardTrainingWorkspaceSize", (void *)cudnnGetNormalizationForwardTrainingWorkspaceSize, (void **)&real_cudnnGetNormalizationForwardTrainingWorkspaceSize},
-  {"cudnnGetNormalizationTrainingReserveSpaceSize", (void *)cudnnGetNormalizationTrainingReserveSpaceSize, (void **)&real_cudnnGetNormalizationTrainingReserveSpaceSize},
-  {"cudnnGetOpTensorDescriptor", (void *)cudnnGetOpTensorDescriptor, (void **)&real_cudnnGetOpTensorDescriptor},
-  {"cudnnGetPooling2dDescriptor", (void *)cudnnGetPooling2dDescriptor, (void **)&real_cudnnGetPooling2dDescriptor},
-  {"cudnnGetPooling2dForwardOutputDim", (void *)cudnnGetPooling2dForwardOutputDim, (void **)&real_cudnnGetPooling2dForwardOutputDim},
-  {"cudnnGetPoolingNdDescriptor", (void *)cudnnGetPoolingNdDescriptor, (void **)&real_cudnnGetPoolingNdDescriptor},
-  {"cudnnGetPoolingNdForwardOutputDim", (void *)cudnnGetPoolingNdForwardOutputDim, (void **)&real_cudnnGetPoolingNdForwardOutputDim},
-  {"cudnnGetProperty", (void *)cudnnGetProperty, (void **)&real_cudnnGetProperty},
-  {"cudnnGetRNNDataDescriptor", (void *)cudnnGetRNNDataDescriptor, (void **)&real_cudnnGetRNNDataDescriptor},
-  {"cudnnGetRNNDescriptor_v8", (void *)cudnnGetRNNDescriptor_v8, (void **)&real_cudnnGetRNNDescriptor_v8},
-  {"cudnnGetRNNTempSpaceSizes", (void *)cudnnGetRNNTempSpaceSizes, (void **)&real_cudnnGetRNNTempSpaceSizes},
-  {"cudnnGetRNNWeightParams", (void *)cudnnGetRNNWeightParams, (void **)&real_cudnnGetRNNWeightParams},
-  {"cudnnGetRNNWeightSpaceSize", (void *)cudnnGetRNNWeightSpaceSize, (void **)&real_cudnnGetRNNWeightSpaceSize},
-  {"cudnnGetReduceTensorDescriptor", (void *)cudnnGetReduceTensorDescriptor, (void **)&real_cudnnGetReduceTensorDescriptor},
-  {"cudnnGetReductionIndicesSize", (void *)cudnnGetReductionIndicesSize, (void **)&real_cudnnGetReductionIndicesSize},
-  {"cudnnGetReductionWorkspaceSize", (void *)cudnnGetReductionWorkspaceSize, (void **)&real_cudnnGetReductionWorkspaceSize},
-  {"cudnnGetSeqDataDescriptor", (void *)cudnnGetSeqDataDescriptor, (void **)&real_cudnnGetSeqDataDescriptor},
-  {"cudnnGetStream", (void *)cudnnGetStream, (void **)&real_cudnnGetStream},
-  {"cudnnGetTensor4dDescriptor", (void *)cudnnGetTensor4dDescriptor, (void **)&real_cudnnGetTensor4dDescriptor},
-  {"cudnnGetTensorNdDescriptor", (void *)cudnnGetTensorNdDescriptor, (void **)&real_cudnnGetTensorNdDescriptor},
-  {"cudnnGetTensorSizeInBytes", (void *)cudnnGetTensorSizeInBytes, (void **)&real_cudnnGetTensorSizeInBytes},
-  {"cudnnGetTensorTransformDescriptor", (void *)cudnnGetTensorTransformDescriptor, (void **)&real_cudnnGetTensorTransformDescriptor},
-  {"cudnnGetVersion", (void *)cudnnGetVersion, (void **)&real_cudnnGetVersion},
-  {"cudnnGraphVersionCheck", (void *)cudnnGraphVersionCheck, (void **)&real_cudnnGraphVersionCheck},
-  {"cudnnIm2Col", (void *)cudnnIm2Col, (void **)&real_cudnnIm2Col},
-  {"cudnnInitTransformDest", (void *)cudnnInitTransformDest, (void **)&real_cudnnInitTransformDest},
-  {"cudnnLRNCrossChannelBackward", (void *)cudnnLRNCrossChannelBackward, (void **)&real_cudnnLRNCrossChannelBackward},
-  {"cudnnLRNCrossChannelForward", (void *)cudnnLRNCrossChannelForward, (void **)&real_cudnnLRNCrossChannelForward},
-  {"cudnnMakeFusedOpsPlan", (void *)cudnnMakeFusedOpsPlan, (void **)&real_cudnnMakeFusedOpsPlan},
-  {"cudnnMultiHeadAttnBackwardData", (void *)cudnnMultiHeadAttnBackwardData, (void **)&real_cudnnMultiHeadAttnBackwardData},
-  {"cudnnMultiHeadAttnBackwardWeights", (void *)cudnnMultiHeadAttnBackwardWeights, (void **)&real_cudnnMultiHeadAttnBackwardWeights},
-  {"cudnnMultiHeadAttnForward", (void *)cudnnMultiHeadAttnForward, (void **)&real_cudnnMultiHeadAttnForward},
-  {"cudnnNormalizationBackward", (void *)cudnnNormalizationBackward, (void **)&real_cudnnNormalizationBackward},
-  {"cudnnNormalizationForwardInference", (void *)cudnnNormalizationForwardInference, (void **)&real_cudnnNormalizationForwardInference},
-  {"cudnnNormalizationForwardTraining", (void *)cudnnNormalizationForwardTraining, (void **)&real_cudnnNormalizationForwardTraining},
-  {"cudnnOpTensor", (void *)cudnnOpTensor, (void **)&real_cudnnOpTensor},
-  {"cudnnOpsVersionCheck", (void *)cudnnOpsVersionCheck, (void **)&real_cudnnOpsVersionCheck},
-  {"cudnnPoolingBackward", (void *)cudnnPoolingBackward, (void **)&real_cudnnPoolingBackward},
-  {"cudnnPoolingForward", (void *)cudnnPoolingForward, (void **)&real_cudnnPoolingForward},
-  {"cudnnQueryRuntimeError", (void *)cudnnQueryRuntimeError, (void **)&real_cudnnQueryRuntimeError},
-  {"cudnnRNNBackwardData_v8", (void *)cudnnRNNBackwardData_v8, (void **)&real_cudnnRNNBackwardData_v8},
-  {"cudnnRNNBackwardWeights_v8", (void *)cudnnRNNBackwardWeights_v8, (void **)&real_cudnnRNNBackwardWeights_v8},
-  {"cudnnRNNForward", (void *)cudnnRNNForward, (void **)&real_cudnnRNNForward},
-  {"cudnnRNNGetClip_v8", (void *)cudnnRNNGetClip_v8, (void **)&real_cudnnRNNGetClip_v8},
-  {"cudnnRNNGetClip_v9", (void *)cudnnRNNGetClip_v9, (void **)&real_cudnnRNNGetClip_v9},
-  {"cudnnRNNSetClip_v8", (void *)cudnnRNNSetClip_v8, (void **)&real_cudnnRNNSetClip_v8},
-  {"cudnnRNNSetClip_v9", (void *)cudnnRNNSetClip_v9, (void **)&real_cudnnRNNSetClip_v9},
-  {"cudnnReduceTensor", (void *)cudnnReduceTensor, (void **)&real_cudnnReduceTensor},
-  {"cudnnReorderFilterAndBias", (void *)cudnnReorderFilterAndBias, (void **)&real_cudnnReorderFilterAndBias},
-  {"cudnnRestoreDropoutDescriptor", (void *)cudnnRestoreDropoutDescriptor, (void **)&real_cudnnRestoreDropoutDescriptor},
-  {"cudnnScaleTensor", (void *)cudnnScaleTensor, (void **)&real_cudnnScaleTensor},
-  {"cudnnSetActivationDescriptor", (void *)cudnnSetActivationDescriptor, (void **)&real_cudnnSetActivationDescriptor},
-  {"cudnnSetActivationDescriptorSwishBeta", (void *)cudnnSetActivationDescriptorSwishBeta, (void **)&real_cudnnSetActivationDescriptorSwishBeta},
-  {"cudnnSetAttnDescriptor", (void *)cudnnSetAttnDescriptor, (void **)&real_cudnnSetAttnDescriptor},
-  {"cudnnSetCTCLossDescriptor", (void *)cudnnSetCTCLossDescriptor, (void **)&real_cudnnSetCTCLossDescriptor},
-  {"cudnnSetCTCLossDescriptorEx", (void *)cudnnSetCTCLossDescriptorEx, (void **)&real_cudnnSetCTCLossDescriptorEx},
-  {"cudnnSetCTCLossDescriptor_v8", (void *)cudnnSetCTCLossDescriptor_v8, (void **)&real_cudnnSetCTCLossDescriptor_v8},
-  {"cudnnSetCTCLossDescriptor_v9", (void *)cudnnSetCTCLossDescriptor_v9, (void **)&real_cudnnSetCTCLossDescriptor_v9},
-  {"cudnnSetCallback", (void *)cudnnSetCallback, (void **)&real_cudnnSetCallback},
-  {"cudnnSetConvolution2dDescriptor", (void *)cudnnSetConvolution2dDescriptor, (void **)&real_cudnnSetConvolution2dDescriptor},
-  {"cudnnSetConvolutionGroupCount", (void *)cudnnSetConvolutionGroupCount, (void **)&real_cudnnSetConvolutionGroupCount},
-  {"cudnnSetConvolutionMathType", (void *)cudnnSetConvolutionMathType, (void **)&real_cudnnSetConvolutionMathType},
-  {"cudnnSetConvolutionNdDescriptor", (void *)cudnnSetConvolutionNdDescriptor, (void **)&real_cudnnSetConvolutionNdDescriptor},
-  {"cudnnSetConvolutionReorderType", (void *)cudnnSetConvolutionReorderType, (void **)&real_cudnnSetConvolutionReorderType},
-  {"cudnnSetDropoutDescriptor", (void *)cudnnSetDropoutDescriptor, (void **)&real_cudnnSetDropoutDescriptor},
-  {"cudnnSetFilter4dDescriptor", (void *)cudnnSetFilter4dDescriptor, (void **)&real_cudnnSetFilter4dDescriptor},
-  {"cudnnSetFilterNdDescriptor", (void *)cudnnSetFilterNdDescriptor, (void **)&real_cudnnSetFilterNdDescriptor},
-  {"cudnnSetFusedOpsConstParamPackAttribute", (void *)cudnnSetFusedOpsConstParamPackAttribute, (void **)&real_cudnnSetFusedOpsConstParamPackAttribute},
-  {"cudnnSetFusedOpsVariantParamPackAttribute", (void *)cudnnSetFusedOpsVariantParamPackAttribute, (void **)&real_cudnnSetFusedOpsVariantParamPackAttribute},
-  {"cudnnSetLRNDescriptor", (void *)cudnnSetLRNDescriptor, (void **)&real_cudnnSetLRNDescriptor},
-  {"cudnnSetOpTensorDescriptor", (void *)cudnnSetOpTensorDescriptor, (void **)&real_cudnnSetOpTensorDescriptor},
-  {"cudnnSetPooling2dDescriptor", (void *)cudnnSetPooling2dDescriptor, (void **)&real_cudnnSetPooling2dDescriptor},
-  {"cudnnSetPoolingNdDescriptor", (void *)cudnnSetPoolingNdDescriptor, (void **)&real_cudnnSetPoolingNdDescriptor},
-  {"cudnnSetRNNDataDescriptor", (void *)cudnnSetRNNDataDescriptor, (void **)&real_cudnnSetRNNDataDescriptor},
-  {"cudnnSetRNNDescriptor_v8", (void *)cudnnSetRNNDescriptor_v8, (void **)&real_cudnnSetRNNDescriptor_v8},
-  {"cudnnSetReduceTensorDescriptor", (void *)cudnnSetReduceTensorDescriptor, (void **)&real_cudnnSetReduceTensorDescriptor},
-  {"cudnnSetSeqDataDescriptor", (void *)cudnnSetSeqDataDescriptor, (void **)&real_cudnnSetSeqDataDescriptor},
-  {"cudnnSetSpatialTransformerNdDescriptor", (void *)cudnnSetSpatialTransformerNdDescriptor, (void **)&real_cudnnSetSpatialTransformerNdDescriptor},
-  {"cudnnSetStream", (void *)cudnnSetStream, (void **)&real_cudnnSetStream},
-  {"cudnnSetTensor", (void *)cudnnSetTensor, (void **)&real_cudnnSetTensor},
-  {"cudnnSetTensor4dDescriptor", (void *)cudnnSetTensor4dDescriptor, (void **)&real_cudnnSetTensor4dDescriptor},
-  {"cudnnSetTensor4dDescriptorEx", (void *)cudnnSetTensor4dDescriptorEx, (void **)&real_cudnnSetTensor4dDescriptorEx},
-  {"cudnnSetTensorNdDescriptor", (void *)cudnnSetTensorNdDescriptor, (void **)&real_cudnnSetTensorNdDescriptor},
-  {"cudnnSetTensorNdDescriptorEx", (void *)cudnnSetTensorNdDescriptorEx, (void **)&real_cudnnSetTensorNdDescriptorEx},
-  {"cudnnSetTensorTransformDescriptor", (void *)cudnnSetTensorTransformDescriptor, (void **)&real_cudnnSetTensorTransformDescriptor},
-  {"cudnnSoftmaxBackward", (void *)cudnnSoftmaxBackward, (void **)&real_cudnnSoftmaxBackward},
-  {"cudnnSoftmaxForward", (void *)cudnnSoftmaxForward, (void **)&real_cudnnSoftmaxForward},
-  {"cudnnSpatialTfGridGeneratorBackward", (void *)cudnnSpatialTfGridGeneratorBackward, (void **)&real_cudnnSpatialTfGridGeneratorBackward},
-  {"cudnnSpatialTfGridGeneratorForward", (void *)cudnnSpatialTfGridGeneratorForward, (void **)&real_cudnnSpatialTfGridGeneratorForward},
-  {"cudnnSpatialTfSamplerBackward", (void *)cudnnSpatialTfSamplerBackward, (void **)&real_cudnnSpatialTfSamplerBackward},
-  {"cudnnSpatialTfSamplerForward", (void *)cudnnSpatialTfSamplerForward, (void **)&real_cudnnSpatialTfSamplerForward},
-  {"cudnnTransformFilter", (void *)cudnnTransformFilter, (void **)&real_cudnnTransformFilter},
-  {"cudnnTransformTensor", (void *)cudnnTransformTensor, (void **)&real_cudnnTransformTensor},
-  {"cudnnTransformTensorEx", (void *)cudnnTransformTensorEx, (void **)&real_cudnnTransformTensorEx},
+  {"cudnnActivationBackward", (void *)cudnnActivationBackward, (void **)&real_cudnnActivationBackward, (void *)dlh_own_cudnnActivationBackward, (void **)&own_cudnnActivationBackward},
+  {"cudnnActivationForward", (void *)cudnnActivationForward, (void **)&real_cudnnActivationForward, (void *)dlh_own_cudnnActivationForward, (void **)&own_cudnnActivationForward},
+  {"cudnnAddTensor", (void *)cudnnAddTensor, (void **)&real_cudnnAddTensor, (void *)dlh_own_cudnnAddTensor, (void **)&own_cudnnAddTensor},
+  {"cudnnAdvVersionCheck", (void *)cudnnAdvVersionCheck, (void **)&real_cudnnAdvVersionCheck, (void *)dlh_own_cudnnAdvVersionCheck, (void **)&own_cudnnAdvVersionCheck},
+  {"cudnnBackendCreateDescriptor", (void *)cudnnBackendCreateDescriptor, (void **)&real_cudnnBackendCreateDescriptor, (void *)dlh_own_cudnnBackendCreateDescriptor, (void **)&own_cudnnBackendCreateDescriptor},
+  {"cudnnBackendDestroyDescriptor", (void *)cudnnBackendDestroyDescriptor, (void **)&real_cudnnBackendDestroyDescriptor, (void *)dlh_own_cudnnBackendDestroyDescriptor, (void **)&own_cudnnBackendDestroyDescriptor},
+  {"cudnnBackendExecute", (void *)cudnnBackendExecute, (void **)&real_cudnnBackendExecute, (void *)dlh_own_cudnnBackendExecute, (void **)&own_cudnnBackendExecute},
+  {"cudnnBackendFinalize", (void *)cudnnBackendFinalize, (void **)&real_cudnnBackendFinalize, (void *)dlh_own_cudnnBackendFinalize, (void **)&own_cudnnBackendFinalize},
+  {"cudnnBackendGetAttribute", (void *)cudnnBackendGetAttribute, (void **)&real_cudnnBackendGetAttribute, (void *)dlh_own_cudnnBackendGetAttribute, (void **)&own_cudnnBackendGetAttribute},
+  {"cudnnBackendInitialize", (void *)cudnnBackendInitialize, (void **)&real_cudnnBackendInitialize, (void *)dlh_own_cudnnBackendInitialize, (void **)&own_cudnnBackendInitialize},
+  {"cudnnBackendPopulateCudaGraph", (void *)cudnnBackendPopulateCudaGraph, (void **)&real_cudnnBackendPopulateCudaGraph, (void *)dlh_own_cudnnBackendPopulateCudaGraph, (void **)&own_cudnnBackendPopulateCudaGraph},
+  {"cudnnBackendSetAttribute", (void *)cudnnBackendSetAttribute, (void **)&real_cudnnBackendSetAttribute, (void *)dlh_own_cudnnBackendSetAttribute, (void **)&own_cudnnBackendSetAttribute},
+  {"cudnnBackendUpdateCudaGraph", (void *)cudnnBackendUpdateCudaGraph, (void **)&real_cudnnBackendUpdateCudaGraph, (void *)dlh_own_cudnnBackendUpdateCudaGraph, (void **)&own_cudnnBackendUpdateCudaGraph},
+  {"cudnnBatchNormalizationBackward", (void *)cudnnBatchNormalizationBackward, (void **)&real_cudnnBatchNormalizationBackward, (void *)dlh_own_cudnnBatchNormalizationBackward, (void **)&own_cudnnBatchNormalizationBackward},
+  {"cudnnBatchNormalizationBackwardEx", (void *)cudnnBatchNormalizationBackwardEx, (void **)&real_cudnnBatchNormalizationBackwardEx, (void *)dlh_own_cudnnBatchNormalizationBackwardEx, (void **)&own_cudnnBatchNormalizationBackwardEx},
+  {"cudnnBatchNormalizationForwardInference", (void *)cudnnBatchNormalizationForwardInference, (void **)&real_cudnnBatchNormalizationForwardInference, (void *)dlh_own_cudnnBatchNormalizationForwardInference, (void **)&own_cudnnBatchNormalizationForwardInference},
+  {"cudnnBatchNormalizationForwardTraining", (void *)cudnnBatchNormalizationForwardTraining, (void **)&real_cudnnBatchNormalizationForwardTraining, (void *)dlh_own_cudnnBatchNormalizationForwardTraining, (void **)&own_cudnnBatchNormalizationForwardTraining},
+  {"cudnnBatchNormalizationForwardTrainingEx", (void *)cudnnBatchNormalizationForwardTrainingEx, (void **)&real_cudnnBatchNormalizationForwardTrainingEx, (void *)dlh_own_cudnnBatchNormalizationForwardTrainingEx, (void **)&own_cudnnBatchNormalizationForwardTrainingEx},
+  {"cudnnBuildRNNDynamic", (void *)cudnnBuildRNNDynamic, (void **)&real_cudnnBuildRNNDynamic, (void *)dlh_own_cudnnBuildRNNDynamic, (void **)&own_cudnnBuildRNNDynamic},
+  {"cudnnCTCLoss", (void *)cudnnCTCLoss, (void **)&real_cudnnCTCLoss, (void *)dlh_own_cudnnCTCLoss, (void **)&own_cudnnCTCLoss},
+  {"cudnnCTCLoss_v8", (void *)cudnnCTCLoss_v8, (void **)&real_cudnnCTCLoss_v8, (void *)dlh_own_cudnnCTCLoss_v8, (void **)&own_cudnnCTCLoss_v8},
+  {"cudnnCnnVersionCheck", (void *)cudnnCnnVersionCheck, (void **)&real_cudnnCnnVersionCheck, (void *)dlh_own_cudnnCnnVersionCheck, (void **)&own_cudnnCnnVersionCheck},
+  {"cudnnConvolutionBackwardBias", (void *)cudnnConvolutionBackwardBias, (void **)&real_cudnnConvolutionBackwardBias, (void *)dlh_own_cudnnConvolutionBackwardBias, (void **)&own_cudnnConvolutionBackwardBias},
+  {"cudnnConvolutionBackwardData", (void *)cudnnConvolutionBackwardData, (void **)&real_cudnnConvolutionBackwardData, (void *)dlh_own_cudnnConvolutionBackwardData, (void **)&own_cudnnConvolutionBackwardData},
+  {"cudnnConvolutionBackwardFilter", (void *)cudnnConvolutionBackwardFilter, (void **)&real_cudnnConvolutionBackwardFilter, (void *)dlh_own_cudnnConvolutionBackwardFilter, (void **)&own_cudnnConvolutionBackwardFilter},
+  {"cudnnConvolutionBiasActivationForward", (void *)cudnnConvolutionBiasActivationForward, (void **)&real_cudnnConvolutionBiasActivationForward, (void *)dlh_own_cudnnConvolutionBiasActivationForward, (void **)&own_cudnnConvolutionBiasActivationForward},
+  {"cudnnConvolutionForward", (void *)cudnnConvolutionForward, (void **)&real_cudnnConvolutionForward, (void *)dlh_own_cudnnConvolutionForward, (void **)&own_cudnnConvolutionForward},
+  {"cudnnCreate", (void *)cudnnCreate, (void **)&real_cudnnCreate, (void *)dlh_own_cudnnCreate, (void **)&own_cudnnCreate},
+  {"cudnnCreateActivationDescriptor", (void *)cudnnCreateActivationDescriptor, (void **)&real_cudnnCreateActivationDescriptor, (void *)dlh_own_cudnnCreateActivationDescriptor, (void **)&own_cudnnCreateActivationDescriptor},
+  {"cudnnCreateAttnDescriptor", (void *)cudnnCreateAttnDescriptor, (void **)&real_cudnnCreateAttnDescriptor, (void *)dlh_own_cudnnCreateAttnDescriptor, (void **)&own_cudnnCreateAttnDescriptor},
+  {"cudnnCreateCTCLossDescriptor", (void *)cudnnCreateCTCLossDescriptor, (void **)&real_cudnnCreateCTCLossDescriptor, (void *)dlh_own_cudnnCreateCTCLossDescriptor, (void **)&own_cudnnCreateCTCLossDescriptor},
+  {"cudnnCreateConvolutionDescriptor", (void *)cudnnCreateConvolutionDescriptor, (void **)&real_cudnnCreateConvolutionDescriptor, (void *)dlh_own_cudnnCreateConvolutionDescriptor, (void **)&own_cudnnCreateConvolutionDescriptor},
+  {"cudnnCreateDropoutDescriptor", (void *)cudnnCreateDropoutDescriptor, (void **)&real_cudnnCreateDropoutDescriptor, (void *)dlh_own_cudnnCreateDropoutDescriptor, (void **)&own_cudnnCreateDropoutDescriptor},
+  {"cudnnCreateFilterDescriptor", (void *)cudnnCreateFilterDescriptor, (void **)&real_cudnnCreateFilterDescriptor, (void *)dlh_own_cudnnCreateFilterDescriptor, (void **)&own_cudnnCreateFilterDescriptor},
+  {"cudnnCreateFusedOpsConstParamPack", (void *)cudnnCreateFusedOpsConstParamPack, (void **)&real_cudnnCreateFusedOpsConstParamPack, (void *)dlh_own_cudnnCreateFusedOpsConstParamPack, (void **)&own_cudnnCreateFusedOpsConstParamPack},
+  {"cudnnCreateFusedOpsPlan", (void *)cudnnCreateFusedOpsPlan, (void **)&real_cudnnCreateFusedOpsPlan, (void *)dlh_own_cudnnCreateFusedOpsPlan, (void **)&own_cudnnCreateFusedOpsPlan},
+  {"cudnnCreateFusedOpsVariantParamPack", (void *)cudnnCreateFusedOpsVariantParamPack, (void **)&real_cudnnCreateFusedOpsVariantParamPack, (void *)dlh_own_cudnnCreateFusedOpsVariantParamPack, (void **)&own_cudnnCreateFusedOpsVariantParamPack},
+  {"cudnnCreateLRNDescriptor", (void *)cudnnCreateLRNDescriptor, (void **)&real_cudnnCreateLRNDescriptor, (void *)dlh_own_cudnnCreateLRNDescriptor, (void **)&own_cudnnCreateLRNDescriptor},
+  {"cudnnCreateOpTensorDescriptor", (void *)cudnnCreateOpTensorDescriptor, (void **)&real_cudnnCreateOpTensorDescriptor, (void *)dlh_own_cudnnCreateOpTensorDescriptor, (void **)&own_cudnnCreateOpTensorDescriptor},
+  {"cudnnCreatePoolingDescriptor", (void *)cudnnCreatePoolingDescriptor, (void **)&real_cudnnCreatePoolingDescriptor, (void *)dlh_own_cudnnCreatePoolingDescriptor, (void **)&own_cudnnCreatePoolingDescriptor},
+  {"cudnnCreateRNNDataDescriptor", (void *)cudnnCreateRNNDataDescriptor, (void **)&real_cudnnCreateRNNDataDescriptor, (void *)dlh_own_cudnnCreateRNNDataDescriptor, (void **)&own_cudnnCreateRNNDataDescriptor},
+  {"cudnnCreateRNNDescriptor", (void *)cudnnCreateRNNDescriptor, (void **)&real_cudnnCreateRNNDescriptor, (void *)dlh_own_cudnnCreateRNNDescriptor, (void **)&own_cudnnCreateRNNDescriptor},
+  {"cudnnCreateReduceTensorDescriptor", (void *)cudnnCreateReduceTensorDescriptor, (void **)&real_cudnnCreateReduceTensorDescriptor, (void *)dlh_own_cudnnCreateReduceTensorDescriptor, (void **)&own_cudnnCreateReduceTensorDescriptor},
+  {"cudnnCreateSeqDataDescriptor", (void *)cudnnCreateSeqDataDescriptor, (void **)&real_cudnnCreateSeqDataDescriptor, (void *)dlh_own_cudnnCreateSeqDataDescriptor, (void **)&own_cudnnCreateSeqDataDescriptor},
+  {"cudnnCreateSpatialTransformerDescriptor", (void *)cudnnCreateSpatialTransformerDescriptor, (void **)&real_cudnnCreateSpatialTransformerDescriptor, (void *)dlh_own_cudnnCreateSpatialTransformerDescriptor, (void **)&own_cudnnCreateSpatialTransformerDescriptor},
+  {"cudnnCreateTensorDescriptor", (void *)cudnnCreateTensorDescriptor, (void **)&real_cudnnCreateTensorDescriptor, (void *)dlh_own_cudnnCreateTensorDescriptor, (void **)&own_cudnnCreateTensorDescriptor},
+  {"cudnnCreateTensorTransformDescriptor", (void *)cudnnCreateTensorTransformDescriptor, (void **)&real_cudnnCreateTensorTransformDescriptor, (void *)dlh_own_cudnnCreateTensorTransformDescriptor, (void **)&own_cudnnCreateTensorTransformDescriptor},
+  {"cudnnDeriveBNTensorDescriptor", (void *)cudnnDeriveBNTensorDescriptor, (void **)&real_cudnnDeriveBNTensorDescriptor, (void *)dlh_own_cudnnDeriveBNTensorDescriptor, (void **)&own_cudnnDeriveBNTensorDescriptor},
+  {"cudnnDeriveNormTensorDescriptor", (void *)cudnnDeriveNormTensorDescriptor, (void **)&real_cudnnDeriveNormTensorDescriptor, (void *)dlh_own_cudnnDeriveNormTensorDescriptor, (void **)&own_cudnnDeriveNormTensorDescriptor},
+  {"cudnnDestroy", (void *)cudnnDestroy, (void **)&real_cudnnDestroy, (void *)dlh_own_cudnnDestroy, (void **)&own_cudnnDestroy},
+  {"cudnnDestroyActivationDescriptor", (void *)cudnnDestroyActivationDescriptor, (void **)&real_cudnnDestroyActivationDescriptor, (void *)dlh_own_cudnnDestroyActivationDescriptor, (void **)&own_cudnnDestroyActivationDescriptor},
+  {"cudnnDestroyAttnDescriptor", (void *)cudnnDestroyAttnDescriptor, (void **)&real_cudnnDestroyAttnDescriptor, (void *)dlh_own_cudnnDestroyAttnDescriptor, (void **)&own_cudnnDestroyAttnDescriptor},
+  {"cudnnDestroyCTCLossDescriptor", (void *)cudnnDestroyCTCLossDescriptor, (void **)&real_cudnnDestroyCTCLossDescriptor, (void *)dlh_own_cudnnDestroyCTCLossDescriptor, (void **)&own_cudnnDestroyCTCLossDescriptor},
+  {"cudnnDestroyConvolutionDescriptor", (void *)cudnnDestroyConvolutionDescriptor, (void **)&real_cudnnDestroyConvolutionDescriptor, (void *)dlh_own_cudnnDestroyConvolutionDescriptor, (void **)&own_cudnnDestroyConvolutionDescriptor},
+  {"cudnnDestroyDropoutDescriptor", (void *)cudnnDestroyDropoutDescriptor, (void **)&real_cudnnDestroyDropoutDescriptor, (void *)dlh_own_cudnnDestroyDropoutDescriptor, (void **)&own_cudnnDestroyDropoutDescriptor},
+  {"cudnnDestroyFilterDescriptor", (void *)cudnnDestroyFilterDescriptor, (void **)&real_cudnnDestroyFilterDescriptor, (void *)dlh_own_cudnnDestroyFilterDescriptor, (void **)&own_cudnnDestroyFilterDescriptor},
+  {"cudnnDestroyFusedOpsConstParamPack", (void *)cudnnDestroyFusedOpsConstParamPack, (void **)&real_cudnnDestroyFusedOpsConstParamPack, (void *)dlh_own_cudnnDestroyFusedOpsConstParamPack, (void **)&own_cudnnDestroyFusedOpsConstParamPack},
+  {"cudnnDestroyFusedOpsPlan", (void *)cudnnDestroyFusedOpsPlan, (void **)&real_cudnnDestroyFusedOpsPlan, (void *)dlh_own_cudnnDestroyFusedOpsPlan, (void **)&own_cudnnDestroyFusedOpsPlan},
+  {"cudnnDestroyFusedOpsVariantParamPack", (void *)cudnnDestroyFusedOpsVariantParamPack, (void **)&real_cudnnDestroyFusedOpsVariantParamPack, (void *)dlh_own_cudnnDestroyFusedOpsVariantParamPack, (void **)&own_cudnnDestroyFusedOpsVariantParamPack},
+  {"cudnnDestroyLRNDescriptor", (void *)cudnnDestroyLRNDescriptor, (void **)&real_cudnnDestroyLRNDescriptor, (void *)dlh_own_cudnnDestroyLRNDescriptor, (void **)&own_cudnnDestroyLRNDescriptor},
+  {"cudnnDestroyOpTensorDescriptor", (void *)cudnnDestroyOpTensorDescriptor, (void **)&real_cudnnDestroyOpTensorDescriptor, (void *)dlh_own_cudnnDestroyOpTensorDescriptor, (void **)&own_cudnnDestroyOpTensorDescriptor},
+  {"cudnnDestroyPoolingDescriptor", (void *)cudnnDestroyPoolingDescriptor, (void **)&real_cudnnDestroyPoolingDescriptor, (void *)dlh_own_cudnnDestroyPoolingDescriptor, (void **)&own_cudnnDestroyPoolingDescriptor},
+  {"cudnnDestroyRNNDataDescriptor", (void *)cudnnDestroyRNNDataDescriptor, (void **)&real_cudnnDestroyRNNDataDescriptor, (void *)dlh_own_cudnnDestroyRNNDataDescriptor, (void **)&own_cudnnDestroyRNNDataDescriptor},
+  {"cudnnDestroyRNNDescriptor", (void *)cudnnDestroyRNNDescriptor, (void **)&real_cudnnDestroyRNNDescriptor, (void *)dlh_own_cudnnDestroyRNNDescriptor, (void **)&own_cudnnDestroyRNNDescriptor},
+  {"cudnnDestroyReduceTensorDescriptor", (void *)cudnnDestroyReduceTensorDescriptor, (void **)&real_cudnnDestroyReduceTensorDescriptor, (void *)dlh_own_cudnnDestroyReduceTensorDescriptor, (void **)&own_cudnnDestroyReduceTensorDescriptor},
+  {"cudnnDestroySeqDataDescriptor", (void *)cudnnDestroySeqDataDescriptor, (void **)&real_cudnnDestroySeqDataDescriptor, (void *)dlh_own_cudnnDestroySeqDataDescriptor, (void **)&own_cudnnDestroySeqDataDescriptor},
+  {"cudnnDestroySpatialTransformerDescriptor", (void *)cudnnDestroySpatialTransformerDescriptor, (void **)&real_cudnnDestroySpatialTransformerDescriptor, (void *)dlh_own_cudnnDestroySpatialTransformerDescriptor, (void **)&own_cudnnDestroySpatialTransformerDescriptor},
+  {"cudnnDestroyTensorDescriptor", (void *)cudnnDestroyTensorDescriptor, (void **)&real_cudnnDestroyTensorDescriptor, (void *)dlh_own_cudnnDestroyTensorDescriptor, (void **)&own_cudnnDestroyTensorDescriptor},
+  {"cudnnDestroyTensorTransformDescriptor", (void *)cudnnDestroyTensorTransformDescriptor, (void **)&real_cudnnDestroyTensorTransformDescriptor, (void *)dlh_own_cudnnDestroyTensorTransformDescriptor, (void **)&own_cudnnDestroyTensorTransformDescriptor},
+  {"cudnnDivisiveNormalizationBackward", (void *)cudnnDivisiveNormalizationBackward, (void **)&real_cudnnDivisiveNormalizationBackward, (void *)dlh_own_cudnnDivisiveNormalizationBackward, (void **)&own_cudnnDivisiveNormalizationBackward},
+  {"cudnnDivisiveNormalizationForward", (void *)cudnnDivisiveNormalizationForward, (void **)&real_cudnnDivisiveNormalizationForward, (void *)dlh_own_cudnnDivisiveNormalizationForward, (void **)&own_cudnnDivisiveNormalizationForward},
+  {"cudnnDropoutBackward", (void *)cudnnDropoutBackward, (void **)&real_cudnnDropoutBackward, (void *)dlh_own_cudnnDropoutBackward, (void **)&own_cudnnDropoutBackward},
+  {"cudnnDropoutForward", (void *)cudnnDropoutForward, (void **)&real_cudnnDropoutForward, (void *)dlh_own_cudnnDropoutForward, (void **)&own_cudnnDropoutForward},
+  {"cudnnDropoutGetReserveSpaceSize", (void *)cudnnDropoutGetReserveSpaceSize, (void **)&real_cudnnDropoutGetReserveSpaceSize, (void *)dlh_own_cudnnDropoutGetReserveSpaceSize, (void **)&own_cudnnDropoutGetReserveSpaceSize},
+  {"cudnnDropoutGetStatesSize", (void *)cudnnDropoutGetStatesSize, (void **)&real_cudnnDropoutGetStatesSize, (void *)dlh_own_cudnnDropoutGetStatesSize, (void **)&own_cudnnDropoutGetStatesSize},
+  {"cudnnFindConvolutionBackwardDataAlgorithm", (void *)cudnnFindConvolutionBackwardDataAlgorithm, (void **)&real_cudnnFindConvolutionBackwardDataAlgorithm, (void *)dlh_own_cudnnFindConvolutionBackwardDataAlgorithm, (void **)&own_cudnnFindConvolutionBackwardDataAlgorithm},
+  {"cudnnFindConvolutionBackwardDataAlgorithmEx", (void *)cudnnFindConvolutionBackwardDataAlgorithmEx, (void **)&real_cudnnFindConvolutionBackwardDataAlgorithmEx, (void *)dlh_own_cudnnFindConvolutionBackwardDataAlgorithmEx, (void **)&own_cudnnFindConvolutionBackwardDataAlgorithmEx},
+  {"cudnnFindConvolutionBackwardFilterAlgorithm", (void *)cudnnFindConvolutionBackwardFilterAlgorithm, (void **)&real_cudnnFindConvolutionBackwardFilterAlgorithm, (void *)dlh_own_cudnnFindConvolutionBackwardFilterAlgorithm, (void **)&own_cudnnFindConvolutionBackwardFilterAlgorithm},
+  {"cudnnFindConvolutionBackwardFilterAlgorithmEx", (void *)cudnnFindConvolutionBackwardFilterAlgorithmEx, (void **)&real_cudnnFindConvolutionBackwardFilterAlgorithmEx, (void *)dlh_own_cudnnFindConvolutionBackwardFilterAlgorithmEx, (void **)&own_cudnnFindConvolutionBackwardFilterAlgorithmEx},
+  {"cudnnFindConvolutionForwardAlgorithm", (void *)cudnnFindConvolutionForwardAlgorithm, (void **)&real_cudnnFindConvolutionForwardAlgorithm, (void *)dlh_own_cudnnFindConvolutionForwardAlgorithm, (void **)&own_cudnnFindConvolutionForwardAlgorithm},
+  {"cudnnFindConvolutionForwardAlgorithmEx", (void *)cudnnFindConvolutionForwardAlgorithmEx, (void **)&real_cudnnFindConvolutionForwardAlgorithmEx, (void *)dlh_own_cudnnFindConvolutionForwardAlgorithmEx, (void **)&own_cudnnFindConvolutionForwardAlgorithmEx},
+  {"cudnnFusedOpsExecute", (void *)cudnnFusedOpsExecute, (void **)&real_cudnnFusedOpsExecute, (void *)dlh_own_cudnnFusedOpsExecute, (void **)&own_cudnnFusedOpsExecute},
+  {"cudnnGetActivationDescriptor", (void *)cudnnGetActivationDescriptor, (void **)&real_cudnnGetActivationDescriptor, (void *)dlh_own_cudnnGetActivationDescriptor, (void **)&own_cudnnGetActivationDescriptor},
+  {"cudnnGetActivationDescriptorSwishBeta", (void *)cudnnGetActivationDescriptorSwishBeta, (void **)&real_cudnnGetActivationDescriptorSwishBeta, (void *)dlh_own_cudnnGetActivationDescriptorSwishBeta, (void **)&own_cudnnGetActivationDescriptorSwishBeta},
+  {"cudnnGetAttnDescriptor", (void *)cudnnGetAttnDescriptor, (void **)&real_cudnnGetAttnDescriptor, (void *)dlh_own_cudnnGetAttnDescriptor, (void **)&own_cudnnGetAttnDescriptor},
+  {"cudnnGetBatchNormalizationBackwardExWorkspaceSize", (void *)cudnnGetBatchNormalizationBackwardExWorkspaceSize, (void **)&real_cudnnGetBatchNormalizationBackwardExWorkspaceSize, (void *)dlh_own_cudnnGetBatchNormalizationBackwardExWorkspaceSize, (void **)&own_cudnnGetBatchNormalizationBackwardExWorkspaceSize},
+  {"cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize", (void *)cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize, (void **)&real_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize, (void *)dlh_own_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize, (void **)&own_cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize},
+  {"cudnnGetBatchNormalizationTrainingExReserveSpaceSize", (void *)cudnnGetBatchNormalizationTrainingExReserveSpaceSize, (void **)&real_cudnnGetBatchNormalizationTrainingExReserveSpaceSize, (void *)dlh_own_cudnnGetBatchNormalizationTrainingExReserveSpaceSize, (void **)&own_cudnnGetBatchNormalizationTrainingExReserveSpaceSize},
+  {"cudnnGetCTCLossDescriptor", (void *)cudnnGetCTCLossDescriptor, (void **)&real_cudnnGetCTCLossDescriptor, (void *)dlh_own_cudnnGetCTCLossDescriptor, (void **)&own_cudnnGetCTCLossDescriptor},
+  {"cudnnGetCTCLossDescriptorEx", (void *)cudnnGetCTCLossDescriptorEx, (void **)&real_cudnnGetCTCLossDescriptorEx, (void *)dlh_own_cudnnGetCTCLossDescriptorEx, (void **)&own_cudnnGetCTCLossDescriptorEx},
+  {"cudnnGetCTCLossDescriptor_v8", (void *)cudnnGetCTCLossDescriptor_v8, (void **)&real_cudnnGetCTCLossDescriptor_v8, (void *)dlh_own_cudnnGetCTCLossDescriptor_v8, (void **)&own_cudnnGetCTCLossDescriptor_v8},
+  {"cudnnGetCTCLossDescriptor_v9", (void *)cudnnGetCTCLossDescriptor_v9, (void **)&real_cudnnGetCTCLossDescriptor_v9, (void *)dlh_own_cudnnGetCTCLossDescriptor_v9, (void **)&own_cudnnGetCTCLossDescriptor_v9},
+  {"cudnnGetCTCLossWorkspaceSize", (void *)cudnnGetCTCLossWorkspaceSize, (void **)&real_cudnnGetCTCLossWorkspaceSize, (void *)dlh_own_cudnnGetCTCLossWorkspaceSize, (void **)&own_cudnnGetCTCLossWorkspaceSize},
+  {"cudnnGetCTCLossWorkspaceSize_v8", (void *)cudnnGetCTCLossWorkspaceSize_v8, (void **)&real_cudnnGetCTCLossWorkspaceSize_v8, (void *)dlh_own_cudnnGetCTCLossWorkspaceSize_v8, (void **)&own_cudnnGetCTCLossWorkspaceSize_v8},
+  {"cudnnGetCallback", (void *)cudnnGetCallback, (void **)&real_cudnnGetCallback, (void *)dlh_own_cudnnGetCallback, (void **)&own_cudnnGetCallback},
+  {"cudnnGetConvolution2dDescriptor", (void *)cudnnGetConvolution2dDescriptor, (void **)&real_cudnnGetConvolution2dDescriptor, (void *)dlh_own_cudnnGetConvolution2dDescriptor, (void **)&own_cudnnGetConvolution2dDescriptor},
+  {"cudnnGetConvolution2dForwardOutputDim", (void *)cudnnGetConvolution2dForwardOutputDim, (void **)&real_cudnnGetConvolution2dForwardOutputDim, (void *)dlh_own_cudnnGetConvolution2dForwardOutputDim, (void **)&own_cudnnGetConvolution2dForwardOutputDim},
+  {"cudnnGetConvolutionBackwardDataAlgorithmMaxCount", (void *)cudnnGetConvolutionBackwardDataAlgorithmMaxCount, (void **)&real_cudnnGetConvolutionBackwardDataAlgorithmMaxCount, (void *)dlh_own_cudnnGetConvolutionBackwardDataAlgorithmMaxCount, (void **)&own_cudnnGetConvolutionBackwardDataAlgorithmMaxCount},
+  {"cudnnGetConvolutionBackwardDataAlgorithm_v7", (void *)cudnnGetConvolutionBackwardDataAlgorithm_v7, (void **)&real_cudnnGetConvolutionBackwardDataAlgorithm_v7, (void *)dlh_own_cudnnGetConvolutionBackwardDataAlgorithm_v7, (void **)&own_cudnnGetConvolutionBackwardDataAlgorithm_v7},
+  {"cudnnGetConvolutionBackwardDataWorkspaceSize", (void *)cudnnGetConvolutionBackwardDataWorkspaceSize, (void **)&real_cudnnGetConvolutionBackwardDataWorkspaceSize, (void *)dlh_own_cudnnGetConvolutionBackwardDataWorkspaceSize, (void **)&own_cudnnGetConvolutionBackwardDataWorkspaceSize},
+  {"cudnnGetConvolutionBackwardFilterAlgorithmMaxCount", (void *)cudnnGetConvolutionBackwardFilterAlgorithmMaxCount, (void **)&real_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount, (void *)dlh_own_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount, (void **)&own_cudnnGetConvolutionBackwardFilterAlgorithmMaxCount},
+  {"cudnnGetConvolutionBackwardFilterAlgorithm_v7", (void *)cudnnGetConvolutionBackwardFilterAlgorithm_v7, (void **)&real_cudnnGetConvolutionBackwardFilterAlgorithm_v7, (void *)dlh_own_cudnnGetConvolutionBackwardFilterAlgorithm_v7, (void **)&own_cudnnGetConvolutionBackwardFilterAlgorithm_v7},
+  {"cudnnGetConvolutionBackwardFilterWorkspaceSize", (void *)cudnnGetConvolutionBackwardFilterWorkspaceSize, (void **)&real_cudnnGetConvolutionBackwardFilterWorkspaceSize, (void *)dlh_own_cudnnGetConvolutionBackwardFilterWorkspaceSize, (void **)&own_cudnnGetConvolutionBackwardFilterWorkspaceSize},
+  {"cudnnGetConvolutionForwardAlgorithmMaxCount", (void *)cudnnGetConvolutionForwardAlgorithmMaxCount, (void **)&real_cudnnGetConvolutionForwardAlgorithmMaxCount, (void *)dlh_own_cudnnGetConvolutionForwardAlgorithmMaxCount, (void **)&own_cudnnGetConvolutionForwardAlgorithmMaxCount},
+  {"cudnnGetConvolutionForwardAlgorithm_v7", (void *)cudnnGetConvolutionForwardAlgorithm_v7, (void **)&real_cudnnGetConvolutionForwardAlgorithm_v7, (void *)dlh_own_cudnnGetConvolutionForwardAlgorithm_v7, (void **)&own_cudnnGetConvolutionForwardAlgorithm_v7},
+  {"cudnnGetConvolutionForwardWorkspaceSize", (void *)cudnnGetConvolutionForwardWorkspaceSize, (void **)&real_cudnnGetConvolutionForwardWorkspaceSize, (void *)dlh_own_cudnnGetConvolutionForwardWorkspaceSize, (void **)&own_cudnnGetConvolutionForwardWorkspaceSize},
+  {"cudnnGetConvolutionGroupCount", (void *)cudnnGetConvolutionGroupCount, (void **)&real_cudnnGetConvolutionGroupCount, (void *)dlh_own_cudnnGetConvolutionGroupCount, (void **)&own_cudnnGetConvolutionGroupCount},
+  {"cudnnGetConvolutionMathType", (void *)cudnnGetConvolutionMathType, (void **)&real_cudnnGetConvolutionMathType, (void *)dlh_own_cudnnGetConvolutionMathType, (void **)&own_cudnnGetConvolutionMathType},
+  {"cudnnGetConvolutionNdDescriptor", (void *)cudnnGetConvolutionNdDescriptor, (void **)&real_cudnnGetConvolutionNdDescriptor, (void *)dlh_own_cudnnGetConvolutionNdDescriptor, (void **)&own_cudnnGetConvolutionNdDescriptor},
+  {"cudnnGetConvolutionNdForwardOutputDim", (void *)cudnnGetConvolutionNdForwardOutputDim, (void **)&real_cudnnGetConvolutionNdForwardOutputDim, (void *)dlh_own_cudnnGetConvolutionNdForwardOutputDim, (void **)&own_cudnnGetConvolutionNdForwardOutputDim},
+  {"cudnnGetConvolutionReorderType", (void *)cudnnGetConvolutionReorderType, (void **)&real_cudnnGetConvolutionReorderType, (void *)dlh_own_cudnnGetConvolutionReorderType, (void **)&own_cudnnGetConvolutionReorderType},
+  {"cudnnGetCudartVersion", (void *)cudnnGetCudartVersion, (void **)&real_cudnnGetCudartVersion, (void *)dlh_own_cudnnGetCudartVersion, (void **)&own_cudnnGetCudartVersion},
+  {"cudnnGetDropoutDescriptor", (void *)cudnnGetDropoutDescriptor, (void **)&real_cudnnGetDropoutDescriptor, (void *)dlh_own_cudnnGetDropoutDescriptor, (void **)&own_cudnnGetDropoutDescriptor},
+  {"cudnnGetErrorString", (void *)cudnnGetErrorString, (void **)&real_cudnnGetErrorString, (void *)dlh_own_cudnnGetErrorString, (void **)&own_cudnnGetErrorString},
+  {"cudnnGetFilter4dDescriptor", (void *)cudnnGetFilter4dDescriptor, (void **)&real_cudnnGetFilter4dDescriptor, (void *)dlh_own_cudnnGetFilter4dDescriptor, (void **)&own_cudnnGetFilter4dDescriptor},
+  {"cudnnGetFilterNdDescriptor", (void *)cudnnGetFilterNdDescriptor, (void **)&real_cudnnGetFilterNdDescriptor, (void *)dlh_own_cudnnGetFilterNdDescriptor, (void **)&own_cudnnGetFilterNdDescriptor},
+  {"cudnnGetFilterSizeInBytes", (void *)cudnnGetFilterSizeInBytes, (void **)&real_cudnnGetFilterSizeInBytes, (void *)dlh_own_cudnnGetFilterSizeInBytes, (void **)&own_cudnnGetFilterSizeInBytes},
+  {"cudnnGetFoldedConvBackwardDataDescriptors", (void *)cudnnGetFoldedConvBackwardDataDescriptors, (void **)&real_cudnnGetFoldedConvBackwardDataDescriptors, (void *)dlh_own_cudnnGetFoldedConvBackwardDataDescriptors, (void **)&own_cudnnGetFoldedConvBackwardDataDescriptors},
+  {"cudnnGetFusedOpsConstParamPackAttribute", (void *)cudnnGetFusedOpsConstParamPackAttribute, (void **)&real_cudnnGetFusedOpsConstParamPackAttribute, (void *)dlh_own_cudnnGetFusedOpsConstParamPackAttribute, (void **)&own_cudnnGetFusedOpsConstParamPackAttribute},
+  {"cudnnGetFusedOpsVariantParamPackAttribute", (void *)cudnnGetFusedOpsVariantParamPackAttribute, (void **)&real_cudnnGetFusedOpsVariantParamPackAttribute, (void *)dlh_own_cudnnGetFusedOpsVariantParamPackAttribute, (void **)&own_cudnnGetFusedOpsVariantParamPackAttribute},
+  {"cudnnGetLRNDescriptor", (void *)cudnnGetLRNDescriptor, (void **)&real_cudnnGetLRNDescriptor, (void *)dlh_own_cudnnGetLRNDescriptor, (void **)&own_cudnnGetLRNDescriptor},
+  {"cudnnGetLastErrorString", (void *)cudnnGetLastErrorString, (void **)&real_cudnnGetLastErrorString, (void *)dlh_own_cudnnGetLastErrorString, (void **)&own_cudnnGetLastErrorString},
+  {"cudnnGetMaxDeviceVersion", (void *)cudnnGetMaxDeviceVersion, (void **)&real_cudnnGetMaxDeviceVersion, (void *)dlh_own_cudnnGetMaxDeviceVersion, (void **)&own_cudnnGetMaxDeviceVersion},
+  {"cudnnGetMultiHeadAttnBuffers", (void *)cudnnGetMultiHeadAttnBuffers, (void **)&real_cudnnGetMultiHeadAttnBuffers, (void *)dlh_own_cudnnGetMultiHeadAttnBuffers, (void **)&own_cudnnGetMultiHeadAttnBuffers},
+  {"cudnnGetMultiHeadAttnWeights", (void *)cudnnGetMultiHeadAttnWeights, (void **)&real_cudnnGetMultiHeadAttnWeights, (void *)dlh_own_cudnnGetMultiHeadAttnWeights, (void **)&own_cudnnGetMultiHeadAttnWeights},
+  {"cudnnGetNormalizationBackwardWorkspaceSize", (void *)cudnnGetNormalizationBackwardWorkspaceSize, (void **)&real_cudnnGetNormalizationBackwardWorkspaceSize, (void *)dlh_own_cudnnGetNormalizationBackwardWorkspaceSize, (void **)&own_cudnnGetNormalizationBackwardWorkspaceSize},
+  {"cudnnGetNormalizationForwardTrainingWorkspaceSize", (void *)cudnnGetNormalizationForwardTrainingWorkspaceSize, (void **)&real_cudnnGetNormalizationForwardTrainingWorkspaceSize, (void *)dlh_own_cudnnGetNormalizationForwardTrainingWorkspaceSize, (void **)&own_cudnnGetNormalizationForwardTrainingWorkspaceSize},
+  {"cudnnGetNormalizationTrainingReserveSpaceSize", (void *)cudnnGetNormalizationTrainingReserveSpaceSize, (void **)&real_cudnnGetNormalizationTrainingReserveSpaceSize, (void *)dlh_own_cudnnGetNormalizationTrainingReserveSpaceSize, (void **)&own_cudnnGetNormalizationTrainingReserveSpaceSize},
+  {"cudnnGetOpTensorDescriptor", (void *)cudnnGetOpTensorDescriptor, (void **)&real_cudnnGetOpTensorDescriptor, (void *)dlh_own_cudnnGetOpTensorDescriptor, (void **)&own_cudnnGetOpTensorDescriptor},
+  {"cudnnGetPooling2dDescriptor", (void *)cudnnGetPooling2dDescriptor, (void **)&real_cudnnGetPooling2dDescriptor, (void *)dlh_own_cudnnGetPooling2dDescriptor, (void **)&own_cudnnGetPooling2dDescriptor},
+  {"cudnnGetPooling2dForwardOutputDim", (void *)cudnnGetPooling2dForwardOutputDim, (void **)&real_cudnnGetPooling2dForwardOutputDim, (void *)dlh_own_cudnnGetPooling2dForwardOutputDim, (void **)&own_cudnnGetPooling2dForwardOutputDim},
+  {"cudnnGetPoolingNdDescriptor", (void *)cudnnGetPoolingNdDescriptor, (void **)&real_cudnnGetPoolingNdDescriptor, (void *)dlh_own_cudnnGetPoolingNdDescriptor, (void **)&own_cudnnGetPoolingNdDescriptor},
+  {"cudnnGetPoolingNdForwardOutputDim", (void *)cudnnGetPoolingNdForwardOutputDim, (void **)&real_cudnnGetPoolingNdForwardOutputDim, (void *)dlh_own_cudnnGetPoolingNdForwardOutputDim, (void **)&own_cudnnGetPoolingNdForwardOutputDim},
+  {"cudnnGetProperty", (void *)cudnnGetProperty, (void **)&real_cudnnGetProperty, (void *)dlh_own_cudnnGetProperty, (void **)&own_cudnnGetProperty},
+  {"cudnnGetRNNDataDescriptor", (void *)cudnnGetRNNDataDescriptor, (void **)&real_cudnnGetRNNDataDescriptor, (void *)dlh_own_cudnnGetRNNDataDescriptor, (void **)&own_cudnnGetRNNDataDescriptor},
+  {"cudnnGetRNNDescriptor_v8", (void *)cudnnGetRNNDescriptor_v8, (void **)&real_cudnnGetRNNDescriptor_v8, (void *)dlh_own_cudnnGetRNNDescriptor_v8, (void **)&own_cudnnGetRNNDescriptor_v8},
+  {"cudnnGetRNNTempSpaceSizes", (void *)cudnnGetRNNTempSpaceSizes, (void **)&real_cudnnGetRNNTempSpaceSizes, (void *)dlh_own_cudnnGetRNNTempSpaceSizes, (void **)&own_cudnnGetRNNTempSpaceSizes},
+  {"cudnnGetRNNWeightParams", (void *)cudnnGetRNNWeightParams, (void **)&real_cudnnGetRNNWeightParams, (void *)dlh_own_cudnnGetRNNWeightParams, (void **)&own_cudnnGetRNNWeightParams},
+  {"cudnnGetRNNWeightSpaceSize", (void *)cudnnGetRNNWeightSpaceSize, (void **)&real_cudnnGetRNNWeightSpaceSize, (void *)dlh_own_cudnnGetRNNWeightSpaceSize, (void **)&own_cudnnGetRNNWeightSpaceSize},
+  {"cudnnGetReduceTensorDescriptor", (void *)cudnnGetReduceTensorDescriptor, (void **)&real_cudnnGetReduceTensorDescriptor, (void *)dlh_own_cudnnGetReduceTensorDescriptor, (void **)&own_cudnnGetReduceTensorDescriptor},
+  {"cudnnGetReductionIndicesSize", (void *)cudnnGetReductionIndicesSize, (void **)&real_cudnnGetReductionIndicesSize, (void *)dlh_own_cudnnGetReductionIndicesSize, (void **)&own_cudnnGetReductionIndicesSize},
+  {"cudnnGetReductionWorkspaceSize", (void *)cudnnGetReductionWorkspaceSize, (void **)&real_cudnnGetReductionWorkspaceSize, (void *)dlh_own_cudnnGetReductionWorkspaceSize, (void **)&own_cudnnGetReductionWorkspaceSize},
+  {"cudnnGetSeqDataDescriptor", (void *)cudnnGetSeqDataDescriptor, (void **)&real_cudnnGetSeqDataDescriptor, (void *)dlh_own_cudnnGetSeqDataDescriptor, (void **)&own_cudnnGetSeqDataDescriptor},
+  {"cudnnGetStream", (void *)cudnnGetStream, (void **)&real_cudnnGetStream, (void *)dlh_own_cudnnGetStream, (void **)&own_cudnnGetStream},
+  {"cudnnGetTensor4dDescriptor", (void *)cudnnGetTensor4dDescriptor, (void **)&real_cudnnGetTensor4dDescriptor, (void *)dlh_own_cudnnGetTensor4dDescriptor, (void **)&own_cudnnGetTensor4dDescriptor},
+  {"cudnnGetTensorNdDescriptor", (void *)cudnnGetTensorNdDescriptor, (void **)&real_cudnnGetTensorNdDescriptor, (void *)dlh_own_cudnnGetTensorNdDescriptor, (void **)&own_cudnnGetTensorNdDescriptor},
+  {"cudnnGetTensorSizeInBytes", (void *)cudnnGetTensorSizeInBytes, (void **)&real_cudnnGetTensorSizeInBytes, (void *)dlh_own_cudnnGetTensorSizeInBytes, (void **)&own_cudnnGetTensorSizeInBytes},
+  {"cudnnGetTensorTransformDescriptor", (void *)cudnnGetTensorTransformDescriptor, (void **)&real_cudnnGetTensorTransformDescriptor, (void *)dlh_own_cudnnGetTensorTransformDescriptor, (void **)&own_cudnnGetTensorTransformDescriptor},
+  {"cudnnGetVersion", (void *)cudnnGetVersion, (void **)&real_cudnnGetVersion, (void *)dlh_own_cudnnGetVersion, (void **)&own_cudnnGetVersion},
+  {"cudnnGraphVersionCheck", (void *)cudnnGraphVersionCheck, (void **)&real_cudnnGraphVersionCheck, (void *)dlh_own_cudnnGraphVersionCheck, (void **)&own_cudnnGraphVersionCheck},
+  {"cudnnIm2Col", (void *)cudnnIm2Col, (void **)&real_cudnnIm2Col, (void *)dlh_own_cudnnIm2Col, (void **)&own_cudnnIm2Col},
+  {"cudnnInitTransformDest", (void *)cudnnInitTransformDest, (void **)&real_cudnnInitTransformDest, (void *)dlh_own_cudnnInitTransformDest, (void **)&own_cudnnInitTransformDest},
+  {"cudnnLRNCrossChannelBackward", (void *)cudnnLRNCrossChannelBackward, (void **)&real_cudnnLRNCrossChannelBackward, (void *)dlh_own_cudnnLRNCrossChannelBackward, (void **)&own_cudnnLRNCrossChannelBackward},
+  {"cudnnLRNCrossChannelForward", (void *)cudnnLRNCrossChannelForward, (void **)&real_cudnnLRNCrossChannelForward, (void *)dlh_own_cudnnLRNCrossChannelForward, (void **)&own_cudnnLRNCrossChannelForward},
+  {"cudnnMakeFusedOpsPlan", (void *)cudnnMakeFusedOpsPlan, (void **)&real_cudnnMakeFusedOpsPlan, (void *)dlh_own_cudnnMakeFusedOpsPlan, (void **)&own_cudnnMakeFusedOpsPlan},
+  {"cudnnMultiHeadAttnBackwardData", (void *)cudnnMultiHeadAttnBackwardData, (void **)&real_cudnnMultiHeadAttnBackwardData, (void *)dlh_own_cudnnMultiHeadAttnBackwardData, (void **)&own_cudnnMultiHeadAttnBackwardData},
+  {"cudnnMultiHeadAttnBackwardWeights", (void *)cudnnMultiHeadAttnBackwardWeights, (void **)&real_cudnnMultiHeadAttnBackwardWeights, (void *)dlh_own_cudnnMultiHeadAttnBackwardWeights, (void **)&own_cudnnMultiHeadAttnBackwardWeights},
+  {"cudnnMultiHeadAttnForward", (void *)cudnnMultiHeadAttnForward, (void **)&real_cudnnMultiHeadAttnForward, (void *)dlh_own_cudnnMultiHeadAttnForward, (void **)&own_cudnnMultiHeadAttnForward},
+  {"cudnnNormalizationBackward", (void *)cudnnNormalizationBackward, (void **)&real_cudnnNormalizationBackward, (void *)dlh_own_cudnnNormalizationBackward, (void **)&own_cudnnNormalizationBackward},
+  {"cudnnNormalizationForwardInference", (void *)cudnnNormalizationForwardInference, (void **)&real_cudnnNormalizationForwardInference, (void *)dlh_own_cudnnNormalizationForwardInference, (void **)&own_cudnnNormalizationForwardInference},
+  {"cudnnNormalizationForwardTraining", (void *)cudnnNormalizationForwardTraining, (void **)&real_cudnnNormalizationForwardTraining, (void *)dlh_own_cudnnNormalizationForwardTraining, (void **)&own_cudnnNormalizationForwardTraining},
+  {"cudnnOpTensor", (void *)cudnnOpTensor, (void **)&real_cudnnOpTensor, (void *)dlh_own_cudnnOpTensor, (void **)&own_cudnnOpTensor},
+  {"cudnnOpsVersionCheck", (void *)cudnnOpsVersionCheck, (void **)&real_cudnnOpsVersionCheck, (void *)dlh_own_cudnnOpsVersionCheck, (void **)&own_cudnnOpsVersionCheck},
+  {"cudnnPoolingBackward", (void *)cudnnPoolingBackward, (void **)&real_cudnnPoolingBackward, (void *)dlh_own_cudnnPoolingBackward, (void **)&own_cudnnPoolingBackward},
+  {"cudnnPoolingForward", (void *)cudnnPoolingForward, (void **)&real_cudnnPoolingForward, (void *)dlh_own_cudnnPoolingForward, (void **)&own_cudnnPoolingForward},
+  {"cudnnQueryRuntimeError", (void *)cudnnQueryRuntimeError, (void **)&real_cudnnQueryRuntimeError, (void *)dlh_own_cudnnQueryRuntimeError, (void **)&own_cudnnQueryRuntimeError},
+  {"cudnnRNNBackwardData_v8", (void *)cudnnRNNBackwardData_v8, (void **)&real_cudnnRNNBackwardData_v8, (void *)dlh_own_cudnnRNNBackwardData_v8, (void **)&own_cudnnRNNBackwardData_v8},
+  {"cudnnRNNBackwardWeights_v8", (void *)cudnnRNNBackwardWeights_v8, (void **)&real_cudnnRNNBackwardWeights_v8, (void *)dlh_own_cudnnRNNBackwardWeights_v8, (void **)&own_cudnnRNNBackwardWeights_v8},
+  {"cudnnRNNForward", (void *)cudnnRNNForward, (void **)&real_cudnnRNNForward, (void *)dlh_own_cudnnRNNForward, (void **)&own_cudnnRNNForward},
+  {"cudnnRNNGetClip_v8", (void *)cudnnRNNGetClip_v8, (void **)&real_cudnnRNNGetClip_v8, (void *)dlh_own_cudnnRNNGetClip_v8, (void **)&own_cudnnRNNGetClip_v8},
+  {"cudnnRNNGetClip_v9", (void *)cudnnRNNGetClip_v9, (void **)&real_cudnnRNNGetClip_v9, (void *)dlh_own_cudnnRNNGetClip_v9, (void **)&own_cudnnRNNGetClip_v9},
+  {"cudnnRNNSetClip_v8", (void *)cudnnRNNSetClip_v8, (void **)&real_cudnnRNNSetClip_v8, (void *)dlh_own_cudnnRNNSetClip_v8, (void **)&own_cudnnRNNSetClip_v8},
+  {"cudnnRNNSetClip_v9", (void *)cudnnRNNSetClip_v9, (void **)&real_cudnnRNNSetClip_v9, (void *)dlh_own_cudnnRNNSetClip_v9, (void **)&own_cudnnRNNSetClip_v9},
+  {"cudnnReduceTensor", (void *)cudnnReduceTensor, (void **)&real_cudnnReduceTensor, (void *)dlh_own_cudnnReduceTensor, (void **)&own_cudnnReduceTensor},
+  {"cudnnReorderFilterAndBias", (void *)cudnnReorderFilterAndBias, (void **)&real_cudnnReorderFilterAndBias, (void *)dlh_own_cudnnReorderFilterAndBias, (void **)&own_cudnnReorderFilterAndBias},
+  {"cudnnRestoreDropoutDescriptor", (void *)cudnnRestoreDropoutDescriptor, (void **)&real_cudnnRestoreDropoutDescriptor, (void *)dlh_own_cudnnRestoreDropoutDescriptor, (void **)&own_cudnnRestoreDropoutDescriptor},
+  {"cudnnScaleTensor", (void *)cudnnScaleTensor, (void **)&real_cudnnScaleTensor, (void *)dlh_own_cudnnScaleTensor, (void **)&own_cudnnScaleTensor},
+  {"cudnnSetActivationDescriptor", (void *)cudnnSetActivationDescriptor, (void **)&real_cudnnSetActivationDescriptor, (void *)dlh_own_cudnnSetActivationDescriptor, (void **)&own_cudnnSetActivationDescriptor},
+  {"cudnnSetActivationDescriptorSwishBeta", (void *)cudnnSetActivationDescriptorSwishBeta, (void **)&real_cudnnSetActivationDescriptorSwishBeta, (void *)dlh_own_cudnnSetActivationDescriptorSwishBeta, (void **)&own_cudnnSetActivationDescriptorSwishBeta},
+  {"cudnnSetAttnDescriptor", (void *)cudnnSetAttnDescriptor, (void **)&real_cudnnSetAttnDescriptor, (void *)dlh_own_cudnnSetAttnDescriptor, (void **)&own_cudnnSetAttnDescriptor},
+  {"cudnnSetCTCLossDescriptor", (void *)cudnnSetCTCLossDescriptor, (void **)&real_cudnnSetCTCLossDescriptor, (void *)dlh_own_cudnnSetCTCLossDescriptor, (void **)&own_cudnnSetCTCLossDescriptor},
+  {"cudnnSetCTCLossDescriptorEx", (void *)cudnnSetCTCLossDescriptorEx, (void **)&real_cudnnSetCTCLossDescriptorEx, (void *)dlh_own_cudnnSetCTCLossDescriptorEx, (void **)&own_cudnnSetCTCLossDescriptorEx},
+  {"cudnnSetCTCLossDescriptor_v8", (void *)cudnnSetCTCLossDescriptor_v8, (void **)&real_cudnnSetCTCLossDescriptor_v8, (void *)dlh_own_cudnnSetCTCLossDescriptor_v8, (void **)&own_cudnnSetCTCLossDescriptor_v8},
+  {"cudnnSetCTCLossDescriptor_v9", (void *)cudnnSetCTCLossDescriptor_v9, (void **)&real_cudnnSetCTCLossDescriptor_v9, (void *)dlh_own_cudnnSetCTCLossDescriptor_v9, (void **)&own_cudnnSetCTCLossDescriptor_v9},
+  {"cudnnSetCallback", (void *)cudnnSetCallback, (void **)&real_cudnnSetCallback, (void *)dlh_own_cudnnSetCallback, (void **)&own_cudnnSetCallback},
+  {"cudnnSetConvolution2dDescriptor", (void *)cudnnSetConvolution2dDescriptor, (void **)&real_cudnnSetConvolution2dDescriptor, (void *)dlh_own_cudnnSetConvolution2dDescriptor, (void **)&own_cudnnSetConvolution2dDescriptor},
+  {"cudnnSetConvolutionGroupCount", (void *)cudnnSetConvolutionGroupCount, (void **)&real_cudnnSetConvolutionGroupCount, (void *)dlh_own_cudnnSetConvolutionGroupCount, (void **)&own_cudnnSetConvolutionGroupCount},
+  {"cudnnSetConvolutionMathType", (void *)cudnnSetConvolutionMathType, (void **)&real_cudnnSetConvolutionMathType, (void *)dlh_own_cudnnSetConvolutionMathType, (void **)&own_cudnnSetConvolutionMathType},
+  {"cudnnSetConvolutionNdDescriptor", (void *)cudnnSetConvolutionNdDescriptor, (void **)&real_cudnnSetConvolutionNdDescriptor, (void *)dlh_own_cudnnSetConvolutionNdDescriptor, (void **)&own_cudnnSetConvolutionNdDescriptor},
+  {"cudnnSetConvolutionReorderType", (void *)cudnnSetConvolutionReorderType, (void **)&real_cudnnSetConvolutionReorderType, (void *)dlh_own_cudnnSetConvolutionReorderType, (void **)&own_cudnnSetConvolutionReorderType},
+  {"cudnnSetDropoutDescriptor", (void *)cudnnSetDropoutDescriptor, (void **)&real_cudnnSetDropoutDescriptor, (void *)dlh_own_cudnnSetDropoutDescriptor, (void **)&own_cudnnSetDropoutDescriptor},
+  {"cudnnSetFilter4dDescriptor", (void *)cudnnSetFilter4dDescriptor, (void **)&real_cudnnSetFilter4dDescriptor, (void *)dlh_own_cudnnSetFilter4dDescriptor, (void **)&own_cudnnSetFilter4dDescriptor},
+  {"cudnnSetFilterNdDescriptor", (void *)cudnnSetFilterNdDescriptor, (void **)&real_cudnnSetFilterNdDescriptor, (void *)dlh_own_cudnnSetFilterNdDescriptor, (void **)&own_cudnnSetFilterNdDescriptor},
+  {"cudnnSetFusedOpsConstParamPackAttribute", (void *)cudnnSetFusedOpsConstParamPackAttribute, (void **)&real_cudnnSetFusedOpsConstParamPackAttribute, (void *)dlh_own_cudnnSetFusedOpsConstParamPackAttribute, (void **)&own_cudnnSetFusedOpsConstParamPackAttribute},
+  {"cudnnSetFusedOpsVariantParamPackAttribute", (void *)cudnnSetFusedOpsVariantParamPackAttribute, (void **)&real_cudnnSetFusedOpsVariantParamPackAttribute, (void *)dlh_own_cudnnSetFusedOpsVariantParamPackAttribute, (void **)&own_cudnnSetFusedOpsVariantParamPackAttribute},
+  {"cudnnSetLRNDescriptor", (void *)cudnnSetLRNDescriptor, (void **)&real_cudnnSetLRNDescriptor, (void *)dlh_own_cudnnSetLRNDescriptor, (void **)&own_cudnnSetLRNDescriptor},
+  {"cudnnSetOpTensorDescriptor", (void *)cudnnSetOpTensorDescriptor, (void **)&real_cudnnSetOpTensorDescriptor, (void *)dlh_own_cudnnSetOpTensorDescriptor, (void **)&own_cudnnSetOpTensorDescriptor},
+  {"cudnnSetPooling2dDescriptor", (void *)cudnnSetPooling2dDescriptor, (void **)&real_cudnnSetPooling2dDescriptor, (void *)dlh_own_cudnnSetPooling2dDescriptor, (void **)&own_cudnnSetPooling2dDescriptor},
+  {"cudnnSetPoolingNdDescriptor", (void *)cudnnSetPoolingNdDescriptor, (void **)&real_cudnnSetPoolingNdDescriptor, (void *)dlh_own_cudnnSetPoolingNdDescriptor, (void **)&own_cudnnSetPoolingNdDescriptor},
+  {"cudnnSetRNNDataDescriptor", (void *)cudnnSetRNNDataDescriptor, (void **)&real_cudnnSetRNNDataDescriptor, (void *)dlh_own_cudnnSetRNNDataDescriptor, (void **)&own_cudnnSetRNNDataDescriptor},
+  {"cudnnSetRNNDescriptor_v8", (void *)cudnnSetRNNDescriptor_v8, (void **)&real_cudnnSetRNNDescriptor_v8, (void *)dlh_own_cudnnSetRNNDescriptor_v8, (void **)&own_cudnnSetRNNDescriptor_v8},
+  {"cudnnSetReduceTensorDescriptor", (void *)cudnnSetReduceTensorDescriptor, (void **)&real_cudnnSetReduceTensorDescriptor, (void *)dlh_own_cudnnSetReduceTensorDescriptor, (void **)&own_cudnnSetReduceTensorDescriptor},
+  {"cudnnSetSeqDataDescriptor", (void *)cudnnSetSeqDataDescriptor, (void **)&real_cudnnSetSeqDataDescriptor, (void *)dlh_own_cudnnSetSeqDataDescriptor, (void **)&own_cudnnSetSeqDataDescriptor},
+  {"cudnnSetSpatialTransformerNdDescriptor", (void *)cudnnSetSpatialTransformerNdDescriptor, (void **)&real_cudnnSetSpatialTransformerNdDescriptor, (void *)dlh_own_cudnnSetSpatialTransformerNdDescriptor, (void **)&own_cudnnSetSpatialTransformerNdDescriptor},
+  {"cudnnSetStream", (void *)cudnnSetStream, (void **)&real_cudnnSetStream, (void *)dlh_own_cudnnSetStream, (void **)&own_cudnnSetStream},
+  {"cudnnSetTensor", (void *)cudnnSetTensor, (void **)&real_cudnnSetTensor, (void *)dlh_own_cudnnSetTensor, (void **)&own_cudnnSetTensor},
+  {"cudnnSetTensor4dDescriptor", (void *)cudnnSetTensor4dDescriptor, (void **)&real_cudnnSetTensor4dDescriptor, (void *)dlh_own_cudnnSetTensor4dDescriptor, (void **)&own_cudnnSetTensor4dDescriptor},
+  {"cudnnSetTensor4dDescriptorEx", (void *)cudnnSetTensor4dDescriptorEx, (void **)&real_cudnnSetTensor4dDescriptorEx, (void *)dlh_own_cudnnSetTensor4dDescriptorEx, (void **)&own_cudnnSetTensor4dDescriptorEx},
+  {"cudnnSetTensorNdDescriptor", (void *)cudnnSetTensorNdDescriptor, (void **)&real_cudnnSetTensorNdDescriptor, (void *)dlh_own_cudnnSetTensorNdDescriptor, (void **)&own_cudnnSetTensorNdDescriptor},
+  {"cudnnSetTensorNdDescriptorEx", (void *)cudnnSetTensorNdDescriptorEx, (void **)&real_cudnnSetTensorNdDescriptorEx, (void *)dlh_own_cudnnSetTensorNdDescriptorEx, (void **)&own_cudnnSetTensorNdDescriptorEx},
+  {"cudnnSetTensorTransformDescriptor", (void *)cudnnSetTensorTransformDescriptor, (void **)&real_cudnnSetTensorTransformDescriptor, (void *)dlh_own_cudnnSetTensorTransformDescriptor, (void **)&own_cudnnSetTensorTransformDescriptor},
+  {"cudnnSoftmaxBackward", (void *)cudnnSoftmaxBackward, (void **)&real_cudnnSoftmaxBackward, (void *)dlh_own_cudnnSoftmaxBackward, (void **)&own_cudnnSoftmaxBackward},
+  {"cudnnSoftmaxForward", (void *)cudnnSoftmaxForward, (void **)&real_cudnnSoftmaxForward, (void *)dlh_own_cudnnSoftmaxForward, (void **)&own_cudnnSoftmaxForward},
+  {"cudnnSpatialTfGridGeneratorBackward", (void *)cudnnSpatialTfGridGeneratorBackward, (void **)&real_cudnnSpatialTfGridGeneratorBackward, (void *)dlh_own_cudnnSpatialTfGridGeneratorBackward, (void **)&own_cudnnSpatialTfGridGeneratorBackward},
+  {"cudnnSpatialTfGridGeneratorForward", (void *)cudnnSpatialTfGridGeneratorForward, (void **)&real_cudnnSpatialTfGridGeneratorForward, (void *)dlh_own_cudnnSpatialTfGridGeneratorForward, (void **)&own_cudnnSpatialTfGridGeneratorForward},
+  {"cudnnSpatialTfSamplerBackward", (void *)cudnnSpatialTfSamplerBackward, (void **)&real_cudnnSpatialTfSamplerBackward, (void *)dlh_own_cudnnSpatialTfSamplerBackward, (void **)&own_cudnnSpatialTfSamplerBackward},
+  {"cudnnSpatialTfSamplerForward", (void *)cudnnSpatialTfSamplerForward, (void **)&real_cudnnSpatialTfSamplerForward, (void *)dlh_own_cudnnSpatialTfSamplerForward, (void **)&own_cudnnSpatialTfSamplerForward},
+  {"cudnnTransformFilter", (void *)cudnnTransformFilter, (void **)&real_cudnnTransformFilter, (void *)dlh_own_cudnnTransformFilter, (void **)&own_cudnnTransformFilter},
+  {"cudnnTransformTensor", (void *)cudnnTransformTensor, (void **)&real_cudnnTransformTensor, (void *)dlh_own_cudnnTransformTensor, (void **)&own_cudnnTransformTensor},
+  {"cudnnTransformTensorEx", (void *)cudnnTransformTensorEx, (void **)&real_cudnnTransformTensorEx, (void *)dlh_own_cudnnTransformTensorEx, (void **)&own_cudnnTransformTensorEx},
 };
 #pragma GCC diagnostic pop
 const unsigned dlh_syms_cudnn_count = 220;

@@ -93,12 +93,18 @@ static inline uint64_t dlh_dbl_bits(double d) { uint64_t u; memcpy(&u, &d, sizeo
     __atomic_store_n(&cache, fn, __ATOMIC_RELEASE);                           \
   }
 
+/* The same for the entry that a handle lookup of the library gets (preload/dlsym.c): its real
+ * function is the library's own definition, set before the entry is handed out. */
+#define DLH_OWN(fn, cache, fail)                                              \
+  __typeof__(cache) fn = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);           \
+  if (DLH_UNLIKELY(!fn)) return fail;
+
 #include "nccl_args.h"  /* hand-written argument extractors */
 
 /* 0: ncclAllGather — nccl.h */
 static ncclResult_t (*real_ncclAllGather)(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
-DLH_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_ncclAllGather, "pncclAllGather", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclAllGather)(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclAllGather(__typeof__(real_ncclAllGather) dlh_fn, const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, recvbuff, sendcount, datatype, comm, stream);
@@ -122,11 +128,19 @@ DLH_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_ncclAllGather, "pncclAllGather", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclAllGather(dlh_fn, sendbuff, recvbuff, sendcount, datatype, comm, stream);
+}
+static ncclResult_t dlh_own_ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_ncclAllGather, ncclSystemError)
+  return dlh_b_ncclAllGather(dlh_fn, sendbuff, recvbuff, sendcount, datatype, comm, stream);
+}
 
 /* 1: ncclAllReduce — nccl.h */
 static ncclResult_t (*real_ncclAllReduce)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
-DLH_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_ncclAllReduce, "pncclAllReduce", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclAllReduce)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclAllReduce(__typeof__(real_ncclAllReduce) dlh_fn, const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, recvbuff, count, datatype, op, comm, stream);
@@ -151,11 +165,19 @@ DLH_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_ncclAllReduce, "pncclAllReduce", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclAllReduce(dlh_fn, sendbuff, recvbuff, count, datatype, op, comm, stream);
+}
+static ncclResult_t dlh_own_ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_ncclAllReduce, ncclSystemError)
+  return dlh_b_ncclAllReduce(dlh_fn, sendbuff, recvbuff, count, datatype, op, comm, stream);
+}
 
 /* 2: ncclAlltoAll — nccl.h */
 static ncclResult_t (*real_ncclAlltoAll)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
-DLH_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_ncclAlltoAll, "pncclAlltoAll", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclAlltoAll)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclAlltoAll(__typeof__(real_ncclAlltoAll) dlh_fn, const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, recvbuff, count, datatype, comm, stream);
@@ -179,11 +201,19 @@ DLH_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_ncclAlltoAll, "pncclAlltoAll", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclAlltoAll(dlh_fn, sendbuff, recvbuff, count, datatype, comm, stream);
+}
+static ncclResult_t dlh_own_ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_ncclAlltoAll, ncclSystemError)
+  return dlh_b_ncclAlltoAll(dlh_fn, sendbuff, recvbuff, count, datatype, comm, stream);
+}
 
 /* 3: ncclBcast — nccl.h */
 static ncclResult_t (*real_ncclBcast)(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
-DLH_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_ncclBcast, "pncclBcast", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclBcast)(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclBcast(__typeof__(real_ncclBcast) dlh_fn, void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(buff, count, datatype, root, comm, stream);
@@ -207,11 +237,19 @@ DLH_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datat
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_ncclBcast, "pncclBcast", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclBcast(dlh_fn, buff, count, datatype, root, comm, stream);
+}
+static ncclResult_t dlh_own_ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_ncclBcast, ncclSystemError)
+  return dlh_b_ncclBcast(dlh_fn, buff, count, datatype, root, comm, stream);
+}
 
 /* 4: ncclBroadcast — nccl.h */
 static ncclResult_t (*real_ncclBroadcast)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
-DLH_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_ncclBroadcast, "pncclBroadcast", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclBroadcast)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclBroadcast(__typeof__(real_ncclBroadcast) dlh_fn, const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, recvbuff, count, datatype, root, comm, stream);
@@ -236,11 +274,19 @@ DLH_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_ncclBroadcast, "pncclBroadcast", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclBroadcast(dlh_fn, sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
+static ncclResult_t dlh_own_ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_ncclBroadcast, ncclSystemError)
+  return dlh_b_ncclBroadcast(dlh_fn, sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
 
 /* 5: ncclCommAbort — nccl.h */
 static ncclResult_t (*real_ncclCommAbort)(ncclComm_t comm);
-DLH_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  DLH_REAL(dlh_fn, real_ncclCommAbort, "pncclCommAbort", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommAbort)(ncclComm_t comm);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommAbort(__typeof__(real_ncclCommAbort) dlh_fn, ncclComm_t comm) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm);
@@ -253,11 +299,19 @@ DLH_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  DLH_REAL(dlh_fn, real_ncclCommAbort, "pncclCommAbort", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommAbort(dlh_fn, comm);
+}
+static ncclResult_t dlh_own_ncclCommAbort(ncclComm_t comm) {
+  DLH_OWN(dlh_fn, own_ncclCommAbort, ncclSystemError)
+  return dlh_b_ncclCommAbort(dlh_fn, comm);
+}
 
 /* 6: ncclCommCount — nccl.h */
 static ncclResult_t (*real_ncclCommCount)(const ncclComm_t comm, int *count);
-DLH_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
-  DLH_REAL(dlh_fn, real_ncclCommCount, "pncclCommCount", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommCount)(const ncclComm_t comm, int *count);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommCount(__typeof__(real_ncclCommCount) dlh_fn, const ncclComm_t comm, int *count) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, count);
@@ -270,11 +324,19 @@ DLH_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
+  DLH_REAL(dlh_fn, real_ncclCommCount, "pncclCommCount", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommCount(dlh_fn, comm, count);
+}
+static ncclResult_t dlh_own_ncclCommCount(const ncclComm_t comm, int *count) {
+  DLH_OWN(dlh_fn, own_ncclCommCount, ncclSystemError)
+  return dlh_b_ncclCommCount(dlh_fn, comm, count);
+}
 
 /* 7: ncclCommCuDevice — nccl.h */
 static ncclResult_t (*real_ncclCommCuDevice)(const ncclComm_t comm, int *device);
-DLH_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device) {
-  DLH_REAL(dlh_fn, real_ncclCommCuDevice, "pncclCommCuDevice", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommCuDevice)(const ncclComm_t comm, int *device);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommCuDevice(__typeof__(real_ncclCommCuDevice) dlh_fn, const ncclComm_t comm, int *device) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, device);
@@ -287,11 +349,19 @@ DLH_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device) {
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device) {
+  DLH_REAL(dlh_fn, real_ncclCommCuDevice, "pncclCommCuDevice", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommCuDevice(dlh_fn, comm, device);
+}
+static ncclResult_t dlh_own_ncclCommCuDevice(const ncclComm_t comm, int *device) {
+  DLH_OWN(dlh_fn, own_ncclCommCuDevice, ncclSystemError)
+  return dlh_b_ncclCommCuDevice(dlh_fn, comm, device);
+}
 
 /* 8: ncclCommDeregister — nccl.h */
 static ncclResult_t (*real_ncclCommDeregister)(const ncclComm_t comm, void *handle);
-DLH_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle) {
-  DLH_REAL(dlh_fn, real_ncclCommDeregister, "pncclCommDeregister", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommDeregister)(const ncclComm_t comm, void *handle);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommDeregister(__typeof__(real_ncclCommDeregister) dlh_fn, const ncclComm_t comm, void *handle) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, handle);
@@ -304,11 +374,19 @@ DLH_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle) 
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle) {
+  DLH_REAL(dlh_fn, real_ncclCommDeregister, "pncclCommDeregister", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommDeregister(dlh_fn, comm, handle);
+}
+static ncclResult_t dlh_own_ncclCommDeregister(const ncclComm_t comm, void *handle) {
+  DLH_OWN(dlh_fn, own_ncclCommDeregister, ncclSystemError)
+  return dlh_b_ncclCommDeregister(dlh_fn, comm, handle);
+}
 
 /* 9: ncclCommDestroy — nccl.h */
 static ncclResult_t (*real_ncclCommDestroy)(ncclComm_t comm);
-DLH_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  DLH_REAL(dlh_fn, real_ncclCommDestroy, "pncclCommDestroy", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommDestroy)(ncclComm_t comm);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommDestroy(__typeof__(real_ncclCommDestroy) dlh_fn, ncclComm_t comm) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm);
@@ -321,11 +399,19 @@ DLH_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  DLH_REAL(dlh_fn, real_ncclCommDestroy, "pncclCommDestroy", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommDestroy(dlh_fn, comm);
+}
+static ncclResult_t dlh_own_ncclCommDestroy(ncclComm_t comm) {
+  DLH_OWN(dlh_fn, own_ncclCommDestroy, ncclSystemError)
+  return dlh_b_ncclCommDestroy(dlh_fn, comm);
+}
 
 /* 10: ncclCommFinalize — nccl.h */
 static ncclResult_t (*real_ncclCommFinalize)(ncclComm_t comm);
-DLH_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
-  DLH_REAL(dlh_fn, real_ncclCommFinalize, "pncclCommFinalize", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommFinalize)(ncclComm_t comm);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommFinalize(__typeof__(real_ncclCommFinalize) dlh_fn, ncclComm_t comm) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm);
@@ -337,11 +423,19 @@ DLH_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  DLH_REAL(dlh_fn, real_ncclCommFinalize, "pncclCommFinalize", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommFinalize(dlh_fn, comm);
+}
+static ncclResult_t dlh_own_ncclCommFinalize(ncclComm_t comm) {
+  DLH_OWN(dlh_fn, own_ncclCommFinalize, ncclSystemError)
+  return dlh_b_ncclCommFinalize(dlh_fn, comm);
+}
 
 /* 11: ncclCommGetAsyncError — nccl.h */
 static ncclResult_t (*real_ncclCommGetAsyncError)(ncclComm_t comm, ncclResult_t *asyncError);
-DLH_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
-  DLH_REAL(dlh_fn, real_ncclCommGetAsyncError, "pncclCommGetAsyncError", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommGetAsyncError)(ncclComm_t comm, ncclResult_t *asyncError);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommGetAsyncError(__typeof__(real_ncclCommGetAsyncError) dlh_fn, ncclComm_t comm, ncclResult_t *asyncError) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, asyncError);
@@ -354,11 +448,19 @@ DLH_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asy
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
+  DLH_REAL(dlh_fn, real_ncclCommGetAsyncError, "pncclCommGetAsyncError", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommGetAsyncError(dlh_fn, comm, asyncError);
+}
+static ncclResult_t dlh_own_ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
+  DLH_OWN(dlh_fn, own_ncclCommGetAsyncError, ncclSystemError)
+  return dlh_b_ncclCommGetAsyncError(dlh_fn, comm, asyncError);
+}
 
 /* 12: ncclCommInitAll — nccl.h */
 static ncclResult_t (*real_ncclCommInitAll)(ncclComm_t *comm, int ndev, const int *devlist);
-DLH_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist) {
-  DLH_REAL(dlh_fn, real_ncclCommInitAll, "pncclCommInitAll", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommInitAll)(ncclComm_t *comm, int ndev, const int *devlist);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommInitAll(__typeof__(real_ncclCommInitAll) dlh_fn, ncclComm_t *comm, int ndev, const int *devlist) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, ndev, devlist);
@@ -373,11 +475,19 @@ DLH_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *d
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist) {
+  DLH_REAL(dlh_fn, real_ncclCommInitAll, "pncclCommInitAll", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommInitAll(dlh_fn, comm, ndev, devlist);
+}
+static ncclResult_t dlh_own_ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist) {
+  DLH_OWN(dlh_fn, own_ncclCommInitAll, ncclSystemError)
+  return dlh_b_ncclCommInitAll(dlh_fn, comm, ndev, devlist);
+}
 
 /* 13: ncclCommInitRank — nccl.h */
 static ncclResult_t (*real_ncclCommInitRank)(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank);
-DLH_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank) {
-  DLH_REAL(dlh_fn, real_ncclCommInitRank, "pncclCommInitRank", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommInitRank)(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommInitRank(__typeof__(real_ncclCommInitRank) dlh_fn, ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, nranks, commId, rank);
@@ -393,11 +503,19 @@ DLH_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqu
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank) {
+  DLH_REAL(dlh_fn, real_ncclCommInitRank, "pncclCommInitRank", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommInitRank(dlh_fn, comm, nranks, commId, rank);
+}
+static ncclResult_t dlh_own_ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank) {
+  DLH_OWN(dlh_fn, own_ncclCommInitRank, ncclSystemError)
+  return dlh_b_ncclCommInitRank(dlh_fn, comm, nranks, commId, rank);
+}
 
 /* 14: ncclCommInitRankConfig — nccl.h */
 static ncclResult_t (*real_ncclCommInitRankConfig)(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t *config);
-DLH_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t *config) {
-  DLH_REAL(dlh_fn, real_ncclCommInitRankConfig, "pncclCommInitRankConfig", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommInitRankConfig)(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t *config);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommInitRankConfig(__typeof__(real_ncclCommInitRankConfig) dlh_fn, ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t *config) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, nranks, commId, rank, config);
@@ -414,11 +532,19 @@ DLH_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncc
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t *config) {
+  DLH_REAL(dlh_fn, real_ncclCommInitRankConfig, "pncclCommInitRankConfig", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommInitRankConfig(dlh_fn, comm, nranks, commId, rank, config);
+}
+static ncclResult_t dlh_own_ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t *config) {
+  DLH_OWN(dlh_fn, own_ncclCommInitRankConfig, ncclSystemError)
+  return dlh_b_ncclCommInitRankConfig(dlh_fn, comm, nranks, commId, rank, config);
+}
 
 /* 15: ncclCommInitRankScalable — nccl.h */
 static ncclResult_t (*real_ncclCommInitRankScalable)(ncclComm_t *newcomm, int nranks, int myrank, int nId, ncclUniqueId *commIds, ncclConfig_t *config);
-DLH_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId, ncclUniqueId *commIds, ncclConfig_t *config) {
-  DLH_REAL(dlh_fn, real_ncclCommInitRankScalable, "pncclCommInitRankScalable", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommInitRankScalable)(ncclComm_t *newcomm, int nranks, int myrank, int nId, ncclUniqueId *commIds, ncclConfig_t *config);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommInitRankScalable(__typeof__(real_ncclCommInitRankScalable) dlh_fn, ncclComm_t *newcomm, int nranks, int myrank, int nId, ncclUniqueId *commIds, ncclConfig_t *config) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(newcomm, nranks, myrank, nId, commIds, config);
@@ -436,11 +562,19 @@ DLH_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId, ncclUniqueId *commIds, ncclConfig_t *config) {
+  DLH_REAL(dlh_fn, real_ncclCommInitRankScalable, "pncclCommInitRankScalable", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommInitRankScalable(dlh_fn, newcomm, nranks, myrank, nId, commIds, config);
+}
+static ncclResult_t dlh_own_ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId, ncclUniqueId *commIds, ncclConfig_t *config) {
+  DLH_OWN(dlh_fn, own_ncclCommInitRankScalable, ncclSystemError)
+  return dlh_b_ncclCommInitRankScalable(dlh_fn, newcomm, nranks, myrank, nId, commIds, config);
+}
 
 /* 16: ncclCommRegister — nccl.h */
 static ncclResult_t (*real_ncclCommRegister)(const ncclComm_t comm, void *buff, size_t size, void **handle);
-DLH_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle) {
-  DLH_REAL(dlh_fn, real_ncclCommRegister, "pncclCommRegister", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommRegister)(const ncclComm_t comm, void *buff, size_t size, void **handle);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommRegister(__typeof__(real_ncclCommRegister) dlh_fn, const ncclComm_t comm, void *buff, size_t size, void **handle) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, buff, size, handle);
@@ -455,11 +589,19 @@ DLH_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle) {
+  DLH_REAL(dlh_fn, real_ncclCommRegister, "pncclCommRegister", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommRegister(dlh_fn, comm, buff, size, handle);
+}
+static ncclResult_t dlh_own_ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle) {
+  DLH_OWN(dlh_fn, own_ncclCommRegister, ncclSystemError)
+  return dlh_b_ncclCommRegister(dlh_fn, comm, buff, size, handle);
+}
 
 /* 17: ncclCommRevoke — nccl.h */
 static ncclResult_t (*real_ncclCommRevoke)(ncclComm_t comm, int revokeFlags);
-DLH_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
-  DLH_REAL(dlh_fn, real_ncclCommRevoke, "pncclCommRevoke", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommRevoke)(ncclComm_t comm, int revokeFlags);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommRevoke(__typeof__(real_ncclCommRevoke) dlh_fn, ncclComm_t comm, int revokeFlags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, revokeFlags);
@@ -472,11 +614,19 @@ DLH_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  DLH_REAL(dlh_fn, real_ncclCommRevoke, "pncclCommRevoke", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommRevoke(dlh_fn, comm, revokeFlags);
+}
+static ncclResult_t dlh_own_ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  DLH_OWN(dlh_fn, own_ncclCommRevoke, ncclSystemError)
+  return dlh_b_ncclCommRevoke(dlh_fn, comm, revokeFlags);
+}
 
 /* 18: ncclCommShrink — nccl.h */
 static ncclResult_t (*real_ncclCommShrink)(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount, ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags);
-DLH_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount, ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags) {
-  DLH_REAL(dlh_fn, real_ncclCommShrink, "pncclCommShrink", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommShrink)(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount, ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommShrink(__typeof__(real_ncclCommShrink) dlh_fn, ncclComm_t comm, int *excludeRanksList, int excludeRanksCount, ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
@@ -493,11 +643,19 @@ DLH_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, i
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount, ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags) {
+  DLH_REAL(dlh_fn, real_ncclCommShrink, "pncclCommShrink", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommShrink(dlh_fn, comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+}
+static ncclResult_t dlh_own_ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount, ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags) {
+  DLH_OWN(dlh_fn, own_ncclCommShrink, ncclSystemError)
+  return dlh_b_ncclCommShrink(dlh_fn, comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+}
 
 /* 19: ncclCommSplit — nccl.h */
 static ncclResult_t (*real_ncclCommSplit)(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config);
-DLH_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config) {
-  DLH_REAL(dlh_fn, real_ncclCommSplit, "pncclCommSplit", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommSplit)(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommSplit(__typeof__(real_ncclCommSplit) dlh_fn, ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, color, key, newcomm, config);
@@ -514,11 +672,19 @@ DLH_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclC
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config) {
+  DLH_REAL(dlh_fn, real_ncclCommSplit, "pncclCommSplit", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommSplit(dlh_fn, comm, color, key, newcomm, config);
+}
+static ncclResult_t dlh_own_ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config) {
+  DLH_OWN(dlh_fn, own_ncclCommSplit, ncclSystemError)
+  return dlh_b_ncclCommSplit(dlh_fn, comm, color, key, newcomm, config);
+}
 
 /* 20: ncclCommUserRank — nccl.h */
 static ncclResult_t (*real_ncclCommUserRank)(const ncclComm_t comm, int *rank);
-DLH_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
-  DLH_REAL(dlh_fn, real_ncclCommUserRank, "pncclCommUserRank", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommUserRank)(const ncclComm_t comm, int *rank);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommUserRank(__typeof__(real_ncclCommUserRank) dlh_fn, const ncclComm_t comm, int *rank) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, rank);
@@ -531,11 +697,19 @@ DLH_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
+  DLH_REAL(dlh_fn, real_ncclCommUserRank, "pncclCommUserRank", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommUserRank(dlh_fn, comm, rank);
+}
+static ncclResult_t dlh_own_ncclCommUserRank(const ncclComm_t comm, int *rank) {
+  DLH_OWN(dlh_fn, own_ncclCommUserRank, ncclSystemError)
+  return dlh_b_ncclCommUserRank(dlh_fn, comm, rank);
+}
 
 /* 21: ncclCommWindowDeregister — nccl.h */
 static ncclResult_t (*real_ncclCommWindowDeregister)(ncclComm_t comm, ncclWindow_t win);
-DLH_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
-  DLH_REAL(dlh_fn, real_ncclCommWindowDeregister, "pncclCommWindowDeregister", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommWindowDeregister)(ncclComm_t comm, ncclWindow_t win);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommWindowDeregister(__typeof__(real_ncclCommWindowDeregister) dlh_fn, ncclComm_t comm, ncclWindow_t win) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, win);
@@ -548,11 +722,19 @@ DLH_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t w
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  DLH_REAL(dlh_fn, real_ncclCommWindowDeregister, "pncclCommWindowDeregister", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommWindowDeregister(dlh_fn, comm, win);
+}
+static ncclResult_t dlh_own_ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  DLH_OWN(dlh_fn, own_ncclCommWindowDeregister, ncclSystemError)
+  return dlh_b_ncclCommWindowDeregister(dlh_fn, comm, win);
+}
 
 /* 22: ncclCommWindowRegister — nccl.h */
 static ncclResult_t (*real_ncclCommWindowRegister)(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int winFlags);
-DLH_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int winFlags) {
-  DLH_REAL(dlh_fn, real_ncclCommWindowRegister, "pncclCommWindowRegister", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclCommWindowRegister)(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int winFlags);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclCommWindowRegister(__typeof__(real_ncclCommWindowRegister) dlh_fn, ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int winFlags) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(comm, buff, size, win, winFlags);
@@ -568,11 +750,19 @@ DLH_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int winFlags) {
+  DLH_REAL(dlh_fn, real_ncclCommWindowRegister, "pncclCommWindowRegister", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclCommWindowRegister(dlh_fn, comm, buff, size, win, winFlags);
+}
+static ncclResult_t dlh_own_ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int winFlags) {
+  DLH_OWN(dlh_fn, own_ncclCommWindowRegister, ncclSystemError)
+  return dlh_b_ncclCommWindowRegister(dlh_fn, comm, buff, size, win, winFlags);
+}
 
 /* 23: ncclGather — nccl.h */
 static ncclResult_t (*real_ncclGather)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
-DLH_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_ncclGather, "pncclGather", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclGather)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclGather(__typeof__(real_ncclGather) dlh_fn, const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, recvbuff, count, datatype, root, comm, stream);
@@ -597,11 +787,19 @@ DLH_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t 
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_ncclGather, "pncclGather", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclGather(dlh_fn, sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
+static ncclResult_t dlh_own_ncclGather(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_ncclGather, ncclSystemError)
+  return dlh_b_ncclGather(dlh_fn, sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
 
 /* 24: ncclGetErrorString — nccl.h */
 static const char * (*real_ncclGetErrorString)(ncclResult_t result);
-DLH_EXPORT const char * ncclGetErrorString(ncclResult_t result) {
-  DLH_REAL(dlh_fn, real_ncclGetErrorString, "pncclGetErrorString", DLH_LIB_NCCL, "dlhook: libnccl not found")
+static const char * (*own_ncclGetErrorString)(ncclResult_t result);
+static inline __attribute__((always_inline)) const char * dlh_b_ncclGetErrorString(__typeof__(real_ncclGetErrorString) dlh_fn, ncclResult_t result) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   const char * dlh_r = dlh_fn(result);
@@ -613,11 +811,19 @@ DLH_EXPORT const char * ncclGetErrorString(ncclResult_t result) {
   }
   return dlh_r;
 }
+DLH_EXPORT const char * ncclGetErrorString(ncclResult_t result) {
+  DLH_REAL(dlh_fn, real_ncclGetErrorString, "pncclGetErrorString", DLH_LIB_NCCL, "dlhook: libnccl not found")
+  return dlh_b_ncclGetErrorString(dlh_fn, result);
+}
+static const char * dlh_own_ncclGetErrorString(ncclResult_t result) {
+  DLH_OWN(dlh_fn, own_ncclGetErrorString, "dlhook: libnccl not found")
+  return dlh_b_ncclGetErrorString(dlh_fn, result);
+}
 
 /* 25: ncclGetLastError — nccl.h */
 static const char * (*real_ncclGetLastError)(ncclComm_t comm);
-DLH_EXPORT const char * ncclGetLastError(ncclComm_t comm) {
-  DLH_REAL(dlh_fn, real_ncclGetLastError, "pncclGetLastError", DLH_LIB_NCCL, "dlhook: libnccl not found")
+static const char * (*own_ncclGetLastError)(ncclComm_t comm);
+static inline __attribute__((always_inline)) const char * dlh_b_ncclGetLastError(__typeof__(real_ncclGetLastError) dlh_fn, ncclComm_t comm) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   const char * dlh_r = dlh_fn(comm);
@@ -629,11 +835,19 @@ DLH_EXPORT const char * ncclGetLastError(ncclComm_t comm) {
   }
   return dlh_r;
 }
+DLH_EXPORT const char * ncclGetLastError(ncclComm_t comm) {
+  DLH_REAL(dlh_fn, real_ncclGetLastError, "pncclGetLastError", DLH_LIB_NCCL, "dlhook: libnccl not found")
+  return dlh_b_ncclGetLastError(dlh_fn, comm);
+}
+static const char * dlh_own_ncclGetLastError(ncclComm_t comm) {
+  DLH_OWN(dlh_fn, own_ncclGetLastError, "dlhook: libnccl not found")
+  return dlh_b_ncclGetLastError(dlh_fn, comm);
+}
 
 /* 26: ncclGetUniqueId — nccl.h */
 static ncclResult_t (*real_ncclGetUniqueId)(ncclUniqueId *uniqueId);
-DLH_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId) {
-  DLH_REAL(dlh_fn, real_ncclGetUniqueId, "pncclGetUniqueId", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclGetUniqueId)(ncclUniqueId *uniqueId);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclGetUniqueId(__typeof__(real_ncclGetUniqueId) dlh_fn, ncclUniqueId *uniqueId) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(uniqueId);
@@ -645,11 +859,19 @@ DLH_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId) {
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId) {
+  DLH_REAL(dlh_fn, real_ncclGetUniqueId, "pncclGetUniqueId", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclGetUniqueId(dlh_fn, uniqueId);
+}
+static ncclResult_t dlh_own_ncclGetUniqueId(ncclUniqueId *uniqueId) {
+  DLH_OWN(dlh_fn, own_ncclGetUniqueId, ncclSystemError)
+  return dlh_b_ncclGetUniqueId(dlh_fn, uniqueId);
+}
 
 /* 27: ncclGetVersion — nccl.h */
 static ncclResult_t (*real_ncclGetVersion)(int *version);
-DLH_EXPORT ncclResult_t ncclGetVersion(int *version) {
-  DLH_REAL(dlh_fn, real_ncclGetVersion, "pncclGetVersion", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclGetVersion)(int *version);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclGetVersion(__typeof__(real_ncclGetVersion) dlh_fn, int *version) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(version);
@@ -661,11 +883,19 @@ DLH_EXPORT ncclResult_t ncclGetVersion(int *version) {
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclGetVersion(int *version) {
+  DLH_REAL(dlh_fn, real_ncclGetVersion, "pncclGetVersion", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclGetVersion(dlh_fn, version);
+}
+static ncclResult_t dlh_own_ncclGetVersion(int *version) {
+  DLH_OWN(dlh_fn, own_ncclGetVersion, ncclSystemError)
+  return dlh_b_ncclGetVersion(dlh_fn, version);
+}
 
 /* 28: ncclGroupEnd — nccl.h */
 static ncclResult_t (*real_ncclGroupEnd)(void);
-DLH_EXPORT ncclResult_t ncclGroupEnd(void) {
-  DLH_REAL(dlh_fn, real_ncclGroupEnd, "pncclGroupEnd", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclGroupEnd)(void);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclGroupEnd(__typeof__(real_ncclGroupEnd) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn();
@@ -678,11 +908,19 @@ DLH_EXPORT ncclResult_t ncclGroupEnd(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclGroupEnd(void) {
+  DLH_REAL(dlh_fn, real_ncclGroupEnd, "pncclGroupEnd", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclGroupEnd(dlh_fn);
+}
+static ncclResult_t dlh_own_ncclGroupEnd(void) {
+  DLH_OWN(dlh_fn, own_ncclGroupEnd, ncclSystemError)
+  return dlh_b_ncclGroupEnd(dlh_fn);
+}
 
 /* 29: ncclGroupSimulateEnd — nccl.h */
 static ncclResult_t (*real_ncclGroupSimulateEnd)(ncclSimInfo_t *simInfo);
-DLH_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
-  DLH_REAL(dlh_fn, real_ncclGroupSimulateEnd, "pncclGroupSimulateEnd", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclGroupSimulateEnd)(ncclSimInfo_t *simInfo);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclGroupSimulateEnd(__typeof__(real_ncclGroupSimulateEnd) dlh_fn, ncclSimInfo_t *simInfo) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(simInfo);
@@ -694,11 +932,19 @@ DLH_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
+  DLH_REAL(dlh_fn, real_ncclGroupSimulateEnd, "pncclGroupSimulateEnd", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclGroupSimulateEnd(dlh_fn, simInfo);
+}
+static ncclResult_t dlh_own_ncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
+  DLH_OWN(dlh_fn, own_ncclGroupSimulateEnd, ncclSystemError)
+  return dlh_b_ncclGroupSimulateEnd(dlh_fn, simInfo);
+}
 
 /* 30: ncclGroupStart — nccl.h */
 static ncclResult_t (*real_ncclGroupStart)(void);
-DLH_EXPORT ncclResult_t ncclGroupStart(void) {
-  DLH_REAL(dlh_fn, real_ncclGroupStart, "pncclGroupStart", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclGroupStart)(void);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclGroupStart(__typeof__(real_ncclGroupStart) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn();
@@ -711,11 +957,19 @@ DLH_EXPORT ncclResult_t ncclGroupStart(void) {
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclGroupStart(void) {
+  DLH_REAL(dlh_fn, real_ncclGroupStart, "pncclGroupStart", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclGroupStart(dlh_fn);
+}
+static ncclResult_t dlh_own_ncclGroupStart(void) {
+  DLH_OWN(dlh_fn, own_ncclGroupStart, ncclSystemError)
+  return dlh_b_ncclGroupStart(dlh_fn);
+}
 
 /* 31: ncclMemAlloc — nccl.h */
 static ncclResult_t (*real_ncclMemAlloc)(void **ptr, size_t size);
-DLH_EXPORT ncclResult_t ncclMemAlloc(void **ptr, size_t size) {
-  DLH_REAL(dlh_fn, real_ncclMemAlloc, "pncclMemAlloc", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclMemAlloc)(void **ptr, size_t size);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclMemAlloc(__typeof__(real_ncclMemAlloc) dlh_fn, void **ptr, size_t size) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(ptr, size);
@@ -728,11 +982,19 @@ DLH_EXPORT ncclResult_t ncclMemAlloc(void **ptr, size_t size) {
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclMemAlloc(void **ptr, size_t size) {
+  DLH_REAL(dlh_fn, real_ncclMemAlloc, "pncclMemAlloc", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclMemAlloc(dlh_fn, ptr, size);
+}
+static ncclResult_t dlh_own_ncclMemAlloc(void **ptr, size_t size) {
+  DLH_OWN(dlh_fn, own_ncclMemAlloc, ncclSystemError)
+  return dlh_b_ncclMemAlloc(dlh_fn, ptr, size);
+}
 
 /* 32: ncclMemFree — nccl.h */
 static ncclResult_t (*real_ncclMemFree)(void *ptr);
-DLH_EXPORT ncclResult_t ncclMemFree(void *ptr) {
-  DLH_REAL(dlh_fn, real_ncclMemFree, "pncclMemFree", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclMemFree)(void *ptr);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclMemFree(__typeof__(real_ncclMemFree) dlh_fn, void *ptr) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(ptr);
@@ -744,11 +1006,19 @@ DLH_EXPORT ncclResult_t ncclMemFree(void *ptr) {
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclMemFree(void *ptr) {
+  DLH_REAL(dlh_fn, real_ncclMemFree, "pncclMemFree", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclMemFree(dlh_fn, ptr);
+}
+static ncclResult_t dlh_own_ncclMemFree(void *ptr) {
+  DLH_OWN(dlh_fn, own_ncclMemFree, ncclSystemError)
+  return dlh_b_ncclMemFree(dlh_fn, ptr);
+}
 
 /* 33: ncclRecv — nccl.h */
 static ncclResult_t (*real_ncclRecv)(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream);
-DLH_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_ncclRecv, "pncclRecv", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclRecv)(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclRecv(__typeof__(real_ncclRecv) dlh_fn, void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(recvbuff, count, datatype, peer, comm, stream);
@@ -772,11 +1042,19 @@ DLH_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t da
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_ncclRecv, "pncclRecv", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclRecv(dlh_fn, recvbuff, count, datatype, peer, comm, stream);
+}
+static ncclResult_t dlh_own_ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_ncclRecv, ncclSystemError)
+  return dlh_b_ncclRecv(dlh_fn, recvbuff, count, datatype, peer, comm, stream);
+}
 
 /* 34: ncclRedOpCreatePreMulSum — nccl.h */
 static ncclResult_t (*real_ncclRedOpCreatePreMulSum)(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm);
-DLH_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm) {
-  DLH_REAL(dlh_fn, real_ncclRedOpCreatePreMulSum, "pncclRedOpCreatePreMulSum", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclRedOpCreatePreMulSum)(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclRedOpCreatePreMulSum(__typeof__(real_ncclRedOpCreatePreMulSum) dlh_fn, ncclRedOp_t *op, void *scalar, ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(op, scalar, datatype, residence, comm);
@@ -792,11 +1070,19 @@ DLH_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, 
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm) {
+  DLH_REAL(dlh_fn, real_ncclRedOpCreatePreMulSum, "pncclRedOpCreatePreMulSum", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclRedOpCreatePreMulSum(dlh_fn, op, scalar, datatype, residence, comm);
+}
+static ncclResult_t dlh_own_ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm) {
+  DLH_OWN(dlh_fn, own_ncclRedOpCreatePreMulSum, ncclSystemError)
+  return dlh_b_ncclRedOpCreatePreMulSum(dlh_fn, op, scalar, datatype, residence, comm);
+}
 
 /* 35: ncclRedOpDestroy — nccl.h */
 static ncclResult_t (*real_ncclRedOpDestroy)(ncclRedOp_t op, ncclComm_t comm);
-DLH_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
-  DLH_REAL(dlh_fn, real_ncclRedOpDestroy, "pncclRedOpDestroy", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclRedOpDestroy)(ncclRedOp_t op, ncclComm_t comm);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclRedOpDestroy(__typeof__(real_ncclRedOpDestroy) dlh_fn, ncclRedOp_t op, ncclComm_t comm) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(op, comm);
@@ -809,11 +1095,19 @@ DLH_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  DLH_REAL(dlh_fn, real_ncclRedOpDestroy, "pncclRedOpDestroy", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclRedOpDestroy(dlh_fn, op, comm);
+}
+static ncclResult_t dlh_own_ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  DLH_OWN(dlh_fn, own_ncclRedOpDestroy, ncclSystemError)
+  return dlh_b_ncclRedOpDestroy(dlh_fn, op, comm);
+}
 
 /* 36: ncclReduce — nccl.h */
 static ncclResult_t (*real_ncclReduce)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
-DLH_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_ncclReduce, "pncclReduce", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclReduce)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclReduce(__typeof__(real_ncclReduce) dlh_fn, const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, recvbuff, count, datatype, op, root, comm, stream);
@@ -839,11 +1133,19 @@ DLH_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t 
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_ncclReduce, "pncclReduce", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclReduce(dlh_fn, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+}
+static ncclResult_t dlh_own_ncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_ncclReduce, ncclSystemError)
+  return dlh_b_ncclReduce(dlh_fn, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+}
 
 /* 37: ncclReduceScatter — nccl.h */
 static ncclResult_t (*real_ncclReduceScatter)(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
-DLH_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_ncclReduceScatter, "pncclReduceScatter", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclReduceScatter)(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclReduceScatter(__typeof__(real_ncclReduceScatter) dlh_fn, const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
@@ -868,11 +1170,19 @@ DLH_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, 
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_ncclReduceScatter, "pncclReduceScatter", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclReduceScatter(dlh_fn, sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+}
+static ncclResult_t dlh_own_ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_ncclReduceScatter, ncclSystemError)
+  return dlh_b_ncclReduceScatter(dlh_fn, sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+}
 
 /* 38: ncclResetDebugInit — nccl.h */
 static void (*real_ncclResetDebugInit)(void);
-DLH_EXPORT void ncclResetDebugInit(void) {
-  DLH_REAL(dlh_fn, real_ncclResetDebugInit, "pncclResetDebugInit", DLH_LIB_NCCL, )
+static void (*own_ncclResetDebugInit)(void);
+static inline __attribute__((always_inline)) void dlh_b_ncclResetDebugInit(__typeof__(real_ncclResetDebugInit) dlh_fn) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   dlh_fn();
@@ -880,11 +1190,19 @@ DLH_EXPORT void ncclResetDebugInit(void) {
     dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 38), 0, 0, NULL);
   }
 }
+DLH_EXPORT void ncclResetDebugInit(void) {
+  DLH_REAL(dlh_fn, real_ncclResetDebugInit, "pncclResetDebugInit", DLH_LIB_NCCL, )
+  dlh_b_ncclResetDebugInit(dlh_fn);
+}
+static void dlh_own_ncclResetDebugInit(void) {
+  DLH_OWN(dlh_fn, own_ncclResetDebugInit, )
+  dlh_b_ncclResetDebugInit(dlh_fn);
+}
 
 /* 39: ncclScatter — nccl.h */
 static ncclResult_t (*real_ncclScatter)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
-DLH_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_ncclScatter, "pncclScatter", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclScatter)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclScatter(__typeof__(real_ncclScatter) dlh_fn, const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, recvbuff, count, datatype, root, comm, stream);
@@ -909,11 +1227,19 @@ DLH_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t
   }
   return dlh_r;
 }
+DLH_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_ncclScatter, "pncclScatter", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclScatter(dlh_fn, sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
+static ncclResult_t dlh_own_ncclScatter(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_ncclScatter, ncclSystemError)
+  return dlh_b_ncclScatter(dlh_fn, sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
 
 /* 40: ncclSend — nccl.h */
 static ncclResult_t (*real_ncclSend)(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream);
-DLH_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream) {
-  DLH_REAL(dlh_fn, real_ncclSend, "pncclSend", DLH_LIB_NCCL, ncclSystemError)
+static ncclResult_t (*own_ncclSend)(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream);
+static inline __attribute__((always_inline)) ncclResult_t dlh_b_ncclSend(__typeof__(real_ncclSend) dlh_fn, const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream) {
   dlh_call dlh_c;
   int dlh_rec = dlh_call_begin(&dlh_c);
   ncclResult_t dlh_r = dlh_fn(sendbuff, count, datatype, peer, comm, stream);
@@ -936,6 +1262,14 @@ DLH_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataTyp
     dlh_call_end(&dlh_c, DLH_FN_ID(DLH_DOMAIN_NCCL, 40), (int64_t)dlh_r, 12, dlh_a);
   }
   return dlh_r;
+}
+DLH_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream) {
+  DLH_REAL(dlh_fn, real_ncclSend, "pncclSend", DLH_LIB_NCCL, ncclSystemError)
+  return dlh_b_ncclSend(dlh_fn, sendbuff, count, datatype, peer, comm, stream);
+}
+static ncclResult_t dlh_own_ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream) {
+  DLH_OWN(dlh_fn, own_ncclSend, ncclSystemError)
+  return dlh_b_ncclSend(dlh_fn, sendbuff, count, datatype, peer, comm, stream);
 }
 
 /* ---- descriptor table ---- */
@@ -1069,47 +1403,47 @@ const unsigned dlh_fns_nccl_count = 41;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 const dlh_sym dlh_syms_nccl[] = {
-  {"ncclAllGather", (void *)ncclAllGather, (void **)&real_ncclAllGather},
-  {"ncclAllReduce", (void *)ncclAllReduce, (void **)&real_ncclAllReduce},
-  {"ncclAlltoAll", (void *)ncclAlltoAll, (void **)&real_ncclAlltoAll},
-  {"ncclBcast", (void *)ncclBcast, (void **)&real_ncclBcast},
-  {"ncclBroadcast", (void *)ncclBroadcast, (void **)&real_ncclBroadcast},
-  {"ncclCommAbort", (void *)ncclCommAbort, (void **)&real_ncclCommAbort},
-  {"ncclCommCount", (void *)ncclCommCount, (void **)&real_ncclCommCount},
-  {"ncclCommCuDevice", (void *)ncclCommCuDevice, (void **)&real_ncclCommCuDevice},
-  {"ncclCommDeregister", (void *)ncclCommDeregister, (void **)&real_ncclCommDeregister},
-  {"ncclCommDestroy", (void *)ncclCommDestroy, (void **)&real_ncclCommDestroy},
-  {"ncclCommFinalize", (void *)ncclCommFinalize, (void **)&real_ncclCommFinalize},
-  {"ncclCommGetAsyncError", (void *)ncclCommGetAsyncError, (void **)&real_ncclCommGetAsyncError},
-  {"ncclCommInitAll", (void *)ncclCommInitAll, (void **)&real_ncclCommInitAll},
-  {"ncclCommInitRank", (void *)ncclCommInitRank, (void **)&real_ncclCommInitRank},
-  {"ncclCommInitRankConfig", (void *)ncclCommInitRankConfig, (void **)&real_ncclCommInitRankConfig},
-  {"ncclCommInitRankScalable", (void *)ncclCommInitRankScalable, (void **)&real_ncclCommInitRankScalable},
-  {"ncclCommRegister", (void *)ncclCommRegister, (void **)&real_ncclCommRegister},
-  {"ncclCommRevoke", (void *)ncclCommRevoke, (void **)&real_ncclCommRevoke},
-  {"ncclCommShrink", (void *)ncclCommShrink, (void **)&real_ncclCommShrink},
-  {"ncclCommSplit", (void *)ncclCommSplit, (void **)&real_ncclCommSplit},
-  {"ncclCommUserRank", (void *)ncclCommUserRank, (void **)&real_ncclCommUserRank},
-  {"ncclCommWindowDeregister", (void *)ncclCommWindowDeregister, (void **)&real_ncclCommWindowDeregister},
-  {"ncclCommWindowRegister", (void *)ncclCommWindowRegister, (void **)&real_ncclCommWindowRegister},
-  {"ncclGather", (void *)ncclGather, (void **)&real_ncclGather},
-  {"ncclGetErrorString", (void *)ncclGetErrorString, (void **)&real_ncclGetErrorString},
-  {"ncclGetLastError", (void *)ncclGetLastError, (void **)&real_ncclGetLastError},
-  {"ncclGetUniqueId", (void *)ncclGetUniqueId, (void **)&real_ncclGetUniqueId},
-  {"ncclGetVersion", (void *)ncclGetVersion, (void **)&real_ncclGetVersion},
-  {"ncclGroupEnd", (void *)ncclGroupEnd, (void **)&real_ncclGroupEnd},
-  {"ncclGroupSimulateEnd", (void *)ncclGroupSimulateEnd, (void **)&real_ncclGroupSimulateEnd},
-  {"ncclGroupStart", (void *)ncclGroupStart, (void **)&real_ncclGroupStart},
-  {"ncclMemAlloc", (void *)ncclMemAlloc, (void **)&real_ncclMemAlloc},
-  {"ncclMemFree", (void *)ncclMemFree, (void **)&real_ncclMemFree},
-  {"ncclRecv", (void *)ncclRecv, (void **)&real_ncclRecv},
-  {"ncclRedOpCreatePreMulSum", (void *)ncclRedOpCreatePreMulSum, (void **)&real_ncclRedOpCreatePreMulSum},
-  {"ncclRedOpDestroy", (void *)ncclRedOpDestroy, (void **)&real_ncclRedOpDestroy},
-  {"ncclReduce", (void *)ncclReduce, (void **)&real_ncclReduce},
-  {"ncclReduceScatter", (void *)ncclReduceScatter, (void **)&real_ncclReduceScatter},
-  {"ncclResetDebugInit", (void *)ncclResetDebugInit, (void **)&real_ncclResetDebugInit},
-  {"ncclScatter", (void *)ncclScatter, (void **)&real_ncclScatter},
-  {"ncclSend", (void *)ncclSend, (void **)&real_ncclSend},
+  {"ncclAllGather", (void *)ncclAllGather, (void **)&real_ncclAllGather, (void *)dlh_own_ncclAllGather, (void **)&own_ncclAllGather},
+  {"ncclAllReduce", (void *)ncclAllReduce, (void **)&real_ncclAllReduce, (void *)dlh_own_ncclAllReduce, (void **)&own_ncclAllReduce},
+  {"ncclAlltoAll", (void *)ncclAlltoAll, (void **)&real_ncclAlltoAll, (void *)dlh_own_ncclAlltoAll, (void **)&own_ncclAlltoAll},
+  {"ncclBcast", (void *)ncclBcast, (void **)&real_ncclBcast, (void *)dlh_own_ncclBcast, (void **)&own_ncclBcast},
+  {"ncclBroadcast", (void *)ncclBroadcast, (void **)&real_ncclBroadcast, (void *)dlh_own_ncclBroadcast, (void **)&own_ncclBroadcast},
+  {"ncclCommAbort", (void *)ncclCommAbort, (void **)&real_ncclCommAbort, (void *)dlh_own_ncclCommAbort, (void **)&own_ncclCommAbort},
+  {"ncclCommCount", (void *)ncclCommCount, (void **)&real_ncclCommCount, (void *)dlh_own_ncclCommCount, (void **)&own_ncclCommCount},
+  {"ncclCommCuDevice", (void *)ncclCommCuDevice, (void **)&real_ncclCommCuDevice, (void *)dlh_own_ncclCommCuDevice, (void **)&own_ncclCommCuDevice},
+  {"ncclCommDeregister", (void *)ncclCommDeregister, (void **)&real_ncclCommDeregister, (void *)dlh_own_ncclCommDeregister, (void **)&own_ncclCommDeregister},
+  {"ncclCommDestroy", (void *)ncclCommDestroy, (void **)&real_ncclCommDestroy, (void *)dlh_own_ncclCommDestroy, (void **)&own_ncclCommDestroy},
+  {"ncclCommFinalize", (void *)ncclCommFinalize, (void **)&real_ncclCommFinalize, (void *)dlh_own_ncclCommFinalize, (void **)&own_ncclCommFinalize},
+  {"ncclCommGetAsyncError", (void *)ncclCommGetAsyncError, (void **)&real_ncclCommGetAsyncError, (void *)dlh_own_ncclCommGetAsyncError, (void **)&own_ncclCommGetAsyncError},
+  {"ncclCommInitAll", (void *)ncclCommInitAll, (void **)&real_ncclCommInitAll, (void *)dlh_own_ncclCommInitAll, (void **)&own_ncclCommInitAll},
+  {"ncclCommInitRank", (void *)ncclCommInitRank, (void **)&real_ncclCommInitRank, (void *)dlh_own_ncclCommInitRank, (void **)&own_ncclCommInitRank},
+  {"ncclCommInitRankConfig", (void *)ncclCommInitRankConfig, (void **)&real_ncclCommInitRankConfig, (void *)dlh_own_ncclCommInitRankConfig, (void **)&own_ncclCommInitRankConfig},
+  {"ncclCommInitRankScalable", (void *)ncclCommInitRankScalable, (void **)&real_ncclCommInitRankScalable, (void *)dlh_own_ncclCommInitRankScalable, (void **)&own_ncclCommInitRankScalable},
+  {"ncclCommRegister", (void *)ncclCommRegister, (void **)&real_ncclCommRegister, (void *)dlh_own_ncclCommRegister, (void **)&own_ncclCommRegister},
+  {"ncclCommRevoke", (void *)ncclCommRevoke, (void **)&real_ncclCommRevoke, (void *)dlh_own_ncclCommRevoke, (void **)&own_ncclCommRevoke},
+  {"ncclCommShrink", (void *)ncclCommShrink, (void **)&real_ncclCommShrink, (void *)dlh_own_ncclCommShrink, (void **)&own_ncclCommShrink},
+  {"ncclCommSplit", (void *)ncclCommSplit, (void **)&real_ncclCommSplit, (void *)dlh_own_ncclCommSplit, (void **)&own_ncclCommSplit},
+  {"ncclCommUserRank", (void *)ncclCommUserRank, (void **)&real_ncclCommUserRank, (void *)dlh_own_ncclCommUserRank, (void **)&own_ncclCommUserRank},
+  {"ncclCommWindowDeregister", (void *)ncclCommWindowDeregister, (void **)&real_ncclCommWindowDeregister, (void *)dlh_own_ncclCommWindowDeregister, (void **)&own_ncclCommWindowDeregister},
+  {"ncclCommWindowRegister", (void *)ncclCommWindowRegister, (void **)&real_ncclCommWindowRegister, (void *)dlh_own_ncclCommWindowRegister, (void **)&own_ncclCommWindowRegister},
+  {"ncclGather", (void *)ncclGather, (void **)&real_ncclGather, (void *)dlh_own_ncclGather, (void **)&own_ncclGather},
+  {"ncclGetErrorString", (void *)ncclGetErrorString, (void **)&real_ncclGetErrorString, (void *)dlh_own_ncclGetErrorString, (void **)&own_ncclGetErrorString},
+  {"ncclGetLastError", (void *)ncclGetLastError, (void **)&real_ncclGetLastError, (void *)dlh_own_ncclGetLastError, (void **)&own_ncclGetLastError},
+  {"ncclGetUniqueId", (void *)ncclGetUniqueId, (void **)&real_ncclGetUniqueId, (void *)dlh_own_ncclGetUniqueId, (void **)&own_ncclGetUniqueId},
+  {"ncclGetVersion", (void *)ncclGetVersion, (void **)&real_ncclGetVersion, (void *)dlh_own_ncclGetVersion, (void **)&own_ncclGetVersion},
+  {"ncclGroupEnd", (void *)ncclGroupEnd, (void **)&real_ncclGroupEnd, (void *)dlh_own_ncclGroupEnd, (void **)&own_ncclGroupEnd},
+  {"ncclGroupSimulateEnd", (void *)ncclGroupSimulateEnd, (void **)&real_ncclGroupSimulateEnd, (void *)dlh_own_ncclGroupSimulateEnd, (void **)&own_ncclGroupSimulateEnd},
+  {"ncclGroupStart", (void *)ncclGroupStart, (void **)&real_ncclGroupStart, (void *)dlh_own_ncclGroupStart, (void **)&own_ncclGroupStart},
+  {"ncclMemAlloc", (void *)ncclMemAlloc, (void **)&real_ncclMemAlloc, (void *)dlh_own_ncclMemAlloc, (void **)&own_ncclMemAlloc},
+  {"ncclMemFree", (void *)ncclMemFree, (void **)&real_ncclMemFree, (void *)dlh_own_ncclMemFree, (void **)&own_ncclMemFree},
+  {"ncclRecv", (void *)ncclRecv, (void **)&real_ncclRecv, (void *)dlh_own_ncclRecv, (void **)&own_ncclRecv},
+  {"ncclRedOpCreatePreMulSum", (void *)ncclRedOpCreatePreMulSum, (void **)&real_ncclRedOpCreatePreMulSum, (void *)dlh_own_ncclRedOpCreatePreMulSum, (void **)&own_ncclRedOpCreatePreMulSum},
+  {"ncclRedOpDestroy", (void *)ncclRedOpDestroy, (void **)&real_ncclRedOpDestroy, (void *)dlh_own_ncclRedOpDestroy, (void **)&own_ncclRedOpDestroy},
+  {"ncclReduce", (void *)ncclReduce, (void **)&real_ncclReduce, (void *)dlh_own_ncclReduce, (void **)&own_ncclReduce},
+  {"ncclReduceScatter", (void *)ncclReduceScatter, (void **)&real_ncclReduceScatter, (void *)dlh_own_ncclReduceScatter, (void **)&own_ncclReduceScatter},
+  {"ncclResetDebugInit", (void *)ncclResetDebugInit, (void **)&real_ncclResetDebugInit, (void *)dlh_own_ncclResetDebugInit, (void **)&own_ncclResetDebugInit},
+  {"ncclScatter", (void *)ncclScatter, (void **)&real_ncclScatter, (void *)dlh_own_ncclScatter, (void **)&own_ncclScatter},
+  {"ncclSend", (void *)ncclSend, (void **)&real_ncclSend, (void *)dlh_own_ncclSend, (void **)&own_ncclSend},
 };
 #pragma GCC diagnostic pop
 const unsigned dlh_syms_nccl_count = 41;

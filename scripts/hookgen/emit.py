@@ -114,6 +114,12 @@ static inline uint64_t dlh_dbl_bits(double d) { uint64_t u; memcpy(&u, &d, sizeo
     if (!fn) return fail;                                                     \
     __atomic_store_n(&cache, fn, __ATOMIC_RELEASE);                           \
   }
+
+/* The same for the entry that a handle lookup of the library gets (preload/dlsym.c): its real
+ * function is the library's own definition, set before the entry is handed out. */
+#define DLH_OWN(fn, cache, fail)                                              \
+  __typeof__(cache) fn = __atomic_load_n(&cache, __ATOMIC_ACQUIRE);           \
+  if (DLH_UNLIKELY(!fn)) return fail;
 '''
 
 
@@ -234,8 +240,9 @@ def generate(lib, cfg, cuda_inc, cuda_lib, cc):
                                            (' (prototype of %s)' % base) if base != name else '',
                                            note))
         o.append('static %s (*real_%s)(%s);' % (ret, name, params))
-        o.append('DLH_EXPORT %s %s(%s) {' % (ret, name, params))
-        o.append('  DLH_REAL(dlh_fn, real_%s, "%s", %s, %s)' % (name, target, cfg['lib_enum'], fv))
+        o.append('static %s (*own_%s)(%s);' % (ret, name, params))
+        o.append('static inline __attribute__((always_inline)) %s dlh_b_%s(__typeof__(real_%s) dlh_fn%s) {'
+                 % (ret, name, name, (', ' + params) if proto.params else ''))
         pre, post = cfg.get('around', {}).get(name, (None, None))
         if pre:
             o.append('  %s' % pre)
@@ -266,6 +273,15 @@ def generate(lib, cfg, cuda_inc, cuda_lib, cc):
         if not void:
             o.append('  return dlh_r;')
         o.append('}')
+        call = 'dlh_b_%s(dlh_fn%s);' % (name, (', ' + callargs) if proto.params else '')
+        o.append('DLH_EXPORT %s %s(%s) {' % (ret, name, params))
+        o.append('  DLH_REAL(dlh_fn, real_%s, "%s", %s, %s)' % (name, target, cfg['lib_enum'], fv))
+        o.append('  %s%s' % ('' if void else 'return ', call))
+        o.append('}')
+        o.append('static %s dlh_own_%s(%s) {' % (ret, name, params))
+        o.append('  DLH_OWN(dlh_fn, own_%s, %s)' % (name, fv))
+        o.append('  %s%s' % ('' if void else 'return ', call))
+        o.append('}')
         o.append('')
         descs.append((name, args))
 
@@ -292,7 +308,8 @@ def generate(lib, cfg, cuda_inc, cuda_lib, cc):
     o.append('#pragma GCC diagnostic ignored "-Wdeprecated-declarations"')
     o.append('const dlh_sym %s[] = {' % syms)
     for name in sorted(n for n, _ in descs):
-        o.append('  {"%s", (void *)%s, (void **)&real_%s},' % (name, name, name))
+        o.append('  {"%s", (void *)%s, (void **)&real_%s, (void *)dlh_own_%s, (void **)&own_%s},'
+                 % (name, name, name, name, name))
     o.append('};')
     o.append('#pragma GCC diagnostic pop')
     o.append('const unsigned %s_count = %d;' % (syms, len(descs)))

@@ -25,12 +25,16 @@ $(HOST_DIR)/silentprog: tests/host/silentprog.c | $(CUDA_STAMP)
 TEST_DEPS += $(HOST_DIR)/silentprog
 
 # The interposer chain (t_interposer_chain.sh): a program linked with the runtime, one that
-# opens it with dlopen, and a shim of the program's own on cudaMalloc, built for each way of
-# finding the real function.
+# opens it with dlopen, one linked whose first call goes through a handle, and a shim of the
+# program's own on cudaMalloc, built for each way of finding the real function.
 $(HOST_DIR)/chainprog-linked: tests/host/chainprog.c | $(CUDA_STAMP)
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
 	$(Q)$(CC) -O1 -g -Wall -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIB) -lcudart
+$(HOST_DIR)/chainprog-mixed: tests/host/chainprog.c | $(CUDA_STAMP)
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) -O1 -g -Wall -DCHAIN_MIXED -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIB) -lcudart -ldl
 $(HOST_DIR)/chainprog-dlopen: tests/host/chainprog.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
@@ -44,5 +48,5 @@ $(HOST_DIR)/libchainshim-next.so: tests/host/chainshim.c
 	@echo "  CC      $<"
 	$(Q)$(CC) -O1 -g -Wall -shared -fPIC -DCHAIN_NEXT -o $@ $< -ldl
 
-TEST_DEPS += $(HOST_DIR)/chainprog-linked $(HOST_DIR)/chainprog-dlopen \
+TEST_DEPS += $(HOST_DIR)/chainprog-linked $(HOST_DIR)/chainprog-dlopen $(HOST_DIR)/chainprog-mixed \
   $(HOST_DIR)/libchainshim-handle.so $(HOST_DIR)/libchainshim-next.so

@@ -4,6 +4,10 @@
  *   chainprog-dlopen N   not linked with it: dlopen("libcudart.so.13", RTLD_NOW | RTLD_LOCAL),
  *                        then dlsym on that handle for both functions, as Python's ctypes and
  *                        plugin hosts do (-DCHAIN_DLOPEN)
+ *   chainprog-mixed N    linked with -lcudart, but its first call goes through
+ *                        dlsym(dlopen("libcudart.so.13"), "cudaMalloc"), which untraced passes
+ *                        by every interposer; the other N - 1 through its references
+ *                        (-DCHAIN_MIXED)
  * Prints "calls N ok K" (K: calls that returned cudaSuccess). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -40,7 +44,24 @@ int main(int argc, char **argv) {
     }
   }
 #else
-  for (long i = 0; i < n; i++) {
+  long i = 0;
+#ifdef CHAIN_MIXED
+  void *h = dlopen("libcudart.so.13", RTLD_LAZY);
+  cudaError_t (*first)(void **, size_t) =
+      h ? (cudaError_t(*)(void **, size_t))dlsym(h, "cudaMalloc") : NULL;
+  if (!first) {
+    fprintf(stderr, "chainprog: %s\n", dlerror());
+    return 1;
+  }
+  for (; i < 1 && i < n; i++) {
+    void *p = NULL;
+    if (first(&p, 256) == cudaSuccess) {
+      ok++;
+      cudaFree(p);
+    }
+  }
+#endif
+  for (; i < n; i++) {
     void *p = NULL;
     if (cudaMalloc(&p, 256) == cudaSuccess) {
       ok++;
