@@ -13,8 +13,12 @@
 #                                   planted lines are read from them)
 #     scripts/gpu-acceptance, scripts/gpu/*.py
 #                                   the acceptance script and what it runs: train_torch.py,
-#                                   torch_graphs.py (CUDA graphs, torch.compile), and from tests/:
-#                                   op_agreement.py, hta_analyses.py, slow_dataset.py, advise_py.py
+#                                   torch_graphs.py (CUDA graphs, torch.compile), calibrate.py and
+#                                   calib_torch.py (the simulator against the GPU), features.py, and
+#                                   from tests/: op_agreement.py, hta_analyses.py, slow_dataset.py,
+#                                   advise_py.py, workload.py and the memory snapshot checks
+#                                   (memcmp_py.py, memsnap_check.py, memcmp_check.py), the model
+#                                   zoo (zoo.py, judge.py)
 #     common/dlh_cuda_libs.def      the CUDA libraries dlhook wraps (read by scripts/gpu/acceptance.py)
 #     BUNDLE.txt                    what was built where, and the dependency check
 #   $(BUILD)/gpu-bundle.tar.gz      the same folder as one file
@@ -82,8 +86,10 @@ $(BUNDLE)/dlhook: $(BUNDLE_BIN_OBJS) $(BUNDLE_BIN_ARCHIVES)
 # (toolkit, PyTorch's nvidia-* wheels) on LD_LIBRARY_PATH.
 # Python scripts of scripts/gpu/ and tests/ that go to the bundle's scripts/gpu/
 BUNDLE_GPU_PY  := scripts/gpu/train_torch.py scripts/gpu/acceptance.py scripts/gpu/torch_graphs.py \
+                  scripts/gpu/calibrate.py scripts/gpu/calib_torch.py scripts/gpu/features.py \
                   tests/export/hta_analyses.py tests/torch/op_agreement.py tests/torch/slow_dataset.py \
-                  tests/torch/advise_py.py
+                  tests/torch/advise_py.py tests/torch/workload.py tests/torch/memcmp_py.py \
+                  tests/torch/memsnap_check.py tests/torch/memcmp_check.py tests/zoo/zoo.py tests/zoo/judge.py
 BUNDLE_ADVISE  := $(BUILD)/tests/progs/advise_loop $(BUILD)/tests/progs/advise_gpu
 BUNDLE_SCRIPTS := scripts/gpu-acceptance $(BUNDLE_GPU_PY) common/dlh_cuda_libs.def \
                   tests/progs/advise_loop.c tests/progs/advise_gpu.cu

@@ -16,6 +16,14 @@ Runs from the gpu-bundle (make gpu-bundle) or from a source tree with build/. Pa
      has them;
   5. host sampling on a DataLoader-starved workload, `dlhook advise` on the planted-cause
      programs, pageable and pinned host-to-device copy records;
+  6. calibration (calibrate.py): the same workloads recorded on the GPU and on the simulator
+     (`dlhook record --sim`, in a background thread from the start), every kernel, copy, memset
+     and collective matched, simulated / measured per class, step times; the table also goes
+     to OUTDIR/simulator-calibration.md, a section for docs/simulator.md;
+  7. features.py: NCCL profiler plugin events, memory snapshots against torch's own, the
+     "What dlhook cost or lost" section of stats;
+  8. features.py: `dlhook advise` on a reduced model zoo (tests/zoo/), judged on this machine's
+     timing;
 and writes OUTDIR/summary.md and OUTDIR/summary.json: every check (pass / fail / skip with the
 reason) and figure, rewritten after each check (--publish DIR: copied there too, with the logs
 and the Kineto traces as tarballs at the end of each part), so that a run cut short still
@@ -38,6 +46,9 @@ import subprocess
 import sys
 import tarfile
 import time
+
+import calibrate  # part 6: the simulator's timing against the GPU's (scripts/gpu/calibrate.py)
+import features  # parts 7-8: NCCL plugin events, memory snapshots, ring waits, the model zoo
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))  # the bundle, or the source tree
@@ -149,7 +160,7 @@ class Run:
         if not self.publish_dir:
             return
         os.makedirs(self.publish_dir, exist_ok=True)
-        for f in ("summary.md", "summary.json"):
+        for f in ("summary.md", "summary.json", "simulator-calibration.md"):
             src = os.path.join(self.out, f)
             if os.path.isfile(src):
                 shutil.copyfile(src, os.path.join(self.publish_dir, f + ".tmp"))
@@ -1586,7 +1597,9 @@ class Run:
                              "; launch to kernel start median %.1f us, p99 %.1f us"
                              % (lat["median"] / 1e3, lat["p99"] / 1e3) if lat else ""))
                 L.append("")
+        L += calibrate.summary_lines(self.figures)
         self.summary_more(L)
+        L += features.summary_lines(self.figures)
         tl = self.figures.get("timeline_s")
         if tl:
             L.append("Timeline (s since the start, at the end of each part): %s%s." % (
@@ -1927,7 +1940,8 @@ def torchprof_per_step(path):
     return per, names
 
 
-PARTS = ["programs", "advise", "torch", "graphs", "compile", "sampling", "ddp", "overhead"]
+PARTS = ["programs", "calibrate", "advise", "torch", "features", "graphs", "compile", "sampling", "zoo", "ddp",
+         "overhead"]
 
 
 def main(argv):
@@ -1960,20 +1974,27 @@ def main(argv):
                     help="seconds: parts that would not fit skip, saying so (0: none; --quick 450)")
     ap.add_argument("--quick", action="store_true",
                     help="a budget that fits ~8 minutes on an H200: --torch-steps 100 --torchprof-steps 60 "
-                    "--overhead-steps 100 --warmup 10 --rounds 2 --deadline 450 (each unless given)")
+                    "--overhead-steps 100 --warmup 10 --rounds 2 --deadline 450 --budget DEADLINE-90 --calib-steps 10 "
+                    "--zoo-causes item,empty_cache --zoo-steps 6 --zoo-warmup 2 --zoo-repeat 1 (each unless given)")
     ap.add_argument("--publish", default=None, metavar="DIR",
                     help="copy summary.md/json to DIR after each check, and logs.tar.gz, "
                     "kineto.tar.gz (dlhook's exports) and torchprof.tar.gz (torch.profiler's traces) "
                     "after each part (e.g. $OUT of the device tool)")
     ap.add_argument("--parts", default=",".join(PARTS),
                     help="comma-separated, of %s (all)" % ",".join(PARTS))
+    calibrate.add_arguments(ap)
+    features.add_arguments(ap)
     if "--quick" in argv:  # the preset, under what is given explicitly
         given = {x.split("=")[0] for x in argv if x.startswith("--")}
         for k, v in (("--torch-steps", 100), ("--torchprof-steps", 60), ("--overhead-steps", 100),
-                     ("--warmup", 10), ("--rounds", 2), ("--deadline", 450)):
+                     ("--warmup", 10), ("--rounds", 2), ("--deadline", 450),
+                     ("--calib-steps", 10), ("--zoo-causes", "item,empty_cache"), ("--zoo-steps", 6),
+                     ("--zoo-warmup", 2), ("--zoo-repeat", 1)):
             if k not in given:
                 ap.set_defaults(**{k[2:].replace("-", "_"): v})
     a = ap.parse_args(argv)
+    if a.quick and not any(x.split("=")[0] == "--budget" for x in argv) and a.deadline > 180:
+        a.budget = a.deadline - 90  # the overhead rounds leave the parts after them 90 s
     bad = set(a.parts.split(",")) - set(PARTS)
     if bad:
         ap.error("--parts: unknown %s (of %s)" % (",".join(sorted(bad)), ",".join(PARTS)))
@@ -1982,6 +2003,8 @@ def main(argv):
         ap.error("--workloads: transformer and/or cnn")
     if a.train_steps is None:
         a.train_steps = 4 if a.sim else 10
+    if os.sep in a.python:  # the commands run in OUTDIR
+        a.python = os.path.abspath(a.python)
     r = Run(a)
     r.workloads = wls
     if not r.setup():
@@ -1992,9 +2015,31 @@ def main(argv):
         if k in r.env_info:
             print("  %s: %s" % (k, r.env_info[k]))
     P = r.parts
+    r.torch_why = r.torch_ok() if P & {"torch", "graphs", "compile", "sampling", "advise", "ddp", "calibrate",
+                                       "features", "zoo"} else "not asked for"
+    r.torch_done = []
+    # the simulator's side of the calibration runs in the background from now on (no GPU)
+    calib = calibrate.start(r) if "calibrate" in P else None
     if "programs" in P:
         r.part1()
         r.mark("programs")
+        r.publish(final=True)
+    if calib:  # what the GPU run must settle first: its timing against the simulator's
+        calib.run()
+        r.mark("calibration")
+        r.publish(final=True)
+    # what the acceptance asks for first (the calibration, kernel counts and operator agreement,
+    # the zoo, overhead ratios), then the rest; --deadline drops from the end. With --quick the
+    # overhead rounds stop at --budget (deadline - 90 s), leaving the CUDA graph and sampling time
+    if "torch" in P:
+        r.torch_parts()
+        r.mark("PyTorch vs torch.profiler")
+        r.publish(final=True)
+    if "features" in P:
+        features.nccl(r)
+        features.ringwait(r)
+        features.memory(r)
+        r.mark("NCCL events, ring waits, memory snapshots")
         r.publish(final=True)
     if "advise" in P:
         r.advise(["advise_loop", "advise_gpu"])
@@ -2002,13 +2047,14 @@ def main(argv):
         r.straggler()
         r.mark("advise (C), copies")
         r.publish(final=True)
-    r.torch_why = r.torch_ok() if P & {"torch", "graphs", "compile", "sampling", "advise", "ddp"} else "not asked for"
-    r.torch_done = []
-    if "torch" in P:
-        r.torch_parts()
-        r.mark("PyTorch vs torch.profiler")
+    if "zoo" in P:
+        features.zoo(r)
+        r.mark("model zoo")
         r.publish(final=True)
-    # the compilations last: their time is the least predictable
+    if "overhead" in P and "torch" in P:
+        r.overhead_all()
+        r.mark("overhead")
+        r.publish(final=True)
     if "graphs" in P:
         r.part4("graphs")
         r.mark("CUDA graph")
@@ -2020,6 +2066,7 @@ def main(argv):
         r.advise(["advise_py"])
         r.mark("advise (PyTorch)")
     r.publish(final=True)
+    # the compilations last: their time is the least predictable
     if "compile" in P:
         r.part4("compile")
         r.mark("torch.compile")
@@ -2027,9 +2074,6 @@ def main(argv):
     if "ddp" in P:
         r.ddp_part()
         r.mark("DDP")
-    if "overhead" in P and "torch" in P:
-        r.overhead_all()
-        r.mark("overhead")
     n = r.write_summary()
     r.publish(final=True)
     print("gpu-acceptance: %d passed, %d failed, %d skipped in %.0f s; %s"

@@ -4,7 +4,9 @@
 --model transformer (default): a two-layer transformer encoder on synthetic token data, trained
 with AdamW. --model cnn: a small convolutional network (conv, batch norm, ReLU, pooling, linear)
 on synthetic images, trained with SGD and automatic mixed precision (autocast float16 and a
-GradScaler): cuDNN convolutions and batch norm, cuBLAS(Lt) GEMMs. Both are fed by a
+GradScaler): cuDNN convolutions and batch norm, cuBLAS(Lt) GEMMs. --model gpt: a tiny
+GPT-2-like LM (pre-norm blocks with causal scaled_dot_product_attention, a tied head) under
+autocast bfloat16, AdamW (the calibration of scripts/gpu/calibrate.py). All are fed by a
 DataLoader with one worker process (pinned memory). Every step is an NVTX range and a
 torch.profiler record_function range, both named ``ProfilerStep#N`` (with forward, backward and
 optimizer ranges inside), so that dlhook (NVTX) and
@@ -62,7 +64,7 @@ class Tokens(Dataset):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", choices=["transformer", "cnn"], default="transformer")
+    ap.add_argument("--model", choices=["transformer", "cnn", "gpt"], default="transformer")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--batch", type=int, default=32)
@@ -107,6 +109,41 @@ def main():
         def forward(self, x):
             return self.head(self.enc(self.emb(x) + self.pos))
 
+    class Block(nn.Module):
+        """A GPT-2 block: pre-norm causal self-attention and a GELU MLP."""
+
+        def __init__(self, d, heads=4):
+            super().__init__()
+            self.ln_1, self.ln_2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.attn, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.fc, self.fc_proj = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+            self.heads = heads
+
+        def forward(self, x):
+            b, t, d = x.shape
+            q, k, v = self.attn(self.ln_1(x)).split(d, dim=2)
+            q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+            y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
+            return x + self.fc_proj(nn.functional.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
+
+    class GPT(nn.Module):
+        """A tiny GPT-2-like LM: token and position embeddings, causal blocks, a tied head."""
+
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(a.vocab, a.dim), nn.Embedding(a.seq, a.dim)
+            self.h = nn.ModuleList(Block(a.dim) for _ in range(a.layers))
+            self.ln_f = nn.LayerNorm(a.dim)
+            self.head = nn.Linear(a.dim, a.vocab, bias=False)
+            self.head.weight = self.wte.weight
+
+        def forward(self, x):
+            x = self.wte(x) + self.wpe(torch.arange(x.shape[1], device=x.device))
+            for blk in self.h:
+                x = blk(x)
+            return self.head(self.ln_f(x))
+
     class ConvNet(nn.Module):
         def __init__(self, classes=10):
             super().__init__()
@@ -124,7 +161,8 @@ def main():
     ds = Images(total * a.batch, 32, 10) if cnn else Tokens(total * a.batch, a.seq, a.vocab)
     dl = DataLoader(ds, batch_size=a.batch, shuffle=False, num_workers=1, pin_memory=cuda,
                     drop_last=True, persistent_workers=False)
-    model = (ConvNet() if cnn else Model()).to(dev)
+    gpt = a.model == "gpt"
+    model = (ConvNet() if cnn else GPT() if gpt else Model()).to(dev)
     if cnn:
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, foreach=True)
     else:
@@ -165,6 +203,9 @@ def main():
                 if cnn:
                     with torch.autocast(a.device, dtype=torch.float16, enabled=amp):
                         loss = lossf(model(x), y)
+                elif gpt:
+                    with torch.autocast(a.device, dtype=torch.bfloat16, enabled=cuda):
+                        loss = lossf(model(x).reshape(-1, a.vocab).float(), y.reshape(-1))
                 else:
                     loss = lossf(model(x).reshape(-1, a.vocab), y.reshape(-1))
             pop()
