@@ -118,6 +118,11 @@ typedef struct rd_trace {
   int pass;         /* 1: the first read (definitions), 2: the second (rd_trace_rewind) */
   int opens, done;  /* times the file was opened; the second pass could not open it */
   int only;         /* rd_read_once: the first pass is the only one */
+  /* the first pass read every definition without damage or a limit: a second pass by rd_pass
+   * or rd_read_again passes over the definitions only the first reads (stacks, symbols,
+   * modules, Python frames, NCCL events, graph nodes), undecoded */
+  int defs_clean;
+  uint64_t skip_cases; /* data cases the reader passes over undecoded (dlh_reader_skip) */
   int quiet_damage; /* rd_read_again: damage was said by the first pass */
   /* ProcessInfo (the first), the first clock anchor with a realtime, devices: known after the
    * first pass */
@@ -178,6 +183,20 @@ int rd_trace_open(rd_trace *t, const char *path);
  * rd_trace_next). rd_trace_begin returns 0, or -1 after printing why. */
 int rd_trace_begin(rd_trace *t, const char *path, int events);
 void rd_trace_rewind(rd_trace *t);
+/* The end of the first pass without a second one yet (rd_read_once): the file closed, and
+ * whether its definitions were read clean noted (defs_clean). rd_trace_rewind calls it. */
+void rd_trace_end_first(rd_trace *t);
+/* Data cases (DLH_CASE_BIT) the reader passes over undecoded from now on, in this pass and
+ * the file's next opening of it; kept until the first pass ends. */
+void rd_trace_skip(rd_trace *t, uint64_t cases);
+#define RD_EVENT_CASES (DLH_CASE_BIT(DLH__PACKET__DATA_API) | DLH_CASE_BIT(DLH__PACKET__DATA_GPU) | \
+                        DLH_CASE_BIT(DLH__PACKET__DATA_SAMPLES))
+/* What only the first pass reads (trace.c, define): a clean first pass lets the second pass
+ * over them */
+#define RD_DEF_CASES (DLH_CASE_BIT(DLH__PACKET__DATA_STACK) | DLH_CASE_BIT(DLH__PACKET__DATA_SYMBOL) | \
+                      DLH_CASE_BIT(DLH__PACKET__DATA_MODULE) | DLH_CASE_BIT(DLH__PACKET__DATA_PY_FRAME) | \
+                      DLH_CASE_BIT(DLH__PACKET__DATA_NCCL_EVENTS) | DLH_CASE_BIT(DLH__PACKET__DATA_GRAPH_NODES) | \
+                      DLH_CASE_BIT(DLH__PACKET__DATA_INDUCTOR))
 /* Next packet, after recording definitions (functions, strings, process, trailer, counters).
  * Returns 1, 0 at the clean end, -1 when the rest is damaged (message printed by the second
  * pass only, so that it is said once). */

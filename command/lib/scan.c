@@ -177,8 +177,7 @@ static void over_limit(rd_trace *t, uint64_t limit, uint64_t at) {
   t->events_over = 1;
   t->events_limit = limit;
   t->events_over_at = at;
-  dlh_reader_skip(t->r, DLH_CASE_BIT(DLH__PACKET__DATA_API) | DLH_CASE_BIT(DLH__PACKET__DATA_GPU) |
-                            DLH_CASE_BIT(DLH__PACKET__DATA_SAMPLES));
+  rd_trace_skip(t, RD_EVENT_CASES);
 }
 
 /* The columns come from a file nobody vouches for: time_delta gives the count, every other
@@ -256,6 +255,8 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
    * same event */
   uint64_t n = 0, limit = rd_event_limit(o, size);
   t->events_over = 0;
+  /* the definitions only the first pass reads (rd.h, defs_clean): not even decoded again */
+  if (t->pass == 2 && t->defs_clean) rd_trace_skip(t, RD_DEF_CASES);
   while ((rc = rd_trace_next(t, &p)) == 1) {
     if (p->data_case == DLH__PACKET__DATA_STRING && rd_map_get(&t->knames, p->string->id)) {
       const char *raw = p->string->value ? p->string->value : ""; /* redefined */
@@ -379,8 +380,7 @@ int rd_read_once(rd_trace *t, const char *path, const rd_opts *o, const char *wh
   if (rd_trace_begin(t, path, 1) < 0) return RD_BAD_INPUT;
   t->only = 1;
   int rc = stream(t, o, what, s);
-  dlh_reader_close(t->r);
-  t->r = NULL;
+  rd_trace_end_first(t);
   return rc;
 }
 

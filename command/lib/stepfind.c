@@ -62,6 +62,7 @@ typedef struct dcall {
 
 struct rd_stepfind {
   rd_u64map cls; /* stack id -> its class bits */
+  rd_u64map fcls; /* Python frame (raw) -> its class bits (classify_frame) */
   rd_u64map thr; /* tid -> index into th */
   pthread_runs *th;
   size_t nth;
@@ -124,33 +125,49 @@ static int backward_frame(const char *file, const char *fn) {
   return ends_with(file, "torch/autograd/graph.py") && !strcmp(fn, "_engine_run_backward");
 }
 
-/* The kinds of frames in a stack (bits 1 << K_*, and PYTHON). */
-static unsigned classify_stack(const rd_trace *t, uint32_t stack) {
+/* Frame classes beyond the stack's: a training_step function, a frame of a trainer's file. */
+#define F_TSTEP (1u << (NK + 1))
+#define F_TRAINER (1u << (NK + 2))
+
+/* The kinds of one Python frame (K_* bits, F_TSTEP, F_TRAINER). */
+static unsigned classify_frame(const rd_trace *t, uint64_t raw) {
+  rd_frame f;
+  rd_frame_of(t, raw, &f);
+  unsigned bits = 0;
+  if (!f.file || !f.function) return 0;
+  if (optimizer_frame(f.file, f.function)) bits |= 1u << K_OPT;
+  if (backward_frame(f.file, f.function)) bits |= 1u << K_BWD;
+  if (named(f.function, "training_step")) bits |= F_TSTEP;
+  if (strstr(f.file, "lightning/") || ends_with(f.file, "transformers/trainer.py")) bits |= F_TRAINER;
+  return bits;
+}
+
+/* The kinds of frames in a stack (bits 1 << K_*, and PYTHON). Each Python frame is classified
+ * once (x->fcls): the stacks of a PyTorch program hold a few hundred distinct Python frames in
+ * tens of thousands of stacks. */
+static unsigned classify_stack(rd_stepfind *x, const rd_trace *t, uint32_t stack) {
   const uint64_t *raw;
   int truncated;
   size_t n = rd_stack_raw(t, stack, &raw, &truncated);
   unsigned bits = 0;
-  int tstep = 0, trainer = 0;
   for (size_t i = 0; i < n; i++) {
     if (!(raw[i] & DLH_PYFRAME_TAG)) continue;
-    rd_frame f;
-    rd_frame_of(t, raw[i], &f);
-    bits |= PYTHON;
-    if (!f.file || !f.function) continue;
-    if (optimizer_frame(f.file, f.function)) bits |= 1u << K_OPT;
-    if (backward_frame(f.file, f.function)) bits |= 1u << K_BWD;
-    if (named(f.function, "training_step")) tstep = 1;
-    if (strstr(f.file, "lightning/") || ends_with(f.file, "transformers/trainer.py")) trainer = 1;
+    uint32_t v;
+    if (!rd_m_get(&x->fcls, raw[i], &v)) {
+      v = classify_frame(t, raw[i]);
+      rd_m_put(&x->fcls, raw[i], v);
+    }
+    bits |= PYTHON | v;
   }
-  if (tstep && trainer) bits |= 1u << K_TSTEP;
-  return bits;
+  if ((bits & (F_TSTEP | F_TRAINER)) == (F_TSTEP | F_TRAINER)) bits |= 1u << K_TSTEP;
+  return bits & ~(F_TSTEP | F_TRAINER);
 }
 
 static unsigned stack_class(rd_stepfind *x, const rd_trace *t, uint32_t stack) {
   uint32_t v;
   if (!stack) return 0;
   if (rd_m_get(&x->cls, stack, &v)) return v;
-  v = classify_stack(t, stack);
+  v = classify_stack(x, t, stack);
   rd_m_put(&x->cls, stack, v);
   return v;
 }
@@ -375,6 +392,7 @@ static void reset(rd_stepfind *x) {
   free(x->th);
   free(x->dc);
   rd_m_free(&x->cls);
+  rd_m_free(&x->fcls);
   rd_m_free(&x->thr);
   memset(x, 0, sizeof *x);
 }

@@ -40,25 +40,39 @@ static int open_reader(rd_trace *t) {
     return -1;
   }
   t->opens++;
+  dlh_reader_skip(t->r, t->skip_cases);
   return 0;
+}
+
+void rd_trace_skip(rd_trace *t, uint64_t cases) {
+  t->skip_cases |= cases;
+  if (t->r) dlh_reader_skip(t->r, t->skip_cases);
+}
+
+/* Whether the pass of t->r read everything without damage or a limit (called at its end). */
+static int read_clean(const rd_trace *t) {
+  return t->r && !dlh_reader_error(t->r) && !dlh_reader_skipped(t->r);
+}
+
+void rd_trace_end_first(rd_trace *t) {
+  t->defs_clean = read_clean(t);
+  dlh_reader_close(t->r);
+  t->r = NULL;
+  t->skip_cases = 0;
 }
 
 int rd_trace_begin(rd_trace *t, const char *path, int events) {
   memset(t, 0, sizeof *t);
   t->path = path;
   t->pass = 1;
-  if (open_reader(t) < 0) return -1;
   /* without events, the first pass is the definitions alone: the event batches (nearly all of
    * a trace's bytes) are decompressed but not decoded */
-  if (!events)
-    dlh_reader_skip(t->r, DLH_CASE_BIT(DLH__PACKET__DATA_API) | DLH_CASE_BIT(DLH__PACKET__DATA_GPU) |
-                              DLH_CASE_BIT(DLH__PACKET__DATA_SAMPLES));
-  return 0;
+  if (!events) t->skip_cases = RD_EVENT_CASES;
+  return open_reader(t);
 }
 
 void rd_trace_rewind(rd_trace *t) {
-  dlh_reader_close(t->r);
-  t->r = NULL;
+  rd_trace_end_first(t);
   t->pass = 2;
   t->defs_read = 1;
 }
