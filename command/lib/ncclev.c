@@ -24,9 +24,10 @@ enum { PH_START = 0, PH_STATE = 1, PH_STOP = 2 };
 #define KERNEL_CH_STOP 22
 
 typedef struct raw {
-  uint8_t phase;
-  uint16_t type;
-  uint32_t tid, state;
+  uint8_t phase, is_send;
+  uint16_t type, channel;
+  int32_t peer;
+  uint32_t tid, state, steps;
   uint64_t id, parent, ts, gpu, value;
   uint32_t op; /* Coll/P2p START: its index in ops */
 } raw;
@@ -38,6 +39,9 @@ struct rd_ncclev {
   size_t nops, capops;
   int built;
   rd_u64map cursor;     /* rd_nccl_take: per thread, its next operation (index + 1) */
+  rd_nccl_part *parts;  /* KernelCh and ProxyOp, by start */
+  size_t nparts;
+  rd_u64map group;      /* rd_nccl_call: per thread, the collective calls of its open group */
 };
 
 static void copy_s(char *dst, size_t cap, const char *s) { snprintf(dst, cap, "%s", s ? s : ""); }
@@ -64,6 +68,10 @@ void rd_ncclev_define(rd_trace *t, const Dlh__NcclEventBatch *b) {
     r->ts = e->ts_ns;
     r->gpu = e->gpu_ns;
     r->value = e->value;
+    r->channel = (uint16_t)e->channel;
+    r->peer = e->peer;
+    r->is_send = e->is_send ? 1 : 0;
+    r->steps = e->steps;
     r->op = UINT32_MAX;
     if (e->phase != PH_START || (e->type != T_COLL && e->type != T_P2P)) continue;
     if (v->nops == v->capops) {
@@ -96,7 +104,9 @@ void rd_ncclev_free(rd_trace *t) {
   if (!t->ncclev) return;
   free(t->ncclev->r);
   free(t->ncclev->ops);
+  free(t->ncclev->parts);
   rd_m_free(&t->ncclev->cursor);
+  rd_m_free(&t->ncclev->group);
   free(t->ncclev);
   t->ncclev = NULL;
 }
@@ -111,6 +121,75 @@ static void lo_hi(uint64_t *lo, uint64_t *hi, uint64_t v) {
   if (!v) return;
   if (!*lo || v < *lo) *lo = v;
   if (v > *hi) *hi = v;
+}
+
+static uint64_t coll_bytes(const rd_nccl_op *o);
+
+/* The operations of one kernel (same thread, same GPU span: a group's) share its time: each
+ * op's bytes, and how many shared the kernel and their bytes together (busbw from GPU time). */
+static void kernel_shares(struct rd_ncclev *v) {
+  rd_nccl_op *ops = v->ops;
+  for (size_t i = 0; i < v->nops; i++) ops[i].bytes = coll_bytes(&ops[i]);
+  for (size_t i = 0; i < v->nops;) {
+    size_t j = i + 1;
+    if (ops[i].gpu_end_ns)
+      while (j < v->nops && ops[j].tid == ops[i].tid && ops[j].gpu_start_ns == ops[i].gpu_start_ns &&
+             ops[j].gpu_end_ns == ops[i].gpu_end_ns)
+        j++;
+    uint64_t total = 0;
+    for (size_t k = i; k < j; k++) total += ops[k].bytes;
+    for (size_t k = i; k < j && ops[i].gpu_end_ns; k++) {
+      ops[k].kernel_ops = (uint32_t)(j - i);
+      ops[k].kernel_bytes = total;
+    }
+    i = j;
+  }
+}
+
+static int part_cmp(const void *a, const void *b) {
+  const rd_nccl_part *x = a, *y = b;
+  if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
+  if (x->type != y->type) return x->type < y->type ? -1 : 1;
+  return x->channel < y->channel ? -1 : x->channel > y->channel;
+}
+
+/* The KernelCh and ProxyOp events of the (sorted) operations, with their ends. */
+static void build_parts(struct rd_ncclev *v) {
+  rd_u64map op_of, part_of;
+  memset(&op_of, 0, sizeof op_of);
+  memset(&part_of, 0, sizeof part_of);
+  for (size_t i = 0; i < v->nops; i++) rd_m_put(&op_of, v->ops[i].id, (uint32_t)i);
+  size_t cap = 0;
+  for (size_t i = 0; i < v->n; i++) {
+    const raw *r = &v->r[i];
+    uint32_t k;
+    if (r->phase != PH_START || (r->type != T_KERNEL_CH && r->type != T_PROXY_OP) ||
+        !rd_m_get(&op_of, r->parent, &k))
+      continue;
+    if (v->nparts == cap) {
+      cap = cap ? 2 * cap : 256;
+      v->parts = rd_xrealloc(v->parts, cap * sizeof *v->parts);
+    }
+    rd_nccl_part *p = &v->parts[v->nparts];
+    memset(p, 0, sizeof *p);
+    p->op = k;
+    p->type = r->type;
+    p->channel = r->channel;
+    p->start_ns = r->type == T_KERNEL_CH ? r->gpu : r->ts;
+    if (r->type == T_PROXY_OP) { p->peer = r->peer; p->steps = r->steps; p->is_send = r->is_send; }
+    rd_m_put(&part_of, r->id, (uint32_t)v->nparts++);
+  }
+  for (size_t i = 0; i < v->n; i++) {
+    const raw *r = &v->r[i];
+    uint32_t k;
+    if (r->phase == PH_START || !rd_m_get(&part_of, r->id, &k)) continue;
+    rd_nccl_part *p = &v->parts[k];
+    if (p->type == T_KERNEL_CH && r->phase == PH_STATE && r->state == KERNEL_CH_STOP) p->end_ns = r->gpu;
+    else if (p->type == T_PROXY_OP && r->phase == PH_STOP) p->end_ns = r->ts;
+  }
+  rd_qsort(v->parts, v->nparts, sizeof *v->parts, part_cmp);
+  rd_m_free(&op_of);
+  rd_m_free(&part_of);
 }
 
 /* Children to their operation: id -> op index (ops) and id -> ProxyOp's op (children). */
@@ -150,6 +229,8 @@ static void build(struct rd_ncclev *v) {
   }
   rd_qsort(v->ops, v->nops, sizeof *v->ops, op_cmp);
   rd_m_free(&op_of);
+  kernel_shares(v);
+  build_parts(v);
   v->built = 1;
 }
 
@@ -160,6 +241,14 @@ size_t rd_nccl_ops(const rd_trace *t, const rd_nccl_op **ops) {
   if (!v->built) build(v);
   *ops = v->ops;
   return v->nops;
+}
+
+size_t rd_nccl_parts(const rd_trace *t, const rd_nccl_part **parts) {
+  const rd_nccl_op *ops;
+  *parts = NULL;
+  if (!rd_nccl_ops(t, &ops)) return 0;
+  *parts = t->ncclev->parts;
+  return t->ncclev->nparts;
 }
 
 const rd_nccl_op *rd_nccl_take(const rd_trace *t, uint32_t tid, size_t want, size_t *n) {
@@ -184,6 +273,51 @@ const rd_nccl_op *rd_nccl_take(const rd_trace *t, uint32_t tid, size_t want, siz
   rd_m_put(&t->ncclev->cursor, tid, (uint32_t)(e + 1));
   *n = e - k;
   return e > k ? &ops[k] : NULL;
+}
+
+/* NCCL's collective and send/receive calls: each enqueues one operation (or, in a group, one at
+ * the group's outermost ncclGroupEnd). */
+static int enqueues(const char *fn) {
+  static const char *const names[] = {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter",
+                                      "ncclBroadcast", "ncclBcast", "ncclReduce", "ncclSend",
+                                      "ncclRecv", "ncclAlltoAll", "ncclGather", "ncclScatter"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (!strcmp(fn, names[i])) return 1;
+  return 0;
+}
+
+/* The recorded argument `group` of a call (the group depth it was made at), 0 when none. */
+static uint64_t group_arg(const rd_func *f, const dlh_api_event *ev) {
+  for (size_t i = 0; i < f->nargs && i < ev->nargs; i++)
+    if (f->argname[i] && !strcmp(f->argname[i], "group")) return ev->args[i];
+  return 0;
+}
+
+void rd_nccl_call(const rd_trace *t, uint32_t tid, const rd_func *f, const dlh_api_event *ev) {
+  struct rd_ncclev *v = t->ncclev;
+  uint64_t want;
+  uint32_t pending = 0;
+  if (!v || !f || f->domain != DLH__DOMAIN__DOMAIN_NCCL || !f->name) return;
+  if (enqueues(f->name)) {
+    if (ev->ret) return; /* a failed call enqueued nothing */
+    if (group_arg(f, ev) > 0) { /* launched by the group's ncclGroupEnd */
+      rd_m_get(&v->group, tid, &pending);
+      rd_m_put(&v->group, tid, pending + (uint32_t)dlh_api_calls(ev));
+      return;
+    }
+    want = dlh_api_calls(ev);
+  } else if (!strcmp(f->name, "ncclGroupEnd") && rd_m_get(&v->group, tid, &pending) && pending) {
+    rd_m_put(&v->group, tid, 0);
+    want = pending;
+  } else {
+    return;
+  }
+  size_t n;
+  rd_nccl_op *o = (rd_nccl_op *)rd_nccl_take(t, tid, (size_t)want, &n);
+  for (size_t i = 0; i < n; i++) {
+    o[i].call_start_ns = ev->start_ns;
+    o[i].call_end_ns = ev->start_ns + dlh_api_span(ev);
+  }
 }
 
 size_t rd_nccl_dtype_size(const char *d) {
@@ -248,7 +382,7 @@ typedef struct row {
 } row;
 
 /* one rank's view of a collective */
-typedef struct xrank { int32_t rank; uint64_t enq, gs, ge, proxy; } xrank;
+typedef struct xrank { int32_t rank; uint32_t tr; uint64_t enq, gs, ge, proxy; } xrank;
 typedef struct xseq { uint64_t comm, seq, bytes; uint32_t nranks; int last_rank, slow_rank;
                       uint64_t first_start, last_start, first_end, last_end; char func[24];
                       uint32_t seen; xrank *r; uint32_t capr; } xseq;
@@ -260,6 +394,7 @@ struct rd_ncclstats {
   size_t nxs, capxs;
   rd_u64map xs_ix;
   uint32_t traces;          /* traces with collectives */
+  int32_t *trank;           /* per trace: its rank (the trace's, else its first op's) */
 };
 
 static void views_json(const rd_ncclstats *s, FILE *f);
@@ -275,7 +410,7 @@ static uint64_t coll_bytes(const rd_nccl_op *o) {
     b *= o->nranks ? o->nranks : 1;
   return b;
 }
-static double busbw_factor(const char *fn, uint32_t n) {
+double rd_nccl_busbw_factor(const char *fn, uint32_t n) {
   if (n < 1) n = 1;
   if (!strcmp(fn, "AllReduce")) return 2.0 * (n - 1) / n;
   if (!strcmp(fn, "AllGather") || !strcmp(fn, "ReduceScatter") || !strcmp(fn, "AlltoAll"))
@@ -331,7 +466,7 @@ static void cross_rank(rd_ncclstats *s, const rd_nccl_op *o) {
     x->capr = x->capr ? 2 * x->capr : 4;
     x->r = rd_xrealloc(x->r, x->capr * sizeof *x->r);
   }
-  x->r[x->seen] = (xrank){o->rank, o->start_ns, o->gpu_start_ns, o->gpu_end_ns,
+  x->r[x->seen] = (xrank){o->rank, s->traces - 1, o->start_ns, o->gpu_start_ns, o->gpu_end_ns,
                           o->proxy_end_ns > o->proxy_start_ns ? o->proxy_end_ns - o->proxy_start_ns : 0};
   x->seen++;
   if (!x->first_start || o->start_ns < x->first_start) x->first_start = o->start_ns;
@@ -346,7 +481,8 @@ void rd_ncclstats_trace(rd_ncclstats *s, const rd_trace *t) {
   const rd_nccl_op *ops;
   size_t n = rd_nccl_ops(t, &ops);
   if (!n) return;
-  s->traces++;
+  s->trank = rd_xrealloc(s->trank, (s->traces + 1) * sizeof *s->trank);
+  s->trank[s->traces++] = t->rank >= 0 ? t->rank : ops[0].rank;
   for (size_t i = 0; i < n;) {
     /* the collectives one kernel ran: same thread, same GPU span */
     size_t j = i + 1;
@@ -422,7 +558,7 @@ void rd_ncclstats_json(const rd_ncclstats *s, FILE *f) {
       fputs(",\"algbw_gb_per_s\":", f);
       rd_json_double(f, algbw);
       fputs(",\"gpu_busbw_gb_per_s\":", f);
-      rd_json_double(f, algbw * busbw_factor(r->func, r->nranks));
+      rd_json_double(f, algbw * rd_nccl_busbw_factor(r->func, r->nranks));
     }
     fputc('}', f);
   }
@@ -569,7 +705,7 @@ void rd_ncclstats_table(const rd_ncclstats *s, FILE *f) {
     if (r->gpu_calls && r->gpu_ns > 0) {
       double algbw = (double)r->bytes * (double)r->gpu_calls / r->gpu_ns;
       snprintf(ab, sizeof ab, "%.3g", algbw);
-      snprintf(bb, sizeof bb, "%.3g", algbw * busbw_factor(r->func, r->nranks));
+      snprintf(bb, sizeof bb, "%.3g", algbw * rd_nccl_busbw_factor(r->func, r->nranks));
     }
     const char *dt = !strncmp(r->dtype, "nccl", 4) ? r->dtype + 4 : r->dtype;
     fprintf(f, "%-14.14s %10s %-9.9s %5u %-6.6s %-6.6s %3u %7" PRIu64 " %10s %10s %10s\n",
@@ -588,11 +724,109 @@ void rd_ncclstats_table(const rd_ncclstats *s, FILE *f) {
   }
 }
 
+/* ---------------------------------------------------------------- who held the others up */
+
+static rd_nccl_blame *blame_of(rd_nccl_blame **b, size_t *n, const rd_ncclstats *s, uint32_t tr) {
+  for (size_t i = 0; i < *n; i++)
+    if ((*b)[i].trace == tr) return &(*b)[i];
+  *b = rd_xrealloc(*b, (*n + 1) * sizeof **b);
+  rd_nccl_blame *e = &(*b)[(*n)++];
+  memset(e, 0, sizeof *e);
+  e->trace = tr;
+  e->rank = s->trank[tr];
+  return e;
+}
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+static int blame_cmp(const void *a, const void *b) {
+  const rd_nccl_blame *x = a, *y = b;
+  return x->trace < y->trace ? -1 : x->trace > y->trace;
+}
+
+/* One collective every rank had (x): who started last and why, and whose transfer ran long. */
+static void blame_one(const rd_ncclstats *s, const xseq *x, rd_nccl_blame **b, size_t *nb,
+                      uint64_t *xf, uint64_t *tmp) {
+  uint32_t n = x->seen, li = 0;
+  uint64_t g1 = 0, g2 = 0, gmin = UINT64_MAX, amin = UINT64_MAX, amax = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const xrank *r = &x->r[i];
+    if (r->gs > g1) { g2 = g1; g1 = r->gs; li = i; }
+    else if (r->gs > g2) g2 = r->gs;
+    if (r->gs < gmin) gmin = r->gs;
+    if (r->enq < amin) amin = r->enq;
+    if (r->enq > amax) amax = r->enq;
+  }
+  const xrank *lr = &x->r[li];
+  rd_nccl_blame *L = blame_of(b, nb, s, lr->tr);
+  L->last_n++;
+  L->caused_ns += (double)(g1 - g2);
+  if (lr->enq == amax && 2 * (lr->enq - amin) >= g1 - gmin) L->late_enqueue_n++;
+  /* the transfer after the last start; each rank's beyond the median of the others' */
+  for (uint32_t i = 0; i < n; i++) xf[i] = x->r[i].ge > g1 ? x->r[i].ge - g1 : 0;
+  int64_t top = -1;
+  uint64_t top_ex = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t m = 0;
+    for (uint32_t k = 0; k < n; k++)
+      if (k != i) tmp[m++] = xf[k];
+    rd_qsort(tmp, m, sizeof *tmp, cmp_u64);
+    uint64_t med = m ? (m % 2 ? tmp[m / 2] : (tmp[m / 2 - 1] + tmp[m / 2]) / 2) : 0;
+    uint64_t ex = xf[i] > med ? xf[i] - med : 0;
+    rd_nccl_blame *e = blame_of(b, nb, s, x->r[i].tr);
+    e->net_excess_ns += (double)ex;
+    e->xfer_ns += (double)xf[i];
+    e->proxy_ns += (double)x->r[i].proxy;
+    if (ex > top_ex) { top_ex = ex; top = x->r[i].tr; }
+  }
+  if (top >= 0 && top_ex > VIEW_MIN_WAIT_NS) blame_of(b, nb, s, (uint32_t)top)->net_n++;
+}
+
+size_t rd_ncclstats_blame(const rd_ncclstats *s, int (*keep)(void *ctx, uint32_t trace, uint64_t t),
+                          void *ctx, rd_nccl_blame **out, size_t *ncoll) {
+  rd_nccl_blame *b = NULL;
+  size_t nb = 0;
+  uint64_t last_g = 0, last_e = 0, *xf = NULL, *tmp = NULL;
+  uint32_t cap = 0;
+  *out = NULL;
+  *ncoll = 0;
+  for (size_t i = 0; s && i < s->nxs; i++) {
+    const xseq *x = &s->xs[i];
+    view v;
+    if (!seq_view(x, &v)) continue;
+    int in = 1;
+    uint64_t g1 = 0, e1 = 0;
+    for (uint32_t k = 0; k < x->seen && in; k++) {
+      in = !keep || keep(ctx, x->r[k].tr, x->r[k].enq);
+      if (x->r[k].gs > g1) g1 = x->r[k].gs;
+      if (x->r[k].ge > e1) e1 = x->r[k].ge;
+    }
+    /* the collectives of one kernel (a group's, in a row) count once */
+    if (!in || (g1 == last_g && e1 == last_e)) continue;
+    last_g = g1, last_e = e1;
+    if (x->seen > cap) {
+      cap = x->seen;
+      xf = rd_xrealloc(xf, cap * sizeof *xf);
+      tmp = rd_xrealloc(tmp, cap * sizeof *tmp);
+    }
+    blame_one(s, x, &b, &nb, xf, tmp);
+    (*ncoll)++;
+  }
+  free(xf);
+  free(tmp);
+  if (nb < 2) { free(b); *ncoll = 0; return 0; }
+  rd_qsort(b, nb, sizeof *b, blame_cmp);
+  *out = b;
+  return nb;
+}
+
 void rd_ncclstats_free(rd_ncclstats *s) {
   if (!s) return;
   for (size_t i = 0; i < s->nxs; i++) free(s->xs[i].r);
   free(s->rows);
   free(s->xs);
+  free(s->trank);
   rd_m_free(&s->xs_ix);
   free(s);
 }

@@ -30,7 +30,25 @@ typedef struct rd_nccl_op {
   uint32_t proxy_ops, proxy_steps;
   uint64_t proxy_start_ns, proxy_end_ns; /* ProxyOp: first start, last stop; 0: none */
   uint64_t proxy_bytes;               /* ProxyStep: bytes transferred */
+  uint64_t bytes;                     /* the size as nccl-tests counts it (rd_nccl_bytes) */
+  uint32_t kernel_ops;                /* operations of the thread that shared its kernel's span
+                                       * (a group's), itself included; 0: no GPU times */
+  uint64_t kernel_bytes;              /* their bytes together */
+  uint64_t call_start_ns, call_end_ns; /* the API call that enqueued it (rd_nccl_call); 0: none */
 } rd_nccl_op;
+
+/* A KernelCh or ProxyOp event of an operation: a channel's run on the GPU, or a send or receive
+ * of NCCL's proxy thread. Times: the trace's clock, as rd_nccl_op's. */
+typedef struct rd_nccl_part {
+  uint32_t op;                        /* its operation: an index into rd_nccl_ops */
+  uint16_t type;                      /* DLH__NCCL_EVENT_TYPE__NCCL_KERNEL_CH or __NCCL_PROXY_OP */
+  uint16_t channel;
+  int32_t peer;                       /* ProxyOp: the rank it sends to or receives from */
+  uint32_t steps;                     /* ProxyOp: network steps */
+  uint8_t is_send;                    /* ProxyOp */
+  uint64_t start_ns, end_ns;          /* KernelCh: GPU start and KernelChStop; ProxyOp: host
+                                       * startEvent and stopEvent; end 0: never said */
+} rd_nccl_part;
 
 /* trace.c: an NcclEventBatch read in the first pass */
 void rd_ncclev_define(rd_trace *t, const Dlh__NcclEventBatch *b);
@@ -43,6 +61,14 @@ size_t rd_nccl_ops(const rd_trace *t, const rd_nccl_op **ops);
  * ncclGroupEnd those of its group. The first, and *n of them in a row; NULL when none. The
  * order, not the time, pairs them: a thread that moved to another CPU may see its clock jump. */
 const rd_nccl_op *rd_nccl_take(const rd_trace *t, uint32_t tid, size_t want, size_t *n);
+/* The trace's KernelCh and ProxyOp events whose operation is known, by start time; count. */
+size_t rd_nccl_parts(const rd_trace *t, const rd_nccl_part **parts);
+/* For a reader that goes through each thread's API calls in order (one reader per trace: it
+ * shares rd_nccl_take's place): an NCCL call of function f gives the operations it enqueued its
+ * start and end (rd_nccl_op call_start_ns, call_end_ns), as rd_nccl_take pairs them. */
+void rd_nccl_call(const rd_trace *t, uint32_t tid, const rd_func *f, const dlh_api_event *ev);
+/* nccl-tests' busbw factor of a collective over n ranks (AllReduce 2(n-1)/n, ...) */
+double rd_nccl_busbw_factor(const char *func, uint32_t nranks);
 /* Bytes of count elements of an NCCL datatype name ("ncclFloat32"); 0 when unknown. */
 size_t rd_nccl_dtype_size(const char *dtype);
 
@@ -54,6 +80,29 @@ void rd_ncclstats_trace(rd_ncclstats *s, const rd_trace *t);
 void rd_ncclstats_json(const rd_ncclstats *s, FILE *f);
 void rd_ncclstats_table(const rd_ncclstats *s, FILE *f);
 void rd_ncclstats_free(rd_ncclstats *s);
+
+/* Per rank, over the collectives every rank had with GPU times (advise's straggler-rank and
+ * slow-network-rank): at each, the rank that started its kernel last held the others up by
+ * `caused` (its start minus the one before it); it was slow to arrive when it also enqueued
+ * last. After the last start, a rank whose kernel ended later than the other ranks' (the median
+ * of theirs) ran its transfer that much longer: `net_excess`, the network's share. */
+typedef struct rd_nccl_blame {
+  uint32_t trace;            /* the trace: its place in the order of rd_ncclstats_trace calls */
+  int32_t rank;              /* its rank (the trace's, else its first communicator's) */
+  size_t last_n;             /* collectives whose kernel it started last */
+  size_t late_enqueue_n;     /* ... of them, it also enqueued last (slow to arrive) */
+  double caused_ns;          /* the others' wait for it at those */
+  size_t net_n;              /* collectives where its transfer ran the longest (> 1 us more) */
+  double net_excess_ns;      /* its transfers' time beyond the other ranks', summed */
+  double proxy_ns;           /* its proxy operations' time (first start to last stop), summed */
+  double xfer_ns;            /* its transfers' time after the last start, summed */
+} rd_nccl_blame;
+/* Fills *out (free it) with one entry per trace, in trace order; the number of collectives
+ * counted in *ncoll (those of one kernel, a group's, count once); returns the number of traces
+ * (0: fewer than 2, or no collective every rank had). keep(ctx, trace, enqueue_ns) chooses the
+ * collectives (NULL: all): every rank's enqueue time, in its trace's clock, must be kept. */
+size_t rd_ncclstats_blame(const rd_ncclstats *s, int (*keep)(void *ctx, uint32_t trace, uint64_t t),
+                          void *ctx, rd_nccl_blame **out, size_t *ncoll);
 
 /* `dlhook dump`: one JSON line per event ("type":"nccl"); pid of the trace, off its offset. */
 void rd_ncclev_dump(FILE *f, const Dlh__NcclEventBatch *b, uint32_t pid, int64_t off);
