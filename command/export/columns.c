@@ -30,6 +30,7 @@
 
 #include "export.h"
 #include "rd.h"
+#include "rd_ncclev.h"
 #include "rd_scan.h"
 
 enum { M_META = 1, M_SCHEMA = 2, M_STRINGS = 3, M_BATCH = 4, M_END = 5 };
@@ -43,7 +44,7 @@ typedef struct col {
 
 /* The tables and their columns: the schemas docs/tables.md documents. */
 enum { T_PROCESSES, T_THREADS, T_CALLS, T_NVTX, T_GPU, T_MEMORY, T_STACKS, T_SAMPLES,
-       T_OPERATORS, T_ANCHORS, T_STEPS, NTABLES };
+       T_OPERATORS, T_ANCHORS, T_STEPS, T_COLLECTIVES, NTABLES };
 static const col c_processes[] = {
     {"pid", 'l', 0}, {"host_name", 's', 0}, {"local_rank", 'i', 1},
     {"world_size", 'i', 1}, {"exe", 's', 1}, {"start_ns", 'l', 1}, {"clock_offset_ns", 'l', 0},
@@ -99,10 +100,22 @@ static const col c_anchors[] = {
 static const col c_steps[] = {
     {"pid", 'l', 0}, {"step", 'l', 0}, {"name", 's', 1}, {"steps_from", 's', 0}, {"start_ns", 'l', 0},
     {"end_ns", 'l', 0}, {"dur_ns", 'l', 0}, {NULL, 0, 0}};
+/* NCCL's collectives and sends/receives as its profiler plugin saw them (rd_ncclev.h) */
+static const col c_collectives[] = {
+    {"pid", 'l', 0}, {"tid", 'l', 0}, {"kind", 's', 0}, {"name", 's', 0}, {"comm", 'l', 0},
+    {"comm_rank", 'i', 1}, {"comm_size", 'i', 1}, {"seq", 'l', 1}, {"algo", 's', 1},
+    {"proto", 's', 1}, {"channels", 'i', 0}, {"count", 'l', 0}, {"dtype", 's', 1},
+    {"bytes", 'l', 0}, {"peer", 'i', 1}, {"call_start_ns", 'l', 1}, {"call_end_ns", 'l', 1},
+    {"enqueue_start_ns", 'l', 0}, {"enqueue_end_ns", 'l', 1}, {"gpu_start_ns", 'l', 1},
+    {"gpu_end_ns", 'l', 1}, {"gpu_dur_ns", 'l', 1}, {"kernel_channels", 'i', 0},
+    {"kernel_ops", 'i', 1}, {"proxy_ops", 'i', 0}, {"proxy_start_ns", 'l', 1},
+    {"proxy_end_ns", 'l', 1}, {"proxy_dur_ns", 'l', 1}, {"algbw_gb_per_s", 'd', 1},
+    {"busbw_gb_per_s", 'd', 1}, {NULL, 0, 0}};
 static const struct { const char *name; const col *cols; } tables[NTABLES] = {
     {"processes", c_processes}, {"threads", c_threads}, {"calls", c_calls}, {"nvtx", c_nvtx},
     {"gpu", c_gpu}, {"memory", c_memory}, {"stacks", c_stacks}, {"samples", c_samples},
-    {"operators", c_operators}, {"anchors", c_anchors}, {"steps", c_steps}};
+    {"operators", c_operators}, {"anchors", c_anchors}, {"steps", c_steps},
+    {"collectives", c_collectives}};
 
 /* One table's open batch: a value array per column (8 bytes a value whatever the type) and a
  * validity byte array for the nullable ones. */
@@ -355,6 +368,7 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
   cx *c = ctx;
   rd_stepfind_api(c->sf, t, tid, ev);
   const rd_func *f = rd_trace_func(t, ev->fn);
+  if (t->ncclev) rd_nccl_call(t, tid, f, ev); /* the collectives' calls */
   int64_t start = (int64_t)ev->start_ns + c->off, span = (int64_t)dlh_api_span(ev);
   if (f && f->domain == DLH__DOMAIN__DOMAIN_NVTX) {
     size_t r = row(c, T_NVTX);
@@ -577,6 +591,55 @@ static void put_steps(cx *c) {
   }
 }
 
+/* One row per NCCL collective or send/receive of the trace (the calls have paired them). */
+static void put_collectives(cx *c) {
+  const rd_nccl_op *ops;
+  size_t n = rd_nccl_ops(c->t, &ops);
+  for (size_t i = 0; i < n; i++) {
+    const rd_nccl_op *o = &ops[i];
+    int coll = o->type == DLH__NCCL_EVENT_TYPE__NCCL_COLL, T = T_COLLECTIVES;
+    size_t r = row(c, T);
+    setl(c, T, r, 0, c->pid);
+    setl(c, T, r, 1, o->tid);
+    sets(c, T, r, 2, coll ? "coll" : "p2p");
+    sets(c, T, r, 3, o->func);
+    setl(c, T, r, 4, (int64_t)o->comm);
+    if (o->rank >= 0) setl(c, T, r, 5, o->rank);
+    if (o->nranks) setl(c, T, r, 6, o->nranks);
+    if (coll) setl(c, T, r, 7, (int64_t)o->seq);
+    if (o->algo[0]) sets(c, T, r, 8, o->algo);
+    if (o->proto[0]) sets(c, T, r, 9, o->proto);
+    setl(c, T, r, 10, o->channels);
+    setl(c, T, r, 11, (int64_t)o->count);
+    if (o->dtype[0]) sets(c, T, r, 12, o->dtype);
+    setl(c, T, r, 13, (int64_t)o->bytes);
+    if (!coll || strstr("Broadcast Reduce Gather Scatter", o->func)) setl(c, T, r, 14, o->peer);
+    if (o->call_end_ns) {
+      setl(c, T, r, 15, (int64_t)o->call_start_ns + c->off);
+      setl(c, T, r, 16, (int64_t)o->call_end_ns + c->off);
+    }
+    setl(c, T, r, 17, (int64_t)o->start_ns + c->off);
+    if (o->stop_ns) setl(c, T, r, 18, (int64_t)o->stop_ns + c->off);
+    if (o->gpu_end_ns > o->gpu_start_ns && o->gpu_start_ns) {
+      uint64_t d = o->gpu_end_ns - o->gpu_start_ns;
+      double algbw = (double)o->kernel_bytes / (double)d; /* bytes/ns = GB/s */
+      setl(c, T, r, 19, (int64_t)o->gpu_start_ns + c->off);
+      setl(c, T, r, 20, (int64_t)o->gpu_end_ns + c->off);
+      setl(c, T, r, 21, (int64_t)d);
+      setl(c, T, r, 23, o->kernel_ops);
+      setd(c, T, r, 28, algbw);
+      setd(c, T, r, 29, algbw * rd_nccl_busbw_factor(o->func, o->nranks));
+    }
+    setl(c, T, r, 22, o->kch);
+    setl(c, T, r, 24, o->proxy_ops);
+    if (o->proxy_end_ns) {
+      setl(c, T, r, 25, (int64_t)o->proxy_start_ns + c->off);
+      setl(c, T, r, 26, (int64_t)o->proxy_end_ns + c->off);
+      setl(c, T, r, 27, (int64_t)(o->proxy_end_ns - o->proxy_start_ns));
+    }
+  }
+}
+
 static void cx_free(cx *c) {
   rd_stepfind_free(c->sf);
   for (int ti = 0; ti < NTABLES; ti++)
@@ -628,6 +691,7 @@ int ex_columns(const rd_opts *o, char **files, size_t nfiles) {
   rd_spans_free(c->spans);
   put_memory(c, mc);
   put_steps(c);
+  put_collectives(c);
   put_stacks(c);
   put_process(c);
   for (int ti = 0; ti < NTABLES; ti++) flush_table(c, ti);

@@ -11,7 +11,7 @@ import tempfile
 
 # pyarrow is imported on first use, so that `import dlhook` (start/stop) needs nothing else
 TABLES = ("processes", "threads", "calls", "nvtx", "gpu", "memory", "stacks", "samples",
-          "operators", "anchors")
+          "operators", "anchors", "steps", "collectives")
 
 __all__ = ["tables", "sql", "analyze", "start", "stop"]
 

@@ -33,7 +33,7 @@ TYPES = {ord("l"): (pa.int64(), 8, np.int64), ord("i"): (pa.int32(), 4, np.int32
          ord("d"): (pa.float64(), 8, np.float64), ord("b"): (pa.bool_(), 1, np.uint8),
          ord("s"): (pa.dictionary(pa.int32(), pa.string()), 4, np.uint32)}
 TABLES = ("processes", "threads", "calls", "nvtx", "gpu", "memory", "stacks", "samples",
-          "operators", "anchors", "steps")
+          "operators", "anchors", "steps", "collectives")
 
 
 class StreamError(Exception):
