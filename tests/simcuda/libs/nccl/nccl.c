@@ -490,6 +490,21 @@ static uint64_t group_issued; /* host time ncclGroupEnd (or the ungrouped call) 
 static unsigned channels_of(double wire) { return wire > (1 << 24) ? 32 : wire > (1 << 20) ? 16 : 2; }
 static unsigned warps_of(const char *proto) { return (proto[0] == 'S' ? 544 : 640) / 32; }
 
+/* Test knob SIMNCCL_SLOW_NET=RANK:US: rank RANK's links are slow. Each of its kernels that
+ * meets other ranks takes US microseconds more once they have all started (its transfers, and
+ * its proxy operations, end that much after the other ranks'), as a rank with a degraded NIC or
+ * link does; its GPU is then that much later for its next work. */
+static uint64_t slow_net_ns(const struct ncclComm *c) {
+  static int parsed, rank = -1;
+  static unsigned long long us;
+  if (!parsed) {
+    const char *e = getenv("SIMNCCL_SLOW_NET");
+    if (e && sscanf(e, "%d:%llu", &rank, &us) != 2) rank = -1;
+    parsed = 1;
+  }
+  return c->nranks > 1 && c->rank == rank ? (uint64_t)us * 1000 : 0;
+}
+
 static ncclResult_t launch(struct ncclComm *c, cudaStream_t stream, const char *name,
                            double wire, double mem_bytes, double flops, int dtype,
                            const char *proto, const simcu_rendezvous *rv, void **ref) {
@@ -507,6 +522,7 @@ static ncclResult_t launch(struct ncclComm *c, cudaStream_t stream, const char *
   k.bytes = mem_bytes;
   k.dtype = dtype;
   k.floor_ns = (uint64_t)(latency_ns(proto, c->nranks) + wire / BUSBW * 1e9);
+  if (rv) k.floor_ns += slow_net_ns(c);
   k.rv = rv;
   if (getenv("SIMNCCL_TRACE"))
     fprintf(stderr, "[simnccl pid %d rank %d/%d] %s stream %p rv %016llx seq %llu rank %d/%d\n",
