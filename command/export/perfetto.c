@@ -23,7 +23,13 @@
  *   - host samples (SampleBatch) are slices on a track "host samples" under their thread, each
  *     ending at the sample's time and as long as its weight (cut at the thread's previous
  *     sample, so that they never overlap), named by rd_sample_label ("step", "load [wait:
- *     futex]"), with annotations sample (cpu or wait), weight_ns and source (FILE:LINE).
+ *     futex]"), with annotations sample (cpu or wait), weight_ns and source (FILE:LINE);
+ *   - NCCL's profiler plugin events (rd_ncclev.h): each kernel channel (KernelCh) is a slice
+ *     named by its collective on a track "NCCL channel C" under the GPU that ran the NCCL
+ *     kernels, and each proxy operation (ProxyOp: a send or receive of a channel) a slice
+ *     "send" or "recv" on a track "NCCL proxy" under the process; slices that overlap without
+ *     nesting go on further tracks of the same name ("NCCL proxy (2)", ...), with annotations
+ *     seq, channel, peer and algorithm.
  * Memory: the interning and track tables only (names, threads, streams). */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -31,6 +37,7 @@
 
 #include "export.h"
 #include "perfetto_trace.pb-c.h"
+#include "rd_ncclev.h"
 
 #define SEQ 1
 #define DLH_MAX_EXPORT_ARGS 24  /* library call args written as slice args, at most */
@@ -57,6 +64,7 @@ typedef struct pctx {
   uint64_t packets;
   char **fixed;              /* names repaired to UTF-8 (kept until the end) */
   size_t nfixed;
+  uint32_t nccl_dev;         /* the device of the trace's NCCL kernels + 1 (0: none seen) */
 } pctx;
 
 /* name as valid UTF-8 for the trace's string fields: itself, or a repaired copy owned by c. */
@@ -70,7 +78,8 @@ static const char *utf8_name(pctx *c, const char *name) {
 }
 
 enum { IID_CORR = 1, IID_STREAM, IID_BYTES, IID_RESULT, IID_DEVICE, IID_GRID, IID_BLOCK,
-       IID_FUNCTION, IID_CALLS, IID_CALLS_DUR, IID_SAMPLE, IID_WEIGHT, IID_SOURCE, IID_FIRST_FREE };
+       IID_FUNCTION, IID_CALLS, IID_CALLS_DUR, IID_SAMPLE, IID_WEIGHT, IID_SOURCE, IID_SEQ,
+       IID_CHANNEL, IID_PEER, IID_ALGO, IID_FIRST_FREE };
 
 static uint64_t hash_name(const char *s) {
   uint64_t h = 1469598103934665603ull;
@@ -464,6 +473,7 @@ static void p_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   Dlhperfetto__EventName en, *enp = &en;
   id.event_names = &enp;
   const char *name = rd_gpu_name(t, g, nm, sizeof nm);
+  if (!c->nccl_dev && g->kind == RD_KERNEL && strstr(name, "nccl")) c->nccl_dev = g->device + 1;
   uint64_t key = g->name ? 3ull << 60 | (uint64_t)c->trace_ix << 32 | g->name
                          : 4ull << 60 | hash_name(name);
   uint64_t iid = intern(c, key, name, &id, &en);
@@ -492,6 +502,115 @@ static void p_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   }
 }
 
+/* Tracks that slices of one kind go on (a channel's, the proxy's): the first whose last slice
+ * ended by the start, or holds the new one (a group's kernel channels share their times), else
+ * a new one. Returns the lane: 0 the track itself, 1 its "(2)", ... */
+typedef struct lane { uint32_t key, lane; uint64_t s, e; } lane;
+static uint32_t lane_of(lane **ls, size_t *n, uint32_t key, uint64_t s, uint64_t e) {
+  uint32_t next = 0;
+  for (size_t i = 0; i < *n; i++) {
+    lane *l = &(*ls)[i];
+    if (l->key != key) continue;
+    if (l->e <= s || (l->s <= s && e <= l->e)) {
+      if (l->e <= s) l->s = s, l->e = e;
+      return l->lane;
+    }
+    next = l->lane + 1;
+  }
+  *ls = rd_xrealloc(*ls, (*n + 1) * sizeof **ls);
+  (*ls)[(*n)++] = (lane){key, next, s, e};
+  return next;
+}
+
+/* The track of lane `ln` of a kind: key channel + 1 a channel's, 0x10000 | channel << 1 |
+ * is_send a channel's proxy sends or receives. */
+static uint64_t nccl_track(pctx *c, uint32_t key, uint32_t ln) {
+  uint64_t u = uuid_of(c, 6ull << 60 | (uint64_t)(c->trace_ix & 0xffff) << 40 |
+                              (uint64_t)(key & 0xfffff) << 20 | (ln & 0xfffff));
+  uint32_t v;
+  if (rd_m_get(&c->tracks, u, &v)) return u;
+  char nm[64], lnm[16] = "";
+  if (ln) snprintf(lnm, sizeof lnm, " (%u)", ln + 1);
+  uint32_t dev = c->nccl_dev ? c->nccl_dev - 1 : 0;
+  uint64_t parent = proc_uuid(c);
+  if (key < 0x10000) {
+    parent = dev_uuid(c, dev);
+    if (!rd_m_get(&c->tracks, parent, &v)) {
+      if (c->L->rank >= 0) snprintf(nm, sizeof nm, "GPU %u (rank %d)", dev, c->L->rank);
+      else snprintf(nm, sizeof nm, "GPU %u (pid %u)", dev, c->pid);
+      describe(c, parent, 0, nm, 0, 0, 0);
+    }
+    snprintf(nm, sizeof nm, "NCCL channel %u%s", key - 1, lnm);
+  } else {
+    snprintf(nm, sizeof nm, "NCCL proxy channel %u %s%s", (key & 0xffff) >> 1,
+             key & 1 ? "send" : "recv", lnm);
+  }
+  describe(c, u, parent, nm, 0, 0, 0);
+  return u;
+}
+
+/* A slice to come: the parts of one kind (track key) that one kernel ran, merged (a group's
+ * collectives share the kernel's channels and their proxy operations run together). */
+typedef struct npend { uint32_t key, n; uint64_t s, e; const rd_nccl_op *o; int32_t peer; } npend;
+
+static void nccl_slice(pctx *c, lane **ls, size_t *nl, const npend *q) {
+  uint64_t tr = nccl_track(c, q->key, lane_of(ls, nl, q->key, q->s, q->e));
+  const rd_nccl_op *o = q->o;
+  const char *name = q->key < 0x10000 ? o->func : q->key & 1 ? "send" : "recv";
+  Dlhperfetto__InternedData id = DLHPERFETTO__INTERNED_DATA__INIT;
+  Dlhperfetto__EventName en, *enp = &en;
+  id.event_names = &enp;
+  uint64_t iid = intern(c, 7ull << 60 | hash_name(name), name, &id, &en);
+  Dlhperfetto__DebugAnnotation a[5], *ap[5];
+  char algo[48];
+  size_t na = 0;
+  if (o->type == DLH__NCCL_EVENT_TYPE__NCCL_COLL) { /* the first collective's, and how many */
+    ap[na] = ann(&a[na], IID_SEQ); a[na].has_uint_value = 1; a[na].uint_value = o->seq; na++;
+  }
+  ap[na] = ann(&a[na], IID_CALLS); a[na].has_uint_value = 1; a[na].uint_value = q->n; na++;
+  ap[na] = ann(&a[na], IID_CHANNEL); a[na].has_uint_value = 1;
+  a[na].uint_value = q->key < 0x10000 ? q->key - 1 : (q->key & 0xffff) >> 1; na++;
+  if (q->peer >= 0) { ap[na] = ann(&a[na], IID_PEER); a[na].has_int_value = 1; a[na].int_value = q->peer; na++; }
+  if (o->algo[0]) {
+    snprintf(algo, sizeof algo, "%s/%s", o->algo, o->proto);
+    ap[na] = ann(&a[na], IID_ALGO); a[na].string_value = algo; na++;
+  }
+  slice(c, tr, q->s, q->e - q->s, iid, &id, ap, na, NULL, NULL);
+}
+
+/* The trace's NCCL kernel channels and proxy operations (in [lo, hi] of the common clock). */
+static void nccl_parts(pctx *c, const rd_trace *t, int64_t off, uint64_t lo, uint64_t hi) {
+  const rd_nccl_part *p;
+  const rd_nccl_op *ops;
+  size_t n = rd_nccl_parts(t, &p), nl = 0, nq = 0;
+  rd_nccl_ops(t, &ops);
+  lane *ls = NULL;
+  npend *q = NULL;
+  for (size_t i = 0; i < n; i++) {
+    const rd_nccl_op *o = &ops[p[i].op];
+    int kch = p[i].type == DLH__NCCL_EVENT_TYPE__NCCL_KERNEL_CH;
+    if (!p[i].end_ns || p[i].end_ns < p[i].start_ns) continue;
+    uint64_t s = p[i].start_ns + (uint64_t)off, e = p[i].end_ns + (uint64_t)off;
+    if (e < lo || s > hi) continue;
+    uint32_t key = kch ? p[i].channel + 1u : 0x10000u | (uint32_t)p[i].channel << 1 | p[i].is_send;
+    int32_t peer = kch ? (o->type == DLH__NCCL_EVENT_TYPE__NCCL_COLL ? -1 : o->peer) : p[i].peer;
+    size_t k = 0;
+    while (k < nq && q[k].key != key) k++;
+    if (k < nq && q[k].o->tid == o->tid && q[k].o->gpu_start_ns == o->gpu_start_ns &&
+        q[k].o->gpu_end_ns == o->gpu_end_ns && o->gpu_end_ns && q[k].peer == peer) {
+      if (e > q[k].e) q[k].e = e; /* the same kernel's */
+      q[k].n++;
+      continue;
+    }
+    if (k < nq) nccl_slice(c, &ls, &nl, &q[k]);
+    else q = rd_xrealloc(q, ++nq * sizeof *q);
+    q[k] = (npend){key, 1, s, e, o, peer};
+  }
+  for (size_t k = 0; k < nq; k++) nccl_slice(c, &ls, &nl, &q[k]);
+  free(q);
+  free(ls);
+}
+
 /* One trace into the common output: its second pass, then its live device memory. */
 static int perfetto_one(void *ctx, ex_input *in, size_t index, size_t n) {
   pctx *cp = ctx, c_unused;
@@ -502,6 +621,7 @@ static int perfetto_one(void *ctx, ex_input *in, size_t index, size_t n) {
   cp->trace_ix = (uint32_t)index;
   cp->path = in->path;
   cp->L = &in->L;
+  cp->nccl_dev = 0;
   rd_sink all = {cp, p_packet, p_api, p_gpu, 0, p_sample};
   if (ex_input_pass(in, o, &all) != RD_OK) rc = RD_BAD_INPUT;
   /* the live device memory of the process (memory.c replays its allocations and frees) */
@@ -517,6 +637,7 @@ static int perfetto_one(void *ctx, ex_input *in, size_t index, size_t n) {
     if (o->have_window && (ts < lo || ts > hi)) continue;
     counter(cp, mem_uuid(cp), ts, (int64_t)mem[m].live_bytes);
   }
+  nccl_parts(cp, &in->t, off, o->have_window ? lo : 0, o->have_window ? hi : UINT64_MAX);
   cp->L = NULL;
   rd_map_free(&cp->last_sample, NULL);
   return rc;
@@ -536,7 +657,8 @@ int ex_perfetto(const rd_opts *o, char **files, size_t n) {
   /* debug annotation names, interned once */
   static const char *const dn[] = {NULL, "correlation", "stream", "bytes", "result", "device",
                                    "grid", "block", "function", "calls", "calls_dur_ns",
-                                   "sample", "weight_ns", "source"};
+                                   "sample", "weight_ns", "source", "seq", "channel", "peer",
+                                   "algorithm"};
   Dlhperfetto__DebugAnnotationName d[IID_FIRST_FREE], *dp[IID_FIRST_FREE];
   for (int i = 1; i < IID_FIRST_FREE; i++) {
     dlhperfetto__debug_annotation_name__init(&d[i]);
