@@ -6,13 +6,13 @@
  * under findings/ (rd_findings.h): host.c (sync-in-loop, pageable-h2d, malloc-in-loop), gpu.c
  * (launch-bound, low-occupancy, comm-not-overlapped), gemm.c (no-tensor-cores), memory.c
  * (memory-near-capacity, memory-leak, memory-fragmentation, out-of-memory), samples.c
- * (input-starved, cpu-bound-python), ranks.c (straggler-rank), self.c (dlhook-overhead). This
- * file is the driver: it gathers a trace during its second pass (the sink), finds its steps,
- * runs each family over it in the order of CLASSES, applies each class's thresholds from its
- * descriptor, merges the same finding of several traces, ranks by cost and prints. Adding a
- * class: its descriptor and detection (a new file, or a function in its family's file) and one
- * line in CLASSES; docs/advise.md's table (`make advise-doc`), `dlhook advise --help` and its
- * manual page are written from the descriptors.
+ * (input-starved, cpu-bound-python), ranks.c (straggler-rank, slow-network-rank), self.c
+ * (dlhook-overhead). This file is the driver: it gathers a trace during its second pass (the
+ * sink), finds its steps, runs each family over it in the order of CLASSES, applies each
+ * class's thresholds from its descriptor, merges the same finding of several traces, ranks by
+ * cost and prints. Adding a class: its descriptor and detection (a new file, or a function in
+ * its family's file) and one line in CLASSES; docs/advise.md's table (`make advise-doc`),
+ * `dlhook advise --help` and its manual page are written from the descriptors.
  *
  * Steps: an NVTX range named like one (rd_step_number). Without them the loop is found from the
  * calls: the count c >= 3 that most distinct (function, stack) pairs of outermost calls share is
@@ -28,6 +28,7 @@
 
 #include "findings/rd_findings.h"
 #include "rd.h"
+#include "rd_ncclev.h"
 #include "rd_opts.h"
 #include "rd_scan.h"
 
@@ -47,6 +48,7 @@
   X(rdf_cpu_bound_python)     /* findings/samples.c */ \
   X(rdf_comm_not_overlapped)  /* findings/gpu.c */     \
   X(rdf_straggler_rank)       /* findings/ranks.c */   \
+  X(rdf_slow_network_rank)    /* findings/ranks.c */   \
   X(rdf_dlhook_overhead)      /* findings/self.c */    \
   X(rdf_memory_leak)          /* findings/memory.c */  \
   X(rdf_memory_fragmentation) /* findings/memory.c */  \
@@ -483,6 +485,9 @@ void rd_advise_free(rd_advise *x) {
   for (size_t k = 0; k < x->nf; k++) adv_finding_free(&x->f[k]);
   for (size_t i = 0; i < x->npc; i++) free(x->pc[i].path), free(x->pc[i].place), adv_tally_free(&x->pc[i].t);
   free(x->pc);
+  rd_ncclstats_free(x->nccl);
+  for (size_t i = 0; i < x->nnr; i++) free(x->nr[i].place);
+  free(x->nr);
   for (size_t i = 0; i < x->ntraces; i++) free(x->ts[i].path);
   free(x->ts);
   adv_tally_free(&x->dataset);

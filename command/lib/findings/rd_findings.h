@@ -159,6 +159,12 @@ struct rd_advise {
   tally dataset;  /* user lines under the DataLoader's fetch, all traces */
   precoll *pc;
   size_t npc;
+  /* NCCL's profiler plugin events of every rank trace (slow-network-rank, straggler-rank's
+   * why): the collectives, and per trace with any its index in ts and its collective call's
+   * place */
+  struct rd_ncclstats *nccl;
+  struct { size_t ts; char *place; } *nr;
+  size_t nnr, capnr;
   /* the events of the trace being read, and the most kept (rd_event_limit, as for dlhook
    * advise): past it, the rest of the trace is passed over (over = 1) */
   uint64_t events, budget;
