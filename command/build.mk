@@ -25,7 +25,7 @@ $(BUILD)/command/shared/%.o: unwind/%.c | $(DEPS_STAMP)
 	$(Q)$(CC) $(CFLAGS) -Iunwind -MMD -MP -c -o $@ $<
 CMD_OBJS += $(CMD_SHARED_OBJS) $(COMMON_OBJS)
 CMD_SHARED_SRCS := unwind/elfsym.c $(COMMON_SRCS)
-CMD_LIBS := -ldw -lelf
+CMD_LIBS := -ldw -lelf -lisal
 $(BUILD)/command/cmd/symbolize.o: CFLAGS += -Iunwind
 
 $(BUILD)/dlhook: $(CMD_OBJS) $(FORMAT_OBJS)

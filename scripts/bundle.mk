@@ -3,7 +3,7 @@
 #
 #   $(BUILD)/gpu-bundle/            the same layout as $(BUILD), so that dlhook finds its pieces:
 #     dlhook, libdlhook.so          linked with libunwind, elfutils (libdw, libelf), zstd,
-#                                   protobuf-c, zlib (and dlhook with libstdc++) from static
+#                                   protobuf-c, zlib (and dlhook with libstdc++, ISA-L) from static
 #                                   archives, their symbols hidden; NEEDED: libc.so.6 and
 #                                   ld-linux only (scripts/bundle/check-bundle: BUNDLE.txt)
 #     simcuda/                      the simulated CUDA stack (for --sim)
@@ -40,7 +40,7 @@ DEPS_DONE   := $(DEPS_DIR)/stamp
 BUNDLE_SO_ARCHIVES  := $(DEPS_LIB)/libunwind.a $(DEPS_LIB)/libdw.a $(DEPS_LIB)/libelf.a \
                        $(DEPS_LIB)/libprotobuf-c.a $(DEPS_LIB)/libzstd.a $(DEPS_LIB)/libz.a
 BUNDLE_BIN_ARCHIVES := $(DEPS_LIB)/libdw.a $(DEPS_LIB)/libelf.a $(DEPS_LIB)/libprotobuf-c.a \
-                       $(DEPS_LIB)/libzstd.a $(DEPS_LIB)/libz.a
+                       $(DEPS_LIB)/libzstd.a $(DEPS_LIB)/libz.a $(DEPS_LIB)/libisal.a
 # what unwind/ links besides the libraries above (e.g. -ldl), whatever it names them
 BUNDLE_UNWIND_OTHER := $(filter-out -lunwind -lunwind-x86_64 -lunwind-generic -ldw -lelf -lzstd \
                        -lprotobuf-c -lz %.a,$(UNWIND_LIBS))
@@ -51,7 +51,7 @@ $(DEPS_DONE): scripts/build-static-deps | $(DEPS_STAMP)
 	$(Q)sh scripts/build-static-deps $(DEPS_DIR)
 	$(Q)touch $@
 # the archives are made by the script; make only needs to know they follow from the stamp
-$(BUNDLE_SO_ARCHIVES): $(DEPS_DONE)
+$(BUNDLE_SO_ARCHIVES) $(BUNDLE_BIN_ARCHIVES): $(DEPS_DONE)
 
 $(BUNDLE_OBJ)/dlstatic_table.h: scripts/bundle/gen-dlstatic $(UNWIND_SRCS) $(DEPS_DONE)
 	@mkdir -p $(dir $@)

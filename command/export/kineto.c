@@ -108,6 +108,12 @@ typedef struct kctx {
   FILE *main_f;              /* the output file (f is a thread's buffer while it writes there) */
   uint64_t ops, pyframes;    /* cpu_op and python_function events derived from the stacks */
   uint64_t meta_ts;          /* ts of metadata events (the trace's start) */
+  struct {                   /* w_head's text up to "ts" for the last category and thread */
+    const char *cat;         /* a string literal: its address is the key */
+    uint32_t pid, tid;
+    size_t n;                /* 0: not cached */
+    char s[112];
+  } head;
   struct {                   /* the last function written (calls come in runs) */
     uint32_t fn;
     uint64_t gen;            /* rd_trace.fn_gen when it was looked up; UINT64_MAX: none */
@@ -122,9 +128,19 @@ typedef struct kctx {
 static inline void w_s(FILE *f, const char *s) { rd_put(f, s, strlen(s)); }
 
 static inline void w_u(FILE *f, uint64_t v) {
-  char b[24], *p = b + sizeof b;
+  char b[48], *e = b + 24, *p = e; /* the digits end at b + 24: b + 24 - n + 24 <= b + 48 */
   do { *--p = (char)('0' + v % 10); v /= 10; } while (v);
-  rd_put(f, p, (size_t)(b + sizeof b - p));
+#ifdef __GLIBC__
+  /* straight into the stream's buffer: one fixed-size copy, no call (the bytes past the digits
+   * land in free buffer space and are overwritten by what follows) */
+  if (f->_IO_write_end - f->_IO_write_ptr >= 24) {
+    memset(e, 0, 24); /* the bytes copied along past the digits are defined */
+    memcpy(f->_IO_write_ptr, p, 24);
+    f->_IO_write_ptr += e - p;
+    return;
+  }
+#endif
+  rd_put(f, p, (size_t)(e - p));
 }
 
 static void w_i(FILE *f, int64_t v) {
@@ -424,13 +440,24 @@ static void k_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
 
 static void w_head(kctx *k, const char *cat, uint32_t tid, uint64_t ts, uint64_t dur) {
   FILE *f = k->f;
-  w_s(f, ",\n{\"ph\":\"X\",\"cat\":\"");
-  w_s(f, cat);
-  w_s(f, "\",\"pid\":");
-  w_u(f, k->pid);
-  w_s(f, ",\"tid\":");
-  w_u(f, tid);
-  w_s(f, ",\"ts\":");
+  /* the text up to "ts" is the same for a thread's run of calls: made once per run */
+  if (k->head.cat != cat || k->head.tid != tid || k->head.pid != k->pid) {
+    int n = snprintf(k->head.s, sizeof k->head.s,
+                     ",\n{\"ph\":\"X\",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":", cat, k->pid, tid);
+    k->head.n = n > 0 && (size_t)n < sizeof k->head.s ? (size_t)n : 0;
+    k->head.cat = cat, k->head.tid = tid, k->head.pid = k->pid;
+  }
+  if (k->head.n) {
+    rd_put(f, k->head.s, k->head.n);
+  } else { /* a category too long for the cache (none is) */
+    w_s(f, ",\n{\"ph\":\"X\",\"cat\":\"");
+    w_s(f, cat);
+    w_s(f, "\",\"pid\":");
+    w_u(f, k->pid);
+    w_s(f, ",\"tid\":");
+    w_u(f, tid);
+    w_s(f, ",\"ts\":");
+  }
   put_us(f, ts);
   w_s(f, ",\"dur\":");
   put_dur(f, ts, dur);

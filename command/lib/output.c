@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "rd_scan.h"
 
@@ -56,14 +55,6 @@ int rd_dir_safe(const char *dir) {
   return 0;
 }
 
-static ssize_t gz_write(void *c, const char *buf, size_t n) {
-  if (n == 0) return 0;
-  int w = gzwrite((gzFile)c, buf, (unsigned)n);
-  return w <= 0 ? -1 : w;
-}
-
-static int gz_close(void *c) { return gzclose((gzFile)c) == Z_OK ? 0 : -1; }
-
 /* Whether path is written into as it is instead of replaced: a device, pipe or socket (-o
  * /dev/null, a FIFO), or the user's or root's symlink to one or to /proc/self/fd/N (such as
  * /dev/stdout). Returns -1 (no), or an open fd. A symlink planted by someone else, or one to
@@ -99,9 +90,7 @@ FILE *rd_create(const char *path, int gz) {
     if (fd >= 0 && !gz) {
       f = fdopen(fd, "wb");
     } else if (fd >= 0) {
-      gzFile z = gzdopen(fd, "wb1");
-      cookie_io_functions_t io = {NULL, gz_write, NULL, gz_close};
-      if (z && !(f = fopencookie(z, "w", io))) gzclose(z);
+      f = rd_gzip_fdopen(fd);
       fd = -1;
     }
     if (!f) {
@@ -129,16 +118,7 @@ FILE *rd_create(const char *path, int gz) {
   if (!gz) {
     f = fdopen(fd, "wb");
   } else {
-    gzFile z = gzdopen(fd, "wb1");
-    if (z) {
-      gzbuffer(z, 1 << 17);
-      cookie_io_functions_t io = {NULL, gz_write, NULL, gz_close};
-      f = fopencookie(z, "w", io);
-      if (!f) gzclose(z);
-      else setvbuf(f, NULL, _IOFBF, 1 << 20); /* larger than gzip's: it compresses in place */
-    } else {
-      close(fd);
-    }
+    f = rd_gzip_fdopen(fd); /* closes fd on failure */
     fd = -1;
   }
   if (!f) {

@@ -179,6 +179,9 @@ int rd_arg(const rd_trace *t, const dlh_api_event *ev, const char *names, uint64
  * root's) or sticky; rd_close renames it to PATH, replacing what is there (a planted symlink
  * included, never following it): for paths the user named. Returns NULL after printing why. */
 FILE *rd_create(const char *path, int gz);
+/* A stdio stream that gzips into fd (gzip.c: ISA-L's deflate, level 1); closing it finishes the
+ * stream and closes fd. NULL (fd closed) when out of memory. */
+FILE *rd_gzip_fdopen(int fd);
 /* Closes an rd_create output, reports write errors (returns -1, the temporary file removed). */
 int rd_close(FILE *f, const char *path);
 /* Closes an rd_create output (created under DIR) as DIR/STEM EXT without replacing anything:

@@ -72,4 +72,21 @@ a, b = (json.load(open(f)) for f in sys.argv[1:])
 key = lambda j: sorted(json.dumps(e, sort_keys=True) for e in j["traceEvents"])
 assert key(a) == key(b), "events differ"
 PY
+# the gzip stream (command/lib/gzip.c, ISA-L): one gzip member as zlib wrote it (readers that
+# stop after the first member read it all), and byte for byte the JSON of --no-gzip but for its
+# traceName, on a trace whose 60 MB of JSON spans many buffers of the writer and the compressor
+$GEN big.dlh --events 200000 --threads 3 >/dev/null || fail gentrace
+"$DLHOOK_BIN" export -q -f kineto -o bgz big.dlh && "$DLHOOK_BIN" export -q -f kineto --no-gzip -o bplain big.dlh ||
+  fail "export kineto of big.dlh"
+gzip -t bgz/*.pt.trace.json.gz || fail "gzip -t rejects the export"
+python3 - bgz/*.pt.trace.json.gz bplain/*.pt.trace.json <<'PY' || fail "the gzipped JSON differs from --no-gzip's"
+import os, sys, zlib
+gz, plain = (open(f, "rb").read() for f in sys.argv[1:])
+d = zlib.decompressobj(wbits=31)
+j = d.decompress(gz) + d.flush()
+assert d.eof and d.unused_data == b"", "more than one gzip member"
+name = lambda p: os.path.basename(p).encode()
+assert j.replace(name(sys.argv[1]), name(sys.argv[2])) == plain, "JSON differs"
+print("gzip: %d bytes of JSON in %d" % (len(j), len(gz)))
+PY
 echo ok
