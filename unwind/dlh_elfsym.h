@@ -50,6 +50,10 @@ const char *dlh_symtab_lookup(const dlh_symtab *t, uint64_t addr, uint64_t *off)
 size_t dlh_symtab_count(const dlh_symtab *t);
 size_t dlh_symtab_bytes(const dlh_symtab *t);
 
+/* Bytes of the file's sections that are not loaded and hold data (.debug_*, .comment): the size
+ * of its DWARF, what loading it for file:line would read. */
+uint64_t dlh_symtab_debug_bytes(const dlh_symtab *t);
+
 /* Reads the NT_GNU_BUILD_ID note of the ELF file at path into id (up to cap bytes). Returns its
  * length, or 0 when the file has none or cannot be read. */
 size_t dlh_elf_build_id(const dlh_elf_api *api, const char *path, uint8_t *id, size_t cap);

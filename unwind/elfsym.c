@@ -37,6 +37,7 @@ struct dlh_symtab {
   size_t strndx[2];   /* section index of the string tables: [0] .symtab's, [1] .dynsym's */
   const char *str[2]; /* their contents (mapped by libelf) and sizes */
   size_t strsize[2];
+  uint64_t debug_bytes; /* non-allocated PROGBITS sections: the DWARF, mostly */
 };
 
 #define DYN_BIT 0x80000000u
@@ -149,6 +150,7 @@ dlh_symtab *dlh_symtab_open(const dlh_elf_api *api, const char *path, const uint
   while ((scn = api->nextscn(elf, scn))) {
     GElf_Shdr sh;
     if (!api->getshdr(scn, &sh)) continue;
+    if (sh.sh_type == SHT_PROGBITS && !(sh.sh_flags & SHF_ALLOC)) t->debug_bytes += sh.sh_size;
     if (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) continue;
     int dyn = sh.sh_type == SHT_DYNSYM;
     if (t->strndx[dyn]) continue; /* one table of each kind */
@@ -244,6 +246,8 @@ const char *dlh_symtab_lookup(const dlh_symtab *t, uint64_t addr, uint64_t *off)
 }
 
 size_t dlh_symtab_count(const dlh_symtab *t) { return t ? t->n : 0; }
+uint64_t dlh_symtab_debug_bytes(const dlh_symtab *t) { return t ? t->debug_bytes : 0; }
+
 size_t dlh_symtab_bytes(const dlh_symtab *t) {
   return t ? sizeof *t + t->n * (sizeof *t->keys + sizeof *t->info) +
                  (t->nb + 1) * sizeof *t->bucket

@@ -51,6 +51,8 @@ typedef struct ctx {
   size_t npcs;
   uint64_t *named;      /* pcs that already have a SymbolDef with a function (sorted) */
   size_t nnamed;
+  uint64_t *lined;      /* pcs that already have a SymbolDef with a file (sorted) */
+  size_t nlined;
   const char **debug_dirs, **path_dirs;
   size_t ndebug, npath;
   int verbose;
@@ -219,6 +221,15 @@ static int resolve(ctx *c, uint64_t pc, Dlh__SymbolDef *sd, char **fn, char **fi
   return 1;
 }
 
+/* Whether the module of pc may give its line: its file found and known to libdwfl (which looks
+ * for DWARF in it and in its separate debug file); otherwise a named pc is left as it is. */
+static int has_dwarf(ctx *c, uint64_t pc) {
+  smod *m = mod_of(c, pc);
+  if (!m) return 0;
+  if (m->state == 0) find_file(c, m);
+  return m->state == 1 && m->dmod;
+}
+
 enum { OPT_DEBUG_DIR = RD_KEY(0), OPT_PATH };
 static const rd_option options[] = {
     {"output", 'o', "OUT", "write OUT (default: replace TRACE)", NULL, 0},
@@ -256,7 +267,7 @@ static int read_pcs(ctx *c, const char *in) {
     free(err);
     return -1;
   }
-  size_t cap_pcs = 0, cap_named = 0, cap_mods = 0;
+  size_t cap_pcs = 0, cap_named = 0, cap_lined = 0, cap_mods = 0;
   const Dlh__Packet *p;
   int rc;
   while ((rc = dlh_reader_next(r, &p)) == 1) {
@@ -294,6 +305,13 @@ static int read_pcs(ctx *c, const char *in) {
         c->named = rd_xrealloc(c->named, cap_named * sizeof *c->named);
       }
       c->named[c->nnamed++] = p->symbol->pc;
+      if (p->symbol->file && p->symbol->file[0]) {
+        if (c->nlined == cap_lined) {
+          cap_lined = cap_lined ? cap_lined * 2 : 4096;
+          c->lined = rd_xrealloc(c->lined, cap_lined * sizeof *c->lined);
+        }
+        c->lined[c->nlined++] = p->symbol->pc;
+      }
     }
   }
   if (rc < 0)
@@ -302,6 +320,7 @@ static int read_pcs(ctx *c, const char *in) {
   dlh_reader_close(r);
   c->npcs = uniq(c->pcs, c->npcs);
   c->nnamed = uniq(c->named, c->nnamed);
+  c->nlined = uniq(c->lined, c->nlined);
   return rc < 0 ? 1 : 0;
 }
 
@@ -394,21 +413,31 @@ int cmd_symbolize(int argc, char **argv) {
   Dlh__SymbolDef *defs = rd_xmalloc((c.npcs + 1) * sizeof *defs);
   char **strs = rd_xmalloc((2 * c.npcs + 1) * sizeof *strs);
   size_t nstrs = 0;
+  size_t nlines = 0;
   for (size_t i = 0; i < c.npcs; i++) {
-    if (has(c.named, c.nnamed, c.pcs[i])) continue;
-    ntodo++;
+    /* a pc named while recording without its line: its module's DWARF was too large to read
+     * there (unwind/symbolize.c); a SymbolDef with the line replaces the first */
+    int named = has(c.named, c.nnamed, c.pcs[i]);
+    if (named && (has(c.lined, c.nlined, c.pcs[i]) || !has_dwarf(&c, c.pcs[i]))) continue;
+    ntodo += !named;
     Dlh__SymbolDef *sd = &defs[nres];
     dlh__symbol_def__init(sd);
     char *fn = NULL, *file = NULL;
-    if (resolve(&c, c.pcs[i], sd, &fn, &file)) nres++;
+    if (resolve(&c, c.pcs[i], sd, &fn, &file) && (!named || file)) {
+      nres++;
+      nlines += named;
+    }
     if (fn) strs[nstrs++] = fn;
     if (file) strs[nstrs++] = file;
   }
+  nres -= nlines; /* the names resolved now, for the trailer and the message */
 
   const char *dst = out ? out : in;
-  if (rewrite(in, dst, defs, nres, ntodo - nres) < 0) return RD_BAD_INPUT;
-  printf("%s: %zu stack addresses, %zu without a name before, %zu resolved now, %zu left\n", dst,
+  if (rewrite(in, dst, defs, nres + nlines, ntodo - nres) < 0) return RD_BAD_INPUT;
+  printf("%s: %zu stack addresses, %zu without a name before, %zu resolved now, %zu left", dst,
          c.npcs, ntodo, nres, ntodo - nres);
+  if (nlines) printf("; file:line added to %zu named while recording", nlines);
+  printf("\n");
 
   for (size_t i = 0; i < nstrs; i++) free(strs[i]);
   free(strs);
@@ -423,6 +452,7 @@ int cmd_symbolize(int argc, char **argv) {
   free(c.mods);
   free(c.pcs);
   free(c.named);
+  free(c.lined);
   free(c.debug_dirs);
   free(c.path_dirs);
   return damaged ? RD_BAD_INPUT : RD_OK;
