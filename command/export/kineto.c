@@ -121,11 +121,26 @@ typedef struct kctx {
     const char *name, *shown;
     long cbid;
     char unnamed[24];
+    size_t elen;             /* ename: the name as a JSON string (w_name's), when < 64 bytes */
+    char ename[64];
   } c;
 } kctx;
 
 /* Fast writers for the per-event hot path (no format parsing, no per-call locking). */
 static inline void w_s(FILE *f, const char *s) { rd_put(f, s, strlen(s)); }
+
+/* n bytes of s, which has cap readable bytes (cap a constant): with cap bytes free in the
+ * stream's buffer, one fixed-size copy instead of a call (what lies past n is overwritten) */
+static inline void w_fixed(FILE *f, const char *s, size_t n, size_t cap) {
+#ifdef __GLIBC__
+  if ((size_t)(f->_IO_write_end - f->_IO_write_ptr) >= cap) {
+    memcpy(f->_IO_write_ptr, s, cap);
+    f->_IO_write_ptr += n;
+    return;
+  }
+#endif
+  rd_put(f, s, n);
+}
 
 static inline void w_u(FILE *f, uint64_t v) {
   char b[48], *e = b + 24, *p = e; /* the digits end at b + 24: b + 24 - n + 24 <= b + 48 */
@@ -176,6 +191,12 @@ static void w_name(kctx *k, uint32_t key, const char *s) {
   char *e = rd_map_get(&k->names, key);
   if (!e) rd_map_put(&k->names, key, e = json_escaped(s));
   w_s(k->f, e);
+}
+
+/* The name of the function of the calls being written (k_api's k->c) as w_name writes it. */
+static void w_fname(kctx *k, const dlh_api_event *ev, const char *fname) {
+  if (k->c.elen < sizeof k->c.ename) w_fixed(k->f, k->c.ename, k->c.elen, sizeof k->c.ename);
+  else w_name(k, ev->fn & 0x7fffffff, fname);
 }
 
 static const char *category(int domain) {
@@ -448,7 +469,7 @@ static void w_head(kctx *k, const char *cat, uint32_t tid, uint64_t ts, uint64_t
     k->head.cat = cat, k->head.tid = tid, k->head.pid = k->pid;
   }
   if (k->head.n) {
-    rd_put(f, k->head.s, k->head.n);
+    w_fixed(f, k->head.s, k->head.n, sizeof k->head.s);
   } else { /* a category too long for the cache (none is) */
     w_s(f, ",\n{\"ph\":\"X\",\"cat\":\"");
     w_s(f, cat);
@@ -705,6 +726,12 @@ static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
     int rt = d == DLH__DOMAIN__DOMAIN_CUDART || d == DLH__DOMAIN__DOMAIN_DRIVER;
     k->c.shown = rt ? known_launch_name(k->c.name) : NULL;
     k->c.cbid = rt ? ex_cupti_cbid(t, ev->fn) : -1;
+    uint32_t key = ev->fn & 0x7fffffff;
+    char *e = key ? rd_map_get(&k->names, key) : NULL; /* what w_name writes */
+    if (key && !e) rd_map_put(&k->names, key, e = json_escaped(k->c.name));
+    k->c.elen = e ? strlen(e) : sizeof k->c.ename;
+    memset(k->c.ename, 0, sizeof k->c.ename);
+    if (k->c.elen < sizeof k->c.ename) memcpy(k->c.ename, e, k->c.elen);
   }
   const rd_func *fn = k->c.f;
   int dom = fn ? fn->domain : 0;
@@ -738,7 +765,7 @@ static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
     } else if (label) {
       w_name(k, 1u << 31 | (uint32_t)msg, label);
     } else {
-      w_name(k, ev->fn & 0x7fffffff, fname);
+      w_fname(k, ev, fname);
     }
     w_s(f, ",\"args\":{\"External id\":");
     w_u(f, ext);
@@ -747,7 +774,7 @@ static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
       w_name(k, 1u << 31 | (uint32_t)msg, label);
     }
     w_s(f, ",\"function\":");
-    w_name(k, ev->fn & 0x7fffffff, fname);
+    w_fname(k, ev, fname);
     w_s(f, ",\"Record function id\":0,\"Ev Idx\":");
     w_u(f, k->ev_idx++);
     w_calls(k, ev);
@@ -767,7 +794,7 @@ static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
   const char *shown = runtime ? k->c.shown : NULL;
   w_head(k, category(dom), tid, ev->start_ns, dlh_api_span(ev));
   if (shown) { putc_unlocked('"', f); w_s(f, shown); putc_unlocked('"', f); }
-  else w_name(k, ev->fn & 0x7fffffff, fname);
+  else w_fname(k, ev, fname);
   w_s(f, ",\"args\":{\"External id\":");
   w_u(f, runtime && op_ext ? op_ext : ext);
   if (runtime) {
@@ -777,7 +804,7 @@ static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
   }
   if (shown) {
     w_s(f, ",\"function\":");
-    w_name(k, ev->fn & 0x7fffffff, fname);
+    w_fname(k, ev, fname);
   }
   if (ev->ret) { w_s(f, ",\"result\":"); w_i(f, ev->ret); }
   if (!runtime) { /* as torch writes every cpu_op: its tensors' shapes and types (none here) */
