@@ -52,6 +52,7 @@ struct dlh_reader {
   uint8_t *arena;       /* where the decoded packet lives (reused: one packet at a time) */
   size_t arena_cap, arena_used, arena_want;
   int mem_over;         /* ... and whether one allocation was refused */
+  size_t heap_allocs;   /* allocations of the packet that did not fit the arena (malloc'd) */
   ProtobufCAllocator alloc;
   uint64_t skip_cases;  /* dlh_reader_skip: data cases passed over undecoded */
 };
@@ -111,6 +112,7 @@ static void *pkt_alloc(void *data, size_t size) {
     return p;
   }
   if (r->mem_used > r->arena_want) r->arena_want = r->mem_used;
+  r->heap_allocs++;
   return malloc(size);
 }
 
@@ -124,6 +126,7 @@ static void pkt_free(void *data, void *p) {
  * as the largest packet so far needed (at most DLH_MAX_PACKET_MEMORY plus alignment). */
 static void arena_reset(dlh_reader *r) {
   r->arena_used = 0;
+  r->heap_allocs = 0;
   if (r->arena_want > r->arena_cap) {
     size_t cap = r->arena_want + (r->arena_want >> 2) + 4096;
     uint8_t *a = malloc(cap);
@@ -489,8 +492,15 @@ static const char *over_limit(dlh_reader *r, const Dlh__Packet *p, char *buf, si
     return buf;
   }
   uint64_t bytes = 0;
-  const char *w = p->data_case == DLH__PACKET__DATA_API || p->data_case == DLH__PACKET__DATA_GPU
-                      ? NULL : strings_over(&p->base, 0, &bytes); /* batches hold no strings */
+  /* a packet is its oneof alone: only the set member is looked at (not the packet's 20 fields);
+   * batches of events hold no strings */
+  const ProtobufCFieldDescriptor *fd =
+      p->data_case == DLH__PACKET__DATA_API || p->data_case == DLH__PACKET__DATA_GPU ||
+      p->data_case == DLH__PACKET__DATA_SAMPLES
+          ? NULL : protobuf_c_message_descriptor_get_field(p->base.descriptor, (unsigned)p->data_case);
+  const ProtobufCMessage *sub = fd && fd->type == PROTOBUF_C_TYPE_MESSAGE
+                                    ? *(ProtobufCMessage *const *)((const char *)p + fd->offset) : NULL;
+  const char *w = sub ? strings_over(sub, 1, &bytes) : NULL;
   if (w) {
     snprintf(buf, n, w[0] == 's' ? "a string over %u bytes" : "a list over %u entries",
              w[0] == 's' ? DLH_MAX_STRING : DLH_MAX_LIST);
@@ -536,11 +546,15 @@ void dlh_reader_skip(dlh_reader *r, uint64_t cases) {
   if (r) r->skip_cases = cases;
 }
 
+/* Frees a decoded packet: nothing to do when it lies in the arena alone (the next packet
+ * reuses it), which spares walking every field of the packet to free nothing. */
+static void free_decoded(dlh_reader *r, Dlh__Packet *p) {
+  if (p && r->heap_allocs) protobuf_c_message_free_unpacked(&p->base, &r->alloc);
+}
+
 static void free_pkt(dlh_reader *r) {
-  if (r->pkt) {
-    protobuf_c_message_free_unpacked(&r->pkt->base, &r->alloc);
-    r->pkt = NULL;
-  }
+  free_decoded(r, r->pkt);
+  r->pkt = NULL;
 }
 
 int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out) {
@@ -613,7 +627,7 @@ int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out) {
     if (why) {
       skip(r, "packet at byte %zu of the frame at offset %llu: %s (skipped)", at,
            (unsigned long long)r->frame_off, why);
-      protobuf_c_message_free_unpacked(&pkt->base, &r->alloc);
+      free_decoded(r, pkt);
       continue;
     }
     if (pkt->data_case == DLH__PACKET__DATA_API) undelta_args(r, pkt->api);
