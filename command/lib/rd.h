@@ -95,6 +95,10 @@ void *rd_xcalloc(size_t n, size_t size);
  * input already in order costs one look). */
 typedef struct rd_pair { uint64_t key, val; } rd_pair;
 void rd_sort_pairs(rd_pair *v, size_t n);
+/* Sorts n records of `size` bytes (a multiple of 8) by the uint64 key each begins with, keeping
+ * the order of equal keys (as glibc's merge sort in qsort does): rd_sort_pairs on (key, index),
+ * then the records moved once. For the millions of events an analysis sorts by time. */
+void rd_sort_by_key(void *base, size_t n, size_t size);
 void *rd_xrealloc(void *p, size_t n);
 char *rd_xstrdup(const char *s);
 

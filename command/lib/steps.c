@@ -21,6 +21,7 @@
 
 enum { C_COMPUTE, C_COMM, C_COPY, C_HOST, C_NCAT };
 
+/* sev, ssamp and edge begin with the key they are sorted by (rd_sort_by_key) */
 typedef struct sev { uint64_t s, e; int cat; } sev;
 
 typedef struct ssamp { uint64_t t, ns; int wait; } ssamp;
@@ -102,11 +103,6 @@ static void on_sample(void *ctx, const rd_trace *t, const rd_sample *x) {
   c->sm[c->nsm++] = (ssamp){x->time, x->weight, x->kind == RD_SAMPLE_WAIT};
 }
 
-static int by_sample_t(const void *a, const void *b) {
-  const ssamp *x = a, *y = b;
-  return x->t < y->t ? -1 : x->t > y->t;
-}
-
 static int is_collective(const char *name) {
   return name && (strstr(name, "nccl") || strstr(name, "Nccl") || strstr(name, "NCCL"));
 }
@@ -122,19 +118,11 @@ static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   }
 }
 
-static int by_s(const void *a, const void *b) {
-  const sev *x = a, *y = b;
-  return x->s < y->s ? -1 : x->s > y->s;
-}
 static int by_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
 }
 typedef struct edge { uint64_t t; int cat, d; } edge;
-static int by_t(const void *a, const void *b) {
-  const edge *x = a, *y = b;
-  return x->t < y->t ? -1 : x->t > y->t;
-}
 
 typedef struct rd_step_row {
   int rank;
@@ -171,7 +159,7 @@ static void breakdown(const sctx *c, uint64_t maxdur, const sev *lng, size_t nl,
   size_t ne = 0, cap = 0;
   for (size_t i = lo; i < c->n && c->ev[i].s < e; i++) add_edges(&ed, &ne, &cap, &c->ev[i], s, e);
   for (size_t i = 0; i < nl; i++) add_edges(&ed, &ne, &cap, &lng[i], s, e);
-  if (ne) rd_qsort(ed, ne, sizeof *ed, by_t);
+  if (ne) rd_sort_by_key(ed, ne, sizeof *ed);
   long active[C_NCAT] = {0};
   uint64_t t = s;
   for (size_t i = 0; i <= ne; i++) {
@@ -214,7 +202,7 @@ static uint64_t split_long(sctx *c, sev **lng, size_t *nl) {
   if (!c->n) return 0;
   uint64_t *d = rd_xmalloc(c->n * sizeof *d);
   for (size_t k = 0; k < c->n; k++) d[k] = c->ev[k].e - c->ev[k].s;
-  rd_qsort(d, c->n, sizeof *d, by_u64);
+  rd_sort_by_key(d, c->n, sizeof *d);
   uint64_t maxdur = d[c->n - 1 - c->n / 1000];
   free(d);
   size_t keep = 0;
@@ -262,8 +250,8 @@ void rd_steps_end(rd_steps *x) {
   size_t nst = rd_stepfind_end(c.sf, &from, &st);
   if (c.too_many) nskipped++;
   if (nst && !c.too_many) {
-    if (c.n) rd_qsort(c.ev, c.n, sizeof *c.ev, by_s);
-    if (c.nsm) rd_qsort(c.sm, c.nsm, sizeof *c.sm, by_sample_t);
+    if (c.n) rd_sort_by_key(c.ev, c.n, sizeof *c.ev); /* by start */
+    if (c.nsm) rd_sort_by_key(c.sm, c.nsm, sizeof *c.sm); /* by time */
     sev *lng;
     size_t nl;
     uint64_t maxdur = split_long(&c, &lng, &nl);

@@ -56,12 +56,18 @@ static const char *intern_n(intern *in, const char *s, size_t len) {
     in->v = nv;
     in->cap = nc;
   }
+  /* looked up without a copy (a copy per lookup was a malloc and free per stack layer); the
+   * string ends at len or at a NUL before it, hashed as rd_hash_str hashes it */
+  len = strnlen(s, len);
+  if (!rd_hash_seed[1]) rd_hash_seed_init();
+  uint64_t h = 1469598103934665603ull ^ rd_hash_seed[0];
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  size_t j = (size_t)rd_hash64(h) & (in->cap - 1);
+  for (; in->v[j]; j = (j + 1) & (in->cap - 1))
+    if (!strncmp(in->v[j], s, len) && !in->v[j][len]) return in->v[j];
   char *tmp = rd_xmalloc(len + 1);
   memcpy(tmp, s, len);
   tmp[len] = 0;
-  size_t j = (size_t)rd_hash_str(tmp) & (in->cap - 1);
-  for (; in->v[j]; j = (j + 1) & (in->cap - 1))
-    if (!strcmp(in->v[j], tmp)) { free(tmp); return in->v[j]; }
   in->v[j] = tmp;
   in->n++;
   return tmp;
@@ -90,6 +96,8 @@ typedef struct rd_torchs {
   size_t nfc, capfc;
   intern names;
   int is_torch;         /* -1 unknown */
+  rd_layer *scratch;    /* rd_torch_of's layers of the stack at hand */
+  size_t capscratch;
 } rd_torchs;
 
 static rd_torchs *state(rd_trace *t) {
@@ -112,6 +120,7 @@ void rd_torch_free(rd_trace *t) {
   rd_map_free(&t->torch->by_stack, torch_free_one);
   rd_m_free(&t->torch->by_frame);
   free(t->torch->fc);
+  free(t->torch->scratch);
   intern_free(&t->torch->names);
   free(t->torch);
   t->torch = NULL;
@@ -282,7 +291,12 @@ const rd_torch *rd_torch_of(rd_trace *t, uint32_t stack_id) {
   x = rd_xmalloc(sizeof *x);
   *x = empty_torch;
   if (n) {
-    rd_layer *l = rd_xmalloc(n * sizeof *l);
+    if (n > ts->capscratch) { /* the layers are built here, then copied out at their size */
+      free(ts->scratch);
+      ts->capscratch = n;
+      ts->scratch = rd_xmalloc(n * sizeof *ts->scratch);
+    }
+    rd_layer *l = ts->scratch;
     size_t nl = 0;
     /* a layer's key: its own identity, the frames between it and the next layer outside (its
      * call site) and that layer's identity; the outermost layer of a truncated stack has lost
@@ -324,7 +338,7 @@ const rd_torch *rd_torch_of(rd_trace *t, uint32_t stack_id) {
       since = mix(seed, raw[k]);
     }
     x->n = (uint32_t)nl;
-    x->l = nl ? rd_xrealloc(l, nl * sizeof *l) : (free(l), NULL);
+    x->l = nl ? memcpy(rd_xmalloc(nl * sizeof *l), l, nl * sizeof *l) : NULL;
     /* the derived views */
     char mod[2048], ops[2048];
     size_t nmod = 0, nops = 0;

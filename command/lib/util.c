@@ -165,6 +165,29 @@ void rd_sort_pairs(rd_pair *v, size_t n) {
   free(tmp);
 }
 
+void rd_sort_by_key(void *base, size_t n, size_t size) {
+  uint8_t *b = base;
+  size_t i = 1;
+  uint64_t prev = 0, k;
+  if (n > 0) memcpy(&prev, b, sizeof prev);
+  for (; i < n; i++, prev = k) {
+    memcpy(&k, b + i * size, sizeof k);
+    if (k < prev) break;
+  }
+  if (i >= n) return; /* in order already */
+  rd_pair *v = rd_xmalloc(n * sizeof *v);
+  for (size_t j = 0; j < n; j++) {
+    memcpy(&v[j].key, b + j * size, sizeof v[j].key);
+    v[j].val = j;
+  }
+  rd_sort_pairs(v, n); /* LSD radix: equal keys keep their order */
+  uint8_t *tmp = rd_xmalloc(n * size);
+  for (size_t j = 0; j < n; j++) memcpy(tmp + j * size, b + v[j].val * size, size);
+  memcpy(b, tmp, n * size);
+  free(tmp);
+  free(v);
+}
+
 /* ---------------------------------------------------------------- u64 -> u32 hash map */
 
 static size_t h64(uint64_t k, size_t cap) { return (size_t)rd_hash64(k) & (cap - 1); }
