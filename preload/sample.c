@@ -85,7 +85,7 @@ typedef struct tslot {
   _Atomic uint32_t mstate;             /* M_* bits: blocked (as its mask is known), a change
                                           under way, known, fresh; above: a count of changes */
   _Atomic int armed;                   /* the timer runs */
-  _Atomic int timer;                   /* kernel timer id, -1 = none */
+  _Atomic int timer;                   /* kernel timer id + 1, 0 = none */
   /* the sampler thread's own fields */
   uint32_t gen;                        /* the last scan that listed the thread */
   int own;                             /* one of dlhook's threads: never sampled */
@@ -98,6 +98,21 @@ typedef struct tslot {
   uintptr_t ts;                        /* its PyThreadState from the interpreter's list, or 0 */
 } tslot;
 static tslot *slots;
+/* The slots ever claimed, in the order claimed (index + 1; 0 while being written): the sampler
+ * walks these at every tick, not the whole table (a megabyte, 200 times a second). A slot is
+ * listed when it is first taken from empty; one freed (TOMB) stays listed for its next thread. */
+static _Atomic uint32_t *used;
+static _Atomic uint32_t nused;
+
+static uint32_t nlisted(void) {
+  uint32_t n = atomic_load(&nused);
+  return n < NSLOT ? n : NSLOT;
+}
+
+static tslot *listed(uint32_t k) {
+  uint32_t i = atomic_load(&used[k]);
+  return i ? &slots[i - 1] : NULL;
+}
 
 static inline uint32_t slot_hash(uint32_t tid) { return (tid * 2654435761u) % NSLOT; }
 
@@ -112,7 +127,11 @@ static tslot *slot_find(uint32_t tid, int create) {
       if (!create) return NULL;
       tslot *s = tomb ? tomb : &slots[i];
       uint32_t want = tomb ? TOMB : 0;
-      if (atomic_compare_exchange_strong(&s->tid, &want, tid)) return s;
+      if (atomic_compare_exchange_strong(&s->tid, &want, tid)) {
+        uint32_t k = tomb ? NSLOT : atomic_fetch_add(&nused, 1);
+        if (k < NSLOT) atomic_store(&used[k], (uint32_t)(s - slots) + 1);
+        return s;
+      }
       if (want == tid) return s;
       return slot_find(tid, create); /* another claim won the slot: look again */
     }
@@ -142,12 +161,12 @@ static void mask_state(tslot *s, uint32_t set, uint32_t clear) {
 }
 
 static void disarm(tslot *s) {
-  int id = atomic_load(&s->timer);
+  int id = atomic_load(&s->timer) - 1;
   if (id >= 0 && atomic_exchange(&s->armed, 0)) sys_timer_settime(id, 0);
 }
 
 static void arm(tslot *s) {
-  int id = atomic_load(&s->timer);
+  int id = atomic_load(&s->timer) - 1;
   if (id < 0 || blocked(s) || atomic_load(&stop_req)) return;
   /* running before it says so: a thread that blocks meanwhile and finds armed 0 is disarmed by
    * the check below; one that finds armed 1 disarms it after this settime */
@@ -325,7 +344,7 @@ static int own_thread(uint32_t tid) {
 }
 
 static void slot_free(tslot *s) {
-  int id = atomic_exchange(&s->timer, -1);
+  int id = atomic_exchange(&s->timer, 0) - 1;
   atomic_store(&s->armed, 0);
   if (id >= 0) syscall(SYS_timer_delete, id);
   atomic_store(&s->own_ts, 0);
@@ -361,7 +380,7 @@ static void rescan(uint32_t gen, uint32_t me, uint64_t now) {
     if (s->own) continue;
     uint32_t m = atomic_load(&s->mstate);
     if (m & M_FRESH) { /* its id was reused: the timer was the dead thread's */
-      int id = atomic_exchange(&s->timer, -1);
+      int id = atomic_exchange(&s->timer, 0) - 1;
       atomic_store(&s->armed, 0);
       if (id >= 0) syscall(SYS_timer_delete, id);
       slot_init(s, tid, now);
@@ -372,15 +391,15 @@ static void rescan(uint32_t gen, uint32_t me, uint64_t now) {
     /* A thread whose mask is not known (made by a raw clone, or there before dlhook came:
      * attach): its SigBlk, read outside any call that waits with a temporary mask. */
     if (!(m & M_KNOWN) && thread_blocks(tid)) continue;
-    if (atomic_load(&s->timer) < 0) atomic_store(&s->timer, timer_for(tid));
+    if (!atomic_load(&s->timer)) atomic_store(&s->timer, timer_for(tid) + 1);
     arm(s);
   }
   closedir(d);
   /* the Python thread states the threads gave (calibration), then those of the interpreter's
    * list for the threads that never gave theirs */
-  for (uint32_t i = 0; i < NSLOT; i++) {
-    tslot *s = &slots[i];
-    uint32_t t = atomic_load(&s->tid);
+  for (uint32_t k = 0, n = nlisted(); k < n; k++) {
+    tslot *s = listed(k);
+    uint32_t t = s ? atomic_load(&s->tid) : 0;
     uintptr_t pts = t && t != TOMB && s->gen == gen ? atomic_load(&s->own_ts) : 0;
     if (pts) dlh_py_calibrate(pts, t);
   }
@@ -392,17 +411,17 @@ static void rescan(uint32_t gen, uint32_t me, uint64_t now) {
     tslot *s = slot_find(ltid[k], 0);
     if (s && s->gen == gen) s->ts = lts[k];
   }
-  for (uint32_t i = 0; i < NSLOT; i++) {
-    tslot *s = &slots[i];
-    uint32_t tid = atomic_load(&s->tid);
+  for (uint32_t k = 0, n = nlisted(); k < n; k++) {
+    tslot *s = listed(k);
+    uint32_t tid = s ? atomic_load(&s->tid) : 0;
     if (tid && tid != TOMB && s->gen && s->gen != gen) { s->gen = 0; slot_free(s); }
   }
 }
 
 static void wait_samples(struct dlh_thread *me, uint64_t now, uint64_t tk) {
-  for (uint32_t i = 0; i < NSLOT; i++) {
-    tslot *s = &slots[i];
-    uint32_t tid = atomic_load(&s->tid);
+  for (uint32_t k = 0, n = nlisted(); k < n; k++) {
+    tslot *s = listed(k);
+    uint32_t tid = s ? atomic_load(&s->tid) : 0;
     if (!tid || tid == TOMB || !s->gen || s->own) continue;
     int gone = 0;
     uint64_t cpu = thread_cpu_ns(tid, &gone);
@@ -480,12 +499,12 @@ static void *sampler_main(void *arg) {
   /* Sampling ends (exit, detach, the program took the signal): every timer is disarmed, then
    * deleted, so that a detached program keeps none of dlhook's timers (a later attach makes new
    * ones). The handler stays in place for a signal already pending. */
-  for (uint32_t i = 0; i < NSLOT; i++) {
-    tslot *s = &slots[i];
-    uint32_t v = atomic_load(&s->tid);
+  for (uint32_t k = 0, n = nlisted(); k < n; k++) {
+    tslot *s = listed(k);
+    uint32_t v = s ? atomic_load(&s->tid) : 0;
     if (!v || v == TOMB) continue;
     disarm(s);
-    int id = atomic_exchange(&s->timer, -1);
+    int id = atomic_exchange(&s->timer, 0) - 1;
     if (id >= 0) syscall(SYS_timer_delete, id);
   }
   atomic_store(&running, 0);
@@ -520,14 +539,16 @@ static int pick_signal(void) {
  * its own table), before the program can block the signal unseen; a program that gives the
  * signal a handler later takes it (dlh_sample_sigaction). */
 static int setup(void) {
-  slots = mmap(NULL, NSLOT * sizeof(tslot), PROT_READ | PROT_WRITE,
+  /* zero-filled, and only the pages of slots in use are ever written */
+  slots = mmap(NULL, NSLOT * (sizeof(tslot) + sizeof *used), PROT_READ | PROT_WRITE,
                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (slots == MAP_FAILED) {
     slots = NULL;
     dlh_warn("cannot allocate the sampler's table; the program is not sampled");
     return -1;
   }
-  for (uint32_t i = 0; i < NSLOT; i++) atomic_store(&slots[i].timer, -1);
+  used = (_Atomic uint32_t *)(slots + NSLOT);
+  atomic_store(&nused, 0);
   if (dlh_sample_sig) return 0; /* a fork child: the handler is in place */
   cpu_timers = kernel_delivers_safely();
 #if defined(__SANITIZE_THREAD__)
@@ -621,9 +642,10 @@ int dlh_sample_sigaction(int sig, const struct sigaction *act, struct sigaction 
   }
   atomic_store(&ended, 1);
   dlh_sample_stop();
-  for (uint32_t i = 0; slots && i < NSLOT; i++) {
-    uint32_t v = atomic_load(&slots[i].tid);
-    if (v && v != TOMB) disarm(&slots[i]);
+  for (uint32_t k = 0, n = slots ? nlisted() : 0; k < n; k++) {
+    tslot *s = listed(k);
+    uint32_t v = s ? atomic_load(&s->tid) : 0;
+    if (v && v != TOMB) disarm(s);
   }
   dlh_sample_sig = 0;
   int r = real(sig, act, NULL);
