@@ -1,11 +1,11 @@
 /* columns.c — `dlhook export --format columns`: one trace as a stream of fixed-width binary
- * columns and string dictionaries, what the Parquet writer (command/python/dlhook/tables.py)
- * turns into Arrow arrays without parsing (numpy.frombuffer over each column) and writes with
- * pyarrow. `dlhook export --format parquet` runs that writer, which runs this exporter once per
+ * columns and string dictionaries in Arrow's memory layout, which the Parquet writer
+ * (command/python/dlhook/tables.py) hands to Arrow as they are (pyarrow.Array.from_buffers over
+ * the received bytes: no copy, no pass over the values) and writes with pyarrow. `dlhook export --format parquet` runs that writer, which runs this exporter once per
  * trace, one process per core.
  *
  * The stream (little-endian, every length in bytes):
- *   "DLHCOLS1"                                   magic
+ *   "DLHCOLS2"                                   magic
  *   then messages, each a 16-byte head {u8 type, u8 table, u16 0, u32 nrows, u64 size} and
  *   `size` bytes of payload:
  *     type 1 META     a JSON object: the trace's process, clock and counts
@@ -15,8 +15,10 @@
  *                     1 in the order sent (one numbering per stream)
  *     type 4 BATCH    `nrows` rows of table `table`: a byte per column (0: the column is null
  *                     in every row of the batch and sends nothing), then per column sent nrows
- *                     values (int64, int32, float64, or a u32 string number, 0 = null), then
- *                     for a nullable column nrows validity bytes; each piece padded to 8 bytes
+ *                     values (int64, int32, float64, a byte per bool, or for a string its int32
+ *                     index into the strings sent so far: number - 1, 0 when null), then for a
+ *                     nullable or string column Arrow's validity bitmap (bit r of byte r / 8:
+ *                     row r is not null); each piece padded to 8 bytes
  *     type 5 END      the stream is complete
  * Types: 'l' int64, 'i' int32, 'd' float64, 's' string, 'b' bool (a byte).
  *
@@ -163,6 +165,7 @@ typedef struct cx {
   rd_span_at at;
   int torch;
   rd_stepfind *sf; /* the trace's steps */
+  unsigned char *narrow; /* a batch's column narrowed to 4 or 1 bytes, or its validity bitmap */
 } cx;
 
 static void put_head(FILE *f, int type, int table, uint32_t nrows, uint64_t size) {
@@ -252,6 +255,25 @@ static const unsigned char zeros[8];
 static size_t width(char type) { return type == 'l' || type == 'd' ? 8 : type == 'b' ? 1 : 4; }
 static size_t pad8(size_t n) { return (n + 7) & ~(size_t)7; }
 
+/* Arrow's validity bitmap of column i of b into bits (pad8(n / 8 + 1) bytes, cleared here):
+ * ok[r], and for a string a number other than 0. */
+static void validity(const tbuf *b, size_t i, int str, size_t n, uint8_t *bits) {
+  memset(bits, 0, pad8((n + 7) / 8));
+  const int64_t *v = b->v[i];
+  const uint8_t *ok = b->ok[i];
+  size_t r = 0;
+  if (!str && ok) /* 8 validity bytes (0 or 1) at a time: byte k's bit 0 to bit k */
+    for (; r + 8 <= n; r += 8) {
+      uint64_t x;
+      memcpy(&x, ok + r, 8);
+      bits[r >> 3] = (uint8_t)((x * 0x0102040810204080ull) >> 56);
+    }
+  for (; r < n; r++) {
+    int set = (!ok || ok[r]) && (!str || v[r]);
+    bits[r >> 3] |= (uint8_t)(set << (r & 7));
+  }
+}
+
 static void flush_table(cx *c, int ti) {
   tbuf *b = &c->tb[ti];
   if (!b->sent_schema) { send_schema(c, ti); b->sent_schema = 1; }
@@ -266,7 +288,9 @@ static void flush_table(cx *c, int ti) {
   }
   uint64_t size = pad8(b->ncols);
   for (size_t i = 0; i < b->ncols; i++)
-    if (present[i]) size += pad8(n * width(cols[i].type)) + (cols[i].nullable ? pad8(n) : 0);
+    if (present[i])
+      size += pad8(n * width(cols[i].type)) +
+              (cols[i].nullable || cols[i].type == 's' ? pad8((n + 7) / 8) : 0);
   put_head(c->f, M_BATCH, ti, (uint32_t)n, size);
   fwrite(present, 1, b->ncols, c->f);
   fwrite(zeros, 1, pad8(b->ncols) - b->ncols, c->f);
@@ -275,18 +299,20 @@ static void flush_table(cx *c, int ti) {
     size_t w = width(cols[i].type);
     if (w == 8) {
       fwrite(b->v[i], 8, n, c->f);
-    } else { /* narrow the 8-byte slots in place (the batch is cleared after) */
-      unsigned char *d = (unsigned char *)b->v[i];
+    } else { /* narrow the 8-byte slots into the spare buffer (strings: number - 1) */
+      int str = cols[i].type == 's';
+      unsigned char *d = c->narrow;
       for (size_t r = 0; r < n; r++) {
-        if (w == 4) { int32_t x = (int32_t)b->v[i][r]; memcpy(d + r * 4, &x, 4); }
-        else d[r] = (unsigned char)b->v[i][r];
+        int64_t x = b->v[i][r];
+        if (w == 4) { int32_t y = (int32_t)(str && x ? x - 1 : x); memcpy(d + r * 4, &y, 4); }
+        else d[r] = (unsigned char)x;
       }
       fwrite(d, w, n, c->f);
     }
     fwrite(zeros, 1, pad8(n * w) - n * w, c->f);
-    if (cols[i].nullable) {
-      fwrite(b->ok[i], 1, n, c->f);
-      fwrite(zeros, 1, pad8(n) - n, c->f);
+    if (cols[i].nullable || cols[i].type == 's') {
+      validity(b, i, cols[i].type == 's', n, c->narrow);
+      fwrite(c->narrow, 1, pad8((n + 7) / 8), c->f);
     }
   }
   /* the next batch starts with every value 0 and every nullable value null (row() relies on it) */
@@ -651,6 +677,7 @@ static void cx_free(cx *c) {
   rd_map_free(&c->argix, free);
   rd_m_free(&c->stacks);
   free(c->stack_ids);
+  free(c->narrow);
 }
 
 int ex_columns(const rd_opts *o, char **files, size_t nfiles) {
@@ -676,7 +703,8 @@ int ex_columns(const rd_opts *o, char **files, size_t nfiles) {
       b->ncols++;
     }
   }
-  fwrite("DLHCOLS1", 1, 8, f);
+  c->narrow = rd_xmalloc(BATCH_ROWS * 4);
+  fwrite("DLHCOLS2", 1, 8, f);
   put_meta(c, files[0]);
   /* the operators of a PyTorch trace with stacks: what `dlhook stats` derives (ops.c) */
   c->torch = rd_stacks_have_module(&t, "libtorch_cpu.") && rd_stacks_count(&t) > 0;

@@ -2,8 +2,9 @@
 
 `dlhook export --format parquet -o DIR TRACE...` lands in write_dataset(): each trace is read by
 `dlhook export --format columns` (command/export/columns.c), which streams its tables as
-fixed-width binary columns and string dictionaries; here each column becomes an Arrow array over
-the received bytes (no parsing, no per-value Python work) and pyarrow writes the Parquet files.
+fixed-width binary columns and string dictionaries in Arrow's memory layout; here each column
+becomes an Arrow array over the received bytes (pyarrow.Array.from_buffers: no copy, no pass over
+the values) and pyarrow writes the Parquet files.
 One trace at a time per worker, as many workers as cores: the C reader of each trace runs in its
 own process, and pyarrow's writer releases the GIL.
 
@@ -27,11 +28,10 @@ import pyarrow.parquet as pq
 
 from ._progress import Progress
 
-MAGIC = b"DLHCOLS1"
+MAGIC = b"DLHCOLS2"
 M_META, M_SCHEMA, M_STRINGS, M_BATCH, M_END = 1, 2, 3, 4, 5
-TYPES = {ord("l"): (pa.int64(), 8, np.int64), ord("i"): (pa.int32(), 4, np.int32),
-         ord("d"): (pa.float64(), 8, np.float64), ord("b"): (pa.bool_(), 1, np.uint8),
-         ord("s"): (pa.dictionary(pa.int32(), pa.string()), 4, np.uint32)}
+TYPES = {ord("l"): (pa.int64(), 8), ord("i"): (pa.int32(), 4), ord("d"): (pa.float64(), 8),
+         ord("b"): (pa.bool_(), 1), ord("s"): (pa.dictionary(pa.int32(), pa.string()), 4)}
 TABLES = ("processes", "threads", "calls", "nvtx", "gpu", "memory", "stacks", "samples",
           "operators", "anchors", "steps", "collectives")
 
@@ -116,39 +116,29 @@ class _Trace:
                 raise StreamError("unknown message %d" % mtype)
 
     def _batch(self, body, n, cols, schema):
+        """The columns of a BATCH message as Arrow arrays over its bytes (columns.c's layout)."""
         arrays = []
+        buf = pa.py_buffer(body)
         present = body[:len(cols)]
         p = _pad8(len(cols))
         for ci, (cname, t, nullable) in enumerate(cols):
-            atype, w, nt = TYPES[t]
+            atype, w = TYPES[t]
             if not present[ci]:
                 arrays.append(pa.nulls(n, atype))
                 continue
-            data = np.frombuffer(body, dtype=nt, count=n, offset=p)
+            data = buf.slice(p, n * w)
             p += _pad8(n * w)
-            valid = None
-            if nullable:
-                valid = np.frombuffer(body, dtype=np.uint8, count=n, offset=p)
-                p += _pad8(n)
+            bitmap = None
+            if nullable or t == ord("s"):
+                bitmap = buf.slice(p, (n + 7) // 8)
+                p += _pad8((n + 7) // 8)
             if t == ord("s"):
-                ok = data != 0
-                if valid is not None:
-                    ok &= valid.astype(bool)
-                idx = data.astype(np.int32) - 1
-                idx[~ok] = 0
-                arrays.append(pa.DictionaryArray.from_arrays(
-                    pa.array(idx, pa.int32(), mask=~ok), self._dictionary()))
-            elif t == ord("b"):
-                arrays.append(pa.array(data.astype(bool), pa.bool_()))
+                idx = pa.Array.from_buffers(pa.int32(), n, [bitmap, data], null_count=-1)
+                arrays.append(pa.DictionaryArray.from_arrays(idx, self._dictionary()))
+            elif t == ord("b"):  # a byte per value (only stacks.python): Arrow's bools are bits
+                arrays.append(pa.array(np.frombuffer(data, np.uint8).astype(bool), pa.bool_()))
             else:
-                bitmap = None
-                nulls = 0
-                if valid is not None:
-                    nulls = n - int(np.count_nonzero(valid))
-                    if nulls:
-                        bitmap = pa.py_buffer(np.packbits(valid.astype(bool), bitorder="little"))
-                arrays.append(pa.Array.from_buffers(atype, n, [bitmap, pa.py_buffer(data)],
-                                                    null_count=nulls))
+                arrays.append(pa.Array.from_buffers(atype, n, [bitmap, data], null_count=-1))
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
