@@ -604,9 +604,11 @@ static void gcc_setup(void) {
  * handler, the interrupted context: the walk starts at its pc (walk_signal). */
 static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, void *uc,
                              const dlh_py_snap *snap) {
-  uint32_t depth = depth_max, n = 0, truncated = 0;
+  uint32_t depth = depth_max, n = 0, nnat = 0, truncated = 0;
   void *pcs[depth + 8];
-  uint64_t out[depth + 1];
+  /* DLHOOK_STACK_DEPTH bounds the native frames; the Python frames are all kept (the user's
+   * line is the outermost of them, and libtorch's dispatch alone can fill 64 native frames) */
+  uint64_t out[2 * depth + 2];
   /* the thread's Python frames, interned (a signal handler's come walked under its guard) */
   uint32_t pid[depth + 1];
   uint8_t pend[depth + 1];
@@ -661,21 +663,24 @@ static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, void *uc,
     if (g < npy && pc - dlh_py_eval_lo < dlh_py_eval_hi - dlh_py_eval_lo) {
       /* an interpreter frame: its Python frames take its place */
       for (; g < npy; g++) {
-        if (n >= depth) { truncated = 1; break; }
+        if (n >= DLH_STACK_MAX_DEPTH) { truncated = 1; break; } /* the format's limit */
         if (pid[g]) out[n++] = DLH_PYFRAME_TAG | pid[g];
         if (pend[g]) { g++; break; }
       }
       continue;
     }
-    if (n >= depth) { truncated = 1; break; }
+    if (nnat >= depth || n >= DLH_STACK_MAX_DEPTH) { /* on to the next interpreter frame */
+      truncated = 1;
+      continue;
+    }
     out[n++] = pc;
+    nnat++;
   }
   if (!uc && got == (int)depth + extra) truncated = 1;
-  /* Python frames whose interpreter frames were not seen (deeper than the native stack) */
-  for (; g < npy && !truncated; g++) {
-    if (n >= depth) { truncated = 1; break; }
+  /* Python frames whose interpreter frames were not seen (deeper than the native walk) */
+  for (; g < npy && n < DLH_STACK_MAX_DEPTH; g++)
     if (pid[g]) out[n++] = DLH_PYFRAME_TAG | pid[g];
-  }
+  if (g < npy) truncated = 1;
   if (!n) return 0;
   return intern_stack_f(out, n, truncated, fresh);
 }

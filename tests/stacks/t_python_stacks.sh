@@ -60,6 +60,21 @@ assert c and all(all(f.get("python") for f in e["stack"]) for e in c), c[0]["sta
 assert [f["function"].split(".")[-1] for f in c[0]["stack"]] == ["inner", "middle", "outer", "<module>"]
 PY
 done
+# DLHOOK_STACK_DEPTH bounds the native frames only: at 4, the innermost native frames (ctypes,
+# libffi) fill it before the first interpreter frame, and every Python frame is still kept
+# (deep libtorch dispatch must not cut the user's line off a PyTorch program's stacks)
+DLHOOK_STACK_DEPTH=4 traced "$T/shallow" python3 "$script" "$cudart" >/dev/null 2>&1 || fail "depth 4 fails"
+"$DLHOOK_BIN" dump "$(one_trace "$T/shallow")" >shallow.jsonl || fail "dump (depth 4)"
+python3 - shallow.jsonl <<'PY' || fail "DLHOOK_STACK_DEPTH=4 lost Python frames"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+c = [e for e in ev if e.get("name") == "cudaGetDeviceCount"]
+assert c, "no calls"
+for e in c:
+    st = e["stack"]
+    assert [f["function"].split(".")[-1] for f in st if f.get("python")] == ["inner", "middle", "outer", "<module>"], st
+    assert sum(1 for f in st if not f.get("python")) <= 4, st
+PY
 # An unsupported CPython (3.9 here, when installed): native stacks and one warning.
 for py in /root/.pyenv/versions/3.9*/bin/python3; do
   [ -x "$py" ] || continue
