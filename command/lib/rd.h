@@ -62,10 +62,15 @@ static inline uint64_t rd_hash64(uint64_t k) {
 /* The same for a string. */
 uint64_t rd_hash_str(const char *s);
 
-/* uint32 id -> pointer, open addressing (rd_hash64); grows as needed. */
+/* uint32 id -> pointer, open addressing (rd_hash64); grows as needed. A slot holds its key
+ * and value side by side: a lookup touches one cache line (function, stack and frame ids are
+ * looked up per event). */
+typedef struct rd_map_slot {
+  uint32_t key;
+  void *val;      /* NULL: empty */
+} rd_map_slot;
 typedef struct rd_map {
-  uint32_t *keys;
-  void **vals;
+  rd_map_slot *v;
   size_t cap, n;
 } rd_map;
 void *rd_map_get(const rd_map *m, uint32_t key);

@@ -91,8 +91,8 @@ static size_t slot(uint32_t key, size_t cap) { return (size_t)rd_hash64(key) & (
 void *rd_map_get(const rd_map *m, uint32_t key) {
   if (!m->cap) return NULL;
   for (size_t i = slot(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
-    if (!m->vals[i]) return NULL;
-    if (m->keys[i] == key) return m->vals[i];
+    if (!m->v[i].val) return NULL;
+    if (m->v[i].key == key) return m->v[i].val;
   }
 }
 
@@ -109,24 +109,23 @@ void *rd_map_get_new(rd_map *m, uint32_t key, size_t size) {
 void *rd_map_put(rd_map *m, uint32_t key, void *val) {
   if ((m->n + 1) * 2 > m->cap) {
     size_t nc = m->cap ? m->cap * 2 : 64;
-    rd_map n = {rd_xmalloc(nc * sizeof(uint32_t)), calloc(nc, sizeof(void *)), nc, 0};
-    if (!n.vals) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
+    rd_map n = {calloc(nc, sizeof(rd_map_slot)), nc, 0};
+    if (!n.v) { rd_error("out of memory"); exit(RD_BAD_INPUT); }
     for (size_t i = 0; i < m->cap; i++)
-      if (m->vals[i]) rd_map_put(&n, m->keys[i], m->vals[i]);
-    free(m->keys);
-    free(m->vals);
+      if (m->v[i].val) rd_map_put(&n, m->v[i].key, m->v[i].val);
+    free(m->v);
     *m = n;
   }
   size_t i = slot(key, m->cap);
-  for (; m->vals[i]; i = (i + 1) & (m->cap - 1)) {
-    if (m->keys[i] == key) {
-      void *old = m->vals[i];
-      m->vals[i] = val;
+  for (; m->v[i].val; i = (i + 1) & (m->cap - 1)) {
+    if (m->v[i].key == key) {
+      void *old = m->v[i].val;
+      m->v[i].val = val;
       return old;
     }
   }
-  m->keys[i] = key;
-  m->vals[i] = val;
+  m->v[i].key = key;
+  m->v[i].val = val;
   m->n++;
   return NULL;
 }
@@ -134,9 +133,8 @@ void *rd_map_put(rd_map *m, uint32_t key, void *val) {
 void rd_map_free(rd_map *m, void (*free_val)(void *)) {
   if (free_val)
     for (size_t i = 0; i < m->cap; i++)
-      if (m->vals[i]) free_val(m->vals[i]);
-  free(m->keys);
-  free(m->vals);
+      if (m->v[i].val) free_val(m->v[i].val);
+  free(m->v);
   memset(m, 0, sizeof *m);
 }
 
