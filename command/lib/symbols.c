@@ -20,6 +20,7 @@ typedef struct rd_symbol {
   uint64_t pc;
   char *function, *file;
   uint32_t line, module;
+  int mangled;      /* function is a C++ name not yet demangled (frame_of does it at first use) */
 } rd_symbol;
 
 typedef struct rd_pyframe {
@@ -175,9 +176,9 @@ void rd_stacks_define(rd_trace *t, const Dlh__Packet *p) {
       rd_symbol *y = sym_insert(s, d->pc);
       free(y->function);
       free(y->file);
-      y->function = NULL;
-      if (d->function && !strncmp(d->function, "_Z", 2)) y->function = rd_demangle(d->function);
-      if (!y->function) y->function = dup_or_null(d->function);
+      /* demangled when a frame shows it: a PyTorch trace names 50 k pcs, few are ever shown */
+      y->function = dup_or_null(d->function);
+      y->mangled = y->function && !strncmp(y->function, "_Z", 2);
       y->file = dup_or_null(d->file);
       y->line = d->line;
       y->module = d->module;
@@ -245,7 +246,15 @@ static void frame_of(rd_stacks *s, uint64_t v, rd_frame *f) {
     return;
   }
   f->pc = v;
-  const rd_symbol *y = sym_find(s, v);
+  rd_symbol *y = sym_find(s, v);
+  if (y && y->mangled) {
+    char *dm = rd_demangle(y->function);
+    if (dm) {
+      free(y->function);
+      y->function = dm;
+    }
+    y->mangled = 0;
+  }
   const rd_module *m = module_of(s, v, y ? y->module : 0);
   if (y) {
     f->function = y->function;
