@@ -85,9 +85,11 @@ static int in_budget(rd_advise *x, const rd_trace *t) {
   return 1;
 }
 
-static void push_call(rd_advise *x, const dlh_api_event *e, const rd_finding_class *cls) {
+static void push_call(rd_advise *x, uint32_t tid, const dlh_api_event *e,
+                      const rd_finding_class *cls) {
   PUSH(x->c, x->n, x->cap, 1024);
-  x->c[x->n++] = (acall){e->start_ns, e->dur_ns, e->corr, dlh_api_calls(e), e->stack, e->fn, cls};
+  x->c[x->n++] =
+      (acall){e->start_ns, e->dur_ns, e->corr, dlh_api_calls(e), e->stack, e->fn, tid, cls};
 }
 
 static void on_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
@@ -145,9 +147,9 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
   if (e->depth) return;
   if (!x->lo || e->start_ns < x->lo) x->lo = e->start_ns;
   if (e->start_ns + dlh_api_span(e) > x->hi) x->hi = e->start_ns + dlh_api_span(e);
-  if (adv_sync_fn(f->name)) push_call(x, e, &rdf_sync_in_loop);
-  if (adv_malloc_fn(f->name)) push_call(x, e, &rdf_malloc_in_loop);
-  if (adv_copy_fn(f->name) && e->corr) push_call(x, e, NULL);
+  if (adv_sync_fn(f->name)) push_call(x, tid, e, &rdf_sync_in_loop);
+  if (adv_malloc_fn(f->name)) push_call(x, tid, e, &rdf_malloc_in_loop);
+  if (adv_copy_fn(f->name) && e->corr) push_call(x, tid, e, NULL);
   int gemm = (f->domain == DLH__DOMAIN__DOMAIN_CUBLAS && strstr(f->name, "emm") &&
               rd_arg(t, e, "flops", &(uint64_t){0})) ||
              (f->domain == DLH__DOMAIN__DOMAIN_CUBLASLT && !strcmp(f->name, "cublasLtMatmul"));

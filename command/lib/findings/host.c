@@ -131,6 +131,46 @@ static uint64_t window_of(const rd_advise *x, uint64_t t, uint64_t dur) {
   return UINT64_MAX;
 }
 
+typedef struct blk { uint64_t start; size_t i; uint32_t tid; char *place; } blk;
+static int by_tid_start(const void *p, const void *q) {
+  const blk *a = p, *b = q;
+  if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
+  return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* For each call of x->c, the start of the next blocking call (a synchronization, an allocation
+ * or free, a copy from pageable memory) of its thread from another place; UINT64_MAX: none.
+ * What removing the blocking calls of one place saves ends there: the program blocks there
+ * anyway, and the bubble after it is that place's own (two syncs a few ms apart share one
+ * bubble, which removing the first leaves). Calls of the same place are one cause (.item() is
+ * a copy and a synchronize; a batch's tensors, copied one after the other). */
+static uint64_t *next_blocking(rd_advise *x, rd_trace *t) {
+  blk *b = rd_xmalloc((x->n + 1) * sizeof *b);
+  uint64_t *nx = rd_xmalloc((x->n + 1) * sizeof *nx);
+  size_t m = 0;
+  for (size_t i = 0; i < x->n; i++) {
+    uint32_t one;
+    nx[i] = UINT64_MAX;
+    if (x->c[i].cls || rd_m_get(&x->pageable, x->c[i].corr, &one))
+      b[m++] = (blk){x->c[i].start, i, x->c[i].tid, adv_place_of(t, x->c[i].stack)};
+  }
+  rd_qsort(b, m, sizeof *b, by_tid_start);
+  for (size_t k = m; k-- > 1;) {
+    if (b[k - 1].tid != b[k].tid) continue;
+    nx[b[k - 1].i] = strcmp(b[k - 1].place, b[k].place) ? b[k].start : nx[b[k].i];
+  }
+  for (size_t k = 0; k < m; k++) free(b[k].place);
+  free(b);
+  return nx;
+}
+
+/* The end of a blocking call's window (window_of), cut at the next blocking call of its thread
+ * (next: its start), when there is a window */
+static uint64_t until_next(const rd_advise *x, uint64_t t, uint64_t dur, uint64_t next) {
+  uint64_t w = window_of(x, t, dur);
+  return w != UINT64_MAX && next > t && next < w ? next : w;
+}
+
 /* The findings of host calls: sync-in-loop, pageable-h2d, malloc-in-loop. */
 static void host_trace(rd_advise *x, actx *a) {
   rd_trace *t = a->t;
@@ -142,6 +182,7 @@ static void host_trace(rd_advise *x, actx *a) {
   uint64_t in_hi = a->in_hi;
   size_t nsp;
   span *sp = gpu_busy_spans(x, &nsp);
+  uint64_t *nx = next_blocking(x, t);
   for (size_t i = 0; i < x->n; i++) {
     acall *c = &x->c[i];
     const rd_finding_class *cls = c->cls;
@@ -164,17 +205,18 @@ static void host_trace(rd_advise *x, actx *a) {
       }
       f->calls += n;
       uint64_t d = n == c->calls ? c->dur : c->dur / c->calls * n;
-      f->ns += blocking_cost(sp, nsp, c->start, d, window_of(x, c->start, d));
+      f->ns += blocking_cost(sp, nsp, c->start, d, until_next(x, c->start, d, nx[i]));
     } else if (cls == &rdf_sync_in_loop) {
       f->calls += c->calls;
-      f->ns += blocking_cost(sp, nsp, c->start, c->dur, window_of(x, c->start, c->dur));
+      f->ns += blocking_cost(sp, nsp, c->start, c->dur, until_next(x, c->start, c->dur, nx[i]));
     } else if (cls == &rdf_pageable_h2d) {
       /* from pinned memory with non_blocking the host no longer waits (its bubble is saved) and
        * the copy itself runs about 4x faster (PCIe Gen5: ~12 GB/s pageable, ~50 pinned); in a
        * host-bound loop that is the call's whole time */
       uint32_t us = 0;
       rd_m_get(&x->copy_us, c->corr, &us);
-      uint64_t save = blocking_cost(sp, nsp, c->start, c->dur, window_of(x, c->start, c->dur)) +
+      uint64_t save = blocking_cost(sp, nsp, c->start, c->dur,
+                                    until_next(x, c->start, c->dur, nx[i])) +
                       (uint64_t)us * 1000 * 3 / 4;
       f->calls += c->calls;
       f->ns += save < c->dur ? save : c->dur;
@@ -184,5 +226,6 @@ static void host_trace(rd_advise *x, actx *a) {
     }
     adv_add_fn(&f->fns, adv_fname(t, c->fn));
   }
+  free(nx);
   free(sp);
 }

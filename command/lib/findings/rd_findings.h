@@ -60,7 +60,7 @@ typedef struct rd_finding_class {
 
 typedef struct acall {
   uint64_t start, dur, corr, calls;
-  uint32_t stack, fn;
+  uint32_t stack, fn, tid;
   const rd_finding_class *cls; /* sync-in-loop, malloc-in-loop, or NULL: a copy call (pageable-h2d
                                 * is decided by its GPU record) */
 } acall;
