@@ -382,9 +382,12 @@ static inline sc_entry *sc_way(void *entries, int w) {
 /* The entries live in the caller's per-thread dlh_stack_cache (SC_WAYS entries, mapped at its
  * first miss): no TLS of our own (a dlopen'ed libdlhook.so keeps one TLS pointer). A reused
  * cache starts empty (dlh_stack_cache_reset). */
+typedef struct sig_cache sig_cache; /* below */
+static void sig_cache_clear(sig_cache *c);
 void dlh_stack_cache_reset(dlh_stack_cache *cache) {
   void *e = cache ? cache->entries : NULL;
   for (int w = 0; e && w < SC_WAYS; w++) sc_way(e, w)->sp = 0;
+  if (cache && cache->sig) sig_cache_clear(cache->sig);
   /* A new thread runs code that other threads ran: its first miss is guessed a stack seen
    * before (one cursor walk that fills the cache), not a new one (unw_backtrace, whose first
    * use in a thread sets up libunwind's per-thread cache, and then the cursor walk). */
@@ -566,23 +569,106 @@ uint32_t dlh_stack_capture_python_of(uintptr_t ts) {
  * tables with glibc's _dl_find_object (lock-free, async-signal-safe; glibc >= 2.35, the only
  * case where it is used: gcc_bt stays NULL otherwise, and samples keep their Python frames and
  * their pc only). */
-typedef struct gcc_walk { void **pcs; int n, max; } gcc_walk;
+/* The callers of the last sample, validated as the hooks' cache is (above): a sampled thread
+ * is interrupted at a new pc each time, but mostly under the same callers (a Python loop: the
+ * interpreter's dozen frames down to main). Each libgcc step looks its pc up in the unwind
+ * tables (_dl_find_object, a binary search, the FDE and CIE): a few cache misses a frame that
+ * made a 20-frame walk cost 40-70 us of CPU on a loaded machine. So the walk stops at the first
+ * frame above the interrupted one whose return address sits in a slot where the last walk found
+ * the same address, and whose callers' slots all still hold theirs: the rest is the last walk's
+ * (equal slots give an equal unwind, as for the hooks' entries). Only the frames below it (the
+ * handler's own, the signal frame, the interrupted leaves) are walked. */
+struct sig_cache {
+  uint32_t n, truncated;       /* frames kept; the walk that gave them was cut at the depth */
+  uint64_t v[];                /* frame i above the interrupted one: its pc v[2i], slot v[2i + 1] */
+};
+static void sig_cache_clear(sig_cache *c) { c->n = 0; }
+
+typedef struct gcc_walk {
+  void **pcs;
+  uint64_t *cfa;               /* _Unwind_GetCFA at each frame: the CFA of the frame it called,
+                                  whose return address (this frame's pc) is at CFA - 8 */
+  int n, max, seen;            /* seen: the index of the interrupted frame + 1 */
+  uintptr_t pc;                /* the interrupted pc */
+  const sig_cache *sc;
+  int hit;                     /* the cache gave its frames from this index on, or -1 */
+} gcc_walk;
 static int (*gcc_bt)(int (*)(void *, void *), void *);
-static uintptr_t (*gcc_ip)(void *);
+static uintptr_t (*gcc_ip)(void *), (*gcc_cfa)(void *);
+
+/* The cached frame whose slot is `slot`, when it and every slot from there up still hold their
+ * pcs: its index in sc, or -1. Each slot read is one the unwinder would read. */
+static int sig_cache_match(const sig_cache *sc, uint64_t slot) {
+  uint32_t j = 0;
+  while (j < sc->n && sc->v[2 * j + 1] < slot) j++;
+  if (j == sc->n || sc->v[2 * j + 1] != slot) return -1;
+  for (uint32_t k = j; k < sc->n; k++)
+    if (*(const uint64_t *)(uintptr_t)sc->v[2 * k + 1] != sc->v[2 * k]) return -1;
+  return (int)j;
+}
 
 static int gcc_frame(void *ctx, void *arg) {
   gcc_walk *w = arg;
   uintptr_t ip = gcc_ip(ctx);
   if (!ip || w->n >= w->max) return 5; /* _URC_END_OF_STACK: stop */
+  uint64_t cfa = gcc_cfa ? gcc_cfa(ctx) : 0;
+  if (w->cfa) w->cfa[w->n] = cfa;
   w->pcs[w->n++] = (void *)ip;
+  if (!w->seen && ip == w->pc) w->seen = w->n;
+  if (w->seen && w->n > w->seen && w->sc && cfa) { /* a caller of the interrupted frame */
+    int j = sig_cache_match(w->sc, cfa - 8);
+    if (j >= 0 && w->sc->v[2 * j] == ip) {
+      w->hit = j + 1; /* this frame is the cache's j: its callers follow */
+      return 5;
+    }
+  }
   return 0;                            /* _URC_NO_REASON: on */
 }
 
-static int walk_signal(void **pcs, int max) {
+static int walk_signal(gcc_walk *w) {
   if (!gcc_bt) return 0;
-  gcc_walk w = {pcs, 0, max};
-  gcc_bt(gcc_frame, &w);
-  return w.n;
+  gcc_bt(gcc_frame, w);
+  return w->n;
+}
+
+/* After a walk from a signal: frames pcs[skip + 1 .. got), then (on a hit) the cache's from
+ * index hit, become the thread's cache when their slots are consistent. */
+static void sig_cache_store(dlh_stack_cache *cache, void **pcs, const uint64_t *cfa, int skip,
+                            int got, int hit, int truncated) {
+  sig_cache *c = cache->sig;
+  uint32_t cap = depth_max + 8;
+  if (!c) {
+    c = map(sizeof *c + (size_t)cap * 2 * sizeof(uint64_t));
+    if (!c) return;
+    atomic_fetch_add_explicit(&cache_bytes, sizeof *c + (size_t)cap * 2 * sizeof(uint64_t),
+                              memory_order_relaxed);
+    cache->sig = c;
+  }
+  /* the walked frames first, into a copy (the hit's part is read from c itself) */
+  uint64_t v[2 * (depth_max + 8)];
+  uint32_t n = 0;
+  uint64_t last = 0;
+  for (int i = skip + 1; i < got && n < cap; i++) {
+    uint64_t slot = cfa[i] - 8;
+    if (!cfa[i] || slot <= last || *(const uint64_t *)(uintptr_t)slot != (uint64_t)(uintptr_t)pcs[i]) {
+      c->n = 0; /* a signal frame, a switch of stacks: not kept */
+      return;
+    }
+    v[2 * n] = (uint64_t)(uintptr_t)pcs[i];
+    v[2 * n + 1] = last = slot;
+    n++;
+  }
+  if (hit >= 0) {
+    uint32_t k = (uint32_t)hit;
+    for (; k < c->n && n < cap; k++, n++) {
+      v[2 * n] = c->v[2 * k];
+      v[2 * n + 1] = c->v[2 * k + 1];
+    }
+    truncated = truncated || c->truncated || k < c->n;
+  }
+  memcpy(c->v, v, (size_t)n * 2 * sizeof(uint64_t));
+  c->truncated = (uint32_t)truncated;
+  c->n = n;
 }
 
 static void gcc_setup(void) {
@@ -591,13 +677,47 @@ static void gcc_setup(void) {
   void *g = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!g) return;
   gcc_ip = (uintptr_t (*)(void *))dlsym(g, "_Unwind_GetIP");
+  gcc_cfa = (uintptr_t (*)(void *))dlsym(g, "_Unwind_GetCFA"); /* the callers' cache: optional */
   int (*bt)(int (*)(void *, void *), void *) =
       (int (*)(int (*)(void *, void *), void *))dlsym(g, "_Unwind_Backtrace");
   if (!gcc_ip || !bt) return;
   void *pcs[4];
-  gcc_walk w = {pcs, 0, 4};
+  gcc_walk w = {.pcs = pcs, .max = 4, .hit = -1};
   bt(gcc_frame, &w); /* its one-time set-up, here rather than in a handler */
   gcc_bt = bt;
+}
+
+/* From a signal handler: pcs[0 .. returned) with *skip the index of the interrupted pc (the
+ * frames below it are the handler's), its callers from the thread's cache where they are still
+ * on the stack (sig_cache), which is then updated. */
+static int signal_walk(dlh_stack_cache *cache, uintptr_t pc, void **pcs, int max, int *skip,
+                       uint32_t *truncated) {
+  uint64_t cfa[max];
+  gcc_walk w = {.pcs = pcs, .cfa = cfa, .max = max, .pc = pc, .sc = cache->sig, .hit = -1};
+  if (w.sc && !((const sig_cache *)w.sc)->n) w.sc = NULL;
+  int got = walk_signal(&w), walked = got;
+  if (!w.seen) {
+    if (pc) { /* no unwind information to step through the signal frame: the pc */
+      pcs[0] = (void *)pc;
+      got = 1;
+    }
+    *skip = 0;
+    return got;
+  }
+  *skip = w.seen - 1;
+  int cut = got == max;
+  if (w.hit >= 0) {
+    const sig_cache *c = w.sc;
+    for (uint32_t k = (uint32_t)w.hit; k < c->n; k++) {
+      if (got == max) { cut = 1; break; }
+      pcs[got++] = (void *)(uintptr_t)c->v[2 * k];
+    }
+    cut = cut || c->truncated;
+    if (got == max) cut = 1;
+  }
+  if (gcc_cfa) sig_cache_store(cache, pcs, cfa, *skip, walked, w.hit, walked == max);
+  if (cut) *truncated = 1;
+  return got;
 }
 
 /* uc: NULL for a hook (dlhook's own leading frames and CUPTI's are skipped); in a signal
@@ -643,14 +763,7 @@ static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, void *uc,
     /* libgcc's unwinder (see walk_signal), from the handler's frame: the frames above the
      * interrupted pc (the handler, the signal trampoline) are cut */
     uintptr_t pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
-    got = walk_signal(pcs, (int)depth + 8);
-    while (skip < got && (uintptr_t)pcs[skip] != pc) skip++;
-    if (got == (int)depth + 8) truncated = 1;
-    if (skip == got && pc) { /* no unwind information to step through the signal frame: the pc */
-      pcs[0] = (void *)pc;
-      got = 1;
-      skip = 0;
-    }
+    got = signal_walk(cache, pc, pcs, (int)depth + 8, &skip, &truncated);
   } else {
     got = unw_bt(pcs, (int)depth + extra);
     while (skip < got && (uintptr_t)pcs[skip] - self_lo < self_hi - self_lo) skip++;

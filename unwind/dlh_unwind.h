@@ -63,6 +63,7 @@ typedef struct dlh_stack_cache {
   unsigned miss_known;          /* the last miss was a stack seen before */
   volatile unsigned busy;       /* > 0: the thread is inside a walk (a signal handler that
                                    interrupted it must not walk: dlh_stack_capture_signal) */
+  void *sig;                    /* the last signal walk's callers (capture.c), or NULL */
 } dlh_stack_cache;
 
 /* Hot path: captures the calling thread's stack (dlhook's own frames skipped) and returns its
