@@ -139,7 +139,7 @@ static int by_tid_start(const void *p, const void *q) {
 }
 
 /* For each call of x->c, the start of the next blocking call (a synchronization, an allocation
- * or free, a copy from pageable memory) of its thread from another place; UINT64_MAX: none.
+ * or free, a copy to pageable memory) of its thread from another place; UINT64_MAX: none.
  * What removing the blocking calls of one place saves ends there: the program blocks there
  * anyway, and the bubble after it is that place's own (two syncs a few ms apart share one
  * bubble, which removing the first leaves). Calls of the same place are one cause (.item() is
@@ -151,7 +151,9 @@ static uint64_t *next_blocking(rd_advise *x, rd_trace *t) {
   for (size_t i = 0; i < x->n; i++) {
     uint32_t one;
     nx[i] = UINT64_MAX;
-    if (x->c[i].cls || rd_m_get(&x->pageable, x->c[i].corr, &one))
+    /* an asynchronous copy from pageable memory to the device returns once staged (no wait
+     * for the device); one to pageable memory waits for its data */
+    if (x->c[i].cls || (rd_m_get(&x->pageable, x->c[i].corr, &one) && one == PAGEABLE_D2H))
       b[m++] = (blk){x->c[i].start, i, x->c[i].tid, adv_place_of(t, x->c[i].stack)};
   }
   rd_qsort(b, m, sizeof *b, by_tid_start);

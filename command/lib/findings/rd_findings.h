@@ -24,6 +24,7 @@
 #define ADV_MIN_PCT 1.0     /* % of the step: host calls */
 #define ADV_MIN_PCT_GPU 5.0 /* % of the step: the GPU's classes, samples, ranks */
 #define ADV_MIN_CALLS 3
+#define ADV_MIN_SAMPLES 10 /* host samples of a function (cpu-bound-python): fewer say nothing */
 
 typedef struct rd_advise rd_advise;
 typedef struct actx actx;

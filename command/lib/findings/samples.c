@@ -37,7 +37,7 @@ const rd_finding_class rdf_cpu_bound_python = {
     .what = "one Python function of user code (the innermost user frame) holding the most on-CPU "
             "samples of the main thread, which wants the CPU (on it, or runnable: not blocked) "
             ">= 50 % of the steps while the GPU is busy < 50 %",
-    .threshold = "the function >= 20%",
+    .threshold = "the function >= 20%, >= 10 samples",
     .cost = "its sampled CPU time (on a loaded machine, scaled by the time the thread wanted the "
             "CPU over the time it had it); the place is its most sampled line",
     .estimate = "sampled CPU time of the main thread in that function, divided by the steps",
@@ -109,7 +109,7 @@ static void cpu_bound_python(rd_advise *x, actx *a, const tally *fn, const uint6
   double scale = want / (double)main_cpu;
   size_t first = x->nf;
   for (size_t b = 0; b < fn->n; b++)
-    if (100.0 * (double)fn->w[b] * scale / span >= 20.0)
+    if (fn_n[b] >= ADV_MIN_SAMPLES && 100.0 * (double)fn->w[b] * scale / span >= 20.0)
       cpu_bound_fn(x, a, fn, fn_n, b, line, scale);
   for (size_t k = first; k < x->nf; k++) {
     if (scale > 1.1)
