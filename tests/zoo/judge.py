@@ -49,6 +49,8 @@ ALLOW = {
     ("bert_small", "cpu-bound-python"): "a small BERT on short sequences is host-bound by design "
     "(the GPU runs its step in a few ms): the model's forward, Python and launches, holds the "
     "host; true and removable (torch.compile / CUDA graphs, advise's fix), not a false positive",
+    ("bert_small", "launch-bound"): "the same host-bound small BERT: its short kernels wait for "
+    "their launches (GPU busy 2 %); true and removable by CUDA graphs (advise's fix)",
     ("bert", "sync-in-loop"): "transformers' BERT synchronizes in its forward every step: "
     "masking_utils._ignore_bidirectional_mask_sdpa reads whether the attention mask is all ones "
     "(cudaMemcpyAsync + cudaStreamSynchronize at the model's call); a real cost of the library, "
