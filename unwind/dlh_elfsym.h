@@ -10,7 +10,9 @@
  *
  * Names point into the file's string tables, which libelf maps read-only (ELF_C_READ_MMAP):
  * the index itself holds 16 bytes per symbol; the file descriptor is closed once the file is
- * mapped. A file that is not ELF, is damaged or has no symbols gives NULL, never a crash. */
+ * mapped. The symbol tables' pages are read once and given back (madvise) as the index is
+ * built, so that a large library (libtriton.so: 10 MB of symbol tables) does not stay resident
+ * for the 4 MB its index needs. A file that is not ELF, is damaged or has no symbols gives NULL, never a crash. */
 #ifndef DLH_ELFSYM_H
 #define DLH_ELFSYM_H
 
@@ -30,6 +32,8 @@ typedef struct dlh_elf_api {
   GElf_Sym *(*getsym)(Elf_Data *, int, GElf_Sym *);
   char *(*strptr)(Elf *, size_t, size_t);
   size_t (*getnote)(Elf_Data *, size_t, GElf_Nhdr *, size_t *, size_t *);
+  char *(*rawfile)(Elf *, size_t *); /* optional: the mapped image, whose read symbol-table
+                                      * pages the index gives back once it has read them */
 } dlh_elf_api;
 
 typedef struct dlh_symtab dlh_symtab;

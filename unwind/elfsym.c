@@ -6,6 +6,7 @@
  * a binary search for the last entry at or below the address, which covers it when the address
  * lies inside its size (or the symbol has no size). */
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -98,31 +99,86 @@ size_t dlh_elf_build_id(const dlh_elf_api *api, const char *path, uint8_t *id, s
   return n;
 }
 
-/* Appends the function symbols of one symbol table section. Returns 0, or -1 on allocation
- * failure. */
-static int add_section(dlh_symtab *t, Elf_Scn *scn, const GElf_Shdr *sh, int dyn, size_t *cap) {
+/* Pages of the mapped image in [p, p + n) given back to the kernel once read: only whole pages
+ * inside that range (a page it shares with another section stays), and only inside the image
+ * libelf mapped (a table libelf had to convert is its own memory). The file's pages are read
+ * again from the page cache if touched, which the index never does for its symbol tables. */
+static void give_back(const dlh_symtab *t, const void *p, size_t n) {
+  static uintptr_t pg;
+  if (!t->api->rawfile || !n) return;
+  size_t size = 0;
+  const char *raw = t->api->rawfile(t->elf, &size), *c = p;
+  if (!raw || c < raw || c + n > raw + size) return;
+  if (!pg) pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t a = ((uintptr_t)c + pg - 1) & ~(pg - 1), b = ((uintptr_t)c + n) & ~(pg - 1);
+  if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+/* The function symbols of one symbol table section: counted (out NULL), or stored at out.
+ * Returns how many. The table is read in chunks, each given back once read, so that a large
+ * table is never resident whole. */
+static size_t add_section(const dlh_symtab *t, Elf_Scn *scn, const GElf_Shdr *sh, int dyn,
+                          ent *out) {
+  enum { CHUNK = 8192 };
   Elf_Data *d = t->api->getdata(scn, NULL);
-  if (!d || !sh->sh_entsize) return 0;
-  size_t count = d->d_size / sh->sh_entsize;
+  if (!d || !sh->sh_entsize || !d->d_buf) return 0;
+  size_t count = d->d_size / sh->sh_entsize, n = 0, done = 0;
   for (size_t i = 1; i < count; i++) {
+    if (i - done == CHUNK) {
+      give_back(t, (const char *)d->d_buf + done * sh->sh_entsize, CHUNK * sh->sh_entsize);
+      done = i;
+    }
     GElf_Sym s;
     if (!t->api->getsym(d, (int)i, &s)) break;
     int type = GELF_ST_TYPE(s.st_info);
     if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
     if (s.st_shndx == SHN_UNDEF || s.st_value == 0 || s.st_name == 0 || s.st_name >= DYN_BIT)
       continue;
-    if (t->n == *cap) {
-      size_t nc = *cap ? *cap * 2 : 1024;
-      ent *ne = realloc(t->e, nc * sizeof *ne);
-      if (!ne) return -1;
-      t->e = ne;
-      *cap = nc;
+    if (out) {
+      ent *e = &out[n];
+      e->addr = s.st_value;
+      e->size = s.st_size > 0xffffffffull ? 0xffffffffu : (uint32_t)s.st_size;
+      e->name = (uint32_t)s.st_name | (dyn ? DYN_BIT : 0);
     }
-    ent *e = &t->e[t->n++];
-    e->addr = s.st_value;
-    e->size = s.st_size > 0xffffffffull ? 0xffffffffu : (uint32_t)s.st_size;
-    e->name = (uint32_t)s.st_name | (dyn ? DYN_BIT : 0);
+    n++;
   }
+  give_back(t, (const char *)d->d_buf + done * sh->sh_entsize, d->d_size - done * sh->sh_entsize);
+  return n;
+}
+
+/* The symbol tables (one of each kind): counted, then read into t->e at their exact size. */
+static int read_tables(dlh_symtab *t) {
+  Elf_Scn *scn[2] = {NULL, NULL};
+  GElf_Shdr sh[2];
+  Elf_Scn *s = NULL;
+  int first = -1; /* the kind whose table comes first in the section headers */
+  while ((s = t->api->nextscn(t->elf, s))) {
+    GElf_Shdr h;
+    if (!t->api->getshdr(s, &h)) continue;
+    if (h.sh_type == SHT_PROGBITS && !(h.sh_flags & SHF_ALLOC)) t->debug_bytes += h.sh_size;
+    if (h.sh_type != SHT_SYMTAB && h.sh_type != SHT_DYNSYM) continue;
+    int dyn = h.sh_type == SHT_DYNSYM;
+    if (t->strndx[dyn]) continue; /* one table of each kind */
+    t->strndx[dyn] = h.sh_link;
+    if (first < 0) first = dyn;
+    scn[dyn] = s;
+    sh[dyn] = h;
+  }
+  /* in section order: the order of aliases at one address decides which name wins */
+  if (first < 0) return 0;
+  size_t total = 0;
+  for (int k = 0; k < 2; k++) {
+    int dyn = k ? !first : first;
+    if (scn[dyn]) total += add_section(t, scn[dyn], &sh[dyn], dyn, NULL);
+  }
+  if (!total) return 0;
+  t->e = malloc(total * sizeof *t->e);
+  if (!t->e) return -1;
+  for (int k = 0; k < 2; k++) {
+    int dyn = k ? !first : first;
+    if (scn[dyn]) t->n += add_section(t, scn[dyn], &sh[dyn], dyn, t->e + t->n);
+  }
+  if (t->n > total) t->n = total; /* cannot happen: the same table read twice */
   return 0;
 }
 
@@ -145,20 +201,9 @@ dlh_symtab *dlh_symtab_open(const dlh_elf_api *api, const char *path, const uint
   }
   t->api = api;
   t->elf = elf;
-  size_t cap = 0;
-  Elf_Scn *scn = NULL;
-  while ((scn = api->nextscn(elf, scn))) {
-    GElf_Shdr sh;
-    if (!api->getshdr(scn, &sh)) continue;
-    if (sh.sh_type == SHT_PROGBITS && !(sh.sh_flags & SHF_ALLOC)) t->debug_bytes += sh.sh_size;
-    if (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) continue;
-    int dyn = sh.sh_type == SHT_DYNSYM;
-    if (t->strndx[dyn]) continue; /* one table of each kind */
-    t->strndx[dyn] = sh.sh_link;
-    if (add_section(t, scn, &sh, dyn, &cap) != 0) {
-      dlh_symtab_close(t);
-      return NULL;
-    }
+  if (read_tables(t) != 0) {
+    dlh_symtab_close(t);
+    return NULL;
   }
   for (int k = 0; k < 2; k++) { /* the string tables, read once */
     Elf_Scn *ss = NULL;
@@ -200,23 +245,28 @@ dlh_symtab *dlh_symtab_open(const dlh_elf_api *api, const char *path, const uint
   while ((span >> t->shift) > want) t->shift++;
   t->nb = (size_t)((span - 1) >> t->shift) + 1;
   t->keys = malloc(k * sizeof *t->keys);
-  t->info = malloc(k * sizeof *t->info);
   t->bucket = k < 0xffffffffu ? malloc((t->nb + 1) * sizeof *t->bucket) : NULL;
-  if (!t->keys || !t->info || !t->bucket) {
+  if (!t->keys || !t->bucket) {
     dlh_symtab_close(t);
     return NULL;
   }
+  for (size_t i = 0; i < k; i++) t->keys[i] = t->e[i].addr;
+  /* info[] in the entries' own memory: info i (bytes 8i..8i+8) never reaches entry j > i
+   * (bytes 16j..), which is still to be read */
+  info *inf = (info *)(void *)t->e;
   for (size_t i = 0; i < k; i++) {
-    t->keys[i] = t->e[i].addr;
-    t->info[i] = (info){t->e[i].size, t->e[i].name};
+    uint32_t size = t->e[i].size, name = t->e[i].name;
+    inf[i].size = size;
+    inf[i].name = name;
   }
+  info *shrunk = realloc(inf, k * sizeof *inf);
+  t->info = shrunk ? shrunk : inf;
   size_t i = 0;
   for (size_t b = 0; b <= t->nb; b++) {
     while (i < k && ((t->keys[i] - t->keys[0]) >> t->shift) < b) i++;
     t->bucket[b] = (uint32_t)i;
   }
-  free(t->e);
-  t->e = NULL;
+  t->e = NULL; /* now t->info */
   return t;
 }
 

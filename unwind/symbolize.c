@@ -269,6 +269,7 @@ static void dwfl_lookup(void) {
   SYM(elf.getsym, "gelf_getsym");
   SYM(elf.strptr, "elf_strptr");
   SYM(elf.getnote, "gelf_getnote");
+  SYM(elf.rawfile, "elf_rawfile");
   D.elf_ok = D.elf.version && D.elf.begin && D.elf.cntl && D.elf.end && D.elf.nextscn &&
              D.elf.getshdr && D.elf.getdata && D.elf.getsym && D.elf.strptr && D.elf.getnote;
   SYM(begin, "dwfl_begin");

@@ -26,7 +26,7 @@
 
 static const dlh_elf_api ELF_API = {
     elf_version, elf_begin, elf_cntl, elf_end,   elf_nextscn,
-    gelf_getshdr, elf_getdata, gelf_getsym, elf_strptr, gelf_getnote,
+    gelf_getshdr, elf_getdata, gelf_getsym, elf_strptr, gelf_getnote, elf_rawfile,
 };
 
 typedef struct smod {

@@ -8,7 +8,8 @@
  * lookup misses the caches, like the first lookup of each pc of a trace), 1,024 (warm) and 16
  * (hot: the index's own work, everything it touches in the caches and the TLB). One line per
  * module:
- *   MODULE symbols=N build_ms=B cold_ns=C warm_ns=W hot_ns=H index_bytes=I
+ *   MODULE symbols=N build_ms=B cold_ns=C warm_ns=W hot_ns=H index_bytes=I resident_bytes=R
+ * (R: how much more memory was resident after building the index than before)
  * Exit 1 when a lookup gives a wrong answer. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +20,18 @@
 
 static const dlh_elf_api API = {
     elf_version, elf_begin, elf_cntl, elf_end,   elf_nextscn,
-    gelf_getshdr, elf_getdata, gelf_getsym, elf_strptr, gelf_getnote,
+    gelf_getshdr, elf_getdata, gelf_getsym, elf_strptr, gelf_getnote, elf_rawfile,
 };
+
+/* resident bytes now (statm: pages) */
+static long rss_bytes(void) {
+  long size = 0, res = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  if (fscanf(f, "%ld %ld", &size, &res) != 2) res = 0;
+  fclose(f);
+  return res * 4096;
+}
 
 static double now_ns(void) {
   struct timespec ts;
@@ -35,9 +46,11 @@ int main(int argc, char **argv) {
     if (!colon) { fprintf(stderr, "usage: symtab_scale MODULE:ADDR...\n"); return 2; }
     *colon = 0;
     uint64_t base = strtoull(colon + 1, NULL, 16);
+    long r0 = rss_bytes();
     double t0 = now_ns();
     dlh_symtab *t = dlh_symtab_open(&API, argv[m], NULL, 0);
     double t1 = now_ns();
+    long resident = rss_bytes() - r0; /* what the open left resident: the index, not the file */
     if (!t) { fprintf(stderr, "%s: no index\n", argv[m]); return 1; }
     size_t n = dlh_symtab_count(t);
     for (size_t i = 0; i < n; i += 97) {
@@ -77,8 +90,9 @@ int main(int argc, char **argv) {
       if ((b - a) / LOOKUPS < best[k]) best[k] = (b - a) / LOOKUPS;
     }
     if (hits != 21ull * LOOKUPS) { fprintf(stderr, "%s: lookups missed\n", argv[m]); bad = 1; }
-    printf("%s symbols=%zu build_ms=%.1f cold_ns=%.1f warm_ns=%.1f hot_ns=%.1f index_bytes=%zu\n",
-           argv[m], n, (t1 - t0) / 1e6, best[0], best[1], best[2], dlh_symtab_bytes(t));
+    printf("%s symbols=%zu build_ms=%.1f cold_ns=%.1f warm_ns=%.1f hot_ns=%.1f index_bytes=%zu "
+           "resident_bytes=%ld\n",
+           argv[m], n, (t1 - t0) / 1e6, best[0], best[1], best[2], dlh_symtab_bytes(t), resident);
     free(addrs);
     dlh_symtab_close(t);
   }
