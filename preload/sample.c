@@ -44,6 +44,7 @@
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "dlh_internal.h"
@@ -94,6 +95,8 @@ typedef struct tslot {
   uint32_t wait_stack, wait_state;
   uintptr_t wait_ts;                   /* the thread state its wait stack was read from */
   uint64_t wait_ns;                    /* off-CPU time not yet sampled */
+  uint64_t due;                        /* the tick of its next look (steady threads: later) */
+  uint32_t steady;                     /* looks in a row that found it all on or all off CPU */
   _Atomic uintptr_t own_ts;            /* its PyThreadState, as it said in an on-CPU sample */
   uintptr_t ts;                        /* its PyThreadState from the interpreter's list, or 0 */
 } tslot;
@@ -297,12 +300,20 @@ static void on_cpu_sample(int sig, siginfo_t *si, void *uc) {
   if (dlh_signals_fault_front()) {
     sigjmp_buf jb;
     unsigned busy = t->stack_cache.busy;
-    if (sigsetjmp(jb, 1) == 0) {
+    /* the mask is not saved (a system call every sample): the fault's way back leaves the
+     * front handler's mask, which differs from this handler's in SIGSEGV and SIGBUS only */
+    if (sigsetjmp(jb, 0) == 0) {
       t->os.probe = &jb;
       dlh_stack_python_snap(&t->stack_cache, &py);
     } else {
       t->stack_cache.busy = busy;
       atomic_fetch_add_explicit(&faults, 1, memory_order_relaxed);
+      sigset_t un;
+      sigemptyset(&un);
+      const sigset_t *was = &((const ucontext_t *)uc)->uc_sigmask;
+      if (!sigismember(was, SIGSEGV)) sigaddset(&un, SIGSEGV);
+      if (!sigismember(was, SIGBUS)) sigaddset(&un, SIGBUS);
+      syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &un, NULL, (size_t)(_NSIG / 8));
     }
     t->os.probe = NULL;
   }
@@ -361,6 +372,8 @@ static void slot_init(tslot *s, uint32_t tid, uint64_t now) {
   s->wait_cpu = ~0ull;
   s->wait_ts = 0;
   s->wait_ns = 0;
+  s->due = 0;
+  s->steady = 0;
   atomic_store(&s->own_ts, tid == fork_tid ? fork_ts : 0);
   s->ts = 0;
 }
@@ -418,17 +431,35 @@ static void rescan(uint32_t gen, uint32_t me, uint64_t now) {
   }
 }
 
-static void wait_samples(struct dlh_thread *me, uint64_t now, uint64_t tk) {
+/* A thread found all on the CPU, or all off it (blocked where it was), at two looks in a row is
+ * looked at every 2nd tick, then every MAX_SKIP-th, until a look finds it changed: its wait
+ * sample then carries the time since the last look, which it waited where it waits now (a
+ * thread that did not run cannot have moved). What a longer look can miss is a wait shorter than
+ * the gap that ends before the look (found running, as with one tick). */
+static unsigned max_skip = 1; /* setup: at most 20 ms between two looks at a thread */
+
+/* Wait samples of the threads due at this tick; returns the first tick a thread is due again. */
+static uint64_t wait_samples(struct dlh_thread *me, uint64_t now, uint64_t tk, uint64_t tick) {
+  uint64_t next = tick + max_skip;
   for (uint32_t k = 0, n = nlisted(); k < n; k++) {
     tslot *s = listed(k);
     uint32_t tid = s ? atomic_load(&s->tid) : 0;
     if (!tid || tid == TOMB || !s->gen || s->own) continue;
+    if (s->due > tick) {
+      if (s->due < next) next = s->due;
+      continue;
+    }
     int gone = 0;
     uint64_t cpu = thread_cpu_ns(tid, &gone);
     if (gone) continue; /* freed by the next scan */
     uint64_t dcpu = cpu > s->cpu ? cpu - s->cpu : 0, dwall = now - s->wall;
     s->cpu = cpu;
     s->wall = now;
+    int steady = dcpu == 0 || dwall <= dcpu + period_ns / 2;
+    s->steady = steady ? (s->steady < 3 ? s->steady + 1 : 3) : 0;
+    unsigned gap = s->steady >= 2 ? 1u << (s->steady - 1) : 1;
+    s->due = tick + (gap < max_skip ? gap : max_skip);
+    if (s->due < next) next = s->due;
     if (dwall > dcpu) s->wait_ns += dwall - dcpu;
     if (s->wait_ns < period_ns / 2) continue;
     uintptr_t own = atomic_load_explicit(&s->own_ts, memory_order_relaxed);
@@ -453,6 +484,7 @@ static void wait_samples(struct dlh_thread *me, uint64_t now, uint64_t tk) {
                  s->wait_state);
     s->wait_ns = 0;
   }
+  return next;
 }
 
 static void *sampler_main(void *arg) {
@@ -470,10 +502,11 @@ static void *sampler_main(void *arg) {
   me->hot.blocked = 1; /* its calls are never recorded; its ring holds the wait samples */
   uint32_t tid = self_tid(), gen = 0;
   unsigned rescan_every = hz / 10 ? hz / 10 : 1; /* 10 scans a second */
+  uint64_t rescan_at = 0, skip = 1;
   active = 1;
   struct timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
-  for (uint64_t tick = 0; !atomic_load(&stop_req); tick++) {
+  for (uint64_t tick = 0; !atomic_load(&stop_req); tick += skip) {
     uint64_t now = dlh_mono_ns();
     if (trace_at && now >= trace_at) {
       trace_at = 0;
@@ -483,10 +516,20 @@ static void *sampler_main(void *arg) {
      * one made otherwise (a raw clone, a sanitizer build) by the full scan, 10 times a second,
      * which also sees ids reused and masks restored. (A stat of /proc/self/task at every tick,
      * its link count, cost 3-16 us a tick: a third of the sampler thread's CPU.) */
-    if (atomic_exchange_explicit(&new_threads, 0, memory_order_acquire) || tick % rescan_every == 0)
+    if (atomic_exchange_explicit(&new_threads, 0, memory_order_acquire) || tick >= rescan_at) {
       rescan(++gen, tid, now);
-    if (__atomic_load_n(&dlh_recording, __ATOMIC_RELAXED)) wait_samples(me, now, dlh_ticks());
-    next.tv_nsec += (long)period_ns;
+      rescan_at = tick + rescan_every;
+    }
+    /* the sampler sleeps until the first thread is due (every thread steady: 20 ms), never past
+     * the next scan */
+    uint64_t first = tick + 1;
+    if (__atomic_load_n(&dlh_recording, __ATOMIC_RELAXED))
+      first = wait_samples(me, now, dlh_ticks(), tick);
+    if (first > rescan_at) first = rescan_at;
+    skip = first > tick ? first - tick : 1;
+    uint64_t step = skip * period_ns;
+    next.tv_sec += (time_t)(step / 1000000000u);
+    next.tv_nsec += (long)(step % 1000000000u);
     while (next.tv_nsec >= 1000000000L) { next.tv_nsec -= 1000000000L; next.tv_sec++; }
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {}
     uint64_t after = dlh_mono_ns(), due = (uint64_t)next.tv_sec * 1000000000ull + (uint64_t)next.tv_nsec;
@@ -603,6 +646,8 @@ void dlh_sample_init(int (*start_trace)(void)) {
   py_initialized = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
   hz = dlh_cfg.sample == 2 ? 0 : dlh_cfg.sample_hz;
   period_ns = hz ? 1000000000ull / hz : 0;
+  max_skip = period_ns && period_ns < 20000000ull ? (unsigned)(20000000ull / period_ns) : 1;
+  if (max_skip > 4) max_skip = 4;
   if (!hz || setup() != 0) {
     hz = 0;
     return;

@@ -1,0 +1,35 @@
+"""A CPU-bound Python loop that, at its end, reads how often dlhook's own threads woke up
+(voluntary context switches of `dlhook-sampler` and `dlhook-writer` in /proc/self/task) and how
+much of the wall time it had the CPU. Prints one JSON line. usage: wakeups.py SECONDS"""
+import json
+import os
+import sys
+import time
+
+
+def woke(comm):
+    n = None
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                if f.read().strip() != comm:
+                    continue
+            with open(f"/proc/self/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        n = (n or 0) + int(line.split()[1])
+        except OSError:
+            pass
+    return n
+
+
+secs = float(sys.argv[1])
+w0, c0 = time.monotonic(), time.thread_time()
+x, d = 0, {}
+while time.monotonic() - w0 < secs:
+    for i in range(20000):
+        x = (x * 31 + i) & 0xFFFF
+        d[i & 255] = x
+wall, cpu = time.monotonic() - w0, time.thread_time() - c0
+print(json.dumps({"wall": wall, "cpu": cpu, "sampler": woke("dlhook-sampler"),
+                  "writer": woke("dlhook-writer")}))
