@@ -7,7 +7,9 @@
  * sampling period, so that the samples' phase does not lock onto the chunks), each to the
  * function furthest behind its share. The burning loop is inside each function (noinline, its
  * own frames), the clock read included. Prints the measured shares in whole percent, one line
- * per function ("share_sixty 60"), deterministic. */
+ * per function ("share_sixty 60"), deterministic; then on stderr what the machine gave it:
+ * "shares: loop_cpu_ns N wall_ns N thread_cpu_ns N" (the loop's CPU and wall time, the thread's
+ * CPU time at the end: a starved program's timer signals come late, in lumps). */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
 #include <stdint.h>
@@ -18,6 +20,12 @@
 static uint64_t cpu_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static uint64_t wall_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
@@ -46,6 +54,7 @@ int main(int argc, char **argv) {
   static const double want[3] = {0.6, 0.3, 0.1};
   uint64_t spent[3] = {0, 0, 0}, total = 0, goal = (uint64_t)(secs * 1e9);
   uint32_t rnd = 12345;
+  uint64_t w0 = wall_ns();
   while (total < goal) {
     int k = 0;
     double worst = 1e30;
@@ -59,7 +68,10 @@ int main(int argc, char **argv) {
     spent[k] += t;
     total += t;
   }
+  uint64_t w1 = wall_ns();
   static const char *const names[3] = {"share_sixty", "share_thirty", "share_ten"};
   for (int i = 0; i < 3; i++) printf("%s %.0f\n", names[i], 100.0 * (double)spent[i] / (double)total);
+  fprintf(stderr, "shares: loop_cpu_ns %llu wall_ns %llu thread_cpu_ns %llu\n", (unsigned long long)total,
+          (unsigned long long)(w1 - w0), (unsigned long long)cpu_ns());
   return 0;
 }

@@ -3,7 +3,9 @@ of the main thread's CPU time, measured with time.thread_time_ns() (CLOCK_THREAD
 in chunks of pseudo-random length (0.1 to 0.9 ms), each to the function furthest behind its
 share. tests/sample/t_sample_shares.sh checks that the on-CPU samples give the same shares.
   python3 shares.py [SECS]     SECS seconds of CPU time in all (default 3)
-Prints the measured shares in whole percent, one line per function (deterministic)."""
+Prints the measured shares in whole percent, one line per function (deterministic); then on
+stderr "shares: loop_cpu_ns N wall_ns N thread_cpu_ns N" (the loop's CPU and wall time, the
+thread's CPU time at the end), as shares.c."""
 import sys
 import time
 
@@ -51,14 +53,18 @@ def main():
     total = 0
     goal = int(secs * 1e9)
     rnd = 12345
+    w0 = time.monotonic_ns()
     while total < goal:
         k = min(range(3), key=lambda i: spent[i] - want[i] * total)
         rnd = (rnd * 1664525 + 1013904223) & 0xFFFFFFFF
         t = funcs[k](100000 + (rnd >> 8) % 800000)
         spent[k] += t
         total += t
+    w1 = time.monotonic_ns()
     for f, s in zip(funcs, spent):
         print(f"{f.__name__} {100 * s / total:.0f}")
+    sys.stdout.flush()
+    print(f"shares: loop_cpu_ns {total} wall_ns {w1 - w0} thread_cpu_ns {cpu()}", file=sys.stderr)
 
 
 main()
