@@ -33,6 +33,7 @@ struct dlh_symtab {
   uint64_t *keys;
   info *info;
   uint32_t *bucket;    /* bucket b: first i with (keys[i] - keys[0]) >> shift >= b; nb + 1 */
+  size_t e_bytes;      /* the mappings' lengths (map_alloc) */
   size_t n, nb;
   unsigned shift;
   size_t strndx[2];   /* section index of the string tables: [0] .symtab's, [1] .dynsym's */
@@ -146,6 +147,26 @@ static size_t add_section(const dlh_symtab *t, Elf_Scn *scn, const GElf_Shdr *sh
   return n;
 }
 
+/* The index's arrays have mappings of their own. From malloc, a large block freed once raises
+ * glibc's mmap threshold, and the next index's temporary arrays then come from the arena and
+ * stay resident after they are freed (11 MB after indexing libtriton.so while recording). */
+static void *map_alloc(size_t bytes) {
+  void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void map_free(void *p, size_t bytes) {
+  if (p) munmap(p, bytes ? bytes : 1);
+}
+
+/* The mapping at p of `bytes` cut to its first `keep` bytes (whole pages). */
+static void map_cut(void *p, size_t bytes, size_t keep) {
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  size_t a = (keep + pg - 1) & ~(pg - 1), b = ((bytes ? bytes : 1) + pg - 1) & ~(pg - 1);
+  if (p && a < b && a) munmap((char *)p + a, b - a);
+}
+
 /* The symbol tables (one of each kind): counted, then read into t->e at their exact size. */
 static int read_tables(dlh_symtab *t) {
   Elf_Scn *scn[2] = {NULL, NULL};
@@ -172,14 +193,120 @@ static int read_tables(dlh_symtab *t) {
     if (scn[dyn]) total += add_section(t, scn[dyn], &sh[dyn], dyn, NULL);
   }
   if (!total) return 0;
-  t->e = malloc(total * sizeof *t->e);
+  t->e = map_alloc(total * sizeof *t->e);
   if (!t->e) return -1;
+  t->e_bytes = total * sizeof *t->e;
   for (int k = 0; k < 2; k++) {
     int dyn = k ? !first : first;
     if (scn[dyn]) t->n += add_section(t, scn[dyn], &sh[dyn], dyn, t->e + t->n);
   }
   if (t->n > total) t->n = total; /* cannot happen: the same table read twice */
   return 0;
+}
+
+/* Entries sorted in place: qsort's merge sort takes a second buffer as large as the entries.
+ * Each entry's order is made unique, as the index wants it (address; at one address a sized
+ * symbol first, then file order), and packed into its addr field: addr << 25 | unsized << 24 |
+ * position. That needs addresses below 2^39 and fewer than 2^24 entries (every shared library;
+ * other files take qsort, as before). */
+#define POS_BITS 24
+
+static inline void swap_ent(ent *a, ent *b) {
+  ent x = *a;
+  *a = *b;
+  *b = x;
+}
+
+static void heap_sort(ent *a, size_t n) {
+  for (size_t m = n; m > 0; m--) {
+    size_t i = m - 1; /* build: sift down from n/2 - 1 .. 0 (larger i are leaves) */
+    if (i >= n / 2) continue;
+    for (;;) {
+      size_t c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && a[c + 1].addr > a[c].addr) c++;
+      if (a[i].addr >= a[c].addr) break;
+      swap_ent(&a[i], &a[c]);
+      i = c;
+    }
+  }
+  for (size_t m = n; m > 1; m--) {
+    swap_ent(&a[0], &a[m - 1]);
+    size_t i = 0, len = m - 1;
+    for (;;) {
+      size_t c = 2 * i + 1;
+      if (c >= len) break;
+      if (c + 1 < len && a[c + 1].addr > a[c].addr) c++;
+      if (a[i].addr >= a[c].addr) break;
+      swap_ent(&a[i], &a[c]);
+      i = c;
+    }
+  }
+}
+
+/* Introsort over unique keys: quicksort (median of three, Hoare's partition), a heap sort past
+ * the depth limit, insertion sort of short runs. */
+static void intro_sort(ent *a, size_t n, unsigned depth) {
+  while (n > 16) {
+    if (depth-- == 0) {
+      heap_sort(a, n);
+      return;
+    }
+    size_t m = n / 2;
+    if (a[m].addr < a[0].addr) swap_ent(&a[m], &a[0]);
+    if (a[n - 1].addr < a[0].addr) swap_ent(&a[n - 1], &a[0]);
+    if (a[n - 1].addr < a[m].addr) swap_ent(&a[n - 1], &a[m]);
+    uint64_t p = a[m].addr;
+    size_t i = 0, j = n - 1;
+    for (;;) { /* a[0] <= p <= a[n - 1]: neither scan leaves the range */
+      while (a[i].addr < p) i++;
+      while (a[j].addr > p) j--;
+      if (i >= j) break;
+      swap_ent(&a[i], &a[j]);
+      i++;
+      j--;
+    }
+    size_t left = j + 1; /* [0, left) <= p <= [left, n) */
+    if (left < n - left) {
+      intro_sort(a, left, depth);
+      a += left;
+      n -= left;
+    } else {
+      intro_sort(a + left, n - left, depth);
+      n = left;
+    }
+  }
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0 && a[j - 1].addr > a[j].addr; j--) swap_ent(&a[j - 1], &a[j]);
+}
+
+/* Sorts e[0..n) by address and keeps one entry per address (a sized one first, then the first
+ * in file order); returns how many are left. */
+static size_t sort_unique(ent *e, size_t n) {
+  uint64_t top = 0;
+  for (size_t i = 0; i < n; i++)
+    if (e[i].addr > top) top = e[i].addr;
+  size_t k = 0;
+  if (top >> (63 - POS_BITS - 1) || n >> POS_BITS) {
+    qsort(e, n, sizeof *e, cmp_ent); /* stable in glibc (merge sort) */
+    for (size_t i = 0; i < n; i++)
+      if (!k || e[k - 1].addr != e[i].addr) e[k++] = e[i];
+    return k;
+  }
+  for (size_t i = 0; i < n; i++)
+    e[i].addr = e[i].addr << (POS_BITS + 1) | (uint64_t)(e[i].size == 0) << POS_BITS | i;
+  unsigned depth = 0;
+  for (size_t m = n; m; m >>= 1) depth += 2;
+  intro_sort(e, n, depth);
+  uint64_t last = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t a = e[i].addr >> (POS_BITS + 1);
+    if (k && a == last) continue;
+    e[k] = e[i];
+    e[k++].addr = a;
+    last = a;
+  }
+  return k;
 }
 
 dlh_symtab *dlh_symtab_open(const dlh_elf_api *api, const char *path, const uint8_t *want_id,
@@ -234,18 +361,17 @@ dlh_symtab *dlh_symtab_open(const dlh_elf_api *api, const char *path, const uint
     dlh_symtab_close(t);
     return NULL;
   }
-  qsort(t->e, t->n, sizeof *t->e, cmp_ent);
-  size_t k = 0; /* one entry per address: the first after sorting */
-  for (size_t i = 0; i < t->n; i++)
-    if (!k || t->e[k - 1].addr != t->e[i].addr) t->e[k++] = t->e[i];
+  size_t k = sort_unique(t->e, t->n);
   t->n = k;
+  map_cut(t->e, t->e_bytes, k * sizeof *t->e);
+  t->e_bytes = k * sizeof *t->e;
   size_t want = k / 4 ? k / 4 : 1; /* buckets: about one per 4 symbols */
   uint64_t span = t->e[k - 1].addr - t->e[0].addr + 1;
   t->shift = 0;
   while ((span >> t->shift) > want) t->shift++;
   t->nb = (size_t)((span - 1) >> t->shift) + 1;
-  t->keys = malloc(k * sizeof *t->keys);
-  t->bucket = k < 0xffffffffu ? malloc((t->nb + 1) * sizeof *t->bucket) : NULL;
+  t->keys = map_alloc(k * sizeof *t->keys);
+  t->bucket = k < 0xffffffffu ? map_alloc((t->nb + 1) * sizeof *t->bucket) : NULL;
   if (!t->keys || !t->bucket) {
     dlh_symtab_close(t);
     return NULL;
@@ -259,8 +385,8 @@ dlh_symtab *dlh_symtab_open(const dlh_elf_api *api, const char *path, const uint
     inf[i].size = size;
     inf[i].name = name;
   }
-  info *shrunk = realloc(inf, k * sizeof *inf);
-  t->info = shrunk ? shrunk : inf;
+  map_cut(inf, t->e_bytes, k * sizeof *inf);
+  t->info = inf;
   size_t i = 0;
   for (size_t b = 0; b <= t->nb; b++) {
     while (i < k && ((t->keys[i] - t->keys[0]) >> t->shift) < b) i++;
@@ -307,9 +433,9 @@ size_t dlh_symtab_bytes(const dlh_symtab *t) {
 void dlh_symtab_close(dlh_symtab *t) {
   if (!t) return;
   if (t->elf) t->api->end(t->elf);
-  free(t->e);
-  free(t->keys);
-  free(t->info);
-  free(t->bucket);
+  map_free(t->e, t->e_bytes);
+  map_free(t->keys, t->n * sizeof *t->keys);
+  map_free(t->info, t->n * sizeof *t->info);
+  map_free(t->bucket, (t->nb + 1) * sizeof *t->bucket);
   free(t);
 }
