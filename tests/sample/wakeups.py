@@ -1,10 +1,26 @@
 """A CPU-bound Python loop that, at its end, reads how often dlhook's own threads woke up
 (voluntary context switches of `dlhook-sampler` and `dlhook-writer` in /proc/self/task) and how
-much of the wall time it had the CPU. Prints one JSON line. usage: wakeups.py SECONDS"""
+much of the wall time it had the CPU, and the CPU time of dlhook's threads (schedstat). Prints one
+JSON line. usage: wakeups.py SECONDS"""
 import json
 import os
 import sys
 import time
+
+
+def cpu_ns(comm):
+    """CPU time of the threads named comm (schedstat: ns on the CPU), or None"""
+    n = None
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                if f.read().strip() != comm:
+                    continue
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                n = (n or 0) + int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return n
 
 
 def woke(comm):
@@ -32,4 +48,5 @@ while time.monotonic() - w0 < secs:
         d[i & 255] = x
 wall, cpu = time.monotonic() - w0, time.thread_time() - c0
 print(json.dumps({"wall": wall, "cpu": cpu, "sampler": woke("dlhook-sampler"),
-                  "writer": woke("dlhook-writer")}))
+                  "writer": woke("dlhook-writer"),
+                  "cpu_ns": {k: cpu_ns("dlhook-" + k) for k in ("sampler", "writer", "symbols")}}))
