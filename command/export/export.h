@@ -47,8 +47,19 @@ typedef struct ex_evrec {
   uint32_t stream;
 } ex_evrec;
 
+/* A u64 -> u32 map whose keys come in dense runs (correlation ids: CUPTI's, and the library
+ * calls' external ids, each counting up) as tables, v[key - base] = value + 1 (0: absent), with
+ * the keys of no table in a hash map (rest). on = 0: not used, the plain map answers. */
+typedef struct ex_dense {
+  int on;
+  size_t nt, n0;             /* tables; keys in the first */
+  struct { uint64_t base; size_t n; uint32_t *v; } t[4];
+  rd_u64map rest;
+} ex_dense;
+
 typedef struct ex_links {
-  rd_u64map ix;         /* corr -> index in link */
+  rd_u64map ix;         /* unused: ixd */
+  ex_dense ixd;         /* corr -> index in link (ix is left empty) */
   ex_link *link;
   size_t nlink, caplink;
   ex_range *range;      /* NVTX ranges sorted by (tid, start) */
@@ -59,6 +70,7 @@ typedef struct ex_links {
   size_t nlabels;
   rd_u64map label_ix;
   rd_u64map ext_ix;     /* CUPTI correlation id -> index in ext (external correlation records) */
+  ex_dense extd;        /* ext_ix as a table, when dense */
   uint64_t *ext;        /* the library call's correlation id */
   size_t next, capext;
   size_t nsteps;

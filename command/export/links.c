@@ -57,9 +57,15 @@ static long step_of(const char *step_range, const char *name, long counter) {
 
 /* ---------------------------------------------------------------- the scan */
 
+static void dense_put(ex_dense *d, uint64_t k, uint32_t v);
+static inline int dense_get(const ex_dense *d, const rd_u64map *m, uint64_t k, uint32_t *v);
+
 typedef struct lscan {
   ex_links *L;
   const rd_opts *o;
+  uint32_t fn;     /* the last call's function (calls come in runs) */
+  uint64_t gen;    /* rd_trace.fn_gen + 1 when fn was looked up (0: none) */
+  int nvtx;        /* whether fn is NVTX's */
 } lscan;
 
 static void *grow(void *p, size_t *cap, size_t n, size_t size) {
@@ -105,10 +111,16 @@ static void l_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
 }
 
 static void l_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
-  ex_links *L = ((lscan *)ctx)->L;
-  const rd_func *fn = rd_trace_func(t, ev->fn);
+  lscan *ls = ctx;
+  ex_links *L = ls->L;
+  if (ls->fn != ev->fn || ls->gen != t->fn_gen + 1) {
+    const rd_func *fn = rd_trace_func(t, ev->fn);
+    ls->fn = ev->fn;
+    ls->gen = t->fn_gen + 1;
+    ls->nvtx = fn && fn->domain == DLH__DOMAIN__DOMAIN_NVTX;
+  }
   uint64_t msg;
-  if (!fn || fn->domain != DLH__DOMAIN__DOMAIN_NVTX || !rd_arg(t, ev, "message|name", &msg)) return;
+  if (!ls->nvtx || !rd_arg(t, ev, "message|name", &msg)) return;
   const char *label = rd_trace_string(t, (uint32_t)msg);
   if (!label) return;
   L->range = grow(L->range, &L->caprange, L->nrange, sizeof *L->range);
@@ -143,12 +155,12 @@ static void l_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   L->gpu_records++;
   if (g->kind == RD_SYNC || !g->corr) return;
   uint32_t i;
-  if (!rd_m_get(&L->ix, g->corr, &i)) {
+  if (!dense_get(&L->ixd, &L->ix, g->corr, &i)) {
     L->link = grow(L->link, &L->caplink, L->nlink, sizeof *L->link);
     i = (uint32_t)L->nlink++;
     memset(&L->link[i], 0, sizeof L->link[i]);
     L->link[i].first_gpu = g->start;
-    rd_m_put(&L->ix, g->corr, i);
+    dense_put(&L->ixd, g->corr, i);
   }
   ex_link *k = &L->link[i];
   if (g->launch_corr) return; /* a graph replay of the call's work: no launch of its own */
@@ -170,6 +182,97 @@ static int evrec_cmp(const void *a, const void *b) {
   return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* ---------------------------------------------------------------- correlation id tables */
+
+/* A lookup in a table is one load, where a hash probe misses the cache twice (keys, values) on
+ * a trace of a million GPU records. The first pass puts keys into one table that grows from the
+ * first key (CUPTI's ids come nearly in order) while it holds at least a key per 8 slots, the
+ * others into the hash map; dense_runs then makes tables of what the map holds in dense runs. */
+static void dense_put(ex_dense *d, uint64_t k, uint32_t v) {
+  d->on = 1;
+  if (!d->nt) d->nt = 1, d->t[0].base = k;
+  uint64_t off = k - d->t[0].base;
+  if (k >= d->t[0].base && off < 8 * ((uint64_t)d->n0 + 4096)) {
+    if (off >= d->t[0].n) {
+      size_t n = d->t[0].n * 2 > off + 1 ? d->t[0].n * 2 : (size_t)off + 4096;
+      d->t[0].v = rd_xrealloc(d->t[0].v, n * sizeof *d->t[0].v);
+      memset(d->t[0].v + d->t[0].n, 0, (n - d->t[0].n) * sizeof *d->t[0].v);
+      d->t[0].n = n;
+    }
+    if (!d->t[0].v[off]) d->n0++;
+    d->t[0].v[off] = v + 1;
+    return;
+  }
+  rd_m_put(&d->rest, k, v);
+}
+
+/* The value of key k in m (d: m as tables, when on); 1 when found. */
+static inline int dense_get(const ex_dense *d, const rd_u64map *m, uint64_t k, uint32_t *v) {
+  if (!d->on) return rd_m_get(m, k, v);
+  for (size_t r = 0; r < d->nt; r++)
+    if (k - d->t[r].base < d->t[r].n) {
+      if (!d->t[r].v[k - d->t[r].base]) continue; /* tables may overlap: each key is in one */
+      *v = d->t[r].v[k - d->t[r].base] - 1;
+      return 1;
+    }
+  return rd_m_get(&d->rest, k, v);
+}
+
+static void dense_del(ex_dense *d, uint64_t k) {
+  for (size_t r = 0; r < d->nt; r++)
+    if (k - d->t[r].base < d->t[r].n && d->t[r].v[k - d->t[r].base]) {
+      d->t[r].v[k - d->t[r].base] = 0;
+      if (r == 0) d->n0--;
+      return;
+    }
+  rd_m_del(&d->rest, k);
+}
+
+/* The keys of m (d's rest, or a map to be replaced by d, then emptied) into d: tables for the
+ * largest runs (keys at most 64 apart, at least 1024 of them, at most 8 slots per key) while d
+ * has fewer than 4, the others into d's rest. Keys outside every table of d, only. */
+static void dense_runs(ex_dense *d, rd_u64map *m) {
+  if (m != &d->rest && m->n < 1024) return; /* the map stays, d off */
+  d->on = 1;
+  rd_pair *p = rd_xmalloc((m->n + 1) * sizeof *p);
+  size_t n = 0;
+  for (size_t i = 0; i < m->cap; i++)
+    if (m->vals[i]) p[n++] = (rd_pair){m->keys[i], m->vals[i]};
+  rd_m_free(m);
+  rd_sort_pairs(p, n);
+  size_t free_t = 4 - d->nt;
+  struct { size_t from, to; } run[4] = {{0, 0}}; /* the largest runs, [from, to) of p */
+  for (size_t i = 0, j; i < n && free_t; i = j) {
+    for (j = i + 1; j < n && p[j].key - p[j - 1].key <= 64; j++) {}
+    if (j - i < 1024 || p[j - 1].key - p[i].key >= 8 * (uint64_t)(j - i)) continue;
+    size_t r = free_t;
+    while (r > 0 && run[r - 1].to - run[r - 1].from < j - i) r--;
+    if (r == free_t) continue;
+    memmove(&run[r + 1], &run[r], (free_t - 1 - r) * sizeof *run);
+    run[r].from = i, run[r].to = j;
+  }
+  for (size_t r = 0; r < free_t && run[r].to > run[r].from; r++) {
+    uint64_t base = p[run[r].from].key;
+    size_t t = d->nt++;
+    d->t[t].base = base;
+    d->t[t].n = (size_t)(p[run[r].to - 1].key - base) + 1;
+    d->t[t].v = rd_xcalloc(d->t[t].n, sizeof *d->t[t].v);
+    for (size_t i = run[r].from; i < run[r].to; i++) {
+      d->t[t].v[p[i].key - base] = (uint32_t)p[i].val; /* value + 1, as in the map */
+      p[i].val = 0; /* in a table */
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    if (p[i].val) rd_m_put(&d->rest, p[i].key, (uint32_t)p[i].val - 1);
+  free(p);
+}
+
+static void dense_free(ex_dense *d) {
+  for (size_t r = 0; r < d->nt; r++) free(d->t[r].v);
+  rd_m_free(&d->rest);
+  memset(d, 0, sizeof *d);
+}
+
 /* Ends the first pass of L: library work re-keyed, ranges sorted and nested, steps numbered. */
 static void links_finish(ex_links *L, const rd_opts *o) {
   /* GPU work launched inside a library call belongs to the library call's id: re-key those
@@ -178,16 +281,18 @@ static void links_finish(ex_links *L, const rd_opts *o) {
     if (!L->ext_ix.vals[i]) continue;
     uint64_t c = L->ext_ix.keys[i], e = L->ext[L->ext_ix.vals[i] - 1];
     uint32_t from, to;
-    if (c == e || !rd_m_get(&L->ix, c, &from)) continue;
-    rd_m_del(&L->ix, c);
-    if (rd_m_get(&L->ix, e, &to)) { /* several CUPTI ids of one library call: merge */
+    if (c == e || !dense_get(&L->ixd, &L->ix, c, &from)) continue;
+    dense_del(&L->ixd, c);
+    if (dense_get(&L->ixd, &L->ix, e, &to)) { /* several CUPTI ids of one library call: merge */
       L->link[to].ngpu += L->link[from].ngpu;
       if (L->link[from].first_gpu < L->link[to].first_gpu) L->link[to].first_gpu = L->link[from].first_gpu;
       L->link[from].ngpu = 0;
     } else {
-      rd_m_put(&L->ix, e, from);
+      dense_put(&L->ixd, e, from);
     }
   }
+  if (L->ixd.on) dense_runs(&L->ixd, &L->ixd.rest); /* the library calls' ids, mostly */
+  dense_runs(&L->extd, &L->ext_ix);
   if (L->nrange) rd_qsort(L->range, L->nrange, sizeof *L->range, range_cmp);
   if (L->nevrec) rd_qsort(L->evrec, L->nevrec, sizeof *L->evrec, evrec_cmp);
   /* nesting: the innermost earlier range of the thread that still covers this one */
@@ -218,12 +323,12 @@ static void links_finish(ex_links *L, const rd_opts *o) {
 
 uint64_t ex_links_corr(const ex_links *L, uint64_t corr) {
   uint32_t i;
-  return L->next && corr && rd_m_get(&L->ext_ix, corr, &i) ? L->ext[i] : corr;
+  return L->next && corr && dense_get(&L->extd, &L->ext_ix, corr, &i) ? L->ext[i] : corr;
 }
 
 ex_link *ex_links_get(ex_links *L, uint64_t corr) {
   uint32_t i;
-  return corr && rd_m_get(&L->ix, corr, &i) ? &L->link[i] : NULL;
+  return corr && dense_get(&L->ixd, &L->ix, corr, &i) ? &L->link[i] : NULL;
 }
 
 long ex_links_range_at(const ex_links *L, uint32_t tid, uint64_t ts) {
@@ -256,6 +361,8 @@ void ex_links_free(ex_links *L) {
   rd_m_free(&L->ix);
   rd_m_free(&L->label_ix);
   rd_m_free(&L->ext_ix);
+  dense_free(&L->ixd);
+  dense_free(&L->extd);
   free(L->ext);
   for (size_t i = 0; i < L->nlabels; i++) free(L->labels[i]);
   free(L->labels);
@@ -350,7 +457,7 @@ int ex_input_open(ex_input *in, const char *path, const rd_opts *o, int ranks) {
   ex_links *L = &in->L;
   L->rank = L->local_rank = L->world = -1;
   snprintf(L->host, sizeof L->host, "host");
-  lscan c = {L, o};
+  lscan c = {.L = L, .o = o};
   rd_sink links = {&c, l_packet, l_api, l_gpu, 0, NULL}, mem, rk;
   in->mem = rd_memcol_new();
   mem = rd_memory_sink(in->mem);
@@ -415,6 +522,7 @@ int ex_each(const rd_opts *o, char **files, size_t n, ex_one_fn fn, void *ctx) {
   /* every trace's first pass first: which traces have GPU work, and for dlhook merge the
    * common timeline, are known before anything is written */
   size_t ngpu = 0;
+  rd_read_ahead(files, NULL, n); /* the next traces decoded while one is read */
   for (size_t i = 0; i < n; i++) {
     if (ex_input_open(&in[i], files[i], o, merging) != RD_OK) rc = RD_BAD_INPUT;
     rk[i] = in[i].ranks;
@@ -449,6 +557,18 @@ int ex_each(const rd_opts *o, char **files, size_t n, ex_one_fn fn, void *ctx) {
     rd_error("every trace is without GPU work: exporting them all");
   size_t nout = 0;
   for (size_t i = 0; i < n; i++) nout += in[i].opened && (keep || in[i].has_gpu);
+  /* the second passes, read ahead in the same way */
+  char **pf = rd_xmalloc((n ? n : 1) * sizeof *pf);
+  uint64_t *ps = rd_xmalloc((n ? n : 1) * sizeof *ps);
+  size_t np = 0;
+  for (size_t i = 0; i < n; i++)
+    if (in[i].opened && (keep || in[i].has_gpu)) {
+      pf[np] = files[i];
+      ps[np++] = rd_pass2_skip(&in[i].t);
+    }
+  rd_read_ahead(pf, ps, np);
+  free(pf);
+  free(ps);
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     if (!in[i].opened) { rc = RD_BAD_INPUT; ex_input_close(&in[i]); continue; }
@@ -461,6 +581,7 @@ int ex_each(const rd_opts *o, char **files, size_t n, ex_one_fn fn, void *ctx) {
     if (fn(ctx, &in[i], k++, nout) != RD_OK) rc = RD_BAD_INPUT;
     ex_input_close(&in[i]);
   }
+  rd_read_ahead(NULL, NULL, 0);
   if (merging) rd_set_offsets(NULL, NULL, 0);
   free(in);
   return rc;

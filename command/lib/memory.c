@@ -230,6 +230,8 @@ static void replay(ledger *l, mem_ev *ev, size_t n) {
 /* The memory calls of one trace, gathered by a sink (rd_memory_sink). */
 struct rd_memcol {
   rd_map kinds;   /* fn id -> fn_kind* */
+  fn_kind *last;  /* that of the last call's function (calls come in runs), last_fn's */
+  uint32_t last_fn;
   mem_ev *ev;
   size_t n, cap;
 };
@@ -244,12 +246,13 @@ static void m_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
 
 static void m_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *e) {
   rd_memcol *c = ctx;
-  fn_kind *k = rd_map_get(&c->kinds, e->fn);
+  fn_kind *k = c->last && c->last_fn == e->fn ? c->last : rd_map_get(&c->kinds, e->fn);
   if (!k) {
     k = rd_xmalloc(sizeof *k);
     *k = classify(rd_trace_func(t, e->fn));
     rd_map_put(&c->kinds, e->fn, k);
   }
+  c->last = k, c->last_fn = e->fn; /* stays valid: a redefinition updates it in place */
   if (!k->op) return;
 #define ARG(i) ((i) >= 0 && (uint32_t)(i) < e->nargs ? e->args[i] : 0)
   mem_ev m = {0};
