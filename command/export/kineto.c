@@ -90,6 +90,7 @@ typedef struct kctx {
   rd_map names;              /* key -> name escaped as a JSON string: fn id (API), 1<<31 |
                                 string id (kernels and NVTX messages) */
   rd_u64map ann_ix;          /* (range, device, stream) -> gpu_user_annotation span */
+  struct { uint64_t key; uint32_t i; } annc[16]; /* the last lookups in ann_ix (i: index + 1) */
   span *ann;
   uint64_t *ann_key;
   size_t nann, capann;
@@ -114,17 +115,30 @@ typedef struct kctx {
     size_t n;                /* 0: not cached */
     char s[112];
   } head;
-  struct {                   /* the last function written (calls come in runs) */
-    uint32_t fn;
-    uint64_t gen;            /* rd_trace.fn_gen when it was looked up; UINT64_MAX: none */
-    const rd_func *f;
-    const char *name, *shown;
-    long cbid;
-    char unnamed[24];
-    size_t elen;             /* ename: the name as a JSON string (w_name's), when < 64 bytes */
-    char ename[64];
-  } c;
+  struct kargs *kargs;       /* KARGS: a kernel's args from "registers per thread" to the
+                                occupancy, by its launch configuration (they repeat) */
+  struct kfn *c;             /* the function of the calls being written (they come in runs) */
+  uint32_t c_fn;
+  uint64_t c_gen;            /* rd_trace.fn_gen when c was taken; UINT64_MAX: none */
+  rd_map fns;                /* fn -> kfn: what a call's function writes, looked up once */
 } kctx;
+
+#define KARGS 64
+typedef struct kargs {
+  uint32_t device, n;        /* n: the text's length, 0: empty slot */
+  uint64_t v[9];
+  char s[480];
+} kargs;
+
+typedef struct kfn {
+  uint64_t gen;              /* rd_trace.fn_gen + 1 when filled (0: not yet) */
+  const rd_func *f;
+  const char *name, *shown;
+  long cbid;
+  char unnamed[24];
+  size_t elen;               /* ename: the name as a JSON string (w_name's), when < 64 bytes */
+  char ename[64];
+} kfn;
 
 /* Fast writers for the per-event hot path (no format parsing, no per-call locking). */
 static inline void w_s(FILE *f, const char *s) { rd_put(f, s, strlen(s)); }
@@ -142,20 +156,42 @@ static inline void w_fixed(FILE *f, const char *s, size_t n, size_t cap) {
   rd_put(f, s, n);
 }
 
+/* v's decimal digits at p, two at a time from the last; returns how many (at most 20) */
+static inline size_t fmt_u(char *p, uint64_t v) {
+  static const char d2[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                           "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                           "8081828384858687888990919293949596979899";
+  static const uint64_t p10[] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
+                                 10000000ull, 100000000ull, 1000000000ull, 10000000000ull,
+                                 100000000000ull, 1000000000000ull, 10000000000000ull,
+                                 100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+                                 100000000000000000ull, 1000000000000000000ull,
+                                 10000000000000000000ull};
+  size_t n = (size_t)((64 - __builtin_clzll(v | 1)) * 1233) >> 12; /* digits - 1 or digits */
+  n += n < 20 && v >= p10[n];
+  if (!n) n = 1;
+  char *q = p + n;
+  while (v >= 100) {
+    uint64_t r = v % 100;
+    v /= 100;
+    q -= 2;
+    memcpy(q, d2 + 2 * r, 2);
+  }
+  if (v >= 10) memcpy(q - 2, d2 + 2 * v, 2);
+  else q[-1] = (char)('0' + v);
+  return n;
+}
+
 static inline void w_u(FILE *f, uint64_t v) {
-  char b[48], *e = b + 24, *p = e; /* the digits end at b + 24: b + 24 - n + 24 <= b + 48 */
-  do { *--p = (char)('0' + v % 10); v /= 10; } while (v);
 #ifdef __GLIBC__
-  /* straight into the stream's buffer: one fixed-size copy, no call (the bytes past the digits
-   * land in free buffer space and are overwritten by what follows) */
-  if (f->_IO_write_end - f->_IO_write_ptr >= 24) {
-    memset(e, 0, 24); /* the bytes copied along past the digits are defined */
-    memcpy(f->_IO_write_ptr, p, 24);
-    f->_IO_write_ptr += e - p;
+  /* straight into the stream's buffer, no call */
+  if (f->_IO_write_end - f->_IO_write_ptr >= 20) {
+    f->_IO_write_ptr += fmt_u(f->_IO_write_ptr, v);
     return;
   }
 #endif
-  rd_put(f, p, (size_t)(e - p));
+  char b[20];
+  rd_put(f, b, fmt_u(b, v));
 }
 
 static void w_i(FILE *f, int64_t v) {
@@ -195,7 +231,7 @@ static void w_name(kctx *k, uint32_t key, const char *s) {
 
 /* The name of the function of the calls being written (k_api's k->c) as w_name writes it. */
 static void w_fname(kctx *k, const dlh_api_event *ev, const char *fname) {
-  if (k->c.elen < sizeof k->c.ename) w_fixed(k->f, k->c.ename, k->c.elen, sizeof k->c.ename);
+  if (k->c->elen < sizeof k->c->ename) w_fixed(k->f, k->c->ename, k->c->elen, sizeof k->c->ename);
   else w_name(k, ev->fn & 0x7fffffff, fname);
 }
 
@@ -436,6 +472,7 @@ static void k_packet(void *ctx, const rd_trace *t, const Dlh__Packet *p) {
       break;
     case DLH__PACKET__DATA_DEVICE: {
       const Dlh__DeviceInfo *d = p->device;
+      if (k->kargs) memset(k->kargs, 0, KARGS * sizeof *k->kargs); /* occupancy changes */
       Dlh__DeviceInfo *c = rd_xmalloc(sizeof *c);
       *c = *d;
       c->name = rd_xstrdup(d->name ? d->name : "");
@@ -463,9 +500,20 @@ static void w_head(kctx *k, const char *cat, uint32_t tid, uint64_t ts, uint64_t
   FILE *f = k->f;
   /* the text up to "ts" is the same for a thread's run of calls: made once per run */
   if (k->head.cat != cat || k->head.tid != tid || k->head.pid != k->pid) {
-    int n = snprintf(k->head.s, sizeof k->head.s,
-                     ",\n{\"ph\":\"X\",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":", cat, k->pid, tid);
-    k->head.n = n > 0 && (size_t)n < sizeof k->head.s ? (size_t)n : 0;
+    /* ",\n{"ph":"X","cat":"CAT","pid":PID,"tid":TID,"ts":" without snprintf (threads
+     * alternate on GPU traces): at most 19 + 40 + 9 + 10 + 8 + 10 + 6 bytes */
+    size_t cl = strlen(cat), n = 0;
+    char *h = k->head.s;
+    if (cl <= 40) {
+      memcpy(h, ",\n{\"ph\":\"X\",\"cat\":\"", 19), n = 19;
+      memcpy(h + n, cat, cl), n += cl;
+      memcpy(h + n, "\",\"pid\":", 8), n += 8;
+      n += fmt_u(h + n, k->pid);
+      memcpy(h + n, ",\"tid\":", 7), n += 7;
+      n += fmt_u(h + n, tid);
+      memcpy(h + n, ",\"ts\":", 6), n += 6;
+    }
+    k->head.n = n;
     k->head.cat = cat, k->head.tid = tid, k->head.pid = k->pid;
   }
   if (k->head.n) {
@@ -716,26 +764,30 @@ static void k_sample(void *ctx, const rd_trace *t, const rd_sample *s) {
 static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *ev) {
   kctx *k = ctx;
   FILE *f = k->f;
-  if (k->c.fn != ev->fn || k->c.gen != t->fn_gen) {
-    k->c.fn = ev->fn;
-    k->c.gen = t->fn_gen;
-    k->c.f = rd_trace_func(t, ev->fn);
-    if (k->c.f && k->c.f->name[0]) k->c.name = k->c.f->name;
-    else snprintf(k->c.unnamed, sizeof k->c.unnamed, "fn#%u", ev->fn), k->c.name = k->c.unnamed;
-    int d = k->c.f ? k->c.f->domain : 0;
-    int rt = d == DLH__DOMAIN__DOMAIN_CUDART || d == DLH__DOMAIN__DOMAIN_DRIVER;
-    k->c.shown = rt ? known_launch_name(k->c.name) : NULL;
-    k->c.cbid = rt ? ex_cupti_cbid(t, ev->fn) : -1;
-    uint32_t key = ev->fn & 0x7fffffff;
-    char *e = key ? rd_map_get(&k->names, key) : NULL; /* what w_name writes */
-    if (key && !e) rd_map_put(&k->names, key, e = json_escaped(k->c.name));
-    k->c.elen = e ? strlen(e) : sizeof k->c.ename;
-    memset(k->c.ename, 0, sizeof k->c.ename);
-    if (k->c.elen < sizeof k->c.ename) memcpy(k->c.ename, e, k->c.elen);
+  if (k->c_fn != ev->fn || k->c_gen != t->fn_gen) {
+    k->c_fn = ev->fn;
+    k->c_gen = t->fn_gen;
+    kfn *c = k->c = rd_map_get_new(&k->fns, ev->fn, sizeof *c);
+    if (c->gen != t->fn_gen + 1) {
+      c->gen = t->fn_gen + 1;
+      c->f = rd_trace_func(t, ev->fn);
+      if (c->f && c->f->name[0]) c->name = c->f->name;
+      else snprintf(c->unnamed, sizeof c->unnamed, "fn#%u", ev->fn), c->name = c->unnamed;
+      int d = c->f ? c->f->domain : 0;
+      int rt = d == DLH__DOMAIN__DOMAIN_CUDART || d == DLH__DOMAIN__DOMAIN_DRIVER;
+      c->shown = rt ? known_launch_name(c->name) : NULL;
+      c->cbid = rt ? ex_cupti_cbid(t, ev->fn) : -1;
+      uint32_t key = ev->fn & 0x7fffffff;
+      char *e = key ? rd_map_get(&k->names, key) : NULL; /* what w_name writes */
+      if (key && !e) rd_map_put(&k->names, key, e = json_escaped(c->name));
+      c->elen = e ? strlen(e) : sizeof c->ename;
+      memset(c->ename, 0, sizeof c->ename);
+      if (c->elen < sizeof c->ename) memcpy(c->ename, e, c->elen);
+    }
   }
-  const rd_func *fn = k->c.f;
+  const rd_func *fn = k->c->f;
   int dom = fn ? fn->domain : 0;
-  const char *fname = k->c.name;
+  const char *fname = k->c->name;
   /* the operator around the call (torch.c): its External id goes on the runtime call and on
    * the GPU work, as torch.profiler links op -> launch -> kernel */
   uint32_t op_ext = 0;
@@ -791,14 +843,14 @@ static void k_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_even
     l = NULL; /* a second call with the same id (nested): the outer one owns the work */
   }
   int runtime = dom == DLH__DOMAIN__DOMAIN_CUDART || dom == DLH__DOMAIN__DOMAIN_DRIVER;
-  const char *shown = runtime ? k->c.shown : NULL;
+  const char *shown = runtime ? k->c->shown : NULL;
   w_head(k, category(dom), tid, ev->start_ns, dlh_api_span(ev));
   if (shown) { putc_unlocked('"', f); w_s(f, shown); putc_unlocked('"', f); }
   else w_fname(k, ev, fname);
   w_s(f, ",\"args\":{\"External id\":");
   w_u(f, runtime && op_ext ? op_ext : ext);
   if (runtime) {
-    long cb = k->c.cbid;
+    long cb = k->c->cbid;
     if (cb >= 0) { w_s(f, ",\"cbid\":"); w_u(f, (uint64_t)cb); }
     if (ev->corr) { w_s(f, ",\"correlation\":"); w_u(f, ev->corr); }
   }
@@ -877,6 +929,13 @@ static void note_annotation(kctx *k, const ex_link *l, const rd_gpu *g) {
     if (k->L->range[r].step >= 0) continue;
     uint64_t key = (uint64_t)r << 32 ^ (uint64_t)g->device << 24 ^ g->stream;
     uint32_t i;
+    size_t c = (size_t)(key * 0x9e3779b97f4a7c15ull >> 60); /* streams' records interleave */
+    if (k->annc[c].i && k->annc[c].key == key) {
+      i = k->annc[c].i - 1;
+      if (g->start < k->ann[i].start) k->ann[i].start = g->start;
+      if (g->start + g->dur > k->ann[i].end) k->ann[i].end = g->start + g->dur;
+      continue;
+    }
     if (!rd_m_get(&k->ann_ix, key, &i)) {
       if (k->nann == k->capann) {
         k->capann = k->capann ? k->capann * 2 : 256;
@@ -891,7 +950,37 @@ static void note_annotation(kctx *k, const ex_link *l, const rd_gpu *g) {
       if (g->start < k->ann[i].start) k->ann[i].start = g->start;
       if (g->start + g->dur > k->ann[i].end) k->ann[i].end = g->start + g->dur;
     }
+    k->annc[c].key = key, k->annc[c].i = i + 1;
   }
+}
+
+/* A kernel's args from "registers per thread" to the occupancy estimates, as text: made once
+ * per launch configuration (grid, block, registers, shared memory) and device. */
+static const kargs *kernel_args(kctx *k, uint32_t device, const uint64_t *v, uint32_t nvals) {
+  if (!k->kargs) k->kargs = rd_xcalloc(KARGS, sizeof *k->kargs);
+  uint64_t h = device;
+  for (int i = 0; i < 9; i++) h = (h ^ v[i]) * 0x9e3779b97f4a7c15ull;
+  kargs *a = &k->kargs[h >> 58]; /* KARGS = 64 slots */
+  if (a->n && a->device == device && !memcmp(a->v, v, sizeof a->v)) return a;
+  a->device = device;
+  memcpy(a->v, v, sizeof a->v);
+  int n = snprintf(a->s, sizeof a->s,
+                   ",\"registers per thread\":%" PRIu64 ",\"shared memory\":%" PRIu64 ",\"grid\":[%" PRIu64
+                   ",%" PRIu64 ",%" PRIu64 "],\"block\":[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]",
+                   v[6], v[7] + v[8], v[0], v[1], v[2], v[3], v[4], v[5]);
+  double bps, wps, occ;
+  if (rd_occupancy(device_of(k, device), v, nvals, &bps, &wps, &occ)) {
+    char b[32], w[32]; /* as rd_json_double writes them */
+    if (bps != bps || bps > 1.7976931348623157e308 || bps < -1.7976931348623157e308) snprintf(b, sizeof b, "null");
+    else snprintf(b, sizeof b, "%.17g", bps);
+    if (wps != wps || wps > 1.7976931348623157e308 || wps < -1.7976931348623157e308) snprintf(w, sizeof w, "null");
+    else snprintf(w, sizeof w, "%.17g", wps);
+    n += snprintf(a->s + n, sizeof a->s - (size_t)n,
+                  ",\"blocks per SM\":%s,\"warps per SM\":%s,\"est. achieved occupancy %%\":%" PRIu64,
+                  b, w, (uint64_t)(occ + 0.5));
+  }
+  a->n = (uint32_t)n;
+  return a;
 }
 
 static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
@@ -915,7 +1004,7 @@ static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
                "\"pid\":%u,\"tid\":%u,\"ts\":%" PRIu64 ",\"args\":{\"sort_index\":%u}}",
             g->device, g->stream, k->meta_ts, g->stream, g->device, g->stream, k->meta_ts, g->stream);
   }
-  uint64_t corr = ex_links_corr(k->L, g->corr);
+  uint64_t corr = ex_links_corr(k->L, g->corr), call_corr = corr;
   ex_link *l = g->kind != RD_SYNC ? ex_links_get(k->L, corr) : NULL;
   int lib = 0;
   if (l) {
@@ -928,7 +1017,9 @@ static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
     note_annotation(k, l, g);
   }
   char buf[64];
-  const char *name = rd_gpu_name(t, g, buf, sizeof buf);
+  /* copies and memsets without a name of their own: rd_gpu_name's, written without snprintf */
+  int plain = (g->kind == RD_MEMCPY || g->kind == RD_MEMSET) && !(g->kname && *g->kname);
+  const char *name = plain ? NULL : rd_gpu_name(t, g, buf, sizeof buf);
   const ex_evrec *wait = NULL;
   if (g->kind == RD_SYNC) {
     uint64_t st = g->nvals ? g->vals[0] : 0;
@@ -939,7 +1030,17 @@ static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   w_s(f, ",\n{\"ph\":\"X\",\"cat\":\"");
   w_s(f, cat);
   w_s(f, "\",\"name\":");
-  w_name(k, g->kind == RD_KERNEL && g->name ? 1u << 31 | g->name : 0, name);
+  if (plain) {
+    w_s(f, g->kind == RD_MEMSET ? "\"Memset" : "\"Memcpy ");
+    if (g->kind == RD_MEMCPY) w_s(f, rd_memcpy_kind(g->nvals > 1 ? g->vals[1] : 0));
+    putc_unlocked('"', f);
+  } else if (g->kind == RD_SYNC) { /* one of the names above: nothing to escape */
+    putc_unlocked('"', f);
+    w_s(f, name);
+    putc_unlocked('"', f);
+  } else {
+    w_name(k, g->kind == RD_KERNEL && g->name ? 1u << 31 | g->name : 0, name);
+  }
   w_s(f, ",\"pid\":");
   w_u(f, g->device);
   w_s(f, ",\"tid\":");
@@ -960,26 +1061,10 @@ static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   w_u(f, corr);
   const uint64_t *v = g->vals;
   if (g->kind == RD_KERNEL && g->nvals >= 9) {
-    w_s(f, ",\"registers per thread\":");
-    w_u(f, v[6]);
-    w_s(f, ",\"shared memory\":");
-    w_u(f, v[7] + v[8]);
-    w_s(f, ",\"grid\":[");
-    w_u(f, v[0]); putc_unlocked(',', f); w_u(f, v[1]); putc_unlocked(',', f); w_u(f, v[2]);
-    w_s(f, "],\"block\":[");
-    w_u(f, v[3]); putc_unlocked(',', f); w_u(f, v[4]); putc_unlocked(',', f); w_u(f, v[5]);
-    putc_unlocked(']', f);
-    double bps, wps, occ;
-    if (rd_occupancy(device_of(k, g->device), v, g->nvals, &bps, &wps, &occ)) {
-      w_s(f, ",\"blocks per SM\":");
-      rd_json_double(f, bps);
-      w_s(f, ",\"warps per SM\":");
-      rd_json_double(f, wps);
-      w_s(f, ",\"est. achieved occupancy %\":");
-      w_u(f, (uint64_t)(occ + 0.5));
-    }
+    const kargs *a = kernel_args(k, g->device, v, g->nvals);
+    rd_put(f, a->s, a->n);
     uint32_t ni;
-    if (rd_m_get(&k->nccl_ix, ex_links_corr(k->L, g->corr), &ni)) w_nccl(k, &k->nccl[ni]);
+    if (k->nnccl && rd_m_get(&k->nccl_ix, call_corr, &ni)) w_nccl(k, &k->nccl[ni]);
     /* torch.compile: what Inductor fused into this Triton kernel */
     const rd_inductor_kernel *ik = g->kname ? rd_inductor_kernel_named(t, g->kname) : NULL;
     if (ik) {
@@ -989,9 +1074,15 @@ static void k_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
       rd_json_str(f, ik->source_nodes);
     }
   } else if ((g->kind == RD_MEMCPY || g->kind == RD_MEMSET) && g->nvals >= 1) {
-    fprintf(f, ",\"bytes\":%" PRIu64 ",\"memory bandwidth (GB/s)\":", v[0]);
+    w_s(f, ",\"bytes\":");
+    w_u(f, v[0]);
+    w_s(f, ",\"memory bandwidth (GB/s)\":");
     rd_json_double(f, g->dur ? (double)v[0] / (double)g->dur : 0);
-    if (g->kind == RD_MEMCPY && g->nvals >= 2) fprintf(f, ",\"kind\":\"%s\"", rd_memcpy_kind(v[1]));
+    if (g->kind == RD_MEMCPY && g->nvals >= 2) {
+      w_s(f, ",\"kind\":\"");
+      w_s(f, rd_memcpy_kind(v[1]));
+      putc_unlocked('"', f);
+    }
   } else if (g->kind == RD_SYNC) {
     w_s(f, ",\"wait_on_stream\":");
     if (wait) w_u(f, wait->stream); else w_s(f, "-1");
@@ -1085,7 +1176,7 @@ static int kineto_one(void *ctx, ex_input *in, size_t index, size_t n) {
   const rd_opts *o = ctx;
   const char *path = in->path;
   kctx k = {0};
-  k.c.gen = UINT64_MAX;
+  k.c_gen = UINT64_MAX;
   ex_links L = in->L;
   k.o = o;
   k.L = &in->L;
@@ -1109,7 +1200,9 @@ static int kineto_one(void *ctx, ex_input *in, size_t index, size_t n) {
   snprintf(base, sizeof base, "%s.pt.trace.json", stem);
   snprintf(tmp, plen, "%s/trace.json.gz", o->out); /* names the directory for rd_create */
   k.f = rd_create(tmp, !o->no_gzip);
-  if (k.f && o->no_gzip) setvbuf(k.f, NULL, _IOFBF, 1 << 20);
+  /* a buffer of ours: setvbuf(f, NULL, ...) keeps glibc's (4 KiB writes) */
+  char *iobuf = k.f && o->no_gzip ? rd_xmalloc(1 << 20) : NULL;
+  if (iobuf) setvbuf(k.f, iobuf, _IOFBF, 1 << 20);
   if (!k.f) { free(tmp); free(k.range_ext); return RD_BAD_INPUT; }
   fputs("{\n\"schemaVersion\": 1,\n", k.f);
   if (k.rank >= 0)
@@ -1153,11 +1246,14 @@ static int kineto_one(void *ctx, ex_input *in, size_t index, size_t n) {
   rd_m_free(&k.nccl_ix);
   rd_m_free(&k.streams);
   rd_map_free(&k.names, free);
+  rd_map_free(&k.fns, free);
+  free(k.kargs);
   /* never replaces a file: two traces with one name (same host, pid and millisecond) or an
    * earlier export get stem-2, stem-3, ... */
   final = rd_close_new(k.f, o->out, stem, o->no_gzip ? ".pt.trace.json" : ".pt.trace.json.gz");
   if (!final) rc = RD_BAD_INPUT;
   else if (!o->quiet) fprintf(stderr, "dlhook: wrote %s\n", final);
+  free(iobuf); /* the stream is closed */
   free(tmp);
   free(final);
   return rc;

@@ -91,6 +91,13 @@ void rd_json_str(FILE *f, const char *s) {
   const unsigned char *p = (const unsigned char *)s;
   putc('"', f);
   while (*p) {
+    const unsigned char *q = p; /* a run of what is written as it is: one write */
+    while (*q >= 0x20 && *q < 0x80 && *q != '"' && *q != '\\') q++;
+    if (q > p) {
+      fwrite(p, 1, (size_t)(q - p), f);
+      p = q;
+      continue;
+    }
     unsigned c = *p;
     if (c == '"' || c == '\\') { putc('\\', f); putc((int)c, f); p++; continue; }
     if (c < 0x20) {
@@ -117,12 +124,75 @@ void rd_json_str(FILE *f, const char *s) {
   putc('"', f);
 }
 
+/* d as printf's "%.17g" into buf (32 bytes), the same bytes, without printf (the occupancy and
+ * bandwidth figures of every kernel and copy of a Kineto export), for magnitudes 1e-4 to 1e15;
+ * returns the length, or 0 where printf must do it. */
+static size_t fmt_g17(char *buf, double d) {
+  char *p = buf;
+  uint64_t bits;
+  memcpy(&bits, &d, sizeof bits);
+  if (bits >> 63) { *p++ = '-'; d = -d; bits &= ~(1ull << 63); } /* -0 too, as printf */
+  if (!(d >= 1e-4 && d < 1e15)) { /* NaN, infinities, zeros and the rest: printf's */
+    if (d != 0) return 0;
+    *p++ = '0';
+    return (size_t)(p - buf);
+  }
+  uint64_t m = (bits & ((1ull << 52) - 1)) | 1ull << 52; /* d = m * 2^-s */
+  int s = 1075 - (int)(bits >> 52 & 0x7ff);
+  char dig[24];
+  int n = 0;
+  if (s <= 0 || (s < 53 && !(m & ((1ull << s) - 1)))) { /* a whole number below 2^53 */
+    uint64_t v = s <= 0 ? m << -s : m >> s;
+    do { dig[n++] = (char)('0' + v % 10); v /= 10; } while (v);
+    while (n) *p++ = dig[--n];
+    return (size_t)(p - buf);
+  }
+  /* D = d * 10^(16 - X) rounded to the nearest (ties to even, as glibc rounds), 17 digits:
+   * m * 10^k < 2^53 * 10^21 < 2^123 and s <= 66 here, exact in 128 bits */
+  static const uint64_t p10[] = {1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
+                                 10000000ull, 100000000ull, 1000000000ull, 10000000000ull};
+  int X = 0;
+  for (double t = d; t >= 10; t /= 10) X++;
+  for (double t = d; t < 1; t *= 10) X--;
+  uint64_t D;
+  for (;;) {
+    int k = 16 - X; /* 1..21 */
+    unsigned __int128 N = (unsigned __int128)m * (k > 10 ? p10[k - 10] : 1) * p10[k > 10 ? 10 : k];
+    unsigned __int128 rem = N & (((unsigned __int128)1 << s) - 1), half = (unsigned __int128)1 << (s - 1);
+    D = (uint64_t)(N >> s);
+    if (rem > half || (rem == half && (D & 1))) D++;
+    if (D >= 100000000000000000ull) { if (X >= 16) return 0; X++; }
+    else if (D < 10000000000000000ull) { if (X <= -5) return 0; X--; }
+    else break;
+  }
+  if (X > 16 || X < -4) return 0;
+  for (n = 17; n; D /= 10) dig[--n] = (char)('0' + D % 10);
+  int last = 16; /* the last digit to write: trailing zeros of the fraction dropped */
+  while (last > X && last > 0 && dig[last] == '0') last--;
+  if (X >= 0) {
+    for (int i = 0; i <= X; i++) *p++ = dig[i];
+    if (last > X) {
+      *p++ = '.';
+      for (int i = X + 1; i <= last; i++) *p++ = dig[i];
+    }
+  } else {
+    *p++ = '0';
+    *p++ = '.';
+    for (int i = -1; i > X; i--) *p++ = '0';
+    for (int i = 0; i <= last; i++) *p++ = dig[i];
+  }
+  return (size_t)(p - buf);
+}
+
 void rd_json_double(FILE *f, double d) {
   if (d != d || d > 1.7976931348623157e308 || d < -1.7976931348623157e308) {
     fputs("null", f);
     return;
   }
-  fprintf(f, "%.17g", d);
+  char b[32];
+  size_t n = fmt_g17(b, d);
+  if (n) fwrite(b, 1, n, f);
+  else fprintf(f, "%.17g", d);
 }
 
 /* __cxa_demangle from the C++ runtime (linked with -lstdc++). */
