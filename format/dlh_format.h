@@ -239,6 +239,16 @@ uint64_t dlh_reader_offset(const dlh_reader *r);
 /* Closes the reader and frees everything it owns. Accepts NULL. */
 void dlh_reader_close(dlh_reader *r);
 
+/* Opens a trace like dlh_reader_open, and starts a thread that reads, decompresses and decodes
+ * its packets ahead of dlh_reader_next, with the data cases in `skip` passed over (as after
+ * dlh_reader_skip(r, skip)); at most about `ahead_bytes` of decoded packets wait (the thread
+ * waits while more do). Every function above returns on it what it returns on a reader of
+ * dlh_reader_open given the same calls: same packets, errors, limits, counts. When
+ * dlh_reader_skip sets another set of cases, the thread stops and the reader goes on without it
+ * (the file opened again and read up to the same packet; `skip` is the one to get right). For
+ * reading several traces at once (ahead.c); errors and *err as dlh_reader_open. */
+dlh_reader *dlh_reader_open_ahead(const char *path, uint64_t skip, size_t ahead_bytes, char **err);
+
 /* Helper for consumers of ApiBatch packets: iterates its events in order.
  * Usage: dlh_api_iter it; dlh_api_iter_init(&it, batch);
  *        while (dlh_api_iter_next(&it, &ev)) { ... }

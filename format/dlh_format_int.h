@@ -19,4 +19,20 @@ static inline uint32_t dlh_get_le32(const uint8_t *p) {
 /* write() all of data, retrying short writes and EINTR. Returns 0 or -1 (errno set). */
 int dlh_write_all(int fd, const void *data, size_t len);
 
+/* The reader's side of dlh_reader_open_ahead (ahead.c). */
+typedef struct dlh_reader dlh_reader;
+struct dlh_ahead;
+struct Dlh__Packet;
+/* Makes the packets of r live in memory from keep(ctx, size), never freed by the reader (the
+ * caller frees it); keep NULL: the reader's own arena again. */
+void dlh_reader_keep(dlh_reader *r, void *(*keep)(void *ctx, size_t size), void *ctx);
+/* A reader whose every call is ahead.c's on ah (NULL when out of memory). */
+dlh_reader *dlh_reader_shell(struct dlh_ahead *ah);
+int dlh_ahead_next(struct dlh_ahead *a, const struct Dlh__Packet **out);
+void dlh_ahead_skip(struct dlh_ahead *a, uint64_t cases);
+const char *dlh_ahead_error(struct dlh_ahead *a);
+/* what: 0 frames, 1 skipped, 2 offset (dlh_reader_frames, _skipped, _offset) */
+uint64_t dlh_ahead_count(struct dlh_ahead *a, int what);
+void dlh_ahead_close(struct dlh_ahead *a);
+
 #endif

@@ -55,6 +55,10 @@ struct dlh_reader {
   size_t heap_allocs;   /* allocations of the packet that did not fit the arena (malloc'd) */
   ProtobufCAllocator alloc;
   uint64_t skip_cases;  /* dlh_reader_skip: data cases passed over undecoded */
+  /* dlh_reader_keep: the packets' memory comes from keep(keep_ctx, size) and is the caller's */
+  void *(*keep)(void *ctx, size_t size);
+  void *keep_ctx;
+  struct dlh_ahead *ah; /* dlh_reader_open_ahead's reader: every call goes to ahead.c */
 };
 
 static char *vfmt(const char *fmt, va_list ap) {
@@ -103,6 +107,7 @@ static void *pkt_alloc(void *data, size_t size) {
     return NULL;
   }
   r->mem_used += size;
+  if (r->keep) return r->keep(r->keep_ctx, size);
   /* the packet's memory comes from the reader's arena, reset for each packet: no malloc, free
    * or page faults per packet; what does not fit is malloc'd, and the arena grows for next time */
   size_t a = (size + 15) & ~(size_t)15;
@@ -118,6 +123,7 @@ static void *pkt_alloc(void *data, size_t size) {
 
 static void pkt_free(void *data, void *p) {
   dlh_reader *r = data;
+  if (r->keep) return; /* the caller's memory */
   if (r->arena && (uint8_t *)p >= r->arena && (uint8_t *)p < r->arena + r->arena_cap) return;
   free(p);
 }
@@ -543,7 +549,19 @@ static int passes_over(uint64_t cases, const uint8_t *p, size_t len) {
 }
 
 void dlh_reader_skip(dlh_reader *r, uint64_t cases) {
-  if (r) r->skip_cases = cases;
+  if (r && r->ah) dlh_ahead_skip(r->ah, cases);
+  else if (r) r->skip_cases = cases;
+}
+
+void dlh_reader_keep(dlh_reader *r, void *(*keep)(void *ctx, size_t size), void *ctx) {
+  r->keep = keep;
+  r->keep_ctx = ctx;
+}
+
+dlh_reader *dlh_reader_shell(struct dlh_ahead *ah) {
+  dlh_reader *r = calloc(1, sizeof *r);
+  if (r) r->ah = ah;
+  return r;
 }
 
 /* Frees a decoded packet: nothing to do when it lies in the arena alone (the next packet
@@ -560,6 +578,7 @@ static void free_pkt(dlh_reader *r) {
 int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out) {
   if (out) *out = NULL;
   if (!r) return -1;
+  if (r->ah) return dlh_ahead_next(r->ah, out);
   free_pkt(r);
   if (r->failed) return -1;
   for (;;) {
@@ -637,16 +656,33 @@ int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out) {
   }
 }
 
-const char *dlh_reader_error(const dlh_reader *r) { return r && r->failed ? r->err : NULL; }
+const char *dlh_reader_error(const dlh_reader *r) {
+  if (r && r->ah) return dlh_ahead_error(r->ah);
+  return r && r->failed ? r->err : NULL;
+}
 
-uint64_t dlh_reader_frames(const dlh_reader *r) { return r ? r->frames : 0; }
+uint64_t dlh_reader_frames(const dlh_reader *r) {
+  if (r && r->ah) return dlh_ahead_count(r->ah, 0);
+  return r ? r->frames : 0;
+}
 
-uint64_t dlh_reader_skipped(const dlh_reader *r) { return r ? r->skipped : 0; }
+uint64_t dlh_reader_skipped(const dlh_reader *r) {
+  if (r && r->ah) return dlh_ahead_count(r->ah, 1);
+  return r ? r->skipped : 0;
+}
 
-uint64_t dlh_reader_offset(const dlh_reader *r) { return r ? r->in_off + r->in_pos : 0; }
+uint64_t dlh_reader_offset(const dlh_reader *r) {
+  if (r && r->ah) return dlh_ahead_count(r->ah, 2);
+  return r ? r->in_off + r->in_pos : 0;
+}
 
 void dlh_reader_close(dlh_reader *r) {
   if (!r) return;
+  if (r->ah) {
+    dlh_ahead_close(r->ah);
+    free(r);
+    return;
+  }
   free_pkt(r);
   ZSTD_freeDCtx(r->dctx);
   if (r->f) fclose(r->f);

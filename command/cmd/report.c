@@ -915,6 +915,7 @@ static void write_page(FILE *f, report *r, size_t n, const char *svg, const char
  * Returns the number of traces kept. */
 static size_t first_pass(report *r, char **files, size_t n, rd_trace *T, rd_memcol **mc,
                          rd_ranks_in **rk, rd_opts *o, uint64_t *kernels, int *rc) {
+  rd_read_ahead(files, NULL, n); /* the next traces decoded while one is read */
   for (size_t i = 0; i < n; i++) {
     mc[i] = rd_memcol_new();
     rk[i] = rd_ranks_in_new(files[i]);
@@ -1141,9 +1142,14 @@ int cmd_report(int argc, char **argv) {
   }
   /* the stats of the page (dlhook stats --json), from the same pass, on the common timeline */
   rd_stats_run *sr = rd_stats_run_new(n, 1);
+  uint64_t *skips = rd_xmalloc(n * sizeof *skips);
+  for (size_t i = 0; i < n; i++) skips[i] = rd_pass2_skip(&T[i]);
+  rd_read_ahead(files, skips, n);
+  free(skips);
   for (size_t i = 0; i < n; i++)
     if (second_pass(r, T, files, mc, rel, i, &o, sr, &fl, sfl, &flame_ok, sfl_ok) != RD_OK)
       rc = RD_BAD_INPUT;
+  rd_read_ahead(NULL, NULL, 0);
   for (size_t w = 0; w < r->nwin; w++)
     if (r->win[w].e == UINT64_MAX) r->win[w].e = r->t1;
 

@@ -1029,6 +1029,7 @@ int cmd_stats(int argc, char **argv) {
   /* the steps and the findings: for --json, the first screen and --table findings */
   rd_stats_run *x = rd_stats_run_new(nfiles, json || view.summary || (view.want & 1u << T_FINDINGS));
   int rc = RD_OK;
+  rd_read_ahead(files, NULL, nfiles); /* the next traces decoded while one is counted */
   for (size_t i = 0; i < nfiles; i++) {
     /* stats uses no stack: one pass, definitions as they come */
     rd_trace t;
@@ -1053,6 +1054,7 @@ int cmd_stats(int argc, char **argv) {
     rd_gstats_trace_end(rd_stats_run_gstats(x));
     rd_trace_close(&t);
   }
+  rd_read_ahead(NULL, NULL, 0);
   rd_stats_run_finish(x, json, stdout);
   if (fflush(stdout) != 0) {
     rd_error("stats: write error on standard output");

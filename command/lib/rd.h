@@ -212,6 +212,22 @@ void rd_trace_skip(rd_trace *t, uint64_t cases);
 int rd_trace_next(rd_trace *t, const Dlh__Packet **p);
 void rd_trace_close(rd_trace *t);
 
+/* Reading several traces at once (issue 49): a command that is about to open the traces
+ * paths[0..n) in this order, with skips[i] the data cases its pass will pass over (NULL: none;
+ * rd_pass2_skip for a second pass), has the next ones read ahead, each by a thread of its own
+ * (dlh_reader_open_ahead: decompression and decoding) while it works on the current one, at most
+ * rd_read_threads(n) traces at a time including the current one. What every pass delivers is
+ * what it delivers without: an open that is not the plan's next (another path, a third read)
+ * reads as usual. The plan is copied; a new one (or n = 0) ends the last, closing what was read
+ * ahead and not opened. */
+void rd_read_ahead(char *const *paths, const uint64_t *skips, size_t n);
+/* How many traces are read at once for a command of n traces: DLHOOK_READ_THREADS when set (1:
+ * one after the other, as before), else the online CPUs; at most n and 64. */
+size_t rd_read_threads(size_t n);
+/* The cases t's second pass (after its first, rd_open) passes over: RD_DEF_CASES when its
+ * definitions were read clean (scan.c's stream), else none. */
+uint64_t rd_pass2_skip(const rd_trace *t);
+
 const rd_func *rd_trace_func(const rd_trace *t, uint32_t id);
 const char *rd_trace_string(const rd_trace *t, uint32_t id);
 /* "cudart", "driver", ... ("unknown" for anything else). */

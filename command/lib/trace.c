@@ -30,10 +30,91 @@ static void func_free(void *p) {
   free(f);
 }
 
+/* ---------------------------------------------------------------- reading ahead */
+
+/* rd_read_ahead's plan: paths[next..opened) have readers of their own (r[], NULL where the open
+ * failed: the command's open says why), started when the command opened paths[next - threads]. */
+static struct {
+  char **paths;
+  uint64_t *skips;
+  dlh_reader **r;
+  size_t n, next, opened, threads;
+} ahead;
+
+/* What each trace read ahead may hold decoded and waiting: enough to keep the command fed,
+ * little enough to stay in the caches (at most 64 threads: 128 MiB) */
+#define AHEAD_BYTES ((size_t)2 << 20)
+
+size_t rd_read_threads(size_t n) {
+  const char *e = getenv("DLHOOK_READ_THREADS");
+  long k = 0;
+  if (e && *e) {
+    char *end;
+    k = strtol(e, &end, 10);
+    if (*end || k < 1) {
+      static int said;
+      if (!said++) rd_error("DLHOOK_READ_THREADS=%s: not a number of threads (1 or more); the online CPUs are used", e);
+      k = 0;
+    }
+  }
+  if (k < 1) k = sysconf(_SC_NPROCESSORS_ONLN);
+  if (k < 1) k = 1;
+  if (k > 64) k = 64;
+  return (size_t)k < n ? (size_t)k : n ? n : 1;
+}
+
+uint64_t rd_pass2_skip(const rd_trace *t) { return t->defs_clean ? RD_DEF_CASES : 0; }
+
+/* Opens the plan's readers: `threads` of them from the one the command reads now. */
+static void ahead_fill(void) {
+  size_t upto = (ahead.next ? ahead.next - 1 : 0) + ahead.threads;
+  while (ahead.opened < ahead.n && ahead.opened < upto) {
+    size_t i = ahead.opened++;
+    char *err = NULL;
+    ahead.r[i] = dlh_reader_open_ahead(ahead.paths[i], ahead.skips[i], AHEAD_BYTES, &err);
+    free(err);
+  }
+}
+
+void rd_read_ahead(char *const *paths, const uint64_t *skips, size_t n) {
+  for (size_t i = ahead.next; i < ahead.opened; i++) dlh_reader_close(ahead.r[i]);
+  free(ahead.paths);
+  free(ahead.skips);
+  free(ahead.r);
+  memset(&ahead, 0, sizeof ahead);
+  size_t threads = rd_read_threads(n);
+  if (n < 2 || threads < 2) return;
+  ahead.paths = rd_xmalloc(n * sizeof *ahead.paths);
+  ahead.skips = rd_xmalloc(n * sizeof *ahead.skips);
+  ahead.r = rd_xmalloc(n * sizeof *ahead.r);
+  for (size_t i = 0; i < n; i++) {
+    ahead.paths[i] = paths[i];
+    ahead.skips[i] = skips ? skips[i] : 0;
+  }
+  ahead.n = n;
+  ahead.threads = threads;
+  ahead_fill();
+}
+
+/* The reader the plan has for path when it is the next one (or one a few further: those before
+ * it are given up), else NULL (also when its open failed: the command's own open says why). */
+static dlh_reader *ahead_take(const char *path) {
+  for (size_t i = ahead.next; i < ahead.opened; i++) {
+    if (strcmp(ahead.paths[i], path)) continue;
+    dlh_reader *r = ahead.r[i];
+    for (size_t k = ahead.next; k < i; k++) dlh_reader_close(ahead.r[k]);
+    ahead.next = i + 1;
+    ahead_fill();
+    return r;
+  }
+  return NULL;
+}
+
 /* Opens t->path for reading (the first or the second time). */
 static int open_reader(rd_trace *t) {
   char *err = NULL;
-  t->r = dlh_reader_open(t->path, &err);
+  t->r = ahead_take(t->path);
+  if (!t->r) t->r = dlh_reader_open(t->path, &err);
   if (!t->r) {
     rd_error("%s: %s", t->path, err ? err : "cannot open");
     free(err);
