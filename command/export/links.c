@@ -522,6 +522,7 @@ int ex_each(const rd_opts *o, char **files, size_t n, ex_one_fn fn, void *ctx) {
   /* every trace's first pass first: which traces have GPU work, and for dlhook merge the
    * common timeline, are known before anything is written */
   size_t ngpu = 0;
+  rd_read_ahead(files, NULL, n); /* the next traces decoded while one is read */
   for (size_t i = 0; i < n; i++) {
     if (ex_input_open(&in[i], files[i], o, merging) != RD_OK) rc = RD_BAD_INPUT;
     rk[i] = in[i].ranks;
@@ -556,6 +557,18 @@ int ex_each(const rd_opts *o, char **files, size_t n, ex_one_fn fn, void *ctx) {
     rd_error("every trace is without GPU work: exporting them all");
   size_t nout = 0;
   for (size_t i = 0; i < n; i++) nout += in[i].opened && (keep || in[i].has_gpu);
+  /* the second passes, read ahead in the same way */
+  char **pf = rd_xmalloc((n ? n : 1) * sizeof *pf);
+  uint64_t *ps = rd_xmalloc((n ? n : 1) * sizeof *ps);
+  size_t np = 0;
+  for (size_t i = 0; i < n; i++)
+    if (in[i].opened && (keep || in[i].has_gpu)) {
+      pf[np] = files[i];
+      ps[np++] = rd_pass2_skip(&in[i].t);
+    }
+  rd_read_ahead(pf, ps, np);
+  free(pf);
+  free(ps);
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     if (!in[i].opened) { rc = RD_BAD_INPUT; ex_input_close(&in[i]); continue; }
@@ -568,6 +581,7 @@ int ex_each(const rd_opts *o, char **files, size_t n, ex_one_fn fn, void *ctx) {
     if (fn(ctx, &in[i], k++, nout) != RD_OK) rc = RD_BAD_INPUT;
     ex_input_close(&in[i]);
   }
+  rd_read_ahead(NULL, NULL, 0);
   if (merging) rd_set_offsets(NULL, NULL, 0);
   free(in);
   return rc;
