@@ -260,7 +260,7 @@ static int go_serial(struct dlh_ahead *a) {
   return 0;
 }
 
-int dlh_ahead_next(struct dlh_ahead *a, const Dlh__Packet **out) {
+static int dlh_ahead_next(struct dlh_ahead *a, const Dlh__Packet **out) {
   if (a->serial) return dlh_reader_next(a->serial, out);
   if (a->err) return -1;
   if (a->want != a->skip) return go_serial(a) < 0 ? -1 : dlh_reader_next(a->serial, out);
@@ -296,26 +296,26 @@ int dlh_ahead_next(struct dlh_ahead *a, const Dlh__Packet **out) {
   return a->last.rc;
 }
 
-void dlh_ahead_skip(struct dlh_ahead *a, uint64_t cases) {
+static void dlh_ahead_skip(struct dlh_ahead *a, uint64_t cases) {
   if (a->serial) dlh_reader_skip(a->serial, cases);
   else a->want = cases;
 }
 
-const char *dlh_ahead_error(struct dlh_ahead *a) {
+static const char *dlh_ahead_error(struct dlh_ahead *a) {
   if (a->serial) return dlh_reader_error(a->serial);
   if (a->err) return a->err;
   /* the thread has stopped after its last call (its block was taken under the lock) */
   return a->last.rc < 0 ? dlh_reader_error(a->in) : NULL;
 }
 
-uint64_t dlh_ahead_count(struct dlh_ahead *a, int what) {
+static uint64_t dlh_ahead_count(struct dlh_ahead *a, int what) {
   if (a->serial)
     return what == 0 ? dlh_reader_frames(a->serial) : what == 1 ? dlh_reader_skipped(a->serial)
                                                                 : dlh_reader_offset(a->serial);
   return what == 0 ? a->last.frames : what == 1 ? a->last.skipped : a->last.offset;
 }
 
-void dlh_ahead_close(struct dlh_ahead *a) {
+static void dlh_ahead_close(struct dlh_ahead *a) {
   stop_thread(a);
   free_block(a->cur);
   dlh_reader_close(a->in);
@@ -327,11 +327,14 @@ void dlh_ahead_close(struct dlh_ahead *a) {
   free(a);
 }
 
+static const struct dlh_reader_ops ops = {dlh_ahead_next, dlh_ahead_skip, dlh_ahead_error,
+                                          dlh_ahead_count, dlh_ahead_close};
+
 dlh_reader *dlh_reader_open_ahead(const char *path, uint64_t skip, size_t ahead_bytes, char **err) {
   dlh_reader *in = dlh_reader_open(path, err);
   if (!in) return NULL;
   struct dlh_ahead *a = calloc(1, sizeof *a);
-  dlh_reader *r = a ? dlh_reader_shell(a) : NULL;
+  dlh_reader *r = a ? dlh_reader_shell(a, &ops) : NULL;
   if (a) a->path = strdup(path);
   if (!r || !a->path) {
     if (a) free(a->path);

@@ -26,13 +26,17 @@ struct Dlh__Packet;
 /* Makes the packets of r live in memory from keep(ctx, size), never freed by the reader (the
  * caller frees it); keep NULL: the reader's own arena again. */
 void dlh_reader_keep(dlh_reader *r, void *(*keep)(void *ctx, size_t size), void *ctx);
-/* A reader whose every call is ahead.c's on ah (NULL when out of memory). */
-dlh_reader *dlh_reader_shell(struct dlh_ahead *ah);
-int dlh_ahead_next(struct dlh_ahead *a, const struct Dlh__Packet **out);
-void dlh_ahead_skip(struct dlh_ahead *a, uint64_t cases);
-const char *dlh_ahead_error(struct dlh_ahead *a);
-/* what: 0 frames, 1 skipped, 2 offset (dlh_reader_frames, _skipped, _offset) */
-uint64_t dlh_ahead_count(struct dlh_ahead *a, int what);
-void dlh_ahead_close(struct dlh_ahead *a);
+/* What a reader of dlh_reader_shell does instead of reading itself: ahead.c's functions (given
+ * as pointers, so that reader.c does not call into ahead.c, which calls into it). count: `what`
+ * 0 frames, 1 skipped, 2 offset (dlh_reader_frames, _skipped, _offset). */
+struct dlh_reader_ops {
+  int (*next)(struct dlh_ahead *a, const struct Dlh__Packet **out);
+  void (*skip)(struct dlh_ahead *a, uint64_t cases);
+  const char *(*error)(struct dlh_ahead *a);
+  uint64_t (*count)(struct dlh_ahead *a, int what);
+  void (*close)(struct dlh_ahead *a);
+};
+/* A reader whose every call is ops' on ah (NULL when out of memory). */
+dlh_reader *dlh_reader_shell(struct dlh_ahead *ah, const struct dlh_reader_ops *ops);
 
 #endif

@@ -58,7 +58,8 @@ struct dlh_reader {
   /* dlh_reader_keep: the packets' memory comes from keep(keep_ctx, size) and is the caller's */
   void *(*keep)(void *ctx, size_t size);
   void *keep_ctx;
-  struct dlh_ahead *ah; /* dlh_reader_open_ahead's reader: every call goes to ahead.c */
+  struct dlh_ahead *ah; /* dlh_reader_open_ahead's reader: every call goes to ops (ahead.c) */
+  const struct dlh_reader_ops *ops;
 };
 
 static char *vfmt(const char *fmt, va_list ap) {
@@ -549,7 +550,7 @@ static int passes_over(uint64_t cases, const uint8_t *p, size_t len) {
 }
 
 void dlh_reader_skip(dlh_reader *r, uint64_t cases) {
-  if (r && r->ah) dlh_ahead_skip(r->ah, cases);
+  if (r && r->ah) r->ops->skip(r->ah, cases);
   else if (r) r->skip_cases = cases;
 }
 
@@ -558,9 +559,12 @@ void dlh_reader_keep(dlh_reader *r, void *(*keep)(void *ctx, size_t size), void 
   r->keep_ctx = ctx;
 }
 
-dlh_reader *dlh_reader_shell(struct dlh_ahead *ah) {
+dlh_reader *dlh_reader_shell(struct dlh_ahead *ah, const struct dlh_reader_ops *ops) {
   dlh_reader *r = calloc(1, sizeof *r);
-  if (r) r->ah = ah;
+  if (r) {
+    r->ah = ah;
+    r->ops = ops;
+  }
   return r;
 }
 
@@ -578,7 +582,7 @@ static void free_pkt(dlh_reader *r) {
 int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out) {
   if (out) *out = NULL;
   if (!r) return -1;
-  if (r->ah) return dlh_ahead_next(r->ah, out);
+  if (r->ah) return r->ops->next(r->ah, out);
   free_pkt(r);
   if (r->failed) return -1;
   for (;;) {
@@ -657,29 +661,29 @@ int dlh_reader_next(dlh_reader *r, const Dlh__Packet **out) {
 }
 
 const char *dlh_reader_error(const dlh_reader *r) {
-  if (r && r->ah) return dlh_ahead_error(r->ah);
+  if (r && r->ah) return r->ops->error(r->ah);
   return r && r->failed ? r->err : NULL;
 }
 
 uint64_t dlh_reader_frames(const dlh_reader *r) {
-  if (r && r->ah) return dlh_ahead_count(r->ah, 0);
+  if (r && r->ah) return r->ops->count(r->ah, 0);
   return r ? r->frames : 0;
 }
 
 uint64_t dlh_reader_skipped(const dlh_reader *r) {
-  if (r && r->ah) return dlh_ahead_count(r->ah, 1);
+  if (r && r->ah) return r->ops->count(r->ah, 1);
   return r ? r->skipped : 0;
 }
 
 uint64_t dlh_reader_offset(const dlh_reader *r) {
-  if (r && r->ah) return dlh_ahead_count(r->ah, 2);
+  if (r && r->ah) return r->ops->count(r->ah, 2);
   return r ? r->in_off + r->in_pos : 0;
 }
 
 void dlh_reader_close(dlh_reader *r) {
   if (!r) return;
   if (r->ah) {
-    dlh_ahead_close(r->ah);
+    r->ops->close(r->ah);
     free(r);
     return;
   }
