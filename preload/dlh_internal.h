@@ -371,6 +371,7 @@ typedef struct dlh_sample_ops {
   uint64_t (*cost_ticks)(void);
   void (*stop)(void);
   void (*reset_for_attach)(void);
+  int (*starting)(void); /* the sampler thread is starting the trace (its deferred start) */
 } dlh_sample_ops;
 void dlh_writer_sampling(const dlh_sample_ops *ops); /* writer.c */
 extern int dlh_sample_sig;               /* the signal of the CPU-time timers (0: none) */
@@ -379,6 +380,7 @@ extern int dlh_sample_sig;               /* the signal of the CPU-time timers (0
 void dlh_sample_init(int (*start_trace)(void));
 void dlh_sample_on_call(uint32_t fn);    /* writer: a recorded call (the first CUDA call starts) */
 void dlh_sample_stop(void);              /* async-signal-safe: no sample from now on */
+int dlh_sample_starting(void);           /* the sampler thread is inside start_trace */
 void dlh_sample_after_fork_child(void);  /* a sampled parent's child is sampled from its start */
 void dlh_sample_reset_for_attach(void);  /* after a trace of dlhook attach ended */
 uint64_t dlh_sample_lost(void);          /* samples not taken or not stored */

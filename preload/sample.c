@@ -69,6 +69,7 @@ static int sampled_parent;             /* this process is a fork child of a samp
 static uint32_t fork_tid;
 static uintptr_t fork_ts;
 static _Atomic int running;            /* the sampler thread is in its loop */
+static _Atomic int starting;           /* ... and starts the trace (its deferred start) */
 static _Atomic int new_threads;        /* a thread started through pthread_create: rescan */
 static int (*real_sa)(int, const struct sigaction *, struct sigaction *); /* libc's sigaction */
 static int (*ensure_writer)(void);     /* dlh_sample_init's: starts the trace (runtime.c) */
@@ -95,6 +96,7 @@ typedef struct tslot {
   uint32_t wait_stack, wait_state;
   uintptr_t wait_ts;                   /* the thread state its wait stack was read from */
   uint64_t wait_ns;                    /* off-CPU time not yet sampled */
+  uint64_t delay;                      /* its run-queue delay (schedstat) at the last read */
   uint64_t due;                        /* the tick of its next look (steady threads: later) */
   uint32_t steady;                     /* looks in a row that found it all on or all off CPU */
   _Atomic uintptr_t own_ts;            /* its PyThreadState, as it said in an on-CPU sample */
@@ -341,6 +343,15 @@ static uint32_t self_tid(void) { return (uint32_t)syscall(SYS_gettid); }
 static void self_mask_known(void); /* below */
 
 /* The system call thread tid is blocked in, + 1; 0 when it runs or it cannot be read. */
+/* The time the thread has waited on a run queue (runnable, not running), /proc/.../schedstat's
+ * second field; ~0 when unknown (a kernel without CONFIG_SCHED_INFO). */
+static uint64_t run_delay(uint32_t tid) {
+  char buf[96];
+  if (task_file(tid, "schedstat", buf, sizeof buf) <= 0) return ~0ull;
+  char *sp = strchr(buf, ' ');
+  return sp ? strtoull(sp + 1, NULL, 10) : ~0ull;
+}
+
 static uint32_t blocked_in(uint32_t tid) {
   char buf[32];
   if (task_file(tid, "syscall", buf, sizeof buf) <= 0) return 0;
@@ -374,6 +385,7 @@ static void slot_init(tslot *s, uint32_t tid, uint64_t now) {
   s->wait_ns = 0;
   s->due = 0;
   s->steady = 0;
+  s->delay = ~0ull;
   atomic_store(&s->own_ts, tid == fork_tid ? fork_ts : 0);
   s->ts = 0;
 }
@@ -438,6 +450,52 @@ static void rescan(uint32_t gen, uint32_t me, uint64_t now) {
  * the gap that ends before the look (found running, as with one tick). */
 static unsigned max_skip = 1; /* setup: at most 20 ms between two looks at a thread */
 
+/* One look at a thread: a wait sample when it waited for most of a period in a call. Returns
+ * whether it was steady since the last look: all on the CPU (or runnable), or all off it. */
+static int look(struct dlh_thread *me, tslot *s, uint32_t tid, uint64_t now, uint64_t tk,
+                int *gone) {
+  uint64_t cpu = thread_cpu_ns(tid, gone);
+  if (*gone) return 0; /* freed by the next scan */
+  uint64_t dcpu = cpu > s->cpu ? cpu - s->cpu : 0, dwall = now - s->wall;
+  s->cpu = cpu;
+  s->wall = now;
+  int steady = dcpu == 0 || dwall <= dcpu + period_ns / 2;
+  if (dwall > dcpu) s->wait_ns += dwall - dcpu;
+  if (s->wait_ns < period_ns / 2) return steady;
+  uintptr_t own = atomic_load_explicit(&s->own_ts, memory_order_relaxed);
+  uintptr_t ts = own ? own : s->ts;
+  /* it ran since its last wait stack, or its thread state is known only now: read where it
+   * waits (a thread that did not run waits where it did) */
+  if (cpu != s->wait_cpu || ts != s->wait_ts) {
+    /* First, whether its time off the CPU was a wait for a CPU (a loaded machine): its run-queue
+     * delay since the last read (schedstat, a few us; reading where it is blocked waits for a
+     * running thread to stop: up to ~90 us here). That time has no place of its own, as below. */
+    uint64_t d = run_delay(tid);
+    uint64_t dd = d != ~0ull && s->delay != ~0ull && d > s->delay ? d - s->delay : 0;
+    s->delay = d;
+    if (dd && s->wait_ns < dd + period_ns / 2) {
+      s->wait_ns = 0;
+      return dwall <= dcpu + dd + period_ns / 2;
+    }
+    uint32_t state = blocked_in(tid);
+    if (!state) {
+      /* running right now: it waited for a CPU, not in a call; that time has no place of its
+       * own to go to (the next blocked wait must not carry it) */
+      s->wait_ns = 0;
+      return 0;
+    }
+    s->wait_ts = ts;
+    s->wait_stack = ts ? dlh_stack_capture_python_of(ts) : 0;
+    s->wait_state = state;
+    s->wait_cpu = cpu;
+  }
+  if (!__atomic_load_n(&dlh_capture_closed, __ATOMIC_RELAXED))
+    put_sample(me, tid, DLH__SAMPLE_KIND__SAMPLE_WAIT, tk, s->wait_ns, s->wait_stack,
+               s->wait_state);
+  s->wait_ns = 0;
+  return steady;
+}
+
 /* Wait samples of the threads due at this tick; returns the first tick a thread is due again. */
 static uint64_t wait_samples(struct dlh_thread *me, uint64_t now, uint64_t tk, uint64_t tick) {
   uint64_t next = tick + max_skip;
@@ -445,44 +503,15 @@ static uint64_t wait_samples(struct dlh_thread *me, uint64_t now, uint64_t tk, u
     tslot *s = listed(k);
     uint32_t tid = s ? atomic_load(&s->tid) : 0;
     if (!tid || tid == TOMB || !s->gen || s->own) continue;
-    if (s->due > tick) {
-      if (s->due < next) next = s->due;
-      continue;
+    if (s->due <= tick) {
+      int gone = 0;
+      int steady = look(me, s, tid, now, tk, &gone);
+      if (gone) continue;
+      s->steady = steady ? (s->steady < 3 ? s->steady + 1 : 3) : 0;
+      unsigned gap = s->steady >= 2 ? 1u << (s->steady - 1) : 1;
+      s->due = tick + (gap < max_skip ? gap : max_skip);
     }
-    int gone = 0;
-    uint64_t cpu = thread_cpu_ns(tid, &gone);
-    if (gone) continue; /* freed by the next scan */
-    uint64_t dcpu = cpu > s->cpu ? cpu - s->cpu : 0, dwall = now - s->wall;
-    s->cpu = cpu;
-    s->wall = now;
-    int steady = dcpu == 0 || dwall <= dcpu + period_ns / 2;
-    s->steady = steady ? (s->steady < 3 ? s->steady + 1 : 3) : 0;
-    unsigned gap = s->steady >= 2 ? 1u << (s->steady - 1) : 1;
-    s->due = tick + (gap < max_skip ? gap : max_skip);
     if (s->due < next) next = s->due;
-    if (dwall > dcpu) s->wait_ns += dwall - dcpu;
-    if (s->wait_ns < period_ns / 2) continue;
-    uintptr_t own = atomic_load_explicit(&s->own_ts, memory_order_relaxed);
-    uintptr_t ts = own ? own : s->ts;
-    /* it ran since its last wait stack, or its thread state is known only now: read where it
-     * waits (a thread that did not run waits where it did) */
-    if (cpu != s->wait_cpu || ts != s->wait_ts) {
-      uint32_t state = blocked_in(tid);
-      if (!state) {
-        /* running right now: it waited for a CPU, not in a call; that time has no place of its
-         * own to go to (the next blocked wait must not carry it) */
-        s->wait_ns = 0;
-        continue;
-      }
-      s->wait_ts = ts;
-      s->wait_stack = ts ? dlh_stack_capture_python_of(ts) : 0;
-      s->wait_state = state;
-      s->wait_cpu = cpu;
-    }
-    if (!__atomic_load_n(&dlh_capture_closed, __ATOMIC_RELAXED))
-      put_sample(me, tid, DLH__SAMPLE_KIND__SAMPLE_WAIT, tk, s->wait_ns, s->wait_stack,
-                 s->wait_state);
-    s->wait_ns = 0;
   }
   return next;
 }
@@ -509,8 +538,13 @@ static void *sampler_main(void *arg) {
   for (uint64_t tick = 0; !atomic_load(&stop_req); tick += skip) {
     uint64_t now = dlh_mono_ns();
     if (trace_at && now >= trace_at) {
+      /* the exit waits while this opens the trace (dlh_writer_stop): a process that ends as
+       * the trace starts would leave an empty file */
       trace_at = 0;
-      if (ensure_writer() != 0) break;
+      atomic_store(&starting, 1);
+      int bad = atomic_load(&stop_req) || ensure_writer() != 0;
+      atomic_store(&starting, 0);
+      if (bad) break;
     }
     /* a thread made by pthread_create is seen within a tick (its start says so: thread_start);
      * one made otherwise (a raw clone, a sanitizer build) by the full scan, 10 times a second,
@@ -663,6 +697,7 @@ void dlh_sample_on_call(uint32_t fn) {
   start();
 }
 
+int dlh_sample_starting(void) { return atomic_load(&starting); }
 unsigned dlh_sample_rate(void) { return atomic_load(&started) && !atomic_load(&ended) ? hz : 0; }
 uint64_t dlh_sample_lost(void) { return atomic_load(&lost) + atomic_load(&dlh_ring_samples_lost); }
 uint64_t dlh_sample_cost_ticks(void) { return atomic_load(&cost_ticks); }

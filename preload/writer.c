@@ -1437,7 +1437,15 @@ int dlh_writer_ensure(void) {
 }
 
 
+/* The sampler thread may be opening the trace right now (a process sampled from start-up
+ * starts its trace 20 ms in): an exit or an exec waits for it, else the file stays empty. */
+static void sampler_settle(unsigned timeout_ms) {
+  for (unsigned i = 0; i < timeout_ms && sampler && sampler->starting && sampler->starting(); i++)
+    sleep_ms(1);
+}
+
 int dlh_writer_flush_wait(unsigned timeout_ms) {
+  sampler_settle(timeout_ms);
   if (flight) return 0; /* the ring is in memory: nothing to write before a fork or an exec */
   if (out_fd < 0 || atomic_load(&finished)) return -1;
   if (getpid() != writer_pid) return -1; /* a vfork child shares our memory: not its writer */
@@ -1466,7 +1474,10 @@ int dlh_writer_dump_wait(int reason, int code, unsigned timeout_ms) {
  * flag, writes a byte and sleeps until the writer thread is done, for at most 5 s). */
 static _Atomic int once; /* dlh_writer_stop ran (reset for a new trace by attach) */
 void dlh_writer_stop(int exit_reason, int sig) {
-  if (sampler) sampler->stop();
+  if (sampler) {
+    sampler->stop();
+    sampler_settle(2000);
+  }
   if (flight ? atomic_load(&wstate) != 2 : out_fd < 0 && !atomic_load(&finished)) return;
   if (atomic_exchange(&once, 1)) {
     for (int i = 0; i < 5000 && !atomic_load(&finished); i++) sleep_ms(1);
