@@ -46,6 +46,14 @@ typedef struct svgctx {
   uint64_t *x;     /* left edge of each node */
 } svgctx;
 
+/* The colour's hash: FNV-1a without the command's per-process seed (rd_hash_str), so that the
+ * same trace draws the same colours in every run. */
+static uint64_t color_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h ^ h >> 29;
+}
+
 static void color(const svgctx *c, const node *d, char *buf, size_t n) {
   const char *name = c->f->names[d->frame];
   if (c->diff) {
@@ -58,7 +66,7 @@ static void color(const svgctx *c, const node *d, char *buf, size_t n) {
     else snprintf(buf, n, "rgb(230,230,230)");
     return;
   }
-  uint64_t h = rd_hash_str(name);
+  uint64_t h = color_hash(name);
   int r, g, b;
   int wt = c->f->o->weight;
   if (!d->child && wt == RD_W_WAIT && name[0] == '[') { /* what a thread waited in: blues */

@@ -5,6 +5,8 @@
 $GEN a.dlh --steps 10 || fail gentrace
 $GEN b.dlh --steps 10 --slow 3 || fail gentrace
 "$DLHOOK_BIN" export -q -f svg --title 'GPU <time> & "stacks"' -o a.svg a.dlh || fail "export svg"
+"$DLHOOK_BIN" export -q -f svg --title 'GPU <time> & "stacks"' -o a2.svg a.dlh || fail "export svg again"
+cmp -s a.svg a2.svg || fail "two exports of the same trace differ (the colours must not depend on the run)"
 grep -q '<script' a.svg || fail "no script"
 grep -q 'function zoom' a.svg || fail "no zoom"
 grep -q 'function search' a.svg || fail "no search"
