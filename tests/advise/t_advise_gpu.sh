@@ -19,9 +19,26 @@ for c in launch:fused:launch-bound:PLANT-LAUNCH occupancy:occupied:low-occupancy
   line=$(grep -n "$mark[ :*]" "$SRC" | grep -v '^[0-9]*://' | cut -d: -f1)
   [ -n "$line" ] || fail "no $mark in $SRC"
   for m in "$mode" "$tuned"; do
-    SIMCUDA_DEVICES=2 "$DLHOOK_BIN" record --sim -o "out-$m" -- "$P" "$m" >/dev/null 2>err ||
-      fail "record $m: $(cat err)"
-    "$DLHOOK_BIN" advise --json "$(one_trace "out-$m")" >"$m.json" || fail "advise $m"
+    try=1
+    while :; do
+      rm -rf "out-$m"
+      SIMCUDA_DEVICES=2 "$DLHOOK_BIN" record --sim -o "out-$m" -- "$P" "$m" >/dev/null 2>err ||
+        fail "record $m: $(cat err)"
+      "$DLHOOK_BIN" advise --json "$(one_trace "out-$m")" >"$m.json" || fail "advise $m"
+      # comm's steps are GPU work (compute, then the all-reduce) but for the host's launches; on
+      # a loaded machine the host may come back from its synchronizations tens of ms late: the
+      # steps stretch, the all-reduce's share of them falls under the class's 5 %. Such a run
+      # (the steps' GPU time, `stats` steps, under half their length) is recorded again (twice
+      # at most): the machine starved it, the program is not to blame
+      [ "$m" = comm ] && [ $try -lt 3 ] || break
+      python3 -c "import json, sys; sys.exit('$cls' not in [f['class'] for f in json.load(open('$m.json'))['findings'][:2]])" && break
+      "$DLHOOK_BIN" stats --json "$(one_trace "out-$m")" >"$m.stats.json" || fail "stats $m"
+      gpu=$(python3 -c "import json; r = json.load(open('$m.stats.json'))['steps']['rows']; \
+print(round(sum(x['compute_ns'] + x['comm_ns'] for x in r) / max(1, sum(x['dur_ns'] for x in r)), 2))")
+      awk -v g="$gpu" 'BEGIN { exit !(g < 0.5) }' || break
+      echo "$m run $try: no $cls in the first two, the GPU busy $gpu of the steps at load $(cut -d' ' -f1 /proc/loadavg): recorded again"
+      try=$((try + 1))
+    done
   done
   pyassert "$mode.json" "any(f['class'] == '$cls' and f['place'].startswith('advise_gpu.cu:$line ') \
 and f['evidence']['steps'] == 10 and f['evidence']['steps_from'] == 'detected' for f in j['findings'][:2])"
