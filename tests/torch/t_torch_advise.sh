@@ -12,9 +12,25 @@ for c in item:sync-in-loop:PLANT-ITEM loader:input-starved:PLANT-LOADER pycpu:cp
   mode=${c%%:*}; rest=${c#*:}; cls=${rest%%:*}; mark=${rest#*:}
   line=$(ln "$mark")
   [ -n "$line" ] || fail "no $mark in $S"
-  "$DLHOOK_BIN" record --sim -o "out-$mode" -- "$PY" "$S" "$mode" >"$mode.out" 2>"$mode.err" ||
-    fail "record $mode: $(tail -n 5 "$mode.err")"
-  "$DLHOOK_BIN" advise --json "$(one_trace "out-$mode")" >"$mode.json" || fail "advise $mode"
+  try=1
+  while :; do
+    rm -rf "out-$mode"
+    "$DLHOOK_BIN" record --sim -o "out-$mode" -- "$PY" "$S" "$mode" >"$mode.out" 2>"$mode.err" ||
+      fail "record $mode: $(tail -n 5 "$mode.err")"
+    "$DLHOOK_BIN" advise --json "$(one_trace "out-$mode")" >"$mode.json" || fail "advise $mode"
+    # cpu-bound-python needs the main thread on CPU >= 50 % of the step (its on-CPU samples): a
+    # loaded machine keeps it waiting for a CPU instead. Such a run (the steps' on-CPU samples,
+    # `stats` steps, under half their length) is recorded again (twice at most): the machine
+    # starved it, the program is not to blame
+    [ "$mode" = pycpu ] && [ $try -lt 3 ] || break
+    python3 -c "import json, sys; sys.exit('$cls' not in [f['class'] for f in json.load(open('$mode.json'))['findings'][:2]])" && break
+    "$DLHOOK_BIN" stats --json "$(one_trace "out-$mode")" >"$mode.stats.json" || fail "stats $mode"
+    oncpu=$(python3 -c "import json; r = json.load(open('$mode.stats.json'))['steps']['rows']; \
+print(round(sum(x['sample_cpu_ns'] for x in r) / max(1, sum(x['dur_ns'] for x in r)), 2))")
+    awk -v c="$oncpu" 'BEGIN { exit !(c < 0.5) }' || break
+    echo "$mode run $try: no $cls in the first two, on CPU $oncpu of the steps at load $(cut -d' ' -f1 /proc/loadavg): recorded again"
+    try=$((try + 1))
+  done
   pyassert "$mode.json" "any(f['class'] == '$cls' and f['place'] == '$S:$line' for f in j['findings'][:2])"
   "$DLHOOK_BIN" advise "$(one_trace "out-$mode")" >"$mode.txt" || fail "advise text $mode"
   grep -q "^  [12]\. $cls .* at .*advise_py.py:$line" "$mode.txt" || fail "text $mode: $(cat "$mode.txt")"
