@@ -648,7 +648,9 @@ int ex_perfetto(const rd_opts *o, char **files, size_t n) {
   c.o = o;
   c.f = rd_create(o->out, 0);
   if (!c.f) return RD_BAD_INPUT;
-  setvbuf(c.f, NULL, _IOFBF, 1 << 20);
+  /* a buffer of ours: setvbuf(f, NULL, ...) keeps glibc's (4 KiB writes); one export at a time */
+  static char iobuf[1 << 20];
+  setvbuf(c.f, iobuf, _IOFBF, sizeof iobuf);
   c.first = 1;
   c.next_iid = 1;
   c.next_frame = 1;

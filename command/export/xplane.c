@@ -713,7 +713,8 @@ static int xplane_one(void *ctx, ex_input *in, size_t index, size_t n) {
   if (!out) {
     rc = RD_BAD_INPUT;
   } else {
-    setvbuf(out, NULL, _IOFBF, 1 << 20);
+    static char iobuf[1 << 20]; /* ours: setvbuf(f, NULL, ...) keeps glibc's 4 KiB */
+    setvbuf(out, iobuf, _IOFBF, sizeof iobuf);
     for (size_t i = 0; i < c.nplanes; i++) write_plane(&c, out, &c.planes[i]);
     put_bytes(out, 0x22, (const uint8_t *)c.host, strlen(c.host)); /* XSpace.hostnames */
     if (c.io_error) rd_error("%s: temporary file error", file);
