@@ -29,7 +29,7 @@ while [ $i -lt 60 ]; do
   how=exec
   [ $((i % 3)) = 0 ] && how=exit
   DLHOOK_QUIET=1 DLHOOK_OUTPUT="$PWD/out/" DLHOOK_SAMPLE=always DLHOOK_FOLLOW_EXEC=0 \
-    LD_PRELOAD="$DLHOOK_LIB" ./spin_exec $((12 + i % 16)) $how || fail "run $i failed"
+    LD_PRELOAD="$DLHOOK_PRELOAD" ./spin_exec $((12 + i % 16)) $how || fail "run $i failed"
   i=$((i + 1))
 done
 n=$(ls out | wc -l)
