@@ -55,7 +55,8 @@ static struct {
   const char *cur;      /* the trace of the last labelled pass, and its passes so far */
   unsigned cur_passes, passes;
   int shown;            /* a line is on the terminal */
-} prog = {-1, 0, 0, 1.0, 0, 0, NULL, 0, 0, 0, NULL, 0, 1, 0};
+  const char *drawn;    /* the trace the line was last drawn for */
+} prog = {-1, 0, 0, 1.0, 0, 0, NULL, 0, 0, 0, NULL, 0, 1, 0, NULL};
 
 /* 1234567 as "1.23 M": the line stays short. */
 static const char *fmt_count(char *buf, size_t cap, uint64_t n) {
@@ -102,8 +103,11 @@ static void progress_begin(const char *path, uint64_t size) {
 
 static void progress_tick(const char *what, const char *path, uint64_t at) {
   double t = now_s(), el = t - prog.t0;
-  if (el < prog.after || t - prog.last < 0.5) return;
+  /* twice a second, and at once for a trace not shown yet (traces read ahead in threads can
+   * take less than half a second each) */
+  if (el < prog.after || (t - prog.last < 0.5 && prog.drawn == path)) return;
   prog.last = t;
+  prog.drawn = path;
   prog.shown = 1;
   size_t i = 0;
   while (i < prog.n && strcmp(prog.files[i], path)) i++;
