@@ -217,30 +217,23 @@ static inline void swap_ent(ent *a, ent *b) {
   *b = x;
 }
 
-static void heap_sort(ent *a, size_t n) {
-  for (size_t m = n; m > 0; m--) {
-    size_t i = m - 1; /* build: sift down from n/2 - 1 .. 0 (larger i are leaves) */
-    if (i >= n / 2) continue;
-    for (;;) {
-      size_t c = 2 * i + 1;
-      if (c >= n) break;
-      if (c + 1 < n && a[c + 1].addr > a[c].addr) c++;
-      if (a[i].addr >= a[c].addr) break;
-      swap_ent(&a[i], &a[c]);
-      i = c;
-    }
+/* The heap property restored below i, in a[0..n). */
+static void sift_down(ent *a, size_t i, size_t n) {
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n) return;
+    if (c + 1 < n && a[c + 1].addr > a[c].addr) c++;
+    if (a[i].addr >= a[c].addr) return;
+    swap_ent(&a[i], &a[c]);
+    i = c;
   }
+}
+
+static void heap_sort(ent *a, size_t n) {
+  for (size_t i = n / 2; i-- > 0;) sift_down(a, i, n);
   for (size_t m = n; m > 1; m--) {
     swap_ent(&a[0], &a[m - 1]);
-    size_t i = 0, len = m - 1;
-    for (;;) {
-      size_t c = 2 * i + 1;
-      if (c >= len) break;
-      if (c + 1 < len && a[c + 1].addr > a[c].addr) c++;
-      if (a[i].addr >= a[c].addr) break;
-      swap_ent(&a[i], &a[c]);
-      i = c;
-    }
+    sift_down(a, 0, m - 1);
   }
 }
 

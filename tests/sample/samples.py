@@ -15,36 +15,8 @@ import json
 import subprocess
 import sys
 
+from pb import fields_wt as fields, varint
 
-def varint(b, i):
-    v = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        shift += 7
-        if c < 0x80:
-            return v, i
-
-
-def fields(b):
-    """(field number, wire type, value) of a protobuf message; value: int or bytes."""
-    i = 0
-    while i < len(b):
-        key, i = varint(b, i)
-        f, wt = key >> 3, key & 7
-        if wt == 0:
-            v, i = varint(b, i)
-        elif wt == 1:
-            v, i = b[i:i + 8], i + 8
-        elif wt == 2:
-            n, i = varint(b, i)
-            v, i = b[i:i + n], i + n
-        elif wt == 5:
-            v, i = b[i:i + 4], i + 4
-        else:
-            raise ValueError("wire type %d" % wt)
-        yield f, wt, v
 
 
 def raw_counts(path):

@@ -11,6 +11,8 @@ import os
 import re
 import sys
 
+from pb import fields, varint
+
 tol = float(os.environ.get("TOL", "3"))
 args = sys.argv[1:]
 by = "weight"
@@ -28,36 +30,6 @@ def named(frames):
     hit = {n for n in want for fr in frames if pats[n].match(fr)}
     return hit.pop() if len(hit) == 1 else None
 
-
-def varint(b, i):
-    v = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        shift += 7
-        if c < 0x80:
-            return v, i
-
-
-def fields(b):
-    """(field number, value) of a protobuf message; value: int or bytes"""
-    i = 0
-    while i < len(b):
-        key, i = varint(b, i)
-        f, wt = key >> 3, key & 7
-        if wt == 0:
-            v, i = varint(b, i)
-        elif wt == 1:
-            v, i = b[i:i + 8], i + 8
-        elif wt == 2:
-            n, i = varint(b, i)
-            v, i = b[i:i + n], i + n
-        elif wt == 5:
-            v, i = b[i:i + 4], i + 4
-        else:
-            raise ValueError("wire type %d" % wt)
-        yield f, v
 
 
 def ints(v):

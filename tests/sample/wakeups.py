@@ -8,35 +8,37 @@ import sys
 import time
 
 
-def cpu_ns(comm):
-    """CPU time of the threads named comm (schedstat: ns on the CPU), or None"""
+def per_thread(comm, read):
+    """read(tid) summed over the threads named comm, or None when there is none"""
     n = None
     for tid in os.listdir("/proc/self/task"):
         try:
             with open(f"/proc/self/task/{tid}/comm") as f:
                 if f.read().strip() != comm:
                     continue
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                n = (n or 0) + int(f.read().split()[0])
+            n = (n or 0) + read(tid)
         except (OSError, ValueError, IndexError):
             pass
     return n
 
 
+def cpu_ns(comm):
+    """CPU time of the threads named comm (schedstat: ns on the CPU)"""
+    def read(tid):
+        with open(f"/proc/self/task/{tid}/schedstat") as f:
+            return int(f.read().split()[0])
+    return per_thread(comm, read)
+
+
 def woke(comm):
-    n = None
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/comm") as f:
-                if f.read().strip() != comm:
-                    continue
-            with open(f"/proc/self/task/{tid}/status") as f:
-                for line in f:
-                    if line.startswith("voluntary_ctxt_switches:"):
-                        n = (n or 0) + int(line.split()[1])
-        except OSError:
-            pass
-    return n
+    """their voluntary context switches: how often they went to sleep"""
+    def read(tid):
+        with open(f"/proc/self/task/{tid}/status") as f:
+            for line in f:
+                if line.startswith("voluntary_ctxt_switches:"):
+                    return int(line.split()[1])
+        return 0
+    return per_thread(comm, read)
 
 
 secs = float(sys.argv[1])
