@@ -381,6 +381,7 @@ void dlh_sample_init(int (*start_trace)(void));
 void dlh_sample_on_call(uint32_t fn);    /* writer: a recorded call (the first CUDA call starts) */
 void dlh_sample_stop(void);              /* async-signal-safe: no sample from now on */
 int dlh_sample_starting(void);           /* the sampler thread is inside start_trace */
+void dlh_sample_hold(int d);             /* +1: an exec is under way, no deferred start; -1 */
 void dlh_sample_after_fork_child(void);  /* a sampled parent's child is sampled from its start */
 void dlh_sample_reset_for_attach(void);  /* after a trace of dlhook attach ended */
 uint64_t dlh_sample_lost(void);          /* samples not taken or not stored */

@@ -126,7 +126,21 @@ static char *const *complete(char *const *env, char **out, char *merged) {
 }
 
 /* What this process recorded is written out before its image is replaced. */
-static void before_exec(void) { dlh_writer_flush_wait(1000); }
+/* What was recorded reaches the file before the image is replaced; a trace that the sampler
+ * thread would start now (its deferred start) waits until the exec has failed, else the
+ * exec could leave its file empty. Not in a vfork child, which shares the parent's memory and
+ * never comes back from a successful exec to release it. */
+static void before_exec(void) {
+  if (!dlh_foreign_process()) dlh_sample_hold(1);
+  dlh_writer_flush_wait(1000);
+}
+
+static int exec_failed(int r) {
+  int e = errno;
+  if (!dlh_foreign_process()) dlh_sample_hold(-1);
+  errno = e;
+  return r;
+}
 
 /* The arrays complete() fills, on the caller's stack (no malloc: this may run in the child of
  * a multithreaded fork, or in a vfork child). */
@@ -140,7 +154,7 @@ DLH_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) 
   if (!real_execve) { errno = ENOSYS; return -1; }
   before_exec();
   COMPLETE(envp);
-  return real_execve(path, argv, full_);
+  return exec_failed(real_execve(path, argv, full_));
 }
 
 DLH_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
@@ -148,7 +162,7 @@ DLH_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
   if (!real_execvpe) { errno = ENOSYS; return -1; }
   before_exec();
   COMPLETE(envp);
-  return real_execvpe(file, argv, full_);
+  return exec_failed(real_execvpe(file, argv, full_));
 }
 
 DLH_EXPORT int execv(const char *path, char *const argv[]) { return execve(path, argv, environ); }

@@ -70,6 +70,7 @@ static uint32_t fork_tid;
 static uintptr_t fork_ts;
 static _Atomic int running;            /* the sampler thread is in its loop */
 static _Atomic int starting;           /* ... and starts the trace (its deferred start) */
+static _Atomic int held;               /* an exec is under way: the deferred start waits */
 static _Atomic int new_threads;        /* a thread started through pthread_create: rescan */
 static int (*real_sa)(int, const struct sigaction *, struct sigaction *); /* libc's sigaction */
 static int (*ensure_writer)(void);     /* dlh_sample_init's: starts the trace (runtime.c) */
@@ -540,11 +541,15 @@ static void *sampler_main(void *arg) {
     if (trace_at && now >= trace_at) {
       /* the exit waits while this opens the trace (dlh_writer_stop): a process that ends as
        * the trace starts would leave an empty file */
-      trace_at = 0;
       atomic_store(&starting, 1);
-      int bad = atomic_load(&stop_req) || ensure_writer() != 0;
-      atomic_store(&starting, 0);
-      if (bad) break;
+      if (atomic_load(&held)) {
+        atomic_store(&starting, 0); /* an exec under way: the next tick, if it failed */
+      } else {
+        trace_at = 0;
+        int bad = atomic_load(&stop_req) || ensure_writer() != 0;
+        atomic_store(&starting, 0);
+        if (bad) break;
+      }
     }
     /* a thread made by pthread_create is seen within a tick (its start says so: thread_start);
      * one made otherwise (a raw clone, a sanitizer build) by the full scan, 10 times a second,
@@ -698,6 +703,7 @@ void dlh_sample_on_call(uint32_t fn) {
 }
 
 int dlh_sample_starting(void) { return atomic_load(&starting); }
+void dlh_sample_hold(int d) { atomic_fetch_add(&held, d); }
 unsigned dlh_sample_rate(void) { return atomic_load(&started) && !atomic_load(&ended) ? hz : 0; }
 uint64_t dlh_sample_lost(void) { return atomic_load(&lost) + atomic_load(&dlh_ring_samples_lost); }
 uint64_t dlh_sample_cost_ticks(void) { return atomic_load(&cost_ticks); }
