@@ -30,6 +30,7 @@ class Progress:
         self.last = 0.0
         self.after = float(os.environ.get("DLHOOK_PROGRESS_AFTER") or 1.0)
         self.shown = False
+        self.drawn = None  # the items done when the line was last drawn
         self.state = (0, 0, None, None)
         self.at = 0.0
         self.lock = threading.Lock()
@@ -55,9 +56,11 @@ class Progress:
     def _draw(self, done, weight_done, events, current):
         t = time.monotonic()
         el = t - self.t0
-        if el < self.after or t - self.last < 0.45 or self.stop.is_set():
+        # twice a second, and at once when an item is done (items can take less than that)
+        if el < self.after or self.stop.is_set() or (t - self.last < 0.45 and self.drawn == done):
             return
         self.last = t
+        self.drawn = done
         line = "dlhook: %s: %d/%d %s" % (self.what, done, self.total, self.unit)
         if current:
             line += " (%s)" % str(current)[:40]
