@@ -399,8 +399,13 @@ static inline _Atomic int *unwind_stripe(const dlh_stack_cache *cache) {
   return &in_unwind[((uintptr_t)cache >> 6) % NSTRIPE].n;
 }
 
-static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, void *uc,
-                             const dlh_py_snap *snap);
+typedef struct walked { /* the native frames a signal handler walked: pcs[skip .. got) */
+  void **pcs;
+  int got, skip;
+  uint32_t truncated;
+} walked;
+static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, const dlh_py_snap *snap,
+                             const walked *pre);
 
 static __attribute__((noinline)) uint32_t capture_miss(dlh_stack_cache *cache, uint64_t sp,
                                                        int *fresh) {
@@ -534,16 +539,6 @@ int dlh_stack_python_snap(dlh_stack_cache *cache, dlh_py_snap *snap) {
   return snap->n;
 }
 
-uint32_t dlh_stack_capture_signal(dlh_stack_cache *cache, void *uc, const dlh_py_snap *py) {
-  if (!dlh_stack_mode || !cache || cache->busy) return 0;
-  static const dlh_py_snap none;
-  cache->busy++;
-  atomic_signal_fence(memory_order_seq_cst);
-  uint32_t id = capture_slow(cache, NULL, uc, py ? py : &none);
-  atomic_signal_fence(memory_order_seq_cst);
-  cache->busy--;
-  return id;
-}
 
 uint32_t dlh_stack_capture_python_of(uintptr_t ts) {
   if (!py_mode || !dlh_py_active || !ts) return 0;
@@ -580,7 +575,8 @@ uint32_t dlh_stack_capture_python_of(uintptr_t ts) {
  * handler's own, the signal frame, the interrupted leaves) are walked. */
 struct sig_cache {
   uint32_t n, truncated;       /* frames kept; the walk that gave them was cut at the depth */
-  uint64_t v[];                /* frame i above the interrupted one: its pc v[2i], slot v[2i + 1] */
+  uint64_t v[];                /* frame i above the interrupted one: its pc v[3i], slot v[3i + 1],
+                                  the start of its function v[3i + 2] (0: not known) */
 };
 static void sig_cache_clear(sig_cache *c) { c->n = 0; }
 
@@ -588,22 +584,23 @@ typedef struct gcc_walk {
   void **pcs;
   uint64_t *cfa;               /* _Unwind_GetCFA at each frame: the CFA of the frame it called,
                                   whose return address (this frame's pc) is at CFA - 8 */
+  uint64_t *fn;                /* _Unwind_GetRegionStart at each frame: its function's start */
   int n, max, seen;            /* seen: the index of the interrupted frame + 1 */
   uintptr_t pc;                /* the interrupted pc */
   const sig_cache *sc;
   int hit;                     /* the cache gave its frames from this index on, or -1 */
 } gcc_walk;
 static int (*gcc_bt)(int (*)(void *, void *), void *);
-static uintptr_t (*gcc_ip)(void *), (*gcc_cfa)(void *);
+static uintptr_t (*gcc_ip)(void *), (*gcc_cfa)(void *), (*gcc_fn)(void *);
 
-/* The cached frame whose slot is `slot`, when it and every slot from there up still hold their
- * pcs: its index in sc, or -1. Each slot read is one the unwinder would read. */
+/* The cached frame whose slot is `slot`, when every slot above it still holds its pc: its index
+ * in sc, or -1. Each slot read is one the unwinder would read. */
 static int sig_cache_match(const sig_cache *sc, uint64_t slot) {
   uint32_t j = 0;
-  while (j < sc->n && sc->v[2 * j + 1] < slot) j++;
-  if (j == sc->n || sc->v[2 * j + 1] != slot) return -1;
-  for (uint32_t k = j; k < sc->n; k++)
-    if (*(const uint64_t *)(uintptr_t)sc->v[2 * k + 1] != sc->v[2 * k]) return -1;
+  while (j < sc->n && sc->v[3 * j + 1] < slot) j++;
+  if (j == sc->n || sc->v[3 * j + 1] != slot) return -1;
+  for (uint32_t k = j + 1; k < sc->n; k++)
+    if (*(const uint64_t *)(uintptr_t)sc->v[3 * k + 1] != sc->v[3 * k]) return -1;
   return (int)j;
 }
 
@@ -611,41 +608,39 @@ static int gcc_frame(void *ctx, void *arg) {
   gcc_walk *w = arg;
   uintptr_t ip = gcc_ip(ctx);
   if (!ip || w->n >= w->max) return 5; /* _URC_END_OF_STACK: stop */
-  uint64_t cfa = gcc_cfa ? gcc_cfa(ctx) : 0;
+  uint64_t cfa = gcc_cfa ? gcc_cfa(ctx) : 0, fn = gcc_fn ? gcc_fn(ctx) : 0;
   if (w->cfa) w->cfa[w->n] = cfa;
+  if (w->fn) w->fn[w->n] = fn;
   w->pcs[w->n++] = (void *)ip;
   if (!w->seen && ip == w->pc) w->seen = w->n;
   if (w->seen && w->n > w->seen && w->sc && cfa) { /* a caller of the interrupted frame */
     int j = sig_cache_match(w->sc, cfa - 8);
-    if (j >= 0 && w->sc->v[2 * j] == ip) {
-      w->hit = j + 1; /* this frame is the cache's j: its callers follow */
+    /* this frame is the cache's j, its callers follow: the same return address in the same
+     * slot, or another one of the same function there (the interpreter's loop called another
+     * function since): the same invocation, whose CFA and callers are those cached */
+    if (j >= 0 && (w->sc->v[3 * j] == ip || (fn && w->sc->v[3 * j + 2] == fn))) {
+      w->hit = j + 1;
       return 5;
     }
   }
   return 0;                            /* _URC_NO_REASON: on */
 }
 
-static int walk_signal(gcc_walk *w) {
-  if (!gcc_bt) return 0;
-  gcc_bt(gcc_frame, w);
-  return w->n;
-}
-
 /* After a walk from a signal: frames pcs[skip + 1 .. got), then (on a hit) the cache's from
  * index hit, become the thread's cache when their slots are consistent. */
-static void sig_cache_store(dlh_stack_cache *cache, void **pcs, const uint64_t *cfa, int skip,
-                            int got, int hit, int truncated) {
+static void sig_cache_store(dlh_stack_cache *cache, void **pcs, const uint64_t *cfa,
+                            const uint64_t *fn, int skip, int got, int hit, int truncated) {
   sig_cache *c = cache->sig;
   uint32_t cap = depth_max + 8;
   if (!c) {
-    c = map(sizeof *c + (size_t)cap * 2 * sizeof(uint64_t));
+    c = map(sizeof *c + (size_t)cap * 3 * sizeof(uint64_t));
     if (!c) return;
-    atomic_fetch_add_explicit(&cache_bytes, sizeof *c + (size_t)cap * 2 * sizeof(uint64_t),
+    atomic_fetch_add_explicit(&cache_bytes, sizeof *c + (size_t)cap * 3 * sizeof(uint64_t),
                               memory_order_relaxed);
     cache->sig = c;
   }
   /* the walked frames first, into a copy (the hit's part is read from c itself) */
-  uint64_t v[2 * (depth_max + 8)];
+  uint64_t v[3 * (depth_max + 8)];
   uint32_t n = 0;
   uint64_t last = 0;
   for (int i = skip + 1; i < got && n < cap; i++) {
@@ -654,19 +649,21 @@ static void sig_cache_store(dlh_stack_cache *cache, void **pcs, const uint64_t *
       c->n = 0; /* a signal frame, a switch of stacks: not kept */
       return;
     }
-    v[2 * n] = (uint64_t)(uintptr_t)pcs[i];
-    v[2 * n + 1] = last = slot;
+    v[3 * n] = (uint64_t)(uintptr_t)pcs[i];
+    v[3 * n + 1] = last = slot;
+    v[3 * n + 2] = fn[i];
     n++;
   }
   if (hit >= 0) {
     uint32_t k = (uint32_t)hit;
     for (; k < c->n && n < cap; k++, n++) {
-      v[2 * n] = c->v[2 * k];
-      v[2 * n + 1] = c->v[2 * k + 1];
+      v[3 * n] = c->v[3 * k];
+      v[3 * n + 1] = c->v[3 * k + 1];
+      v[3 * n + 2] = c->v[3 * k + 2];
     }
     truncated = truncated || c->truncated || k < c->n;
   }
-  memcpy(c->v, v, (size_t)n * 2 * sizeof(uint64_t));
+  memcpy(c->v, v, (size_t)n * 3 * sizeof(uint64_t));
   c->truncated = (uint32_t)truncated;
   c->n = n;
 }
@@ -678,6 +675,7 @@ static void gcc_setup(void) {
   if (!g) return;
   gcc_ip = (uintptr_t (*)(void *))dlsym(g, "_Unwind_GetIP");
   gcc_cfa = (uintptr_t (*)(void *))dlsym(g, "_Unwind_GetCFA"); /* the callers' cache: optional */
+  gcc_fn = (uintptr_t (*)(void *))dlsym(g, "_Unwind_GetRegionStart");
   int (*bt)(int (*)(void *, void *), void *) =
       (int (*)(int (*)(void *, void *), void *))dlsym(g, "_Unwind_Backtrace");
   if (!gcc_ip || !bt) return;
@@ -690,12 +688,14 @@ static void gcc_setup(void) {
 /* From a signal handler: pcs[0 .. returned) with *skip the index of the interrupted pc (the
  * frames below it are the handler's), its callers from the thread's cache where they are still
  * on the stack (sig_cache), which is then updated. */
-static int signal_walk(dlh_stack_cache *cache, uintptr_t pc, void **pcs, int max, int *skip,
-                       uint32_t *truncated) {
-  uint64_t cfa[max];
-  gcc_walk w = {.pcs = pcs, .cfa = cfa, .max = max, .pc = pc, .sc = cache->sig, .hit = -1};
+__attribute__((always_inline)) static inline int
+signal_walk(dlh_stack_cache *cache, uintptr_t pc, void **pcs, int max, int *skip,
+            uint32_t *truncated) {
+  uint64_t cfa[max], fn[max];
+  gcc_walk w = {.pcs = pcs, .cfa = cfa, .fn = fn, .max = max, .pc = pc, .sc = cache->sig, .hit = -1};
   if (w.sc && !((const sig_cache *)w.sc)->n) w.sc = NULL;
-  int got = walk_signal(&w), walked = got;
+  if (gcc_bt) gcc_bt(gcc_frame, &w);
+  int got = w.n, walked = got;
   if (!w.seen) {
     if (pc) { /* no unwind information to step through the signal frame: the pc */
       pcs[0] = (void *)pc;
@@ -710,22 +710,22 @@ static int signal_walk(dlh_stack_cache *cache, uintptr_t pc, void **pcs, int max
     const sig_cache *c = w.sc;
     for (uint32_t k = (uint32_t)w.hit; k < c->n; k++) {
       if (got == max) { cut = 1; break; }
-      pcs[got++] = (void *)(uintptr_t)c->v[2 * k];
+      pcs[got++] = (void *)(uintptr_t)c->v[3 * k];
     }
     cut = cut || c->truncated;
     if (got == max) cut = 1;
   }
-  if (gcc_cfa) sig_cache_store(cache, pcs, cfa, *skip, walked, w.hit, walked == max);
+  if (gcc_cfa) sig_cache_store(cache, pcs, cfa, fn, *skip, walked, w.hit, walked == max);
   if (cut) *truncated = 1;
   return got;
 }
 
-/* uc: NULL for a hook (dlhook's own leading frames and CUPTI's are skipped); in a signal
- * handler, the interrupted context: the walk starts at its pc (walk_signal). */
-static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, void *uc,
-                             const dlh_py_snap *snap) {
+/* pre: NULL for a hook (dlhook's own leading frames and CUPTI's are skipped); a signal
+ * handler's walk from the interrupted context (dlh_stack_capture_signal). */
+static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, const dlh_py_snap *snap,
+                             const walked *pre) {
   uint32_t depth = depth_max, n = 0, nnat = 0, truncated = 0;
-  void *pcs[depth + 8];
+  void *own[depth + 8], **pcs = own;
   /* DLHOOK_STACK_DEPTH bounds the native frames; the Python frames are all kept (the user's
    * line is the outermost of them, and libtorch's dispatch alone can fill 64 native frames) */
   uint64_t out[2 * depth + 2];
@@ -751,25 +751,25 @@ static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, void *uc,
     truncated = npy > (int)depth;
     return n ? intern_stack(out, n, truncated) : 0;
   }
-  if (!unw_bt && !uc) return 0;
-  _Atomic int *busy = unwind_stripe(cache);
-  atomic_fetch_add(busy, 1);           /* full barrier, then look for a fork in progress */
-  if (__builtin_expect(atomic_load_explicit(&fork_pending, memory_order_relaxed), 0)) {
-    atomic_fetch_sub(busy, 1);
-    return 0;
-  }
-  int extra = uc ? 0 : 4;               /* dlhook's own frames (2 or 3) */
-  if (uc) {
-    /* libgcc's unwinder (see walk_signal), from the handler's frame: the frames above the
-     * interrupted pc (the handler, the signal trampoline) are cut */
-    uintptr_t pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
-    got = signal_walk(cache, pc, pcs, (int)depth + 8, &skip, &truncated);
+  if (pre) { /* a signal handler's walk (dlh_stack_capture_signal) */
+    pcs = pre->pcs;
+    got = pre->got;
+    skip = pre->skip;
+    truncated = pre->truncated;
   } else {
-    got = unw_bt(pcs, (int)depth + extra);
+    if (!unw_bt) return 0;
+    _Atomic int *busy = unwind_stripe(cache);
+    atomic_fetch_add(busy, 1);           /* full barrier, then look for a fork in progress */
+    if (__builtin_expect(atomic_load_explicit(&fork_pending, memory_order_relaxed), 0)) {
+      atomic_fetch_sub(busy, 1);
+      return 0;
+    }
+    got = unw_bt(pcs, (int)depth + 4); /* dlhook's own frames (2 or 3) are cut */
     while (skip < got && (uintptr_t)pcs[skip] - self_lo < self_hi - self_lo) skip++;
     while (skip < got - 1 && lead_skip((uintptr_t)pcs[skip])) skip++; /* may scan the loader's list */
+    atomic_fetch_sub_explicit(busy, 1, memory_order_release);
+    if (got == (int)depth + 4) truncated = 1;
   }
-  atomic_fetch_sub_explicit(busy, 1, memory_order_release);
   int g = 0; /* next Python frame to splice */
   for (int i = skip; i < got; i++) {
     uintptr_t pc = (uintptr_t)pcs[i];
@@ -789,11 +789,41 @@ static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, void *uc,
     out[n++] = pc;
     nnat++;
   }
-  if (!uc && got == (int)depth + extra) truncated = 1;
   /* Python frames whose interpreter frames were not seen (deeper than the native walk) */
   for (; g < npy && n < DLH_STACK_MAX_DEPTH; g++)
     if (pid[g]) out[n++] = DLH_PYFRAME_TAG | pid[g];
   if (g < npy) truncated = 1;
   if (!n) return 0;
   return intern_stack_f(out, n, truncated, fresh);
+}
+
+/* The native frames of a signal handler's stack are walked here, not in capture_slow: each
+ * frame between the unwinder and the interrupted one is a look-up in the unwind tables (a few
+ * cache misses each, the handler's main cost): the handler's frames are this one and its
+ * caller. */
+uint32_t dlh_stack_capture_signal(dlh_stack_cache *cache, void *uc, const dlh_py_snap *py) {
+  if (!dlh_stack_mode || !cache || cache->busy) return 0;
+  static const dlh_py_snap none;
+  if (!py) py = &none;
+  cache->busy++;
+  atomic_signal_fence(memory_order_seq_cst);
+  uint32_t id = 0;
+  void *pcs[depth_max + 8];
+  walked pre = {.pcs = pcs};
+  if (uc && !(dlh_stack_mode == DLH_STACKS_PYTHON && py->n > 0)) {
+    _Atomic int *busy = unwind_stripe(cache);
+    atomic_fetch_add(busy, 1); /* full barrier, then look for a fork in progress */
+    if (__builtin_expect(atomic_load_explicit(&fork_pending, memory_order_relaxed), 0)) {
+      atomic_fetch_sub(busy, 1);
+      goto out;
+    }
+    uintptr_t pc = (uintptr_t)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
+    pre.got = signal_walk(cache, pc, pcs, (int)depth_max + 8, &pre.skip, &pre.truncated);
+    atomic_fetch_sub_explicit(busy, 1, memory_order_release);
+  }
+  id = capture_slow(cache, NULL, py, &pre);
+out:
+  atomic_signal_fence(memory_order_seq_cst);
+  cache->busy--;
+  return id;
 }
