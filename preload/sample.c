@@ -445,11 +445,12 @@ static void rescan(uint32_t gen, uint32_t me, uint64_t now) {
 }
 
 /* A thread found all on the CPU, or all off it (blocked where it was), at two looks in a row is
- * looked at every 2nd tick, then every MAX_SKIP-th, until a look finds it changed: its wait
+ * looked at every 2nd tick, then every 4th, then every 8th (at most 40 ms), until a look finds
+ * it changed (a look wakes the sampler: ~60 us of CPU on a VM, the sampler's main cost): its wait
  * sample then carries the time since the last look, which it waited where it waits now (a
  * thread that did not run cannot have moved). What a longer look can miss is a wait shorter than
  * the gap that ends before the look (found running, as with one tick). */
-static unsigned max_skip = 1; /* setup: at most 20 ms between two looks at a thread */
+static unsigned max_skip = 1; /* setup: at most 40 ms between two looks at a thread */
 
 /* One look at a thread: a wait sample when it waited for most of a period in a call. Returns
  * whether it was steady since the last look: all on the CPU (or runnable), or all off it. */
@@ -508,7 +509,7 @@ static uint64_t wait_samples(struct dlh_thread *me, uint64_t now, uint64_t tk, u
       int gone = 0;
       int steady = look(me, s, tid, now, tk, &gone);
       if (gone) continue;
-      s->steady = steady ? (s->steady < 3 ? s->steady + 1 : 3) : 0;
+      s->steady = steady ? (s->steady < 4 ? s->steady + 1 : 4) : 0;
       unsigned gap = s->steady >= 2 ? 1u << (s->steady - 1) : 1;
       s->due = tick + (gap < max_skip ? gap : max_skip);
     }
@@ -531,7 +532,7 @@ static void *sampler_main(void *arg) {
   me->os.internal = 1;
   me->hot.blocked = 1; /* its calls are never recorded; its ring holds the wait samples */
   uint32_t tid = self_tid(), gen = 0;
-  unsigned rescan_every = hz / 10 ? hz / 10 : 1; /* 10 scans a second */
+  unsigned rescan_every = hz / 5 ? hz / 5 : 1; /* 5 scans a second */
   uint64_t rescan_at = 0, skip = 1;
   active = 1;
   struct timespec next;
@@ -552,14 +553,14 @@ static void *sampler_main(void *arg) {
       }
     }
     /* a thread made by pthread_create is seen within a tick (its start says so: thread_start);
-     * one made otherwise (a raw clone, a sanitizer build) by the full scan, 10 times a second,
+     * one made otherwise (a raw clone, a sanitizer build) by the full scan, 5 times a second,
      * which also sees ids reused and masks restored. (A stat of /proc/self/task at every tick,
      * its link count, cost 3-16 us a tick: a third of the sampler thread's CPU.) */
     if (atomic_exchange_explicit(&new_threads, 0, memory_order_acquire) || tick >= rescan_at) {
       rescan(++gen, tid, now);
       rescan_at = tick + rescan_every;
     }
-    /* the sampler sleeps until the first thread is due (every thread steady: 20 ms), never past
+    /* the sampler sleeps until the first thread is due (every thread steady: 40 ms), never past
      * the next scan */
     uint64_t first = tick + 1;
     if (__atomic_load_n(&dlh_recording, __ATOMIC_RELAXED))
@@ -685,8 +686,8 @@ void dlh_sample_init(int (*start_trace)(void)) {
   py_initialized = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
   hz = dlh_cfg.sample == 2 ? 0 : dlh_cfg.sample_hz;
   period_ns = hz ? 1000000000ull / hz : 0;
-  max_skip = period_ns && period_ns < 20000000ull ? (unsigned)(20000000ull / period_ns) : 1;
-  if (max_skip > 4) max_skip = 4;
+  max_skip = period_ns && period_ns < 40000000ull ? (unsigned)(40000000ull / period_ns) : 1;
+  if (max_skip > 8) max_skip = 8;
   if (!hz || setup() != 0) {
     hz = 0;
     return;

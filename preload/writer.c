@@ -1276,6 +1276,16 @@ static void flight_finish(void) {
   }
 }
 
+/* The writer's wait after a quiet pass (n records in the last since_ns): long enough for ~64
+ * records to gather at the same pace, 20 to 100 ms. A program whose only records are its host
+ * samples (200 a second) made the writer pass every 20 ms, and each pass wakes the symbolizer
+ * for the new pcs: two wake-ups of ~50 us each on a VM, a third of sampling's whole cost. A ring
+ * that fills to half wakes the writer at once (ring.c), a flush or a stop too. */
+static int idle_wait_ms(uint64_t n, uint64_t since_ns) {
+  uint64_t ms = n ? 64 * since_ns / (n * 1000000ull) : 100;
+  return ms < 20 ? 20 : ms > 100 ? 100 : (int)ms;
+}
+
 static void *writer_main(void *arg) {
   (void)arg;
   pthread_setname_np(pthread_self(), "dlhook-writer"); /* `dlhook attach` never picks it */
@@ -1292,7 +1302,7 @@ static void *writer_main(void *arg) {
     atomic_store(&finished, 1);
     return NULL;
   }
-  uint64_t last_flush = dlh_mono_ns(), since_flush = 0;
+  uint64_t last_flush = dlh_mono_ns(), since_flush = 0, last_pass = last_flush;
   int interval = 1;
   for (;;) {
     uint32_t seen = atomic_load(&dlh_writer_wake_seq);
@@ -1321,7 +1331,9 @@ static void *writer_main(void *arg) {
      * 1 ms while calls come fast, else in 20 ms: a thread whose ring fills to half wakes the
      * writer anyway (ring.c), and a pass costs a wake-up (tens of us on a VM): a program that
      * only has its host samples taken (200 a second) made the writer wake ~200 times a second */
-    interval = drain_more || n >= 4096 ? 0 : n >= 64 ? 1 : 20;
+    interval = drain_more || n >= 4096 ? 0 : n >= 64 ? 1 : idle_wait_ms(n, now - last_pass);
+    if (interval > (int)dlh_cfg.flush_ms) interval = (int)dlh_cfg.flush_ms; /* DLHOOK_FLUSH_MS >= 10 */
+    last_pass = now;
     drain_more = 0;
   }
   finish();
