@@ -862,7 +862,9 @@ static int own_change(void) {
 
 static int masked_call(int (*real)(int, const sigset_t *, sigset_t *), int how,
                        const sigset_t *set, sigset_t *old) {
-  int change = set && dlh_sample_sig && slots && !dlh_foreign_process() && !own_change()
+  /* own_change first: libunwind masks every signal around each step of a walk (its cache's
+   * lock), and getpid() is a system call */
+  int change = set && dlh_sample_sig && slots && !own_change() && !dlh_foreign_process()
                    ? mask_blocks(how, set) : -1;
   tslot *s = mask_before(change);
   int r = real(how, set, old);
