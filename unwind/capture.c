@@ -407,6 +407,8 @@ typedef struct walked { /* the native frames a signal handler walked: pcs[skip .
 static uint32_t capture_slow(dlh_stack_cache *cache, int *fresh, const dlh_py_snap *snap,
                              const walked *pre);
 
+static inline int gcc_walk_here(void **pcs, uint64_t *cfa, int max); /* below */
+
 static __attribute__((noinline)) uint32_t capture_miss(dlh_stack_cache *cache, uint64_t sp,
                                                        int *fresh) {
   uint32_t depth = depth_max, n = 0, truncated = 0;
@@ -421,21 +423,35 @@ static __attribute__((noinline)) uint32_t capture_miss(dlh_stack_cache *cache, u
     atomic_fetch_sub(busy, 1);
     return 0;
   }
-  if (sc_getcontext(&uc) != 0 || sc_init(&cur, &uc) != 0) {
-    atomic_fetch_sub(busy, 1);
-    return 0;
-  }
-  unw_word_t ip, fsp;
-  sc_get_reg(&cur, UNW_REG_IP, &ip);
-  ra[got] = ip;
-  slot[got++] = 0; /* frame 0 (this function): its PC is not on the stack */
-  while (got < (int)depth + 8 && sc_step(&cur) > 0) {
+  /* libgcc's unwinder where it finds tables lock-free (_dl_find_object): libunwind 1.6 masks
+   * every signal around each step (two system calls a frame: ~30 a call with stacks of 15) */
+  void *pcs[SC_MAX];
+  int walked = gcc_walk_here(pcs, slot, (int)depth + 8);
+  if (walked > 0) {
+    for (got = 0; got < walked; got++) {
+      ra[got] = (uint64_t)(uintptr_t)pcs[got];
+      slot[got] = got && slot[got] ? slot[got] - 8 : 0; /* the CFA of the frame it called */
+      if (got && (!slot[got] || *(const uint64_t *)(uintptr_t)slot[got] != ra[got] ||
+                  slot[got] <= slot[got - 1]))
+        ok = 0;
+    }
+  } else {
+    if (sc_getcontext(&uc) != 0 || sc_init(&cur, &uc) != 0) {
+      atomic_fetch_sub(busy, 1);
+      return 0;
+    }
+    unw_word_t ip, fsp;
     sc_get_reg(&cur, UNW_REG_IP, &ip);
-    sc_get_reg(&cur, UNW_REG_SP, &fsp);
     ra[got] = ip;
-    slot[got] = fsp - 8;
-    if (*(const uint64_t *)(uintptr_t)slot[got] != ip || slot[got] <= slot[got - 1]) ok = 0;
-    got++;
+    slot[got++] = 0; /* frame 0 (this function): its PC is not on the stack */
+    while (got < (int)depth + 8 && sc_step(&cur) > 0) {
+      sc_get_reg(&cur, UNW_REG_IP, &ip);
+      sc_get_reg(&cur, UNW_REG_SP, &fsp);
+      ra[got] = ip;
+      slot[got] = fsp - 8;
+      if (*(const uint64_t *)(uintptr_t)slot[got] != ip || slot[got] <= slot[got - 1]) ok = 0;
+      got++;
+    }
   }
   while (skip < got && (uintptr_t)ra[skip] - self_lo < self_hi - self_lo) skip++;
   while (skip < got - 1 && lead_skip((uintptr_t)ra[skip])) skip++; /* may scan the loader's list */
@@ -624,6 +640,16 @@ static int gcc_frame(void *ctx, void *arg) {
     }
   }
   return 0;                            /* _URC_NO_REASON: on */
+}
+
+/* A walk of the calling function's stack by libgcc: its frames' pcs, and each frame's
+ * _Unwind_GetCFA (the CFA of the frame it called) in cfa; frame 0 is the caller. Returns the
+ * frames walked, 0 where libgcc is not used (no _dl_find_object, no _Unwind_GetCFA). */
+__attribute__((always_inline)) static inline int gcc_walk_here(void **pcs, uint64_t *cfa, int max) {
+  if (!gcc_bt || !gcc_cfa) return 0;
+  gcc_walk w = {.pcs = pcs, .cfa = cfa, .max = max, .hit = -1};
+  gcc_bt(gcc_frame, &w);
+  return w.n;
 }
 
 /* After a walk from a signal: frames pcs[skip + 1 .. got), then (on a hit) the cache's from

@@ -49,8 +49,9 @@ PY
   "$BUILD/examples/train" --steps 4000 >/dev/null 2>cw.err || fail "record: $(cat cw.err)"
 tr=$(one_trace cw)
 window 0.3 0.65 "$tr"
-# a whole run of ~3 s for comparison (400 steps, all recorded): several times as many samples
-"$DLHOOK_BIN" record --sim --sample-hz 1000 -o all -- "$BUILD/examples/train" --steps 400 \
+# a whole run of ~3 s for comparison (3000 steps, all recorded, ~1 ms each with native stacks):
+# several times as many samples
+"$DLHOOK_BIN" record --sim --sample-hz 1000 -o all -- "$BUILD/examples/train" --steps 3000 \
   >/dev/null 2>all.err || fail "record all: $(cat all.err)"
 n_win=$("$DLHOOK_BIN" dump --type sample "$tr" | wc -l)
 n_all=$("$DLHOOK_BIN" dump --type sample "$(one_trace all)" | wc -l)
