@@ -634,7 +634,8 @@ static int gcc_frame(void *ctx, void *arg) {
     /* this frame is the cache's j, its callers follow: the same return address in the same
      * slot, or another one of the same function there (the interpreter's loop called another
      * function since): the same invocation, whose CFA and callers are those cached */
-    if (j >= 0 && (w->sc->v[3 * j] == ip || (fn && w->sc->v[3 * j + 2] == fn))) {
+    if (j >= 0 && *(const uint64_t *)(uintptr_t)(cfa - 8) == ip &&
+        (w->sc->v[3 * j] == ip || (fn && w->sc->v[3 * j + 2] == fn))) {
       w->hit = j + 1;
       return 5;
     }
