@@ -1,15 +1,16 @@
 # run-tests: timeout=900
 # dlhook attach on a PyTorch training loop (tests/torch/workload.py cnn) running on the simulator
-# without dlhook: attached after ~2 s of training, detached after ~3 s. The trace holds the
+# without dlhook: attached after ~2 s of training, detached after ~1.5 s. The trace holds the
 # steps of the window (cuDNN backend executions, cuBLAS(Lt) GEMMs, batch norm) linked to their
 # kernels, with the Python frames of the calls (mixed stacks: CPython found in the running
 # process); the loop runs to the end with the output and exit status of a bare run.
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/attach/common.sh"
 . "$ROOT/tests/torch/common.sh"
-# long enough that the loop is still running 2 + 3 s after step 10 on a fast machine (300 steps
-# were done before the detach once recording got cheaper)
-STEPS=1000
+# long enough that the loop is still running 2 + 1.5 s after step 10 on a fast machine (300 steps
+# were done before the detach once recording got cheaper, and 1000 once re-seen native stacks
+# were walked by libgcc)
+STEPS=3000
 "$SIMRUN" "$PY" "$W" cnn --steps $STEPS >bare.out 2>bare.err || { tail bare.err; fail "bare run failed"; }
 start_bg run "$PY" "$W" cnn --steps $STEPS
 i=0
@@ -19,7 +20,7 @@ done
 sleep 2
 "$DLHOOK_BIN" attach "$PID" -o "$T/tr" --stacks mixed >a.out 2>&1 || { cat a.out; kill $PID; fail "attach failed"; }
 s0=$(grep -c '^step ' run.out)
-sleep 3
+sleep 1.5 # ~300 steps at 5 ms (the trace's analysis below takes most of the test's time)
 kill -0 "$PID" 2>/dev/null || fail "the loop ended within the attach window: raise STEPS"
 "$DLHOOK_BIN" detach "$PID" >d.out 2>&1 || { cat d.out; kill $PID; fail "detach failed"; }
 s1=$(grep -c '^step ' run.out)
