@@ -41,11 +41,11 @@ static void thread_exit(void *arg) {
  * drops; their waits went into the trace before they retired), shared.state (claimed),
  * stack_cache (emptied by dlh_thread_attach), os.altstack (the alternate signal stack the
  * exited thread gave back, altstack.c) and `next`, which keeps the list. */
-static struct dlh_thread *thread_reuse(void) {
+static struct dlh_thread *thread_reuse(int *exited) {
   for (struct dlh_thread *t = atomic_load(&dlh_threads); t; t = t->next) {
-    int st = DLH_T_RETIRED;
-    if (atomic_load_explicit(&t->shared.state, memory_order_relaxed) != DLH_T_RETIRED ||
-        !atomic_compare_exchange_strong(&t->shared.state, &st, DLH_T_CLAIMED))
+    int st = DLH_T_RETIRED, now = atomic_load_explicit(&t->shared.state, memory_order_relaxed);
+    if (now == DLH_T_EXITED) *exited = 1;
+    if (now != DLH_T_RETIRED || !atomic_compare_exchange_strong(&t->shared.state, &st, DLH_T_CLAIMED))
       continue;
     memset(&t->hot, 0, sizeof t->hot);
     memset(&t->prod, 0, sizeof t->prod);
@@ -73,8 +73,12 @@ dlh_thread *dlh_thread_attach_sampled(void) { return attach(0); }
 
 static dlh_thread *attach(int services) {
   if (!start_services || !dlh_recording) return NULL;
-  struct dlh_thread *t = thread_reuse();
+  int exited = 0;
+  struct dlh_thread *t = thread_reuse(&exited);
   int fresh = !t;
+  /* threads that ended wait for the writer to drain their rings and retire them: a new struct
+   * and ring each until it passes (a quiet writer waits up to 100 ms) */
+  if (fresh && exited) dlh_writer_wake();
   if (fresh) {
     /* mmap, not malloc: the first call of a thread may come from a signal handler that
      * interrupted malloc. Zeroed, and page-aligned (head and tail need 64 bytes). */
