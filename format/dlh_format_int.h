@@ -39,4 +39,11 @@ struct dlh_reader_ops {
 /* A reader whose every call is ops' on ah (NULL when out of memory). */
 dlh_reader *dlh_reader_shell(struct dlh_ahead *ah, const struct dlh_reader_ops *ops);
 
+/* flat.c: the encoded packet [p, p + len) decoded as protobuf-c would, from a's memory, when it
+ * is of the kinds and in the form flat.c takes; else NULL, and *part holds what was decoded
+ * before it was dropped (free it with protobuf_c_message_free_unpacked and a; NULL: nothing). */
+struct ProtobufCAllocator;
+struct Dlh__Packet *dlh_flat_packet(struct ProtobufCAllocator *a, const uint8_t *p, size_t len,
+                                    struct Dlh__Packet **part);
+
 #endif
