@@ -108,6 +108,31 @@ static int64_t arg_or(const rd_trace *t, const dlh_api_event *e, const char *nam
   return rd_arg(t, e, names, &v) ? (int64_t)v : dflt;
 }
 
+/* What on_api looks for in a function, from its name: found once per function (by strcmp of
+ * a dozen names, which cost more than the rest of on_api when done for every call). */
+enum {
+  FC_PUSH = 1, FC_LAUNCH = 2, FC_MATHMODE = 4, FC_COLLECTIVE = 8, FC_ALLREDUCE = 16, FC_SYNC = 32,
+  FC_MALLOC = 64, FC_COPY = 128, FC_GEMM_NAME = 256, FC_LTMATMUL = 512, FC_KNOWN = 1u << 31
+};
+
+static uint32_t fn_class(const rd_func *f) {
+  if (f->adv_class) return f->adv_class;
+  const char *n = f->name;
+  uint32_t c = FC_KNOWN;
+  if (!strcmp(n, "__cudaPushCallConfiguration")) c |= FC_PUSH;
+  if (!strcmp(n, "__cudaLaunchKernel") || !strcmp(n, "cudaLaunchKernel")) c |= FC_LAUNCH;
+  if (f->domain == DLH__DOMAIN__DOMAIN_CUBLAS && !strcmp(n, "cublasSetMathMode")) c |= FC_MATHMODE;
+  if (f->domain == DLH__DOMAIN__DOMAIN_NCCL && adv_collective_fn(n)) c |= FC_COLLECTIVE;
+  if (!strcmp(n, "ncclAllReduce")) c |= FC_ALLREDUCE;
+  if (adv_sync_fn(n)) c |= FC_SYNC;
+  if (adv_malloc_fn(n)) c |= FC_MALLOC;
+  if (adv_copy_fn(n)) c |= FC_COPY;
+  if (f->domain == DLH__DOMAIN__DOMAIN_CUBLAS && strstr(n, "emm")) c |= FC_GEMM_NAME;
+  if (f->domain == DLH__DOMAIN__DOMAIN_CUBLASLT && !strcmp(n, "cublasLtMatmul")) c |= FC_LTMATMUL;
+  ((rd_func *)f)->adv_class = c; /* rd.h: a cache the analyses fill */
+  return c;
+}
+
 static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_event *e) {
   rd_advise *x = ctx;
   if (x->memsink.api) x->memsink.api(x->memsink.ctx, t, tid, e);
@@ -119,8 +144,9 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
   uint32_t stack = e->stack;
   /* nvcc's <<<>>>: __cudaPushCallConfiguration is called at the launch's line, the launch
    * itself from the kernel's stub, whose line is the kernel's declaration */
-  if (!strcmp(f->name, "__cudaPushCallConfiguration")) rd_m_put(&x->push, tid, e->stack);
-  else if (!strcmp(f->name, "__cudaLaunchKernel") || !strcmp(f->name, "cudaLaunchKernel")) {
+  uint32_t cls = fn_class(f);
+  if (cls & FC_PUSH) rd_m_put(&x->push, tid, e->stack);
+  else if (cls & FC_LAUNCH) {
     uint32_t ps;
     if (rd_m_get(&x->push, tid, &ps) && ps) stack = ps;
     rd_m_del(&x->push, tid);
@@ -132,27 +158,25 @@ static void on_api(void *ctx, const rd_trace *t, uint32_t tid, const dlh_api_eve
     if (e->corr) rd_m_put(&x->corr_ix, e->corr, (uint32_t)x->nxc);
     x->nxc++;
   }
-  if (f->domain == DLH__DOMAIN__DOMAIN_CUBLAS && !strcmp(f->name, "cublasSetMathMode")) {
+  if (cls & FC_MATHMODE) {
     int64_t h = arg_or(t, e, "handle", 0), m = arg_or(t, e, "mode", 0);
     if (h) rd_m_put(&x->math, (uint64_t)h, (uint32_t)m);
   }
-  if (f->domain == DLH__DOMAIN__DOMAIN_NCCL && e->corr && adv_collective_fn(f->name)) {
+  if ((cls & FC_COLLECTIVE) && e->corr) {
     int64_t b = arg_or(t, e, "bytes", 0), n = arg_or(t, e, "nranks", 0);
     /* on the links: an all-reduce sends and receives 2 (n - 1) / n of its bytes, the others
      * at most their bytes */
-    double wire = !strcmp(f->name, "ncclAllReduce") && n > 0 ? 2.0 * (double)b * (double)(n - 1) / (double)n
+    double wire = (cls & FC_ALLREDUCE) && n > 0 ? 2.0 * (double)b * (double)(n - 1) / (double)n
                                                           : (double)b;
     if (b > 0) rd_m_put(&x->nccl_kb, e->corr, (uint32_t)(wire / 1024 < UINT32_MAX ? wire / 1024 : UINT32_MAX));
   }
   if (e->depth) return;
   if (!x->lo || e->start_ns < x->lo) x->lo = e->start_ns;
   if (e->start_ns + dlh_api_span(e) > x->hi) x->hi = e->start_ns + dlh_api_span(e);
-  if (adv_sync_fn(f->name)) push_call(x, tid, e, &rdf_sync_in_loop);
-  if (adv_malloc_fn(f->name)) push_call(x, tid, e, &rdf_malloc_in_loop);
-  if (adv_copy_fn(f->name) && e->corr) push_call(x, tid, e, NULL);
-  int gemm = (f->domain == DLH__DOMAIN__DOMAIN_CUBLAS && strstr(f->name, "emm") &&
-              rd_arg(t, e, "flops", &(uint64_t){0})) ||
-             (f->domain == DLH__DOMAIN__DOMAIN_CUBLASLT && !strcmp(f->name, "cublasLtMatmul"));
+  if (cls & FC_SYNC) push_call(x, tid, e, &rdf_sync_in_loop);
+  if (cls & FC_MALLOC) push_call(x, tid, e, &rdf_malloc_in_loop);
+  if ((cls & FC_COPY) && e->corr) push_call(x, tid, e, NULL);
+  int gemm = ((cls & FC_GEMM_NAME) && rd_arg(t, e, "flops", &(uint64_t){0})) || (cls & FC_LTMATMUL);
   if (gemm) {
     int64_t dt = arg_or(t, e, "dtype|atype|Atype", -1), comp = arg_or(t, e, "compute|computeType|compute_type", -1);
     int64_t m = arg_or(t, e, "m", 0), n = arg_or(t, e, "n", 0), k = arg_or(t, e, "k", 0);

@@ -18,6 +18,7 @@
 
 #include "dlh_fmt.h"
 #include "rd.h"
+#include "rd_scan.h"
 
 enum { K_GEMM = 1, K_CONV, K_COLL, K_GROUP_END };
 
@@ -100,11 +101,7 @@ void rd_libstats_free(rd_libstats *s) {
 }
 
 /* The value of the arg named `name` of an event (as int64; doubles converted), or dflt. */
-static int arg_index(const rd_func *f, const char *name) {
-  for (size_t i = 0; i < f->nargs; i++)
-    if (!strcmp(f->argname[i], name)) return (int)i;
-  return -1;
-}
+static int arg_index(const rd_func *f, const char *name) { return rd_arg_index(f, name); }
 static int64_t argi(const rd_func *f, const dlh_api_event *ev, const char *name, int64_t dflt) {
   int i = arg_index(f, name);
   if (i < 0 || (uint32_t)i >= ev->nargs) return dflt;

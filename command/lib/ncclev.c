@@ -44,7 +44,11 @@ struct rd_ncclev {
   rd_u64map group;      /* rd_nccl_call: per thread, the collective calls of its open group */
 };
 
-static void copy_s(char *dst, size_t cap, const char *s) { snprintf(dst, cap, "%s", s ? s : ""); }
+static void copy_s(char *dst, size_t cap, const char *s) {
+  size_t n = s ? strnlen(s, cap - 1) : 0;
+  memcpy(dst, s ? s : "", n);
+  dst[n] = 0;
+}
 
 void rd_ncclev_define(rd_trace *t, const Dlh__NcclEventBatch *b) {
   if (!b) return;
@@ -458,7 +462,7 @@ static void cross_rank(rd_ncclstats *s, const rd_nccl_op *o) {
     x->seq = o->seq;
     x->nranks = o->nranks;
     x->last_rank = x->slow_rank = -1;
-    x->bytes = coll_bytes(o);
+    x->bytes = o->bytes;
     copy_s(x->func, sizeof x->func, o->func);
   }
   xseq *x = &s->xs[i];
@@ -491,15 +495,15 @@ void rd_ncclstats_trace(rd_ncclstats *s, const rd_trace *t) {
              ops[j].gpu_end_ns == ops[i].gpu_end_ns)
         j++;
     double total = 0, span = ops[i].gpu_end_ns ? (double)(ops[i].gpu_end_ns - ops[i].gpu_start_ns) : 0;
-    for (size_t k = i; k < j; k++) total += (double)coll_bytes(&ops[k]);
+    for (size_t k = i; k < j; k++) total += (double)ops[k].bytes; /* coll_bytes (build) */
     for (size_t k = i; k < j; k++) {
       const rd_nccl_op *o = &ops[k];
       if (o->type == T_COLL) cross_rank(s, o);
-      row *r = row_of(s, o, coll_bytes(o));
+      row *r = row_of(s, o, o->bytes);
       r->calls++;
       if (span > 0) {
         r->gpu_calls++;
-        r->gpu_ns += total > 0 ? span * (double)coll_bytes(o) / total : span / (double)(j - i);
+        r->gpu_ns += total > 0 ? span * (double)o->bytes / total : span / (double)(j - i);
       }
     }
     i = j;

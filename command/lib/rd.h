@@ -116,6 +116,12 @@ typedef struct rd_func {
   size_t nargs;
   char **argname;
   uint32_t *argtype; /* ArgDesc.type */
+  /* caches of what the analyses ask of a function, filled by them through a const rd_func
+   * (the struct is the trace's, malloc'd, zeroed at definition): rd_arg's last answers (the
+   * names asked, a string constant, and the index of the arg, -1 = none) and advise's class of
+   * the function (advise.c, 0 = not known yet) */
+  struct { const char *names; int ix; } arg_cache[32]; /* by the names' address */
+  uint32_t adv_class;
 } rd_func;
 
 typedef struct rd_trace {
@@ -146,6 +152,7 @@ typedef struct rd_trace {
   uint64_t anchor_real_ns, anchor_trace_ns;
   uint32_t devices;              /* DeviceInfo packets */
   rd_map knames;                 /* StringDef id -> demangled kernel name (rd_scan.h's rd_gpu) */
+  rd_map places;                 /* stack id -> advise's place of it (findings.c, adv_place_of) */
   uint64_t win_lo, win_hi;       /* the pass's time window (rd_scan.h), [0, UINT64_MAX] none */
   int have_trailer, have_counters;
   uint64_t trailer_records, trailer_dropped;

@@ -172,6 +172,9 @@ int64_t rd_offset_of(const char *path);
 /* The value of the argument named `name` (or any of the |-separated names) of an API event;
  * returns 1 and sets *v, or 0 when the function has no such argument. */
 int rd_arg(const rd_trace *t, const dlh_api_event *ev, const char *names, uint64_t *v);
+/* The index of f's first argument named one of names (as rd_arg), -1 when none. names must be
+ * a string constant: the answer is kept in f by its address. */
+int rd_arg_index(const rd_func *f, const char *names);
 
 /* Opens an output for writing; gz != 0 writes gzip; "-" (without gz) is stdout; a device or pipe
  * (or the user's or root's symlink to one: /dev/stdout) is written into as it is. The data goes

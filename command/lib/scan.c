@@ -451,22 +451,38 @@ rd_sink rd_tee_sink(rd_tee *x) {
 
 /* ---------------------------------------------------------------- helpers */
 
-int rd_arg(const rd_trace *t, const dlh_api_event *ev, const char *names, uint64_t *v) {
-  const rd_func *f = rd_trace_func(t, ev->fn);
-  if (!f) return 0;
-  for (size_t i = 0; i < f->nargs && i < ev->nargs; i++) {
+/* The index of the first of f's args named one of names ("a|b|c"), -1 when none. */
+static int arg_named(const rd_func *f, const char *names) {
+  for (size_t i = 0; i < f->nargs; i++) {
     const char *a = f->argname[i];
     size_t al = strlen(a);
     for (const char *n = names; *n;) {
       const char *e = strchr(n, '|');
       size_t nl = e ? (size_t)(e - n) : strlen(n);
-      if (nl == al && !strncmp(n, a, nl)) {
-        *v = ev->args[i];
-        return 1;
-      }
+      if (nl == al && !strncmp(n, a, nl)) return (int)i;
       n += nl + (e != NULL);
     }
   }
-  return 0;
+  return -1;
+}
+
+int rd_arg_index(const rd_func *f, const char *names) {
+  /* the names are string constants of the callers: their address stands for them (a few per
+   * function, asked for every call) */
+  rd_func *c = (rd_func *)f; /* rd.h: a cache the analyses fill */
+  size_t k = (size_t)(((uintptr_t)names * 0x9e3779b97f4a7c15ull) >> 59); /* 32 slots */
+  if (c->arg_cache[k].names != names) {
+    c->arg_cache[k].names = names;
+    c->arg_cache[k].ix = arg_named(f, names);
+  }
+  return c->arg_cache[k].ix;
+}
+
+int rd_arg(const rd_trace *t, const dlh_api_event *ev, const char *names, uint64_t *v) {
+  const rd_func *f = rd_trace_func(t, ev->fn);
+  int ix = f ? rd_arg_index(f, names) : -1;
+  if (ix < 0 || (uint32_t)ix >= ev->nargs) return 0;
+  *v = ev->args[ix];
+  return 1;
 }
 

@@ -170,7 +170,7 @@ static void define(rd_trace *t, const Dlh__Packet *p) {
   switch (p->data_case) {
     case DLH__PACKET__DATA_FUNCTION: {
       const Dlh__FunctionDesc *d = p->function;
-      rd_func *f = rd_xmalloc(sizeof *f);
+      rd_func *f = rd_xcalloc(1, sizeof *f);
       f->id = d->id;
       f->name = rd_xstrdup(d->name ? d->name : "");
       f->domain = d->has_domain ? (int)d->domain : 0;
@@ -335,6 +335,7 @@ void rd_trace_close(rd_trace *t) {
   rd_map_free(&t->funcs, func_free);
   rd_map_free(&t->strings, free);
   rd_map_free(&t->knames, free);
+  rd_map_free(&t->places, free);
   rd_torch_free(t);
   rd_graphs_free(t);
   rd_ncclev_free(t);

@@ -48,9 +48,22 @@ static int generated(const rd_frame *f) {
          (f->file && strstr(f->file, "/include/"));
 }
 
+static char *place_of(rd_trace *t, uint32_t stack);
+
+/* Once per stack of a trace (the blocking calls of a trace ask for it thousands of times). */
 char *adv_place_of(rd_trace *t, uint32_t stack) {
-  char buf[1024];
   if (!stack) return rd_xstrdup("[no stack]");
+  const char *known = rd_map_get(&t->places, stack);
+  if (!known) {
+    char *p = place_of(t, stack);
+    rd_map_put(&t->places, stack, p);
+    known = p;
+  }
+  return rd_xstrdup(known);
+}
+
+static char *place_of(rd_trace *t, uint32_t stack) {
+  char buf[1024];
   const rd_torch *tc = rd_torch_of(t, stack);
   if (tc && tc->user) return rd_xstrdup(tc->user);
   const rd_frame *fr;
