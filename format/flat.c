@@ -166,18 +166,7 @@ static inline int next_varint(const uint8_t **pp, const uint8_t *end, uint64_t *
       return 0;
     }
   }
-  uint64_t x = 0;
-  for (unsigned s = 0; s < 70; s += 7) {
-    uint8_t b = *p++;
-    if (s == 63 && b > 1) return -1;
-    x |= (uint64_t)(b & 0x7f) << s;
-    if (!(b & 0x80)) {
-      *v = x;
-      *pp = p;
-      return 0;
-    }
-  }
-  return -1;
+  return get_varint(pp, end, v);
 }
 
 /* n varints from p into v as type T through CONV(x). */
