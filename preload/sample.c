@@ -452,13 +452,6 @@ static void rescan(uint32_t gen, uint32_t me, uint64_t now) {
  * the gap that ends before the look (found running, as with one tick). */
 static unsigned max_skip = 1; /* setup: at most 40 ms between two looks at a thread */
 
-/* Whether the machine is loaded: the sampler thread itself woke more than 1 ms late within the
- * last second (an idle CPU runs it within ~0.2 ms). Only then can a thread's time off the CPU be
- * a wait for a CPU, and only then is its run-queue delay read (schedstat: 13-19 us of CPU a read,
- * most of the sampler's cost on a PyTorch step, whose threads run and wait by turns). */
-static uint64_t loaded_until; /* the sampler thread's (monotonic ns) */
-#define LOADED_LATE_NS 1000000ull
-
 /* One look at a thread: a wait sample when it waited for most of a period in a call. Returns
  * whether it was steady since the last look: all on the CPU (or runnable), or all off it. */
 static int look(struct dlh_thread *me, tslot *s, uint32_t tid, uint64_t now, uint64_t tk,
@@ -479,7 +472,7 @@ static int look(struct dlh_thread *me, tslot *s, uint32_t tid, uint64_t now, uin
     /* First, whether its time off the CPU was a wait for a CPU (a loaded machine): its run-queue
      * delay since the last read (schedstat, a few us; reading where it is blocked waits for a
      * running thread to stop: up to ~90 us here). That time has no place of its own, as below. */
-    uint64_t d = now < loaded_until ? run_delay(tid) : ~0ull; /* not loaded: no CPU waits */
+    uint64_t d = run_delay(tid);
     uint64_t dd = d != ~0ull && s->delay != ~0ull && d > s->delay ? d - s->delay : 0;
     s->delay = d;
     if (dd && s->wait_ns < dd + period_ns / 2) {
@@ -580,7 +573,6 @@ static void *sampler_main(void *arg) {
     while (next.tv_nsec >= 1000000000L) { next.tv_nsec -= 1000000000L; next.tv_sec++; }
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {}
     uint64_t after = dlh_mono_ns(), due = (uint64_t)next.tv_sec * 1000000000ull + (uint64_t)next.tv_nsec;
-    if (after > due + LOADED_LATE_NS) loaded_until = after + 1000000000ull;
     if (after > due + 100 * period_ns) { /* stopped for long (SIGSTOP): no catching up */
       next.tv_sec = (time_t)(after / 1000000000u);
       next.tv_nsec = (long)(after % 1000000000u);
