@@ -89,7 +89,8 @@ BUNDLE_GPU_PY  := scripts/gpu/train_torch.py scripts/gpu/acceptance.py scripts/g
                   scripts/gpu/calibrate.py scripts/gpu/calib_torch.py scripts/gpu/features.py \
                   tests/export/hta_analyses.py tests/torch/op_agreement.py tests/torch/slow_dataset.py \
                   tests/torch/advise_py.py tests/torch/workload.py tests/torch/memcmp_py.py \
-                  tests/torch/memsnap_check.py tests/torch/memcmp_check.py tests/zoo/zoo.py tests/zoo/judge.py
+                  tests/torch/memsnap_check.py tests/torch/memcmp_check.py tests/zoo/zoo.py tests/zoo/judge.py \
+                  tests/torch/exit_race.py
 BUNDLE_ADVISE  := $(BUILD)/tests/progs/advise_loop $(BUILD)/tests/progs/advise_gpu
 BUNDLE_SCRIPTS := scripts/gpu-acceptance $(BUNDLE_GPU_PY) common/dlh_cuda_libs.def \
                   tests/progs/advise_loop.c tests/progs/advise_gpu.cu

@@ -31,6 +31,9 @@ import time
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, Dataset
+# exit_race.py: beside this script in the GPU bundle, ../../tests/torch in the source tree
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), '../../tests/torch'))
+from exit_race import settle  # noqa: E402  (PyTorch's exit race)
 
 
 class Images(Dataset):
@@ -256,4 +259,6 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    settle()
+    sys.exit(rc)

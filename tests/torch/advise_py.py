@@ -13,6 +13,7 @@ import argparse
 
 import torch
 from torch.utils.data import DataLoader, Dataset
+from exit_race import settle  # noqa: E402  (PyTorch's exit race)
 
 
 class Slow(Dataset):
@@ -82,3 +83,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    settle()

@@ -20,6 +20,7 @@ import sys
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from exit_race import settle  # noqa: E402  (PyTorch's exit race)
 
 
 class Block(nn.Module):
@@ -131,4 +132,6 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    settle()
+    sys.exit(rc)

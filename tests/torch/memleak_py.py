@@ -7,6 +7,7 @@ Prints 'done'."""
 import argparse
 
 import torch
+from exit_race import settle  # noqa: E402  (PyTorch's exit race)
 
 
 def main():
@@ -38,3 +39,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    settle()

@@ -17,6 +17,7 @@ import sys
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from exit_race import settle  # noqa: E402  (PyTorch's exit race)
 
 
 class Attention(nn.Module):
@@ -145,4 +146,6 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    settle()
+    sys.exit(rc)

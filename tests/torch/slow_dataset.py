@@ -7,6 +7,7 @@ import time
 
 import torch
 from torch.utils.data import DataLoader, Dataset
+from exit_race import settle  # noqa: E402  (PyTorch's exit race)
 
 
 class Slow(Dataset):
@@ -42,3 +43,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    settle()

@@ -9,6 +9,7 @@ Prints 'done' and the final loss."""
 import argparse
 
 import torch
+from exit_race import settle  # noqa: E402  (PyTorch's exit race)
 
 
 def main():
@@ -41,3 +42,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    settle()

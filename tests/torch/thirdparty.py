@@ -9,6 +9,7 @@ import sys
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import torch  # noqa: E402
+from exit_race import settle  # noqa: E402  (PyTorch's exit race)
 
 
 def gpt2():
@@ -54,3 +55,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+    settle()

@@ -24,6 +24,7 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from exit_race import settle  # noqa: E402  (PyTorch's exit race)
 
 
 def say(line):
@@ -160,4 +161,6 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    settle()
+    sys.exit(rc)

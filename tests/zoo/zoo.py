@@ -43,6 +43,9 @@ import time  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+# exit_race.py: beside this script in the GPU bundle, ../torch in the source tree
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), '../torch'))
+from exit_race import settle  # noqa: E402  (PyTorch's exit race)
 
 # the (model, cause) pairs of the zoo: the causes that apply to each model
 CAUSES = {
@@ -379,4 +382,6 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    settle()
+    sys.exit(rc)
