@@ -279,6 +279,7 @@ void dlh_config_load(void) {
   dlh_cfg.stacks = (int)val[S_DLHOOK_STACKS].v;
   dlh_cfg.stack_depth = (unsigned)val[S_DLHOOK_STACK_DEPTH].v;
   dlh_cfg.sample_hz = (unsigned)val[S_DLHOOK_SAMPLE_HZ].v;
+  dlh_cfg.sample_budget = (unsigned)val[S_DLHOOK_SAMPLE_BUDGET].v;
   dlh_cfg.sample = (int)val[S_DLHOOK_SAMPLE].v;
   snprintf(dlh_cfg.capture_range, sizeof dlh_cfg.capture_range, "%s",
            val[S_DLHOOK_CAPTURE_RANGE].s);

@@ -41,6 +41,7 @@ typedef struct dlh_config {
   int ctl_signal;        /* DLHOOK_SIGNAL: the signal of `dlhook ctl` (default SIGUSR2) */
   int ctl_signal_set;    /* DLHOOK_SIGNAL was given */
   unsigned sample_hz;    /* DLHOOK_SAMPLE_HZ: host samples per second of a thread (0: off) */
+  unsigned sample_budget; /* DLHOOK_SAMPLE_BUDGET: the sampler thread's CPU, thousandths of the process's */
   int sample;            /* DLHOOK_SAMPLE: 0 from the first CUDA call, 1 always, 2 off */
   uint64_t as_limit;     /* the soft RLIMIT_AS at start-up, 0 when unlimited (config.c) */
   int flight;            /* DLHOOK_MODE=flight: the trace kept in memory until a trigger */
@@ -372,6 +373,7 @@ typedef struct dlh_sample_ops {
   void (*stop)(void);
   void (*reset_for_attach)(void);
   int (*starting)(void); /* the sampler thread is starting the trace (its deferred start) */
+  uint64_t (*thread_cpu_ns)(void); /* the sampler thread's CPU time */
 } dlh_sample_ops;
 void dlh_writer_sampling(const dlh_sample_ops *ops); /* writer.c */
 extern int dlh_sample_sig;               /* the signal of the CPU-time timers (0: none) */
@@ -386,6 +388,7 @@ void dlh_sample_after_fork_child(void);  /* a sampled parent's child is sampled 
 void dlh_sample_reset_for_attach(void);  /* after a trace of dlhook attach ended */
 uint64_t dlh_sample_lost(void);          /* samples not taken or not stored */
 uint64_t dlh_sample_cost_ticks(void);    /* ticks spent in the on-CPU handler */
+uint64_t dlh_sample_thread_cpu_ns(void); /* the sampler thread's CPU time (as of its last scan) */
 unsigned dlh_sample_rate(void);          /* samples per second while sampling, else 0 */
 /* signals.c's sigaction() for dlh_sample_sig: the program takes the signal, sampling ends */
 int dlh_sample_sigaction(int sig, const struct sigaction *act, struct sigaction *old,

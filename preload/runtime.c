@@ -135,7 +135,7 @@ static void fork_child(void) {
 static void wire_sampling(void) {
   static const dlh_sample_ops ops = {dlh_sample_on_call, dlh_sample_lost, dlh_sample_cost_ticks,
                                      dlh_sample_stop, dlh_sample_reset_for_attach,
-                                     dlh_sample_starting};
+                                     dlh_sample_starting, dlh_sample_thread_cpu_ns};
   dlh_writer_sampling(&ops);
 }
 

@@ -452,6 +452,47 @@ static void rescan(uint32_t gen, uint32_t me, uint64_t now) {
  * the gap that ends before the look (found running, as with one tick). */
 static unsigned max_skip = 1; /* setup: at most 40 ms between two looks at a thread */
 
+/* The sampler's own budget (DLHOOK_SAMPLE_BUDGET, thousandths of the process's CPU time). A
+ * program whose threads alternate between running and waiting faster than a tick (a PyTorch
+ * step: Python, a wait in backward or a sync, Python again) is steady at no look, and a thread
+ * that wakes briefly and often (a poller, a device thread) neither: the sampler would wake at
+ * every tick, ~60 us of CPU each on a VM, 1-2 % of a process that keeps one core busy. So at
+ * every scan (5 times a second) it compares its CPU time since the last scan with the
+ * process's; above the budget the looks are spaced as much further apart as the excess says (at
+ * most 40 ms, as for a steady thread), below half of it twice as close again. Wait samples then come less often,
+ * each carrying the time since the last look, as a steady thread's do; on-CPU samples (the
+ * threads' own timers) keep their rate. perf does the same with its interrupts
+ * (kernel.perf_cpu_time_max_percent). */
+static unsigned budget_pm;         /* 0: no budget */
+static unsigned floor_skip = 1;    /* the sampler sleeps at least this many ticks */
+static unsigned floor_max = 1;     /* 40 ms in ticks */
+static uint64_t gov_self, gov_proc;
+static _Atomic uint64_t sampler_cpu; /* its CPU time, published at every scan (the counters) */
+
+static uint64_t clock_ns(clockid_t c) {
+  struct timespec ts;
+  if (clock_gettime(c, &ts) != 0) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void govern(void) {
+  uint64_t self = clock_ns(CLOCK_THREAD_CPUTIME_ID), proc = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  if (self) atomic_store_explicit(&sampler_cpu, self, memory_order_relaxed);
+  if (!budget_pm || !self || !proc) return;
+  if (gov_proc && proc > gov_proc && self >= gov_self) {
+    uint64_t ds = self - gov_self, dp = proc - gov_proc;
+    uint64_t allowed = (uint64_t)budget_pm * dp / 1000;
+    if (ds > allowed) { /* as far apart as the budget needs at once (the cost is per look) */
+      uint64_t f = allowed ? (floor_skip * ds + allowed - 1) / allowed : floor_max;
+      floor_skip = f < floor_max ? (unsigned)f : floor_max;
+    } else if (ds * 2 < allowed && floor_skip > 1) {
+      floor_skip /= 2;
+    }
+  }
+  gov_self = self;
+  gov_proc = proc;
+}
+
 /* One look at a thread: a wait sample when it waited for most of a period in a call. Returns
  * whether it was steady since the last look: all on the CPU (or runnable), or all off it. */
 static int look(struct dlh_thread *me, tslot *s, uint32_t tid, uint64_t now, uint64_t tk,
@@ -558,6 +599,7 @@ static void *sampler_main(void *arg) {
      * its link count, cost 3-16 us a tick: a third of the sampler thread's CPU.) */
     if (atomic_exchange_explicit(&new_threads, 0, memory_order_acquire) || tick >= rescan_at) {
       rescan(++gen, tid, now);
+      if (tick >= rescan_at) govern();
       rescan_at = tick + rescan_every;
     }
     /* the sampler sleeps until the first thread is due (every thread steady: 40 ms), never past
@@ -565,6 +607,7 @@ static void *sampler_main(void *arg) {
     uint64_t first = tick + 1;
     if (__atomic_load_n(&dlh_recording, __ATOMIC_RELAXED))
       first = wait_samples(me, now, dlh_ticks(), tick);
+    if (first < tick + floor_skip) first = tick + floor_skip;
     if (first > rescan_at) first = rescan_at;
     skip = first > tick ? first - tick : 1;
     uint64_t step = skip * period_ns;
@@ -578,6 +621,7 @@ static void *sampler_main(void *arg) {
       next.tv_nsec = (long)(after % 1000000000u);
     }
   }
+  atomic_store_explicit(&sampler_cpu, clock_ns(CLOCK_THREAD_CPUTIME_ID), memory_order_relaxed);
   /* Sampling ends (exit, detach, the program took the signal): every timer is disarmed, then
    * deleted, so that a detached program keeps none of dlhook's timers (a later attach makes new
    * ones). The handler stays in place for a signal already pending. */
@@ -687,7 +731,9 @@ void dlh_sample_init(int (*start_trace)(void)) {
   hz = dlh_cfg.sample == 2 ? 0 : dlh_cfg.sample_hz;
   period_ns = hz ? 1000000000ull / hz : 0;
   max_skip = period_ns && period_ns < 40000000ull ? (unsigned)(40000000ull / period_ns) : 1;
+  floor_max = max_skip;
   if (max_skip > 8) max_skip = 8;
+  budget_pm = dlh_cfg.sample_budget;
   if (!hz || setup() != 0) {
     hz = 0;
     return;
@@ -708,6 +754,7 @@ void dlh_sample_hold(int d) { atomic_fetch_add(&held, d); }
 unsigned dlh_sample_rate(void) { return atomic_load(&started) && !atomic_load(&ended) ? hz : 0; }
 uint64_t dlh_sample_lost(void) { return atomic_load(&lost) + atomic_load(&dlh_ring_samples_lost); }
 uint64_t dlh_sample_cost_ticks(void) { return atomic_load(&cost_ticks); }
+uint64_t dlh_sample_thread_cpu_ns(void) { return atomic_load(&sampler_cpu); }
 
 void dlh_sample_stop(void) {
   active = 0;
@@ -760,6 +807,9 @@ void dlh_sample_after_fork_child(void) {
   atomic_store(&dlh_ring_samples_lost, 0);
   atomic_store(&cost_ticks, 0);
   atomic_store(&running, 0);
+  atomic_store(&sampler_cpu, 0);
+  floor_skip = 1;
+  gov_self = gov_proc = 0;
   /* A Python process's fork (multiprocessing: DataLoader workers): sampled from its start.
    * Other forks (a C program's helper) leave no trace unless they call CUDA. */
   if (was && py_initialized && py_initialized()) { /* the handler stays in place; the child's sampler arms timers */

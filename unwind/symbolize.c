@@ -451,8 +451,19 @@ static result *make_result(uint64_t pc, module *m, const sym *s) {
   return r;
 }
 
+/* The symbolizer thread's CPU time, as of its last pc (the counters: what dlhook cost). */
+static _Atomic uint64_t sym_cpu;
+static void publish_cpu(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+    atomic_store_explicit(&sym_cpu, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
+                          memory_order_relaxed);
+}
+uint64_t dlh_stacks_symbolizer_cpu_ns(void) { return atomic_load(&sym_cpu); }
+
 static void *symbolizer_main(void *arg) {
   (void)arg;
+  atomic_store(&sym_cpu, 0);
   pthread_setname_np(pthread_self(), "dlhook-symbols"); /* `dlhook attach` never picks it */
   sigset_t all;
   sigfillset(&all);
@@ -491,7 +502,9 @@ static void *symbolizer_main(void *arg) {
       *res_tail = r;
       res_tail = &r->next;
     }
+    publish_cpu();
   }
+  publish_cpu();
   sym_running = 0;
   pthread_mutex_unlock(&sym_mu);
   return NULL;

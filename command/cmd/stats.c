@@ -823,7 +823,13 @@ static void summary_tail(FILE *f, const stats *s, rd_samples *sm, size_t nk) {
                   dlh_fmt_bytes(b1, sizeof b1, peak));
   if (peak && budget && n > 0 && (size_t)n < sizeof line)
     snprintf(line + n, sizeof line - (size_t)n, " of %s", dlh_fmt_bytes(b2, sizeof b2, budget));
-  if (cost || lost)
+  /* dlhook's threads and its sample handler against every thread of the process */
+  uint64_t own, proc;
+  if (rd_selfcost_cpu(s->cost, &own, &proc))
+    snprintf(more, sizeof more, "CPU %.1f%%", pct(own, proc));
+  if (more[0] && (cost || lost))
+    snprintf(more + strlen(more), sizeof more - strlen(more), ", %" PRIu64 " samples lost", lost);
+  else if (cost || lost)
     snprintf(more, sizeof more, "sampler %s CPU, %" PRIu64 " samples lost",
              fmt_ns(b1, sizeof b1, (double)cost), lost);
   if (more[0] && strlen(line) + strlen(more) + 2 <= 100) fprintf(f, "%s, %s\n", line, more);
@@ -899,8 +905,10 @@ const rd_command cmd_stats_spec = {
              "         bytes}}}]} (when recorded: dlhook's own memory, not the GPU's),\n"
              "  \"dlhook_cost\":{ring_waits,ring_wait_ns,waiting_threads,waiting_threads_ns,\n"
              "         ring_wait_pct,dropped,calls_dropped,gpu_dropped,samples,samples_lost,\n"
-             "         sample_cost_ns,threads:[{pid,tid,waits,wait_ns,time_ns,pct}]} (what\n"
-             "         dlhook cost or lost: threads' waits for its writer, drops, lost samples),\n"
+             "         sample_cost_ns,cpu:{writer_ns,sampler_ns,handler_ns,symbols_ns,\n"
+             "         dlhook_ns,process_ns,pct},threads:[{pid,tid,waits,wait_ns,time_ns,pct}]}\n"
+             "         (what dlhook cost or lost: threads' waits for its writer, drops, lost\n"
+             "         samples, the CPU time of its threads against the whole process's),\n"
              "  \"gemms\":[{function,m,n,k,batch,transa,transb,dtype,calls,total_ns,\n"
              "         mean_ns,time,flops,tflops_per_s}],\n"
              "  \"convs\":[{function,direction,N,C,H,W,K,R,S,pad,stride,dilation,groups,\n"

@@ -167,6 +167,10 @@ typedef struct rd_trace {
   uint32_t sample_hz;
   int have_counters_samples;
   uint64_t counters_samples, counters_samples_lost, counters_sample_cost_ns;
+  /* the last Counters' CPU times (format: Counters.writer_cpu_ns ...): dlhook's writer, sampler
+   * and symbolizer threads, the whole process (rd_trace_own_cpu) */
+  int have_counters_cpu;
+  uint64_t counters_cpu[4];
   uint64_t sample_events;
   uint64_t api_events, gpu_events, packets;
   uint64_t api_calls;            /* calls of the API events read so far (sum of their counts) */
@@ -256,6 +260,10 @@ uint64_t rd_trace_samples_lost(const rd_trace *t);
 /* CPU time the recorder's on-CPU sample handler took in the program's threads (the last
  * Counters.sample_cost_ns, else 0). */
 uint64_t rd_trace_sample_cost_ns(const rd_trace *t);
+/* CPU time of the recorder's own threads and of the whole process, from the last Counters:
+ * ns[0] the writer, ns[1] the host sampler's thread, ns[2] the symbolizer, ns[3] the process
+ * (every thread). Returns 0 (ns zeroed) for a trace written before these fields. */
+int rd_trace_own_cpu(const rd_trace *t, uint64_t ns[4]);
 /* Calls folded into an earlier call: Trailer.folded, else what the events read so far say
  * (api_calls - api_events). */
 uint64_t rd_trace_folded(const rd_trace *t);

@@ -68,6 +68,9 @@ void rd_selfcost_waits(const rd_selfcost *x, uint64_t *waits, uint64_t *wait_ns,
 /* "threads waited N times, X ms (Y % of their time) for dlhook's writer" (buf; "" when no
  * thread waited). */
 const char *rd_selfcost_wait_line(const rd_selfcost *x, char *buf, size_t n);
+/* CPU time of dlhook's threads and its sample handler (own), and of the processes (every
+ * thread), over the traces that said them; 0 when none did. */
+int rd_selfcost_cpu(const rd_selfcost *x, uint64_t *own, uint64_t *process);
 /* The section "What dlhook cost or lost" of stats' tables: the waits (the threads that waited
  * most), calls dropped, GPU records CUPTI dropped, host samples lost and the sampler's CPU. */
 void rd_selfcost_table(FILE *f, const rd_selfcost *x);

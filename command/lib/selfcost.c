@@ -28,6 +28,8 @@ struct rd_selfcost {
   int split;          /* every trace said calls and GPU records apart (Counters' cost fields) */
   uint64_t traces;
   uint64_t samples, samples_lost, sample_cost_ns;
+  /* dlhook's threads and the processes (rd_trace_own_cpu), over the traces that said them */
+  uint64_t cpu_traces, cpu[4], cpu_handler;
 };
 
 rd_selfcost *rd_selfcost_new(void) {
@@ -50,6 +52,12 @@ void rd_selfcost_trace_end(rd_selfcost *x, const rd_trace *t) {
   x->samples += rd_trace_samples(t);
   x->samples_lost += rd_trace_samples_lost(t);
   x->sample_cost_ns += rd_trace_sample_cost_ns(t);
+  uint64_t cpu[4];
+  if (rd_trace_own_cpu(t, cpu)) {
+    x->cpu_traces++;
+    for (int i = 0; i < 4; i++) x->cpu[i] += cpu[i];
+    x->cpu_handler += rd_trace_sample_cost_ns(t);
+  }
   if (w && w->have_counters) {
     x->calls_dropped += w->c_calls_dropped;
     x->gpu_dropped += w->c_gpu_dropped;
@@ -74,6 +82,13 @@ void rd_selfcost_waits(const rd_selfcost *x, uint64_t *waits, uint64_t *wait_ns,
   *wait_ns = x ? x->wait_ns : 0;
   *thread_ns = x ? x->thread_ns : 0;
   *nthreads = x ? x->nth : 0;
+}
+
+int rd_selfcost_cpu(const rd_selfcost *x, uint64_t *own, uint64_t *process) {
+  int have = x && x->cpu_traces && x->cpu[3];
+  *own = have ? x->cpu[0] + x->cpu[1] + x->cpu[2] + x->cpu_handler : 0;
+  *process = have ? x->cpu[3] : 0;
+  return have;
 }
 
 static double pct(uint64_t part, uint64_t whole) {
@@ -127,6 +142,14 @@ void rd_selfcost_table(FILE *f, const rd_selfcost *x) {
     fprintf(f, "  host samples lost: %" PRIu64 " of %" PRIu64 " (%.2f %%); the sampler's handler "
                "took %.1f ms of CPU\n", x->samples_lost, x->samples + x->samples_lost,
             pct(x->samples_lost, x->samples + x->samples_lost), (double)x->sample_cost_ns / 1e6);
+  if (x->cpu_traces) {
+    uint64_t own = x->cpu[0] + x->cpu[1] + x->cpu[2] + x->cpu_handler;
+    fprintf(f, "  dlhook's CPU time: %.1f ms, %.2f %% of the process%s %.1f ms (writer %.1f, "
+               "sampler %.1f + its handler %.1f, symbolizer %.1f)\n",
+            (double)own / 1e6, pct(own, x->cpu[3]), x->cpu_traces == 1 ? "'s" : "es'",
+            (double)x->cpu[3] / 1e6, (double)x->cpu[0] / 1e6, (double)x->cpu[1] / 1e6,
+            (double)x->cpu_handler / 1e6, (double)x->cpu[2] / 1e6);
+  }
 }
 
 void rd_selfcost_json(FILE *f, const rd_selfcost *x) {
@@ -138,9 +161,18 @@ void rd_selfcost_json(FILE *f, const rd_selfcost *x) {
   if (x->split)
     fprintf(f, ",\"calls_dropped\":%" PRIu64 ",\"gpu_dropped\":%" PRIu64, x->calls_dropped,
             x->gpu_dropped);
-  fprintf(f, ",\"samples\":%" PRIu64 ",\"samples_lost\":%" PRIu64 ",\"sample_cost_ns\":%" PRIu64
-             ",\"threads\":[",
+  fprintf(f, ",\"samples\":%" PRIu64 ",\"samples_lost\":%" PRIu64 ",\"sample_cost_ns\":%" PRIu64,
           x->samples, x->samples_lost, x->sample_cost_ns);
+  if (x->cpu_traces) {
+    uint64_t own = x->cpu[0] + x->cpu[1] + x->cpu[2] + x->cpu_handler;
+    fprintf(f, ",\"cpu\":{\"writer_ns\":%" PRIu64 ",\"sampler_ns\":%" PRIu64
+               ",\"handler_ns\":%" PRIu64 ",\"symbols_ns\":%" PRIu64 ",\"dlhook_ns\":%" PRIu64
+               ",\"process_ns\":%" PRIu64 ",\"pct\":",
+            x->cpu[0], x->cpu[1], x->cpu_handler, x->cpu[2], own, x->cpu[3]);
+    rd_json_double(f, pct(own, x->cpu[3]));
+    putc('}', f);
+  }
+  fputs(",\"threads\":[", f);
   for (size_t i = 0; i < x->nth; i++) {
     const sthread *s = &x->th[i];
     fprintf(f, "%s{\"pid\":%u,\"tid\":%u,\"waits\":%" PRIu64 ",\"wait_ns\":%" PRIu64

@@ -267,6 +267,13 @@ static void define(rd_trace *t, const Dlh__Packet *p) {
         t->counters_samples_lost = p->counters->samples_lost;
         t->counters_sample_cost_ns = p->counters->sample_cost_ns;
       }
+      if (p->counters->has_process_cpu_ns) {
+        t->have_counters_cpu = 1;
+        t->counters_cpu[0] = p->counters->writer_cpu_ns;
+        t->counters_cpu[1] = p->counters->sampler_cpu_ns;
+        t->counters_cpu[2] = p->counters->symbols_cpu_ns;
+        t->counters_cpu[3] = p->counters->process_cpu_ns;
+      }
       if (!t->defs_read) rd_waits_counters(t, p->counters);
       break;
     case DLH__PACKET__DATA_RING_WAITS: /* read by the first pass (the only one, or rd_open's) */
@@ -382,6 +389,11 @@ uint64_t rd_trace_samples(const rd_trace *t) {
 
 uint64_t rd_trace_sample_cost_ns(const rd_trace *t) {
   return t->have_counters_samples ? t->counters_sample_cost_ns : 0;
+}
+
+int rd_trace_own_cpu(const rd_trace *t, uint64_t ns[4]) {
+  for (int i = 0; i < 4; i++) ns[i] = t->have_counters_cpu ? t->counters_cpu[i] : 0;
+  return t->have_counters_cpu;
 }
 
 uint64_t rd_trace_samples_lost(const rd_trace *t) {
