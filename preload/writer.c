@@ -1287,7 +1287,8 @@ static void flight_poll(uint64_t now) {
 }
 
 /* The end of a flight-mode trace: a dump when the process dies of a signal or exits with a
- * non-zero status, else nothing is written. */
+ * non-zero status, or when an out-of-memory error is still to be dumped, else nothing is
+ * written. */
 static void flight_finish(void) {
   int status = dlh_flight_get_exit_status();
   char detail[128];
@@ -1297,6 +1298,13 @@ static void flight_finish(void) {
   } else if (stop_reason == 0 && status != 0) {
     snprintf(detail, sizeof detail, "exit status %d", status);
     flight_trigger(DLH_FLIGHT_EXIT, status, detail, 1);
+  } else if (oom_seen == 1) {
+    /* the out-of-memory error was drained only now (a loaded machine: the writer did not run
+     * between the call and the exit): its dump is still due */
+    oom_seen = 2;
+    const char *name = dlh_fn_name(oom_fn);
+    snprintf(detail, sizeof detail, "%s returned an out-of-memory error", name ? name : "a call");
+    flight_trigger(DLH_FLIGHT_OOM, 2, detail, 1);
   } else if (!dlh_cfg.quiet && !dlh_flight_dumps()) {
     dlh_info("flight recorder: no trigger, nothing written (%llu calls, %llu dropped)",
              (unsigned long long)calls, (unsigned long long)dropped_total);
