@@ -125,7 +125,7 @@ size_t dlh_stacks_symbolize(struct dlh_encoder *w, uint64_t deadline_ns);
 void dlh_stacks_start_symbolizer(void);
 /* At exit, after the last dlh_stacks_symbolize: the symbolizer stops after its current pc. */
 void dlh_stacks_symbolize_stop(void);
-/* The symbolizer thread's CPU time so far (as of the last pc it named), 0 before it ran. */
+/* The symbolizer thread's CPU time so far (as of its last wait for pcs), 0 before it ran. */
 uint64_t dlh_stacks_symbolizer_cpu_ns(void);
 
 /* pcs given a SymbolDef, pcs with no symbol found, pcs still queued (of the current trace). */

@@ -451,7 +451,8 @@ static result *make_result(uint64_t pc, module *m, const sym *s) {
   return r;
 }
 
-/* The symbolizer thread's CPU time, as of its last pc (the counters: what dlhook cost). */
+/* The symbolizer thread's CPU time, as of its last wait for pcs and its end (the counters: what
+ * dlhook cost). Read once per burst of pcs: a thread's CPU clock is a system call. */
 static _Atomic uint64_t sym_cpu;
 static void publish_cpu(void) {
   struct timespec ts;
@@ -472,9 +473,10 @@ static void *symbolizer_main(void *arg) {
   static sym s; /* 2 KiB: not on this thread's stack */
   pthread_mutex_lock(&sym_mu);
   for (;;) {
+    if (!sym_stop && !Q[0].n && !Q[1].n) publish_cpu(); /* once per burst: a syscall */
     while (!sym_stop && !Q[0].n && !Q[1].n) pthread_cond_wait(&sym_cv, &sym_mu);
     if (sym_stop) break;
-    pending e;
+    pending e = {0};
     int phase = dequeue(&Q[0], &e) ? 0 : (dequeue(&Q[1], &e), 1);
     in_flight++;
     pthread_mutex_unlock(&sym_mu);
@@ -502,7 +504,6 @@ static void *symbolizer_main(void *arg) {
       *res_tail = r;
       res_tail = &r->next;
     }
-    publish_cpu();
   }
   publish_cpu();
   sym_running = 0;

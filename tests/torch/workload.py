@@ -17,6 +17,7 @@ after 3 warm-up steps, in seconds.
 """
 import argparse
 import contextlib
+import json
 import os
 import sys
 import time
@@ -66,7 +67,25 @@ class Images(torch.utils.data.Dataset):
         return torch.randn(3, 8, 8, generator=g), i % 10
 
 
-def train_cnn(args, dev, model=None, batches=None, quiet=False, times=None):
+def cpu_snapshot():
+    """CPU time in ms of the process (every thread) and of dlhook's threads (schedstat), and
+    CLOCK_MONOTONIC in ns (the trace's clock): --cpu's window is the steps after the 3rd"""
+    per = {"process": time.clock_gettime(time.CLOCK_PROCESS_CPUTIME_ID) * 1e3,
+           "mono_ns": time.clock_gettime_ns(time.CLOCK_MONOTONIC)}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                comm = f.read().strip()
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                ns = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        if comm.startswith("dlhook-"):
+            per[comm] = per.get(comm, 0) + ns / 1e6
+    return per
+
+
+def train_cnn(args, dev, model=None, batches=None, quiet=False, times=None, cpu=None):
     torch.manual_seed(0)
     net = cnn()
     net = net.to(dev)
@@ -92,6 +111,8 @@ def train_cnn(args, dev, model=None, batches=None, quiet=False, times=None):
         line = f"step {step} loss {loss.item():.4f} {tuple(x.shape)}"  # .item() synchronizes
         if times is not None:
             times.append(time.perf_counter() - t0)
+        if cpu is not None and step in (2, args.steps - 1):
+            cpu.append(cpu_snapshot())
         if not quiet:
             print(line, flush=True)
 
@@ -117,6 +138,8 @@ def main():
     ap.add_argument("--profile", metavar="TRACE.json")
     ap.add_argument("--with-stack", action="store_true")
     ap.add_argument("--time", metavar="FILE")
+    ap.add_argument("--cpu", metavar="FILE", help="cnn: CPU time of the process and of dlhook's "
+                    "threads over the steps after the 3rd (JSON; bench/sample-bench)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("workload: torch.cuda.is_available() is False", file=sys.stderr)
@@ -132,7 +155,11 @@ def main():
     with prof as p:
         if args.workload == "cnn":
             times = [] if args.time else None
-            train_cnn(args, dev, times=times, quiet=bool(args.time))
+            cpu = [] if args.cpu else None
+            train_cnn(args, dev, times=times, quiet=bool(args.time), cpu=cpu)
+            if cpu and len(cpu) == 2:
+                with open(args.cpu, "w") as f:
+                    json.dump({"start": cpu[0], "end": cpu[1], "steps": args.steps - 3}, f)
             if times:
                 t = sorted(times[3:] or times)
                 with open(args.time, "w") as f:
