@@ -137,6 +137,15 @@ assert len(fl) == 1 and fl[0]["reason"] == 4 and "cudaMalloc" in fl[0]["detail"]
 assert any(e["type"] == "api" and e["name"] == "cudaMalloc" and e["ret"] == 2 for e in ev), "no failed cudaMalloc"
 print("oom: one dump (" + fl[0]["detail"] + "), the program went on")
 PY
+  # the same error right before a normal exit: the writer drains it only at the exit, and its
+  # dump is still written (none was before)
+  d="$T/oomexit"; mkdir -p "$d"
+  DLHOOK_OUTPUT="$d/" "$SIMRUN" env LD_PRELOAD="$DLHOOK_PRELOAD" "$R/victim" crash oom 10 >oomexit.out 2>oomexit.err ||
+    fail "oom at exit: the program failed: $(cat oomexit.err)"
+  grep -q '^oom 2$' oomexit.out || fail "oom at exit: $(cat oomexit.out)"
+  [ "$(ls "$d" | grep -c '\.flight.*\.dlh$')" -eq 1 ] || fail "oom at exit: expected one dump: $(ls "$d") $(cat oomexit.err)"
+  "$DLHOOK_BIN" dump --type flight "$d"/*.flight.dlh | grep -q '"reason":4' || fail "oom at exit: not an out-of-memory dump"
+  echo "oom at exit: one dump"
 else
   echo "oom: skipped (simulated CUDA stack not built)"
 fi

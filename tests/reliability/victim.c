@@ -4,6 +4,7 @@
  *   victim crash KIND N   N calls, "done N" on stdout, then KIND: segv bus abort fpe ill trap
  *                         exit _exit handler (own SIGSEGV handler that prints, restores the
  *                         default and returns: the fault repeats and kills) kill (SIGKILL self)
+ *                         oom (a cudaMalloc of 1 PiB, "oom RET", then exit 0 at once)
  *   victim loop US [MS]   calls forever, one every US microseconds (busy), "ready" first; with
  *                         MS: _exit(0) after MS ms, printing "exit_ns T" (CLOCK_MONOTONIC) first
  *   victim out N          deterministic stdout, N calls with scattered arguments, exit 3 */
@@ -52,6 +53,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(kind, "exit")) exit(4);
     else if (!strcmp(kind, "_exit")) _exit(4);
     else if (!strcmp(kind, "kill")) raise(SIGKILL);
+    else if (!strcmp(kind, "oom")) { /* an out-of-memory error, then a normal exit at once */
+      void *p = NULL;
+      printf("oom %d\n", (int)cudaMalloc(&p, (size_t)1 << 50));
+      return 0;
+    }
     return 9;
   }
   if (!strcmp(argv[1], "loop")) {
