@@ -144,8 +144,8 @@ void rd_selfcost_table(FILE *f, const rd_selfcost *x) {
             pct(x->samples_lost, x->samples + x->samples_lost), (double)x->sample_cost_ns / 1e6);
   if (x->cpu_traces) {
     uint64_t own = x->cpu[0] + x->cpu[1] + x->cpu[2] + x->cpu_handler;
-    fprintf(f, "  dlhook's CPU time: %.1f ms, %.2f %% of the process%s %.1f ms (writer %.1f, "
-               "sampler %.1f + its handler %.1f, symbolizer %.1f)\n",
+    fprintf(f, "  dlhook's CPU time: %.1f ms, %.2f %% of the process%s %.1f ms\n"
+               "    (writer %.1f ms, sampler %.1f + its handler %.1f, symbolizer %.1f)\n",
             (double)own / 1e6, pct(own, x->cpu[3]), x->cpu_traces == 1 ? "'s" : "es'",
             (double)x->cpu[3] / 1e6, (double)x->cpu[0] / 1e6, (double)x->cpu[1] / 1e6,
             (double)x->cpu_handler / 1e6, (double)x->cpu[2] / 1e6);
