@@ -360,7 +360,7 @@ static void dump_inductor(FILE *f, const Dlh__InductorKernel *k) {
   fputs("]}\n", f);
 }
 
-/* The periodic counters: records, drops, calls, dlhook's memory, samples. */
+/* The periodic counters: records, drops, calls, dlhook's memory, samples, CPU times. */
 static void dump_counters(FILE *f, const Dlh__Counters *c) {
   fprintf(f, "{\"type\":\"counters\",\"records\":%" PRIu64 ",\"dropped\":%" PRIu64
              ",\"threads\":%u", c->records, c->dropped, c->threads);
@@ -373,6 +373,11 @@ static void dump_counters(FILE *f, const Dlh__Counters *c) {
             c->ring_wait_ns);
   if (c->has_calls_dropped) fprintf(f, ",\"calls_dropped\":%" PRIu64, c->calls_dropped);
   if (c->has_gpu_dropped) fprintf(f, ",\"gpu_dropped\":%" PRIu64, c->gpu_dropped);
+  if (c->has_sample_cost_ns) fprintf(f, ",\"sample_cost_ns\":%" PRIu64, c->sample_cost_ns);
+  if (c->has_process_cpu_ns) /* CPU time of dlhook's threads and of the process */
+    fprintf(f, ",\"writer_cpu_ns\":%" PRIu64 ",\"sampler_cpu_ns\":%" PRIu64
+               ",\"symbols_cpu_ns\":%" PRIu64 ",\"process_cpu_ns\":%" PRIu64,
+            c->writer_cpu_ns, c->sampler_cpu_ns, c->symbols_cpu_ns, c->process_cpu_ns);
   fputs("}\n", f);
 }
 
