@@ -9,6 +9,13 @@
 
 #include "dlh_internal.h"
 
+/* CPU clock c in ns, 0 when it cannot be read (a thread gone, another process's thread) */
+uint64_t dlh_cpu_ns(clockid_t c) {
+  struct timespec ts;
+  if (clock_gettime(c, &ts) != 0) return 0;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 uint64_t dlh_mono_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -192,6 +192,9 @@ void dlh_mem_report(struct Dlh__Trailer *tr);  /* writer: budget, peak and parts
  * The trace clock is CLOCK_MONOTONIC; the hot path takes ticks (dlh_ticks); the writer thread
  * converts them, piecewise linearly between anchors it takes (writer thread only). */
 uint64_t dlh_mono_ns(void);
+uint64_t dlh_cpu_ns(clockid_t c);           /* a CPU clock in ns, 0 when unreadable */
+/* the CPU clock of thread tid of this process (CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED) */
+static inline clockid_t dlh_thread_clock(uint32_t tid) { return (clockid_t)((~tid << 3) | 6); }
 uint64_t dlh_real_ns(void);
 typedef struct { uint64_t tk, ns, rt; } dlh_anchor; /* ticks, trace clock, realtime */
 dlh_anchor dlh_clock_take(void);                  /* an anchor now (the tightest of 3 tries) */

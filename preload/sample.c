@@ -230,16 +230,14 @@ static int timer_for(uint32_t tid) {
   se.sigev_notify = SIGEV_THREAD_ID;
   se.sigev_signo = dlh_sample_sig;
   se._sigev_un._tid = (pid_t)tid;
-  clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6); /* CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED */
   int id = -1;
-  if (syscall(SYS_timer_create, clk, &se, &id) != 0) return -1;
+  if (syscall(SYS_timer_create, dlh_thread_clock(tid), &se, &id) != 0) return -1;
   return id;
 }
 
 static uint64_t thread_cpu_ns(uint32_t tid, int *gone) {
   struct timespec ts;
-  clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6);
-  if (clock_gettime(clk, &ts) != 0) {
+  if (clock_gettime(dlh_thread_clock(tid), &ts) != 0) {
     *gone = 1;
     return 0;
   }
@@ -459,9 +457,9 @@ static unsigned max_skip = 1; /* setup: at most 40 ms between two looks at a thr
  * every tick, ~60 us of CPU each on a VM, 1-2 % of a process that keeps one core busy. So at
  * every scan (5 times a second) it compares its CPU time since the last scan with the
  * process's; above the budget the looks are spaced as much further apart as the excess says (at
- * most 40 ms, as for a steady thread), below half of it twice as close again. Wait samples then come less often,
- * each carrying the time since the last look, as a steady thread's do; on-CPU samples (the
- * threads' own timers) keep their rate. perf does the same with its interrupts
+ * most 40 ms, as for a steady thread), below half of it twice as close again. Wait samples
+ * then come less often, each carrying the time since the last look, as a steady thread's do;
+ * on-CPU samples (the threads' own timers) keep their rate. perf does the same with its interrupts
  * (kernel.perf_cpu_time_max_percent). */
 static unsigned budget_pm;         /* 0: no budget */
 static unsigned floor_skip = 1;    /* the sampler sleeps at least this many ticks */
@@ -469,14 +467,8 @@ static unsigned floor_max = 1;     /* 40 ms in ticks */
 static uint64_t gov_self, gov_proc;
 static _Atomic uint64_t sampler_cpu; /* its CPU time, published at every scan (the counters) */
 
-static uint64_t clock_ns(clockid_t c) {
-  struct timespec ts;
-  if (clock_gettime(c, &ts) != 0) return 0;
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void govern(void) {
-  uint64_t self = clock_ns(CLOCK_THREAD_CPUTIME_ID), proc = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+  uint64_t self = dlh_cpu_ns(CLOCK_THREAD_CPUTIME_ID), proc = dlh_cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
   if (self) atomic_store_explicit(&sampler_cpu, self, memory_order_relaxed);
   if (!budget_pm || !self || !proc) return;
   if (gov_proc && proc > gov_proc && self >= gov_self) {
@@ -621,7 +613,7 @@ static void *sampler_main(void *arg) {
       next.tv_nsec = (long)(after % 1000000000u);
     }
   }
-  atomic_store_explicit(&sampler_cpu, clock_ns(CLOCK_THREAD_CPUTIME_ID), memory_order_relaxed);
+  atomic_store_explicit(&sampler_cpu, dlh_cpu_ns(CLOCK_THREAD_CPUTIME_ID), memory_order_relaxed);
   /* Sampling ends (exit, detach, the program took the signal): every timer is disarmed, then
    * deleted, so that a detached program keeps none of dlhook's timers (a later attach makes new
    * ones). The handler stays in place for a signal already pending. */

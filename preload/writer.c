@@ -159,12 +159,6 @@ static void measure_memory(void) {
 /* CPU time of dlhook's own threads and of the whole process, for the counters. The writer's
  * is read on its clock by thread id (the last counters may be written by the exiting thread);
  * a thread gone keeps its last figure. */
-static uint64_t cpu_of(clockid_t c) {
-  struct timespec ts;
-  if (clock_gettime(c, &ts) != 0) return 0;
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void own_cpu(Dlh__Counters *c) {
   static uint64_t writer_cpu;
   static pid_t writer_was;
@@ -172,14 +166,14 @@ static void own_cpu(Dlh__Counters *c) {
   if (wt != writer_was) writer_cpu = 0; /* a new writer (a fork child's) */
   writer_was = wt;
   /* another process's thread (a fork child before its writer starts) reads as 0 */
-  uint64_t v = wt > 0 ? cpu_of((clockid_t)((~(unsigned)wt << 3) | 6)) : 0; /* CPUCLOCK_SCHED */
+  uint64_t v = wt > 0 ? dlh_cpu_ns(dlh_thread_clock((uint32_t)wt)) : 0;
   if (v > writer_cpu) writer_cpu = v;
   c->has_writer_cpu_ns = c->has_sampler_cpu_ns = c->has_symbols_cpu_ns = 1;
   c->has_process_cpu_ns = 1;
   c->writer_cpu_ns = writer_cpu;
   c->sampler_cpu_ns = sampler && sampler->thread_cpu_ns ? sampler->thread_cpu_ns() : 0;
   c->symbols_cpu_ns = dlh_stacks_symbolizer_cpu_ns();
-  c->process_cpu_ns = cpu_of(CLOCK_PROCESS_CPUTIME_ID);
+  c->process_cpu_ns = dlh_cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 static void write_counters(int final) {
