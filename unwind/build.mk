@@ -66,3 +66,10 @@ $(BUILD)/tests/stacks/libcountcalls.so: tests/stacks/countcalls.c
 	@echo "  CC      $<"
 	$(Q)$(CC) -O1 -g -Wall -shared -fPIC -o $@ $< -ldl
 TEST_DEPS += $(BUILD)/tests/stacks/libcountcalls.so
+
+# tests/stacks/t_symbols_idle.sh: a library's frames named, then the library left idle
+$(BUILD)/tests/stacks/idlemod: tests/stacks/idlemod.c | $(CUDA_STAMP)
+	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	$(Q)$(CC) -O1 -g -Wall -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIB) -lcudart -Wl,-rpath,$(CUDA_LIB) -ldl
+TEST_DEPS += $(BUILD)/tests/stacks/idlemod

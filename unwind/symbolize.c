@@ -41,6 +41,11 @@ typedef struct module {
   int emitted;                  /* ModuleDef written to the current encoder */
   int sym_state;                /* 0 = index not built, 1 = built, -1 = no symbols */
   int no_lines;                 /* libdwfl found no DWARF in it */
+  int indexed;                  /* its index was built once: debug_bytes is known */
+  int evicted;                  /* its index was given back once (idle_indexes): never again */
+  int named;                    /* names were read from its string tables since the last burst */
+  uint64_t used_ns;             /* the last name looked up in its index (CLOCK_MONOTONIC) */
+  uint64_t debug_bytes;         /* dlh_symtab_debug_bytes, kept when the index is given back */
   dlh_symtab *syms;
 } module;
 
@@ -321,6 +326,88 @@ static void demangle(char *name, size_t cap) {
   free(d);
 }
 
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Large indexes of modules whose pcs stopped coming are given back. Samples land in libraries
+ * that only start-up runs (libtriton.so, libcusparse and libcusolver during `import torch`):
+ * their indexes (4.3 MB for libtriton.so's 268,000 symbols) and the pages of the string tables
+ * that names were read from would stay resident for the rest of the run, for nothing. An index
+ * of DLH_INDEX_KEEP_BYTES or more in which no name was looked up for DLH_INDEX_IDLE_NS is closed
+ * by the symbolizer thread (between bursts, idle_indexes); a later pc in that module builds it
+ * again, and then it stays, so that a module hit now and then costs one more build at most.
+ * Touched only by the symbolizer thread (the writer grows mods[] without its lock). */
+#define DLH_INDEX_IDLE_NS (3000000000ull)
+#define DLH_INDEX_KEEP_BYTES (1u << 20)
+static module **indexed;
+static size_t nindexed, capindexed;
+
+static void note_indexed(module *m) {
+  if (m->evicted || dlh_symtab_bytes(m->syms) < DLH_INDEX_KEEP_BYTES) return;
+  if (nindexed == capindexed) {
+    size_t nc = capindexed ? capindexed * 2 : 16;
+    module **a = realloc(indexed, nc * sizeof *a);
+    if (!a) return; /* kept for the run, as before */
+    indexed = a;
+    capindexed = nc;
+  }
+  indexed[nindexed++] = m;
+}
+
+/* Closes the indexes idle since now - DLH_INDEX_IDLE_NS. Returns when the next one may be
+ * (CLOCK_MONOTONIC ns), 0 when none is left to watch. Called without sym_mu. */
+static uint64_t idle_indexes(uint64_t now) {
+  uint64_t next = 0;
+  size_t k = 0;
+  for (size_t i = 0; i < nindexed; i++) {
+    module *m = indexed[i];
+    if (m->syms && now - m->used_ns < DLH_INDEX_IDLE_NS) {
+      uint64_t due = m->used_ns + DLH_INDEX_IDLE_NS;
+      if (!next || due < next) next = due;
+      indexed[k++] = m;
+      continue;
+    }
+    pthread_mutex_lock(&sym_mu); /* dlh_stacks_index_bytes */
+    dlh_symtab *t = m->syms;
+    m->syms = NULL;
+    m->sym_state = 0;
+    m->evicted = 1;
+    pthread_mutex_unlock(&sym_mu);
+    dlh_symtab_close(t);
+  }
+  nindexed = k;
+  return next;
+}
+
+/* The modules whose string tables names were read from during the current burst of pcs: their
+ * pages are given back when the burst is over (dlh_symtab_release_strings). libtorch_cpu.so's
+ * string tables hold ~100 MB of C++ names, and each function named kept one of their pages. */
+static module **named_mods;
+static size_t nnamed, capnamed;
+
+static void note_named(module *m) {
+  if (nnamed == capnamed) {
+    size_t nc = capnamed ? capnamed * 2 : 16;
+    module **a = realloc(named_mods, nc * sizeof *a);
+    if (!a) return; /* its pages stay resident, as before */
+    named_mods = a;
+    capnamed = nc;
+  }
+  m->named = 1;
+  named_mods[nnamed++] = m;
+}
+
+static void release_named(void) {
+  for (size_t i = 0; i < nnamed; i++) {
+    named_mods[i]->named = 0;
+    dlh_symtab_release_strings(named_mods[i]->syms);
+  }
+  nnamed = 0;
+}
+
 /* The module's symbol index, built the first time (the file at its path, if its build-id is
  * the mapped one's). */
 static dlh_symtab *module_syms(module *m) {
@@ -333,7 +420,12 @@ static dlh_symtab *module_syms(module *m) {
       pthread_mutex_lock(&sym_mu); /* dlh_stacks_index_bytes reads it on the writer */
       m->syms = t;
       pthread_mutex_unlock(&sym_mu);
-      if (t) m->sym_state = 1;
+      if (t) {
+        m->sym_state = 1;
+        m->indexed = 1;
+        m->debug_bytes = dlh_symtab_debug_bytes(t);
+        note_indexed(m);
+      }
     }
   }
   return m->syms;
@@ -345,6 +437,10 @@ static void resolve_name(uintptr_t pc, module *m, sym *s) {
   memset(s, 0, sizeof *s);
   if (!m) return;
   dlh_symtab *t = module_syms(m);
+  if (t) {
+    m->used_ns = now_ns();
+    if (!m->named) note_named(m);
+  }
   uint64_t off = 0;
   const char *name = t ? dlh_symtab_lookup(t, a - m->bias, &off) : NULL;
   if (name) {
@@ -388,7 +484,7 @@ static int resolve_line(uintptr_t pc, module *m, sym *s) {
  * Python loop hit). Such pcs are named while recording; `dlhook symbolize` adds their lines. */
 #define DLH_LINES_MAX_BYTES (2u << 20)
 static int lines_here(module *m) {
-  return !m->syms || dlh_symtab_debug_bytes(m->syms) <= DLH_LINES_MAX_BYTES;
+  return !m->indexed || m->debug_bytes <= DLH_LINES_MAX_BYTES;
 }
 
 /* ---------------------------------------------------------------- the symbolizer thread
@@ -473,8 +569,30 @@ static void *symbolizer_main(void *arg) {
   static sym s; /* 2 KiB: not on this thread's stack */
   pthread_mutex_lock(&sym_mu);
   for (;;) {
-    if (!sym_stop && !Q[0].n && !Q[1].n) publish_cpu(); /* once per burst: a syscall */
-    while (!sym_stop && !Q[0].n && !Q[1].n) pthread_cond_wait(&sym_cv, &sym_mu);
+    if (!sym_stop && !Q[0].n && !Q[1].n) { /* the end of a burst */
+      if (nnamed) {
+        pthread_mutex_unlock(&sym_mu);
+        release_named();
+        pthread_mutex_lock(&sym_mu);
+      }
+      if (!sym_stop && !Q[0].n && !Q[1].n) publish_cpu(); /* once per burst: a syscall */
+    }
+    while (!sym_stop && !Q[0].n && !Q[1].n) {
+      if (!nindexed) {
+        pthread_cond_wait(&sym_cv, &sym_mu);
+        continue;
+      }
+      pthread_mutex_unlock(&sym_mu);
+      uint64_t now = now_ns(), due = idle_indexes(now);
+      pthread_mutex_lock(&sym_mu);
+      if (!due || sym_stop || Q[0].n || Q[1].n) continue;
+      struct timespec at; /* the condition variable waits on CLOCK_REALTIME */
+      clock_gettime(CLOCK_REALTIME, &at);
+      uint64_t ns = (uint64_t)at.tv_nsec + (due > now ? due - now : 0) + 1000000;
+      at.tv_sec += (time_t)(ns / 1000000000u);
+      at.tv_nsec = (long)(ns % 1000000000u);
+      pthread_cond_timedwait(&sym_cv, &sym_mu, &at);
+    }
     if (sym_stop) break;
     pending e = {0};
     int phase = dequeue(&Q[0], &e) ? 0 : (dequeue(&Q[1], &e), 1);

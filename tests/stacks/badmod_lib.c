@@ -10,3 +10,6 @@ __attribute__((noinline)) int badmod_inner(void) {
 }
 
 __attribute__((visibility("default"))) int badmod_call(void) { return badmod_inner() + 1; }
+
+/* the same call from another place: a pc of this library seen for the first time later on */
+__attribute__((visibility("default"))) int badmod_again(void) { return badmod_inner() + 2; }

@@ -68,8 +68,9 @@ class Images(torch.utils.data.Dataset):
 
 
 def cpu_snapshot():
-    """CPU time in ms of the process (every thread) and of dlhook's threads (schedstat), and
-    CLOCK_MONOTONIC in ns (the trace's clock): --cpu's window is the steps after the 3rd"""
+    """CPU time in ms of the process (every thread) and of dlhook's threads (schedstat),
+    CLOCK_MONOTONIC in ns (the trace's clock) and memory in KiB (VmHWM, RssAnon, RssFile):
+    --cpu's window is the steps after the 3rd"""
     per = {"process": time.clock_gettime(time.CLOCK_PROCESS_CPUTIME_ID) * 1e3,
            "mono_ns": time.clock_gettime_ns(time.CLOCK_MONOTONIC)}
     for tid in os.listdir("/proc/self/task"):
@@ -82,6 +83,14 @@ def cpu_snapshot():
             continue
         if comm.startswith("dlhook-"):
             per[comm] = per.get(comm, 0) + ns / 1e6
+    try:  # memory in KiB: the peak so far (VmHWM) and what is resident now, anonymous and files
+        with open("/proc/self/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in ("VmHWM", "RssAnon", "RssFile"):
+                    per[k] = int(v.split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
     return per
 
 
