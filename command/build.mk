@@ -45,6 +45,13 @@ $(BUILD)/tests/bin/names_test: command/tests/names_test.c command/lib/names.c co
 	$(Q)$(CC) $(CMD_CFLAGS) -o $@ command/tests/names_test.c command/lib/names.c -lstdc++
 TEST_DEPS += $(BUILD)/tests/bin/names_test
 
+# Unit test of the sorts in command/lib/util.c (tests/cli/t_sort.sh runs it).
+$(BUILD)/tests/bin/sort_test: command/tests/sort_test.c command/lib/util.c command/lib/rd.h common/dlh_msg.c | $(FORMAT_OBJS) $(CMD_PROTO_H)
+	$(Q)mkdir -p $(@D)
+	@echo "  CCLD    $@"
+	$(Q)$(CC) $(CMD_CFLAGS) -o $@ command/tests/sort_test.c command/lib/util.c common/dlh_msg.c $(LDFLAGS) $(FORMAT_LIBS)
+TEST_DEPS += $(BUILD)/tests/bin/sort_test
+
 dlhook: $(BUILD)/dlhook
 .PHONY: dlhook
 ALL_TARGETS += $(BUILD)/dlhook

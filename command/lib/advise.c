@@ -291,7 +291,7 @@ static void link_tops(rd_advise *x, actx *a) {
   {
     uint32_t *o = rd_xmalloc((x->nxc ? x->nxc : 1) * sizeof *o);
     for (size_t i = 0; i < x->nxc; i++) o[i] = (uint32_t)i;
-    if (x->nxc) qsort_r(o, x->nxc, sizeof *o, adv_by_tid_start, x->xc);
+    adv_sort_tid_start(o, x->nxc, x->xc);
     uint32_t top = UINT32_MAX, cur_tid = 0, best_n = 0, n = 0;
     for (size_t j = 0; j < x->nxc; j++) {
       xcall *c = &x->xc[o[j]];

@@ -153,6 +153,33 @@ int adv_by_tid_start(const void *a, const void *b, void *ctx) {
   return (int)p->depth - (int)q->depth;
 }
 
+/* o[0..n) in adv_by_tid_start's order, equal ones kept in their order (as glibc's qsort_r, a
+ * merge sort, keeps them): two stable radix sorts, by start and depth, then by thread. A
+ * hundred thousand calls took a million comparator calls through qsort_r. */
+void adv_sort_tid_start(uint32_t *o, size_t n, const xcall *xc) {
+  if (n < 2) return;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  uint32_t maxdepth = 0;
+  for (size_t i = 0; i < n; i++) {
+    const xcall *c = &xc[o[i]];
+    if (c->start < lo) lo = c->start;
+    if (c->start > hi) hi = c->start;
+    if (c->depth > maxdepth) maxdepth = c->depth;
+  }
+  if (maxdepth > 0xffff || (hi - lo) >> 47) { /* no room for both in one key */
+    qsort_r(o, n, sizeof *o, adv_by_tid_start, (void *)xc);
+    return;
+  }
+  rd_pair *v = rd_xmalloc(n * sizeof *v);
+  for (size_t i = 0; i < n; i++)
+    v[i] = (rd_pair){(xc[o[i]].start - lo) << 16 | xc[o[i]].depth, o[i]};
+  rd_sort_pairs(v, n);
+  for (size_t i = 0; i < n; i++) v[i].key = xc[v[i].val].tid;
+  rd_sort_pairs(v, n);
+  for (size_t i = 0; i < n; i++) o[i] = (uint32_t)v[i].val;
+  free(v);
+}
+
 const Dlh__DeviceInfo *adv_device(const rd_advise *x, uint32_t id) {
   for (size_t i = 0; i < x->ndev; i++)
     if (x->dev[i].d.id == id) return &x->dev[i].d;

@@ -67,12 +67,6 @@ const rd_finding_class rdf_slow_network_rank = {
 
 /* ---------------------------------------------------------------- detection */
 
-static int by_sample_time(const void *a, const void *b, void *ctx) {
-  const asample *v = ctx;
-  uint64_t p = v[*(const uint32_t *)a].time, q = v[*(const uint32_t *)b].time;
-  return p < q ? -1 : p > q;
-}
-
 /* 1 when time t lies inside one of the calls o[0..no) (top-level calls of one thread, sorted by
  * start: they do not overlap) */
 static int in_calls(const rd_advise *x, const uint32_t *o, size_t no, uint64_t t) {
@@ -117,10 +111,16 @@ static void before_collectives(rd_advise *x, actx *a) {
   uint32_t *msi = rd_xmalloc((x->nsm ? x->nsm : 1) * sizeof *msi);
   for (size_t i = 0; i < x->nsm; i++)
     if (x->sm[i].tid == main_tid && x->sm[i].kind == RD_SAMPLE_CPU) msi[nms++] = (uint32_t)i;
-  if (nms) qsort_r(msi, nms, sizeof *msi, by_sample_time, x->sm);
+  if (nms > 1) { /* by time, stable (as qsort_r's merge sort) */
+    rd_pair *v = rd_xmalloc(nms * sizeof *v);
+    for (size_t i = 0; i < nms; i++) v[i] = (rd_pair){x->sm[msi[i]].time, msi[i]};
+    rd_sort_pairs(v, nms);
+    for (size_t i = 0; i < nms; i++) msi[i] = (uint32_t)v[i].val;
+    free(v);
+  }
   for (size_t i = 0; i < x->nxc; i++)
     if (!x->xc[i].depth && x->xc[i].tid == main_tid) o[no++] = (uint32_t)i;
-  if (no) qsort_r(o, no, sizeof *o, adv_by_tid_start, x->xc);
+  adv_sort_tid_start(o, no, x->xc);
   /* before each collective: the widest host gap between two calls since the previous one
    * (where the rank was busy on the host without calling CUDA), and the samples in it */
   uint64_t ga = 0, gb = 0;

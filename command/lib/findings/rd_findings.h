@@ -232,6 +232,8 @@ const Dlh__DeviceInfo *adv_device(const rd_advise *x, uint32_t id);
 const xcall *adv_launcher(const rd_advise *x, const gop *o);
 /* qsort_r order of indices into xcall ctx: by thread, start, depth. */
 int adv_by_tid_start(const void *a, const void *b, void *ctx);
+/* Sorts the indices o[0..n) into xc in that order (stable), without a comparator per pair. */
+void adv_sort_tid_start(uint32_t *o, size_t n, const xcall *xc);
 
 /* ---------------------------------------------------------------- the classes */
 
