@@ -214,7 +214,7 @@ static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   gop *o = &x->g[x->ng++];
   memset(o, 0, sizeof *o);
   *o = (gop){g->start, g->start + g->dur, g->corr, g->device, g->kind, g->name,
-             g->kind == RD_KERNEL && adv_nccl_kernel(g->kname), {0}, -1};
+             g->kind == RD_KERNEL && (rd_gpu_kflags(g) & RD_KF_NCCL), {0}, -1};
   if (g->kind == RD_KERNEL)
     for (uint32_t i = 0; i < 9 && i < g->nvals; i++) o->v[i] = (uint32_t)g->vals[i];
 }

@@ -37,17 +37,12 @@ typedef struct rtrace {
   size_t n, cap;
 } rtrace;
 
-static int is_nccl_kernel(const char *name) {
-  return name && (!strncmp(name, "ncclDevKernel", 13) || !strncmp(name, "ncclKernel", 10) ||
-                  strstr(name, "ncclDevKernel") != NULL);
-}
-
 /* The collectives of one trace, gathered by a sink during a pass (raw trace-clock times). */
 static void r_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   rtrace *r = ctx;
   r->rank = t->rank;
   r->pid = t->pid;
-  if (g->kind != RD_KERNEL || !is_nccl_kernel(g->kname)) return;
+  if (g->kind != RD_KERNEL || !(rd_gpu_kflags(g) & RD_KF_NCCL_DEV)) return;
   if (r->n == r->cap) {
     r->cap = r->cap ? r->cap * 2 : 256;
     r->c = rd_xrealloc(r->c, r->cap * sizeof *r->c);

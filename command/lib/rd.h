@@ -152,6 +152,7 @@ typedef struct rd_trace {
   uint64_t anchor_real_ns, anchor_trace_ns;
   uint32_t devices;              /* DeviceInfo packets */
   rd_map knames;                 /* StringDef id -> demangled kernel name (rd_scan.h's rd_gpu) */
+  rd_map kflags;                 /* ... and its RD_KF_* flags (as a pointer-sized integer) */
   rd_map places;                 /* stack id -> advise's place of it (findings.c, adv_place_of) */
   uint64_t win_lo, win_hi;       /* the pass's time window (rd_scan.h), [0, UINT64_MAX] none */
   int have_trailer, have_counters;

@@ -64,6 +64,7 @@ int rd_parse_max_events(const char *cmd, const char *v, rd_opts *o);
 typedef struct rd_gpu {
   uint32_t kind, device, stream, context, name;
   const char *kname;  /* name (StringDef) demangled when it is a C++ name; NULL when none */
+  unsigned kflags;    /* RD_KF_* of kname, found once per name (rd_gpu_kflags) */
   uint64_t start, dur, corr;
   const uint64_t *vals;
   uint32_t nvals;
@@ -73,6 +74,17 @@ typedef struct rd_gpu {
   uint32_t graph;
   uint64_t graph_node, launch_corr;
 } rd_gpu;
+
+/* What a kernel's name says, found once per name and trace (the analyses asked strstr of every
+ * kernel record): RD_KF_COMM, the name has "nccl", "Nccl" or "NCCL" in it (the steps' collective
+ * time); RD_KF_NCCL, it starts with "nccl" or has "ncclDevKernel" or "ncclKernel" (advise);
+ * RD_KF_NCCL_DEV, it starts with "ncclDevKernel" or "ncclKernel" or has "ncclDevKernel" (ranks'
+ * collectives). RD_KF_KNOWN: the others are set. */
+enum { RD_KF_KNOWN = 1, RD_KF_COMM = 2, RD_KF_NCCL = 4, RD_KF_NCCL_DEV = 8 };
+unsigned rd_kernel_flags(const char *kname);
+static inline unsigned rd_gpu_kflags(const rd_gpu *g) {
+  return g->kflags & RD_KF_KNOWN ? g->kflags : rd_kernel_flags(g->kname);
+}
 
 /* One host sample of a SampleBatch, decoded (dlhook.proto, SampleBatch). */
 enum { RD_SAMPLE_CPU = DLH__SAMPLE_KIND__SAMPLE_CPU, RD_SAMPLE_WAIT = DLH__SAMPLE_KIND__SAMPLE_WAIT };

@@ -136,15 +136,32 @@ static void progress_end(uint64_t size) {
   prog.shown = 0;
 }
 
-/* The demangled name of kernel name `id` (kept per trace, for both passes). */
-static const char *kernel_name(rd_trace *t, uint32_t id) {
+unsigned rd_kernel_flags(const char *k) {
+  unsigned f = RD_KF_KNOWN;
+  if (!k) return f;
+  if (strstr(k, "nccl") || strstr(k, "Nccl") || strstr(k, "NCCL")) f |= RD_KF_COMM;
+  if (!strncmp(k, "nccl", 4) || strstr(k, "ncclDevKernel") || strstr(k, "ncclKernel")) f |= RD_KF_NCCL;
+  if (!strncmp(k, "ncclDevKernel", 13) || !strncmp(k, "ncclKernel", 10) || strstr(k, "ncclDevKernel"))
+    f |= RD_KF_NCCL_DEV;
+  return f;
+}
+
+/* The demangled name of kernel name `id` and its RD_KF_* flags (kept per trace, for both
+ * passes). */
+static const char *kernel_name(rd_trace *t, uint32_t id, unsigned *flags) {
   char *k = rd_map_get(&t->knames, id);
-  if (k) return k;
+  if (k) {
+    *flags = (unsigned)(uintptr_t)rd_map_get(&t->kflags, id);
+    return k;
+  }
   const char *raw = rd_trace_string(t, id);
+  *flags = rd_kernel_flags(NULL);
   if (!raw) return NULL;
   k = rd_demangle(raw);
   if (!k) k = rd_xstrdup(raw);
   rd_map_put(&t->knames, id, k);
+  *flags = rd_kernel_flags(k);
+  rd_map_put(&t->kflags, id, (void *)(uintptr_t)*flags);
   return k;
 }
 
@@ -265,7 +282,9 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
     if (p->data_case == DLH__PACKET__DATA_STRING && rd_map_get(&t->knames, p->string->id)) {
       const char *raw = p->string->value ? p->string->value : ""; /* redefined */
       char *k = rd_demangle(raw);
-      free(rd_map_put(&t->knames, p->string->id, k ? k : rd_xstrdup(raw)));
+      if (!k) k = rd_xstrdup(raw);
+      free(rd_map_put(&t->knames, p->string->id, k));
+      rd_map_put(&t->kflags, p->string->id, (void *)(uintptr_t)rd_kernel_flags(k));
     }
     if (!have_base && t->have_process && t->have_start) {
       base = t->start_ns + (uint64_t)off;
@@ -311,7 +330,8 @@ static int stream(rd_trace *t, const rd_opts *o, const char *what, rd_sink *s) {
         g.corr = ev.corr;
         g.stream = ev.stream;
         g.name = ev.name;
-        g.kname = ev.name ? kernel_name(t, ev.name) : NULL;
+        g.kflags = RD_KF_KNOWN;
+        g.kname = ev.name ? kernel_name(t, ev.name, &g.kflags) : NULL;
         g.context = ev.context;
         g.device = ev.device;
         g.nvals = ev.nvals;

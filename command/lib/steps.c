@@ -103,16 +103,12 @@ static void on_sample(void *ctx, const rd_trace *t, const rd_sample *x) {
   c->sm[c->nsm++] = (ssamp){x->time, x->weight, x->kind == RD_SAMPLE_WAIT};
 }
 
-static int is_collective(const char *name) {
-  return name && (strstr(name, "nccl") || strstr(name, "Nccl") || strstr(name, "NCCL"));
-}
-
 static void on_gpu(void *ctx, const rd_trace *t, const rd_gpu *g) {
   sctx *c = ctx;
   if (!g->dur) return;
   if (g->kind == RD_KERNEL) {
-    const char *n = g->kname ? g->kname : rd_trace_string(t, g->name);
-    push(c, t, g->start, g->start + g->dur, is_collective(n) ? C_COMM : C_COMPUTE);
+    unsigned f = g->kname ? rd_gpu_kflags(g) : rd_kernel_flags(rd_trace_string(t, g->name));
+    push(c, t, g->start, g->start + g->dur, f & RD_KF_COMM ? C_COMM : C_COMPUTE);
   } else if (g->kind == RD_MEMCPY || g->kind == RD_MEMSET) {
     push(c, t, g->start, g->start + g->dur, C_COPY);
   }
@@ -243,10 +239,30 @@ static uint64_t split_long(sctx *c, sev **lng, size_t *nl) {
   *lng = NULL;
   *nl = 0;
   if (!c->n) return 0;
-  uint64_t *d = rd_xmalloc(c->n * sizeof *d);
-  for (size_t k = 0; k < c->n; k++) d[k] = c->ev[k].e - c->ev[k].s;
-  rd_sort_by_key(d, c->n, sizeof *d);
-  uint64_t maxdur = d[c->n - 1 - c->n / 1000];
+  /* the (n/1000 + 1)-th longest duration, as a sort of them all would give it: the longest
+   * ones seen so far in a min-heap of that size */
+  size_t m = c->n / 1000 + 1, h = 0;
+  uint64_t *d = rd_xmalloc(m * sizeof *d);
+  for (size_t k = 0; k < c->n; k++) {
+    uint64_t v = c->ev[k].e - c->ev[k].s;
+    size_t i;
+    if (h < m) { /* sift up */
+      for (i = h++; i && d[(i - 1) / 2] > v; i = (i - 1) / 2) d[i] = d[(i - 1) / 2];
+    } else if (v > d[0]) { /* replaces the shortest kept: sift down */
+      for (i = 0;;) {
+        size_t ch = 2 * i + 1;
+        if (ch >= m) break;
+        if (ch + 1 < m && d[ch + 1] < d[ch]) ch++;
+        if (v <= d[ch]) break;
+        d[i] = d[ch];
+        i = ch;
+      }
+    } else {
+      continue;
+    }
+    d[i] = v;
+  }
+  uint64_t maxdur = d[0];
   free(d);
   size_t keep = 0;
   for (size_t k = 0; k < c->n; k++) {

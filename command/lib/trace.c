@@ -342,6 +342,7 @@ void rd_trace_close(rd_trace *t) {
   rd_map_free(&t->funcs, func_free);
   rd_map_free(&t->strings, free);
   rd_map_free(&t->knames, free);
+  rd_map_free(&t->kflags, NULL);
   rd_map_free(&t->places, free);
   rd_torch_free(t);
   rd_graphs_free(t);

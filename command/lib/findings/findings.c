@@ -37,7 +37,6 @@ int adv_collective_fn(const char *n) {
                                       "ncclGather", "ncclScatter", "ncclGroupEnd", NULL};
   return name_in(n, names);
 }
-int adv_nccl_kernel(const char *k) { return k && (!strncmp(k, "nccl", 4) || strstr(k, "ncclDevKernel") || strstr(k, "ncclKernel")); }
 
 /* ---------------------------------------------------------------- places */
 

@@ -196,13 +196,11 @@ struct actx {
 
 static inline int adv_in_win(uint64_t t, uint64_t lo, uint64_t hi) { return t >= lo && t < hi; }
 
-/* Which calls a function name is: synchronizing, allocating or freeing, a copy, a collective;
- * whether a kernel's name is NCCL's. */
+/* Which calls a function name is: synchronizing, allocating or freeing, a copy, a collective. */
 int adv_sync_fn(const char *n);
 int adv_malloc_fn(const char *n);
 int adv_copy_fn(const char *n);
 int adv_collective_fn(const char *n);
-int adv_nccl_kernel(const char *k);
 
 /* The place of a stack in the user's code (malloc'd): the innermost frame of the user's Python
  * code, else of the program's executable, else the innermost frame that has a name. */
