@@ -35,6 +35,7 @@ static inline void rd_qsort(void *base, size_t n, size_t size, int (*cmp)(const 
 
 /* exit codes */
 #define RD_OK 0
+#define RD_FDIRECT_DOMAINS 16 /* rd_trace.fdirect: function ids below 16 << 16, by index */
 #define RD_BAD_INPUT 1
 #define RD_USAGE 2
 
@@ -128,6 +129,10 @@ typedef struct rd_trace {
   const char *path;
   dlh_reader *r;
   rd_map funcs;     /* FunctionDesc.id -> rd_func* */
+  rd_func **fdirect[RD_FDIRECT_DOMAINS]; /* the same by index: id >> 16 (the writer's domain)
+                      * below RD_FDIRECT_DOMAINS, then id & 0xffff (rd_trace_func: the analyses
+                      * look a function up per call, millions of times) */
+  uint32_t nfdirect[RD_FDIRECT_DOMAINS];
   uint64_t fn_gen;  /* counts function definitions: a cached rd_func* is valid while it stays */
   rd_map strings;   /* StringDef.id -> char* */
   int pass;         /* 1: the first read (definitions), 2: the second (rd_trace_rewind) */

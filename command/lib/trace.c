@@ -166,28 +166,46 @@ int rd_trace_open(rd_trace *t, const char *path) {
   return 0;
 }
 
+/* Function id -> f in t->fdirect, for ids below RD_FDIRECT_DOMAINS << 16 (rd_trace_func). */
+static void func_direct(rd_trace *t, uint32_t id, rd_func *f) {
+  uint32_t dom = id >> 16, k = id & 0xffff;
+  if (dom >= RD_FDIRECT_DOMAINS) return;
+  if (k >= t->nfdirect[dom]) {
+    uint32_t n = t->nfdirect[dom] ? t->nfdirect[dom] : 64;
+    while (n <= k) n *= 2;
+    t->fdirect[dom] = rd_xrealloc(t->fdirect[dom], n * sizeof **t->fdirect);
+    memset(t->fdirect[dom] + t->nfdirect[dom], 0, (n - t->nfdirect[dom]) * sizeof **t->fdirect);
+    t->nfdirect[dom] = n;
+  }
+  t->fdirect[dom][k] = f;
+}
+
+/* A FunctionDesc: the function by id (a redefinition replaces the earlier one). */
+static void define_func(rd_trace *t, const Dlh__FunctionDesc *d) {
+  rd_func *f = rd_xcalloc(1, sizeof *f);
+  f->id = d->id;
+  f->name = rd_xstrdup(d->name ? d->name : "");
+  f->domain = d->has_domain ? (int)d->domain : 0;
+  f->nargs = d->n_args;
+  f->argname = rd_xmalloc(d->n_args * sizeof *f->argname);
+  f->argtype = rd_xmalloc(d->n_args * sizeof *f->argtype);
+  for (size_t i = 0; i < d->n_args; i++) {
+    const Dlh__ArgDesc *a = d->args[i];
+    char tmp[32];
+    snprintf(tmp, sizeof tmp, "arg%zu", i);
+    f->argname[i] = rd_xstrdup(a && a->name && *a->name ? a->name : tmp);
+    f->argtype[i] = a && a->has_type ? a->type : 1;
+  }
+  func_free(rd_map_put(&t->funcs, d->id, f));
+  func_direct(t, d->id, f);
+  t->fn_gen++;
+}
+
 static void define(rd_trace *t, const Dlh__Packet *p) {
   switch (p->data_case) {
-    case DLH__PACKET__DATA_FUNCTION: {
-      const Dlh__FunctionDesc *d = p->function;
-      rd_func *f = rd_xcalloc(1, sizeof *f);
-      f->id = d->id;
-      f->name = rd_xstrdup(d->name ? d->name : "");
-      f->domain = d->has_domain ? (int)d->domain : 0;
-      f->nargs = d->n_args;
-      f->argname = rd_xmalloc(d->n_args * sizeof *f->argname);
-      f->argtype = rd_xmalloc(d->n_args * sizeof *f->argtype);
-      for (size_t i = 0; i < d->n_args; i++) {
-        const Dlh__ArgDesc *a = d->args[i];
-        char tmp[32];
-        snprintf(tmp, sizeof tmp, "arg%zu", i);
-        f->argname[i] = rd_xstrdup(a && a->name && *a->name ? a->name : tmp);
-        f->argtype[i] = a && a->has_type ? a->type : 1;
-      }
-      func_free(rd_map_put(&t->funcs, d->id, f));
-      t->fn_gen++;
+    case DLH__PACKET__DATA_FUNCTION:
+      define_func(t, p->function);
       break;
-    }
     case DLH__PACKET__DATA_STRING:
       free(rd_map_put(&t->strings, p->string->id,
                       rd_xstrdup(p->string->value ? p->string->value : "")));
@@ -340,6 +358,11 @@ int rd_trace_next(rd_trace *t, const Dlh__Packet **p) {
 void rd_trace_close(rd_trace *t) {
   dlh_reader_close(t->r);
   rd_map_free(&t->funcs, func_free);
+  for (int d = 0; d < RD_FDIRECT_DOMAINS; d++) {
+    free(t->fdirect[d]);
+    t->fdirect[d] = NULL;
+    t->nfdirect[d] = 0;
+  }
   rd_map_free(&t->strings, free);
   rd_map_free(&t->knames, free);
   rd_map_free(&t->kflags, NULL);
@@ -354,7 +377,11 @@ void rd_trace_close(rd_trace *t) {
   t->r = NULL;
 }
 
-const rd_func *rd_trace_func(const rd_trace *t, uint32_t id) { return rd_map_get(&t->funcs, id); }
+const rd_func *rd_trace_func(const rd_trace *t, uint32_t id) {
+  uint32_t dom = id >> 16, k = id & 0xffff;
+  if (dom >= RD_FDIRECT_DOMAINS) return rd_map_get(&t->funcs, id);
+  return k < t->nfdirect[dom] ? t->fdirect[dom][k] : NULL; /* every such id is there */
+}
 
 const char *rd_trace_string(const rd_trace *t, uint32_t id) { return rd_map_get(&t->strings, id); }
 
