@@ -570,7 +570,7 @@ static void *symbolizer_main(void *arg) {
   pthread_mutex_lock(&sym_mu);
   for (;;) {
     if (!sym_stop && !Q[0].n && !Q[1].n) { /* the end of a burst */
-      if (nnamed) {
+      if (nnamed && !sym_stop) {
         pthread_mutex_unlock(&sym_mu);
         release_named();
         pthread_mutex_lock(&sym_mu);
@@ -679,8 +679,13 @@ static void after_fork_child(void) {
   n_resolved = n_unresolved = 0;
   if (D.state == 1) D.state = 0; /* a new Dwfl (dwfl_setup): the old one may be half-updated */
   D.reported = 0;
-  for (size_t i = 0; i < nmods; i++)
+  for (size_t i = 0; i < nmods; i++) {
     if (mods[i]->sym_state == -1 && !mods[i]->syms) mods[i]->sym_state = 0; /* maybe unfinished */
+    mods[i]->named = 0;
+  }
+  /* the housekeeping's lists, which the parent's symbolizer may have been growing (leaked) */
+  indexed = named_mods = NULL;
+  nindexed = capindexed = nnamed = capnamed = 0;
 }
 
 /* ---------------------------------------------------------------- per-writer state */
