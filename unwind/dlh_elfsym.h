@@ -50,12 +50,6 @@ dlh_symtab *dlh_symtab_open(const dlh_elf_api *api, const char *path, const uint
  * *off, addr minus the symbol's start. NULL when no symbol covers addr. */
 const char *dlh_symtab_lookup(const dlh_symtab *t, uint64_t addr, uint64_t *off);
 
-/* Gives back the pages of the string tables that lookups read names from (madvise; they are
- * read again from the page cache when a later lookup touches them): a name is copied out by the
- * caller at once, and the names of a few thousand functions of a large C++ library otherwise keep
- * as many 4 KiB pages of its string table resident. */
-void dlh_symtab_release_strings(const dlh_symtab *t);
-
 /* Number of symbols indexed, and the bytes the index itself occupies (not the mapped file). */
 size_t dlh_symtab_count(const dlh_symtab *t);
 size_t dlh_symtab_bytes(const dlh_symtab *t);

@@ -414,12 +414,6 @@ const char *dlh_symtab_lookup(const dlh_symtab *t, uint64_t addr, uint64_t *off)
   return name;
 }
 
-void dlh_symtab_release_strings(const dlh_symtab *t) {
-  if (!t) return;
-  for (int k = 0; k < 2; k++)
-    if (t->str[k] && (k == 0 || t->str[1] != t->str[0])) give_back(t, t->str[k], t->strsize[k]);
-}
-
 size_t dlh_symtab_count(const dlh_symtab *t) { return t ? t->n : 0; }
 uint64_t dlh_symtab_debug_bytes(const dlh_symtab *t) { return t ? t->debug_bytes : 0; }
 

@@ -43,7 +43,6 @@ typedef struct module {
   int no_lines;                 /* libdwfl found no DWARF in it */
   int indexed;                  /* its index was built once: debug_bytes is known */
   int evicted;                  /* its index was given back once (idle_indexes): never again */
-  int named;                    /* names were read from its string tables since the last burst */
   uint64_t used_ns;             /* the last name looked up in its index (CLOCK_MONOTONIC) */
   uint64_t debug_bytes;         /* dlh_symtab_debug_bytes, kept when the index is given back */
   dlh_symtab *syms;
@@ -382,32 +381,6 @@ static uint64_t idle_indexes(uint64_t now) {
   return next;
 }
 
-/* The modules whose string tables names were read from during the current burst of pcs: their
- * pages are given back when the burst is over (dlh_symtab_release_strings). libtorch_cpu.so's
- * string tables hold ~100 MB of C++ names, and each function named kept one of their pages. */
-static module **named_mods;
-static size_t nnamed, capnamed;
-
-static void note_named(module *m) {
-  if (nnamed == capnamed) {
-    size_t nc = capnamed ? capnamed * 2 : 16;
-    module **a = realloc(named_mods, nc * sizeof *a);
-    if (!a) return; /* its pages stay resident, as before */
-    named_mods = a;
-    capnamed = nc;
-  }
-  m->named = 1;
-  named_mods[nnamed++] = m;
-}
-
-static void release_named(void) {
-  for (size_t i = 0; i < nnamed; i++) {
-    named_mods[i]->named = 0;
-    dlh_symtab_release_strings(named_mods[i]->syms);
-  }
-  nnamed = 0;
-}
-
 /* The module's symbol index, built the first time (the file at its path, if its build-id is
  * the mapped one's). */
 static dlh_symtab *module_syms(module *m) {
@@ -437,10 +410,7 @@ static void resolve_name(uintptr_t pc, module *m, sym *s) {
   memset(s, 0, sizeof *s);
   if (!m) return;
   dlh_symtab *t = module_syms(m);
-  if (t) {
-    m->used_ns = now_ns();
-    if (!m->named) note_named(m);
-  }
+  if (t) m->used_ns = now_ns();
   uint64_t off = 0;
   const char *name = t ? dlh_symtab_lookup(t, a - m->bias, &off) : NULL;
   if (name) {
@@ -569,14 +539,7 @@ static void *symbolizer_main(void *arg) {
   static sym s; /* 2 KiB: not on this thread's stack */
   pthread_mutex_lock(&sym_mu);
   for (;;) {
-    if (!sym_stop && !Q[0].n && !Q[1].n) { /* the end of a burst */
-      if (nnamed && !sym_stop) {
-        pthread_mutex_unlock(&sym_mu);
-        release_named();
-        pthread_mutex_lock(&sym_mu);
-      }
-      if (!sym_stop && !Q[0].n && !Q[1].n) publish_cpu(); /* once per burst: a syscall */
-    }
+    if (!sym_stop && !Q[0].n && !Q[1].n) publish_cpu(); /* once per burst: a syscall */
     while (!sym_stop && !Q[0].n && !Q[1].n) {
       if (!nindexed) {
         pthread_cond_wait(&sym_cv, &sym_mu);
@@ -681,11 +644,10 @@ static void after_fork_child(void) {
   D.reported = 0;
   for (size_t i = 0; i < nmods; i++) {
     if (mods[i]->sym_state == -1 && !mods[i]->syms) mods[i]->sym_state = 0; /* maybe unfinished */
-    mods[i]->named = 0;
   }
-  /* the housekeeping's lists, which the parent's symbolizer may have been growing (leaked) */
-  indexed = named_mods = NULL;
-  nindexed = capindexed = nnamed = capnamed = 0;
+  /* the idle indexes' list, which the parent's symbolizer may have been growing (leaked) */
+  indexed = NULL;
+  nindexed = capindexed = 0;
 }
 
 /* ---------------------------------------------------------------- per-writer state */
